@@ -1,0 +1,92 @@
+#include "analyze_command.hpp"
+
+#include <memory>
+
+#include "analyze_output.hpp"
+#include "output_file.hpp"
+#include "stripesim/model/analysis.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/size_parse.hpp"
+
+namespace stripesim::cli {
+namespace {
+
+struct AnalyzeOptions {
+  std::string config_file;
+  std::string layouts;
+  std::string devices;
+  std::string seq_len;
+  std::string tile;
+  std::string mask;
+  std::string format = "table";
+  std::string output;
+  bool matrices = false;
+  unsigned threads = 0;
+  // The options, to tell which were given on the command line (they override --config).
+  CLI::Option* layouts_opt = nullptr;
+  CLI::Option* devices_opt = nullptr;
+  CLI::Option* seq_len_opt = nullptr;
+  CLI::Option* tile_opt = nullptr;
+  CLI::Option* mask_opt = nullptr;
+};
+
+constexpr const char* kAnalyzeExamples = R"(Examples:
+  stripesim analyze
+      the paper's setting: n = 256k, N = 8, tiles 2048x4096, contiguous vs striped vs zigzag
+  stripesim analyze --seq-len 2048 --devices 8 --layouts contiguous,zigzag --tile 64x64
+      the blog's table: contiguous 4.27x speedup (imbalance 1.87x), zigzag 8.00x (1.00x)
+  stripesim analyze --seq-len 1M --devices 64 --tile 128x128 --format json --output work.json
+  stripesim analyze --layouts striped,block-striped:16 --mask window:4k --matrices
+  stripesim analyze --mask documents:64k,64k,128k --layouts contiguous,permutation:perm.json
+  stripesim analyze --config configs/analyze/default.json --format csv)";
+
+model::AnalyzeConfig resolve_config(const AnalyzeOptions& o) {
+  model::AnalyzeConfig config;
+  if (!o.config_file.empty()) {
+    const std::string label = "--config " + o.config_file;
+    config = model::analyze_config_from_json(model::read_json_file(o.config_file, label), config, label);
+  }
+  if (o.seq_len_opt->count() > 0) config.seq_len = model::parse_count(o.seq_len, "--seq-len");
+  if (o.devices_opt->count() > 0) config.devices = model::parse_count(o.devices, "--devices");
+  if (o.tile_opt->count() > 0) config.tile = model::parse_tile_shape(o.tile);
+  if (o.mask_opt->count() > 0) config.mask = o.mask;
+  if (o.layouts_opt->count() > 0) config.layouts = model::split_list(o.layouts, "--layouts");
+  return config;
+}
+
+}  // namespace
+
+std::function<void()> register_analyze_command(CLI::App& app) {
+  auto options = std::make_shared<AnalyzeOptions>();
+  AnalyzeOptions& o = *options;
+  CLI::App* cmd = app.add_subcommand("analyze", "Count the exact work per round and device for each layout");
+  cmd->footer(kAnalyzeExamples);
+  cmd->add_option("--config", o.config_file,
+                  "JSON file with seq_len, devices, tile, layouts, mask (flags given here override it)");
+  o.layouts_opt = cmd->add_option("--layouts", o.layouts,
+                                  "Comma-separated: contiguous, striped, zigzag, block-striped:S, permutation:FILE "
+                                  "[default: contiguous,striped,zigzag]");
+  o.devices_opt = cmd->add_option("--devices,-N", o.devices, "Devices in the ring N [default: 8]");
+  o.seq_len_opt = cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k = 1024, M = 1048576 [default: 256k]");
+  o.tile_opt = cmd->add_option("--tile", o.tile, "Kernel tile TQxTK [default: 2048x4096, the paper's A100 tile]");
+  o.mask_opt = cmd->add_option("--mask", o.mask,
+                               "causal | bidirectional | window:W | documents:L1,L2,... | documents:FILE [default: causal]");
+  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json", "csv"}))->capture_default_str();
+  cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
+  cmd->add_flag("--matrices", o.matrices, "Table format: also print the per-round matrices");
+  cmd->add_option("--threads", o.threads, "Worker threads, 0 = one per core (results never depend on it)")
+      ->check(CLI::Range(0u, 1024u));
+  return [cmd, options] {
+    if (!cmd->parsed()) return;
+    const AnalyzeOptions& opts = *options;
+    const model::Analysis analysis = model::run_analysis(resolve_config(opts), opts.threads);
+    const OutputFormat format = opts.format == "json" ? OutputFormat::json
+                                : opts.format == "csv" ? OutputFormat::csv
+                                                       : OutputFormat::table;
+    write_output(format_analysis(analysis, format, opts.matrices), opts.output);
+  };
+}
+
+}  // namespace stripesim::cli

@@ -1,0 +1,101 @@
+#include "analyze_output.hpp"
+
+#include <fmt/format.h>
+
+#include <iterator>
+
+#include "stripesim/model/work_model.hpp"
+
+namespace stripesim::cli {
+namespace {
+
+using model::Count;
+
+// RFC 4180 quoting, needed only when a layout name (a permutation file path) holds , or ".
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char ch : text) {
+    if (ch == '"') quoted += '"';
+    quoted += ch;
+  }
+  return quoted + "\"";
+}
+
+template <typename... Args>
+void append(std::string& out, fmt::format_string<Args...> format, Args&&... args) {
+  fmt::format_to(std::back_inserter(out), format, std::forward<Args>(args)...);
+}
+
+void append_matrix(std::string& out, const std::string& title, const model::WorkMatrix& matrix) {
+  append(out, "  {} [round][device]\n", title);
+  append(out, "  {:>6}", "round");
+  for (Count d = 0; d < matrix.devices(); ++d) append(out, " {:>14}", fmt::format("d{}", d));
+  out += "\n";
+  for (Count r = 0; r < matrix.rounds(); ++r) {
+    append(out, "  {:>6}", r);
+    for (Count d = 0; d < matrix.devices(); ++d) append(out, " {:>14}", matrix.at(r, d));
+    out += "\n";
+  }
+}
+
+}  // namespace
+
+std::string format_analysis_table(const model::Analysis& analysis, bool matrices) {
+  const model::AnalyzeConfig& c = analysis.config;
+  std::string out;
+  append(out, "causal ring attention work: n = {} tokens, N = {} devices, c = {} tokens per device, mask {}, tiles {}\n\n",
+      c.seq_len, c.devices, c.seq_len / c.devices, analysis.mask.name(), c.tile.to_string());
+  append(out, "{:<22} | {:^46} | {:^46}\n", "", "unmasked (q, k) pairs", fmt::format("active {} tiles", c.tile.to_string()));
+  const auto group = fmt::format("{:>8} {:>9} {:>8} {:>6} {:>10}", "speedup", "imbalance", "lockstep", "idle", "vs contig");
+  append(out, "{:<22} | {} | {}\n", "layout", group, group);
+  append(out, "{:-<22}-+-{:-<46}-+-{:-<46}\n", "", "", "");
+  auto metrics_cells = [](const model::Metrics& m, double vs_contiguous) {
+    return fmt::format("{:>7.2f}x {:>8.2f}x {:>7.2f}x {:>5.1f}% {:>9.2f}x", m.speedup, m.imbalance, m.lockstep_speedup,
+                       100.0 * m.idle_fraction, vs_contiguous);
+  };
+  for (const auto& r : analysis.results) {
+    append(out, "{:<22} | {} | {}\n", r.layout, metrics_cells(r.elements, r.elements_lockstep_speedup_vs_contiguous),
+        metrics_cells(r.tiles, r.tiles_lockstep_speedup_vs_contiguous));
+  }
+  append(out, "\nspeedup = total / slowest device (no barrier); lockstep = total / sum over rounds of the busiest device;\n"
+      "imbalance = slowest / mean device; idle = 1 - total / (N x lockstep); vs contig = contiguous lockstep / this lockstep.\n");
+  if (matrices) {
+    for (const auto& r : analysis.results) {
+      append(out, "\n{}\n", r.layout);
+      append_matrix(out, "unmasked (q, k) pairs", r.work.unmasked_elements);
+      append_matrix(out, "active tiles", r.work.active_tiles);
+      append_matrix(out, "partial tiles", r.work.partial_tiles);
+    }
+  }
+  return out;
+}
+
+std::string format_analysis_json(const model::Analysis& analysis) { return model::to_json(analysis).dump(2) + "\n"; }
+
+std::string format_analysis_csv(const model::Analysis& analysis) {
+  std::string out = "layout,round,device,kv_source,unmasked_elements,active_tiles,partial_tiles\n";
+  const Count devices = analysis.config.devices;
+  for (const auto& r : analysis.results) {
+    const std::string layout = csv_field(r.layout);
+    for (Count round = 0; round < devices; ++round) {
+      for (Count d = 0; d < devices; ++d) {
+        append(out, "{},{},{},{},{},{},{}\n", layout, round, d,
+                       model::kv_source(d, round, devices), r.work.unmasked_elements.at(round, d),
+                       r.work.active_tiles.at(round, d), r.work.partial_tiles.at(round, d));
+      }
+    }
+  }
+  return out;
+}
+
+std::string format_analysis(const model::Analysis& analysis, OutputFormat format, bool matrices) {
+  switch (format) {
+    case OutputFormat::table: return format_analysis_table(analysis, matrices);
+    case OutputFormat::json: return format_analysis_json(analysis);
+    case OutputFormat::csv: return format_analysis_csv(analysis);
+  }
+  return {};
+}
+
+}  // namespace stripesim::cli

@@ -1,0 +1,58 @@
+// stripesim: predict how causal Ring Attention balances across devices before renting them.
+// Exit codes: 0 success, 2 bad input (one line on stderr naming the input), 1 internal error.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+#include "analyze_command.hpp"
+#include "stripesim/model/input_error.hpp"
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitInternal = 1;
+
+constexpr const char* kExamples = R"(Examples:
+  stripesim analyze                         paper setting: n = 256k, N = 8, tiles 2048x4096
+  stripesim analyze --seq-len 2048 --devices 8 --layouts contiguous,zigzag
+  stripesim analyze --seq-len 1M --devices 64 --tile 128x128 --format json -o work.json
+  stripesim analyze --help                  every flag, with more examples)";
+
+void print_error(std::string message) {
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  fmt::print(stderr, "stripesim: error: {}\n", message);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stripesim: exact load-balance model of causal Ring Attention (contiguous, striped, zigzag, ...)",
+               "stripesim"};
+  app.footer(kExamples);
+  app.set_version_flag("--version", "stripesim 0.1.0");
+  app.require_subcommand(1);
+  const auto run_analyze = stripesim::cli::register_analyze_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    print_error(fmt::format("{} (see stripesim --help)", e.what()));
+    return kExitBadInput;
+  }
+  try {
+    run_analyze();
+  } catch (const stripesim::model::InputError& e) {
+    print_error(e.what());
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    print_error("out of memory: the requested sizes are too large for this machine");
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    print_error(fmt::format("internal error: {}", e.what()));
+    return kExitInternal;
+  }
+  return 0;
+}

@@ -1,0 +1,54 @@
+#pragma once
+// The `analyze` workflow as a library call: several layouts of one sequence under one mask and
+// tile shape, their work matrices and metrics, and the JSON contract other tools parse.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/mask.hpp"
+#include "stripesim/model/metrics.hpp"
+#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/model/work_matrix.hpp"
+
+namespace stripesim::model {
+
+inline constexpr const char* kAnalyzeSchema = "stripesim.analyze/1";
+
+// Defaults are the paper's A100 setting: n = 256k, N = 8, tiles 2048x4096, causal.
+struct AnalyzeConfig {
+  Count seq_len = 262144;
+  Count devices = 8;
+  TileShape tile{2048, 4096};
+  std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
+  std::string mask = "causal";
+};
+
+// Reads an analyze config object (keys seq_len, devices, tile, layouts, mask; all optional,
+// unknown keys rejected) on top of `base`. `label` names the source in errors.
+[[nodiscard]] AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig base,
+                                                     const std::string& label);
+
+struct LayoutResult {
+  std::string layout;
+  Work work;
+  Metrics elements;
+  Metrics tiles;
+  // contiguous lockstep / this layout's lockstep: how much faster than plain Ring Attention.
+  double elements_lockstep_speedup_vs_contiguous = 0;
+  double tiles_lockstep_speedup_vs_contiguous = 0;
+};
+
+struct Analysis {
+  AnalyzeConfig config;
+  Mask mask;
+  std::vector<LayoutResult> results;
+};
+
+// Validates everything (sizes, specs, files) before counting anything; throws InputError.
+[[nodiscard]] Analysis run_analysis(const AnalyzeConfig& config, unsigned threads = 0);
+
+[[nodiscard]] nlohmann::ordered_json to_json(const WorkMatrix& matrix);
+[[nodiscard]] nlohmann::ordered_json to_json(const Metrics& metrics, double lockstep_speedup_vs_contiguous);
+[[nodiscard]] nlohmann::ordered_json to_json(const Analysis& analysis);
+
+}  // namespace stripesim::model

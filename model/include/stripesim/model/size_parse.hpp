@@ -1,0 +1,12 @@
+#pragma once
+// Parsing of the integer quantities users type: "262144", "256k" (x1024), "1M" (x1048576),
+// "2G" (x2^30). Anything else (signs, spaces, fractions, overflow) is an InputError naming `what`.
+#include <string_view>
+
+#include "stripesim/model/types.hpp"
+
+namespace stripesim::model {
+
+[[nodiscard]] Count parse_count(std::string_view text, std::string_view what);
+
+}  // namespace stripesim::model

@@ -1,0 +1,42 @@
+#pragma once
+// A [round][device] matrix of counts: the unit of everything the model reports.
+#include <cstddef>
+#include <vector>
+
+#include "stripesim/model/types.hpp"
+
+namespace stripesim::model {
+
+class WorkMatrix {
+ public:
+  WorkMatrix() = default;
+  WorkMatrix(Count rounds, Count devices)
+      : rounds_(rounds), devices_(devices), cells_(static_cast<std::size_t>(rounds * devices), 0) {}
+
+  [[nodiscard]] Count rounds() const { return rounds_; }
+  [[nodiscard]] Count devices() const { return devices_; }
+  [[nodiscard]] Count& at(Count round, DeviceId device) { return cells_[static_cast<std::size_t>(round * devices_ + device)]; }
+  [[nodiscard]] Count at(Count round, DeviceId device) const {
+    return cells_[static_cast<std::size_t>(round * devices_ + device)];
+  }
+
+  // Sum over rounds for every device.
+  [[nodiscard]] std::vector<Count> device_totals() const;
+  [[nodiscard]] Count total() const;
+
+  friend bool operator==(const WorkMatrix&, const WorkMatrix&) = default;
+
+ private:
+  Count rounds_ = 0;
+  Count devices_ = 0;
+  std::vector<Count> cells_;
+};
+
+// The three work matrices of one layout under one mask and tile shape.
+struct Work {
+  WorkMatrix unmasked_elements;  // allowed (q, k) pairs
+  WorkMatrix active_tiles;       // tiles holding at least one allowed pair
+  WorkMatrix partial_tiles;      // active tiles that also hold masked pairs
+};
+
+}  // namespace stripesim::model

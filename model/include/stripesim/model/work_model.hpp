@@ -1,0 +1,20 @@
+#pragma once
+// The exact work model: for every round r and device d (which holds the K/V block that started
+// on device (d - r) mod N), the allowed (q, k) pairs, and the active and partial tiles a
+// tile-skipping kernel with tiles TQxTK sees. Never sampled.
+#include "stripesim/model/layout.hpp"
+#include "stripesim/model/mask.hpp"
+#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/model/work_matrix.hpp"
+
+namespace stripesim::model {
+
+// The device whose K/V block device `device` holds at `round` (Algorithm 1: K/V move to d + 1).
+[[nodiscard]] constexpr DeviceId kv_source(DeviceId device, Count round, Count devices) {
+  return ((device - round) % devices + devices) % devices;
+}
+
+// `threads` = 0 uses the machine's hardware concurrency; results never depend on it.
+[[nodiscard]] Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads = 0);
+
+}  // namespace stripesim::model

@@ -1,0 +1,137 @@
+#include "stripesim/model/analysis.hpp"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/work_model.hpp"
+
+namespace stripesim::model {
+namespace {
+
+Count count_field(const nlohmann::json& value, const std::string& what) {
+  if (value.is_number_unsigned() || value.is_number_integer()) {
+    const Count count = value.get<Count>();
+    if (count < 0) throw InputError(fmt::format("{}: {} must not be negative", what, count));
+    return count;
+  }
+  if (value.is_string()) return parse_count(value.get<std::string>(), what);
+  throw InputError(fmt::format("{}: expected an integer or a string like \"256k\", got {}", what, value.dump()));
+}
+
+std::string string_field(const nlohmann::json& value, const std::string& what) {
+  if (!value.is_string()) throw InputError(fmt::format("{}: expected a string, got {}", what, value.dump()));
+  return value.get<std::string>();
+}
+
+}  // namespace
+
+AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig base, const std::string& label) {
+  if (!doc.is_object()) throw InputError(fmt::format("{}: expected a JSON object", label));
+  for (const auto& [key, value] : doc.items()) {
+    const std::string what = fmt::format("{} field \"{}\"", label, key);
+    if (key == "seq_len") {
+      base.seq_len = count_field(value, what);
+    } else if (key == "devices") {
+      base.devices = count_field(value, what);
+    } else if (key == "tile") {
+      base.tile = parse_tile_shape(string_field(value, what));
+    } else if (key == "mask") {
+      base.mask = string_field(value, what);
+    } else if (key == "layouts") {
+      if (!value.is_array() || value.empty()) throw InputError(fmt::format("{}: expected a non-empty array of layout specs", what));
+      base.layouts.clear();
+      for (const auto& item : value) base.layouts.push_back(string_field(item, what));
+    } else if (key != "description") {
+      throw InputError(fmt::format("{}: unknown field \"{}\" (known: seq_len, devices, tile, layouts, mask, description)",
+                                   label, key));
+    }
+  }
+  return base;
+}
+
+Analysis run_analysis(const AnalyzeConfig& config, unsigned threads) {
+  if (config.layouts.empty()) throw InputError("--layouts: needs at least one layout");
+  // Build (and so validate) every layout and the mask before the first count.
+  std::vector<Layout> layouts;
+  layouts.reserve(config.layouts.size());
+  for (const auto& spec : config.layouts) layouts.push_back(parse_layout(spec, config.seq_len, config.devices));
+  Analysis analysis{config, parse_mask(config.mask, config.seq_len), {}};
+
+  std::optional<Work> contiguous;
+  for (const Layout& layout : layouts) {
+    LayoutResult result{layout.name(), count_work(layout, analysis.mask, config.tile, threads), {}, {}, 0, 0};
+    result.elements = compute_metrics(result.work.unmasked_elements);
+    result.tiles = compute_metrics(result.work.active_tiles);
+    if (layout.kind() == LayoutKind::contiguous && !contiguous) contiguous = result.work;
+    analysis.results.push_back(std::move(result));
+  }
+  // The reference is plain Ring Attention, computed even when it was not asked for.
+  if (!contiguous) {
+    contiguous = count_work(Layout::contiguous(config.seq_len, config.devices), analysis.mask, config.tile, threads);
+  }
+  const Metrics reference_elements = compute_metrics(contiguous->unmasked_elements);
+  const Metrics reference_tiles = compute_metrics(contiguous->active_tiles);
+  for (LayoutResult& result : analysis.results) {
+    result.elements_lockstep_speedup_vs_contiguous =
+        static_cast<double>(reference_elements.lockstep) / static_cast<double>(result.elements.lockstep);
+    result.tiles_lockstep_speedup_vs_contiguous =
+        static_cast<double>(reference_tiles.lockstep) / static_cast<double>(result.tiles.lockstep);
+  }
+  return analysis;
+}
+
+nlohmann::ordered_json to_json(const WorkMatrix& matrix) {
+  nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
+  for (Count r = 0; r < matrix.rounds(); ++r) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::array();
+    for (Count d = 0; d < matrix.devices(); ++d) row.push_back(matrix.at(r, d));
+    rounds.push_back(std::move(row));
+  }
+  return rounds;
+}
+
+nlohmann::ordered_json to_json(const Metrics& m, double lockstep_speedup_vs_contiguous) {
+  return nlohmann::ordered_json{{"total", m.total},
+                        {"lockstep", m.lockstep},
+                        {"slowest_device", m.slowest_device},
+                        {"imbalance", m.imbalance},
+                        {"spread", m.spread},
+                        {"cv", m.cv},
+                        {"speedup", m.speedup},
+                        {"lockstep_speedup", m.lockstep_speedup},
+                        {"idle_fraction", m.idle_fraction},
+                        {"lockstep_speedup_vs_contiguous", lockstep_speedup_vs_contiguous}};
+}
+
+nlohmann::ordered_json to_json(const Analysis& analysis) {
+  const AnalyzeConfig& c = analysis.config;
+  nlohmann::ordered_json mask{{"spec", c.mask}, {"kind", analysis.mask.name()}};
+  if (analysis.mask.kind() == MaskKind::window) mask["window"] = analysis.mask.window_width();
+  if (analysis.mask.kind() == MaskKind::documents) mask["document_lengths"] = analysis.mask.document_lengths();
+  nlohmann::ordered_json doc;
+  doc["schema"] = kAnalyzeSchema;
+  doc["config"] = {{"seq_len", c.seq_len},
+                   {"devices", c.devices},
+                   {"block_size", c.seq_len / c.devices},
+                   {"tile", {{"query", c.tile.query}, {"key", c.tile.key}}},
+                   {"mask", std::move(mask)},
+                   {"layouts", c.layouts}};
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  for (const LayoutResult& r : analysis.results) {
+    results.push_back({{"layout", r.layout},
+                       {"unmasked_elements", to_json(r.work.unmasked_elements)},
+                       {"active_tiles", to_json(r.work.active_tiles)},
+                       {"partial_tiles", to_json(r.work.partial_tiles)},
+                       {"metrics",
+                        {{"elements", to_json(r.elements, r.elements_lockstep_speedup_vs_contiguous)},
+                         {"tiles", to_json(r.tiles, r.tiles_lockstep_speedup_vs_contiguous)}}}});
+  }
+  doc["results"] = std::move(results);
+  return doc;
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,176 @@
+#include "stripesim/model/layout.hpp"
+
+#include <fmt/format.h>
+
+#include "stripesim/model/input_error.hpp"
+
+namespace stripesim::model {
+namespace {
+
+void require_sizes(Count seq_len, Count devices) {
+  if (devices < 1 || devices > kMaxDevices) {
+    throw InputError(fmt::format("--devices {}: must be between 1 and {}", devices, kMaxDevices));
+  }
+  if (seq_len < 1 || seq_len > kMaxSeqLen) {
+    throw InputError(fmt::format("--seq-len {}: must be between 1 and 2^31 = {} so that every pair count fits in 64 bits",
+                                 seq_len, kMaxSeqLen));
+  }
+}
+
+void require_divides(Count seq_len, Count divisor, std::string_view layout, std::string_view what) {
+  if (seq_len % divisor != 0) {
+    throw InputError(fmt::format("--seq-len {}: layout {} needs it divisible by {} = {}", seq_len, layout,
+                                 what, divisor));
+  }
+}
+
+}  // namespace
+
+Layout::Layout(LayoutKind kind, std::string name, Count seq_len, Count devices, Count stripe)
+    : kind_(kind), name_(std::move(name)), seq_len_(seq_len), devices_(devices),
+      block_size_(seq_len / devices), stripe_(stripe) {}
+
+Layout Layout::contiguous(Count seq_len, Count devices) {
+  require_sizes(seq_len, devices);
+  require_divides(seq_len, devices, "contiguous", "N");
+  return Layout(LayoutKind::contiguous, "contiguous", seq_len, devices, 0);
+}
+
+Layout Layout::striped(Count seq_len, Count devices) {
+  require_sizes(seq_len, devices);
+  require_divides(seq_len, devices, "striped", "N");
+  return Layout(LayoutKind::striped, "striped", seq_len, devices, 0);
+}
+
+Layout Layout::zigzag(Count seq_len, Count devices) {
+  require_sizes(seq_len, devices);
+  require_divides(seq_len, 2 * devices, "zigzag", "2N");
+  return Layout(LayoutKind::zigzag, "zigzag", seq_len, devices, seq_len / (2 * devices));
+}
+
+Layout Layout::block_striped(Count seq_len, Count devices, Count stripe) {
+  require_sizes(seq_len, devices);
+  if (stripe < 1) throw InputError(fmt::format("block-striped:{}: the stripe width must be at least 1", stripe));
+  if (stripe > seq_len / devices) {
+    throw InputError(fmt::format("block-striped:{}: the stripe width must be at most n/N = {}", stripe,
+                                 seq_len / devices));
+  }
+  require_divides(seq_len, stripe * devices, fmt::format("block-striped:{}", stripe), "s*N");
+  return Layout(LayoutKind::block_striped, fmt::format("block-striped:{}", stripe), seq_len, devices, stripe);
+}
+
+Layout Layout::permutation(const std::vector<std::vector<Position>>& blocks, Count seq_len, std::string source) {
+  const auto devices = static_cast<Count>(blocks.size());
+  const std::string label = fmt::format("permutation:{}", source);
+  if (devices < 1) throw InputError(fmt::format("{}: holds no device blocks", label));
+  require_sizes(seq_len, devices);
+  require_divides(seq_len, devices, label, "N");
+  const Count c = seq_len / devices;
+  Layout layout(LayoutKind::permutation, label, seq_len, devices, 0);
+  layout.slots_.reserve(static_cast<size_t>(seq_len));
+  layout.slot_of_.assign(static_cast<size_t>(seq_len), -1);
+  for (Count d = 0; d < devices; ++d) {
+    const auto& block = blocks[static_cast<size_t>(d)];
+    if (static_cast<Count>(block.size()) != c) {
+      throw InputError(fmt::format("{}: device {} holds {} positions, every device must hold n/N = {}", label, d,
+                                   block.size(), c));
+    }
+    for (Count l = 0; l < c; ++l) {
+      const Position p = block[static_cast<size_t>(l)];
+      if (p < 0 || p >= seq_len) {
+        throw InputError(fmt::format("{}: position {} (device {}, local {}) is outside [0, {})", label, p, d, l,
+                                     seq_len));
+      }
+      if (layout.slot_of_[static_cast<size_t>(p)] != -1) {
+        throw InputError(fmt::format("{}: position {} appears twice, a layout must be a bijection", label, p));
+      }
+      layout.slot_of_[static_cast<size_t>(p)] = d * c + l;
+      layout.slots_.push_back(p);
+    }
+  }
+  return layout;
+}
+
+Position Layout::position(DeviceId device, Count local) const {
+  const Count c = block_size_;
+  switch (kind_) {
+    case LayoutKind::contiguous: return device * c + local;
+    case LayoutKind::striped: return local * devices_ + device;
+    case LayoutKind::zigzag: {
+      const Count h = stripe_;
+      const Count chunk = local < h ? device : 2 * devices_ - 1 - device;
+      return chunk * h + local % h;
+    }
+    case LayoutKind::block_striped: {
+      const Count s = stripe_;
+      return (local / s * devices_ + device) * s + local % s;
+    }
+    case LayoutKind::permutation: return slots_[static_cast<size_t>(device * c + local)];
+  }
+  return -1;
+}
+
+Placement Layout::locate(Position p) const {
+  const Count c = block_size_;
+  switch (kind_) {
+    case LayoutKind::contiguous: return {p / c, p % c};
+    case LayoutKind::striped: return {p % devices_, p / devices_};
+    case LayoutKind::zigzag: {
+      const Count h = stripe_;
+      const Count chunk = p / h;
+      if (chunk < devices_) return {chunk, p % h};
+      return {2 * devices_ - 1 - chunk, h + p % h};
+    }
+    case LayoutKind::block_striped: {
+      const Count s = stripe_;
+      const Count stripe_index = p / s;
+      return {stripe_index % devices_, stripe_index / devices_ * s + p % s};
+    }
+    case LayoutKind::permutation: {
+      const Count slot = slot_of_[static_cast<size_t>(p)];
+      return {slot / c, slot % c};
+    }
+  }
+  return {-1, -1};
+}
+
+std::vector<Run> Layout::runs(DeviceId device) const {
+  const Count c = block_size_;
+  switch (kind_) {
+    case LayoutKind::contiguous: return {Run{device * c, 1, c, 0}};
+    case LayoutKind::striped: return {Run{device, devices_, c, 0}};
+    case LayoutKind::zigzag: {
+      const Count h = stripe_;
+      return {Run{device * h, 1, h, 0}, Run{(2 * devices_ - 1 - device) * h, 1, h, h}};
+    }
+    case LayoutKind::block_striped: {
+      const Count s = stripe_;
+      // s == 1 is striped: one run of stride N instead of c runs of length 1.
+      if (s == 1) return {Run{device, devices_, c, 0}};
+      if (s == c) return {Run{device * c, 1, c, 0}};
+      std::vector<Run> runs;
+      runs.reserve(static_cast<size_t>(c / s));
+      for (Count j = 0; j < c / s; ++j) runs.push_back(Run{(j * devices_ + device) * s, 1, s, j * s});
+      return runs;
+    }
+    case LayoutKind::permutation: {
+      // Greedy maximal arithmetic progressions with a positive stride.
+      std::vector<Run> runs;
+      const Position* slot = slots_.data() + device * c;
+      Count l = 0;
+      while (l < c) {
+        Run run{slot[l], 1, 1, l};
+        if (l + 1 < c && slot[l + 1] > slot[l]) {
+          run.stride = slot[l + 1] - slot[l];
+          while (l + run.length < c && slot[l + run.length] - slot[l + run.length - 1] == run.stride) ++run.length;
+        }
+        runs.push_back(run);
+        l += run.length;
+      }
+      return runs;
+    }
+  }
+  return {};
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,72 @@
+#include "stripesim/model/layout_spec.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/size_parse.hpp"
+
+namespace stripesim::model {
+
+std::vector<std::string> split_list(std::string_view text, std::string_view what) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string_view item = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+    if (item.empty()) throw InputError(fmt::format("{} '{}': empty item in a comma-separated list", what, text));
+    items.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+Layout parse_layout(std::string_view spec, Count seq_len, Count devices) {
+  if (spec == "contiguous") return Layout::contiguous(seq_len, devices);
+  if (spec == "striped") return Layout::striped(seq_len, devices);
+  if (spec == "zigzag") return Layout::zigzag(seq_len, devices);
+  constexpr std::string_view kBlockStriped = "block-striped:";
+  constexpr std::string_view kPermutation = "permutation:";
+  if (spec.starts_with(kBlockStriped)) {
+    const Count stripe = parse_count(spec.substr(kBlockStriped.size()), "layout block-striped:S stripe width");
+    return Layout::block_striped(seq_len, devices, stripe);
+  }
+  if (spec.starts_with(kPermutation) && spec.size() > kPermutation.size()) {
+    return load_permutation_file(std::string(spec.substr(kPermutation.size())), seq_len, devices);
+  }
+  throw InputError(fmt::format(
+      "--layouts '{}': unknown layout, expected contiguous, striped, zigzag, block-striped:S or permutation:FILE", spec));
+}
+
+Layout load_permutation_file(const std::string& path, Count seq_len, Count devices) {
+  const std::string label = fmt::format("permutation:{}", path);
+  const nlohmann::json doc = read_json_file(path, label);
+  const nlohmann::json* blocks = &doc;
+  if (doc.is_object()) {
+    if (!doc.contains("blocks")) throw InputError(fmt::format("{}: expected a \"blocks\" array of per-device arrays", label));
+    blocks = &doc.at("blocks");
+  }
+  if (!blocks->is_array()) throw InputError(fmt::format("{}: expected a \"blocks\" array of per-device arrays", label));
+  if (static_cast<Count>(blocks->size()) != devices) {
+    throw InputError(fmt::format("{}: holds {} device blocks but --devices is {}", label, blocks->size(), devices));
+  }
+  std::vector<std::vector<Position>> positions;
+  positions.reserve(blocks->size());
+  for (size_t d = 0; d < blocks->size(); ++d) {
+    const auto& block = (*blocks)[d];
+    if (!block.is_array()) throw InputError(fmt::format("{}: block {} is not an array of positions", label, d));
+    auto& out = positions.emplace_back();
+    out.reserve(block.size());
+    for (const auto& p : block) {
+      if (!p.is_number_integer()) {
+        throw InputError(fmt::format("{}: block {} holds {}, expected integer positions", label, d, p.dump()));
+      }
+      out.push_back(p.get<Position>());
+    }
+  }
+  return Layout::permutation(positions, seq_len, path);
+}
+
+}  // namespace stripesim::model

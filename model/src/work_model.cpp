@@ -1,0 +1,156 @@
+#include "stripesim/model/work_model.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "device_block.hpp"
+
+namespace stripesim::model {
+namespace {
+
+using detail::DeviceBlock;
+using detail::PairScratch;
+using detail::TileSummary;
+
+struct TileCounts {
+  Count active = 0;
+  Count partial = 0;
+};
+
+Count count_at_or_below(const std::vector<Position>& sorted, Position x) {
+  return std::upper_bound(sorted.begin(), sorted.end(), x) - sorted.begin();
+}
+
+// Causal: a tile is active iff its smallest key <= its largest query, and fully allowed iff its
+// largest key <= its smallest query. Both are exact, whatever the layout.
+TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& keys) {
+  TileCounts counts;
+  for (const TileSummary& qt : queries.query_tiles()) {
+    const Count active = count_at_or_below(keys.key_min_sorted(), qt.max);
+    const Count full = count_at_or_below(keys.key_max_sorted(), qt.min);
+    counts.active += active;
+    counts.partial += active - full;
+  }
+  return counts;
+}
+
+// Window and documents masks: bounds from the tile summaries decide most tiles (surely empty,
+// surely fully allowed); the rest are counted exactly, because a sparse tile (striped, say) can
+// fall between the window's edges without holding a single allowed pair.
+class IntervalTileCounter {
+ public:
+  IntervalTileCounter(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, PairScratch& scratch)
+      : queries_(queries), keys_(keys), mask_(mask), scratch_(scratch) {}
+
+  TileCounts count() {
+    const auto& key_tiles = keys_.key_tiles();
+    for (const TileSummary& qt : queries_.query_tiles()) {
+      const Bounds b = bounds(qt);
+      if (keys_.key_tiles_monotone()) {
+        // Candidates: kmax >= lo_min and kmin <= hi_max, an index range.
+        const auto first = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.max < b.lo_min; });
+        const auto last = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.min <= b.hi_max; });
+        if (first >= last) continue;
+        // Fully allowed: kmin >= lo_max and kmax <= hi_min, a sub-range of the candidates.
+        auto full_first = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.min < b.lo_max; });
+        auto full_last = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.max <= b.hi_min; });
+        full_first = std::clamp(full_first, first, last);
+        full_last = std::clamp(full_last, full_first, last);
+        counts_.active += full_last - full_first;
+        for (auto kt = first; kt != full_first; ++kt) count_exactly(qt, *kt);
+        for (auto kt = full_last; kt != last; ++kt) count_exactly(qt, *kt);
+      } else {
+        for (const TileSummary& kt : key_tiles) {
+          if (kt.max < b.lo_min || kt.min > b.hi_max) continue;
+          if (kt.min >= b.lo_max && kt.max <= b.hi_min) {
+            ++counts_.active;
+          } else {
+            count_exactly(qt, kt);
+          }
+        }
+      }
+    }
+    return counts_;
+  }
+
+ private:
+  struct Bounds {
+    Position lo_min, lo_max, hi_min, hi_max;  // key interval ends at the tile's smallest/largest query
+  };
+
+  [[nodiscard]] Bounds bounds(const TileSummary& qt) const {
+    return {mask_.lowest_key(qt.min), mask_.lowest_key(qt.max), mask_.highest_key(qt.min), mask_.highest_key(qt.max)};
+  }
+
+  void count_exactly(const TileSummary& qt, const TileSummary& kt) {
+    const Count pairs = detail::count_range_pairs(queries_, qt.begin, qt.end, keys_, kt.begin, kt.end, mask_, scratch_);
+    if (pairs > 0) ++counts_.active;
+    if (pairs > 0 && pairs < qt.size() * kt.size()) ++counts_.partial;
+  }
+
+  const DeviceBlock& queries_;
+  const DeviceBlock& keys_;
+  const Mask& mask_;
+  PairScratch& scratch_;
+  TileCounts counts_;
+};
+
+TileCounts count_tiles(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, PairScratch& scratch) {
+  switch (mask.kind()) {
+    case MaskKind::bidirectional:
+      return {static_cast<Count>(queries.query_tiles().size() * keys.key_tiles().size()), 0};
+    case MaskKind::causal: return count_causal_tiles(queries, keys);
+    case MaskKind::window:
+    case MaskKind::documents: return IntervalTileCounter(queries, keys, mask, scratch).count();
+  }
+  return {};
+}
+
+// Runs fn(index) for index in [0, count) on `threads` threads, each taking a strided share.
+template <typename Fn>
+void parallel_for(Count count, unsigned threads, Fn fn) {
+  threads = static_cast<unsigned>(std::clamp<Count>(count, 1, threads));
+  if (threads == 1) {
+    for (Count i = 0; i < count; ++i) fn(i);
+    return;
+  }
+  std::vector<std::jthread> workers;
+  workers.reserve(threads);
+  for (unsigned t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      for (Count i = t; i < count; i += threads) fn(i);
+    });
+  }
+}
+
+}  // namespace
+
+Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads) {
+  if (mask.seq_len() != layout.seq_len()) throw std::invalid_argument("count_work: mask and layout disagree on n");
+  if (tile.query < 1 || tile.key < 1) throw std::invalid_argument("count_work: tile sides must be positive");
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const Count devices = layout.devices();
+
+  std::vector<std::optional<DeviceBlock>> blocks(static_cast<size_t>(devices));
+  parallel_for(devices, threads, [&](Count d) { blocks[static_cast<size_t>(d)].emplace(layout, d, tile.query, tile.key); });
+
+  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices)};
+  // Each device's column is written by one thread only, so the result never depends on threads.
+  parallel_for(devices, threads, [&](Count d) {
+    PairScratch scratch;
+    const DeviceBlock& queries = *blocks[static_cast<size_t>(d)];
+    for (Count r = 0; r < devices; ++r) {
+      const DeviceBlock& keys = *blocks[static_cast<size_t>(kv_source(d, r, devices))];
+      work.unmasked_elements.at(r, d) =
+          detail::count_range_pairs(queries, 0, queries.size(), keys, 0, keys.size(), mask, scratch);
+      const TileCounts tiles = count_tiles(queries, keys, mask, scratch);
+      work.active_tiles.at(r, d) = tiles.active;
+      work.partial_tiles.at(r, d) = tiles.partial;
+    }
+  });
+  return work;
+}
+
+}  // namespace stripesim::model
