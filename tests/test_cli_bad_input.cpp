@@ -1,0 +1,90 @@
+// Every bad input gets one line on stderr naming the input and the constraint, exit code 2,
+// nothing on stdout and no output file. Each row here is also a row of the README's table.
+#include <gtest/gtest.h>
+
+#include "cli_runner.hpp"
+
+namespace stripesim::testing {
+namespace {
+
+struct BadInput {
+  const char* name;
+  std::string args;
+  const char* message;  // a piece of the expected one-line message
+};
+
+void PrintTo(const BadInput& input, std::ostream* os) { *os << input.args; }
+
+std::string data(const char* file) { return std::string("'") + STRIPESIM_SOURCE_DIR + "/tests/data/" + file + "'"; }
+
+std::vector<BadInput> bad_inputs() {
+  return {
+      {"zero_devices", "--devices 0", "--devices 0: must be between 1 and 65536"},
+      {"too_many_devices", "--devices 100000 --seq-len 100000", "--devices 100000: must be between 1 and 65536"},
+      {"zero_tile", "--tile 0x128", "both tile sides must be at least 1"},
+      {"half_tile", "--tile 12x", "--tile '12x': expected TQxTK"},
+      {"tile_not_a_number", "--tile axb", "--tile query size 'a'"},
+      {"unknown_layout", "--layouts contiguous,diagonal", "--layouts 'diagonal': unknown layout"},
+      {"empty_layout_item", "--layouts contiguous,,zigzag", "empty item"},
+      {"unknown_mask", "--mask sliding:4", "--mask 'sliding:4': unknown mask"},
+      {"zero_window", "--mask window:0", "the window must be at least 1 token"},
+      {"negative_window", "--mask window:-5", "the window must be at least 1 token"},
+      {"documents_do_not_sum", "--mask documents:100k,100k", "they must add up to --seq-len 262144"},
+      {"documents_overflow_n", "--mask documents:200k,200k", "add up to more than --seq-len"},
+      {"zero_length_document", "--seq-len 1k --mask documents:0,1k", "every length must be at least 1"},
+      {"documents_file_short", "--seq-len 4k --mask documents:" + data("short_documents.txt"), "add up to 3000"},
+      {"documents_file_missing", "--mask documents:/nonexistent/docs.txt", "does not exist"},
+      {"seq_len_beyond_counts", "--seq-len 4G", "must be between 1 and 2^31"},
+      {"seq_len_beyond_64_bits", "--seq-len 99999999999999999999", "too large for a 64-bit count"},
+      {"seq_len_not_a_number", "--seq-len abc", "--seq-len 'abc'"},
+      {"seq_len_zero", "--seq-len 0", "must be between 1 and 2^31"},
+      {"not_divisible_by_devices", "--seq-len 1000 --devices 3", "divisible by N = 3"},
+      {"zigzag_needs_2N", "--seq-len 20 --devices 4 --layouts zigzag", "layout zigzag needs it divisible by 2N = 8"},
+      {"block_striped_needs_sN", "--seq-len 96 --devices 4 --layouts block-striped:5", "divisible by s*N = 20"},
+      {"block_striped_zero", "--layouts block-striped:0", "the stripe width must be at least 1"},
+      {"permutation_missing", "--layouts permutation:/nonexistent/perm.json", "does not exist"},
+      {"permutation_malformed", "--seq-len 4 --devices 2 --layouts permutation:" + data("malformed_permutation.json"),
+       "is not valid JSON"},
+      {"permutation_not_bijection", "--seq-len 8 --devices 2 --layouts permutation:" + data("duplicate_permutation.json"),
+       "position 3 appears twice"},
+      {"permutation_wrong_devices", "--seq-len 8 --devices 4 --layouts permutation:" + data("duplicate_permutation.json"),
+       "holds 2 device blocks but --devices is 4"},
+      {"unknown_format", "--format xml", "--format"},
+      {"output_dir_missing", "--output /nonexistent/dir/out.json", "directory '/nonexistent/dir' does not exist"},
+      {"unknown_flag", "--frobnicate", "--frobnicate"},
+      {"config_missing", "--config /nonexistent/config.json", "does not exist"},
+      {"config_malformed", "--config " + data("malformed_config.json"), "is not valid JSON"},
+      {"config_unknown_field", "--config " + data("unknown_field_config.json"), "unknown field \"tiles\""},
+      {"threads_negative", "--threads -1", "--threads"},
+  };
+}
+
+class CliBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliBadInput, OneLineExitTwoNoOutput) {
+  const BadInput& input = GetParam();
+  const auto output = std::filesystem::temp_directory_path() / (std::string("stripesim_bad_") + input.name + ".json");
+  std::filesystem::remove(output);
+  const bool writes_elsewhere = input.args.find("--output") != std::string::npos;
+  const std::string args =
+      "analyze " + input.args + (writes_elsewhere ? "" : " --format json --output '" + output.string() + "'");
+  const CliResult r = run_cli(args);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "exactly one line: " << r.err;
+  EXPECT_NE(r.err.find(input.message), std::string::npos) << "message '" << r.err << "' lacks '" << input.message << "'";
+  EXPECT_FALSE(std::filesystem::exists(output)) << "no partial output file";
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, CliBadInput, ::testing::ValuesIn(bad_inputs()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(CliBadInput, MissingSubcommand) {
+  const CliResult r = run_cli("");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("subcommand"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace stripesim::testing

@@ -1,0 +1,184 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/layout.hpp"
+#include "stripesim/model/layout_spec.hpp"
+
+namespace stripesim::model {
+namespace {
+
+// Every local slot maps to a distinct position, locate() inverts position(), and the runs
+// reproduce the positions in local order.
+void expect_bijection(const Layout& layout) {
+  const Count n = layout.seq_len();
+  const Count c = layout.block_size();
+  std::vector<int> seen(static_cast<size_t>(n), 0);
+  for (Count d = 0; d < layout.devices(); ++d) {
+    const auto runs = layout.runs(d);
+    Count expected_local = 0;
+    for (const Run& run : runs) {
+      ASSERT_EQ(run.local_begin, expected_local) << layout.name();
+      ASSERT_GE(run.stride, 1);
+      for (Count i = 0; i < run.length; ++i) {
+        ASSERT_EQ(run.at(i), layout.position(d, run.local_begin + i)) << layout.name() << " d=" << d;
+      }
+      expected_local += run.length;
+    }
+    ASSERT_EQ(expected_local, c) << layout.name();
+    for (Count l = 0; l < c; ++l) {
+      const Position p = layout.position(d, l);
+      ASSERT_GE(p, 0);
+      ASSERT_LT(p, n);
+      ++seen[static_cast<size_t>(p)];
+      ASSERT_EQ(layout.locate(p), (Placement{d, l})) << layout.name() << " p=" << p;
+    }
+  }
+  for (Count p = 0; p < n; ++p) ASSERT_EQ(seen[static_cast<size_t>(p)], 1) << layout.name() << " p=" << p;
+}
+
+TEST(Layout, DefinitionsFromTheDesign) {
+  const Count n = 32, N = 4, c = 8;
+  const auto contiguous = Layout::contiguous(n, N);
+  const auto striped = Layout::striped(n, N);
+  const auto zigzag = Layout::zigzag(n, N);
+  const auto block = Layout::block_striped(n, N, 2);
+  for (Position p = 0; p < n; ++p) {
+    EXPECT_EQ(contiguous.locate(p), (Placement{p / c, p % c}));
+    EXPECT_EQ(striped.locate(p), (Placement{p % N, p / N}));
+    // zigzag: chunk g of h = c/2 goes to g if g < N else 2N-1-g; early chunk first.
+    const Count h = c / 2, g = p / h;
+    const Placement z = g < N ? Placement{g, p % h} : Placement{2 * N - 1 - g, h + p % h};
+    EXPECT_EQ(zigzag.locate(p), z);
+    // block-striped s = 2: stripe j = p / 2 dealt round-robin.
+    const Count j = p / 2;
+    EXPECT_EQ(block.locate(p), (Placement{j % N, j / N * 2 + p % 2}));
+  }
+  // Device 0 of zigzag holds the first and the last chunk (the blog's description).
+  EXPECT_EQ(zigzag.position(0, 0), 0);
+  EXPECT_EQ(zigzag.position(0, c - 1), n - 1);
+}
+
+TEST(Layout, EveryLayoutIsABijection) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const Count N = std::uniform_int_distribution<Count>(1, 9)(rng);
+    const Count h = std::uniform_int_distribution<Count>(1, 12)(rng);
+    const Count n = 2 * N * h;
+    expect_bijection(Layout::contiguous(n, N));
+    expect_bijection(Layout::striped(n, N));
+    expect_bijection(Layout::zigzag(n, N));
+    for (Count s = 1; s <= n / N; ++s) {
+      if ((n / N) % s == 0) expect_bijection(Layout::block_striped(n, N, s));
+    }
+    std::vector<Position> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<std::vector<Position>> blocks(static_cast<size_t>(N));
+    for (Count i = 0; i < n; ++i) blocks[static_cast<size_t>(i / (n / N))].push_back(order[static_cast<size_t>(i)]);
+    expect_bijection(Layout::permutation(blocks, n, "random"));
+  }
+}
+
+TEST(Layout, BlockStripedExtremesAreStripedAndContiguous) {
+  const Count n = 48, N = 4;
+  const auto s1 = Layout::block_striped(n, N, 1);
+  const auto sc = Layout::block_striped(n, N, n / N);
+  for (Position p = 0; p < n; ++p) {
+    EXPECT_EQ(s1.locate(p), Layout::striped(n, N).locate(p));
+    EXPECT_EQ(sc.locate(p), Layout::contiguous(n, N).locate(p));
+  }
+  EXPECT_EQ(s1.name(), "block-striped:1");
+}
+
+TEST(Layout, StructuredLayoutsHaveFewRuns) {
+  EXPECT_EQ(Layout::contiguous(1 << 20, 64).runs(5).size(), 1u);
+  EXPECT_EQ(Layout::striped(1 << 20, 64).runs(5).size(), 1u);
+  EXPECT_EQ(Layout::zigzag(1 << 20, 64).runs(5).size(), 2u);
+  // A permutation that happens to be striped is recognised as one stride-N run per device.
+  std::vector<std::vector<Position>> blocks(4);
+  for (Position p = 0; p < 64; ++p) blocks[static_cast<size_t>(p % 4)].push_back(p);
+  const auto runs = Layout::permutation(blocks, 64, "striped").runs(2);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].first, 2);
+  EXPECT_EQ(runs[0].stride, 4);
+  EXPECT_EQ(runs[0].length, 16);
+}
+
+TEST(Layout, RejectsSizesThatDoNotDivide) {
+  EXPECT_THROW((void)Layout::contiguous(10, 4), InputError);
+  EXPECT_THROW((void)Layout::striped(10, 4), InputError);
+  EXPECT_THROW((void)Layout::zigzag(12, 4), InputError);  // divisible by N, not by 2N
+  EXPECT_NO_THROW((void)Layout::zigzag(16, 4));
+  EXPECT_THROW((void)Layout::block_striped(24, 4, 4), InputError);  // c = 6 not divisible by 4
+  EXPECT_THROW((void)Layout::block_striped(32, 4, 0), InputError);
+  EXPECT_THROW((void)Layout::block_striped(32, 4, 16), InputError);  // s > c
+  EXPECT_THROW((void)Layout::contiguous(16, 0), InputError);
+  EXPECT_THROW((void)Layout::contiguous(0, 4), InputError);
+  EXPECT_THROW((void)Layout::contiguous(kMaxSeqLen * 2, 4), InputError);
+  EXPECT_THROW((void)Layout::contiguous(kMaxDevices * 2, kMaxDevices * 2), InputError);
+  EXPECT_NO_THROW((void)Layout::striped(kMaxSeqLen, 8));  // structured layouts never materialise positions
+}
+
+TEST(Layout, RejectsPermutationsThatAreNotBijections) {
+  EXPECT_THROW((void)Layout::permutation({{0, 1}, {1, 3}}, 4, "dup"), InputError);
+  EXPECT_THROW((void)Layout::permutation({{0, 1}, {2, 4}}, 4, "range"), InputError);
+  EXPECT_THROW((void)Layout::permutation({{0, 1, 2}, {3}}, 4, "sizes"), InputError);
+  EXPECT_THROW((void)Layout::permutation({{0, -1}, {2, 3}}, 4, "negative"), InputError);
+  EXPECT_THROW((void)Layout::permutation({}, 4, "empty"), InputError);
+}
+
+class LayoutSpecFiles : public ::testing::Test {
+ protected:
+  std::string write(const std::string& name, const std::string& text) {
+    const auto path = std::filesystem::temp_directory_path() / ("stripesim_test_" + name);
+    std::ofstream(path) << text;
+    paths_.push_back(path);
+    return path.string();
+  }
+  void TearDown() override {
+    for (const auto& p : paths_) std::filesystem::remove(p);
+  }
+  std::vector<std::filesystem::path> paths_;
+};
+
+TEST_F(LayoutSpecFiles, ParsesEveryKind) {
+  EXPECT_EQ(parse_layout("contiguous", 64, 4).kind(), LayoutKind::contiguous);
+  EXPECT_EQ(parse_layout("striped", 64, 4).kind(), LayoutKind::striped);
+  EXPECT_EQ(parse_layout("zigzag", 64, 4).kind(), LayoutKind::zigzag);
+  EXPECT_EQ(parse_layout("block-striped:4", 64, 4).stripe(), 4);
+  const std::string file = write("perm.json", R"({"blocks": [[3, 0], [1, 2]]})");
+  const Layout perm = parse_layout("permutation:" + file, 4, 2);
+  EXPECT_EQ(perm.position(0, 0), 3);
+  EXPECT_EQ(perm.locate(2), (Placement{1, 1}));
+  EXPECT_EQ(perm.name(), "permutation:" + file);
+  const std::string bare = write("bare.json", "[[0, 1], [2, 3]]");
+  EXPECT_EQ(parse_layout("permutation:" + bare, 4, 2).locate(3), (Placement{1, 1}));
+}
+
+TEST_F(LayoutSpecFiles, RejectsBadSpecsAndFiles) {
+  EXPECT_THROW((void)parse_layout("diagonal", 64, 4), InputError);
+  EXPECT_THROW((void)parse_layout("block-striped:", 64, 4), InputError);
+  EXPECT_THROW((void)parse_layout("block-striped:x", 64, 4), InputError);
+  EXPECT_THROW((void)parse_layout("permutation:", 64, 4), InputError);
+  EXPECT_THROW((void)parse_layout("permutation:/nonexistent/perm.json", 4, 2), InputError);
+  EXPECT_THROW((void)parse_layout("permutation:" + write("bad.json", "{\"blocks\": [[0, 1], "), 4, 2), InputError);
+  EXPECT_THROW((void)parse_layout("permutation:" + write("obj.json", "{\"perm\": []}"), 4, 2), InputError);
+  EXPECT_THROW((void)parse_layout("permutation:" + write("str.json", "[[0, \"1\"], [2, 3]]"), 4, 2), InputError);
+  EXPECT_THROW((void)parse_layout("permutation:" + write("ndev.json", "[[0, 1, 2, 3]]"), 4, 2), InputError);
+  EXPECT_THROW((void)parse_layout("permutation:" + write("dup.json", "[[0, 1], [1, 3]]"), 4, 2), InputError);
+}
+
+TEST(SplitList, SplitsAndRejectsEmptyItems) {
+  EXPECT_EQ(split_list("a,b,c", "x"), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_THROW((void)split_list("a,,b", "x"), InputError);
+  EXPECT_THROW((void)split_list("", "x"), InputError);
+  EXPECT_THROW((void)split_list("a,", "x"), InputError);
+}
+
+}  // namespace
+}  // namespace stripesim::model

@@ -1,0 +1,61 @@
+#include <gtest/gtest.h>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/tile_shape.hpp"
+
+namespace stripesim::model {
+namespace {
+
+TEST(ParseCount, PlainAndSuffixed) {
+  EXPECT_EQ(parse_count("262144", "n"), 262144);
+  EXPECT_EQ(parse_count("256k", "n"), 262144);
+  EXPECT_EQ(parse_count("256K", "n"), 262144);
+  EXPECT_EQ(parse_count("1M", "n"), 1048576);
+  EXPECT_EQ(parse_count("8M", "n"), 8388608);
+  EXPECT_EQ(parse_count("2G", "n"), Count{1} << 31);
+  EXPECT_EQ(parse_count("0", "n"), 0);
+}
+
+TEST(ParseCount, RejectsWhatIsNotACount) {
+  for (const char* bad : {"", "k", "-1", "+5", "12x", "1.5k", " 12", "12 ", "0x10", "1kk", "M1"}) {
+    EXPECT_THROW((void)parse_count(bad, "--seq-len"), InputError) << bad;
+  }
+}
+
+TEST(ParseCount, RejectsOverflow) {
+  EXPECT_THROW((void)parse_count("99999999999999999999", "n"), InputError);
+  EXPECT_THROW((void)parse_count("9007199254740992k", "n"), InputError);  // 2^53 * 2^10 > 2^63
+  EXPECT_EQ(parse_count("9223372036854775807", "n"), INT64_MAX);
+}
+
+TEST(ParseCount, MessageNamesTheInput) {
+  try {
+    (void)parse_count("12x", "--seq-len");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--seq-len '12x'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TileShape, Parses) {
+  EXPECT_EQ(parse_tile_shape("2048x4096"), (TileShape{2048, 4096}));
+  EXPECT_EQ(parse_tile_shape("2kx4k"), (TileShape{2048, 4096}));
+  EXPECT_EQ(parse_tile_shape("1X1"), (TileShape{1, 1}));
+  EXPECT_EQ(parse_tile_shape("128x128").to_string(), "128x128");
+}
+
+TEST(TileShape, RejectsMalformedAndZero) {
+  for (const char* bad : {"", "12x", "x12", "12", "0x4", "4x0", "axb", "12x-4", "2x3x4"}) {
+    EXPECT_THROW((void)parse_tile_shape(bad), InputError) << bad;
+  }
+}
+
+TEST(TileShape, TilesCovering) {
+  EXPECT_EQ(tiles_covering(4096, 2048), 2);
+  EXPECT_EQ(tiles_covering(4097, 2048), 3);
+  EXPECT_EQ(tiles_covering(5, 128), 1);
+}
+
+}  // namespace
+}  // namespace stripesim::model

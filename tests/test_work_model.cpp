@@ -1,0 +1,215 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "brute_force.hpp"
+#include "stripesim/model/metrics.hpp"
+#include "stripesim/model/pair_count.hpp"
+#include "stripesim/model/work_model.hpp"
+
+namespace stripesim::model {
+namespace {
+
+std::vector<Layout> all_layouts(Count n, Count N, std::mt19937_64& rng) {
+  std::vector<Layout> layouts{Layout::contiguous(n, N), Layout::striped(n, N)};
+  if (n % (2 * N) == 0) layouts.push_back(Layout::zigzag(n, N));
+  const Count c = n / N;
+  for (Count s = 2; s < c; ++s) {
+    if (c % s == 0) {
+      layouts.push_back(Layout::block_striped(n, N, s));
+      break;
+    }
+  }
+  std::vector<Position> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<std::vector<Position>> blocks(static_cast<size_t>(N));
+  for (Count i = 0; i < n; ++i) blocks[static_cast<size_t>(i / c)].push_back(order[static_cast<size_t>(i)]);
+  layouts.push_back(Layout::permutation(blocks, n, "random"));
+  // A permutation made of long runs in scrambled order (documents dealt to devices).
+  std::vector<std::vector<Position>> runs(static_cast<size_t>(N));
+  for (Count d = 0; d < N; ++d) {
+    for (Count l = 0; l < c; ++l) runs[static_cast<size_t>(d)].push_back(((N - 1 - d) * c + (l + c / 2) % c));
+  }
+  layouts.push_back(Layout::permutation(runs, n, "rotated"));
+  return layouts;
+}
+
+std::vector<Mask> all_masks(Count n, std::mt19937_64& rng) {
+  std::vector<Mask> masks{Mask::causal(n), Mask::bidirectional(n),
+                          Mask::window(n, std::uniform_int_distribution<Count>(1, n)(rng)), Mask::window(n, 1)};
+  std::vector<Count> lengths;
+  for (Count left = n; left > 0;) {
+    const Count len = std::min(left, std::uniform_int_distribution<Count>(1, std::max<Count>(1, n / 3))(rng));
+    lengths.push_back(len);
+    left -= len;
+  }
+  masks.push_back(Mask::documents(n, lengths));
+  return masks;
+}
+
+void expect_same_work(const Work& got, const Work& want, const std::string& what) {
+  EXPECT_EQ(got.unmasked_elements, want.unmasked_elements) << what;
+  EXPECT_EQ(got.active_tiles, want.active_tiles) << what;
+  EXPECT_EQ(got.partial_tiles, want.partial_tiles) << what;
+}
+
+// The property the whole tool rests on: the fast counts equal enumeration of every pair and tile.
+TEST(WorkModel, EqualsBruteForceOnRandomConfigurations) {
+  std::mt19937_64 rng(2023);
+  int checked = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const Count N = std::uniform_int_distribution<Count>(1, 6)(rng);
+    const Count h = std::uniform_int_distribution<Count>(1, 9)(rng);
+    const Count n = 2 * N * h;
+    const Count c = n / N;
+    const TileShape tile{std::uniform_int_distribution<Count>(1, c + 2)(rng),
+                         std::uniform_int_distribution<Count>(1, c + 2)(rng)};  // need not divide c
+    for (const Layout& layout : all_layouts(n, N, rng)) {
+      for (const Mask& mask : all_masks(n, rng)) {
+        const std::string what = layout.name() + " " + mask.name() + " n=" + std::to_string(n) + " N=" +
+                                 std::to_string(N) + " tile=" + tile.to_string();
+        expect_same_work(count_work(layout, mask, tile), testing::brute_force_work(layout, mask, tile), what);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+TEST(WorkModel, LargerBlocksAgainstBruteForce) {
+  // Big enough that tiles hold many runs and the sorted-merge path is taken.
+  std::mt19937_64 rng(99);
+  const Count n = 384, N = 4;
+  for (const TileShape tile : {TileShape{16, 16}, TileShape{7, 33}, TileShape{96, 96}}) {
+    for (const Layout& layout : all_layouts(n, N, rng)) {
+      for (const Mask& mask : all_masks(n, rng)) {
+        expect_same_work(count_work(layout, mask, tile), testing::brute_force_work(layout, mask, tile),
+                         layout.name() + " " + mask.name() + " " + tile.to_string());
+      }
+    }
+  }
+}
+
+TEST(WorkModel, CausalTotalIsTriangleForEveryLayout) {
+  std::mt19937_64 rng(5);
+  for (const Count N : {1, 2, 3, 8, 16}) {
+    const Count n = 2 * N * 37;
+    for (const Layout& layout : all_layouts(n, N, rng)) {
+      EXPECT_EQ(count_work(layout, Mask::causal(n), {16, 16}).unmasked_elements.total(), n * (n + 1) / 2)
+          << layout.name();
+      EXPECT_EQ(count_work(layout, Mask::bidirectional(n), {16, 16}).unmasked_elements.total(), n * n)
+          << layout.name();
+    }
+  }
+  // At scale, where only 64-bit counts hold the result.
+  const Count n = Count{1} << 24;
+  EXPECT_EQ(count_work(Layout::striped(n, 8), Mask::causal(n), {4096, 4096}).unmasked_elements.total(),
+            n * (n + 1) / 2);
+}
+
+// The blog's table (elements, no barrier): speedup = total / slowest, imbalance = slowest / mean.
+TEST(WorkModel, BlogGoldenNumbers) {
+  struct Row {
+    Count n, N;
+    double contiguous_speedup, contiguous_imbalance, ratio;
+  };
+  for (const Row row : {Row{2048, 8, 4.27, 1.87, 1.87}, Row{4096, 16, 8.26, 1.94, 1.94}, Row{8192, 32, 16.25, 1.97, 1.97}}) {
+    const Mask causal = Mask::causal(row.n);
+    const Metrics contiguous = compute_metrics(count_work(Layout::contiguous(row.n, row.N), causal, {64, 64}).unmasked_elements);
+    const Metrics zigzag = compute_metrics(count_work(Layout::zigzag(row.n, row.N), causal, {64, 64}).unmasked_elements);
+    EXPECT_NEAR(contiguous.speedup, row.contiguous_speedup, 0.005) << row.n;
+    EXPECT_NEAR(contiguous.imbalance, row.contiguous_imbalance, 0.005) << row.n;
+    EXPECT_NEAR(zigzag.speedup, static_cast<double>(row.N), 0.005) << row.n;
+    EXPECT_NEAR(zigzag.imbalance, 1.00, 0.005) << row.n;
+    EXPECT_NEAR(zigzag.speedup / contiguous.speedup, row.ratio, 0.005) << row.n;
+    // Closed forms: slowest contiguous device N-1 does c^2 (N-1) + c(c+1)/2; zigzag is exactly even.
+    const Count c = row.n / row.N;
+    EXPECT_EQ(contiguous.slowest_device, c * c * (row.N - 1) + c * (c + 1) / 2);
+    EXPECT_EQ(zigzag.slowest_device * row.N, row.n * (row.n + 1) / 2);
+    EXPECT_EQ(zigzag.spread, 0.0);
+  }
+}
+
+// The paper, section 3: striped per-block work is c(c+1)/2 when the query device j >= the key
+// block's device k, and c(c-1)/2 when j < k.
+TEST(WorkModel, PaperStripedPerBlockWork) {
+  for (const Count N : {2, 4, 8}) {
+    const Count c = 96, n = c * N;
+    const Work work = count_work(Layout::striped(n, N), Mask::causal(n), {32, 32});
+    for (Count r = 0; r < N; ++r) {
+      for (Count d = 0; d < N; ++d) {
+        const Count k = kv_source(d, r, N);
+        EXPECT_EQ(work.unmasked_elements.at(r, d), d >= k ? c * (c + 1) / 2 : c * (c - 1) / 2) << r << "," << d;
+      }
+    }
+  }
+}
+
+// The paper, section 2.2.1: a 1536x1536 causal block in 512x512 tiles has 3 full tiles, 3 partial
+// and 3 skipped. Section 5: with 2048x2048 tiles a 4096 block skips 25%; with the A100's
+// 2048x4096 tile striping skips nothing at a block of 4096.
+TEST(WorkModel, PaperTileExamples) {
+  const Work diag = count_work(Layout::contiguous(1536, 1), Mask::causal(1536), {512, 512});
+  EXPECT_EQ(diag.active_tiles.at(0, 0), 6);
+  EXPECT_EQ(diag.partial_tiles.at(0, 0), 3);
+
+  const Work tpu = count_work(Layout::contiguous(4096, 1), Mask::causal(4096), {2048, 2048});
+  EXPECT_EQ(tpu.active_tiles.at(0, 0), 3);  // of 4
+
+  const Count N = 4, n = 4096 * N;
+  const Work a100 = count_work(Layout::striped(n, N), Mask::causal(n), {2048, 4096});
+  for (Count r = 0; r < N; ++r) {
+    for (Count d = 0; d < N; ++d) EXPECT_EQ(a100.active_tiles.at(r, d), 2) << "every tile of every block";
+  }
+  const Work a100_tpu_tiles = count_work(Layout::striped(n, N), Mask::causal(n), {2048, 2048});
+  EXPECT_EQ(a100_tpu_tiles.active_tiles.total(), 3 * N * N);  // 25% skipped on every block
+}
+
+TEST(WorkModel, ResultsDoNotDependOnThreads) {
+  const Count n = 1 << 14, N = 16;
+  for (const Layout& layout : {Layout::zigzag(n, N), Layout::block_striped(n, N, 8)}) {
+    for (const Mask& mask : {Mask::causal(n), Mask::window(n, 1000), Mask::documents(n, {5000, 11000, 384})}) {
+      expect_same_work(count_work(layout, mask, {64, 128}, 1), count_work(layout, mask, {64, 128}, 2),
+                       layout.name() + " " + mask.name());
+    }
+  }
+}
+
+TEST(FloorSum, MatchesDirectSummation) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const Count count = std::uniform_int_distribution<Count>(0, 60)(rng);
+    const Count m = std::uniform_int_distribution<Count>(1, 50)(rng);
+    const Count a = std::uniform_int_distribution<Count>(0, 120)(rng);
+    const Count b = std::uniform_int_distribution<Count>(0, 200)(rng);
+    Count direct = 0;
+    for (Count i = 0; i < count; ++i) direct += (a * i + b) / m;
+    ASSERT_EQ(floor_sum(count, m, a, b), direct) << count << " " << m << " " << a << " " << b;
+  }
+  // Large values stay exact (the intermediate products need 128 bits).
+  const Count big = Count{1} << 31;
+  EXPECT_EQ(floor_sum(big, 1, 1, 0), big * (big - 1) / 2);
+}
+
+TEST(Metrics, HandComputedMatrix) {
+  WorkMatrix m(2, 3);
+  // round 0: 4 2 0; round 1: 1 3 2 -> device totals 5 5 2, total 12, lockstep 4 + 3 = 7.
+  m.at(0, 0) = 4; m.at(0, 1) = 2; m.at(0, 2) = 0;
+  m.at(1, 0) = 1; m.at(1, 1) = 3; m.at(1, 2) = 2;
+  const Metrics x = compute_metrics(m);
+  EXPECT_EQ(x.total, 12);
+  EXPECT_EQ(x.lockstep, 7);
+  EXPECT_EQ(x.slowest_device, 5);
+  EXPECT_DOUBLE_EQ(x.imbalance, 5.0 / 4.0);
+  EXPECT_DOUBLE_EQ(x.spread, 3.0 / 4.0);
+  EXPECT_DOUBLE_EQ(x.cv, std::sqrt((1.0 + 1.0 + 4.0) / 3.0) / 4.0);
+  EXPECT_DOUBLE_EQ(x.speedup, 12.0 / 5.0);
+  EXPECT_DOUBLE_EQ(x.lockstep_speedup, 12.0 / 7.0);
+  EXPECT_DOUBLE_EQ(x.idle_fraction, 1.0 - 12.0 / 21.0);
+}
+
+}  // namespace
+}  // namespace stripesim::model
