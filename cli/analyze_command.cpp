@@ -39,7 +39,8 @@ constexpr const char* kAnalyzeExamples = R"(Examples:
       the blog's table: contiguous 4.27x speedup (imbalance 1.87x), zigzag 8.00x (1.00x)
   stripesim analyze --seq-len 1M --devices 64 --tile 128x128 --format json --output work.json
   stripesim analyze --layouts striped,block-striped:16 --mask window:4k --matrices
-  stripesim analyze --mask documents:64k,64k,128k --layouts contiguous,permutation:perm.json
+  stripesim analyze --mask documents:64k,64k,128k --layouts contiguous,striped,zigzag,block-striped:1k
+  stripesim analyze --seq-len 16 --devices 2 --tile 2x2 --layouts contiguous,permutation:configs/layouts/example-n16-N2.json
   stripesim analyze --config configs/analyze/default.json --format csv)";
 
 model::AnalyzeConfig resolve_config(const AnalyzeOptions& o) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 
 #include "stripesim/model/work_model.hpp"
@@ -46,16 +47,19 @@ std::string format_analysis_table(const model::Analysis& analysis, bool matrices
   std::string out;
   append(out, "causal ring attention work: n = {} tokens, N = {} devices, c = {} tokens per device, mask {}, tiles {}\n\n",
       c.seq_len, c.devices, c.seq_len / c.devices, analysis.mask.name(), c.tile.to_string());
-  append(out, "{:<22} | {:^46} | {:^46}\n", "", "unmasked (q, k) pairs", fmt::format("active {} tiles", c.tile.to_string()));
+  size_t width = 22;  // the layout column grows for long names (permutation file paths)
+  for (const auto& r : analysis.results) width = std::max(width, r.layout.size());
+  append(out, "{:<{}} | {:^45} | {:^45}\n", "", width, "unmasked (q, k) pairs",
+         fmt::format("active {} tiles", c.tile.to_string()));
   const auto group = fmt::format("{:>8} {:>9} {:>8} {:>6} {:>10}", "speedup", "imbalance", "lockstep", "idle", "vs contig");
-  append(out, "{:<22} | {} | {}\n", "layout", group, group);
-  append(out, "{:-<22}-+-{:-<46}-+-{:-<46}\n", "", "", "");
+  append(out, "{:<{}} | {} | {}\n", "layout", width, group, group);
+  append(out, "{:-<{}}-+-{:-<45}-+-{:-<45}\n", "", width, "", "");
   auto metrics_cells = [](const model::Metrics& m, double vs_contiguous) {
     return fmt::format("{:>7.2f}x {:>8.2f}x {:>7.2f}x {:>5.1f}% {:>9.2f}x", m.speedup, m.imbalance, m.lockstep_speedup,
                        100.0 * m.idle_fraction, vs_contiguous);
   };
   for (const auto& r : analysis.results) {
-    append(out, "{:<22} | {} | {}\n", r.layout, metrics_cells(r.elements, r.elements_lockstep_speedup_vs_contiguous),
+    append(out, "{:<{}} | {} | {}\n", r.layout, width, metrics_cells(r.elements, r.elements_lockstep_speedup_vs_contiguous),
         metrics_cells(r.tiles, r.tiles_lockstep_speedup_vs_contiguous));
   }
   append(out, "\nspeedup = total / slowest device (no barrier); lockstep = total / sum over rounds of the busiest device;\n"

@@ -50,9 +50,9 @@ Layout Layout::zigzag(Count seq_len, Count devices) {
 
 Layout Layout::block_striped(Count seq_len, Count devices, Count stripe) {
   require_sizes(seq_len, devices);
-  if (stripe < 1) throw InputError(fmt::format("block-striped:{}: the stripe width must be at least 1", stripe));
+  if (stripe < 1) throw InputError(fmt::format("--layouts block-striped:{}: the stripe width must be at least 1", stripe));
   if (stripe > seq_len / devices) {
-    throw InputError(fmt::format("block-striped:{}: the stripe width must be at most n/N = {}", stripe,
+    throw InputError(fmt::format("--layouts block-striped:{}: the stripe width must be at most n/N = {}", stripe,
                                  seq_len / devices));
   }
   require_divides(seq_len, stripe * devices, fmt::format("block-striped:{}", stripe), "s*N");
