@@ -19,8 +19,8 @@ std::string data(const char* file) { return std::string("'") + STRIPESIM_SOURCE_
 
 std::vector<BadInput> bad_inputs() {
   return {
-      {"zero_devices", "--devices 0", "--devices 0: must be between 1 and 65536"},
-      {"too_many_devices", "--devices 100000 --seq-len 100000", "--devices 100000: must be between 1 and 65536"},
+      {"zero_devices", "--devices 0", "--devices 0: must be between 1 and 2048"},
+      {"too_many_devices", "--devices 65536 --seq-len 1G", "--devices 65536: must be between 1 and 2048 (analyze keeps N x N matrices per layout)"},
       {"zero_tile", "--tile 0x128", "both tile sides must be at least 1"},
       {"half_tile", "--tile 12x", "--tile '12x': expected TQxTK"},
       {"tile_not_a_number", "--tile axb", "--tile query size 'a'"},

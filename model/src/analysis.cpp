@@ -55,6 +55,11 @@ AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig 
 
 Analysis run_analysis(const AnalyzeConfig& config, unsigned threads) {
   if (config.layouts.empty()) throw InputError("--layouts: needs at least one layout");
+  // Three N x N matrices per layout are kept and printed: beyond this they need gigabytes.
+  if (config.devices < 1 || config.devices > kMaxAnalyzeDevices) {
+    throw InputError(fmt::format("--devices {}: must be between 1 and {} (analyze keeps N x N matrices per layout)",
+                                 config.devices, kMaxAnalyzeDevices));
+  }
   // Build (and so validate) every layout and the mask before the first count.
   std::vector<Layout> layouts;
   layouts.reserve(config.layouts.size());

@@ -13,6 +13,7 @@
 namespace stripesim::model {
 
 inline constexpr const char* kAnalyzeSchema = "stripesim.analyze/1";
+inline constexpr Count kMaxAnalyzeDevices = 2048;
 
 // Defaults are the paper's A100 setting: n = 256k, N = 8, tiles 2048x4096, causal.
 struct AnalyzeConfig {
