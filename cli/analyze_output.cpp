@@ -5,23 +5,13 @@
 #include <algorithm>
 #include <iterator>
 
+#include "rows_output.hpp"
 #include "stripesim/model/work_model.hpp"
 
 namespace stripesim::cli {
 namespace {
 
 using model::Count;
-
-// RFC 4180 quoting, needed only when a layout name (a permutation file path) holds , or ".
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (const char ch : text) {
-    if (ch == '"') quoted += '"';
-    quoted += ch;
-  }
-  return quoted + "\"";
-}
 
 template <typename... Args>
 void append(std::string& out, fmt::format_string<Args...> format, Args&&... args) {

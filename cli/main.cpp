@@ -8,6 +8,8 @@
 #include <exception>
 
 #include "analyze_command.hpp"
+#include "sweep_command.hpp"
+#include "tms_command.hpp"
 #include "stripesim/model/input_error.hpp"
 
 namespace {
@@ -19,7 +21,11 @@ constexpr const char* kExamples = R"(Examples:
   stripesim analyze                         paper setting: n = 256k, N = 8, tiles 2048x4096
   stripesim analyze --seq-len 2048 --devices 8 --layouts contiguous,zigzag
   stripesim analyze --seq-len 1M --devices 64 --tile 128x128 --format json -o work.json
-  stripesim analyze --help                  every flag, with more examples)";
+  stripesim tms --model 1b --hardware a100 --devices 8 --seq-len 256k
+                                            the paper's Theoretical Maximum Speedup
+  stripesim sweep --experiment configs/experiments/paper-tms.json
+                                            the paper's whole TMS grid as CSV
+  stripesim <command> --help                every flag, with more examples)";
 
 void print_error(std::string message) {
   std::replace(message.begin(), message.end(), '\n', ' ');
@@ -29,12 +35,14 @@ void print_error(std::string message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"stripesim: exact load-balance model of causal Ring Attention (contiguous, striped, zigzag, ...)",
+  CLI::App app{"stripesim: exact load-balance model of causal Ring Attention (contiguous, striped, zigzag, ...) and its speedup",
                "stripesim"};
   app.footer(kExamples);
   app.set_version_flag("--version", "stripesim 0.1.0");
   app.require_subcommand(1);
   const auto run_analyze = stripesim::cli::register_analyze_command(app);
+  const auto run_tms = stripesim::cli::register_tms_command(app);
+  const auto run_sweep = stripesim::cli::register_sweep_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -43,7 +51,9 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   }
   try {
-    run_analyze();
+    run_analyze();  // each runs only if its subcommand was given
+    run_tms();
+    run_sweep();
   } catch (const stripesim::model::InputError& e) {
     print_error(e.what());
     return kExitBadInput;

@@ -1,0 +1,17 @@
+#pragma once
+// Flat rows (one JSON object per row, the same keys in the same order) as tidy CSV, as a JSON
+// document, or as an aligned table; shared by the commands that emit grids (sweep).
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace stripesim::cli {
+
+[[nodiscard]] std::string rows_to_csv(const std::vector<nlohmann::ordered_json>& rows);
+[[nodiscard]] std::string rows_to_table(const std::vector<nlohmann::ordered_json>& rows);
+// CSV and table cells: strings as they are, numbers in their shortest exact form (table: 4 decimals).
+[[nodiscard]] std::string cell_text(const nlohmann::ordered_json& value, bool round);
+// RFC 4180 quoting when a field holds a comma, quote or newline.
+[[nodiscard]] std::string csv_field(const std::string& text);
+
+}  // namespace stripesim::cli

@@ -1,0 +1,144 @@
+#include "sweep_command.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "config_dir.hpp"
+#include "output_file.hpp"
+#include "rows_output.hpp"
+#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/sweep.hpp"
+
+namespace stripesim::cli {
+namespace {
+
+struct SweepOptions {
+  std::string experiment;
+  std::string hardware = "a100";
+  std::string models = "1b";
+  std::string meshes;
+  std::string devices = "2,4,8";
+  std::string model_parallel = "1";
+  std::string seq_lens = "32k,64k,128k,256k";
+  std::string tiles = "default";
+  std::string layouts;
+  std::string columns;
+  std::string convention = "paper";
+  std::string pass = "fwdbwd";
+  bool recompute = false;
+  std::string format = "csv";
+  std::string output;
+  unsigned threads = 0;
+};
+
+constexpr const char* kSweepExamples = R"(Examples:
+  stripesim sweep --experiment configs/experiments/paper-tms.json --output reports/paper-tms.csv
+      the paper's whole grid (A100, TPU v3, TPU v4), one row per point
+  stripesim sweep --hardware a100,h100 --models 1b,llama3-8b --devices 4,8,16 --seq-lens 64k,256k,1M
+  stripesim sweep --meshes 2x4,4x2 --seq-lens 16k,32k --tiles 128x128,2048x4096 --format json
+  stripesim sweep --devices 8 --seq-lens 256k --layouts block-striped:16 --columns model,n_seq,tms,tms_block_striped_16)";
+
+template <typename T, typename Parse>
+std::vector<T> parse_list(const std::string& text, const std::string& flag, Parse parse) {
+  std::vector<T> items;
+  for (const auto& item : model::split_list(text, flag)) items.push_back(parse(item));
+  return items;
+}
+
+model::SweepSpec spec_from_flags(const SweepOptions& o) {
+  model::SweepSpec spec;
+  spec.convention = model::parse_flop_convention(o.convention);
+  spec.pass = model::parse_training_pass(o.pass);
+  spec.recompute = o.recompute;
+  if (!o.layouts.empty()) spec.extra_layouts = model::split_list(o.layouts, "--layouts");
+  if (!o.columns.empty()) spec.columns = model::split_list(o.columns, "--columns");
+  model::SweepGroup g;
+  g.hardware = model::split_list(o.hardware, "--hardware");
+  g.models = model::split_list(o.models, "--models");
+  if (!o.meshes.empty()) {
+    g.meshes = parse_list<model::Mesh>(o.meshes, "--meshes", [](const std::string& s) { return model::parse_mesh(s); });
+  } else {
+    for (const auto& m : model::split_list(o.model_parallel, "--model-parallel")) {
+      for (const auto& n : model::split_list(o.devices, "--devices")) {
+        g.meshes.push_back({model::parse_count(m, "--model-parallel"), model::parse_count(n, "--devices")});
+      }
+    }
+  }
+  g.seq_lens = parse_list<model::Count>(o.seq_lens, "--seq-lens",
+                                        [](const std::string& s) { return model::parse_count(s, "--seq-lens"); });
+  g.tiles = parse_list<std::optional<model::TileShape>>(o.tiles, "--tiles", [](const std::string& s) {
+    return s == "default" ? std::nullopt : std::optional<model::TileShape>(model::parse_tile_shape(s));
+  });
+  spec.groups.push_back(std::move(g));
+  return spec;
+}
+
+// A progress bar on stderr, only when stderr is a terminal (never in logs or pipes).
+model::SweepProgress progress_bar() {
+  if (::isatty(STDERR_FILENO) == 0) return {};
+  return [](model::Count done, model::Count total) {
+    constexpr int kWidth = 40;
+    const int filled = static_cast<int>(kWidth * done / std::max<model::Count>(1, total));
+    fmt::print(stderr, "\r[{:=<{}}{: <{}}] {}/{} points", "", filled, "", kWidth - filled, done, total);
+    if (done == total) fmt::print(stderr, "\n");
+    std::fflush(stderr);
+  };
+}
+
+}  // namespace
+
+std::function<void()> register_sweep_command(CLI::App& app) {
+  auto options = std::make_shared<SweepOptions>();
+  SweepOptions& o = *options;
+  CLI::App* cmd = app.add_subcommand("sweep", "TMS over a grid of hardware, models, meshes, sequence lengths and tiles");
+  cmd->footer(kSweepExamples);
+  cmd->add_option("--experiment", o.experiment, "JSON experiment file (configs/experiments/); replaces the grid flags");
+  cmd->add_option("--hardware", o.hardware, "Comma-separated hardware names")->capture_default_str();
+  cmd->add_option("--models", o.models, "Comma-separated model names")->capture_default_str();
+  cmd->add_option("--meshes", o.meshes, "Comma-separated MxN meshes (model x sequence parallel); else --model-parallel x --devices");
+  cmd->add_option("--devices,-N", o.devices, "Comma-separated sequence-parallel degrees")->capture_default_str();
+  cmd->add_option("--model-parallel,-M", o.model_parallel, "Comma-separated model-parallel degrees")->capture_default_str();
+  cmd->add_option("--seq-lens", o.seq_lens, "Comma-separated sequence lengths")->capture_default_str();
+  cmd->add_option("--tiles", o.tiles, "Comma-separated tiles TQxTK, or default (the hardware's)")->capture_default_str();
+  cmd->add_option("--layouts", o.layouts, "Extra layouts beyond contiguous, striped, zigzag (block-striped:S, ...)");
+  cmd->add_option("--columns", o.columns, "Comma-separated columns to keep, in this order [default: all]");
+  cmd->add_option("--convention", o.convention, "FLOP accounting")->check(CLI::IsMember({"paper", "exact"}))->capture_default_str();
+  cmd->add_option("--pass", o.pass, "Training pass counted")->check(CLI::IsMember({"fwd", "fwdbwd"}))->capture_default_str();
+  cmd->add_flag("--recompute", o.recompute, "Count activation recomputation");
+  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"csv", "json", "table"}))->capture_default_str();
+  cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
+  cmd->add_option("--threads", o.threads, "Worker threads, 0 = one per core (output never depends on it)")
+      ->check(CLI::Range(0u, 1024u));
+  return [cmd, options] {
+    if (!cmd->parsed()) return;
+    const SweepOptions& opts = *options;
+    model::SweepSpec spec;
+    if (!opts.experiment.empty()) {
+      const std::string label = "--experiment " + opts.experiment;
+      spec = model::sweep_spec_from_json(model::read_json_file(opts.experiment, label), label);
+    } else {
+      spec = spec_from_flags(opts);
+    }
+    const auto rows = model::run_sweep(spec, model::ConfigCatalog(config_dir()), progress_bar(), opts.threads);
+    std::string text;
+    if (opts.format == "csv") {
+      text = rows_to_csv(rows);
+    } else if (opts.format == "table") {
+      text = rows_to_table(rows);
+    } else {
+      nlohmann::ordered_json doc;
+      doc["schema"] = model::kSweepSchema;
+      doc["description"] = spec.description;
+      doc["rows"] = rows;
+      text = doc.dump(2) + "\n";
+    }
+    write_output(text, opts.output);
+  };
+}
+
+}  // namespace stripesim::cli

@@ -1,0 +1,11 @@
+#pragma once
+// `stripesim sweep`: TMS over a grid of hardware, models, meshes, sequence lengths and tiles,
+// one row per point, from flags or a JSON experiment file.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace stripesim::cli {
+
+[[nodiscard]] std::function<void()> register_sweep_command(CLI::App& app);
+
+}  // namespace stripesim::cli

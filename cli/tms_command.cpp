@@ -1,0 +1,112 @@
+#include "tms_command.hpp"
+
+#include <fmt/format.h>
+
+#include <iterator>
+#include <memory>
+
+#include "config_dir.hpp"
+#include "output_file.hpp"
+#include "stripesim/model/config_catalog.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/tms.hpp"
+
+namespace stripesim::cli {
+namespace {
+
+struct TmsOptions {
+  std::string model = "1b";
+  std::string hardware = "a100";
+  std::string devices = "8";
+  std::string model_parallel = "1";
+  std::string seq_len = "256k";
+  std::string tile;
+  std::string convention = "paper";
+  std::string pass = "fwdbwd";
+  bool recompute = false;
+  double attention_weight = 0;
+  std::string layouts;
+  std::string mask = "causal";
+  std::string format = "table";
+  std::string output;
+};
+
+constexpr const char* kTmsExamples = R"(Examples:
+  stripesim tms
+      the paper's 1B model on 8 A100s at 256k tokens, 2048x4096 tiles
+  stripesim tms --model 1b --hardware a100 --devices 8 --model-parallel 1 --seq-len 262144 --convention paper --format json
+  stripesim tms --model llama3-8b --hardware h100 --devices 16 --seq-len 1M --convention exact
+  stripesim tms --model 7b --hardware tpu-v4 --devices 8 --model-parallel 2 --seq-len 512k --layouts block-striped:64)";
+
+std::string format_table(const model::TmsResult& r) {
+  const auto& q = r.request;
+  std::string out;
+  auto put = [&out](const std::string& text) { out += text; };
+  put(fmt::format("theoretical maximum speedup over contiguous ring attention ({} convention, pass {}{})\n",
+                  to_string(q.convention), to_string(q.pass), q.recompute ? ", recompute" : ""));
+  put(fmt::format("model {} on {}: N = {} sequence-parallel x M = {} model-parallel, n = {} tokens (c = {}), tiles {}, "
+                  "attention FLOP weight {:g}\n\n",
+                  q.model.name, q.hardware.name, q.devices, q.model_parallel, q.seq_len, q.seq_len / q.devices,
+                  r.tile.to_string(), r.attention_flop_weight));
+  put(fmt::format("{:<22} {:>8} {:>12} {:>18} {:>16} {:>10}\n", "layout", "TMS", "TMS (tiles)", "lockstep pairs",
+                  "lockstep tiles", "imbalance"));
+  for (const auto& l : r.layouts) {
+    put(fmt::format("{:<22} {:>7.3f}x {:>11.3f}x {:>18} {:>16} {:>9.3f}x\n", l.layout, l.tms, l.tms_tiles,
+                    l.elements.lockstep, l.tiles.lockstep, l.elements.imbalance));
+  }
+  const auto& contiguous = r.layout("contiguous");
+  put(fmt::format("\nper device: {:.4g} non-attention FLOPs, {:.4g} weighted attention FLOPs under contiguous "
+                  "({:.1f}% of its time)\n",
+                  r.non_attention_per_device, contiguous.time - r.non_attention_per_device,
+                  100.0 * (contiguous.time - r.non_attention_per_device) / contiguous.time));
+  return out;
+}
+
+}  // namespace
+
+std::function<void()> register_tms_command(CLI::App& app) {
+  auto options = std::make_shared<TmsOptions>();
+  TmsOptions& o = *options;
+  CLI::App* cmd = app.add_subcommand("tms", "Theoretical Maximum Speedup of striped and zigzag over contiguous");
+  cmd->footer(kTmsExamples);
+  cmd->add_option("--model", o.model, "Model name in configs/models (1b, 3b, 7b, llama3-8b, llama3-70b) or a JSON file")
+      ->capture_default_str();
+  cmd->add_option("--hardware", o.hardware, "Hardware name or alias in configs/hardware (a100, h100, h200, tpu-v3, "
+                                            "tpu-v4) or a JSON file")->capture_default_str();
+  cmd->add_option("--devices,-N", o.devices, "Sequence-parallel degree N (devices in the ring)")->capture_default_str();
+  cmd->add_option("--model-parallel,-M", o.model_parallel, "Model-parallel degree M (cancels in TMS)")->capture_default_str();
+  cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k and M suffixes")->capture_default_str();
+  cmd->add_option("--tile", o.tile, "Kernel tile TQxTK for the tile-aware TMS [default: the hardware's]");
+  cmd->add_option("--convention", o.convention, "FLOP accounting")->check(CLI::IsMember({"paper", "exact"}))->capture_default_str();
+  cmd->add_option("--pass", o.pass, "Training pass counted")->check(CLI::IsMember({"fwd", "fwdbwd"}))->capture_default_str();
+  cmd->add_flag("--recompute", o.recompute, "Count activation recomputation (one more forward)");
+  cmd->add_option("--attention-weight", o.attention_weight, "Override the hardware's attention FLOP weight")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--layouts", o.layouts, "Extra layouts to compare (block-striped:S, permutation:FILE)");
+  cmd->add_option("--mask", o.mask, "Attention mask (see analyze --help)")->capture_default_str();
+  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
+  return [cmd, options] {
+    if (!cmd->parsed()) return;
+    const TmsOptions& opts = *options;
+    const model::ConfigCatalog catalog(config_dir());
+    model::TmsRequest request;
+    request.model = catalog.model(opts.model);
+    request.hardware = catalog.hardware(opts.hardware);
+    request.devices = model::parse_count(opts.devices, "--devices");
+    request.model_parallel = model::parse_count(opts.model_parallel, "--model-parallel");
+    request.seq_len = model::parse_count(opts.seq_len, "--seq-len");
+    if (!opts.tile.empty()) request.tile = model::parse_tile_shape(opts.tile);
+    request.convention = model::parse_flop_convention(opts.convention);
+    request.pass = model::parse_training_pass(opts.pass);
+    request.recompute = opts.recompute;
+    if (opts.attention_weight > 0) request.attention_flop_weight = opts.attention_weight;
+    if (!opts.layouts.empty()) request.extra_layouts = model::split_list(opts.layouts, "--layouts");
+    request.mask = opts.mask;
+    const model::TmsResult result = model::compute_tms(request);
+    write_output(opts.format == "json" ? to_json(result).dump(2) + "\n" : format_table(result), opts.output);
+  };
+}
+
+}  // namespace stripesim::cli

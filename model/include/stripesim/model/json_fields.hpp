@@ -1,0 +1,40 @@
+#pragma once
+// Typed access to fields of user-written JSON objects, with errors that name the file and the
+// field, and rejection of unknown fields (a typo should fail loudly, not be ignored).
+#include <nlohmann/json.hpp>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "stripesim/model/types.hpp"
+
+namespace stripesim::model {
+
+class JsonFields {
+ public:
+  // `label` names the document in messages ("configs/models/1b.json").
+  JsonFields(const nlohmann::json& object, std::string label);
+
+  // Throws if the object holds a field not in `known`.
+  void allow_only(std::initializer_list<std::string_view> known) const;
+
+  [[nodiscard]] bool has(const std::string& key) const { return object_.contains(key); }
+  [[nodiscard]] const nlohmann::json& raw(const std::string& key) const;
+  [[nodiscard]] std::string string(const std::string& key) const;
+  [[nodiscard]] std::string string_or(const std::string& key, std::string fallback) const;
+  // A positive integer, or a string with a k/M/G suffix.
+  [[nodiscard]] Count positive_count(const std::string& key) const;
+  [[nodiscard]] Count positive_count_or(const std::string& key, Count fallback) const;
+  [[nodiscard]] double positive_number(const std::string& key) const;
+  [[nodiscard]] double positive_number_or(const std::string& key, double fallback) const;
+  [[nodiscard]] std::vector<std::string> string_list_or(const std::string& key, std::vector<std::string> fallback) const;
+
+  [[nodiscard]] std::string where(const std::string& key) const { return label_ + " field \"" + key + "\""; }
+  [[nodiscard]] const std::string& label() const { return label_; }
+
+ private:
+  const nlohmann::json& object_;
+  std::string label_;
+};
+
+}  // namespace stripesim::model

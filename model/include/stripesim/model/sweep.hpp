@@ -1,0 +1,60 @@
+#pragma once
+// A grid of TMS points (hardware x model x mesh x sequence length x tile) described by groups
+// of Cartesian products, evaluated into one flat row per point.
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/config_catalog.hpp"
+#include "stripesim/model/flop_model.hpp"
+#include "stripesim/model/tile_shape.hpp"
+
+namespace stripesim::model {
+
+inline constexpr const char* kSweepSchema = "stripesim.sweep/1";
+
+// The paper's mesh tuple: (model-parallel degree, sequence-parallel degree), written "MxN".
+struct Mesh {
+  Count model_parallel = 1;
+  Count devices = 1;
+  [[nodiscard]] std::string to_string() const;
+};
+[[nodiscard]] Mesh parse_mesh(std::string_view text);
+
+struct SweepGroup {
+  std::vector<std::string> hardware;
+  std::vector<std::string> models;
+  std::vector<Mesh> meshes;
+  std::vector<Count> seq_lens;
+  std::vector<std::optional<TileShape>> tiles{std::nullopt};  // nullopt: the hardware's default
+};
+
+struct SweepSpec {
+  std::string description;
+  FlopConvention convention = FlopConvention::paper;
+  TrainingPass pass = TrainingPass::forward_backward;
+  bool recompute = false;
+  std::vector<std::string> extra_layouts;  // columns beyond contiguous, striped, zigzag
+  std::vector<std::string> columns;        // empty: every column
+  std::vector<SweepGroup> groups;
+};
+
+// An experiment file: {"description", "convention", "pass", "recompute", "layouts", "columns",
+// "groups": [{"hardware": [...], "models": [...], "meshes": ["2x4", ...], "seq_lens": [...],
+// "tiles": [...]}]}.
+[[nodiscard]] SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& label);
+
+[[nodiscard]] Count count_points(const SweepSpec& spec);
+
+// One row per point, columns in a fixed order (or spec.columns). `progress(done, total)` is
+// called after each point. Rows come out in grid order whatever `threads` is.
+using SweepProgress = std::function<void(Count done, Count total)>;
+[[nodiscard]] std::vector<nlohmann::ordered_json> run_sweep(const SweepSpec& spec, const ConfigCatalog& catalog,
+                                                           const SweepProgress& progress = {}, unsigned threads = 0);
+
+// Column name suffix for a layout: "block-striped:64" -> "block_striped_64".
+[[nodiscard]] std::string column_suffix(const std::string& layout);
+
+}  // namespace stripesim::model

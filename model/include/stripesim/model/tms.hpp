@@ -1,0 +1,83 @@
+#pragma once
+// Theoretical Maximum Speedup (Striped Attention paper, section 4): communication perfectly
+// overlapped, non-matmul FLOPs negligible, attention FLOPs weighted by the hardware's
+// attention_flop_weight. For a layout X,
+//   time(X) = (c * F_token * m_matmul + w * F_pair * lockstep_pairs(X) * m_attention) / M
+//   TMS(X)  = time(contiguous) / time(X)
+// with lockstep_pairs the work model's exact sum over rounds of the busiest device's unmasked
+// pairs. The tile-aware TMS replaces pairs by lockstep active tiles * TQ * TK: what a kernel
+// that skips only whole tiles computes (the gap the paper blames for measured < TMS).
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "stripesim/model/flop_model.hpp"
+#include "stripesim/model/hardware_profile.hpp"
+#include "stripesim/model/metrics.hpp"
+#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/model/transformer_model.hpp"
+
+namespace stripesim::model {
+
+inline constexpr const char* kTmsSchema = "stripesim.tms/1";
+
+struct TmsRequest {
+  TransformerModel model;
+  HardwareProfile hardware;
+  Count devices = 8;         // sequence-parallel degree N
+  Count model_parallel = 1;  // M: divides every FLOP count, so it cancels in TMS
+  Count seq_len = 262144;
+  std::optional<TileShape> tile;  // default: the hardware's default tile
+  FlopConvention convention = FlopConvention::paper;
+  TrainingPass pass = TrainingPass::forward_backward;
+  bool recompute = false;
+  std::optional<double> attention_flop_weight;  // overrides the hardware's
+  std::vector<std::string> extra_layouts;       // beyond contiguous, striped, zigzag
+  std::string mask = "causal";
+};
+
+struct LayoutTms {
+  std::string layout;
+  double tms = 0;        // contiguous time / this layout's time, from unmasked pairs
+  double tms_tiles = 0;  // the same from active tiles
+  Metrics elements;
+  Metrics tiles;
+  double time = 0;        // weighted FLOPs per device (FLOP-equivalents at the matmul rate)
+  double time_tiles = 0;
+};
+
+struct TmsResult {
+  TmsRequest request;
+  TileShape tile;
+  double attention_flop_weight = 0;
+  FlopCounts flops;
+  TrainingMultipliers multipliers;
+  double non_attention_per_device = 0;  // c * F_token * m_matmul / M
+  std::vector<LayoutTms> layouts;       // contiguous, striped, zigzag, then the extras
+
+  [[nodiscard]] const LayoutTms& layout(const std::string& name) const;
+};
+
+// Metrics of one layout's work, memoised across TMS points that share (layout, n, N, tile, mask):
+// a sweep over models and model-parallel degrees reuses them. Thread-safe.
+class WorkMetricsCache {
+ public:
+  std::pair<Metrics, Metrics> get(const std::string& layout, Count seq_len, Count devices, TileShape tile,
+                                  const std::string& mask);
+
+ private:
+  using Key = std::tuple<std::string, Count, Count, Count, Count, std::string>;
+  std::mutex mutex_;
+  std::map<Key, std::pair<Metrics, Metrics>> entries_;
+};
+
+// Throws InputError on invalid requests (sizes that do not divide, M not dividing the heads).
+[[nodiscard]] TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache = nullptr);
+
+[[nodiscard]] nlohmann::ordered_json to_json(const TmsResult& result);
+
+}  // namespace stripesim::model

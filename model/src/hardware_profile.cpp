@@ -1,0 +1,51 @@
+#include "stripesim/model/hardware_profile.hpp"
+
+#include <fmt/format.h>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_fields.hpp"
+
+namespace stripesim::model {
+
+HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std::string& label) {
+  const JsonFields f(doc, label);
+  f.allow_only({"name", "description", "aliases", "peak_tflops", "matmul_precision", "attention_precision",
+                "attention_flop_weight", "memory_gib", "memory_bandwidth_gbps", "link_bandwidth_gbps", "default_tile",
+                "sources"});
+  HardwareProfile h;
+  h.name = f.string("name");
+  h.aliases = f.string_list_or("aliases", {});
+  const JsonFields peaks(f.raw("peak_tflops"), f.where("peak_tflops"));
+  for (const auto& [precision, value] : f.raw("peak_tflops").items()) h.peak_tflops[precision] = peaks.positive_number(precision);
+  h.matmul_precision = f.string_or("matmul_precision", "bf16");
+  h.attention_precision = f.string_or("attention_precision", h.matmul_precision);
+  for (const auto& precision : {h.matmul_precision, h.attention_precision}) {
+    if (!h.peak_tflops.contains(precision)) {
+      throw InputError(fmt::format("{}: precision \"{}\" has no entry in peak_tflops", label, precision));
+    }
+  }
+  h.attention_flop_weight = f.positive_number_or(
+      "attention_flop_weight", h.peak_tflops.at(h.matmul_precision) / h.peak_tflops.at(h.attention_precision));
+  h.memory_gib = f.positive_number("memory_gib");
+  h.memory_bandwidth = f.positive_number("memory_bandwidth_gbps");
+  h.link_bandwidth = f.positive_number("link_bandwidth_gbps");
+  if (f.has("default_tile")) h.default_tile = parse_tile_shape(f.string("default_tile"));
+  h.sources = f.has("sources") ? f.raw("sources") : nlohmann::json::object();
+  return h;
+}
+
+nlohmann::ordered_json to_json(const HardwareProfile& h) {
+  nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
+  for (const auto& [precision, value] : h.peak_tflops) peaks[precision] = value;
+  return {{"name", h.name},
+          {"peak_tflops", std::move(peaks)},
+          {"matmul_precision", h.matmul_precision},
+          {"attention_precision", h.attention_precision},
+          {"attention_flop_weight", h.attention_flop_weight},
+          {"memory_gib", h.memory_gib},
+          {"memory_bandwidth_gbps", h.memory_bandwidth},
+          {"link_bandwidth_gbps", h.link_bandwidth},
+          {"default_tile", h.default_tile.to_string()}};
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,232 @@
+#include "stripesim/model/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <thread>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_fields.hpp"
+#include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/tms.hpp"
+
+namespace stripesim::model {
+
+std::string Mesh::to_string() const { return fmt::format("{}x{}", model_parallel, devices); }
+
+Mesh parse_mesh(std::string_view text) {
+  const auto x = text.find('x');
+  if (x == std::string_view::npos || x == 0 || x + 1 == text.size()) {
+    throw InputError(fmt::format("mesh '{}': expected MxN (model-parallel x sequence-parallel), e.g. 2x4", text));
+  }
+  Mesh mesh{parse_count(text.substr(0, x), "mesh model-parallel degree"),
+            parse_count(text.substr(x + 1), "mesh sequence-parallel degree")};
+  if (mesh.model_parallel < 1 || mesh.devices < 1) {
+    throw InputError(fmt::format("mesh '{}': both degrees must be at least 1", text));
+  }
+  return mesh;
+}
+
+std::string column_suffix(const std::string& layout) {
+  std::string suffix = layout;
+  std::replace_if(suffix.begin(), suffix.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
+  return suffix;
+}
+
+namespace {
+
+template <typename T, typename Parse>
+std::vector<T> list_field(const JsonFields& f, const std::string& key, Parse parse) {
+  const auto& value = f.raw(key);
+  if (!value.is_array() || value.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where(key)));
+  std::vector<T> items;
+  for (const auto& item : value) items.push_back(parse(item, f.where(key)));
+  return items;
+}
+
+std::string as_string(const nlohmann::json& item, const std::string& where) {
+  if (!item.is_string()) throw InputError(fmt::format("{}: expected strings, got {}", where, item.dump()));
+  return item.get<std::string>();
+}
+
+SweepGroup group_from_json(const nlohmann::json& doc, const std::string& label) {
+  const JsonFields f(doc, label);
+  f.allow_only({"hardware", "models", "meshes", "seq_lens", "tiles"});
+  SweepGroup g;
+  g.hardware = list_field<std::string>(f, "hardware", as_string);
+  g.models = list_field<std::string>(f, "models", as_string);
+  g.meshes = list_field<Mesh>(f, "meshes", [](const nlohmann::json& item, const std::string& where) {
+    return parse_mesh(as_string(item, where));
+  });
+  g.seq_lens = list_field<Count>(f, "seq_lens", [](const nlohmann::json& item, const std::string& where) {
+    if (item.is_number_integer()) return item.get<Count>();
+    return parse_count(as_string(item, where), where);
+  });
+  if (f.has("tiles")) {
+    g.tiles = list_field<std::optional<TileShape>>(f, "tiles", [](const nlohmann::json& item, const std::string& where) {
+      const std::string text = as_string(item, where);
+      return text == "default" ? std::nullopt : std::optional<TileShape>(parse_tile_shape(text));
+    });
+  }
+  return g;
+}
+
+struct Point {
+  std::string hardware;
+  std::string model;
+  Mesh mesh;
+  Count seq_len;
+  std::optional<TileShape> tile;
+};
+
+std::vector<Point> expand(const SweepSpec& spec) {
+  std::vector<Point> points;
+  for (const auto& g : spec.groups) {
+    for (const auto& hardware : g.hardware) {
+      for (const auto& model : g.models) {
+        for (const auto& mesh : g.meshes) {
+          for (const auto seq_len : g.seq_lens) {
+            for (const auto& tile : g.tiles) points.push_back({hardware, model, mesh, seq_len, tile});
+          }
+        }
+      }
+    }
+  }
+  return points;
+}
+
+nlohmann::ordered_json make_row(const Point& point, const TmsResult& r) {
+  nlohmann::ordered_json row;
+  row["hardware"] = r.request.hardware.name;
+  row["model"] = r.request.model.name;
+  row["convention"] = to_string(r.request.convention);
+  row["mesh"] = point.mesh.to_string();
+  row["model_parallel"] = point.mesh.model_parallel;
+  row["devices"] = point.mesh.devices;
+  row["n_seq"] = point.seq_len;
+  row["c"] = point.seq_len / point.mesh.devices;
+  row["tile"] = r.tile.to_string();
+  row["tms"] = r.layout("striped").tms;
+  row["tms_tiles"] = r.layout("striped").tms_tiles;
+  for (size_t i = 2; i < r.layouts.size(); ++i) {  // zigzag, then the extras
+    row["tms_" + column_suffix(r.layouts[i].layout)] = r.layouts[i].tms;
+    row["tms_tiles_" + column_suffix(r.layouts[i].layout)] = r.layouts[i].tms_tiles;
+  }
+  for (const auto& l : r.layouts) row["imbalance_" + column_suffix(l.layout)] = l.elements.imbalance;
+  for (const auto& l : r.layouts) row["tiles_imbalance_" + column_suffix(l.layout)] = l.tiles.imbalance;
+  for (const auto& l : r.layouts) row["lockstep_speedup_" + column_suffix(l.layout)] = l.elements.lockstep_speedup;
+  for (const auto& l : r.layouts) row["tiles_lockstep_speedup_" + column_suffix(l.layout)] = l.tiles.lockstep_speedup;
+  return row;
+}
+
+nlohmann::ordered_json select_columns(const nlohmann::ordered_json& row, const std::vector<std::string>& columns) {
+  if (columns.empty()) return row;
+  nlohmann::ordered_json selected;
+  for (const auto& column : columns) {
+    if (!row.contains(column)) {
+      std::string known;
+      for (const auto& [key, value] : row.items()) known += (known.empty() ? "" : ", ") + key;
+      throw InputError(fmt::format("--columns '{}': unknown column, known: {}", column, known));
+    }
+    selected[column] = row.at(column);
+  }
+  return selected;
+}
+
+}  // namespace
+
+SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& label) {
+  const JsonFields f(doc, label);
+  f.allow_only({"description", "convention", "pass", "recompute", "layouts", "columns", "groups"});
+  SweepSpec spec;
+  spec.description = f.string_or("description", "");
+  spec.convention = parse_flop_convention(f.string_or("convention", "paper"));
+  spec.pass = parse_training_pass(f.string_or("pass", "fwdbwd"));
+  if (f.has("recompute")) {
+    if (!f.raw("recompute").is_boolean()) throw InputError(fmt::format("{}: expected true or false", f.where("recompute")));
+    spec.recompute = f.raw("recompute").get<bool>();
+  }
+  spec.extra_layouts = f.string_list_or("layouts", {});
+  spec.columns = f.string_list_or("columns", {});
+  const auto& groups = f.raw("groups");
+  if (!groups.is_array() || groups.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("groups")));
+  for (size_t i = 0; i < groups.size(); ++i) {
+    spec.groups.push_back(group_from_json(groups[i], fmt::format("{} group {}", label, i)));
+  }
+  return spec;
+}
+
+Count count_points(const SweepSpec& spec) {
+  Count total = 0;
+  for (const auto& g : spec.groups) {
+    total += static_cast<Count>(g.hardware.size() * g.models.size() * g.meshes.size() * g.seq_lens.size() *
+                                g.tiles.size());
+  }
+  return total;
+}
+
+std::vector<nlohmann::ordered_json> run_sweep(const SweepSpec& spec, const ConfigCatalog& catalog,
+                                              const SweepProgress& progress, unsigned threads) {
+  const std::vector<Point> points = expand(spec);
+  // Resolve every name first, so a typo fails before any work.
+  std::map<std::string, HardwareProfile> hardware;
+  std::map<std::string, TransformerModel> models;
+  for (const auto& p : points) {
+    if (!hardware.contains(p.hardware)) hardware.emplace(p.hardware, catalog.hardware(p.hardware));
+    if (!models.contains(p.model)) models.emplace(p.model, catalog.model(p.model));
+  }
+  std::vector<TmsRequest> requests;
+  requests.reserve(points.size());
+  for (const auto& p : points) {
+    TmsRequest q;
+    q.model = models.at(p.model);
+    q.hardware = hardware.at(p.hardware);
+    q.devices = p.mesh.devices;
+    q.model_parallel = p.mesh.model_parallel;
+    q.seq_len = p.seq_len;
+    q.tile = p.tile;
+    q.convention = spec.convention;
+    q.pass = spec.pass;
+    q.recompute = spec.recompute;
+    q.extra_layouts = spec.extra_layouts;
+    requests.push_back(std::move(q));
+  }
+  WorkMetricsCache cache;
+  std::vector<nlohmann::ordered_json> rows(points.size());
+  std::vector<std::exception_ptr> failures(points.size());
+  std::atomic<Count> done{0};
+  std::atomic<size_t> next{0};
+  std::mutex progress_mutex;
+  auto worker = [&] {
+    for (size_t i = next++; i < points.size(); i = next++) {
+      try {
+        rows[i] = select_columns(make_row(points[i], compute_tms(requests[i], &cache)), spec.columns);
+      } catch (...) {
+        failures[i] = std::current_exception();
+        next = points.size();  // stop handing out points; those already taken finish
+      }
+      const Count finished = ++done;
+      if (progress) {
+        const std::lock_guard lock(progress_mutex);
+        progress(finished, static_cast<Count>(points.size()));
+      }
+    }
+  };
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, points.size())));
+  {
+    std::vector<std::jthread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+  }
+  // Points are taken in grid order, so every point before a failed one ran: reporting the first
+  // failure in grid order gives the same message whatever the thread timing.
+  for (const auto& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+  return rows;
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,122 @@
+#include "stripesim/model/tms.hpp"
+
+#include <fmt/format.h>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/mask.hpp"
+#include "stripesim/model/work_model.hpp"
+
+namespace stripesim::model {
+
+const LayoutTms& TmsResult::layout(const std::string& name) const {
+  for (const auto& entry : layouts) {
+    if (entry.layout == name) return entry;
+  }
+  throw std::out_of_range("TmsResult: no layout " + name);
+}
+
+std::pair<Metrics, Metrics> WorkMetricsCache::get(const std::string& layout, Count seq_len, Count devices,
+                                                  TileShape tile, const std::string& mask) {
+  const Key key{layout, seq_len, devices, tile.query, tile.key, mask};
+  {
+    const std::lock_guard lock(mutex_);
+    if (const auto it = entries_.find(key); it != entries_.end()) return it->second;
+  }
+  const Work work = count_work(parse_layout(layout, seq_len, devices), parse_mask(mask, seq_len), tile, 1);
+  std::pair<Metrics, Metrics> metrics{compute_metrics(work.unmasked_elements), compute_metrics(work.active_tiles)};
+  const std::lock_guard lock(mutex_);
+  entries_.emplace(key, metrics);
+  return metrics;
+}
+
+TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache) {
+  if (request.model_parallel < 1) {
+    throw InputError(fmt::format("--model-parallel {}: must be at least 1", request.model_parallel));
+  }
+  if (request.model.heads % request.model_parallel != 0) {
+    throw InputError(fmt::format("--model-parallel {}: must divide the model's {} heads", request.model_parallel,
+                                 request.model.heads));
+  }
+  WorkMetricsCache local_cache;
+  WorkMetricsCache& metrics_cache = cache != nullptr ? *cache : local_cache;
+
+  TmsResult result;
+  result.request = request;
+  result.tile = request.tile.value_or(request.hardware.default_tile);
+  result.attention_flop_weight = request.attention_flop_weight.value_or(request.hardware.attention_flop_weight);
+  result.flops = count_flops(request.model, request.convention);
+  result.multipliers = training_multipliers(request.convention, request.pass, request.recompute);
+  const double c = static_cast<double>(request.seq_len / request.devices);
+  const double m = static_cast<double>(request.model_parallel);
+  result.non_attention_per_device = c * result.flops.non_attention_per_token * result.multipliers.matmul / m;
+  const double attention_per_pair =
+      result.attention_flop_weight * result.flops.attention_per_pair * result.multipliers.attention / m;
+  const double tile_area = static_cast<double>(result.tile.query * result.tile.key);
+
+  std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
+  layouts.insert(layouts.end(), request.extra_layouts.begin(), request.extra_layouts.end());
+  for (const auto& name : layouts) {
+    const auto [elements, tiles] =
+        metrics_cache.get(name, request.seq_len, request.devices, result.tile, request.mask);
+    LayoutTms entry{name, 0, 0, elements, tiles, 0, 0};
+    entry.time = result.non_attention_per_device + attention_per_pair * static_cast<double>(elements.lockstep);
+    entry.time_tiles =
+        result.non_attention_per_device + attention_per_pair * static_cast<double>(tiles.lockstep) * tile_area;
+    result.layouts.push_back(std::move(entry));
+  }
+  const LayoutTms& contiguous = result.layouts.front();
+  const double reference = contiguous.time;
+  const double reference_tiles = contiguous.time_tiles;
+  for (LayoutTms& entry : result.layouts) {
+    entry.tms = reference / entry.time;
+    entry.tms_tiles = reference_tiles / entry.time_tiles;
+  }
+  return result;
+}
+
+nlohmann::ordered_json to_json(const TmsResult& r) {
+  const TmsRequest& q = r.request;
+  nlohmann::ordered_json doc;
+  doc["schema"] = kTmsSchema;
+  doc["config"] = {{"model", to_json(q.model)},
+                   {"hardware", q.hardware.name},
+                   {"convention", to_string(q.convention)},
+                   {"pass", to_string(q.pass)},
+                   {"recompute", q.recompute},
+                   {"devices", q.devices},
+                   {"model_parallel", q.model_parallel},
+                   {"seq_len", q.seq_len},
+                   {"block_size", q.seq_len / q.devices},
+                   {"tile", {{"query", r.tile.query}, {"key", r.tile.key}}},
+                   {"mask", q.mask}};
+  doc["tms"] = r.layout("striped").tms;
+  doc["tms_tiles"] = r.layout("striped").tms_tiles;
+  doc["tms_zigzag"] = r.layout("zigzag").tms;
+  doc["tms_tiles_zigzag"] = r.layout("zigzag").tms_tiles;
+  doc["flops"] = {{"attention_flop_weight", r.attention_flop_weight},
+                  {"multipliers", {{"matmul", r.multipliers.matmul}, {"attention", r.multipliers.attention}}},
+                  {"non_attention_per_token", r.flops.non_attention_per_token},
+                  {"attention_per_pair", r.flops.attention_per_pair},
+                  {"non_attention_per_device", r.non_attention_per_device}};
+  nlohmann::ordered_json layouts = nlohmann::ordered_json::array();
+  for (const LayoutTms& l : r.layouts) {
+    layouts.push_back({{"layout", l.layout},
+                       {"tms", l.tms},
+                       {"tms_tiles", l.tms_tiles},
+                       {"lockstep_pairs", l.elements.lockstep},
+                       {"lockstep_tiles", l.tiles.lockstep},
+                       {"attention_per_device", l.time - r.non_attention_per_device},
+                       {"attention_per_device_tiles", l.time_tiles - r.non_attention_per_device},
+                       {"time_flop_equivalents", l.time},
+                       {"time_flop_equivalents_tiles", l.time_tiles},
+                       {"imbalance", l.elements.imbalance},
+                       {"tiles_imbalance", l.tiles.imbalance},
+                       {"lockstep_speedup", l.elements.lockstep_speedup},
+                       {"tiles_lockstep_speedup", l.tiles.lockstep_speedup}});
+  }
+  doc["layouts"] = std::move(layouts);
+  return doc;
+}
+
+}  // namespace stripesim::model
