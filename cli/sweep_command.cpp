@@ -61,7 +61,7 @@ model::SweepSpec spec_from_flags(const SweepOptions& o) {
   g.hardware = model::split_list(o.hardware, "--hardware");
   g.models = model::split_list(o.models, "--models");
   if (!o.meshes.empty()) {
-    g.meshes = parse_list<model::Mesh>(o.meshes, "--meshes", [](const std::string& s) { return model::parse_mesh(s); });
+    g.meshes = parse_list<model::Mesh>(o.meshes, "--meshes", [](const std::string& s) { return model::parse_mesh(s, "--meshes"); });
   } else {
     for (const auto& m : model::split_list(o.model_parallel, "--model-parallel")) {
       for (const auto& n : model::split_list(o.devices, "--devices")) {

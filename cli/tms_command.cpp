@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cmath>
 #include <iterator>
 #include <memory>
 
 #include "config_dir.hpp"
 #include "output_file.hpp"
 #include "stripesim/model/config_catalog.hpp"
+#include "stripesim/model/input_error.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
 #include "stripesim/model/tms.hpp"
@@ -25,7 +28,7 @@ struct TmsOptions {
   std::string convention = "paper";
   std::string pass = "fwdbwd";
   bool recompute = false;
-  double attention_weight = 0;
+  std::string attention_weight;
   std::string layouts;
   std::string mask = "causal";
   std::string format = "table";
@@ -38,6 +41,15 @@ constexpr const char* kTmsExamples = R"(Examples:
   stripesim tms --model 1b --hardware a100 --devices 8 --model-parallel 1 --seq-len 262144 --convention paper --format json
   stripesim tms --model llama3-8b --hardware h100 --devices 16 --seq-len 1M --convention exact
   stripesim tms --model 7b --hardware tpu-v4 --devices 8 --model-parallel 2 --seq-len 512k --layouts block-striped:64)";
+
+double parse_weight(const std::string& text) {
+  double weight = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), weight);
+  if (ec != std::errc() || end != text.data() + text.size() || !(weight > 0) || !std::isfinite(weight)) {
+    throw model::InputError(fmt::format("--attention-weight '{}': must be a positive number", text));
+  }
+  return weight;
+}
 
 std::string format_table(const model::TmsResult& r) {
   const auto& q = r.request;
@@ -81,8 +93,7 @@ std::function<void()> register_tms_command(CLI::App& app) {
   cmd->add_option("--convention", o.convention, "FLOP accounting")->check(CLI::IsMember({"paper", "exact"}))->capture_default_str();
   cmd->add_option("--pass", o.pass, "Training pass counted")->check(CLI::IsMember({"fwd", "fwdbwd"}))->capture_default_str();
   cmd->add_flag("--recompute", o.recompute, "Count activation recomputation (one more forward)");
-  cmd->add_option("--attention-weight", o.attention_weight, "Override the hardware's attention FLOP weight")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--attention-weight", o.attention_weight, "Override the hardware's attention FLOP weight");
   cmd->add_option("--layouts", o.layouts, "Extra layouts to compare (block-striped:S, permutation:FILE)");
   cmd->add_option("--mask", o.mask, "Attention mask (see analyze --help)")->capture_default_str();
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
@@ -101,7 +112,7 @@ std::function<void()> register_tms_command(CLI::App& app) {
     request.convention = model::parse_flop_convention(opts.convention);
     request.pass = model::parse_training_pass(opts.pass);
     request.recompute = opts.recompute;
-    if (opts.attention_weight > 0) request.attention_flop_weight = opts.attention_weight;
+    if (!opts.attention_weight.empty()) request.attention_flop_weight = parse_weight(opts.attention_weight);
     if (!opts.layouts.empty()) request.extra_layouts = model::split_list(opts.layouts, "--layouts");
     request.mask = opts.mask;
     const model::TmsResult result = model::compute_tms(request);

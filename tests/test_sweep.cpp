@@ -66,9 +66,9 @@ TEST(Sweep, AllColumnsByDefaultIncludingExtraLayouts) {
 }
 
 TEST(Sweep, MeshesAndBadSpecs) {
-  EXPECT_EQ(parse_mesh("2x4").model_parallel, 2);
-  EXPECT_EQ(parse_mesh("2x4").devices, 4);
-  for (const char* bad : {"", "2", "x4", "2x", "0x4", "2x0", "axb"}) EXPECT_THROW((void)parse_mesh(bad), InputError) << bad;
+  EXPECT_EQ(parse_mesh("2x4", "m").model_parallel, 2);
+  EXPECT_EQ(parse_mesh("2x4", "m").devices, 4);
+  for (const char* bad : {"", "2", "x4", "2x", "0x4", "2x0", "axb"}) EXPECT_THROW((void)parse_mesh(bad, "m"), InputError) << bad;
   const auto spec = [](const char* text) { return sweep_spec_from_json(nlohmann::json::parse(text), "test.json"); };
   EXPECT_THROW(spec(R"({"groups": []})"), InputError);
   EXPECT_THROW(spec(R"({"grups": []})"), InputError);

@@ -5,51 +5,20 @@
 #include <optional>
 
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_fields.hpp"
 #include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/size_parse.hpp"
 #include "stripesim/model/work_model.hpp"
 
 namespace stripesim::model {
-namespace {
-
-Count count_field(const nlohmann::json& value, const std::string& what) {
-  if (value.is_number_unsigned() || value.is_number_integer()) {
-    const Count count = value.get<Count>();
-    if (count < 0) throw InputError(fmt::format("{}: {} must not be negative", what, count));
-    return count;
-  }
-  if (value.is_string()) return parse_count(value.get<std::string>(), what);
-  throw InputError(fmt::format("{}: expected an integer or a string like \"256k\", got {}", what, value.dump()));
-}
-
-std::string string_field(const nlohmann::json& value, const std::string& what) {
-  if (!value.is_string()) throw InputError(fmt::format("{}: expected a string, got {}", what, value.dump()));
-  return value.get<std::string>();
-}
-
-}  // namespace
-
 AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig base, const std::string& label) {
-  if (!doc.is_object()) throw InputError(fmt::format("{}: expected a JSON object", label));
-  for (const auto& [key, value] : doc.items()) {
-    const std::string what = fmt::format("{} field \"{}\"", label, key);
-    if (key == "seq_len") {
-      base.seq_len = count_field(value, what);
-    } else if (key == "devices") {
-      base.devices = count_field(value, what);
-    } else if (key == "tile") {
-      base.tile = parse_tile_shape(string_field(value, what));
-    } else if (key == "mask") {
-      base.mask = string_field(value, what);
-    } else if (key == "layouts") {
-      if (!value.is_array() || value.empty()) throw InputError(fmt::format("{}: expected a non-empty array of layout specs", what));
-      base.layouts.clear();
-      for (const auto& item : value) base.layouts.push_back(string_field(item, what));
-    } else if (key != "description") {
-      throw InputError(fmt::format("{}: unknown field \"{}\" (known: seq_len, devices, tile, layouts, mask, description)",
-                                   label, key));
-    }
-  }
+  const JsonFields f(doc, label);
+  f.allow_only({"description", "seq_len", "devices", "tile", "layouts", "mask"});
+  base.seq_len = f.positive_count_or("seq_len", base.seq_len);
+  base.devices = f.positive_count_or("devices", base.devices);
+  if (f.has("tile")) base.tile = parse_tile_shape(f.string("tile"));
+  base.mask = f.string_or("mask", base.mask);
+  base.layouts = f.string_list_or("layouts", base.layouts);
+  if (base.layouts.empty()) throw InputError(fmt::format("{}: needs at least one layout", f.where("layouts")));
   return base;
 }
 

@@ -17,7 +17,7 @@ bool is_path(const std::string& text) { return text.find('/') != std::string::np
 template <typename Config, typename Parse, typename Matches>
 Config find(const std::string& root, const std::string& kind, const std::string& flag, const std::string& wanted,
             Parse parse, Matches matches) {
-  if (is_path(wanted)) return parse(read_json_file(wanted, flag + " " + wanted), wanted);
+  if (is_path(wanted)) return parse(read_json_file(wanted, flag + " " + wanted), flag + " " + wanted);
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(root) / kind;
   std::error_code ec;

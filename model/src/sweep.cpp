@@ -16,15 +16,16 @@ namespace stripesim::model {
 
 std::string Mesh::to_string() const { return fmt::format("{}x{}", model_parallel, devices); }
 
-Mesh parse_mesh(std::string_view text) {
+Mesh parse_mesh(std::string_view text, std::string_view what) {
   const auto x = text.find('x');
   if (x == std::string_view::npos || x == 0 || x + 1 == text.size()) {
-    throw InputError(fmt::format("mesh '{}': expected MxN (model-parallel x sequence-parallel), e.g. 2x4", text));
+    throw InputError(fmt::format("{} '{}': expected MxN (model-parallel x sequence-parallel), e.g. 2x4", what, text));
   }
-  Mesh mesh{parse_count(text.substr(0, x), "mesh model-parallel degree"),
-            parse_count(text.substr(x + 1), "mesh sequence-parallel degree")};
+  const std::string label = fmt::format("{} '{}'", what, text);
+  Mesh mesh{parse_count(text.substr(0, x), label + " model-parallel degree"),
+            parse_count(text.substr(x + 1), label + " sequence-parallel degree")};
   if (mesh.model_parallel < 1 || mesh.devices < 1) {
-    throw InputError(fmt::format("mesh '{}': both degrees must be at least 1", text));
+    throw InputError(fmt::format("{} '{}': both degrees must be at least 1", what, text));
   }
   return mesh;
 }
@@ -58,7 +59,7 @@ SweepGroup group_from_json(const nlohmann::json& doc, const std::string& label) 
   g.hardware = list_field<std::string>(f, "hardware", as_string);
   g.models = list_field<std::string>(f, "models", as_string);
   g.meshes = list_field<Mesh>(f, "meshes", [](const nlohmann::json& item, const std::string& where) {
-    return parse_mesh(as_string(item, where));
+    return parse_mesh(as_string(item, where), where);
   });
   g.seq_lens = list_field<Count>(f, "seq_lens", [](const nlohmann::json& item, const std::string& where) {
     if (item.is_number_integer()) return item.get<Count>();

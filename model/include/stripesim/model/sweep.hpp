@@ -21,7 +21,8 @@ struct Mesh {
   Count devices = 1;
   [[nodiscard]] std::string to_string() const;
 };
-[[nodiscard]] Mesh parse_mesh(std::string_view text);
+// `what` names the input in messages ("--meshes", an experiment file's field).
+[[nodiscard]] Mesh parse_mesh(std::string_view text, std::string_view what);
 
 struct SweepGroup {
   std::vector<std::string> hardware;
