@@ -39,7 +39,7 @@ inline model::Work brute_force_work(const model::Layout& layout, const model::Ma
   const Count devices = layout.devices();
   const Count c = layout.block_size();
   model::Work work{model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices),
-                   model::WorkMatrix(devices, devices)};
+                   model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices)};
   for (Count r = 0; r < devices; ++r) {
     for (Count d = 0; d < devices; ++d) {
       const Count source = ((d - r) % devices + devices) % devices;
@@ -53,9 +53,14 @@ inline model::Work brute_force_work(const model::Layout& layout, const model::Ma
           work.unmasked_elements.at(r, d) += allowed ? 1 : 0;
         }
       }
+      std::map<Count, Count> active_per_query_tile;
       for (const auto& [key, cell] : tiles) {
         if (cell.first > 0) ++work.active_tiles.at(r, d);
         if (cell.first > 0 && cell.first < cell.second) ++work.partial_tiles.at(r, d);
+        if (cell.first > 0) ++active_per_query_tile[key.first];
+      }
+      for (const auto& [query_tile, active] : active_per_query_tile) {
+        work.longest_query_tile.at(r, d) = std::max(work.longest_query_tile.at(r, d), active);
       }
     }
   }

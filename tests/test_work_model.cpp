@@ -54,6 +54,7 @@ void expect_same_work(const Work& got, const Work& want, const std::string& what
   EXPECT_EQ(got.unmasked_elements, want.unmasked_elements) << what;
   EXPECT_EQ(got.active_tiles, want.active_tiles) << what;
   EXPECT_EQ(got.partial_tiles, want.partial_tiles) << what;
+  EXPECT_EQ(got.longest_query_tile, want.longest_query_tile) << what;
 }
 
 // The property the whole tool rests on: the fast counts equal enumeration of every pair and tile.

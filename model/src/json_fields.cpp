@@ -68,6 +68,15 @@ double JsonFields::positive_number_or(const std::string& key, double fallback) c
   return has(key) ? positive_number(key) : fallback;
 }
 
+double JsonFields::non_negative_number_or(const std::string& key, double fallback) const {
+  if (!has(key)) return fallback;
+  const auto& value = raw(key);
+  if (!value.is_number()) throw InputError(fmt::format("{}: expected a number, got {}", where(key), value.dump()));
+  const double number = value.get<double>();
+  if (!(number >= 0)) throw InputError(fmt::format("{}: must not be negative, got {}", where(key), value.dump()));
+  return number;
+}
+
 std::vector<std::string> JsonFields::string_list_or(const std::string& key, std::vector<std::string> fallback) const {
   if (!has(key)) return fallback;
   const auto& value = raw(key);

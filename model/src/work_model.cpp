@@ -17,6 +17,7 @@ using detail::TileSummary;
 struct TileCounts {
   Count active = 0;
   Count partial = 0;
+  Count longest = 0;  // most active tiles of one query tile
 };
 
 Count count_at_or_below(const std::vector<Position>& sorted, Position x) {
@@ -32,6 +33,7 @@ TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& key
     const Count full = count_at_or_below(keys.key_max_sorted(), qt.min);
     counts.active += active;
     counts.partial += active - full;
+    counts.longest = std::max(counts.longest, active);
   }
   return counts;
 }
@@ -47,35 +49,41 @@ class IntervalTileCounter {
   TileCounts count() {
     const auto& key_tiles = keys_.key_tiles();
     for (const TileSummary& qt : queries_.query_tiles()) {
-      const Bounds b = bounds(qt);
-      if (keys_.key_tiles_monotone()) {
-        // Candidates: kmax >= lo_min and kmin <= hi_max, an index range.
-        const auto first = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.max < b.lo_min; });
-        const auto last = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.min <= b.hi_max; });
-        if (first >= last) continue;
-        // Fully allowed: kmin >= lo_max and kmax <= hi_min, a sub-range of the candidates.
-        auto full_first = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.min < b.lo_max; });
-        auto full_last = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.max <= b.hi_min; });
-        full_first = std::clamp(full_first, first, last);
-        full_last = std::clamp(full_last, full_first, last);
-        counts_.active += full_last - full_first;
-        for (auto kt = first; kt != full_first; ++kt) count_exactly(qt, *kt);
-        for (auto kt = full_last; kt != last; ++kt) count_exactly(qt, *kt);
-      } else {
-        for (const TileSummary& kt : key_tiles) {
-          if (kt.max < b.lo_min || kt.min > b.hi_max) continue;
-          if (kt.min >= b.lo_max && kt.max <= b.hi_min) {
-            ++counts_.active;
-          } else {
-            count_exactly(qt, kt);
-          }
-        }
-      }
+      const Count active_before = counts_.active;
+      count_query_tile(qt, key_tiles);
+      counts_.longest = std::max(counts_.longest, counts_.active - active_before);
     }
     return counts_;
   }
 
  private:
+  void count_query_tile(const TileSummary& qt, const std::vector<TileSummary>& key_tiles) {
+    const Bounds b = bounds(qt);
+    if (keys_.key_tiles_monotone()) {
+      // Candidates: kmax >= lo_min and kmin <= hi_max, an index range.
+      const auto first = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.max < b.lo_min; });
+      const auto last = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.min <= b.hi_max; });
+      if (first >= last) return;
+      // Fully allowed: kmin >= lo_max and kmax <= hi_min, a sub-range of the candidates.
+      auto full_first = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.min < b.lo_max; });
+      auto full_last = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.max <= b.hi_min; });
+      full_first = std::clamp(full_first, first, last);
+      full_last = std::clamp(full_last, full_first, last);
+      counts_.active += full_last - full_first;
+      for (auto kt = first; kt != full_first; ++kt) count_exactly(qt, *kt);
+      for (auto kt = full_last; kt != last; ++kt) count_exactly(qt, *kt);
+    } else {
+      for (const TileSummary& kt : key_tiles) {
+        if (kt.max < b.lo_min || kt.min > b.hi_max) continue;
+        if (kt.min >= b.lo_max && kt.max <= b.hi_min) {
+          ++counts_.active;
+        } else {
+          count_exactly(qt, kt);
+        }
+      }
+    }
+  }
+
   struct Bounds {
     Position lo_min, lo_max, hi_min, hi_max;  // key interval ends at the tile's smallest/largest query
   };
@@ -99,8 +107,10 @@ class IntervalTileCounter {
 
 TileCounts count_tiles(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, PairScratch& scratch) {
   switch (mask.kind()) {
-    case MaskKind::bidirectional:
-      return {static_cast<Count>(queries.query_tiles().size() * keys.key_tiles().size()), 0};
+    case MaskKind::bidirectional: {
+      const auto key_tiles = static_cast<Count>(keys.key_tiles().size());
+      return {static_cast<Count>(queries.query_tiles().size()) * key_tiles, 0, key_tiles};
+    }
     case MaskKind::causal: return count_causal_tiles(queries, keys);
     case MaskKind::window:
     case MaskKind::documents: return IntervalTileCounter(queries, keys, mask, scratch).count();
@@ -136,7 +146,8 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
   std::vector<std::optional<DeviceBlock>> blocks(static_cast<size_t>(devices));
   parallel_for(devices, threads, [&](Count d) { blocks[static_cast<size_t>(d)].emplace(layout, d, tile.query, tile.key); });
 
-  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices)};
+  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices),
+            WorkMatrix(devices, devices)};
   // Each device's column is written by one thread only, so the result never depends on threads.
   parallel_for(devices, threads, [&](Count d) {
     PairScratch scratch;
@@ -148,6 +159,7 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
       const TileCounts tiles = count_tiles(queries, keys, mask, scratch);
       work.active_tiles.at(r, d) = tiles.active;
       work.partial_tiles.at(r, d) = tiles.partial;
+      work.longest_query_tile.at(r, d) = tiles.longest;
     }
   });
   return work;

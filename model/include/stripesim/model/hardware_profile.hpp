@@ -15,6 +15,19 @@ namespace stripesim::model {
 using TeraflopsPerSecond = double;  // dense peak, 10^12 FLOP/s
 using GigabytesPerSecond = double;  // 10^9 B/s, per direction for links
 
+// How the simulator prices an attention kernel on this accelerator: thread blocks (one per query
+// tile, head and sequence) run on `sms * blocks_per_sm` slots; a full tile costs its FLOPs at
+// `efficiency` of the attention peak spread over the slots. The validator calibrates these.
+struct KernelProfile {
+  Count sms = 108;
+  Count blocks_per_sm = 1;
+  double efficiency = 0.6;                // fraction of the attention-precision peak a full tile achieves
+  double launch_overhead_us = 4.0;        // per kernel launch (one per round and device)
+  double block_overhead_us = 0.5;         // per thread block (prologue, epilogue, output write)
+  double partial_tile_extra = 0.2;        // a tile that applies the mask costs (1 + this) full tiles
+  double backward_tile_multiplier = 2.5;  // backward tile cost over forward (FlashAttention's count)
+};
+
 struct HardwareProfile {
   std::string name;
   std::vector<std::string> aliases;
@@ -26,6 +39,7 @@ struct HardwareProfile {
   GigabytesPerSecond memory_bandwidth = 0;
   GigabytesPerSecond link_bandwidth = 0;  // one ring hop's link, per direction
   TileShape default_tile{128, 128};
+  KernelProfile kernel;
   nlohmann::json sources;  // where each figure comes from, kept verbatim for the record
 };
 

@@ -27,6 +27,7 @@ class JsonFields {
   [[nodiscard]] Count positive_count_or(const std::string& key, Count fallback) const;
   [[nodiscard]] double positive_number(const std::string& key) const;
   [[nodiscard]] double positive_number_or(const std::string& key, double fallback) const;
+  [[nodiscard]] double non_negative_number_or(const std::string& key, double fallback) const;
   [[nodiscard]] std::vector<std::string> string_list_or(const std::string& key, std::vector<std::string> fallback) const;
 
   [[nodiscard]] std::string where(const std::string& key) const { return label_ + " field \"" + key + "\""; }

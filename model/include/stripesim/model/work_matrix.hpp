@@ -37,6 +37,9 @@ struct Work {
   WorkMatrix unmasked_elements;  // allowed (q, k) pairs
   WorkMatrix active_tiles;       // tiles holding at least one allowed pair
   WorkMatrix partial_tiles;      // active tiles that also hold masked pairs
+  // The most active key tiles of any one query tile: the longest thread block of a kernel that
+  // gives each query tile its own block (what bounds a round when the GPU is not full).
+  WorkMatrix longest_query_tile;
 };
 
 }  // namespace stripesim::model
