@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "analyze_command.hpp"
+#include "simulate_command.hpp"
 #include "sweep_command.hpp"
 #include "tms_command.hpp"
 #include "stripesim/model/input_error.hpp"
@@ -25,6 +26,8 @@ constexpr const char* kExamples = R"(Examples:
                                             the paper's Theoretical Maximum Speedup
   stripesim sweep --experiment configs/experiments/paper-tms.json
                                             the paper's whole TMS grid as CSV
+  stripesim simulate --topology cluster:2x8 --devices 16 --hardware h100
+                                            the ring as a discrete-event simulation
   stripesim <command> --help                every flag, with more examples)";
 
 void print_error(std::string message) {
@@ -43,6 +46,7 @@ int main(int argc, char** argv) {
   const auto run_analyze = stripesim::cli::register_analyze_command(app);
   const auto run_tms = stripesim::cli::register_tms_command(app);
   const auto run_sweep = stripesim::cli::register_sweep_command(app);
+  const auto run_simulate = stripesim::cli::register_simulate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -54,6 +58,7 @@ int main(int argc, char** argv) {
     run_analyze();  // each runs only if its subcommand was given
     run_tms();
     run_sweep();
+    run_simulate();
   } catch (const stripesim::model::InputError& e) {
     print_error(e.what());
     return kExitBadInput;

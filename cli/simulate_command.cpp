@@ -1,0 +1,156 @@
+#include "simulate_command.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "config_dir.hpp"
+#include "output_file.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/size_parse.hpp"
+#include "stripesim/sim/simulation.hpp"
+
+namespace stripesim::cli {
+namespace {
+
+struct SimulateOptions {
+  std::string experiment;
+  std::string model;
+  std::string heads, kv_heads, head_dim, batch, model_parallel, seq_len, devices;
+  std::string layouts, tile, mask, pass, dtype, hardware, topology, sync, kv_buffers, ring_order;
+  std::string format = "table";
+  std::string output;
+  std::string trace;
+  bool summary_only = false;
+  std::vector<CLI::Option*> given;  // options that override the experiment file
+};
+
+constexpr const char* kSimulateExamples = R"(Examples:
+  stripesim simulate
+      the paper's 1B-like workload (16 heads of 128) on 8 A100s on NVSwitch, n = 256k, forward
+  stripesim simulate --model llama3-8b --hardware h100 --topology dgx-h100-x2 --devices 16 --seq-len 1M --pass fwdbwd
+  stripesim simulate --topology cluster:128x8 --devices 1024 --seq-len 8M --hardware h100 --summary-only
+  stripesim simulate --topology pcie-8gpu --ring-order auto --sync lockstep --trace ring.json
+  stripesim simulate --experiment configs/experiments/simulate-dgx-h100.json)";
+
+std::string format_table(const sim::Simulation& s) {
+  const auto& c = s.config;
+  std::string out = fmt::format(
+      "ring simulation: n = {} tokens, N = {} devices on {}, {} heads x {} (K/V heads {}) per device, batch {}, "
+      "tiles {}, {}, pass {}, sync {}, {} K/V buffers\n",
+      c.seq_len, c.devices, s.topology.name(), s.heads_per_device, s.head_dim, s.kv_heads_per_device, c.batch,
+      s.tile.to_string(), s.dtype, c.pass == sim::PassSelection::forward ? "fwd" : c.pass == sim::PassSelection::backward ? "bwd" : "fwdbwd",
+      c.sync == sim::SyncMode::async ? "async" : "lockstep", c.kv_buffers);
+  sim::Microseconds slowest_hop = 0;
+  for (const auto& hop : s.hops) slowest_hop = std::max(slowest_hop, hop.transfer_us(s.kv_bytes));
+  out += fmt::format("hardware {}: full tile {:.2f} us; K/V per hop {:.1f} MB, slowest hop {:.1f} us\n\n", s.hardware.name,
+                     s.full_tile_us, static_cast<double>(s.kv_bytes) / 1e6, slowest_hop);
+  out += fmt::format("{:<22} {:>12} {:>10} {:>12} {:>12} {:>16} {:>10}\n", "layout", "time (ms)", "vs contig",
+                     "mean busy", "max idle", "max exposed comm", "events");
+  for (const auto& r : s.results) {
+    double busy = 0, idle = 0, exposed = 0;
+    std::uint64_t events = 0;
+    for (const auto& t : r.passes) {
+      std::vector<double> device_busy(static_cast<size_t>(t.devices)), device_idle(device_busy), device_exposed(device_busy);
+      for (size_t d = 0; d < t.device_summary.size(); ++d) {
+        busy += t.device_summary[d].busy_us / static_cast<double>(t.devices);
+        idle = std::max(idle, t.device_summary[d].idle_us);
+        exposed = std::max(exposed, t.device_summary[d].exposed_comm_us);
+      }
+      events += t.events;
+    }
+    out += fmt::format("{:<22} {:>12.3f} {:>9.2f}x {:>9.3f} ms {:>9.3f} ms {:>13.3f} ms {:>10}\n", r.layout,
+                       r.time_us / 1e3, r.speedup_vs_contiguous, busy / 1e3, idle / 1e3, exposed / 1e3, events);
+  }
+  out += "\nvs contig = contiguous time / this time; busy = computing; idle = time - busy;\n"
+         "exposed comm = waiting for a K/V block while it is on the wire, plus transfers still running after the\n"
+         "last compute (waiting for a block the upstream device has not sent yet is idle, not communication).\n";
+  return out;
+}
+
+}  // namespace
+
+std::function<void()> register_simulate_command(CLI::App& app) {
+  auto options = std::make_shared<SimulateOptions>();
+  SimulateOptions& o = *options;
+  CLI::App* cmd = app.add_subcommand("simulate", "Discrete-event simulation of the ring on a topology");
+  cmd->footer(kSimulateExamples);
+  auto add = [&](const char* name, std::string& target, const char* help) {
+    o.given.push_back(cmd->add_option(name, target, help));
+  };
+  cmd->add_option("--experiment", o.experiment, "JSON file with the same fields (flags given here override it)");
+  add("--model", o.model, "Model config (sets heads, K/V heads and head size) [default: --heads etc.]");
+  add("--heads", o.heads, "Query heads [default: 16]");
+  add("--kv-heads", o.kv_heads, "K/V heads [default: --heads]");
+  add("--head-dim", o.head_dim, "Head size [default: 128]");
+  add("--batch", o.batch, "Sequences per step [default: 1]");
+  add("--model-parallel,-M", o.model_parallel, "Model-parallel degree: heads per device = heads / M [default: 1]");
+  add("--seq-len,-n", o.seq_len, "Sequence length; k and M suffixes [default: 256k]");
+  add("--devices,-N", o.devices, "Devices in the ring [default: 8]");
+  add("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
+  add("--tile", o.tile, "Kernel tile TQxTK [default: the hardware's]");
+  add("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
+  add("--pass", o.pass, "fwd, bwd or fwdbwd [default: fwd]");
+  add("--dtype", o.dtype, "fp32, tf32, bf16, fp16, fp8: transfer size and peak rate [default: the hardware's attention precision]");
+  add("--hardware", o.hardware, "Hardware profile name or JSON file [default: a100]");
+  add("--topology", o.topology, "nvswitch:G, cluster:NxG, a name in configs/topologies or a JSON file [default: nvswitch:N]");
+  add("--sync", o.sync, "async (no barrier) or lockstep (a barrier after every round) [default: async]");
+  add("--kv-buffers", o.kv_buffers, "K/V buffers per device, at least 2 [default: 2, double buffering]");
+  add("--ring-order", o.ring_order, "rank or auto (minimise the slowest hop) [default: rank]");
+  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
+  cmd->add_option("--trace", o.trace, "Also write a Chrome trace (Perfetto) to FILE");
+  cmd->add_flag("--summary-only", o.summary_only, "JSON: leave out the per-(round, device) records");
+  return [cmd, options] {
+    if (!cmd->parsed()) return;
+    const SimulateOptions& opts = *options;
+    sim::SimulateConfig config;
+    if (!opts.experiment.empty()) {
+      const std::string label = "--experiment " + opts.experiment;
+      config = sim::simulate_config_from_json(model::read_json_file(opts.experiment, label), label, config);
+    }
+    auto given = [&](const std::string& name) {
+      for (const CLI::Option* option : opts.given) {
+        if (option->check_lname(name.substr(2)) && option->count() > 0) return true;
+      }
+      return false;
+    };
+    auto count = [&](const char* flag, const std::string& text, model::Count& target) {
+      if (given(flag)) target = model::parse_count(text, flag);
+    };
+    if (given("--model")) config.model = opts.model;
+    count("--heads", opts.heads, config.heads);
+    if (given("--heads") && !given("--kv-heads") && config.model.empty()) config.kv_heads = config.heads;
+    count("--kv-heads", opts.kv_heads, config.kv_heads);
+    count("--head-dim", opts.head_dim, config.head_dim);
+    count("--batch", opts.batch, config.batch);
+    count("--model-parallel", opts.model_parallel, config.model_parallel);
+    count("--seq-len", opts.seq_len, config.seq_len);
+    count("--devices", opts.devices, config.devices);
+    count("--kv-buffers", opts.kv_buffers, config.kv_buffers);
+    if (given("--layouts")) config.layouts = model::split_list(opts.layouts, "--layouts");
+    if (given("--tile")) config.tile = model::parse_tile_shape(opts.tile);
+    if (given("--mask")) config.mask = opts.mask;
+    if (given("--pass")) config.pass = sim::parse_pass_selection(opts.pass);
+    if (given("--dtype")) config.dtype = opts.dtype;
+    if (given("--hardware")) config.hardware = opts.hardware;
+    if (given("--topology")) config.topology = opts.topology;
+    if (given("--sync")) config.sync = sim::parse_sync_mode(opts.sync);
+    if (given("--ring-order")) {
+      if (opts.ring_order != "rank" && opts.ring_order != "auto") {
+        throw model::InputError(fmt::format("--ring-order '{}': expected rank or auto", opts.ring_order));
+      }
+      config.auto_ring_order = opts.ring_order == "auto";
+    }
+    const sim::Simulation result = sim::run_simulation(config, model::ConfigCatalog(config_dir()));
+    // Write the trace first: if it fails, nothing has been written.
+    if (!opts.trace.empty()) write_output(sim::chrome_trace(result).dump() + "\n", opts.trace);
+    write_output(opts.format == "json" ? sim::to_json(result, !opts.summary_only).dump(2) + "\n" : format_table(result),
+                 opts.output);
+  };
+}
+
+}  // namespace stripesim::cli

@@ -1,0 +1,75 @@
+#pragma once
+// The ring as real implementations run it (ring-flash-attention, TransformerEngine), as a
+// discrete-event simulation. At round r device d computes on the K/V block it holds while it
+// sends that block on to d + 1 and receives the next from d - 1:
+//  - compute(r, d) starts when block r is on d, d's compute stream is free and, with lockstep
+//    sync, every device has finished round r - 1 (barrier);
+//  - the send of block r from d starts once block r is on d, d's previous send is done, and
+//    d + 1 has a free buffer: with B K/V buffers, block r + 1 - B on d + 1 must be finished
+//    (computed and forwarded). The last round sends nothing;
+//  - a send occupies every link direction on its route for bytes / bottleneck bandwidth (FIFO,
+//    in the order asked) and arrives after the route's latency on top;
+//  - backward: K/V travel as forward; the dK/dV accumulators follow, each sent once the device
+//    has computed its round and received the accumulator for that block, N hops (the last one
+//    brings them home). Both are kv_bytes per hop.
+#include <cstdint>
+#include <vector>
+
+#include "stripesim/sim/event_queue.hpp"
+#include "stripesim/sim/topology.hpp"
+
+namespace stripesim::sim {
+
+enum class SyncMode { async, lockstep };
+enum class RingPass { forward, backward };
+
+struct RingSetup {
+  Count devices = 0;
+  std::vector<Microseconds> compute_us;  // [round * devices + device]
+  std::vector<Route> hops;               // hops[d]: ring position d to d + 1
+  Bytes kv_bytes = 0;                    // K and V of one block, per hop
+  RingPass pass = RingPass::forward;
+  SyncMode sync = SyncMode::async;
+  Count kv_buffers = 2;
+  Microseconds start_us = 0;
+};
+
+inline constexpr Microseconds kNever = -1.0;
+
+struct RoundRecord {
+  Microseconds arrival_us = kNever;  // K/V block of this round present on the device
+  Microseconds compute_start_us = kNever;
+  Microseconds compute_end_us = kNever;
+  Microseconds send_start_us = kNever;  // K/V sent on to d + 1 (never in the last round)
+  Microseconds send_end_us = kNever;
+  Microseconds grad_send_start_us = kNever;  // backward: dK/dV sent on
+  Microseconds grad_send_end_us = kNever;
+};
+
+struct DeviceSummary {
+  Microseconds busy_us = 0;           // computing
+  Microseconds idle_us = 0;           // the rest of the pass
+  Microseconds exposed_comm_us = 0;   // waiting for a block while it is on the wire, or for the last transfer
+  Microseconds finish_us = 0;
+};
+
+struct RingTimeline {
+  Count devices = 0;
+  RingPass pass = RingPass::forward;
+  Microseconds start_us = 0;
+  Microseconds end_us = 0;
+  std::vector<RoundRecord> rounds;  // [round * devices + device]
+  std::vector<DeviceSummary> device_summary;
+  std::uint64_t events = 0;
+
+  [[nodiscard]] const RoundRecord& at(Count round, Count device) const {
+    return rounds[static_cast<size_t>(round * devices + device)];
+  }
+  [[nodiscard]] Microseconds makespan_us() const { return end_us - start_us; }
+};
+
+// `links` holds one FIFO server per directed link of the topology; it carries over between
+// calls so that a backward pass finds the wires as the forward pass left them.
+[[nodiscard]] RingTimeline simulate_ring(const RingSetup& setup, std::vector<FifoServer>& links);
+
+}  // namespace stripesim::sim

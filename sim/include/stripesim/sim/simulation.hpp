@@ -1,0 +1,81 @@
+#pragma once
+// The `simulate` workflow: a workload (model shape, batch, sequence, layouts, tile, mask), a
+// hardware profile and a topology; for every layout the work model's tiles become kernel
+// durations and the ring is simulated pass by pass.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/config_catalog.hpp"
+#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/sim/ring_simulator.hpp"
+
+namespace stripesim::sim {
+
+inline constexpr const char* kSimulateSchema = "stripesim.simulate/1";
+
+enum class PassSelection { forward, backward, forward_backward };
+
+struct SimulateConfig {
+  std::string model;  // a model config; empty: the heads, kv_heads and head_dim below
+  Count heads = 16;
+  Count kv_heads = 16;
+  Count head_dim = 128;
+  Count batch = 1;
+  Count model_parallel = 1;  // heads are split over M devices of a model-parallel group
+  Count seq_len = 262144;
+  Count devices = 8;
+  std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
+  std::optional<model::TileShape> tile;  // default: the hardware's
+  std::string mask = "causal";
+  PassSelection pass = PassSelection::forward;
+  std::string dtype;       // default: the hardware's attention precision
+  std::string hardware = "a100";
+  std::string topology;    // default: nvswitch:N with the hardware's link bandwidth
+  SyncMode sync = SyncMode::async;
+  Count kv_buffers = 2;
+  bool auto_ring_order = false;
+};
+
+// An experiment file: the same fields as the flags ("seq_len", "devices", "layouts", "pass":
+// "fwd"|"bwd"|"fwdbwd", "sync", "kv_buffers", "ring_order": "rank"|"auto", ...).
+[[nodiscard]] SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::string& label,
+                                                       SimulateConfig base = {});
+[[nodiscard]] PassSelection parse_pass_selection(std::string_view text);
+[[nodiscard]] SyncMode parse_sync_mode(std::string_view text);
+
+struct LayoutSimulation {
+  std::string layout;
+  std::vector<RingTimeline> passes;  // forward, backward or both, in that order
+  Microseconds time_us = 0;
+  double speedup_vs_contiguous = 0;
+};
+
+struct Simulation {
+  SimulateConfig config;
+  model::HardwareProfile hardware;
+  Topology topology;
+  std::vector<Count> ring_order;  // GPU at each ring position
+  std::vector<Route> hops;
+  model::TileShape tile;
+  std::string dtype;
+  Count heads_per_device = 0;
+  Count kv_heads_per_device = 0;
+  Count head_dim = 0;
+  Bytes kv_bytes = 0;
+  Microseconds full_tile_us = 0;
+  std::vector<LayoutSimulation> results;
+  std::uint64_t events = 0;
+};
+
+// Throws model::InputError for invalid configurations.
+[[nodiscard]] Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog);
+
+// `rounds`: include every (round, device) record (large for big rings).
+[[nodiscard]] nlohmann::ordered_json to_json(const Simulation& simulation, bool rounds);
+// Chrome trace event format (opens in Perfetto / chrome://tracing): a track per device's
+// compute stream and per link direction.
+[[nodiscard]] nlohmann::ordered_json chrome_trace(const Simulation& simulation);
+
+}  // namespace stripesim::sim

@@ -1,0 +1,87 @@
+#pragma once
+// The machine as a graph (Boost.Graph): GPUs, switches, NICs and host bridges joined by links
+// with a bandwidth per direction and a latency. Ring hops are routed along shortest-latency
+// paths; each direction of each link is a separate resource, so hops that share one contend.
+#include <boost/graph/adjacency_list.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/types.hpp"
+#include "stripesim/sim/units.hpp"
+
+namespace stripesim::sim {
+
+using model::Count;
+
+struct TopologyNode {
+  std::string id;
+  std::string kind;  // gpu, switch, nic, bridge, cpu
+};
+
+struct TopologyLink {
+  std::size_t a = 0;  // node indices
+  std::size_t b = 0;
+  GigabytesPerSecond bandwidth = 0;  // per direction
+  Microseconds latency_us = 0;
+};
+
+// A route between two GPUs: the directed links it crosses (2 * link + 0 for a->b, + 1 for b->a),
+// its summed latency and its bottleneck bandwidth.
+struct Route {
+  std::vector<std::uint32_t> links;
+  Microseconds latency_us = 0;
+  GigabytesPerSecond bandwidth = 0;
+  [[nodiscard]] Microseconds transfer_us(Bytes bytes) const {
+    return links.empty() ? 0.0 : latency_us + transfer_time_us(bytes, bandwidth);
+  }
+};
+
+class Topology {
+ public:
+  // {"name", "description", "nodes": [{"id", "kind"}], "links": [{"a", "b", "bandwidth_gbps",
+  // "latency_us"}], "sources"}; GPUs are numbered in the order they are listed.
+  [[nodiscard]] static Topology from_json(const nlohmann::json& doc, const std::string& label);
+  // One node of `gpus` GPUs, each linked to one NVSwitch.
+  [[nodiscard]] static Topology nvswitch(Count gpus, GigabytesPerSecond nvlink, Microseconds nvlink_latency_us);
+  // `nodes` such nodes; every GPU also has its own NIC linked to one network switch.
+  [[nodiscard]] static Topology cluster(Count nodes, Count gpus_per_node, GigabytesPerSecond nvlink,
+                                        Microseconds nvlink_latency_us, GigabytesPerSecond nic,
+                                        Microseconds nic_latency_us);
+
+  [[nodiscard]] const std::string& name() const { return name_; }
+  [[nodiscard]] Count gpu_count() const { return static_cast<Count>(gpus_.size()); }
+  [[nodiscard]] const std::vector<TopologyNode>& nodes() const { return nodes_; }
+  [[nodiscard]] const std::vector<TopologyLink>& links() const { return links_; }
+  [[nodiscard]] std::size_t directed_link_count() const { return 2 * links_.size(); }
+  // "gpu0->nvswitch"
+  [[nodiscard]] std::string directed_link_name(std::uint32_t directed) const;
+  [[nodiscard]] const TopologyLink& link_of(std::uint32_t directed) const { return links_[directed / 2]; }
+
+  // Shortest-latency routes from GPU `from` to each GPU in `to` (one Dijkstra run).
+  [[nodiscard]] std::vector<Route> routes_from(Count from, const std::vector<Count>& to) const;
+  [[nodiscard]] Route route(Count from, Count to) const { return routes_from(from, {to}).front(); }
+
+  [[nodiscard]] nlohmann::ordered_json to_json() const;
+
+ private:
+  Topology() = default;
+  void add_node(std::string id, std::string kind);
+  void add_link(std::size_t a, std::size_t b, GigabytesPerSecond bandwidth, Microseconds latency_us);
+  void build_graph();
+
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
+                                      boost::property<boost::edge_index_t, std::size_t>>;
+  std::string name_;
+  std::vector<TopologyNode> nodes_;
+  std::vector<TopologyLink> links_;
+  std::vector<std::size_t> gpus_;  // node index of every GPU, in GPU order
+  Graph graph_;
+};
+
+// "nvswitch:G", "cluster:NxG", a name in `config_dir`/topologies, or a path to a JSON file.
+// Generated topologies take NVLink bandwidth from `nvlink` (the hardware profile's link) and
+// a 400 Gb/s (50 GB/s) NIC per GPU.
+[[nodiscard]] Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink);
+
+}  // namespace stripesim::sim

@@ -1,0 +1,17 @@
+#pragma once
+// Units of the simulator. Times are microseconds everywhere (names end in _us), sizes bytes,
+// bandwidths GB/s (10^9 bytes per second, per direction).
+#include <cstdint>
+
+namespace stripesim::sim {
+
+using Microseconds = double;
+using Bytes = std::int64_t;
+using GigabytesPerSecond = double;
+
+// 1 GB/s moves 10^3 bytes per microsecond.
+[[nodiscard]] constexpr Microseconds transfer_time_us(Bytes bytes, GigabytesPerSecond bandwidth) {
+  return static_cast<double>(bytes) / (bandwidth * 1e3);
+}
+
+}  // namespace stripesim::sim

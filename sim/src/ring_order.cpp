@@ -1,0 +1,105 @@
+#include "stripesim/sim/ring_order.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace stripesim::sim {
+namespace {
+
+// Cost of a ring: (slowest hop, total) compared lexicographically.
+struct RingCost {
+  Microseconds slowest = 0;
+  Microseconds total = 0;
+  friend bool operator<(const RingCost& a, const RingCost& b) {
+    return a.slowest != b.slowest ? a.slowest < b.slowest : a.total < b.total;
+  }
+};
+
+RingCost ring_cost(const std::vector<Count>& order, const std::vector<std::vector<Microseconds>>& hop) {
+  RingCost cost;
+  for (size_t p = 0; p < order.size(); ++p) {
+    const Microseconds t = hop[static_cast<size_t>(order[p])][static_cast<size_t>(order[(p + 1) % order.size()])];
+    cost.slowest = std::max(cost.slowest, t);
+    cost.total += t;
+  }
+  return cost;
+}
+
+}  // namespace
+
+std::vector<Count> rank_ring_order(Count devices) {
+  std::vector<Count> order(static_cast<size_t>(devices));
+  std::iota(order.begin(), order.end(), Count{0});
+  return order;
+}
+
+std::vector<Route> ring_routes(const Topology& topology, const std::vector<Count>& order) {
+  std::vector<Route> hops;
+  hops.reserve(order.size());
+  for (size_t p = 0; p < order.size(); ++p) hops.push_back(topology.route(order[p], order[(p + 1) % order.size()]));
+  return hops;
+}
+
+std::vector<Count> auto_ring_order(const Topology& topology, Count devices, Bytes hop_bytes) {
+  std::vector<Count> order = rank_ring_order(devices);
+  if (devices <= 2) return order;
+  const auto n = static_cast<size_t>(devices);
+  std::vector<std::vector<Microseconds>> hop(n, std::vector<Microseconds>(n, 0));
+  for (size_t a = 0; a < n; ++a) {
+    const auto routes = topology.routes_from(static_cast<Count>(a), order);
+    for (size_t b = 0; b < n; ++b) hop[a][b] = routes[b].transfer_us(hop_bytes);
+  }
+  RingCost best_cost = ring_cost(order, hop);
+  if (devices <= 9) {
+    // Position 0 stays GPU 0 (a rotation of a ring is the same ring).
+    std::vector<Count> candidate = order;
+    while (std::next_permutation(candidate.begin() + 1, candidate.end())) {
+      const RingCost cost = ring_cost(candidate, hop);
+      if (cost < best_cost) {
+        best_cost = cost;
+        order = candidate;
+      }
+    }
+    return order;
+  }
+  // Nearest neighbour from GPU 0, then 2-opt (reverse a segment) while it improves.
+  std::vector<Count> greedy{0};
+  std::vector<bool> used(n, false);
+  used[0] = true;
+  for (size_t step = 1; step < n; ++step) {
+    const auto from = static_cast<size_t>(greedy.back());
+    size_t next = n;
+    for (size_t b = 0; b < n; ++b) {
+      if (!used[b] && (next == n || hop[from][b] < hop[from][next])) next = b;
+    }
+    used[next] = true;
+    greedy.push_back(static_cast<Count>(next));
+  }
+  if (ring_cost(greedy, hop) < best_cost) {
+    order = greedy;
+    best_cost = ring_cost(order, hop);
+  }
+  // 2-opt re-prices the ring for every candidate, O(N^3) a pass: kept for rings up to 128.
+  constexpr size_t kMaxTwoOptDevices = 128;
+  if (n > kMaxTwoOptDevices) return order;
+  constexpr int kMaxPasses = 8;
+  for (int pass = 0; pass < kMaxPasses; ++pass) {
+    bool improved = false;
+    for (size_t i = 1; i + 1 < n; ++i) {
+      for (size_t j = i + 1; j < n; ++j) {
+        std::reverse(order.begin() + static_cast<long>(i), order.begin() + static_cast<long>(j) + 1);
+        const RingCost cost = ring_cost(order, hop);
+        if (cost < best_cost) {
+          best_cost = cost;
+          improved = true;
+        } else {
+          std::reverse(order.begin() + static_cast<long>(i), order.begin() + static_cast<long>(j) + 1);
+        }
+      }
+    }
+    if (!improved) break;
+  }
+  return order;
+}
+
+}  // namespace stripesim::sim

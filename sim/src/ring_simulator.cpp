@@ -1,0 +1,241 @@
+#include "stripesim/sim/ring_simulator.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace stripesim::sim {
+namespace {
+
+enum class EventKind : std::uint8_t { compute_done, kv_sent, grad_sent };
+
+struct Payload {
+  EventKind kind;
+  std::uint32_t device;
+  std::uint32_t round;
+};
+
+class RingRun {
+ public:
+  RingRun(const RingSetup& setup, std::vector<FifoServer>& links)
+      : s_(setup), links_(links), n_(setup.devices), backward_(setup.pass == RingPass::backward) {
+    const auto devices = static_cast<size_t>(n_);
+    out_.devices = n_;
+    out_.pass = setup.pass;
+    out_.start_us = setup.start_us;
+    out_.rounds.assign(devices * devices, RoundRecord{});
+    arrived_.assign(devices, 1);
+    next_compute_.assign(devices, 0);
+    computed_.assign(devices, 0);
+    computing_.assign(devices, false);
+    next_send_.assign(devices, 0);
+    sent_.assign(devices, 0);
+    sending_.assign(devices, false);
+    next_grad_.assign(devices, 0);
+    grad_arrived_.assign(devices, 0);
+    grad_sending_.assign(devices, false);
+    barrier_us_.assign(devices, kNever);
+    pending_.assign(devices, 0);
+    for (Count r = 0; r < n_; ++r) {
+      pending_[static_cast<size_t>(r)] = n_ * (1 + (r <= n_ - 2 ? 1 : 0) + (backward_ ? 1 : 0));
+    }
+    for (Count d = 0; d < n_; ++d) record(0, d).arrival_us = setup.start_us;
+  }
+
+  RingTimeline run() {
+    now_ = s_.start_us;
+    for (Count d = 0; d < n_; ++d) try_everything(d);
+    while (!queue_.empty()) {
+      const auto event = queue_.pop();
+      now_ = event.time_us;
+      const auto d = static_cast<Count>(event.payload.device);
+      const auto r = static_cast<Count>(event.payload.round);
+      switch (event.payload.kind) {
+        case EventKind::compute_done: on_compute_done(d, r); break;
+        case EventKind::kv_sent: on_kv_sent(d, r); break;
+        case EventKind::grad_sent: on_grad_sent(d, r); break;
+      }
+    }
+    out_.events = queue_.pushed();
+    summarise();
+    return std::move(out_);
+  }
+
+ private:
+  RoundRecord& record(Count round, Count device) { return out_.rounds[static_cast<size_t>(round * n_ + device)]; }
+  [[nodiscard]] Count next(Count d) const { return (d + 1) % n_; }
+  [[nodiscard]] Count previous(Count d) const { return (d + n_ - 1) % n_; }
+  [[nodiscard]] bool barrier_passed(Count round) const { return s_.sync == SyncMode::async || barriers_done_ >= round; }
+
+  // Rounds whose K/V buffer device d has released: computed and forwarded (the last round is
+  // never forwarded).
+  [[nodiscard]] Count freed(Count d) const {
+    const auto i = static_cast<size_t>(d);
+    return sent_[i] >= n_ - 1 ? computed_[i] : std::min(computed_[i], sent_[i]);
+  }
+
+  // Occupies the route's links and returns when the message arrives.
+  Microseconds transmit(const Route& route, Bytes bytes) {
+    if (route.links.empty()) return now_;
+    Microseconds start = now_;
+    for (const auto link : route.links) start = std::max(start, links_[link].free_at_us());
+    const Microseconds serialise = transfer_time_us(bytes, route.bandwidth);
+    for (const auto link : route.links) links_[link].reserve(start, serialise);
+    transmit_start_ = start;
+    return start + route.latency_us + serialise;
+  }
+
+  void try_compute(Count d) {
+    const auto i = static_cast<size_t>(d);
+    const Count r = next_compute_[i];
+    if (computing_[i] || r >= n_ || arrived_[i] <= r || !barrier_passed(r)) return;
+    RoundRecord& rec = record(r, d);
+    rec.compute_start_us = now_;
+    rec.compute_end_us = now_ + s_.compute_us[static_cast<size_t>(r * n_ + d)];
+    computing_[i] = true;
+    ++next_compute_[i];
+    queue_.push(rec.compute_end_us, {EventKind::compute_done, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
+  }
+
+  void try_send(Count d) {
+    const auto i = static_cast<size_t>(d);
+    const Count r = next_send_[i];
+    if (sending_[i] || r > n_ - 2 || arrived_[i] <= r || !barrier_passed(r)) return;
+    if (freed(next(d)) < r + 2 - s_.kv_buffers) return;  // no free buffer on the receiver yet
+    RoundRecord& rec = record(r, d);
+    rec.send_end_us = transmit(s_.hops[i], s_.kv_bytes);
+    rec.send_start_us = transmit_start_;
+    sending_[i] = true;
+    ++next_send_[i];
+    queue_.push(rec.send_end_us, {EventKind::kv_sent, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
+  }
+
+  void try_grad_send(Count d) {
+    if (!backward_) return;
+    const auto i = static_cast<size_t>(d);
+    const Count r = next_grad_[i];
+    if (grad_sending_[i] || r > n_ - 1 || computed_[i] <= r || (r > 0 && grad_arrived_[i] < r) || !barrier_passed(r)) {
+      return;
+    }
+    RoundRecord& rec = record(r, d);
+    rec.grad_send_end_us = transmit(s_.hops[i], s_.kv_bytes);
+    rec.grad_send_start_us = transmit_start_;
+    grad_sending_[i] = true;
+    ++next_grad_[i];
+    queue_.push(rec.grad_send_end_us, {EventKind::grad_sent, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
+  }
+
+  void try_everything(Count d) {
+    try_compute(d);
+    try_send(d);
+    try_grad_send(d);
+  }
+
+  void on_compute_done(Count d, Count r) {
+    const auto i = static_cast<size_t>(d);
+    computing_[i] = false;
+    ++computed_[i];
+    try_compute(d);
+    try_grad_send(d);
+    try_send(previous(d));  // d may have released a buffer
+    round_item_done(r);
+  }
+
+  void on_kv_sent(Count d, Count r) {
+    const auto i = static_cast<size_t>(d);
+    const Count receiver = next(d);
+    sending_[i] = false;
+    ++sent_[i];
+    ++arrived_[static_cast<size_t>(receiver)];
+    record(r + 1, receiver).arrival_us = now_;
+    try_compute(receiver);
+    try_send(receiver);
+    try_send(d);
+    try_send(previous(d));
+    round_item_done(r);
+  }
+
+  void on_grad_sent(Count d, Count r) {
+    const Count receiver = next(d);
+    grad_sending_[static_cast<size_t>(d)] = false;
+    if (r < n_ - 1) {
+      grad_arrived_[static_cast<size_t>(receiver)] = r + 1;
+      try_grad_send(receiver);
+    }
+    try_grad_send(d);
+    round_item_done(r);
+  }
+
+  void round_item_done(Count r) {
+    if (s_.sync != SyncMode::lockstep) return;
+    --pending_[static_cast<size_t>(r)];
+    bool passed = false;
+    while (barriers_done_ < n_ && pending_[static_cast<size_t>(barriers_done_)] == 0) {
+      barrier_us_[static_cast<size_t>(barriers_done_)] = now_;
+      ++barriers_done_;
+      passed = true;
+    }
+    if (passed) {
+      for (Count d = 0; d < n_; ++d) try_everything(d);
+    }
+  }
+
+  void summarise() {
+    out_.end_us = out_.start_us;
+    out_.device_summary.assign(static_cast<size_t>(n_), DeviceSummary{});
+    for (Count d = 0; d < n_; ++d) {
+      DeviceSummary& sum = out_.device_summary[static_cast<size_t>(d)];
+      Microseconds previous_end = out_.start_us;
+      Microseconds finish = out_.start_us;
+      Microseconds last_transfer_start = out_.start_us;
+      for (Count r = 0; r < n_; ++r) {
+        const RoundRecord& rec = record(r, d);
+        if (rec.compute_end_us < 0) throw std::logic_error("ring simulation ended with a round not computed");
+        sum.busy_us += rec.compute_end_us - rec.compute_start_us;
+        Microseconds ready = previous_end;
+        if (s_.sync == SyncMode::lockstep && r > 0) ready = std::max(ready, barrier_us_[static_cast<size_t>(r - 1)]);
+        // Waiting counts as exposed communication only while the block is on the wire: before
+        // the upstream device could send it, the wait is imbalance (idle), not communication.
+        if (r > 0) {
+          const Microseconds sent = record(r - 1, previous(d)).send_start_us;
+          sum.exposed_comm_us += std::max(0.0, rec.arrival_us - std::max(ready, sent));
+        }
+        previous_end = rec.compute_end_us;
+        finish = std::max({finish, rec.compute_end_us, rec.send_end_us, rec.grad_send_end_us});
+        last_transfer_start = std::max({last_transfer_start, rec.send_start_us, rec.grad_send_start_us});
+      }
+      // The last transfer still on the wire after the last compute (a backward pass's final dK/dV hop).
+      sum.exposed_comm_us += std::max(0.0, finish - std::max(previous_end, last_transfer_start));
+      sum.finish_us = finish;
+      out_.end_us = std::max(out_.end_us, finish);
+    }
+    for (auto& sum : out_.device_summary) sum.idle_us = out_.makespan_us() - sum.busy_us;
+  }
+
+  const RingSetup& s_;
+  std::vector<FifoServer>& links_;
+  Count n_;
+  bool backward_;
+  EventQueue<Payload> queue_;
+  RingTimeline out_;
+  Microseconds now_ = 0;
+  Microseconds transmit_start_ = 0;
+  std::vector<Count> arrived_, next_compute_, computed_, next_send_, sent_, next_grad_, grad_arrived_;
+  std::vector<bool> computing_, sending_, grad_sending_;
+  std::vector<Microseconds> barrier_us_;
+  std::vector<Count> pending_;
+  Count barriers_done_ = 0;
+};
+
+}  // namespace
+
+RingTimeline simulate_ring(const RingSetup& setup, std::vector<FifoServer>& links) {
+  if (setup.devices < 1) throw std::invalid_argument("simulate_ring: no devices");
+  if (setup.kv_buffers < 2) throw std::invalid_argument("simulate_ring: at least 2 K/V buffers");
+  if (static_cast<Count>(setup.compute_us.size()) != setup.devices * setup.devices ||
+      static_cast<Count>(setup.hops.size()) != setup.devices) {
+    throw std::invalid_argument("simulate_ring: compute or hops do not match the devices");
+  }
+  return RingRun(setup, links).run();
+}
+
+}  // namespace stripesim::sim

@@ -1,0 +1,330 @@
+#include "stripesim/sim/simulation.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_fields.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/mask.hpp"
+#include "stripesim/model/work_model.hpp"
+#include "stripesim/sim/kernel_cost.hpp"
+#include "stripesim/sim/ring_order.hpp"
+
+namespace stripesim::sim {
+
+using model::InputError;
+
+PassSelection parse_pass_selection(std::string_view text) {
+  if (text == "fwd") return PassSelection::forward;
+  if (text == "bwd") return PassSelection::backward;
+  if (text == "fwdbwd") return PassSelection::forward_backward;
+  throw InputError(fmt::format("--pass '{}': expected fwd, bwd or fwdbwd", text));
+}
+
+SyncMode parse_sync_mode(std::string_view text) {
+  if (text == "async") return SyncMode::async;
+  if (text == "lockstep") return SyncMode::lockstep;
+  throw InputError(fmt::format("--sync '{}': expected async or lockstep", text));
+}
+
+namespace {
+
+std::string to_string(PassSelection pass) {
+  switch (pass) {
+    case PassSelection::forward: return "fwd";
+    case PassSelection::backward: return "bwd";
+    case PassSelection::forward_backward: return "fwdbwd";
+  }
+  return {};
+}
+
+std::string to_string(RingPass pass) { return pass == RingPass::forward ? "forward" : "backward"; }
+
+Bytes dtype_bytes(const std::string& dtype) {
+  if (dtype == "fp32" || dtype == "tf32") return 4;
+  if (dtype == "bf16" || dtype == "fp16") return 2;
+  if (dtype == "fp8" || dtype == "int8") return 1;
+  throw InputError(fmt::format("--dtype '{}': expected fp32, tf32, bf16, fp16 or fp8", dtype));
+}
+
+// Heads of one model-parallel rank; K/V heads are replicated when there are fewer than M.
+Count split_heads(Count heads, Count model_parallel, const char* what) {
+  if (heads % model_parallel == 0) return heads / model_parallel;
+  if (model_parallel % heads == 0) return 1;
+  throw InputError(fmt::format("--model-parallel {}: must divide the {} {} (or be a multiple of it)", model_parallel,
+                               heads, what));
+}
+
+}  // namespace
+
+SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::string& label, SimulateConfig base) {
+  const model::JsonFields f(doc, label);
+  f.allow_only({"description", "model", "heads", "kv_heads", "head_dim", "batch", "model_parallel", "seq_len",
+                "devices", "layouts", "tile", "mask", "pass", "dtype", "hardware", "topology", "sync", "kv_buffers",
+                "ring_order"});
+  base.model = f.string_or("model", base.model);
+  base.heads = f.positive_count_or("heads", base.heads);
+  base.kv_heads = f.positive_count_or("kv_heads", base.kv_heads);
+  base.head_dim = f.positive_count_or("head_dim", base.head_dim);
+  base.batch = f.positive_count_or("batch", base.batch);
+  base.model_parallel = f.positive_count_or("model_parallel", base.model_parallel);
+  base.seq_len = f.positive_count_or("seq_len", base.seq_len);
+  base.devices = f.positive_count_or("devices", base.devices);
+  base.layouts = f.string_list_or("layouts", base.layouts);
+  if (f.has("tile")) base.tile = model::parse_tile_shape(f.string("tile"));
+  base.mask = f.string_or("mask", base.mask);
+  if (f.has("pass")) base.pass = parse_pass_selection(f.string("pass"));
+  base.dtype = f.string_or("dtype", base.dtype);
+  base.hardware = f.string_or("hardware", base.hardware);
+  base.topology = f.string_or("topology", base.topology);
+  if (f.has("sync")) base.sync = parse_sync_mode(f.string("sync"));
+  base.kv_buffers = f.positive_count_or("kv_buffers", base.kv_buffers);
+  if (f.has("ring_order")) {
+    const std::string order = f.string("ring_order");
+    if (order != "rank" && order != "auto") throw InputError(fmt::format("{}: expected rank or auto", f.where("ring_order")));
+    base.auto_ring_order = order == "auto";
+  }
+  return base;
+}
+
+Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
+  if (config.layouts.empty()) throw InputError("--layouts: needs at least one layout");
+  for (const auto& [flag, value] : {std::pair{"--heads", config.heads}, {"--kv-heads", config.kv_heads},
+                                    {"--head-dim", config.head_dim}, {"--batch", config.batch},
+                                    {"--model-parallel", config.model_parallel}}) {
+    if (value < 1) throw InputError(fmt::format("{} {}: must be at least 1", flag, value));
+  }
+  if (config.kv_buffers < 2) {
+    throw InputError(fmt::format("--kv-buffers {}: must be at least 2 (the block in use and the one arriving)",
+                                 config.kv_buffers));
+  }
+  constexpr Count kMaxSimulatedDevices = 4096;
+  if (config.devices < 1 || config.devices > kMaxSimulatedDevices) {
+    throw InputError(fmt::format("--devices {}: must be between 1 and {}", config.devices, kMaxSimulatedDevices));
+  }
+  Simulation sim{config, catalog.hardware(config.hardware), Topology::nvswitch(1, 1, 0), {}, {}, {}, {}, 0, 0, 0, 0, 0, {}, 0};
+  Count heads = config.heads, kv_heads = config.kv_heads, head_dim = config.head_dim;
+  if (!config.model.empty()) {
+    const model::TransformerModel m = catalog.model(config.model);
+    heads = m.heads;
+    kv_heads = m.kv_heads;
+    head_dim = m.head_dim;
+  }
+  if (heads % kv_heads != 0) throw InputError(fmt::format("--heads {}: must be a multiple of --kv-heads {}", heads, kv_heads));
+  sim.heads_per_device = split_heads(heads, config.model_parallel, "heads");
+  sim.kv_heads_per_device = split_heads(kv_heads, config.model_parallel, "K/V heads");
+  sim.head_dim = head_dim;
+  sim.tile = config.tile.value_or(sim.hardware.default_tile);
+  sim.dtype = config.dtype.empty() ? sim.hardware.attention_precision : config.dtype;
+  const Bytes element = dtype_bytes(sim.dtype);
+  if (!sim.hardware.peak_tflops.contains(sim.dtype)) {
+    throw InputError(fmt::format("--dtype {}: hardware {} lists no peak rate for it", sim.dtype, sim.hardware.name));
+  }
+  // Validate every layout and the mask before simulating anything.
+  std::vector<model::Layout> layouts;
+  for (const auto& spec : config.layouts) layouts.push_back(model::parse_layout(spec, config.seq_len, config.devices));
+  const model::Mask mask = model::parse_mask(config.mask, config.seq_len);
+
+  sim.topology = load_topology(config.topology.empty() ? fmt::format("nvswitch:{}", config.devices) : config.topology,
+                               catalog.root(), sim.hardware.link_bandwidth);
+  if (sim.topology.gpu_count() < config.devices) {
+    throw InputError(fmt::format("--topology {}: has {} GPUs, fewer than --devices {}", sim.topology.name(),
+                                 sim.topology.gpu_count(), config.devices));
+  }
+  const Count c = config.seq_len / config.devices;
+  sim.kv_bytes = 2 * c * sim.kv_heads_per_device * head_dim * element * config.batch;
+  sim.ring_order = config.auto_ring_order ? auto_ring_order(sim.topology, config.devices, sim.kv_bytes)
+                                          : rank_ring_order(config.devices);
+  sim.hops = ring_routes(sim.topology, sim.ring_order);
+
+  const KernelCost cost(sim.hardware.kernel, sim.hardware.peak_tflops.at(sim.dtype), sim.tile, head_dim,
+                        model::tiles_covering(c, sim.tile.query), sim.heads_per_device * config.batch);
+  sim.full_tile_us = cost.full_tile_us();
+
+  auto simulate_layout = [&](const model::Layout& layout) {
+    const model::Work work = model::count_work(layout, mask, sim.tile);
+    LayoutSimulation result{layout.name(), {}, 0, 0};
+    std::vector<FifoServer> links(sim.topology.directed_link_count());
+    Microseconds start = 0;
+    for (const RingPass pass : {RingPass::forward, RingPass::backward}) {
+      if (pass == RingPass::forward && config.pass == PassSelection::backward) continue;
+      if (pass == RingPass::backward && config.pass == PassSelection::forward) continue;
+      RingSetup setup;
+      setup.devices = config.devices;
+      setup.hops = sim.hops;
+      setup.kv_bytes = sim.kv_bytes;
+      setup.pass = pass;
+      setup.sync = config.sync;
+      setup.kv_buffers = config.kv_buffers;
+      setup.start_us = start;
+      setup.compute_us.resize(static_cast<size_t>(config.devices * config.devices));
+      for (Count r = 0; r < config.devices; ++r) {
+        for (Count d = 0; d < config.devices; ++d) {
+          const RoundTiles tiles{work.active_tiles.at(r, d), work.partial_tiles.at(r, d), work.longest_query_tile.at(r, d)};
+          setup.compute_us[static_cast<size_t>(r * config.devices + d)] = cost.kernel_us(tiles, pass == RingPass::backward);
+        }
+      }
+      result.passes.push_back(simulate_ring(setup, links));
+      start = result.passes.back().end_us;
+      sim.events += result.passes.back().events;
+    }
+    result.time_us = start;
+    return result;
+  };
+
+  std::optional<Microseconds> contiguous_time;
+  for (const model::Layout& layout : layouts) {
+    sim.results.push_back(simulate_layout(layout));
+    if (layout.kind() == model::LayoutKind::contiguous && !contiguous_time) contiguous_time = sim.results.back().time_us;
+  }
+  if (!contiguous_time) contiguous_time = simulate_layout(model::Layout::contiguous(config.seq_len, config.devices)).time_us;
+  for (auto& result : sim.results) result.speedup_vs_contiguous = *contiguous_time / result.time_us;
+  return sim;
+}
+
+namespace {
+
+nlohmann::ordered_json time_or_null(Microseconds t) { return t < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t); }
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
+  const SimulateConfig& c = sim.config;
+  nlohmann::ordered_json doc;
+  doc["schema"] = kSimulateSchema;
+  doc["config"] = {{"model", c.model},
+                   {"heads_per_device", sim.heads_per_device},
+                   {"kv_heads_per_device", sim.kv_heads_per_device},
+                   {"head_dim", sim.head_dim},
+                   {"batch", c.batch},
+                   {"model_parallel", c.model_parallel},
+                   {"seq_len", c.seq_len},
+                   {"devices", c.devices},
+                   {"block_size", c.seq_len / c.devices},
+                   {"tile", {{"query", sim.tile.query}, {"key", sim.tile.key}}},
+                   {"mask", c.mask},
+                   {"pass", to_string(c.pass)},
+                   {"dtype", sim.dtype},
+                   {"hardware", sim.hardware.name},
+                   {"topology", sim.topology.name()},
+                   {"sync", c.sync == SyncMode::async ? "async" : "lockstep"},
+                   {"kv_buffers", c.kv_buffers},
+                   {"ring_order", c.auto_ring_order ? "auto" : "rank"}};
+  doc["kernel"] = {{"full_tile_us", sim.full_tile_us}, {"profile", model::to_json(sim.hardware)["kernel"]}};
+  doc["kv_bytes_per_hop"] = sim.kv_bytes;
+  nlohmann::ordered_json hops = nlohmann::ordered_json::array();
+  for (size_t p = 0; p < sim.hops.size(); ++p) {
+    const Route& route = sim.hops[p];
+    nlohmann::ordered_json links = nlohmann::ordered_json::array();
+    for (const auto link : route.links) links.push_back(sim.topology.directed_link_name(link));
+    hops.push_back({{"from_gpu", sim.ring_order[p]},
+                    {"to_gpu", sim.ring_order[(p + 1) % sim.ring_order.size()]},
+                    {"latency_us", route.latency_us},
+                    {"bandwidth_gbps", route.links.empty() ? 0.0 : route.bandwidth},
+                    {"transfer_us", route.transfer_us(sim.kv_bytes)},
+                    {"links", std::move(links)}});
+  }
+  doc["hops"] = std::move(hops);
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  for (const LayoutSimulation& r : sim.results) {
+    nlohmann::ordered_json passes = nlohmann::ordered_json::array();
+    for (const RingTimeline& t : r.passes) {
+      nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+      for (Count d = 0; d < t.devices; ++d) {
+        const DeviceSummary& s = t.device_summary[static_cast<size_t>(d)];
+        devices.push_back({{"device", d},
+                           {"gpu", sim.ring_order[static_cast<size_t>(d)]},
+                           {"busy_us", s.busy_us},
+                           {"idle_us", s.idle_us},
+                           {"exposed_comm_us", s.exposed_comm_us},
+                           {"finish_us", s.finish_us}});
+      }
+      nlohmann::ordered_json pass{{"pass", to_string(t.pass)},
+                                  {"start_us", t.start_us},
+                                  {"end_us", t.end_us},
+                                  {"time_us", t.makespan_us()},
+                                  {"events", t.events},
+                                  {"devices", std::move(devices)}};
+      if (rounds) {
+        nlohmann::ordered_json matrix = nlohmann::ordered_json::array();
+        for (Count round = 0; round < t.devices; ++round) {
+          nlohmann::ordered_json row = nlohmann::ordered_json::array();
+          for (Count d = 0; d < t.devices; ++d) {
+            const RoundRecord& rec = t.at(round, d);
+            nlohmann::ordered_json cell{{"arrival_us", rec.arrival_us},
+                                        {"compute_start_us", rec.compute_start_us},
+                                        {"compute_end_us", rec.compute_end_us},
+                                        {"send_start_us", time_or_null(rec.send_start_us)},
+                                        {"send_end_us", time_or_null(rec.send_end_us)}};
+            if (t.pass == RingPass::backward) {
+              cell["grad_send_start_us"] = time_or_null(rec.grad_send_start_us);
+              cell["grad_send_end_us"] = time_or_null(rec.grad_send_end_us);
+            }
+            row.push_back(std::move(cell));
+          }
+          matrix.push_back(std::move(row));
+        }
+        pass["rounds"] = std::move(matrix);
+      }
+      passes.push_back(std::move(pass));
+    }
+    results.push_back({{"layout", r.layout},
+                       {"time_us", r.time_us},
+                       {"speedup_vs_contiguous", r.speedup_vs_contiguous},
+                       {"passes", std::move(passes)}});
+  }
+  doc["results"] = std::move(results);
+  return doc;
+}
+
+nlohmann::ordered_json chrome_trace(const Simulation& sim) {
+  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  // One process per layout; in it a thread per device compute stream, then one per link direction used.
+  std::map<std::uint32_t, Count> link_thread;
+  for (const Route& hop : sim.hops) {
+    for (const auto link : hop.links) link_thread.emplace(link, 0);
+  }
+  Count next_thread = sim.config.devices;
+  for (auto& [link, thread] : link_thread) thread = next_thread++;
+  for (size_t l = 0; l < sim.results.size(); ++l) {
+    const LayoutSimulation& r = sim.results[l];
+    const auto pid = static_cast<Count>(l);
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", r.layout}}}});
+    for (Count d = 0; d < sim.config.devices; ++d) {
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", d},
+                        {"args", {{"name", fmt::format("device {} (gpu {}) compute", d, sim.ring_order[static_cast<size_t>(d)])}}}});
+    }
+    for (const auto& [link, thread] : link_thread) {
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", thread},
+                        {"args", {{"name", "link " + sim.topology.directed_link_name(link)}}}});
+    }
+    for (const RingTimeline& t : r.passes) {
+      const std::string pass = to_string(t.pass);
+      for (Count round = 0; round < t.devices; ++round) {
+        for (Count d = 0; d < t.devices; ++d) {
+          const RoundRecord& rec = t.at(round, d);
+          if (rec.compute_end_us > rec.compute_start_us) {
+            events.push_back({{"name", fmt::format("{} r{}", pass, round)}, {"cat", "compute"}, {"ph", "X"},
+                              {"pid", pid}, {"tid", d}, {"ts", rec.compute_start_us},
+                              {"dur", rec.compute_end_us - rec.compute_start_us}});
+          }
+          auto transfer = [&](Microseconds start, Microseconds end, const char* what) {
+            if (start < 0) return;
+            for (const auto link : sim.hops[static_cast<size_t>(d)].links) {
+              events.push_back({{"name", fmt::format("{} {} r{} d{}", pass, what, round, d)}, {"cat", "transfer"},
+                                {"ph", "X"}, {"pid", pid}, {"tid", link_thread.at(link)}, {"ts", start},
+                                {"dur", end - start}});
+            }
+          };
+          transfer(rec.send_start_us, rec.send_end_us, "kv");
+          transfer(rec.grad_send_start_us, rec.grad_send_end_us, "dkv");
+        }
+      }
+    }
+  }
+  return {{"displayTimeUnit", "ns"}, {"traceEvents", std::move(events)}};
+}
+
+}  // namespace stripesim::sim

@@ -1,0 +1,230 @@
+#include "stripesim/sim/topology.hpp"
+
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/property_map/function_property_map.hpp>
+#include <boost/property_map/property_map.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_fields.hpp"
+#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/size_parse.hpp"
+
+namespace stripesim::sim {
+
+using model::InputError;
+
+void Topology::add_node(std::string id, std::string kind) {
+  if (kind == "gpu") gpus_.push_back(nodes_.size());
+  nodes_.push_back({std::move(id), std::move(kind)});
+}
+
+void Topology::add_link(std::size_t a, std::size_t b, GigabytesPerSecond bandwidth, Microseconds latency_us) {
+  links_.push_back({a, b, bandwidth, latency_us});
+}
+
+void Topology::build_graph() {
+  graph_ = Graph(nodes_.size());
+  for (std::size_t e = 0; e < links_.size(); ++e) boost::add_edge(links_[e].a, links_[e].b, e, graph_);
+}
+
+Topology Topology::from_json(const nlohmann::json& doc, const std::string& label) {
+  const model::JsonFields f(doc, label);
+  f.allow_only({"name", "description", "nodes", "links", "sources"});
+  Topology t;
+  t.name_ = f.string("name");
+  const auto& nodes = f.raw("nodes");
+  if (!nodes.is_array() || nodes.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("nodes")));
+  std::map<std::string, std::size_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const model::JsonFields n(nodes[i], fmt::format("{} node {}", label, i));
+    n.allow_only({"id", "kind"});
+    const std::string id = n.string("id");
+    const std::string kind = n.string("kind");
+    if (kind != "gpu" && kind != "switch" && kind != "nic" && kind != "bridge" && kind != "cpu") {
+      throw InputError(fmt::format("{}: kind \"{}\" is not one of gpu, switch, nic, bridge, cpu", n.where("kind"), kind));
+    }
+    if (!index.emplace(id, i).second) throw InputError(fmt::format("{}: node id \"{}\" appears twice", label, id));
+    t.add_node(id, kind);
+  }
+  if (t.gpus_.empty()) throw InputError(fmt::format("{}: has no node of kind gpu", label));
+  const auto& links = f.raw("links");
+  if (!links.is_array()) throw InputError(fmt::format("{}: expected an array", f.where("links")));
+  for (size_t i = 0; i < links.size(); ++i) {
+    const model::JsonFields l(links[i], fmt::format("{} link {}", label, i));
+    l.allow_only({"a", "b", "bandwidth_gbps", "latency_us"});
+    const auto endpoint = [&](const char* key) {
+      const std::string id = l.string(key);
+      const auto it = index.find(id);
+      if (it == index.end()) throw InputError(fmt::format("{}: no node \"{}\"", l.where(key), id));
+      return it->second;
+    };
+    const std::size_t a = endpoint("a");
+    const std::size_t b = endpoint("b");
+    if (a == b) throw InputError(fmt::format("{}: links a node to itself", l.label()));
+    t.add_link(a, b, l.positive_number("bandwidth_gbps"), l.non_negative_number_or("latency_us", 0.0));
+  }
+  t.build_graph();
+  // Every GPU must reach every other, or some ring hop has no route.
+  const auto routes = t.routes_from(0, [&] {
+    std::vector<Count> all(t.gpus_.size());
+    for (size_t g = 0; g < all.size(); ++g) all[g] = static_cast<Count>(g);
+    return all;
+  }());
+  for (size_t g = 1; g < routes.size(); ++g) {
+    if (routes[g].links.empty()) {
+      throw InputError(fmt::format("{}: GPU {} ({}) is not connected to GPU 0", label, g, t.nodes_[t.gpus_[g]].id));
+    }
+  }
+  return t;
+}
+
+Topology Topology::nvswitch(Count gpus, GigabytesPerSecond nvlink, Microseconds nvlink_latency_us) {
+  Topology t;
+  t.name_ = fmt::format("nvswitch:{}", gpus);
+  for (Count g = 0; g < gpus; ++g) t.add_node(fmt::format("gpu{}", g), "gpu");
+  t.add_node("nvswitch", "switch");
+  for (Count g = 0; g < gpus; ++g) t.add_link(static_cast<std::size_t>(g), static_cast<std::size_t>(gpus), nvlink, nvlink_latency_us);
+  t.build_graph();
+  return t;
+}
+
+Topology Topology::cluster(Count nodes, Count gpus_per_node, GigabytesPerSecond nvlink, Microseconds nvlink_latency_us,
+                           GigabytesPerSecond nic, Microseconds nic_latency_us) {
+  Topology t;
+  t.name_ = fmt::format("cluster:{}x{}", nodes, gpus_per_node);
+  // GPUs first so that GPU g is node index g; then each node's NVSwitch, the NICs, the fabric switch.
+  for (Count n = 0; n < nodes; ++n) {
+    for (Count g = 0; g < gpus_per_node; ++g) t.add_node(fmt::format("node{}.gpu{}", n, g), "gpu");
+  }
+  const auto gpus = static_cast<std::size_t>(nodes * gpus_per_node);
+  for (Count n = 0; n < nodes; ++n) t.add_node(fmt::format("node{}.nvswitch", n), "switch");
+  for (std::size_t g = 0; g < gpus; ++g) t.add_node(fmt::format("{}.nic", t.nodes_[g].id), "nic");
+  const std::size_t fabric = t.nodes_.size();
+  t.add_node("fabric", "switch");
+  for (std::size_t g = 0; g < gpus; ++g) {
+    const std::size_t node = g / static_cast<std::size_t>(gpus_per_node);
+    t.add_link(g, gpus + node, nvlink, nvlink_latency_us);
+    const std::size_t card = gpus + static_cast<std::size_t>(nodes) + g;
+    t.add_link(g, card, nic, nic_latency_us);
+    t.add_link(card, fabric, nic, nic_latency_us);
+  }
+  t.build_graph();
+  return t;
+}
+
+std::string Topology::directed_link_name(std::uint32_t directed) const {
+  const TopologyLink& link = links_[directed / 2];
+  const auto& from = nodes_[directed % 2 == 0 ? link.a : link.b].id;
+  const auto& to = nodes_[directed % 2 == 0 ? link.b : link.a].id;
+  return fmt::format("{}->{}", from, to);
+}
+
+std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& to) const {
+  const std::size_t vertices = boost::num_vertices(graph_);
+  std::vector<double> distance(vertices);
+  std::vector<std::size_t> predecessor(vertices);
+  // Latency first; a tiny bandwidth term prefers the faster of two equally close paths.
+  const auto weight = boost::make_function_property_map<Graph::edge_descriptor, double>(
+      [this](const Graph::edge_descriptor& e) {
+        const TopologyLink& link = links_[boost::get(boost::edge_index, graph_, e)];
+        return link.latency_us + 1e-6 / link.bandwidth;
+      });
+  const std::size_t source = gpus_[static_cast<std::size_t>(from)];
+  boost::dijkstra_shortest_paths(graph_, source,
+                                 boost::weight_map(weight)
+                                     .distance_map(boost::make_iterator_property_map(distance.begin(), boost::get(boost::vertex_index, graph_)))
+                                     .predecessor_map(boost::make_iterator_property_map(predecessor.begin(), boost::get(boost::vertex_index, graph_))));
+  std::vector<Route> routes;
+  routes.reserve(to.size());
+  for (const Count target_gpu : to) {
+    Route route;
+    std::size_t v = gpus_[static_cast<std::size_t>(target_gpu)];
+    if (v != source && predecessor[v] == v) {
+      routes.push_back(route);  // unreachable: no links
+      continue;
+    }
+    route.bandwidth = std::numeric_limits<double>::infinity();
+    std::vector<std::uint32_t> reversed;
+    while (v != source) {
+      const std::size_t u = predecessor[v];
+      // The cheapest of the parallel links between u and v is the one Dijkstra used.
+      std::size_t best = links_.size();
+      for (auto [it, end] = boost::out_edges(u, graph_); it != end; ++it) {
+        if (boost::target(*it, graph_) != v) continue;
+        const std::size_t e = boost::get(boost::edge_index, graph_, *it);
+        if (best == links_.size() || weight[*it] < links_[best].latency_us + 1e-6 / links_[best].bandwidth) best = e;
+      }
+      const TopologyLink& link = links_[best];
+      reversed.push_back(static_cast<std::uint32_t>(2 * best + (link.a == u ? 0 : 1)));
+      route.latency_us += link.latency_us;
+      route.bandwidth = std::min(route.bandwidth, link.bandwidth);
+      v = u;
+    }
+    route.links.assign(reversed.rbegin(), reversed.rend());
+    if (route.links.empty()) route.bandwidth = 0;
+    routes.push_back(std::move(route));
+  }
+  return routes;
+}
+
+nlohmann::ordered_json Topology::to_json() const {
+  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+  for (const auto& n : nodes_) nodes.push_back({{"id", n.id}, {"kind", n.kind}});
+  nlohmann::ordered_json links = nlohmann::ordered_json::array();
+  for (const auto& l : links_) {
+    links.push_back({{"a", nodes_[l.a].id}, {"b", nodes_[l.b].id}, {"bandwidth_gbps", l.bandwidth}, {"latency_us", l.latency_us}});
+  }
+  return {{"name", name_}, {"nodes", std::move(nodes)}, {"links", std::move(links)}};
+}
+
+namespace {
+
+constexpr Microseconds kNvlinkLatencyUs = 1.0;  // per link: GPU to NVSwitch
+constexpr GigabytesPerSecond kNicBandwidth = 50.0;  // 400 Gb/s InfiniBand NDR, per direction
+constexpr Microseconds kNicLatencyUs = 1.5;         // per link: GPU to NIC, NIC to fabric switch
+constexpr Count kMaxGeneratedGpus = 65536;
+
+}  // namespace
+
+Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink) {
+  const std::string flag = "--topology";
+  constexpr std::string_view kNvswitch = "nvswitch:";
+  constexpr std::string_view kCluster = "cluster:";
+  const std::string_view text = spec;
+  if (text.starts_with(kNvswitch)) {
+    const Count gpus = model::parse_count(text.substr(kNvswitch.size()), flag + " nvswitch:G GPU count");
+    if (gpus < 1 || gpus > kMaxGeneratedGpus) {
+      throw InputError(fmt::format("{} '{}': the GPU count must be between 1 and {}", flag, spec, kMaxGeneratedGpus));
+    }
+    return Topology::nvswitch(gpus, nvlink, kNvlinkLatencyUs);
+  }
+  if (text.starts_with(kCluster)) {
+    const std::string_view shape = text.substr(kCluster.size());
+    const auto x = shape.find('x');
+    if (x == std::string_view::npos) throw InputError(fmt::format("{} '{}': expected cluster:NxG", flag, spec));
+    const Count nodes = model::parse_count(shape.substr(0, x), flag + " cluster node count");
+    const Count gpus = model::parse_count(shape.substr(x + 1), flag + " cluster GPUs per node");
+    if (nodes < 1 || gpus < 1 || nodes * gpus > kMaxGeneratedGpus) {
+      throw InputError(fmt::format("{} '{}': needs at least one node of one GPU and at most {} GPUs", flag, spec,
+                                   kMaxGeneratedGpus));
+    }
+    return Topology::cluster(nodes, gpus, nvlink, kNvlinkLatencyUs, kNicBandwidth, kNicLatencyUs);
+  }
+  std::string path = spec;
+  if (spec.find('/') == std::string::npos && !spec.ends_with(".json")) {
+    path = (std::filesystem::path(config_dir) / "topologies" / (spec + ".json")).string();
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      throw InputError(fmt::format("{} '{}': unknown, expected nvswitch:G, cluster:NxG, a name in {}/topologies or a "
+                                   "JSON file",
+                                   flag, spec, config_dir));
+    }
+  }
+  return Topology::from_json(model::read_json_file(path, flag + " " + spec), flag + " " + spec);
+}
+
+}  // namespace stripesim::sim
