@@ -1,0 +1,220 @@
+// The simulator's physics, pinned on hand-built rings and topologies.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/sim/event_queue.hpp"
+#include "stripesim/sim/kernel_cost.hpp"
+#include "stripesim/sim/ring_order.hpp"
+#include "stripesim/sim/ring_simulator.hpp"
+#include "stripesim/sim/topology.hpp"
+
+namespace stripesim::sim {
+namespace {
+
+TEST(EventQueue, OrdersByTimeThenByPushOrder) {
+  EventQueue<int> q;
+  q.push(5.0, 1);
+  q.push(1.0, 2);
+  q.push(5.0, 3);
+  q.push(1.0, 4);
+  std::vector<int> order;
+  while (!q.empty()) order.push_back(q.pop().payload);
+  EXPECT_EQ(order, (std::vector<int>{2, 4, 1, 3}));
+  EXPECT_EQ(q.pushed(), 4u);
+}
+
+RingSetup ring(Count n, std::vector<Microseconds> compute, std::vector<Route> hops, SyncMode sync) {
+  RingSetup s;
+  s.devices = n;
+  s.compute_us = std::move(compute);
+  s.hops = std::move(hops);
+  s.kv_bytes = 1000000;  // 1 MB
+  s.sync = sync;
+  return s;
+}
+
+Route free_route() { return Route{}; }  // no links: instantaneous
+
+Route wire(std::uint32_t link, Microseconds latency, GigabytesPerSecond bandwidth) {
+  return Route{{link}, latency, bandwidth};
+}
+
+std::vector<Microseconds> random_compute(Count n, unsigned seed) {
+  std::vector<Microseconds> compute(static_cast<size_t>(n * n));
+  for (size_t i = 0; i < compute.size(); ++i) compute[i] = static_cast<double>((i * 7919 + seed) % 97);
+  return compute;
+}
+
+TEST(RingSimulator, LockstepWithFreeLinksIsSumOfSlowestCompute) {
+  for (const Count n : {1, 2, 5, 8}) {
+    const auto compute = random_compute(n, 3);
+    std::vector<FifoServer> links;
+    const RingTimeline t = simulate_ring(ring(n, compute, std::vector<Route>(static_cast<size_t>(n), free_route()), SyncMode::lockstep), links);
+    Microseconds expected = 0;
+    for (Count r = 0; r < n; ++r) {
+      Microseconds slowest = 0;
+      for (Count d = 0; d < n; ++d) slowest = std::max(slowest, compute[static_cast<size_t>(r * n + d)]);
+      expected += slowest;
+    }
+    EXPECT_DOUBLE_EQ(t.makespan_us(), expected) << n;
+  }
+}
+
+TEST(RingSimulator, AsyncWithFreeLinksIsTheSlowestDevice) {
+  // No barrier and instant links: each device computes back to back, bounded only by buffers.
+  const Count n = 6;
+  std::vector<Microseconds> compute(static_cast<size_t>(n * n), 0);
+  for (Count r = 0; r < n; ++r) compute[static_cast<size_t>(r * n + 2)] = 10;  // device 2 does everything
+  std::vector<FifoServer> links;
+  const RingTimeline t = simulate_ring(ring(n, compute, std::vector<Route>(static_cast<size_t>(n), free_route()), SyncMode::async), links);
+  EXPECT_DOUBLE_EQ(t.makespan_us(), 60);
+  EXPECT_DOUBLE_EQ(t.device_summary[2].busy_us, 60);
+  EXPECT_DOUBLE_EQ(t.device_summary[2].idle_us, 0);
+}
+
+TEST(RingSimulator, NoComputeIsTheChainOfHops) {
+  for (const SyncMode sync : {SyncMode::async, SyncMode::lockstep}) {
+    const Count n = 8;
+    std::vector<Route> hops;
+    for (Count d = 0; d < n; ++d) hops.push_back(wire(static_cast<std::uint32_t>(2 * d), 2.0, 100.0));
+    std::vector<FifoServer> links(static_cast<size_t>(2 * n));
+    const RingTimeline t = simulate_ring(ring(n, std::vector<Microseconds>(static_cast<size_t>(n * n), 0), hops, sync), links);
+    const Microseconds hop = 2.0 + 1e6 / (100.0 * 1e3);  // latency + 1 MB at 100 GB/s = 12 us
+    EXPECT_DOUBLE_EQ(t.makespan_us(), (n - 1) * hop);
+    EXPECT_DOUBLE_EQ(t.at(n - 1, 0).arrival_us, (n - 1) * hop);
+    EXPECT_EQ(t.at(n - 1, 0).send_start_us, kNever) << "the last round sends nothing";
+  }
+}
+
+TEST(RingSimulator, BackwardSendsGradientsHome) {
+  const Count n = 4;
+  std::vector<Route> hops;
+  for (Count d = 0; d < n; ++d) hops.push_back(wire(static_cast<std::uint32_t>(2 * d), 0.0, 1.0));  // 1000 us a hop
+  RingSetup s = ring(n, std::vector<Microseconds>(static_cast<size_t>(n * n), 0), hops, SyncMode::async);
+  s.pass = RingPass::backward;
+  std::vector<FifoServer> links(static_cast<size_t>(2 * n));
+  const RingTimeline t = simulate_ring(s, links);
+  // dK/dV make N hops; each waits for the previous one, and shares its link with the K/V stream.
+  EXPECT_GE(t.makespan_us(), n * 1000.0);
+  for (Count d = 0; d < n; ++d) EXPECT_GE(t.at(n - 1, d).grad_send_end_us, 0) << "final hop home";
+}
+
+TEST(RingSimulator, MoreBuffersNeverSlower) {
+  const Count n = 6;
+  const auto compute = random_compute(n, 11);
+  std::vector<Route> hops;
+  for (Count d = 0; d < n; ++d) hops.push_back(wire(static_cast<std::uint32_t>(2 * d), 1.0, 50.0));
+  Microseconds previous = 1e300;
+  for (const Count buffers : {2, 3, 4, 8}) {
+    RingSetup s = ring(n, compute, hops, SyncMode::async);
+    s.kv_buffers = buffers;
+    std::vector<FifoServer> links(static_cast<size_t>(2 * n));
+    const Microseconds time = simulate_ring(s, links).makespan_us();
+    EXPECT_LE(time, previous + 1e-9) << buffers;
+    previous = time;
+  }
+}
+
+TEST(RingSimulator, RejectsImpossibleSetups) {
+  std::vector<FifoServer> links;
+  RingSetup s = ring(2, {0, 0, 0, 0}, {free_route(), free_route()}, SyncMode::async);
+  s.kv_buffers = 1;
+  EXPECT_THROW((void)simulate_ring(s, links), std::invalid_argument);
+  s.kv_buffers = 2;
+  s.compute_us.pop_back();
+  EXPECT_THROW((void)simulate_ring(s, links), std::invalid_argument);
+}
+
+// Two bridges, two GPUs behind each, one link between the bridges.
+Topology two_bridges() {
+  const auto doc = nlohmann::json::parse(R"({
+    "name": "two-bridges",
+    "nodes": [{"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"}, {"id": "g2", "kind": "gpu"},
+              {"id": "g3", "kind": "gpu"}, {"id": "A", "kind": "bridge"}, {"id": "B", "kind": "bridge"}],
+    "links": [{"a": "g0", "b": "A", "bandwidth_gbps": 100, "latency_us": 0},
+              {"a": "g1", "b": "A", "bandwidth_gbps": 100, "latency_us": 0},
+              {"a": "g2", "b": "B", "bandwidth_gbps": 100, "latency_us": 0},
+              {"a": "g3", "b": "B", "bandwidth_gbps": 100, "latency_us": 0},
+              {"a": "A", "b": "B", "bandwidth_gbps": 10, "latency_us": 0}]})");
+  return Topology::from_json(doc, "two-bridges");
+}
+
+TEST(Topology, RoutesAlongTheGraph) {
+  const Topology t = two_bridges();
+  const Route local = t.route(0, 1);
+  EXPECT_EQ(local.links.size(), 2u);
+  EXPECT_DOUBLE_EQ(local.bandwidth, 100);
+  const Route across = t.route(1, 2);
+  ASSERT_EQ(across.links.size(), 3u);
+  EXPECT_DOUBLE_EQ(across.bandwidth, 10);
+  EXPECT_EQ(t.directed_link_name(across.links[1]), "A->B");
+  EXPECT_EQ(t.directed_link_name(t.route(2, 1).links[1]), "B->A");
+
+  const Topology cluster = Topology::cluster(2, 4, 400, 1.0, 50, 1.5);
+  EXPECT_EQ(cluster.gpu_count(), 8);
+  EXPECT_EQ(cluster.route(0, 3).links.size(), 2u);  // through the NVSwitch
+  const Route cross = cluster.route(3, 4);          // GPU, NIC, fabric, NIC, GPU
+  EXPECT_EQ(cross.links.size(), 4u);
+  EXPECT_DOUBLE_EQ(cross.latency_us, 6.0);
+  EXPECT_DOUBLE_EQ(cross.bandwidth, 50);
+}
+
+TEST(Topology, SharedLinksContend) {
+  const Topology t = two_bridges();
+  const Count n = 4;
+  auto run = [&](const std::vector<Count>& order) {
+    RingSetup s = ring(n, std::vector<Microseconds>(static_cast<size_t>(n * n), 0), ring_routes(t, order), SyncMode::lockstep);
+    std::vector<FifoServer> links(t.directed_link_count());
+    return simulate_ring(s, links).makespan_us();
+  };
+  // Rank order crosses A->B once and B->A once per round: 100 us (1 MB at 10 GB/s) a round.
+  EXPECT_DOUBLE_EQ(run({0, 1, 2, 3}), 3 * 100.0);
+  // 0,2,1,3 sends two blocks over A->B every round: they queue, 200 us a round.
+  EXPECT_DOUBLE_EQ(run({0, 2, 1, 3}), 3 * 200.0);
+  // The search finds an order without the queue.
+  const auto order = auto_ring_order(t, n, 1000000);
+  EXPECT_DOUBLE_EQ(run(order), 3 * 100.0);
+}
+
+TEST(Topology, RejectsBadFiles) {
+  const auto bad = [](const char* text) { return Topology::from_json(nlohmann::json::parse(text), "t.json"); };
+  EXPECT_THROW(bad(R"({"name": "x", "nodes": [], "links": []})"), model::InputError);
+  EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "s", "kind": "switch"}], "links": []})"), model::InputError);
+  EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "g", "kind": "gpu"}, {"id": "g", "kind": "gpu"}], "links": []})"), model::InputError);
+  EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "g", "kind": "tpu"}], "links": []})"), model::InputError);
+  EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "g", "kind": "gpu"}], "links": [{"a": "g", "b": "h", "bandwidth_gbps": 1}]})"), model::InputError);
+  EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "g", "kind": "gpu"}, {"id": "h", "kind": "gpu"}], "links": []})"), model::InputError);
+  EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "g", "kind": "gpu"}, {"id": "h", "kind": "gpu"}], "links": [{"a": "g", "b": "h", "bandwidth_gbps": 0}]})"), model::InputError);
+  EXPECT_THROW((void)load_topology("cluster:0x8", ".", 100), model::InputError);
+  EXPECT_THROW((void)load_topology("nvswitch:x", ".", 100), model::InputError);
+  EXPECT_THROW((void)load_topology("torus", "/nonexistent", 100), model::InputError);
+}
+
+TEST(KernelCost, WavesAndLongestBlock) {
+  model::KernelProfile p;
+  p.sms = 10;
+  p.blocks_per_sm = 1;
+  p.efficiency = 1.0;
+  p.launch_overhead_us = 5;
+  p.block_overhead_us = 0;
+  p.partial_tile_extra = 0.5;
+  p.backward_tile_multiplier = 2.5;
+  // A 1x1x1 tile is 4 FLOPs; 40 TFLOP/s over 10 slots is 4e6 FLOP/us a slot: 1e-6 us a tile.
+  const KernelCost tiny(p, 40.0, {1, 1}, 1, 20, 1);
+  EXPECT_DOUBLE_EQ(tiny.full_tile_us(), 1e-6);
+  const KernelCost cost(p, 40.0, {1000, 1000}, 1, 20, 1);  // 4e6 FLOPs a tile: 1 us
+  EXPECT_DOUBLE_EQ(cost.full_tile_us(), 1.0);
+  EXPECT_DOUBLE_EQ(cost.kernel_us({0, 0, 0}, false), 0.0) << "a fully masked block launches nothing";
+  // 20 blocks of 3 tiles on 10 slots: 2 waves of 3 us.
+  EXPECT_DOUBLE_EQ(cost.kernel_us({60, 0, 3}, false), 5 + 6);
+  // One block with 30 tiles, the rest idle: the long block sets the pace.
+  EXPECT_DOUBLE_EQ(cost.kernel_us({30, 0, 30}, false), 5 + 30);
+  // Partial tiles cost extra; backward costs 2.5x.
+  EXPECT_DOUBLE_EQ(cost.kernel_us({60, 20, 3}, false), 5 + 2 * (60 + 10) / 20.0);
+  EXPECT_DOUBLE_EQ(cost.kernel_us({60, 0, 3}, true), 5 + 2.5 * 6);
+}
+
+}  // namespace
+}  // namespace stripesim::sim

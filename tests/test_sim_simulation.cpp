@@ -1,0 +1,171 @@
+// The simulate workflow end to end: work model -> kernel costs -> ring on a topology.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/mask.hpp"
+#include "stripesim/model/work_model.hpp"
+#include "stripesim/sim/kernel_cost.hpp"
+#include "stripesim/sim/simulation.hpp"
+
+namespace stripesim::sim {
+namespace {
+
+const model::ConfigCatalog& catalog() {
+  static const model::ConfigCatalog shipped(std::string(STRIPESIM_SOURCE_DIR) + "/configs");
+  return shipped;
+}
+
+// A one-switch node of `gpus` GPUs whose links have the given bandwidth and latency.
+std::string switch_topology(Count gpus, double bandwidth, double latency) {
+  nlohmann::json doc{{"name", "test-switch"}, {"nodes", nlohmann::json::array()}, {"links", nlohmann::json::array()}};
+  for (Count g = 0; g < gpus; ++g) doc["nodes"].push_back({{"id", "g" + std::to_string(g)}, {"kind", "gpu"}});
+  doc["nodes"].push_back({{"id", "sw"}, {"kind", "switch"}});
+  for (Count g = 0; g < gpus; ++g) {
+    doc["links"].push_back({{"a", "g" + std::to_string(g)}, {"b", "sw"}, {"bandwidth_gbps", bandwidth}, {"latency_us", latency}});
+  }
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("stripesim_topology_" + std::to_string(gpus) + "_" + std::to_string(static_cast<long long>(bandwidth * 1000)) + ".json");
+  std::ofstream(path) << doc.dump();
+  return path.string();
+}
+
+SimulateConfig small_config() {
+  SimulateConfig c;
+  c.heads = 8;
+  c.kv_heads = 8;
+  c.head_dim = 64;
+  c.seq_len = 64 * 1024;
+  c.devices = 8;
+  c.hardware = "h100";
+  c.tile = model::TileShape{128, 128};
+  return c;
+}
+
+TEST(Simulation, LockstepWithFreeLinksMatchesTheWorkModel) {
+  SimulateConfig c = small_config();
+  c.sync = SyncMode::lockstep;
+  c.topology = switch_topology(8, 1e12, 0.0);
+  const Simulation s = run_simulation(c, catalog());
+  const model::HardwareProfile h = catalog().hardware("h100");
+  const KernelCost cost(h.kernel, h.peak_tflops.at("bf16"), {128, 128}, 64, 8192 / 128, 8);
+  for (const LayoutSimulation& r : s.results) {
+    const model::Work w = model::count_work(model::parse_layout(r.layout, c.seq_len, 8), model::Mask::causal(c.seq_len), {128, 128});
+    Microseconds expected = 0;
+    for (Count round = 0; round < 8; ++round) {
+      Microseconds slowest = 0;
+      for (Count d = 0; d < 8; ++d) {
+        slowest = std::max(slowest, cost.kernel_us({w.active_tiles.at(round, d), w.partial_tiles.at(round, d),
+                                                     w.longest_query_tile.at(round, d)}, false));
+      }
+      expected += slowest;
+    }
+    EXPECT_NEAR(r.time_us, expected, 1e-6 * expected) << r.layout;
+  }
+}
+
+TEST(Simulation, SlowLinksEraseTheLayoutAdvantage) {
+  SimulateConfig c = small_config();
+  double previous_striped = 1e9, previous_zigzag = 1e9;
+  for (const double bandwidth : {1000.0, 100.0, 10.0, 1.0, 0.1}) {
+    c.topology = switch_topology(8, bandwidth, 1.0);
+    const Simulation s = run_simulation(c, catalog());
+    const double striped = s.results[1].speedup_vs_contiguous;
+    const double zigzag = s.results[2].speedup_vs_contiguous;
+    EXPECT_LE(striped, previous_striped + 1e-9) << bandwidth;
+    EXPECT_LE(zigzag, previous_zigzag + 1e-9) << bandwidth;
+    previous_striped = striped;
+    previous_zigzag = zigzag;
+    if (bandwidth == 1000.0) EXPECT_GT(zigzag, 1.7);
+  }
+  EXPECT_LT(previous_striped, 1.05);
+  EXPECT_LT(previous_zigzag, 1.05);
+  EXPECT_GE(previous_zigzag, 0.999);
+}
+
+TEST(Simulation, ForwardBackwardIsForwardThenBackward) {
+  SimulateConfig c = small_config();
+  c.pass = PassSelection::forward_backward;
+  const Simulation both = run_simulation(c, catalog());
+  for (const auto& r : both.results) {
+    ASSERT_EQ(r.passes.size(), 2u);
+    EXPECT_EQ(r.passes[0].pass, RingPass::forward);
+    EXPECT_DOUBLE_EQ(r.passes[1].start_us, r.passes[0].end_us);
+    EXPECT_DOUBLE_EQ(r.time_us, r.passes[1].end_us);
+    // Backward tiles cost 2.5x: the backward pass is the longer one.
+    EXPECT_GT(r.passes[1].makespan_us(), 2.0 * r.passes[0].makespan_us());
+  }
+}
+
+TEST(Simulation, DeterministicJsonAndTrace) {
+  SimulateConfig c = small_config();
+  c.topology = "cluster:2x4";
+  c.pass = PassSelection::forward_backward;
+  const auto a = to_json(run_simulation(c, catalog()), true).dump();
+  const auto b = to_json(run_simulation(c, catalog()), true).dump();
+  EXPECT_EQ(a, b);
+  const auto trace = chrome_trace(run_simulation(c, catalog()));
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  size_t compute = 0, transfer = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("cat", "") == "compute") ++compute;
+    if (e.value("cat", "") == "transfer") ++transfer;
+  }
+  EXPECT_GT(compute, 0u);
+  EXPECT_GT(transfer, 0u);
+}
+
+TEST(Simulation, BytesPerHopFollowTheWorkload) {
+  SimulateConfig c = small_config();
+  c.kv_heads = 2;
+  c.batch = 3;
+  c.dtype = "fp8";
+  const Simulation s = run_simulation(c, catalog());
+  EXPECT_EQ(s.kv_bytes, 2 * 8192 * 2 * 64 * 1 * 3);  // K and V, c tokens, 2 heads of 64, 1 byte, 3 sequences
+  c.model = "llama3-8b";
+  c.model_parallel = 4;
+  c.dtype = "";
+  const Simulation m = run_simulation(c, catalog());
+  EXPECT_EQ(m.heads_per_device, 8);
+  EXPECT_EQ(m.kv_heads_per_device, 2);
+  EXPECT_EQ(m.dtype, "bf16");
+}
+
+TEST(Simulation, RejectsBadConfigurations) {
+  SimulateConfig c = small_config();
+  c.kv_buffers = 1;
+  EXPECT_THROW((void)run_simulation(c, catalog()), model::InputError);
+  c = small_config();
+  c.topology = "nvswitch:4";
+  EXPECT_THROW((void)run_simulation(c, catalog()), model::InputError);  // 4 GPUs < 8 devices
+  c = small_config();
+  c.dtype = "fp4";
+  EXPECT_THROW((void)run_simulation(c, catalog()), model::InputError);
+  c = small_config();
+  c.heads = 6;
+  c.kv_heads = 4;
+  EXPECT_THROW((void)run_simulation(c, catalog()), model::InputError);
+  c = small_config();
+  c.model_parallel = 3;
+  EXPECT_THROW((void)run_simulation(c, catalog()), model::InputError);
+  EXPECT_THROW((void)simulate_config_from_json(nlohmann::json::parse(R"({"sync": "sometimes"})"), "e.json"), model::InputError);
+  EXPECT_THROW((void)simulate_config_from_json(nlohmann::json::parse(R"({"speed": 1})"), "e.json"), model::InputError);
+}
+
+TEST(Simulation, ShippedTopologiesLoad) {
+  for (const char* name : {"dgx-a100", "dgx-h100", "dgx-h100-x2", "dgx-h100-x4", "pcie-8gpu"}) {
+    const Topology t = load_topology(name, catalog().root(), 300);
+    EXPECT_GE(t.gpu_count(), 8) << name;
+  }
+  EXPECT_EQ(load_topology("dgx-h100-x4", catalog().root(), 300).gpu_count(), 32);
+  // Crossing nodes goes through the NICs and the InfiniBand switch at 50 GB/s.
+  const Topology x2 = load_topology("dgx-h100-x2", catalog().root(), 300);
+  EXPECT_DOUBLE_EQ(x2.route(7, 8).bandwidth, 50);
+  EXPECT_DOUBLE_EQ(x2.route(0, 7).bandwidth, 450);
+}
+
+}  // namespace
+}  // namespace stripesim::sim
