@@ -190,7 +190,7 @@ TEST(FloorSum, MatchesDirectSummation) {
     for (Count i = 0; i < count; ++i) direct += (a * i + b) / m;
     ASSERT_EQ(floor_sum(count, m, a, b), direct) << count << " " << m << " " << a << " " << b;
   }
-  // Large values stay exact (the intermediate products need 128 bits).
+  // Large values stay exact (2^31 terms, a result near 2^61).
   const Count big = Count{1} << 31;
   EXPECT_EQ(floor_sum(big, 1, 1, 0), big * (big - 1) / 2);
 }

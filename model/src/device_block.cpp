@@ -9,6 +9,11 @@ namespace stripesim::model::detail {
 DeviceBlock::DeviceBlock(const Layout& layout, DeviceId device, Count query_tile, Count key_tile)
     : size_(layout.block_size()), runs_(layout.runs(device)) {
   query_tiles_ = summarise_tiles(query_tile);
+  for (size_t t = 1; t < query_tiles_.size(); ++t) {
+    if (query_tiles_[t].min < query_tiles_[t - 1].min || query_tiles_[t].max < query_tiles_[t - 1].max) {
+      query_tiles_monotone_ = false;
+    }
+  }
   key_tiles_ = summarise_tiles(key_tile);
   key_min_sorted_.reserve(key_tiles_.size());
   key_max_sorted_.reserve(key_tiles_.size());
@@ -76,17 +81,22 @@ std::span<const Position> DeviceBlock::sorted_positions(Count begin, Count end, 
 
 Count count_range_pairs(const DeviceBlock& queries, Count q_begin, Count q_end, const DeviceBlock& keys,
                         Count k_begin, Count k_end, const Mask& mask, PairScratch& scratch) {
-  scratch.query_runs.clear();
-  scratch.key_runs.clear();
-  queries.clip_runs(q_begin, q_end, scratch.query_runs);
-  keys.clip_runs(k_begin, k_end, scratch.key_runs);
+  // Whole blocks use their runs as they are; tiles clip them.
+  const auto runs_of = [](const DeviceBlock& block, Count begin, Count end, std::vector<Run>& buffer) -> const std::vector<Run>& {
+    if (begin == 0 && end == block.size()) return block.runs();
+    buffer.clear();
+    block.clip_runs(begin, end, buffer);
+    return buffer;
+  };
+  const std::vector<Run>& query_runs = runs_of(queries, q_begin, q_end, scratch.query_runs);
+  const std::vector<Run>& key_runs = runs_of(keys, k_begin, k_end, scratch.key_runs);
   // A run pair costs a floor_sum (tens of operations); a merge about two per position.
   constexpr Count kRunPairCost = 16;
-  const auto run_pairs = static_cast<Count>(scratch.query_runs.size() * scratch.key_runs.size());
+  const auto run_pairs = static_cast<Count>(query_runs.size() * key_runs.size());
   if (run_pairs * kRunPairCost <= 2 * ((q_end - q_begin) + (k_end - k_begin))) {
     Count pairs = 0;
-    for (const Run& q : scratch.query_runs) {
-      for (const Run& k : scratch.key_runs) pairs += count_run_pairs(q, k, mask);
+    for (const Run& q : query_runs) {
+      for (const Run& k : key_runs) pairs += count_run_pairs(q, k, mask);
     }
     return pairs;
   }

@@ -33,6 +33,8 @@ class DeviceBlock {
   // True when key tiles' min and max never decrease with the tile index (every structured
   // layout), so the tiles a query tile may touch form one index range.
   [[nodiscard]] bool key_tiles_monotone() const { return key_tiles_monotone_; }
+  // The same for query tiles: then one merge-like sweep counts a whole block pair.
+  [[nodiscard]] bool query_tiles_monotone() const { return query_tiles_monotone_; }
 
   // The runs restricted to local indices [begin, end), appended to `out`.
   void clip_runs(Count begin, Count end, std::vector<Run>& out) const;
@@ -50,6 +52,7 @@ class DeviceBlock {
   std::vector<Position> key_min_sorted_;
   std::vector<Position> key_max_sorted_;
   bool key_tiles_monotone_ = true;
+  bool query_tiles_monotone_ = true;
   // Every position, sorted; kept only for blocks with many runs (permutations), which the work
   // model merges against every other block.
   std::vector<Position> sorted_all_;

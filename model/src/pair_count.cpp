@@ -1,11 +1,14 @@
 #include "stripesim/model/pair_count.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace stripesim::model {
 namespace {
 
-__extension__ using Wide = unsigned __int128;  // intermediate products of floor_sum can exceed 64 bits
+// Every term floor_sum adds is part of its result, which the callers bound by c^2 <= 2^62, and
+// the reduced numerator stays below m * n <= 2^62: unsigned 64-bit arithmetic is exact.
+using Wide = std::uint64_t;
 
 Count ceil_div_nonneg(Count numerator, Count denominator) { return (numerator + denominator - 1) / denominator; }
 

@@ -28,6 +28,21 @@ Count count_at_or_below(const std::vector<Position>& sorted, Position x) {
 // largest key <= its smallest query. Both are exact, whatever the layout.
 TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& keys) {
   TileCounts counts;
+  const auto& key_min = keys.key_min_sorted();
+  const auto& key_max = keys.key_max_sorted();
+  if (queries.query_tiles_monotone()) {
+    // Query tiles' bounds only grow: both counts are pointers that only move forward.
+    size_t active = 0;
+    size_t full = 0;
+    for (const TileSummary& qt : queries.query_tiles()) {
+      while (active < key_min.size() && key_min[active] <= qt.max) ++active;
+      while (full < key_max.size() && key_max[full] <= qt.min) ++full;
+      counts.active += static_cast<Count>(active);
+      counts.partial += static_cast<Count>(active - full);
+      counts.longest = std::max(counts.longest, static_cast<Count>(active));
+    }
+    return counts;
+  }
   for (const TileSummary& qt : queries.query_tiles()) {
     const Count active = count_at_or_below(keys.key_min_sorted(), qt.max);
     const Count full = count_at_or_below(keys.key_max_sorted(), qt.min);

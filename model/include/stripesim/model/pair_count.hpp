@@ -13,7 +13,8 @@
 
 namespace stripesim::model {
 
-// sum_{i=0}^{count-1} floor((a*i + b) / m) for a, b >= 0, m >= 1.
+// sum_{i=0}^{count-1} floor((a*i + b) / m) for a, b >= 0, m >= 1, when the result and
+// m * count stay below 2^63 (true for every block of a sequence of at most 2^31 tokens).
 [[nodiscard]] Count floor_sum(Count count, Count m, Count a, Count b);
 
 // Number of keys of `run` at positions <= x.

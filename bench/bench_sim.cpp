@@ -1,0 +1,58 @@
+// The discrete-event engine alone (events per second) on a ring of 1024 devices spread over
+// 128 nodes, and the whole simulate workflow (work model + kernel costs + ring).
+#include <benchmark/benchmark.h>
+
+#include "stripesim/model/layout.hpp"
+#include "stripesim/model/mask.hpp"
+#include "stripesim/model/work_model.hpp"
+#include "stripesim/sim/ring_order.hpp"
+#include "stripesim/sim/ring_simulator.hpp"
+#include "stripesim/sim/simulation.hpp"
+
+namespace {
+
+using namespace stripesim;
+
+void BM_RingEngine_Cluster128x8(benchmark::State& state) {
+  const model::Count n = 1024;
+  const sim::Topology topology = sim::Topology::cluster(128, 8, 450, 1.0, 50, 1.5);
+  sim::RingSetup setup;
+  setup.devices = n;
+  setup.hops = sim::ring_routes(topology, sim::rank_ring_order(n));
+  setup.kv_bytes = 64 << 20;
+  setup.pass = state.range(0) == 0 ? sim::RingPass::forward : sim::RingPass::backward;
+  // Contiguous-like causal work: device d computes blocks of devices <= d.
+  setup.compute_us.resize(static_cast<size_t>(n * n));
+  for (model::Count r = 0; r < n; ++r) {
+    for (model::Count d = 0; d < n; ++d) setup.compute_us[static_cast<size_t>(r * n + d)] = r <= d ? 1000.0 : 0.0;
+  }
+  std::uint64_t events = 0;
+  for (auto _ : state) {
+    std::vector<sim::FifoServer> links(topology.directed_link_count());
+    const sim::RingTimeline t = sim::simulate_ring(setup, links);
+    events += t.events;
+    benchmark::DoNotOptimize(t.end_us);
+  }
+  state.counters["events"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+}
+
+void BM_Simulate_Cluster128x8(benchmark::State& state) {
+  sim::SimulateConfig config;
+  config.devices = 1024;
+  config.seq_len = 8 << 20;
+  config.hardware = "h100";
+  config.topology = "cluster:128x8";
+  config.layouts = {"zigzag"};
+  config.tile = model::TileShape{128, 128};
+  const model::ConfigCatalog catalog(STRIPESIM_SOURCE_DIR "/configs");
+  for (auto _ : state) {
+    const sim::Simulation s = sim::run_simulation(config, catalog);
+    benchmark::DoNotOptimize(s.results.data());
+    state.counters["events"] = static_cast<double>(s.events);
+  }
+}
+
+}  // namespace
+
+BENCHMARK(BM_RingEngine_Cluster128x8)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Simulate_Cluster128x8)->Unit(benchmark::kMillisecond)->UseRealTime();
