@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+namespace stripesim::testing {
+namespace {
+
+TEST(CliSimulate, TableByDefault) {
+  const CliResult r = run_cli("simulate");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("N = 8 devices on nvswitch:8"), std::string::npos) << r.out;
+  for (const char* layout : {"contiguous", "striped", "zigzag"}) EXPECT_NE(r.out.find(layout), std::string::npos);
+}
+
+TEST(CliSimulate, JsonHasRoundsDevicesAndHops) {
+  const CliResult r = run_cli("simulate --seq-len 64k --devices 4 --hardware h100 --topology dgx-h100 --pass fwdbwd "
+                              "--format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("schema"), "stripesim.simulate/1");
+  EXPECT_EQ(doc.at("config").at("topology"), "dgx-h100");
+  EXPECT_EQ(doc.at("hops").size(), 4u);
+  EXPECT_EQ(doc.at("hops")[0].at("links")[0], "gpu0->nvswitch");
+  for (const auto& result : doc.at("results")) {
+    ASSERT_EQ(result.at("passes").size(), 2u);
+    const auto& backward = result.at("passes")[1];
+    EXPECT_EQ(backward.at("pass"), "backward");
+    EXPECT_EQ(backward.at("devices").size(), 4u);
+    ASSERT_EQ(backward.at("rounds").size(), 4u);
+    const auto& cell = backward.at("rounds")[1][2];
+    for (const char* key : {"arrival_us", "compute_start_us", "compute_end_us", "send_start_us", "send_end_us",
+                            "grad_send_start_us", "grad_send_end_us"}) {
+      EXPECT_TRUE(cell.contains(key)) << key;
+    }
+    EXPECT_TRUE(backward.at("rounds")[3][0].at("send_start_us").is_null()) << "no K/V send in the last round";
+  }
+  EXPECT_DOUBLE_EQ(doc.at("results")[0].at("speedup_vs_contiguous").get<double>(), 1.0);
+}
+
+TEST(CliSimulate, TraceOpensAsChromeTraceAndOutputIsDeterministic) {
+  const auto trace = std::filesystem::temp_directory_path() / "stripesim_cli_trace.json";
+  std::filesystem::remove(trace);
+  const std::string args = "simulate --seq-len 32k --devices 8 --topology pcie-8gpu --ring-order auto --sync lockstep "
+                           "--format json --trace '" + trace.string() + "'";
+  const CliResult a = run_cli(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const auto doc = nlohmann::json::parse(slurp(trace));
+  ASSERT_TRUE(doc.at("traceEvents").is_array());
+  bool named_link = false;
+  for (const auto& e : doc.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("args").at("name").get<std::string>().starts_with("link ")) named_link = true;
+  }
+  EXPECT_TRUE(named_link);
+  const CliResult b = run_cli(args);
+  EXPECT_EQ(a.out, b.out);
+  std::filesystem::remove(trace);
+}
+
+TEST(CliSimulate, ExperimentFileAndFlagsOverrideIt) {
+  const CliResult r = run_cli(std::string("simulate --experiment '") + STRIPESIM_SOURCE_DIR +
+                              "/configs/experiments/simulate-dgx-h100-x2.json' --devices 8 --format json --summary-only");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("config").at("devices"), 8);
+  EXPECT_EQ(doc.at("config").at("topology"), "dgx-h100-x2");
+  EXPECT_FALSE(doc.at("results")[0].at("passes")[0].contains("rounds"));
+}
+
+struct BadInput {
+  const char* name;
+  std::string args;
+  const char* message;
+};
+
+void PrintTo(const BadInput& input, std::ostream* os) { *os << input.args; }
+
+class CliSimulateBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliSimulateBadInput, OneLineExitTwoNoOutput) {
+  const auto output = std::filesystem::temp_directory_path() / (std::string("stripesim_sim_bad_") + GetParam().name);
+  std::filesystem::remove(output);
+  const CliResult r = run_cli(GetParam().args + " --output '" + output.string() + "' --trace '" + output.string() + ".trace'");
+  EXPECT_EQ(r.exit_code, 2) << GetParam().args << "\n" << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  EXPECT_NE(r.err.find(GetParam().message), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(output));
+  EXPECT_FALSE(std::filesystem::exists(output.string() + ".trace"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CliSimulateBadInput,
+    ::testing::Values(
+        BadInput{"one_buffer", "simulate --kv-buffers 1", "--kv-buffers 1: must be at least 2"},
+        BadInput{"unknown_topology", "simulate --topology torus", "--topology 'torus': unknown"},
+        BadInput{"too_few_gpus", "simulate --topology nvswitch:4 --devices 8", "has 4 GPUs, fewer than --devices 8"},
+        BadInput{"bad_cluster", "simulate --topology cluster:2", "--topology 'cluster:2': expected cluster:NxG"},
+        BadInput{"bad_sync", "simulate --sync sometimes", "--sync 'sometimes': expected async or lockstep"},
+        BadInput{"bad_pass", "simulate --pass sideways", "--pass 'sideways': expected fwd, bwd or fwdbwd"},
+        BadInput{"bad_dtype", "simulate --dtype fp4", "--dtype 'fp4': expected fp32, tf32, bf16, fp16 or fp8"},
+        BadInput{"dtype_without_peak", "simulate --hardware tpu-v4 --dtype fp32", "--dtype fp32: hardware tpu-v4 lists no peak rate"},
+        BadInput{"bad_ring_order", "simulate --ring-order best", "--ring-order 'best': expected rank or auto"},
+        BadInput{"zero_heads", "simulate --heads 0", "--heads 0: must be at least 1"},
+        BadInput{"heads_kv_mismatch", "simulate --heads 6 --kv-heads 4", "--heads 6: must be a multiple of --kv-heads 4"},
+        BadInput{"model_parallel_heads", "simulate --model-parallel 3", "--model-parallel 3: must divide the 16 heads"},
+        BadInput{"topology_file_missing", "simulate --topology /nonexistent/t.json", "does not exist"},
+        BadInput{"bad_topology_file", std::string("simulate --topology '") + STRIPESIM_SOURCE_DIR + "/tests/data/disconnected_topology.json'",
+                 "GPU 1 (g1) is not connected to GPU 0"},
+        BadInput{"too_many_devices", "simulate --devices 5000 --seq-len 5000", "--devices 5000: must be between 1 and 4096"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace stripesim::testing
