@@ -8,6 +8,8 @@
 #include <exception>
 
 #include "analyze_command.hpp"
+#include "check_command.hpp"
+#include "report_command.hpp"
 #include "simulate_command.hpp"
 #include "sweep_command.hpp"
 #include "tms_command.hpp"
@@ -28,6 +30,10 @@ constexpr const char* kExamples = R"(Examples:
                                             the paper's whole TMS grid as CSV
   stripesim simulate --topology cluster:2x8 --devices 16 --hardware h100
                                             the ring as a discrete-event simulation
+  stripesim report analyze.json simulate.json --out-dir my-report
+                                            Markdown and SVG figures from the JSON above
+  stripesim check --baseline reports/baseline/imbalance.json
+                                            CI: exit 1 when an imbalance or speedup moved
   stripesim <command> --help                every flag, with more examples)";
 
 void print_error(std::string message) {
@@ -47,6 +53,8 @@ int main(int argc, char** argv) {
   const auto run_tms = stripesim::cli::register_tms_command(app);
   const auto run_sweep = stripesim::cli::register_sweep_command(app);
   const auto run_simulate = stripesim::cli::register_simulate_command(app);
+  const auto run_report = stripesim::cli::register_report_command(app);
+  const auto run_check = stripesim::cli::register_check_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -59,6 +67,9 @@ int main(int argc, char** argv) {
     run_tms();
     run_sweep();
     run_simulate();
+    run_report();
+    const int check_status = run_check();  // 1 when a metric moved
+    if (check_status != 0) return check_status;
   } catch (const stripesim::model::InputError& e) {
     print_error(e.what());
     return kExitBadInput;

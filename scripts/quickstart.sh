@@ -8,3 +8,5 @@ scripts/install-deps.sh
 scripts/build.sh
 echo
 ./build/cli/stripesim analyze --config configs/analyze/default.json
+echo
+scripts/default-report.sh

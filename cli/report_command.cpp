@@ -1,0 +1,53 @@
+#include "report_command.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "output_file.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_file.hpp"
+#include "stripesim/report/report_builder.hpp"
+
+namespace stripesim::cli {
+namespace {
+
+struct ReportOptions {
+  std::vector<std::string> inputs;
+  std::string out_dir = "report";
+};
+
+constexpr const char* kReportExamples = R"(Examples:
+  stripesim analyze --format json -o analyze.json && stripesim report analyze.json --out-dir my-report
+  stripesim report reports/default/analyze.json reports/default/tms.json reports/default/sweep.json \
+                   reports/default/simulate.json --out-dir reports/default
+      what scripts/default-report.sh does (the quick start's last step))";
+
+}  // namespace
+
+std::function<void()> register_report_command(CLI::App& app) {
+  auto options = std::make_shared<ReportOptions>();
+  CLI::App* cmd = app.add_subcommand("report", "Markdown report with SVG figures from analyze, tms, sweep, simulate JSON");
+  cmd->footer(kReportExamples);
+  cmd->add_option("inputs", options->inputs, "JSON files written by analyze, tms, sweep, simulate or validate")->required();
+  cmd->add_option("--out-dir,-o", options->out_dir, "Folder for report.md and its figures (created if missing)")
+      ->capture_default_str();
+  return [cmd, options] {
+    if (!cmd->parsed()) return;
+    std::vector<report::ReportInput> inputs;
+    for (const auto& path : options->inputs) inputs.push_back({path, model::read_json_file(path, "report input")});
+    // Everything is rendered in memory first: a bad input leaves no partial report behind.
+    const auto files = report::build_report(inputs);
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(options->out_dir, ec);
+    if (ec || !fs::is_directory(options->out_dir)) {
+      throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", options->out_dir));
+    }
+    for (const auto& file : files) write_output(file.content, (fs::path(options->out_dir) / file.name).string());
+    fmt::print("report written to {} ({} figures)\n", (fs::path(options->out_dir) / "report.md").string(), files.size() - 1);
+  };
+}
+
+}  // namespace stripesim::cli

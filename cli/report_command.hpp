@@ -1,0 +1,10 @@
+#pragma once
+// `stripesim report`: a Markdown report with SVG figures from the commands' JSON.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace stripesim::cli {
+
+[[nodiscard]] std::function<void()> register_report_command(CLI::App& app);
+
+}  // namespace stripesim::cli

@@ -1,0 +1,34 @@
+#pragma once
+// Regression baselines for CI: an experiment lists analyze and TMS configurations; the baseline
+// records their headline numbers; a check re-runs every configuration and reports each number
+// that moved by more than a relative tolerance.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/config_catalog.hpp"
+
+namespace stripesim::model {
+
+inline constexpr const char* kBaselineSchema = "stripesim.baseline/1";
+
+// experiment: {"description", "analyze": [analyze configs], "tms": [{"model", "hardware",
+// "devices", "model_parallel", "seq_len", "tile", "convention"}]}. Returns the baseline document.
+[[nodiscard]] nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
+                                                    const ConfigCatalog& catalog);
+
+struct MovedMetric {
+  std::string configuration;  // e.g. "analyze n=2048 N=8 tile=64x64 mask=causal"
+  std::string metric;         // e.g. "zigzag.elements.imbalance"
+  double baseline = 0;
+  double now = 0;             // NaN when the metric no longer exists
+};
+
+// Re-runs every entry of `baseline`; `tolerance` is relative (|now - baseline| > tolerance * |baseline|).
+[[nodiscard]] std::vector<MovedMetric> check_baseline(const nlohmann::json& baseline, const std::string& label,
+                                                      const ConfigCatalog& catalog, double tolerance);
+
+// The number of metrics a baseline holds (for the "all N metrics within tolerance" line).
+[[nodiscard]] std::size_t baseline_metric_count(const nlohmann::json& baseline);
+
+}  // namespace stripesim::model

@@ -1,0 +1,144 @@
+#include "stripesim/model/baseline.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "stripesim/model/analysis.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_fields.hpp"
+#include "stripesim/model/tms.hpp"
+
+namespace stripesim::model {
+namespace {
+
+TmsRequest tms_request_from_json(const nlohmann::json& doc, const std::string& label, const ConfigCatalog& catalog) {
+  const JsonFields f(doc, label);
+  f.allow_only({"model", "hardware", "devices", "model_parallel", "seq_len", "tile", "convention"});
+  TmsRequest q;
+  q.model = catalog.model(f.string("model"));
+  q.hardware = catalog.hardware(f.string("hardware"));
+  q.devices = f.positive_count("devices");
+  q.model_parallel = f.positive_count_or("model_parallel", 1);
+  q.seq_len = f.positive_count("seq_len");
+  if (f.has("tile")) q.tile = parse_tile_shape(f.string("tile"));
+  q.convention = parse_flop_convention(f.string_or("convention", "paper"));
+  return q;
+}
+
+std::string analyze_label(const AnalyzeConfig& c) {
+  return fmt::format("analyze n={} N={} tile={} mask={}", c.seq_len, c.devices, c.tile.to_string(), c.mask);
+}
+
+std::string tms_label(const TmsRequest& q) {
+  return fmt::format("tms {} {} N={} M={} n={} {}", q.model.name, q.hardware.name, q.devices, q.model_parallel,
+                     q.seq_len, to_string(q.convention));
+}
+
+nlohmann::ordered_json analyze_metrics(const AnalyzeConfig& config) {
+  const Analysis analysis = run_analysis(config);
+  nlohmann::ordered_json metrics;
+  for (const auto& r : analysis.results) {
+    for (const auto& [unit, m, vs] : {std::tuple{"elements", r.elements, r.elements_lockstep_speedup_vs_contiguous},
+                                      std::tuple{"tiles", r.tiles, r.tiles_lockstep_speedup_vs_contiguous}}) {
+      const std::string prefix = fmt::format("{}.{}.", r.layout, unit);
+      metrics[prefix + "imbalance"] = m.imbalance;
+      metrics[prefix + "spread"] = m.spread;
+      metrics[prefix + "speedup"] = m.speedup;
+      metrics[prefix + "lockstep_speedup"] = m.lockstep_speedup;
+      metrics[prefix + "idle_fraction"] = m.idle_fraction;
+      metrics[prefix + "lockstep_speedup_vs_contiguous"] = vs;
+    }
+  }
+  return metrics;
+}
+
+nlohmann::ordered_json tms_metrics(const TmsRequest& request) {
+  const TmsResult r = compute_tms(request);
+  return {{"tms", r.layout("striped").tms},
+          {"tms_tiles", r.layout("striped").tms_tiles},
+          {"tms_zigzag", r.layout("zigzag").tms},
+          {"tms_tiles_zigzag", r.layout("zigzag").tms_tiles}};
+}
+
+const nlohmann::json& array_field(const JsonFields& f, const std::string& key) {
+  static const nlohmann::json empty = nlohmann::json::array();
+  if (!f.has(key)) return empty;
+  const auto& value = f.raw(key);
+  if (!value.is_array()) throw InputError(fmt::format("{}: expected an array", f.where(key)));
+  return value;
+}
+
+}  // namespace
+
+nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
+                                      const ConfigCatalog& catalog) {
+  const JsonFields f(experiment, label);
+  f.allow_only({"description", "analyze", "tms"});
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  const auto& analyze = array_field(f, "analyze");
+  for (size_t i = 0; i < analyze.size(); ++i) {
+    const AnalyzeConfig config = analyze_config_from_json(analyze[i], {}, fmt::format("{} analyze[{}]", label, i));
+    entries.push_back({{"command", "analyze"}, {"config", analyze[i]}, {"metrics", analyze_metrics(config)}});
+  }
+  const auto& tms = array_field(f, "tms");
+  for (size_t i = 0; i < tms.size(); ++i) {
+    const TmsRequest request = tms_request_from_json(tms[i], fmt::format("{} tms[{}]", label, i), catalog);
+    entries.push_back({{"command", "tms"}, {"config", tms[i]}, {"metrics", tms_metrics(request)}});
+  }
+  if (entries.empty()) throw InputError(fmt::format("{}: lists no analyze or tms configuration", label));
+  return {{"schema", kBaselineSchema}, {"description", f.string_or("description", "")}, {"entries", std::move(entries)}};
+}
+
+std::size_t baseline_metric_count(const nlohmann::json& baseline) {
+  std::size_t count = 0;
+  for (const auto& entry : baseline.at("entries")) count += entry.at("metrics").size();
+  return count;
+}
+
+std::vector<MovedMetric> check_baseline(const nlohmann::json& baseline, const std::string& label,
+                                        const ConfigCatalog& catalog, double tolerance) {
+  const JsonFields f(baseline, label);
+  f.allow_only({"schema", "description", "entries"});
+  if (f.string("schema") != kBaselineSchema) {
+    throw InputError(fmt::format("{}: schema \"{}\" is not {}", label, f.string("schema"), kBaselineSchema));
+  }
+  const auto& entries = f.raw("entries");
+  if (!entries.is_array() || entries.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("entries")));
+  std::vector<MovedMetric> moved;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string where = fmt::format("{} entries[{}]", label, i);
+    const JsonFields e(entries[i], where);
+    e.allow_only({"command", "config", "metrics"});
+    const std::string command = e.string("command");
+    nlohmann::ordered_json now;
+    std::string configuration;
+    if (command == "analyze") {
+      const AnalyzeConfig config = analyze_config_from_json(e.raw("config"), {}, where + " config");
+      configuration = analyze_label(config);
+      now = analyze_metrics(config);
+    } else if (command == "tms") {
+      const TmsRequest request = tms_request_from_json(e.raw("config"), where + " config", catalog);
+      configuration = tms_label(request);
+      now = tms_metrics(request);
+    } else {
+      throw InputError(fmt::format("{}: command \"{}\" is not analyze or tms", e.where("command"), command));
+    }
+    const auto& recorded = e.raw("metrics");
+    if (!recorded.is_object()) throw InputError(fmt::format("{}: expected an object of numbers", e.where("metrics")));
+    for (const auto& [metric, value] : recorded.items()) {
+      if (!value.is_number()) throw InputError(fmt::format("{}: metric \"{}\" is not a number", e.where("metrics"), metric));
+      const double base = value.get<double>();
+      if (!now.contains(metric)) {
+        moved.push_back({configuration, metric, base, std::numeric_limits<double>::quiet_NaN()});
+        continue;
+      }
+      const double current = now.at(metric).get<double>();
+      if (std::abs(current - base) > tolerance * std::abs(base)) moved.push_back({configuration, metric, base, current});
+    }
+  }
+  return moved;
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,278 @@
+#include "stripesim/report/figures.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/mask.hpp"
+#include "stripesim/report/svg.hpp"
+
+namespace stripesim::report {
+
+using model::Count;
+
+namespace {
+
+constexpr double kMargin = 40;
+
+// Nice round axis ticks between lo and hi.
+std::vector<double> ticks(double lo, double hi, int wanted) {
+  const double span = std::max(hi - lo, 1e-12);
+  const double raw = span / wanted;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = magnitude;
+  for (const double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (magnitude * m >= raw) {
+      step = magnitude * m;
+      break;
+    }
+  }
+  std::vector<double> out;
+  for (double t = std::ceil(lo / step) * step; t <= hi + 1e-9 * span; t += step) out.push_back(t);
+  return out;
+}
+
+std::string short_count(double value) {
+  if (value >= 1e12) return fmt::format("{:.1f}T", value / 1e12);
+  if (value >= 1e9) return fmt::format("{:.1f}G", value / 1e9);
+  if (value >= 1e6) return fmt::format("{:.1f}M", value / 1e6);
+  if (value >= 1e4) return fmt::format("{:.0f}k", value / 1e3);
+  return fmt::format("{:.0f}", value);
+}
+
+}  // namespace
+
+std::string work_heatmap_svg(const nlohmann::json& analyze, const std::string& matrix) {
+  const auto& results = analyze.at("results");
+  const Count devices = analyze.at("config").at("devices").get<Count>();
+  const double cell = std::clamp(360.0 / static_cast<double>(devices), 2.0, 40.0);
+  const double panel = cell * static_cast<double>(devices);
+  double peak = 1;
+  for (const auto& r : results) {
+    for (const auto& row : r.at(matrix)) {
+      for (const auto& v : row) peak = std::max(peak, v.get<double>());
+    }
+  }
+  const double width = kMargin + static_cast<double>(results.size()) * (panel + kMargin);
+  const double height = panel + 3 * kMargin + 20;
+  SvgCanvas svg(width, height);
+  svg.text(kMargin, 22, fmt::format("{} per round (rows) and device (columns); darker is more work, scale shared", matrix), 13);
+  const std::string unit = matrix == "unmasked_elements" ? "elements" : "tiles";
+  for (size_t l = 0; l < results.size(); ++l) {
+    const auto& r = results[l];
+    const double x0 = kMargin + static_cast<double>(l) * (panel + kMargin);
+    const double y0 = 2 * kMargin;
+    const double speedup = r.at("metrics").at(unit).at("lockstep_speedup").get<double>();
+    svg.text(x0, y0 - 8, fmt::format("{} (lockstep {:.2f}x)", r.at("layout").get<std::string>(), speedup), 12, "start",
+             "#222", true);
+    for (Count round = 0; round < devices; ++round) {
+      for (Count d = 0; d < devices; ++d) {
+        const double value = r.at(matrix)[static_cast<size_t>(round)][static_cast<size_t>(d)].get<double>();
+        const double x = x0 + static_cast<double>(d) * cell;
+        const double y = y0 + static_cast<double>(round) * cell;
+        svg.rect(x, y, cell, cell, heat_colour(value / peak), devices <= 32 ? "#ffffff" : "none",
+                 fmt::format("round {}, device {}: {}", round, d, static_cast<long long>(value)));
+        if (devices <= 10) {
+          svg.text(x + cell / 2, y + cell / 2 + 4, short_count(value), std::min(10.0, cell / 3.5), "middle",
+                   value / peak > 0.5 ? "#ffffff" : "#222");
+        }
+      }
+    }
+    svg.text(x0 + panel / 2, y0 + panel + 16, "device", 11, "middle");
+    svg.text(x0 - 6, y0 + 10, "r0", 10, "end");
+    svg.text(x0 - 6, y0 + panel, fmt::format("r{}", devices - 1), 10, "end");
+  }
+  return svg.finish();
+}
+
+std::string attention_matrix_svg(const std::vector<std::string>& layouts, Count seq_len, Count devices,
+                                 const std::string& mask_spec) {
+  const model::Mask mask = model::parse_mask(mask_spec, seq_len);
+  const double cell = std::clamp(320.0 / static_cast<double>(seq_len), 3.0, 22.0);
+  const double panel = cell * static_cast<double>(seq_len);
+  const double width = kMargin + static_cast<double>(layouts.size()) * (panel + kMargin);
+  const double height = panel + 3 * kMargin + 40;
+  SvgCanvas svg(width, height);
+  svg.text(kMargin, 22,
+           fmt::format("attention matrix, n = {}, N = {}: query q (row) x key k (column) in original positions; colour "
+                       "= device that computes the pair, number = round; blank = masked",
+                       seq_len, devices),
+           12);
+  for (size_t l = 0; l < layouts.size(); ++l) {
+    const model::Layout layout = model::parse_layout(layouts[l], seq_len, devices);
+    const double x0 = kMargin + static_cast<double>(l) * (panel + kMargin);
+    const double y0 = 2 * kMargin;
+    svg.text(x0, y0 - 8, layout.name(), 12, "start", "#222", true);
+    svg.rect(x0, y0, panel, panel, "#ffffff", "#999999");
+    for (Count q = 0; q < seq_len; ++q) {
+      const auto query = layout.locate(q);
+      for (Count k = 0; k < seq_len; ++k) {
+        if (!mask.allows(q, k)) continue;
+        const auto key = layout.locate(k);
+        const Count round = ((query.device - key.device) % devices + devices) % devices;
+        const double x = x0 + static_cast<double>(k) * cell;
+        const double y = y0 + static_cast<double>(q) * cell;
+        svg.rect(x, y, cell, cell, device_colour(query.device), "#ffffff",
+                 fmt::format("q {} k {}: device {}, round {}", q, k, query.device, round));
+        if (cell >= 12) svg.text(x + cell / 2, y + cell / 2 + 3.5, std::to_string(round), cell / 2.2, "middle", "#ffffff");
+      }
+    }
+  }
+  // Legend: one swatch per device.
+  const double legend_y = height - 18;
+  for (Count d = 0; d < std::min<Count>(devices, 10); ++d) {
+    const double x = kMargin + static_cast<double>(d) * 80;
+    svg.rect(x, legend_y - 10, 12, 12, device_colour(d));
+    svg.text(x + 16, legend_y, fmt::format("device {}", d), 11);
+  }
+  return svg.finish();
+}
+
+std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardware, const std::string& model_name) {
+  std::map<std::string, std::vector<const nlohmann::json*>> by_mesh;
+  double lo_x = 1e300, hi_x = -1e300, hi_y = 1.0;
+  for (const auto& row : sweep.at("rows")) {
+    if (row.at("hardware") != hardware || row.at("model") != model_name) continue;
+    by_mesh[row.at("mesh").get<std::string>()].push_back(&row);
+    const double x = std::log2(row.at("n_seq").get<double>());
+    lo_x = std::min(lo_x, x);
+    hi_x = std::max(hi_x, x);
+    hi_y = std::max(hi_y, row.at("tms").get<double>());
+  }
+  const double width = 640, height = 400, plot_w = 480, plot_h = 300, x0 = 70, y0 = 40;
+  SvgCanvas svg(width, height);
+  svg.text(x0, 24, fmt::format("TMS of striped over contiguous: {} {} (solid: elements, dashed: tiles)", hardware, model_name), 13);
+  if (by_mesh.empty() || hi_x <= lo_x) {
+    if (hi_x <= lo_x && !by_mesh.empty()) {
+      hi_x = lo_x + 1;
+    } else {
+      svg.text(x0, y0 + 20, "no rows for this hardware and model", 12);
+      return svg.finish();
+    }
+  }
+  const double y_lo = 1.0, y_hi = std::ceil(hi_y * 10 + 0.5) / 10;
+  const auto px = [&](double x) { return x0 + (x - lo_x) / (hi_x - lo_x) * plot_w; };
+  const auto py = [&](double y) { return y0 + plot_h - (y - y_lo) / (y_hi - y_lo) * plot_h; };
+  svg.rect(x0, y0, plot_w, plot_h, "#ffffff", "#999999");
+  for (const double t : ticks(y_lo, y_hi, 5)) {
+    svg.line(x0, py(t), x0 + plot_w, py(t), "#e5e5e5");
+    svg.text(x0 - 6, py(t) + 4, fmt::format("{:.2f}", t), 10, "end");
+  }
+  for (double e = std::ceil(lo_x); e <= hi_x + 1e-9; e += 1) {
+    svg.line(px(e), y0 + plot_h, px(e), y0 + plot_h + 4, "#666666");
+    svg.text(px(e), y0 + plot_h + 16, short_count(std::pow(2.0, e)), 10, "middle");
+  }
+  svg.text(x0 + plot_w / 2, height - 12, "sequence length n (log scale)", 11, "middle");
+  svg.text(16, y0 + plot_h / 2, "TMS", 11, "middle");
+  size_t index = 0;
+  for (const auto& [mesh, rows] : by_mesh) {
+    std::vector<std::pair<double, double>> solid, dashed;
+    for (const auto* row : rows) {
+      const double x = px(std::log2(row->at("n_seq").get<double>()));
+      solid.emplace_back(x, py(row->at("tms").get<double>()));
+      if (row->contains("tms_tiles")) dashed.emplace_back(x, py(row->at("tms_tiles").get<double>()));
+    }
+    std::sort(solid.begin(), solid.end());
+    std::sort(dashed.begin(), dashed.end());
+    const std::string colour = device_colour(static_cast<long long>(index));
+    svg.polyline(solid, colour, 2.0);
+    for (const auto& [x, y] : solid) svg.circle(x, y, 3, colour);
+    if (!dashed.empty()) svg.polyline(dashed, colour, 1.5, "5,4");
+    const double ly = y0 + 14 + 16 * static_cast<double>(index);
+    svg.line(x0 + plot_w + 12, ly - 4, x0 + plot_w + 32, ly - 4, colour, 2.0);
+    svg.text(x0 + plot_w + 36, ly, fmt::format("mesh {}", mesh), 11);
+    ++index;
+  }
+  return svg.finish();
+}
+
+std::string timeline_svg(const nlohmann::json& simulate) {
+  const auto& results = simulate.at("results");
+  const Count devices = simulate.at("config").at("devices").get<Count>();
+  const Count shown = std::min<Count>(devices, 64);
+  const double row_h = std::clamp(240.0 / static_cast<double>(shown), 4.0, 22.0);
+  const double plot_w = 720, x0 = 90;
+  const double panel_h = row_h * static_cast<double>(shown) + 50;
+  double end = 0;
+  for (const auto& r : results) end = std::max(end, r.at("time_us").get<double>());
+  const double height = 50 + static_cast<double>(results.size()) * panel_h + 30;
+  SvgCanvas svg(x0 + plot_w + 30, height);
+  svg.text(x0, 22,
+           fmt::format("simulated timeline, shared time axis (ms); blue: compute, orange: K/V sent, purple: dK/dV sent, "
+                       "gaps: idle{}",
+                       shown < devices ? fmt::format("; first {} of {} devices", shown, devices) : ""),
+           12);
+  const auto px = [&](double t) { return x0 + t / std::max(end, 1e-9) * plot_w; };
+  for (size_t l = 0; l < results.size(); ++l) {
+    const auto& r = results[l];
+    const double y0 = 50 + static_cast<double>(l) * panel_h;
+    svg.text(x0, y0 - 6,
+             fmt::format("{}: {:.3f} ms ({:.2f}x contiguous)", r.at("layout").get<std::string>(),
+                         r.at("time_us").get<double>() / 1e3, r.at("speedup_vs_contiguous").get<double>()),
+             12, "start", "#222", true);
+    svg.rect(x0, y0, plot_w, row_h * static_cast<double>(shown), "#f4f4f4", "#cccccc");
+    for (Count d = 0; d < shown; ++d) {
+      if (shown <= 16 || d % 8 == 0) svg.text(x0 - 6, y0 + (static_cast<double>(d) + 0.75) * row_h, fmt::format("d{}", d), std::min(10.0, row_h), "end");
+    }
+    for (const auto& pass : r.at("passes")) {
+      if (!pass.contains("rounds")) continue;
+      const auto& rounds = pass.at("rounds");
+      for (size_t round = 0; round < rounds.size(); ++round) {
+        for (Count d = 0; d < shown; ++d) {
+          const auto& cell = rounds[round][static_cast<size_t>(d)];
+          const double y = y0 + static_cast<double>(d) * row_h;
+          const double start = cell.at("compute_start_us").get<double>();
+          const double stop = cell.at("compute_end_us").get<double>();
+          if (stop > start) {
+            svg.rect(px(start), y + 1, px(stop) - px(start), row_h * 0.62, "#4e79a7", "#ffffff",
+                     fmt::format("{} round {} device {}: compute {:.1f}-{:.1f} us", pass.at("pass").get<std::string>(),
+                                 round, d, start, stop));
+          }
+          const auto bar = [&](const char* begin, const char* finish, const char* colour, double offset) {
+            if (!cell.contains(begin) || cell.at(begin).is_null()) return;
+            const double a = cell.at(begin).get<double>();
+            const double b = cell.at(finish).get<double>();
+            svg.rect(px(a), y + row_h * offset, std::max(px(b) - px(a), 0.5), row_h * 0.15, colour);
+          };
+          bar("send_start_us", "send_end_us", "#f28e2b", 0.66);
+          bar("grad_send_start_us", "grad_send_end_us", "#b07aa1", 0.82);
+        }
+      }
+    }
+    if (l + 1 == results.size()) {
+      for (const double t : ticks(0, end / 1e3, 6)) {
+        const double x = px(t * 1e3);
+        svg.line(x, y0 + row_h * static_cast<double>(shown), x, y0 + row_h * static_cast<double>(shown) + 4, "#666666");
+        svg.text(x, y0 + row_h * static_cast<double>(shown) + 16, fmt::format("{:g}", t), 10, "middle");
+      }
+    }
+  }
+  return svg.finish();
+}
+
+std::string predicted_vs_measured_svg(const nlohmann::json& validate) {
+  const auto& points = validate.at("comparisons");
+  double hi = 0;
+  for (const auto& p : points) hi = std::max({hi, p.at("predicted_us").get<double>(), p.at("measured_us").get<double>()});
+  hi = hi > 0 ? hi * 1.05 : 1;
+  const double size = 360, x0 = 70, y0 = 40;
+  SvgCanvas svg(x0 + size + 40, y0 + size + 50);
+  svg.text(x0, 24, "predicted (x) against measured (y) latency, us; on the diagonal the prediction is exact", 12);
+  const auto px = [&](double v) { return x0 + v / hi * size; };
+  const auto py = [&](double v) { return y0 + size - v / hi * size; };
+  svg.rect(x0, y0, size, size, "#ffffff", "#999999");
+  for (const double t : ticks(0, hi, 5)) {
+    svg.text(x0 - 6, py(t) + 4, short_count(t), 10, "end");
+    svg.text(px(t), y0 + size + 16, short_count(t), 10, "middle");
+  }
+  svg.line(px(0), py(0), px(hi), py(hi), "#888888", 1.0, "4,4");
+  for (const auto& p : points) {
+    svg.circle(px(p.at("predicted_us").get<double>()), py(p.at("measured_us").get<double>()), 4, "#e15759");
+  }
+  return svg.finish();
+}
+
+}  // namespace stripesim::report

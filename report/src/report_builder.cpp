@@ -1,0 +1,195 @@
+#include "stripesim/report/report_builder.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <set>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/report/figures.hpp"
+
+namespace stripesim::report {
+namespace {
+
+template <typename... Args>
+void append(std::string& out, fmt::format_string<Args...> format, Args&&... args) {
+  fmt::format_to(std::back_inserter(out), format, std::forward<Args>(args)...);
+}
+
+std::string slug(std::string text) {
+  std::replace_if(text.begin(), text.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '-');
+  return text;
+}
+
+void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
+  const auto& doc = in.document;
+  const auto& c = doc.at("config");
+  const std::string tag = slug(std::to_string(files.size()));
+  append(md, "## Work per round and device (`{}`)\n\n", in.path);
+  append(md, "n = {} tokens on N = {} devices (c = {}), tiles {}x{}, mask {}.\n\n", c.at("seq_len").get<long long>(),
+         c.at("devices").get<long long>(), c.at("block_size").get<long long>(), c.at("tile").at("query").get<long long>(),
+         c.at("tile").at("key").get<long long>(), c.at("mask").at("spec").get<std::string>());
+  md += "| layout | speedup | imbalance | lockstep speedup | idle | vs contiguous | tile lockstep speedup | tile idle | tiles vs contiguous |\n";
+  md += "|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : doc.at("results")) {
+    const auto& e = r.at("metrics").at("elements");
+    const auto& t = r.at("metrics").at("tiles");
+    append(md, "| {} | {:.2f}x | {:.2f}x | {:.2f}x | {:.1f}% | {:.2f}x | {:.2f}x | {:.1f}% | {:.2f}x |\n",
+           r.at("layout").get<std::string>(), e.at("speedup").get<double>(), e.at("imbalance").get<double>(),
+           e.at("lockstep_speedup").get<double>(), 100 * e.at("idle_fraction").get<double>(),
+           e.at("lockstep_speedup_vs_contiguous").get<double>(), t.at("lockstep_speedup").get<double>(),
+           100 * t.at("idle_fraction").get<double>(), t.at("lockstep_speedup_vs_contiguous").get<double>());
+  }
+  const std::string elements = fmt::format("work-elements-{}.svg", tag);
+  const std::string tiles = fmt::format("work-tiles-{}.svg", tag);
+  files.push_back({elements, work_heatmap_svg(doc, "unmasked_elements")});
+  files.push_back({tiles, work_heatmap_svg(doc, "active_tiles")});
+  append(md, "\nUnmasked (q, k) pairs per round and device:\n\n![unmasked pairs per round and device]({})\n\n", elements);
+  append(md, "Active tiles per round and device:\n\n![active tiles per round and device]({})\n\n", tiles);
+
+  // The same layouts on a sequence small enough to draw every pair (the paper's figure 4).
+  std::vector<std::string> layouts;
+  for (const auto& r : doc.at("results")) {
+    const std::string name = r.at("layout").get<std::string>();
+    if (name == "contiguous" || name == "striped" || name == "zigzag" || name.starts_with("block-striped:1")) {
+      layouts.push_back(name == "block-striped:1" ? "striped" : name);
+    }
+  }
+  const long long devices = std::min<long long>(c.at("devices").get<long long>(), 4);
+  const std::string mask = c.at("mask").at("kind").get<std::string>() == "bidirectional" ? "bidirectional" : "causal";
+  if (!layouts.empty()) {
+    const std::string attention = fmt::format("attention-matrix-{}.svg", tag);
+    files.push_back({attention, attention_matrix_svg(layouts, 4 * devices * 2, devices, mask)});
+    append(md, "The attention matrix of a small example with the same layouts (n = {}, N = {}, {} mask): each "
+               "allowed pair coloured by the device that computes it, with the round it is computed in.\n\n"
+               "![attention matrix of a small example]({})\n\n",
+           8 * devices, devices, mask, attention);
+  }
+}
+
+void tms_section(const ReportInput& in, std::string& md) {
+  const auto& doc = in.document;
+  const auto& c = doc.at("config");
+  append(md, "## Theoretical maximum speedup (`{}`)\n\n", in.path);
+  append(md, "Model {} on {}: N = {} sequence-parallel, M = {} model-parallel, n = {} tokens, tiles {}x{}, {} convention, "
+             "attention FLOP weight {:g}.\n\n",
+         c.at("model").at("name").get<std::string>(), c.at("hardware").get<std::string>(), c.at("devices").get<long long>(),
+         c.at("model_parallel").get<long long>(), c.at("seq_len").get<long long>(), c.at("tile").at("query").get<long long>(),
+         c.at("tile").at("key").get<long long>(), c.at("convention").get<std::string>(),
+         doc.at("flops").at("attention_flop_weight").get<double>());
+  md += "| layout | TMS | tile-aware TMS | lockstep pairs | lockstep tiles | imbalance |\n|---|---|---|---|---|---|\n";
+  for (const auto& l : doc.at("layouts")) {
+    append(md, "| {} | {:.3f}x | {:.3f}x | {} | {} | {:.3f}x |\n", l.at("layout").get<std::string>(),
+           l.at("tms").get<double>(), l.at("tms_tiles").get<double>(), l.at("lockstep_pairs").get<long long>(),
+           l.at("lockstep_tiles").get<long long>(), l.at("imbalance").get<double>());
+  }
+  md += "\n";
+}
+
+void sweep_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
+  const auto& rows = in.document.at("rows");
+  append(md, "## TMS against sequence length (`{}`)\n\n", in.path);
+  if (rows.empty() || !rows[0].contains("tms") || !rows[0].contains("mesh") || !rows[0].contains("n_seq")) {
+    md += "The sweep has no `tms`, `mesh` and `n_seq` columns to plot.\n\n";
+    return;
+  }
+  std::set<std::pair<std::string, std::string>> pairs;
+  for (const auto& row : rows) pairs.emplace(row.at("hardware").get<std::string>(), row.at("model").get<std::string>());
+  for (const auto& [hardware, model] : pairs) {
+    const std::string name = fmt::format("tms-{}-{}.svg", slug(hardware), slug(model));
+    files.push_back({name, tms_curves_svg(in.document, hardware, model)});
+    append(md, "![TMS of {} on {} against sequence length]({})\n\n", model, hardware, name);
+  }
+}
+
+void simulate_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
+  const auto& doc = in.document;
+  const auto& c = doc.at("config");
+  append(md, "## Simulated ring (`{}`)\n\n", in.path);
+  append(md, "n = {} tokens on N = {} devices of {} on {}, pass {}, sync {}, {} K/V buffers, tiles {}x{}.\n\n",
+         c.at("seq_len").get<long long>(), c.at("devices").get<long long>(), c.at("hardware").get<std::string>(),
+         c.at("topology").get<std::string>(), c.at("pass").get<std::string>(), c.at("sync").get<std::string>(),
+         c.at("kv_buffers").get<long long>(), c.at("tile").at("query").get<long long>(),
+         c.at("tile").at("key").get<long long>());
+  md += "| layout | time (ms) | vs contiguous | max idle (ms) | max exposed comm (ms) |\n|---|---|---|---|---|\n";
+  bool has_rounds = false;
+  for (const auto& r : doc.at("results")) {
+    double idle = 0, exposed = 0;
+    for (const auto& pass : r.at("passes")) {
+      has_rounds = has_rounds || pass.contains("rounds");
+      for (const auto& d : pass.at("devices")) {
+        idle = std::max(idle, d.at("idle_us").get<double>());
+        exposed = std::max(exposed, d.at("exposed_comm_us").get<double>());
+      }
+    }
+    append(md, "| {} | {:.3f} | {:.2f}x | {:.3f} | {:.3f} |\n", r.at("layout").get<std::string>(),
+           r.at("time_us").get<double>() / 1e3, r.at("speedup_vs_contiguous").get<double>(), idle / 1e3, exposed / 1e3);
+  }
+  if (has_rounds) {
+    const std::string name = fmt::format("timeline-{}.svg", files.size());
+    files.push_back({name, timeline_svg(doc)});
+    append(md, "\n![simulated timeline per device]({})\n\n", name);
+  } else {
+    md += "\nThe simulation was written with `--summary-only`: no per-round records to draw.\n\n";
+  }
+}
+
+void validate_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
+  append(md, "## Predicted against measured (`{}`)\n\n", in.path);
+  const std::string name = fmt::format("predicted-vs-measured-{}.svg", files.size());
+  files.push_back({name, predicted_vs_measured_svg(in.document)});
+  append(md, "![predicted against measured latency]({})\n\n", name);
+}
+
+}  // namespace
+
+std::string schema_kind(const nlohmann::json& document) {
+  if (!document.is_object() || !document.contains("schema") || !document.at("schema").is_string()) return "";
+  const std::string schema = document.at("schema").get<std::string>();
+  for (const char* kind : {"analyze", "tms", "sweep", "simulate", "validate"}) {
+    if (schema == fmt::format("stripesim.{}/1", kind)) return kind;
+  }
+  return "";
+}
+
+std::vector<ReportFile> build_report(const std::vector<ReportInput>& inputs) {
+  if (inputs.empty()) throw model::InputError("report: needs at least one JSON file written by analyze, tms, sweep, simulate or validate");
+  std::vector<ReportFile> figures;
+  std::string md = "# stripesim report\n\nInputs:\n\n";
+  for (const auto& in : inputs) {
+    const std::string kind = schema_kind(in.document);
+    if (kind.empty()) {
+      throw model::InputError(fmt::format("report input '{}': no known \"schema\" (expected the JSON of analyze, tms, "
+                                          "sweep, simulate or validate)",
+                                          in.path));
+    }
+    append(md, "- `{}` ({})\n", in.path, in.document.at("schema").get<std::string>());
+  }
+  md += "\n";
+  bool validated = false;
+  for (const auto& in : inputs) {
+    const std::string kind = schema_kind(in.document);
+    try {
+      if (kind == "analyze") analyze_section(in, md, figures);
+      if (kind == "tms") tms_section(in, md);
+      if (kind == "sweep") sweep_section(in, md, figures);
+      if (kind == "simulate") simulate_section(in, md, figures);
+      if (kind == "validate") {
+        validate_section(in, md, figures);
+        validated = true;
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw model::InputError(fmt::format("report input '{}': not a complete {} document ({})", in.path, kind, e.what()));
+    }
+  }
+  if (!validated) {
+    md += "## Predicted against measured\n\nNo validator output was given: run `stripesim validate --compare` on a GPU "
+          "node and pass its JSON to `stripesim report`.\n";
+  }
+  std::vector<ReportFile> files{{"report.md", md}};
+  files.insert(files.end(), figures.begin(), figures.end());
+  return files;
+}
+
+}  // namespace stripesim::report
