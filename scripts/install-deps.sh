@@ -7,6 +7,7 @@ packages=(
   cmake g++ make
   libcli11-dev nlohmann-json3-dev libfmt-dev libboost-graph-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3-jsonschema librsvg2-bin
 )
 
 missing=()

@@ -1,0 +1,107 @@
+"""Checks real stripesim output against the documented formats: every JSON against its JSON
+Schema under reports/schema/, every CSV header against the JSON field names, every SVG the
+report writes as XML that rsvg-convert renders. Run by CTest: validate_outputs.py BINARY SOURCE_DIR."""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ElementTree
+
+import jsonschema
+
+binary, source = sys.argv[1], sys.argv[2]
+schemas = {name: json.load(open(os.path.join(source, "reports", "schema", f"{name}.schema.json")))
+           for name in ("analyze", "tms", "sweep", "simulate", "baseline")}
+failures = []
+
+
+def run(*args):
+    result = subprocess.run([binary, *args], capture_output=True, text=True, cwd=source)
+    if result.returncode != 0:
+        failures.append(f"stripesim {' '.join(args)} exited {result.returncode}: {result.stderr.strip()}")
+    return result.stdout
+
+
+def check(kind, text, what):
+    try:
+        doc = json.loads(text)
+        jsonschema.Draft202012Validator.check_schema(schemas[kind])
+        jsonschema.validate(doc, schemas[kind], cls=jsonschema.Draft202012Validator)
+        return doc
+    except Exception as error:  # report every failure, not just the first
+        failures.append(f"{what}: {error}")
+        return None
+
+
+for args in (["analyze", "--format", "json"],
+             ["analyze", "--seq-len", "64k", "--devices", "16", "--tile", "128x128", "--mask", "window:4k",
+              "--layouts", "contiguous,striped,zigzag,block-striped:8", "--format", "json"],
+             ["analyze", "--seq-len", "4k", "--devices", "4", "--mask", "documents:1k,3k", "--tile", "64x64", "--format", "json"]):
+    analyze = check("analyze", run(*args), " ".join(args))
+check("tms", run("tms", "--format", "json"), "tms")
+check("tms", run("tms", "--model", "llama3-70b", "--hardware", "h100", "--convention", "exact", "--layouts",
+                 "block-striped:64", "--format", "json"), "tms exact")
+sweep = check("sweep", run("sweep", "--layouts", "block-striped:8", "--format", "json"), "sweep")
+check("sweep", run("sweep", "--experiment", "configs/experiments/paper-tms.json", "--format", "json"), "sweep paper")
+for args in (["simulate", "--format", "json"],
+             ["simulate", "--pass", "fwdbwd", "--topology", "cluster:2x4", "--sync", "lockstep", "--format", "json"],
+             ["simulate", "--summary-only", "--format", "json"]):
+    check("simulate", run(*args), " ".join(args))
+check("baseline", open(os.path.join(source, "reports", "baseline", "imbalance.json")).read(), "baseline")
+
+# CSV columns are the JSON field names.
+header = next(csv.reader(io.StringIO(run("analyze", "--format", "csv"))))
+if header != ["layout", "round", "device", "kv_source", "unmasked_elements", "active_tiles", "partial_tiles"]:
+    failures.append(f"analyze CSV header {header}")
+missing = set(header) - {"layout", "round", "device", "kv_source"} - set(schemas["analyze"]["properties"]["results"]["items"]["properties"])
+if missing:
+    failures.append(f"analyze CSV columns not in the JSON: {missing}")
+sweep_csv = next(csv.reader(io.StringIO(run("sweep", "--layouts", "block-striped:8"))))
+if sweep and sweep_csv != list(sweep["rows"][0].keys()):
+    failures.append(f"sweep CSV header {sweep_csv} differs from the JSON row keys")
+
+# The report's SVGs parse as XML and render.
+with tempfile.TemporaryDirectory() as folder:
+    inputs = []
+    for name, args in (("analyze", ["analyze", "--format", "json"]), ("tms", ["tms", "--format", "json"]),
+                       ("sweep", ["sweep", "--format", "json"]),
+                       ("simulate", ["simulate", "--pass", "fwdbwd", "--format", "json"])):
+        path = os.path.join(folder, f"{name}.json")
+        with open(path, "w") as f:
+            f.write(run(*args))
+        inputs.append(path)
+    validate = os.path.join(folder, "validate.json")
+    with open(validate, "w") as f:
+        json.dump({"schema": "stripesim.validate/1",
+                   "comparisons": [{"label": "a", "predicted_us": 100.0, "measured_us": 110.0},
+                                   {"label": "b", "predicted_us": 250.0, "measured_us": 240.0}]}, f)
+    inputs.append(validate)
+    report = os.path.join(folder, "report")
+    run("report", *inputs, "--out-dir", report)
+    svgs = sorted(name for name in os.listdir(report) if name.endswith(".svg"))
+    if len(svgs) < 6:
+        failures.append(f"report wrote only {svgs}")
+    for name in svgs:
+        path = os.path.join(report, name)
+        try:
+            root = ElementTree.parse(path).getroot()
+            if not root.tag.endswith("svg"):
+                failures.append(f"{name}: root element {root.tag}")
+        except ElementTree.ParseError as error:
+            failures.append(f"{name}: not XML: {error}")
+        png = path + ".png"
+        rendered = subprocess.run(["rsvg-convert", "-o", png, path], capture_output=True, text=True)
+        if rendered.returncode != 0 or os.path.getsize(png) < 1000:
+            failures.append(f"{name}: rsvg-convert failed: {rendered.stderr.strip()}")
+    markdown = open(os.path.join(report, "report.md")).read()
+    for name in svgs:
+        if f"]({name})" not in markdown:
+            failures.append(f"report.md does not link {name}")
+
+if failures:
+    print("\n".join(failures))
+    sys.exit(1)
+print(f"all outputs match their schemas; {len(svgs)} report figures parse and render")
