@@ -23,6 +23,7 @@ struct AnalyzeOptions {
   std::string format = "table";
   std::string output;
   bool matrices = false;
+  bool pad_documents = false;
   unsigned threads = 0;
   // The options, to tell which were given on the command line (they override --config).
   CLI::Option* layouts_opt = nullptr;
@@ -40,6 +41,8 @@ constexpr const char* kAnalyzeExamples = R"(Examples:
   stripesim analyze --seq-len 1M --devices 64 --tile 128x128 --format json --output work.json
   stripesim analyze --layouts striped,block-striped:16 --mask window:4k --matrices
   stripesim analyze --mask documents:64k,64k,128k --layouts contiguous,striped,zigzag,block-striped:1k
+  stripesim analyze --seq-len 1M --devices 32 --tile 128x128 --mask documents:lognormal:4096:1.0:seed=7 \
+                    --layouts contiguous,striped,zigzag,doc-zigzag,doc-striped,balanced --pad-documents
   stripesim analyze --seq-len 16 --devices 2 --tile 2x2 --layouts contiguous,permutation:configs/layouts/example-n16-N2.json
   stripesim analyze --config configs/analyze/default.json --format csv)";
 
@@ -54,6 +57,7 @@ model::AnalyzeConfig resolve_config(const AnalyzeOptions& o) {
   if (o.tile_opt->count() > 0) config.tile = model::parse_tile_shape(o.tile);
   if (o.mask_opt->count() > 0) config.mask = o.mask;
   if (o.layouts_opt->count() > 0) config.layouts = model::split_list(o.layouts, "--layouts");
+  if (o.pad_documents) config.pad_documents = true;
   return config;
 }
 
@@ -67,16 +71,20 @@ std::function<void()> register_analyze_command(CLI::App& app) {
   cmd->add_option("--config", o.config_file,
                   "JSON file with seq_len, devices, tile, layouts, mask (flags given here override it)");
   o.layouts_opt = cmd->add_option("--layouts", o.layouts,
-                                  "Comma-separated: contiguous, striped, zigzag, block-striped:S, permutation:FILE "
-                                  "[default: contiguous,striped,zigzag]");
+                                  "Comma-separated: contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
+                                  "doc-zigzag, doc-striped, balanced [default: contiguous,striped,zigzag]");
   o.devices_opt = cmd->add_option("--devices,-N", o.devices, "Devices in the ring N [default: 8]");
   o.seq_len_opt = cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k = 1024, M = 1048576 [default: 256k]");
   o.tile_opt = cmd->add_option("--tile", o.tile, "Kernel tile TQxTK [default: 2048x4096, the paper's A100 tile]");
   o.mask_opt = cmd->add_option("--mask", o.mask,
-                               "causal | bidirectional | window:W | documents:L1,L2,... | documents:FILE [default: causal]");
+                               "causal | bidirectional | window:W | documents:L1,L2,... | documents:FILE | "
+                               "documents:fixed:L | documents:uniform:A-B | documents:lognormal:MEAN:SIGMA | "
+                               "documents:longtail:SHORT:LONG:P (each may end in :seed=S) [default: causal]");
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json", "csv"}))->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_flag("--matrices", o.matrices, "Table format: also print the per-round matrices");
+  cmd->add_flag("--pad-documents", o.pad_documents,
+                "Pad every document to a multiple of 2N (doc-zigzag, doc-striped need it); padding is waste");
   cmd->add_option("--threads", o.threads, "Worker threads, 0 = one per core (results never depend on it)")
       ->check(CLI::Range(0u, 1024u));
   return [cmd, options] {

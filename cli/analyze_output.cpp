@@ -35,8 +35,17 @@ void append_matrix(std::string& out, const std::string& title, const model::Work
 std::string format_analysis_table(const model::Analysis& analysis, bool matrices) {
   const model::AnalyzeConfig& c = analysis.config;
   std::string out;
-  append(out, "causal ring attention work: n = {} tokens, N = {} devices, c = {} tokens per device, mask {}, tiles {}\n\n",
-      c.seq_len, c.devices, c.seq_len / c.devices, analysis.mask.name(), c.tile.to_string());
+  append(out, "causal ring attention work: n = {} tokens, N = {} devices, c = {} tokens per device, mask {}, tiles {}\n",
+      analysis.seq_len, c.devices, analysis.seq_len / c.devices, analysis.mask.name(), c.tile.to_string());
+  if (analysis.mask.kind() == model::MaskKind::documents) {
+    append(out, "{} documents", analysis.mask.document_lengths().size());
+    if (c.pad_documents) {
+      append(out, ", padded to multiples of 2N = {}: {} padding tokens ({:.2f}% of the sequence is waste)", 2 * c.devices,
+             analysis.padding_tokens, 100.0 * static_cast<double>(analysis.padding_tokens) / static_cast<double>(analysis.seq_len));
+    }
+    out += "\n";
+  }
+  out += "\n";
   size_t width = 22;  // the layout column grows for long names (permutation file paths)
   for (const auto& r : analysis.results) width = std::max(width, r.layout.size());
   append(out, "{:<{}} | {:^45} | {:^45}\n", "", width, "unmasked (q, k) pairs",

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <numeric>
 #include <optional>
 
+#include "stripesim/model/document_layouts.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_fields.hpp"
 #include "stripesim/model/layout_spec.hpp"
@@ -12,12 +14,16 @@
 namespace stripesim::model {
 AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig base, const std::string& label) {
   const JsonFields f(doc, label);
-  f.allow_only({"description", "seq_len", "devices", "tile", "layouts", "mask"});
+  f.allow_only({"description", "seq_len", "devices", "tile", "layouts", "mask", "pad_documents"});
   base.seq_len = f.positive_count_or("seq_len", base.seq_len);
   base.devices = f.positive_count_or("devices", base.devices);
   if (f.has("tile")) base.tile = parse_tile_shape(f.string("tile"));
   base.mask = f.string_or("mask", base.mask);
   base.layouts = f.string_list_or("layouts", base.layouts);
+  if (f.has("pad_documents")) {
+    if (!f.raw("pad_documents").is_boolean()) throw InputError(fmt::format("{}: expected true or false", f.where("pad_documents")));
+    base.pad_documents = f.raw("pad_documents").get<bool>();
+  }
   if (base.layouts.empty()) throw InputError(fmt::format("{}: needs at least one layout", f.where("layouts")));
   return base;
 }
@@ -29,11 +35,23 @@ Analysis run_analysis(const AnalyzeConfig& config, unsigned threads) {
     throw InputError(fmt::format("--devices {}: must be between 1 and {} (analyze keeps N x N matrices per layout)",
                                  config.devices, kMaxAnalyzeDevices));
   }
-  // Build (and so validate) every layout and the mask before the first count.
+  // Build (and so validate) the mask and every layout before the first count.
+  Analysis analysis{config, parse_mask(config.mask, config.seq_len), config.seq_len, 0, {}};
+  if (config.pad_documents) {
+    if (analysis.mask.kind() != MaskKind::documents) throw InputError("--pad-documents: needs a documents mask");
+    if (config.devices < 1) throw InputError(fmt::format("--devices {}: must be at least 1", config.devices));
+    const auto padded = pad_document_lengths(analysis.mask.document_lengths(), 2 * config.devices);
+    const Count padded_len = std::accumulate(padded.begin(), padded.end(), Count{0});
+    if (padded_len > kMaxSeqLen) throw InputError(fmt::format("--pad-documents: the padded sequence exceeds 2^31 tokens"));
+    analysis.mask = Mask::documents(padded_len, padded);
+    analysis.padding_tokens = padded_len - config.seq_len;
+    analysis.seq_len = padded_len;
+  }
+  const Count n = analysis.seq_len;
+  const LayoutContext context{&analysis.mask, config.tile};
   std::vector<Layout> layouts;
   layouts.reserve(config.layouts.size());
-  for (const auto& spec : config.layouts) layouts.push_back(parse_layout(spec, config.seq_len, config.devices));
-  Analysis analysis{config, parse_mask(config.mask, config.seq_len), {}};
+  for (const auto& spec : config.layouts) layouts.push_back(parse_layout(spec, n, config.devices, context));
 
   std::optional<Work> contiguous;
   for (const Layout& layout : layouts) {
@@ -45,7 +63,7 @@ Analysis run_analysis(const AnalyzeConfig& config, unsigned threads) {
   }
   // The reference is plain Ring Attention, computed even when it was not asked for.
   if (!contiguous) {
-    contiguous = count_work(Layout::contiguous(config.seq_len, config.devices), analysis.mask, config.tile, threads);
+    contiguous = count_work(Layout::contiguous(n, config.devices), analysis.mask, config.tile, threads);
   }
   const Metrics reference_elements = compute_metrics(contiguous->unmasked_elements);
   const Metrics reference_tiles = compute_metrics(contiguous->active_tiles);
@@ -88,12 +106,17 @@ nlohmann::ordered_json to_json(const Analysis& analysis) {
   if (analysis.mask.kind() == MaskKind::documents) mask["document_lengths"] = analysis.mask.document_lengths();
   nlohmann::ordered_json doc;
   doc["schema"] = kAnalyzeSchema;
-  doc["config"] = {{"seq_len", c.seq_len},
+  doc["config"] = {{"seq_len", analysis.seq_len},
                    {"devices", c.devices},
-                   {"block_size", c.seq_len / c.devices},
+                   {"block_size", analysis.seq_len / c.devices},
                    {"tile", {{"query", c.tile.query}, {"key", c.tile.key}}},
                    {"mask", std::move(mask)},
                    {"layouts", c.layouts}};
+  if (c.pad_documents) {
+    doc["config"]["padding"] = {{"unpadded_seq_len", c.seq_len},
+                                {"tokens", analysis.padding_tokens},
+                                {"fraction", static_cast<double>(analysis.padding_tokens) / static_cast<double>(analysis.seq_len)}};
+  }
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   for (const LayoutResult& r : analysis.results) {
     results.push_back({{"layout", r.layout},

@@ -60,13 +60,18 @@ Layout Layout::block_striped(Count seq_len, Count devices, Count stripe) {
 }
 
 Layout Layout::permutation(const std::vector<std::vector<Position>>& blocks, Count seq_len, std::string source) {
+  return from_blocks(blocks, seq_len, fmt::format("permutation:{}", source), LayoutKind::permutation);
+}
+
+Layout Layout::from_blocks(const std::vector<std::vector<Position>>& blocks, Count seq_len, std::string name,
+                           LayoutKind kind) {
   const auto devices = static_cast<Count>(blocks.size());
-  const std::string label = fmt::format("permutation:{}", source);
+  const std::string label = name;
   if (devices < 1) throw InputError(fmt::format("{}: holds no device blocks", label));
   require_sizes(seq_len, devices);
   require_divides(seq_len, devices, label, "N");
   const Count c = seq_len / devices;
-  Layout layout(LayoutKind::permutation, label, seq_len, devices, 0);
+  Layout layout(kind, std::move(name), seq_len, devices, 0);
   layout.slots_.reserve(static_cast<size_t>(seq_len));
   layout.slot_of_.assign(static_cast<size_t>(seq_len), -1);
   for (Count d = 0; d < devices; ++d) {
@@ -105,7 +110,10 @@ Position Layout::position(DeviceId device, Count local) const {
       const Count s = stripe_;
       return (local / s * devices_ + device) * s + local % s;
     }
-    case LayoutKind::permutation: return slots_[static_cast<size_t>(device * c + local)];
+    case LayoutKind::permutation:
+    case LayoutKind::doc_zigzag:
+    case LayoutKind::doc_striped:
+    case LayoutKind::balanced: return slots_[static_cast<size_t>(device * c + local)];
   }
   return -1;
 }
@@ -126,7 +134,10 @@ Placement Layout::locate(Position p) const {
       const Count stripe_index = p / s;
       return {stripe_index % devices_, stripe_index / devices_ * s + p % s};
     }
-    case LayoutKind::permutation: {
+    case LayoutKind::permutation:
+    case LayoutKind::doc_zigzag:
+    case LayoutKind::doc_striped:
+    case LayoutKind::balanced: {
       const Count slot = slot_of_[static_cast<size_t>(p)];
       return {slot / c, slot % c};
     }
@@ -153,7 +164,10 @@ std::vector<Run> Layout::runs(DeviceId device) const {
       for (Count j = 0; j < c / s; ++j) runs.push_back(Run{(j * devices_ + device) * s, 1, s, j * s});
       return runs;
     }
-    case LayoutKind::permutation: {
+    case LayoutKind::permutation:
+    case LayoutKind::doc_zigzag:
+    case LayoutKind::doc_striped:
+    case LayoutKind::balanced: {
       // Greedy maximal arithmetic progressions with a positive stride.
       std::vector<Run> runs;
       const Position* slot = slots_.data() + device * c;

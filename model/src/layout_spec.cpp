@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "stripesim/model/document_layouts.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/size_parse.hpp"
@@ -23,8 +24,23 @@ std::vector<std::string> split_list(std::string_view text, std::string_view what
   return items;
 }
 
-Layout parse_layout(std::string_view spec, Count seq_len, Count devices) {
+Layout parse_layout(std::string_view spec, Count seq_len, Count devices, const LayoutContext& context) {
   if (spec == "contiguous") return Layout::contiguous(seq_len, devices);
+  if (spec == "doc-zigzag" || spec == "doc-striped" || spec == "balanced" || spec.starts_with("balanced:")) {
+    if (devices < 1 || devices > kMaxDevices) {
+      throw InputError(fmt::format("--devices {}: must be between 1 and {}", devices, kMaxDevices));
+    }
+    const Mask causal = Mask::causal(seq_len);
+    const Mask& mask = context.mask != nullptr ? *context.mask : causal;
+    if (spec == "doc-zigzag") return doc_zigzag_layout(mask, devices);
+    if (spec == "doc-striped") return doc_striped_layout(mask, devices);
+    Count slot = 0;
+    if (spec.starts_with("balanced:")) {
+      slot = parse_count(spec.substr(9), "--layouts balanced:SLOT slot size");
+      if (slot < 1) throw InputError(fmt::format("--layouts '{}': the slot must be at least 1 token", spec));
+    }
+    return balanced_layout(mask, devices, context.tile, slot).layout;
+  }
   if (spec == "striped") return Layout::striped(seq_len, devices);
   if (spec == "zigzag") return Layout::zigzag(seq_len, devices);
   constexpr std::string_view kBlockStriped = "block-striped:";
@@ -37,7 +53,9 @@ Layout parse_layout(std::string_view spec, Count seq_len, Count devices) {
     return load_permutation_file(std::string(spec.substr(kPermutation.size())), seq_len, devices);
   }
   throw InputError(fmt::format(
-      "--layouts '{}': unknown layout, expected contiguous, striped, zigzag, block-striped:S or permutation:FILE", spec));
+      "--layouts '{}': unknown layout, expected contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
+      "doc-zigzag, doc-striped or balanced",
+      spec));
 }
 
 Layout load_permutation_file(const std::string& path, Count seq_len, Count devices) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "stripesim/model/document_lengths.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
@@ -133,6 +134,7 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
   }
   if (spec.starts_with(kDocuments) && spec.size() > kDocuments.size()) {
     const std::string_view rest = spec.substr(kDocuments.size());
+    if (is_length_distribution(rest)) return Mask::documents(seq_len, draw_document_lengths(rest, seq_len));
     if (looks_like_length_list(rest)) {
       std::vector<Count> lengths;
       for (const auto& item : split_list(rest, "--mask documents")) {
@@ -143,7 +145,8 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
     return Mask::documents(seq_len, read_document_lengths(std::string(rest)));
   }
   throw InputError(fmt::format(
-      "--mask '{}': unknown mask, expected causal, bidirectional, window:W, documents:L1,L2,... or documents:FILE",
+      "--mask '{}': unknown mask, expected causal, bidirectional, window:W, documents:L1,L2,..., documents:FILE or "
+      "documents:DISTRIBUTION",
       spec));
 }
 

@@ -23,7 +23,8 @@ std::pair<Metrics, Metrics> WorkMetricsCache::get(const std::string& layout, Cou
     const std::lock_guard lock(mutex_);
     if (const auto it = entries_.find(key); it != entries_.end()) return it->second;
   }
-  const Work work = count_work(parse_layout(layout, seq_len, devices), parse_mask(mask, seq_len), tile, 1);
+  const Mask parsed_mask = parse_mask(mask, seq_len);
+  const Work work = count_work(parse_layout(layout, seq_len, devices, LayoutContext{&parsed_mask, tile}), parsed_mask, tile, 1);
   std::pair<Metrics, Metrics> metrics{compute_metrics(work.unmasked_elements), compute_metrics(work.active_tiles)};
   const std::lock_guard lock(mutex_);
   entries_.emplace(key, metrics);

@@ -123,9 +123,11 @@ Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatal
     throw InputError(fmt::format("--dtype {}: hardware {} lists no peak rate for it", sim.dtype, sim.hardware.name));
   }
   // Validate every layout and the mask before simulating anything.
-  std::vector<model::Layout> layouts;
-  for (const auto& spec : config.layouts) layouts.push_back(model::parse_layout(spec, config.seq_len, config.devices));
   const model::Mask mask = model::parse_mask(config.mask, config.seq_len);
+  std::vector<model::Layout> layouts;
+  for (const auto& spec : config.layouts) {
+    layouts.push_back(model::parse_layout(spec, config.seq_len, config.devices, model::LayoutContext{&mask, sim.tile}));
+  }
 
   sim.topology = load_topology(config.topology.empty() ? fmt::format("nvswitch:{}", config.devices) : config.topology,
                                catalog.root(), sim.hardware.link_bandwidth);

@@ -22,6 +22,8 @@ struct AnalyzeConfig {
   TileShape tile{2048, 4096};
   std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
   std::string mask = "causal";
+  // Pad every document to a multiple of 2N (what doc-zigzag needs); the padding is waste.
+  bool pad_documents = false;
 };
 
 // Reads an analyze config object (keys seq_len, devices, tile, layouts, mask; all optional,
@@ -42,6 +44,8 @@ struct LayoutResult {
 struct Analysis {
   AnalyzeConfig config;
   Mask mask;
+  Count seq_len = 0;         // after padding
+  Count padding_tokens = 0;  // added by pad_documents
   std::vector<LayoutResult> results;
 };
 

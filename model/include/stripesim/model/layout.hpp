@@ -8,7 +8,7 @@
 
 namespace stripesim::model {
 
-enum class LayoutKind { contiguous, striped, zigzag, block_striped, permutation };
+enum class LayoutKind { contiguous, striped, zigzag, block_striped, permutation, doc_zigzag, doc_striped, balanced };
 
 // An arithmetic progression of positions held at consecutive local indices:
 // local index (local_begin + i) holds position (first + i * stride), i in [0, length).
@@ -40,6 +40,10 @@ class Layout {
   // the permutation came from (a file name) for messages and output.
   [[nodiscard]] static Layout permutation(const std::vector<std::vector<Position>>& blocks,
                                           Count seq_len, std::string source);
+  // An explicit layout built by stripesim itself (per-document and balanced layouts): named
+  // `name`, of kind `kind`, validated as a bijection like a permutation file.
+  [[nodiscard]] static Layout from_blocks(const std::vector<std::vector<Position>>& blocks, Count seq_len,
+                                          std::string name, LayoutKind kind);
 
   [[nodiscard]] LayoutKind kind() const { return kind_; }
   // The spec that recreates this layout: "striped", "block-striped:64", "permutation:FILE".

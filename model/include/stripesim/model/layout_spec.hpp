@@ -7,10 +7,21 @@
 #include <vector>
 
 #include "stripesim/model/layout.hpp"
+#include "stripesim/model/mask.hpp"
+#include "stripesim/model/tile_shape.hpp"
 
 namespace stripesim::model {
 
-[[nodiscard]] Layout parse_layout(std::string_view spec, Count seq_len, Count devices);
+// What the layouts built from the workload need: the mask (documents for doc-zigzag and
+// doc-striped; any mask for balanced, causal when absent) and the tile balanced prices work in.
+struct LayoutContext {
+  const Mask* mask = nullptr;
+  TileShape tile{128, 128};
+};
+
+// Also: doc-zigzag, doc-striped, balanced, balanced:SLOT (see document_layouts.hpp).
+[[nodiscard]] Layout parse_layout(std::string_view spec, Count seq_len, Count devices,
+                                  const LayoutContext& context = {});
 
 [[nodiscard]] Layout load_permutation_file(const std::string& path, Count seq_len, Count devices);
 

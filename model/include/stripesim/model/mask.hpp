@@ -50,7 +50,8 @@ class Mask {
 };
 
 // causal | bidirectional | window:W | documents:L1,L2,... | documents:FILE (one length per
-// line, or a JSON array). Lengths accept k/M suffixes.
+// line, or a JSON array) | documents:DISTRIBUTION (see document_lengths.hpp). Lengths accept
+// k/M suffixes.
 [[nodiscard]] Mask parse_mask(std::string_view spec, Count seq_len);
 
 }  // namespace stripesim::model

@@ -1,0 +1,129 @@
+#include "stripesim/model/document_lengths.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/size_parse.hpp"
+
+namespace stripesim::model {
+namespace {
+
+// SplitMix64: tiny, fast and fully specified, so draws are reproducible everywhere.
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  double normal() {  // Box-Muller
+    const double u = 1.0 - uniform();
+    const double v = uniform();
+    return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * M_PI * v);
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+double parse_number(std::string_view text, const std::string& what) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    throw InputError(fmt::format("{} '{}': expected a number", what, text));
+  }
+  return value;
+}
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t at = text.find(separator, start);
+    parts.emplace_back(text.substr(start, at == std::string_view::npos ? text.npos : at - start));
+    if (at == std::string_view::npos) return parts;
+    start = at + 1;
+  }
+}
+
+Count lognormal_draw(Random& random, double mean, double sigma) {
+  const double mu = std::log(mean) - sigma * sigma / 2;  // so that E[length] = mean
+  return std::max<Count>(1, std::llround(std::exp(mu + sigma * random.normal())));
+}
+
+}  // namespace
+
+bool is_length_distribution(std::string_view spec) {
+  for (const std::string_view prefix : {"fixed:", "uniform:", "lognormal:", "longtail:"}) {
+    if (spec.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+std::vector<Count> draw_document_lengths(std::string_view spec, Count seq_len) {
+  const std::string what = fmt::format("--mask documents:{}", spec);
+  std::vector<std::string> parts = split(spec, ':');
+  std::uint64_t seed = 1;
+  if (parts.size() > 1 && parts.back().starts_with("seed=")) {
+    seed = static_cast<std::uint64_t>(parse_count(parts.back().substr(5), what + " seed"));
+    parts.pop_back();
+  }
+  const std::string& kind = parts.front();
+  const auto expect = [&](size_t count, const char* form) {
+    if (parts.size() != count) throw InputError(fmt::format("{}: expected {}", what, form));
+  };
+  Random random(seed);
+  std::function<Count()> draw;
+  if (kind == "fixed") {
+    expect(2, "fixed:L");
+    const Count length = parse_count(parts[1], what + " length");
+    if (length < 1) throw InputError(fmt::format("{}: the length must be at least 1", what));
+    draw = [length] { return length; };
+  } else if (kind == "uniform") {
+    expect(2, "uniform:A-B");
+    const auto range = split(parts[1], '-');
+    if (range.size() != 2) throw InputError(fmt::format("{}: expected uniform:A-B", what));
+    const Count lo = parse_count(range[0], what + " lower bound");
+    const Count hi = parse_count(range[1], what + " upper bound");
+    if (lo < 1 || hi < lo) throw InputError(fmt::format("{}: needs 1 <= A <= B", what));
+    draw = [&random, lo, hi] { return lo + static_cast<Count>(random.next() % static_cast<std::uint64_t>(hi - lo + 1)); };
+  } else if (kind == "lognormal") {
+    expect(3, "lognormal:MEAN:SIGMA");
+    const double mean = static_cast<double>(parse_count(parts[1], what + " mean"));
+    const double sigma = parse_number(parts[2], what + " sigma");
+    if (mean < 1 || sigma < 0 || sigma > 5) throw InputError(fmt::format("{}: needs MEAN >= 1 and 0 <= SIGMA <= 5", what));
+    draw = [&random, mean, sigma] { return lognormal_draw(random, mean, sigma); };
+  } else if (kind == "longtail") {
+    expect(4, "longtail:SHORT:LONG:P");
+    const double short_mean = static_cast<double>(parse_count(parts[1], what + " short mean"));
+    const double long_mean = static_cast<double>(parse_count(parts[2], what + " long mean"));
+    const double p = parse_number(parts[3], what + " probability");
+    if (short_mean < 1 || long_mean < 1 || p < 0 || p > 1) {
+      throw InputError(fmt::format("{}: needs SHORT, LONG >= 1 and 0 <= P <= 1", what));
+    }
+    draw = [&random, short_mean, long_mean, p] {
+      return lognormal_draw(random, random.uniform() < p ? long_mean : short_mean, 1.0);
+    };
+  } else {
+    throw InputError(fmt::format("{}: unknown distribution, expected fixed, uniform, lognormal or longtail", what));
+  }
+  std::vector<Count> lengths;
+  for (Count left = seq_len; left > 0;) {
+    const Count length = std::min(left, draw());  // the last document is cut at the sequence's end
+    lengths.push_back(length);
+    left -= length;
+  }
+  return lengths;
+}
+
+}  // namespace stripesim::model
