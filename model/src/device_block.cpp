@@ -24,6 +24,9 @@ DeviceBlock::DeviceBlock(const Layout& layout, DeviceId device, Count query_tile
       key_tiles_monotone_ = false;
     }
   }
+  for (size_t r = 1; r < runs_.size(); ++r) {
+    if (runs_[r].first <= runs_[r - 1].last()) positions_increasing_ = false;
+  }
   constexpr size_t kManyRuns = 64;
   if (runs_.size() > kManyRuns) {
     std::vector<Position> all;
@@ -68,6 +71,9 @@ void DeviceBlock::clip_runs(Count begin, Count end, std::vector<Run>& out) const
 
 std::span<const Position> DeviceBlock::sorted_positions(Count begin, Count end, std::vector<Position>& out) const {
   if (begin == 0 && end == size_ && !sorted_all_.empty()) return sorted_all_;
+  if (positions_increasing_ && !sorted_all_.empty()) {
+    return std::span<const Position>(sorted_all_).subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
+  }
   std::vector<Run> clipped;
   clip_runs(begin, end, clipped);
   out.clear();
@@ -75,7 +81,7 @@ std::span<const Position> DeviceBlock::sorted_positions(Count begin, Count end, 
   for (const Run& run : clipped) {
     for (Count i = 0; i < run.length; ++i) out.push_back(run.at(i));
   }
-  std::sort(out.begin(), out.end());
+  if (!positions_increasing_) std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -53,6 +53,7 @@ class DeviceBlock {
   std::vector<Position> key_max_sorted_;
   bool key_tiles_monotone_ = true;
   bool query_tiles_monotone_ = true;
+  bool positions_increasing_ = true;  // local order is position order: slices need no sort
   // Every position, sorted; kept only for blocks with many runs (permutations), which the work
   // model merges against every other block.
   std::vector<Position> sorted_all_;

@@ -1,0 +1,145 @@
+// Packed documents: length distributions, per-document layouts, the balancer.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+
+#include "brute_force.hpp"
+#include "stripesim/model/analysis.hpp"
+#include "stripesim/model/document_layouts.hpp"
+#include "stripesim/model/document_lengths.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/metrics.hpp"
+#include "stripesim/model/work_model.hpp"
+
+namespace stripesim::model {
+namespace {
+
+TEST(DocumentLengths, DrawnReproduciblyAndPackedToN) {
+  for (const char* spec : {"fixed:1000", "uniform:100-5000", "lognormal:4096:1.0", "longtail:512:32768:0.05",
+                           "lognormal:512:0.5:seed=99"}) {
+    const auto a = draw_document_lengths(spec, 1 << 20);
+    EXPECT_EQ(std::accumulate(a.begin(), a.end(), Count{0}), 1 << 20) << spec;
+    EXPECT_EQ(a, draw_document_lengths(spec, 1 << 20)) << "same spec, same lengths";
+    for (const Count length : a) EXPECT_GE(length, 1);
+  }
+  const auto fixed = draw_document_lengths("fixed:1000", 10500);
+  EXPECT_EQ(fixed, (std::vector<Count>{1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 500}));
+  const auto uniform = draw_document_lengths("uniform:100-200", 1 << 20);
+  for (size_t i = 0; i + 1 < uniform.size(); ++i) {
+    EXPECT_GE(uniform[i], 100);
+    EXPECT_LE(uniform[i], 200);
+  }
+  EXPECT_NE(draw_document_lengths("lognormal:4096:1.0:seed=1", 1 << 22), draw_document_lengths("lognormal:4096:1.0:seed=2", 1 << 22));
+  // The mean of the drawn lengths is near the asked mean (thousands of draws).
+  const auto many = draw_document_lengths("lognormal:4096:1.0", 1 << 26);
+  const double mean = static_cast<double>(1 << 26) / static_cast<double>(many.size());
+  EXPECT_NEAR(mean, 4096, 4096 * 0.05);
+  // Through the mask spec.
+  EXPECT_EQ(parse_mask("documents:fixed:1k", 4096).document_lengths(), (std::vector<Count>{1024, 1024, 1024, 1024}));
+}
+
+TEST(DocumentLengths, RejectsBadSpecs) {
+  for (const char* bad : {"fixed:0", "fixed:", "uniform:5", "uniform:9-3", "lognormal:512", "lognormal:0:1",
+                          "lognormal:512:-1", "longtail:512:4096:2", "fixed:10:seed=x", "gamma:3:4"}) {
+    EXPECT_THROW((void)parse_mask(std::string("documents:") + bad, 1 << 16), InputError) << bad;
+  }
+}
+
+TEST(DocumentLayouts, PerDocumentZigzagIsExactlyBalanced) {
+  const Count N = 4;
+  const Mask docs = Mask::documents(8 * 200, {8 * 10, 8 * 150, 8 * 40});
+  const Layout layout = doc_zigzag_layout(docs, N);
+  const Work work = count_work(layout, docs, {16, 16});
+  const Metrics m = compute_metrics(work.unmasked_elements);
+  EXPECT_EQ(m.slowest_device * N, m.total);
+  // Device 0 holds the first and the last chunk of every document.
+  EXPECT_EQ(layout.position(0, 0), 0);
+  EXPECT_EQ(layout.position(0, 9), 9);
+  EXPECT_EQ(layout.position(0, 10), 70);  // chunk 2N-1 = 7 of the first document
+  EXPECT_EQ(layout.position(0, 19), 79);
+}
+
+TEST(DocumentLayouts, PerDocumentLayoutsNeedDivisibleDocuments) {
+  const Mask docs = Mask::documents(1600, {100, 1500});
+  try {
+    (void)parse_layout("doc-zigzag", 1600, 4, LayoutContext{&docs, {16, 16}});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--pad-documents"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)parse_layout("doc-striped", 1600, 3, LayoutContext{&docs, {16, 16}}), InputError);
+  const Mask causal = Mask::causal(1600);
+  EXPECT_THROW((void)parse_layout("doc-zigzag", 1600, 4, LayoutContext{&causal, {16, 16}}), InputError);
+  EXPECT_EQ(pad_document_lengths({100, 1500, 8}, 8), (std::vector<Count>{104, 1504, 8}));
+}
+
+TEST(DocumentLayouts, AgreeWithBruteForce) {
+  std::mt19937_64 rng(17);
+  for (int trial = 0; trial < 25; ++trial) {
+    const Count N = std::uniform_int_distribution<Count>(1, 4)(rng);
+    std::vector<Count> lengths;
+    for (int j = std::uniform_int_distribution<int>(1, 4)(rng); j > 0; --j) {
+      lengths.push_back(2 * N * std::uniform_int_distribution<Count>(1, 5)(rng));
+    }
+    const Count n = std::accumulate(lengths.begin(), lengths.end(), Count{0});
+    const Mask docs = Mask::documents(n, lengths);
+    const TileShape tile{std::uniform_int_distribution<Count>(1, 9)(rng), std::uniform_int_distribution<Count>(1, 9)(rng)};
+    for (const char* spec : {"doc-zigzag", "doc-striped", "balanced", "balanced:2"}) {
+      const Layout layout = parse_layout(spec, n, N, LayoutContext{&docs, tile});
+      const Work got = count_work(layout, docs, tile);
+      const Work want = testing::brute_force_work(layout, docs, tile);
+      EXPECT_EQ(got.unmasked_elements, want.unmasked_elements) << spec;
+      EXPECT_EQ(got.active_tiles, want.active_tiles) << spec;
+      EXPECT_EQ(got.partial_tiles, want.partial_tiles) << spec;
+    }
+  }
+}
+
+TEST(Balancer, LandsNearTheBound) {
+  const Count n = 1 << 20, N = 32;
+  const Mask docs = parse_mask("documents:lognormal:4096:1.0:seed=3", n);
+  const BalanceResult r = balanced_layout(docs, N, {128, 128});
+  EXPECT_EQ(r.slot, 128);
+  // LPT's guarantee: within one slot of the bound; the local search does better in practice.
+  EXPECT_LE(static_cast<double>(r.slowest_slot_tiles), r.bound_tiles * 1.02 + 1);
+  const Work work = count_work(r.layout, docs, {128, 128});
+  EXPECT_LT(compute_metrics(work.unmasked_elements).imbalance, 1.05);
+  EXPECT_LT(compute_metrics(work.active_tiles).imbalance, 1.10);
+  // Zigzag, designed for one causal mask over the whole sequence, does not balance packed documents.
+  const Work zigzag = count_work(Layout::zigzag(n, N), docs, {128, 128});
+  EXPECT_GT(compute_metrics(zigzag.unmasked_elements).imbalance, 1.5);
+}
+
+TEST(Balancer, BalancesWindowsAndCausalToo) {
+  const Count n = 1 << 18, N = 8;
+  for (const Mask& mask : {Mask::causal(n), Mask::window(n, 8192)}) {
+    const BalanceResult r = balanced_layout(mask, N, {128, 128});
+    const Work work = count_work(r.layout, mask, {128, 128});
+    EXPECT_LT(compute_metrics(work.active_tiles).imbalance, 1.02) << mask.name();
+  }
+}
+
+TEST(Analysis, PadDocumentsPadsEveryDocumentAndCountsTheWaste) {
+  AnalyzeConfig config;
+  config.seq_len = 10000;
+  config.devices = 4;
+  config.tile = {64, 64};
+  config.mask = "documents:3000,7000";
+  config.layouts = {"contiguous", "doc-zigzag"};
+  config.pad_documents = true;
+  const Analysis a = run_analysis(config);
+  EXPECT_EQ(a.mask.document_lengths(), (std::vector<Count>{3000, 7000}));  // both already multiples of 8
+  config.mask = "documents:3001,6999";
+  const Analysis b = run_analysis(config);
+  EXPECT_EQ(b.mask.document_lengths(), (std::vector<Count>{3008, 7000}));
+  EXPECT_EQ(b.padding_tokens, 8);
+  EXPECT_EQ(b.seq_len, 10008);
+  EXPECT_EQ(to_json(b)["config"]["padding"]["tokens"], 8);
+  config.mask = "causal";
+  EXPECT_THROW((void)run_analysis(config), InputError);
+}
+
+}  // namespace
+}  // namespace stripesim::model
