@@ -12,13 +12,17 @@
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/balance_sweep.hpp"
 #include "stripesim/model/sweep.hpp"
 
 namespace stripesim::cli {
 namespace {
 
 struct SweepOptions {
+  std::string kind = "tms";
   std::string experiment;
+  std::string masks = "documents:lognormal:512:1.0,documents:lognormal:4096:1.0,documents:lognormal:32768:1.0";
+  bool pad_documents = false;
   std::string hardware = "a100";
   std::string models = "1b";
   std::string meshes;
@@ -41,7 +45,11 @@ constexpr const char* kSweepExamples = R"(Examples:
       the paper's whole grid (A100, TPU v3, TPU v4), one row per point
   stripesim sweep --hardware a100,h100 --models 1b,llama3-8b --devices 4,8,16 --seq-lens 64k,256k,1M
   stripesim sweep --meshes 2x4,4x2 --seq-lens 16k,32k --tiles 128x128,2048x4096 --format json
-  stripesim sweep --devices 8 --seq-lens 256k --layouts block-striped:16 --columns model,n_seq,tms,tms_block_striped_16)";
+  stripesim sweep --devices 8 --seq-lens 256k --layouts block-striped:16 --columns model,n_seq,tms,tms_block_striped_16
+  stripesim sweep --kind balance --seq-lens 128k,1M --devices 8,32 --masks documents:lognormal:512:1.0,window:8k \
+                  --layouts contiguous,striped,zigzag,doc-zigzag,balanced --pad-documents --format table
+      where each layout stops being balanced (imbalance per layout, mask and size)
+  stripesim sweep --experiment configs/experiments/documents.json --output reports/documents/documents.csv)";
 
 template <typename T, typename Parse>
 std::vector<T> parse_list(const std::string& text, const std::string& flag, Parse parse) {
@@ -78,6 +86,24 @@ model::SweepSpec spec_from_flags(const SweepOptions& o) {
   return spec;
 }
 
+model::BalanceSweepSpec balance_spec_from_flags(const SweepOptions& o) {
+  model::BalanceSweepSpec spec;
+  model::BalanceGroup g;
+  g.seq_lens = parse_list<model::Count>(o.seq_lens, "--seq-lens",
+                                        [](const std::string& s) { return model::parse_count(s, "--seq-lens"); });
+  g.devices = parse_list<model::Count>(o.devices, "--devices",
+                                       [](const std::string& s) { return model::parse_count(s, "--devices"); });
+  g.masks = model::split_list(o.masks, "--masks");
+  g.tiles.clear();
+  for (const auto& tile : model::split_list(o.tiles == "default" ? "128x128" : o.tiles, "--tiles")) {
+    g.tiles.push_back(model::parse_tile_shape(tile));
+  }
+  if (!o.layouts.empty()) g.layouts = model::split_list(o.layouts, "--layouts");
+  g.pad_documents = o.pad_documents;
+  spec.groups.push_back(std::move(g));
+  return spec;
+}
+
 // A progress bar on stderr, only when stderr is a terminal (never in logs or pipes).
 model::SweepProgress progress_bar() {
   if (::isatty(STDERR_FILENO) == 0) return {};
@@ -97,7 +123,12 @@ std::function<void()> register_sweep_command(CLI::App& app) {
   SweepOptions& o = *options;
   CLI::App* cmd = app.add_subcommand("sweep", "TMS over a grid of hardware, models, meshes, sequence lengths and tiles");
   cmd->footer(kSweepExamples);
+  cmd->add_option("--kind", o.kind, "tms: TMS over models and hardware; balance: imbalance over masks and sizes")
+      ->check(CLI::IsMember({"tms", "balance"}))->capture_default_str();
   cmd->add_option("--experiment", o.experiment, "JSON experiment file (configs/experiments/); replaces the grid flags");
+  cmd->add_option("--masks", o.masks, "balance: comma-separated masks; a documents distribution's commas are not allowed")
+      ->capture_default_str();
+  cmd->add_flag("--pad-documents", o.pad_documents, "balance: pad documents to multiples of 2N");
   cmd->add_option("--hardware", o.hardware, "Comma-separated hardware names")->capture_default_str();
   cmd->add_option("--models", o.models, "Comma-separated model names")->capture_default_str();
   cmd->add_option("--meshes", o.meshes, "Comma-separated MxN meshes (model x sequence parallel); else --model-parallel x --devices");
@@ -117,14 +148,25 @@ std::function<void()> register_sweep_command(CLI::App& app) {
   return [cmd, options] {
     if (!cmd->parsed()) return;
     const SweepOptions& opts = *options;
-    model::SweepSpec spec;
-    if (!opts.experiment.empty()) {
-      const std::string label = "--experiment " + opts.experiment;
-      spec = model::sweep_spec_from_json(model::read_json_file(opts.experiment, label), label);
+    std::vector<nlohmann::ordered_json> rows;
+    std::string description;
+    const char* schema = model::kSweepSchema;
+    nlohmann::json experiment;
+    const std::string label = "--experiment " + opts.experiment;
+    if (!opts.experiment.empty()) experiment = model::read_json_file(opts.experiment, label);
+    const bool balance = experiment.is_object() ? experiment.value("kind", "tms") == "balance" : opts.kind == "balance";
+    if (balance) {
+      const model::BalanceSweepSpec spec =
+          experiment.is_object() ? model::balance_spec_from_json(experiment, label) : balance_spec_from_flags(opts);
+      rows = model::run_balance_sweep(spec, progress_bar(), opts.threads);
+      description = spec.description;
+      schema = model::kBalanceSchema;
     } else {
-      spec = spec_from_flags(opts);
+      const model::SweepSpec spec =
+          experiment.is_object() ? model::sweep_spec_from_json(experiment, label) : spec_from_flags(opts);
+      rows = model::run_sweep(spec, model::ConfigCatalog(config_dir()), progress_bar(), opts.threads);
+      description = spec.description;
     }
-    const auto rows = model::run_sweep(spec, model::ConfigCatalog(config_dir()), progress_bar(), opts.threads);
     std::string text;
     if (opts.format == "csv") {
       text = rows_to_csv(rows);
@@ -132,8 +174,8 @@ std::function<void()> register_sweep_command(CLI::App& app) {
       text = rows_to_table(rows);
     } else {
       nlohmann::ordered_json doc;
-      doc["schema"] = model::kSweepSchema;
-      doc["description"] = spec.description;
+      doc["schema"] = schema;
+      doc["description"] = description;
       doc["rows"] = rows;
       text = doc.dump(2) + "\n";
     }

@@ -65,117 +65,137 @@ Layout doc_striped_layout(const Mask& documents, Count devices) {
   return Layout::from_blocks(blocks, documents.seq_len(), "doc-striped", LayoutKind::doc_striped);
 }
 
-BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count slot) {
+namespace {
+
+// A piece of the sequence that moves as a whole: a short document, or a chunk of a long one.
+struct Unit {
+  Position begin = 0;
+  Count length = 0;
+  Count cost = 0;  // estimated tiles
+};
+
+// Tiles a query range needs, document by document: each query tile of TQ (aligned to the unit)
+// sees the keys [lowest_key(first query), highest_key(last query)] in tiles of TK, as a varlen
+// kernel tiling every document on its own would.
+Count estimate_tiles(const Mask& mask, const std::vector<Position>& starts, Position begin, Count length, TileShape tile) {
+  Count tiles = 0;
+  for (Position qa = begin; qa < begin + length; qa += tile.query) {
+    const Position qb = std::min(begin + length, qa + tile.query);
+    const auto doc = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), qa) - starts.begin() - 1);
+    for (size_t j = doc; j + 1 < starts.size() && starts[j] < qb; ++j) {
+      const Position a = std::max(qa, starts[j]);
+      const Position b = std::min(qb, starts[j + 1]);
+      const Position lo = mask.kind() == MaskKind::documents ? starts[j] : mask.lowest_key(a);
+      tiles += (mask.highest_key(b - 1) + 1 - lo + tile.key - 1) / tile.key;
+    }
+  }
+  return tiles;
+}
+
+}  // namespace
+
+BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count slot) {  // slot: chunk size, 0 = default
   const Count n = mask.seq_len();
   if (devices < 1 || n % devices != 0) {
     throw InputError(fmt::format("--seq-len {}: layout balanced needs it divisible by N = {}", n, devices));
   }
   const Count c = n / devices;
-  if (slot < 0) throw InputError(fmt::format("--layouts balanced:{}: the slot must be at least 1 token", slot));
-  slot = std::gcd(slot == 0 ? tile.query : slot, c);
-  const Count slots = n / slot;
-  const Count per_device = c / slot;
-
-  // Estimated tile work of every slot; documents split a slot into pieces.
-  std::vector<Count> cost(static_cast<size_t>(slots), 0);
+  if (slot < 0) throw InputError(fmt::format("--layouts balanced:{}: the chunk must be at least 1 token", slot));
+  // Documents up to a chunk stay whole (all their work local, tiles dense); longer ones, and a
+  // causal or window mask's single sequence, are cut into chunks of whole query tiles.
+  const Count chunk = slot > 0 ? slot : std::max(tile.query, c / 16 / tile.query * tile.query);
   const std::vector<Position> whole{0, n};
   const auto& starts = mask.kind() == MaskKind::documents ? mask.document_starts() : whole;
-  size_t doc = 0;
-  for (Count s = 0; s < slots; ++s) {
-    const Position a = s * slot;
-    const Position b = a + slot;
-    while (starts[doc + 1] <= a) ++doc;
-    for (size_t j = doc; j + 1 < starts.size() && starts[j] < b; ++j) {
-      const Position qa = std::max(a, starts[j]);
-      const Position qb = std::min(b, starts[j + 1]);
-      const Position lo = mask.kind() == MaskKind::documents ? starts[j] : mask.lowest_key(qa);
-      const Position hi = mask.highest_key(qb - 1);
-      cost[static_cast<size_t>(s)] += (hi + 1 - lo + tile.key - 1) / tile.key;
-    }
-  }
 
-  // Longest processing time first, each device taking exactly c / slot slots.
-  std::vector<Count> order(static_cast<size_t>(slots));
-  std::iota(order.begin(), order.end(), Count{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](Count x, Count y) { return cost[static_cast<size_t>(x)] > cost[static_cast<size_t>(y)]; });
-  std::vector<Count> load(static_cast<size_t>(devices), 0);
-  std::vector<std::vector<Count>> owned(static_cast<size_t>(devices));
-  using Entry = std::pair<Count, Count>;  // (load, device), least first
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> open;
-  for (Count d = 0; d < devices; ++d) open.emplace(0, d);
-  for (const Count s : order) {
-    const auto [current, d] = open.top();
-    open.pop();
-    auto& mine = owned[static_cast<size_t>(d)];
-    mine.push_back(s);
-    load[static_cast<size_t>(d)] = current + cost[static_cast<size_t>(s)];
-    if (static_cast<Count>(mine.size()) < per_device) open.emplace(load[static_cast<size_t>(d)], d);
-  }
-
-  // Local search: swap a slot of the busiest device for a cheaper one elsewhere while the pair's
-  // larger load drops. Each device's slots are kept sorted by cost for the search.
-  const auto by_cost = [&](Count x, Count y) {
-    return cost[static_cast<size_t>(x)] != cost[static_cast<size_t>(y)] ? cost[static_cast<size_t>(x)] < cost[static_cast<size_t>(y)] : x < y;
+  const auto make_unit = [&](Position begin, Count length) {
+    return Unit{begin, length, estimate_tiles(mask, starts, begin, length, tile)};
   };
-  for (auto& mine : owned) std::sort(mine.begin(), mine.end(), by_cost);
+  // Units by decreasing cost (then longer first, then sequence order): longest processing time first.
+  const auto heavier = [](const Unit& x, const Unit& y) {
+    if (x.cost != y.cost) return x.cost < y.cost;
+    if (x.length != y.length) return x.length < y.length;
+    return x.begin > y.begin;
+  };
+  std::priority_queue<Unit, std::vector<Unit>, decltype(heavier)> pending(heavier);
+  for (size_t j = 0; j + 1 < starts.size(); ++j) {
+    for (Position p = starts[j]; p < starts[j + 1]; p += chunk) pending.push(make_unit(p, std::min(chunk, starts[j + 1] - p)));
+  }
+
+  std::vector<Count> load(static_cast<size_t>(devices), 0);
+  std::vector<Count> room(static_cast<size_t>(devices), c);
+  std::vector<std::vector<Unit>> owned(static_cast<size_t>(devices));
+  while (!pending.empty()) {
+    Unit unit = pending.top();
+    pending.pop();
+    // The least loaded device with room for the whole unit.
+    size_t best = load.size();
+    size_t roomiest = 0;
+    for (size_t d = 0; d < load.size(); ++d) {
+      if (room[d] >= unit.length && (best == load.size() || load[d] < load[best])) best = d;
+      if (room[d] > room[roomiest]) roomiest = d;
+    }
+    if (best == load.size()) {
+      // It fits nowhere whole: fill the roomiest device with its head, queue the tail.
+      const Count head = room[roomiest];
+      pending.push(make_unit(unit.begin + head, unit.length - head));
+      unit = make_unit(unit.begin, head);
+      best = roomiest;
+    }
+    owned[best].push_back(unit);
+    load[best] += unit.cost;
+    room[best] -= unit.length;
+  }
+
+  // Local search: swap a unit of the busiest device for a cheaper unit of the same length
+  // elsewhere (lengths must match to keep every device at c tokens) while the pair's larger
+  // load drops.
   const Count max_iterations = 64 * devices;
   for (Count iteration = 0; iteration < max_iterations; ++iteration) {
     const auto busiest = static_cast<size_t>(std::max_element(load.begin(), load.end()) - load.begin());
     const Count top = load[busiest];
     Count best_peak = top;
     size_t best_device = busiest, best_x = 0, best_y = 0;
-    const auto& mine = owned[busiest];
-    for (size_t xi = 0; xi < mine.size(); ++xi) {
-      if (xi > 0 && cost[static_cast<size_t>(mine[xi])] == cost[static_cast<size_t>(mine[xi - 1])]) continue;
-      const Count cx = cost[static_cast<size_t>(mine[xi])];
+    for (size_t xi = 0; xi < owned[busiest].size(); ++xi) {
+      const Unit& x = owned[busiest][xi];
       for (size_t e = 0; e < load.size(); ++e) {
         if (e == busiest || load[e] >= top) continue;
-        // The ideal partner costs cx - (top - load[e]) / 2; look at its neighbours in cost order.
-        const Count ideal = cx - (top - load[e]) / 2;
-        const auto& theirs = owned[e];
-        const auto it = std::partition_point(theirs.begin(), theirs.end(),
-                                             [&](Count y) { return cost[static_cast<size_t>(y)] < ideal; });
-        for (auto candidate : {it, it == theirs.begin() ? theirs.end() : it - 1}) {
-          if (candidate == theirs.end()) continue;
-          const Count cy = cost[static_cast<size_t>(*candidate)];
-          if (cy >= cx) continue;
-          const Count peak = std::max(top - cx + cy, load[e] + cx - cy);
+        for (size_t yi = 0; yi < owned[e].size(); ++yi) {
+          const Unit& y = owned[e][yi];
+          if (y.length != x.length || y.cost >= x.cost) continue;
+          const Count peak = std::max(top - x.cost + y.cost, load[e] + x.cost - y.cost);
           if (peak < best_peak) {
             best_peak = peak;
             best_device = e;
             best_x = xi;
-            best_y = static_cast<size_t>(candidate - theirs.begin());
+            best_y = yi;
           }
         }
       }
     }
     if (best_device == busiest) break;  // no swap lowers the busiest device
-    auto& theirs = owned[best_device];
-    const Count x = owned[busiest][best_x];
-    const Count y = theirs[best_y];
-    load[busiest] += cost[static_cast<size_t>(y)] - cost[static_cast<size_t>(x)];
-    load[best_device] += cost[static_cast<size_t>(x)] - cost[static_cast<size_t>(y)];
-    owned[busiest].erase(owned[busiest].begin() + static_cast<long>(best_x));
-    owned[busiest].insert(std::lower_bound(owned[busiest].begin(), owned[busiest].end(), y, by_cost), y);
-    theirs.erase(theirs.begin() + static_cast<long>(best_y));
-    theirs.insert(std::lower_bound(theirs.begin(), theirs.end(), x, by_cost), x);
+    Unit& x = owned[busiest][best_x];
+    Unit& y = owned[best_device][best_y];
+    load[busiest] += y.cost - x.cost;
+    load[best_device] += x.cost - y.cost;
+    std::swap(x, y);
   }
 
-  // Each device holds its slots in sequence order (long runs keep the work model fast).
+  // Each device holds its units in sequence order (long runs keep the work model fast).
   std::vector<std::vector<Position>> blocks(static_cast<size_t>(devices));
+  Count total = 0;
   for (Count d = 0; d < devices; ++d) {
-    auto mine = owned[static_cast<size_t>(d)];
-    std::sort(mine.begin(), mine.end());
+    auto& mine = owned[static_cast<size_t>(d)];
+    std::sort(mine.begin(), mine.end(), [](const Unit& x, const Unit& y) { return x.begin < y.begin; });
     auto& block = blocks[static_cast<size_t>(d)];
     block.reserve(static_cast<size_t>(c));
-    for (const Count s : mine) {
-      for (Position p = s * slot; p < (s + 1) * slot; ++p) block.push_back(p);
+    for (const Unit& unit : mine) {
+      for (Position p = unit.begin; p < unit.begin + unit.length; ++p) block.push_back(p);
+      total += unit.cost;
     }
   }
-  const Count total = std::accumulate(cost.begin(), cost.end(), Count{0});
-  return BalanceResult{Layout::from_blocks(blocks, n, "balanced", LayoutKind::balanced), slot,
-                       *std::max_element(load.begin(), load.end()),
+  return BalanceResult{Layout::from_blocks(blocks, n, slot > 0 ? fmt::format("balanced:{}", slot) : "balanced",
+                                           LayoutKind::balanced),
+                       chunk, *std::max_element(load.begin(), load.end()),
                        static_cast<double>(total) / static_cast<double>(devices)};
 }
 

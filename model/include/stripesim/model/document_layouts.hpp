@@ -4,9 +4,11 @@
 //                for packed sequences); every document length must divide by 2N;
 //   doc-striped  every document striped over the N devices from its own first token; lengths
 //                must divide by N;
-//   balanced     the sequence cut into slots of TQ tokens (a query tile), dealt so that the
-//                busiest device's tile work is as small as possible: greedy longest-processing-
-//                time first, then pairwise swaps off the busiest device while they help.
+//   balanced     documents up to a chunk kept whole (their work stays on one device), longer
+//                ones (and a causal or window mask's one sequence) cut into chunks of whole
+//                query tiles; the pieces dealt so that the busiest device's tile work is as
+//                small as possible: greedy longest-processing-time first with every device
+//                holding exactly n/N tokens, then swaps off the busiest device while they help.
 // All are explicit permutations, so every command downstream takes them unchanged.
 #include <string>
 
@@ -21,15 +23,14 @@ namespace stripesim::model {
 
 struct BalanceResult {
   Layout layout;
-  Count slot = 0;                // tokens per slot
-  Count slowest_slot_tiles = 0;  // the busiest device's estimated tile work
-  double bound_tiles = 0;        // total estimated tile work / N
+  Count chunk = 0;                // tokens per chunk of a long document
+  Count slowest_estimate = 0;     // the busiest device's estimated tiles
+  double bound_estimate = 0;      // total estimated tiles / N
 };
 
-// Slot cost: for each document piece [qa, qb) inside the slot, ceil((qb - lowest_key(qa)) / TK)
-// key tiles (a per-document tiling, as varlen kernels do). `slot` = 0 uses the tile's query side
-// (reduced to divide n / N).
-[[nodiscard]] BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count slot = 0);
+// A piece's cost is estimated in tiles of `tile` as a varlen kernel tiling every document on its
+// own would compute them. `chunk` = 0 picks max(TQ, n/N/16 rounded to whole query tiles).
+[[nodiscard]] BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk = 0);
 
 // Documents padded to multiples of `multiple` (the padding counts as waste).
 [[nodiscard]] std::vector<Count> pad_document_lengths(const std::vector<Count>& lengths, Count multiple);

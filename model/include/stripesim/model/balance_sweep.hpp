@@ -1,0 +1,42 @@
+#pragma once
+// A grid of analyze runs over sequence lengths, device counts, masks (document-length
+// distributions, windows) and tiles: for every layout its imbalance and its distance from the
+// best possible, one row per (point, layout). It answers "where does each layout stop being
+// balanced?".
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/sweep.hpp"
+
+namespace stripesim::model {
+
+inline constexpr const char* kBalanceSchema = "stripesim.balance/1";
+
+struct BalanceGroup {
+  std::vector<Count> seq_lens;
+  std::vector<Count> devices;
+  std::vector<std::string> masks;
+  std::vector<TileShape> tiles{TileShape{128, 128}};
+  std::vector<std::string> layouts{"contiguous", "striped", "zigzag", "balanced"};
+  bool pad_documents = false;
+};
+
+struct BalanceSweepSpec {
+  std::string description;
+  std::vector<BalanceGroup> groups;
+};
+
+// {"kind": "balance", "description", "groups": [{"seq_lens", "devices", "masks", "tiles",
+// "layouts", "pad_documents"}]}. Per-document layouts and padding apply to documents masks only.
+[[nodiscard]] BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::string& label);
+[[nodiscard]] Count count_points(const BalanceSweepSpec& spec);
+
+// Columns: n_seq, devices, mask, tile, documents, padding_fraction, layout, imbalance,
+// tiles_imbalance, lockstep_speedup, tiles_lockstep_speedup, tiles_vs_bound (the busiest
+// device's tiles over the smallest total tile count of the point's layouts divided by N).
+[[nodiscard]] std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepSpec& spec,
+                                                                   const SweepProgress& progress = {},
+                                                                   unsigned threads = 0);
+
+}  // namespace stripesim::model

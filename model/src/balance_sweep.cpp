@@ -1,0 +1,122 @@
+#include "stripesim/model/balance_sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "stripesim/model/analysis.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_fields.hpp"
+#include "stripesim/model/size_parse.hpp"
+
+namespace stripesim::model {
+namespace {
+
+std::vector<Count> counts(const JsonFields& f, const std::string& key) {
+  const auto& value = f.raw(key);
+  if (!value.is_array() || value.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where(key)));
+  std::vector<Count> out;
+  for (const auto& item : value) {
+    if (item.is_number_integer()) {
+      out.push_back(item.get<Count>());
+    } else if (item.is_string()) {
+      out.push_back(parse_count(item.get<std::string>(), f.where(key)));
+    } else {
+      throw InputError(fmt::format("{}: expected integers or strings like \"128k\"", f.where(key)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::string& label) {
+  const JsonFields f(doc, label);
+  f.allow_only({"kind", "description", "groups"});
+  if (f.string("kind") != "balance") throw InputError(fmt::format("{}: expected \"balance\"", f.where("kind")));
+  BalanceSweepSpec spec;
+  spec.description = f.string_or("description", "");
+  const auto& groups = f.raw("groups");
+  if (!groups.is_array() || groups.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("groups")));
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const JsonFields g(groups[i], fmt::format("{} group {}", label, i));
+    g.allow_only({"seq_lens", "devices", "masks", "tiles", "layouts", "pad_documents"});
+    BalanceGroup group;
+    group.seq_lens = counts(g, "seq_lens");
+    group.devices = counts(g, "devices");
+    group.masks = g.string_list_or("masks", {});
+    if (group.masks.empty()) throw InputError(fmt::format("{}: expected a non-empty array", g.where("masks")));
+    if (g.has("tiles")) {
+      group.tiles.clear();
+      for (const auto& tile : g.string_list_or("tiles", {})) group.tiles.push_back(parse_tile_shape(tile));
+    }
+    group.layouts = g.string_list_or("layouts", group.layouts);
+    if (g.has("pad_documents")) {
+      if (!g.raw("pad_documents").is_boolean()) throw InputError(fmt::format("{}: expected true or false", g.where("pad_documents")));
+      group.pad_documents = g.raw("pad_documents").get<bool>();
+    }
+    spec.groups.push_back(std::move(group));
+  }
+  return spec;
+}
+
+Count count_points(const BalanceSweepSpec& spec) {
+  Count total = 0;
+  for (const auto& g : spec.groups) {
+    total += static_cast<Count>(g.seq_lens.size() * g.devices.size() * g.masks.size() * g.tiles.size());
+  }
+  return total;
+}
+
+std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepSpec& spec, const SweepProgress& progress,
+                                                     unsigned threads) {
+  std::vector<nlohmann::ordered_json> rows;
+  const Count total = count_points(spec);
+  Count done = 0;
+  for (const auto& g : spec.groups) {
+    for (const Count seq_len : g.seq_lens) {
+      for (const Count devices : g.devices) {
+        for (const auto& mask : g.masks) {
+          for (const TileShape tile : g.tiles) {
+            AnalyzeConfig config;
+            config.layouts.clear();
+            config.seq_len = seq_len;
+            config.devices = devices;
+            config.tile = tile;
+            config.mask = mask;
+            // Per-document layouts and padding only mean something for a documents mask.
+            const bool documents = mask.starts_with("documents:");
+            for (const auto& layout : g.layouts) {
+              if (documents || !layout.starts_with("doc-")) config.layouts.push_back(layout);
+            }
+            config.pad_documents = g.pad_documents && documents;
+            const Analysis a = run_analysis(config, threads);
+            Count fewest_tiles = a.results.front().tiles.total;
+            for (const auto& r : a.results) fewest_tiles = std::min(fewest_tiles, r.tiles.total);
+            const double bound = static_cast<double>(fewest_tiles) / static_cast<double>(devices);
+            for (const auto& r : a.results) {
+              nlohmann::ordered_json row;
+              row["n_seq"] = seq_len;
+              row["devices"] = devices;
+              row["mask"] = mask;
+              row["tile"] = tile.to_string();
+              row["documents"] = a.mask.kind() == MaskKind::documents ? static_cast<Count>(a.mask.document_lengths().size()) : 0;
+              row["padding_fraction"] = static_cast<double>(a.padding_tokens) / static_cast<double>(a.seq_len);
+              row["layout"] = r.layout;
+              row["imbalance"] = r.elements.imbalance;
+              row["tiles_imbalance"] = r.tiles.imbalance;
+              row["lockstep_speedup"] = r.elements.lockstep_speedup;
+              row["tiles_lockstep_speedup"] = r.tiles.lockstep_speedup;
+              row["tiles_vs_bound"] = static_cast<double>(r.tiles.slowest_device) / bound;
+              rows.push_back(std::move(row));
+            }
+            if (progress) progress(++done, total);
+          }
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+}  // namespace stripesim::model
