@@ -2,7 +2,9 @@
 // --experiment configs/experiments/paper-tms.json` computes it, configs read once.
 #include <benchmark/benchmark.h>
 
+#include "stripesim/model/document_layouts.hpp"
 #include "stripesim/model/json_file.hpp"
+#include "stripesim/model/mask.hpp"
 #include "stripesim/model/sweep.hpp"
 
 namespace {
@@ -40,3 +42,20 @@ void BM_LargeTmsGrid(benchmark::State& state) {
 
 BENCHMARK(BM_PaperTmsGrid)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LargeTmsGrid)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+namespace {
+
+// The balancer alone: about 10,000 packed documents (log-normal, mean 512) over 64 devices.
+void BM_Balance10kDocuments64Devices(benchmark::State& state) {
+  const stripesim::model::Count n = 10000 * 512;
+  const auto mask = stripesim::model::parse_mask("documents:lognormal:512:1.0", n);
+  for (auto _ : state) {
+    auto result = stripesim::model::balanced_layout(mask, 64, {128, 128});
+    benchmark::DoNotOptimize(result.slowest_estimate);
+  }
+  state.counters["documents"] = static_cast<double>(mask.document_lengths().size());
+}
+
+}  // namespace
+
+BENCHMARK(BM_Balance10kDocuments64Devices)->Unit(benchmark::kMillisecond)->UseRealTime();

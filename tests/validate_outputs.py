@@ -14,7 +14,7 @@ import jsonschema
 
 binary, source = sys.argv[1], sys.argv[2]
 schemas = {name: json.load(open(os.path.join(source, "reports", "schema", f"{name}.schema.json")))
-           for name in ("analyze", "tms", "sweep", "simulate", "baseline")}
+           for name in ("analyze", "tms", "sweep", "simulate", "baseline", "balance")}
 failures = []
 
 
@@ -50,6 +50,10 @@ for args in (["simulate", "--format", "json"],
              ["simulate", "--pass", "fwdbwd", "--topology", "cluster:2x4", "--sync", "lockstep", "--format", "json"],
              ["simulate", "--summary-only", "--format", "json"]):
     check("simulate", run(*args), " ".join(args))
+check("balance", run("sweep", "--kind", "balance", "--seq-lens", "64k", "--devices", "8", "--masks",
+                     "documents:lognormal:2048:1.0,window:4k", "--layouts", "contiguous,striped,zigzag,doc-zigzag,balanced",
+                     "--pad-documents", "--format", "json"), "sweep --kind balance")
+check("balance", open(os.path.join(source, "reports", "documents", "documents.json")).read(), "reports/documents")
 check("baseline", open(os.path.join(source, "reports", "baseline", "imbalance.json")).read(), "baseline")
 
 # CSV columns are the JSON field names.

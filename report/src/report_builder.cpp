@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <set>
 
 #include "stripesim/model/input_error.hpp"
@@ -135,6 +136,62 @@ void simulate_section(const ReportInput& in, std::string& md, std::vector<Report
   }
 }
 
+// Imbalance sweeps: one table per (n, N), a row per mask, a column per layout.
+void balance_section(const ReportInput& in, std::string& md) {
+  const auto& rows = in.document.at("rows");
+  append(md, "## Balance across masks and sizes (`{}`)\n\n", in.path);
+  if (in.document.contains("description")) append(md, "{}\n\n", in.document.at("description").get<std::string>());
+  md += "Each cell: imbalance of the unmasked pairs (busiest device / mean) / the busiest device's active tiles over "
+        "the best possible (the fewest tiles any of these layouts needs, spread evenly). 1.00 / 1.00 is perfect; "
+        "**bold** marks the layout closest to the best in tiles.\n\n";
+  std::vector<std::pair<long long, long long>> sizes;
+  std::vector<std::string> layouts;
+  for (const auto& row : rows) {
+    const std::pair<long long, long long> size{row.at("n_seq").get<long long>(), row.at("devices").get<long long>()};
+    if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) sizes.push_back(size);
+    const std::string layout = row.at("layout").get<std::string>();
+    if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end()) layouts.push_back(layout);
+  }
+  for (const auto& [n, devices] : sizes) {
+    append(md, "### n = {}, N = {}\n\n| mask | documents | padding |", n, devices);
+    for (const auto& layout : layouts) append(md, " {} |", layout);
+    md += "\n|---|---|---|";
+    for (size_t i = 0; i < layouts.size(); ++i) md += "---|";
+    md += "\n";
+    std::vector<std::string> masks;
+    for (const auto& row : rows) {
+      if (row.at("n_seq").get<long long>() != n || row.at("devices").get<long long>() != devices) continue;
+      const std::string mask = row.at("mask").get<std::string>();
+      if (std::find(masks.begin(), masks.end(), mask) == masks.end()) masks.push_back(mask);
+    }
+    for (const auto& mask : masks) {
+      std::map<std::string, const nlohmann::json*> by_layout;
+      for (const auto& row : rows) {
+        if (row.at("n_seq").get<long long>() == n && row.at("devices").get<long long>() == devices && row.at("mask") == mask) {
+          by_layout[row.at("layout").get<std::string>()] = &row;
+        }
+      }
+      double best = 1e300;
+      for (const auto& [layout, row] : by_layout) best = std::min(best, row->at("tiles_vs_bound").get<double>());
+      const auto& any = *by_layout.begin()->second;
+      append(md, "| `{}` | {} | {:.2f}% |", mask, any.at("documents").get<long long>(),
+             100 * any.at("padding_fraction").get<double>());
+      for (const auto& layout : layouts) {
+        const auto it = by_layout.find(layout);
+        if (it == by_layout.end()) {
+          md += " - |";
+          continue;
+        }
+        const double vs_bound = it->second->at("tiles_vs_bound").get<double>();
+        const std::string cell = fmt::format("{:.2f} / {:.2f}", it->second->at("imbalance").get<double>(), vs_bound);
+        append(md, " {} |", vs_bound == best ? "**" + cell + "**" : cell);
+      }
+      md += "\n";
+    }
+    md += "\n";
+  }
+}
+
 void validate_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
   append(md, "## Predicted against measured (`{}`)\n\n", in.path);
   const std::string name = fmt::format("predicted-vs-measured-{}.svg", files.size());
@@ -147,7 +204,7 @@ void validate_section(const ReportInput& in, std::string& md, std::vector<Report
 std::string schema_kind(const nlohmann::json& document) {
   if (!document.is_object() || !document.contains("schema") || !document.at("schema").is_string()) return "";
   const std::string schema = document.at("schema").get<std::string>();
-  for (const char* kind : {"analyze", "tms", "sweep", "simulate", "validate"}) {
+  for (const char* kind : {"analyze", "tms", "sweep", "simulate", "validate", "balance"}) {
     if (schema == fmt::format("stripesim.{}/1", kind)) return kind;
   }
   return "";
@@ -168,12 +225,15 @@ std::vector<ReportFile> build_report(const std::vector<ReportInput>& inputs) {
   }
   md += "\n";
   bool validated = false;
+  bool latency_inputs = false;
   for (const auto& in : inputs) {
     const std::string kind = schema_kind(in.document);
+    latency_inputs = latency_inputs || kind == "simulate" || kind == "analyze";
     try {
       if (kind == "analyze") analyze_section(in, md, figures);
       if (kind == "tms") tms_section(in, md);
       if (kind == "sweep") sweep_section(in, md, figures);
+      if (kind == "balance") balance_section(in, md);
       if (kind == "simulate") simulate_section(in, md, figures);
       if (kind == "validate") {
         validate_section(in, md, figures);
@@ -183,7 +243,7 @@ std::vector<ReportFile> build_report(const std::vector<ReportInput>& inputs) {
       throw model::InputError(fmt::format("report input '{}': not a complete {} document ({})", in.path, kind, e.what()));
     }
   }
-  if (!validated) {
+  if (!validated && latency_inputs) {
     md += "## Predicted against measured\n\nNo validator output was given: run `stripesim validate --compare` on a GPU "
           "node and pass its JSON to `stripesim report`.\n";
   }
