@@ -56,6 +56,14 @@ std::vector<BadInput> bad_inputs() {
       {"config_malformed", "--config " + data("malformed_config.json"), "is not valid JSON"},
       {"config_unknown_field", "--config " + data("unknown_field_config.json"), "unknown field \"tiles\""},
       {"threads_negative", "--threads -1", "--threads"},
+      {"doc_zigzag_without_documents", "--layouts doc-zigzag", "--layouts doc-zigzag: needs a documents mask"},
+      {"doc_zigzag_indivisible", "--seq-len 1000 --devices 4 --mask documents:300,700 --layouts doc-zigzag",
+       "document 0 has length 300, not divisible by 2N = 8 (add --pad-documents"},
+      {"pad_without_documents", "--pad-documents", "--pad-documents: needs a documents mask"},
+      {"unknown_distribution", "--mask documents:gamma:3:4", "--mask documents:gamma:3:4: file 'gamma:3:4' does not exist"},
+      {"bad_lognormal", "--mask documents:lognormal:512", "documents:lognormal:512: expected lognormal:MEAN:SIGMA"},
+      {"bad_uniform", "--mask documents:uniform:900-100", "needs 1 <= A <= B"},
+      {"bad_balanced_chunk", "--layouts balanced:0", "--layouts 'balanced:0': the chunk must be at least 1 token"},
   };
 }
 

@@ -94,7 +94,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"sweep_experiment_malformed", "sweep --experiment " + data("malformed_config.json"), "is not valid JSON"},
         BadInput{"sweep_experiment_unknown_field", "sweep --experiment " + data("unknown_field_config.json"),
                  "unknown field \"devices\""},
-        BadInput{"sweep_bad_seq_len", "sweep --seq-lens 16k,abc", "--seq-lens 'abc'"}),
+        BadInput{"sweep_bad_seq_len", "sweep --seq-lens 16k,abc", "--seq-lens 'abc'"},
+        BadInput{"balance_bad_kind", "sweep --kind imbalance", "--kind: imbalance not in {tms,balance}"},
+        BadInput{"balance_bad_mask", "sweep --kind balance --masks diagonal", "--mask 'diagonal': unknown mask"},
+        BadInput{"balance_experiment_fields", "sweep --experiment " + data("bad_balance_experiment.json"),
+                 "unknown field \"mask\""}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

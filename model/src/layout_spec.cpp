@@ -36,8 +36,8 @@ Layout parse_layout(std::string_view spec, Count seq_len, Count devices, const L
     if (spec == "doc-striped") return doc_striped_layout(mask, devices);
     Count slot = 0;
     if (spec.starts_with("balanced:")) {
-      slot = parse_count(spec.substr(9), "--layouts balanced:SLOT slot size");
-      if (slot < 1) throw InputError(fmt::format("--layouts '{}': the slot must be at least 1 token", spec));
+      slot = parse_count(spec.substr(9), "--layouts balanced:CHUNK chunk size");
+      if (slot < 1) throw InputError(fmt::format("--layouts '{}': the chunk must be at least 1 token", spec));
     }
     return balanced_layout(mask, devices, context.tile, slot).layout;
   }

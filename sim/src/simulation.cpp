@@ -326,7 +326,7 @@ nlohmann::ordered_json chrome_trace(const Simulation& sim) {
       }
     }
   }
-  return {{"displayTimeUnit", "ns"}, {"traceEvents", std::move(events)}};
+  return {{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
 }
 
 }  // namespace stripesim::sim
