@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_runner.hpp"
+#include "bad_input_table.hpp"
 
 namespace stripesim::testing {
 namespace {
@@ -84,27 +84,12 @@ TEST(CliCheck, WritesABaselineFromAnExperiment) {
   std::filesystem::remove_all(dir);
 }
 
-struct BadInput {
-  const char* name;
-  std::string args;
-  const char* message;
-};
-
-void PrintTo(const BadInput& input, std::ostream* os) { *os << input.args; }
-
 class CliReportCheckBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliReportCheckBadInput, OneLineExitTwo) {
-  const CliResult r = run_cli(GetParam().args);
-  EXPECT_EQ(r.exit_code, 2) << GetParam().args << "\n" << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  ASSERT_FALSE(r.err.empty());
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
-  EXPECT_NE(r.err.find(GetParam().message), std::string::npos) << r.err;
+  expect_rejected(run_cli(GetParam().args), GetParam());
   EXPECT_FALSE(std::filesystem::exists("/tmp/stripesim_never_written"));
 }
-
-std::string data(const char* file) { return std::string("'") + STRIPESIM_SOURCE_DIR + "/tests/data/" + file + "'"; }
 
 INSTANTIATE_TEST_SUITE_P(
     Table, CliReportCheckBadInput,
@@ -119,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"check_bad_tolerance", "check --baseline x.json --tolerance -1", "--tolerance '-1': must be a non-negative number"},
         BadInput{"check_write_without_experiment", "check --write-baseline /tmp/stripesim_never_written", "needs --experiment"},
         BadInput{"check_both", "check --baseline a.json --write-baseline b.json", "excludes"}),
-    [](const auto& info) { return std::string(info.param.name); });
+    bad_input_name);
 
 }  // namespace
 }  // namespace stripesim::testing

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_runner.hpp"
+#include "bad_input_table.hpp"
 
 namespace stripesim::testing {
 namespace {
@@ -68,25 +68,13 @@ TEST(CliSimulate, ExperimentFileAndFlagsOverrideIt) {
   EXPECT_FALSE(doc.at("results")[0].at("passes")[0].contains("rounds"));
 }
 
-struct BadInput {
-  const char* name;
-  std::string args;
-  const char* message;
-};
-
-void PrintTo(const BadInput& input, std::ostream* os) { *os << input.args; }
-
 class CliSimulateBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliSimulateBadInput, OneLineExitTwoNoOutput) {
   const auto output = std::filesystem::temp_directory_path() / (std::string("stripesim_sim_bad_") + GetParam().name);
   std::filesystem::remove(output);
   const CliResult r = run_cli(GetParam().args + " --output '" + output.string() + "' --trace '" + output.string() + ".trace'");
-  EXPECT_EQ(r.exit_code, 2) << GetParam().args << "\n" << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  ASSERT_FALSE(r.err.empty());
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
-  EXPECT_NE(r.err.find(GetParam().message), std::string::npos) << r.err;
+  expect_rejected(r, GetParam());
   EXPECT_FALSE(std::filesystem::exists(output));
   EXPECT_FALSE(std::filesystem::exists(output.string() + ".trace"));
 }
@@ -110,7 +98,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"bad_topology_file", std::string("simulate --topology '") + STRIPESIM_SOURCE_DIR + "/tests/data/disconnected_topology.json'",
                  "GPU 1 (g1) is not connected to GPU 0"},
         BadInput{"too_many_devices", "simulate --devices 5000 --seq-len 5000", "--devices 5000: must be between 1 and 4096"}),
-    [](const auto& info) { return std::string(info.param.name); });
+    bad_input_name);
 
 }  // namespace
 }  // namespace stripesim::testing

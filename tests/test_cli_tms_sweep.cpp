@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_runner.hpp"
+#include "bad_input_table.hpp"
 
 namespace stripesim::testing {
 namespace {
@@ -55,26 +55,11 @@ TEST(CliSweep, FlagsGridAndFormats) {
   EXPECT_EQ(table.out.substr(0, table.out.find('\n')).find("model"), 0u);
 }
 
-struct BadInput {
-  const char* name;
-  std::string args;
-  const char* message;
-};
-
-void PrintTo(const BadInput& input, std::ostream* os) { *os << input.args; }
-
 class CliTmsSweepBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliTmsSweepBadInput, OneLineExitTwo) {
-  const CliResult r = run_cli(GetParam().args);
-  EXPECT_EQ(r.exit_code, 2) << GetParam().args << "\n" << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  ASSERT_FALSE(r.err.empty());
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
-  EXPECT_NE(r.err.find(GetParam().message), std::string::npos) << r.err;
+  expect_rejected(run_cli(GetParam().args), GetParam());
 }
-
-std::string data(const char* file) { return std::string("'") + STRIPESIM_SOURCE_DIR + "/tests/data/" + file + "'"; }
 
 INSTANTIATE_TEST_SUITE_P(
     Table, CliTmsSweepBadInput,
@@ -99,7 +84,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"balance_bad_mask", "sweep --kind balance --masks diagonal", "--mask 'diagonal': unknown mask"},
         BadInput{"balance_experiment_fields", "sweep --experiment " + data("bad_balance_experiment.json"),
                  "unknown field \"mask\""}),
-    [](const auto& info) { return std::string(info.param.name); });
+    bad_input_name);
 
 }  // namespace
 }  // namespace stripesim::testing
