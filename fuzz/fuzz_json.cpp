@@ -1,0 +1,67 @@
+// libFuzzer target: every reader of a user-written JSON document (analyze configs, TMS and
+// balance experiments, model and hardware profiles, topologies, simulate experiments, permutation
+// blocks), and for small analyze configs the whole analysis. The first byte picks the reader.
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "stripesim/model/analysis.hpp"
+#include "stripesim/model/balance_sweep.hpp"
+#include "stripesim/model/hardware_profile.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/layout.hpp"
+#include "stripesim/model/sweep.hpp"
+#include "stripesim/model/transformer_model.hpp"
+#include "stripesim/sim/simulation.hpp"
+#include "stripesim/sim/topology.hpp"
+
+using namespace stripesim;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 1) return 0;
+  const nlohmann::json doc = nlohmann::json::parse(data + 1, data + size, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return 0;
+  try {
+    switch (data[0] % 8) {
+      case 0: {
+        const model::AnalyzeConfig config = model::analyze_config_from_json(doc, {}, "fuzz");
+        // Keep each run small: the fuzzer wants many inputs, not one huge analysis.
+        if (config.seq_len <= 4096 && config.devices <= 16 && config.layouts.size() <= 4 && config.mask.find('/') == std::string::npos) {
+          bool files = false;
+          for (const auto& layout : config.layouts) files = files || layout.find('/') != std::string::npos;
+          if (!files) (void)model::to_json(model::run_analysis(config, 1)).dump();
+        }
+        break;
+      }
+      case 1: (void)model::sweep_spec_from_json(doc, "fuzz"); break;
+      case 2: (void)model::balance_spec_from_json(doc, "fuzz"); break;
+      case 3: (void)model::transformer_model_from_json(doc, "fuzz"); break;
+      case 4: (void)model::hardware_profile_from_json(doc, "fuzz"); break;
+      case 5: {
+        const sim::Topology topology = sim::Topology::from_json(doc, "fuzz");
+        if (topology.gpu_count() >= 2) (void)topology.route(0, topology.gpu_count() - 1);
+        break;
+      }
+      case 6: (void)sim::simulate_config_from_json(doc, "fuzz"); break;
+      case 7: {
+        if (!doc.is_array() || doc.size() > 8) break;
+        std::vector<std::vector<model::Position>> blocks;
+        for (const auto& block : doc) {
+          if (!block.is_array() || block.size() > 64) return 0;
+          auto& out = blocks.emplace_back();
+          for (const auto& p : block) {
+            if (!p.is_number_integer()) return 0;
+            out.push_back(p.get<model::Position>());
+          }
+        }
+        model::Count n = 0;
+        for (const auto& b : blocks) n += static_cast<model::Count>(b.size());
+        (void)model::Layout::permutation(blocks, n, "fuzz");
+        break;
+      }
+    }
+  } catch (const model::InputError&) {
+  }
+  return 0;
+}
