@@ -5,6 +5,7 @@
 #include <random>
 
 #include "brute_force.hpp"
+#include "stripesim/model/input_error.hpp"
 #include "stripesim/model/metrics.hpp"
 #include "stripesim/model/pair_count.hpp"
 #include "stripesim/model/work_model.hpp"
@@ -210,6 +211,38 @@ TEST(Metrics, HandComputedMatrix) {
   EXPECT_DOUBLE_EQ(x.speedup, 12.0 / 5.0);
   EXPECT_DOUBLE_EQ(x.lockstep_speedup, 12.0 / 7.0);
   EXPECT_DOUBLE_EQ(x.idle_fraction, 1.0 - 12.0 / 21.0);
+}
+
+}  // namespace
+}  // namespace stripesim::model
+
+namespace stripesim::model {
+namespace {
+
+// The largest sequence the model accepts: 2^31 tokens, whose pair counts need every bit of a
+// signed 64-bit count (bidirectional: exactly 2^62).
+TEST(WorkModelEdges, LongestSequenceCountsExactly) {
+  const Count n = kMaxSeqLen;
+  for (const Layout& layout : {Layout::contiguous(n, 8), Layout::striped(n, 8), Layout::zigzag(n, 8)}) {
+    const Work causal = count_work(layout, Mask::causal(n), {1 << 16, 1 << 16});
+    EXPECT_EQ(causal.unmasked_elements.total(), n * (n + 1) / 2) << layout.name();
+    const Work all = count_work(layout, Mask::bidirectional(n), {1 << 20, 1 << 20});
+    EXPECT_EQ(all.unmasked_elements.total(), Count{1} << 62) << layout.name();
+  }
+  EXPECT_THROW((void)Layout::striped(n + 8, 8), InputError);
+}
+
+TEST(WorkModelEdges, MostDevicesAreABijectionAtTheEdges) {
+  const Count n = kMaxSeqLen, N = kMaxDevices;
+  for (const Layout& layout : {Layout::contiguous(n, N), Layout::striped(n, N), Layout::zigzag(n, N)}) {
+    for (const Position p : {Position{0}, Position{1}, n / 2, n - 2, n - 1}) {
+      const Placement at = layout.locate(p);
+      EXPECT_GE(at.device, 0);
+      EXPECT_LT(at.device, N);
+      EXPECT_EQ(layout.position(at.device, at.local), p) << layout.name();
+    }
+  }
+  EXPECT_THROW((void)Layout::striped(n, N * 2), InputError);
 }
 
 }  // namespace
