@@ -9,6 +9,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-jsonschema librsvg2-bin
 )
+# --fuzz: also clang and its runtime (libFuzzer, sanitizers) for scripts/fuzz.sh.
+if [ "${1:-}" = "--fuzz" ]; then packages+=(clang libclang-rt-14-dev); fi
 
 missing=()
 for pkg in "${packages[@]}"; do
