@@ -10,11 +10,18 @@ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=
   -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined" \
   -DSTRIPESIM_BUILD_FUZZERS=ON -DSTRIPESIM_BUILD_TESTS=OFF -DSTRIPESIM_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target fuzz_specs fuzz_json
+status=0
 for target in specs json; do
   work=$(mktemp -d)
   cp fuzz/corpus/"$target"/* "$work"/
   echo "fuzz_$target: $runs runs"
-  ./build-fuzz/fuzz/fuzz_"$target" -runs="$runs" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
-    -print_final_stats=1 "$work" 2>&1 | grep -E "stat::number_of_executed_units|stat::peak_rss|ERROR|SUMMARY" || true
-  rm -rf "$work"
+  # A crash, a hang past the timeout or a sanitizer report makes libFuzzer exit non-zero.
+  if ! ./build-fuzz/fuzz/fuzz_"$target" -runs="$runs" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
+      -print_final_stats=1 "$work" > "$work.log" 2>&1; then
+    status=1
+    tail -40 "$work.log"
+  fi
+  grep -E "stat::number_of_executed_units|stat::peak_rss" "$work.log" || true
+  rm -rf "$work" "$work.log"
 done
+exit "$status"
