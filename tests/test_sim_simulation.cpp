@@ -79,7 +79,9 @@ TEST(Simulation, SlowLinksEraseTheLayoutAdvantage) {
     EXPECT_LE(zigzag, previous_zigzag + 1e-9) << bandwidth;
     previous_striped = striped;
     previous_zigzag = zigzag;
-    if (bandwidth == 1000.0) EXPECT_GT(zigzag, 1.7);
+    if (bandwidth == 1000.0) {
+      EXPECT_GT(zigzag, 1.7);
+    }
   }
   EXPECT_LT(previous_striped, 1.05);
   EXPECT_LT(previous_zigzag, 1.05);
