@@ -6,6 +6,7 @@
 
 #include "brute_force.hpp"
 #include "stripesim/model/analysis.hpp"
+#include "stripesim/model/balance_sweep.hpp"
 #include "stripesim/model/document_layouts.hpp"
 #include "stripesim/model/document_lengths.hpp"
 #include "stripesim/model/input_error.hpp"
@@ -144,6 +145,48 @@ TEST(Analysis, PadDocumentsPadsEveryDocumentAndCountsTheWaste) {
   EXPECT_EQ(to_json(b)["config"]["padding"]["tokens"], 8);
   config.mask = "causal";
   EXPECT_THROW((void)run_analysis(config), InputError);
+}
+
+}  // namespace
+}  // namespace stripesim::model
+
+namespace stripesim::model {
+namespace {
+
+// The balance sweep's columns against an independent count: imbalance from the work model's
+// own matrices, tiles_vs_bound from the fewest tiles any layout of the point needs.
+TEST(BalanceSweep, ColumnsMatchIndependentCounts) {
+  BalanceSweepSpec spec;
+  BalanceGroup g;
+  g.seq_lens = {16384};
+  g.devices = {4};
+  g.masks = {"documents:lognormal:1024:1.0:seed=5"};
+  g.tiles = {TileShape{64, 64}};
+  g.layouts = {"contiguous", "striped", "doc-zigzag", "balanced"};
+  g.pad_documents = true;
+  spec.groups.push_back(g);
+  const auto rows = run_balance_sweep(spec);
+  ASSERT_EQ(rows.size(), 4u);
+  // Rebuild the padded documents and count every layout directly.
+  const Mask drawn = parse_mask("documents:lognormal:1024:1.0:seed=5", 16384);
+  const auto lengths = pad_document_lengths(drawn.document_lengths(), 8);
+  const Count n = std::accumulate(lengths.begin(), lengths.end(), Count{0});
+  const Mask docs = Mask::documents(n, lengths);
+  std::vector<Metrics> elements, tiles;
+  for (const char* spec_name : {"contiguous", "striped", "doc-zigzag", "balanced"}) {
+    const Work w = count_work(parse_layout(spec_name, n, 4, LayoutContext{&docs, {64, 64}}), docs, {64, 64});
+    elements.push_back(compute_metrics(w.unmasked_elements));
+    tiles.push_back(compute_metrics(w.active_tiles));
+  }
+  Count fewest = tiles[0].total;
+  for (const auto& t : tiles) fewest = std::min(fewest, t.total);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_DOUBLE_EQ(rows[i].at("imbalance").get<double>(), elements[i].imbalance);
+    EXPECT_DOUBLE_EQ(rows[i].at("tiles_imbalance").get<double>(), tiles[i].imbalance);
+    EXPECT_NEAR(rows[i].at("tiles_vs_bound").get<double>(),
+                static_cast<double>(tiles[i].slowest_device) / (static_cast<double>(fewest) / 4.0), 1e-12);
+    EXPECT_NEAR(rows[i].at("padding_fraction").get<double>(), static_cast<double>(n - 16384) / static_cast<double>(n), 1e-12);
+  }
 }
 
 }  // namespace
