@@ -10,8 +10,8 @@ namespace stripesim::model {
 HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const JsonFields f(doc, label);
   f.allow_only({"name", "description", "aliases", "peak_tflops", "matmul_precision", "attention_precision",
-                "attention_flop_weight", "memory_gib", "memory_bandwidth_gbps", "link_bandwidth_gbps", "default_tile",
-                "kernel", "sources"});
+                "attention_flop_weight", "memory_gib", "memory_bandwidth_gbps", "link_bandwidth_gbps", "link_latency_us",
+                "default_tile", "kernel", "sources"});
   HardwareProfile h;
   h.name = f.string("name");
   h.aliases = f.string_list_or("aliases", {});
@@ -29,6 +29,7 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   h.memory_gib = f.positive_number("memory_gib");
   h.memory_bandwidth = f.positive_number("memory_bandwidth_gbps");
   h.link_bandwidth = f.positive_number("link_bandwidth_gbps");
+  if (f.has("link_latency_us")) h.link_latency_us = f.non_negative_number_or("link_latency_us", 0.0);
   if (f.has("default_tile")) h.default_tile = parse_tile_shape(f.string("default_tile"));
   if (f.has("kernel")) {
     const JsonFields k(f.raw("kernel"), f.where("kernel"));
@@ -51,7 +52,7 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
 nlohmann::ordered_json to_json(const HardwareProfile& h) {
   nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
   for (const auto& [precision, value] : h.peak_tflops) peaks[precision] = value;
-  return {{"name", h.name},
+  nlohmann::ordered_json doc = {{"name", h.name},
           {"peak_tflops", std::move(peaks)},
           {"matmul_precision", h.matmul_precision},
           {"attention_precision", h.attention_precision},
@@ -68,6 +69,9 @@ nlohmann::ordered_json to_json(const HardwareProfile& h) {
             {"block_overhead_us", h.kernel.block_overhead_us},
             {"partial_tile_extra", h.kernel.partial_tile_extra},
             {"backward_tile_multiplier", h.kernel.backward_tile_multiplier}}}};
+  if (h.link_latency_us) doc["link_latency_us"] = *h.link_latency_us;
+  if (!h.sources.empty()) doc["sources"] = h.sources;
+  return doc;
 }
 
 }  // namespace stripesim::model

@@ -190,7 +190,9 @@ constexpr Count kMaxGeneratedGpus = 65536;
 
 }  // namespace
 
-Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink) {
+Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink,
+                       std::optional<Microseconds> nvlink_latency_us) {
+  const Microseconds nvlink_latency = nvlink_latency_us.value_or(kNvlinkLatencyUs);
   const std::string flag = "--topology";
   constexpr std::string_view kNvswitch = "nvswitch:";
   constexpr std::string_view kCluster = "cluster:";
@@ -200,7 +202,7 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
     if (gpus < 1 || gpus > kMaxGeneratedGpus) {
       throw InputError(fmt::format("{} '{}': the GPU count must be between 1 and {}", flag, spec, kMaxGeneratedGpus));
     }
-    return Topology::nvswitch(gpus, nvlink, kNvlinkLatencyUs);
+    return Topology::nvswitch(gpus, nvlink, nvlink_latency);
   }
   if (text.starts_with(kCluster)) {
     const std::string_view shape = text.substr(kCluster.size());
@@ -212,7 +214,7 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
       throw InputError(fmt::format("{} '{}': needs at least one node of one GPU and at most {} GPUs", flag, spec,
                                    kMaxGeneratedGpus));
     }
-    return Topology::cluster(nodes, gpus, nvlink, kNvlinkLatencyUs, kNicBandwidth, kNicLatencyUs);
+    return Topology::cluster(nodes, gpus, nvlink, nvlink_latency, kNicBandwidth, kNicLatencyUs);
   }
   std::string path = spec;
   if (spec.find('/') == std::string::npos && !spec.ends_with(".json")) {

@@ -4,6 +4,7 @@
 // where attention runs in TF32 against bf16 matmuls), memory and link bandwidths, the tile the
 // paper used, and the source of each figure. Read from configs/hardware/*.json.
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ struct HardwareProfile {
   double memory_gib = 0;
   GigabytesPerSecond memory_bandwidth = 0;
   GigabytesPerSecond link_bandwidth = 0;  // one ring hop's link, per direction
+  // Per link crossed (a hop through an NVSwitch crosses two); unset: the topology's default.
+  // `stripesim validate --calibrate` measures it.
+  std::optional<double> link_latency_us;
   TileShape default_tile{128, 128};
   KernelProfile kernel;
   nlohmann::json sources;  // where each figure comes from, kept verbatim for the record

@@ -4,6 +4,7 @@
 // paths; each direction of each link is a separate resource, so hops that share one contend.
 #include <boost/graph/adjacency_list.hpp>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,7 @@ class Topology {
 // "nvswitch:G", "cluster:NxG", a name in `config_dir`/topologies, or a path to a JSON file.
 // Generated topologies take NVLink bandwidth from `nvlink` (the hardware profile's link) and
 // a 400 Gb/s (50 GB/s) NIC per GPU.
-[[nodiscard]] Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink);
+[[nodiscard]] Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink,
+                                     std::optional<Microseconds> nvlink_latency_us = std::nullopt);
 
 }  // namespace stripesim::sim

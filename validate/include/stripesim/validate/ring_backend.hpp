@@ -1,0 +1,72 @@
+#pragma once
+// The validator's backends behind one interface: each runs the whole forward ring of a
+// RingProblem (N rounds; at round r device d computes on the K/V block that started on
+// (d - r) mod N, then hands it on to d + 1), with warm-up and timed iterations, and returns the
+// output in original order plus a time for every (iteration, round, device).
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stripesim/validate/ring_problem.hpp"
+
+namespace stripesim::validate {
+
+struct RunOptions {
+  Count warmup = 1;
+  Count iterations = 5;
+  // A device operation (kernel, copy, NCCL transfer) that has not completed after this long is
+  // reported as a DeviceFailure naming the rank and the operation instead of hanging.
+  double timeout_s = 60;
+};
+
+struct RingMeasurement {
+  std::string backend;      // cpu, cuda, nccl
+  std::string device_name;  // "NVIDIA H100 80GB HBM3", the CPU's model name
+  Count iterations = 0;
+  // [iteration][round * devices + device], microseconds; 0 where the host skipped the block.
+  std::vector<std::vector<double>> kernel_us;
+  // [iteration][round * devices + device]: hand-off of the block device d held at `round` to
+  // d + 1 (rounds 0 .. N-2; the last round hands nothing on and records 0).
+  std::vector<std::vector<double>> handoff_us;
+  // [iteration]: the whole ring, first launch to last completion. One processor hosting N
+  // virtual devices (cpu, cuda) runs them one after another, so this is their sum there; with
+  // nccl it is the real ring's wall time.
+  std::vector<double> wall_us;
+  std::int64_t handoff_bytes = 0;  // one block's K, V and positions
+  // The last iteration's output in original order, [(p * heads + h) * head_dim + i]. Poisoned
+  // (NaN) before every iteration, so a token the ring never wrote cannot pass the check.
+  std::vector<double> output;
+};
+
+// A device that fails: out of memory, missing, an NCCL error, a peer that never answers. The
+// message names the rank and the operation; the CLI prints it and exits with code 3.
+class DeviceFailure : public std::runtime_error {
+ public:
+  DeviceFailure(Count rank, std::string operation, const std::string& detail);
+  [[nodiscard]] Count rank() const { return rank_; }
+  [[nodiscard]] const std::string& operation() const { return operation_; }
+
+ private:
+  Count rank_;
+  std::string operation_;
+};
+
+class RingBackend {
+ public:
+  virtual ~RingBackend() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  [[nodiscard]] virtual std::string device_name() const = 0;
+  // Precisions this backend computes in.
+  [[nodiscard]] virtual bool supports(Precision precision) const = 0;
+  [[nodiscard]] virtual RingMeasurement run(const RingProblem& problem, const RunOptions& options) = 0;
+};
+
+// "cpu", "cuda" or "nccl". A backend this build lacks (no CUDA toolkit, no NCCL) is an InputError
+// naming what is missing; a missing GPU at run time is a DeviceFailure.
+[[nodiscard]] std::unique_ptr<RingBackend> make_backend(std::string_view name);
+// The backends compiled into this build.
+[[nodiscard]] std::vector<std::string> built_backends();
+
+}  // namespace stripesim::validate

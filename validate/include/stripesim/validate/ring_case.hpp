@@ -1,0 +1,44 @@
+#pragma once
+// One validation case: the ring workload the validator runs for real (sequence, devices, layout,
+// mask, tile, heads, precision). The same vocabulary as the work model, so every layout and mask
+// the model counts can be run unchanged.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/model/types.hpp"
+
+namespace stripesim::validate {
+
+using model::Count;
+using model::Position;
+
+// fp64 and fp32 run on the CPU backend; bf16 and fp16 (fp32 accumulation) on the GPU backends.
+enum class Precision { fp64, fp32, bf16, fp16 };
+
+[[nodiscard]] Precision parse_precision(std::string_view text);
+[[nodiscard]] std::string_view precision_name(Precision precision);
+[[nodiscard]] Count precision_bytes(Precision precision);
+
+struct RingCase {
+  Count seq_len = 4096;
+  Count devices = 4;
+  std::string layout = "zigzag";  // any layout spec of the work model
+  std::string mask = "causal";    // any mask spec of the work model
+  model::TileShape tile{64, 64};
+  Count heads = 4;
+  Count kv_heads = 4;  // grouped K/V heads: heads % kv_heads == 0
+  Count head_dim = 64;
+  Precision precision = Precision::fp32;
+  std::uint64_t seed = 1;  // the random Q, K, V
+
+  // "zigzag n=4096 N=4 causal 64x64"
+  [[nodiscard]] std::string label() const;
+};
+
+// Throws model::InputError naming the field when the case cannot run (sizes that do not divide,
+// heads not a multiple of kv_heads, ...).
+void check_ring_case(const RingCase& ring_case);
+
+}  // namespace stripesim::validate

@@ -1,0 +1,50 @@
+#pragma once
+// A validation matrix (layouts x masks x N x sequence lengths x tiles) and the run of one case:
+// the ring on a backend, its output against dense attention, its timings summarised, and the
+// work model's counts for the same case beside them.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/work_matrix.hpp"
+#include "stripesim/validate/measurement_stats.hpp"
+#include "stripesim/validate/reference_attention.hpp"
+#include "stripesim/validate/ring_backend.hpp"
+
+namespace stripesim::validate {
+
+struct ValidateMatrix {
+  std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
+  std::vector<std::string> masks{"causal"};
+  std::vector<Count> devices{4};
+  std::vector<Count> seq_lens{2048};
+  std::vector<model::TileShape> tiles{{64, 64}};
+  Count heads = 2;
+  Count kv_heads = 1;
+  Count head_dim = 32;
+  Precision precision = Precision::fp32;
+  std::uint64_t seed = 1;
+};
+
+// Every combination, in a fixed order (sequence length, N, tile, mask, layout). Each case is
+// checked (InputError naming the case when a size does not divide).
+[[nodiscard]] std::vector<RingCase> expand_matrix(const ValidateMatrix& matrix);
+
+struct CaseResult {
+  RingCase ring_case;
+  bool checked = false;  // the output was compared with dense attention
+  OutputError error;
+  double tolerance = 0;
+  bool passed = true;
+  MeasurementSummary summary;
+  std::int64_t handoff_bytes = 0;
+  model::Work work;  // the work model's counts for this case
+};
+
+// `check_output`: also compute dense attention and compare (the expensive part for large n).
+[[nodiscard]] CaseResult run_case(RingBackend& backend, const RingCase& ring_case, const RunOptions& options,
+                                  bool check_output);
+
+using CaseProgress = std::function<void(size_t done, size_t total, const std::string& label)>;
+
+}  // namespace stripesim::validate

@@ -1,0 +1,269 @@
+#include "stripesim/validate/comparison.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "stripesim/sim/ring_simulator.hpp"
+#include "stripesim/sim/topology.hpp"
+#include "stripesim/validate/measurement_stats.hpp"
+
+namespace stripesim::validate {
+
+CasePrediction predict_case(const CaseResult& result, const model::HardwareProfile& profile, bool parallel_devices) {
+  const RingCase& c = result.ring_case;
+  const Count devices = c.devices;
+  const Count block_len = c.seq_len / devices;
+  const std::string precision(precision_name(c.precision));
+  const double peak = profile.peak_tflops.contains(precision) ? profile.peak_tflops.at(precision)
+                                                               : profile.peak_tflops.at(profile.attention_precision);
+  const sim::KernelCost cost(profile.kernel, peak, c.tile, c.head_dim, model::tiles_covering(block_len, c.tile.query),
+                             c.heads);
+  CasePrediction p;
+  p.kernel_us.resize(static_cast<size_t>(devices * devices));
+  for (Count r = 0; r < devices; ++r) {
+    for (Count d = 0; d < devices; ++d) {
+      const sim::RoundTiles tiles{result.work.active_tiles.at(r, d), result.work.partial_tiles.at(r, d),
+                                  result.work.longest_query_tile.at(r, d)};
+      p.kernel_us[static_cast<size_t>(r * devices + d)] = cost.kernel_us(tiles, false);
+    }
+  }
+  // The hop as the simulator routes it: GPU -> switch -> GPU, two links.
+  const double link_latency = profile.link_latency_us.value_or(1.0);
+  const sim::Topology topology = sim::Topology::nvswitch(std::max<Count>(devices, 2), profile.link_bandwidth, link_latency);
+  std::vector<sim::Route> hops;
+  for (Count d = 0; d < devices; ++d) hops.push_back(topology.route(d, (d + 1) % std::max<Count>(devices, 2)));
+  p.handoff_us = hops.front().transfer_us(result.handoff_bytes);
+  if (parallel_devices) {
+    sim::RingSetup setup;
+    setup.devices = devices;
+    setup.compute_us = p.kernel_us;
+    setup.hops = hops;
+    setup.kv_bytes = result.handoff_bytes;
+    std::vector<sim::FifoServer> links(topology.directed_link_count());
+    p.total_us = sim::simulate_ring(setup, links).makespan_us();
+  } else {
+    double total = 0;
+    for (const double k : p.kernel_us) total += k;
+    p.total_us = total + static_cast<double>((devices - 1) * devices) * p.handoff_us;
+  }
+  return p;
+}
+
+CaseComparison compare_case(const CaseResult& result, const CasePrediction& prediction, CaseRole role) {
+  CaseComparison out;
+  out.role = role;
+  out.prediction = prediction;
+  out.measured_total_us = result.summary.wall.median;
+  out.total_error = out.measured_total_us > 0 ? (prediction.total_us - out.measured_total_us) / out.measured_total_us : 0;
+  const Count devices = result.ring_case.devices;
+  for (Count r = 0; r < devices; ++r) {
+    double predicted = 0, measured = 0;
+    for (Count d = 0; d < devices; ++d) {
+      predicted = std::max(predicted, prediction.kernel_us[static_cast<size_t>(r * devices + d)]);
+      measured = std::max(measured, result.summary.kernel_at(r, d).median);
+    }
+    out.round_predicted_us.push_back(predicted);
+    out.round_measured_us.push_back(measured);
+  }
+  return out;
+}
+
+ErrorSummary summarize_errors(const std::vector<CaseResult>& results, const std::vector<CaseComparison>& comparisons,
+                              CaseRole role) {
+  ErrorSummary s;
+  std::vector<double> totals, kernels;
+  for (size_t i = 0; i < comparisons.size(); ++i) {
+    if (comparisons[i].role != role) continue;
+    totals.push_back(std::abs(comparisons[i].total_error));
+    const Count devices = results[i].ring_case.devices;
+    for (Count r = 0; r < devices; ++r) {
+      for (Count d = 0; d < devices; ++d) {
+        const double measured = results[i].summary.kernel_at(r, d).median;
+        if (measured <= 0) continue;  // skipped block: 0 predicted, 0 measured
+        const double predicted = comparisons[i].prediction.kernel_us[static_cast<size_t>(r * devices + d)];
+        kernels.push_back(std::abs(predicted - measured) / measured);
+      }
+    }
+  }
+  s.cases = static_cast<Count>(totals.size());
+  s.kernels = static_cast<Count>(kernels.size());
+  if (!totals.empty()) {
+    const Spread t = spread_of(totals);
+    s.median_abs_total_error = t.median;
+    s.max_abs_total_error = t.max;
+  }
+  if (!kernels.empty()) {
+    const Spread k = spread_of(kernels);
+    s.median_abs_kernel_error = k.median;
+    s.max_abs_kernel_error = k.max;
+  }
+  return s;
+}
+
+namespace {
+
+const char* role_name(CaseRole role) {
+  switch (role) {
+    case CaseRole::checked: return "checked";
+    case CaseRole::calibration: return "calibration";
+    case CaseRole::held_out: return "held-out";
+  }
+  return "checked";
+}
+
+nlohmann::ordered_json spread_json(const Spread& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
+
+nlohmann::ordered_json summary_json(const ErrorSummary& s) {
+  return {{"cases", s.cases},
+          {"median_abs_total_error", s.median_abs_total_error},
+          {"max_abs_total_error", s.max_abs_total_error},
+          {"kernels", s.kernels},
+          {"median_abs_kernel_error", s.median_abs_kernel_error},
+          {"max_abs_kernel_error", s.max_abs_kernel_error}};
+}
+
+bool has_role(const ValidationReport& report, CaseRole role) {
+  return std::any_of(report.comparisons.begin(), report.comparisons.end(),
+                     [&](const CaseComparison& c) { return c.role == role; });
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const ValidationReport& report, bool rounds) {
+  nlohmann::ordered_json doc;
+  doc["schema"] = kValidateSchema;
+  doc["command"] = report.command;
+  doc["backend"] = report.backend;
+  doc["device"] = report.device;
+  doc["warmup"] = report.options.warmup;
+  doc["iterations"] = report.options.iterations;
+  bool all_passed = true;
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < report.results.size(); ++i) {
+    const CaseResult& r = report.results[i];
+    const RingCase& c = r.ring_case;
+    all_passed = all_passed && r.passed;
+    nlohmann::ordered_json item = {{"label", c.label()},
+                                   {"layout", c.layout},
+                                   {"mask", c.mask},
+                                   {"seq_len", c.seq_len},
+                                   {"devices", c.devices},
+                                   {"tile", c.tile.to_string()},
+                                   {"heads", c.heads},
+                                   {"kv_heads", c.kv_heads},
+                                   {"head_dim", c.head_dim},
+                                   {"dtype", std::string(precision_name(c.precision))},
+                                   {"seed", c.seed}};
+    if (r.checked) {
+      item["correctness"] = {{"max_abs_error", r.error.max_abs},
+                             {"relative_error", std::isfinite(r.error.relative) ? nlohmann::ordered_json(r.error.relative)
+                                                                                  : nlohmann::ordered_json(nullptr)},
+                             {"tolerance", r.tolerance},
+                             {"passed", r.passed}};
+    }
+    item["handoff_bytes"] = r.handoff_bytes;
+    item["wall_us"] = spread_json(r.summary.wall);
+    item["unmasked_pairs"] = r.work.unmasked_elements.total();
+    item["active_tiles"] = r.work.active_tiles.total();
+    if (i < report.comparisons.size()) {
+      const CaseComparison& cmp = report.comparisons[i];
+      item["role"] = role_name(cmp.role);
+      item["predicted_us"] = cmp.prediction.total_us;
+      item["measured_us"] = cmp.measured_total_us;
+      item["error"] = cmp.total_error;
+      nlohmann::ordered_json per_round = nlohmann::ordered_json::array();
+      for (size_t round = 0; round < cmp.round_predicted_us.size(); ++round) {
+        per_round.push_back({{"round", round},
+                             {"predicted_us", cmp.round_predicted_us[round]},
+                             {"measured_us", cmp.round_measured_us[round]}});
+      }
+      item["round_times"] = std::move(per_round);
+    }
+    if (rounds) {
+      nlohmann::ordered_json cells = nlohmann::ordered_json::array();
+      for (Count round = 0; round < c.devices; ++round) {
+        for (Count d = 0; d < c.devices; ++d) {
+          nlohmann::ordered_json cell = {{"round", round},
+                                         {"device", d},
+                                         {"unmasked_pairs", r.work.unmasked_elements.at(round, d)},
+                                         {"active_tiles", r.work.active_tiles.at(round, d)},
+                                         {"partial_tiles", r.work.partial_tiles.at(round, d)},
+                                         {"kernel_us", spread_json(r.summary.kernel_at(round, d))},
+                                         {"handoff_us", spread_json(r.summary.handoff_at(round, d))}};
+          if (i < report.comparisons.size()) {
+            cell["predicted_kernel_us"] = report.comparisons[i].prediction.kernel_us[static_cast<size_t>(round * c.devices + d)];
+          }
+          cells.push_back(std::move(cell));
+        }
+      }
+      item["rounds"] = std::move(cells);
+    }
+    cases.push_back(std::move(item));
+  }
+  doc["all_passed"] = all_passed;
+  if (report.profile) doc["profile"] = model::to_json(*report.profile);
+  if (report.calibration) {
+    doc["calibration"] = {{"kernel_samples", report.calibration->kernel_samples},
+                          {"handoff_samples", report.calibration->handoff_samples},
+                          {"hop_latency_us", report.calibration->hop_latency_us},
+                          {"fit_median_abs_error", report.calibration->fit_median_abs_error}};
+  }
+  if (!report.comparisons.empty()) {
+    nlohmann::ordered_json errors;
+    for (const CaseRole role : {CaseRole::calibration, CaseRole::held_out, CaseRole::checked}) {
+      if (has_role(report, role)) errors[role_name(role)] = summary_json(summarize_errors(report.results, report.comparisons, role));
+    }
+    doc["errors"] = std::move(errors);
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < report.comparisons.size(); ++i) {
+      points.push_back({{"label", report.results[i].ring_case.label()},
+                        {"role", role_name(report.comparisons[i].role)},
+                        {"predicted_us", report.comparisons[i].prediction.total_us},
+                        {"measured_us", report.comparisons[i].measured_total_us}});
+    }
+    doc["comparisons"] = std::move(points);
+  }
+  doc["cases"] = std::move(cases);
+  return doc;
+}
+
+std::string to_markdown(const ValidationReport& report) {
+  std::string md = "# stripesim validate\n\n";
+  md += fmt::format("- command: `{}`\n- backend: {}\n- device: {}\n- timing: {} warm-up and {} timed iterations per case, "
+                    "medians\n\n",
+                    report.command, report.backend, report.device, report.options.warmup, report.options.iterations);
+  md += "## Correctness against dense attention\n\n| case | relative error | tolerance | result |\n|---|---:|---:|---|\n";
+  for (const auto& r : report.results) {
+    if (!r.checked) continue;
+    md += fmt::format("| {} | {:.2e} | {:.0e} | {} |\n", r.ring_case.label(), r.error.relative, r.tolerance,
+                      r.passed ? "pass" : "**FAIL**");
+  }
+  if (report.comparisons.empty()) return md;
+  md += "\n## Predicted against measured\n\n";
+  if (report.calibration) {
+    md += fmt::format("Calibrated on the cases marked `calibration` ({} kernels, {} hand-offs; median fit error {:.1f}%), "
+                      "predicted for the rest (`held-out`).\n\n",
+                      report.calibration->kernel_samples, report.calibration->handoff_samples,
+                      100 * report.calibration->fit_median_abs_error);
+  }
+  md += "| errors | cases | median abs (total) | worst abs (total) | kernels | median abs (kernel) | worst abs (kernel) |\n"
+        "|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const CaseRole role : {CaseRole::held_out, CaseRole::calibration, CaseRole::checked}) {
+    if (!has_role(report, role)) continue;
+    const ErrorSummary s = summarize_errors(report.results, report.comparisons, role);
+    md += fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {} | {:.1f}% | {:.1f}% |\n", role_name(role), s.cases,
+                      100 * s.median_abs_total_error, 100 * s.max_abs_total_error, s.kernels,
+                      100 * s.median_abs_kernel_error, 100 * s.max_abs_kernel_error);
+  }
+  md += "\n| case | role | predicted (us) | measured (us) | error |\n|---|---|---:|---:|---:|\n";
+  for (size_t i = 0; i < report.comparisons.size(); ++i) {
+    const auto& c = report.comparisons[i];
+    md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:+.1f}% |\n", report.results[i].ring_case.label(), role_name(c.role),
+                      c.prediction.total_us, c.measured_total_us, 100 * c.total_error);
+  }
+  return md;
+}
+
+}  // namespace stripesim::validate

@@ -1,0 +1,69 @@
+#include "stripesim/validate/ring_case.hpp"
+
+#include <fmt/format.h>
+
+#include "stripesim/model/input_error.hpp"
+
+namespace stripesim::validate {
+
+using model::InputError;
+
+Precision parse_precision(std::string_view text) {
+  if (text == "fp64") return Precision::fp64;
+  if (text == "fp32") return Precision::fp32;
+  if (text == "bf16") return Precision::bf16;
+  if (text == "fp16") return Precision::fp16;
+  throw InputError(fmt::format("--dtype '{}': expected fp64, fp32, bf16 or fp16", text));
+}
+
+std::string_view precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::fp64: return "fp64";
+    case Precision::fp32: return "fp32";
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+  }
+  return "fp32";
+}
+
+Count precision_bytes(Precision precision) {
+  switch (precision) {
+    case Precision::fp64: return 8;
+    case Precision::fp32: return 4;
+    case Precision::bf16:
+    case Precision::fp16: return 2;
+  }
+  return 4;
+}
+
+std::string RingCase::label() const {
+  return fmt::format("{} n={} N={} {} {}", layout, seq_len, devices, mask, tile.to_string());
+}
+
+void check_ring_case(const RingCase& c) {
+  // The validator holds the whole sequence on one machine (and a dense reference beside it), so it
+  // accepts sizes a workstation handles; the model and simulator take the large ones.
+  constexpr Count kMaxValidateTokens = Count{1} << 20;
+  if (c.seq_len < 1 || c.seq_len > kMaxValidateTokens) {
+    throw InputError(fmt::format("--seq-len {}: the validator runs 1 to {} tokens", c.seq_len, kMaxValidateTokens));
+  }
+  if (c.devices < 1 || c.devices > 64) {
+    throw InputError(fmt::format("--devices {}: the validator runs 1 to 64 devices", c.devices));
+  }
+  if (c.seq_len % c.devices != 0) {
+    throw InputError(fmt::format("--seq-len {} is not divisible by --devices {}", c.seq_len, c.devices));
+  }
+  if (c.heads < 1 || c.heads > 256) throw InputError(fmt::format("--heads {}: expected 1 to 256", c.heads));
+  if (c.kv_heads < 1 || c.heads % c.kv_heads != 0) {
+    throw InputError(fmt::format("--kv-heads {}: must divide --heads {}", c.kv_heads, c.heads));
+  }
+  if (c.head_dim < 1 || c.head_dim > 512) throw InputError(fmt::format("--head-dim {}: expected 1 to 512", c.head_dim));
+  const Count elements = c.seq_len * c.heads * c.head_dim;
+  constexpr Count kMaxElements = Count{1} << 28;  // 2 GiB of float64 Q per copy
+  if (elements > kMaxElements) {
+    throw InputError(fmt::format("--seq-len {} x --heads {} x --head-dim {} = {} elements: the validator holds at most {}",
+                                 c.seq_len, c.heads, c.head_dim, elements, kMaxElements));
+  }
+}
+
+}  // namespace stripesim::validate

@@ -1,0 +1,90 @@
+#include "stripesim/validate/ring_problem.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/splitmix64.hpp"
+#include "stripesim/model/work_model.hpp"
+
+namespace stripesim::validate {
+namespace {
+
+std::vector<double> random_values(Count count, std::uint64_t seed) {
+  model::SplitMix64 random(seed);
+  std::vector<double> values(static_cast<size_t>(count));
+  for (double& value : values) value = 2.0 * random.uniform() - 1.0;
+  return values;
+}
+
+model::Mask checked_mask(const RingCase& c) {
+  check_ring_case(c);
+  return model::parse_mask(c.mask, c.seq_len);
+}
+
+// The keys a device's queries may see, as disjoint sorted intervals: the union of every query's
+// [lowest_key, highest_key]. A block is skipped when none of its keys falls in the union.
+std::vector<std::pair<Position, Position>> visible_keys(const DeviceShard& shard) {
+  std::vector<std::pair<Position, Position>> intervals;
+  intervals.reserve(shard.positions.size());
+  for (size_t l = 0; l < shard.positions.size(); ++l) intervals.emplace_back(shard.lowest_key[l], shard.highest_key[l]);
+  std::sort(intervals.begin(), intervals.end());
+  std::vector<std::pair<Position, Position>> merged;
+  for (const auto& interval : intervals) {
+    if (!merged.empty() && interval.first <= merged.back().second + 1) {
+      merged.back().second = std::max(merged.back().second, interval.second);
+    } else {
+      merged.push_back(interval);
+    }
+  }
+  return merged;
+}
+
+bool any_visible(const std::vector<std::pair<Position, Position>>& visible, const std::vector<Position>& keys) {
+  for (const Position k : keys) {
+    auto it = std::upper_bound(visible.begin(), visible.end(), std::pair<Position, Position>{k, INT64_MAX});
+    if (it != visible.begin() && std::prev(it)->second >= k) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+RingProblem::RingProblem(RingCase ring_case)
+    : case_(std::move(ring_case)),
+      mask_(checked_mask(case_)),
+      layout_(model::parse_layout(case_.layout, case_.seq_len, case_.devices, model::LayoutContext{&mask_, case_.tile})) {
+  const Count n = case_.seq_len;
+  const Count devices = case_.devices;
+  const Count c = block_size();
+  shards_.resize(static_cast<size_t>(devices));
+  for (Count d = 0; d < devices; ++d) {
+    DeviceShard& shard = shards_[static_cast<size_t>(d)];
+    shard.positions.resize(static_cast<size_t>(c));
+    shard.lowest_key.resize(static_cast<size_t>(c));
+    shard.highest_key.resize(static_cast<size_t>(c));
+    for (Count l = 0; l < c; ++l) {
+      const Position p = layout_.position(d, l);
+      shard.positions[static_cast<size_t>(l)] = p;
+      shard.lowest_key[static_cast<size_t>(l)] = mask_.lowest_key(p);
+      shard.highest_key[static_cast<size_t>(l)] = mask_.highest_key(p);
+    }
+  }
+  // Distinct streams for Q, K and V, all from the case's seed.
+  q_ = random_values(n * case_.heads * case_.head_dim, case_.seed * 3 + 0);
+  k_ = random_values(n * case_.kv_heads * case_.head_dim, case_.seed * 3 + 1);
+  v_ = random_values(n * case_.kv_heads * case_.head_dim, case_.seed * 3 + 2);
+
+  block_active_.assign(static_cast<size_t>(devices * devices), 0);
+  for (Count d = 0; d < devices; ++d) {
+    const auto visible = visible_keys(shard(d));
+    for (Count r = 0; r < devices; ++r) {
+      const Count source = model::kv_source(d, r, devices);
+      block_active_[static_cast<size_t>(r * devices + d)] = any_visible(visible, shard(source).positions) ? 1 : 0;
+    }
+  }
+}
+
+double RingProblem::scale() const { return 1.0 / std::sqrt(static_cast<double>(case_.head_dim)); }
+
+}  // namespace stripesim::validate

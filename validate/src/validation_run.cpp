@@ -1,0 +1,52 @@
+#include "stripesim/validate/validation_run.hpp"
+
+#include "stripesim/model/work_model.hpp"
+
+namespace stripesim::validate {
+
+std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
+  std::vector<RingCase> cases;
+  for (const Count seq_len : m.seq_lens) {
+    for (const Count devices : m.devices) {
+      for (const auto& tile : m.tiles) {
+        for (const auto& mask : m.masks) {
+          for (const auto& layout : m.layouts) {
+            RingCase c;
+            c.seq_len = seq_len;
+            c.devices = devices;
+            c.layout = layout;
+            c.mask = mask;
+            c.tile = tile;
+            c.heads = m.heads;
+            c.kv_heads = m.kv_heads;
+            c.head_dim = m.head_dim;
+            c.precision = m.precision;
+            c.seed = m.seed;
+            check_ring_case(c);
+            cases.push_back(std::move(c));
+          }
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+CaseResult run_case(RingBackend& backend, const RingCase& ring_case, const RunOptions& options, bool check_output) {
+  const RingProblem problem(ring_case);
+  CaseResult result;
+  result.ring_case = ring_case;
+  result.work = model::count_work(problem.layout(), problem.mask(), ring_case.tile, 1);
+  const RingMeasurement measurement = backend.run(problem, options);
+  result.summary = summarize(measurement, ring_case.devices);
+  result.handoff_bytes = measurement.handoff_bytes;
+  result.tolerance = output_tolerance(ring_case.precision);
+  if (check_output) {
+    result.checked = true;
+    result.error = compare_output(measurement.output, reference_attention(problem));
+    result.passed = result.error.relative < result.tolerance;
+  }
+  return result;
+}
+
+}  // namespace stripesim::validate
