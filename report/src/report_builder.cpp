@@ -197,6 +197,20 @@ void validate_section(const ReportInput& in, std::string& md, std::vector<Report
   const std::string name = fmt::format("predicted-vs-measured-{}.svg", files.size());
   files.push_back({name, predicted_vs_measured_svg(in.document)});
   append(md, "![predicted against measured latency]({})\n\n", name);
+  const auto& doc = in.document;
+  if (doc.contains("backend") && doc.contains("device")) {
+    append(md, "Backend {} on {}.\n\n", doc.at("backend").get<std::string>(), doc.at("device").get<std::string>());
+  }
+  if (doc.contains("errors")) {
+    md += "| cases | count | median abs error (total) | worst (total) | median abs error (kernel) | worst (kernel) |\n"
+          "|---|---:|---:|---:|---:|---:|\n";
+    for (const auto& [role, e] : doc.at("errors").items()) {
+      append(md, "| {} | {} | {:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% |\n", role, e.at("cases").get<long long>(),
+             100 * e.at("median_abs_total_error").get<double>(), 100 * e.at("max_abs_total_error").get<double>(),
+             100 * e.at("median_abs_kernel_error").get<double>(), 100 * e.at("max_abs_kernel_error").get<double>());
+    }
+    md += "\n";
+  }
 }
 
 }  // namespace
