@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Joins bench_kernel_gpu's and sdpa_reference.py's JSON lines into
+OUT_DIR/kernel-<gpu>.json and .md: per (sequence length, mask), stripesim's best tile next to
+PyTorch SDPA, with the ratio stripesim / SDPA (of TFLOP/s; the same as SDPA time / stripesim time).
+
+Usage: bench/kernel_report.py STRIPESIM_JSONL SDPA_JSONL OUT_DIR [COMMAND ...]
+(COMMAND: the command lines that produced the inputs, recorded in both outputs.)
+"""
+import json
+import re
+import sys
+from pathlib import Path
+
+
+def read_lines(path):
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            rows.append(json.loads(line))
+    return rows
+
+
+def main() -> int:
+    if len(sys.argv) < 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    ours, sdpa = read_lines(sys.argv[1]), read_lines(sys.argv[2])
+    out_dir = Path(sys.argv[3])
+    commands = sys.argv[4:]
+    if not ours or not sdpa:
+        print("kernel_report.py: an input has no JSON lines", file=sys.stderr)
+        return 1
+    device = ours[0]["device"]
+    slug = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")
+
+    best = {}
+    for row in ours:
+        key = (row["seq_len"], row["mask"])
+        if key not in best or row["tflops"] > best[key]["tflops"]:
+            best[key] = row
+    reference = {(row["seq_len"], row["mask"]): row for row in sdpa}
+    table = []
+    for key in sorted(best, key=lambda k: (k[1], k[0])):
+        ours_row = best[key]
+        sdpa_row = reference.get(key)
+        table.append({
+            "seq_len": key[0],
+            "mask": key[1],
+            "stripesim_tile": ours_row["tile"],
+            "stripesim_ms": ours_row["median_ms"],
+            "stripesim_tflops": ours_row["tflops"],
+            "sdpa_ms": sdpa_row["median_ms"] if sdpa_row else None,
+            "sdpa_tflops": sdpa_row["tflops"] if sdpa_row else None,
+            "ratio": round(ours_row["tflops"] / sdpa_row["tflops"], 3) if sdpa_row else None,
+        })
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = {
+        "device": device,
+        "dtype": ours[0]["dtype"],
+        "heads": ours[0]["heads"],
+        "head_dim": ours[0]["head_dim"],
+        "timing": "median of reps after warm-up, CUDA events; TFLOP/s = 4 * unmasked pairs * head_dim * heads / time",
+        "commands": commands,
+        "comparison": table,
+        "stripesim": ours,
+        "sdpa": sdpa,
+    }
+    (out_dir / f"kernel-{slug}.json").write_text(json.dumps(report, indent=2) + "\n")
+
+    lines = [
+        f"# Attention kernel vs PyTorch SDPA on {device}",
+        "",
+        f"{report['dtype']}, {report['heads']} heads, head_dim {report['head_dim']}, one device (plain attention, "
+        "no ring). Median of the timed repetitions after warm-up, CUDA events. TFLOP/s counts unmasked pairs only "
+        "(4 x pairs x head_dim x heads). stripesim: its best tile per row (all tiles in the JSON).",
+        "",
+        "| mask | n | stripesim tile | stripesim ms | stripesim TFLOP/s | SDPA ms | SDPA TFLOP/s | stripesim / SDPA |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in table:
+        def cell(x):
+            return "—" if x is None else f"{x}"
+        lines.append(
+            f"| {row['mask']} | {row['seq_len']} | {row['stripesim_tile']} | {row['stripesim_ms']:.3f} | "
+            f"{row['stripesim_tflops']:.1f} | {cell(row['sdpa_ms'])} | {cell(row['sdpa_tflops'])} | {cell(row['ratio'])} |")
+    if sdpa and "torch" in sdpa[0]:
+        lines += ["", f"SDPA: PyTorch {sdpa[0]['torch']}, backend {sdpa[0].get('sdpa_backend', 'auto')}."]
+    if commands:
+        lines += ["", "Commands:", "", "```"] + commands + ["```"]
+    (out_dir / f"kernel-{slug}.md").write_text("\n".join(lines) + "\n")
+    print(out_dir / f"kernel-{slug}.json")
+    print(out_dir / f"kernel-{slug}.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

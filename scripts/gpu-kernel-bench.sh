@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Times the validator's attention kernel (bench_kernel_gpu, plain attention on one GPU) and
+# PyTorch's scaled_dot_product_attention on the same shapes, and writes
+# reports/validation/kernel-<gpu>.json and .md side by side with the ratio.
+#   scripts/gpu-kernel-bench.sh [BUILD_DIR]     (default: build; needs bench_kernel_gpu built)
+# Environment: PYTHON (a Python with torch; default python3), BENCH_ARGS (extra flags for both
+# programs, e.g. "--seq-lens 4096,8192"). On a machine whose NCCL comes from PyTorch's pip
+# packages (no libnccl.so.2 beside the CUDA toolkit), that directory is put on LD_LIBRARY_PATH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+python="${PYTHON:-python3}"
+bench="$build/bench/bench_kernel_gpu"
+[[ -x "$bench" ]] || { echo "gpu-kernel-bench.sh: $bench not found (configure with CUDA and build it)" >&2; exit 1; }
+
+if nccl_dir=$("$python" -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null); then
+  export LD_LIBRARY_PATH="$nccl_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
+ours_cmd="$bench ${BENCH_ARGS:-}"
+sdpa_cmd="$python bench/sdpa_reference.py ${BENCH_ARGS:-}"
+echo "== $ours_cmd" >&2
+$ours_cmd > "$work/stripesim.jsonl"
+echo "== $sdpa_cmd" >&2
+$sdpa_cmd > "$work/sdpa.jsonl"
+"$python" bench/kernel_report.py "$work/stripesim.jsonl" "$work/sdpa.jsonl" reports/validation "$ours_cmd" "$sdpa_cmd"

@@ -1,0 +1,293 @@
+// The validator's GPU backends (validate/cuda). On a machine without a CUDA GPU every test that
+// needs one skips, saying so; what runs everywhere: a missing GPU is a prompt DeviceFailure of
+// rank 0 naming the operation, and shapes the kernel was not compiled for are InputErrors. On a
+// GPU: the ring's output equals dense attention for every layout and mask in bf16 and fp16 on
+// both backends, the kernel's own tile classification equals the work model's counts, timings
+// sit where the work is, and the out-of-memory and hung-peer paths fail with named ranks.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/work_model.hpp"
+#include "stripesim/validate/gpu_backends.hpp"
+#include "stripesim/validate/reference_attention.hpp"
+
+namespace stripesim::validate {
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                         \
+    if (gpu_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine";       \
+  } while (false)
+
+RingCase gpu_case(std::string layout, std::string mask, Count devices, Precision precision) {
+  RingCase c;
+  c.seq_len = 2048;
+  c.devices = devices;
+  c.layout = std::move(layout);
+  c.mask = std::move(mask);
+  c.tile = {64, 64};
+  c.heads = 4;
+  c.kv_heads = 2;  // grouped K/V heads
+  c.head_dim = 64;
+  c.precision = precision;
+  c.seed = 11;
+  return c;
+}
+
+// Sets STRIPESIM_INJECT_FAULT for one scope.
+class InjectedFault {
+ public:
+  explicit InjectedFault(const char* value) { setenv("STRIPESIM_INJECT_FAULT", value, 1); }
+  InjectedFault(const InjectedFault&) = delete;
+  InjectedFault& operator=(const InjectedFault&) = delete;
+  ~InjectedFault() { unsetenv("STRIPESIM_INJECT_FAULT"); }
+};
+
+// --- everywhere -------------------------------------------------------------------------------
+
+TEST(GpuBackends, WithoutAGpuFailPromptlyNamingRankAndOperation) {
+  if (gpu_count() > 0) GTEST_SKIP() << "a CUDA GPU is visible: this test is for machines without one";
+  const RingProblem problem(gpu_case("zigzag", "causal", 2, Precision::bf16));
+  for (const char* name : {"cuda", "nccl"}) {
+    auto backend = std::string(name) == "cuda" ? make_cuda_backend() : make_nccl_backend();
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      static_cast<void>(backend->run(problem, RunOptions{0, 1, 60}));
+      ADD_FAILURE() << name << ": run() returned without a GPU";
+    } catch (const DeviceFailure& failure) {
+      EXPECT_EQ(failure.rank(), 0) << name;
+      EXPECT_EQ(failure.operation(), "cudaGetDeviceCount") << name;
+      EXPECT_NE(std::string(failure.what()).find("no CUDA device is visible"), std::string::npos) << failure.what();
+      EXPECT_NE(std::string(failure.what()).find("cudaGetDeviceCount"), std::string::npos) << failure.what();
+    }
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0) << name;
+  }
+}
+
+TEST(GpuBackends, ShapesWithoutACompiledKernelAreInputErrors) {
+  // Checked before any device is touched: the same answer with or without a GPU.
+  auto expect_input_error = [](RingCase c, const std::string& flag) {
+    const RingProblem problem(c);
+    try {
+      static_cast<void>(make_cuda_backend()->run(problem, RunOptions{0, 1, 60}));
+      ADD_FAILURE() << "no InputError for " << flag;
+    } catch (const model::InputError& error) {
+      EXPECT_EQ(std::string(error.what()).rfind(flag, 0), 0u) << error.what();
+    }
+  };
+  RingCase c = gpu_case("striped", "causal", 2, Precision::bf16);
+  c.head_dim = 96;
+  expect_input_error(c, "--head-dim 96");
+  c = gpu_case("striped", "causal", 2, Precision::bf16);
+  c.tile = {32, 64};
+  expect_input_error(c, "--tile 32x64");
+  expect_input_error(gpu_case("striped", "causal", 2, Precision::fp32), "--dtype fp32");
+}
+
+TEST(GpuBackends, UnknownInjectedFaultIsAnInputError) {
+  const InjectedFault fault("skip-sends:1");
+  const RingProblem problem(gpu_case("striped", "causal", 2, Precision::bf16));
+  EXPECT_THROW(static_cast<void>(make_cuda_backend()->run(problem, RunOptions{0, 1, 60})), model::InputError);
+}
+
+TEST(GpuBackends, BackendsComputeInHalfPrecisionOnly) {
+  auto cuda = make_cuda_backend();
+  auto nccl = make_nccl_backend();
+  for (RingBackend* backend : {cuda.get(), nccl.get()}) {
+    EXPECT_TRUE(backend->supports(Precision::bf16));
+    EXPECT_TRUE(backend->supports(Precision::fp16));
+    EXPECT_FALSE(backend->supports(Precision::fp32));
+  }
+}
+
+// --- on a GPU ---------------------------------------------------------------------------------
+
+struct LayoutMask {
+  const char* layout;
+  const char* mask;
+};
+
+std::string param_name(const ::testing::TestParamInfo<LayoutMask>& info) {
+  std::string name = std::string(info.param.layout) + "_" + info.param.mask;
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
+const auto kLayoutsTimesMasks = ::testing::Values(
+    LayoutMask{"contiguous", "causal"}, LayoutMask{"striped", "causal"}, LayoutMask{"zigzag", "causal"},
+    LayoutMask{"block-striped:8", "causal"}, LayoutMask{"contiguous", "bidirectional"},
+    LayoutMask{"striped", "bidirectional"}, LayoutMask{"zigzag", "bidirectional"},
+    LayoutMask{"block-striped:8", "bidirectional"}, LayoutMask{"contiguous", "window:300"},
+    LayoutMask{"striped", "window:300"}, LayoutMask{"zigzag", "window:300"}, LayoutMask{"block-striped:8", "window:300"},
+    LayoutMask{"contiguous", "documents:700,1000,348"}, LayoutMask{"striped", "documents:700,1000,348"},
+    LayoutMask{"zigzag", "documents:700,1000,348"}, LayoutMask{"block-striped:8", "documents:700,1000,348"});
+
+// Runs `backend` in bf16 and fp16 on N devices and checks the output against dense attention.
+void expect_matches_dense(RingBackend& backend, const LayoutMask& param, Count devices) {
+  std::vector<double> reference;  // the same Q, K, V and mask for both precisions
+  for (const Precision precision : {Precision::bf16, Precision::fp16}) {
+    const RingProblem problem(gpu_case(param.layout, param.mask, devices, precision));
+    if (reference.empty()) reference = reference_attention(problem);
+    const RingMeasurement m = backend.run(problem, RunOptions{1, 2, 60});
+    const OutputError error = compare_output(m.output, reference);
+    EXPECT_LT(error.relative, output_tolerance(precision))
+        << backend.name() << " " << problem.ring_case().label() << " " << precision_name(precision)
+        << ": max abs error " << error.max_abs << " of max " << error.max_reference;
+    EXPECT_GT(error.max_reference, 0.01);
+  }
+}
+
+class CudaRingMatchesDense : public ::testing::TestWithParam<LayoutMask> {};
+
+TEST_P(CudaRingMatchesDense, Bf16AndFp16) {
+  SKIP_WITHOUT_GPU();
+  auto backend = make_cuda_backend();
+  expect_matches_dense(*backend, GetParam(), 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(LayoutsTimesMasks, CudaRingMatchesDense, kLayoutsTimesMasks, param_name);
+
+class NcclRingMatchesDense : public ::testing::TestWithParam<LayoutMask> {};
+
+TEST_P(NcclRingMatchesDense, Bf16AndFp16) {
+  SKIP_WITHOUT_GPU();
+  if (gpu_count() < 2) GTEST_SKIP() << "the nccl backend needs 2 GPUs for a ring, this machine has " << gpu_count();
+  auto backend = make_nccl_backend();
+  expect_matches_dense(*backend, GetParam(), gpu_count() >= 4 ? 4 : 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(LayoutsTimesMasks, NcclRingMatchesDense, kLayoutsTimesMasks, param_name);
+
+TEST(CudaKernel, EveryCompiledShapeWithShortLastTiles) {
+  SKIP_WITHOUT_GPU();
+  // c = 1000: neither 64 nor 128 divides it, so every block ends in a short query and key tile.
+  auto backend = make_cuda_backend();
+  for (const Count head_dim : {64, 128}) {
+    std::vector<double> reference;
+    for (const model::TileShape tile : {model::TileShape{64, 64}, {64, 128}, {128, 64}, {128, 128}}) {
+      RingCase c = gpu_case("zigzag", "causal", 2, Precision::bf16);
+      c.seq_len = 2000;
+      c.heads = 2;
+      c.kv_heads = 1;
+      c.head_dim = head_dim;
+      c.tile = tile;
+      const RingProblem problem(c);
+      if (reference.empty()) reference = reference_attention(problem);
+      const OutputError error = compare_output(backend->run(problem, RunOptions{0, 1, 60}).output, reference);
+      EXPECT_LT(error.relative, output_tolerance(Precision::bf16)) << c.label() << " head_dim " << head_dim;
+    }
+  }
+}
+
+TEST(CudaKernel, ClassifiesTilesExactlyLikeTheWorkModel) {
+  SKIP_WITHOUT_GPU();
+  for (const char* layout : {"contiguous", "striped", "zigzag", "block-striped:8"}) {
+    for (const char* mask : {"causal", "bidirectional", "window:300", "documents:700,1000,220"}) {
+      RingCase c = gpu_case(layout, mask, 4, Precision::bf16);
+      c.seq_len = 1920;   // c = 480: short last tiles of both sizes
+      c.tile = {64, 128};
+      const RingProblem problem(c);
+      const model::Work work = model::count_work(problem.layout(), problem.mask(), c.tile, 1);
+      const KernelTileCounts counts = count_kernel_tiles(problem);
+      for (Count r = 0; r < c.devices; ++r) {
+        for (Count d = 0; d < c.devices; ++d) {
+          const auto cell = static_cast<std::size_t>(r * c.devices + d);
+          EXPECT_EQ(counts.active[cell], work.active_tiles.at(r, d)) << c.label() << " round " << r << " device " << d;
+          EXPECT_EQ(counts.partial[cell], work.partial_tiles.at(r, d)) << c.label() << " round " << r << " device " << d;
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaBackend, TimingsSitWhereTheWorkIs) {
+  SKIP_WITHOUT_GPU();
+  const RingProblem problem(gpu_case("contiguous", "causal", 4, Precision::bf16));
+  const RingMeasurement m = make_cuda_backend()->run(problem, RunOptions{1, 3, 60});
+  EXPECT_EQ(m.backend, "cuda");
+  EXPECT_FALSE(m.device_name.empty());
+  ASSERT_EQ(m.kernel_us.size(), 3u);
+  ASSERT_EQ(m.handoff_us.size(), 3u);
+  ASSERT_EQ(m.wall_us.size(), 3u);
+  const RingCase& c = problem.ring_case();
+  const Count block = problem.block_size();
+  EXPECT_EQ(m.handoff_bytes, 2 * block * c.kv_heads * c.head_dim * 2 + block * 8);
+  for (std::size_t i = 0; i < 3; ++i) {
+    double sum = 0;
+    for (Count r = 0; r < 4; ++r) {
+      for (Count d = 0; d < 4; ++d) {
+        const auto cell = static_cast<std::size_t>(r * 4 + d);
+        EXPECT_EQ(m.kernel_us[i][cell] > 0, problem.block_active(r, d)) << "round " << r << " device " << d;
+        EXPECT_EQ(m.handoff_us[i][cell] > 0, r < 3) << "round " << r << " device " << d;
+        sum += m.kernel_us[i][cell] + m.handoff_us[i][cell];
+      }
+    }
+    // One stream: the ring's wall time covers every kernel and copy.
+    EXPECT_GE(m.wall_us[i], 0.99 * sum);
+  }
+  for (const double x : m.output) ASSERT_FALSE(std::isnan(x));
+}
+
+TEST(CudaBackend, OutOfMemoryIsADeviceFailureNamingTheAllocation) {
+  SKIP_WITHOUT_GPU();
+  const InjectedFault fault("oom");
+  const RingProblem problem(gpu_case("zigzag", "causal", 2, Precision::bf16));
+  try {
+    static_cast<void>(make_cuda_backend()->run(problem, RunOptions{0, 1, 60}));
+    ADD_FAILURE() << "no DeviceFailure";
+  } catch (const DeviceFailure& failure) {
+    EXPECT_EQ(failure.rank(), 0);
+    EXPECT_EQ(failure.operation().rfind("cudaMalloc of", 0), 0u) << failure.operation();
+    EXPECT_NE(failure.operation().find("1 TiB"), std::string::npos) << failure.operation();
+  }
+  // The failed allocation leaves the GPU usable.
+  unsetenv("STRIPESIM_INJECT_FAULT");
+  const RingMeasurement m = make_cuda_backend()->run(problem, RunOptions{0, 1, 60});
+  EXPECT_LT(compare_output(m.output, reference_attention(problem)).relative, output_tolerance(Precision::bf16));
+}
+
+TEST(NcclBackend, FewerGpusThanDevicesIsAnInputError) {
+  SKIP_WITHOUT_GPU();
+  const Count devices = gpu_count() + 1;
+  RingCase c = gpu_case("striped", "causal", devices, Precision::bf16);
+  c.seq_len = 64 * devices;
+  const RingProblem problem(c);
+  try {
+    static_cast<void>(make_nccl_backend()->run(problem, RunOptions{0, 1, 60}));
+    ADD_FAILURE() << "no InputError";
+  } catch (const model::InputError& error) {
+    const std::string expected = "needs " + std::to_string(devices) + " GPUs, this machine has " +
+                                 std::to_string(gpu_count());
+    EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+  }
+}
+
+// Last: an aborted communicator is the most disruptive thing these tests do.
+TEST(NcclBackend, HungPeerTimesOutNamingTheRankThatDidNotComplete) {
+  SKIP_WITHOUT_GPU();
+  if (gpu_count() < 2) GTEST_SKIP() << "the nccl backend needs 2 GPUs for a ring, this machine has " << gpu_count();
+  const InjectedFault fault("skip-send:0");  // rank 0 never sends in round 0: rank 1 waits for it
+  const RingProblem problem(gpu_case("zigzag", "causal", 2, Precision::bf16));
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    static_cast<void>(make_nccl_backend()->run(problem, RunOptions{0, 1, 5}));
+    ADD_FAILURE() << "no DeviceFailure";
+  } catch (const DeviceFailure& failure) {
+    EXPECT_EQ(failure.rank(), 1) << failure.what();
+    EXPECT_EQ(failure.operation(), "ncclRecv from rank 0 in round 0") << failure.what();
+    EXPECT_NE(std::string(failure.what()).find("aborted"), std::string::npos) << failure.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 60.0);
+}
+
+}  // namespace
+}  // namespace stripesim::validate

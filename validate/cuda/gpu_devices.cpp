@@ -1,0 +1,65 @@
+#include "gpu_devices.hpp"
+
+#include <fmt/format.h>
+
+#include "gpu_error.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/validate/gpu_backends.hpp"
+
+namespace stripesim::validate {
+
+int gpu_count() noexcept {
+  int count = 0;
+  // Without a driver this returns an error (cudaErrorInsufficientDriver / cudaErrorNoDevice)
+  // at once; either way there is nothing to run on.
+  if (cudaGetDeviceCount(&count) != cudaSuccess) return 0;
+  return count;
+}
+
+namespace gpu {
+
+int visible_gpus() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    throw DeviceFailure(0, "cudaGetDeviceCount", fmt::format("no CUDA device is visible: {}", cudaGetErrorString(status)));
+  }
+  if (count <= 0) throw DeviceFailure(0, "cudaGetDeviceCount", "no CUDA device is visible: the driver reports 0 devices");
+  return count;
+}
+
+std::string gpu_name(int device) noexcept {
+  try {
+    cudaDeviceProp properties{};
+    const cudaError_t status = cudaGetDeviceProperties(&properties, device);
+    if (status != cudaSuccess) return fmt::format("(no CUDA device {}: {})", device, cudaGetErrorString(status));
+    return properties.name;
+  } catch (...) {
+    return "(unknown CUDA device)";
+  }
+}
+
+void prepare_gpu(int device, const KernelShape& shape, Count rank) {
+  check_cuda(cudaSetDevice(device), rank, [&] { return fmt::format("cudaSetDevice({})", device); });
+  int optin = 0;
+  check_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), rank,
+             "cudaDeviceGetAttribute(max shared memory per block)");
+  const std::size_t needed = kernel_shared_bytes(shape);
+  if (needed > static_cast<std::size_t>(optin)) {
+    throw DeviceFailure(rank, "kernel shared memory check",
+                        fmt::format("tile {}x{} at head_dim {} needs {} KiB of shared memory per block, {} allows "
+                                    "{} KiB: use a smaller --tile",
+                                    shape.tile.query, shape.tile.key, shape.head_dim, (needed + 1023) / 1024,
+                                    gpu_name(device), optin / 1024));
+  }
+  check_cuda(prepare_block_attention(shape), rank, "cudaFuncSetAttribute(kernel dynamic shared memory)");
+}
+
+void check_run_options(const RunOptions& options) {
+  if (options.iterations < 1) throw model::InputError(fmt::format("--iterations {}: at least 1", options.iterations));
+  if (options.warmup < 0) throw model::InputError(fmt::format("--warmup {}: at least 0", options.warmup));
+  if (!(options.timeout_s > 0)) throw model::InputError(fmt::format("--timeout {}: must be positive", options.timeout_s));
+}
+
+}  // namespace gpu
+}  // namespace stripesim::validate

@@ -1,0 +1,30 @@
+#pragma once
+// The GPU backends of the validator (validate/cuda): `cuda` runs all N ring devices on one GPU
+// (device 0) one after another, `nccl` gives every ring device its own GPU and moves K/V with
+// ncclSend/ncclRecv while the next block computes. Both compute in bf16 or fp16 with fp32
+// accumulation. This header is plain C++: host code includes it without the CUDA toolkit.
+#include <memory>
+#include <vector>
+
+#include "stripesim/validate/ring_backend.hpp"
+
+namespace stripesim::validate {
+
+[[nodiscard]] std::unique_ptr<RingBackend> make_cuda_backend();
+// Throws model::InputError when this build found no NCCL.
+[[nodiscard]] std::unique_ptr<RingBackend> make_nccl_backend();
+
+// CUDA devices visible to this process; 0 when there is no driver or no device. Never throws.
+[[nodiscard]] int gpu_count() noexcept;
+
+// The tiles the CUDA kernel itself classified at every [round * devices + device] (one head's
+// count; every head sees the same tiles): active tiles it computed and, of those, partial tiles
+// it masked element by element. Runs the ring once on GPU 0. Lets tests hold the kernel to the
+// work model's active_tiles and partial_tiles at the same tile shape.
+struct KernelTileCounts {
+  std::vector<Count> active;
+  std::vector<Count> partial;
+};
+[[nodiscard]] KernelTileCounts count_kernel_tiles(const RingProblem& problem);
+
+}  // namespace stripesim::validate

@@ -1,0 +1,545 @@
+// The `nccl` backend: ring device d is GPU d, all driven by this one process. Each rank has a
+// compute stream and a communication stream. In round r the kernel computes on the block in
+// slot kv_slot(r) while, on the communication stream, ncclSend hands that same block to rank
+// d + 1 and ncclRecv takes the next one from rank d - 1 into the other receive slot (double
+// buffering). Round r + 1's kernel waits for that receive; round r + 1's transfer waits for
+// round r's kernel (its receive overwrites the slot that kernel read). Communicators are
+// nonblocking (config.blocking = 0), so no NCCL call can hang this thread: every wait polls
+// with the run's deadline and, past it, aborts every communicator and names the rank and the
+// transfer that did not complete. (Fault injection for that path: fault_injection.hpp.)
+#include <fmt/format.h>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/validate/gpu_backends.hpp"
+
+#ifdef STRIPESIM_WITH_NCCL
+#include <nccl.h>
+
+#include <chrono>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "device_resources.hpp"
+#include "fault_injection.hpp"
+#include "gpu_devices.hpp"
+#include "ring_memory.hpp"
+#endif
+
+namespace stripesim::validate {
+
+#ifndef STRIPESIM_WITH_NCCL
+
+std::unique_ptr<RingBackend> make_nccl_backend() {
+  throw model::InputError(
+      "--backend nccl: NCCL was not found when stripesim was built (nccl.h and libnccl next to the CUDA toolkit); "
+      "use --backend cuda, or install NCCL and reconfigure");
+}
+
+#else
+
+namespace {
+
+using gpu::check_cuda;
+using gpu::Deadline;
+using gpu::DeviceSlots;
+using gpu::Event;
+
+std::string nccl_detail(ncclResult_t status, ncclComm_t comm) {
+  const char* last = ncclGetLastError(comm);
+  if (last == nullptr || *last == '\0') return ncclGetErrorString(status);
+  return fmt::format("{} ({})", ncclGetErrorString(status), last);
+}
+
+struct TimedOp {
+  Event start, end;
+  bool launched = false;  // kernels: false where the host skipped the block (0 us)
+};
+
+// One ring device: its GPU, streams, memory and the events of every round.
+struct Rank {
+  int device = 0;
+  gpu::Stream compute, comm;
+  std::optional<gpu::RingMemory> memory;
+  DeviceSlots slots;
+  std::vector<TimedOp> kernels;   // [round]
+  std::vector<TimedOp> handoffs;  // [round], rounds 0 .. N-2
+};
+
+// The communicators of all ranks. Destruction finalizes them cleanly when the run ended well and
+// aborts them otherwise.
+class Communicators {
+ public:
+  Communicators() = default;
+  Communicators(const Communicators&) = delete;
+  Communicators& operator=(const Communicators&) = delete;
+  ~Communicators() {
+    if (!comms_.empty() && !aborted_) shut_down();
+  }
+
+  [[nodiscard]] std::vector<ncclComm_t>& comms() { return comms_; }
+  [[nodiscard]] ncclComm_t operator[](Count rank) const { return comms_[static_cast<std::size_t>(rank)]; }
+
+  // Aborts every communicator: in-flight NCCL kernels stop, nothing waits for a dead peer.
+  void abort_all() noexcept {
+    if (aborted_) return;
+    aborted_ = true;
+    for (ncclComm_t comm : comms_) {
+      // Nothing useful can be done if the abort itself fails: the run is already failing.
+      if (comm != nullptr) static_cast<void>(ncclCommAbort(comm));
+    }
+  }
+
+  // Polls every communicator until none is ncclInProgress (a nonblocking call has finished
+  // its host-side work). An error, or the deadline, aborts them all and throws.
+  void wait_ready(const Deadline& deadline, const std::function<std::string(Count)>& operation) {
+    for (std::size_t rank = 0; rank < comms_.size(); ++rank) {
+      for (;;) {
+        ncclResult_t state = ncclSuccess;
+        const ncclResult_t status = ncclCommGetAsyncError(comms_[rank], &state);
+        if (status != ncclSuccess) state = status;
+        if (state == ncclSuccess) break;
+        const auto r = static_cast<Count>(rank);
+        if (state != ncclInProgress) {
+          const std::string detail = nccl_detail(state, comms_[rank]);
+          abort_all();
+          throw DeviceFailure(r, operation(r), detail);
+        }
+        if (deadline.passed()) {
+          abort_all();
+          throw DeviceFailure(r, operation(r), gpu::timeout_detail(deadline) + "; every communicator was aborted");
+        }
+        gpu::poll_pause();
+      }
+    }
+  }
+
+  // The first rank whose communicator reports an asynchronous error, with the error.
+  [[nodiscard]] std::optional<std::pair<Count, std::string>> async_error() const {
+    for (std::size_t rank = 0; rank < comms_.size(); ++rank) {
+      ncclResult_t state = ncclSuccess;
+      const ncclResult_t status = ncclCommGetAsyncError(comms_[rank], &state);
+      if (status != ncclSuccess) state = status;
+      if (state != ncclSuccess && state != ncclInProgress) {
+        return std::pair{static_cast<Count>(rank), nccl_detail(state, comms_[rank])};
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  void shut_down() noexcept {
+    // Finalize flushes outstanding work; nonblocking, so poll it briefly, and abort what does
+    // not finish (a destructor must not hang either).
+    const Deadline deadline = Deadline::after(10);
+    bool clean = true;
+    for (ncclComm_t comm : comms_) {
+      if (comm == nullptr) continue;
+      const ncclResult_t status = ncclCommFinalize(comm);
+      if (status != ncclSuccess && status != ncclInProgress) clean = false;
+    }
+    for (ncclComm_t comm : comms_) {
+      if (comm == nullptr || !clean) continue;
+      ncclResult_t state = ncclInProgress;
+      while (clean) {
+        if (ncclCommGetAsyncError(comm, &state) != ncclSuccess || (state != ncclSuccess && state != ncclInProgress)) {
+          clean = false;
+        } else if (state == ncclSuccess) {
+          break;
+        } else if (deadline.passed()) {
+          clean = false;
+        } else {
+          gpu::poll_pause();
+        }
+      }
+    }
+    if (!clean) {
+      abort_all();
+      return;
+    }
+    for (ncclComm_t comm : comms_) {
+      if (comm != nullptr) static_cast<void>(ncclCommDestroy(comm));
+    }
+    comms_.clear();
+  }
+
+  std::vector<ncclComm_t> comms_;
+  bool aborted_ = false;
+};
+
+// Ends an NCCL group on every path: an exception between ncclGroupStart and ncclGroupEnd would
+// otherwise leave this thread inside the group for every later NCCL call.
+class GroupScope {
+ public:
+  GroupScope(Count rank, const std::string& operation) {
+    const ncclResult_t status = ncclGroupStart();
+    if (status != ncclSuccess) throw DeviceFailure(rank, "ncclGroupStart for " + operation, ncclGetErrorString(status));
+  }
+  GroupScope(const GroupScope&) = delete;
+  GroupScope& operator=(const GroupScope&) = delete;
+  // ncclGroupEnd's status: ncclSuccess, ncclInProgress (nonblocking) or an error.
+  [[nodiscard]] ncclResult_t end() {
+    open_ = false;
+    return ncclGroupEnd();
+  }
+  ~GroupScope() {
+    if (open_) static_cast<void>(ncclGroupEnd());  // unwinding: the error being thrown is the one to report
+  }
+
+ private:
+  bool open_ = true;
+};
+
+class NcclRing {
+ public:
+  NcclRing(const RingProblem& problem, double timeout_s)
+      : problem_(problem), n_(problem.ring_case().devices), timeout_s_(timeout_s) {
+    shape_ = gpu::gpu_kernel_shape(problem);
+    fault_ = gpu::injected_fault();
+    const int gpus = gpu::visible_gpus();
+    if (gpus < n_) {
+      throw model::InputError(fmt::format(
+          "--backend nccl --devices {}: the nccl backend needs {} GPUs, this machine has {} (--backend cuda runs the "
+          "ring on one GPU)",
+          n_, n_, gpus));
+    }
+    if (fault_.skip_send_rank && *fault_.skip_send_rank >= n_) {
+      throw model::InputError(fmt::format("STRIPESIM_INJECT_FAULT=skip-send:{}: the ring has ranks 0 to {}",
+                                          *fault_.skip_send_rank, n_ - 1));
+    }
+    const gpu::BlockGeometry geometry = gpu::BlockGeometry::of(problem);
+    ranks_.resize(static_cast<std::size_t>(n_));
+    const Deadline deadline = Deadline::after(timeout_s_);
+    for (Count d = 0; d < n_; ++d) {
+      Rank& rank = ranks_[static_cast<std::size_t>(d)];
+      rank.device = static_cast<int>(d);
+      gpu::prepare_gpu(rank.device, shape_, d);
+      rank.compute = gpu::Stream(d, "compute");
+      rank.comm = gpu::Stream(d, "communication");
+      rank.memory.emplace(geometry, 1, d, fault_.oom);
+      rank.slots = rank.memory->device(0);
+      gpu::upload_shard(problem, d, rank.slots, rank.compute.get(), d, deadline);
+      for (Count r = 0; r < n_; ++r) {
+        rank.kernels.push_back({Event(d), Event(d)});
+        rank.handoffs.push_back({Event(d), Event(d)});
+      }
+    }
+    name_ = gpu::gpu_name(0);
+    init_communicators(deadline);
+  }
+
+  NcclRing(const NcclRing&) = delete;
+  NcclRing& operator=(const NcclRing&) = delete;
+
+  ~NcclRing() {
+    if (!hung_) return;
+    // The devices may still hold aborted or stuck work: freeing would wait on them.
+    for (Rank& rank : ranks_) {
+      if (rank.memory) rank.memory->abandon();
+    }
+  }
+
+  [[nodiscard]] const std::string& device_name() const { return name_; }
+  [[nodiscard]] std::int64_t handoff_bytes() const { return gpu::BlockGeometry::of(problem_).slot_bytes(); }
+
+  // One pass of the ring; returns its host wall time, first launch to every stream done.
+  double iterate() {
+    const Deadline deadline = Deadline::after(timeout_s_);
+    const gpu::BlockGeometry g = gpu::BlockGeometry::of(problem_);
+    const auto scale = static_cast<float>(problem_.scale());
+    const auto bytes = static_cast<std::size_t>(g.slot_bytes());
+    // Fresh state, poisoned output, idle devices: then the clock starts.
+    for (Count d = 0; d < n_; ++d) {
+      const Rank& rank = use(d);
+      const DeviceSlots& s = rank.slots;
+      check_cuda(gpu::launch_init_state(s.out_acc, s.row_max, s.row_sum, g.rows(), static_cast<int>(g.head_dim),
+                                        rank.compute.get()),
+                 d, "launch of the softmax state init");
+      check_cuda(gpu::launch_fill_nan(s.out, g.rows() * g.head_dim, rank.compute.get()), d,
+                 "launch of the output poisoning");
+    }
+    for (Count d = 0; d < n_; ++d) {
+      gpu::wait_stream(use(d).compute.get(), d, "softmax state init", deadline);
+    }
+
+    const auto start = gpu::Clock::now();
+    for (Count r = 0; r < n_; ++r) {
+      for (Count d = 0; d < n_; ++d) {
+        Rank& rank = use(d);
+        const cudaStream_t stream = rank.compute.get();
+        if (r > 0) {
+          check_cuda(cudaStreamWaitEvent(stream, rank.handoffs[static_cast<std::size_t>(r - 1)].end.get(), 0), d,
+                     [&] { return fmt::format("cudaStreamWaitEvent for the receive of round {}", r - 1); });
+        }
+        TimedOp& op = rank.kernels[static_cast<std::size_t>(r)];
+        op.launched = problem_.block_active(r, d);
+        // Recorded even for a skipped block: the transfer of round r + 1 waits on op.end.
+        record(op.start, stream, d);
+        if (op.launched) {
+          check_cuda(gpu::launch_block_attention(shape_, rank.slots.kernel_args(gpu::kv_slot(r), scale), stream), d,
+                     [&] { return fmt::format("kernel launch in round {}", r); });
+        }
+        record(op.end, stream, d);
+      }
+      if (r + 1 < n_) transfer(r, bytes, deadline);
+    }
+    wait_ring(deadline);
+    const double wall_us = std::chrono::duration<double, std::micro>(gpu::Clock::now() - start).count();
+
+    for (Count d = 0; d < n_; ++d) {
+      const Rank& rank = use(d);
+      const DeviceSlots& s = rank.slots;
+      check_cuda(gpu::launch_normalise(s.out_acc, s.row_sum, s.out, g.rows(), static_cast<int>(g.head_dim),
+                                       rank.compute.get()),
+                 d, "launch of the output normalisation");
+    }
+    for (Count d = 0; d < n_; ++d) gpu::wait_stream(use(d).compute.get(), d, "output normalisation", deadline);
+    return wall_us;
+  }
+
+  void record_timings(RingMeasurement& m, double wall_us) const {
+    std::vector<double> kernel_us(static_cast<std::size_t>(n_ * n_), 0.0);
+    std::vector<double> handoff_us(static_cast<std::size_t>(n_ * n_), 0.0);
+    for (Count d = 0; d < n_; ++d) {
+      const Rank& rank = ranks_[static_cast<std::size_t>(d)];
+      for (Count r = 0; r < n_; ++r) {
+        const auto cell = static_cast<std::size_t>(r * n_ + d);
+        const TimedOp& k = rank.kernels[static_cast<std::size_t>(r)];
+        if (k.launched) kernel_us[cell] = gpu::elapsed_us(k.start.get(), k.end.get(), d);
+        if (r + 1 < n_) {
+          const TimedOp& h = rank.handoffs[static_cast<std::size_t>(r)];
+          handoff_us[cell] = gpu::elapsed_us(h.start.get(), h.end.get(), d);
+        }
+      }
+    }
+    m.kernel_us.push_back(std::move(kernel_us));
+    m.handoff_us.push_back(std::move(handoff_us));
+    m.wall_us.push_back(wall_us);
+  }
+
+  [[nodiscard]] std::vector<double> download_output() {
+    const RingCase& c = problem_.ring_case();
+    std::vector<double> output(static_cast<std::size_t>(c.seq_len * c.heads * c.head_dim),
+                               std::numeric_limits<double>::quiet_NaN());
+    const Deadline deadline = Deadline::after(timeout_s_);
+    for (Count d = 0; d < n_; ++d) {
+      const Rank& rank = use(d);
+      gpu::download_output(problem_, d, rank.slots, rank.compute.get(), d, deadline, output);
+    }
+    return output;
+  }
+
+ private:
+  // Rank d's state with GPU d made current (every stream, event and launch call below is for
+  // the current device).
+  Rank& use(Count d) {
+    Rank& rank = ranks_[static_cast<std::size_t>(d)];
+    check_cuda(cudaSetDevice(rank.device), d, [&] { return fmt::format("cudaSetDevice({})", rank.device); });
+    return rank;
+  }
+
+  static void record(const Event& event, cudaStream_t stream, Count d) {
+    check_cuda(cudaEventRecord(event.get(), stream), d, "cudaEventRecord");
+  }
+
+  void init_communicators(const Deadline& deadline) {
+    ncclUniqueId id;
+    const ncclResult_t status = ncclGetUniqueId(&id);
+    if (status != ncclSuccess) throw DeviceFailure(0, "ncclGetUniqueId", ncclGetErrorString(status));
+    comms_.comms().assign(static_cast<std::size_t>(n_), nullptr);
+    try {
+      GroupScope group(0, "ncclCommInitRankConfig");
+      for (Count d = 0; d < n_; ++d) {
+        use(d);
+        // Nonblocking: no later NCCL call can block this thread; a hang is polled and aborted.
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = 0;
+        const ncclResult_t init = ncclCommInitRankConfig(&comms_.comms()[static_cast<std::size_t>(d)],
+                                                         static_cast<int>(n_), id, static_cast<int>(d), &config);
+        if (init != ncclSuccess && init != ncclInProgress) {
+          throw DeviceFailure(d, "ncclCommInitRankConfig", ncclGetErrorString(init));
+        }
+      }
+      const ncclResult_t end = group.end();
+      if (end != ncclSuccess && end != ncclInProgress) {
+        comms_.abort_all();
+        throw DeviceFailure(0, "ncclGroupEnd of ncclCommInitRankConfig", ncclGetErrorString(end));
+      }
+    } catch (...) {
+      comms_.abort_all();  // half-made communicators cannot be finalized
+      throw;
+    }
+    comms_.wait_ready(deadline, [](Count) { return std::string("ncclCommInitRankConfig"); });
+  }
+
+  // Round r's hand-off on every rank's communication stream, as one NCCL group.
+  void transfer(Count r, std::size_t bytes, const Deadline& deadline) {
+    for (Count d = 0; d < n_; ++d) {
+      Rank& rank = use(d);
+      if (r > 0) {
+        // The receive overwrites the slot round r - 1's kernel read.
+        check_cuda(cudaStreamWaitEvent(rank.comm.get(), rank.kernels[static_cast<std::size_t>(r - 1)].end.get(), 0), d,
+                   [&] { return fmt::format("cudaStreamWaitEvent for the kernel of round {}", r - 1); });
+      }
+      record(rank.handoffs[static_cast<std::size_t>(r)].start, rank.comm.get(), d);
+    }
+    {
+      GroupScope group(0, fmt::format("round {}", r));
+      for (Count d = 0; d < n_; ++d) {
+        Rank& rank = use(d);
+        const Count next = (d + 1) % n_;
+        const Count previous = (d + n_ - 1) % n_;
+        const bool skip = r == 0 && fault_.skip_send_rank == d;  // STRIPESIM_INJECT_FAULT=skip-send:d
+        if (!skip) {
+          check_nccl(ncclSend(rank.slots.slot[gpu::kv_slot(r)], bytes, ncclUint8, static_cast<int>(next), comms_[d],
+                              rank.comm.get()),
+                     d, [&] { return fmt::format("ncclSend to rank {} in round {}", next, r); });
+        }
+        check_nccl(ncclRecv(rank.slots.slot[gpu::kv_slot(r + 1)], bytes, ncclUint8, static_cast<int>(previous),
+                            comms_[d], rank.comm.get()),
+                   d, [&] { return fmt::format("ncclRecv from rank {} in round {}", previous, r); });
+      }
+      const ncclResult_t end = group.end();
+      if (end != ncclSuccess && end != ncclInProgress) {
+        const auto failing = comms_.async_error();
+        comms_.abort_all();
+        throw DeviceFailure(failing ? failing->first : 0, fmt::format("ncclGroupEnd of the transfers of round {}", r),
+                            failing ? failing->second : ncclGetErrorString(end));
+      }
+    }
+    comms_.wait_ready(deadline, [r](Count) { return fmt::format("enqueueing the transfers of round {}", r); });
+    for (Count d = 0; d < n_; ++d) {
+      Rank& rank = use(d);
+      record(rank.handoffs[static_cast<std::size_t>(r)].end, rank.comm.get(), d);
+    }
+  }
+
+  template <typename Operation>
+  void check_nccl(ncclResult_t status, Count rank, Operation&& operation) {
+    if (status == ncclSuccess || status == ncclInProgress) return;
+    const std::string detail = nccl_detail(status, comms_[rank]);
+    comms_.abort_all();
+    throw DeviceFailure(rank, gpu::describe(operation), detail);
+  }
+
+  // Polls every rank's last kernel and last transfer until done. A CUDA error, an NCCL
+  // asynchronous error or the deadline aborts every communicator and names the rank and the
+  // first operation (in ring order) that did not complete.
+  void wait_ring(const Deadline& deadline) {
+    for (;;) {
+      bool all_done = true;
+      for (Count d = 0; d < n_ && all_done; ++d) {
+        const Rank& rank = ranks_[static_cast<std::size_t>(d)];
+        all_done = done(d, rank.kernels.back().end.get()) &&
+                   (n_ == 1 || done(d, rank.handoffs[static_cast<std::size_t>(n_ - 2)].end.get()));
+      }
+      if (all_done) return;
+      if (const auto failing = comms_.async_error()) {
+        const std::string operation = first_pending(failing->first).second;
+        hung_ = true;
+        comms_.abort_all();
+        throw DeviceFailure(failing->first, operation, failing->second + "; every communicator was aborted");
+      }
+      if (deadline.passed()) {
+        // The rank stuck earliest in the ring's order is the one that did not complete; ranks
+        // behind it only wait for it.
+        Count stuck = 0;
+        std::pair<Count, std::string> earliest{std::numeric_limits<Count>::max(), ""};
+        for (Count d = 0; d < n_; ++d) {
+          auto pending = first_pending(d);
+          if (pending.first < earliest.first) {
+            earliest = std::move(pending);
+            stuck = d;
+          }
+        }
+        hung_ = true;
+        comms_.abort_all();
+        throw DeviceFailure(stuck, earliest.second, gpu::timeout_detail(deadline) + "; every communicator was aborted");
+      }
+      gpu::poll_pause();
+    }
+  }
+
+  // event_done with the failure mapped to this backend: a faulted kernel or transfer aborts the
+  // communicators first (peers would otherwise wait on it forever).
+  bool done(Count d, cudaEvent_t event) {
+    try {
+      return gpu::event_done(event, d, [&] { return first_pending(d).second; });
+    } catch (...) {
+      hung_ = true;
+      comms_.abort_all();
+      throw;
+    }
+  }
+
+  // Rank d's first operation that has not completed, as (order, name): kernels of round r are
+  // 2r, transfers of round r are 2r + 1; the maximum order when all completed.
+  [[nodiscard]] std::pair<Count, std::string> first_pending(Count d) const {
+    const Rank& rank = ranks_[static_cast<std::size_t>(d)];
+    for (Count r = 0; r < n_; ++r) {
+      if (cudaEventQuery(rank.kernels[static_cast<std::size_t>(r)].end.get()) != cudaSuccess) {
+        return {2 * r, fmt::format("kernel in round {}", r)};
+      }
+      if (r + 1 < n_ && !transfer_done(d, r)) return {2 * r + 1, transfer_name(d, r)};
+    }
+    return {std::numeric_limits<Count>::max(), "the ring"};
+  }
+
+  [[nodiscard]] bool transfer_done(Count d, Count r) const {
+    return cudaEventQuery(ranks_[static_cast<std::size_t>(d)].handoffs[static_cast<std::size_t>(r)].end.get()) ==
+           cudaSuccess;
+  }
+
+  // A transfer pairs a send to d + 1 with a receive from d - 1. When the predecessor finished
+  // its own transfers of the round (it sent, or was told not to), d waits on the receive; when
+  // the successor finished, on the send.
+  [[nodiscard]] std::string transfer_name(Count d, Count r) const {
+    const Count next = (d + 1) % n_;
+    const Count previous = (d + n_ - 1) % n_;
+    if (transfer_done(previous, r)) return fmt::format("ncclRecv from rank {} in round {}", previous, r);
+    if (transfer_done(next, r)) return fmt::format("ncclSend to rank {} in round {}", next, r);
+    return fmt::format("ncclSend to rank {} / ncclRecv from rank {} in round {}", next, previous, r);
+  }
+
+  const RingProblem& problem_;
+  Count n_;
+  double timeout_s_;
+  gpu::KernelShape shape_;
+  gpu::InjectedFault fault_;
+  std::string name_;
+  std::vector<Rank> ranks_;
+  Communicators comms_;  // declared last: destroyed (finalized or aborted) before the streams and memory
+  bool hung_ = false;
+};
+
+class NcclBackend final : public RingBackend {
+ public:
+  [[nodiscard]] std::string name() const override { return "nccl"; }
+  [[nodiscard]] std::string device_name() const override { return gpu::gpu_name(0); }
+  [[nodiscard]] bool supports(Precision precision) const override {
+    return precision == Precision::bf16 || precision == Precision::fp16;
+  }
+
+  [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
+    gpu::check_run_options(options);
+    NcclRing ring(problem, options.timeout_s);
+    RingMeasurement m;
+    m.backend = name();
+    m.device_name = ring.device_name();
+    m.iterations = options.iterations;
+    m.handoff_bytes = ring.handoff_bytes();
+    for (Count i = 0; i < options.warmup; ++i) static_cast<void>(ring.iterate());
+    for (Count i = 0; i < options.iterations; ++i) ring.record_timings(m, ring.iterate());
+    m.output = ring.download_output();
+    return m;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<RingBackend> make_nccl_backend() { return std::make_unique<NcclBackend>(); }
+
+#endif  // STRIPESIM_WITH_NCCL
+
+}  // namespace stripesim::validate

@@ -1,0 +1,84 @@
+#pragma once
+// Device memory of ring devices, shared by both GPU backends: per device its queries (local
+// order), its query intervals, the online-softmax state and output, and three K/V slots. A slot
+// is one contiguous [K | V | positions] block, exactly what travels to the next device, so a
+// hand-off is one copy or one ncclSend. Slot 0 holds the device's own block (round 0) and is
+// never overwritten; rounds r >= 1 alternate between the two receive slots 1 and 2 (double
+// buffering): round r's block arrives while round r - 1's block is still being computed on.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "device_resources.hpp"
+#include "stripesim/validate/block_attention.hpp"
+#include "stripesim/validate/ring_problem.hpp"
+
+namespace stripesim::validate::gpu {
+
+// The slot holding the block a device computes on at `round`.
+[[nodiscard]] constexpr int kv_slot(Count round) { return round == 0 ? 0 : 1 + static_cast<int>(round % 2); }
+
+struct BlockGeometry {
+  Count tokens = 0;  // c = n / N
+  Count heads = 0;
+  Count kv_heads = 0;
+  Count head_dim = 0;
+  [[nodiscard]] static BlockGeometry of(const RingProblem& problem);
+  [[nodiscard]] std::int64_t q_bytes() const { return tokens * heads * head_dim * 2; }
+  [[nodiscard]] std::int64_t kv_bytes() const { return tokens * kv_heads * head_dim * 2; }  // K or V alone
+  // One slot: K, V and positions; what a hand-off moves.
+  [[nodiscard]] std::int64_t slot_bytes() const { return 2 * kv_bytes() + tokens * 8; }
+  [[nodiscard]] std::int64_t rows() const { return tokens * heads; }  // softmax rows
+};
+
+// Pointers into one device's buffers.
+struct DeviceSlots {
+  void* q = nullptr;
+  std::byte* slot[3] = {nullptr, nullptr, nullptr};
+  std::int64_t* lowest = nullptr;
+  std::int64_t* highest = nullptr;
+  float* out_acc = nullptr;
+  float* row_max = nullptr;
+  float* row_sum = nullptr;
+  float* out = nullptr;
+  BlockGeometry geometry;
+
+  [[nodiscard]] void* k(int s) const { return slot[s]; }
+  [[nodiscard]] void* v(int s) const { return slot[s] + geometry.kv_bytes(); }
+  [[nodiscard]] std::int64_t* positions(int s) const {
+    return reinterpret_cast<std::int64_t*>(slot[s] + 2 * geometry.kv_bytes());
+  }
+  // The kernel's arguments for computing on slot `s`.
+  [[nodiscard]] BlockAttentionArgs kernel_args(int s, float scale) const;
+};
+
+class RingMemory {
+ public:
+  // Allocates on the CURRENT device the buffers of `devices` ring devices, in three
+  // allocations (queries, K/V slots, state) so that a failure names what did not fit.
+  RingMemory(const BlockGeometry& geometry, Count devices, Count rank, bool& inject_oom);
+  [[nodiscard]] DeviceSlots device(Count index) const;
+  void abandon() noexcept;
+
+ private:
+  BlockGeometry geometry_;
+  Count devices_;
+  DeviceMemory queries_, kv_, state_;
+};
+
+// Uploads ring device `device`'s queries, query intervals and own K/V block (converted to the
+// case's precision, in local order) into `slots` (its slot 0), and waits for the copies.
+void upload_shard(const RingProblem& problem, Count device, const DeviceSlots& slots, cudaStream_t stream, Count rank,
+                  const Deadline& deadline);
+
+// Downloads `slots.out` and writes it into `output` in ORIGINAL order.
+void download_output(const RingProblem& problem, Count device, const DeviceSlots& slots, cudaStream_t stream,
+                     Count rank, const Deadline& deadline, std::vector<double>& output);
+
+// Throws model::InputError when the case cannot run on the GPU kernel (precision, head_dim,
+// tile, heads beyond the grid's limit).
+[[nodiscard]] KernelShape gpu_kernel_shape(const RingProblem& problem);
+
+}  // namespace stripesim::validate::gpu
