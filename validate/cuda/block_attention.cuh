@@ -245,8 +245,11 @@ __global__ void __launch_bounds__(TileQ / 16 * 32) block_attention_kernel(const 
           any_masked |= !allowed;
         }
       }
-      active = __syncthreads_or(any_allowed) != 0;
-      partial = active && __syncthreads_or(any_masked) != 0;
+      // Both barriers on every thread (no short-circuit around a barrier).
+      const bool block_allowed = __syncthreads_or(any_allowed) != 0;
+      const bool block_masked = __syncthreads_or(any_masked) != 0;
+      active = block_allowed;
+      partial = block_allowed && block_masked;
     }
     if (args.tile_counts != nullptr && head == 0 && threadIdx.x == 0) {
       if (active) atomicAdd(&args.tile_counts[0], 1ull);
@@ -369,6 +372,9 @@ cudaError_t run_block_attention(const BlockAttentionArgs* args, cudaStream_t str
     return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kBytes));
   }
   const dim3 grid(static_cast<unsigned>((args->queries + TileQ - 1) / TileQ), static_cast<unsigned>(args->heads));
+  // Drop a stale non-sticky error of an earlier call, so that the status returned is this
+  // launch's (a sticky error comes back from the launch itself).
+  static_cast<void>(cudaGetLastError());
   kernel<<<grid, L::kThreads, L::kBytes, stream>>>(*args);
   return cudaGetLastError();
 }

@@ -26,26 +26,35 @@ DeviceMemory::DeviceMemory(std::int64_t bytes, Count rank, std::string_view what
     asked = kInjectedAllocationBytes;
     note = ", injected by STRIPESIM_INJECT_FAULT=oom";
   }
+  check_cuda(cudaGetDevice(&device_), rank, "cudaGetDevice");
   void* data = nullptr;
   check_cuda(cudaMalloc(&data, static_cast<std::size_t>(asked)), rank,
              [&] { return fmt::format("cudaMalloc of {} ({}{})", what, format_bytes(asked), note); });
   data_ = static_cast<std::byte*>(data);
 }
 
-DeviceMemory::DeviceMemory(DeviceMemory&& other) noexcept : data_(std::exchange(other.data_, nullptr)) {}
+DeviceMemory::DeviceMemory(DeviceMemory&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), device_(other.device_) {}
 
 DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
   if (this != &other) {
     DeviceMemory old(std::move(*this));
     data_ = std::exchange(other.data_, nullptr);
+    device_ = other.device_;
   }
   return *this;
 }
 
 DeviceMemory::~DeviceMemory() {
-  // A destructor cannot report; a failed free (device already lost) changes nothing for the run
-  // that is ending, so its status is deliberately dropped.
-  if (data_ != nullptr) static_cast<void>(cudaFree(data_));
+  if (data_ == nullptr) return;
+  // A destructor cannot report: a failed free (device already lost) changes nothing for the run
+  // that is ending, so these statuses are deliberately dropped. The caller's current device is
+  // restored.
+  int current = device_;
+  const bool restore = cudaGetDevice(&current) == cudaSuccess && current != device_;
+  if (restore) static_cast<void>(cudaSetDevice(device_));
+  static_cast<void>(cudaFree(data_));
+  if (restore) static_cast<void>(cudaSetDevice(current));
 }
 
 Stream::Stream(Count rank, std::string_view what) {

@@ -34,6 +34,7 @@ class DeviceMemory {
 
  private:
   std::byte* data_ = nullptr;
+  int device_ = 0;  // freed with its own device current, whatever device is current then
 };
 
 class Stream {

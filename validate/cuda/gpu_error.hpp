@@ -23,6 +23,9 @@ std::string describe(Operation&& operation) {
 template <typename Operation>
 void check_cuda(cudaError_t status, Count rank, Operation&& operation) {
   if (status != cudaSuccess) {
+    // Reset the runtime's last-error slot: a non-sticky failure (an allocation too large) would
+    // otherwise surface again at the next launch's cudaGetLastError, blaming the wrong operation.
+    static_cast<void>(cudaGetLastError());
     throw DeviceFailure(rank, describe(operation), cudaGetErrorString(status));
   }
 }

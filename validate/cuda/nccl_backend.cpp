@@ -465,7 +465,11 @@ class NcclRing {
   // communicators first (peers would otherwise wait on it forever).
   bool done(Count d, cudaEvent_t event) {
     try {
-      return gpu::event_done(event, d, [&] { return first_pending(d).second; });
+      // CUDA reports a faulted kernel or copy asynchronously and stickily: the operation named
+      // is the first this rank has not seen complete, the likely culprit, not a certain one.
+      return gpu::event_done(event, d, [&] {
+        return fmt::format("{} (asynchronous error; set CUDA_LAUNCH_BLOCKING=1 to locate it)", first_pending(d).second);
+      });
     } catch (...) {
       hung_ = true;
       comms_.abort_all();
