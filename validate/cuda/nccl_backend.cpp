@@ -245,6 +245,19 @@ class NcclRing {
 
   // One pass of the ring; returns its host wall time, first launch to every stream done.
   double iterate() {
+    try {
+      return iterate_once();
+    } catch (...) {
+      // Whatever failed, peers may be left waiting on this pass: abort every communicator and
+      // leave the device memory alone (freeing it could wait on that work).
+      hung_ = true;
+      comms_.abort_all();
+      throw;
+    }
+  }
+
+ private:
+  double iterate_once() {
     const Deadline deadline = Deadline::after(timeout_s_);
     const gpu::BlockGeometry g = gpu::BlockGeometry::of(problem_);
     const auto scale = static_cast<float>(problem_.scale());
@@ -298,6 +311,7 @@ class NcclRing {
     return wall_us;
   }
 
+ public:
   void record_timings(RingMeasurement& m, double wall_us) const {
     std::vector<double> kernel_us(static_cast<std::size_t>(n_ * n_), 0.0);
     std::vector<double> handoff_us(static_cast<std::size_t>(n_ * n_), 0.0);
