@@ -86,6 +86,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"unknown_topology", "simulate --topology torus", "--topology 'torus': unknown"},
         BadInput{"too_few_gpus", "simulate --topology nvswitch:4 --devices 8", "has 4 GPUs, fewer than --devices 8"},
         BadInput{"bad_cluster", "simulate --topology cluster:2", "--topology 'cluster:2': expected cluster:NxG"},
+        // Found by fuzz/fuzz_cli.cpp: 2^32 x 2^32 wrapped to 0 GPUs and passed the check.
+        BadInput{"cluster_product_overflows", "simulate --topology cluster:4294967296x4294967296",
+                 "--topology 'cluster:4294967296x4294967296': needs at least one node of one GPU and at most 65536 GPUs"},
         BadInput{"bad_sync", "simulate --sync sometimes", "--sync 'sometimes': expected async or lockstep"},
         BadInput{"bad_pass", "simulate --pass sideways", "--pass 'sideways': expected fwd, bwd or fwdbwd"},
         BadInput{"bad_dtype", "simulate --dtype fp4", "--dtype 'fp4': expected fp32, tf32, bf16, fp16 or fp8"},

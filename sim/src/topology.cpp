@@ -210,7 +210,8 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
     if (x == std::string_view::npos) throw InputError(fmt::format("{} '{}': expected cluster:NxG", flag, spec));
     const Count nodes = model::parse_count(shape.substr(0, x), flag + " cluster node count");
     const Count gpus = model::parse_count(shape.substr(x + 1), flag + " cluster GPUs per node");
-    if (nodes < 1 || gpus < 1 || nodes * gpus > kMaxGeneratedGpus) {
+    // Each factor is bounded first: their product could overflow 64 bits (and wrap to a small number).
+    if (nodes < 1 || gpus < 1 || nodes > kMaxGeneratedGpus || gpus > kMaxGeneratedGpus || nodes * gpus > kMaxGeneratedGpus) {
       throw InputError(fmt::format("{} '{}': needs at least one node of one GPU and at most {} GPUs", flag, spec,
                                    kMaxGeneratedGpus));
     }
