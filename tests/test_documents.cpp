@@ -143,8 +143,15 @@ TEST(Analysis, PadDocumentsPadsEveryDocumentAndCountsTheWaste) {
   EXPECT_EQ(b.padding_tokens, 8);
   EXPECT_EQ(b.seq_len, 10008);
   EXPECT_EQ(to_json(b)["config"]["padding"]["tokens"], 8);
+  // The plan alone (parse-only mode) pads and builds the layouts without counting.
+  const AnalysisPlan plan = plan_analysis(config);
+  EXPECT_EQ(plan.seq_len, 10008);
+  EXPECT_EQ(plan.padding_tokens, 8);
+  ASSERT_EQ(plan.layouts.size(), 2u);
+  EXPECT_EQ(plan.layouts[1].name(), "doc-zigzag");
   config.mask = "causal";
   EXPECT_THROW((void)run_analysis(config), InputError);
+  EXPECT_THROW((void)plan_analysis(config), InputError);
 }
 
 }  // namespace
@@ -165,6 +172,7 @@ TEST(BalanceSweep, ColumnsMatchIndependentCounts) {
   g.layouts = {"contiguous", "striped", "doc-zigzag", "balanced"};
   g.pad_documents = true;
   spec.groups.push_back(g);
+  EXPECT_NO_THROW(check_balance_sweep(spec));  // what parse-only mode runs instead
   const auto rows = run_balance_sweep(spec);
   ASSERT_EQ(rows.size(), 4u);
   // Rebuild the padded documents and count every layout directly.

@@ -153,6 +153,14 @@ TEST(Simulation, RejectsBadConfigurations) {
   c = small_config();
   c.model_parallel = 3;
   EXPECT_THROW((void)run_simulation(c, catalog()), model::InputError);
+  EXPECT_THROW((void)plan_simulation(c, catalog()), model::InputError);  // parse-only mode's check
+  c = small_config();
+  c.topology = "cluster:4294967296x4294967296";  // 2^64 GPUs: the product wrapped to 0 before
+  EXPECT_THROW((void)plan_simulation(c, catalog()), model::InputError);
+  c = small_config();
+  c.layouts.push_back("balanced");
+  c.topology = "cluster:2x4";
+  EXPECT_NO_THROW((void)plan_simulation(c, catalog()));
   EXPECT_THROW((void)simulate_config_from_json(nlohmann::json::parse(R"({"sync": "sometimes"})"), "e.json"), model::InputError);
   EXPECT_THROW((void)simulate_config_from_json(nlohmann::json::parse(R"({"speed": 1})"), "e.json"), model::InputError);
 }

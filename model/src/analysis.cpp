@@ -28,7 +28,7 @@ AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig 
   return base;
 }
 
-Analysis run_analysis(const AnalyzeConfig& config, unsigned threads) {
+AnalysisPlan plan_analysis(const AnalyzeConfig& config) {
   if (config.layouts.empty()) throw InputError("--layouts: needs at least one layout");
   // Three N x N matrices per layout are kept and printed: beyond this they need gigabytes.
   if (config.devices < 1 || config.devices > kMaxAnalyzeDevices) {
@@ -36,22 +36,30 @@ Analysis run_analysis(const AnalyzeConfig& config, unsigned threads) {
                                  config.devices, kMaxAnalyzeDevices));
   }
   // Build (and so validate) the mask and every layout before the first count.
-  Analysis analysis{config, parse_mask(config.mask, config.seq_len), config.seq_len, 0, {}};
+  AnalysisPlan plan{config, parse_mask(config.mask, config.seq_len), config.seq_len, 0, {}};
   if (config.pad_documents) {
-    if (analysis.mask.kind() != MaskKind::documents) throw InputError("--pad-documents: needs a documents mask");
+    if (plan.mask.kind() != MaskKind::documents) throw InputError("--pad-documents: needs a documents mask");
     if (config.devices < 1) throw InputError(fmt::format("--devices {}: must be at least 1", config.devices));
-    const auto padded = pad_document_lengths(analysis.mask.document_lengths(), 2 * config.devices);
+    const auto padded = pad_document_lengths(plan.mask.document_lengths(), 2 * config.devices);
     const Count padded_len = std::accumulate(padded.begin(), padded.end(), Count{0});
     if (padded_len > kMaxSeqLen) throw InputError(fmt::format("--pad-documents: the padded sequence exceeds 2^31 tokens"));
-    analysis.mask = Mask::documents(padded_len, padded);
-    analysis.padding_tokens = padded_len - config.seq_len;
-    analysis.seq_len = padded_len;
+    plan.mask = Mask::documents(padded_len, padded);
+    plan.padding_tokens = padded_len - config.seq_len;
+    plan.seq_len = padded_len;
   }
+  const LayoutContext context{&plan.mask, config.tile};
+  plan.layouts.reserve(config.layouts.size());
+  for (const auto& spec : config.layouts) plan.layouts.push_back(parse_layout(spec, plan.seq_len, config.devices, context));
+  return plan;
+}
+
+Analysis run_analysis(const AnalyzeConfig& config, unsigned threads) { return run_analysis(plan_analysis(config), threads); }
+
+Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
+  const AnalyzeConfig& config = plan.config;
+  Analysis analysis{config, plan.mask, plan.seq_len, plan.padding_tokens, {}};
   const Count n = analysis.seq_len;
-  const LayoutContext context{&analysis.mask, config.tile};
-  std::vector<Layout> layouts;
-  layouts.reserve(config.layouts.size());
-  for (const auto& spec : config.layouts) layouts.push_back(parse_layout(spec, n, config.devices, context));
+  const std::vector<Layout>& layouts = plan.layouts;
 
   std::optional<Work> contiguous;
   for (const Layout& layout : layouts) {

@@ -68,11 +68,11 @@ Count count_points(const BalanceSweepSpec& spec) {
   return total;
 }
 
-std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepSpec& spec, const SweepProgress& progress,
-                                                     unsigned threads) {
-  std::vector<nlohmann::ordered_json> rows;
-  const Count total = count_points(spec);
-  Count done = 0;
+namespace {
+
+// Calls visit(seq_len, devices, mask, tile, config) for every point of the grid, in order.
+template <typename Visit>
+void for_each_point(const BalanceSweepSpec& spec, Visit visit) {
   for (const auto& g : spec.groups) {
     for (const Count seq_len : g.seq_lens) {
       for (const Count devices : g.devices) {
@@ -90,32 +90,51 @@ std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepSpec& sp
               if (documents || !layout.starts_with("doc-")) config.layouts.push_back(layout);
             }
             config.pad_documents = g.pad_documents && documents;
-            const Analysis a = run_analysis(config, threads);
-            Count fewest_tiles = a.results.front().tiles.total;
-            for (const auto& r : a.results) fewest_tiles = std::min(fewest_tiles, r.tiles.total);
-            const double bound = static_cast<double>(fewest_tiles) / static_cast<double>(devices);
-            for (const auto& r : a.results) {
-              nlohmann::ordered_json row;
-              row["n_seq"] = seq_len;
-              row["devices"] = devices;
-              row["mask"] = mask;
-              row["tile"] = tile.to_string();
-              row["documents"] = a.mask.kind() == MaskKind::documents ? static_cast<Count>(a.mask.document_lengths().size()) : 0;
-              row["padding_fraction"] = static_cast<double>(a.padding_tokens) / static_cast<double>(a.seq_len);
-              row["layout"] = r.layout;
-              row["imbalance"] = r.elements.imbalance;
-              row["tiles_imbalance"] = r.tiles.imbalance;
-              row["lockstep_speedup"] = r.elements.lockstep_speedup;
-              row["tiles_lockstep_speedup"] = r.tiles.lockstep_speedup;
-              row["tiles_vs_bound"] = static_cast<double>(r.tiles.slowest_device) / bound;
-              rows.push_back(std::move(row));
-            }
-            if (progress) progress(++done, total);
+            visit(seq_len, devices, mask, tile, config);
           }
         }
       }
     }
   }
+}
+
+}  // namespace
+
+void check_balance_sweep(const BalanceSweepSpec& spec) {
+  for_each_point(spec, [](Count, Count, const std::string&, TileShape, const AnalyzeConfig& config) {
+    (void)plan_analysis(config);
+  });
+}
+
+std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepSpec& spec, const SweepProgress& progress,
+                                                     unsigned threads) {
+  std::vector<nlohmann::ordered_json> rows;
+  const Count total = count_points(spec);
+  Count done = 0;
+  for_each_point(spec, [&](Count seq_len, Count devices, const std::string& mask, TileShape tile,
+                           const AnalyzeConfig& config) {
+    const Analysis a = run_analysis(config, threads);
+    Count fewest_tiles = a.results.front().tiles.total;
+    for (const auto& r : a.results) fewest_tiles = std::min(fewest_tiles, r.tiles.total);
+    const double bound = static_cast<double>(fewest_tiles) / static_cast<double>(devices);
+    for (const auto& r : a.results) {
+      nlohmann::ordered_json row;
+      row["n_seq"] = seq_len;
+      row["devices"] = devices;
+      row["mask"] = mask;
+      row["tile"] = tile.to_string();
+      row["documents"] = a.mask.kind() == MaskKind::documents ? static_cast<Count>(a.mask.document_lengths().size()) : 0;
+      row["padding_fraction"] = static_cast<double>(a.padding_tokens) / static_cast<double>(a.seq_len);
+      row["layout"] = r.layout;
+      row["imbalance"] = r.elements.imbalance;
+      row["tiles_imbalance"] = r.tiles.imbalance;
+      row["lockstep_speedup"] = r.elements.lockstep_speedup;
+      row["tiles_lockstep_speedup"] = r.tiles.lockstep_speedup;
+      row["tiles_vs_bound"] = static_cast<double>(r.tiles.slowest_device) / bound;
+      rows.push_back(std::move(row));
+    }
+    if (progress) progress(++done, total);
+  });
   return rows;
 }
 

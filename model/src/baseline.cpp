@@ -36,7 +36,12 @@ std::string tms_label(const TmsRequest& q) {
                      q.seq_len, to_string(q.convention));
 }
 
-nlohmann::ordered_json analyze_metrics(const AnalyzeConfig& config) {
+// `measure` false (checking inputs only): every check a run makes, nothing counted, no metrics.
+nlohmann::ordered_json analyze_metrics(const AnalyzeConfig& config, bool measure) {
+  if (!measure) {
+    (void)plan_analysis(config);
+    return nlohmann::ordered_json::object();
+  }
   const Analysis analysis = run_analysis(config);
   nlohmann::ordered_json metrics;
   for (const auto& r : analysis.results) {
@@ -54,7 +59,11 @@ nlohmann::ordered_json analyze_metrics(const AnalyzeConfig& config) {
   return metrics;
 }
 
-nlohmann::ordered_json tms_metrics(const TmsRequest& request) {
+nlohmann::ordered_json tms_metrics(const TmsRequest& request, bool measure) {
+  if (!measure) {
+    check_tms_request(request);
+    return nlohmann::ordered_json::object();
+  }
   const TmsResult r = compute_tms(request);
   return {{"tms", r.layout("striped").tms},
           {"tms_tiles", r.layout("striped").tms_tiles},
@@ -70,35 +79,27 @@ const nlohmann::json& array_field(const JsonFields& f, const std::string& key) {
   return value;
 }
 
-}  // namespace
-
 nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
-                                      const ConfigCatalog& catalog) {
+                                      const ConfigCatalog& catalog, bool measure) {
   const JsonFields f(experiment, label);
   f.allow_only({"description", "analyze", "tms"});
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   const auto& analyze = array_field(f, "analyze");
   for (size_t i = 0; i < analyze.size(); ++i) {
     const AnalyzeConfig config = analyze_config_from_json(analyze[i], {}, fmt::format("{} analyze[{}]", label, i));
-    entries.push_back({{"command", "analyze"}, {"config", analyze[i]}, {"metrics", analyze_metrics(config)}});
+    entries.push_back({{"command", "analyze"}, {"config", analyze[i]}, {"metrics", analyze_metrics(config, measure)}});
   }
   const auto& tms = array_field(f, "tms");
   for (size_t i = 0; i < tms.size(); ++i) {
     const TmsRequest request = tms_request_from_json(tms[i], fmt::format("{} tms[{}]", label, i), catalog);
-    entries.push_back({{"command", "tms"}, {"config", tms[i]}, {"metrics", tms_metrics(request)}});
+    entries.push_back({{"command", "tms"}, {"config", tms[i]}, {"metrics", tms_metrics(request, measure)}});
   }
   if (entries.empty()) throw InputError(fmt::format("{}: lists no analyze or tms configuration", label));
   return {{"schema", kBaselineSchema}, {"description", f.string_or("description", "")}, {"entries", std::move(entries)}};
 }
 
-std::size_t baseline_metric_count(const nlohmann::json& baseline) {
-  std::size_t count = 0;
-  for (const auto& entry : baseline.at("entries")) count += entry.at("metrics").size();
-  return count;
-}
-
 std::vector<MovedMetric> check_baseline(const nlohmann::json& baseline, const std::string& label,
-                                        const ConfigCatalog& catalog, double tolerance) {
+                                        const ConfigCatalog& catalog, double tolerance, bool measure) {
   const JsonFields f(baseline, label);
   f.allow_only({"schema", "description", "entries"});
   if (f.string("schema") != kBaselineSchema) {
@@ -117,11 +118,11 @@ std::vector<MovedMetric> check_baseline(const nlohmann::json& baseline, const st
     if (command == "analyze") {
       const AnalyzeConfig config = analyze_config_from_json(e.raw("config"), {}, where + " config");
       configuration = analyze_label(config);
-      now = analyze_metrics(config);
+      now = analyze_metrics(config, measure);
     } else if (command == "tms") {
       const TmsRequest request = tms_request_from_json(e.raw("config"), where + " config", catalog);
       configuration = tms_label(request);
-      now = tms_metrics(request);
+      now = tms_metrics(request, measure);
     } else {
       throw InputError(fmt::format("{}: command \"{}\" is not analyze or tms", e.where("command"), command));
     }
@@ -129,6 +130,7 @@ std::vector<MovedMetric> check_baseline(const nlohmann::json& baseline, const st
     if (!recorded.is_object()) throw InputError(fmt::format("{}: expected an object of numbers", e.where("metrics")));
     for (const auto& [metric, value] : recorded.items()) {
       if (!value.is_number()) throw InputError(fmt::format("{}: metric \"{}\" is not a number", e.where("metrics"), metric));
+      if (!measure) continue;
       const double base = value.get<double>();
       if (!now.contains(metric)) {
         moved.push_back({configuration, metric, base, std::numeric_limits<double>::quiet_NaN()});
@@ -139,6 +141,32 @@ std::vector<MovedMetric> check_baseline(const nlohmann::json& baseline, const st
     }
   }
   return moved;
+}
+
+}  // namespace
+
+nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
+                                      const ConfigCatalog& catalog) {
+  return write_baseline(experiment, label, catalog, true);
+}
+
+void check_baseline_experiment(const nlohmann::json& experiment, const std::string& label, const ConfigCatalog& catalog) {
+  (void)write_baseline(experiment, label, catalog, false);
+}
+
+std::size_t baseline_metric_count(const nlohmann::json& baseline) {
+  std::size_t count = 0;
+  for (const auto& entry : baseline.at("entries")) count += entry.at("metrics").size();
+  return count;
+}
+
+std::vector<MovedMetric> check_baseline(const nlohmann::json& baseline, const std::string& label,
+                                        const ConfigCatalog& catalog, double tolerance) {
+  return check_baseline(baseline, label, catalog, tolerance, true);
+}
+
+void check_baseline_document(const nlohmann::json& baseline, const std::string& label, const ConfigCatalog& catalog) {
+  (void)check_baseline(baseline, label, catalog, 0, false);
 }
 
 }  // namespace stripesim::model

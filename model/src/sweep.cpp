@@ -168,10 +168,12 @@ Count count_points(const SweepSpec& spec) {
   return total;
 }
 
-std::vector<nlohmann::ordered_json> run_sweep(const SweepSpec& spec, const ConfigCatalog& catalog,
-                                              const SweepProgress& progress, unsigned threads) {
-  const std::vector<Point> points = expand(spec);
-  // Resolve every name first, so a typo fails before any work.
+namespace {
+
+// One TMS request per point, every hardware and model name resolved first so a typo fails
+// before any work.
+std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vector<Point>& points,
+                                         const ConfigCatalog& catalog) {
   std::map<std::string, HardwareProfile> hardware;
   std::map<std::string, TransformerModel> models;
   for (const auto& p : points) {
@@ -194,6 +196,37 @@ std::vector<nlohmann::ordered_json> run_sweep(const SweepSpec& spec, const Confi
     q.extra_layouts = spec.extra_layouts;
     requests.push_back(std::move(q));
   }
+  return requests;
+}
+
+}  // namespace
+
+void check_sweep(const SweepSpec& spec, const ConfigCatalog& catalog) {
+  const std::vector<Point> points = expand(spec);
+  const std::vector<TmsRequest> requests = resolve_requests(spec, points, catalog);
+  for (size_t i = 0; i < points.size(); ++i) {
+    check_tms_request(requests[i]);
+    if (i == 0 && !spec.columns.empty()) {
+      // The columns a row has depend on the layouts only: check them against a row of zeros.
+      TmsResult zeros;
+      zeros.request = requests[i];
+      zeros.tile = requests[i].tile.value_or(requests[i].hardware.default_tile);
+      std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};  // compute_tms's order
+      layouts.insert(layouts.end(), spec.extra_layouts.begin(), spec.extra_layouts.end());
+      for (const auto& layout : layouts) {
+        LayoutTms entry;
+        entry.layout = layout;
+        zeros.layouts.push_back(std::move(entry));
+      }
+      (void)select_columns(make_row(points[i], zeros), spec.columns);
+    }
+  }
+}
+
+std::vector<nlohmann::ordered_json> run_sweep(const SweepSpec& spec, const ConfigCatalog& catalog,
+                                              const SweepProgress& progress, unsigned threads) {
+  const std::vector<Point> points = expand(spec);
+  const std::vector<TmsRequest> requests = resolve_requests(spec, points, catalog);
   WorkMetricsCache cache;
   std::vector<nlohmann::ordered_json> rows(points.size());
   std::vector<std::exception_ptr> failures(points.size());

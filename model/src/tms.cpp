@@ -31,7 +31,9 @@ std::pair<Metrics, Metrics> WorkMetricsCache::get(const std::string& layout, Cou
   return metrics;
 }
 
-TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache) {
+namespace {
+
+void check_model_parallel(const TmsRequest& request) {
   if (request.model_parallel < 1) {
     throw InputError(fmt::format("--model-parallel {}: must be at least 1", request.model_parallel));
   }
@@ -39,6 +41,28 @@ TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache) {
     throw InputError(fmt::format("--model-parallel {}: must divide the model's {} heads", request.model_parallel,
                                  request.model.heads));
   }
+}
+
+std::vector<std::string> tms_layouts(const TmsRequest& request) {
+  std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
+  layouts.insert(layouts.end(), request.extra_layouts.begin(), request.extra_layouts.end());
+  return layouts;
+}
+
+}  // namespace
+
+void check_tms_request(const TmsRequest& request) {
+  check_model_parallel(request);
+  const TileShape tile = request.tile.value_or(request.hardware.default_tile);
+  // compute_tms's order: the mask (for the first layout), then each layout in turn.
+  const Mask mask = parse_mask(request.mask, request.seq_len);
+  for (const auto& name : tms_layouts(request)) {
+    (void)parse_layout(name, request.seq_len, request.devices, LayoutContext{&mask, tile});
+  }
+}
+
+TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache) {
+  check_model_parallel(request);
   WorkMetricsCache local_cache;
   WorkMetricsCache& metrics_cache = cache != nullptr ? *cache : local_cache;
 
@@ -55,9 +79,7 @@ TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache) {
       result.attention_flop_weight * result.flops.attention_per_pair * result.multipliers.attention / m;
   const double tile_area = static_cast<double>(result.tile.query * result.tile.key);
 
-  std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
-  layouts.insert(layouts.end(), request.extra_layouts.begin(), request.extra_layouts.end());
-  for (const auto& name : layouts) {
+  for (const auto& name : tms_layouts(request)) {
     const auto [elements, tiles] =
         metrics_cache.get(name, request.seq_len, request.devices, result.tile, request.mask);
     LayoutTms entry{name, 0, 0, elements, tiles, 0, 0};

@@ -89,7 +89,7 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   return base;
 }
 
-Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
+SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
   if (config.layouts.empty()) throw InputError("--layouts: needs at least one layout");
   for (const auto& [flag, value] : {std::pair{"--heads", config.heads}, {"--kv-heads", config.kv_heads},
                                     {"--head-dim", config.head_dim}, {"--batch", config.batch},
@@ -118,12 +118,12 @@ Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatal
   sim.head_dim = head_dim;
   sim.tile = config.tile.value_or(sim.hardware.default_tile);
   sim.dtype = config.dtype.empty() ? sim.hardware.attention_precision : config.dtype;
-  const Bytes element = dtype_bytes(sim.dtype);
+  (void)dtype_bytes(sim.dtype);  // rejects an unknown dtype before the hardware's rates are asked
   if (!sim.hardware.peak_tflops.contains(sim.dtype)) {
     throw InputError(fmt::format("--dtype {}: hardware {} lists no peak rate for it", sim.dtype, sim.hardware.name));
   }
   // Validate every layout and the mask before simulating anything.
-  const model::Mask mask = model::parse_mask(config.mask, config.seq_len);
+  model::Mask mask = model::parse_mask(config.mask, config.seq_len);
   std::vector<model::Layout> layouts;
   for (const auto& spec : config.layouts) {
     layouts.push_back(model::parse_layout(spec, config.seq_len, config.devices, model::LayoutContext{&mask, sim.tile}));
@@ -135,6 +135,20 @@ Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatal
     throw InputError(fmt::format("--topology {}: has {} GPUs, fewer than --devices {}", sim.topology.name(),
                                  sim.topology.gpu_count(), config.devices));
   }
+  return SimulationPlan{std::move(sim), std::move(mask), std::move(layouts)};
+}
+
+Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
+  return run_simulation(plan_simulation(config, catalog));
+}
+
+Simulation run_simulation(SimulationPlan plan) {
+  Simulation& sim = plan.simulation;
+  const SimulateConfig& config = sim.config;
+  const model::Mask& mask = plan.mask;
+  const std::vector<model::Layout>& layouts = plan.layouts;
+  const Count head_dim = sim.head_dim;
+  const Bytes element = dtype_bytes(sim.dtype);
   const Count c = config.seq_len / config.devices;
   sim.kv_bytes = 2 * c * sim.kv_heads_per_device * head_dim * element * config.batch;
   sim.ring_order = config.auto_ring_order ? auto_ring_order(sim.topology, config.devices, sim.kv_bytes)
@@ -183,7 +197,7 @@ Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatal
   }
   if (!contiguous_time) contiguous_time = simulate_layout(model::Layout::contiguous(config.seq_len, config.devices)).time_us;
   for (auto& result : sim.results) result.speedup_vs_contiguous = *contiguous_time / result.time_us;
-  return sim;
+  return std::move(plan.simulation);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "stripesim/model/layout.hpp"
 #include "stripesim/model/mask.hpp"
 #include "stripesim/model/metrics.hpp"
 #include "stripesim/model/tile_shape.hpp"
@@ -49,7 +50,20 @@ struct Analysis {
   std::vector<LayoutResult> results;
 };
 
-// Validates everything (sizes, specs, files) before counting anything; throws InputError.
+// What an analysis is built from once every input is checked: the mask (padded when asked) and
+// the layouts, not a pair counted yet.
+struct AnalysisPlan {
+  AnalyzeConfig config;
+  Mask mask;
+  Count seq_len = 0;         // after padding
+  Count padding_tokens = 0;  // added by pad_documents
+  std::vector<Layout> layouts;
+};
+
+// Validates everything (sizes, specs, files) and builds the mask and layouts; throws InputError.
+[[nodiscard]] AnalysisPlan plan_analysis(const AnalyzeConfig& config);
+// Counts the plan's work; run_analysis(config) is run_analysis(plan_analysis(config)).
+[[nodiscard]] Analysis run_analysis(const AnalysisPlan& plan, unsigned threads = 0);
 [[nodiscard]] Analysis run_analysis(const AnalyzeConfig& config, unsigned threads = 0);
 
 [[nodiscard]] nlohmann::ordered_json to_json(const WorkMatrix& matrix);

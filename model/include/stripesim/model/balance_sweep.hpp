@@ -35,6 +35,9 @@ struct BalanceSweepSpec {
 // Columns: n_seq, devices, mask, tile, documents, padding_fraction, layout, imbalance,
 // tiles_imbalance, lockstep_speedup, tiles_lockstep_speedup, tiles_vs_bound (the busiest
 // device's tiles over the smallest total tile count of the point's layouts divided by N).
+// Every InputError run_balance_sweep would throw, in the same order: each point's analysis
+// planned (plan_analysis), nothing counted. For checking inputs only (stripesim's parse-only mode).
+void check_balance_sweep(const BalanceSweepSpec& spec);
 [[nodiscard]] std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepSpec& spec,
                                                                    const SweepProgress& progress = {},
                                                                    unsigned threads = 0);

@@ -28,6 +28,12 @@ struct MovedMetric {
 [[nodiscard]] std::vector<MovedMetric> check_baseline(const nlohmann::json& baseline, const std::string& label,
                                                       const ConfigCatalog& catalog, double tolerance);
 
+// Every InputError write_baseline and check_baseline would throw, in the same order, without
+// counting anything (each configuration planned, not run). For checking inputs only (stripesim's
+// parse-only mode).
+void check_baseline_experiment(const nlohmann::json& experiment, const std::string& label, const ConfigCatalog& catalog);
+void check_baseline_document(const nlohmann::json& baseline, const std::string& label, const ConfigCatalog& catalog);
+
 // The number of metrics a baseline holds (for the "all N metrics within tolerance" line).
 [[nodiscard]] std::size_t baseline_metric_count(const nlohmann::json& baseline);
 

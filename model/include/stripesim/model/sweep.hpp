@@ -55,6 +55,11 @@ using SweepProgress = std::function<void(Count done, Count total)>;
 [[nodiscard]] std::vector<nlohmann::ordered_json> run_sweep(const SweepSpec& spec, const ConfigCatalog& catalog,
                                                            const SweepProgress& progress = {}, unsigned threads = 0);
 
+// Every InputError run_sweep would throw, in the same order, without counting any work: names
+// resolved, then each point's request checked (check_tms_request) and the columns against the
+// first point's row. For checking inputs only (stripesim's parse-only mode).
+void check_sweep(const SweepSpec& spec, const ConfigCatalog& catalog);
+
 // Column name suffix for a layout: "block-striped:64" -> "block_striped_64".
 [[nodiscard]] std::string column_suffix(const std::string& layout);
 

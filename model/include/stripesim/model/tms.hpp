@@ -77,6 +77,10 @@ class WorkMetricsCache {
 
 // Throws InputError on invalid requests (sizes that do not divide, M not dividing the heads).
 [[nodiscard]] TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache = nullptr);
+// Every InputError compute_tms would throw, without counting any work: M against the heads, then
+// the mask and every layout built at (n, N, tile). For checking inputs only (stripesim's
+// parse-only mode); compute_tms itself builds them while counting.
+void check_tms_request(const TmsRequest& request);
 
 [[nodiscard]] nlohmann::ordered_json to_json(const TmsResult& result);
 

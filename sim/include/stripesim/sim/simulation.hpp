@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "stripesim/model/config_catalog.hpp"
+#include "stripesim/model/layout.hpp"
+#include "stripesim/model/mask.hpp"
 #include "stripesim/model/tile_shape.hpp"
 #include "stripesim/sim/ring_simulator.hpp"
 
@@ -69,7 +71,18 @@ struct Simulation {
   std::uint64_t events = 0;
 };
 
+// A simulation once every input is checked: hardware, model shape, dtype, mask, layouts and
+// topology resolved (in `simulation`, whose results are still empty); nothing simulated yet.
+struct SimulationPlan {
+  Simulation simulation;
+  model::Mask mask;
+  std::vector<model::Layout> layouts;
+};
+
 // Throws model::InputError for invalid configurations.
+[[nodiscard]] SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog);
+// run_simulation(config, catalog) is run_simulation(plan_simulation(config, catalog)).
+[[nodiscard]] Simulation run_simulation(SimulationPlan plan);
 [[nodiscard]] Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog);
 
 // `rounds`: include every (round, device) record (large for big rings).
