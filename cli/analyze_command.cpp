@@ -4,6 +4,7 @@
 
 #include "analyze_output.hpp"
 #include "output_file.hpp"
+#include "run_mode.hpp"
 #include "stripesim/model/analysis.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_file.hpp"
@@ -90,7 +91,9 @@ std::function<void()> register_analyze_command(CLI::App& app) {
   return [cmd, options] {
     if (!cmd->parsed()) return;
     const AnalyzeOptions& opts = *options;
-    const model::Analysis analysis = model::run_analysis(resolve_config(opts), opts.threads);
+    const model::AnalysisPlan plan = model::plan_analysis(resolve_config(opts));
+    if (parse_only()) return;
+    const model::Analysis analysis = model::run_analysis(plan, opts.threads);
     const OutputFormat format = opts.format == "json" ? OutputFormat::json
                                 : opts.format == "csv" ? OutputFormat::csv
                                                        : OutputFormat::table;

@@ -8,6 +8,7 @@
 
 #include "config_dir.hpp"
 #include "output_file.hpp"
+#include "run_mode.hpp"
 #include "stripesim/model/baseline.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_file.hpp"
@@ -59,7 +60,12 @@ std::function<int()> register_check_command(CLI::App& app) {
     if (!opts.write_baseline.empty()) {
       if (opts.experiment.empty()) throw model::InputError("--write-baseline: needs --experiment FILE to know what to record");
       const std::string label = "--experiment " + opts.experiment;
-      const auto doc = model::write_baseline(model::read_json_file(opts.experiment, label), label, catalog);
+      const auto experiment = model::read_json_file(opts.experiment, label);
+      if (parse_only()) {
+        model::check_baseline_experiment(experiment, label, catalog);
+        return 0;
+      }
+      const auto doc = model::write_baseline(experiment, label, catalog);
       write_output(doc.dump(2) + "\n", opts.write_baseline);
       fmt::print("baseline of {} metrics written to {}\n", model::baseline_metric_count(doc), opts.write_baseline);
       return 0;
@@ -68,6 +74,10 @@ std::function<int()> register_check_command(CLI::App& app) {
     const double tolerance = parse_tolerance(opts.tolerance);
     const std::string label = "--baseline " + opts.baseline;
     const auto doc = model::read_json_file(opts.baseline, label);
+    if (parse_only()) {
+      model::check_baseline_document(doc, label, catalog);
+      return 0;
+    }
     const auto moved = model::check_baseline(doc, label, catalog, tolerance);
     if (moved.empty()) {
       fmt::print("check: all {} metrics of {} within tolerance {:g}\n", model::baseline_metric_count(doc), opts.baseline,

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "output_file.hpp"
+#include "run_mode.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/report/report_builder.hpp"
@@ -39,6 +40,7 @@ std::function<void()> register_report_command(CLI::App& app) {
     for (const auto& path : options->inputs) inputs.push_back({path, model::read_json_file(path, "report input")});
     // Everything is rendered in memory first: a bad input leaves no partial report behind.
     const auto files = report::build_report(inputs);
+    if (parse_only()) return;
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(options->out_dir, ec);

@@ -7,6 +7,7 @@
 
 #include "config_dir.hpp"
 #include "output_file.hpp"
+#include "run_mode.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
@@ -145,7 +146,9 @@ std::function<void()> register_simulate_command(CLI::App& app) {
       }
       config.auto_ring_order = opts.ring_order == "auto";
     }
-    const sim::Simulation result = sim::run_simulation(config, model::ConfigCatalog(config_dir()));
+    sim::SimulationPlan plan = sim::plan_simulation(config, model::ConfigCatalog(config_dir()));
+    if (parse_only()) return;
+    const sim::Simulation result = sim::run_simulation(std::move(plan));
     // Write the trace first: if it fails, nothing has been written.
     if (!opts.trace.empty()) write_output(sim::chrome_trace(result).dump() + "\n", opts.trace);
     write_output(opts.format == "json" ? sim::to_json(result, !opts.summary_only).dump(2) + "\n" : format_table(result),

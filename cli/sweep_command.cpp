@@ -9,6 +9,7 @@
 #include "config_dir.hpp"
 #include "output_file.hpp"
 #include "rows_output.hpp"
+#include "run_mode.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
@@ -158,13 +159,22 @@ std::function<void()> register_sweep_command(CLI::App& app) {
     if (balance) {
       const model::BalanceSweepSpec spec =
           experiment.is_object() ? model::balance_spec_from_json(experiment, label) : balance_spec_from_flags(opts);
+      if (parse_only()) {
+        model::check_balance_sweep(spec);
+        return;
+      }
       rows = model::run_balance_sweep(spec, progress_bar(), opts.threads);
       description = spec.description;
       schema = model::kBalanceSchema;
     } else {
       const model::SweepSpec spec =
           experiment.is_object() ? model::sweep_spec_from_json(experiment, label) : spec_from_flags(opts);
-      rows = model::run_sweep(spec, model::ConfigCatalog(config_dir()), progress_bar(), opts.threads);
+      const model::ConfigCatalog catalog(config_dir());
+      if (parse_only()) {
+        model::check_sweep(spec, catalog);
+        return;
+      }
+      rows = model::run_sweep(spec, catalog, progress_bar(), opts.threads);
       description = spec.description;
     }
     std::string text;

@@ -9,6 +9,7 @@
 
 #include "config_dir.hpp"
 #include "output_file.hpp"
+#include "run_mode.hpp"
 #include "stripesim/model/config_catalog.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/layout_spec.hpp"
@@ -115,6 +116,10 @@ std::function<void()> register_tms_command(CLI::App& app) {
     if (!opts.attention_weight.empty()) request.attention_flop_weight = parse_weight(opts.attention_weight);
     if (!opts.layouts.empty()) request.extra_layouts = model::split_list(opts.layouts, "--layouts");
     request.mask = opts.mask;
+    if (parse_only()) {
+      model::check_tms_request(request);
+      return;
+    }
     const model::TmsResult result = model::compute_tms(request);
     write_output(opts.format == "json" ? to_json(result).dump(2) + "\n" : format_table(result), opts.output);
   };

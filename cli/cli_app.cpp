@@ -1,0 +1,85 @@
+#include "cli_app.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "analyze_command.hpp"
+#include "check_command.hpp"
+#include "report_command.hpp"
+#include "simulate_command.hpp"
+#include "sweep_command.hpp"
+#include "tms_command.hpp"
+#include "stripesim/model/input_error.hpp"
+
+namespace stripesim::cli {
+namespace {
+
+constexpr const char* kExamples = R"(Examples:
+  stripesim analyze                         paper setting: n = 256k, N = 8, tiles 2048x4096
+  stripesim analyze --seq-len 2048 --devices 8 --layouts contiguous,zigzag
+  stripesim analyze --seq-len 1M --devices 64 --tile 128x128 --format json -o work.json
+  stripesim tms --model 1b --hardware a100 --devices 8 --seq-len 256k
+                                            the paper's Theoretical Maximum Speedup
+  stripesim sweep --experiment configs/experiments/paper-tms.json
+                                            the paper's whole TMS grid as CSV
+  stripesim simulate --topology cluster:2x8 --devices 16 --hardware h100
+                                            the ring as a discrete-event simulation
+  stripesim report analyze.json simulate.json --out-dir my-report
+                                            Markdown and SVG figures from the JSON above
+  stripesim check --baseline reports/baseline/imbalance.json
+                                            CI: exit 1 when an imbalance or speedup moved
+  stripesim <command> --help                every flag, with more examples)";
+
+void print_error(std::FILE* errors, std::string message) {
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  fmt::print(errors, "stripesim: error: {}\n", message);
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv, std::FILE* errors) {
+  CLI::App app{"stripesim: exact load-balance model of causal Ring Attention (contiguous, striped, zigzag, ...) and its speedup",
+               "stripesim"};
+  app.footer(kExamples);
+  app.set_version_flag("--version", "stripesim 0.1.0");
+  app.require_subcommand(1);
+  const auto run_analyze = register_analyze_command(app);
+  const auto run_tms = register_tms_command(app);
+  const auto run_sweep = register_sweep_command(app);
+  const auto run_simulate = register_simulate_command(app);
+  const auto run_report = register_report_command(app);
+  const auto run_check = register_check_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    print_error(errors, fmt::format("{} (see stripesim --help)", e.what()));
+    return kExitBadInput;
+  }
+  try {
+    run_analyze();  // each runs only if its subcommand was given
+    run_tms();
+    run_sweep();
+    run_simulate();
+    run_report();
+    const int check_status = run_check();  // 1 when a metric moved
+    if (check_status != 0) return check_status;
+  } catch (const model::InputError& e) {
+    print_error(errors, e.what());
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    print_error(errors, "out of memory: the requested sizes are too large for this machine");
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    print_error(errors, fmt::format("internal error: {}", e.what()));
+    return kExitInternal;
+  }
+  return kExitOk;
+}
+
+}  // namespace stripesim::cli
