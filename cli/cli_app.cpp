@@ -14,7 +14,9 @@
 #include "simulate_command.hpp"
 #include "sweep_command.hpp"
 #include "tms_command.hpp"
+#include "validate_command.hpp"
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/validate/ring_backend.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -54,6 +56,7 @@ int run_cli(int argc, char** argv, std::FILE* errors) {
   const auto run_simulate = register_simulate_command(app);
   const auto run_report = register_report_command(app);
   const auto run_check = register_check_command(app);
+  const auto run_validate = register_validate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -69,9 +72,16 @@ int run_cli(int argc, char** argv, std::FILE* errors) {
     run_report();
     const int check_status = run_check();  // 1 when a metric moved
     if (check_status != 0) return check_status;
+    const int validate_status = run_validate();  // 1 when an output missed its tolerance
+    if (validate_status != 0) return validate_status;
   } catch (const model::InputError& e) {
     print_error(errors, e.what());
     return kExitBadInput;
+  } catch (const validate::DeviceFailure& e) {
+    // A GPU out of memory, missing, an NCCL error or a peer that never answered: named by rank
+    // and operation. Not the user's input (2) nor a bug (1).
+    print_error(errors, e.what());
+    return kExitDeviceFailure;
   } catch (const std::bad_alloc&) {
     print_error(errors, "out of memory: the requested sizes are too large for this machine");
     return kExitBadInput;

@@ -8,6 +8,7 @@ namespace stripesim::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;  // also `check`: a metric moved
 inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitDeviceFailure = 3;  // validate: a GPU or NCCL failed, named by rank and operation
 
 // Parses argv, runs the chosen subcommand and returns the exit code. Errors are one line on
 // `errors` (stderr for the executable); command output goes to stdout or its --output file.

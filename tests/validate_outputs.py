@@ -14,7 +14,7 @@ import jsonschema
 
 binary, source = sys.argv[1], sys.argv[2]
 schemas = {name: json.load(open(os.path.join(source, "reports", "schema", f"{name}.schema.json")))
-           for name in ("analyze", "tms", "sweep", "simulate", "baseline", "balance")}
+           for name in ("analyze", "tms", "sweep", "simulate", "baseline", "balance", "validate")}
 failures = []
 
 
@@ -54,6 +54,12 @@ check("balance", run("sweep", "--kind", "balance", "--seq-lens", "64k", "--devic
                      "documents:lognormal:2048:1.0,window:4k", "--layouts", "contiguous,striped,zigzag,doc-zigzag,balanced",
                      "--pad-documents", "--format", "json"), "sweep --kind balance")
 check("balance", open(os.path.join(source, "reports", "documents", "documents.json")).read(), "reports/documents")
+# The validator on the CPU backend: a small matrix, calibrated on half and predicted on the rest.
+validate_args = ["validate", "--compare", "--seq-len", "256", "--devices", "2,4", "--tile", "16x16,32x32",
+                 "--mask", "causal", "--mask", "window:40", "--warmup", "0", "--iterations", "1", "--format", "json"]
+validated = check("validate", run(*validate_args), "validate --compare")
+check("validate", run("validate", "--seq-len", "128", "--devices", "2", "--layouts", "zigzag", "--no-check",
+                      "--iterations", "1", "--format", "json"), "validate --no-check")
 check("baseline", open(os.path.join(source, "reports", "baseline", "imbalance.json")).read(), "baseline")
 
 # CSV columns are the JSON field names.
@@ -79,9 +85,7 @@ with tempfile.TemporaryDirectory() as folder:
         inputs.append(path)
     validate = os.path.join(folder, "validate.json")
     with open(validate, "w") as f:
-        json.dump({"schema": "stripesim.validate/1",
-                   "comparisons": [{"label": "a", "predicted_us": 100.0, "measured_us": 110.0},
-                                   {"label": "b", "predicted_us": 250.0, "measured_us": 240.0}]}, f)
+        json.dump(validated, f)
     inputs.append(validate)
     report = os.path.join(folder, "report")
     run("report", *inputs, "--out-dir", report)

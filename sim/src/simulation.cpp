@@ -130,7 +130,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
 
   sim.topology = load_topology(config.topology.empty() ? fmt::format("nvswitch:{}", config.devices) : config.topology,
-                               catalog.root(), sim.hardware.link_bandwidth);
+                               catalog.root(), sim.hardware.link_bandwidth, sim.hardware.link_latency_us);
   if (sim.topology.gpu_count() < config.devices) {
     throw InputError(fmt::format("--topology {}: has {} GPUs, fewer than --devices {}", sim.topology.name(),
                                  sim.topology.gpu_count(), config.devices));

@@ -103,16 +103,19 @@ void block_attention(const RingCase& c, double scale_d, const DeviceShard& queri
           const auto row = static_cast<size_t>(i) * heads + h;
           const T* qrow = &state.q[row * dim];
           T tile_max = minus_inf;
+          // Like a tensor-core kernel, compute the whole tile and mask afterwards: a partial tile
+          // costs a full tile plus the mask, which is what the simulator's cost model assumes.
           for (Count j = k0; j < k1; ++j) {
             const auto jj = static_cast<size_t>(j);
-            T s = minus_inf;
-            const Position key = block.positions[jj];
-            if (tile == TileClass::full ||
-                (queries.lowest_key[static_cast<size_t>(i)] <= key && key <= queries.highest_key[static_cast<size_t>(i)])) {
-              const T* krow = &block.k[(jj * kv_heads + kvh) * dim];
-              T dot = 0;
-              for (size_t d = 0; d < dim; ++d) dot += qrow[d] * krow[d];
-              s = dot * scale;
+            const T* krow = &block.k[(jj * kv_heads + kvh) * dim];
+            T dot = 0;
+            for (size_t d = 0; d < dim; ++d) dot += qrow[d] * krow[d];
+            T s = dot * scale;
+            if (tile == TileClass::partial) {
+              const Position key = block.positions[jj];
+              const bool allowed =
+                  queries.lowest_key[static_cast<size_t>(i)] <= key && key <= queries.highest_key[static_cast<size_t>(i)];
+              s = allowed ? s : minus_inf;
             }
             scores[static_cast<size_t>(j - k0)] = s;
             tile_max = std::max(tile_max, s);
@@ -124,9 +127,7 @@ void block_attention(const RingCase& c, double scale_d, const DeviceShard& queri
           for (size_t d = 0; d < dim; ++d) orow[d] *= correction;
           T sum = 0;
           for (Count j = k0; j < k1; ++j) {
-            const T s = scores[static_cast<size_t>(j - k0)];
-            if (s == minus_inf) continue;
-            const T weight = std::exp(s - new_max);
+            const T weight = std::exp(scores[static_cast<size_t>(j - k0)] - new_max);  // 0 where masked
             sum += weight;
             const T* vrow = &block.v[(static_cast<size_t>(j) * kv_heads + kvh) * dim];
             for (size_t d = 0; d < dim; ++d) orow[d] += weight * vrow[d];

@@ -50,6 +50,11 @@ bool any_visible(const std::vector<std::pair<Position, Position>>& visible, cons
 
 }  // namespace
 
+void check_ring_problem(const RingCase& ring_case) {
+  const model::Mask mask = checked_mask(ring_case);
+  (void)model::parse_layout(ring_case.layout, ring_case.seq_len, ring_case.devices, model::LayoutContext{&mask, ring_case.tile});
+}
+
 RingProblem::RingProblem(RingCase ring_case)
     : case_(std::move(ring_case)),
       mask_(checked_mask(case_)),

@@ -18,6 +18,10 @@ struct DeviceShard {
   std::vector<Position> highest_key;  // [local]
 };
 
+// Everything about a case that can be wrong (sizes, the mask spec, the layout spec) checked without
+// building the problem's data: an InputError names the flag.
+void check_ring_problem(const RingCase& ring_case);
+
 class RingProblem {
  public:
   explicit RingProblem(RingCase ring_case);

@@ -1,0 +1,318 @@
+#include "validate_command.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "config_dir.hpp"
+#include "output_file.hpp"
+#include "run_mode.hpp"
+#include "stripesim/model/config_catalog.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/size_parse.hpp"
+#include "stripesim/validate/comparison.hpp"
+
+namespace stripesim::cli {
+namespace {
+
+using validate::CaseRole;
+
+constexpr int kExitOutputWrong = 1;
+
+struct ValidateOptions {
+  std::string backend = "cpu";
+  std::string layouts, seq_lens, devices, tiles, heads, kv_heads, head_dim, dtype, seed;
+  std::vector<std::string> masks;
+  std::string warmup = "1";
+  std::string iterations = "5";
+  std::string timeout = "60";
+  std::string hardware;
+  std::string profile;      // --profile: predict with this profile instead of calibrating
+  std::string profile_out;  // --calibrate: where the fitted profile goes
+  bool calibrate = false;
+  bool compare = false;
+  bool no_check = false;
+  std::string out_dir;
+  std::string output;
+  std::string format = "table";
+};
+
+constexpr const char* kValidateExamples = R"(Examples:
+  stripesim validate
+      contiguous, striped and zigzag rings on the CPU backend (n = 2048, N = 4, causal), checked
+      against dense attention, with per-round timings
+  stripesim validate --layouts zigzag,doc-zigzag --mask causal --mask documents:300,700,1048 --devices 2,4
+  stripesim validate --calibrate --profile-out cpu-profile.json
+      fit the simulator's kernel and link parameters to this machine
+  stripesim validate --compare --out-dir reports/validation/cpu
+      the default matrix (layouts x N in {2,4,8} x two lengths x two tiles): calibrate on one half,
+      report the prediction error on the other, JSON + Markdown
+  stripesim validate --backend cuda --dtype bf16 --compare --out-dir reports/validation/h100
+  stripesim validate --backend nccl --devices 8 --dtype bf16 --seq-len 64k --tile 128x128)";
+
+std::vector<model::Count> count_list(const std::string& text, const char* flag) {
+  std::vector<model::Count> out;
+  for (const auto& item : model::split_list(text, flag)) out.push_back(model::parse_count(item, flag));
+  return out;
+}
+
+bool gpu_backend(const std::string& backend) { return backend == "cuda" || backend == "nccl"; }
+
+// The matrix: flags where given, else per-backend defaults sized so that the CPU backend's
+// --compare finishes in well under a minute and the GPU ones measure kernels long enough to time.
+validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
+  validate::ValidateMatrix m;
+  const bool gpu = gpu_backend(o.backend);
+  if (o.compare || o.calibrate) {
+    m.devices = {2, 4, 8};
+    m.seq_lens = gpu ? std::vector<model::Count>{16384, 32768} : std::vector<model::Count>{1024, 2048};
+    m.tiles = gpu ? std::vector<model::TileShape>{{64, 64}, {128, 128}} : std::vector<model::TileShape>{{32, 32}, {64, 64}};
+  } else if (gpu) {
+    m.seq_lens = {16384};
+    m.tiles = {{128, 128}};
+  }
+  if (gpu) {
+    m.heads = 16;
+    m.kv_heads = 16;
+    m.head_dim = 128;
+    m.precision = validate::Precision::bf16;
+  }
+  if (!o.layouts.empty()) m.layouts = model::split_list(o.layouts, "--layouts");
+  if (!o.masks.empty()) m.masks = o.masks;
+  if (!o.devices.empty()) m.devices = count_list(o.devices, "--devices");
+  if (!o.seq_lens.empty()) m.seq_lens = count_list(o.seq_lens, "--seq-len");
+  if (!o.tiles.empty()) {
+    m.tiles.clear();
+    for (const auto& t : model::split_list(o.tiles, "--tile")) m.tiles.push_back(model::parse_tile_shape(t));
+  }
+  if (!o.heads.empty()) {
+    m.heads = model::parse_count(o.heads, "--heads");
+    if (o.kv_heads.empty()) m.kv_heads = m.heads;
+  }
+  if (!o.kv_heads.empty()) m.kv_heads = model::parse_count(o.kv_heads, "--kv-heads");
+  if (!o.head_dim.empty()) m.head_dim = model::parse_count(o.head_dim, "--head-dim");
+  if (!o.dtype.empty()) m.precision = validate::parse_precision(o.dtype);
+  if (!o.seed.empty()) m.seed = static_cast<std::uint64_t>(model::parse_count(o.seed, "--seed"));
+  return m;
+}
+
+validate::RunOptions run_options(const ValidateOptions& o) {
+  validate::RunOptions r;
+  r.warmup = model::parse_count(o.warmup, "--warmup");
+  r.iterations = model::parse_count(o.iterations, "--iterations");
+  if (r.iterations < 1 || r.iterations > 1000) {
+    throw model::InputError(fmt::format("--iterations {}: must be between 1 and 1000", r.iterations));
+  }
+  if (r.warmup > 100) throw model::InputError(fmt::format("--warmup {}: must be between 0 and 100", r.warmup));
+  const auto seconds = model::parse_count(o.timeout, "--timeout");
+  if (seconds < 1 || seconds > 86400) throw model::InputError(fmt::format("--timeout {}: must be 1 to 86400 seconds", seconds));
+  r.timeout_s = static_cast<double>(seconds);
+  return r;
+}
+
+// The hardware profile predictions start from: --hardware, else the measured device's own
+// (the name the driver reports), else a generic CPU or H100.
+std::string base_hardware(const ValidateOptions& o, const std::string& device_name) {
+  if (!o.hardware.empty()) return o.hardware;
+  if (!gpu_backend(o.backend)) return "cpu";
+  for (const char* known : {"H200", "H100", "A100"}) {
+    if (device_name.find(known) != std::string::npos) return known == std::string("H200") ? "h200" : known == std::string("H100") ? "h100" : "a100";
+  }
+  return "h100";
+}
+
+// The exact command, for the record in every report.
+std::string command_line(const CLI::App* cmd) {
+  std::string line = "stripesim validate";
+  for (const CLI::Option* option : cmd->get_options()) {
+    if (option->count() == 0 || option->get_name() == "--help") continue;
+    const std::string name = option->get_name();
+    if (option->get_type_size() == 0) {
+      line += " " + name;
+      continue;
+    }
+    for (const auto& value : option->results()) line += fmt::format(" {} {}", name, value);
+  }
+  return line;
+}
+
+void progress(size_t done, size_t total, const std::string& label) {
+  if (::isatty(STDERR_FILENO) == 0) return;  // never in logs or pipes
+  fmt::print(stderr, "\r\033[K[{}/{}] {}", done, total, label);
+  if (done == total) fmt::print(stderr, "\n");
+  std::fflush(stderr);
+}
+
+std::string format_table(const validate::ValidationReport& report) {
+  std::string out = fmt::format("validate on {} ({}): {} warm-up + {} timed iterations per case, medians\n\n", report.backend,
+                                report.device, report.options.warmup, report.options.iterations);
+  const bool predicted = !report.comparisons.empty();
+  out += fmt::format("{:<44} {:>11} {:>6} {:>12} {:>12}", "case", "rel. error", "check", "measured us", "max round us");
+  if (predicted) out += fmt::format(" {:>12} {:>9} {:>10}", "predicted us", "error", "role");
+  out += "\n";
+  for (size_t i = 0; i < report.results.size(); ++i) {
+    const auto& r = report.results[i];
+    double slowest_round = 0;
+    for (model::Count round = 0; round < r.ring_case.devices; ++round) {
+      double round_max = 0;
+      for (model::Count d = 0; d < r.ring_case.devices; ++d) round_max = std::max(round_max, r.summary.kernel_at(round, d).median);
+      slowest_round = std::max(slowest_round, round_max);
+    }
+    out += fmt::format("{:<44} {:>11} {:>6} {:>12.1f} {:>12.1f}", r.ring_case.label(),
+                       r.checked ? fmt::format("{:.2e}", r.error.relative) : "-", r.checked ? (r.passed ? "pass" : "FAIL") : "-",
+                       r.summary.wall.median, slowest_round);
+    if (predicted) {
+      const auto& c = report.comparisons[i];
+      out += fmt::format(" {:>12.1f} {:>+8.1f}% {:>10}", c.prediction.total_us, 100 * c.total_error,
+                         c.role == CaseRole::held_out ? "held-out" : c.role == CaseRole::calibration ? "calibrate" : "-");
+    }
+    out += "\n";
+  }
+  if (predicted) {
+    for (const CaseRole role : {CaseRole::held_out, CaseRole::calibration, CaseRole::checked}) {
+      const auto s = validate::summarize_errors(report.results, report.comparisons, role);
+      if (s.cases == 0) continue;
+      out += fmt::format("\n{} cases: total error median {:.1f}%, worst {:.1f}%; per-kernel median {:.1f}%, worst {:.1f}%",
+                         role == CaseRole::held_out ? "held-out" : role == CaseRole::calibration ? "calibration" : "all",
+                         100 * s.median_abs_total_error, 100 * s.max_abs_total_error, 100 * s.median_abs_kernel_error,
+                         100 * s.max_abs_kernel_error);
+    }
+    out += "\n";
+  }
+  out += "\nrel. error = max |ring - dense| / max |dense| after undoing the layout; measured = the ring's wall time";
+  out += report.backend == "nccl" ? " on N GPUs.\n" : " with the N virtual devices run one after another.\n";
+  return out;
+}
+
+}  // namespace
+
+std::function<int()> register_validate_command(CLI::App& app) {
+  auto options = std::make_shared<ValidateOptions>();
+  ValidateOptions& o = *options;
+  CLI::App* cmd = app.add_subcommand("validate", "Run the ring on real kernels, check it against dense attention, "
+                                                 "measure it and compare with the simulator");
+  cmd->footer(kValidateExamples);
+  cmd->add_option("--backend", o.backend, "cpu (always built), cuda (one GPU hosts N virtual devices) or nccl (a GPU per rank)")
+      ->capture_default_str();
+  cmd->add_option("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
+  cmd->add_option("--mask", o.masks, "Mask; repeat the flag for several [default: causal]");
+  cmd->add_option("--seq-len,-n", o.seq_lens, "Sequence lengths, comma-separated; k suffix [default: 2048; GPU 16k]");
+  cmd->add_option("--devices,-N", o.devices, "Ring sizes, comma-separated [default: 4; with --compare 2,4,8]");
+  cmd->add_option("--tile", o.tiles, "Kernel tiles TQxTK, comma-separated [default: 64x64; GPU 128x128]");
+  cmd->add_option("--heads", o.heads, "Query heads [default: 2; GPU 16]");
+  cmd->add_option("--kv-heads", o.kv_heads, "K/V heads, dividing --heads [default: 1; GPU 16]");
+  cmd->add_option("--head-dim", o.head_dim, "Head size [default: 32; GPU 128]");
+  cmd->add_option("--dtype", o.dtype, "fp32 or fp64 (cpu), bf16 or fp16 (cuda, nccl) [default: fp32; GPU bf16]");
+  cmd->add_option("--seed", o.seed, "Seed of the random Q, K, V [default: 1]");
+  cmd->add_option("--warmup", o.warmup, "Untimed iterations per case")->capture_default_str();
+  cmd->add_option("--iterations", o.iterations, "Timed iterations per case (medians and spread)")->capture_default_str();
+  cmd->add_option("--timeout", o.timeout, "Seconds a device operation may take before it is reported as hung")
+      ->capture_default_str();
+  auto* calibrate = cmd->add_flag("--calibrate", o.calibrate, "Fit the simulator's kernel and link parameters to the measurements");
+  auto* compare = cmd->add_flag("--compare", o.compare,
+                                "Predict every case with the simulator: calibrate on one half, report the error on the other");
+  cmd->add_option("--hardware", o.hardware, "Profile to start from (name or JSON) [default: cpu, or the GPU's own]");
+  cmd->add_option("--profile", o.profile, "--compare: predict every case with this profile instead of calibrating");
+  cmd->add_option("--profile-out", o.profile_out, "--calibrate: write the fitted hardware profile JSON to FILE");
+  cmd->add_flag("--no-check", o.no_check, "Skip the dense-attention check (it costs n^2 on the CPU)");
+  cmd->add_option("--out-dir", o.out_dir, "Write validate.json and validate.md (and profile.json with --calibrate) to DIR");
+  cmd->add_option("--format", o.format, "Standard output format")->check(CLI::IsMember({"table", "json", "markdown"}))
+      ->capture_default_str();
+  cmd->add_option("--output,-o", o.output, "Write the output to FILE instead of standard output");
+  calibrate->excludes(compare);
+  return [cmd, options]() -> int {
+    if (!cmd->parsed()) return 0;
+    const ValidateOptions& opts = *options;
+    if (!opts.profile.empty() && !opts.compare) throw model::InputError("--profile: only with --compare");
+    if (!opts.profile_out.empty() && !opts.calibrate) throw model::InputError("--profile-out: only with --calibrate");
+    const validate::ValidateMatrix matrix = build_matrix(opts);
+    const std::vector<validate::RingCase> cases = validate::expand_matrix(matrix);
+    // Build every problem's layout and mask now: a bad spec fails before anything runs.
+    for (const auto& c : cases) validate::check_ring_problem(c);
+    const validate::RunOptions run = run_options(opts);
+    const model::ConfigCatalog catalog(config_dir());
+    std::optional<model::HardwareProfile> given_profile;
+    if (!opts.profile.empty()) {
+      const std::string label = "--profile " + opts.profile;
+      given_profile = model::hardware_profile_from_json(model::read_json_file(opts.profile, label), label);
+    }
+    if (!opts.hardware.empty()) (void)catalog.hardware(opts.hardware);
+    if (opts.compare && cases.size() < 2 && !given_profile) {
+      throw model::InputError("--compare: needs at least two cases (one to calibrate on, one to predict) or --profile");
+    }
+    auto backend = validate::make_backend(opts.backend);
+    if (!backend->supports(matrix.precision)) {
+      throw model::InputError(fmt::format("--dtype {}: the {} backend computes in {}", validate::precision_name(matrix.precision),
+                                          opts.backend, gpu_backend(opts.backend) ? "bf16 or fp16" : "fp32 or fp64"));
+    }
+    if (parse_only()) return 0;
+
+    validate::ValidationReport report;
+    report.command = command_line(cmd);
+    report.backend = backend->name();
+    report.options = run;
+    // A validate::DeviceFailure leaves through here to the CLI's exit code 3.
+    report.device = backend->device_name();
+    for (size_t i = 0; i < cases.size(); ++i) {
+      progress(i, cases.size(), cases[i].label());
+      report.results.push_back(validate::run_case(*backend, cases[i], run, !opts.no_check));
+    }
+    progress(cases.size(), cases.size(), "done");
+
+    const bool parallel = report.backend == "nccl";
+    if (opts.calibrate || opts.compare) {
+      const model::HardwareProfile base = catalog.hardware(base_hardware(opts, report.device));
+      std::vector<CaseRole> roles(report.results.size(), CaseRole::checked);
+      if (given_profile) {
+        report.profile = *given_profile;
+      } else {
+        // Alternate cases: neighbours in the matrix differ in layout only, so both halves cover
+        // every N, length and tile.
+        std::vector<const validate::CaseResult*> fit_on;
+        for (size_t i = 0; i < report.results.size(); ++i) {
+          roles[i] = opts.compare && i % 2 == 1 ? CaseRole::held_out : CaseRole::calibration;
+          if (roles[i] == CaseRole::calibration) fit_on.push_back(&report.results[i]);
+        }
+        report.calibration = validate::calibrate(fit_on, base, matrix.precision, report.device);
+        report.profile = report.calibration->profile;
+      }
+      for (size_t i = 0; i < report.results.size(); ++i) {
+        const auto prediction = validate::predict_case(report.results[i], *report.profile, parallel);
+        report.comparisons.push_back(validate::compare_case(report.results[i], prediction, roles[i]));
+      }
+    }
+
+    const std::string json = validate::to_json(report, true).dump(2) + "\n";
+    const std::string markdown = validate::to_markdown(report);
+    if (!opts.out_dir.empty()) {
+      namespace fs = std::filesystem;
+      std::error_code ec;
+      fs::create_directories(opts.out_dir, ec);
+      if (ec || !fs::is_directory(opts.out_dir)) {
+        throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", opts.out_dir));
+      }
+      if (report.calibration) {
+        write_output(model::to_json(report.calibration->profile).dump(2) + "\n", (fs::path(opts.out_dir) / "profile.json").string());
+      }
+      write_output(markdown, (fs::path(opts.out_dir) / "validate.md").string());
+      write_output(json, (fs::path(opts.out_dir) / "validate.json").string());
+    }
+    if (opts.calibrate && !opts.profile_out.empty()) {
+      write_output(model::to_json(report.calibration->profile).dump(2) + "\n", opts.profile_out);
+    }
+    write_output(opts.format == "json" ? json : opts.format == "markdown" ? markdown : format_table(report), opts.output);
+    bool all_passed = true;
+    for (const auto& r : report.results) all_passed = all_passed && r.passed;
+    if (!all_passed) {
+      fmt::print(stderr, "stripesim: error: the ring's output differs from dense attention beyond tolerance\n");
+      return kExitOutputWrong;
+    }
+    return 0;
+  };
+}
+
+}  // namespace stripesim::cli

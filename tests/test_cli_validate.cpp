@@ -1,0 +1,165 @@
+// `stripesim validate` end to end on the CPU backend: the check, --calibrate, --compare and their
+// files, a profile the simulator then accepts, failing devices (exit 3) and bad input (exit 2).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+
+#include "bad_input_table.hpp"
+
+namespace stripesim::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("stripesim_validate_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(CliValidate, DefaultChecksThreeLayoutsAgainstDenseAttention) {
+  const CliResult r = run_cli("validate --seq-len 512 --iterations 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count(r.out, " pass "), 3u) << r.out;
+  for (const char* layout : {"contiguous n=512 N=4", "striped n=512 N=4", "zigzag n=512 N=4"}) {
+    EXPECT_NE(r.out.find(layout), std::string::npos) << r.out;
+  }
+}
+
+TEST(CliValidate, JsonRecordsEveryRoundAndDeviceWithTheWorkModelsCounts) {
+  const CliResult r =
+      run_cli("validate --seq-len 256 --devices 4 --layouts contiguous --tile 32x32 --iterations 2 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("schema"), "stripesim.validate/1");
+  EXPECT_EQ(doc.at("command"), "stripesim validate --layouts contiguous --seq-len 256 --devices 4 --tile 32x32 --iterations 2 --format json");
+  const auto& c = doc.at("cases").at(0);
+  EXPECT_TRUE(c.at("correctness").at("passed").get<bool>());
+  ASSERT_EQ(c.at("rounds").size(), 16u);
+  // Contiguous causal, c = 64, 32x32 tiles: device 3 holds its own block in round 0 (3 of 4 tiles
+  // active, 2 of them partial on the diagonal) and full earlier blocks after; device 0 sees
+  // nothing after round 0, so nothing ran there.
+  const auto& round0_device3 = c.at("rounds").at(3);
+  EXPECT_EQ(round0_device3.at("active_tiles"), 3);
+  EXPECT_EQ(round0_device3.at("partial_tiles"), 2);
+  EXPECT_EQ(round0_device3.at("unmasked_pairs"), 64 * 65 / 2);
+  const auto& round1_device0 = c.at("rounds").at(4);
+  EXPECT_EQ(round1_device0.at("device"), 0);
+  EXPECT_EQ(round1_device0.at("active_tiles"), 0);
+  EXPECT_EQ(round1_device0.at("kernel_us").at("max"), 0.0);
+  EXPECT_GT(round0_device3.at("kernel_us").at("median").get<double>(), 0.0);
+  EXPECT_EQ(c.at("unmasked_pairs"), 256 * 257 / 2);
+}
+
+TEST(CliValidate, CompareCalibratesOnHalfAndWritesFilesTheSimulatorAccepts) {
+  const fs::path dir = fresh_dir("compare");
+  const CliResult r = run_cli("validate --compare --seq-len 256 --devices 2,4 --tile 16x16,32x32 --warmup 0 "
+                              "--iterations 1 --out-dir '" + dir.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("held-out cases: total error median"), std::string::npos) << r.out;
+  const auto doc = nlohmann::json::parse(slurp(dir / "validate.json"));
+  ASSERT_EQ(doc.at("cases").size(), 12u);  // 3 layouts x 2 N x 2 tiles
+  ASSERT_EQ(doc.at("comparisons").size(), 12u);
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(doc.at("comparisons").at(i).at("role"), i % 2 == 0 ? "calibration" : "held-out");
+  }
+  EXPECT_EQ(doc.at("errors").at("held-out").at("cases"), 6);
+  EXPECT_NE(slurp(dir / "validate.md").find("| held-out | 6 |"), std::string::npos);
+  // The fitted profile is a hardware profile like the shipped ones.
+  const auto profile = nlohmann::json::parse(slurp(dir / "profile.json"));
+  EXPECT_EQ(profile.at("name"), "cpu-calibrated");
+  const CliResult sim = run_cli("simulate --hardware '" + (dir / "profile.json").string() +
+                                "' --seq-len 2048 --devices 4 --heads 2 --head-dim 32 --tile 32x32");
+  EXPECT_EQ(sim.exit_code, 0) << sim.err;
+  // And the report draws it.
+  const CliResult report = run_cli("report '" + (dir / "validate.json").string() + "' --out-dir '" + (dir / "report").string() + "'");
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(slurp(dir / "report" / "report.md").find("| held-out | 6 |"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(CliValidate, CalibrateWritesAProfileAndCompareCanUseIt) {
+  const fs::path dir = fresh_dir("calibrate");
+  fs::create_directories(dir);
+  const std::string profile = (dir / "cpu.json").string();
+  const CliResult fit = run_cli("validate --calibrate --seq-len 256 --devices 2,4 --tile 16x16 --warmup 0 --iterations 1 "
+                                "--profile-out '" + profile + "'");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto doc = nlohmann::json::parse(slurp(profile));
+  EXPECT_GT(doc.at("kernel").at("efficiency").get<double>(), 0.0);
+  EXPECT_TRUE(doc.contains("link_latency_us"));
+  const CliResult use = run_cli("validate --compare --profile '" + profile +
+                                "' --seq-len 256 --devices 2 --tile 16x16 --layouts zigzag --iterations 1 --format json");
+  ASSERT_EQ(use.exit_code, 0) << use.err;
+  const auto out = nlohmann::json::parse(use.out);
+  EXPECT_EQ(out.at("comparisons").at(0).at("role"), "checked");
+  EXPECT_FALSE(out.contains("calibration"));
+  fs::remove_all(dir);
+}
+
+TEST(CliValidate, MissingGpuIsADeviceFailureNamingRankAndOperation) {
+  // An empty CUDA_VISIBLE_DEVICES hides every GPU, so this runs the same with or without one.
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  const auto start = std::chrono::steady_clock::now();
+  const CliResult r = run_cli("validate --backend cuda --seq-len 256 --devices 2 --tile 64x64 --head-dim 64 --timeout 5");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+#ifdef STRIPESIM_WITH_CUDA
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("rank 0:"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+#else
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("built without the CUDA toolkit"), std::string::npos) << r.err;
+#endif
+  EXPECT_LT(seconds, 30.0);  // a bounded failure, not a hang
+}
+
+std::vector<BadInput> validate_bad_inputs() {
+  return {
+      {"unknown_backend", "validate --backend tpu", "--backend 'tpu': expected cpu, cuda or nccl"},
+      {"gpu_dtype_on_cpu", "validate --dtype bf16", "--dtype bf16: the cpu backend computes in fp32 or fp64"},
+      {"unknown_dtype", "validate --dtype int8", "--dtype 'int8': expected fp64, fp32, bf16 or fp16"},
+      {"indivisible", "validate --seq-len 1000 --devices 3", "--seq-len 1000 is not divisible by --devices 3"},
+      {"kv_heads_not_dividing", "validate --heads 4 --kv-heads 3", "--kv-heads 3: must divide --heads 4"},
+      {"zero_iterations", "validate --iterations 0", "--iterations 0: must be between 1 and 1000"},
+      {"zero_timeout", "validate --timeout 0", "--timeout 0: must be 1 to 86400 seconds"},
+      {"profile_without_compare", "validate --profile configs/hardware/cpu.json", "--profile: only with --compare"},
+      {"profile_out_without_calibrate", "validate --profile-out p.json", "--profile-out: only with --calibrate"},
+      {"calibrate_and_compare", "validate --calibrate --compare", "--calibrate excludes --compare"},
+      {"compare_one_case", "validate --compare --layouts zigzag --devices 4 --seq-len 256 --tile 32x32",
+       "--compare: needs at least two cases"},
+      {"zigzag_indivisible", "validate --layouts zigzag --seq-len 102 --devices 2", "divisible by 2N = 4"},
+      {"too_long_for_validator", "validate --seq-len 2M", "the validator runs 1 to 1048576 tokens"},
+      {"bad_mask", "validate --mask window:0", "the window must be at least 1 token"},
+      {"unknown_hardware", "validate --compare --hardware nope", "nope"},
+      {"missing_profile", "validate --compare --profile /nonexistent/p.json", "--profile /nonexistent/p.json: file"},
+      {"bad_tile_list", "validate --tile 32x32,0x4", "both tile sides must be at least 1"},
+      {"empty_devices_item", "validate --devices 2,,4", "empty item"},
+  };
+}
+
+class CliValidateBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliValidateBadInput, OneLineExitTwoNoOutput) { expect_rejected(run_cli(GetParam().args), GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Table, CliValidateBadInput, ::testing::ValuesIn(validate_bad_inputs()), bad_input_name);
+
+TEST(CliValidate, NoFilesLeftBehindWhenAnInputIsBad) {
+  const fs::path dir = fresh_dir("bad");
+  const CliResult r = run_cli("validate --compare --seq-len 256 --devices 2,3 --out-dir '" + dir.string() + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+}  // namespace
+}  // namespace stripesim::testing
