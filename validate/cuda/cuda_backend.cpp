@@ -15,6 +15,7 @@
 #include "gpu_devices.hpp"
 #include "ring_memory.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
+#include "measure_ring.hpp"
 
 namespace stripesim::validate {
 namespace {
@@ -224,18 +225,10 @@ class CudaBackend final : public RingBackend {
   [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
     gpu::check_run_options(options);
     CudaRing ring(problem, options.timeout_s);
-    RingMeasurement m;
-    m.backend = name();
-    m.device_name = ring.device_name();
-    m.iterations = options.iterations;
-    m.handoff_bytes = ring.handoff_bytes();
-    for (Count i = 0; i < options.warmup; ++i) ring.iterate();
-    for (Count i = 0; i < options.iterations; ++i) {
+    return gpu::measure_ring(name(), ring, options, [&](RingMeasurement* record) {
       ring.iterate();
-      ring.record_timings(m);
-    }
-    m.output = ring.download_output();
-    return m;
+      if (record != nullptr) ring.record_timings(*record);
+    });
   }
 };
 

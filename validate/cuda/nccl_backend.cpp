@@ -11,6 +11,7 @@
 
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
+#include "measure_ring.hpp"
 
 #ifdef STRIPESIM_WITH_NCCL
 #include <nccl.h>
@@ -542,15 +543,10 @@ class NcclBackend final : public RingBackend {
   [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
     gpu::check_run_options(options);
     NcclRing ring(problem, options.timeout_s);
-    RingMeasurement m;
-    m.backend = name();
-    m.device_name = ring.device_name();
-    m.iterations = options.iterations;
-    m.handoff_bytes = ring.handoff_bytes();
-    for (Count i = 0; i < options.warmup; ++i) static_cast<void>(ring.iterate());
-    for (Count i = 0; i < options.iterations; ++i) ring.record_timings(m, ring.iterate());
-    m.output = ring.download_output();
-    return m;
+    return gpu::measure_ring(name(), ring, options, [&](RingMeasurement* record) {
+      const double wall_us = ring.iterate();
+      if (record != nullptr) ring.record_timings(*record, wall_us);
+    });
   }
 };
 
