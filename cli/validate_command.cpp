@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -45,7 +46,7 @@ constexpr const char* kValidateExamples = R"(Examples:
   stripesim validate
       contiguous, striped and zigzag rings on the CPU backend (n = 2048, N = 4, causal), checked
       against dense attention, with per-round timings
-  stripesim validate --layouts zigzag,doc-zigzag --mask causal --mask documents:300,700,1048 --devices 2,4
+  stripesim validate --layouts zigzag,doc-zigzag,balanced --mask documents:304,696,1048 --devices 2,4
   stripesim validate --calibrate --profile-out cpu-profile.json
       fit the simulator's kernel and link parameters to this machine
   stripesim validate --compare --out-dir reports/validation/cpu
@@ -151,7 +152,9 @@ std::string format_table(const validate::ValidationReport& report) {
   std::string out = fmt::format("validate on {} ({}): {} warm-up + {} timed iterations per case, medians\n\n", report.backend,
                                 report.device, report.options.warmup, report.options.iterations);
   const bool predicted = !report.comparisons.empty();
-  out += fmt::format("{:<44} {:>11} {:>6} {:>12} {:>12}", "case", "rel. error", "check", "measured us", "max round us");
+  size_t width = 4;
+  for (const auto& r : report.results) width = std::max(width, r.ring_case.label().size());
+  out += fmt::format("{:<{}} {:>11} {:>6} {:>12} {:>12}", "case", width, "rel. error", "check", "measured us", "max round us");
   if (predicted) out += fmt::format(" {:>12} {:>9} {:>10}", "predicted us", "error", "role");
   out += "\n";
   for (size_t i = 0; i < report.results.size(); ++i) {
@@ -162,7 +165,7 @@ std::string format_table(const validate::ValidationReport& report) {
       for (model::Count d = 0; d < r.ring_case.devices; ++d) round_max = std::max(round_max, r.summary.kernel_at(round, d).median);
       slowest_round = std::max(slowest_round, round_max);
     }
-    out += fmt::format("{:<44} {:>11} {:>6} {:>12.1f} {:>12.1f}", r.ring_case.label(),
+    out += fmt::format("{:<{}} {:>11} {:>6} {:>12.1f} {:>12.1f}", r.ring_case.label(), width,
                        r.checked ? fmt::format("{:.2e}", r.error.relative) : "-", r.checked ? (r.passed ? "pass" : "FAIL") : "-",
                        r.summary.wall.median, slowest_round);
     if (predicted) {
@@ -219,7 +222,7 @@ std::function<int()> register_validate_command(CLI::App& app) {
   cmd->add_option("--profile", o.profile, "--compare: predict every case with this profile instead of calibrating");
   cmd->add_option("--profile-out", o.profile_out, "--calibrate: write the fitted hardware profile JSON to FILE");
   cmd->add_flag("--no-check", o.no_check, "Skip the dense-attention check (it costs n^2 on the CPU)");
-  cmd->add_option("--out-dir", o.out_dir, "Write validate.json and validate.md (and profile.json with --calibrate) to DIR");
+  cmd->add_option("--out-dir", o.out_dir, "Write validate.json and validate.md (and profile.json when it calibrates) to DIR");
   cmd->add_option("--format", o.format, "Standard output format")->check(CLI::IsMember({"table", "json", "markdown"}))
       ->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Write the output to FILE instead of standard output");
