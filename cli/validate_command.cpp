@@ -132,7 +132,7 @@ std::string command_line(const CLI::App* cmd) {
   for (const CLI::Option* option : cmd->get_options()) {
     if (option->count() == 0 || option->get_name() == "--help") continue;
     const std::string name = option->get_name();
-    if (option->get_type_size() == 0) {
+    if (option->get_expected_max() == 0) {  // a flag: its name alone
       line += " " + name;
       continue;
     }
