@@ -60,6 +60,7 @@ validate_args = ["validate", "--compare", "--seq-len", "256", "--devices", "2,4"
 validated = check("validate", run(*validate_args), "validate --compare")
 check("validate", run("validate", "--seq-len", "128", "--devices", "2", "--layouts", "zigzag", "--no-check",
                       "--iterations", "1", "--format", "json"), "validate --no-check")
+check("validate", open(os.path.join(source, "reports", "validation", "cpu", "validate.json")).read(), "reports/validation/cpu")
 check("baseline", open(os.path.join(source, "reports", "baseline", "imbalance.json")).read(), "baseline")
 
 # CSV columns are the JSON field names.
