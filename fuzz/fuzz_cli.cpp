@@ -84,13 +84,15 @@ std::vector<std::string> items(const std::string& list) {
   }
 }
 
-// Explicit layouts (balanced, doc-zigzag, doc-striped) and documents masks are built token by
-// token, and the balancer places every chunk on the least loaded of N devices: planning them
-// costs about n x N per grid point. That cost is the work the command line asks for, not a
-// parser bug (`stripesim analyze --seq-len 2G --layouts balanced` needs minutes and 16 GB), so
-// such inputs are skipped when the sizes given on the command line, summed over every list item
-// and multiplied by the other lists' lengths, exceed 2^27 tokens x devices. Sizes read from
-// experiment and config files are the committed fixtures', which plan in seconds at most.
+// Explicit layouts (balanced, doc-zigzag, doc-striped) and documents masks are built and checked
+// token by token (about 1 us per token under the sanitizers), and the balancer places every chunk
+// on the least loaded of N devices: planning costs about n x max(N, 64) per grid point. That cost
+// is the work the command line asks for, not a parser bug (`stripesim analyze --seq-len 2G
+// --layouts balanced` needs minutes and 16 GB even in a release build), so such inputs are
+// skipped when the sizes given on the command line, summed over every list item and multiplied
+// by the other lists' lengths, exceed 2^27 tokens x devices (2^21 tokens for up to 64 devices).
+// Sizes read from experiment and config files are the committed fixtures', which plan in
+// seconds at most. (A 6.25M-token balance sweep over 2 and 8 devices, 2 x 64 x 6.4M, took 14 s.)
 bool too_costly(const std::vector<std::string>& args) {
   bool explicit_layouts = false;
   for (const auto& arg : args) {
@@ -121,9 +123,8 @@ bool too_costly(const std::vector<std::string>& args) {
       add(arg, args[i + 1]);
     }
   }
-  if (tokens == 0) tokens = 262144;  // the commands' default n
-  if (devices == 0) devices = 8;
-  return tokens * devices * lists > 134217728.0;
+  if (tokens == 0) tokens = 524288;  // the commands' default n (sweep's default list sums to 480k)
+  return tokens * std::max(devices, 64.0) * lists > 134217728.0;
 }
 
 struct Outcome {
