@@ -93,14 +93,20 @@ std::vector<std::string> items(const std::string& list) {
 // by the other lists' lengths, exceed 2^27 tokens x devices (2^21 tokens for up to 64 devices).
 // Sizes read from experiment and config files are the committed fixtures', which plan in
 // seconds at most. (A 6.25M-token balance sweep over 2 and 8 devices, 2 x 64 x 6.4M, took 14 s.)
+// Documents and the balancer together are far costlier: its local search compares every unit
+// (a short document) of the busiest device with every unit elsewhere, quadratic in the number of
+// documents (a release build needs 1.1 s for 256k tokens of documents:lognormal:24:5.0 on 8
+// devices, 5.1 s for 512k), so with both the grid may hold at most 2^15 tokens in all.
 bool too_costly(const std::vector<std::string>& args) {
-  bool explicit_layouts = false;
+  bool explicit_layouts = false, documents = false, balancer = false;
   for (const auto& arg : args) {
-    explicit_layouts = explicit_layouts || arg.find("balance") != std::string::npos ||
-                       arg.find("doc-") != std::string::npos || arg.find("documents") != std::string::npos;
+    documents = documents || arg.find("documents") != std::string::npos;
+    balancer = balancer || arg.find("balance") != std::string::npos;  // balanced, --kind balance
+    explicit_layouts = explicit_layouts || arg.find("doc-") != std::string::npos;
   }
+  explicit_layouts = explicit_layouts || documents || balancer;
   if (!explicit_layouts) return false;
-  double tokens = 0, devices = 0, lists = 1;
+  double tokens = 0, devices = 0, lists = 1, layouts = 1;
   auto add = [&](const std::string& flag, const std::string& value) {
     if (flag == "--seq-len" || flag == "-n" || flag == "--seq-lens") {
       for (const auto& item : items(value)) tokens += std::max(0.0, count_value(item));
@@ -108,8 +114,10 @@ bool too_costly(const std::vector<std::string>& args) {
       for (const auto& item : items(value)) devices += std::max(0.0, count_value(item));
     } else if (flag == "--meshes") {
       for (const auto& item : items(value)) devices += std::max(0.0, count_value(item.substr(item.find('x') + 1)));
-    } else if (flag == "--masks" || flag == "--tiles" || flag == "--layouts" || flag == "--models" ||
-               flag == "--hardware" || flag == "--model-parallel" || flag == "-M") {
+    } else if (flag == "--layouts") {
+      layouts *= static_cast<double>(items(value).size());
+    } else if (flag == "--masks" || flag == "--tiles" || flag == "--models" || flag == "--hardware" ||
+               flag == "--model-parallel" || flag == "-M") {
       lists *= static_cast<double>(items(value).size());
     }
   };
@@ -124,7 +132,8 @@ bool too_costly(const std::vector<std::string>& args) {
     }
   }
   if (tokens == 0) tokens = 524288;  // the commands' default n (sweep's default list sums to 480k)
-  return tokens * std::max(devices, 64.0) * lists > 134217728.0;
+  if (documents && balancer && tokens * lists > 32768.0) return true;
+  return tokens * std::max(devices, 64.0) * lists * layouts > 134217728.0;
 }
 
 struct Outcome {
