@@ -12,6 +12,7 @@
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
+#include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/simulation.hpp"
 
 namespace stripesim::cli {
@@ -21,7 +22,7 @@ struct SimulateOptions {
   std::string experiment;
   std::string model;
   std::string heads, kv_heads, head_dim, batch, model_parallel, seq_len, devices;
-  std::string layouts, tile, mask, pass, dtype, hardware, topology, sync, kv_buffers, ring_order;
+  std::string layouts, tile, kernel, mask, pass, dtype, hardware, topology, sync, kv_buffers, ring_order;
   std::string format = "table";
   std::string output;
   std::string trace;
@@ -35,6 +36,8 @@ constexpr const char* kSimulateExamples = R"(Examples:
   stripesim simulate --model llama3-8b --hardware h100 --topology dgx-h100-x2 --devices 16 --seq-len 1M --pass fwdbwd
   stripesim simulate --topology cluster:128x8 --devices 1024 --seq-len 8M --hardware h100 --summary-only
   stripesim simulate --topology pcie-8gpu --ring-order auto --sync lockstep --trace ring.json
+  stripesim simulate --hardware h100 --kernel flex -n 32k -N 4 --heads 16 --sync lockstep --topology ideal
+      the compute-only ring time sum_r max_d t[r][d] of flex_attention, to set beside one GPU's measurement
   stripesim simulate --experiment configs/experiments/simulate-dgx-h100.json)";
 
 std::string format_table(const sim::Simulation& s) {
@@ -47,8 +50,14 @@ std::string format_table(const sim::Simulation& s) {
       c.sync == sim::SyncMode::async ? "async" : "lockstep", c.kv_buffers);
   sim::Microseconds slowest_hop = 0;
   for (const auto& hop : s.hops) slowest_hop = std::max(slowest_hop, hop.transfer_us(s.kv_bytes));
-  out += fmt::format("hardware {}: full tile {:.2f} us; K/V per hop {:.1f} MB, slowest hop {:.1f} us\n\n", s.hardware.name,
-                     s.full_tile_us, static_cast<double>(s.kv_bytes) / 1e6, slowest_hop);
+  const double tile_scale = sim::KernelTimeModel(s.kernel, s.hardware.sms, s.call_shape).tile_scale();
+  out += fmt::format("hardware {}, kernel {} ({}): full tile {:.2f} us, partial {:.2f} us per slot; K/V per hop {:.1f} MB, "
+                     "slowest hop {:.1f} us\n",
+                     s.hardware.name, s.kernel.name, s.kernel.calibrated ? "calibrated" : "uncalibrated",
+                     s.kernel.forward.full_tile_us * tile_scale, s.kernel.forward.partial_tile_us * tile_scale,
+                     static_cast<double>(s.kv_bytes) / 1e6, slowest_hop);
+  out += fmt::format("scope: the attention ring of one layer{}\n\n",
+                     s.topology.name() == "ideal" ? ", compute only (ideal topology: hops take no time)" : "");
   out += fmt::format("{:<22} {:>12} {:>10} {:>12} {:>12} {:>16} {:>10}\n", "layout", "time (ms)", "vs contig",
                      "mean busy", "max idle", "max exposed comm", "events");
   for (const auto& r : s.results) {
@@ -92,12 +101,15 @@ std::function<void()> register_simulate_command(CLI::App& app) {
   add("--seq-len,-n", o.seq_len, "Sequence length; k and M suffixes [default: 256k]");
   add("--devices,-N", o.devices, "Devices in the ring [default: 8]");
   add("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
-  add("--tile", o.tile, "Kernel tile TQxTK [default: the hardware's]");
+  add("--tile", o.tile, "Kernel tile TQxTK [default: the kernel's]");
+  add("--kernel", o.kernel, "Kernel profile: a name in configs/kernels/<hardware>/ or a JSON file [default: the hardware's]");
   add("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
   add("--pass", o.pass, "fwd, bwd or fwdbwd [default: fwd]");
   add("--dtype", o.dtype, "fp32, tf32, bf16, fp16, fp8: transfer size and peak rate [default: the hardware's attention precision]");
   add("--hardware", o.hardware, "Hardware profile name or JSON file [default: a100]");
-  add("--topology", o.topology, "nvswitch:G, cluster:NxG, a name in configs/topologies or a JSON file [default: nvswitch:N]");
+  add("--topology", o.topology,
+      "nvswitch:G, cluster:NxG, ideal (free links: compute only), a name in configs/topologies or a JSON file "
+      "[default: nvswitch:N]");
   add("--sync", o.sync, "async (no barrier) or lockstep (a barrier after every round) [default: async]");
   add("--kv-buffers", o.kv_buffers, "K/V buffers per device, at least 2 [default: 2, double buffering]");
   add("--ring-order", o.ring_order, "rank or auto (minimise the slowest hop) [default: rank]");
@@ -134,6 +146,7 @@ std::function<void()> register_simulate_command(CLI::App& app) {
     count("--kv-buffers", opts.kv_buffers, config.kv_buffers);
     if (given("--layouts")) config.layouts = model::split_list(opts.layouts, "--layouts");
     if (given("--tile")) config.tile = model::parse_tile_shape(opts.tile);
+    if (given("--kernel")) config.kernel = opts.kernel;
     if (given("--mask")) config.mask = opts.mask;
     if (given("--pass")) config.pass = sim::parse_pass_selection(opts.pass);
     if (given("--dtype")) config.dtype = opts.dtype;

@@ -15,7 +15,9 @@
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
+#include "stripesim/sim/kernel_profile.hpp"
 #include "stripesim/validate/comparison.hpp"
+#include "stripesim/validate/kernel_accuracy.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -34,6 +36,11 @@ struct ValidateOptions {
   std::string hardware;
   std::string profile;      // --profile: predict with this profile instead of calibrating
   std::string profile_out;  // --calibrate: where the fitted profile goes
+  std::string kernel;       // base kernel profile (name or JSON) the fit starts from / predictions use
+  std::string kernel_out;   // --calibrate: where the fitted kernel profile goes
+  std::vector<std::string> measurements;  // stripesim.measurements/1 files: fit/compare on them, run nothing
+  std::vector<std::string> block_costs;   // stripesim.block-costs/1 files
+  std::string block_costs_kernel;         // which kernel's columns of the block-cost files
   bool calibrate = false;
   bool compare = false;
   bool no_check = false;
@@ -53,7 +60,12 @@ constexpr const char* kValidateExamples = R"(Examples:
       the default matrix (layouts x N in {2,4,8} x two lengths x two tiles): calibrate on one half,
       report the prediction error on the other, JSON + Markdown
   stripesim validate --backend cuda --dtype bf16 --compare --out-dir reports/validation/h100
-  stripesim validate --backend nccl --devices 8 --dtype bf16 --seq-len 64k --tile 128x128)";
+  stripesim validate --backend nccl --devices 8 --dtype bf16 --seq-len 64k --tile 128x128
+  stripesim validate --calibrate --hardware h100 --kernel flex --measurements configs/measurements/h100/flex/*.json \
+      --block-costs configs/measurements/h100/block-costs-sdpa-flex.json --block-costs-kernel flex --kernel-out flex.json
+      fit a kernel profile to timings of a kernel you train with (bench/measure_kernels.py makes them)
+  stripesim validate --compare --hardware h100 --kernel flex --measurements configs/measurements/h100/flex/*.json
+      leave one file out: predict each from a fit on the others, per (round, device) and per layout speedup)";
 
 std::vector<model::Count> count_list(const std::string& text, const char* flag) {
   std::vector<model::Count> out;
@@ -191,6 +203,80 @@ std::string format_table(const validate::ValidationReport& report) {
   return out;
 }
 
+// The kernel the validator's own runs are fitted from: --kernel, else the one it runs (the CPU
+// backend's loops on the cpu profile; on a GPU the wmma kernel of validate/cuda).
+sim::KernelProfile validator_kernel(const ValidateOptions& o, const model::HardwareProfile& hardware) {
+  const std::string name = !o.kernel.empty() ? o.kernel : gpu_backend(o.backend) ? "stripesim-wmma" : "";
+  return sim::load_kernel_profile(name, config_dir(), hardware);
+}
+
+// --measurements / --block-costs: fit (--calibrate) or score (--compare, leave one file out) a
+// kernel profile on timings from outside; nothing runs on a backend.
+int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o) {
+  if (!o.calibrate && !o.compare) throw model::InputError("--measurements: needs --calibrate or --compare");
+  if (!o.block_costs.empty() && o.block_costs_kernel.empty()) {
+    throw model::InputError("--block-costs: needs --block-costs-kernel NAME (the column prefix: sdpa, flex, ...)");
+  }
+  if (!o.profile.empty() || !o.profile_out.empty()) {
+    throw model::InputError("--profile, --profile-out: not with --measurements (a kernel profile is --kernel, --kernel-out)");
+  }
+  std::vector<validate::MeasuredWorkload> workloads;
+  for (const auto& file : o.measurements) {
+    for (auto& w : validate::read_measurements(file)) workloads.push_back(std::move(w));
+  }
+  for (const auto& file : o.block_costs) {
+    for (auto& w : validate::read_block_costs(file, o.block_costs_kernel)) workloads.push_back(std::move(w));
+  }
+  const model::ConfigCatalog catalog(config_dir());
+  std::string hardware_name = o.hardware;
+  if (hardware_name.empty()) {
+    for (const char* known : {"H200", "H100", "A100"}) {
+      if (workloads.front().device.find(known) != std::string::npos) {
+        hardware_name = known == std::string("H200") ? "h200" : known == std::string("H100") ? "h100" : "a100";
+      }
+    }
+    if (hardware_name.empty()) {
+      throw model::InputError(fmt::format("--hardware: needed, the files' device '{}' is not one stripesim knows",
+                                          workloads.front().device));
+    }
+  }
+  const model::HardwareProfile hardware = catalog.hardware(hardware_name);
+  const sim::KernelProfile base = sim::load_kernel_profile(o.kernel, config_dir(), hardware);
+  const auto calls = validate::measured_calls(workloads, hardware, base);  // checks every file before fitting
+  if (parse_only()) return 0;
+  const std::string command = command_line(cmd);
+  std::optional<validate::KernelFit> fit;
+  std::vector<validate::WorkloadPrediction> predictions;
+  fit = validate::fit_kernel(calls, base, hardware.sms);
+  fit->profile.hardware = hardware.name;
+  std::vector<std::string> groups;
+  for (const auto& w : workloads) {
+    if (std::find(groups.begin(), groups.end(), w.group) == groups.end()) groups.push_back(w.group);
+  }
+  fit->profile.fit["files"] = o.measurements.size() + o.block_costs.size();
+  fit->profile.fit["groups"] = groups.size();
+  if (o.compare) {
+    if (groups.size() < 2) throw model::InputError("--compare: needs workloads from at least two files to leave one out");
+    predictions = validate::leave_one_group_out(workloads, base, hardware_name, catalog);
+  } else {
+    predictions = validate::predict_workloads(workloads, fit->profile, hardware_name, catalog);
+  }
+  const std::string json = validate::accuracy_json(command, predictions, fit, fit->profile).dump(2) + "\n";
+  const std::string markdown = validate::accuracy_markdown(command, predictions, fit, fit->profile);
+  if (!o.out_dir.empty()) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(o.out_dir, ec);
+    if (ec || !fs::is_directory(o.out_dir)) throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", o.out_dir));
+    write_output(sim::to_json(fit->profile).dump(2) + "\n", (fs::path(o.out_dir) / "kernel.json").string());
+    write_output(markdown, (fs::path(o.out_dir) / "accuracy.md").string());
+    write_output(json, (fs::path(o.out_dir) / "accuracy.json").string());
+  }
+  if (o.calibrate && !o.kernel_out.empty()) write_output(sim::to_json(fit->profile).dump(2) + "\n", o.kernel_out);
+  write_output(o.format == "json" ? json : markdown, o.output);
+  return 0;
+}
+
 }  // namespace
 
 std::function<int()> register_validate_command(CLI::App& app) {
@@ -221,6 +307,14 @@ std::function<int()> register_validate_command(CLI::App& app) {
   cmd->add_option("--hardware", o.hardware, "Profile to start from (name or JSON) [default: cpu, or the GPU's own]");
   cmd->add_option("--profile", o.profile, "--compare: predict every case with this profile instead of calibrating");
   cmd->add_option("--profile-out", o.profile_out, "--calibrate: write the fitted hardware profile JSON to FILE");
+  cmd->add_option("--kernel", o.kernel,
+                  "Kernel profile the fit starts from and predictions use (name in configs/kernels/<hardware>/ or JSON) "
+                  "[default: the validator's own kernel; with --measurements the hardware's default]");
+  cmd->add_option("--kernel-out", o.kernel_out, "--calibrate: write the fitted kernel profile JSON to FILE");
+  cmd->add_option("--measurements", o.measurements,
+                  "stripesim.measurements/1 files (repeat or list): calibrate on / compare against them instead of running");
+  cmd->add_option("--block-costs", o.block_costs, "stripesim.block-costs/1 files to fit on as well (one c x c block per row)");
+  cmd->add_option("--block-costs-kernel", o.block_costs_kernel, "Which kernel's columns of --block-costs to read (e.g. sdpa, flex)");
   cmd->add_flag("--no-check", o.no_check, "Skip the dense-attention check (it costs n^2 on the CPU)");
   cmd->add_option("--out-dir", o.out_dir, "Write validate.json and validate.md (and profile.json when it calibrates) to DIR");
   cmd->add_option("--format", o.format, "Standard output format")->check(CLI::IsMember({"table", "json", "markdown"}))
@@ -232,6 +326,9 @@ std::function<int()> register_validate_command(CLI::App& app) {
     const ValidateOptions& opts = *options;
     if (!opts.profile.empty() && !opts.compare) throw model::InputError("--profile: only with --compare");
     if (!opts.profile_out.empty() && !opts.calibrate) throw model::InputError("--profile-out: only with --calibrate");
+    if (!opts.kernel_out.empty() && !opts.calibrate) throw model::InputError("--kernel-out: only with --calibrate");
+    if (!opts.measurements.empty() || !opts.block_costs.empty()) return run_on_measurements(cmd, opts);
+    if (!opts.block_costs_kernel.empty()) throw model::InputError("--block-costs-kernel: only with --block-costs");
     const validate::ValidateMatrix matrix = build_matrix(opts);
     const std::vector<validate::RingCase> cases = validate::expand_matrix(matrix);
     // Build every problem's layout and mask now: a bad spec fails before anything runs.
@@ -280,11 +377,13 @@ std::function<int()> register_validate_command(CLI::App& app) {
           roles[i] = opts.compare && i % 2 == 1 ? CaseRole::held_out : CaseRole::calibration;
           if (roles[i] == CaseRole::calibration) fit_on.push_back(&report.results[i]);
         }
-        report.calibration = validate::calibrate(fit_on, base, matrix.precision, report.device);
+        report.calibration = validate::calibrate(fit_on, base, validator_kernel(opts, base), report.device);
         report.profile = report.calibration->profile;
+        report.kernel = report.calibration->kernel;
       }
+      if (!report.kernel) report.kernel = validator_kernel(opts, *report.profile);
       for (size_t i = 0; i < report.results.size(); ++i) {
-        const auto prediction = validate::predict_case(report.results[i], *report.profile, parallel);
+        const auto prediction = validate::predict_case(report.results[i], *report.profile, *report.kernel, parallel);
         report.comparisons.push_back(validate::compare_case(report.results[i], prediction, roles[i]));
       }
     }
@@ -300,6 +399,7 @@ std::function<int()> register_validate_command(CLI::App& app) {
       }
       if (report.calibration) {
         write_output(model::to_json(report.calibration->profile).dump(2) + "\n", (fs::path(opts.out_dir) / "profile.json").string());
+        write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", (fs::path(opts.out_dir) / "kernel.json").string());
       }
       write_output(markdown, (fs::path(opts.out_dir) / "validate.md").string());
       write_output(json, (fs::path(opts.out_dir) / "validate.json").string());
@@ -307,6 +407,7 @@ std::function<int()> register_validate_command(CLI::App& app) {
     if (opts.calibrate && !opts.profile_out.empty()) {
       write_output(model::to_json(report.calibration->profile).dump(2) + "\n", opts.profile_out);
     }
+    if (opts.calibrate && !opts.kernel_out.empty()) write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", opts.kernel_out);
     write_output(opts.format == "json" ? json : opts.format == "markdown" ? markdown : format_table(report), opts.output);
     bool all_passed = true;
     for (const auto& r : report.results) all_passed = all_passed && r.passed;

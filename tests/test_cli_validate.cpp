@@ -76,8 +76,8 @@ TEST(CliValidate, CompareCalibratesOnHalfAndWritesFilesTheSimulatorAccepts) {
   // The fitted profile is a hardware profile like the shipped ones.
   const auto profile = nlohmann::json::parse(slurp(dir / "profile.json"));
   EXPECT_EQ(profile.at("name"), "cpu-calibrated");
-  const CliResult sim = run_cli("simulate --hardware '" + (dir / "profile.json").string() +
-                                "' --seq-len 2048 --devices 4 --heads 2 --head-dim 32 --tile 32x32");
+  const CliResult sim = run_cli("simulate --hardware '" + (dir / "profile.json").string() + "' --kernel '" +
+                                (dir / "kernel.json").string() + "' --seq-len 2048 --devices 4 --heads 2 --head-dim 32 --tile 32x32");
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
   // And the report draws it.
   const CliResult report = run_cli("report '" + (dir / "validate.json").string() + "' --out-dir '" + (dir / "report").string() + "'");
@@ -90,13 +90,17 @@ TEST(CliValidate, CalibrateWritesAProfileAndCompareCanUseIt) {
   const fs::path dir = fresh_dir("calibrate");
   fs::create_directories(dir);
   const std::string profile = (dir / "cpu.json").string();
+  const std::string kernel = (dir / "cpu-kernel.json").string();
   const CliResult fit = run_cli("validate --calibrate --seq-len 256 --devices 2,4 --tile 16x16 --warmup 0 --iterations 1 "
-                                "--profile-out '" + profile + "'");
+                                "--profile-out '" + profile + "' --kernel-out '" + kernel + "'");
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   const auto doc = nlohmann::json::parse(slurp(profile));
-  EXPECT_GT(doc.at("kernel").at("efficiency").get<double>(), 0.0);
   EXPECT_TRUE(doc.contains("link_latency_us"));
-  const CliResult use = run_cli("validate --compare --profile '" + profile +
+  const auto fitted = nlohmann::json::parse(slurp(kernel));
+  EXPECT_GT(fitted.at("forward").at("full_tile_us").get<double>(), 0.0);
+  EXPECT_GE(fitted.at("forward").at("partial_tile_us").get<double>(), fitted.at("forward").at("full_tile_us").get<double>());
+  EXPECT_TRUE(fitted.at("calibrated").get<bool>());
+  const CliResult use = run_cli("validate --compare --profile '" + profile + "' --kernel '" + kernel +
                                 "' --seq-len 256 --devices 2 --tile 16x16 --layouts zigzag --iterations 1 --format json");
   ASSERT_EQ(use.exit_code, 0) << use.err;
   const auto out = nlohmann::json::parse(use.out);

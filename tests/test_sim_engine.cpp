@@ -5,7 +5,7 @@
 
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/sim/event_queue.hpp"
-#include "stripesim/sim/kernel_cost.hpp"
+#include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_order.hpp"
 #include "stripesim/sim/ring_simulator.hpp"
 #include "stripesim/sim/topology.hpp"
@@ -192,28 +192,74 @@ TEST(Topology, RejectsBadFiles) {
   EXPECT_THROW((void)load_topology("torus", "/nonexistent", 100), model::InputError);
 }
 
-TEST(KernelCost, WavesAndLongestBlock) {
-  model::KernelProfile p;
-  p.sms = 10;
-  p.blocks_per_sm = 1;
-  p.efficiency = 1.0;
-  p.launch_overhead_us = 5;
-  p.block_overhead_us = 0;
-  p.partial_tile_extra = 0.5;
-  p.backward_tile_multiplier = 2.5;
-  // A 1x1x1 tile is 4 FLOPs; 40 TFLOP/s over 10 slots is 4e6 FLOP/us a slot: 1e-6 us a tile.
-  const KernelCost tiny(p, 40.0, {1, 1}, 1, 20, 1);
-  EXPECT_DOUBLE_EQ(tiny.full_tile_us(), 1e-6);
-  const KernelCost cost(p, 40.0, {1000, 1000}, 1, 20, 1);  // 4e6 FLOPs a tile: 1 us
-  EXPECT_DOUBLE_EQ(cost.full_tile_us(), 1.0);
-  EXPECT_DOUBLE_EQ(cost.kernel_us({0, 0, 0}, false), 0.0) << "a fully masked block launches nothing";
-  // 20 blocks of 3 tiles on 10 slots: 2 waves of 3 us.
-  EXPECT_DOUBLE_EQ(cost.kernel_us({60, 0, 3}, false), 5 + 6);
-  // One block with 30 tiles, the rest idle: the long block sets the pace.
-  EXPECT_DOUBLE_EQ(cost.kernel_us({30, 0, 30}, false), 5 + 30);
-  // Partial tiles cost extra; backward costs 2.5x.
-  EXPECT_DOUBLE_EQ(cost.kernel_us({60, 20, 3}, false), 5 + 2 * (60 + 10) / 20.0);
-  EXPECT_DOUBLE_EQ(cost.kernel_us({60, 0, 3}, true), 5 + 2.5 * 6);
+KernelProfile unit_kernel() {
+  KernelProfile k;
+  k.name = "unit";
+  k.tile = {1, 1};
+  k.head_dim = 1;
+  k.forward = {5, 0.5, 1, 3};
+  k.backward = {50, 1, 2, 4};
+  return k;
+}
+
+model::QueryTileProfile rows(std::initializer_list<std::pair<Count, Count>> loads) {
+  model::QueryTileProfile out;
+  for (const auto& [full, partial] : loads) out.push_back({full, partial});
+  return out;
+}
+
+TEST(KernelTime, SkippedCallsEqualBlocksAndTheLongestBlock) {
+  const KernelTimeModel model(unit_kernel(), 10, {1, 1, {1, 1}, 1});
+  EXPECT_DOUBLE_EQ(model.call_us(rows({{0, 0}, {0, 0}}), KernelPass::forward), 0.0) << "a call with no work is skipped";
+  // 20 equal blocks of 3 full tiles on 10 slots: 2 waves of 3.5 us after a 5 us launch.
+  model::QueryTileProfile equal(20, {3, 0});
+  EXPECT_DOUBLE_EQ(model.call_us(equal, KernelPass::forward), 5 + 2 * 3.5);
+  // One block of 30 tiles among short ones, a slot each: the long block sets the pace.
+  model::QueryTileProfile one_long(8, {1, 0});
+  one_long.push_back({30, 0});
+  EXPECT_DOUBLE_EQ(model.call_us(one_long, KernelPass::forward), 5 + 30.5);
+  // Partial tiles at their own cost; backward at its own costs.
+  EXPECT_DOUBLE_EQ(model.call_us(rows({{2, 1}}), KernelPass::forward), 5 + 0.5 + 2 + 3);
+  EXPECT_DOUBLE_EQ(model.call_us(rows({{2, 1}}), KernelPass::backward), 50 + 1 + 4 + 4);
+}
+
+TEST(KernelTime, BlocksGoToTheSlotThatFreesFirst) {
+  // Two slots, blocks of 4, 1, 1, 1, 4 tiles in launch order (no block cost): slot 0 takes 4,
+  // slot 1 takes 1, 1, 1 and then the last 4 (free at 3): finishes at 7. Longest first: 4 | 4,
+  // then 1, 1, 1 on the slots as they free: 4 + 1 + 1 = 6 on one, 4 + 1 = 5 on the other.
+  KernelProfile k = unit_kernel();
+  k.forward = {0, 0, 1, 1};
+  const model::QueryTileProfile r = rows({{4, 0}, {1, 0}, {1, 0}, {1, 0}, {4, 0}});
+  EXPECT_DOUBLE_EQ(KernelTimeModel(k, 2, {1, 1, {1, 1}, 1}).call_us(r, KernelPass::forward), 7.0);
+  k.order = BlockOrder::longest_first;
+  EXPECT_DOUBLE_EQ(KernelTimeModel(k, 2, {1, 1, {1, 1}, 1}).call_us(r, KernelPass::forward), 6.0);
+  // Streams repeat the profile: two streams of {2, 2} on 2 slots are four blocks of 2: two waves.
+  k.order = BlockOrder::launch;
+  EXPECT_DOUBLE_EQ(KernelTimeModel(k, 2, {2, 1, {1, 1}, 1}).call_us(rows({{2, 0}, {2, 0}}), KernelPass::forward), 4.0);
+}
+
+TEST(KernelTime, FeaturesTimesCostsIsTheTimeAndShapesScale) {
+  KernelProfile k = unit_kernel();
+  const model::QueryTileProfile r = rows({{4, 1}, {1, 1}, {0, 0}, {7, 0}, {2, 2}});
+  const KernelTimeModel model(k, 2, {3, 1, {1, 1}, 1});
+  const KernelFeatures f = model.features(r, KernelPass::forward);
+  EXPECT_DOUBLE_EQ(dot(f, k.forward), model.call_us(r, KernelPass::forward));
+  EXPECT_DOUBLE_EQ(f.launches, 1.0);
+  // A head twice the size and a precision half as fast: tiles 4x, blocks 4x, launch 1x.
+  const KernelTimeModel big(k, 2, {3, 2, {1, 1}, 2});
+  const KernelFeatures g = big.features(r, KernelPass::forward);
+  EXPECT_DOUBLE_EQ(g.full_tiles, 4 * f.full_tiles);
+  EXPECT_DOUBLE_EQ(g.blocks, 4 * f.blocks);
+  // Empty query tiles get a block (and empty calls launch) only where the kernel says so.
+  k.empty_calls_launch = k.empty_query_tiles_launch = true;
+  const KernelTimeModel flex_like(k, 100, {1, 1, {1, 1}, 1});
+  EXPECT_DOUBLE_EQ(flex_like.call_us(rows({{0, 0}, {0, 0}}), KernelPass::forward), 5 + 0.5);
+}
+
+TEST(Topology, IdealLinksTakeNoTime) {
+  const Topology t = load_topology("ideal", ".", 100, std::nullopt, 4);
+  EXPECT_EQ(t.gpu_count(), 4);
+  EXPECT_EQ(t.route(0, 3).transfer_us(1 << 30), 0.0);
 }
 
 }  // namespace

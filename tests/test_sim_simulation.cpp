@@ -8,7 +8,7 @@
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/mask.hpp"
 #include "stripesim/model/work_model.hpp"
-#include "stripesim/sim/kernel_cost.hpp"
+#include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/simulation.hpp"
 
 namespace stripesim::sim {
@@ -48,22 +48,25 @@ SimulateConfig small_config() {
 TEST(Simulation, LockstepWithFreeLinksMatchesTheWorkModel) {
   SimulateConfig c = small_config();
   c.sync = SyncMode::lockstep;
-  c.topology = switch_topology(8, 1e12, 0.0);
-  const Simulation s = run_simulation(c, catalog());
-  const model::HardwareProfile h = catalog().hardware("h100");
-  const KernelCost cost(h.kernel, h.peak_tflops.at("bf16"), {128, 128}, 64, 8192 / 128, 8);
-  for (const LayoutSimulation& r : s.results) {
-    const model::Work w = model::count_work(model::parse_layout(r.layout, c.seq_len, 8), model::Mask::causal(c.seq_len), {128, 128});
-    Microseconds expected = 0;
-    for (Count round = 0; round < 8; ++round) {
-      Microseconds slowest = 0;
-      for (Count d = 0; d < 8; ++d) {
-        slowest = std::max(slowest, cost.kernel_us({w.active_tiles.at(round, d), w.partial_tiles.at(round, d),
-                                                     w.longest_query_tile.at(round, d)}, false));
+  for (const std::string topology : {switch_topology(8, 1e12, 0.0), std::string("ideal")}) {
+    c.topology = topology;
+    const Simulation s = run_simulation(c, catalog());
+    const model::HardwareProfile h = catalog().hardware("h100");
+    const KernelTimeModel kernel(load_kernel_profile("", catalog().root(), h), h.sms, {8, 64, {128, 128}, 1});
+    for (const LayoutSimulation& r : s.results) {
+      const model::Work w = model::count_work(model::parse_layout(r.layout, c.seq_len, 8), model::Mask::causal(c.seq_len),
+                                              {128, 128}, 0, model::WorkDetail::query_tiles);
+      Microseconds expected = 0;
+      for (Count round = 0; round < 8; ++round) {
+        Microseconds slowest = 0;
+        for (Count d = 0; d < 8; ++d) {
+          const auto& profile = w.profiles[static_cast<size_t>(w.query_tile_profile.at(round, d))];
+          slowest = std::max(slowest, kernel.call_us(profile, KernelPass::forward));
+        }
+        expected += slowest;
       }
-      expected += slowest;
+      EXPECT_NEAR(r.time_us, expected, topology == "ideal" ? 1e-9 * expected : 1e-6 * expected) << r.layout << " " << topology;
     }
-    EXPECT_NEAR(r.time_us, expected, 1e-6 * expected) << r.layout;
   }
 }
 
@@ -80,7 +83,10 @@ TEST(Simulation, SlowLinksEraseTheLayoutAdvantage) {
     previous_striped = striped;
     previous_zigzag = zigzag;
     if (bandwidth == 1000.0) {
-      EXPECT_GT(zigzag, 1.7);
+      // Fast links: the compute balance shows (causal, 8 devices: up to ~(2N)/(N+1) = 1.78x,
+      // less the launch and scheduling costs a real kernel pays).
+      EXPECT_GT(zigzag, 1.5);
+      EXPECT_GT(zigzag, striped);
     }
   }
   EXPECT_LT(previous_striped, 1.05);

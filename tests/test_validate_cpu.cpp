@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "stripesim/model/work_model.hpp"
-#include "stripesim/sim/kernel_cost.hpp"
+#include "stripesim/validate/kernel_fit.hpp"
 #include "stripesim/validate/calibration.hpp"
 #include "stripesim/validate/comparison.hpp"
 #include "stripesim/validate/cpu_backend.hpp"
@@ -172,21 +172,24 @@ TEST(FitNonNegative, RecoversExactCoefficientsAndPinsNegativeOnes) {
   EXPECT_EQ(fit_non_negative(rows, y, w)[2], 0.0);
 }
 
-// Synthetic measurements made by the simulator's own kernel cost from a known profile: the fit
-// must give that profile back and then predict every case exactly.
-TEST(Calibration, RecoversAKnownProfileFromItsOwnPredictions) {
+// Synthetic measurements made by the simulator's own kernel time model from a known kernel
+// profile: the fit must give those costs back and then predict every case exactly.
+TEST(Calibration, RecoversAKnownKernelFromItsOwnPredictions) {
   model::HardwareProfile truth;
   truth.name = "synthetic";
   truth.peak_tflops = {{"fp32", 10.0}};
   truth.matmul_precision = truth.attention_precision = "fp32";
   truth.link_bandwidth = 25.0;
   truth.link_latency_us = 3.0;
-  truth.kernel.sms = 4;
-  truth.kernel.blocks_per_sm = 2;
-  truth.kernel.efficiency = 0.4;
-  truth.kernel.launch_overhead_us = 7.0;
-  truth.kernel.block_overhead_us = 0.8;
-  truth.kernel.partial_tile_extra = 0.3;
+  truth.sms = 4;
+  sim::KernelProfile kernel;
+  kernel.name = "synthetic";
+  kernel.tile = {32, 32};
+  kernel.head_dim = 32;
+  kernel.dtype = "fp32";
+  kernel.blocks_per_sm = 2;
+  kernel.forward = {7.0, 0.8, 2.5, 4.0};
+  kernel.backward = {20.0, 1.0, 6.0, 9.0};
 
   std::vector<CaseResult> results;
   for (const char* layout : {"contiguous", "striped", "zigzag"}) {
@@ -201,16 +204,14 @@ TEST(Calibration, RecoversAKnownProfileFromItsOwnPredictions) {
         r.work = model::count_work(problem.layout(), problem.mask(), tile, 1);
         r.handoff_bytes = n / 4 * 100;
         r.summary.devices = 4;
-        const sim::KernelCost cost(truth.kernel, 10.0, tile, c.head_dim, model::tiles_covering(n / 4, tile.query), c.heads);
-        for (Count round = 0; round < 4; ++round) {
-          for (Count d = 0; d < 4; ++d) {
-            const sim::RoundTiles t{r.work.active_tiles.at(round, d), r.work.partial_tiles.at(round, d),
-                                    r.work.longest_query_tile.at(round, d)};
-            const double k = cost.kernel_us(t, false);
-            const double h = round < 3 ? 2 * 3.0 + static_cast<double>(r.handoff_bytes) / 25e3 : 0.0;
-            r.summary.kernel.push_back({k, k, k});
-            r.summary.handoff.push_back({h, h, h});
-          }
+        r.summary.kernel.assign(16, {0, 0, 0});  // times come next; the workload needs the shape
+        const auto calls = measured_calls({measured_workload(r)}, truth, kernel);
+        r.summary.kernel.clear();
+        for (const MeasuredCall& call : calls) {
+          const double k = predicted_us(call, kernel, truth.sms);
+          const double h = call.round < 3 ? 2 * 3.0 + static_cast<double>(r.handoff_bytes) / 25e3 : 0.0;
+          r.summary.kernel.push_back({k, k, k});
+          r.summary.handoff.push_back({h, h, h});
         }
         results.push_back(std::move(r));
       }
@@ -218,19 +219,20 @@ TEST(Calibration, RecoversAKnownProfileFromItsOwnPredictions) {
   }
   std::vector<const CaseResult*> all;
   for (const auto& r : results) all.push_back(&r);
-  model::HardwareProfile start = truth;
-  start.kernel.efficiency = 0.9;  // the fit must not depend on where it starts
-  start.kernel.launch_overhead_us = start.kernel.block_overhead_us = start.kernel.partial_tile_extra = 0;
-  const Calibration fit = calibrate(all, start, Precision::fp32, "synthetic device");
-  EXPECT_NEAR(fit.profile.kernel.efficiency, 0.4, 1e-6);
-  EXPECT_NEAR(fit.profile.kernel.launch_overhead_us, 7.0, 1e-4);
-  EXPECT_NEAR(fit.profile.kernel.block_overhead_us, 0.8, 1e-5);
-  EXPECT_NEAR(fit.profile.kernel.partial_tile_extra, 0.3, 1e-6);
+  sim::KernelProfile start = kernel;
+  start.forward = {1, 1, 1, 1};  // the fit must not depend on where it starts
+  const Calibration fit = calibrate(all, truth, start, "synthetic device");
+  EXPECT_NEAR(fit.kernel.forward.launch_us, 7.0, 1e-6);
+  EXPECT_NEAR(fit.kernel.forward.block_us, 0.8, 1e-6);
+  EXPECT_NEAR(fit.kernel.forward.full_tile_us, 2.5, 1e-6);
+  EXPECT_NEAR(fit.kernel.forward.partial_tile_us, 4.0, 1e-6);
+  EXPECT_EQ(fit.kernel.blocks_per_sm, 2) << "the structure that made the data fits it best";
+  EXPECT_EQ(fit.kernel.backward, kernel.backward) << "backward was not measured: kept as given";
   EXPECT_NEAR(fit.profile.link_bandwidth, 25.0, 1e-6);
   EXPECT_NEAR(*fit.profile.link_latency_us, 3.0, 1e-6);
   EXPECT_LT(fit.fit_median_abs_error, 1e-9);
   for (const auto& r : results) {
-    const CasePrediction p = predict_case(r, fit.profile, false);
+    const CasePrediction p = predict_case(r, fit.profile, fit.kernel, false);
     // Independently: the virtual devices' serial total is every kernel plus 3 rounds of 4 hand-offs.
     double expected = 0;
     for (const auto& k : r.summary.kernel) expected += k.median;
@@ -256,15 +258,21 @@ TEST(Calibration, HeldOutErrorOnTheRealCpuBackendIsReportedNotHidden) {
   base.peak_tflops = {{"fp32", 0.04}};
   base.matmul_precision = base.attention_precision = "fp32";
   base.link_bandwidth = 10;
-  base.kernel.sms = 1;
-  const Calibration fit = calibrate(half, base, Precision::fp32, "cpu");
-  EXPECT_GT(fit.profile.kernel.efficiency, 0.0);
-  EXPECT_LE(fit.profile.kernel.efficiency, 1.0);
+  base.sms = 1;
+  sim::KernelProfile kernel;
+  kernel.name = "cpu";
+  kernel.tile = {32, 32};
+  kernel.head_dim = 32;
+  kernel.dtype = "fp32";
+  kernel.forward = kernel.backward = {1, 1, 1, 1};
+  const Calibration fit = calibrate(half, base, kernel, "cpu");
+  EXPECT_GT(fit.kernel.forward.full_tile_us, 0.0);
+  EXPECT_GE(fit.kernel.forward.partial_tile_us, fit.kernel.forward.full_tile_us) << "a partial tile never costs less";
   EXPECT_GT(fit.profile.link_bandwidth, 0.0);
   std::vector<CaseComparison> comparisons;
   for (size_t i = 0; i < results.size(); ++i) {
     EXPECT_TRUE(results[i].passed) << results[i].ring_case.label();
-    comparisons.push_back(compare_case(results[i], predict_case(results[i], fit.profile, false),
+    comparisons.push_back(compare_case(results[i], predict_case(results[i], fit.profile, fit.kernel, false),
                                        i % 2 == 0 ? CaseRole::calibration : CaseRole::held_out));
   }
   const ErrorSummary held_out = summarize_errors(results, comparisons, CaseRole::held_out);

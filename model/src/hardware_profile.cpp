@@ -11,7 +11,7 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   const JsonFields f(doc, label);
   f.allow_only({"name", "description", "aliases", "peak_tflops", "matmul_precision", "attention_precision",
                 "attention_flop_weight", "memory_gib", "memory_bandwidth_gbps", "link_bandwidth_gbps", "link_latency_us",
-                "default_tile", "kernel", "sources"});
+                "default_tile", "sms", "default_kernel", "sources"});
   HardwareProfile h;
   h.name = f.string("name");
   h.aliases = f.string_list_or("aliases", {});
@@ -31,20 +31,8 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   h.link_bandwidth = f.positive_number("link_bandwidth_gbps");
   if (f.has("link_latency_us")) h.link_latency_us = f.non_negative_number_or("link_latency_us", 0.0);
   if (f.has("default_tile")) h.default_tile = parse_tile_shape(f.string("default_tile"));
-  if (f.has("kernel")) {
-    const JsonFields k(f.raw("kernel"), f.where("kernel"));
-    k.allow_only({"sms", "blocks_per_sm", "efficiency", "launch_overhead_us", "block_overhead_us", "partial_tile_extra",
-                  "backward_tile_multiplier"});
-    KernelProfile& kp = h.kernel;
-    kp.sms = k.positive_count_or("sms", kp.sms);
-    kp.blocks_per_sm = k.positive_count_or("blocks_per_sm", kp.blocks_per_sm);
-    kp.efficiency = k.positive_number_or("efficiency", kp.efficiency);
-    if (kp.efficiency > 1) throw InputError(fmt::format("{}: must be at most 1, got {}", k.where("efficiency"), kp.efficiency));
-    kp.launch_overhead_us = k.non_negative_number_or("launch_overhead_us", kp.launch_overhead_us);
-    kp.block_overhead_us = k.non_negative_number_or("block_overhead_us", kp.block_overhead_us);
-    kp.partial_tile_extra = k.non_negative_number_or("partial_tile_extra", kp.partial_tile_extra);
-    kp.backward_tile_multiplier = k.positive_number_or("backward_tile_multiplier", kp.backward_tile_multiplier);
-  }
+  h.sms = f.positive_count("sms");
+  h.default_kernel = f.string_or("default_kernel", "");
   h.sources = f.has("sources") ? f.raw("sources") : nlohmann::json::object();
   return h;
 }
@@ -61,14 +49,8 @@ nlohmann::ordered_json to_json(const HardwareProfile& h) {
           {"memory_bandwidth_gbps", h.memory_bandwidth},
           {"link_bandwidth_gbps", h.link_bandwidth},
           {"default_tile", h.default_tile.to_string()},
-          {"kernel",
-           {{"sms", h.kernel.sms},
-            {"blocks_per_sm", h.kernel.blocks_per_sm},
-            {"efficiency", h.kernel.efficiency},
-            {"launch_overhead_us", h.kernel.launch_overhead_us},
-            {"block_overhead_us", h.kernel.block_overhead_us},
-            {"partial_tile_extra", h.kernel.partial_tile_extra},
-            {"backward_tile_multiplier", h.kernel.backward_tile_multiplier}}}};
+          {"sms", h.sms},
+          {"default_kernel", h.default_kernel}};
   if (h.link_latency_us) doc["link_latency_us"] = *h.link_latency_us;
   if (!h.sources.empty()) doc["sources"] = h.sources;
   return doc;

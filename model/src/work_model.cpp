@@ -4,6 +4,7 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <unordered_map>
 
 #include "device_block.hpp"
 
@@ -26,7 +27,7 @@ Count count_at_or_below(const std::vector<Position>& sorted, Position x) {
 
 // Causal: a tile is active iff its smallest key <= its largest query, and fully allowed iff its
 // largest key <= its smallest query. Both are exact, whatever the layout.
-TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& keys) {
+TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& keys, QueryTileProfile* rows) {
   TileCounts counts;
   const auto& key_min = keys.key_min_sorted();
   const auto& key_max = keys.key_max_sorted();
@@ -40,6 +41,7 @@ TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& key
       counts.active += static_cast<Count>(active);
       counts.partial += static_cast<Count>(active - full);
       counts.longest = std::max(counts.longest, static_cast<Count>(active));
+      if (rows) rows->push_back({static_cast<Count>(full), static_cast<Count>(active - full)});
     }
     return counts;
   }
@@ -49,6 +51,7 @@ TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& key
     counts.active += active;
     counts.partial += active - full;
     counts.longest = std::max(counts.longest, active);
+    if (rows) rows->push_back({full, active - full});
   }
   return counts;
 }
@@ -61,12 +64,16 @@ class IntervalTileCounter {
   IntervalTileCounter(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, PairScratch& scratch)
       : queries_(queries), keys_(keys), mask_(mask), scratch_(scratch) {}
 
-  TileCounts count() {
+  TileCounts count(QueryTileProfile* rows) {
     const auto& key_tiles = keys_.key_tiles();
     for (const TileSummary& qt : queries_.query_tiles()) {
       const Count active_before = counts_.active;
+      const Count partial_before = counts_.partial;
       count_query_tile(qt, key_tiles);
-      counts_.longest = std::max(counts_.longest, counts_.active - active_before);
+      const Count active = counts_.active - active_before;
+      const Count partial = counts_.partial - partial_before;
+      counts_.longest = std::max(counts_.longest, active);
+      if (rows) rows->push_back({active - partial, partial});
     }
     return counts_;
   }
@@ -120,18 +127,40 @@ class IntervalTileCounter {
   TileCounts counts_;
 };
 
-TileCounts count_tiles(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, PairScratch& scratch) {
+// `rows`, when given, receives each query tile's full and partial key tiles in local order.
+TileCounts count_tiles(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, PairScratch& scratch,
+                       QueryTileProfile* rows) {
   switch (mask.kind()) {
     case MaskKind::bidirectional: {
       const auto key_tiles = static_cast<Count>(keys.key_tiles().size());
+      if (rows) rows->assign(queries.query_tiles().size(), QueryTileLoad{key_tiles, 0});
       return {static_cast<Count>(queries.query_tiles().size()) * key_tiles, 0, key_tiles};
     }
-    case MaskKind::causal: return count_causal_tiles(queries, keys);
+    case MaskKind::causal: return count_causal_tiles(queries, keys, rows);
     case MaskKind::window:
-    case MaskKind::documents: return IntervalTileCounter(queries, keys, mask, scratch).count();
+    case MaskKind::documents: return IntervalTileCounter(queries, keys, mask, scratch).count(rows);
   }
   return {};
 }
+
+struct ProfileHash {
+  size_t operator()(const QueryTileProfile& profile) const {
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the counts
+    for (const QueryTileLoad& load : profile) {
+      for (const Count value : {load.full, load.partial}) {
+        h ^= static_cast<std::uint64_t>(value);
+        h *= 1099511628211ull;
+      }
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+// One device column's distinct query tile profiles, in the order first seen.
+struct ColumnProfiles {
+  std::vector<QueryTileProfile> distinct;
+  std::vector<Count> index_by_round;
+};
 
 // Runs fn(index) for index in [0, count) on `threads` threads, each taking a strided share.
 template <typename Fn>
@@ -152,7 +181,7 @@ void parallel_for(Count count, unsigned threads, Fn fn) {
 
 }  // namespace
 
-Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads) {
+Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads, WorkDetail detail) {
   if (mask.seq_len() != layout.seq_len()) throw std::invalid_argument("count_work: mask and layout disagree on n");
   if (tile.query < 1 || tile.key < 1) throw std::invalid_argument("count_work: tile sides must be positive");
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -162,21 +191,49 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
   parallel_for(devices, threads, [&](Count d) { blocks[static_cast<size_t>(d)].emplace(layout, d, tile.query, tile.key); });
 
   Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices),
-            WorkMatrix(devices, devices)};
+            WorkMatrix(devices, devices), {}, {}};
+  const bool profiles = detail == WorkDetail::query_tiles;
+  std::vector<ColumnProfiles> columns(profiles ? static_cast<size_t>(devices) : 0);
   // Each device's column is written by one thread only, so the result never depends on threads.
   parallel_for(devices, threads, [&](Count d) {
     PairScratch scratch;
+    QueryTileProfile rows;
+    std::unordered_map<QueryTileProfile, Count, ProfileHash> seen;
     const DeviceBlock& queries = *blocks[static_cast<size_t>(d)];
     for (Count r = 0; r < devices; ++r) {
       const DeviceBlock& keys = *blocks[static_cast<size_t>(kv_source(d, r, devices))];
       work.unmasked_elements.at(r, d) =
           detail::count_range_pairs(queries, 0, queries.size(), keys, 0, keys.size(), mask, scratch);
-      const TileCounts tiles = count_tiles(queries, keys, mask, scratch);
+      rows.clear();
+      const TileCounts tiles = count_tiles(queries, keys, mask, scratch, profiles ? &rows : nullptr);
       work.active_tiles.at(r, d) = tiles.active;
       work.partial_tiles.at(r, d) = tiles.partial;
       work.longest_query_tile.at(r, d) = tiles.longest;
+      if (profiles) {
+        ColumnProfiles& column = columns[static_cast<size_t>(d)];
+        const auto [it, added] = seen.try_emplace(rows, static_cast<Count>(column.distinct.size()));
+        if (added) column.distinct.push_back(rows);
+        column.index_by_round.push_back(it->second);
+      }
     }
   });
+  if (profiles) {
+    // Merge the columns in device order, so the numbering is the same on any thread count.
+    work.query_tile_profile = WorkMatrix(devices, devices);
+    std::unordered_map<QueryTileProfile, Count, ProfileHash> global;
+    for (Count d = 0; d < devices; ++d) {
+      ColumnProfiles& column = columns[static_cast<size_t>(d)];
+      std::vector<Count> global_id(column.distinct.size());
+      for (size_t i = 0; i < column.distinct.size(); ++i) {
+        const auto [it, added] = global.try_emplace(column.distinct[i], static_cast<Count>(work.profiles.size()));
+        if (added) work.profiles.push_back(std::move(column.distinct[i]));
+        global_id[i] = it->second;
+      }
+      for (Count r = 0; r < devices; ++r) {
+        work.query_tile_profile.at(r, d) = global_id[static_cast<size_t>(column.index_by_round[static_cast<size_t>(r)])];
+      }
+    }
+  }
   return work;
 }
 

@@ -9,7 +9,7 @@
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/mask.hpp"
 #include "stripesim/model/work_model.hpp"
-#include "stripesim/sim/kernel_cost.hpp"
+#include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_order.hpp"
 
 namespace stripesim::sim {
@@ -62,8 +62,8 @@ Count split_heads(Count heads, Count model_parallel, const char* what) {
 SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::string& label, SimulateConfig base) {
   const model::JsonFields f(doc, label);
   f.allow_only({"description", "model", "heads", "kv_heads", "head_dim", "batch", "model_parallel", "seq_len",
-                "devices", "layouts", "tile", "mask", "pass", "dtype", "hardware", "topology", "sync", "kv_buffers",
-                "ring_order"});
+                "devices", "layouts", "tile", "kernel", "mask", "pass", "dtype", "hardware", "topology", "sync",
+                "kv_buffers", "ring_order"});
   base.model = f.string_or("model", base.model);
   base.heads = f.positive_count_or("heads", base.heads);
   base.kv_heads = f.positive_count_or("kv_heads", base.kv_heads);
@@ -74,6 +74,7 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   base.devices = f.positive_count_or("devices", base.devices);
   base.layouts = f.string_list_or("layouts", base.layouts);
   if (f.has("tile")) base.tile = model::parse_tile_shape(f.string("tile"));
+  base.kernel = f.string_or("kernel", base.kernel);
   base.mask = f.string_or("mask", base.mask);
   if (f.has("pass")) base.pass = parse_pass_selection(f.string("pass"));
   base.dtype = f.string_or("dtype", base.dtype);
@@ -104,7 +105,8 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   if (config.devices < 1 || config.devices > kMaxSimulatedDevices) {
     throw InputError(fmt::format("--devices {}: must be between 1 and {}", config.devices, kMaxSimulatedDevices));
   }
-  Simulation sim{config, catalog.hardware(config.hardware), Topology::nvswitch(1, 1, 0), {}, {}, {}, {}, 0, 0, 0, 0, 0, {}, 0};
+  Simulation sim{config, catalog.hardware(config.hardware), {}, Topology::nvswitch(1, 1, 0), {}, {}, {}, {}, 0, 0, 0, 0, {}, {}, 0};
+  sim.kernel = config.kernel_profile ? *config.kernel_profile : load_kernel_profile(config.kernel, catalog.root(), sim.hardware);
   Count heads = config.heads, kv_heads = config.kv_heads, head_dim = config.head_dim;
   if (!config.model.empty()) {
     const model::TransformerModel m = catalog.model(config.model);
@@ -116,12 +118,16 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   sim.heads_per_device = split_heads(heads, config.model_parallel, "heads");
   sim.kv_heads_per_device = split_heads(kv_heads, config.model_parallel, "K/V heads");
   sim.head_dim = head_dim;
-  sim.tile = config.tile.value_or(sim.hardware.default_tile);
-  sim.dtype = config.dtype.empty() ? sim.hardware.attention_precision : config.dtype;
+  sim.tile = config.tile.value_or(sim.kernel.tile);
+  sim.dtype = config.dtype.empty() ? sim.kernel.dtype : config.dtype;
   (void)dtype_bytes(sim.dtype);  // rejects an unknown dtype before the hardware's rates are asked
-  if (!sim.hardware.peak_tflops.contains(sim.dtype)) {
-    throw InputError(fmt::format("--dtype {}: hardware {} lists no peak rate for it", sim.dtype, sim.hardware.name));
+  for (const std::string& precision : {sim.dtype, sim.kernel.dtype}) {
+    if (!sim.hardware.peak_tflops.contains(precision)) {
+      throw InputError(fmt::format("--dtype {}: hardware {} lists no peak rate for it", precision, sim.hardware.name));
+    }
   }
+  sim.call_shape = {sim.heads_per_device * config.batch, head_dim, sim.tile,
+                    sim.hardware.peak_tflops.at(sim.kernel.dtype) / sim.hardware.peak_tflops.at(sim.dtype)};
   // Validate every layout and the mask before simulating anything.
   model::Mask mask = model::parse_mask(config.mask, config.seq_len);
   std::vector<model::Layout> layouts;
@@ -130,7 +136,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
 
   sim.topology = load_topology(config.topology.empty() ? fmt::format("nvswitch:{}", config.devices) : config.topology,
-                               catalog.root(), sim.hardware.link_bandwidth, sim.hardware.link_latency_us);
+                               catalog.root(), sim.hardware.link_bandwidth, sim.hardware.link_latency_us, config.devices);
   if (sim.topology.gpu_count() < config.devices) {
     throw InputError(fmt::format("--topology {}: has {} GPUs, fewer than --devices {}", sim.topology.name(),
                                  sim.topology.gpu_count(), config.devices));
@@ -155,12 +161,10 @@ Simulation run_simulation(SimulationPlan plan) {
                                           : rank_ring_order(config.devices);
   sim.hops = ring_routes(sim.topology, sim.ring_order);
 
-  const KernelCost cost(sim.hardware.kernel, sim.hardware.peak_tflops.at(sim.dtype), sim.tile, head_dim,
-                        model::tiles_covering(c, sim.tile.query), sim.heads_per_device * config.batch);
-  sim.full_tile_us = cost.full_tile_us();
+  const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
 
   auto simulate_layout = [&](const model::Layout& layout) {
-    const model::Work work = model::count_work(layout, mask, sim.tile);
+    const model::Work work = model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::query_tiles);
     LayoutSimulation result{layout.name(), {}, 0, 0};
     std::vector<FifoServer> links(sim.topology.directed_link_count());
     Microseconds start = 0;
@@ -175,13 +179,7 @@ Simulation run_simulation(SimulationPlan plan) {
       setup.sync = config.sync;
       setup.kv_buffers = config.kv_buffers;
       setup.start_us = start;
-      setup.compute_us.resize(static_cast<size_t>(config.devices * config.devices));
-      for (Count r = 0; r < config.devices; ++r) {
-        for (Count d = 0; d < config.devices; ++d) {
-          const RoundTiles tiles{work.active_tiles.at(r, d), work.partial_tiles.at(r, d), work.longest_query_tile.at(r, d)};
-          setup.compute_us[static_cast<size_t>(r * config.devices + d)] = cost.kernel_us(tiles, pass == RingPass::backward);
-        }
-      }
+      setup.compute_us = kernel.call_times(work, pass == RingPass::forward ? KernelPass::forward : KernelPass::backward);
       result.passes.push_back(simulate_ring(setup, links));
       start = result.passes.back().end_us;
       sim.events += result.passes.back().events;
@@ -228,7 +226,7 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
                    {"sync", c.sync == SyncMode::async ? "async" : "lockstep"},
                    {"kv_buffers", c.kv_buffers},
                    {"ring_order", c.auto_ring_order ? "auto" : "rank"}};
-  doc["kernel"] = {{"full_tile_us", sim.full_tile_us}, {"profile", model::to_json(sim.hardware)["kernel"]}};
+  doc["kernel"] = to_json(sim.kernel);
   doc["kv_bytes_per_hop"] = sim.kv_bytes;
   nlohmann::ordered_json hops = nlohmann::ordered_json::array();
   for (size_t p = 0; p < sim.hops.size(); ++p) {

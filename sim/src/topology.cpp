@@ -92,6 +92,15 @@ Topology Topology::nvswitch(Count gpus, GigabytesPerSecond nvlink, Microseconds 
   return t;
 }
 
+Topology Topology::ideal(Count gpus) {
+  Topology t;
+  t.name_ = "ideal";
+  for (Count g = 0; g < gpus; ++g) t.add_node(fmt::format("gpu{}", g), "gpu");
+  t.ideal_ = true;
+  t.build_graph();
+  return t;
+}
+
 Topology Topology::cluster(Count nodes, Count gpus_per_node, GigabytesPerSecond nvlink, Microseconds nvlink_latency_us,
                            GigabytesPerSecond nic, Microseconds nic_latency_us) {
   Topology t;
@@ -124,6 +133,7 @@ std::string Topology::directed_link_name(std::uint32_t directed) const {
 }
 
 std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& to) const {
+  if (ideal_) return std::vector<Route>(to.size());
   const std::size_t vertices = boost::num_vertices(graph_);
   std::vector<double> distance(vertices);
   std::vector<std::size_t> predecessor(vertices);
@@ -191,12 +201,13 @@ constexpr Count kMaxGeneratedGpus = 65536;
 }  // namespace
 
 Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink,
-                       std::optional<Microseconds> nvlink_latency_us) {
+                       std::optional<Microseconds> nvlink_latency_us, Count ideal_gpus) {
   const Microseconds nvlink_latency = nvlink_latency_us.value_or(kNvlinkLatencyUs);
   const std::string flag = "--topology";
   constexpr std::string_view kNvswitch = "nvswitch:";
   constexpr std::string_view kCluster = "cluster:";
   const std::string_view text = spec;
+  if (text == "ideal") return Topology::ideal(ideal_gpus);
   if (text.starts_with(kNvswitch)) {
     const Count gpus = model::parse_count(text.substr(kNvswitch.size()), flag + " nvswitch:G GPU count");
     if (gpus < 1 || gpus > kMaxGeneratedGpus) {

@@ -6,29 +6,29 @@
 #include <cmath>
 
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/validate/kernel_fit.hpp"
 #include "stripesim/validate/measurement_stats.hpp"
 
 namespace stripesim::validate {
 
-std::vector<KernelSample> kernel_samples(const CaseResult& result) {
+MeasuredWorkload measured_workload(const CaseResult& result) {
   const RingCase& c = result.ring_case;
-  const Count devices = c.devices;
-  const Count block_len = c.seq_len / devices;
-  std::vector<KernelSample> samples;
-  for (Count r = 0; r < devices; ++r) {
-    for (Count d = 0; d < devices; ++d) {
-      if (result.work.active_tiles.at(r, d) == 0) continue;  // nothing launched, nothing measured
-      KernelSample s;
-      s.tiles = {result.work.active_tiles.at(r, d), result.work.partial_tiles.at(r, d),
-                 result.work.longest_query_tile.at(r, d)};
-      s.query_tiles = model::tiles_covering(block_len, c.tile.query);
-      s.streams = c.heads;
-      s.tile_flops = 4.0 * static_cast<double>(c.tile.query) * static_cast<double>(c.tile.key) * static_cast<double>(c.head_dim);
-      s.measured_us = result.summary.kernel_at(r, d).median;
-      samples.push_back(s);
-    }
+  MeasuredWorkload w;
+  w.group = c.label();
+  w.kernel = "stripesim validator";
+  w.seq_len = c.seq_len;
+  w.devices = c.devices;
+  w.heads = c.heads;
+  w.kv_heads = c.kv_heads;
+  w.head_dim = c.head_dim;
+  w.dtype = std::string(precision_name(c.precision));
+  w.tile = c.tile;
+  w.mask = c.mask;
+  w.layout = c.layout;
+  for (Count r = 0; r < c.devices; ++r) {
+    for (Count d = 0; d < c.devices; ++d) w.us.push_back(result.summary.kernel_at(r, d).median);
   }
-  return samples;
+  return w;
 }
 
 std::vector<HandoffSample> handoff_samples(const CaseResult& result) {
@@ -83,17 +83,6 @@ std::vector<double> solve_least_squares(const std::vector<std::vector<double>>& 
   return theta;
 }
 
-double median_abs_relative_error(const std::vector<std::vector<double>>& rows, const std::vector<double>& y,
-                                 const std::vector<double>& theta) {
-  std::vector<double> errors;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    double prediction = 0;
-    for (size_t j = 0; j < theta.size(); ++j) prediction += rows[i][j] * theta[j];
-    errors.push_back(std::abs(prediction - y[i]) / y[i]);
-  }
-  return spread_of(errors).median;
-}
-
 }  // namespace
 
 std::vector<double> fit_non_negative(const std::vector<std::vector<double>>& rows, const std::vector<double>& targets,
@@ -113,91 +102,32 @@ std::vector<double> fit_non_negative(const std::vector<std::vector<double>>& row
   return std::vector<double>(p, 0.0);
 }
 
-Calibration calibrate(const std::vector<const CaseResult*>& cases, model::HardwareProfile base, Precision precision,
+Calibration calibrate(const std::vector<const CaseResult*>& cases, model::HardwareProfile base, sim::KernelProfile kernel,
                       const std::string& device) {
-  std::vector<KernelSample> kernels;
+  std::vector<MeasuredWorkload> workloads;
   std::vector<HandoffSample> handoffs;
   for (const CaseResult* result : cases) {
-    for (const auto& s : kernel_samples(*result)) {
-      if (s.measured_us > 0) kernels.push_back(s);
-    }
+    workloads.push_back(measured_workload(*result));
     for (const auto& s : handoff_samples(*result)) {
       if (s.measured_us > 0) handoffs.push_back(s);
     }
   }
-  if (kernels.empty()) {
+  const std::vector<MeasuredCall> calls = measured_calls(workloads, base, kernel);
+  if (std::none_of(calls.begin(), calls.end(), [](const MeasuredCall& c) { return c.measured_us > 0; })) {
     throw model::InputError("validate --calibrate: the matrix launched no kernel to fit (every block was masked)");
   }
-  const std::string peak_key(precision_name(precision));
-  if (!base.peak_tflops.contains(peak_key)) {
-    throw model::InputError(fmt::format("--hardware {}: lists no peak rate for {}", base.name, peak_key));
-  }
-  const double slots = static_cast<double>(base.kernel.sms * base.kernel.blocks_per_sm);
-
-  // Features [launch, us_per_flop, us_per_flop * extra, block_overhead] for each branch of the max.
-  auto wave_row = [&](const KernelSample& s) {
-    const double blocks = static_cast<double>(s.query_tiles * s.streams);
-    const double waves = std::ceil(blocks / slots);
-    const double scale = waves / blocks * static_cast<double>(s.streams) * s.tile_flops;
-    return std::vector<double>{1.0, scale * static_cast<double>(s.tiles.active),
-                               scale * static_cast<double>(s.tiles.partial), waves};
-  };
-  auto longest_row = [&](const KernelSample& s) {
-    return std::vector<double>{1.0, static_cast<double>(s.tiles.longest_query_tile) * s.tile_flops, 0.0, 1.0};
-  };
-  auto dot = [](const std::vector<double>& a, const std::vector<double>& b) {
-    double sum = 0;
-    for (size_t i = 0; i < a.size(); ++i) sum += a[i] * b[i];
-    return sum;
-  };
-  std::vector<double> y, w;
-  for (const auto& s : kernels) {
-    y.push_back(s.measured_us);
-    w.push_back(1.0 / s.measured_us);  // relative residuals
-  }
-  std::vector<std::vector<double>> rows;
-  for (const auto& s : kernels) rows.push_back(wave_row(s));
-  std::vector<double> theta = fit_non_negative(rows, y, w);
-  for (int iteration = 0; iteration < 20; ++iteration) {
-    bool changed = false;
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      const auto wave = wave_row(kernels[i]);
-      const auto longest = longest_row(kernels[i]);
-      const auto& pick = dot(longest, theta) > dot(wave, theta) ? longest : wave;
-      if (pick != rows[i]) {
-        rows[i] = pick;
-        changed = true;
-      }
-    }
-    if (!changed) break;
-    theta = fit_non_negative(rows, y, w);
-  }
-
+  const KernelFit fit = fit_kernel(calls, kernel, base.sms);
   Calibration out;
-  out.kernel_samples = static_cast<Count>(kernels.size());
+  out.kernel = fit.profile;
+  out.kernel.name = fmt::format("{}-calibrated", kernel.name);
+  out.kernel.hardware = base.name;
+  out.kernel.sources = {{"calibrated_on", device},
+                        {"costs", fmt::format("stripesim validate --calibrate: {} kernel samples, median fit error {:.1f}%",
+                                              fit.samples, 100 * fit.median_abs_error)}};
+  out.kernel_samples = fit.samples;
   out.handoff_samples = static_cast<Count>(handoffs.size());
-  out.fit_median_abs_error = median_abs_relative_error(rows, y, theta);
-  // A fit with no FLOP term cannot price a tile: keep the smallest positive rate that reproduces
-  // the fastest sample rather than dividing by zero.
-  out.us_per_flop_per_slot = theta[1] > 0 ? theta[1] : 1e-12;
-
+  out.fit_median_abs_error = fit.median_abs_error;
   model::HardwareProfile& h = base;
-  double peak = h.peak_tflops.at(peak_key);
-  double efficiency = slots / (peak * 1e6 * out.us_per_flop_per_slot);
-  if (efficiency > 1) {
-    // Faster than the listed peak (a nominal CPU figure, say): the measurement wins.
-    peak *= efficiency;
-    h.peak_tflops[peak_key] = peak;
-    efficiency = 1;
-  }
-  h.kernel.efficiency = efficiency;
-  h.kernel.launch_overhead_us = theta[0];
-  h.kernel.partial_tile_extra = theta[2] / out.us_per_flop_per_slot;
-  h.kernel.block_overhead_us = theta[3];
-  h.attention_precision = peak_key;
-  if (!h.peak_tflops.contains(h.matmul_precision)) h.matmul_precision = peak_key;
-  h.attention_flop_weight = h.peak_tflops.at(h.matmul_precision) / h.peak_tflops.at(h.attention_precision);
-
   if (!handoffs.empty()) {
     std::vector<std::vector<double>> hrows;
     std::vector<double> hy, hw;
@@ -220,9 +150,9 @@ Calibration calibrate(const std::vector<const CaseResult*>& cases, model::Hardwa
   }
   h.name = fmt::format("{}-calibrated", h.name);
   h.aliases.clear();
+  h.default_kernel = out.kernel.name;
   h.sources = {{"calibrated_on", device},
-               {"kernel", fmt::format("stripesim validate --calibrate: {} kernel samples, median fit error {:.1f}%",
-                                      out.kernel_samples, 100 * out.fit_median_abs_error)},
+               {"kernel", "the fitted kernel profile is written beside this file (kernel.json)"},
                {"link_bandwidth_gbps", fmt::format("stripesim validate --calibrate: {} hand-offs", out.handoff_samples)}};
   out.profile = std::move(base);
   return out;

@@ -7,27 +7,22 @@
 
 #include "stripesim/sim/ring_simulator.hpp"
 #include "stripesim/sim/topology.hpp"
+#include "stripesim/validate/kernel_fit.hpp"
 #include "stripesim/validate/measurement_stats.hpp"
 
 namespace stripesim::validate {
 
-CasePrediction predict_case(const CaseResult& result, const model::HardwareProfile& profile, bool parallel_devices) {
+CasePrediction predict_case(const CaseResult& result, const model::HardwareProfile& profile, const sim::KernelProfile& kernel,
+                            bool parallel_devices) {
   const RingCase& c = result.ring_case;
   const Count devices = c.devices;
-  const Count block_len = c.seq_len / devices;
-  const std::string precision(precision_name(c.precision));
-  const double peak = profile.peak_tflops.contains(precision) ? profile.peak_tflops.at(precision)
-                                                               : profile.peak_tflops.at(profile.attention_precision);
-  const sim::KernelCost cost(profile.kernel, peak, c.tile, c.head_dim, model::tiles_covering(block_len, c.tile.query),
-                             c.heads);
+  // The simulator's kernel time model on the case's own query tile profiles.
+  const MeasuredWorkload workload = measured_workload(result);
+  const std::vector<MeasuredCall> calls = measured_calls({workload}, profile, kernel);
   CasePrediction p;
   p.kernel_us.resize(static_cast<size_t>(devices * devices));
-  for (Count r = 0; r < devices; ++r) {
-    for (Count d = 0; d < devices; ++d) {
-      const sim::RoundTiles tiles{result.work.active_tiles.at(r, d), result.work.partial_tiles.at(r, d),
-                                  result.work.longest_query_tile.at(r, d)};
-      p.kernel_us[static_cast<size_t>(r * devices + d)] = cost.kernel_us(tiles, false);
-    }
+  for (const MeasuredCall& call : calls) {
+    p.kernel_us[static_cast<size_t>(call.round * devices + call.device)] = predicted_us(call, kernel, profile.sms);
   }
   // The hop as the simulator routes it: GPU -> switch -> GPU, two links.
   const double link_latency = profile.link_latency_us.value_or(1.0);
@@ -204,6 +199,7 @@ nlohmann::ordered_json to_json(const ValidationReport& report, bool rounds) {
   }
   doc["all_passed"] = all_passed;
   if (report.profile) doc["profile"] = model::to_json(*report.profile);
+  if (report.kernel) doc["kernel"] = sim::to_json(*report.kernel);
   if (report.calibration) {
     doc["calibration"] = {{"kernel_samples", report.calibration->kernel_samples},
                           {"handoff_samples", report.calibration->handoff_samples},

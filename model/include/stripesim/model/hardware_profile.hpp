@@ -2,7 +2,8 @@
 // An accelerator's profile: peak rates per precision, which precision the matmuls and the
 // attention run in (their ratio is the attention FLOP weight of the paper's TMS: 2 on an A100,
 // where attention runs in TF32 against bf16 matmuls), memory and link bandwidths, the tile the
-// paper used, and the source of each figure. Read from configs/hardware/*.json.
+// paper used, its SM count and default attention kernel (configs/kernels/<name>/<kernel>.json,
+// read by the simulator), and the source of each figure. Read from configs/hardware/*.json.
 #include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -15,19 +16,6 @@ namespace stripesim::model {
 
 using TeraflopsPerSecond = double;  // dense peak, 10^12 FLOP/s
 using GigabytesPerSecond = double;  // 10^9 B/s, per direction for links
-
-// How the simulator prices an attention kernel on this accelerator: thread blocks (one per query
-// tile, head and sequence) run on `sms * blocks_per_sm` slots; a full tile costs its FLOPs at
-// `efficiency` of the attention peak spread over the slots. The validator calibrates these.
-struct KernelProfile {
-  Count sms = 108;
-  Count blocks_per_sm = 1;
-  double efficiency = 0.6;                // fraction of the attention-precision peak a full tile achieves
-  double launch_overhead_us = 4.0;        // per kernel launch (one per round and device)
-  double block_overhead_us = 0.5;         // per thread block (prologue, epilogue, output write)
-  double partial_tile_extra = 0.2;        // a tile that applies the mask costs (1 + this) full tiles
-  double backward_tile_multiplier = 2.5;  // backward tile cost over forward (FlashAttention's count)
-};
 
 struct HardwareProfile {
   std::string name;
@@ -42,8 +30,9 @@ struct HardwareProfile {
   // Per link crossed (a hop through an NVSwitch crosses two); unset: the topology's default.
   // `stripesim validate --calibrate` measures it.
   std::optional<double> link_latency_us;
-  TileShape default_tile{128, 128};
-  KernelProfile kernel;
+  TileShape default_tile{128, 128};  // the paper's tile (TMS); kernels name their own
+  Count sms = 108;                   // streaming multiprocessors (TensorCores on a TPU): where thread blocks run
+  std::string default_kernel;        // the kernel profile simulate uses without --kernel
   nlohmann::json sources;  // where each figure comes from, kept verbatim for the record
 };
 

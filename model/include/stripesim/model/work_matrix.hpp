@@ -32,6 +32,17 @@ class WorkMatrix {
   std::vector<Count> cells_;
 };
 
+// The key tiles one query tile computes: what one thread block of a kernel that gives each
+// query tile its own block (per head) works through.
+struct QueryTileLoad {
+  Count full = 0;     // active key tiles with every pair allowed
+  Count partial = 0;  // active key tiles that also hold masked pairs (the kernel applies the mask)
+  friend bool operator==(const QueryTileLoad&, const QueryTileLoad&) = default;
+};
+
+// Every query tile of one (round, device), in local order (the order a kernel launches them).
+using QueryTileProfile = std::vector<QueryTileLoad>;
+
 // The three work matrices of one layout under one mask and tile shape.
 struct Work {
   WorkMatrix unmasked_elements;  // allowed (q, k) pairs
@@ -40,6 +51,10 @@ struct Work {
   // The most active key tiles of any one query tile: the longest thread block of a kernel that
   // gives each query tile its own block (what bounds a round when the GPU is not full).
   WorkMatrix longest_query_tile;
+  // Only with WorkDetail::query_tiles: each (round, device)'s query tile profile as an index into
+  // `profiles`, where equal profiles are stored once (structured layouts have a handful).
+  WorkMatrix query_tile_profile;
+  std::vector<QueryTileProfile> profiles;
 };
 
 }  // namespace stripesim::model

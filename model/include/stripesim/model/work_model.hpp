@@ -14,7 +14,13 @@ namespace stripesim::model {
   return ((device - round) % devices + devices) % devices;
 }
 
+enum class WorkDetail {
+  totals,       // the four matrices
+  query_tiles,  // also every (round, device)'s per-query-tile profile (what a kernel time model schedules)
+};
+
 // `threads` = 0 uses the machine's hardware concurrency; results never depend on it.
-[[nodiscard]] Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads = 0);
+[[nodiscard]] Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads = 0,
+                              WorkDetail detail = WorkDetail::totals);
 
 }  // namespace stripesim::model

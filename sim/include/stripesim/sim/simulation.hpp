@@ -11,6 +11,7 @@
 #include "stripesim/model/layout.hpp"
 #include "stripesim/model/mask.hpp"
 #include "stripesim/model/tile_shape.hpp"
+#include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_simulator.hpp"
 
 namespace stripesim::sim {
@@ -29,12 +30,14 @@ struct SimulateConfig {
   Count seq_len = 262144;
   Count devices = 8;
   std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
-  std::optional<model::TileShape> tile;  // default: the hardware's
+  std::optional<model::TileShape> tile;  // default: the kernel's
+  std::string kernel;                    // kernel profile name or JSON file; default: the hardware's
+  std::optional<KernelProfile> kernel_profile;  // a profile in memory (a fit): overrides `kernel`
   std::string mask = "causal";
   PassSelection pass = PassSelection::forward;
   std::string dtype;       // default: the hardware's attention precision
   std::string hardware = "a100";
-  std::string topology;    // default: nvswitch:N with the hardware's link bandwidth
+  std::string topology;    // default: nvswitch:N with the hardware's link bandwidth; "ideal": free links
   SyncMode sync = SyncMode::async;
   Count kv_buffers = 2;
   bool auto_ring_order = false;
@@ -57,6 +60,7 @@ struct LayoutSimulation {
 struct Simulation {
   SimulateConfig config;
   model::HardwareProfile hardware;
+  KernelProfile kernel;
   Topology topology;
   std::vector<Count> ring_order;  // GPU at each ring position
   std::vector<Route> hops;
@@ -66,7 +70,7 @@ struct Simulation {
   Count kv_heads_per_device = 0;
   Count head_dim = 0;
   Bytes kv_bytes = 0;
-  Microseconds full_tile_us = 0;
+  KernelCallShape call_shape;
   std::vector<LayoutSimulation> results;
   std::uint64_t events = 0;
 };

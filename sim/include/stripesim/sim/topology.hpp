@@ -45,6 +45,9 @@ class Topology {
   [[nodiscard]] static Topology from_json(const nlohmann::json& doc, const std::string& label);
   // One node of `gpus` GPUs, each linked to one NVSwitch.
   [[nodiscard]] static Topology nvswitch(Count gpus, GigabytesPerSecond nvlink, Microseconds nvlink_latency_us);
+  // `gpus` GPUs joined by free links: every hop takes no time, so a simulated ring is its
+  // compute alone (what one GPU measures when it runs each device's calls in turn).
+  [[nodiscard]] static Topology ideal(Count gpus);
   // `nodes` such nodes; every GPU also has its own NIC linked to one network switch.
   [[nodiscard]] static Topology cluster(Count nodes, Count gpus_per_node, GigabytesPerSecond nvlink,
                                         Microseconds nvlink_latency_us, GigabytesPerSecond nic,
@@ -77,13 +80,15 @@ class Topology {
   std::vector<TopologyNode> nodes_;
   std::vector<TopologyLink> links_;
   std::vector<std::size_t> gpus_;  // node index of every GPU, in GPU order
+  bool ideal_ = false;             // routes cross no link
   Graph graph_;
 };
 
-// "nvswitch:G", "cluster:NxG", a name in `config_dir`/topologies, or a path to a JSON file.
+// "nvswitch:G", "cluster:NxG", "ideal" (as many GPUs as `ideal_gpus`, free links), a name in
+// `config_dir`/topologies, or a path to a JSON file.
 // Generated topologies take NVLink bandwidth from `nvlink` (the hardware profile's link) and
 // a 400 Gb/s (50 GB/s) NIC per GPU.
 [[nodiscard]] Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink,
-                                     std::optional<Microseconds> nvlink_latency_us = std::nullopt);
+                                     std::optional<Microseconds> nvlink_latency_us = std::nullopt, Count ideal_gpus = 1);
 
 }  // namespace stripesim::sim

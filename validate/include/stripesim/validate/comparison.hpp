@@ -25,7 +25,7 @@ struct CasePrediction {
 // simulated ring's makespan. Otherwise one processor runs the N virtual devices one after
 // another (cpu, cuda) and the total is the sum of every kernel and hand-off.
 [[nodiscard]] CasePrediction predict_case(const CaseResult& result, const model::HardwareProfile& profile,
-                                          bool parallel_devices);
+                                          const sim::KernelProfile& kernel, bool parallel_devices);
 
 enum class CaseRole { checked, calibration, held_out };
 
@@ -61,6 +61,7 @@ struct ValidationReport {
   std::vector<CaseResult> results;
   std::optional<Calibration> calibration;          // --calibrate, --compare without --profile
   std::optional<model::HardwareProfile> profile;   // the profile predictions used
+  std::optional<sim::KernelProfile> kernel;        // the kernel profile predictions used
   std::vector<CaseComparison> comparisons;         // empty without predictions
 };
 

@@ -1,0 +1,60 @@
+#pragma once
+// One attention kernel as measured on one accelerator (configs/kernels/<hardware>/<kernel>.json):
+// the tile it cuts the work into, how many of its thread blocks an SM holds, in which order the
+// blocks are handed to the SMs, whether a call or a block with nothing to compute still runs,
+// and the cost of each piece for the forward and the backward call, each with its source.
+// The hardware profile keeps the device (peaks, memory, SMs) and names its default kernel.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "stripesim/model/hardware_profile.hpp"
+#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/sim/units.hpp"
+
+namespace stripesim::sim {
+
+using model::Count;
+
+// The order in which a call's thread blocks reach the SMs: the grid's own order (query tile
+// fastest, then head: what a plain CUDA launch gives), or the longest block first (persistent
+// kernels with a scheduler that sorts causal work, as FlashAttention-3 does).
+enum class BlockOrder { launch, longest_first };
+
+// The cost of one call's pieces on one block slot (an SM holding blocks_per_sm blocks has that
+// many slots, each running at its share of the SM).
+struct PassCosts {
+  Microseconds launch_us = 0;        // per call: the host's launch path and fixed device work
+  Microseconds block_us = 0;         // per thread block: loading its queries, writing output and statistics
+  Microseconds full_tile_us = 0;     // per key tile with every pair allowed
+  Microseconds partial_tile_us = 0;  // per key tile that applies the mask element by element
+  friend bool operator==(const PassCosts&, const PassCosts&) = default;
+};
+
+struct KernelProfile {
+  std::string name;
+  std::string hardware;  // the hardware profile it was measured on
+  std::string description;
+  model::TileShape tile{128, 128};
+  Count blocks_per_sm = 1;
+  BlockOrder order = BlockOrder::launch;
+  bool empty_calls_launch = false;        // a (round, device) with no active tile still makes the call
+  bool empty_query_tiles_launch = false;  // a query tile with no active key tile still gets a block (writes output)
+  std::string dtype = "bf16";             // costs are for this precision and head size; others scale
+  Count head_dim = 128;                   // by FLOPs (tiles) and by bytes (blocks)
+  PassCosts forward;
+  PassCosts backward;  // the backward call alone: a forward+backward step costs forward + backward
+  bool calibrated = false;  // fitted on measurements (`fit` says how well), or set from public figures
+  nlohmann::json sources;   // where each figure comes from
+  nlohmann::json fit;       // the fit's record: samples, files, errors
+};
+
+[[nodiscard]] KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label);
+[[nodiscard]] nlohmann::ordered_json to_json(const KernelProfile& kernel);
+[[nodiscard]] const char* block_order_name(BlockOrder order);
+
+// `spec`: a JSON file (a path, or a name ending in .json), or a kernel name looked up in
+// `config_dir`/kernels/<hardware name or alias>/<spec>.json. Empty: the hardware's default kernel.
+[[nodiscard]] KernelProfile load_kernel_profile(const std::string& spec, const std::string& config_dir,
+                                                const model::HardwareProfile& hardware);
+
+}  // namespace stripesim::sim

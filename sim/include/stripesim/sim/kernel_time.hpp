@@ -1,0 +1,71 @@
+#pragma once
+// The time of one attention call, from the work model's per-query-tile profile and a kernel
+// profile. The kernel runs one thread block per query tile per head (per sequence); a block
+// lasts block_us plus its full and partial key tiles at their costs; the blocks are handed, in
+// the kernel's order, to sms * blocks_per_sm slots, each block to the slot that frees first (the
+// hardware block scheduler); the call lasts launch_us plus the last slot to finish.
+//
+// Once the blocks are placed the time is linear in the costs: launch_us * 1 + block_us * blocks
+// + full_tile_us * full tiles + partial_tile_us * partial tiles, counted on the slot that
+// finishes last. Those four counts are the call's features: prediction takes their dot product
+// with the costs, and the calibration fits the costs to measured times on the same features.
+#include <vector>
+
+#include "stripesim/model/work_matrix.hpp"
+#include "stripesim/sim/kernel_profile.hpp"
+
+namespace stripesim::sim {
+
+enum class KernelPass { forward, backward };
+
+// What one call's time is made of on its critical slot, already scaled to the call's head size,
+// tile and precision (so that time = dot(features, costs) with the profile's own costs).
+struct KernelFeatures {
+  double launches = 0;  // 1 when the call is made, 0 when it is skipped
+  double blocks = 0;
+  double full_tiles = 0;
+  double partial_tiles = 0;
+};
+
+[[nodiscard]] Microseconds dot(const KernelFeatures& features, const PassCosts& costs);
+
+// The shape of the calls one workload makes; every call of the workload shares it.
+struct KernelCallShape {
+  Count streams = 1;        // heads per device * sequences: copies of the query tile profile
+  Count head_dim = 128;
+  model::TileShape tile{128, 128};
+  double precision_slowdown = 1;  // peak of the profile's precision / peak of the call's
+};
+
+class KernelTimeModel {
+ public:
+  KernelTimeModel(KernelProfile profile, Count sms, KernelCallShape shape);
+
+  [[nodiscard]] const KernelProfile& profile() const { return profile_; }
+  [[nodiscard]] const PassCosts& costs(KernelPass pass) const {
+    return pass == KernelPass::forward ? profile_.forward : profile_.backward;
+  }
+  // The features of one call, its blocks placed with `costs` (the profile's by default). The
+  // backward call is priced on the same query tile profile: its key-tile blocks see the mirror
+  // image of it for every mask counted here (causal, windows and documents are symmetric).
+  [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, KernelPass pass) const;
+  [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, const PassCosts& costs) const;
+  [[nodiscard]] Microseconds call_us(const model::QueryTileProfile& rows, KernelPass pass) const {
+    return dot(features(rows, pass), costs(pass));
+  }
+  // The time of every (round, device) of a Work counted with WorkDetail::query_tiles, computed
+  // once per distinct profile: [round * devices + device].
+  [[nodiscard]] std::vector<Microseconds> call_times(const model::Work& work, KernelPass pass) const;
+  // A tile's and a block's cost relative to the profile's (head size, tile, precision).
+  [[nodiscard]] double tile_scale() const { return tile_scale_; }
+  [[nodiscard]] double block_scale() const { return block_scale_; }
+
+ private:
+  KernelProfile profile_;
+  Count slots_;
+  KernelCallShape shape_;
+  double tile_scale_;
+  double block_scale_;
+};
+
+}  // namespace stripesim::sim

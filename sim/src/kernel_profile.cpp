@@ -1,0 +1,139 @@
+#include "stripesim/sim/kernel_profile.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_fields.hpp"
+#include "stripesim/model/json_file.hpp"
+
+namespace stripesim::sim {
+
+using model::InputError;
+
+namespace {
+
+PassCosts pass_costs_from_json(const model::JsonFields& parent, const std::string& key) {
+  const model::JsonFields f(parent.raw(key), parent.where(key));
+  f.allow_only({"launch_us", "block_us", "full_tile_us", "partial_tile_us"});
+  PassCosts c;
+  c.launch_us = f.non_negative_number_or("launch_us", 0.0);
+  c.block_us = f.non_negative_number_or("block_us", 0.0);
+  c.full_tile_us = f.positive_number("full_tile_us");
+  c.partial_tile_us = f.positive_number("partial_tile_us");
+  // A partial tile does the full tile's work and evaluates the mask on top of it.
+  if (c.partial_tile_us < c.full_tile_us) {
+    throw InputError(fmt::format("{}: partial_tile_us {} must be at least full_tile_us {}", parent.where(key),
+                                 c.partial_tile_us, c.full_tile_us));
+  }
+  return c;
+}
+
+nlohmann::ordered_json to_json(const PassCosts& c) {
+  return {{"launch_us", c.launch_us},
+          {"block_us", c.block_us},
+          {"full_tile_us", c.full_tile_us},
+          {"partial_tile_us", c.partial_tile_us}};
+}
+
+}  // namespace
+
+const char* block_order_name(BlockOrder order) {
+  switch (order) {
+    case BlockOrder::launch: return "launch";
+    case BlockOrder::longest_first: return "longest_first";
+  }
+  return "launch";
+}
+
+KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label) {
+  const model::JsonFields f(doc, label);
+  f.allow_only({"schema", "name", "hardware", "description", "tile", "blocks_per_sm", "block_order", "empty_calls_launch",
+                "empty_query_tiles_launch", "dtype", "head_dim", "forward", "backward", "calibrated", "sources", "fit"});
+  if (f.has("schema") && f.string("schema") != "stripesim.kernel/1") {
+    throw InputError(fmt::format("{}: expected \"stripesim.kernel/1\"", f.where("schema")));
+  }
+  KernelProfile k;
+  k.name = f.string("name");
+  k.hardware = f.string("hardware");
+  k.description = f.string_or("description", "");
+  k.tile = model::parse_tile_shape(f.string("tile"));
+  k.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1);
+  const std::string order = f.string_or("block_order", "launch");
+  if (order == "launch") {
+    k.order = BlockOrder::launch;
+  } else if (order == "longest_first") {
+    k.order = BlockOrder::longest_first;
+  } else {
+    throw InputError(fmt::format("{}: expected \"launch\" or \"longest_first\", got \"{}\"", f.where("block_order"), order));
+  }
+  auto boolean = [&](const std::string& key) {
+    if (!f.has(key)) return false;
+    if (!f.raw(key).is_boolean()) throw InputError(fmt::format("{}: expected true or false", f.where(key)));
+    return f.raw(key).get<bool>();
+  };
+  k.empty_calls_launch = boolean("empty_calls_launch");
+  k.empty_query_tiles_launch = boolean("empty_query_tiles_launch");
+  k.calibrated = boolean("calibrated");
+  k.dtype = f.string_or("dtype", "bf16");
+  k.head_dim = f.positive_count_or("head_dim", 128);
+  k.forward = pass_costs_from_json(f, "forward");
+  k.backward = pass_costs_from_json(f, "backward");
+  k.sources = f.has("sources") ? f.raw("sources") : nlohmann::json::object();
+  k.fit = f.has("fit") ? f.raw("fit") : nlohmann::json::object();
+  return k;
+}
+
+nlohmann::ordered_json to_json(const KernelProfile& k) {
+  nlohmann::ordered_json doc = {{"schema", "stripesim.kernel/1"},
+                                {"name", k.name},
+                                {"hardware", k.hardware},
+                                {"description", k.description},
+                                {"tile", k.tile.to_string()},
+                                {"blocks_per_sm", k.blocks_per_sm},
+                                {"block_order", block_order_name(k.order)},
+                                {"empty_calls_launch", k.empty_calls_launch},
+                                {"empty_query_tiles_launch", k.empty_query_tiles_launch},
+                                {"dtype", k.dtype},
+                                {"head_dim", k.head_dim},
+                                {"forward", to_json(k.forward)},
+                                {"backward", to_json(k.backward)},
+                                {"calibrated", k.calibrated}};
+  if (!k.sources.empty()) doc["sources"] = k.sources;
+  if (!k.fit.empty()) doc["fit"] = k.fit;
+  return doc;
+}
+
+KernelProfile load_kernel_profile(const std::string& spec, const std::string& config_dir,
+                                  const model::HardwareProfile& hardware) {
+  const std::string wanted = spec.empty() ? hardware.default_kernel : spec;
+  if (wanted.empty()) {
+    throw InputError(fmt::format("--kernel: hardware {} names no default kernel; give --kernel NAME or a JSON file",
+                                 hardware.name));
+  }
+  if (wanted.find('/') != std::string::npos || wanted.ends_with(".json")) {
+    return kernel_profile_from_json(model::read_json_file(wanted, "--kernel " + wanted), "--kernel " + wanted);
+  }
+  namespace fs = std::filesystem;
+  std::vector<std::string> folders{hardware.name};
+  folders.insert(folders.end(), hardware.aliases.begin(), hardware.aliases.end());
+  std::string known;
+  for (const std::string& folder : folders) {
+    const fs::path dir = fs::path(config_dir) / "kernels" / folder;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    const fs::path file = dir / (wanted + ".json");
+    if (fs::exists(file, ec)) return kernel_profile_from_json(model::read_json_file(file.string(), file.string()), file.string());
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
+  }
+  throw InputError(fmt::format("--kernel '{}': no such kernel for hardware {}{}", wanted, hardware.name,
+                               known.empty() ? " (it has no kernel profiles; give a JSON file)" : ", expected one of " + known));
+}
+
+}  // namespace stripesim::sim

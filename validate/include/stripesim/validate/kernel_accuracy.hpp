@@ -1,0 +1,59 @@
+#pragma once
+// How well a kernel profile predicts measured workloads: every workload predicted through the
+// simulator (ideal links, lockstep: one GPU timing each call alone is the compute-only ring),
+// per (round, device) call and per layout's lockstep speedup over contiguous. Leave-one-out
+// fits the profile on every other group of workloads (a measurement file, or a block-cost row)
+// and scores the one held back, so every number is a prediction of something the fit never saw.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/config_catalog.hpp"
+#include "stripesim/validate/kernel_fit.hpp"
+
+namespace stripesim::validate {
+
+struct WorkloadPrediction {
+  const MeasuredWorkload* workload = nullptr;
+  std::vector<double> predicted_us;  // [round * devices + device]
+  double predicted_lockstep_us = 0;
+  double measured_lockstep_us = 0;
+  // Over the same group's contiguous layout (absent for contiguous itself or without one).
+  std::optional<double> predicted_speedup;
+  std::optional<double> measured_speedup;
+  bool held_out = false;
+};
+
+struct AccuracySummary {
+  Count calls = 0;  // timed calls (measured > 0) compared
+  double median_abs_call_error = 0;
+  double max_abs_call_error = 0;
+  Count speedups = 0;
+  double mean_abs_speedup_error = 0;
+  double max_abs_speedup_error = 0;
+};
+
+// Predicts `workloads` with `kernel` through the simulator on `hardware` (a name or file the
+// catalog resolves).
+[[nodiscard]] std::vector<WorkloadPrediction> predict_workloads(const std::vector<MeasuredWorkload>& workloads,
+                                                                const sim::KernelProfile& kernel,
+                                                                const std::string& hardware,
+                                                                const model::ConfigCatalog& catalog);
+
+// Leave one group out: for each group, fit on the others (from `base`) and predict it.
+[[nodiscard]] std::vector<WorkloadPrediction> leave_one_group_out(const std::vector<MeasuredWorkload>& workloads,
+                                                                  const sim::KernelProfile& base,
+                                                                  const std::string& hardware,
+                                                                  const model::ConfigCatalog& catalog);
+
+[[nodiscard]] AccuracySummary summarize_accuracy(const std::vector<WorkloadPrediction>& predictions);
+
+// stripesim.kernel-accuracy/1: the fit (when one was made), every workload and the summary,
+// with `comparisons` in the shape the report's predicted-against-measured figure reads.
+[[nodiscard]] nlohmann::ordered_json accuracy_json(const std::string& command, const std::vector<WorkloadPrediction>& predictions,
+                                                   const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel);
+[[nodiscard]] std::string accuracy_markdown(const std::string& command, const std::vector<WorkloadPrediction>& predictions,
+                                            const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel);
+
+}  // namespace stripesim::validate

@@ -1,0 +1,51 @@
+#pragma once
+// Fitting a kernel profile's costs to measured calls, on the kernel time model's own features
+// (sim/kernel_time.hpp): with the blocks placed, a call's time is linear in the costs, so the
+// fit alternates a non-negative least-squares solve on relative residuals with placing the
+// blocks again under the new costs, and keeps the best costs seen. A partial tile is fitted as
+// a full tile plus a non-negative extra, so it never costs less than a full one. The fit also
+// picks the kernel's structure that fits best: blocks per SM (1 or 2) and block order.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/hardware_profile.hpp"
+#include "stripesim/sim/kernel_time.hpp"
+#include "stripesim/validate/kernel_measurements.hpp"
+
+namespace stripesim::validate {
+
+// One measured call with what the model needs to price it.
+struct MeasuredCall {
+  size_t workload = 0;  // index into the workloads it came from
+  Count round = 0;
+  Count device = 0;
+  model::QueryTileProfile rows;
+  sim::KernelCallShape shape;
+  bool forward = true;
+  bool backward = false;
+  double measured_us = 0;
+};
+
+// Every call of every workload, its query tile profile counted by the work model with the
+// workload's tile (or the kernel's when the file has none). Throws model::InputError when a
+// file's active_blocks disagree with the count (the file then lays out or masks differently).
+[[nodiscard]] std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& workloads,
+                                                       const model::HardwareProfile& hardware,
+                                                       const sim::KernelProfile& kernel);
+
+// The model's time for one call under `kernel`.
+[[nodiscard]] double predicted_us(const MeasuredCall& call, const sim::KernelProfile& kernel, Count sms);
+
+struct KernelFit {
+  sim::KernelProfile profile;  // `base` with costs, structure and the fit record filled in
+  Count samples = 0;
+  double median_abs_error = 0;  // relative, over the calls it was fitted on
+  double max_abs_error = 0;
+};
+
+// `base` gives the name, tile, head size and precision; costs and structure are fitted, the
+// empty-call flags are read off the data (a call with no work that took time was launched).
+[[nodiscard]] KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base, Count sms);
+
+}  // namespace stripesim::validate

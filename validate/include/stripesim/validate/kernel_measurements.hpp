@@ -1,0 +1,51 @@
+#pragma once
+// Kernel timings from outside (or from the validator's own runs) in one shape: a workload is a
+// ring's every (round, device) attention call, each timed alone on one GPU with no
+// communication. Files: `stripesim.measurements/1` (reports/schema/measurements.schema.json:
+// a workload and, per layout, us[round][device] and optionally the BlockMask's active blocks)
+// and `stripesim.block-costs/1` (one c x c block, full or causal, per row and kernel column:
+// a one-device ring).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/model/types.hpp"
+#include "stripesim/sim/simulation.hpp"
+
+namespace stripesim::validate {
+
+using model::Count;
+
+struct MeasuredWorkload {
+  std::string group;   // the file it came from: leave-one-out holds a whole group back
+  std::string kernel;  // as the file names it
+  std::string device;
+  Count seq_len = 0;
+  Count devices = 0;
+  Count heads = 0;
+  Count kv_heads = 0;
+  Count head_dim = 0;
+  Count batch = 1;
+  std::string dtype = "bf16";
+  std::optional<model::TileShape> tile;  // the BlockMask's; absent when the kernel picks its own
+  std::string mask;
+  sim::PassSelection pass = sim::PassSelection::forward;
+  std::string layout;
+  std::vector<double> us;                          // [round * devices + device]
+  std::optional<std::vector<Count>> active_blocks;  // [round * devices + device]
+
+  [[nodiscard]] double at(Count round, Count device) const { return us[static_cast<size_t>(round * devices + device)]; }
+  // "causal-fwd-n32768-N4.json zigzag"
+  [[nodiscard]] std::string label() const;
+};
+
+// Throws model::InputError naming the file and the field for anything malformed.
+[[nodiscard]] std::vector<MeasuredWorkload> read_measurements(const std::string& path);
+// `kernel`: which columns of the file to read ("sdpa", "flex": the column prefix).
+[[nodiscard]] std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const std::string& kernel);
+
+// The lockstep time sum_r max_d of a [round][device] table of call times.
+[[nodiscard]] double lockstep_us(const std::vector<double>& us, Count devices);
+
+}  // namespace stripesim::validate

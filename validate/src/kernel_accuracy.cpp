@@ -1,0 +1,231 @@
+#include "stripesim/validate/kernel_accuracy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "stripesim/validate/measurement_stats.hpp"
+
+namespace stripesim::validate {
+
+namespace {
+
+std::string pass_name(sim::PassSelection pass) {
+  switch (pass) {
+    case sim::PassSelection::forward: return "fwd";
+    case sim::PassSelection::backward: return "bwd";
+    case sim::PassSelection::forward_backward: return "fwdbwd";
+  }
+  return "fwd";
+}
+
+// Speedups over the contiguous layout of the same group.
+void fill_speedups(std::vector<WorkloadPrediction>& predictions) {
+  std::map<std::string, const WorkloadPrediction*> contiguous;
+  for (const auto& p : predictions) {
+    if (p.workload->layout == "contiguous" && p.workload->devices > 1) contiguous.emplace(p.workload->group, &p);
+  }
+  for (auto& p : predictions) {
+    const auto it = contiguous.find(p.workload->group);
+    if (it == contiguous.end() || it->second == &p || p.predicted_lockstep_us <= 0 || p.measured_lockstep_us <= 0) continue;
+    p.predicted_speedup = it->second->predicted_lockstep_us / p.predicted_lockstep_us;
+    p.measured_speedup = it->second->measured_lockstep_us / p.measured_lockstep_us;
+  }
+}
+
+}  // namespace
+
+std::vector<WorkloadPrediction> predict_workloads(const std::vector<MeasuredWorkload>& workloads,
+                                                  const sim::KernelProfile& kernel, const std::string& hardware,
+                                                  const model::ConfigCatalog& catalog) {
+  std::vector<WorkloadPrediction> out;
+  for (const MeasuredWorkload& w : workloads) {
+    sim::SimulateConfig config;
+    config.heads = w.heads;
+    config.kv_heads = w.kv_heads;
+    config.head_dim = w.head_dim;
+    config.batch = w.batch;
+    config.seq_len = w.seq_len;
+    config.devices = w.devices;
+    config.layouts = {w.layout};
+    config.tile = w.tile;
+    config.kernel_profile = kernel;
+    config.mask = w.mask;
+    config.pass = w.pass;
+    config.dtype = w.dtype;
+    config.hardware = hardware;
+    config.topology = "ideal";
+    config.sync = sim::SyncMode::lockstep;
+    const sim::Simulation simulation = sim::run_simulation(config, catalog);
+    WorkloadPrediction p;
+    p.workload = &w;
+    p.predicted_us.assign(static_cast<size_t>(w.devices * w.devices), 0.0);
+    for (const sim::RingTimeline& t : simulation.results.front().passes) {
+      for (Count r = 0; r < w.devices; ++r) {
+        for (Count d = 0; d < w.devices; ++d) {
+          const sim::RoundRecord& rec = t.at(r, d);
+          p.predicted_us[static_cast<size_t>(r * w.devices + d)] += rec.compute_end_us - rec.compute_start_us;
+        }
+      }
+    }
+    // Both sides the same way: the lockstep time of each call's whole time (fwd + bwd).
+    p.predicted_lockstep_us = lockstep_us(p.predicted_us, w.devices);
+    p.measured_lockstep_us = lockstep_us(w.us, w.devices);
+    out.push_back(std::move(p));
+  }
+  fill_speedups(out);
+  return out;
+}
+
+std::vector<WorkloadPrediction> leave_one_group_out(const std::vector<MeasuredWorkload>& workloads,
+                                                    const sim::KernelProfile& base, const std::string& hardware,
+                                                    const model::ConfigCatalog& catalog) {
+  const model::HardwareProfile hw = catalog.hardware(hardware);
+  const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, base);
+  std::vector<std::string> groups;
+  for (const auto& w : workloads) {
+    if (std::find(groups.begin(), groups.end(), w.group) == groups.end()) groups.push_back(w.group);
+  }
+  std::vector<WorkloadPrediction> out(workloads.size());
+  for (const std::string& group : groups) {
+    std::vector<MeasuredCall> training;
+    for (const MeasuredCall& call : calls) {
+      if (workloads[call.workload].group != group) training.push_back(call);
+    }
+    const KernelFit fit = fit_kernel(training, base, hw.sms);
+    std::vector<MeasuredWorkload> held;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < workloads.size(); ++i) {
+      if (workloads[i].group == group) {
+        held.push_back(workloads[i]);
+        index.push_back(i);
+      }
+    }
+    std::vector<WorkloadPrediction> predicted = predict_workloads(held, fit.profile, hardware, catalog);
+    for (size_t j = 0; j < index.size(); ++j) {
+      predicted[j].workload = &workloads[index[j]];
+      predicted[j].held_out = true;
+      out[index[j]] = std::move(predicted[j]);
+    }
+  }
+  for (auto& p : out) p.predicted_speedup = p.measured_speedup = std::nullopt;
+  fill_speedups(out);
+  return out;
+}
+
+AccuracySummary summarize_accuracy(const std::vector<WorkloadPrediction>& predictions) {
+  AccuracySummary s;
+  std::vector<double> calls, speedups;
+  for (const auto& p : predictions) {
+    for (size_t i = 0; i < p.predicted_us.size(); ++i) {
+      const double measured = p.workload->us[i];
+      if (measured > 0) calls.push_back(std::abs(p.predicted_us[i] - measured) / measured);
+    }
+    if (p.predicted_speedup && p.measured_speedup) speedups.push_back(std::abs(*p.predicted_speedup - *p.measured_speedup));
+  }
+  s.calls = static_cast<Count>(calls.size());
+  if (!calls.empty()) {
+    const Spread c = spread_of(calls);
+    s.median_abs_call_error = c.median;
+    s.max_abs_call_error = c.max;
+  }
+  s.speedups = static_cast<Count>(speedups.size());
+  if (!speedups.empty()) {
+    double sum = 0;
+    for (const double e : speedups) sum += e;
+    s.mean_abs_speedup_error = sum / static_cast<double>(speedups.size());
+    s.max_abs_speedup_error = *std::max_element(speedups.begin(), speedups.end());
+  }
+  return s;
+}
+
+namespace {
+
+nlohmann::ordered_json optional_number(const std::optional<double>& x) {
+  return x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::ordered_json accuracy_json(const std::string& command, const std::vector<WorkloadPrediction>& predictions,
+                                     const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel) {
+  nlohmann::ordered_json doc;
+  doc["schema"] = "stripesim.kernel-accuracy/1";
+  doc["command"] = command;
+  const bool held_out = std::any_of(predictions.begin(), predictions.end(), [](const auto& p) { return p.held_out; });
+  doc["method"] = held_out ? "leave one group out: each file (or block-cost row) predicted by a profile fitted on all the others"
+                           : "every workload predicted with the given kernel profile";
+  doc["kernel"] = sim::to_json(kernel);
+  if (fit) {
+    doc["fit"] = {{"samples", fit->samples}, {"median_abs_error", fit->median_abs_error}, {"max_abs_error", fit->max_abs_error}};
+  }
+  const AccuracySummary s = summarize_accuracy(predictions);
+  doc["summary"] = {{"calls", s.calls},
+                    {"median_abs_call_error", s.median_abs_call_error},
+                    {"max_abs_call_error", s.max_abs_call_error},
+                    {"speedups", s.speedups},
+                    {"mean_abs_speedup_error", s.mean_abs_speedup_error},
+                    {"max_abs_speedup_error", s.max_abs_speedup_error}};
+  nlohmann::ordered_json workloads = nlohmann::ordered_json::array();
+  nlohmann::ordered_json points = nlohmann::ordered_json::array();
+  for (const auto& p : predictions) {
+    const MeasuredWorkload& w = *p.workload;
+    workloads.push_back({{"group", w.group},
+                         {"layout", w.layout},
+                         {"seq_len", w.seq_len},
+                         {"devices", w.devices},
+                         {"heads", w.heads},
+                         {"head_dim", w.head_dim},
+                         {"mask", w.mask},
+                         {"pass", pass_name(w.pass)},
+                         {"held_out", p.held_out},
+                         {"predicted_lockstep_us", p.predicted_lockstep_us},
+                         {"measured_lockstep_us", p.measured_lockstep_us},
+                         {"predicted_speedup", optional_number(p.predicted_speedup)},
+                         {"measured_speedup", optional_number(p.measured_speedup)},
+                         {"predicted_us", p.predicted_us},
+                         {"measured_us", w.us}});
+    points.push_back({{"label", w.label()},
+                      {"role", p.held_out ? "held-out" : "checked"},
+                      {"predicted_us", p.predicted_lockstep_us},
+                      {"measured_us", p.measured_lockstep_us}});
+  }
+  doc["workloads"] = std::move(workloads);
+  doc["comparisons"] = std::move(points);
+  return doc;
+}
+
+std::string accuracy_markdown(const std::string& command, const std::vector<WorkloadPrediction>& predictions,
+                              const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel) {
+  const AccuracySummary s = summarize_accuracy(predictions);
+  const bool held_out = std::any_of(predictions.begin(), predictions.end(), [](const auto& p) { return p.held_out; });
+  std::string md = fmt::format("# Kernel {} on {}: predicted against measured\n\n- command: `{}`\n- method: {}\n", kernel.name,
+                               kernel.hardware, command,
+                               held_out ? "leave one group out (each file, or block-cost row, predicted by a profile fitted "
+                                          "on all the others)"
+                                        : "every workload predicted with the given profile");
+  if (fit) {
+    md += fmt::format("- fit on everything: {} calls, median error {:.1f}%, worst {:.1f}%\n", fit->samples,
+                      100 * fit->median_abs_error, 100 * fit->max_abs_error);
+  }
+  md += fmt::format("- per (round, device) call: {} timed calls, median error {:.1f}%, worst {:.1f}%\n", s.calls,
+                    100 * s.median_abs_call_error, 100 * s.max_abs_call_error);
+  md += fmt::format("- lockstep speedup over contiguous: {} layouts, mean error {:.3f}, worst {:.3f}\n\n", s.speedups,
+                    s.mean_abs_speedup_error, s.max_abs_speedup_error);
+  md += "| workload | layout | lockstep predicted (us) | measured (us) | speedup predicted | measured | error |\n"
+        "|---|---|---:|---:|---:|---:|---:|\n";
+  for (const auto& p : predictions) {
+    const auto speedup = [](const std::optional<double>& x) { return x ? fmt::format("{:.2f}x", *x) : std::string("-"); };
+    md += fmt::format("| {} | {} | {:.0f} | {:.0f} | {} | {} | {} |\n", p.workload->group, p.workload->layout,
+                      p.predicted_lockstep_us, p.measured_lockstep_us, speedup(p.predicted_speedup),
+                      speedup(p.measured_speedup),
+                      p.predicted_speedup && p.measured_speedup
+                          ? fmt::format("{:+.3f}", *p.predicted_speedup - *p.measured_speedup)
+                          : std::string("-"));
+  }
+  return md;
+}
+
+}  // namespace stripesim::validate

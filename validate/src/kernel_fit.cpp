@@ -1,0 +1,227 @@
+#include "stripesim/validate/kernel_fit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/mask.hpp"
+#include "stripesim/model/work_model.hpp"
+#include "stripesim/validate/calibration.hpp"
+#include "stripesim/validate/measurement_stats.hpp"
+
+namespace stripesim::validate {
+
+using model::InputError;
+
+std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& workloads,
+                                         const model::HardwareProfile& hardware, const sim::KernelProfile& kernel) {
+  std::vector<MeasuredCall> calls;
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    const MeasuredWorkload& w = workloads[i];
+    const std::string where = w.label();
+    if (!hardware.peak_tflops.contains(w.dtype) || !hardware.peak_tflops.contains(kernel.dtype)) {
+      throw InputError(fmt::format("{}: dtype {}: hardware {} lists no peak rate for it", where, w.dtype, hardware.name));
+    }
+    const model::TileShape tile = w.tile.value_or(kernel.tile);
+    const model::Mask mask = model::parse_mask(w.mask, w.seq_len);
+    const model::Layout layout = model::parse_layout(w.layout, w.seq_len, w.devices, model::LayoutContext{&mask, tile});
+    const model::Work work = model::count_work(layout, mask, tile, 0, model::WorkDetail::query_tiles);
+    const sim::KernelCallShape shape{w.heads * w.batch, w.head_dim, tile,
+                                     hardware.peak_tflops.at(kernel.dtype) / hardware.peak_tflops.at(w.dtype)};
+    for (Count r = 0; r < w.devices; ++r) {
+      for (Count d = 0; d < w.devices; ++d) {
+        const size_t cell = static_cast<size_t>(r * w.devices + d);
+        if (w.active_blocks && (*w.active_blocks)[cell] != work.active_tiles.at(r, d)) {
+          throw InputError(fmt::format("{}: round {} device {}: the file counts {} active blocks, stripesim {} for this "
+                                       "layout, mask and tile (a different layout or mask convention?)",
+                                       where, r, d, (*w.active_blocks)[cell], work.active_tiles.at(r, d)));
+        }
+        MeasuredCall call;
+        call.workload = i;
+        call.round = r;
+        call.device = d;
+        call.rows = work.profiles[static_cast<size_t>(work.query_tile_profile.at(r, d))];
+        call.shape = shape;
+        call.forward = w.pass != sim::PassSelection::backward;
+        call.backward = w.pass != sim::PassSelection::forward;
+        call.measured_us = w.us[cell];
+        calls.push_back(std::move(call));
+      }
+    }
+  }
+  return calls;
+}
+
+double predicted_us(const MeasuredCall& call, const sim::KernelProfile& kernel, Count sms) {
+  const sim::KernelTimeModel model(kernel, sms, call.shape);
+  double us = 0;
+  if (call.forward) us += model.call_us(call.rows, sim::KernelPass::forward);
+  if (call.backward) us += model.call_us(call.rows, sim::KernelPass::backward);
+  return us;
+}
+
+namespace {
+
+bool has_work(const MeasuredCall& call) {
+  return std::any_of(call.rows.begin(), call.rows.end(), [](const model::QueryTileLoad& l) { return l.full + l.partial > 0; });
+}
+
+struct Costs {
+  sim::PassCosts forward, backward;
+};
+
+// Relative errors of every timed call (measured > 0) under `kernel` with `costs`.
+std::vector<double> relative_errors(const std::vector<MeasuredCall>& calls, const std::vector<sim::KernelTimeModel>& models,
+                                    const Costs& costs) {
+  std::vector<double> errors;
+  for (const MeasuredCall& call : calls) {
+    if (call.measured_us <= 0) continue;
+    const sim::KernelTimeModel& m = models[call.workload];
+    double us = 0;
+    if (call.forward) us += sim::dot(m.features(call.rows, costs.forward), costs.forward);
+    if (call.backward) us += sim::dot(m.features(call.rows, costs.backward), costs.backward);
+    errors.push_back((us - call.measured_us) / call.measured_us);
+  }
+  return errors;
+}
+
+double sum_of_squares(const std::vector<double>& errors) {
+  double s = 0;
+  for (const double e : errors) s += e * e;
+  return s;
+}
+
+struct StructureFit {
+  sim::KernelProfile profile;
+  std::vector<double> errors;
+  double objective = 0;
+};
+
+StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfile k, Count sms, bool fit_forward,
+                       bool fit_backward) {
+  std::map<size_t, sim::KernelCallShape> shapes;
+  for (const MeasuredCall& call : calls) shapes.emplace(call.workload, call.shape);
+  std::vector<sim::KernelTimeModel> models;
+  const size_t workloads = shapes.empty() ? 0 : shapes.rbegin()->first + 1;
+  for (size_t w = 0; w < workloads; ++w) {
+    models.emplace_back(k, sms, shapes.contains(w) ? shapes.at(w) : sim::KernelCallShape{});
+  }
+  Costs costs{k.forward, k.backward};
+  Costs best = costs;
+  double best_objective = sum_of_squares(relative_errors(calls, models, costs));
+  // Columns: [launch, block, all tiles, partial extra] for each pass fitted.
+  for (int iteration = 0, stale = 0; iteration < 60 && stale < 4; ++iteration) {
+    std::vector<std::vector<double>> rows;
+    std::vector<double> y, w;
+    for (const MeasuredCall& call : calls) {
+      if (call.measured_us <= 0) continue;
+      const sim::KernelTimeModel& m = models[call.workload];
+      std::vector<double> row;
+      auto append = [&](bool fitted, bool made, const sim::PassCosts& c) {
+        if (!fitted) return;
+        const sim::KernelFeatures f = made ? m.features(call.rows, c) : sim::KernelFeatures{};
+        row.insert(row.end(), {f.launches, f.blocks, f.full_tiles + f.partial_tiles, f.partial_tiles});
+      };
+      append(fit_forward, call.forward, costs.forward);
+      append(fit_backward, call.backward, costs.backward);
+      // A pass that is not fitted but was timed keeps its costs: move its time to the left side.
+      double fixed = 0;
+      if (!fit_forward && call.forward) fixed += sim::dot(m.features(call.rows, costs.forward), costs.forward);
+      if (!fit_backward && call.backward) fixed += sim::dot(m.features(call.rows, costs.backward), costs.backward);
+      rows.push_back(std::move(row));
+      y.push_back(call.measured_us - fixed);
+      w.push_back(1.0 / call.measured_us);
+    }
+    const std::vector<double> theta = fit_non_negative(rows, y, w);
+    Costs next = costs;
+    size_t at = 0;
+    auto take = [&](bool fitted, sim::PassCosts& c) {
+      if (!fitted) return;
+      c.launch_us = theta[at];
+      c.block_us = theta[at + 1];
+      // A tile always costs something: a column with no signal keeps a token positive cost.
+      c.full_tile_us = std::max(theta[at + 2], 1e-6);
+      c.partial_tile_us = c.full_tile_us + theta[at + 3];
+      at += 4;
+    };
+    take(fit_forward, next.forward);
+    take(fit_backward, next.backward);
+    const double objective = sum_of_squares(relative_errors(calls, models, next));
+    const bool moved = next.forward != costs.forward || next.backward != costs.backward;
+    costs = next;
+    if (objective < best_objective * (1 - 1e-9)) {
+      best_objective = objective;
+      best = costs;
+      stale = 0;
+    } else {
+      ++stale;
+    }
+    if (!moved) break;
+  }
+  k.forward = best.forward;
+  k.backward = best.backward;
+  return {k, relative_errors(calls, models, best), best_objective};
+}
+
+}  // namespace
+
+KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base, Count sms) {
+  bool fit_forward = false, fit_backward = false, empty_timed = false, empty_seen = false;
+  std::set<size_t> workloads;
+  Count forward_samples = 0, backward_samples = 0;
+  for (const MeasuredCall& call : calls) {
+    if (!has_work(call)) {
+      empty_seen = true;
+      empty_timed = empty_timed || call.measured_us > 0;
+    }
+    if (call.measured_us <= 0) continue;
+    workloads.insert(call.workload);
+    fit_forward = fit_forward || call.forward;
+    fit_backward = fit_backward || call.backward;
+    forward_samples += call.forward ? 1 : 0;
+    backward_samples += call.backward ? 1 : 0;
+  }
+  if (!fit_forward && !fit_backward) throw InputError("kernel fit: no call with a measured time to fit");
+
+  sim::KernelProfile start = base;
+  if (empty_seen) start.empty_calls_launch = start.empty_query_tiles_launch = empty_timed;
+  std::optional<StructureFit> best;
+  for (const Count blocks_per_sm : {Count{1}, Count{2}}) {
+    for (const sim::BlockOrder order : {sim::BlockOrder::launch, sim::BlockOrder::longest_first}) {
+      sim::KernelProfile k = start;
+      k.blocks_per_sm = blocks_per_sm;
+      k.order = order;
+      StructureFit fit = fit_costs(calls, k, sms, fit_forward, fit_backward);
+      if (!best || fit.objective < best->objective) best = std::move(fit);
+    }
+  }
+  KernelFit out;
+  out.profile = std::move(best->profile);
+  std::vector<double> magnitudes;
+  for (const double e : best->errors) magnitudes.push_back(std::abs(e));
+  const Spread spread = spread_of(magnitudes);
+  out.samples = static_cast<Count>(magnitudes.size());
+  out.median_abs_error = spread.median;
+  out.max_abs_error = spread.max;
+  out.profile.calibrated = true;
+  out.profile.fit = {{"samples", out.samples},
+                     {"forward_samples", forward_samples},
+                     {"backward_samples", backward_samples},
+                     {"workloads", workloads.size()},
+                     {"median_abs_error", out.median_abs_error},
+                     {"max_abs_error", out.max_abs_error},
+                     {"empty_calls", empty_seen ? (empty_timed ? "measured > 0: the kernel launches them"
+                                                               : "measured 0: the implementation skips them")
+                                                : "not measured: kept from the base profile"},
+                     {"backward", fit_backward ? "fitted" : "not measured: kept from the base profile"},
+                     {"structure", "blocks per SM (1, 2) and block order (launch, longest_first): the best fit kept"}};
+  return out;
+}
+
+}  // namespace stripesim::validate

@@ -1,0 +1,153 @@
+#include "stripesim/validate/kernel_measurements.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_fields.hpp"
+#include "stripesim/model/json_file.hpp"
+
+namespace stripesim::validate {
+
+using model::InputError;
+using model::JsonFields;
+
+std::string MeasuredWorkload::label() const { return fmt::format("{} {}", group, layout); }
+
+double lockstep_us(const std::vector<double>& us, Count devices) {
+  double total = 0;
+  for (Count r = 0; r * devices < static_cast<Count>(us.size()); ++r) {
+    total += *std::max_element(us.begin() + r * devices, us.begin() + (r + 1) * devices);
+  }
+  return total;
+}
+
+namespace {
+
+// A [devices][devices] table of non-negative numbers (integers when `integers`).
+std::vector<double> square_table(const nlohmann::json& value, const std::string& where, Count devices, bool integers) {
+  const auto bad = [&](const std::string& why) { return InputError(fmt::format("{}: {}", where, why)); };
+  if (!value.is_array() || static_cast<Count>(value.size()) != devices) {
+    throw bad(fmt::format("expected {} rows (one per round)", devices));
+  }
+  std::vector<double> out;
+  for (const auto& row : value) {
+    if (!row.is_array() || static_cast<Count>(row.size()) != devices) {
+      throw bad(fmt::format("expected {} values per round (one per device)", devices));
+    }
+    for (const auto& cell : row) {
+      if (!cell.is_number() || (integers && !cell.is_number_integer())) {
+        throw bad(fmt::format("expected {}, got {}", integers ? "integers" : "numbers", cell.dump()));
+      }
+      const double x = cell.get<double>();
+      if (!(x >= 0) || !std::isfinite(x)) throw bad(fmt::format("values must be finite and >= 0, got {}", cell.dump()));
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
+std::string group_of(const std::string& path) { return std::filesystem::path(path).filename().string(); }
+
+}  // namespace
+
+std::vector<MeasuredWorkload> read_measurements(const std::string& path) {
+  const std::string label = "--measurements " + path;
+  const nlohmann::json doc = model::read_json_file(path, label);
+  const JsonFields f(doc, label);
+  f.allow_only({"schema", "device", "kernel", "method", "workload", "layouts", "torch", "notes"});
+  if (f.string("schema") != "stripesim.measurements/1") {
+    throw InputError(fmt::format("{}: expected \"stripesim.measurements/1\"", f.where("schema")));
+  }
+  MeasuredWorkload base;
+  base.group = group_of(path);
+  base.kernel = f.string("kernel");
+  base.device = f.string("device");
+  const JsonFields w(f.raw("workload"), f.where("workload"));
+  w.allow_only({"seq_len", "devices", "heads", "kv_heads", "head_dim", "batch", "dtype", "tile", "mask", "pass"});
+  base.seq_len = w.positive_count("seq_len");
+  base.devices = w.positive_count("devices");
+  base.heads = w.positive_count("heads");
+  base.kv_heads = w.positive_count_or("kv_heads", base.heads);
+  base.head_dim = w.positive_count("head_dim");
+  base.batch = w.positive_count_or("batch", 1);
+  base.dtype = w.string_or("dtype", "bf16");
+  if (w.has("tile")) base.tile = model::parse_tile_shape(w.string("tile"));
+  base.mask = w.string("mask");
+  const std::string pass = w.string("pass");
+  if (pass != "fwd" && pass != "bwd" && pass != "fwdbwd") {
+    throw InputError(fmt::format("{}: expected fwd, bwd or fwdbwd, got \"{}\"", w.where("pass"), pass));
+  }
+  base.pass = sim::parse_pass_selection(pass);
+  if (base.seq_len % base.devices != 0) {
+    throw InputError(fmt::format("{}: seq_len {} is not a multiple of devices {}", f.where("workload"), base.seq_len, base.devices));
+  }
+  if (base.heads % base.kv_heads != 0) {
+    throw InputError(fmt::format("{}: heads {} is not a multiple of kv_heads {}", f.where("workload"), base.heads, base.kv_heads));
+  }
+  const nlohmann::json& layouts = f.raw("layouts");
+  if (!layouts.is_object() || layouts.empty()) throw InputError(fmt::format("{}: expected an object of layouts", f.where("layouts")));
+  std::vector<MeasuredWorkload> out;
+  for (const auto& [name, entry] : layouts.items()) {
+    const JsonFields l(entry, fmt::format("{} layout \"{}\"", label, name));
+    l.allow_only({"us", "active_blocks"});
+    MeasuredWorkload m = base;
+    m.layout = name;
+    m.us = square_table(l.raw("us"), l.where("us"), m.devices, false);
+    if (l.has("active_blocks")) {
+      std::vector<Count> blocks;
+      for (const double x : square_table(l.raw("active_blocks"), l.where("active_blocks"), m.devices, true)) {
+        blocks.push_back(static_cast<Count>(x));
+      }
+      m.active_blocks = std::move(blocks);
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const std::string& kernel) {
+  const std::string label = "--block-costs " + path;
+  const nlohmann::json doc = model::read_json_file(path, label);
+  const JsonFields f(doc, label);
+  f.allow_only({"schema", "device", "torch", "method", "rows"});
+  if (f.string("schema") != "stripesim.block-costs/1") {
+    throw InputError(fmt::format("{}: expected \"stripesim.block-costs/1\"", f.where("schema")));
+  }
+  const nlohmann::json& rows = f.raw("rows");
+  if (!rows.is_array() || rows.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("rows")));
+  std::vector<MeasuredWorkload> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const JsonFields r(rows[i], fmt::format("{} rows[{}]", label, i));
+    MeasuredWorkload base;
+    base.group = group_of(path);
+    base.kernel = kernel;
+    base.device = f.string("device");
+    base.seq_len = r.positive_count("c");
+    base.devices = 1;
+    base.heads = r.positive_count("heads");
+    base.kv_heads = base.heads;
+    base.head_dim = r.positive_count("head_dim");
+    base.layout = "contiguous";
+    for (const auto& [shape, mask] : {std::pair{"full", "bidirectional"}, {"causal", "causal"}}) {
+      for (const auto& [pass_name, pass] : {std::pair{"fwd", sim::PassSelection::forward}, {"fwdbwd", sim::PassSelection::forward_backward}}) {
+        const std::string key = fmt::format("{}_{}_{}_us", kernel, shape, pass_name);
+        if (!r.has(key)) {
+          throw InputError(fmt::format("{}: no column \"{}\" (is --block-costs-kernel {} right?)", r.label(), key, kernel));
+        }
+        MeasuredWorkload m = base;
+        m.mask = mask;
+        m.pass = pass;
+        m.us = {r.positive_number(key)};
+        m.group = fmt::format("{} c={} {} {}", base.group, base.seq_len, shape, pass_name);
+        out.push_back(std::move(m));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace stripesim::validate
