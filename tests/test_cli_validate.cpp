@@ -13,6 +13,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+std::string measurements(const std::string& file) {
+  return std::string(STRIPESIM_SOURCE_DIR) + "/configs/measurements/h100/" + file;
+}
+
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("stripesim_validate_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -109,6 +113,31 @@ TEST(CliValidate, CalibrateWritesAProfileAndCompareCanUseIt) {
   fs::remove_all(dir);
 }
 
+// The acceptance floor of the kernel cost model: leave one file out over the shipped H100
+// measurements, every held-out file predicted by a fit on the others.
+TEST(CliValidate, KernelFitOnShippedMeasurementsPredictsHeldOutFiles) {
+  for (const std::string kernel : {"sdpa", "flex"}) {
+    std::string files;
+    for (const auto& entry : fs::directory_iterator(measurements(kernel))) files += " --measurements " + entry.path().string();
+    const CliResult r = run_cli("validate --compare --hardware h100 --kernel " + kernel + files + " --block-costs " +
+                                measurements("block-costs-sdpa-flex.json") + " --block-costs-kernel " + kernel + " --format json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    const auto& s = doc.at("summary");
+    EXPECT_LE(s.at("median_abs_call_error").get<double>(), kernel == "sdpa" ? 0.03 : 0.06) << kernel;
+    EXPECT_LE(s.at("mean_abs_speedup_error").get<double>(), kernel == "sdpa" ? 0.08 : 0.20) << kernel;
+    // Physical costs: nothing negative, a partial tile between one and a few full tiles.
+    for (const char* pass : {"forward", "backward"}) {
+      const auto& c = doc.at("kernel").at(pass);
+      EXPECT_GE(c.at("launch_us").get<double>(), 0.0);
+      EXPECT_GE(c.at("block_us").get<double>(), 0.0);
+      const double ratio = c.at("partial_tile_us").get<double>() / c.at("full_tile_us").get<double>();
+      EXPECT_GE(ratio, 1.0) << kernel << " " << pass;
+      EXPECT_LE(ratio, 4.0) << kernel << " " << pass;
+    }
+  }
+}
+
 TEST(CliValidate, MissingGpuIsADeviceFailureNamingRankAndOperation) {
   // An empty CUDA_VISIBLE_DEVICES hides every GPU, so this runs the same with or without one.
   ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
@@ -131,6 +160,21 @@ TEST(CliValidate, MissingGpuIsADeviceFailureNamingRankAndOperation) {
 std::vector<BadInput> validate_bad_inputs() {
   return {
       {"unknown_backend", "validate --backend tpu", "--backend 'tpu': expected cpu, cuda or nccl"},
+      {"measurements_without_mode", "validate --measurements " + measurements("flex/causal-fwd-n16384-N2.json"),
+       "--measurements: needs --calibrate or --compare"},
+      {"measurements_missing", "validate --calibrate --hardware h100 --measurements /nonexistent/m.json", "does not exist"},
+      {"measurements_short_table", "validate --calibrate --hardware h100 --measurements " + data("measurements_short_table.json"),
+       "layout \"contiguous\" field \"us\": expected 2 rows (one per round)"},
+      {"measurements_blocks_disagree", "validate --calibrate --hardware h100 --kernel flex --measurements " +
+       data("measurements_wrong_blocks.json"), "round 1 device 1: the file counts 2000 active blocks, stripesim 2080"},
+      {"block_costs_without_kernel", "validate --calibrate --hardware h100 --block-costs " +
+       measurements("block-costs-sdpa-flex.json"), "--block-costs: needs --block-costs-kernel"},
+      {"block_costs_unknown_kernel", "validate --calibrate --hardware h100 --block-costs " +
+       measurements("block-costs-sdpa-flex.json") + " --block-costs-kernel fa9", "no column \"fa9_full_fwd_us\""},
+      {"compare_one_file", "validate --compare --hardware h100 --kernel flex --measurements " +
+       measurements("flex/causal-fwd-n16384-N2.json"), "--compare: needs workloads from at least two files"},
+      {"unknown_kernel", "validate --calibrate --hardware h100 --kernel fa9 --measurements " +
+       measurements("flex/causal-fwd-n16384-N2.json"), "--kernel 'fa9': no such kernel for hardware h100-sxm"},
       {"gpu_dtype_on_cpu", "validate --dtype bf16", "--dtype bf16: the cpu backend computes in fp32 or fp64"},
       {"unknown_dtype", "validate --dtype int8", "--dtype 'int8': expected fp64, fp32, bf16 or fp16"},
       {"indivisible", "validate --seq-len 1000 --devices 3", "--seq-len 1000 is not divisible by --devices 3"},
