@@ -198,6 +198,14 @@ void validate_section(const ReportInput& in, std::string& md, std::vector<Report
   files.push_back({name, predicted_vs_measured_svg(in.document)});
   append(md, "![predicted against measured latency]({})\n\n", name);
   const auto& doc = in.document;
+  if (doc.contains("summary")) {  // a kernel profile scored on measured workloads
+    const auto& s = doc.at("summary");
+    append(md, "Kernel {}: per (round, device) call median error {:.1f}%, worst {:.1f}%; lockstep speedup over contiguous "
+               "mean error {:.3f}, worst {:.3f} ({}).\n\n",
+           doc.at("kernel").at("name").get<std::string>(), 100 * s.at("median_abs_call_error").get<double>(),
+           100 * s.at("max_abs_call_error").get<double>(), s.at("mean_abs_speedup_error").get<double>(),
+           s.at("max_abs_speedup_error").get<double>(), doc.at("method").get<std::string>());
+  }
   if (doc.contains("backend") && doc.contains("device")) {
     append(md, "Backend {} on {}.\n\n", doc.at("backend").get<std::string>(), doc.at("device").get<std::string>());
   }
@@ -218,7 +226,7 @@ void validate_section(const ReportInput& in, std::string& md, std::vector<Report
 std::string schema_kind(const nlohmann::json& document) {
   if (!document.is_object() || !document.contains("schema") || !document.at("schema").is_string()) return "";
   const std::string schema = document.at("schema").get<std::string>();
-  for (const char* kind : {"analyze", "tms", "sweep", "simulate", "validate", "balance"}) {
+  for (const char* kind : {"analyze", "tms", "sweep", "simulate", "validate", "balance", "kernel-accuracy"}) {
     if (schema == fmt::format("stripesim.{}/1", kind)) return kind;
   }
   return "";
@@ -249,7 +257,7 @@ std::vector<ReportFile> build_report(const std::vector<ReportInput>& inputs) {
       if (kind == "sweep") sweep_section(in, md, figures);
       if (kind == "balance") balance_section(in, md);
       if (kind == "simulate") simulate_section(in, md, figures);
-      if (kind == "validate") {
+      if (kind == "validate" || kind == "kernel-accuracy") {
         validate_section(in, md, figures);
         validated = true;
       }
