@@ -129,13 +129,19 @@ validate::RunOptions run_options(const ValidateOptions& o) {
 
 // The hardware profile predictions start from: --hardware, else the measured device's own
 // (the name the driver reports), else a generic CPU or H100.
+// The shipped hardware profile for the name a driver reports ("NVIDIA H100 80GB HBM3"), or "".
+std::string hardware_for_device(const std::string& device_name) {
+  for (const auto& [marker, profile] : {std::pair{"H200", "h200"}, {"H100", "h100"}, {"A100", "a100"}}) {
+    if (device_name.find(marker) != std::string::npos) return profile;
+  }
+  return "";
+}
+
 std::string base_hardware(const ValidateOptions& o, const std::string& device_name) {
   if (!o.hardware.empty()) return o.hardware;
   if (!gpu_backend(o.backend)) return "cpu";
-  for (const char* known : {"H200", "H100", "A100"}) {
-    if (device_name.find(known) != std::string::npos) return known == std::string("H200") ? "h200" : known == std::string("H100") ? "h100" : "a100";
-  }
-  return "h100";
+  const std::string known = hardware_for_device(device_name);
+  return known.empty() ? "h100" : known;
 }
 
 // The exact command, for the record in every report.
@@ -228,13 +234,8 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o) {
     for (auto& w : validate::read_block_costs(file, o.block_costs_kernel)) workloads.push_back(std::move(w));
   }
   const model::ConfigCatalog catalog(config_dir());
-  std::string hardware_name = o.hardware;
-  if (hardware_name.empty()) {
-    for (const char* known : {"H200", "H100", "A100"}) {
-      if (workloads.front().device.find(known) != std::string::npos) {
-        hardware_name = known == std::string("H200") ? "h200" : known == std::string("H100") ? "h100" : "a100";
-      }
-    }
+  std::string hardware_name = o.hardware.empty() ? hardware_for_device(workloads.front().device) : o.hardware;
+  {
     if (hardware_name.empty()) {
       throw model::InputError(fmt::format("--hardware: needed, the files' device '{}' is not one stripesim knows",
                                           workloads.front().device));
