@@ -235,20 +235,19 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o) {
   }
   const model::ConfigCatalog catalog(config_dir());
   std::string hardware_name = o.hardware.empty() ? hardware_for_device(workloads.front().device) : o.hardware;
-  {
-    if (hardware_name.empty()) {
-      throw model::InputError(fmt::format("--hardware: needed, the files' device '{}' is not one stripesim knows",
-                                          workloads.front().device));
-    }
+  if (hardware_name.empty()) {
+    throw model::InputError(fmt::format("--hardware: needed, the files' device '{}' is not one stripesim knows",
+                                        workloads.front().device));
   }
   const model::HardwareProfile hardware = catalog.hardware(hardware_name);
   const sim::KernelProfile base = sim::load_kernel_profile(o.kernel, config_dir(), hardware);
   const auto calls = validate::measured_calls(workloads, hardware, base);  // checks every file before fitting
   if (parse_only()) return 0;
   const std::string command = command_line(cmd);
-  std::optional<validate::KernelFit> fit;
+  // The fit on everything is the profile --calibrate writes; --compare also reports it beside the
+  // leave-one-out scores.
+  std::optional<validate::KernelFit> fit = validate::fit_kernel(calls, base, hardware.sms);
   std::vector<validate::WorkloadPrediction> predictions;
-  fit = validate::fit_kernel(calls, base, hardware.sms);
   fit->profile.hardware = hardware.name;
   std::vector<std::string> groups;
   for (const auto& w : workloads) {
