@@ -249,6 +249,7 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o) {
   std::optional<validate::KernelFit> fit = validate::fit_kernel(calls, base, hardware.sms);
   std::vector<validate::WorkloadPrediction> predictions;
   fit->profile.hardware = hardware.name;
+  fit->profile.sources["costs"] = "fitted by: " + command;
   std::vector<std::string> groups;
   for (const auto& w : workloads) {
     if (std::find(groups.begin(), groups.end(), w.group) == groups.end()) groups.push_back(w.group);
@@ -261,8 +262,10 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o) {
   } else {
     predictions = validate::predict_workloads(workloads, fit->profile, hardware_name, catalog);
   }
-  const std::string json = validate::accuracy_json(command, predictions, fit, fit->profile).dump(2) + "\n";
-  const std::string markdown = validate::accuracy_markdown(command, predictions, fit, fit->profile);
+  const validate::AccuracySummary floor =
+      validate::summarize_accuracy(validate::consistency_floor(workloads, hardware, base));
+  const std::string json = validate::accuracy_json(command, predictions, fit, fit->profile, floor).dump(2) + "\n";
+  const std::string markdown = validate::accuracy_markdown(command, predictions, fit, fit->profile, floor);
   if (!o.out_dir.empty()) {
     namespace fs = std::filesystem;
     std::error_code ec;

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "stripesim/model/work_model.hpp"
+#include "stripesim/validate/kernel_accuracy.hpp"
 #include "stripesim/validate/kernel_fit.hpp"
 #include "stripesim/validate/calibration.hpp"
 #include "stripesim/validate/comparison.hpp"
@@ -170,6 +171,47 @@ TEST(FitNonNegative, RecoversExactCoefficientsAndPinsNegativeOnes) {
   // A target that wants a negative third coefficient gets 0 there instead.
   for (int i = 0; i < 10; ++i) y[static_cast<size_t>(i)] = 2.0 + 3.0 * (i + 1) - 0.5 * rows[static_cast<size_t>(i)][2];
   EXPECT_EQ(fit_non_negative(rows, y, w)[2], 0.0);
+}
+
+// The consistency floor: calls with equal work share their median measured time. At n = 1024,
+// N = 2, 128x128 tiles, contiguous round 0 and every striped call hold the same causal-diagonal
+// tile profile (4 query tiles: 1, 2, 3, 4 tiles, the last of each partial), so those six cells
+// form one class {100, 110, 100, 100, 100, 130} with median 100; contiguous round 1 holds an
+// empty call (50) and a full one (300), each a class of its own.
+TEST(ConsistencyFloor, EqualWorkSharesItsMedianMeasuredTime) {
+  model::HardwareProfile hw;
+  hw.name = "synthetic";
+  hw.peak_tflops = {{"bf16", 100.0}};
+  hw.sms = 4;
+  sim::KernelProfile kernel;
+  kernel.tile = {128, 128};
+  const auto workload = [](std::string layout, std::vector<double> us) {
+    MeasuredWorkload w;
+    w.group = "g.json";
+    w.seq_len = 1024;
+    w.devices = 2;
+    w.heads = w.kv_heads = 1;
+    w.head_dim = 128;
+    w.tile = model::TileShape{128, 128};
+    w.mask = "causal";
+    w.layout = std::move(layout);
+    w.us = std::move(us);
+    return w;
+  };
+  const std::vector<MeasuredWorkload> workloads = {workload("contiguous", {100, 110, 50, 300}),
+                                                   workload("striped", {100, 100, 100, 130})};
+  const auto floor = consistency_floor(workloads, hw, kernel);
+  ASSERT_EQ(floor.size(), 2u);
+  EXPECT_EQ(floor[0].predicted_us, (std::vector<double>{100, 100, 50, 300}));
+  EXPECT_EQ(floor[1].predicted_us, (std::vector<double>{100, 100, 100, 100}));
+  EXPECT_DOUBLE_EQ(floor[0].predicted_lockstep_us, 400.0);  // max(100, 100) + max(50, 300)
+  EXPECT_DOUBLE_EQ(floor[1].measured_lockstep_us, 230.0);   // max(100, 100) + max(100, 130)
+  ASSERT_TRUE(floor[1].predicted_speedup && floor[1].measured_speedup);
+  EXPECT_DOUBLE_EQ(*floor[1].predicted_speedup, 2.0);
+  EXPECT_DOUBLE_EQ(*floor[1].measured_speedup, 410.0 / 230.0);
+  const AccuracySummary s = summarize_accuracy(floor);
+  EXPECT_EQ(s.calls, 8);
+  EXPECT_DOUBLE_EQ(s.max_abs_call_error, 30.0 / 130.0);
 }
 
 // Synthetic measurements made by the simulator's own kernel time model from a known kernel

@@ -14,7 +14,8 @@ import jsonschema
 
 binary, source = sys.argv[1], sys.argv[2]
 schemas = {name: json.load(open(os.path.join(source, "reports", "schema", f"{name}.schema.json")))
-           for name in ("analyze", "tms", "sweep", "simulate", "baseline", "balance", "validate")}
+           for name in ("analyze", "tms", "sweep", "simulate", "baseline", "balance", "validate", "kernel",
+                        "kernel-accuracy")}
 failures = []
 
 
@@ -62,6 +63,22 @@ check("validate", run("validate", "--seq-len", "128", "--devices", "2", "--layou
                       "--iterations", "1", "--format", "json"), "validate --no-check")
 check("validate", open(os.path.join(source, "reports", "validation", "cpu", "validate.json")).read(), "reports/validation/cpu")
 check("baseline", open(os.path.join(source, "reports", "baseline", "imbalance.json")).read(), "baseline")
+# Kernel profiles: every shipped one, and the fit and leave-one-out scores on the shipped sdpa files.
+for folder, _, names in sorted(os.walk(os.path.join(source, "configs", "kernels"))):
+    for name in sorted(names):
+        check("kernel", open(os.path.join(folder, name)).read(), os.path.join(folder, name))
+measured = os.path.join("configs", "measurements", "h100")
+with tempfile.TemporaryDirectory() as folder:
+    files = [arg for name in sorted(os.listdir(os.path.join(source, measured, "sdpa")))
+             for arg in ("--measurements", os.path.join(measured, "sdpa", name))]
+    check("kernel-accuracy", run("validate", "--compare", "--hardware", "h100", "--kernel", "sdpa", *files,
+                                 "--out-dir", folder, "--format", "json"), "validate --compare --measurements")
+    written = os.path.join(folder, "kernel.json")
+    if os.path.exists(written):
+        check("kernel", open(written).read(), "validate --out-dir kernel.json")
+for kernel in ("h100-sdpa", "h100-flex"):
+    check("kernel-accuracy", open(os.path.join(source, "reports", "kernels", kernel, "accuracy.json")).read(),
+          f"reports/kernels/{kernel}")
 
 # CSV columns are the JSON field names.
 header = next(csv.reader(io.StringIO(run("analyze", "--format", "csv"))))

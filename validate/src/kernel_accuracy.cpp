@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
+#include <utility>
 
 #include "stripesim/validate/measurement_stats.hpp"
 
@@ -115,6 +117,43 @@ std::vector<WorkloadPrediction> leave_one_group_out(const std::vector<MeasuredWo
   return out;
 }
 
+std::vector<WorkloadPrediction> consistency_floor(const std::vector<MeasuredWorkload>& workloads,
+                                                  const model::HardwareProfile& hardware, const sim::KernelProfile& kernel) {
+  // A class is named by everything that decides a call's work: group, pass, call shape and the
+  // (full, partial) tiles of every query tile.
+  using Key = std::pair<std::string, std::vector<double>>;
+  const auto key_of = [&](const MeasuredCall& call) {
+    const MeasuredWorkload& w = workloads[call.workload];
+    Key key{w.group,
+            {static_cast<double>(w.pass), static_cast<double>(call.shape.streams), static_cast<double>(call.shape.head_dim),
+             static_cast<double>(call.shape.tile.query), static_cast<double>(call.shape.tile.key),
+             call.shape.precision_slowdown}};
+    for (const auto& row : call.rows) {
+      key.second.insert(key.second.end(), {static_cast<double>(row.full), static_cast<double>(row.partial)});
+    }
+    return key;
+  };
+  const std::vector<MeasuredCall> calls = measured_calls(workloads, hardware, kernel);
+  std::map<Key, std::vector<double>> classes;
+  for (const MeasuredCall& call : calls) classes[key_of(call)].push_back(call.measured_us);
+  std::vector<WorkloadPrediction> out(workloads.size());
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    out[i].workload = &workloads[i];
+    out[i].predicted_us.assign(workloads[i].us.size(), 0.0);
+  }
+  for (const MeasuredCall& call : calls) {
+    const Count devices = workloads[call.workload].devices;
+    out[call.workload].predicted_us[static_cast<size_t>(call.round * devices + call.device)] =
+        spread_of(classes.at(key_of(call))).median;
+  }
+  for (auto& p : out) {
+    p.predicted_lockstep_us = lockstep_us(p.predicted_us, p.workload->devices);
+    p.measured_lockstep_us = lockstep_us(p.workload->us, p.workload->devices);
+  }
+  fill_speedups(out);
+  return out;
+}
+
 AccuracySummary summarize_accuracy(const std::vector<WorkloadPrediction>& predictions) {
   AccuracySummary s;
   std::vector<double> calls, speedups;
@@ -143,6 +182,15 @@ AccuracySummary summarize_accuracy(const std::vector<WorkloadPrediction>& predic
 
 namespace {
 
+nlohmann::ordered_json summary_json(const AccuracySummary& s) {
+  return {{"calls", s.calls},
+          {"median_abs_call_error", s.median_abs_call_error},
+          {"max_abs_call_error", s.max_abs_call_error},
+          {"speedups", s.speedups},
+          {"mean_abs_speedup_error", s.mean_abs_speedup_error},
+          {"max_abs_speedup_error", s.max_abs_speedup_error}};
+}
+
 nlohmann::ordered_json optional_number(const std::optional<double>& x) {
   return x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
 }
@@ -150,7 +198,8 @@ nlohmann::ordered_json optional_number(const std::optional<double>& x) {
 }  // namespace
 
 nlohmann::ordered_json accuracy_json(const std::string& command, const std::vector<WorkloadPrediction>& predictions,
-                                     const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel) {
+                                     const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel,
+                                     const std::optional<AccuracySummary>& floor) {
   nlohmann::ordered_json doc;
   doc["schema"] = "stripesim.kernel-accuracy/1";
   doc["command"] = command;
@@ -161,13 +210,8 @@ nlohmann::ordered_json accuracy_json(const std::string& command, const std::vect
   if (fit) {
     doc["fit"] = {{"samples", fit->samples}, {"median_abs_error", fit->median_abs_error}, {"max_abs_error", fit->max_abs_error}};
   }
-  const AccuracySummary s = summarize_accuracy(predictions);
-  doc["summary"] = {{"calls", s.calls},
-                    {"median_abs_call_error", s.median_abs_call_error},
-                    {"max_abs_call_error", s.max_abs_call_error},
-                    {"speedups", s.speedups},
-                    {"mean_abs_speedup_error", s.mean_abs_speedup_error},
-                    {"max_abs_speedup_error", s.max_abs_speedup_error}};
+  doc["summary"] = summary_json(summarize_accuracy(predictions));
+  if (floor) doc["consistency_floor"] = summary_json(*floor);
   nlohmann::ordered_json workloads = nlohmann::ordered_json::array();
   nlohmann::ordered_json points = nlohmann::ordered_json::array();
   for (const auto& p : predictions) {
@@ -198,7 +242,8 @@ nlohmann::ordered_json accuracy_json(const std::string& command, const std::vect
 }
 
 std::string accuracy_markdown(const std::string& command, const std::vector<WorkloadPrediction>& predictions,
-                              const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel) {
+                              const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel,
+                              const std::optional<AccuracySummary>& floor) {
   const AccuracySummary s = summarize_accuracy(predictions);
   const bool held_out = std::any_of(predictions.begin(), predictions.end(), [](const auto& p) { return p.held_out; });
   std::string md = fmt::format("# Kernel {} on {}: predicted against measured\n\n- command: `{}`\n- method: {}\n", kernel.name,
@@ -212,9 +257,16 @@ std::string accuracy_markdown(const std::string& command, const std::vector<Work
   }
   md += fmt::format("- per (round, device) call: {} timed calls, median error {:.1f}%, worst {:.1f}%\n", s.calls,
                     100 * s.median_abs_call_error, 100 * s.max_abs_call_error);
-  md += fmt::format("- lockstep speedup over contiguous: {} layouts, mean error {:.3f}, worst {:.3f}\n\n", s.speedups,
+  md += fmt::format("- lockstep speedup over contiguous: {} layouts, mean error {:.3f}, worst {:.3f}\n", s.speedups,
                     s.mean_abs_speedup_error, s.max_abs_speedup_error);
-  md += "| workload | layout | lockstep predicted (us) | measured (us) | speedup predicted | measured | error |\n"
+  if (floor) {
+    md += fmt::format("- consistency floor (each class of calls with equal work predicted by its own median measured "
+                      "time: what no model giving equal work an equal time can beat on these files): call median "
+                      "{:.1f}%, worst {:.1f}%; speedup mean {:.3f}, worst {:.3f}\n",
+                      100 * floor->median_abs_call_error, 100 * floor->max_abs_call_error,
+                      floor->mean_abs_speedup_error, floor->max_abs_speedup_error);
+  }
+  md += "\n| workload | layout | lockstep predicted (us) | measured (us) | speedup predicted | measured | error |\n"
         "|---|---|---:|---:|---:|---:|---:|\n";
   for (const auto& p : predictions) {
     const auto speedup = [](const std::optional<double>& x) { return x ? fmt::format("{:.2f}x", *x) : std::string("-"); };

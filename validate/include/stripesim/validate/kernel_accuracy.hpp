@@ -47,13 +47,25 @@ struct AccuracySummary {
                                                                   const std::string& hardware,
                                                                   const model::ConfigCatalog& catalog);
 
+// What the measurements leave to any model that gives equal work an equal time: the calls of one
+// group with the same work (query tile profile, call shape and pass) form a class, and each is
+// "predicted" by its class's median measured time. Identical calls timed apart (clock drift, a
+// busy neighbour) put this floor under every model's error; a model near it has nothing left to
+// learn from these files.
+[[nodiscard]] std::vector<WorkloadPrediction> consistency_floor(const std::vector<MeasuredWorkload>& workloads,
+                                                                const model::HardwareProfile& hardware,
+                                                                const sim::KernelProfile& kernel);
+
 [[nodiscard]] AccuracySummary summarize_accuracy(const std::vector<WorkloadPrediction>& predictions);
 
 // stripesim.kernel-accuracy/1: the fit (when one was made), every workload and the summary,
-// with `comparisons` in the shape the report's predicted-against-measured figure reads.
+// with `comparisons` in the shape the report's predicted-against-measured figure reads, and the
+// consistency floor's summary when one was computed.
 [[nodiscard]] nlohmann::ordered_json accuracy_json(const std::string& command, const std::vector<WorkloadPrediction>& predictions,
-                                                   const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel);
+                                                   const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel,
+                                                   const std::optional<AccuracySummary>& floor);
 [[nodiscard]] std::string accuracy_markdown(const std::string& command, const std::vector<WorkloadPrediction>& predictions,
-                                            const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel);
+                                            const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel,
+                                            const std::optional<AccuracySummary>& floor);
 
 }  // namespace stripesim::validate
