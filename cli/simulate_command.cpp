@@ -47,7 +47,7 @@ std::string format_table(const sim::Simulation& s) {
       "tiles {}, {}, pass {}, sync {}, {} K/V buffers\n",
       c.seq_len, c.devices, s.topology.name(), s.heads_per_device, s.head_dim, s.kv_heads_per_device, c.batch,
       s.tile.to_string(), s.dtype, c.pass == sim::PassSelection::forward ? "fwd" : c.pass == sim::PassSelection::backward ? "bwd" : "fwdbwd",
-      c.sync == sim::SyncMode::async ? "async" : "lockstep", c.kv_buffers);
+      sim::to_string(c.sync), c.kv_buffers);
   sim::Microseconds slowest_hop = 0;
   for (const auto& hop : s.hops) slowest_hop = std::max(slowest_hop, hop.transfer_us(s.kv_bytes));
   const double tile_scale = sim::KernelTimeModel(s.kernel, s.hardware.sms, s.call_shape).tile_scale();
@@ -110,7 +110,8 @@ std::function<void()> register_simulate_command(CLI::App& app) {
   add("--topology", o.topology,
       "nvswitch:G, cluster:NxG, ideal (free links: compute only), a name in configs/topologies or a JSON file "
       "[default: nvswitch:N]");
-  add("--sync", o.sync, "async (no barrier) or lockstep (a barrier after every round) [default: async]");
+  add("--sync", o.sync, "async (no barrier), lockstep (a barrier after every round) or serial (one processor runs every device in "
+      "turn, hand-offs included: the CPU validator) [default: async]");
   add("--kv-buffers", o.kv_buffers, "K/V buffers per device, at least 2 [default: 2, double buffering]");
   add("--ring-order", o.ring_order, "rank or auto (minimise the slowest hop) [default: rank]");
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();

@@ -89,7 +89,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Found by fuzz/fuzz_cli.cpp: 2^32 x 2^32 wrapped to 0 GPUs and passed the check.
         BadInput{"cluster_product_overflows", "simulate --topology cluster:4294967296x4294967296",
                  "--topology 'cluster:4294967296x4294967296': needs at least one node of one GPU and at most 65536 GPUs"},
-        BadInput{"bad_sync", "simulate --sync sometimes", "--sync 'sometimes': expected async or lockstep"},
+        BadInput{"bad_sync", "simulate --sync sometimes", "--sync 'sometimes': expected async, lockstep or serial"},
         BadInput{"bad_pass", "simulate --pass sideways", "--pass 'sideways': expected fwd, bwd or fwdbwd"},
         BadInput{"bad_dtype", "simulate --dtype fp4", "--dtype 'fp4': expected fp32, tf32, bf16, fp16 or fp8"},
         BadInput{"dtype_without_peak", "simulate --hardware tpu-v4 --dtype fp32", "--dtype fp32: hardware tpu-v4 lists no peak rate"},

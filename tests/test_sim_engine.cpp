@@ -47,6 +47,37 @@ std::vector<Microseconds> random_compute(Count n, unsigned seed) {
   return compute;
 }
 
+// One processor playing every device: nothing overlaps, so the ring lasts every compute plus
+// (N - 1) N K/V hand-offs (and, backward, N N dK/dV hops), each latency + bytes / bandwidth;
+// the devices' own compute follows round by round, device by device.
+TEST(RingSimulator, SerialIsEveryComputeAndEveryHopOneAfterAnother) {
+  for (const RingPass pass : {RingPass::forward, RingPass::backward}) {
+    for (const Count n : {1, 2, 5}) {
+      const auto compute = random_compute(n, 11);
+      std::vector<Route> hops;
+      for (Count d = 0; d < n; ++d) hops.push_back(wire(static_cast<std::uint32_t>(d), 2.0, 100.0));
+      RingSetup setup = ring(n, compute, hops, SyncMode::serial);
+      setup.pass = pass;
+      setup.start_us = 5.0;
+      std::vector<FifoServer> links(static_cast<size_t>(n));
+      const RingTimeline t = simulate_ring(setup, links);
+      const Microseconds hop = 2.0 + 1e6 / (100.0 * 1e3);  // 1 MB at 100 GB/s: 10 us
+      const Count handoffs = (n - 1) * n + (pass == RingPass::backward ? n * n : 0);
+      EXPECT_NEAR(t.makespan_us(), std::accumulate(compute.begin(), compute.end(), 0.0) + static_cast<double>(handoffs) * hop,
+                  1e-9) << n;
+      for (Count r = 0; r < n; ++r) {
+        for (Count d = 0; d + 1 < n; ++d) {
+          EXPECT_LE(t.at(r, d).compute_end_us, t.at(r, d + 1).compute_start_us) << "device by device";
+        }
+        if (r + 1 < n) {
+          EXPECT_LE(t.at(r, n - 1).compute_end_us, t.at(r, 0).send_start_us) << "hand-offs after the round's compute";
+          EXPECT_LE(t.at(r, 0).send_end_us, t.at(r + 1, 1 % n).compute_start_us);
+        }
+      }
+    }
+  }
+}
+
 TEST(RingSimulator, LockstepWithFreeLinksIsSumOfSlowestCompute) {
   for (const Count n : {1, 2, 5, 8}) {
     const auto compute = random_compute(n, 3);

@@ -42,6 +42,7 @@ class RingRun {
   }
 
   RingTimeline run() {
+    if (s_.sync == SyncMode::serial) return run_serial();
     now_ = s_.start_us;
     for (Count d = 0; d < n_; ++d) try_everything(d);
     while (!queue_.empty()) {
@@ -61,6 +62,36 @@ class RingRun {
   }
 
  private:
+  RingTimeline run_serial() {
+    now_ = s_.start_us;
+    std::uint64_t items = 0;
+    for (Count r = 0; r < n_; ++r) {
+      for (Count d = 0; d < n_; ++d) {
+        RoundRecord& rec = record(r, d);
+        rec.compute_start_us = now_;
+        now_ += s_.compute_us[static_cast<size_t>(r * n_ + d)];
+        rec.compute_end_us = now_;
+        ++items;
+      }
+      for (Count d = 0; d < n_ && r <= n_ - 2; ++d) {
+        RoundRecord& rec = record(r, d);
+        rec.send_end_us = now_ = transmit(s_.hops[static_cast<size_t>(d)], s_.kv_bytes);
+        rec.send_start_us = transmit_start_;
+        record(r + 1, next(d)).arrival_us = now_;
+        ++items;
+      }
+      for (Count d = 0; d < n_ && backward_; ++d) {
+        RoundRecord& rec = record(r, d);
+        rec.grad_send_end_us = now_ = transmit(s_.hops[static_cast<size_t>(d)], s_.kv_bytes);
+        rec.grad_send_start_us = transmit_start_;
+        ++items;
+      }
+    }
+    out_.events = items;
+    summarise();
+    return std::move(out_);
+  }
+
   RoundRecord& record(Count round, Count device) { return out_.rounds[static_cast<size_t>(round * n_ + device)]; }
   [[nodiscard]] Count next(Count d) const { return (d + 1) % n_; }
   [[nodiscard]] Count previous(Count d) const { return (d + n_ - 1) % n_; }
@@ -75,6 +106,7 @@ class RingRun {
 
   // Occupies the route's links and returns when the message arrives.
   Microseconds transmit(const Route& route, Bytes bytes) {
+    transmit_start_ = now_;
     if (route.links.empty()) return now_;
     Microseconds start = now_;
     for (const auto link : route.links) start = std::max(start, links_[link].free_at_us());

@@ -26,7 +26,17 @@ PassSelection parse_pass_selection(std::string_view text) {
 SyncMode parse_sync_mode(std::string_view text) {
   if (text == "async") return SyncMode::async;
   if (text == "lockstep") return SyncMode::lockstep;
-  throw InputError(fmt::format("--sync '{}': expected async or lockstep", text));
+  if (text == "serial") return SyncMode::serial;
+  throw InputError(fmt::format("--sync '{}': expected async, lockstep or serial", text));
+}
+
+const char* to_string(SyncMode mode) {
+  switch (mode) {
+    case SyncMode::async: return "async";
+    case SyncMode::lockstep: return "lockstep";
+    case SyncMode::serial: return "serial";
+  }
+  return "async";
 }
 
 namespace {
@@ -105,7 +115,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   if (config.devices < 1 || config.devices > kMaxSimulatedDevices) {
     throw InputError(fmt::format("--devices {}: must be between 1 and {}", config.devices, kMaxSimulatedDevices));
   }
-  Simulation sim{config, catalog.hardware(config.hardware), {}, Topology::nvswitch(1, 1, 0), {}, {}, {}, {}, 0, 0, 0, 0, {}, {}, 0};
+  Simulation sim{config, config.hardware_profile ? *config.hardware_profile : catalog.hardware(config.hardware), {}, Topology::nvswitch(1, 1, 0), {}, {}, {}, {}, 0, 0, 0, 0, {}, {}, 0};
   sim.kernel = config.kernel_profile ? *config.kernel_profile : load_kernel_profile(config.kernel, catalog.root(), sim.hardware);
   Count heads = config.heads, kv_heads = config.kv_heads, head_dim = config.head_dim;
   if (!config.model.empty()) {
@@ -156,7 +166,7 @@ Simulation run_simulation(SimulationPlan plan) {
   const Count head_dim = sim.head_dim;
   const Bytes element = dtype_bytes(sim.dtype);
   const Count c = config.seq_len / config.devices;
-  sim.kv_bytes = 2 * c * sim.kv_heads_per_device * head_dim * element * config.batch;
+  sim.kv_bytes = config.hop_bytes.value_or(2 * c * sim.kv_heads_per_device * head_dim * element * config.batch);
   sim.ring_order = config.auto_ring_order ? auto_ring_order(sim.topology, config.devices, sim.kv_bytes)
                                           : rank_ring_order(config.devices);
   sim.hops = ring_routes(sim.topology, sim.ring_order);
@@ -223,7 +233,7 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
                    {"dtype", sim.dtype},
                    {"hardware", sim.hardware.name},
                    {"topology", sim.topology.name()},
-                   {"sync", c.sync == SyncMode::async ? "async" : "lockstep"},
+                   {"sync", to_string(c.sync)},
                    {"kv_buffers", c.kv_buffers},
                    {"ring_order", c.auto_ring_order ? "auto" : "rank"}};
   doc["kernel"] = to_json(sim.kernel);

@@ -5,44 +5,28 @@
 #include <algorithm>
 #include <cmath>
 
-#include "stripesim/sim/ring_simulator.hpp"
-#include "stripesim/sim/topology.hpp"
-#include "stripesim/validate/kernel_fit.hpp"
+#include "stripesim/sim/simulation.hpp"
+#include "stripesim/validate/calibration.hpp"
+#include "stripesim/validate/kernel_accuracy.hpp"
 #include "stripesim/validate/measurement_stats.hpp"
 
 namespace stripesim::validate {
 
 CasePrediction predict_case(const CaseResult& result, const model::HardwareProfile& profile, const sim::KernelProfile& kernel,
                             bool parallel_devices) {
-  const RingCase& c = result.ring_case;
-  const Count devices = c.devices;
-  // The simulator's kernel time model on the case's own query tile profiles.
-  const MeasuredWorkload workload = measured_workload(result);
-  const std::vector<MeasuredCall> calls = measured_calls({workload}, profile, kernel);
+  // The simulator itself, on the case's ring: the kernel time model on its own query tile
+  // profiles, hand-offs of the case's bytes over GPU -> switch -> GPU, and either the ring's
+  // devices at once (async) or one processor playing them in turn (serial).
+  sim::SimulateConfig config = simulate_config(measured_workload(result), kernel);
+  config.hardware_profile = profile;
+  config.hop_bytes = result.handoff_bytes;
+  config.sync = parallel_devices ? sim::SyncMode::async : sim::SyncMode::serial;
+  // Every profile is in memory and the topology is built in: the catalog's folder is never read.
+  const sim::Simulation simulation = sim::run_simulation(config, model::ConfigCatalog(""));
   CasePrediction p;
-  p.kernel_us.resize(static_cast<size_t>(devices * devices));
-  for (const MeasuredCall& call : calls) {
-    p.kernel_us[static_cast<size_t>(call.round * devices + call.device)] = predicted_us(call, kernel, profile.sms);
-  }
-  // The hop as the simulator routes it: GPU -> switch -> GPU, two links.
-  const double link_latency = profile.link_latency_us.value_or(1.0);
-  const sim::Topology topology = sim::Topology::nvswitch(std::max<Count>(devices, 2), profile.link_bandwidth, link_latency);
-  std::vector<sim::Route> hops;
-  for (Count d = 0; d < devices; ++d) hops.push_back(topology.route(d, (d + 1) % std::max<Count>(devices, 2)));
-  p.handoff_us = hops.front().transfer_us(result.handoff_bytes);
-  if (parallel_devices) {
-    sim::RingSetup setup;
-    setup.devices = devices;
-    setup.compute_us = p.kernel_us;
-    setup.hops = hops;
-    setup.kv_bytes = result.handoff_bytes;
-    std::vector<sim::FifoServer> links(topology.directed_link_count());
-    p.total_us = sim::simulate_ring(setup, links).makespan_us();
-  } else {
-    double total = 0;
-    for (const double k : p.kernel_us) total += k;
-    p.total_us = total + static_cast<double>((devices - 1) * devices) * p.handoff_us;
-  }
+  p.kernel_us = call_times(simulation);
+  p.handoff_us = simulation.hops.front().transfer_us(result.handoff_bytes);
+  p.total_us = simulation.results.front().time_us;
   return p;
 }
 

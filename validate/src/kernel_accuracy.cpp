@@ -39,39 +39,49 @@ void fill_speedups(std::vector<WorkloadPrediction>& predictions) {
 
 }  // namespace
 
+sim::SimulateConfig simulate_config(const MeasuredWorkload& w, const sim::KernelProfile& kernel) {
+  sim::SimulateConfig config;
+  config.heads = w.heads;
+  config.kv_heads = w.kv_heads;
+  config.head_dim = w.head_dim;
+  config.batch = w.batch;
+  config.seq_len = w.seq_len;
+  config.devices = w.devices;
+  config.layouts = {w.layout};
+  config.tile = w.tile;
+  config.kernel_profile = kernel;
+  config.mask = w.mask;
+  config.pass = w.pass;
+  config.dtype = w.dtype;
+  return config;
+}
+
+std::vector<double> call_times(const sim::Simulation& simulation) {
+  const Count devices = simulation.config.devices;
+  std::vector<double> us(static_cast<size_t>(devices * devices), 0.0);
+  for (const sim::RingTimeline& t : simulation.results.front().passes) {
+    for (Count r = 0; r < devices; ++r) {
+      for (Count d = 0; d < devices; ++d) {
+        const sim::RoundRecord& rec = t.at(r, d);
+        us[static_cast<size_t>(r * devices + d)] += rec.compute_end_us - rec.compute_start_us;
+      }
+    }
+  }
+  return us;
+}
+
 std::vector<WorkloadPrediction> predict_workloads(const std::vector<MeasuredWorkload>& workloads,
                                                   const sim::KernelProfile& kernel, const std::string& hardware,
                                                   const model::ConfigCatalog& catalog) {
   std::vector<WorkloadPrediction> out;
   for (const MeasuredWorkload& w : workloads) {
-    sim::SimulateConfig config;
-    config.heads = w.heads;
-    config.kv_heads = w.kv_heads;
-    config.head_dim = w.head_dim;
-    config.batch = w.batch;
-    config.seq_len = w.seq_len;
-    config.devices = w.devices;
-    config.layouts = {w.layout};
-    config.tile = w.tile;
-    config.kernel_profile = kernel;
-    config.mask = w.mask;
-    config.pass = w.pass;
-    config.dtype = w.dtype;
+    sim::SimulateConfig config = simulate_config(w, kernel);
     config.hardware = hardware;
     config.topology = "ideal";
     config.sync = sim::SyncMode::lockstep;
-    const sim::Simulation simulation = sim::run_simulation(config, catalog);
     WorkloadPrediction p;
     p.workload = &w;
-    p.predicted_us.assign(static_cast<size_t>(w.devices * w.devices), 0.0);
-    for (const sim::RingTimeline& t : simulation.results.front().passes) {
-      for (Count r = 0; r < w.devices; ++r) {
-        for (Count d = 0; d < w.devices; ++d) {
-          const sim::RoundRecord& rec = t.at(r, d);
-          p.predicted_us[static_cast<size_t>(r * w.devices + d)] += rec.compute_end_us - rec.compute_start_us;
-        }
-      }
-    }
+    p.predicted_us = call_times(sim::run_simulation(config, catalog));
     // Both sides the same way: the lockstep time of each call's whole time (fwd + bwd).
     p.predicted_lockstep_us = lockstep_us(p.predicted_us, w.devices);
     p.measured_lockstep_us = lockstep_us(w.us, w.devices);

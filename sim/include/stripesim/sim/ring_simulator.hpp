@@ -12,6 +12,9 @@
 //  - backward: K/V travel as forward; the dK/dV accumulators follow, each sent once the device
 //    has computed its round and received the accumulator for that block, N hops (the last one
 //    brings them home). Both are kv_bytes per hop.
+// Serial sync: one processor plays every device in turn, as the CPU validator does (and one GPU
+// timing a ring call by call): round by round every device's compute, then every hand-off of
+// the round (and, backward, every dK/dV hop), nothing overlapping anything.
 #include <cstdint>
 #include <vector>
 
@@ -20,7 +23,7 @@
 
 namespace stripesim::sim {
 
-enum class SyncMode { async, lockstep };
+enum class SyncMode { async, lockstep, serial };
 enum class RingPass { forward, backward };
 
 struct RingSetup {

@@ -37,10 +37,14 @@ struct SimulateConfig {
   PassSelection pass = PassSelection::forward;
   std::string dtype;       // default: the hardware's attention precision
   std::string hardware = "a100";
+  std::optional<model::HardwareProfile> hardware_profile;  // a profile in memory (a fit): overrides `hardware`
   std::string topology;    // default: nvswitch:N with the hardware's link bandwidth; "ideal": free links
   SyncMode sync = SyncMode::async;
   Count kv_buffers = 2;
   bool auto_ring_order = false;
+  // Bytes each hop carries; default: K and V of one block. The validator's ring also hands on
+  // the block's token positions.
+  std::optional<Bytes> hop_bytes;
 };
 
 // An experiment file: the same fields as the flags ("seq_len", "devices", "layouts", "pass":
@@ -49,6 +53,7 @@ struct SimulateConfig {
                                                        SimulateConfig base = {});
 [[nodiscard]] PassSelection parse_pass_selection(std::string_view text);
 [[nodiscard]] SyncMode parse_sync_mode(std::string_view text);
+[[nodiscard]] const char* to_string(SyncMode mode);
 
 struct LayoutSimulation {
   std::string layout;

@@ -34,6 +34,13 @@ struct AccuracySummary {
   double max_abs_speedup_error = 0;
 };
 
+// The simulator's configuration for one measured workload's ring priced with `kernel`; callers
+// choose the hardware, topology and sync.
+[[nodiscard]] sim::SimulateConfig simulate_config(const MeasuredWorkload& workload, const sim::KernelProfile& kernel);
+// Each (round, device) call's compute time in a simulation's first layout, its passes summed:
+// [round * devices + device].
+[[nodiscard]] std::vector<double> call_times(const sim::Simulation& simulation);
+
 // Predicts `workloads` with `kernel` through the simulator on `hardware` (a name or file the
 // catalog resolves).
 [[nodiscard]] std::vector<WorkloadPrediction> predict_workloads(const std::vector<MeasuredWorkload>& workloads,
