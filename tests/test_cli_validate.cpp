@@ -124,7 +124,7 @@ TEST(CliValidate, KernelFitOnShippedMeasurementsPredictsHeldOutFiles) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto doc = nlohmann::json::parse(r.out);
     const auto& s = doc.at("summary");
-    EXPECT_LE(s.at("median_abs_call_error").get<double>(), kernel == "sdpa" ? 0.03 : 0.06) << kernel;
+    EXPECT_LE(s.at("median_abs_call_error").get<double>(), 0.05) << kernel;  // the floor
     EXPECT_LE(s.at("mean_abs_speedup_error").get<double>(), kernel == "sdpa" ? 0.08 : 0.20) << kernel;
     // What the files themselves allow (equal work, unequal times): the model stays near it.
     const auto& floor = doc.at("consistency_floor");

@@ -91,9 +91,17 @@ std::vector<double> relative_errors(const std::vector<MeasuredCall>& calls, cons
   return errors;
 }
 
-double sum_of_squares(const std::vector<double>& errors) {
+// Timings carry outliers (a call disturbed by a clock change or a neighbour takes twice what
+// identical calls beside it take), so the fit is robust: Huber's loss on relative errors,
+// quadratic up to kHuber and linear beyond, solved by reweighting each call with
+// min(1, kHuber / |error|). A typical repeat-to-repeat spread is a few percent.
+constexpr double kHuber = 0.05;
+
+double huber_weight(double error) { return std::abs(error) <= kHuber ? 1.0 : kHuber / std::abs(error); }
+
+double robust_loss(const std::vector<double>& errors) {
   double s = 0;
-  for (const double e : errors) s += e * e;
+  for (const double e : errors) s += std::abs(e) <= kHuber ? 0.5 * e * e : kHuber * (std::abs(e) - 0.5 * kHuber);
   return s;
 }
 
@@ -114,11 +122,12 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
   }
   Costs costs{k.forward, k.backward};
   Costs best = costs;
-  double best_objective = sum_of_squares(relative_errors(calls, models, costs));
+  double best_objective = robust_loss(relative_errors(calls, models, costs));
   // Columns: [launch, block, all tiles, partial extra] for each pass fitted.
   for (int iteration = 0, stale = 0; iteration < 60 && stale < 4; ++iteration) {
     std::vector<std::vector<double>> rows;
     std::vector<double> y, w;
+    const std::vector<double> errors = relative_errors(calls, models, costs);  // one per timed call, in order
     for (const MeasuredCall& call : calls) {
       if (call.measured_us <= 0) continue;
       const sim::KernelTimeModel& m = models[call.workload];
@@ -136,7 +145,7 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
       if (!fit_backward && call.backward) fixed += sim::dot(m.features(call.rows, costs.backward), costs.backward);
       rows.push_back(std::move(row));
       y.push_back(call.measured_us - fixed);
-      w.push_back(1.0 / call.measured_us);
+      w.push_back(std::sqrt(huber_weight(errors[y.size() - 1])) / call.measured_us);
     }
     const std::vector<double> theta = fit_non_negative(rows, y, w);
     Costs next = costs;
@@ -152,7 +161,7 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
     };
     take(fit_forward, next.forward);
     take(fit_backward, next.backward);
-    const double objective = sum_of_squares(relative_errors(calls, models, next));
+    const double objective = robust_loss(relative_errors(calls, models, next));
     const bool moved = next.forward != costs.forward || next.backward != costs.backward;
     costs = next;
     if (objective < best_objective * (1 - 1e-9)) {

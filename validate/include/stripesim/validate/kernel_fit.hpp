@@ -1,8 +1,9 @@
 #pragma once
 // Fitting a kernel profile's costs to measured calls, on the kernel time model's own features
 // (sim/kernel_time.hpp): with the blocks placed, a call's time is linear in the costs, so the
-// fit alternates a non-negative least-squares solve on relative residuals with placing the
-// blocks again under the new costs, and keeps the best costs seen. A partial tile is fitted as
+// fit alternates a non-negative least-squares solve on relative residuals (reweighted for
+// Huber's loss, so a disturbed measurement does not pull every cost) with placing the blocks
+// again under the new costs, and keeps the best costs seen. A partial tile is fitted as
 // a full tile plus a non-negative extra, so it never costs less than a full one. The fit also
 // picks the kernel's structure that fits best: blocks per SM (1 or 2) and block order.
 #include <nlohmann/json.hpp>
