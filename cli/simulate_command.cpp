@@ -136,6 +136,13 @@ std::function<void()> register_simulate_command(CLI::App& app) {
       if (given(flag)) target = model::parse_count(text, flag);
     };
     if (given("--model")) config.model = opts.model;
+    // A model config fixes the attention shape: a flag that would change it contradicts it.
+    for (const char* flag : {"--heads", "--kv-heads", "--head-dim"}) {
+      if (given(flag) && !config.model.empty()) {
+        throw model::InputError(fmt::format("{}: --model {} sets the heads and head size; give one or the other", flag,
+                                            config.model));
+      }
+    }
     count("--heads", opts.heads, config.heads);
     if (given("--heads") && !given("--kv-heads") && config.model.empty()) config.kv_heads = config.heads;
     count("--kv-heads", opts.kv_heads, config.kv_heads);

@@ -60,11 +60,13 @@ Bytes dtype_bytes(const std::string& dtype) {
 }
 
 // Heads of one model-parallel rank; K/V heads are replicated when there are fewer than M.
-Count split_heads(Count heads, Count model_parallel, const char* what) {
+// Query heads split over the model-parallel group; K/V heads may also be replicated when the
+// group outnumbers them (each device keeps the one its query heads read), as Megatron does.
+Count split_heads(Count heads, Count model_parallel, const char* what, bool replicate) {
   if (heads % model_parallel == 0) return heads / model_parallel;
-  if (model_parallel % heads == 0) return 1;
-  throw InputError(fmt::format("--model-parallel {}: must divide the {} {} (or be a multiple of it)", model_parallel,
-                               heads, what));
+  if (replicate && model_parallel % heads == 0) return 1;
+  throw InputError(fmt::format("--model-parallel {}: must divide the {} {}{}", model_parallel, heads, what,
+                               replicate ? " (or be a multiple of it)" : ""));
 }
 
 }  // namespace
@@ -75,6 +77,11 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
                 "devices", "layouts", "tile", "kernel", "mask", "pass", "dtype", "hardware", "topology", "sync",
                 "kv_buffers", "ring_order"});
   base.model = f.string_or("model", base.model);
+  for (const char* field : {"heads", "kv_heads", "head_dim"}) {
+    if (f.has("model") && f.has(field)) {
+      throw InputError(fmt::format("{}: \"model\" sets the heads and head size; give one or the other", f.where(field)));
+    }
+  }
   base.heads = f.positive_count_or("heads", base.heads);
   base.kv_heads = f.positive_count_or("kv_heads", base.kv_heads);
   base.head_dim = f.positive_count_or("head_dim", base.head_dim);
@@ -125,8 +132,8 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
     head_dim = m.head_dim;
   }
   if (heads % kv_heads != 0) throw InputError(fmt::format("--heads {}: must be a multiple of --kv-heads {}", heads, kv_heads));
-  sim.heads_per_device = split_heads(heads, config.model_parallel, "heads");
-  sim.kv_heads_per_device = split_heads(kv_heads, config.model_parallel, "K/V heads");
+  sim.heads_per_device = split_heads(heads, config.model_parallel, "heads", false);
+  sim.kv_heads_per_device = split_heads(kv_heads, config.model_parallel, "K/V heads", true);
   sim.head_dim = head_dim;
   sim.tile = config.tile.value_or(sim.kernel.tile);
   sim.dtype = config.dtype.empty() ? sim.kernel.dtype : config.dtype;
