@@ -27,6 +27,7 @@ struct SimulateOptions {
   std::string output;
   std::string trace;
   bool summary_only = false;
+  bool pad_documents = false;
   std::vector<CLI::Option*> given;  // options that override the experiment file
 };
 
@@ -48,6 +49,9 @@ std::string format_table(const sim::Simulation& s) {
       c.seq_len, c.devices, s.topology.name(), s.heads_per_device, s.head_dim, s.kv_heads_per_device, c.batch,
       s.tile.to_string(), s.dtype, c.pass == sim::PassSelection::forward ? "fwd" : c.pass == sim::PassSelection::backward ? "bwd" : "fwdbwd",
       sim::to_string(c.sync), c.kv_buffers);
+  if (s.padding_tokens > 0) {
+    out += fmt::format("documents padded to multiples of 2N: {} padding tokens included in n\n", s.padding_tokens);
+  }
   sim::Microseconds slowest_hop = 0;
   for (const auto& hop : s.hops) slowest_hop = std::max(slowest_hop, hop.transfer_us(s.kv_bytes));
   const double tile_scale = sim::KernelTimeModel(s.kernel, s.hardware.sms, s.call_shape).tile_scale();
@@ -117,6 +121,8 @@ std::function<void()> register_simulate_command(CLI::App& app) {
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_option("--trace", o.trace, "Also write a Chrome trace (Perfetto) to FILE");
+  cmd->add_flag("--pad-documents", o.pad_documents,
+                "Pad every document of a documents mask to a multiple of 2N (doc-zigzag, doc-striped need it)");
   cmd->add_flag("--summary-only", o.summary_only, "JSON: leave out the per-(round, device) records");
   return [cmd, options] {
     if (!cmd->parsed()) return;
@@ -156,6 +162,7 @@ std::function<void()> register_simulate_command(CLI::App& app) {
     if (given("--tile")) config.tile = model::parse_tile_shape(opts.tile);
     if (given("--kernel")) config.kernel = opts.kernel;
     if (given("--mask")) config.mask = opts.mask;
+    if (opts.pad_documents) config.pad_documents = true;
     if (given("--pass")) config.pass = sim::parse_pass_selection(opts.pass);
     if (given("--dtype")) config.dtype = opts.dtype;
     if (given("--hardware")) config.hardware = opts.hardware;

@@ -14,6 +14,23 @@ TEST(CliSimulate, TableByDefault) {
   for (const char* layout : {"contiguous", "striped", "zigzag"}) EXPECT_NE(r.out.find(layout), std::string::npos);
 }
 
+// Per-document layouts need every document cut into 2N equal chunks: simulate pads them as
+// analyze does (1001 -> 1004 and 2999 -> 3000 at N = 2: 4 tokens), and the output says so.
+TEST(CliSimulate, PadDocumentsLetsPerDocumentLayoutsRun) {
+  const std::string args = "simulate --layouts contiguous,doc-zigzag,doc-striped --mask documents:1001,2999 -n 4000 -N 2 --tile 64x64";
+  const CliResult refused = run_cli(args);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--pad-documents"), std::string::npos) << refused.err;
+  const CliResult r = run_cli(args + " --pad-documents --format json --summary-only");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("config").at("seq_len"), 4004);
+  EXPECT_EQ(doc.at("config").at("padding_tokens"), 4);
+  EXPECT_EQ(doc.at("results").size(), 3u);
+  const CliResult table = run_cli(args + " --pad-documents");
+  EXPECT_NE(table.out.find("4 padding tokens included in n"), std::string::npos) << table.out;
+}
+
 TEST(CliSimulate, JsonHasRoundsDevicesAndHops) {
   const CliResult r = run_cli("simulate --seq-len 64k --devices 4 --hardware h100 --topology dgx-h100 --pass fwdbwd "
                               "--format json");
@@ -106,6 +123,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "field \"heads\": \"model\" sets the heads and head size"},
         BadInput{"model_parallel_exceeds_heads", "simulate --model llama3-8b -M 64",
                  "--model-parallel 64: must divide the 32 heads"},
+        BadInput{"pad_without_documents", "simulate --pad-documents", "--pad-documents: needs a documents mask"},
         BadInput{"topology_file_missing", "simulate --topology /nonexistent/t.json", "does not exist"},
         BadInput{"bad_topology_file", std::string("simulate --topology '") + STRIPESIM_SOURCE_DIR + "/tests/data/disconnected_topology.json'",
                  "GPU 1 (g1) is not connected to GPU 0"},

@@ -38,14 +38,10 @@ AnalysisPlan plan_analysis(const AnalyzeConfig& config) {
   // Build (and so validate) the mask and every layout before the first count.
   AnalysisPlan plan{config, parse_mask(config.mask, config.seq_len), config.seq_len, 0, {}};
   if (config.pad_documents) {
-    if (plan.mask.kind() != MaskKind::documents) throw InputError("--pad-documents: needs a documents mask");
-    if (config.devices < 1) throw InputError(fmt::format("--devices {}: must be at least 1", config.devices));
-    const auto padded = pad_document_lengths(plan.mask.document_lengths(), 2 * config.devices);
-    const Count padded_len = std::accumulate(padded.begin(), padded.end(), Count{0});
-    if (padded_len > kMaxSeqLen) throw InputError(fmt::format("--pad-documents: the padded sequence exceeds 2^31 tokens"));
-    plan.mask = Mask::documents(padded_len, padded);
-    plan.padding_tokens = padded_len - config.seq_len;
-    plan.seq_len = padded_len;
+    PaddedDocuments padded = pad_documents(plan.mask, config.devices);
+    plan.mask = std::move(padded.mask);
+    plan.padding_tokens = padded.padding_tokens;
+    plan.seq_len = padded.seq_len;
   }
   const LayoutContext context{&plan.mask, config.tile};
   plan.layouts.reserve(config.layouts.size());

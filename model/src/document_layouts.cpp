@@ -37,6 +37,15 @@ std::vector<Count> pad_document_lengths(const std::vector<Count>& lengths, Count
   return padded;
 }
 
+PaddedDocuments pad_documents(const Mask& mask, Count devices) {
+  if (mask.kind() != MaskKind::documents) throw InputError("--pad-documents: needs a documents mask");
+  if (devices < 1) throw InputError(fmt::format("--devices {}: must be at least 1", devices));
+  const auto padded = pad_document_lengths(mask.document_lengths(), 2 * devices);
+  const Count padded_len = std::accumulate(padded.begin(), padded.end(), Count{0});
+  if (padded_len > kMaxSeqLen) throw InputError("--pad-documents: the padded sequence exceeds 2^31 tokens");
+  return {Mask::documents(padded_len, padded), padded_len, padded_len - mask.seq_len()};
+}
+
 Layout doc_zigzag_layout(const Mask& documents, Count devices) {
   require_documents(documents, "doc-zigzag");
   require_lengths_divisible(documents, 2 * devices, "doc-zigzag", "2N");

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "stripesim/model/document_layouts.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_fields.hpp"
 #include "stripesim/model/layout_spec.hpp"
@@ -74,8 +75,8 @@ Count split_heads(Count heads, Count model_parallel, const char* what, bool repl
 SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::string& label, SimulateConfig base) {
   const model::JsonFields f(doc, label);
   f.allow_only({"description", "model", "heads", "kv_heads", "head_dim", "batch", "model_parallel", "seq_len",
-                "devices", "layouts", "tile", "kernel", "mask", "pass", "dtype", "hardware", "topology", "sync",
-                "kv_buffers", "ring_order"});
+                "devices", "layouts", "tile", "kernel", "mask", "pad_documents", "pass", "dtype", "hardware", "topology",
+                "sync", "kv_buffers", "ring_order"});
   base.model = f.string_or("model", base.model);
   for (const char* field : {"heads", "kv_heads", "head_dim"}) {
     if (f.has("model") && f.has(field)) {
@@ -87,6 +88,10 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   base.head_dim = f.positive_count_or("head_dim", base.head_dim);
   base.batch = f.positive_count_or("batch", base.batch);
   base.model_parallel = f.positive_count_or("model_parallel", base.model_parallel);
+  if (f.has("pad_documents")) {
+    if (!f.raw("pad_documents").is_boolean()) throw InputError(fmt::format("{}: expected true or false", f.where("pad_documents")));
+    base.pad_documents = f.raw("pad_documents").get<bool>();
+  }
   base.seq_len = f.positive_count_or("seq_len", base.seq_len);
   base.devices = f.positive_count_or("devices", base.devices);
   base.layouts = f.string_list_or("layouts", base.layouts);
@@ -122,7 +127,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   if (config.devices < 1 || config.devices > kMaxSimulatedDevices) {
     throw InputError(fmt::format("--devices {}: must be between 1 and {}", config.devices, kMaxSimulatedDevices));
   }
-  Simulation sim{config, config.hardware_profile ? *config.hardware_profile : catalog.hardware(config.hardware), {}, Topology::nvswitch(1, 1, 0), {}, {}, {}, {}, 0, 0, 0, 0, {}, {}, 0};
+  Simulation sim{config, config.hardware_profile ? *config.hardware_profile : catalog.hardware(config.hardware), {}, Topology::nvswitch(1, 1, 0), {}, {}, {}, {}, 0, 0, 0, 0, 0, {}, {}, 0};
   sim.kernel = config.kernel_profile ? *config.kernel_profile : load_kernel_profile(config.kernel, catalog.root(), sim.hardware);
   Count heads = config.heads, kv_heads = config.kv_heads, head_dim = config.head_dim;
   if (!config.model.empty()) {
@@ -147,9 +152,15 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
                     sim.hardware.peak_tflops.at(sim.kernel.dtype) / sim.hardware.peak_tflops.at(sim.dtype)};
   // Validate every layout and the mask before simulating anything.
   model::Mask mask = model::parse_mask(config.mask, config.seq_len);
+  if (config.pad_documents) {
+    model::PaddedDocuments padded = model::pad_documents(mask, config.devices);
+    mask = std::move(padded.mask);
+    sim.config.seq_len = padded.seq_len;
+    sim.padding_tokens = padded.padding_tokens;
+  }
   std::vector<model::Layout> layouts;
   for (const auto& spec : config.layouts) {
-    layouts.push_back(model::parse_layout(spec, config.seq_len, config.devices, model::LayoutContext{&mask, sim.tile}));
+    layouts.push_back(model::parse_layout(spec, sim.config.seq_len, config.devices, model::LayoutContext{&mask, sim.tile}));
   }
 
   sim.topology = load_topology(config.topology.empty() ? fmt::format("nvswitch:{}", config.devices) : config.topology,
@@ -236,6 +247,7 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
                    {"block_size", c.seq_len / c.devices},
                    {"tile", {{"query", sim.tile.query}, {"key", sim.tile.key}}},
                    {"mask", c.mask},
+                   {"padding_tokens", sim.padding_tokens},
                    {"pass", to_string(c.pass)},
                    {"dtype", sim.dtype},
                    {"hardware", sim.hardware.name},

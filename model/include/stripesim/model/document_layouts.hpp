@@ -35,4 +35,14 @@ struct BalanceResult {
 // Documents padded to multiples of `multiple` (the padding counts as waste).
 [[nodiscard]] std::vector<Count> pad_document_lengths(const std::vector<Count>& lengths, Count multiple);
 
+// --pad-documents: every document of `mask` padded to a multiple of 2N (what doc-zigzag and
+// doc-striped need), the sequence growing by the padding. Throws InputError for a mask that is
+// not a documents mask or a padded sequence past 2^31 tokens.
+struct PaddedDocuments {
+  Mask mask;
+  Count seq_len = 0;
+  Count padding_tokens = 0;
+};
+[[nodiscard]] PaddedDocuments pad_documents(const Mask& mask, Count devices);
+
 }  // namespace stripesim::model

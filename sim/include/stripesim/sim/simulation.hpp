@@ -34,6 +34,7 @@ struct SimulateConfig {
   std::string kernel;                    // kernel profile name or JSON file; default: the hardware's
   std::optional<KernelProfile> kernel_profile;  // a profile in memory (a fit): overrides `kernel`
   std::string mask = "causal";
+  bool pad_documents = false;  // pad every document to a multiple of 2N (doc-zigzag, doc-striped)
   PassSelection pass = PassSelection::forward;
   std::string dtype;       // default: the hardware's attention precision
   std::string hardware = "a100";
@@ -75,6 +76,7 @@ struct Simulation {
   Count kv_heads_per_device = 0;
   Count head_dim = 0;
   Bytes kv_bytes = 0;
+  Count padding_tokens = 0;  // added by pad_documents; config.seq_len includes them
   KernelCallShape call_shape;
   std::vector<LayoutSimulation> results;
   std::uint64_t events = 0;
