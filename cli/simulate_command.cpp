@@ -47,7 +47,7 @@ std::string format_table(const sim::Simulation& s) {
       "ring simulation: n = {} tokens, N = {} devices on {}, {} heads x {} (K/V heads {}) per device, batch {}, "
       "tiles {}, {}, pass {}, sync {}, {} K/V buffers\n",
       c.seq_len, c.devices, s.topology.name(), s.heads_per_device, s.head_dim, s.kv_heads_per_device, c.batch,
-      s.tile.to_string(), s.dtype, c.pass == sim::PassSelection::forward ? "fwd" : c.pass == sim::PassSelection::backward ? "bwd" : "fwdbwd",
+      s.tile.to_string(), s.dtype, sim::to_string(c.pass),
       sim::to_string(c.sync), c.kv_buffers);
   if (s.padding_tokens > 0) {
     out += fmt::format("documents padded to multiples of 2N: {} padding tokens included in n\n", s.padding_tokens);

@@ -40,8 +40,6 @@ const char* to_string(SyncMode mode) {
   return "async";
 }
 
-namespace {
-
 std::string to_string(PassSelection pass) {
   switch (pass) {
     case PassSelection::forward: return "fwd";
@@ -50,6 +48,8 @@ std::string to_string(PassSelection pass) {
   }
   return {};
 }
+
+namespace {
 
 std::string to_string(RingPass pass) { return pass == RingPass::forward ? "forward" : "backward"; }
 

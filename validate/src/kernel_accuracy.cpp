@@ -14,15 +14,6 @@ namespace stripesim::validate {
 
 namespace {
 
-std::string pass_name(sim::PassSelection pass) {
-  switch (pass) {
-    case sim::PassSelection::forward: return "fwd";
-    case sim::PassSelection::backward: return "bwd";
-    case sim::PassSelection::forward_backward: return "fwdbwd";
-  }
-  return "fwd";
-}
-
 // Speedups over the contiguous layout of the same group.
 void fill_speedups(std::vector<WorkloadPrediction>& predictions) {
   std::map<std::string, const WorkloadPrediction*> contiguous;
@@ -233,7 +224,7 @@ nlohmann::ordered_json accuracy_json(const std::string& command, const std::vect
                          {"heads", w.heads},
                          {"head_dim", w.head_dim},
                          {"mask", w.mask},
-                         {"pass", pass_name(w.pass)},
+                         {"pass", sim::to_string(w.pass)},
                          {"held_out", p.held_out},
                          {"predicted_lockstep_us", p.predicted_lockstep_us},
                          {"measured_lockstep_us", p.measured_lockstep_us},

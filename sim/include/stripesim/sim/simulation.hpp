@@ -55,6 +55,7 @@ struct SimulateConfig {
 [[nodiscard]] PassSelection parse_pass_selection(std::string_view text);
 [[nodiscard]] SyncMode parse_sync_mode(std::string_view text);
 [[nodiscard]] const char* to_string(SyncMode mode);
+[[nodiscard]] std::string to_string(PassSelection pass);  // "fwd", "bwd", "fwdbwd"
 
 struct LayoutSimulation {
   std::string layout;
