@@ -20,10 +20,7 @@ AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig 
   if (f.has("tile")) base.tile = parse_tile_shape(f.string("tile"));
   base.mask = f.string_or("mask", base.mask);
   base.layouts = f.string_list_or("layouts", base.layouts);
-  if (f.has("pad_documents")) {
-    if (!f.raw("pad_documents").is_boolean()) throw InputError(fmt::format("{}: expected true or false", f.where("pad_documents")));
-    base.pad_documents = f.raw("pad_documents").get<bool>();
-  }
+  base.pad_documents = f.boolean_or("pad_documents", base.pad_documents);
   if (base.layouts.empty()) throw InputError(fmt::format("{}: needs at least one layout", f.where("layouts")));
   return base;
 }

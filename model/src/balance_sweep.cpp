@@ -51,10 +51,7 @@ BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::st
       for (const auto& tile : g.string_list_or("tiles", {})) group.tiles.push_back(parse_tile_shape(tile));
     }
     group.layouts = g.string_list_or("layouts", group.layouts);
-    if (g.has("pad_documents")) {
-      if (!g.raw("pad_documents").is_boolean()) throw InputError(fmt::format("{}: expected true or false", g.where("pad_documents")));
-      group.pad_documents = g.raw("pad_documents").get<bool>();
-    }
+    group.pad_documents = g.boolean_or("pad_documents", group.pad_documents);
     spec.groups.push_back(std::move(group));
   }
   return spec;

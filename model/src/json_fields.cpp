@@ -68,6 +68,12 @@ double JsonFields::positive_number_or(const std::string& key, double fallback) c
   return has(key) ? positive_number(key) : fallback;
 }
 
+bool JsonFields::boolean_or(const std::string& key, bool fallback) const {
+  if (!has(key)) return fallback;
+  if (!raw(key).is_boolean()) throw InputError(fmt::format("{}: expected true or false", where(key)));
+  return raw(key).get<bool>();
+}
+
 double JsonFields::non_negative_number_or(const std::string& key, double fallback) const {
   if (!has(key)) return fallback;
   const auto& value = raw(key);

@@ -145,10 +145,7 @@ SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& lab
   spec.description = f.string_or("description", "");
   spec.convention = parse_flop_convention(f.string_or("convention", "paper"));
   spec.pass = parse_training_pass(f.string_or("pass", "fwdbwd"));
-  if (f.has("recompute")) {
-    if (!f.raw("recompute").is_boolean()) throw InputError(fmt::format("{}: expected true or false", f.where("recompute")));
-    spec.recompute = f.raw("recompute").get<bool>();
-  }
+  spec.recompute = f.boolean_or("recompute", spec.recompute);
   spec.extra_layouts = f.string_list_or("layouts", {});
   spec.columns = f.string_list_or("columns", {});
   const auto& groups = f.raw("groups");

@@ -68,14 +68,9 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   } else {
     throw InputError(fmt::format("{}: expected \"launch\" or \"longest_first\", got \"{}\"", f.where("block_order"), order));
   }
-  auto boolean = [&](const std::string& key) {
-    if (!f.has(key)) return false;
-    if (!f.raw(key).is_boolean()) throw InputError(fmt::format("{}: expected true or false", f.where(key)));
-    return f.raw(key).get<bool>();
-  };
-  k.empty_calls_launch = boolean("empty_calls_launch");
-  k.empty_query_tiles_launch = boolean("empty_query_tiles_launch");
-  k.calibrated = boolean("calibrated");
+  k.empty_calls_launch = f.boolean_or("empty_calls_launch", false);
+  k.empty_query_tiles_launch = f.boolean_or("empty_query_tiles_launch", false);
+  k.calibrated = f.boolean_or("calibrated", false);
   k.dtype = f.string_or("dtype", "bf16");
   k.head_dim = f.positive_count_or("head_dim", 128);
   k.forward = pass_costs_from_json(f, "forward");

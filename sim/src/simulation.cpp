@@ -88,10 +88,7 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   base.head_dim = f.positive_count_or("head_dim", base.head_dim);
   base.batch = f.positive_count_or("batch", base.batch);
   base.model_parallel = f.positive_count_or("model_parallel", base.model_parallel);
-  if (f.has("pad_documents")) {
-    if (!f.raw("pad_documents").is_boolean()) throw InputError(fmt::format("{}: expected true or false", f.where("pad_documents")));
-    base.pad_documents = f.raw("pad_documents").get<bool>();
-  }
+  base.pad_documents = f.boolean_or("pad_documents", base.pad_documents);
   base.seq_len = f.positive_count_or("seq_len", base.seq_len);
   base.devices = f.positive_count_or("devices", base.devices);
   base.layouts = f.string_list_or("layouts", base.layouts);

@@ -28,6 +28,8 @@ class JsonFields {
   [[nodiscard]] double positive_number(const std::string& key) const;
   [[nodiscard]] double positive_number_or(const std::string& key, double fallback) const;
   [[nodiscard]] double non_negative_number_or(const std::string& key, double fallback) const;
+  // true or false (a JSON boolean, not 0/1 or "yes").
+  [[nodiscard]] bool boolean_or(const std::string& key, bool fallback) const;
   [[nodiscard]] std::vector<std::string> string_list_or(const std::string& key, std::vector<std::string> fallback) const;
 
   [[nodiscard]] std::string where(const std::string& key) const { return label_ + " field \"" + key + "\""; }
