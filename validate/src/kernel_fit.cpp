@@ -122,12 +122,14 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
   }
   Costs costs{k.forward, k.backward};
   Costs best = costs;
-  double best_objective = robust_loss(relative_errors(calls, models, costs));
+  // The errors of the current costs weight the next solve; each set of costs is placed once.
+  std::vector<double> errors = relative_errors(calls, models, costs);  // one per timed call, in order
+  double best_objective = robust_loss(errors);
+  std::vector<double> best_errors = errors;
   // Columns: [launch, block, all tiles, partial extra] for each pass fitted.
   for (int iteration = 0, stale = 0; iteration < 60 && stale < 4; ++iteration) {
     std::vector<std::vector<double>> rows;
     std::vector<double> y, w;
-    const std::vector<double> errors = relative_errors(calls, models, costs);  // one per timed call, in order
     for (const MeasuredCall& call : calls) {
       if (call.measured_us <= 0) continue;
       const sim::KernelTimeModel& m = models[call.workload];
@@ -161,12 +163,15 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
     };
     take(fit_forward, next.forward);
     take(fit_backward, next.backward);
-    const double objective = robust_loss(relative_errors(calls, models, next));
+    std::vector<double> next_errors = relative_errors(calls, models, next);
+    const double objective = robust_loss(next_errors);
     const bool moved = next.forward != costs.forward || next.backward != costs.backward;
     costs = next;
+    errors = std::move(next_errors);
     if (objective < best_objective * (1 - 1e-9)) {
       best_objective = objective;
       best = costs;
+      best_errors = errors;
       stale = 0;
     } else {
       ++stale;
@@ -175,7 +180,7 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
   }
   k.forward = best.forward;
   k.backward = best.backward;
-  return {k, relative_errors(calls, models, best), best_objective};
+  return {k, std::move(best_errors), best_objective};
 }
 
 }  // namespace
