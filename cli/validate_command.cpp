@@ -258,12 +258,12 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o) {
   fit->profile.fit["groups"] = groups.size();
   if (o.compare) {
     if (groups.size() < 2) throw model::InputError("--compare: needs workloads from at least two files to leave one out");
-    predictions = validate::leave_one_group_out(workloads, base, hardware_name, catalog);
+    predictions = validate::leave_one_group_out(workloads, calls, base, hardware_name, catalog);
   } else {
     predictions = validate::predict_workloads(workloads, fit->profile, hardware_name, catalog);
   }
   const validate::AccuracySummary floor =
-      validate::summarize_accuracy(validate::consistency_floor(workloads, hardware, base));
+      validate::summarize_accuracy(validate::consistency_floor(workloads, calls));
   const std::string json = validate::accuracy_json(command, predictions, fit, fit->profile, floor).dump(2) + "\n";
   const std::string markdown = validate::accuracy_markdown(command, predictions, fit, fit->profile, floor);
   if (!o.out_dir.empty()) {

@@ -200,7 +200,7 @@ TEST(ConsistencyFloor, EqualWorkSharesItsMedianMeasuredTime) {
   };
   const std::vector<MeasuredWorkload> workloads = {workload("contiguous", {100, 110, 50, 300}),
                                                    workload("striped", {100, 100, 100, 130})};
-  const auto floor = consistency_floor(workloads, hw, kernel);
+  const auto floor = consistency_floor(workloads, measured_calls(workloads, hw, kernel));
   ASSERT_EQ(floor.size(), 2u);
   EXPECT_EQ(floor[0].predicted_us, (std::vector<double>{100, 100, 50, 300}));
   EXPECT_EQ(floor[1].predicted_us, (std::vector<double>{100, 100, 100, 100}));

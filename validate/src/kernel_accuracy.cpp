@@ -83,10 +83,9 @@ std::vector<WorkloadPrediction> predict_workloads(const std::vector<MeasuredWork
 }
 
 std::vector<WorkloadPrediction> leave_one_group_out(const std::vector<MeasuredWorkload>& workloads,
-                                                    const sim::KernelProfile& base, const std::string& hardware,
-                                                    const model::ConfigCatalog& catalog) {
+                                                    const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base,
+                                                    const std::string& hardware, const model::ConfigCatalog& catalog) {
   const model::HardwareProfile hw = catalog.hardware(hardware);
-  const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, base);
   std::vector<std::string> groups;
   for (const auto& w : workloads) {
     if (std::find(groups.begin(), groups.end(), w.group) == groups.end()) groups.push_back(w.group);
@@ -119,7 +118,7 @@ std::vector<WorkloadPrediction> leave_one_group_out(const std::vector<MeasuredWo
 }
 
 std::vector<WorkloadPrediction> consistency_floor(const std::vector<MeasuredWorkload>& workloads,
-                                                  const model::HardwareProfile& hardware, const sim::KernelProfile& kernel) {
+                                                  const std::vector<MeasuredCall>& calls) {
   // A class is named by everything that decides a call's work: group, pass, call shape and the
   // (full, partial) tiles of every query tile.
   using Key = std::pair<std::string, std::vector<double>>;
@@ -134,7 +133,6 @@ std::vector<WorkloadPrediction> consistency_floor(const std::vector<MeasuredWork
     }
     return key;
   };
-  const std::vector<MeasuredCall> calls = measured_calls(workloads, hardware, kernel);
   std::map<Key, std::vector<double>> classes;
   for (const MeasuredCall& call : calls) classes[key_of(call)].push_back(call.measured_us);
   std::vector<WorkloadPrediction> out(workloads.size());

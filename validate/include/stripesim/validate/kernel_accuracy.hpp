@@ -49,7 +49,9 @@ struct AccuracySummary {
                                                                 const model::ConfigCatalog& catalog);
 
 // Leave one group out: for each group, fit on the others (from `base`) and predict it.
+// `calls`: measured_calls(workloads, ...), counted once by the caller.
 [[nodiscard]] std::vector<WorkloadPrediction> leave_one_group_out(const std::vector<MeasuredWorkload>& workloads,
+                                                                  const std::vector<MeasuredCall>& calls,
                                                                   const sim::KernelProfile& base,
                                                                   const std::string& hardware,
                                                                   const model::ConfigCatalog& catalog);
@@ -59,9 +61,9 @@ struct AccuracySummary {
 // "predicted" by its class's median measured time. Identical calls timed apart (clock drift, a
 // busy neighbour) put this floor under every model's error; a model near it has nothing left to
 // learn from these files.
+// `calls`: measured_calls(workloads, ...).
 [[nodiscard]] std::vector<WorkloadPrediction> consistency_floor(const std::vector<MeasuredWorkload>& workloads,
-                                                                const model::HardwareProfile& hardware,
-                                                                const sim::KernelProfile& kernel);
+                                                                const std::vector<MeasuredCall>& calls);
 
 [[nodiscard]] AccuracySummary summarize_accuracy(const std::vector<WorkloadPrediction>& predictions);
 
