@@ -39,7 +39,7 @@ inline model::Work brute_force_work(const model::Layout& layout, const model::Ma
   const Count devices = layout.devices();
   const Count c = layout.block_size();
   model::Work work{model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices),
-                   model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices)};
+                   model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices), {}, {}};
   for (Count r = 0; r < devices; ++r) {
     for (Count d = 0; d < devices; ++d) {
       const Count source = ((d - r) % devices + devices) % devices;
