@@ -18,6 +18,7 @@ std::string csv_field(const std::string& text) {
 
 std::string cell_text(const nlohmann::ordered_json& value, bool round) {
   if (value.is_string()) return value.get<std::string>();
+  if (value.is_null()) return "";  // a cell with no value (a point nothing was measured at)
   if (round && value.is_number_float()) return fmt::format("{:.4f}", value.get<double>());
   return value.dump();
 }

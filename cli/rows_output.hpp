@@ -9,7 +9,7 @@ namespace stripesim::cli {
 
 [[nodiscard]] std::string rows_to_csv(const std::vector<nlohmann::ordered_json>& rows);
 [[nodiscard]] std::string rows_to_table(const std::vector<nlohmann::ordered_json>& rows);
-// CSV and table cells: strings as they are, numbers in their shortest exact form (table: 4 decimals).
+// CSV and table cells: strings as they are, null empty, numbers in their shortest exact form (table: 4 decimals).
 [[nodiscard]] std::string cell_text(const nlohmann::ordered_json& value, bool round);
 // RFC 4180 quoting when a field holds a comma, quote or newline.
 [[nodiscard]] std::string csv_field(const std::string& text);

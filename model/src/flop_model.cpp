@@ -47,14 +47,20 @@ FlopCounts count_flops(const TransformerModel& model, FlopConvention convention)
     flops.attention_per_pair = layers * 4.0 * d;
     return flops;
   }
+  const LayerFlops layer = count_layer_flops(model);
+  flops.non_attention_per_token = layers * layer.matmul_per_token + layer.lm_head_per_token;
+  flops.attention_per_pair = layers * layer.attention_per_pair;
+  return flops;
+}
+
+LayerFlops count_layer_flops(const TransformerModel& model) {
+  const double d = static_cast<double>(model.d_model);
   const double q_width = static_cast<double>(model.heads * model.head_dim);
   const double kv_width = static_cast<double>(model.kv_heads * model.head_dim);
   const double mlp_matrices = model.mlp == "swiglu" ? 3.0 : 2.0;
   const double projections = 2.0 * (d * q_width + 2.0 * d * kv_width + q_width * d);
-  const double mlp = 2.0 * mlp_matrices * d * d_ff;
-  flops.non_attention_per_token = layers * (projections + mlp) + 2.0 * d * vocab;
-  flops.attention_per_pair = layers * 4.0 * q_width;
-  return flops;
+  const double mlp = 2.0 * mlp_matrices * d * static_cast<double>(model.d_ff);
+  return {projections + mlp, 4.0 * q_width, 2.0 * d * static_cast<double>(model.vocab)};
 }
 
 }  // namespace stripesim::model

@@ -11,9 +11,10 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   const JsonFields f(doc, label);
   f.allow_only({"name", "description", "aliases", "peak_tflops", "matmul_precision", "attention_precision",
                 "attention_flop_weight", "memory_gib", "memory_bandwidth_gbps", "link_bandwidth_gbps", "link_latency_us",
-                "default_tile", "sms", "default_kernel", "sources"});
+                "default_tile", "sms", "default_kernel", "matmul_efficiency", "sources"});
   HardwareProfile h;
   h.name = f.string("name");
+  h.description = f.string_or("description", "");
   h.aliases = f.string_list_or("aliases", {});
   const JsonFields peaks(f.raw("peak_tflops"), f.where("peak_tflops"));
   for (const auto& [precision, value] : f.raw("peak_tflops").items()) h.peak_tflops[precision] = peaks.positive_number(precision);
@@ -33,6 +34,11 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   if (f.has("default_tile")) h.default_tile = parse_tile_shape(f.string("default_tile"));
   h.sms = f.positive_count("sms");
   h.default_kernel = f.string_or("default_kernel", "");
+  if (f.has("matmul_efficiency")) {
+    const double efficiency = f.positive_number("matmul_efficiency");
+    if (efficiency > 1) throw InputError(fmt::format("{}: {} is above 1 (a fraction of the peak)", f.where("matmul_efficiency"), efficiency));
+    h.matmul_efficiency = efficiency;
+  }
   h.sources = f.has("sources") ? f.raw("sources") : nlohmann::json::object();
   return h;
 }
@@ -41,6 +47,8 @@ nlohmann::ordered_json to_json(const HardwareProfile& h) {
   nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
   for (const auto& [precision, value] : h.peak_tflops) peaks[precision] = value;
   nlohmann::ordered_json doc = {{"name", h.name},
+          {"aliases", h.aliases},
+          {"description", h.description},
           {"peak_tflops", std::move(peaks)},
           {"matmul_precision", h.matmul_precision},
           {"attention_precision", h.attention_precision},
@@ -52,6 +60,7 @@ nlohmann::ordered_json to_json(const HardwareProfile& h) {
           {"sms", h.sms},
           {"default_kernel", h.default_kernel}};
   if (h.link_latency_us) doc["link_latency_us"] = *h.link_latency_us;
+  if (h.matmul_efficiency) doc["matmul_efficiency"] = *h.matmul_efficiency;
   if (!h.sources.empty()) doc["sources"] = h.sources;
   return doc;
 }

@@ -122,6 +122,8 @@ nlohmann::ordered_json make_row(const Point& point, const TmsResult& r) {
   return row;
 }
 
+}  // namespace
+
 nlohmann::ordered_json select_columns(const nlohmann::ordered_json& row, const std::vector<std::string>& columns) {
   if (columns.empty()) return row;
   nlohmann::ordered_json selected;
@@ -135,8 +137,6 @@ nlohmann::ordered_json select_columns(const nlohmann::ordered_json& row, const s
   }
   return selected;
 }
-
-}  // namespace
 
 SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& label) {
   const JsonFields f(doc, label);

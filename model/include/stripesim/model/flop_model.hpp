@@ -46,4 +46,14 @@ struct FlopCounts {
 
 [[nodiscard]] FlopCounts count_flops(const TransformerModel& model, FlopConvention convention);
 
+// The `exact` forward FLOPs of one layer and of the LM head, before model parallelism divides
+// them: what a step simulation prices layer by layer. count_flops(exact) is their sum.
+struct LayerFlops {
+  double matmul_per_token = 0;     // Q, K, V, O projections and the MLP
+  double attention_per_pair = 0;   // QK^T and PV over the query heads
+  double lm_head_per_token = 0;
+};
+
+[[nodiscard]] LayerFlops count_layer_flops(const TransformerModel& model);
+
 }  // namespace stripesim::model

@@ -19,6 +19,7 @@ using GigabytesPerSecond = double;  // 10^9 B/s, per direction for links
 
 struct HardwareProfile {
   std::string name;
+  std::string description;
   std::vector<std::string> aliases;
   std::map<std::string, TeraflopsPerSecond> peak_tflops;  // by precision: bf16, fp16, tf32, fp32, fp8
   std::string matmul_precision = "bf16";
@@ -33,6 +34,10 @@ struct HardwareProfile {
   TileShape default_tile{128, 128};  // the paper's tile (TMS); kernels name their own
   Count sms = 108;                   // streaming multiprocessors (TensorCores on a TPU): where thread blocks run
   std::string default_kernel;        // the kernel profile simulate uses without --kernel
+  // Fraction of peak[matmul_precision] the model's matmuls (projections, MLP, LM head) reach in a
+  // training step, everything that scales with tokens outside attention included: what
+  // `simulate --scope layer|step` prices them at. Unset: those scopes refuse the profile.
+  std::optional<double> matmul_efficiency;
   nlohmann::json sources;  // where each figure comes from, kept verbatim for the record
 };
 

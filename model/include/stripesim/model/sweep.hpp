@@ -60,6 +60,10 @@ using SweepProgress = std::function<void(Count done, Count total)>;
 // first point's row. For checking inputs only (stripesim's parse-only mode).
 void check_sweep(const SweepSpec& spec, const ConfigCatalog& catalog);
 
+// `row` reduced to `columns` in that order (all of it when empty); an unknown column is an
+// InputError listing the known ones.
+[[nodiscard]] nlohmann::ordered_json select_columns(const nlohmann::ordered_json& row, const std::vector<std::string>& columns);
+
 // Column name suffix for a layout: "block-striped:64" -> "block_striped_64".
 [[nodiscard]] std::string column_suffix(const std::string& layout);
 
