@@ -7,6 +7,7 @@
 
 #include "config_dir.hpp"
 #include "output_file.hpp"
+#include "rows_output.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_file.hpp"
@@ -21,13 +22,14 @@ namespace {
 struct SimulateOptions {
   std::string experiment;
   std::string model;
-  std::string heads, kv_heads, head_dim, batch, model_parallel, seq_len, devices;
+  std::string heads, kv_heads, head_dim, batch, model_parallel, data_parallel, seq_len, devices, scope;
   std::string layouts, tile, kernel, mask, pass, dtype, hardware, topology, sync, kv_buffers, ring_order;
   std::string format = "table";
   std::string output;
   std::string trace;
   bool summary_only = false;
   bool pad_documents = false;
+  bool recompute = false;
   std::vector<CLI::Option*> given;  // options that override the experiment file
 };
 
@@ -39,7 +41,47 @@ constexpr const char* kSimulateExamples = R"(Examples:
   stripesim simulate --topology pcie-8gpu --ring-order auto --sync lockstep --trace ring.json
   stripesim simulate --hardware h100 --kernel flex -n 32k -N 4 --heads 16 --sync lockstep --topology ideal
       the compute-only ring time sum_r max_d t[r][d] of flex_attention, to set beside one GPU's measurement
+  stripesim simulate --model llama3-8b --hardware h100 --topology dgx-h100-x2 -M 2 -N 8 -n 512k --scope step
+      a whole training step (every layer, the LM head, forward and backward) on a 2 x 8 mesh of two nodes
   stripesim simulate --experiment configs/experiments/simulate-dgx-h100.json)";
+
+std::string gib(double bytes) { return fmt::format("{:.1f}", bytes / (1024.0 * 1024.0 * 1024.0)); }
+
+// Scope layer or step: the breakdown of the time on the ring's last device, throughput, memory.
+std::string format_step_table(const sim::Simulation& s) {
+  const sim::StepShape& shape = *s.step_shape;
+  const auto& c = s.config;
+  std::string out = fmt::format(
+      "scope: {} of {} ({} layers), {}{}; mesh -M {} x -N {} x -D {} on GPUs {}; matmuls at {:.3f} of the {} peak\n"
+      "per layer: model-parallel all-reduce {:.3f} ms; gradient all-reduce {:.3f} ms per step (overlapped with the backward)\n\n",
+      c.scope == sim::Scope::step ? "a training step" : "one transformer layer", shape.model.name, shape.model.layers,
+      sim::to_string(c.pass), c.recompute ? ", recomputing the forward in the backward" : "", c.model_parallel,
+      c.devices, c.data_parallel, s.mesh.gpus(), *s.hardware.matmul_efficiency, s.hardware.matmul_precision,
+      shape.activation_allreduce_us / 1e3, shape.gradient_allreduce_us / 1e3);
+  out += fmt::format("{:<16} {:>11} {:>9} {:>11} {:>6} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}\n", "layout", "time (ms)",
+                     "vs contig", "tokens/s", "MFU", "matmul", "attn comp", "attn comm", "attn idle", "MP comm",
+                     "grad comm", "memory GiB");
+  bool over = false;
+  for (const auto& r : s.results) {
+    const sim::StepEstimate& e = *r.step;
+    const sim::StepBreakdown& b = e.breakdown;
+    over = over || e.exceeds_memory;
+    out += fmt::format("{:<16} {:>11.3f} {:>8.2f}x {:>11.0f} {:>5.1f}% {:>10.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9}{}\n",
+                       r.layout, r.time_us / 1e3, r.speedup_vs_contiguous, e.tokens_per_second, 100 * e.mfu,
+                       b.matmul_us / 1e3, b.attention_compute_us / 1e3, b.attention_comm_us / 1e3,
+                       b.attention_idle_us / 1e3, b.model_parallel_comm_us / 1e3, b.gradient_comm_us / 1e3,
+                       gib(e.memory.total()), e.exceeds_memory ? "!" : "");
+  }
+  out += "\nbreakdown columns in ms, on the ring's last device to finish each layer; they add up to the time.\n"
+         "MFU = model FLOPs (forward 1x, backward 2x, attention on unmasked pairs) / (M x N devices x time x peak).\n"
+         "memory per device: bf16 weights, gradients and Adam state (16 B per parameter), activations kept for\n"
+         "the backward, fp32 logits, the ring's K/V buffers.\n";
+  if (over) {
+    out += fmt::format("warning: '!' marks layouts whose memory per device exceeds the {} GiB of {}\n", s.hardware.memory_gib,
+                       s.hardware.name);
+  }
+  return out;
+}
 
 std::string format_table(const sim::Simulation& s) {
   const auto& c = s.config;
@@ -60,6 +102,7 @@ std::string format_table(const sim::Simulation& s) {
                      s.hardware.name, s.kernel.name, s.kernel.calibrated ? "calibrated" : "uncalibrated",
                      s.kernel.forward.full_tile_us * tile_scale, s.kernel.forward.partial_tile_us * tile_scale,
                      static_cast<double>(s.kv_bytes) / 1e6, slowest_hop);
+  if (s.step_shape) return out + format_step_table(s);
   out += fmt::format("scope: the attention ring of one layer{}\n\n",
                      s.topology.name() == "ideal" ? ", compute only (ideal topology: hops take no time)" : "");
   out += fmt::format("{:<22} {:>12} {:>10} {:>12} {:>12} {:>16} {:>10}\n", "layout", "time (ms)", "vs contig",
@@ -102,6 +145,9 @@ std::function<void()> register_simulate_command(CLI::App& app) {
   add("--head-dim", o.head_dim, "Head size [default: 128]");
   add("--batch", o.batch, "Sequences per step [default: 1]");
   add("--model-parallel,-M", o.model_parallel, "Model-parallel degree: heads per device = heads / M [default: 1]");
+  add("--data-parallel,-D", o.data_parallel, "Data-parallel replicas of the M x N mesh [default: 1]");
+  add("--scope", o.scope, "What the time covers: attention (one layer's ring), layer (projections, MLP, ring, "
+      "collectives) or step (every layer and the LM head, forward and backward) [default: attention]");
   add("--seq-len,-n", o.seq_len, "Sequence length; k and M suffixes [default: 256k]");
   add("--devices,-N", o.devices, "Devices in the ring [default: 8]");
   add("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
@@ -118,11 +164,14 @@ std::function<void()> register_simulate_command(CLI::App& app) {
       "turn, hand-offs included: the CPU validator) [default: async]");
   add("--kv-buffers", o.kv_buffers, "K/V buffers per device, at least 2 [default: 2, double buffering]");
   add("--ring-order", o.ring_order, "rank or auto (minimise the slowest hop) [default: rank]");
-  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  cmd->add_option("--format", o.format, "Output format: csv is a row per layout")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_option("--trace", o.trace, "Also write a Chrome trace (Perfetto) to FILE");
   cmd->add_flag("--pad-documents", o.pad_documents,
                 "Pad every document of a documents mask to a multiple of 2N (doc-zigzag, doc-striped need it)");
+  cmd->add_flag("--recompute", o.recompute, "Scope layer or step: the backward recomputes the forward (activation checkpointing)");
   cmd->add_flag("--summary-only", o.summary_only, "JSON: leave out the per-(round, device) records");
   return [cmd, options] {
     if (!cmd->parsed()) return;
@@ -155,6 +204,12 @@ std::function<void()> register_simulate_command(CLI::App& app) {
     count("--head-dim", opts.head_dim, config.head_dim);
     count("--batch", opts.batch, config.batch);
     count("--model-parallel", opts.model_parallel, config.model_parallel);
+    count("--data-parallel", opts.data_parallel, config.data_parallel);
+    if (given("--scope")) {
+      config.scope = sim::parse_scope(opts.scope);
+      if (!given("--pass")) config.pass = sim::default_pass(config.scope);
+    }
+    if (opts.recompute) config.recompute = true;
     count("--seq-len", opts.seq_len, config.seq_len);
     count("--devices", opts.devices, config.devices);
     count("--kv-buffers", opts.kv_buffers, config.kv_buffers);
@@ -179,8 +234,10 @@ std::function<void()> register_simulate_command(CLI::App& app) {
     const sim::Simulation result = sim::run_simulation(std::move(plan));
     // Write the trace first: if it fails, nothing has been written.
     if (!opts.trace.empty()) write_output(sim::chrome_trace(result).dump() + "\n", opts.trace);
-    write_output(opts.format == "json" ? sim::to_json(result, !opts.summary_only).dump(2) + "\n" : format_table(result),
-                 opts.output);
+    const std::string text = opts.format == "json"  ? sim::to_json(result, !opts.summary_only).dump(2) + "\n"
+                             : opts.format == "csv" ? rows_to_csv(sim::simulation_rows(result))
+                                                    : format_table(result);
+    write_output(text, opts.output);
   };
 }
 

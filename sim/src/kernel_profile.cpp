@@ -49,7 +49,7 @@ const char* block_order_name(BlockOrder order) {
 
 KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const model::JsonFields f(doc, label);
-  f.allow_only({"schema", "name", "hardware", "description", "tile", "blocks_per_sm", "block_order", "empty_calls_launch",
+  f.allow_only({"schema", "name", "hardware", "description", "tile", "blocks_per_sm", "slots", "block_order", "empty_calls_launch",
                 "empty_query_tiles_launch", "dtype", "head_dim", "forward", "backward", "calibrated", "sources", "fit"});
   if (f.has("schema") && f.string("schema") != "stripesim.kernel/1") {
     throw InputError(fmt::format("{}: expected \"stripesim.kernel/1\"", f.where("schema")));
@@ -60,6 +60,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.description = f.string_or("description", "");
   k.tile = model::parse_tile_shape(f.string("tile"));
   k.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1);
+  if (f.has("slots")) k.slots = f.positive_count("slots");
   const std::string order = f.string_or("block_order", "launch");
   if (order == "launch") {
     k.order = BlockOrder::launch;
@@ -95,6 +96,7 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
                                 {"forward", to_json(k.forward)},
                                 {"backward", to_json(k.backward)},
                                 {"calibrated", k.calibrated}};
+  if (k.slots) doc["slots"] = *k.slots;
   if (!k.sources.empty()) doc["sources"] = k.sources;
   if (!k.fit.empty()) doc["fit"] = k.fit;
   return doc;

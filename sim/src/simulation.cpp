@@ -9,6 +9,7 @@
 #include "stripesim/model/json_fields.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/mask.hpp"
+#include "stripesim/model/pair_count.hpp"
 #include "stripesim/model/work_model.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_order.hpp"
@@ -22,6 +23,10 @@ PassSelection parse_pass_selection(std::string_view text) {
   if (text == "bwd") return PassSelection::backward;
   if (text == "fwdbwd") return PassSelection::forward_backward;
   throw InputError(fmt::format("--pass '{}': expected fwd, bwd or fwdbwd", text));
+}
+
+PassSelection default_pass(Scope scope) {
+  return scope == Scope::step ? PassSelection::forward_backward : PassSelection::forward;
 }
 
 SyncMode parse_sync_mode(std::string_view text) {
@@ -70,13 +75,38 @@ Count split_heads(Count heads, Count model_parallel, const char* what, bool repl
                                replicate ? " (or be a multiple of it)" : ""));
 }
 
+// Scopes beyond the ring need the model's matmul shapes and the hardware's matmul rate.
+void check_scope(const SimulateConfig& config, const Simulation& sim) {
+  if (config.scope == Scope::attention) {
+    if (config.recompute) throw InputError("--recompute: recomputation is part of a layer or a step (--scope layer|step)");
+    return;
+  }
+  const char* scope = to_string(config.scope);
+  if (!sim.transformer) {
+    throw InputError(fmt::format("--scope {}: needs --model (the layer's matmul shapes; --heads etc. describe attention only)",
+                                 scope));
+  }
+  if (!sim.hardware.matmul_efficiency) {
+    throw InputError(fmt::format("--scope {}: hardware {} has no matmul_efficiency to price the matmuls with", scope,
+                                 sim.hardware.name));
+  }
+  if (config.scope == Scope::step && config.pass != PassSelection::forward_backward) {
+    throw InputError(fmt::format("--pass {}: a training step (--scope step) runs forward and backward; give fwdbwd or no --pass",
+                                 to_string(config.pass)));
+  }
+  if (config.recompute && config.pass != PassSelection::forward_backward) {
+    throw InputError(fmt::format("--recompute: the backward recomputes the forward; needs --pass fwdbwd, not {}",
+                                 to_string(config.pass)));
+  }
+}
+
 }  // namespace
 
 SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::string& label, SimulateConfig base) {
   const model::JsonFields f(doc, label);
   f.allow_only({"description", "model", "heads", "kv_heads", "head_dim", "batch", "model_parallel", "seq_len",
                 "devices", "layouts", "tile", "kernel", "mask", "pad_documents", "pass", "dtype", "hardware", "topology",
-                "sync", "kv_buffers", "ring_order"});
+                "sync", "kv_buffers", "ring_order", "scope", "recompute", "data_parallel"});
   base.model = f.string_or("model", base.model);
   for (const char* field : {"heads", "kv_heads", "head_dim"}) {
     if (f.has("model") && f.has(field)) {
@@ -88,6 +118,12 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   base.head_dim = f.positive_count_or("head_dim", base.head_dim);
   base.batch = f.positive_count_or("batch", base.batch);
   base.model_parallel = f.positive_count_or("model_parallel", base.model_parallel);
+  base.data_parallel = f.positive_count_or("data_parallel", base.data_parallel);
+  if (f.has("scope")) {
+    base.scope = parse_scope(f.string("scope"));
+    if (!f.has("pass")) base.pass = default_pass(base.scope);
+  }
+  base.recompute = f.boolean_or("recompute", base.recompute);
   base.pad_documents = f.boolean_or("pad_documents", base.pad_documents);
   base.seq_len = f.positive_count_or("seq_len", base.seq_len);
   base.devices = f.positive_count_or("devices", base.devices);
@@ -124,15 +160,18 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   if (config.devices < 1 || config.devices > kMaxSimulatedDevices) {
     throw InputError(fmt::format("--devices {}: must be between 1 and {}", config.devices, kMaxSimulatedDevices));
   }
-  Simulation sim{config, config.hardware_profile ? *config.hardware_profile : catalog.hardware(config.hardware), {}, Topology::nvswitch(1, 1, 0), {}, {}, {}, {}, 0, 0, 0, 0, 0, {}, {}, 0};
+  Simulation sim;
+  sim.config = config;
+  sim.hardware = config.hardware_profile ? *config.hardware_profile : catalog.hardware(config.hardware);
   sim.kernel = config.kernel_profile ? *config.kernel_profile : load_kernel_profile(config.kernel, catalog.root(), sim.hardware);
   Count heads = config.heads, kv_heads = config.kv_heads, head_dim = config.head_dim;
   if (!config.model.empty()) {
-    const model::TransformerModel m = catalog.model(config.model);
-    heads = m.heads;
-    kv_heads = m.kv_heads;
-    head_dim = m.head_dim;
+    sim.transformer = catalog.model(config.model);
+    heads = sim.transformer->heads;
+    kv_heads = sim.transformer->kv_heads;
+    head_dim = sim.transformer->head_dim;
   }
+  check_scope(config, sim);
   if (heads % kv_heads != 0) throw InputError(fmt::format("--heads {}: must be a multiple of --kv-heads {}", heads, kv_heads));
   sim.heads_per_device = split_heads(heads, config.model_parallel, "heads", false);
   sim.kv_heads_per_device = split_heads(kv_heads, config.model_parallel, "K/V heads", true);
@@ -160,11 +199,20 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
     layouts.push_back(model::parse_layout(spec, sim.config.seq_len, config.devices, model::LayoutContext{&mask, sim.tile}));
   }
 
-  sim.topology = load_topology(config.topology.empty() ? fmt::format("nvswitch:{}", config.devices) : config.topology,
-                               catalog.root(), sim.hardware.link_bandwidth, sim.hardware.link_latency_us, config.devices);
-  if (sim.topology.gpu_count() < config.devices) {
-    throw InputError(fmt::format("--topology {}: has {} GPUs, fewer than --devices {}", sim.topology.name(),
-                                 sim.topology.gpu_count(), config.devices));
+  if (config.data_parallel < 1) throw InputError(fmt::format("--data-parallel {}: must be at least 1", config.data_parallel));
+  sim.mesh = Mesh{config.model_parallel, config.devices, config.data_parallel};
+  const bool one_ring = sim.mesh.gpus() == config.devices;
+  if (config.auto_ring_order && !one_ring) {
+    throw InputError("--ring-order auto: orders the GPUs of a single ring; the mesh places rings of -M or -D above 1");
+  }
+  sim.topology = load_topology(config.topology.empty() ? fmt::format("nvswitch:{}", sim.mesh.gpus()) : config.topology,
+                               catalog.root(), sim.hardware.link_bandwidth, sim.hardware.link_latency_us, sim.mesh.gpus());
+  if (sim.topology.gpu_count() < sim.mesh.gpus()) {
+    throw InputError(one_ring ? fmt::format("--topology {}: has {} GPUs, fewer than --devices {}", sim.topology.name(),
+                                            sim.topology.gpu_count(), config.devices)
+                              : fmt::format("--topology {}: has {} GPUs, fewer than the mesh's -M {} x -N {} x -D {} = {}",
+                                            sim.topology.name(), sim.topology.gpu_count(), config.model_parallel,
+                                            config.devices, config.data_parallel, sim.mesh.gpus()));
   }
   return SimulationPlan{std::move(sim), std::move(mask), std::move(layouts)};
 }
@@ -183,14 +231,37 @@ Simulation run_simulation(SimulationPlan plan) {
   const Count c = config.seq_len / config.devices;
   sim.kv_bytes = config.hop_bytes.value_or(2 * c * sim.kv_heads_per_device * head_dim * element * config.batch);
   sim.ring_order = config.auto_ring_order ? auto_ring_order(sim.topology, config.devices, sim.kv_bytes)
-                                          : rank_ring_order(config.devices);
+                                          : mesh_ring_order(sim.mesh);
   sim.hops = ring_routes(sim.topology, sim.ring_order);
+  if (config.scope != Scope::attention) {
+    const model::Run sequence{0, 1, config.seq_len, 0};
+    constexpr Bytes kActivationBytes = 2;  // bf16 activations and gradients
+    StepShape& step = sim.step_shape.emplace();
+    step.scope = config.scope;
+    step.forward = config.pass != PassSelection::backward;
+    step.backward = config.pass != PassSelection::forward;
+    step.recompute = config.recompute;
+    step.model = *sim.transformer;
+    step.hardware = sim.hardware;
+    step.mesh = sim.mesh;
+    step.seq_len = config.seq_len;
+    step.batch = config.batch;
+    step.unmasked_pairs = static_cast<double>(model::count_run_pairs(sequence, sequence, mask));
+    step.kv_buffers = config.kv_buffers;
+    step.kv_bytes = sim.kv_bytes;
+    step.activation_allreduce_us = allreduce_us(sim.topology, model_parallel_group(sim.mesh),
+                                                c * config.batch * sim.transformer->d_model * kActivationBytes);
+    step.gradient_allreduce_us =
+        allreduce_us(sim.topology, gradient_group(sim.mesh),
+                     static_cast<Bytes>(parameters_per_device(*sim.transformer, sim.mesh.model_parallel)) * kActivationBytes);
+  }
 
   const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
 
   auto simulate_layout = [&](const model::Layout& layout) {
     const model::Work work = model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::query_tiles);
-    LayoutSimulation result{layout.name(), {}, 0, 0};
+    LayoutSimulation result;
+    result.layout = layout.name();
     std::vector<FifoServer> links(sim.topology.directed_link_count());
     Microseconds start = 0;
     for (const RingPass pass : {RingPass::forward, RingPass::backward}) {
@@ -210,6 +281,10 @@ Simulation run_simulation(SimulationPlan plan) {
       sim.events += result.passes.back().events;
     }
     result.time_us = start;
+    if (sim.step_shape) {
+      result.step = estimate_step(*sim.step_shape, result.passes);
+      result.time_us = result.step->time_us;
+    }
     return result;
   };
 
@@ -227,6 +302,28 @@ namespace {
 
 nlohmann::ordered_json time_or_null(Microseconds t) { return t < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t); }
 
+nlohmann::ordered_json step_json(const StepEstimate& e) {
+  const StepBreakdown& b = e.breakdown;
+  const StepMemory& m = e.memory;
+  return {{"time_us", e.time_us},
+          {"tokens_per_second", e.tokens_per_second},
+          {"model_flops", e.model_flops},
+          {"mfu", e.mfu},
+          {"breakdown_us", {{"matmul", b.matmul_us},
+                            {"attention_compute", b.attention_compute_us},
+                            {"attention_comm", b.attention_comm_us},
+                            {"attention_idle", b.attention_idle_us},
+                            {"model_parallel_comm", b.model_parallel_comm_us},
+                            {"gradient_comm", b.gradient_comm_us}}},
+          {"memory_bytes", {{"weights", m.weights},
+                            {"gradients_and_optimizer", m.gradients_and_optimizer},
+                            {"activations", m.activations},
+                            {"logits", m.logits},
+                            {"kv_buffers", m.kv_buffers},
+                            {"total", m.total()}}},
+          {"exceeds_memory", e.exceeds_memory}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
@@ -239,6 +336,9 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
                    {"head_dim", sim.head_dim},
                    {"batch", c.batch},
                    {"model_parallel", c.model_parallel},
+                   {"data_parallel", c.data_parallel},
+                   {"scope", to_string(c.scope)},
+                   {"recompute", c.recompute},
                    {"seq_len", c.seq_len},
                    {"devices", c.devices},
                    {"block_size", c.seq_len / c.devices},
@@ -267,6 +367,17 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
                     {"links", std::move(links)}});
   }
   doc["hops"] = std::move(hops);
+  if (sim.step_shape) {
+    const StepShape& step = *sim.step_shape;
+    doc["step_inputs"] = {{"layers", step.model.layers},
+                          {"matmul_efficiency", *sim.hardware.matmul_efficiency},
+                          {"matmul_precision", sim.hardware.matmul_precision},
+                          {"unmasked_pairs", step.unmasked_pairs},
+                          {"model_parallel_gpus", model_parallel_group(sim.mesh)},
+                          {"activation_allreduce_us", step.activation_allreduce_us},
+                          {"gradient_allreduce_us", step.gradient_allreduce_us},
+                          {"memory_gib", sim.hardware.memory_gib}};
+  }
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   for (const LayoutSimulation& r : sim.results) {
     nlohmann::ordered_json passes = nlohmann::ordered_json::array();
@@ -310,13 +421,43 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
       }
       passes.push_back(std::move(pass));
     }
-    results.push_back({{"layout", r.layout},
-                       {"time_us", r.time_us},
-                       {"speedup_vs_contiguous", r.speedup_vs_contiguous},
-                       {"passes", std::move(passes)}});
+    nlohmann::ordered_json result{{"layout", r.layout},
+                                  {"time_us", r.time_us},
+                                  {"speedup_vs_contiguous", r.speedup_vs_contiguous}};
+    if (r.step) result["step"] = step_json(*r.step);
+    result["passes"] = std::move(passes);
+    results.push_back(std::move(result));
   }
   doc["results"] = std::move(results);
   return doc;
+}
+
+std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& sim) {
+  std::vector<nlohmann::ordered_json> rows;
+  const SimulateConfig& c = sim.config;
+  for (const LayoutSimulation& r : sim.results) {
+    nlohmann::ordered_json row{{"layout", r.layout},          {"scope", to_string(c.scope)},
+                               {"model", c.model},            {"hardware", sim.hardware.name},
+                               {"model_parallel", c.model_parallel}, {"devices", c.devices},
+                               {"data_parallel", c.data_parallel},   {"seq_len", c.seq_len},
+                               {"pass", to_string(c.pass)},   {"time_us", r.time_us},
+                               {"speedup_vs_contiguous", r.speedup_vs_contiguous}};
+    if (sim.step_shape) {
+      const StepEstimate& e = *r.step;
+      row["tokens_per_second"] = e.tokens_per_second;
+      row["mfu"] = e.mfu;
+      row["matmul_us"] = e.breakdown.matmul_us;
+      row["attention_compute_us"] = e.breakdown.attention_compute_us;
+      row["attention_comm_us"] = e.breakdown.attention_comm_us;
+      row["attention_idle_us"] = e.breakdown.attention_idle_us;
+      row["model_parallel_comm_us"] = e.breakdown.model_parallel_comm_us;
+      row["gradient_comm_us"] = e.breakdown.gradient_comm_us;
+      row["memory_bytes"] = e.memory.total();
+      row["exceeds_memory"] = e.exceeds_memory;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 nlohmann::ordered_json chrome_trace(const Simulation& sim) {

@@ -5,6 +5,7 @@
 // and the cost of each piece for the forward and the backward call, each with its source.
 // The hardware profile keeps the device (peaks, memory, SMs) and names its default kernel.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "stripesim/model/hardware_profile.hpp"
@@ -36,6 +37,11 @@ struct KernelProfile {
   std::string description;
   model::TileShape tile{128, 128};
   Count blocks_per_sm = 1;
+  // Blocks the device runs at once; unset: sms * blocks_per_sm. 1 for an implementation that
+  // runs one tile after another, each over the whole device (XLA's blockwise attention in JAX,
+  // the Striped Attention paper's): a call then lasts the sum of its tiles, and a tile's cost
+  // is the whole device's time for it.
+  std::optional<Count> slots;
   BlockOrder order = BlockOrder::launch;
   bool empty_calls_launch = false;        // a (round, device) with no active tile still makes the call
   bool empty_query_tiles_launch = false;  // a query tile with no active key tile still gets a block (writes output)

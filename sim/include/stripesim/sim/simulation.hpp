@@ -13,6 +13,7 @@
 #include "stripesim/model/tile_shape.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_simulator.hpp"
+#include "stripesim/sim/step_model.hpp"
 
 namespace stripesim::sim {
 
@@ -27,6 +28,9 @@ struct SimulateConfig {
   Count head_dim = 128;
   Count batch = 1;
   Count model_parallel = 1;  // heads are split over M devices of a model-parallel group
+  Count data_parallel = 1;   // D replicas of the M x N mesh (the gradient all-reduce, the GPUs needed)
+  Scope scope = Scope::attention;  // what the time covers: one layer's attention ring, a layer, a training step
+  bool recompute = false;          // layer, step: the backward recomputes the forward first
   Count seq_len = 262144;
   Count devices = 8;
   std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
@@ -54,13 +58,16 @@ struct SimulateConfig {
                                                        SimulateConfig base = {});
 [[nodiscard]] PassSelection parse_pass_selection(std::string_view text);
 [[nodiscard]] SyncMode parse_sync_mode(std::string_view text);
+// A step runs forward and backward; an attention ring or a layer, the forward unless asked.
+[[nodiscard]] PassSelection default_pass(Scope scope);
 [[nodiscard]] const char* to_string(SyncMode mode);
 [[nodiscard]] std::string to_string(PassSelection pass);  // "fwd", "bwd", "fwdbwd"
 
 struct LayoutSimulation {
   std::string layout;
-  std::vector<RingTimeline> passes;  // forward, backward or both, in that order
-  Microseconds time_us = 0;
+  std::vector<RingTimeline> passes;  // one layer's ring: forward, backward or both, in that order
+  std::optional<StepEstimate> step;  // scope layer or step
+  Microseconds time_us = 0;          // of the scope
   double speedup_vs_contiguous = 0;
 };
 
@@ -68,7 +75,7 @@ struct Simulation {
   SimulateConfig config;
   model::HardwareProfile hardware;
   KernelProfile kernel;
-  Topology topology;
+  Topology topology = Topology::nvswitch(1, 1, 0);  // replaced by the plan's
   std::vector<Count> ring_order;  // GPU at each ring position
   std::vector<Route> hops;
   model::TileShape tile;
@@ -79,6 +86,9 @@ struct Simulation {
   Bytes kv_bytes = 0;
   Count padding_tokens = 0;  // added by pad_documents; config.seq_len includes them
   KernelCallShape call_shape;
+  Mesh mesh;
+  std::optional<model::TransformerModel> transformer;  // the --model's shape
+  std::optional<StepShape> step_shape;                 // scope layer or step: all but the ring
   std::vector<LayoutSimulation> results;
   std::uint64_t events = 0;
 };
@@ -99,6 +109,9 @@ struct SimulationPlan {
 
 // `rounds`: include every (round, device) record (large for big rings).
 [[nodiscard]] nlohmann::ordered_json to_json(const Simulation& simulation, bool rounds);
+// One flat row per layout (the same keys in each): the scope's time, speedup and, for a layer or
+// a step, its breakdown, throughput, MFU and memory. For CSV.
+[[nodiscard]] std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& simulation);
 // Chrome trace event format (opens in Perfetto / chrome://tracing): a track per device's
 // compute stream and per link direction.
 [[nodiscard]] nlohmann::ordered_json chrome_trace(const Simulation& simulation);

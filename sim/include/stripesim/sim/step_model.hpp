@@ -1,0 +1,92 @@
+#pragma once
+// A training step around the attention ring (`simulate --scope layer|step`). Every layer is
+// alike, so the ring is simulated once per pass and priced per layer; on each device:
+//   forward   matmuls (Q, K, V, O projections, MLP), the ring's forward, two model-parallel
+//             all-reduces of the layer's activations (Megatron's tensor parallelism);
+//   backward  with recomputation the whole forward again, then the matmuls twice (input and
+//             weight gradients), the ring's backward and two more all-reduces;
+// then the LM head forward and backward, and the gradient all-reduce over every copy of the
+// weights, overlapped with the backward as DDP and FSDP buckets do: only what outlasts the
+// backward is exposed. Matmuls run at peak[matmul_precision] x matmul_efficiency (hardware
+// profile); attention is the ring simulation (kernel cost model and links); collectives are
+// ring all-reduces on the topology. A layer is a phase: the next one starts when the ring's
+// slowest device is done (the breakdown follows that device).
+#include <string_view>
+#include <vector>
+
+#include "stripesim/model/hardware_profile.hpp"
+#include "stripesim/model/transformer_model.hpp"
+#include "stripesim/sim/ring_order.hpp"
+#include "stripesim/sim/ring_simulator.hpp"
+#include "stripesim/sim/topology.hpp"
+
+namespace stripesim::sim {
+
+enum class Scope { attention, layer, step };
+
+[[nodiscard]] Scope parse_scope(std::string_view text);
+[[nodiscard]] const char* to_string(Scope scope);
+
+struct StepBreakdown {
+  Microseconds matmul_us = 0;
+  Microseconds attention_compute_us = 0;  // the ring's last device computing
+  Microseconds attention_comm_us = 0;     // its exposed communication
+  Microseconds attention_idle_us = 0;     // its waiting for slower neighbours
+  Microseconds model_parallel_comm_us = 0;
+  Microseconds gradient_comm_us = 0;  // the part of the gradient all-reduce the backward does not hide
+
+  [[nodiscard]] Microseconds total_us() const {
+    return matmul_us + attention_compute_us + attention_comm_us + attention_idle_us + model_parallel_comm_us +
+           gradient_comm_us;
+  }
+};
+
+// Bytes per device.
+struct StepMemory {
+  double weights = 0;                  // bf16
+  double gradients_and_optimizer = 0;  // bf16 gradients, fp32 master weights and Adam's two moments
+  double activations = 0;              // kept for the backward
+  double logits = 0;                   // fp32, for the loss (step scope)
+  double kv_buffers = 0;               // the ring's K/V blocks (and dK/dV in the backward)
+
+  [[nodiscard]] double total() const { return weights + gradients_and_optimizer + activations + logits + kv_buffers; }
+};
+
+struct StepEstimate {
+  StepBreakdown breakdown;
+  Microseconds time_us = 0;
+  double tokens_per_second = 0;
+  double model_flops = 0;  // per replica: the model's FLOPs (3x forward for a step), attention on unmasked pairs
+  double mfu = 0;          // model_flops / (devices of a replica x time x peak[matmul_precision])
+  StepMemory memory;
+  bool exceeds_memory = false;
+};
+
+struct StepShape {
+  Scope scope = Scope::step;
+  bool forward = true;
+  bool backward = true;
+  bool recompute = false;
+  model::TransformerModel model;
+  model::HardwareProfile hardware;  // with matmul_efficiency
+  Mesh mesh;
+  Count seq_len = 0;
+  Count batch = 1;
+  double unmasked_pairs = 0;  // of one sequence, under the mask
+  Count kv_buffers = 2;
+  Bytes kv_bytes = 0;
+  Microseconds activation_allreduce_us = 0;  // one all-reduce of a layer's activations in the model-parallel group
+  Microseconds gradient_allreduce_us = 0;    // the weights' gradients over their copies
+};
+
+// A ring all-reduce of `bytes` over `group` (GPUs, in ring order): 2 (K - 1) steps of bytes / K,
+// each at the pace of the group's slowest hop. Zero for a group of one.
+[[nodiscard]] Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes);
+
+// Parameters held by one device of a model-parallel group of `model_parallel` (embedding included).
+[[nodiscard]] double parameters_per_device(const model::TransformerModel& model, Count model_parallel);
+
+// `passes`: the ring's forward and/or backward timelines of one layer, as simulated.
+[[nodiscard]] StepEstimate estimate_step(const StepShape& shape, const std::vector<RingTimeline>& passes);
+
+}  // namespace stripesim::sim

@@ -1,0 +1,146 @@
+#include "stripesim/sim/step_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "stripesim/model/flop_model.hpp"
+#include "stripesim/model/input_error.hpp"
+
+namespace stripesim::sim {
+
+Scope parse_scope(std::string_view text) {
+  if (text == "attention") return Scope::attention;
+  if (text == "layer") return Scope::layer;
+  if (text == "step") return Scope::step;
+  throw model::InputError(fmt::format("--scope '{}': expected attention, layer or step", text));
+}
+
+const char* to_string(Scope scope) {
+  switch (scope) {
+    case Scope::attention: return "attention";
+    case Scope::layer: return "layer";
+    case Scope::step: return "step";
+  }
+  return "attention";
+}
+
+Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes) {
+  const auto k = static_cast<Count>(group.size());
+  if (k < 2) return 0;
+  Microseconds slowest = 0;
+  for (const Route& hop : ring_routes(topology, group)) slowest = std::max(slowest, hop.transfer_us(bytes / k));
+  return static_cast<double>(2 * (k - 1)) * slowest;
+}
+
+double parameters_per_device(const model::TransformerModel& model, Count model_parallel) {
+  // A matmul does 2 FLOPs per weight per token; the embedding table is as large as the LM head.
+  const model::LayerFlops flops = model::count_layer_flops(model);
+  const double parameters = static_cast<double>(model.layers) * flops.matmul_per_token / 2.0 + flops.lm_head_per_token;
+  return parameters / static_cast<double>(model_parallel);
+}
+
+namespace {
+
+// Mixed-precision training with Adam (ZeRO, Rajbhandari et al. 2020): 2 bytes of bf16 weights,
+// then 2 of bf16 gradients and 12 of fp32 master weights and moments.
+constexpr double kWeightBytes = 2;
+constexpr double kGradientAndOptimizerBytes = 14;
+// Activations a layer keeps for its backward per token, in units of d_model bytes, with tensor
+// parallelism t and a fused attention kernel that stores no scores (Korthikanti et al. 2022,
+// "Reducing activation recomputation"): 10 + 24 / t. Recomputation keeps only the layer's bf16
+// input (2) and rebuilds one layer at a time.
+double layer_activation_bytes_per_token(const model::TransformerModel& m, Count model_parallel) {
+  return static_cast<double>(m.d_model) * (10.0 + 24.0 / static_cast<double>(model_parallel));
+}
+
+struct RingPhase {
+  Microseconds compute = 0, comm = 0, idle = 0;
+  [[nodiscard]] Microseconds total() const { return compute + comm + idle; }
+};
+
+// The ring's pass seen from its last device to finish: the next layer waits for it.
+RingPhase ring_phase(const RingTimeline& t) {
+  const auto last = std::max_element(t.device_summary.begin(), t.device_summary.end(),
+                                     [](const DeviceSummary& a, const DeviceSummary& b) { return a.finish_us < b.finish_us; });
+  RingPhase phase{last->busy_us, last->exposed_comm_us, 0};
+  phase.idle = std::max(0.0, t.makespan_us() - phase.compute - phase.comm);
+  return phase;
+}
+
+}  // namespace
+
+StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& passes) {
+  const model::TransformerModel& m = s.model;
+  const model::LayerFlops flops = model::count_layer_flops(m);
+  const double rate_flops_per_us =
+      s.hardware.peak_tflops.at(s.hardware.matmul_precision) * s.hardware.matmul_efficiency.value_or(1.0) * 1e6;
+  const double mp = static_cast<double>(s.mesh.model_parallel);
+  const double local_tokens = static_cast<double>(s.seq_len / s.mesh.ring * s.batch);
+  const Microseconds layer_matmul_forward = flops.matmul_per_token * local_tokens / mp / rate_flops_per_us;
+  const Microseconds head_matmul_forward = flops.lm_head_per_token * local_tokens / mp / rate_flops_per_us;
+
+  RingPhase ring_forward, ring_backward;
+  for (const RingTimeline& t : passes) (t.pass == RingPass::forward ? ring_forward : ring_backward) = ring_phase(t);
+
+  // One layer: its forward, its backward (recomputing the forward first when asked).
+  StepBreakdown layer;
+  auto add_forward = [&] {
+    layer.matmul_us += layer_matmul_forward;
+    layer.attention_compute_us += ring_forward.compute;
+    layer.attention_comm_us += ring_forward.comm;
+    layer.attention_idle_us += ring_forward.idle;
+    layer.model_parallel_comm_us += 2 * s.activation_allreduce_us;
+  };
+  if (s.forward) add_forward();
+  Microseconds layer_backward = 0;
+  if (s.backward) {
+    const Microseconds before = layer.total_us();
+    if (s.recompute) add_forward();
+    layer.matmul_us += 2 * layer_matmul_forward;
+    layer.attention_compute_us += ring_backward.compute;
+    layer.attention_comm_us += ring_backward.comm;
+    layer.attention_idle_us += ring_backward.idle;
+    layer.model_parallel_comm_us += 2 * s.activation_allreduce_us;
+    layer_backward = layer.total_us() - before;
+  }
+
+  StepEstimate e;
+  const double layers = s.scope == Scope::step ? static_cast<double>(m.layers) : 1.0;
+  e.breakdown = layer;
+  for (Microseconds* part : {&e.breakdown.matmul_us, &e.breakdown.attention_compute_us, &e.breakdown.attention_comm_us,
+                             &e.breakdown.attention_idle_us, &e.breakdown.model_parallel_comm_us}) {
+    *part *= layers;
+  }
+  // Model FLOPs: forward 1, backward 2 (recomputation is not useful work).
+  const double pass_multiplier = (s.forward ? 1.0 : 0.0) + (s.backward ? 2.0 : 0.0);
+  const double sequences = static_cast<double>(s.batch);
+  e.model_flops = pass_multiplier * layers *
+                  (flops.matmul_per_token * static_cast<double>(s.seq_len) * sequences + flops.attention_per_pair * s.unmasked_pairs * sequences);
+  if (s.scope == Scope::step) {
+    e.breakdown.matmul_us += 3 * head_matmul_forward;
+    e.breakdown.gradient_comm_us = std::max(0.0, s.gradient_allreduce_us - layers * layer_backward);
+    e.model_flops += 3 * flops.lm_head_per_token * static_cast<double>(s.seq_len) * sequences;
+  }
+  e.time_us = e.breakdown.total_us();
+  e.tokens_per_second = static_cast<double>(s.seq_len * s.batch * s.mesh.data_parallel) / (e.time_us * 1e-6);
+  const double replica_devices = static_cast<double>(s.mesh.model_parallel * s.mesh.ring);
+  e.mfu = e.model_flops / (replica_devices * e.time_us * s.hardware.peak_tflops.at(s.hardware.matmul_precision) * 1e6);
+
+  // Memory of one device.
+  const double parameters = parameters_per_device(m, s.mesh.model_parallel);
+  const double layer_bytes = layer_activation_bytes_per_token(m, s.mesh.model_parallel) * local_tokens;
+  e.memory.weights = kWeightBytes * parameters;
+  if (s.backward) {
+    e.memory.gradients_and_optimizer = kGradientAndOptimizerBytes * parameters;
+    const double kept = s.recompute ? 2.0 * static_cast<double>(m.d_model) * local_tokens * layers + layer_bytes
+                                    : layer_bytes * layers;
+    e.memory.activations = kept;
+  }
+  if (s.scope == Scope::step) e.memory.logits = 4.0 * local_tokens * static_cast<double>(m.vocab) / mp;
+  e.memory.kv_buffers = static_cast<double>(s.kv_buffers * s.kv_bytes) * (s.backward ? 2.0 : 1.0);
+  e.exceeds_memory = e.memory.total() > s.hardware.memory_gib * 1024.0 * 1024.0 * 1024.0;
+  return e;
+}
+
+}  // namespace stripesim::sim
