@@ -9,6 +9,7 @@
 #include <string>
 
 #include "analyze_command.hpp"
+#include "calibrate_step_command.hpp"
 #include "check_command.hpp"
 #include "report_command.hpp"
 #include "simulate_command.hpp"
@@ -31,6 +32,8 @@ constexpr const char* kExamples = R"(Examples:
                                             the paper's whole TMS grid as CSV
   stripesim simulate --topology cluster:2x8 --devices 16 --hardware h100
                                             the ring as a discrete-event simulation
+  stripesim simulate --model 1b --scope step --devices 8 --seq-len 256k
+                                            a whole training step, with its breakdown and MFU
   stripesim report analyze.json simulate.json --out-dir my-report
                                             Markdown and SVG figures from the JSON above
   stripesim check --baseline reports/baseline/imbalance.json
@@ -57,6 +60,7 @@ int run_cli(int argc, char** argv, std::FILE* errors) {
   const auto run_report = register_report_command(app);
   const auto run_check = register_check_command(app);
   const auto run_validate = register_validate_command(app);
+  const auto run_calibrate_step = register_calibrate_step_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -69,6 +73,7 @@ int run_cli(int argc, char** argv, std::FILE* errors) {
     run_tms();
     run_sweep();
     run_simulate();
+    run_calibrate_step();
     run_report();
     const int check_status = run_check();  // 1 when a metric moved
     if (check_status != 0) return check_status;

@@ -9,6 +9,7 @@
 #include "config_dir.hpp"
 #include "output_file.hpp"
 #include "rows_output.hpp"
+#include "stripesim/sim/step_sweep.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
@@ -44,6 +45,8 @@ struct SweepOptions {
 constexpr const char* kSweepExamples = R"(Examples:
   stripesim sweep --experiment configs/experiments/paper-tms.json --output reports/paper-tms.csv
       the paper's whole grid (A100, TPU v3, TPU v4), one row per point
+  stripesim sweep --experiment configs/experiments/paper-measured.json --output reports/paper-step.csv
+      the same grid with each point's training step simulated (an experiment with a "step" object)
   stripesim sweep --hardware a100,h100 --models 1b,llama3-8b --devices 4,8,16 --seq-lens 64k,256k,1M
   stripesim sweep --meshes 2x4,4x2 --seq-lens 16k,32k --tiles 128x128,2048x4096 --format json
   stripesim sweep --devices 8 --seq-lens 256k --layouts block-striped:16 --columns model,n_seq,tms,tms_block_striped_16
@@ -166,6 +169,15 @@ std::function<void()> register_sweep_command(CLI::App& app) {
       rows = model::run_balance_sweep(spec, progress_bar(), opts.threads);
       description = spec.description;
       schema = model::kBalanceSchema;
+    } else if (sim::is_step_sweep(experiment)) {
+      const sim::StepSweepSpec spec = sim::step_sweep_spec_from_json(experiment, label, opts.experiment);
+      const model::ConfigCatalog catalog(config_dir());
+      if (parse_only()) {
+        sim::check_step_sweep(spec, catalog);
+        return;
+      }
+      rows = sim::run_step_sweep(spec, catalog);
+      description = spec.grid.description;
     } else {
       const model::SweepSpec spec =
           experiment.is_object() ? model::sweep_spec_from_json(experiment, label) : spec_from_flags(opts);

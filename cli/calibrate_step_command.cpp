@@ -1,0 +1,89 @@
+#include "calibrate_step_command.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "config_dir.hpp"
+#include "output_file.hpp"
+#include "run_mode.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_file.hpp"
+#include "stripesim/sim/step_sweep.hpp"
+
+namespace stripesim::cli {
+namespace {
+
+struct CalibrateStepOptions {
+  std::string experiment;
+  std::string hardware_out;
+  std::string kernel_out;
+  std::string format = "table";
+  std::string output;
+};
+
+constexpr const char* kCalibrateStepExamples = R"(Examples:
+  stripesim calibrate-step --experiment configs/experiments/paper-measured.json
+      fit the A100's matmul efficiency and the blockwise kernel's partial-tile cost to the paper's
+      17 measured speedups (1B, mesh 1 x N); prints the fit and each row, held out by N
+  stripesim calibrate-step --experiment configs/experiments/paper-measured.json \
+      --hardware-out configs/hardware/a100-80gb.json --kernel-out configs/kernels/a100/blockwise.json
+      the same, writing the fitted profiles (how the shipped ones were made))";
+
+std::string format_table(const sim::StepFit& fit) {
+  std::string out = fmt::format(
+      "step fit on {} measured speedups: {} matmul_efficiency {:.4g}, kernel {} partial tile = {:.2f} x full\n"
+      "mean absolute error {:.3f}, worst {:.3f}; each sequence-parallel degree held out in turn: {:.3f}, worst {:.3f}\n\n",
+      fit.rows.size(), fit.hardware.name, *fit.hardware.matmul_efficiency, fit.kernel.name, fit.partial_ratio,
+      fit.mean_abs_error, fit.worst_abs_error, fit.held_out_mean_abs_error, fit.held_out_worst_abs_error);
+  out += fmt::format("{:<8} {:<6} {:>3} {:>3} {:>8} {:>9} {:>10} {:>9}\n", "hardware", "model", "M", "N", "n",
+                     "measured", "predicted", "held out");
+  for (const auto& r : fit.rows) {
+    out += fmt::format("{:<8} {:<6} {:>3} {:>3} {:>8} {:>9.3f} {:>10.3f} {:>9.3f}\n", r.measured.hardware, r.measured.model,
+                       r.measured.model_parallel, r.measured.devices, r.measured.seq_len, r.measured.speedup, r.predicted,
+                       r.held_out);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::function<void()> register_calibrate_step_command(CLI::App& app) {
+  auto options = std::make_shared<CalibrateStepOptions>();
+  CalibrateStepOptions& o = *options;
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate-step", "Fit the matmul efficiency and partial-tile cost of a training step to measured speedups");
+  cmd->footer(kCalibrateStepExamples);
+  cmd->add_option("--experiment", o.experiment, "Step sweep experiment with a \"measured\" file (configs/experiments/)")
+      ->required();
+  cmd->add_option("--hardware-out", o.hardware_out, "Write the hardware profile with the fitted matmul_efficiency to FILE");
+  cmd->add_option("--kernel-out", o.kernel_out, "Write the kernel profile with the fitted partial-tile costs to FILE");
+  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
+  return [cmd, options] {
+    if (!cmd->parsed()) return;
+    const CalibrateStepOptions& opts = *options;
+    const std::string label = "--experiment " + opts.experiment;
+    const nlohmann::json experiment = model::read_json_file(opts.experiment, label);
+    if (!sim::is_step_sweep(experiment)) throw model::InputError(label + ": has no \"step\" object (a step sweep experiment)");
+    const sim::StepSweepSpec spec = sim::step_sweep_spec_from_json(experiment, label, opts.experiment);
+    if (spec.measured.empty()) throw model::InputError(label + ": names no \"measured\" file to fit to");
+    const model::ConfigCatalog catalog(config_dir());
+    if (parse_only()) {
+      sim::check_step_sweep(spec, catalog);
+      return;
+    }
+    sim::StepFit fit = sim::fit_step(spec, catalog);
+    const std::string how = fmt::format("fitted by: stripesim calibrate-step --experiment {} ({} measured speedups, mean "
+                                        "absolute error {:.3f}, {:.3f} with each sequence-parallel degree held out)",
+                                        opts.experiment, fit.rows.size(), fit.mean_abs_error, fit.held_out_mean_abs_error);
+    fit.hardware.sources["matmul_efficiency"] = how;
+    fit.kernel.sources["partial_tile_us"] = fmt::format("{:.2f} x the full tile, forward and backward; {}", fit.partial_ratio, how);
+    // Profiles first, the report last: a failed write leaves no report claiming a fit.
+    if (!opts.hardware_out.empty()) write_output(model::to_json(fit.hardware).dump(2) + "\n", opts.hardware_out);
+    if (!opts.kernel_out.empty()) write_output(sim::to_json(fit.kernel).dump(2) + "\n", opts.kernel_out);
+    write_output(opts.format == "json" ? sim::to_json(fit).dump(2) + "\n" : format_table(fit), opts.output);
+  };
+}
+
+}  // namespace stripesim::cli

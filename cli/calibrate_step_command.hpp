@@ -1,0 +1,12 @@
+#pragma once
+// `stripesim calibrate-step`: fits what a simulated training step prices without a kernel
+// measurement (the hardware's matmul efficiency, the kernel's partial-tile cost) to measured
+// end-to-end speedups, and writes the fitted profiles.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace stripesim::cli {
+
+[[nodiscard]] std::function<void()> register_calibrate_step_command(CLI::App& app);
+
+}  // namespace stripesim::cli

@@ -1,0 +1,87 @@
+#pragma once
+// End-to-end training speedups over a grid: a TMS sweep's points (hardware x model x mesh x
+// sequence length) with each point's training step simulated (simulate --scope step) for
+// contiguous, striped and zigzag, beside measured speedups where a file gives them; and the fit
+// of what a step prices that no kernel measurement fixes (the hardware's matmul efficiency, the
+// kernel's partial-tile cost) to those measured speedups.
+//
+// An experiment file is a sweep experiment (configs/experiments/paper-tms.json's fields) plus
+//   "step": the simulate fields every point shares (kernel, sync, recompute, ...; the point sets
+//           hardware, model, model_parallel, devices and seq_len);
+//   "measured": a CSV of measured speedups, its path relative to the experiment file, with the
+//           columns hardware,model,model_parallel,sequence_parallel,seq_len,
+//           measured_speedup_striped_over_contiguous (names compared case-insensitively).
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/config_catalog.hpp"
+#include "stripesim/model/sweep.hpp"
+#include "stripesim/sim/simulation.hpp"
+
+namespace stripesim::sim {
+
+struct MeasuredSpeedup {
+  std::string hardware;  // as the file writes it ("A100")
+  std::string model;     // ("1B")
+  Count model_parallel = 1;
+  Count devices = 1;
+  Count seq_len = 0;
+  double speedup = 0;  // striped over contiguous, end to end
+};
+
+// Throws InputError naming the file and line for a missing file, a wrong header or a bad value.
+[[nodiscard]] std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path);
+
+struct StepSweepSpec {
+  model::SweepSpec grid;
+  SimulateConfig step;          // shared by every point
+  std::string measured;         // resolved path; empty: none
+};
+
+// `path`: the experiment file (the measured file is relative to it).
+[[nodiscard]] StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::string& label,
+                                                      const std::string& path);
+// True when an experiment document asks for step columns.
+[[nodiscard]] bool is_step_sweep(const nlohmann::json& doc);
+
+// The profiles a step fit moves; unset: the shipped ones.
+struct StepOverrides {
+  std::optional<model::HardwareProfile> hardware;
+  std::optional<KernelProfile> kernel;
+};
+
+// The sweep's rows with, per point, step_time_us_contiguous, step_speedup (striped),
+// step_speedup_zigzag, measured and error (predicted - measured; null where nothing was measured),
+// then spec.grid.columns applied.
+[[nodiscard]] std::vector<nlohmann::ordered_json> run_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog,
+                                                                const StepOverrides& overrides = {});
+// Every InputError run_step_sweep would throw for the grid and the step fields, without
+// simulating: for stripesim's parse-only mode.
+void check_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog);
+
+struct StepFitRow {
+  MeasuredSpeedup measured;
+  double predicted = 0;
+  double held_out = 0;  // predicted by the fit without this row's sequence-parallel degree
+};
+
+struct StepFit {
+  model::HardwareProfile hardware;  // with the fitted matmul_efficiency
+  KernelProfile kernel;             // with the fitted partial-tile costs
+  double partial_ratio = 1;         // partial tile / full tile, forward and backward
+  double mean_abs_error = 0;
+  double worst_abs_error = 0;
+  double held_out_mean_abs_error = 0;  // leaving each sequence-parallel degree out in turn
+  double held_out_worst_abs_error = 0;
+  std::vector<StepFitRow> rows;
+};
+
+// Fits the measured hardware's matmul_efficiency and the step kernel's partial/full tile ratio
+// (the same in forward and backward) to the measured speedups, minimising their mean absolute
+// error. Every measured row must name one hardware, found in the grid's catalog.
+[[nodiscard]] StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog);
+[[nodiscard]] nlohmann::ordered_json to_json(const StepFit& fit);
+
+}  // namespace stripesim::sim

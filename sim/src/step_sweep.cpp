@@ -1,0 +1,333 @@
+#include "stripesim/sim/step_sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/size_parse.hpp"
+
+namespace stripesim::sim {
+
+using model::InputError;
+
+namespace {
+
+constexpr const char* kMeasuredHeader =
+    "hardware,model,model_parallel,sequence_parallel,seq_len,measured_speedup_striped_over_contiguous";
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+std::vector<std::string> split_fields(const std::string& line) {
+  std::vector<std::string> fields;
+  std::stringstream in(line);
+  for (std::string field; std::getline(in, field, ',');) fields.push_back(field);
+  return fields;
+}
+
+}  // namespace
+
+std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path) {
+  const std::string label = "measured speedups " + path;
+  std::stringstream in(model::read_text_file(path, label));
+  std::string line;
+  std::getline(in, line);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line != kMeasuredHeader) throw InputError(fmt::format("{} line 1: expected the header {}", label, kMeasuredHeader));
+  std::vector<MeasuredSpeedup> rows;
+  for (int number = 2; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const std::string where = fmt::format("{} line {}", label, number);
+    const std::vector<std::string> f = split_fields(line);
+    if (f.size() != 6) throw InputError(fmt::format("{}: expected 6 fields, got {}", where, f.size()));
+    MeasuredSpeedup m;
+    m.hardware = f[0];
+    m.model = f[1];
+    m.model_parallel = model::parse_count(f[2], where + " model_parallel");
+    m.devices = model::parse_count(f[3], where + " sequence_parallel");
+    m.seq_len = model::parse_count(f[4], where + " seq_len");
+    char* end = nullptr;
+    m.speedup = std::strtod(f[5].c_str(), &end);
+    if (f[5].empty() || end != f[5].c_str() + f[5].size() || !(m.speedup > 0) || !std::isfinite(m.speedup)) {
+      throw InputError(fmt::format("{}: speedup '{}' is not a positive number", where, f[5]));
+    }
+    rows.push_back(std::move(m));
+  }
+  if (rows.empty()) throw InputError(fmt::format("{}: no rows", label));
+  return rows;
+}
+
+bool is_step_sweep(const nlohmann::json& doc) { return doc.is_object() && doc.contains("step"); }
+
+StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::string& label, const std::string& path) {
+  nlohmann::json grid = doc;
+  grid.erase("step");
+  grid.erase("measured");
+  StepSweepSpec spec;
+  spec.grid = model::sweep_spec_from_json(grid, label);
+  const std::string step_label = label + " field \"step\"";
+  if (!doc.at("step").is_object()) throw InputError(step_label + ": expected an object");
+  for (const char* field : {"hardware", "model", "model_parallel", "devices", "seq_len", "heads", "kv_heads", "head_dim"}) {
+    if (doc.at("step").contains(field)) {
+      throw InputError(fmt::format("{}: \"{}\" is set by each point of the grid", step_label, field));
+    }
+  }
+  spec.step = simulate_config_from_json(doc.at("step"), step_label);
+  if (!doc.at("step").contains("scope")) {
+    spec.step.scope = Scope::step;
+    if (!doc.at("step").contains("pass")) spec.step.pass = default_pass(Scope::step);
+  }
+  if (doc.contains("measured")) {
+    if (!doc.at("measured").is_string()) throw InputError(label + " field \"measured\": expected a path");
+    const std::filesystem::path measured = doc.at("measured").get<std::string>();
+    spec.measured = measured.is_absolute() ? measured.string()
+                                           : (std::filesystem::path(path).parent_path() / measured).lexically_normal().string();
+  }
+  return spec;
+}
+
+namespace {
+
+struct MeasuredKey {
+  std::string hardware, model;
+  Count model_parallel, devices, seq_len;
+  auto operator<=>(const MeasuredKey&) const = default;
+};
+
+// The measured rows keyed by the catalog's names, so "A100" meets a100-80gb.
+std::map<MeasuredKey, double> measured_by_point(const std::vector<MeasuredSpeedup>& rows, const model::ConfigCatalog& catalog) {
+  std::map<MeasuredKey, double> out;
+  for (const auto& m : rows) {
+    out[{catalog.hardware(lower(m.hardware)).name, catalog.model(lower(m.model)).name, m.model_parallel, m.devices,
+         m.seq_len}] = m.speedup;
+  }
+  return out;
+}
+
+SimulateConfig point_config(const StepSweepSpec& spec, const std::string& hardware, const std::string& model_name,
+                            Count model_parallel, Count devices, Count seq_len, const StepOverrides& overrides) {
+  SimulateConfig c = spec.step;
+  c.hardware = hardware;
+  c.model = model_name;
+  c.model_parallel = model_parallel;
+  c.devices = devices;
+  c.seq_len = seq_len;
+  c.layouts = {"contiguous", "striped", "zigzag"};
+  if (overrides.hardware && overrides.hardware->name == hardware) c.hardware_profile = overrides.hardware;
+  if (overrides.kernel && overrides.kernel->hardware == hardware) c.kernel_profile = overrides.kernel;
+  return c;
+}
+
+model::SweepSpec all_columns(const model::SweepSpec& grid) {
+  model::SweepSpec spec = grid;
+  spec.columns.clear();
+  return spec;
+}
+
+}  // namespace
+
+void check_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog) {
+  model::check_sweep(all_columns(spec.grid), catalog);
+  if (!spec.measured.empty()) (void)measured_by_point(read_measured_speedups(spec.measured), catalog);
+}
+
+std::vector<nlohmann::ordered_json> run_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog,
+                                                   const StepOverrides& overrides) {
+  const std::map<MeasuredKey, double> measured =
+      spec.measured.empty() ? std::map<MeasuredKey, double>{} : measured_by_point(read_measured_speedups(spec.measured), catalog);
+  std::vector<nlohmann::ordered_json> rows = model::run_sweep(all_columns(spec.grid), catalog);
+  for (auto& row : rows) {
+    const std::string hardware = row.at("hardware"), model_name = row.at("model");
+    const Count m = row.at("model_parallel"), n = row.at("devices"), seq_len = row.at("n_seq");
+    const Simulation sim = run_simulation(point_config(spec, hardware, model_name, m, n, seq_len, overrides), catalog);
+    row["step_time_us_contiguous"] = sim.results[0].time_us;
+    row["step_speedup"] = sim.results[1].speedup_vs_contiguous;
+    row["step_speedup_zigzag"] = sim.results[2].speedup_vs_contiguous;
+    row["mfu_striped"] = sim.results[1].step->mfu;
+    const auto found = measured.find({hardware, model_name, m, n, seq_len});
+    row["measured"] = found == measured.end() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(found->second);
+    row["error"] = found == measured.end() ? nlohmann::ordered_json(nullptr)
+                                           : nlohmann::ordered_json(sim.results[1].speedup_vs_contiguous - found->second);
+    row = model::select_columns(row, spec.grid.columns);
+  }
+  return rows;
+}
+
+namespace {
+
+// One measured point's ring, simulated once per partial-tile ratio; the matmul efficiency only
+// moves the step's arithmetic around it (estimate_step), so the search over it is cheap.
+struct PointRing {
+  StepShape shape;
+  std::vector<RingTimeline> contiguous, striped;
+};
+
+double predicted_speedup(const PointRing& p, double matmul_efficiency) {
+  StepShape shape = p.shape;
+  shape.hardware.matmul_efficiency = matmul_efficiency;
+  return estimate_step(shape, p.contiguous).time_us / estimate_step(shape, p.striped).time_us;
+}
+
+struct Candidate {
+  size_t ratio = 0;  // index into the ratio grid
+  double efficiency = 0;
+  double mean_abs_error = std::numeric_limits<double>::infinity();
+};
+
+double mean_abs_error(const std::vector<PointRing>& points, const std::vector<double>& measured, const std::vector<size_t>& rows,
+                      double efficiency) {
+  double sum = 0;
+  for (const size_t i : rows) sum += std::abs(predicted_speedup(points[i], efficiency) - measured[i]);
+  return sum / static_cast<double>(rows.size());
+}
+
+// Efficiency on a log grid, then golden-section search between the best point's neighbours.
+Candidate best_efficiency(const std::vector<PointRing>& points, const std::vector<double>& measured,
+                          const std::vector<size_t>& rows) {
+  constexpr double kLow = 0.002, kHigh = 1.0;
+  constexpr int kGrid = 160;
+  auto at = [](int i) { return kLow * std::pow(kHigh / kLow, static_cast<double>(i) / kGrid); };
+  Candidate best;
+  int best_i = 0;
+  for (int i = 0; i <= kGrid; ++i) {
+    const double e = mean_abs_error(points, measured, rows, at(i));
+    if (e < best.mean_abs_error) {
+      best = {0, at(i), e};
+      best_i = i;
+    }
+  }
+  double a = at(std::max(0, best_i - 1)), b = at(std::min(kGrid, best_i + 1));
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  for (int k = 0; k < 40; ++k) {
+    const double x1 = b - phi * (b - a), x2 = a + phi * (b - a);
+    if (mean_abs_error(points, measured, rows, x1) <= mean_abs_error(points, measured, rows, x2)) {
+      b = x2;
+    } else {
+      a = x1;
+    }
+  }
+  const double e = mean_abs_error(points, measured, rows, (a + b) / 2);
+  if (e < best.mean_abs_error) best = {0, (a + b) / 2, e};
+  return best;
+}
+
+// Four significant digits: what the profile file records, so its numbers reproduce the fit's.
+double significant4(double x) {
+  const double scale = std::pow(10.0, 3 - std::floor(std::log10(x)));
+  return std::round(x * scale) / scale;
+}
+
+KernelProfile with_partial_ratio(KernelProfile kernel, double ratio) {
+  kernel.forward.partial_tile_us = std::round(ratio * kernel.forward.full_tile_us * 1e4) / 1e4;
+  kernel.backward.partial_tile_us = std::round(ratio * kernel.backward.full_tile_us * 1e4) / 1e4;
+  return kernel;
+}
+
+}  // namespace
+
+StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog) {
+  if (spec.measured.empty()) throw InputError("step fit: the experiment names no \"measured\" file to fit to");
+  const std::vector<MeasuredSpeedup> measured_rows = read_measured_speedups(spec.measured);
+  StepFit fit;
+  fit.hardware = catalog.hardware(lower(measured_rows.front().hardware));
+  for (const auto& m : measured_rows) {
+    if (catalog.hardware(lower(m.hardware)).name != fit.hardware.name) {
+      throw InputError(fmt::format("measured speedups {}: rows on {} and {}; a step fit calibrates one hardware", spec.measured,
+                                   measured_rows.front().hardware, m.hardware));
+    }
+  }
+  const KernelProfile kernel = load_kernel_profile(spec.step.kernel, catalog.root(), fit.hardware);
+  model::HardwareProfile hardware = fit.hardware;
+  if (!hardware.matmul_efficiency) hardware.matmul_efficiency = 0.5;  // a placeholder the search replaces
+
+  std::vector<double> ratios;
+  for (int i = 0; i <= 150; ++i) ratios.push_back(1.0 + 0.01 * i);
+  std::vector<double> measured;
+  for (const auto& m : measured_rows) measured.push_back(m.speedup);
+  std::vector<std::vector<PointRing>> rings(ratios.size());
+  for (size_t r = 0; r < ratios.size(); ++r) {
+    const StepOverrides overrides{hardware, with_partial_ratio(kernel, ratios[r])};
+    for (const auto& m : measured_rows) {
+      SimulateConfig c = point_config(spec, hardware.name, catalog.model(lower(m.model)).name, m.model_parallel, m.devices,
+                                      m.seq_len, overrides);
+      c.layouts = {"contiguous", "striped"};
+      Simulation sim = run_simulation(c, catalog);
+      rings[r].push_back({*sim.step_shape, std::move(sim.results[0].passes), std::move(sim.results[1].passes)});
+    }
+  }
+  auto search = [&](const std::vector<size_t>& rows) {
+    Candidate best;
+    for (size_t r = 0; r < ratios.size(); ++r) {
+      Candidate c = best_efficiency(rings[r], measured, rows);
+      c.ratio = r;
+      if (c.mean_abs_error < best.mean_abs_error) best = c;
+    }
+    best.efficiency = significant4(best.efficiency);
+    return best;
+  };
+
+  std::vector<size_t> all(measured_rows.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const Candidate best = search(all);
+  fit.partial_ratio = ratios[best.ratio];
+  fit.hardware.matmul_efficiency = best.efficiency;
+  fit.kernel = with_partial_ratio(kernel, fit.partial_ratio);
+  std::map<Count, std::vector<size_t>> by_devices;
+  for (size_t i = 0; i < measured_rows.size(); ++i) by_devices[measured_rows[i].devices].push_back(i);
+  std::vector<double> held_out(measured_rows.size(), 0);
+  for (const auto& [devices, rows] : by_devices) {
+    std::vector<size_t> rest;
+    for (size_t i = 0; i < measured_rows.size(); ++i) {
+      if (measured_rows[i].devices != devices) rest.push_back(i);
+    }
+    if (rest.empty()) continue;
+    const Candidate other = search(rest);
+    for (const size_t i : rows) held_out[i] = predicted_speedup(rings[other.ratio][i], other.efficiency);
+  }
+  for (size_t i = 0; i < measured_rows.size(); ++i) {
+    const double predicted = predicted_speedup(rings[best.ratio][i], best.efficiency);
+    fit.rows.push_back({measured_rows[i], predicted, held_out[i]});
+    const double error = std::abs(predicted - measured[i]), held = std::abs(held_out[i] - measured[i]);
+    fit.mean_abs_error += error / static_cast<double>(measured.size());
+    fit.worst_abs_error = std::max(fit.worst_abs_error, error);
+    fit.held_out_mean_abs_error += held / static_cast<double>(measured.size());
+    fit.held_out_worst_abs_error = std::max(fit.held_out_worst_abs_error, held);
+  }
+  return fit;
+}
+
+nlohmann::ordered_json to_json(const StepFit& fit) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& r : fit.rows) {
+    rows.push_back({{"hardware", r.measured.hardware},
+                    {"model", r.measured.model},
+                    {"model_parallel", r.measured.model_parallel},
+                    {"devices", r.measured.devices},
+                    {"seq_len", r.measured.seq_len},
+                    {"measured", r.measured.speedup},
+                    {"predicted", r.predicted},
+                    {"held_out", r.held_out}});
+  }
+  return {{"hardware", fit.hardware.name},
+          {"kernel", fit.kernel.name},
+          {"matmul_efficiency", *fit.hardware.matmul_efficiency},
+          {"partial_ratio", fit.partial_ratio},
+          {"mean_abs_error", fit.mean_abs_error},
+          {"worst_abs_error", fit.worst_abs_error},
+          {"held_out_mean_abs_error", fit.held_out_mean_abs_error},
+          {"held_out_worst_abs_error", fit.held_out_worst_abs_error},
+          {"rows", std::move(rows)}};
+}
+
+}  // namespace stripesim::sim
