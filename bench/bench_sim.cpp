@@ -52,7 +52,29 @@ void BM_Simulate_Cluster128x8(benchmark::State& state) {
   }
 }
 
+// A whole training step of a 32-layer model (Llama-3-8B) on a 2 x 64 mesh of H100 nodes: every
+// layout, forward and backward, recomputation; the bar is under a second.
+void BM_SimulateStep_Llama8B_M2xN64(benchmark::State& state) {
+  sim::SimulateConfig config;
+  config.model = "llama3-8b";
+  config.hardware = "h100";
+  config.topology = "cluster:16x8";
+  config.model_parallel = 2;
+  config.devices = 64;
+  config.seq_len = 1 << 20;
+  config.scope = sim::Scope::step;
+  config.pass = sim::PassSelection::forward_backward;
+  config.recompute = true;
+  const model::ConfigCatalog catalog(STRIPESIM_SOURCE_DIR "/configs");
+  for (auto _ : state) {
+    const sim::Simulation s = sim::run_simulation(config, catalog);
+    benchmark::DoNotOptimize(s.results.data());
+    state.counters["step_ms_zigzag"] = s.results.back().time_us / 1e3;
+  }
+}
+
 }  // namespace
 
+BENCHMARK(BM_SimulateStep_Llama8B_M2xN64)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_RingEngine_Cluster128x8)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Simulate_Cluster128x8)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -52,7 +52,7 @@ std::string format_step_table(const sim::Simulation& s) {
   const sim::StepShape& shape = *s.step_shape;
   const auto& c = s.config;
   std::string out = fmt::format(
-      "scope: {} of {} ({} layers), {}{}; mesh -M {} x -N {} x -D {} on GPUs {}; matmuls at {:.3f} of the {} peak\n"
+      "scope: {} of {} ({} layers), {}{}; mesh -M {} x -N {} x -D {} on {} GPUs; matmuls at {:.3f} of the {} peak\n"
       "per layer: model-parallel all-reduce {:.3f} ms; gradient all-reduce {:.3f} ms per step (overlapped with the backward)\n\n",
       c.scope == sim::Scope::step ? "a training step" : "one transformer layer", shape.model.name, shape.model.layers,
       sim::to_string(c.pass), c.recompute ? ", recomputing the forward in the backward" : "", c.model_parallel,

@@ -127,8 +127,51 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"topology_file_missing", "simulate --topology /nonexistent/t.json", "does not exist"},
         BadInput{"bad_topology_file", std::string("simulate --topology '") + STRIPESIM_SOURCE_DIR + "/tests/data/disconnected_topology.json'",
                  "GPU 1 (g1) is not connected to GPU 0"},
-        BadInput{"too_many_devices", "simulate --devices 5000 --seq-len 5000", "--devices 5000: must be between 1 and 4096"}),
+        BadInput{"too_many_devices", "simulate --devices 5000 --seq-len 5000", "--devices 5000: must be between 1 and 4096"},
+        // Scopes beyond the ring: what they need, and the mesh on the topology.
+        BadInput{"bad_scope", "simulate --scope wide", "--scope 'wide': expected attention, layer or step"},
+        BadInput{"scope_without_model", "simulate --scope step", "--scope step: needs --model"},
+        BadInput{"step_forward_only", "simulate --model 1b --scope step --pass fwd",
+                 "--pass fwd: a training step (--scope step) runs forward and backward"},
+        BadInput{"recompute_attention", "simulate --recompute", "--recompute: recomputation is part of a layer or a step"},
+        BadInput{"recompute_forward_layer", "simulate --model 1b --scope layer --recompute",
+                 "--recompute: the backward recomputes the forward; needs --pass fwdbwd, not fwd"},
+        BadInput{"no_matmul_efficiency", "simulate --model 1b --scope layer --hardware cpu",
+                 "--scope layer: hardware cpu has no matmul_efficiency"},
+        BadInput{"mesh_exceeds_topology", "simulate -M 2 --topology nvswitch:8",
+                 "--topology nvswitch:8: has 8 GPUs, fewer than the mesh's -M 2 x -N 8 x -D 1 = 16"},
+        BadInput{"zero_data_parallel", "simulate -D 0", "--data-parallel 0: must be at least 1"},
+        BadInput{"auto_ring_on_a_mesh", "simulate -M 2 --ring-order auto", "--ring-order auto: orders the GPUs of a single ring"}),
     bad_input_name);
+
+TEST(CliSimulate, StepTableSaysWhatTheTimeCoversAndCsvIsDeterministic) {
+  const CliResult table = run_cli("simulate --model 1b --scope step -N 4 -n 64k");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("scope: a training step of 1b (22 layers), fwdbwd"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("MFU"), std::string::npos);
+  const CliResult ring = run_cli("simulate -N 4 -n 64k");
+  EXPECT_NE(ring.out.find("scope: the attention ring of one layer"), std::string::npos) << ring.out;
+  const std::string csv_args = "simulate --model 1b --scope step -M 2 -N 4 -n 64k --format csv";
+  const CliResult a = run_cli(csv_args), b = run_cli(csv_args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(a.out.substr(0, a.out.find('\n')),
+            "layout,scope,model,hardware,model_parallel,devices,data_parallel,seq_len,pass,time_us,speedup_vs_contiguous,"
+            "tokens_per_second,mfu,matmul_us,attention_compute_us,attention_comm_us,attention_idle_us,"
+            "model_parallel_comm_us,gradient_comm_us,memory_bytes,exceeds_memory");
+}
+
+TEST(CliCalibrateStep, RefusesAnExperimentWithoutStepOrMeasurements) {
+  const CliResult tms = run_cli(std::string("calibrate-step --experiment '") + STRIPESIM_SOURCE_DIR +
+                                "/configs/experiments/paper-tms.json'");
+  EXPECT_EQ(tms.exit_code, 2);
+  EXPECT_NE(tms.err.find("has no \"step\" object"), std::string::npos) << tms.err;
+  const CliResult bad = run_cli(std::string("calibrate-step --experiment '") + STRIPESIM_SOURCE_DIR +
+                                "/tests/data/bad_measured_experiment.json'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("bad_measured_speedups.csv line 3: speedup 'fast' is not a positive number"), std::string::npos)
+      << bad.err;
+}
 
 }  // namespace
 }  // namespace stripesim::testing

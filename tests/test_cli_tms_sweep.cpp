@@ -22,6 +22,16 @@ TEST(CliTms, JsonHasTmsZigzagTilesAndBreakdown) {
   EXPECT_TRUE(r.err.empty());
 }
 
+TEST(CliSweep, CommittedPaperStepReportIsUpToDate) {
+  const CliResult r = run_cli(std::string("sweep --experiment '") + STRIPESIM_SOURCE_DIR +
+                              "/configs/experiments/paper-measured.json'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, slurp(std::string(STRIPESIM_SOURCE_DIR) + "/reports/paper-step.csv"))
+      << "regenerate with: stripesim sweep --experiment configs/experiments/paper-measured.json --output reports/paper-step.csv";
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
+            "hardware,model,mesh,n_seq,c,tms,tms_tiles,step_speedup,step_speedup_zigzag,mfu_striped,measured,error");
+}
+
 TEST(CliTms, TableByDefault) {
   const CliResult r = run_cli("tms");
   ASSERT_EQ(r.exit_code, 0) << r.err;

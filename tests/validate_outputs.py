@@ -49,8 +49,16 @@ sweep = check("sweep", run("sweep", "--layouts", "block-striped:8", "--format", 
 check("sweep", run("sweep", "--experiment", "configs/experiments/paper-tms.json", "--format", "json"), "sweep paper")
 for args in (["simulate", "--format", "json"],
              ["simulate", "--pass", "fwdbwd", "--topology", "cluster:2x4", "--sync", "lockstep", "--format", "json"],
-             ["simulate", "--summary-only", "--format", "json"]):
+             ["simulate", "--summary-only", "--format", "json"],
+             ["simulate", "--model", "1b", "--scope", "step", "-M", "2", "-N", "4", "-n", "64k", "--recompute",
+              "--summary-only", "--format", "json"],
+             ["simulate", "--model", "llama3-8b", "--hardware", "h100", "--scope", "layer", "-N", "4", "-n", "32k",
+              "--format", "json"]):
     check("simulate", run(*args), " ".join(args))
+check("sweep", run("sweep", "--experiment", "configs/experiments/paper-measured.json", "--format", "json"), "sweep paper step")
+simulate_csv = list(csv.DictReader(io.StringIO(run("simulate", "--model", "1b", "--scope", "step", "--format", "csv"))))
+if [row["layout"] for row in simulate_csv] != ["contiguous", "striped", "zigzag"] or "mfu" not in simulate_csv[0]:
+    failures.append(f"simulate --scope step --format csv: expected a row per layout with mfu, got {simulate_csv[:1]}")
 check("balance", run("sweep", "--kind", "balance", "--seq-lens", "64k", "--devices", "8", "--masks",
                      "documents:lognormal:2048:1.0,window:4k", "--layouts", "contiguous,striped,zigzag,doc-zigzag,balanced",
                      "--pad-documents", "--format", "json"), "sweep --kind balance")

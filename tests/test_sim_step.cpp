@@ -1,0 +1,192 @@
+// The training step around the ring (simulate --scope layer|step) and its calibration on the
+// Striped Attention paper's measured speedups.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_file.hpp"
+#include "stripesim/sim/simulation.hpp"
+#include "stripesim/sim/step_sweep.hpp"
+
+namespace stripesim::sim {
+namespace {
+
+const model::ConfigCatalog& catalog() {
+  static const model::ConfigCatalog shipped(std::string(STRIPESIM_SOURCE_DIR) + "/configs");
+  return shipped;
+}
+
+const std::string kPaperExperiment = std::string(STRIPESIM_SOURCE_DIR) + "/configs/experiments/paper-measured.json";
+
+StepSweepSpec paper_spec() {
+  return step_sweep_spec_from_json(model::read_json_file(kPaperExperiment, "paper"), "paper", kPaperExperiment);
+}
+
+// The paper's 1B model on A100s, 2048x4096 blockwise tiles, the ring in lockstep.
+SimulateConfig paper_step(Count model_parallel, Count devices, Count seq_len) {
+  SimulateConfig c;
+  c.model = "1b";
+  c.hardware = "a100";
+  c.kernel = "blockwise";
+  c.sync = SyncMode::lockstep;
+  c.scope = Scope::step;
+  c.pass = PassSelection::forward_backward;
+  c.model_parallel = model_parallel;
+  c.devices = devices;
+  c.seq_len = seq_len;
+  c.layouts = {"contiguous", "striped"};
+  return c;
+}
+
+// The 1B model's matmul FLOPs, written out from its shape (configs/models/1b.json): Q, K, V, O of
+// 2048 x 2048, SwiGLU's three 2048 x 5504 matrices, an LM head of 2048 x 32000.
+constexpr double kD = 2048, kFf = 5504, kVocab = 32000, kLayers = 22;
+constexpr double kLayerFlopsPerToken = 2 * (4 * kD * kD + 3 * kD * kFf);
+constexpr double kHeadFlopsPerToken = 2 * kD * kVocab;
+
+TEST(StepModel, TheGivenPaperRowsAreWithinTheFloor) {
+  const std::vector<nlohmann::ordered_json> rows = run_step_sweep(paper_spec(), catalog());
+  int measured = 0;
+  double step_error = 0, tms_error = 0, tms_tiles_error = 0;
+  for (const auto& row : rows) {
+    if (row.at("measured").is_null()) continue;
+    ++measured;
+    const double m = row.at("measured");
+    step_error += std::abs(static_cast<double>(row.at("step_speedup")) - m);
+    tms_error += std::abs(static_cast<double>(row.at("tms")) - m);
+    tms_tiles_error += std::abs(static_cast<double>(row.at("tms_tiles")) - m);
+  }
+  ASSERT_EQ(measured, 17);
+  EXPECT_LE(step_error / measured, 0.05);
+  // The paper's bounds miss by far more (the issue quotes 0.39 and 0.15): the step earns its keep.
+  EXPECT_GT(tms_error / measured, 0.3);
+  EXPECT_GT(tms_tiles_error / measured, 0.1);
+  EXPECT_EQ(rows.size(), 137u);
+}
+
+TEST(StepModel, ShippedA100ProfilesAreWhatCalibrateStepFits) {
+  const StepFit fit = fit_step(paper_spec(), catalog());
+  const model::HardwareProfile shipped = catalog().hardware("a100");
+  const KernelProfile kernel = load_kernel_profile("blockwise", catalog().root(), shipped);
+  EXPECT_DOUBLE_EQ(*fit.hardware.matmul_efficiency, *shipped.matmul_efficiency);
+  EXPECT_DOUBLE_EQ(fit.kernel.forward.partial_tile_us, kernel.forward.partial_tile_us);
+  EXPECT_DOUBLE_EQ(fit.kernel.backward.partial_tile_us, kernel.backward.partial_tile_us);
+  EXPECT_LE(fit.mean_abs_error, 0.05);
+  // Fitted without one sequence-parallel degree, the others still predict it.
+  EXPECT_LE(fit.held_out_mean_abs_error, 0.05);
+  EXPECT_GT(fit.partial_ratio, 1.0);  // the mask evaluated per element costs more than a full tile
+}
+
+TEST(StepModel, MatmulTimeIsTheFlopCountAtTheHardwaresEfficiency) {
+  SimulateConfig c = paper_step(1, 4, 65536);
+  c.scope = Scope::layer;
+  c.pass = PassSelection::forward;
+  const Simulation sim = run_simulation(c, catalog());
+  const double rate = 312e6 * *sim.hardware.matmul_efficiency;  // FLOP per microsecond
+  for (const auto& r : sim.results) {
+    EXPECT_NEAR(r.step->breakdown.matmul_us, kLayerFlopsPerToken * 16384 / rate, 1e-6);
+    EXPECT_NEAR(r.step->breakdown.attention_compute_us + r.step->breakdown.attention_comm_us +
+                    r.step->breakdown.attention_idle_us,
+                r.passes.at(0).makespan_us(), 1e-6);
+    EXPECT_DOUBLE_EQ(r.step->breakdown.total_us(), r.time_us);
+  }
+}
+
+TEST(StepModel, AStepIsEveryLayerForwardAndBackwardPlusTheHead) {
+  SimulateConfig layer = paper_step(1, 4, 65536);
+  layer.scope = Scope::layer;
+  const Simulation one = run_simulation(layer, catalog());
+  const Simulation step = run_simulation(paper_step(1, 4, 65536), catalog());
+  const double rate = 312e6 * *step.hardware.matmul_efficiency;
+  const double head_us = 3 * kHeadFlopsPerToken * 16384 / rate;
+  for (size_t i = 0; i < step.results.size(); ++i) {
+    EXPECT_NEAR(step.results[i].time_us, kLayers * one.results[i].time_us + head_us, 1e-6 * step.results[i].time_us);
+    EXPECT_DOUBLE_EQ(step.results[i].step->breakdown.gradient_comm_us, 0);  // hidden behind the backward
+  }
+}
+
+TEST(StepModel, RecomputationAddsOneForwardPerLayer) {
+  SimulateConfig c = paper_step(1, 4, 32768);
+  const Simulation plain = run_simulation(c, catalog());
+  c.recompute = true;
+  const Simulation recomputed = run_simulation(c, catalog());
+  SimulateConfig forward = c;
+  forward.scope = Scope::layer;
+  forward.pass = PassSelection::forward;
+  forward.recompute = false;
+  const Simulation layer_forward = run_simulation(forward, catalog());
+  for (size_t i = 0; i < plain.results.size(); ++i) {
+    EXPECT_NEAR(recomputed.results[i].time_us - plain.results[i].time_us, kLayers * layer_forward.results[i].time_us,
+                1e-6 * plain.results[i].time_us);
+  }
+}
+
+TEST(StepModel, ModelFlopsMemoryAndMfuFollowTheirDefinitions) {
+  const Simulation sim = run_simulation(paper_step(2, 4, 65536), catalog());
+  const double n = 65536, pairs = n * (n + 1) / 2;  // causal
+  const double model_flops = 3 * (kLayers * (kLayerFlopsPerToken * n + 4 * kD * pairs) + kHeadFlopsPerToken * n);
+  const double parameters = (kLayers * (4 * kD * kD + 3 * kD * kFf) + 2 * kVocab * kD) / 2;  // per device, M = 2
+  for (const auto& r : sim.results) {
+    EXPECT_NEAR(r.step->model_flops, model_flops, 1e-9 * model_flops);
+    EXPECT_NEAR(r.step->mfu, model_flops / (8 * r.time_us * 312e6), 1e-12);
+    EXPECT_DOUBLE_EQ(r.step->memory.weights, 2 * parameters);
+    EXPECT_DOUBLE_EQ(r.step->memory.gradients_and_optimizer, 14 * parameters);
+    EXPECT_DOUBLE_EQ(r.step->memory.logits, 4.0 * 16384 * kVocab / 2);
+    EXPECT_FALSE(r.step->exceeds_memory);
+    EXPECT_NEAR(r.step->tokens_per_second, n / (r.time_us * 1e-6), 1e-9 * n);
+  }
+  // The same step on a device with 1 GiB is flagged.
+  SimulateConfig small = paper_step(2, 4, 65536);
+  small.hardware_profile = catalog().hardware("a100");
+  small.hardware_profile->memory_gib = 1;
+  EXPECT_TRUE(run_simulation(small, catalog()).results[0].step->exceeds_memory);
+}
+
+TEST(StepModel, TheMeshPutsModelParallelGroupsOnNeighbouringGpus) {
+  SimulateConfig c = paper_step(2, 4, 65536);
+  c.topology = "cluster:2x4";
+  const Simulation sim = run_simulation(c, catalog());
+  EXPECT_EQ(sim.ring_order, (std::vector<Count>{0, 2, 4, 6}));
+  // The model-parallel pair shares a node; the ring's hop 2 -> 4 leaves it.
+  EXPECT_EQ(sim.step_shape->mesh.gpus(), 8);
+  EXPECT_GT(sim.step_shape->activation_allreduce_us, 0);
+  EXPECT_GT(sim.hops[1].transfer_us(sim.kv_bytes), sim.hops[0].transfer_us(sim.kv_bytes));
+  // Two replicas need 16 GPUs.
+  c.data_parallel = 2;
+  EXPECT_THROW((void)plan_simulation(c, catalog()), model::InputError);
+}
+
+TEST(StepModel, ScopesBeyondTheRingRefuseWhatTheyCannotPrice) {
+  SimulateConfig no_model = paper_step(1, 4, 65536);
+  no_model.model.clear();
+  EXPECT_THROW((void)plan_simulation(no_model, catalog()), model::InputError);
+  SimulateConfig forward_step = paper_step(1, 4, 65536);
+  forward_step.pass = PassSelection::forward;
+  EXPECT_THROW((void)plan_simulation(forward_step, catalog()), model::InputError);
+  SimulateConfig no_efficiency = paper_step(1, 4, 65536);
+  no_efficiency.hardware_profile = catalog().hardware("a100");
+  no_efficiency.hardware_profile->matmul_efficiency.reset();
+  EXPECT_THROW((void)plan_simulation(no_efficiency, catalog()), model::InputError);
+  SimulateConfig attention = paper_step(1, 4, 65536);
+  attention.scope = Scope::attention;
+  attention.recompute = true;
+  EXPECT_THROW((void)plan_simulation(attention, catalog()), model::InputError);
+}
+
+TEST(StepModel, MeasuredSpeedupFilesAreCheckedLineByLine) {
+  const std::string dir = std::string(STRIPESIM_SOURCE_DIR) + "/tests/data/";
+  try {
+    (void)read_measured_speedups(dir + "bad_measured_speedups.csv");
+    FAIL() << "expected an InputError";
+  } catch (const model::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 3: speedup 'fast' is not a positive number"), std::string::npos) << e.what();
+  }
+  const auto rows = read_measured_speedups(std::string(STRIPESIM_SOURCE_DIR) + "/configs/measurements/paper/a100-1b-mesh-1xN-measured.csv");
+  ASSERT_EQ(rows.size(), 17u);
+  EXPECT_EQ(rows.front().devices, 2);
+  EXPECT_EQ(rows.back().seq_len, 196608);
+}
+
+}  // namespace
+}  // namespace stripesim::sim
