@@ -12,6 +12,7 @@
 
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_file.hpp"
+#include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
 
 namespace stripesim::sim {
@@ -28,13 +29,6 @@ std::string lower(std::string text) {
   return text;
 }
 
-std::vector<std::string> split_fields(const std::string& line) {
-  std::vector<std::string> fields;
-  std::stringstream in(line);
-  for (std::string field; std::getline(in, field, ',');) fields.push_back(field);
-  return fields;
-}
-
 }  // namespace
 
 std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path) {
@@ -49,7 +43,7 @@ std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     const std::string where = fmt::format("{} line {}", label, number);
-    const std::vector<std::string> f = split_fields(line);
+    const std::vector<std::string> f = model::split_list(line, where);
     if (f.size() != 6) throw InputError(fmt::format("{}: expected 6 fields, got {}", where, f.size()));
     MeasuredSpeedup m;
     m.hardware = f[0];
