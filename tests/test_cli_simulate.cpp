@@ -173,5 +173,16 @@ TEST(CliCalibrateStep, RefusesAnExperimentWithoutStepOrMeasurements) {
       << bad.err;
 }
 
+TEST(CliSweep, StepSweepRefusesStepFieldsThatThePointsSet) {
+  for (const auto& [file, message] :
+       {std::pair{"step_sweep_with_layouts.json", "field \"step\": \"layouts\" is set by each point of the grid"},
+        std::pair{"step_sweep_attention_scope.json", "\"scope\" is \"attention\"; a step sweep simulates training steps"}}) {
+    const CliResult r = run_cli(std::string("sweep --experiment '") + STRIPESIM_SOURCE_DIR + "/tests/data/" + file + "'");
+    EXPECT_EQ(r.exit_code, 2) << file;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+}
+
 }  // namespace
 }  // namespace stripesim::testing

@@ -74,31 +74,8 @@ SweepGroup group_from_json(const nlohmann::json& doc, const std::string& label) 
   return g;
 }
 
-struct Point {
-  std::string hardware;
-  std::string model;
-  Mesh mesh;
-  Count seq_len;
-  std::optional<TileShape> tile;
-};
 
-std::vector<Point> expand(const SweepSpec& spec) {
-  std::vector<Point> points;
-  for (const auto& g : spec.groups) {
-    for (const auto& hardware : g.hardware) {
-      for (const auto& model : g.models) {
-        for (const auto& mesh : g.meshes) {
-          for (const auto seq_len : g.seq_lens) {
-            for (const auto& tile : g.tiles) points.push_back({hardware, model, mesh, seq_len, tile});
-          }
-        }
-      }
-    }
-  }
-  return points;
-}
-
-nlohmann::ordered_json make_row(const Point& point, const TmsResult& r) {
+nlohmann::ordered_json make_row(const SweepPoint& point, const TmsResult& r) {
   nlohmann::ordered_json row;
   row["hardware"] = r.request.hardware.name;
   row["model"] = r.request.model.name;
@@ -156,6 +133,22 @@ SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& lab
   return spec;
 }
 
+std::vector<SweepPoint> expand(const SweepSpec& spec) {
+  std::vector<SweepPoint> points;
+  for (const auto& g : spec.groups) {
+    for (const auto& hardware : g.hardware) {
+      for (const auto& model : g.models) {
+        for (const auto& mesh : g.meshes) {
+          for (const auto seq_len : g.seq_lens) {
+            for (const auto& tile : g.tiles) points.push_back({hardware, model, mesh, seq_len, tile});
+          }
+        }
+      }
+    }
+  }
+  return points;
+}
+
 Count count_points(const SweepSpec& spec) {
   Count total = 0;
   for (const auto& g : spec.groups) {
@@ -169,7 +162,7 @@ namespace {
 
 // One TMS request per point, every hardware and model name resolved first so a typo fails
 // before any work.
-std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vector<Point>& points,
+std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vector<SweepPoint>& points,
                                          const ConfigCatalog& catalog) {
   std::map<std::string, HardwareProfile> hardware;
   std::map<std::string, TransformerModel> models;
@@ -199,7 +192,7 @@ std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vecto
 }  // namespace
 
 void check_sweep(const SweepSpec& spec, const ConfigCatalog& catalog) {
-  const std::vector<Point> points = expand(spec);
+  const std::vector<SweepPoint> points = expand(spec);
   const std::vector<TmsRequest> requests = resolve_requests(spec, points, catalog);
   for (size_t i = 0; i < points.size(); ++i) {
     check_tms_request(requests[i]);
@@ -222,7 +215,7 @@ void check_sweep(const SweepSpec& spec, const ConfigCatalog& catalog) {
 
 std::vector<nlohmann::ordered_json> run_sweep(const SweepSpec& spec, const ConfigCatalog& catalog,
                                               const SweepProgress& progress, unsigned threads) {
-  const std::vector<Point> points = expand(spec);
+  const std::vector<SweepPoint> points = expand(spec);
   const std::vector<TmsRequest> requests = resolve_requests(spec, points, catalog);
   WorkMetricsCache cache;
   std::vector<nlohmann::ordered_json> rows(points.size());

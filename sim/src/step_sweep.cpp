@@ -72,16 +72,19 @@ StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::st
   spec.grid = model::sweep_spec_from_json(grid, label);
   const std::string step_label = label + " field \"step\"";
   if (!doc.at("step").is_object()) throw InputError(step_label + ": expected an object");
-  for (const char* field : {"hardware", "model", "model_parallel", "devices", "seq_len", "heads", "kv_heads", "head_dim"}) {
+  for (const char* field : {"hardware", "model", "model_parallel", "devices", "seq_len", "heads", "kv_heads", "head_dim",
+                            "tile", "layouts"}) {
     if (doc.at("step").contains(field)) {
       throw InputError(fmt::format("{}: \"{}\" is set by each point of the grid", step_label, field));
     }
   }
   spec.step = simulate_config_from_json(doc.at("step"), step_label);
-  if (!doc.at("step").contains("scope")) {
-    spec.step.scope = Scope::step;
-    if (!doc.at("step").contains("pass")) spec.step.pass = default_pass(Scope::step);
+  if (doc.at("step").contains("scope") && spec.step.scope != Scope::step) {
+    throw InputError(fmt::format("{}: \"scope\" is \"{}\"; a step sweep simulates training steps", step_label,
+                                 to_string(spec.step.scope)));
   }
+  spec.step.scope = Scope::step;
+  if (!doc.at("step").contains("pass")) spec.step.pass = default_pass(Scope::step);
   if (doc.contains("measured")) {
     if (!doc.at("measured").is_string()) throw InputError(label + " field \"measured\": expected a path");
     const std::filesystem::path measured = doc.at("measured").get<std::string>();
@@ -109,17 +112,23 @@ std::map<MeasuredKey, double> measured_by_point(const std::vector<MeasuredSpeedu
   return out;
 }
 
-SimulateConfig point_config(const StepSweepSpec& spec, const std::string& hardware, const std::string& model_name,
-                            Count model_parallel, Count devices, Count seq_len, const StepOverrides& overrides) {
+// The profiles the step fit tries in memory; unset: the point's own.
+struct StepOverrides {
+  std::optional<model::HardwareProfile> hardware;
+  std::optional<KernelProfile> kernel;
+};
+
+SimulateConfig point_config(const StepSweepSpec& spec, const model::SweepPoint& point, const StepOverrides& overrides) {
   SimulateConfig c = spec.step;
-  c.hardware = hardware;
-  c.model = model_name;
-  c.model_parallel = model_parallel;
-  c.devices = devices;
-  c.seq_len = seq_len;
+  c.hardware = point.hardware;
+  c.model = point.model;
+  c.model_parallel = point.mesh.model_parallel;
+  c.devices = point.mesh.devices;
+  c.seq_len = point.seq_len;
+  c.tile = point.tile;
   c.layouts = {"contiguous", "striped", "zigzag"};
-  if (overrides.hardware && overrides.hardware->name == hardware) c.hardware_profile = overrides.hardware;
-  if (overrides.kernel && overrides.kernel->hardware == hardware) c.kernel_profile = overrides.kernel;
+  c.hardware_profile = overrides.hardware;
+  c.kernel_profile = overrides.kernel;
   return c;
 }
 
@@ -133,23 +142,24 @@ model::SweepSpec all_columns(const model::SweepSpec& grid) {
 
 void check_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog) {
   model::check_sweep(all_columns(spec.grid), catalog);
+  for (const model::SweepPoint& point : model::expand(spec.grid)) (void)plan_simulation(point_config(spec, point, {}), catalog);
   if (!spec.measured.empty()) (void)measured_by_point(read_measured_speedups(spec.measured), catalog);
 }
 
-std::vector<nlohmann::ordered_json> run_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog,
-                                                   const StepOverrides& overrides) {
+std::vector<nlohmann::ordered_json> run_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog) {
   const std::map<MeasuredKey, double> measured =
       spec.measured.empty() ? std::map<MeasuredKey, double>{} : measured_by_point(read_measured_speedups(spec.measured), catalog);
+  const std::vector<model::SweepPoint> points = model::expand(spec.grid);
   std::vector<nlohmann::ordered_json> rows = model::run_sweep(all_columns(spec.grid), catalog);
-  for (auto& row : rows) {
-    const std::string hardware = row.at("hardware"), model_name = row.at("model");
-    const Count m = row.at("model_parallel"), n = row.at("devices"), seq_len = row.at("n_seq");
-    const Simulation sim = run_simulation(point_config(spec, hardware, model_name, m, n, seq_len, overrides), catalog);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    nlohmann::ordered_json& row = rows[i];
+    const Simulation sim = run_simulation(point_config(spec, points[i], {}), catalog);
     row["step_time_us_contiguous"] = sim.results[0].time_us;
     row["step_speedup"] = sim.results[1].speedup_vs_contiguous;
     row["step_speedup_zigzag"] = sim.results[2].speedup_vs_contiguous;
     row["mfu_striped"] = sim.results[1].step->mfu;
-    const auto found = measured.find({hardware, model_name, m, n, seq_len});
+    const auto found = measured.find({sim.hardware.name, sim.transformer->name, points[i].mesh.model_parallel,
+                                      points[i].mesh.devices, points[i].seq_len});
     row["measured"] = found == measured.end() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(found->second);
     row["error"] = found == measured.end() ? nlohmann::ordered_json(nullptr)
                                            : nlohmann::ordered_json(sim.results[1].speedup_vs_contiguous - found->second);
@@ -253,8 +263,8 @@ StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog)
   for (size_t r = 0; r < ratios.size(); ++r) {
     const StepOverrides overrides{hardware, with_partial_ratio(kernel, ratios[r])};
     for (const auto& m : measured_rows) {
-      SimulateConfig c = point_config(spec, hardware.name, catalog.model(lower(m.model)).name, m.model_parallel, m.devices,
-                                      m.seq_len, overrides);
+      const model::SweepPoint point{hardware.name, lower(m.model), {m.model_parallel, m.devices}, m.seq_len, std::nullopt};
+      SimulateConfig c = point_config(spec, point, overrides);
       c.layouts = {"contiguous", "striped"};
       Simulation sim = run_simulation(c, catalog);
       rings[r].push_back({*sim.step_shape, std::move(sim.results[0].passes), std::move(sim.results[1].passes)});

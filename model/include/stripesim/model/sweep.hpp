@@ -47,6 +47,17 @@ struct SweepSpec {
 // "tiles": [...]}]}.
 [[nodiscard]] SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& label);
 
+// One point of the grid, names as the experiment gives them.
+struct SweepPoint {
+  std::string hardware;
+  std::string model;
+  Mesh mesh;
+  Count seq_len = 0;
+  std::optional<TileShape> tile;
+};
+
+// The groups' Cartesian products, in grid order (the order of run_sweep's rows).
+[[nodiscard]] std::vector<SweepPoint> expand(const SweepSpec& spec);
 [[nodiscard]] Count count_points(const SweepSpec& spec);
 
 // One row per point, columns in a fixed order (or spec.columns). `progress(done, total)` is

@@ -46,19 +46,12 @@ struct StepSweepSpec {
 // True when an experiment document asks for step columns.
 [[nodiscard]] bool is_step_sweep(const nlohmann::json& doc);
 
-// The profiles a step fit moves; unset: the shipped ones.
-struct StepOverrides {
-  std::optional<model::HardwareProfile> hardware;
-  std::optional<KernelProfile> kernel;
-};
-
 // The sweep's rows with, per point, step_time_us_contiguous, step_speedup (striped),
 // step_speedup_zigzag, measured and error (predicted - measured; null where nothing was measured),
 // then spec.grid.columns applied.
-[[nodiscard]] std::vector<nlohmann::ordered_json> run_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog,
-                                                                const StepOverrides& overrides = {});
-// Every InputError run_step_sweep would throw for the grid and the step fields, without
-// simulating: for stripesim's parse-only mode.
+[[nodiscard]] std::vector<nlohmann::ordered_json> run_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog);
+// Every InputError run_step_sweep would throw, without counting or simulating (each point
+// planned): for stripesim's parse-only mode.
 void check_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog);
 
 struct StepFitRow {
