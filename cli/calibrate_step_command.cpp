@@ -24,7 +24,7 @@ struct CalibrateStepOptions {
 
 constexpr const char* kCalibrateStepExamples = R"(Examples:
   stripesim calibrate-step --experiment configs/experiments/paper-measured.json
-      fit the A100's matmul efficiency and the blockwise kernel's partial-tile cost to the paper's
+      fit the A100's element-wise cost and the blockwise kernel's partial-tile cost to the paper's
       17 measured speedups (1B, mesh 1 x N); prints the fit and each row, held out by N
   stripesim calibrate-step --experiment configs/experiments/paper-measured.json \
       --hardware-out configs/hardware/a100-80gb.json --kernel-out configs/kernels/a100/blockwise.json
@@ -32,9 +32,11 @@ constexpr const char* kCalibrateStepExamples = R"(Examples:
 
 std::string format_table(const sim::StepFit& fit) {
   std::string out = fmt::format(
-      "step fit on {} measured speedups: {} matmul_efficiency {:.4g}, kernel {} partial tile = {:.2f} x full\n"
+      "step fit on {} measured speedups: {} element-wise work {:.4g} B per token per d_model (matmuls at {:.3g} of the "
+      "peak, as given), kernel {} partial tile = {:.2f} x full\n"
       "mean absolute error {:.3f}, worst {:.3f}; each sequence-parallel degree held out in turn: {:.3f}, worst {:.3f}\n\n",
-      fit.rows.size(), fit.hardware.name, *fit.hardware.matmul_efficiency, fit.kernel.name, fit.partial_ratio,
+      fit.rows.size(), fit.hardware.name, fit.hardware.elementwise_bytes_per_dmodel, *fit.hardware.matmul_efficiency,
+      fit.kernel.name, fit.partial_ratio,
       fit.mean_abs_error, fit.worst_abs_error, fit.held_out_mean_abs_error, fit.held_out_worst_abs_error);
   out += fmt::format("{:<8} {:<6} {:>3} {:>3} {:>8} {:>9} {:>10} {:>9}\n", "hardware", "model", "M", "N", "n",
                      "measured", "predicted", "held out");
@@ -52,11 +54,11 @@ std::function<void()> register_calibrate_step_command(CLI::App& app) {
   auto options = std::make_shared<CalibrateStepOptions>();
   CalibrateStepOptions& o = *options;
   CLI::App* cmd = app.add_subcommand(
-      "calibrate-step", "Fit the matmul efficiency and partial-tile cost of a training step to measured speedups");
+      "calibrate-step", "Fit the element-wise and partial-tile costs of a training step to measured speedups");
   cmd->footer(kCalibrateStepExamples);
   cmd->add_option("--experiment", o.experiment, "Step sweep experiment with a \"measured\" file (configs/experiments/)")
       ->required();
-  cmd->add_option("--hardware-out", o.hardware_out, "Write the hardware profile with the fitted matmul_efficiency to FILE");
+  cmd->add_option("--hardware-out", o.hardware_out, "Write the hardware profile with the fitted element-wise cost to FILE");
   cmd->add_option("--kernel-out", o.kernel_out, "Write the kernel profile with the fitted partial-tile costs to FILE");
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
@@ -77,7 +79,7 @@ std::function<void()> register_calibrate_step_command(CLI::App& app) {
     const std::string how = fmt::format("fitted by: stripesim calibrate-step --experiment {} ({} measured speedups, mean "
                                         "absolute error {:.3f}, {:.3f} with each sequence-parallel degree held out)",
                                         opts.experiment, fit.rows.size(), fit.mean_abs_error, fit.held_out_mean_abs_error);
-    fit.hardware.sources["matmul_efficiency"] = how;
+    fit.hardware.sources["elementwise_bytes_per_dmodel"] = how;
     fit.kernel.sources["partial_tile_us"] = fmt::format("{:.2f} x the full tile, forward and backward; {}", fit.partial_ratio, how);
     // Profiles first, the report last: a failed write leaves no report claiming a fit.
     if (!opts.hardware_out.empty()) write_output(model::to_json(fit.hardware).dump(2) + "\n", opts.hardware_out);

@@ -1,6 +1,6 @@
 #pragma once
 // `stripesim calibrate-step`: fits what a simulated training step prices without a kernel
-// measurement (the hardware's matmul efficiency, the kernel's partial-tile cost) to measured
+// measurement (the element-wise work's cost, the kernel's partial-tile cost) to measured
 // end-to-end speedups, and writes the fitted profiles.
 #include <CLI/CLI.hpp>
 #include <functional>

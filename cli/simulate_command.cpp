@@ -52,23 +52,24 @@ std::string format_step_table(const sim::Simulation& s) {
   const sim::StepShape& shape = *s.step_shape;
   const auto& c = s.config;
   std::string out = fmt::format(
-      "scope: {} of {} ({} layers), {}{}; mesh -M {} x -N {} x -D {} on {} GPUs; matmuls at {:.3f} of the {} peak\n"
+      "scope: {} of {} ({} layers), {}{}; mesh -M {} x -N {} x -D {} on {} GPUs; matmuls at {:.3f} of the {} peak, "
+      "element-wise work {:.0f} B per token per d_model\n"
       "per layer: model-parallel all-reduce {:.3f} ms; gradient all-reduce {:.3f} ms per step (overlapped with the backward)\n\n",
       c.scope == sim::Scope::step ? "a training step" : "one transformer layer", shape.model.name, shape.model.layers,
       sim::to_string(c.pass), c.recompute ? ", recomputing the forward in the backward" : "", c.model_parallel,
       c.devices, c.data_parallel, s.mesh.gpus(), *s.hardware.matmul_efficiency, s.hardware.matmul_precision,
-      shape.activation_allreduce_us / 1e3, shape.gradient_allreduce_us / 1e3);
-  out += fmt::format("{:<16} {:>11} {:>9} {:>11} {:>6} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}\n", "layout", "time (ms)",
-                     "vs contig", "tokens/s", "MFU", "matmul", "attn comp", "attn comm", "attn idle", "MP comm",
-                     "grad comm", "memory GiB");
+      s.hardware.elementwise_bytes_per_dmodel, shape.activation_allreduce_us / 1e3, shape.gradient_allreduce_us / 1e3);
+  out += fmt::format("{:<16} {:>11} {:>9} {:>11} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}\n", "layout",
+                     "time (ms)", "vs contig", "tokens/s", "MFU", "matmul", "elementwise", "attn comp", "attn comm",
+                     "attn idle", "MP comm", "grad comm", "memory GiB");
   bool over = false;
   for (const auto& r : s.results) {
     const sim::StepEstimate& e = *r.step;
     const sim::StepBreakdown& b = e.breakdown;
     over = over || e.exceeds_memory;
-    out += fmt::format("{:<16} {:>11.3f} {:>8.2f}x {:>11.0f} {:>5.1f}% {:>10.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9}{}\n",
+    out += fmt::format("{:<16} {:>11.3f} {:>8.2f}x {:>11.0f} {:>5.1f}% {:>10.3f} {:>11.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9}{}\n",
                        r.layout, r.time_us / 1e3, r.speedup_vs_contiguous, e.tokens_per_second, 100 * e.mfu,
-                       b.matmul_us / 1e3, b.attention_compute_us / 1e3, b.attention_comm_us / 1e3,
+                       b.matmul_us / 1e3, b.elementwise_us / 1e3, b.attention_compute_us / 1e3, b.attention_comm_us / 1e3,
                        b.attention_idle_us / 1e3, b.model_parallel_comm_us / 1e3, b.gradient_comm_us / 1e3,
                        gib(e.memory.total()), e.exceeds_memory ? "!" : "");
   }

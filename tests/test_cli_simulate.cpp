@@ -157,7 +157,7 @@ TEST(CliSimulate, StepTableSaysWhatTheTimeCoversAndCsvIsDeterministic) {
   EXPECT_EQ(a.out, b.out);
   EXPECT_EQ(a.out.substr(0, a.out.find('\n')),
             "layout,scope,model,hardware,model_parallel,devices,data_parallel,seq_len,pass,time_us,speedup_vs_contiguous,"
-            "tokens_per_second,mfu,matmul_us,attention_compute_us,attention_comm_us,attention_idle_us,"
+            "tokens_per_second,mfu,matmul_us,elementwise_us,attention_compute_us,attention_comm_us,attention_idle_us,"
             "model_parallel_comm_us,gradient_comm_us,memory_bytes,exceeds_memory");
 }
 

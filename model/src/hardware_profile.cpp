@@ -11,7 +11,7 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   const JsonFields f(doc, label);
   f.allow_only({"name", "description", "aliases", "peak_tflops", "matmul_precision", "attention_precision",
                 "attention_flop_weight", "memory_gib", "memory_bandwidth_gbps", "link_bandwidth_gbps", "link_latency_us",
-                "default_tile", "sms", "default_kernel", "matmul_efficiency", "sources"});
+                "default_tile", "sms", "default_kernel", "matmul_efficiency", "elementwise_bytes_per_dmodel", "sources"});
   HardwareProfile h;
   h.name = f.string("name");
   h.description = f.string_or("description", "");
@@ -39,6 +39,7 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
     if (efficiency > 1) throw InputError(fmt::format("{}: {} is above 1 (a fraction of the peak)", f.where("matmul_efficiency"), efficiency));
     h.matmul_efficiency = efficiency;
   }
+  h.elementwise_bytes_per_dmodel = f.non_negative_number_or("elementwise_bytes_per_dmodel", 0.0);
   h.sources = f.has("sources") ? f.raw("sources") : nlohmann::json::object();
   return h;
 }
@@ -61,6 +62,7 @@ nlohmann::ordered_json to_json(const HardwareProfile& h) {
           {"default_kernel", h.default_kernel}};
   if (h.link_latency_us) doc["link_latency_us"] = *h.link_latency_us;
   if (h.matmul_efficiency) doc["matmul_efficiency"] = *h.matmul_efficiency;
+  if (h.elementwise_bytes_per_dmodel > 0) doc["elementwise_bytes_per_dmodel"] = h.elementwise_bytes_per_dmodel;
   if (!h.sources.empty()) doc["sources"] = h.sources;
   return doc;
 }

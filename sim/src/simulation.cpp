@@ -310,6 +310,7 @@ nlohmann::ordered_json step_json(const StepEstimate& e) {
           {"model_flops", e.model_flops},
           {"mfu", e.mfu},
           {"breakdown_us", {{"matmul", b.matmul_us},
+                            {"elementwise", b.elementwise_us},
                             {"attention_compute", b.attention_compute_us},
                             {"attention_comm", b.attention_comm_us},
                             {"attention_idle", b.attention_idle_us},
@@ -372,6 +373,8 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
     doc["step_inputs"] = {{"layers", step.model.layers},
                           {"matmul_efficiency", *sim.hardware.matmul_efficiency},
                           {"matmul_precision", sim.hardware.matmul_precision},
+                          {"elementwise_bytes_per_dmodel", sim.hardware.elementwise_bytes_per_dmodel},
+                          {"memory_bandwidth_gbps", sim.hardware.memory_bandwidth},
                           {"unmasked_pairs", step.unmasked_pairs},
                           {"model_parallel_gpus", model_parallel_group(sim.mesh)},
                           {"activation_allreduce_us", step.activation_allreduce_us},
@@ -447,6 +450,7 @@ std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& sim) {
       row["tokens_per_second"] = e.tokens_per_second;
       row["mfu"] = e.mfu;
       row["matmul_us"] = e.breakdown.matmul_us;
+      row["elementwise_us"] = e.breakdown.elementwise_us;
       row["attention_compute_us"] = e.breakdown.attention_compute_us;
       row["attention_comm_us"] = e.breakdown.attention_comm_us;
       row["attention_idle_us"] = e.breakdown.attention_idle_us;

@@ -78,6 +78,12 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   const double mp = static_cast<double>(s.mesh.model_parallel);
   const double local_tokens = static_cast<double>(s.seq_len / s.mesh.ring * s.batch);
   const Microseconds layer_matmul_forward = flops.matmul_per_token * local_tokens / mp / rate_flops_per_us;
+  // Element-wise work is split over the model-parallel group with the activations it touches
+  // (the paper's JAX code shards hidden states over its model axis, Megatron's sequence
+  // parallelism does likewise); bytes / (GB/s * 1e3) is microseconds.
+  const Microseconds layer_elementwise_forward = s.hardware.elementwise_bytes_per_dmodel *
+                                                 static_cast<double>(m.d_model) * local_tokens / mp /
+                                                 (s.hardware.memory_bandwidth * 1e3);
   const Microseconds head_matmul_forward = flops.lm_head_per_token * local_tokens / mp / rate_flops_per_us;
 
   RingPhase ring_forward, ring_backward;
@@ -87,6 +93,7 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   StepBreakdown layer;
   auto add_forward = [&] {
     layer.matmul_us += layer_matmul_forward;
+    layer.elementwise_us += layer_elementwise_forward;
     layer.attention_compute_us += ring_forward.compute;
     layer.attention_comm_us += ring_forward.comm;
     layer.attention_idle_us += ring_forward.idle;
@@ -98,6 +105,7 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
     const Microseconds before = layer.total_us();
     if (s.recompute) add_forward();
     layer.matmul_us += 2 * layer_matmul_forward;
+    layer.elementwise_us += 2 * layer_elementwise_forward;
     layer.attention_compute_us += ring_backward.compute;
     layer.attention_comm_us += ring_backward.comm;
     layer.attention_idle_us += ring_backward.idle;
@@ -108,7 +116,7 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   StepEstimate e;
   const double layers = s.scope == Scope::step ? static_cast<double>(m.layers) : 1.0;
   e.breakdown = layer;
-  for (Microseconds* part : {&e.breakdown.matmul_us, &e.breakdown.attention_compute_us, &e.breakdown.attention_comm_us,
+  for (Microseconds* part : {&e.breakdown.matmul_us, &e.breakdown.elementwise_us, &e.breakdown.attention_compute_us, &e.breakdown.attention_comm_us,
                              &e.breakdown.attention_idle_us, &e.breakdown.model_parallel_comm_us}) {
     *part *= layers;
   }

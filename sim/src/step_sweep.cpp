@@ -177,29 +177,29 @@ struct PointRing {
   std::vector<RingTimeline> contiguous, striped;
 };
 
-double predicted_speedup(const PointRing& p, double matmul_efficiency) {
+double predicted_speedup(const PointRing& p, double elementwise_bytes) {
   StepShape shape = p.shape;
-  shape.hardware.matmul_efficiency = matmul_efficiency;
+  shape.hardware.elementwise_bytes_per_dmodel = elementwise_bytes;
   return estimate_step(shape, p.contiguous).time_us / estimate_step(shape, p.striped).time_us;
 }
 
 struct Candidate {
   size_t ratio = 0;  // index into the ratio grid
-  double efficiency = 0;
+  double bytes = 0;  // element-wise bytes per token per d_model
   double mean_abs_error = std::numeric_limits<double>::infinity();
 };
 
 double mean_abs_error(const std::vector<PointRing>& points, const std::vector<double>& measured, const std::vector<size_t>& rows,
-                      double efficiency) {
+                      double bytes) {
   double sum = 0;
-  for (const size_t i : rows) sum += std::abs(predicted_speedup(points[i], efficiency) - measured[i]);
+  for (const size_t i : rows) sum += std::abs(predicted_speedup(points[i], bytes) - measured[i]);
   return sum / static_cast<double>(rows.size());
 }
 
-// Efficiency on a log grid, then golden-section search between the best point's neighbours.
-Candidate best_efficiency(const std::vector<PointRing>& points, const std::vector<double>& measured,
+// Bytes on a log grid, then golden-section search between the best point's neighbours.
+Candidate best_bytes(const std::vector<PointRing>& points, const std::vector<double>& measured,
                           const std::vector<size_t>& rows) {
-  constexpr double kLow = 0.002, kHigh = 1.0;
+  constexpr double kLow = 1.0, kHigh = 1e6;
   constexpr int kGrid = 160;
   auto at = [](int i) { return kLow * std::pow(kHigh / kLow, static_cast<double>(i) / kGrid); };
   Candidate best;
@@ -251,9 +251,12 @@ StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog)
                                    measured_rows.front().hardware, m.hardware));
     }
   }
+  if (!fit.hardware.matmul_efficiency) {
+    throw InputError(fmt::format("step fit: hardware {} has no matmul_efficiency (the fit finds the element-wise cost beside it)",
+                                 fit.hardware.name));
+  }
   const KernelProfile kernel = load_kernel_profile(spec.step.kernel, catalog.root(), fit.hardware);
-  model::HardwareProfile hardware = fit.hardware;
-  if (!hardware.matmul_efficiency) hardware.matmul_efficiency = 0.5;  // a placeholder the search replaces
+  const model::HardwareProfile& hardware = fit.hardware;
 
   std::vector<double> ratios;
   for (int i = 0; i <= 150; ++i) ratios.push_back(1.0 + 0.01 * i);
@@ -273,11 +276,11 @@ StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog)
   auto search = [&](const std::vector<size_t>& rows) {
     Candidate best;
     for (size_t r = 0; r < ratios.size(); ++r) {
-      Candidate c = best_efficiency(rings[r], measured, rows);
+      Candidate c = best_bytes(rings[r], measured, rows);
       c.ratio = r;
       if (c.mean_abs_error < best.mean_abs_error) best = c;
     }
-    best.efficiency = significant4(best.efficiency);
+    best.bytes = significant4(best.bytes);
     return best;
   };
 
@@ -285,7 +288,7 @@ StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog)
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   const Candidate best = search(all);
   fit.partial_ratio = ratios[best.ratio];
-  fit.hardware.matmul_efficiency = best.efficiency;
+  fit.hardware.elementwise_bytes_per_dmodel = best.bytes;
   fit.kernel = with_partial_ratio(kernel, fit.partial_ratio);
   std::map<Count, std::vector<size_t>> by_devices;
   for (size_t i = 0; i < measured_rows.size(); ++i) by_devices[measured_rows[i].devices].push_back(i);
@@ -297,10 +300,10 @@ StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog)
     }
     if (rest.empty()) continue;
     const Candidate other = search(rest);
-    for (const size_t i : rows) held_out[i] = predicted_speedup(rings[other.ratio][i], other.efficiency);
+    for (const size_t i : rows) held_out[i] = predicted_speedup(rings[other.ratio][i], other.bytes);
   }
   for (size_t i = 0; i < measured_rows.size(); ++i) {
-    const double predicted = predicted_speedup(rings[best.ratio][i], best.efficiency);
+    const double predicted = predicted_speedup(rings[best.ratio][i], best.bytes);
     fit.rows.push_back({measured_rows[i], predicted, held_out[i]});
     const double error = std::abs(predicted - measured[i]), held = std::abs(held_out[i] - measured[i]);
     fit.mean_abs_error += error / static_cast<double>(measured.size());
@@ -326,6 +329,7 @@ nlohmann::ordered_json to_json(const StepFit& fit) {
   return {{"hardware", fit.hardware.name},
           {"kernel", fit.kernel.name},
           {"matmul_efficiency", *fit.hardware.matmul_efficiency},
+          {"elementwise_bytes_per_dmodel", fit.hardware.elementwise_bytes_per_dmodel},
           {"partial_ratio", fit.partial_ratio},
           {"mean_abs_error", fit.mean_abs_error},
           {"worst_abs_error", fit.worst_abs_error},

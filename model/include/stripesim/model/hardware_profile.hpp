@@ -34,10 +34,13 @@ struct HardwareProfile {
   TileShape default_tile{128, 128};  // the paper's tile (TMS); kernels name their own
   Count sms = 108;                   // streaming multiprocessors (TensorCores on a TPU): where thread blocks run
   std::string default_kernel;        // the kernel profile simulate uses without --kernel
-  // Fraction of peak[matmul_precision] the model's matmuls (projections, MLP, LM head) reach in a
-  // training step, everything that scales with tokens outside attention included: what
-  // `simulate --scope layer|step` prices them at. Unset: those scopes refuse the profile.
+  // What `simulate --scope layer|step` prices outside attention. matmul_efficiency: the fraction
+  // of peak[matmul_precision] the model's matmuls (projections, MLP, LM head) reach; unset, those
+  // scopes refuse the profile. elementwise_bytes_per_dmodel: the memory traffic of a layer's
+  // element-wise work (norms, activations, residual adds, casts, rematerialisation copies) per
+  // token and per unit of d_model in the forward (twice that backward), at memory_bandwidth.
   std::optional<double> matmul_efficiency;
+  double elementwise_bytes_per_dmodel = 0;
   nlohmann::json sources;  // where each figure comes from, kept verbatim for the record
 };
 

@@ -1,14 +1,16 @@
 #pragma once
 // A training step around the attention ring (`simulate --scope layer|step`). Every layer is
 // alike, so the ring is simulated once per pass and priced per layer; on each device:
-//   forward   matmuls (Q, K, V, O projections, MLP), the ring's forward, two model-parallel
-//             all-reduces of the layer's activations (Megatron's tensor parallelism);
-//   backward  with recomputation the whole forward again, then the matmuls twice (input and
-//             weight gradients), the ring's backward and two more all-reduces;
+//   forward   matmuls (Q, K, V, O projections, MLP), the layer's element-wise work, the ring's
+//             forward, two model-parallel all-reduces of the layer's activations (Megatron's
+//             tensor parallelism);
+//   backward  with recomputation the whole forward again, then the matmuls and the element-wise
+//             work twice (input and weight gradients), the ring's backward and two more all-reduces;
 // then the LM head forward and backward, and the gradient all-reduce over every copy of the
 // weights, overlapped with the backward as DDP and FSDP buckets do: only what outlasts the
-// backward is exposed. Matmuls run at peak[matmul_precision] x matmul_efficiency (hardware
-// profile); attention is the ring simulation (kernel cost model and links); collectives are
+// backward is exposed. Matmuls run at peak[matmul_precision] x matmul_efficiency, element-wise
+// work moves elementwise_bytes_per_dmodel x d_model bytes per token at the memory bandwidth
+// (hardware profile); attention is the ring simulation (kernel cost model and links); collectives are
 // ring all-reduces on the topology. A layer is a phase: the next one starts when the ring's
 // slowest device is done (the breakdown follows that device).
 #include <string_view>
@@ -29,6 +31,7 @@ enum class Scope { attention, layer, step };
 
 struct StepBreakdown {
   Microseconds matmul_us = 0;
+  Microseconds elementwise_us = 0;
   Microseconds attention_compute_us = 0;  // the ring's last device computing
   Microseconds attention_comm_us = 0;     // its exposed communication
   Microseconds attention_idle_us = 0;     // its waiting for slower neighbours
@@ -36,7 +39,7 @@ struct StepBreakdown {
   Microseconds gradient_comm_us = 0;  // the part of the gradient all-reduce the backward does not hide
 
   [[nodiscard]] Microseconds total_us() const {
-    return matmul_us + attention_compute_us + attention_comm_us + attention_idle_us + model_parallel_comm_us +
+    return matmul_us + elementwise_us + attention_compute_us + attention_comm_us + attention_idle_us + model_parallel_comm_us +
            gradient_comm_us;
   }
 };

@@ -2,8 +2,8 @@
 // End-to-end training speedups over a grid: a TMS sweep's points (hardware x model x mesh x
 // sequence length) with each point's training step simulated (simulate --scope step) for
 // contiguous, striped and zigzag, beside measured speedups where a file gives them; and the fit
-// of what a step prices that no kernel measurement fixes (the hardware's matmul efficiency, the
-// kernel's partial-tile cost) to those measured speedups.
+// of what a step prices that no kernel measurement fixes (the element-wise work's cost beside
+// the hardware's matmul efficiency, the kernel's partial-tile cost) to those measured speedups.
 //
 // An experiment file is a sweep experiment (configs/experiments/paper-tms.json's fields) plus
 //   "step": the simulate fields every point shares (kernel, sync, recompute, ...; the point sets
@@ -61,7 +61,7 @@ struct StepFitRow {
 };
 
 struct StepFit {
-  model::HardwareProfile hardware;  // with the fitted matmul_efficiency
+  model::HardwareProfile hardware;  // with the fitted elementwise_bytes_per_dmodel
   KernelProfile kernel;             // with the fitted partial-tile costs
   double partial_ratio = 1;         // partial tile / full tile, forward and backward
   double mean_abs_error = 0;
@@ -71,9 +71,11 @@ struct StepFit {
   std::vector<StepFitRow> rows;
 };
 
-// Fits the measured hardware's matmul_efficiency and the step kernel's partial/full tile ratio
-// (the same in forward and backward) to the measured speedups, minimising their mean absolute
-// error. Every measured row must name one hardware, found in the grid's catalog.
+// Fits the measured hardware's elementwise_bytes_per_dmodel (its matmul_efficiency stays as the
+// profile gives it: rows of one model cannot tell matmul time from element-wise time, rows of
+// several would) and the step kernel's partial/full tile ratio (the same in forward and
+// backward) to the measured speedups, minimising their mean absolute error. Every measured row
+// must name one hardware, found in the grid's catalog.
 [[nodiscard]] StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog);
 [[nodiscard]] nlohmann::ordered_json to_json(const StepFit& fit);
 
