@@ -35,7 +35,7 @@ void append_matrix(std::string& out, const std::string& title, const model::Work
 std::string format_analysis_table(const model::Analysis& analysis, bool matrices) {
   const model::AnalyzeConfig& c = analysis.config;
   std::string out;
-  append(out, "causal ring attention work: n = {} tokens, N = {} devices, c = {} tokens per device, mask {}, tiles {}\n",
+  append(out, "ring attention work: n = {} tokens, N = {} devices, c = {} tokens per device, mask {}, tiles {}\n",
       analysis.seq_len, c.devices, analysis.seq_len / c.devices, analysis.mask.name(), c.tile.to_string());
   if (analysis.mask.kind() == model::MaskKind::documents) {
     append(out, "{} documents", analysis.mask.document_lengths().size());

@@ -28,6 +28,7 @@ struct SimulateOptions {
   std::string output;
   std::string trace;
   bool summary_only = false;
+  bool rounds = false;
   bool pad_documents = false;
   bool recompute = false;
   std::vector<CLI::Option*> given;  // options that override the experiment file
@@ -37,13 +38,14 @@ constexpr const char* kSimulateExamples = R"(Examples:
   stripesim simulate
       the paper's 1B-like workload (16 heads of 128) on 8 A100s on NVSwitch, n = 256k, forward
   stripesim simulate --model llama3-8b --hardware h100 --topology dgx-h100-x2 --devices 16 --seq-len 1M --pass fwdbwd
-  stripesim simulate --topology cluster:128x8 --devices 1024 --seq-len 8M --hardware h100 --summary-only
+  stripesim simulate --topology cluster:128x8 --devices 1024 --seq-len 8M --hardware h100 --format json -o ring-1024.json
+      a ring of 1024 GPUs; its per-(round, device) records only with --rounds (above 64 devices)
   stripesim simulate --topology pcie-8gpu --ring-order auto --sync lockstep --trace ring.json
   stripesim simulate --hardware h100 --kernel flex -n 32k -N 4 --heads 16 --sync lockstep --topology ideal
       the compute-only ring time sum_r max_d t[r][d] of flex_attention, to set beside one GPU's measurement
   stripesim simulate --model llama3-8b --hardware h100 --topology dgx-h100-x2 -M 2 -N 8 -n 512k --scope step
       a whole training step (every layer, the LM head, forward and backward) on a 2 x 8 mesh of two nodes
-  stripesim simulate --experiment configs/experiments/simulate-dgx-h100.json)";
+  stripesim simulate --experiment configs/experiments/simulate-dgx-h100-x2.json)";
 
 std::string gib(double bytes) { return fmt::format("{:.1f}", bytes / (1024.0 * 1024.0 * 1024.0)); }
 
@@ -174,6 +176,8 @@ std::function<void()> register_simulate_command(CLI::App& app) {
                 "Pad every document of a documents mask to a multiple of 2N (doc-zigzag, doc-striped need it)");
   cmd->add_flag("--recompute", o.recompute, "Scope layer or step: the backward recomputes the forward (activation checkpointing)");
   cmd->add_flag("--summary-only", o.summary_only, "JSON: leave out the per-(round, device) records");
+  cmd->add_flag("--rounds", o.rounds, "JSON: include the per-(round, device) records above 64 devices too "
+                "[default: only up to 64 devices]");
   return [cmd, options] {
     if (!cmd->parsed()) return;
     const SimulateOptions& opts = *options;
@@ -230,12 +234,20 @@ std::function<void()> register_simulate_command(CLI::App& app) {
       }
       config.auto_ring_order = opts.ring_order == "auto";
     }
+    if (opts.rounds && opts.summary_only) {
+      throw model::InputError("--rounds, --summary-only: one includes the per-(round, device) records, the other leaves them out");
+    }
+    if ((opts.rounds || opts.summary_only) && opts.format != "json") {
+      throw model::InputError(fmt::format("{}: only with --format json (the {} output has no per-round records)",
+                                          opts.rounds ? "--rounds" : "--summary-only", opts.format));
+    }
     sim::SimulationPlan plan = sim::plan_simulation(config, model::ConfigCatalog(config_dir()));
     if (parse_only()) return;
     const sim::Simulation result = sim::run_simulation(std::move(plan));
     // Write the trace first: if it fails, nothing has been written.
     if (!opts.trace.empty()) write_output(sim::chrome_trace(result).dump() + "\n", opts.trace);
-    const std::string text = opts.format == "json"  ? sim::to_json(result, !opts.summary_only).dump(2) + "\n"
+    const bool rounds = opts.rounds || (!opts.summary_only && result.config.devices <= sim::kRoundsByDefaultUpTo);
+    const std::string text = opts.format == "json"  ? sim::to_json(result, rounds).dump(2) + "\n"
                              : opts.format == "csv" ? rows_to_csv(sim::simulation_rows(result))
                                                     : format_table(result);
     write_output(text, opts.output);

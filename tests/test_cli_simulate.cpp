@@ -141,7 +141,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"mesh_exceeds_topology", "simulate -M 2 --topology nvswitch:8",
                  "--topology nvswitch:8: has 8 GPUs, fewer than the mesh's -M 2 x -N 8 x -D 1 = 16"},
         BadInput{"zero_data_parallel", "simulate -D 0", "--data-parallel 0: must be at least 1"},
-        BadInput{"auto_ring_on_a_mesh", "simulate -M 2 --ring-order auto", "--ring-order auto: orders the GPUs of a single ring"}),
+        BadInput{"auto_ring_on_a_mesh", "simulate -M 2 --ring-order auto", "--ring-order auto: orders the GPUs of a single ring"},
+        BadInput{"rounds_and_summary", "simulate --format json --rounds --summary-only",
+                 "--rounds, --summary-only: one includes the per-(round, device) records, the other leaves them out"},
+        BadInput{"summary_only_table", "simulate --summary-only", "--summary-only: only with --format json"}),
     bad_input_name);
 
 TEST(CliSimulate, StepTableSaysWhatTheTimeCoversAndCsvIsDeterministic) {
@@ -159,6 +162,21 @@ TEST(CliSimulate, StepTableSaysWhatTheTimeCoversAndCsvIsDeterministic) {
             "layout,scope,model,hardware,model_parallel,devices,data_parallel,seq_len,pass,time_us,speedup_vs_contiguous,"
             "tokens_per_second,mfu,matmul_us,elementwise_us,attention_compute_us,attention_comm_us,attention_idle_us,"
             "model_parallel_comm_us,gradient_comm_us,memory_bytes,exceeds_memory");
+}
+
+TEST(CliSimulate, PerRoundRecordsAreOptInAbove64Devices) {
+  auto rounds_of = [](const std::string& args) {
+    const CliResult r = run_cli(args + " --format json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    const bool present = doc.at("results")[0].at("passes")[0].contains("rounds");
+    EXPECT_EQ(doc.at("rounds_included").get<bool>(), present) << args;
+    return present;
+  };
+  EXPECT_TRUE(rounds_of("simulate -N 64 -n 64k"));
+  EXPECT_FALSE(rounds_of("simulate -N 128 -n 128k --layouts zigzag"));
+  EXPECT_TRUE(rounds_of("simulate -N 128 -n 128k --layouts zigzag --rounds"));
+  EXPECT_FALSE(rounds_of("simulate -N 8 --summary-only"));
 }
 
 TEST(CliCalibrateStep, RefusesAnExperimentWithoutStepOrMeasurements) {

@@ -353,6 +353,7 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
                    {"sync", to_string(c.sync)},
                    {"kv_buffers", c.kv_buffers},
                    {"ring_order", c.auto_ring_order ? "auto" : "rank"}};
+  doc["rounds_included"] = rounds;
   doc["kernel"] = to_json(sim.kernel);
   doc["kv_bytes_per_hop"] = sim.kv_bytes;
   nlohmann::ordered_json hops = nlohmann::ordered_json::array();

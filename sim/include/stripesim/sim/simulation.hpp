@@ -18,6 +18,9 @@
 namespace stripesim::sim {
 
 inline constexpr const char* kSimulateSchema = "stripesim.simulate/1";
+// Rings up to this many devices write their per-(round, device) records unless asked not to;
+// larger ones only when asked (simulate --rounds).
+inline constexpr Count kRoundsByDefaultUpTo = 64;
 
 enum class PassSelection { forward, backward, forward_backward };
 
@@ -107,7 +110,8 @@ struct SimulationPlan {
 [[nodiscard]] Simulation run_simulation(SimulationPlan plan);
 [[nodiscard]] Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog);
 
-// `rounds`: include every (round, device) record (large for big rings).
+// `rounds`: include every (round, device) record (large for big rings: 922 MB at N = 1024);
+// `rounds_included` says whether they are there.
 [[nodiscard]] nlohmann::ordered_json to_json(const Simulation& simulation, bool rounds);
 // One flat row per layout (the same keys in each): the scope's time, speedup and, for a layer or
 // a step, its breakdown, throughput, MFU and memory. For CSV.
