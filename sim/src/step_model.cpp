@@ -85,6 +85,11 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
                                                  static_cast<double>(m.d_model) * local_tokens / mp /
                                                  (s.hardware.memory_bandwidth * 1e3);
   const Microseconds head_matmul_forward = flops.lm_head_per_token * local_tokens / mp / rate_flops_per_us;
+  // The backward's work as a multiple of the forward's: the FLOP model's training multipliers
+  // (2: input and weight gradients), used for the matmuls, the element-wise work and model FLOPs.
+  const double backward =
+      model::training_multipliers(model::FlopConvention::paper, model::TrainingPass::forward_backward, false).matmul -
+      model::training_multipliers(model::FlopConvention::paper, model::TrainingPass::forward, false).matmul;
 
   RingPhase ring_forward, ring_backward;
   for (const RingTimeline& t : passes) (t.pass == RingPass::forward ? ring_forward : ring_backward) = ring_phase(t);
@@ -104,8 +109,8 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   if (s.backward) {
     const Microseconds before = layer.total_us();
     if (s.recompute) add_forward();
-    layer.matmul_us += 2 * layer_matmul_forward;
-    layer.elementwise_us += 2 * layer_elementwise_forward;
+    layer.matmul_us += backward * layer_matmul_forward;
+    layer.elementwise_us += backward * layer_elementwise_forward;
     layer.attention_compute_us += ring_backward.compute;
     layer.attention_comm_us += ring_backward.comm;
     layer.attention_idle_us += ring_backward.idle;
@@ -121,14 +126,14 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
     *part *= layers;
   }
   // Model FLOPs: forward 1, backward 2 (recomputation is not useful work).
-  const double pass_multiplier = (s.forward ? 1.0 : 0.0) + (s.backward ? 2.0 : 0.0);
+  const double pass_multiplier = (s.forward ? 1.0 : 0.0) + (s.backward ? backward : 0.0);
   const double sequences = static_cast<double>(s.batch);
   e.model_flops = pass_multiplier * layers *
                   (flops.matmul_per_token * static_cast<double>(s.seq_len) * sequences + flops.attention_per_pair * s.unmasked_pairs * sequences);
   if (s.scope == Scope::step) {
-    e.breakdown.matmul_us += 3 * head_matmul_forward;
+    e.breakdown.matmul_us += (1 + backward) * head_matmul_forward;
     e.breakdown.gradient_comm_us = std::max(0.0, s.gradient_allreduce_us - layers * layer_backward);
-    e.model_flops += 3 * flops.lm_head_per_token * static_cast<double>(s.seq_len) * sequences;
+    e.model_flops += (1 + backward) * flops.lm_head_per_token * static_cast<double>(s.seq_len) * sequences;
   }
   e.time_us = e.breakdown.total_us();
   e.tokens_per_second = static_cast<double>(s.seq_len * s.batch * s.mesh.data_parallel) / (e.time_us * 1e-6);
