@@ -35,11 +35,22 @@ inline bool reference_allows(const model::Mask& mask, Position q, Position k) {
   return false;
 }
 
-inline model::Work brute_force_work(const model::Layout& layout, const model::Mask& mask, model::TileShape tile) {
+// Every count of count_work(..., WorkDetail::query_tiles), by enumeration: the matrices, and each
+// (round, device)'s per-query-tile profile (full and partial key tiles of every query tile, in
+// local order) in `profiles`, one entry per (round, device) ([round * devices + device]).
+struct BruteForceWork {
+  model::Work work;
+  std::vector<model::QueryTileProfile> profiles;
+};
+
+inline BruteForceWork brute_force_work(const model::Layout& layout, const model::Mask& mask, model::TileShape tile) {
   const Count devices = layout.devices();
   const Count c = layout.block_size();
-  model::Work work{model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices),
-                   model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices), {}, {}};
+  const Count query_tiles = (c + tile.query - 1) / tile.query;
+  BruteForceWork out{{model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices),
+                      model::WorkMatrix(devices, devices), {}, {}},
+                     {}};
+  model::Work& work = out.work;
   for (Count r = 0; r < devices; ++r) {
     for (Count d = 0; d < devices; ++d) {
       const Count source = ((d - r) % devices + devices) % devices;
@@ -53,18 +64,22 @@ inline model::Work brute_force_work(const model::Layout& layout, const model::Ma
           work.unmasked_elements.at(r, d) += allowed ? 1 : 0;
         }
       }
-      std::map<Count, Count> active_per_query_tile;
+      model::QueryTileProfile profile(static_cast<size_t>(query_tiles), model::QueryTileLoad{0, 0});
       for (const auto& [key, cell] : tiles) {
-        if (cell.first > 0) ++work.active_tiles.at(r, d);
-        if (cell.first > 0 && cell.first < cell.second) ++work.partial_tiles.at(r, d);
-        if (cell.first > 0) ++active_per_query_tile[key.first];
+        if (cell.first == 0) continue;
+        ++work.active_tiles.at(r, d);
+        auto& load = profile[static_cast<size_t>(key.first)];
+        if (cell.first < cell.second) {
+          ++work.partial_tiles.at(r, d);
+          ++load.partial;
+        } else {
+          ++load.full;
+        }
       }
-      for (const auto& [query_tile, active] : active_per_query_tile) {
-        work.longest_query_tile.at(r, d) = std::max(work.longest_query_tile.at(r, d), active);
-      }
+      out.profiles.push_back(std::move(profile));
     }
   }
-  return work;
+  return out;
 }
 
 }  // namespace stripesim::testing

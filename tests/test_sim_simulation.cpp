@@ -48,7 +48,7 @@ SimulateConfig small_config() {
 TEST(Simulation, LockstepWithFreeLinksMatchesTheWorkModel) {
   SimulateConfig c = small_config();
   c.sync = SyncMode::lockstep;
-  for (const std::string topology : {switch_topology(8, 1e12, 0.0), std::string("ideal")}) {
+  for (const std::string& topology : {switch_topology(8, 1e12, 0.0), std::string("ideal")}) {
     c.topology = topology;
     const Simulation s = run_simulation(c, catalog());
     const model::HardwareProfile h = catalog().hardware("h100");

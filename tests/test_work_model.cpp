@@ -51,11 +51,19 @@ std::vector<Mask> all_masks(Count n, std::mt19937_64& rng) {
   return masks;
 }
 
-void expect_same_work(const Work& got, const Work& want, const std::string& what) {
-  EXPECT_EQ(got.unmasked_elements, want.unmasked_elements) << what;
-  EXPECT_EQ(got.active_tiles, want.active_tiles) << what;
-  EXPECT_EQ(got.partial_tiles, want.partial_tiles) << what;
-  EXPECT_EQ(got.longest_query_tile, want.longest_query_tile) << what;
+// `got` counted with WorkDetail::query_tiles: its per-query-tile profiles (what the kernel time
+// model schedules) must match enumeration too, (round, device) by (round, device).
+void expect_same_work(const Work& got, const testing::BruteForceWork& want, const std::string& what) {
+  EXPECT_EQ(got.unmasked_elements, want.work.unmasked_elements) << what;
+  EXPECT_EQ(got.active_tiles, want.work.active_tiles) << what;
+  EXPECT_EQ(got.partial_tiles, want.work.partial_tiles) << what;
+  const Count devices = got.active_tiles.devices();
+  for (Count r = 0; r < devices; ++r) {
+    for (Count d = 0; d < devices; ++d) {
+      const auto& profile = got.profiles.at(static_cast<size_t>(got.query_tile_profile.at(r, d)));
+      EXPECT_EQ(profile, want.profiles.at(static_cast<size_t>(r * devices + d))) << what << " round " << r << " device " << d;
+    }
+  }
 }
 
 // The property the whole tool rests on: the fast counts equal enumeration of every pair and tile.
@@ -73,7 +81,8 @@ TEST(WorkModel, EqualsBruteForceOnRandomConfigurations) {
       for (const Mask& mask : all_masks(n, rng)) {
         const std::string what = layout.name() + " " + mask.name() + " n=" + std::to_string(n) + " N=" +
                                  std::to_string(N) + " tile=" + tile.to_string();
-        expect_same_work(count_work(layout, mask, tile), testing::brute_force_work(layout, mask, tile), what);
+        expect_same_work(count_work(layout, mask, tile, 0, WorkDetail::query_tiles), testing::brute_force_work(layout, mask, tile),
+                         what);
         ++checked;
       }
     }
@@ -88,7 +97,7 @@ TEST(WorkModel, LargerBlocksAgainstBruteForce) {
   for (const TileShape tile : {TileShape{16, 16}, TileShape{7, 33}, TileShape{96, 96}}) {
     for (const Layout& layout : all_layouts(n, N, rng)) {
       for (const Mask& mask : all_masks(n, rng)) {
-        expect_same_work(count_work(layout, mask, tile), testing::brute_force_work(layout, mask, tile),
+        expect_same_work(count_work(layout, mask, tile, 0, WorkDetail::query_tiles), testing::brute_force_work(layout, mask, tile),
                          layout.name() + " " + mask.name() + " " + tile.to_string());
       }
     }
@@ -174,8 +183,14 @@ TEST(WorkModel, ResultsDoNotDependOnThreads) {
   const Count n = 1 << 14, N = 16;
   for (const Layout& layout : {Layout::zigzag(n, N), Layout::block_striped(n, N, 8)}) {
     for (const Mask& mask : {Mask::causal(n), Mask::window(n, 1000), Mask::documents(n, {5000, 11000, 384})}) {
-      expect_same_work(count_work(layout, mask, {64, 128}, 1), count_work(layout, mask, {64, 128}, 2),
-                       layout.name() + " " + mask.name());
+      const Work one = count_work(layout, mask, {64, 128}, 1, WorkDetail::query_tiles);
+      const Work two = count_work(layout, mask, {64, 128}, 2, WorkDetail::query_tiles);
+      const std::string what = layout.name() + " " + mask.name();
+      EXPECT_EQ(one.unmasked_elements, two.unmasked_elements) << what;
+      EXPECT_EQ(one.active_tiles, two.active_tiles) << what;
+      EXPECT_EQ(one.partial_tiles, two.partial_tiles) << what;
+      EXPECT_EQ(one.query_tile_profile, two.query_tile_profile) << what;
+      EXPECT_EQ(one.profiles, two.profiles) << what;
     }
   }
 }

@@ -18,7 +18,6 @@ using detail::TileSummary;
 struct TileCounts {
   Count active = 0;
   Count partial = 0;
-  Count longest = 0;  // most active tiles of one query tile
 };
 
 Count count_at_or_below(const std::vector<Position>& sorted, Position x) {
@@ -40,7 +39,6 @@ TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& key
       while (full < key_max.size() && key_max[full] <= qt.min) ++full;
       counts.active += static_cast<Count>(active);
       counts.partial += static_cast<Count>(active - full);
-      counts.longest = std::max(counts.longest, static_cast<Count>(active));
       if (rows) rows->push_back({static_cast<Count>(full), static_cast<Count>(active - full)});
     }
     return counts;
@@ -50,7 +48,6 @@ TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& key
     const Count full = count_at_or_below(keys.key_max_sorted(), qt.min);
     counts.active += active;
     counts.partial += active - full;
-    counts.longest = std::max(counts.longest, active);
     if (rows) rows->push_back({full, active - full});
   }
   return counts;
@@ -72,7 +69,6 @@ class IntervalTileCounter {
       count_query_tile(qt, key_tiles);
       const Count active = counts_.active - active_before;
       const Count partial = counts_.partial - partial_before;
-      counts_.longest = std::max(counts_.longest, active);
       if (rows) rows->push_back({active - partial, partial});
     }
     return counts_;
@@ -134,7 +130,7 @@ TileCounts count_tiles(const DeviceBlock& queries, const DeviceBlock& keys, cons
     case MaskKind::bidirectional: {
       const auto key_tiles = static_cast<Count>(keys.key_tiles().size());
       if (rows) rows->assign(queries.query_tiles().size(), QueryTileLoad{key_tiles, 0});
-      return {static_cast<Count>(queries.query_tiles().size()) * key_tiles, 0, key_tiles};
+      return {static_cast<Count>(queries.query_tiles().size()) * key_tiles, 0};
     }
     case MaskKind::causal: return count_causal_tiles(queries, keys, rows);
     case MaskKind::window:
@@ -190,8 +186,7 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
   std::vector<std::optional<DeviceBlock>> blocks(static_cast<size_t>(devices));
   parallel_for(devices, threads, [&](Count d) { blocks[static_cast<size_t>(d)].emplace(layout, d, tile.query, tile.key); });
 
-  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices),
-            WorkMatrix(devices, devices), {}, {}};
+  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices), {}, {}};
   const bool profiles = detail == WorkDetail::query_tiles;
   std::vector<ColumnProfiles> columns(profiles ? static_cast<size_t>(devices) : 0);
   // Each device's column is written by one thread only, so the result never depends on threads.
@@ -208,7 +203,6 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
       const TileCounts tiles = count_tiles(queries, keys, mask, scratch, profiles ? &rows : nullptr);
       work.active_tiles.at(r, d) = tiles.active;
       work.partial_tiles.at(r, d) = tiles.partial;
-      work.longest_query_tile.at(r, d) = tiles.longest;
       if (profiles) {
         ColumnProfiles& column = columns[static_cast<size_t>(d)];
         const auto [it, added] = seen.try_emplace(rows, static_cast<Count>(column.distinct.size()));

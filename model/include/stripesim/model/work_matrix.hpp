@@ -43,14 +43,11 @@ struct QueryTileLoad {
 // Every query tile of one (round, device), in local order (the order a kernel launches them).
 using QueryTileProfile = std::vector<QueryTileLoad>;
 
-// The three work matrices of one layout under one mask and tile shape.
+// The work matrices of one layout under one mask and tile shape.
 struct Work {
   WorkMatrix unmasked_elements;  // allowed (q, k) pairs
   WorkMatrix active_tiles;       // tiles holding at least one allowed pair
   WorkMatrix partial_tiles;      // active tiles that also hold masked pairs
-  // The most active key tiles of any one query tile: the longest thread block of a kernel that
-  // gives each query tile its own block (what bounds a round when the GPU is not full).
-  WorkMatrix longest_query_tile;
   // Only with WorkDetail::query_tiles: each (round, device)'s query tile profile as an index into
   // `profiles`, where equal profiles are stored once (structured layouts have a handful).
   WorkMatrix query_tile_profile;
