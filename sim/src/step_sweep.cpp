@@ -326,7 +326,8 @@ nlohmann::ordered_json to_json(const StepFit& fit) {
                     {"predicted", r.predicted},
                     {"held_out", r.held_out}});
   }
-  return {{"hardware", fit.hardware.name},
+  return {{"schema", kStepFitSchema},
+          {"hardware", fit.hardware.name},
           {"kernel", fit.kernel.name},
           {"matmul_efficiency", *fit.hardware.matmul_efficiency},
           {"elementwise_bytes_per_dmodel", fit.hardware.elementwise_bytes_per_dmodel},

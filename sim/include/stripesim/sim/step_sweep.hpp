@@ -22,6 +22,8 @@
 
 namespace stripesim::sim {
 
+inline constexpr const char* kStepFitSchema = "stripesim.step-fit/1";
+
 struct MeasuredSpeedup {
   std::string hardware;  // as the file writes it ("A100")
   std::string model;     // ("1B")
