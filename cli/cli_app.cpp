@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <exception>
 #include <new>
 #include <string>
@@ -17,6 +18,7 @@
 #include "tms_command.hpp"
 #include "validate_command.hpp"
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/model/name_match.hpp"
 #include "stripesim/validate/ring_backend.hpp"
 
 namespace stripesim::cli {
@@ -39,6 +41,42 @@ constexpr const char* kExamples = R"(Examples:
   stripesim check --baseline reports/baseline/imbalance.json
                                             CI: exit 1 when an imbalance or speedup moved
   stripesim <command> --help                every flag, with more examples)";
+
+// CLI11 reports tokens it did not expect; a person who typed `analyse` or `--device` wants the
+// nearest real name. Empty when every command and option given exists.
+std::string unknown_name_hint(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return "";
+  std::vector<std::string> commands;
+  std::string command_list;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    commands.push_back(sub->get_name());
+    command_list += (command_list.empty() ? "" : ", ") + sub->get_name();
+  }
+  const std::string first = argv[1];
+  if (first.starts_with("-")) return "";
+  const CLI::App* command = nullptr;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == first) command = sub;
+  }
+  if (command == nullptr) {
+    return fmt::format("'{}': unknown command{}; the commands are {}", first, model::did_you_mean(first, commands), command_list);
+  }
+  std::vector<std::string> options;
+  for (const CLI::Option* option : command->get_options([](const CLI::Option*) { return true; })) {
+    for (const std::string& name : option->get_lnames()) options.push_back("--" + name);
+    for (const std::string& name : option->get_snames()) options.push_back("-" + name);
+  }
+  for (int i = 2; i < argc; ++i) {
+    const std::string token = argv[i];
+    if (!token.starts_with("-") || token == "-" || token == "--" || std::isdigit(static_cast<unsigned char>(token[1]))) continue;
+    const std::string name = token.substr(0, token.find('='));
+    if (std::find(options.begin(), options.end(), name) == options.end()) {
+      return fmt::format("{}: unknown option of {}{} (see stripesim {} --help)", name, first, model::did_you_mean(name, options),
+                         first);
+    }
+  }
+  return "";
+}
 
 void print_error(std::FILE* errors, std::string message) {
   std::replace(message.begin(), message.end(), '\n', ' ');
@@ -65,7 +103,8 @@ int run_cli(int argc, char** argv, std::FILE* errors) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    print_error(errors, fmt::format("{} (see stripesim --help)", e.what()));
+    const std::string hint = unknown_name_hint(app, argc, argv);
+    print_error(errors, hint.empty() ? fmt::format("{} (see stripesim --help)", e.what()) : hint);
     return kExitBadInput;
   }
   try {

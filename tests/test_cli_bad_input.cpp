@@ -2,6 +2,8 @@
 // nothing on stdout and no output file. Each row here is also a row of the README's table.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "bad_input_table.hpp"
 
 namespace stripesim::testing {
@@ -15,6 +17,8 @@ std::vector<BadInput> bad_inputs() {
       {"half_tile", "--tile 12x", "--tile '12x': expected TQxTK"},
       {"tile_not_a_number", "--tile axb", "--tile query size 'a'"},
       {"unknown_layout", "--layouts contiguous,diagonal", "--layouts 'diagonal': unknown layout"},
+      {"misspelt_layout", "--layouts contiguous,zigzg", "--layouts 'zigzg': unknown layout (did you mean 'zigzag'?)"},
+      {"misspelt_flag", "--device 8", "--device: unknown option of analyze (did you mean '--devices'?)"},
       {"empty_layout_item", "--layouts contiguous,,zigzag", "empty item"},
       {"unknown_mask", "--mask sliding:4", "--mask 'sliding:4': unknown mask"},
       {"zero_window", "--mask window:0", "the window must be at least 1 token"},
@@ -73,6 +77,30 @@ TEST_P(CliBadInput, OneLineExitTwoNoOutput) {
 
 INSTANTIATE_TEST_SUITE_P(Table, CliBadInput, ::testing::ValuesIn(bad_inputs()),
                          bad_input_name);
+
+TEST(CliBadInput, MisspeltCommandGetsTheNearestOne) {
+  const CliResult r = run_cli("analyse");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'analyse': unknown command (did you mean 'analyze'?); the commands are analyze, tms"),
+            std::string::npos)
+      << r.err;
+  // Nothing is offered when nothing is near.
+  const CliResult far = run_cli("frobnicate");
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+}
+
+TEST(CliNames, ModelHardwareAndLayoutNamesMatchCaseAside) {
+  const CliResult exact = run_cli("tms --model llama3-8b --hardware h100 --format json");
+  const CliResult shouted = run_cli("tms --model LLAMA3-8B --hardware H100 --format json");
+  ASSERT_EQ(shouted.exit_code, 0) << shouted.err;
+  EXPECT_EQ(shouted.out, exact.out);
+  // The config echoes what was typed; the results are the same layouts'.
+  const CliResult layouts = run_cli("analyze -n 16k -N 4 --layouts Contiguous,ZigZag --format json");
+  ASSERT_EQ(layouts.exit_code, 0) << layouts.err;
+  EXPECT_EQ(nlohmann::json::parse(layouts.out).at("results"),
+            nlohmann::json::parse(run_cli("analyze -n 16k -N 4 --layouts contiguous,zigzag --format json").out).at("results"));
+}
 
 TEST(CliBadInput, MissingSubcommand) {
   const CliResult r = run_cli("");

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "stripesim/model/name_match.hpp"
+
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/size_parse.hpp"
 #include "stripesim/model/tile_shape.hpp"
@@ -55,6 +57,19 @@ TEST(TileShape, TilesCovering) {
   EXPECT_EQ(tiles_covering(4096, 2048), 2);
   EXPECT_EQ(tiles_covering(4097, 2048), 3);
   EXPECT_EQ(tiles_covering(5, 128), 1);
+}
+
+TEST(NameMatch, CaseAsideAndTheNearestNameWithinAQuarter) {
+  EXPECT_TRUE(same_name("H100", "h100"));
+  EXPECT_FALSE(same_name("h100", "h200x"));
+  EXPECT_EQ(did_you_mean("zigzg", {"contiguous", "striped", "zigzag"}), " (did you mean 'zigzag'?)");
+  EXPECT_EQ(did_you_mean("ANALYSE", {"analyze", "tms"}), " (did you mean 'analyze'?)");
+  EXPECT_EQ(did_you_mean("--device", {"--devices", "--tile"}), " (did you mean '--devices'?)");
+  EXPECT_EQ(did_you_mean("frobnicate", {"analyze", "tms"}), "");
+  EXPECT_EQ(did_you_mean("-q", {"-h", "-n"}), "");  // one letter off a two-letter name is no evidence
+  EXPECT_EQ(did_you_mean("13b", {"1b", "3b", "7b"}), "");
+  EXPECT_EQ(did_you_mean("h10", {"a100", "h100", "h200"}), " (did you mean 'h100'?)");
+  EXPECT_EQ(did_you_mean("x", {}), "");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "stripesim/model/document_layouts.hpp"
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/model/name_match.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/size_parse.hpp"
 
@@ -24,7 +25,11 @@ std::vector<std::string> split_list(std::string_view text, std::string_view what
   return items;
 }
 
-Layout parse_layout(std::string_view spec, Count seq_len, Count devices, const LayoutContext& context) {
+Layout parse_layout(std::string_view typed, Count seq_len, Count devices, const LayoutContext& context) {
+  // The layout's name is matched case aside ("Zigzag"); what follows a ':' (a file) is kept.
+  const size_t colon = typed.find(':');
+  const std::string normalized = lowercase(typed.substr(0, colon)) + std::string(colon == typed.npos ? "" : typed.substr(colon));
+  const std::string_view spec = normalized;
   if (spec == "contiguous") return Layout::contiguous(seq_len, devices);
   if (spec == "doc-zigzag" || spec == "doc-striped" || spec == "balanced" || spec.starts_with("balanced:")) {
     if (devices < 1 || devices > kMaxDevices) {
@@ -53,9 +58,11 @@ Layout parse_layout(std::string_view spec, Count seq_len, Count devices, const L
     return load_permutation_file(std::string(spec.substr(kPermutation.size())), seq_len, devices);
   }
   throw InputError(fmt::format(
-      "--layouts '{}': unknown layout, expected contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
+      "--layouts '{}': unknown layout{}, expected contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
       "doc-zigzag, doc-striped or balanced",
-      spec));
+      typed,
+      did_you_mean(typed.substr(0, colon), {"contiguous", "striped", "zigzag", "block-striped", "permutation", "doc-zigzag",
+                                           "doc-striped", "balanced"})));
 }
 
 Layout load_permutation_file(const std::string& path, Count seq_len, Count devices) {

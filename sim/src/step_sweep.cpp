@@ -24,11 +24,6 @@ namespace {
 constexpr const char* kMeasuredHeader =
     "hardware,model,model_parallel,sequence_parallel,seq_len,measured_speedup_striped_over_contiguous";
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
 }  // namespace
 
 std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path) {
@@ -102,11 +97,11 @@ struct MeasuredKey {
   auto operator<=>(const MeasuredKey&) const = default;
 };
 
-// The measured rows keyed by the catalog's names, so "A100" meets a100-80gb.
+// The measured rows keyed by the catalog's names, so "A100" meets a100-80gb (names match case aside).
 std::map<MeasuredKey, double> measured_by_point(const std::vector<MeasuredSpeedup>& rows, const model::ConfigCatalog& catalog) {
   std::map<MeasuredKey, double> out;
   for (const auto& m : rows) {
-    out[{catalog.hardware(lower(m.hardware)).name, catalog.model(lower(m.model)).name, m.model_parallel, m.devices,
+    out[{catalog.hardware(m.hardware).name, catalog.model(m.model).name, m.model_parallel, m.devices,
          m.seq_len}] = m.speedup;
   }
   return out;
@@ -244,9 +239,9 @@ StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog)
   if (spec.measured.empty()) throw InputError("step fit: the experiment names no \"measured\" file to fit to");
   const std::vector<MeasuredSpeedup> measured_rows = read_measured_speedups(spec.measured);
   StepFit fit;
-  fit.hardware = catalog.hardware(lower(measured_rows.front().hardware));
+  fit.hardware = catalog.hardware(measured_rows.front().hardware);
   for (const auto& m : measured_rows) {
-    if (catalog.hardware(lower(m.hardware)).name != fit.hardware.name) {
+    if (catalog.hardware(m.hardware).name != fit.hardware.name) {
       throw InputError(fmt::format("measured speedups {}: rows on {} and {}; a step fit calibrates one hardware", spec.measured,
                                    measured_rows.front().hardware, m.hardware));
     }
@@ -266,7 +261,7 @@ StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog)
   for (size_t r = 0; r < ratios.size(); ++r) {
     const StepOverrides overrides{hardware, with_partial_ratio(kernel, ratios[r])};
     for (const auto& m : measured_rows) {
-      const model::SweepPoint point{hardware.name, lower(m.model), {m.model_parallel, m.devices}, m.seq_len, std::nullopt};
+      const model::SweepPoint point{hardware.name, m.model, {m.model_parallel, m.devices}, m.seq_len, std::nullopt};
       SimulateConfig c = point_config(spec, point, overrides);
       c.layouts = {"contiguous", "striped"};
       Simulation sim = run_simulation(c, catalog);
