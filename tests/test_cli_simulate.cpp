@@ -141,6 +141,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"mesh_exceeds_topology", "simulate -M 2 --topology nvswitch:8",
                  "--topology nvswitch:8: has 8 GPUs, fewer than the mesh's -M 2 x -N 8 x -D 1 = 16"},
         BadInput{"zero_data_parallel", "simulate -D 0", "--data-parallel 0: must be at least 1"},
+        BadInput{"mesh_overflows", "simulate -D 4611686018427387904", "-M 1 x -N 8 x -D 4611686018427387904: the mesh may hold at most 1048576 GPUs"},
         BadInput{"auto_ring_on_a_mesh", "simulate -M 2 --ring-order auto", "--ring-order auto: orders the GPUs of a single ring"},
         BadInput{"rounds_and_summary", "simulate --format json --rounds --summary-only",
                  "--rounds, --summary-only: one includes the per-(round, device) records, the other leaves them out"},

@@ -200,6 +200,13 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
 
   if (config.data_parallel < 1) throw InputError(fmt::format("--data-parallel {}: must be at least 1", config.data_parallel));
+  // No topology holds more GPUs; checked factor by factor so the product cannot overflow.
+  constexpr Count kMaxMeshGpus = Count{1} << 20;
+  if (config.model_parallel > kMaxMeshGpus || config.data_parallel > kMaxMeshGpus ||
+      config.model_parallel * config.devices * config.data_parallel > kMaxMeshGpus) {
+    throw InputError(fmt::format("-M {} x -N {} x -D {}: the mesh may hold at most {} GPUs", config.model_parallel,
+                                 config.devices, config.data_parallel, kMaxMeshGpus));
+  }
   sim.mesh = Mesh{config.model_parallel, config.devices, config.data_parallel};
   const bool one_ring = sim.mesh.gpus() == config.devices;
   if (config.auto_ring_order && !one_ring) {
