@@ -33,22 +33,22 @@ std::vector<Count> rank_ring_order(Count devices) {
   return order;
 }
 
-std::vector<Count> mesh_ring_order(const Mesh& mesh) {
+std::vector<Count> mesh_ring_order(const model::Mesh& mesh) {
   std::vector<Count> order;
-  for (Count p = 0; p < mesh.ring; ++p) order.push_back(mesh.gpu(0, p, 0));
+  for (Count p = 0; p < mesh.devices; ++p) order.push_back(mesh.gpu(0, p, 0));
   return order;
 }
 
-std::vector<Count> model_parallel_group(const Mesh& mesh) {
+std::vector<Count> model_parallel_group(const model::Mesh& mesh) {
   std::vector<Count> group;
   for (Count m = 0; m < mesh.model_parallel; ++m) group.push_back(mesh.gpu(0, 0, m));
   return group;
 }
 
-std::vector<Count> gradient_group(const Mesh& mesh) {
+std::vector<Count> gradient_group(const model::Mesh& mesh) {
   std::vector<Count> group;
   for (Count r = 0; r < mesh.data_parallel; ++r) {
-    for (Count p = 0; p < mesh.ring; ++p) group.push_back(mesh.gpu(r, p, 0));
+    for (Count p = 0; p < mesh.devices; ++p) group.push_back(mesh.gpu(r, p, 0));
   }
   return group;
 }

@@ -207,7 +207,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
     throw InputError(fmt::format("-M {} x -N {} x -D {}: the mesh may hold at most {} GPUs", config.model_parallel,
                                  config.devices, config.data_parallel, kMaxMeshGpus));
   }
-  sim.mesh = Mesh{config.model_parallel, config.devices, config.data_parallel};
+  sim.mesh = model::Mesh{config.model_parallel, config.devices, config.data_parallel};
   const bool one_ring = sim.mesh.gpus() == config.devices;
   if (config.auto_ring_order && !one_ring) {
     throw InputError("--ring-order auto: orders the GPUs of a single ring; the mesh places rings of -M or -D above 1");

@@ -76,7 +76,7 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   const double rate_flops_per_us =
       s.hardware.peak_tflops.at(s.hardware.matmul_precision) * s.hardware.matmul_efficiency.value_or(1.0) * 1e6;
   const double mp = static_cast<double>(s.mesh.model_parallel);
-  const double local_tokens = static_cast<double>(s.seq_len / s.mesh.ring * s.batch);
+  const double local_tokens = static_cast<double>(s.seq_len / s.mesh.devices * s.batch);
   const Microseconds layer_matmul_forward = flops.matmul_per_token * local_tokens / mp / rate_flops_per_us;
   // Element-wise work is split over the model-parallel group with the activations it touches
   // (the paper's JAX code shards hidden states over its model axis, Megatron's sequence
@@ -137,7 +137,7 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   }
   e.time_us = e.breakdown.total_us();
   e.tokens_per_second = static_cast<double>(s.seq_len * s.batch * s.mesh.data_parallel) / (e.time_us * 1e-6);
-  const double replica_devices = static_cast<double>(s.mesh.model_parallel * s.mesh.ring);
+  const double replica_devices = static_cast<double>(s.mesh.model_parallel * s.mesh.devices);
   e.mfu = e.model_flops / (replica_devices * e.time_us * s.hardware.peak_tflops.at(s.hardware.matmul_precision) * 1e6);
 
   // Memory of one device.

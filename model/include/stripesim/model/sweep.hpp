@@ -9,20 +9,12 @@
 
 #include "stripesim/model/config_catalog.hpp"
 #include "stripesim/model/flop_model.hpp"
+#include "stripesim/model/mesh.hpp"
 #include "stripesim/model/tile_shape.hpp"
 
 namespace stripesim::model {
 
 inline constexpr const char* kSweepSchema = "stripesim.sweep/1";
-
-// The paper's mesh tuple: (model-parallel degree, sequence-parallel degree), written "MxN".
-struct Mesh {
-  Count model_parallel = 1;
-  Count devices = 1;
-  [[nodiscard]] std::string to_string() const;
-};
-// `what` names the input in messages ("--meshes", an experiment file's field).
-[[nodiscard]] Mesh parse_mesh(std::string_view text, std::string_view what);
 
 struct SweepGroup {
   std::vector<std::string> hardware;

@@ -89,7 +89,7 @@ struct Simulation {
   Bytes kv_bytes = 0;
   Count padding_tokens = 0;  // added by pad_documents; config.seq_len includes them
   KernelCallShape call_shape;
-  Mesh mesh;
+  model::Mesh mesh;
   std::optional<model::TransformerModel> transformer;  // the --model's shape
   std::optional<StepShape> step_shape;                 // scope layer or step: all but the ring
   std::vector<LayoutSimulation> results;

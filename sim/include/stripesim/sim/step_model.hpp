@@ -72,7 +72,7 @@ struct StepShape {
   bool recompute = false;
   model::TransformerModel model;
   model::HardwareProfile hardware;  // with matmul_efficiency
-  Mesh mesh;
+  model::Mesh mesh;
   Count seq_len = 0;
   Count batch = 1;
   double unmasked_pairs = 0;  // of one sequence, under the mask
