@@ -14,8 +14,7 @@ namespace {
 
 bool is_path(const std::string& text) { return text.find('/') != std::string::npos || text.ends_with(".json"); }
 
-// Loads every file of `root/kind` and returns the first whose name, stem or alias matches, case
-// aside ("H100", "llama3-8B"); an unknown name is answered with the nearest known one.
+// The names a config answers to besides its file's stem.
 std::vector<std::string> all_names(const TransformerModel& m) { return {m.name}; }
 std::vector<std::string> all_names(const HardwareProfile& h) {
   std::vector<std::string> names{h.name};
@@ -23,9 +22,11 @@ std::vector<std::string> all_names(const HardwareProfile& h) {
   return names;
 }
 
-template <typename Config, typename Parse, typename Matches>
+// Loads every file of `root/kind` and returns the first whose stem, name or alias matches, case
+// aside ("H100", "llama3-8B"); an unknown name is answered with the nearest known one.
+template <typename Config, typename Parse>
 Config find(const std::string& root, const std::string& kind, const std::string& flag, const std::string& wanted,
-            Parse parse, Matches matches) {
+            Parse parse) {
   if (is_path(wanted)) return parse(read_json_file(wanted, flag + " " + wanted), flag + " " + wanted);
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(root) / kind;
@@ -42,10 +43,11 @@ Config find(const std::string& root, const std::string& kind, const std::string&
   std::vector<std::string> names, every_name;
   for (const auto& file : files) {
     Config config = parse(read_json_file(file.string(), file.string()), file.string());
-    if (same_name(file.stem().string(), wanted) || matches(config, wanted)) return config;
+    std::vector<std::string> answers_to = all_names(config);
+    answers_to.push_back(file.stem().string());
+    if (std::ranges::any_of(answers_to, [&](const std::string& name) { return same_name(name, wanted); })) return config;
     names.push_back(file.stem().string());
-    every_name.push_back(file.stem().string());
-    for (const std::string& other : all_names(config)) every_name.push_back(other);
+    every_name.insert(every_name.end(), answers_to.begin(), answers_to.end());
   }
   std::string known;
   for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
@@ -56,15 +58,11 @@ Config find(const std::string& root, const std::string& kind, const std::string&
 }  // namespace
 
 TransformerModel ConfigCatalog::model(const std::string& name_or_path) const {
-  return find<TransformerModel>(root_, "models", "--model", name_or_path, transformer_model_from_json,
-                                [](const TransformerModel& m, const std::string& w) { return same_name(m.name, w); });
+  return find<TransformerModel>(root_, "models", "--model", name_or_path, transformer_model_from_json);
 }
 
 HardwareProfile ConfigCatalog::hardware(const std::string& name_or_path) const {
-  return find<HardwareProfile>(root_, "hardware", "--hardware", name_or_path, hardware_profile_from_json,
-                               [](const HardwareProfile& h, const std::string& w) {
-                                 return std::ranges::any_of(all_names(h), [&](const std::string& n) { return same_name(n, w); });
-                               });
+  return find<HardwareProfile>(root_, "hardware", "--hardware", name_or_path, hardware_profile_from_json);
 }
 
 }  // namespace stripesim::model
