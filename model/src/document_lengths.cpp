@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -17,15 +16,6 @@ namespace stripesim::model {
 namespace {
 
 using Random = SplitMix64;
-
-double parse_number(std::string_view text, const std::string& what) {
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-    throw InputError(fmt::format("{} '{}': expected a number", what, text));
-  }
-  return value;
-}
 
 std::vector<std::string> split(std::string_view text, char separator) {
   std::vector<std::string> parts;

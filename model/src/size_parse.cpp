@@ -1,6 +1,7 @@
 #include "stripesim/model/size_parse.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <fmt/format.h>
 #include <limits>
 
@@ -32,6 +33,15 @@ Count parse_count(std::string_view text, std::string_view what) {
   }
   if (value > std::numeric_limits<Count>::max() / multiplier) throw fail("too large for a 64-bit count");
   return value * multiplier;
+}
+
+double parse_number(std::string_view text, std::string_view what) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    throw InputError(fmt::format("{} '{}': expected a number", what, text));
+  }
+  return value;
 }
 
 }  // namespace stripesim::model

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -47,11 +46,8 @@ std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path) {
     m.model_parallel = model::parse_count(f[2], where + " model_parallel");
     m.devices = model::parse_count(f[3], where + " sequence_parallel");
     m.seq_len = model::parse_count(f[4], where + " seq_len");
-    char* end = nullptr;
-    m.speedup = std::strtod(f[5].c_str(), &end);
-    if (f[5].empty() || end != f[5].c_str() + f[5].size() || !(m.speedup > 0) || !std::isfinite(m.speedup)) {
-      throw InputError(fmt::format("{}: speedup '{}' is not a positive number", where, f[5]));
-    }
+    m.speedup = model::parse_number(f[5], where + " speedup");
+    if (!(m.speedup > 0)) throw InputError(fmt::format("{}: speedup '{}' is not a positive number", where, f[5]));
     rows.push_back(std::move(m));
   }
   if (rows.empty()) throw InputError(fmt::format("{}: no rows", label));

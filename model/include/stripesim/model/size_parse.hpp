@@ -1,6 +1,7 @@
 #pragma once
 // Parsing of the integer quantities users type: "262144", "256k" (x1024), "1M" (x1048576),
 // "2G" (x2^30). Anything else (signs, spaces, fractions, overflow) is an InputError naming `what`.
+// And of the real numbers in files and specs ("1.2", "-0.5", "1e3"): finite, nothing around them.
 #include <string_view>
 
 #include "stripesim/model/types.hpp"
@@ -8,5 +9,6 @@
 namespace stripesim::model {
 
 [[nodiscard]] Count parse_count(std::string_view text, std::string_view what);
+[[nodiscard]] double parse_number(std::string_view text, std::string_view what);
 
 }  // namespace stripesim::model
