@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -46,23 +47,18 @@ constexpr const char* kExamples = R"(Examples:
 // nearest real name. Empty when every command and option given exists.
 std::string unknown_name_hint(const CLI::App& app, int argc, char** argv) {
   if (argc < 2) return "";
-  std::vector<std::string> commands;
-  std::string command_list;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    commands.push_back(sub->get_name());
-    command_list += (command_list.empty() ? "" : ", ") + sub->get_name();
-  }
   const std::string first = argv[1];
   if (first.starts_with("-")) return "";
-  const CLI::App* command = nullptr;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    if (sub->get_name() == first) command = sub;
-  }
-  if (command == nullptr) {
-    return fmt::format("'{}': unknown command{}; the commands are {}", first, model::did_you_mean(first, commands), command_list);
+  const std::vector<const CLI::App*> subcommands = app.get_subcommands([](const CLI::App*) { return true; });
+  const auto command = std::ranges::find(subcommands, first, &CLI::App::get_name);
+  if (command == subcommands.end()) {
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : subcommands) commands.push_back(sub->get_name());
+    return fmt::format("'{}': unknown command{}; the commands are {}", first, model::did_you_mean(first, commands),
+                       fmt::join(commands, ", "));
   }
   std::vector<std::string> options;
-  for (const CLI::Option* option : command->get_options([](const CLI::Option*) { return true; })) {
+  for (const CLI::Option* option : (*command)->get_options([](const CLI::Option*) { return true; })) {
     for (const std::string& name : option->get_lnames()) options.push_back("--" + name);
     for (const std::string& name : option->get_snames()) options.push_back("-" + name);
   }
