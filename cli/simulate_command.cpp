@@ -47,8 +47,6 @@ constexpr const char* kSimulateExamples = R"(Examples:
       a whole training step (every layer, the LM head, forward and backward) on a 2 x 8 mesh of two nodes
   stripesim simulate --experiment configs/experiments/simulate-dgx-h100-x2.json)";
 
-std::string gib(double bytes) { return fmt::format("{:.1f}", bytes / (1024.0 * 1024.0 * 1024.0)); }
-
 // Scope layer or step: the breakdown of the time on the ring's last device, throughput, memory.
 std::string format_step_table(const sim::Simulation& s) {
   const sim::StepShape& shape = *s.step_shape;
@@ -73,7 +71,7 @@ std::string format_step_table(const sim::Simulation& s) {
                        r.layout, r.time_us / 1e3, r.speedup_vs_contiguous, e.tokens_per_second, 100 * e.mfu,
                        b.matmul_us / 1e3, b.elementwise_us / 1e3, b.attention_compute_us / 1e3, b.attention_comm_us / 1e3,
                        b.attention_idle_us / 1e3, b.model_parallel_comm_us / 1e3, b.gradient_comm_us / 1e3,
-                       gib(e.memory.total()), e.exceeds_memory ? "!" : "");
+                       fmt::format("{:.1f}", e.memory.total() / sim::kBytesPerGib), e.exceeds_memory ? "!" : "");
   }
   out += "\nbreakdown columns in ms, on the ring's last device to finish each layer; they add up to the time.\n"
          "MFU = model FLOPs (forward 1x, backward 2x, attention on unmasked pairs) / (M x N devices x time x peak).\n"

@@ -152,7 +152,7 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   }
   if (s.scope == Scope::step) e.memory.logits = 4.0 * local_tokens * static_cast<double>(m.vocab) / mp;
   e.memory.kv_buffers = static_cast<double>(s.kv_buffers * s.kv_bytes) * (s.backward ? 2.0 : 1.0);
-  e.exceeds_memory = e.memory.total() > s.hardware.memory_gib * 1024.0 * 1024.0 * 1024.0;
+  e.exceeds_memory = e.memory.total() > s.hardware.memory_gib * kBytesPerGib;
   return e;
 }
 

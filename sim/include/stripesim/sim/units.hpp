@@ -9,6 +9,9 @@ using Microseconds = double;
 using Bytes = std::int64_t;
 using GigabytesPerSecond = double;
 
+// Memory sizes are quoted in GiB (hardware profiles' memory_gib).
+inline constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
+
 // 1 GB/s moves 10^3 bytes per microsecond.
 [[nodiscard]] constexpr Microseconds transfer_time_us(Bytes bytes, GigabytesPerSecond bandwidth) {
   return static_cast<double>(bytes) / (bandwidth * 1e3);
