@@ -133,14 +133,7 @@ std::vector<SweepPoint> expand(const SweepSpec& spec) {
   return points;
 }
 
-Count count_points(const SweepSpec& spec) {
-  Count total = 0;
-  for (const auto& g : spec.groups) {
-    total += static_cast<Count>(g.hardware.size() * g.models.size() * g.meshes.size() * g.seq_lens.size() *
-                                g.tiles.size());
-  }
-  return total;
-}
+Count count_points(const SweepSpec& spec) { return static_cast<Count>(expand(spec).size()); }
 
 namespace {
 
