@@ -20,6 +20,7 @@
 
 #include "stripesim/model/tile_shape.hpp"
 #include "stripesim/validate/block_attention.hpp"
+#include "stripesim/validate/tile_schedule.hpp"
 
 namespace {
 
@@ -74,6 +75,7 @@ struct Options {
   int heads = 16;
   int head_dim = 128;
   std::string dtype = "bf16";
+  std::vector<std::string> kernels{"flash"};
   int warmup = 5;
   int reps = 20;
 };
@@ -100,6 +102,15 @@ std::pair<double, double> time_shape(const Options& o, std::int64_t n, bool caus
   check(cudaMemcpy(positions.as<void>(), host_positions.data(), host_positions.size() * 8, cudaMemcpyHostToDevice), "upload positions");
   check(cudaMemcpy(lowest.as<void>(), host_lowest.data(), host_lowest.size() * 8, cudaMemcpyHostToDevice), "upload lowest keys");
   check(cudaMemcpy(highest.as<void>(), host_highest.data(), host_highest.size() * 8, cudaMemcpyHostToDevice), "upload highest keys");
+  // The flash kernel's tile schedule (the wmma kernel ignores it), built as the ring builds it.
+  const stripesim::validate::TileSchedule schedule =
+      stripesim::validate::build_tile_schedule(host_lowest, host_highest, host_positions, shape.tile);
+  const std::size_t schedule_ints = schedule.order.size() + schedule.offsets.size() + schedule.entries.size();
+  Buffer schedule_buffer(schedule_ints * 4);
+  std::vector<std::int32_t> image(schedule.order);
+  image.insert(image.end(), schedule.offsets.begin(), schedule.offsets.end());
+  image.insert(image.end(), schedule.entries.begin(), schedule.entries.end());
+  check(cudaMemcpy(schedule_buffer.as<void>(), image.data(), schedule_ints * 4, cudaMemcpyHostToDevice), "upload schedule");
 
   gpu::BlockAttentionArgs args;
   args.q = q.as<void>();
@@ -116,6 +127,9 @@ std::pair<double, double> time_shape(const Options& o, std::int64_t n, bool caus
   args.heads = o.heads;
   args.kv_heads = o.heads;
   args.scale = 1.0f / std::sqrt(static_cast<float>(o.head_dim));
+  args.tile_order = schedule_buffer.as<std::int32_t>();
+  args.tile_offsets = args.tile_order + schedule.order.size();
+  args.tile_entries = args.tile_offsets + schedule.offsets.size();
 
   EventPair events;
   std::vector<double> ms;
@@ -147,6 +161,7 @@ int main(int argc, char** argv) {
   app.add_option("--heads", o.heads, "Heads")->capture_default_str();
   app.add_option("--head-dim", o.head_dim, "64 or 128")->capture_default_str();
   app.add_option("--dtype", o.dtype, "bf16 or fp16")->capture_default_str();
+  app.add_option("--kernels", o.kernels, "flash, wmma")->delimiter(',')->capture_default_str();
   app.add_option("--warmup", o.warmup, "Untimed launches per shape")->capture_default_str();
   app.add_option("--reps", o.reps, "Timed launches per shape")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -164,8 +179,10 @@ int main(int argc, char** argv) {
     check(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
     const Precision precision = stripesim::validate::parse_precision(o.dtype);
     if (o.reps < 1) throw std::runtime_error("--reps must be at least 1");
+    for (const std::string& kernel : o.kernels) {
     for (const std::string& tile_text : o.tiles) {
-      const gpu::KernelShape shape{precision, o.head_dim, stripesim::model::parse_tile_shape(tile_text)};
+      const gpu::KernelShape shape{precision, o.head_dim, stripesim::model::parse_tile_shape(tile_text),
+                                   stripesim::validate::parse_gpu_kernel(kernel)};
       gpu::check_kernel_shape(shape);
       if (gpu::kernel_shared_bytes(shape) > properties.sharedMemPerBlockOptin) {
         std::cerr << "bench_kernel_gpu: tile " << tile_text << " needs more shared memory than " << properties.name
@@ -182,14 +199,15 @@ int main(int argc, char** argv) {
                                       : static_cast<double>(n) * static_cast<double>(n);
           const double flops = 4.0 * pairs * o.head_dim * o.heads;
           std::cout << fmt::format(
-                           R"({{"impl": "stripesim", "device": "{}", "dtype": "{}", "seq_len": {}, "heads": {}, )"
+                           R"({{"impl": "stripesim", "kernel": "{}", "device": "{}", "dtype": "{}", "seq_len": {}, "heads": {}, )"
                            R"("head_dim": {}, "mask": "{}", "tile": "{}", "reps": {}, "median_ms": {:.4f}, )"
                            R"("min_ms": {:.4f}, "tflops": {:.2f}}})",
-                           properties.name, o.dtype, n, o.heads, o.head_dim, mask, tile_text, o.reps, median_ms,
+                           kernel, properties.name, o.dtype, n, o.heads, o.head_dim, mask, tile_text, o.reps, median_ms,
                            min_ms, flops / (median_ms * 1e-3) / 1e12)
                     << std::endl;
         }
       }
+    }
     }
   } catch (const std::exception& error) {
     std::cerr << "bench_kernel_gpu: " << error.what() << "\n";

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Joins bench_kernel_gpu's and sdpa_reference.py's JSON lines into
 OUT_DIR/kernel-<gpu>.json and .md: per (sequence length, mask), stripesim's best tile next to
-PyTorch SDPA, with the ratio stripesim / SDPA (of TFLOP/s; the same as SDPA time / stripesim time).
+PyTorch SDPA, with the ratio stripesim / SDPA (of TFLOP/s; the same as SDPA time / stripesim time),
+one row per stripesim kernel (flash, wmma) and shape.
 
 Usage: bench/kernel_report.py STRIPESIM_JSONL SDPA_JSONL OUT_DIR [COMMAND ...]
 (COMMAND: the command lines that produced the inputs, recorded in both outputs.)
@@ -36,17 +37,18 @@ def main() -> int:
 
     best = {}
     for row in ours:
-        key = (row["seq_len"], row["mask"])
+        key = (row.get("kernel", "wmma"), row["seq_len"], row["mask"])
         if key not in best or row["tflops"] > best[key]["tflops"]:
             best[key] = row
     reference = {(row["seq_len"], row["mask"]): row for row in sdpa}
     table = []
-    for key in sorted(best, key=lambda k: (k[1], k[0])):
+    for key in sorted(best, key=lambda k: (k[0], k[2], k[1])):
         ours_row = best[key]
-        sdpa_row = reference.get(key)
+        sdpa_row = reference.get(key[1:])
         table.append({
-            "seq_len": key[0],
-            "mask": key[1],
+            "kernel": key[0],
+            "seq_len": key[1],
+            "mask": key[2],
             "stripesim_tile": ours_row["tile"],
             "stripesim_ms": ours_row["median_ms"],
             "stripesim_tflops": ours_row["tflops"],
@@ -74,16 +76,16 @@ def main() -> int:
         "",
         f"{report['dtype']}, {report['heads']} heads, head_dim {report['head_dim']}, one device (plain attention, "
         "no ring). Median of the timed repetitions after warm-up, CUDA events. TFLOP/s counts unmasked pairs only "
-        "(4 x pairs x head_dim x heads). stripesim: its best tile per row (all tiles in the JSON).",
+        "(4 x pairs x head_dim x heads). stripesim: each kernel's best tile per row (all tiles in the JSON).",
         "",
-        "| mask | n | stripesim tile | stripesim ms | stripesim TFLOP/s | SDPA ms | SDPA TFLOP/s | stripesim / SDPA |",
-        "|---|---:|---|---:|---:|---:|---:|---:|",
+        "| kernel | mask | n | tile | stripesim ms | stripesim TFLOP/s | SDPA ms | SDPA TFLOP/s | stripesim / SDPA |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for row in table:
         def cell(x):
             return "—" if x is None else f"{x}"
         lines.append(
-            f"| {row['mask']} | {row['seq_len']} | {row['stripesim_tile']} | {row['stripesim_ms']:.3f} | "
+            f"| {row['kernel']} | {row['mask']} | {row['seq_len']} | {row['stripesim_tile']} | {row['stripesim_ms']:.3f} | "
             f"{row['stripesim_tflops']:.1f} | {cell(row['sdpa_ms'])} | {cell(row['sdpa_tflops'])} | {cell(row['ratio'])} |")
     if sdpa and "torch" in sdpa[0]:
         lines += ["", f"SDPA: PyTorch {sdpa[0]['torch']}, backend {sdpa[0].get('sdpa_backend', 'auto')}."]

@@ -29,6 +29,7 @@ constexpr int kExitOutputWrong = 1;
 struct ValidateOptions {
   std::string backend = "cpu";
   std::string layouts, seq_lens, devices, tiles, heads, kv_heads, head_dim, dtype, seed;
+  std::string gpu_kernel;  // --gpu-kernel: flash | wmma (GPU backends only)
   std::vector<std::string> masks;
   std::string warmup = "1";
   std::string iterations = "5";
@@ -110,6 +111,10 @@ validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
   if (!o.head_dim.empty()) m.head_dim = model::parse_count(o.head_dim, "--head-dim");
   if (!o.dtype.empty()) m.precision = validate::parse_precision(o.dtype);
   if (!o.seed.empty()) m.seed = static_cast<std::uint64_t>(model::parse_count(o.seed, "--seed"));
+  if (!o.gpu_kernel.empty()) {
+    if (!gpu) throw model::InputError(fmt::format("--gpu-kernel {}: only with --backend cuda or nccl", o.gpu_kernel));
+    m.gpu_kernel = validate::parse_gpu_kernel(o.gpu_kernel);
+  }
   return m;
 }
 
@@ -210,9 +215,10 @@ std::string format_table(const validate::ValidationReport& report) {
 }
 
 // The kernel the validator's own runs are fitted from: --kernel, else the one it runs (the CPU
-// backend's loops on the cpu profile; on a GPU the wmma kernel of validate/cuda).
+// backend's loops on the cpu profile; on a GPU stripesim-flash or stripesim-wmma of validate/cuda).
 sim::KernelProfile validator_kernel(const ValidateOptions& o, const model::HardwareProfile& hardware) {
-  const std::string name = !o.kernel.empty() ? o.kernel : gpu_backend(o.backend) ? "stripesim-wmma" : "";
+  const std::string gpu_kernel(validate::gpu_kernel_name(build_matrix(o).gpu_kernel));
+  const std::string name = !o.kernel.empty() ? o.kernel : gpu_backend(o.backend) ? "stripesim-" + gpu_kernel : "";
   return sim::load_kernel_profile(name, config_dir(), hardware);
 }
 
@@ -300,6 +306,8 @@ std::function<int()> register_validate_command(CLI::App& app) {
   cmd->add_option("--head-dim", o.head_dim, "Head size [default: 32; GPU 128]");
   cmd->add_option("--dtype", o.dtype, "fp32 or fp64 (cpu), bf16 or fp16 (cuda, nccl) [default: fp32; GPU bf16]");
   cmd->add_option("--seed", o.seed, "Seed of the random Q, K, V [default: 1]");
+  cmd->add_option("--gpu-kernel", o.gpu_kernel,
+                  "cuda, nccl: flash (FlashAttention-2 design, the default) or wmma (the simple kernel tests compare with)");
   cmd->add_option("--warmup", o.warmup, "Untimed iterations per case")->capture_default_str();
   cmd->add_option("--iterations", o.iterations, "Timed iterations per case (medians and spread)")->capture_default_str();
   cmd->add_option("--timeout", o.timeout, "Seconds a device operation may take before it is reported as hung")

@@ -10,6 +10,7 @@
 
 #include "block_attention.cuh"
 #include "block_attention_variants.hpp"
+#include "flash_attention.cuh"
 #include "stripesim/model/input_error.hpp"
 
 namespace stripesim::validate::gpu {
@@ -19,18 +20,26 @@ bool is_compiled_tile(const model::TileShape& tile) {
   return (tile.query == 64 || tile.query == 128) && (tile.key == 64 || tile.key == 128);
 }
 
-template <int HeadDim>
+template <template <int, int, int> class Layout, int HeadDim>
 std::size_t shared_bytes_for(const model::TileShape& tile) {
-  if (tile.query == 64 && tile.key == 64) return BlockAttentionLayout<HeadDim, 64, 64>::kBytes;
-  if (tile.query == 64 && tile.key == 128) return BlockAttentionLayout<HeadDim, 64, 128>::kBytes;
-  if (tile.query == 128 && tile.key == 64) return BlockAttentionLayout<HeadDim, 128, 64>::kBytes;
-  return BlockAttentionLayout<HeadDim, 128, 128>::kBytes;
+  if (tile.query == 64 && tile.key == 64) return Layout<HeadDim, 64, 64>::kBytes;
+  if (tile.query == 64 && tile.key == 128) return Layout<HeadDim, 64, 128>::kBytes;
+  if (tile.query == 128 && tile.key == 64) return Layout<HeadDim, 128, 64>::kBytes;
+  return Layout<HeadDim, 128, 128>::kBytes;
+}
+
+template <template <int, int, int> class Layout>
+std::size_t shared_bytes_of(const KernelShape& shape) {
+  return shape.head_dim == 64 ? shared_bytes_for<Layout, 64>(shape.tile) : shared_bytes_for<Layout, 128>(shape.tile);
 }
 
 cudaError_t dispatch(const KernelShape& shape, const BlockAttentionArgs* args, cudaStream_t stream) {
+  const bool flash = shape.kernel == GpuKernel::flash;
   switch (shape.precision) {
-    case Precision::bf16: return dispatch_block_attention_bf16(shape, args, stream);
-    case Precision::fp16: return dispatch_block_attention_fp16(shape, args, stream);
+    case Precision::bf16:
+      return flash ? dispatch_flash_attention_bf16(shape, args, stream) : dispatch_block_attention_bf16(shape, args, stream);
+    case Precision::fp16:
+      return flash ? dispatch_flash_attention_fp16(shape, args, stream) : dispatch_block_attention_fp16(shape, args, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -105,7 +114,7 @@ void check_kernel_shape(const KernelShape& shape) {
 
 std::size_t kernel_shared_bytes(const KernelShape& shape) {
   check_kernel_shape(shape);
-  return shape.head_dim == 64 ? shared_bytes_for<64>(shape.tile) : shared_bytes_for<128>(shape.tile);
+  return shape.kernel == GpuKernel::flash ? shared_bytes_of<FlashLayout>(shape) : shared_bytes_of<BlockAttentionLayout>(shape);
 }
 
 cudaError_t prepare_block_attention(const KernelShape& shape) { return dispatch(shape, nullptr, nullptr); }

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 
+#include "kernel_common.cuh"
 #include "stripesim/validate/block_attention.hpp"
 
 namespace stripesim::validate::gpu {
@@ -64,17 +65,6 @@ struct BlockAttentionLayout {
   static_assert(kValues % 32 == 0 && kScores % 32 == 0 && kOut % 32 == 0 && kKeyPositions % 32 == 0);
 };
 
-template <typename T>
-__device__ inline T from_float(float x);
-template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-template <>
-__device__ inline __half from_float<__half>(float x) {
-  return __float2half_rn(x);
-}
-
 __device__ inline float warp_max(float x) {
   for (int offset = 16; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
   return x;
@@ -83,9 +73,6 @@ __device__ inline float warp_sum(float x) {
   for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
   return x;
 }
-// Own 64-bit min/max: the CUDA overload set of min/max differs between long and long long.
-__device__ inline std::int64_t min64(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
-__device__ inline std::int64_t max64(std::int64_t a, std::int64_t b) { return a < b ? b : a; }
 __device__ inline std::int64_t shfl_xor64(std::int64_t x, int offset) {
   return static_cast<std::int64_t>(__shfl_xor_sync(0xffffffffu, static_cast<long long>(x), offset));
 }
@@ -96,23 +83,6 @@ __device__ inline std::int64_t warp_min64(std::int64_t x) {
 __device__ inline std::int64_t warp_max64(std::int64_t x) {
   for (int offset = 16; offset > 0; offset /= 2) x = max64(x, shfl_xor64(x, offset));
   return x;
-}
-
-// Copies `rows` rows of HeadDim elements (row r at src + r * src_stride) into shared memory at
-// dst + r * dst_stride with cp.async, zero-filling rows [rows, tile_rows): a short last tile
-// must read as zeros, not as stale data (0 * NaN would poison the output).
-template <typename T, int HeadDim, int Threads>
-__device__ inline void copy_rows_async(T* dst, int dst_stride, const T* src, std::int64_t src_stride, int rows,
-                                       int tile_rows) {
-  constexpr int kChunks = HeadDim * 2 / 16;  // 16-byte pieces per row
-  for (int idx = threadIdx.x; idx < tile_rows * kChunks; idx += Threads) {
-    const int r = idx / kChunks;
-    const int piece = idx % kChunks;
-    const bool inside = r < rows;
-    // A zero-filled piece copies nothing, but still names a valid, aligned source address.
-    const T* from = src + (inside ? r * src_stride : 0) + piece * 8;
-    __pipeline_memcpy_async(dst + r * dst_stride + piece * 8, from, 16, inside ? 0 : 16);
-  }
 }
 
 template <typename T, int HeadDim, int TileQ, int TileK>

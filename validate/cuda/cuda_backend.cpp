@@ -14,6 +14,7 @@
 #include "fault_injection.hpp"
 #include "gpu_devices.hpp"
 #include "ring_memory.hpp"
+#include "ring_schedules.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
 #include "measure_ring.hpp"
 
@@ -52,6 +53,7 @@ class CudaRing {
     for (Count d = 0; d < devices_; ++d) {
       slots_.push_back(memory_->device(d));
       gpu::upload_shard(problem, d, slots_.back(), stream_.get(), d, deadline);
+      schedules_.emplace_back(problem, d, shape_, stream_.get(), d, deadline);
     }
     const auto cells = static_cast<std::size_t>(devices_ * devices_);
     kernels_.resize(cells);
@@ -71,6 +73,9 @@ class CudaRing {
   ~CudaRing() {
     // After a timeout the device may still be busy with the hung work: freeing would wait.
     if (hung_ && memory_) memory_->abandon();
+    if (hung_) {
+      for (auto& s : schedules_) s.abandon();
+    }
   }
 
   [[nodiscard]] const std::string& device_name() const { return name_; }
@@ -100,6 +105,7 @@ class CudaRing {
         op.enqueued = problem_.block_active(r, d);
         if (!op.enqueued) continue;  // no allowed pair: nothing launched, 0 us recorded
         gpu::BlockAttentionArgs args = slots_[static_cast<std::size_t>(d)].kernel_args(gpu::kv_slot(r), scale);
+        schedules_[static_cast<std::size_t>(d)].apply(r, args);
         if (tile_counts != nullptr) args.tile_counts = tile_counts + 2 * cell(r, d);
         record(op.start, "a kernel's start event");
         check_cuda(gpu::launch_block_attention(shape_, args, stream), d,
@@ -208,6 +214,7 @@ class CudaRing {
   gpu::Stream stream_;
   std::optional<gpu::RingMemory> memory_;
   std::vector<DeviceSlots> slots_;
+  std::vector<gpu::DeviceSchedules> schedules_;  // [device]
   std::vector<TimedOp> kernels_;   // [round * N + device]
   std::vector<TimedOp> handoffs_;  // [round * N + device]
   Event wall_start_, wall_end_, done_;

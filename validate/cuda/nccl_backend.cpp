@@ -26,6 +26,7 @@
 #include "fault_injection.hpp"
 #include "gpu_devices.hpp"
 #include "ring_memory.hpp"
+#include "ring_schedules.hpp"
 #endif
 
 namespace stripesim::validate {
@@ -64,6 +65,7 @@ struct Rank {
   gpu::Stream compute, comm;
   std::optional<gpu::RingMemory> memory;
   DeviceSlots slots;
+  gpu::DeviceSchedules schedules;
   std::vector<TimedOp> kernels;   // [round]
   std::vector<TimedOp> handoffs;  // [round], rounds 0 .. N-2
 };
@@ -221,6 +223,7 @@ class NcclRing {
       rank.memory.emplace(geometry, 1, d, fault_.oom);
       rank.slots = rank.memory->device(0);
       gpu::upload_shard(problem, d, rank.slots, rank.compute.get(), d, deadline);
+      rank.schedules = gpu::DeviceSchedules(problem, d, shape_, rank.compute.get(), d, deadline);
       for (Count r = 0; r < n_; ++r) {
         rank.kernels.push_back({Event(d), Event(d)});
         rank.handoffs.push_back({Event(d), Event(d)});
@@ -238,6 +241,7 @@ class NcclRing {
     // The devices may still hold aborted or stuck work: freeing would wait on them.
     for (Rank& rank : ranks_) {
       if (rank.memory) rank.memory->abandon();
+      rank.schedules.abandon();
     }
   }
 
@@ -291,7 +295,9 @@ class NcclRing {
         // Recorded even for a skipped block: the transfer of round r + 1 waits on op.end.
         record(op.start, stream, d);
         if (op.launched) {
-          check_cuda(gpu::launch_block_attention(shape_, rank.slots.kernel_args(gpu::kv_slot(r), scale), stream), d,
+          gpu::BlockAttentionArgs args = rank.slots.kernel_args(gpu::kv_slot(r), scale);
+          rank.schedules.apply(r, args);
+          check_cuda(gpu::launch_block_attention(shape_, args, stream), d,
                      [&] { return fmt::format("kernel launch in round {}", r); });
         }
         record(op.end, stream, d);

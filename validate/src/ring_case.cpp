@@ -16,6 +16,14 @@ Precision parse_precision(std::string_view text) {
   throw InputError(fmt::format("--dtype '{}': expected fp64, fp32, bf16 or fp16", text));
 }
 
+GpuKernel parse_gpu_kernel(std::string_view text) {
+  if (text == "flash") return GpuKernel::flash;
+  if (text == "wmma") return GpuKernel::wmma;
+  throw InputError(fmt::format("--gpu-kernel '{}': expected flash or wmma", text));
+}
+
+std::string_view gpu_kernel_name(GpuKernel kernel) { return kernel == GpuKernel::flash ? "flash" : "wmma"; }
+
 std::string_view precision_name(Precision precision) {
   switch (precision) {
     case Precision::fp64: return "fp64";

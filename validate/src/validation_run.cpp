@@ -23,6 +23,7 @@ std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
             c.precision = m.precision;
             c.seed = m.seed;
             check_ring_case(c);
+            c.gpu_kernel = m.gpu_kernel;
             cases.push_back(std::move(c));
           }
         }

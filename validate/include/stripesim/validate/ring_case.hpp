@@ -21,6 +21,15 @@ enum class Precision { fp64, fp32, bf16, fp16 };
 [[nodiscard]] std::string_view precision_name(Precision precision);
 [[nodiscard]] Count precision_bytes(Precision precision);
 
+// The GPU backends' kernel (validate/cuda), two implementations of the same computation:
+//   flash - FlashAttention-2's design (mma.sync, everything per row in registers, cp.async
+//           K/V pipeline); runs the host's TileSchedule, classifies nothing. The default.
+//   wmma  - the first, simple kernel (wmma fragments, scores and output in shared memory,
+//           classifies every tile itself); kept as the second implementation tests compare with.
+enum class GpuKernel { flash, wmma };
+[[nodiscard]] GpuKernel parse_gpu_kernel(std::string_view text);  // InputError naming --gpu-kernel
+[[nodiscard]] std::string_view gpu_kernel_name(GpuKernel kernel);
+
 struct RingCase {
   Count seq_len = 4096;
   Count devices = 4;
@@ -32,6 +41,7 @@ struct RingCase {
   Count head_dim = 64;
   Precision precision = Precision::fp32;
   std::uint64_t seed = 1;  // the random Q, K, V
+  GpuKernel gpu_kernel = GpuKernel::flash;  // GPU backends only
 
   // "zigzag n=4096 N=4 causal 64x64"
   [[nodiscard]] std::string label() const;

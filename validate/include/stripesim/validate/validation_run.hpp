@@ -24,6 +24,7 @@ struct ValidateMatrix {
   Count head_dim = 32;
   Precision precision = Precision::fp32;
   std::uint64_t seed = 1;
+  GpuKernel gpu_kernel = GpuKernel::flash;
 };
 
 // Every combination, in a fixed order (sequence length, N, tile, mask, layout). Each case is

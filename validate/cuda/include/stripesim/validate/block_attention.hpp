@@ -13,12 +13,13 @@
 
 namespace stripesim::validate::gpu {
 
-// The compiled variants: precision bf16 | fp16, head_dim 64 | 128, tile 64x64 | 64x128 |
+// The compiled variants of each: precision bf16 | fp16, head_dim 64 | 128, tile 64x64 | 64x128 |
 // 128x64 | 128x128. Tiles need not divide the block: the last tiles are smaller.
 struct KernelShape {
   Precision precision = Precision::bf16;
   Count head_dim = 128;
   model::TileShape tile{128, 128};
+  GpuKernel kernel = GpuKernel::flash;
 };
 
 // Throws model::InputError (one line naming the flag and the supported values) for a shape
@@ -51,6 +52,11 @@ struct BlockAttentionArgs {
   int heads = 0;
   int kv_heads = 0;  // head h reads K/V head h / (heads / kv_heads)
   float scale = 0;   // softmax scale, 1 / sqrt(head_dim)
+  // The key tiles each query tile computes (TileSchedule of tile_schedule.hpp, on the device):
+  // required by the flash kernel, ignored by wmma (which classifies tiles itself).
+  const std::int32_t* tile_order = nullptr;    // [query tiles]
+  const std::int32_t* tile_offsets = nullptr;  // [query tiles + 1]
+  const std::int32_t* tile_entries = nullptr;  // key tile | kPartialTile
   // Optional [2]: thread blocks of head 0 add the key tiles they computed (active) and, of
   // those, the ones they masked per element (partial). Null: nothing is counted.
   unsigned long long* tile_counts = nullptr;

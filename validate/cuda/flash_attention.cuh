@@ -1,0 +1,344 @@
+#pragma once
+// The flash kernel: the validator's fast forward attention kernel, FlashAttention-2's design
+// on Ampere/Hopper tensor cores (device code; included by flash_attention_{bf16,fp16}.cu).
+//
+// One thread block = one tile of TileQ local queries of one head; TileQ / 16 warps, warp w owns
+// query rows [16w, 16w + 16). Everything a row needs lives in that warp's registers:
+//   - its Q fragments (mma A operands, read once from shared memory with ldmatrix);
+//   - the scores S = Q K^T of the current key tile as mma.sync m16n8k16 accumulators;
+//   - the running maximum and sum (a row is spread over the 4 threads of a quad: reductions
+//     are two shuffles);
+//   - the probabilities, converted in place into A operands of P V (the accumulator layout of
+//     two m16n8 tiles is the A layout of one m16k16 tile), and the fp32 output accumulator.
+// K and V tiles come through shared memory with cp.async: V of tile i loads while Q K^T of
+// tile i runs, K of tile i + 1 while its softmax and P V run. Rows are padded by 16 bytes so
+// the 8 rows an ldmatrix reads fall on distinct bank groups.
+//
+// The kernel classifies nothing: the host's TileSchedule (tile_schedule.hpp) lists, per query
+// tile, the key tiles to compute, full ones (no mask evaluated) before partial ones (mask per
+// element). A key tile cut short by the end of the block also takes the masked path, which
+// drops the missing keys. Blocks start in the schedule's order, heaviest query tile first,
+// all heads of a tile before the next tile.
+//
+// Shared memory (T = 2-byte input type): Q TileQ x (D + 8) T, K and V TileK x (D + 8) T each.
+// 128x128 at D = 128: 102 KiB.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_pipeline_primitives.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernel_common.cuh"
+#include "stripesim/validate/block_attention.hpp"
+#include "stripesim/validate/tile_schedule.hpp"
+
+namespace stripesim::validate::gpu {
+
+template <int HeadDim, int TileQ, int TileK>
+struct FlashLayout {
+  static constexpr int kWarps = TileQ / 16;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kStride = HeadDim + 8;  // T elements per shared row
+  static constexpr std::size_t kQuery = 0;
+  static constexpr std::size_t kKeys = kQuery + std::size_t{TileQ} * kStride * 2;
+  static constexpr std::size_t kValues = kKeys + std::size_t{TileK} * kStride * 2;
+  static constexpr std::size_t kBytes = kValues + std::size_t{TileK} * kStride * 2;
+  static_assert(TileQ % 16 == 0 && TileK % 16 == 0 && HeadDim % 16 == 0, "m16n8k16 tiling");
+  static_assert(kKeys % 16 == 0 && kValues % 16 == 0, "cp.async and ldmatrix need 16-byte rows");
+};
+
+// Four 8x8 matrices of 16-bit elements from shared memory; lane l names row l % 8 of matrix l / 8.
+__device__ inline void ldmatrix_x4(std::uint32_t (&r)[4], const void* row) {
+  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+// The same, each matrix transposed (V is stored key-major, P V wants it dimension-major).
+__device__ inline void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* row) {
+  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+// d += a * b, one m16n8k16 tile with fp32 accumulation.
+template <typename T>
+__device__ inline void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Two floats as one register of two 16-bit values, the first in the low half (lower column).
+template <typename T>
+__device__ inline std::uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  }
+}
+
+// 2^x with the hardware's approximation (2 ulp; 2^-inf = 0), as FlashAttention computes it.
+__device__ inline float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ inline float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ inline float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+template <typename T, int HeadDim, int TileQ, int TileK>
+__global__ void __launch_bounds__(TileQ / 16 * 32) flash_attention_kernel(const BlockAttentionArgs args) {
+  using L = FlashLayout<HeadDim, TileQ, TileK>;
+  constexpr int kKeyTiles8 = TileK / 8;   // n8 accumulator tiles of S
+  constexpr int kDimTiles8 = HeadDim / 8; // n8 accumulator tiles of O
+  constexpr float kLog2e = 1.4426950408889634f;
+  const float kInf = __int_as_float(0x7f800000);
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* const q_s = reinterpret_cast<T*>(smem + L::kQuery);
+  T* const k_s = reinterpret_cast<T*>(smem + L::kKeys);
+  T* const v_s = reinterpret_cast<T*>(smem + L::kValues);
+
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int group = lane / 4;  // accumulator rows group and group + 8
+  const int quad = lane % 4;   // accumulator columns 2 quad, 2 quad + 1 of every n8 tile
+  const int head = static_cast<int>(blockIdx.x % static_cast<unsigned>(args.heads));
+  const int query_tile = args.tile_order[blockIdx.x / static_cast<unsigned>(args.heads)];
+  const int first = args.tile_offsets[query_tile];
+  const int last = args.tile_offsets[query_tile + 1];
+  if (first == last) return;  // no key tile: the state stays as it is
+
+  const int kv_head = head / (args.heads / args.kv_heads);
+  const std::int64_t q0 = static_cast<std::int64_t>(query_tile) * TileQ;
+  const int q_count = static_cast<int>(min64(TileQ, args.queries - q0));
+  const std::int64_t q_stride = static_cast<std::int64_t>(args.heads) * HeadDim;
+  const std::int64_t kv_stride = static_cast<std::int64_t>(args.kv_heads) * HeadDim;
+  const T* const k_head = static_cast<const T*>(args.k) + kv_head * HeadDim;
+  const T* const v_head = static_cast<const T*>(args.v) + kv_head * HeadDim;
+  const float scale_log2 = args.scale * kLog2e;
+
+  // Q, then the first K tile, in flight together.
+  copy_rows_async<T, HeadDim, L::kThreads>(q_s, L::kStride, static_cast<const T*>(args.q) + q0 * q_stride + head * HeadDim,
+                                           q_stride, q_count, TileQ);
+  __pipeline_commit();
+  auto key_start = [&](int entry) { return static_cast<std::int64_t>(entry & ~kPartialTile) * TileK; };
+  auto key_count = [&](std::int64_t k0) { return static_cast<int>(min64(TileK, args.keys - k0)); };
+  {
+    const std::int64_t k0 = key_start(args.tile_entries[first]);
+    copy_rows_async<T, HeadDim, L::kThreads>(k_s, L::kStride, k_head + k0 * kv_stride, kv_stride, key_count(k0), TileK);
+  }
+  __pipeline_commit();
+
+  // This thread's two rows (group, group + 8 of the warp's 16): state and mask interval.
+  float row_max[2], sum_share[2], out[kDimTiles8][4];
+  std::int64_t low[2], high[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = warp * 16 + group + 8 * r;
+    const bool real = row < q_count;
+    const std::int64_t state_row = (q0 + row) * args.heads + head;
+    row_max[r] = real ? args.row_max[state_row] : -kInf;
+    sum_share[r] = real && quad == 0 ? args.row_sum[state_row] : 0.f;  // summed over the quad at the end
+    low[r] = real ? args.query_lowest[q0 + row] : 0;
+    high[r] = real ? args.query_highest[q0 + row] : -1;  // a missing row allows nothing
+#pragma unroll
+    for (int j = 0; j < kDimTiles8; ++j) {
+      float2 acc = make_float2(0.f, 0.f);
+      if (real) acc = *reinterpret_cast<const float2*>(args.out_acc + state_row * HeadDim + 8 * j + 2 * quad);
+      out[j][2 * r] = acc.x;
+      out[j][2 * r + 1] = acc.y;
+    }
+  }
+
+  __pipeline_wait_prior(1);  // Q is in (K may still be on its way)
+  __syncthreads();
+  std::uint32_t q_frag[HeadDim / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < HeadDim / 16; ++kk) {
+    ldmatrix_x4(q_frag[kk], q_s + (warp * 16 + lane % 16) * L::kStride + kk * 16 + (lane / 16) * 8);
+  }
+
+  unsigned long long partial_seen = 0;
+  for (int e = first; e < last; ++e) {
+    const int entry = args.tile_entries[e];
+    const std::int64_t k0 = key_start(entry);
+    const int k_count = key_count(k0);
+    const bool masked = (entry & kPartialTile) != 0 || k_count < TileK;
+    partial_seen += (entry & kPartialTile) != 0 ? 1 : 0;
+
+    __pipeline_wait_prior(0);  // K of this tile is in
+    __syncthreads();           // ... for every thread; every warp is done with the last tile's V
+    copy_rows_async<T, HeadDim, L::kThreads>(v_s, L::kStride, v_head + k0 * kv_stride, kv_stride, k_count, TileK);
+    __pipeline_commit();
+
+    // S = Q K^T: K is stored key-major, which is the col-major B operand as it stands.
+    float s[kKeyTiles8][4];
+#pragma unroll
+    for (int j = 0; j < kKeyTiles8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < HeadDim / 16; ++kk) {
+#pragma unroll
+      for (int jp = 0; jp < TileK / 16; ++jp) {
+        std::uint32_t b[4];
+        ldmatrix_x4(b, k_s + (jp * 16 + (lane / 16) * 8 + lane % 8) * L::kStride + kk * 16 + ((lane / 8) % 2) * 8);
+        mma_16816<T>(s[2 * jp], q_frag[kk], b[0], b[1]);
+        mma_16816<T>(s[2 * jp + 1], q_frag[kk], b[2], b[3]);
+      }
+    }
+    __syncthreads();  // every warp has read K: the next tile's K may land
+    if (e + 1 < last) {
+      const std::int64_t next = key_start(args.tile_entries[e + 1]);
+      copy_rows_async<T, HeadDim, L::kThreads>(k_s, L::kStride, k_head + next * kv_stride, kv_stride, key_count(next),
+                                               TileK);
+    }
+    __pipeline_commit();  // an empty group when there is no next tile keeps the wait counts right
+
+    if (masked) {
+#pragma unroll
+      for (int j = 0; j < kKeyTiles8; ++j) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int column = 8 * j + 2 * quad + c;
+          const bool real = column < k_count;
+          const std::int64_t p = real ? args.key_positions[k0 + column] : 0;
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            if (!(real && low[r] <= p && p <= high[r])) s[j][2 * r + c] = -kInf;
+          }
+        }
+      }
+    }
+
+    // Online softmax on registers, in log2 units.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float tile_max = -kInf;
+#pragma unroll
+      for (int j = 0; j < kKeyTiles8; ++j) tile_max = fmaxf(tile_max, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+      const float new_max = fmaxf(row_max[r], quad_max(tile_max) * scale_log2);
+      // A row that has seen no allowed key keeps -inf; subtracting 0 then gives 2^-inf = 0, not NaN.
+      const float base = new_max == -kInf ? 0.f : new_max;
+      const float alpha = fast_exp2(row_max[r] - base);
+      row_max[r] = new_max;
+      float share = 0.f;
+#pragma unroll
+      for (int j = 0; j < kKeyTiles8; ++j) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const float p = fast_exp2(fmaf(s[j][2 * r + c], scale_log2, -base));
+          s[j][2 * r + c] = p;
+          share += p;
+        }
+      }
+      sum_share[r] = alpha * sum_share[r] + share;
+#pragma unroll
+      for (int j = 0; j < kDimTiles8; ++j) {
+        out[j][2 * r] *= alpha;
+        out[j][2 * r + 1] *= alpha;
+      }
+    }
+
+    __pipeline_wait_prior(1);  // V of this tile is in (the next K may still be on its way)
+    __syncthreads();
+    // O += P V: the accumulators of key columns [16 kk, 16 kk + 16) are the A operand as they
+    // stand; V is key-major, so it is read transposed.
+#pragma unroll
+    for (int kk = 0; kk < TileK / 16; ++kk) {
+      const std::uint32_t p_frag[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                                       pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                       pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int jp = 0; jp < HeadDim / 16; ++jp) {
+        std::uint32_t b[4];
+        ldmatrix_x4_trans(b, v_s + (kk * 16 + lane % 16) * L::kStride + jp * 16 + (lane / 16) * 8);
+        mma_16816<T>(out[2 * jp], p_frag, b[0], b[1]);
+        mma_16816<T>(out[2 * jp + 1], p_frag, b[2], b[3]);
+      }
+    }
+  }
+
+  if (args.tile_counts != nullptr && head == 0 && threadIdx.x == 0) {
+    atomicAdd(&args.tile_counts[0], static_cast<unsigned long long>(last - first));
+    atomicAdd(&args.tile_counts[1], partial_seen);
+  }
+
+  // The state back, real rows only.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = warp * 16 + group + 8 * r;
+    const float total = quad_sum(sum_share[r]);
+    if (row >= q_count) continue;
+    const std::int64_t state_row = (q0 + row) * args.heads + head;
+#pragma unroll
+    for (int j = 0; j < kDimTiles8; ++j) {
+      *reinterpret_cast<float2*>(args.out_acc + state_row * HeadDim + 8 * j + 2 * quad) =
+          make_float2(out[j][2 * r], out[j][2 * r + 1]);
+    }
+    if (quad == 0) {
+      args.row_max[state_row] = row_max[r];
+      args.row_sum[state_row] = total;
+    }
+  }
+}
+
+// Launches (or, with args == nullptr, prepares) one compiled variant.
+template <typename T, int HeadDim, int TileQ, int TileK>
+cudaError_t run_flash_attention(const BlockAttentionArgs* args, cudaStream_t stream) {
+  using L = FlashLayout<HeadDim, TileQ, TileK>;
+  auto* kernel = &flash_attention_kernel<T, HeadDim, TileQ, TileK>;
+  if (args == nullptr) {
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kBytes));
+  }
+  if (args->tile_order == nullptr || args->tile_offsets == nullptr || args->tile_entries == nullptr) {
+    return cudaErrorInvalidValue;  // the flash kernel runs the host's schedule only
+  }
+  const std::int64_t blocks = (args->queries + TileQ - 1) / TileQ * args->heads;
+  if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+  static_cast<void>(cudaGetLastError());  // see run_block_attention
+  kernel<<<static_cast<unsigned>(blocks), L::kThreads, L::kBytes, stream>>>(*args);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t dispatch_flash_attention(const KernelShape& shape, const BlockAttentionArgs* args, cudaStream_t stream) {
+  const auto tq = shape.tile.query;
+  const auto tk = shape.tile.key;
+  if (shape.head_dim == 64) {
+    if (tq == 64 && tk == 64) return run_flash_attention<T, 64, 64, 64>(args, stream);
+    if (tq == 64 && tk == 128) return run_flash_attention<T, 64, 64, 128>(args, stream);
+    if (tq == 128 && tk == 64) return run_flash_attention<T, 64, 128, 64>(args, stream);
+    if (tq == 128 && tk == 128) return run_flash_attention<T, 64, 128, 128>(args, stream);
+  } else if (shape.head_dim == 128) {
+    if (tq == 64 && tk == 64) return run_flash_attention<T, 128, 64, 64>(args, stream);
+    if (tq == 64 && tk == 128) return run_flash_attention<T, 128, 64, 128>(args, stream);
+    if (tq == 128 && tk == 64) return run_flash_attention<T, 128, 128, 64>(args, stream);
+    if (tq == 128 && tk == 128) return run_flash_attention<T, 128, 128, 128>(args, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace stripesim::validate::gpu

@@ -1,0 +1,43 @@
+#pragma once
+// Device helpers shared by the validator's two attention kernels (block_attention.cuh, the simple
+// wmma kernel, and flash_attention.cuh) and the element-wise kernels of block_attention.cu.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_pipeline_primitives.h>
+
+#include <cstdint>
+
+namespace stripesim::validate::gpu {
+
+// Own 64-bit min/max: the CUDA overload set of min/max differs between long and long long.
+__device__ inline std::int64_t min64(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
+__device__ inline std::int64_t max64(std::int64_t a, std::int64_t b) { return a < b ? b : a; }
+template <typename T>
+__device__ inline T from_float(float x);
+template <>
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <>
+__device__ inline __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+
+// Copies `rows` rows of HeadDim elements (row r at src + r * src_stride) into shared memory at
+// dst + r * dst_stride with cp.async, zero-filling rows [rows, tile_rows): a short last tile
+// must read as zeros, not as stale data (0 * NaN would poison the output).
+template <typename T, int HeadDim, int Threads>
+__device__ inline void copy_rows_async(T* dst, int dst_stride, const T* src, std::int64_t src_stride, int rows,
+                                       int tile_rows) {
+  constexpr int kChunks = HeadDim * 2 / 16;  // 16-byte pieces per row
+  for (int idx = threadIdx.x; idx < tile_rows * kChunks; idx += Threads) {
+    const int r = idx / kChunks;
+    const int piece = idx % kChunks;
+    const bool inside = r < rows;
+    // A zero-filled piece copies nothing, but still names a valid, aligned source address.
+    const T* from = src + (inside ? r * src_stride : 0) + piece * 8;
+    __pipeline_memcpy_async(dst + r * dst_stride + piece * 8, from, 16, inside ? 0 : 16);
+  }
+}
+
+}  // namespace stripesim::validate::gpu

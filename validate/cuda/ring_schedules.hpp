@@ -1,0 +1,36 @@
+#pragma once
+// The flash kernel's tile schedules of one ring device, on its GPU: for every round, the key
+// tiles each of its query tiles computes against the block it holds then (TileSchedule). Built
+// and uploaded once, before anything is timed: positions never change between iterations.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "device_resources.hpp"
+#include "stripesim/validate/block_attention.hpp"
+#include "stripesim/validate/ring_problem.hpp"
+
+namespace stripesim::validate::gpu {
+
+class DeviceSchedules {
+ public:
+  DeviceSchedules() = default;
+  // On the CURRENT device; nothing is built for a kernel that classifies tiles itself (wmma).
+  DeviceSchedules(const RingProblem& problem, Count device, const KernelShape& shape, cudaStream_t stream, Count rank,
+                  const Deadline& deadline);
+  // Points `args` at the schedule of `round` (no-op without schedules).
+  void apply(Count round, BlockAttentionArgs& args) const;
+  void abandon() noexcept { memory_.abandon(); }
+
+ private:
+  struct Round {
+    const std::int32_t* order = nullptr;
+    const std::int32_t* offsets = nullptr;
+    const std::int32_t* entries = nullptr;
+  };
+  DeviceMemory memory_;
+  std::vector<Round> rounds_;
+};
+
+}  // namespace stripesim::validate::gpu

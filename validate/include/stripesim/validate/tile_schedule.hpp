@@ -1,0 +1,38 @@
+#pragma once
+// The key tiles every query tile of one (query block, K/V block) pair computes, classified
+// exactly as the work model counts them, for a kernel that skips tiles without testing them:
+// the flash kernel (validate/cuda/flash_attention.cuh) runs the listed tiles only, a full tile
+// without evaluating the mask and a partial one with it. Built on the host once per ring cell,
+// before anything is timed (positions never change between iterations).
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/model/types.hpp"
+
+namespace stripesim::validate {
+
+// Set in an entry when the tile is partial (some pairs allowed, some not).
+inline constexpr std::int32_t kPartialTile = std::int32_t{1} << 30;
+
+struct TileSchedule {
+  // Query tiles in launch order: most key tiles first (partial tiles weigh more), so that the
+  // longest thread blocks start in the first wave and do not finish last.
+  std::vector<std::int32_t> order;
+  // [query_tiles + 1]: query tile i's entries are entries[offsets[i] .. offsets[i + 1]).
+  std::vector<std::int32_t> offsets;
+  // Key tile index, | kPartialTile when partial; full tiles of a query tile come first.
+  std::vector<std::int32_t> entries;
+  model::Count active = 0;   // entries.size()
+  model::Count partial = 0;  // entries with kPartialTile
+};
+
+// Query l may see the key at original position p iff lowest[l] <= p <= highest[l]. Tiles are cut
+// from local order (TQ queries, TK keys; the last ones may be short). A tile is active when some
+// (query, key) pair of it is allowed, partial when it is active and some pair is not.
+[[nodiscard]] TileSchedule build_tile_schedule(std::span<const model::Position> lowest,
+                                               std::span<const model::Position> highest,
+                                               std::span<const model::Position> key_positions, model::TileShape tile);
+
+}  // namespace stripesim::validate
