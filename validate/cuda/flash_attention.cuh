@@ -2,10 +2,11 @@
 // The flash kernel: the validator's fast forward attention kernel, FlashAttention-2's design
 // on Ampere/Hopper tensor cores (device code; included by flash_attention_{bf16,fp16}.cu).
 //
-// One thread block = one tile of TileQ local queries of one head; TileQ / 16 warps, warp w owns
-// query rows [16w, 16w + 16). Everything a row needs lives in that warp's registers:
-//   - its Q fragments (mma A operands, read once from shared memory with ldmatrix);
-//   - the scores S = Q K^T of the current key tile as mma.sync m16n8k16 accumulators;
+// One thread block = one tile of TileQ local queries of one head; TileQ / 32 warps, warp w owns
+// query rows [32w, 32w + 32) as two m16 tiles (every K and V fragment feeds both). Everything a
+// row needs lives in that warp's registers:
+//   - the scores S = Q K^T of 64 keys at a time as mma.sync m16n8k16 accumulators (a 128-key
+//     tile runs as two sub-tiles; the Q fragments are re-read from shared memory with ldmatrix);
 //   - the running maximum and sum (a row is spread over the 4 threads of a quad: reductions
 //     are two shuffles);
 //   - the probabilities, converted in place into A operands of P V (the accumulator layout of
@@ -20,8 +21,8 @@
 // drops the missing keys. Blocks start in the schedule's order, heaviest query tile first,
 // all heads of a tile before the next tile.
 //
-// Shared memory (T = 2-byte input type): Q TileQ x (D + 8) T, K and V TileK x (D + 8) T each.
-// 128x128 at D = 128: 102 KiB.
+// Shared memory (T = 2-byte input type): Q TileQ x (D + 8) T, K and V TileK x (D + 8) T each,
+// the query intervals 2 x TileQ int64. 128x128 at D = 128: 104 KiB.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_pipeline_primitives.h>
@@ -37,15 +38,24 @@ namespace stripesim::validate::gpu {
 
 template <int HeadDim, int TileQ, int TileK>
 struct FlashLayout {
-  static constexpr int kWarps = TileQ / 16;
+  // Each warp owns 32 query rows (two m16 tiles) so that every K and V fragment read from shared
+  // memory feeds two mma instead of one (shared memory bandwidth bounds a 16-row warp).
+  static constexpr int kRowTiles = 2;
+  static constexpr int kWarps = TileQ / (16 * kRowTiles);
   static constexpr int kThreads = kWarps * 32;
+  // Scores are held for 64 keys at a time (a 128-key tile runs as two sub-tiles): 2 x 64 x 32
+  // rows of fp32 scores and 2 x 128 x 32 of output fit the 255 registers of a thread.
+  static constexpr int kSubKeys = TileK < 64 ? TileK : 64;
   static constexpr int kStride = HeadDim + 8;  // T elements per shared row
   static constexpr std::size_t kQuery = 0;
   static constexpr std::size_t kKeys = kQuery + std::size_t{TileQ} * kStride * 2;
   static constexpr std::size_t kValues = kKeys + std::size_t{TileK} * kStride * 2;
-  static constexpr std::size_t kBytes = kValues + std::size_t{TileK} * kStride * 2;
-  static_assert(TileQ % 16 == 0 && TileK % 16 == 0 && HeadDim % 16 == 0, "m16n8k16 tiling");
-  static_assert(kKeys % 16 == 0 && kValues % 16 == 0, "cp.async and ldmatrix need 16-byte rows");
+  static constexpr std::size_t kLowest = kValues + std::size_t{TileK} * kStride * 2;
+  static constexpr std::size_t kHighest = kLowest + std::size_t{TileQ} * 8;
+  static constexpr std::size_t kBytes = kHighest + std::size_t{TileQ} * 8;
+  static_assert(TileQ % (16 * kRowTiles) == 0 && TileK % kSubKeys == 0 && kSubKeys % 16 == 0 && HeadDim % 16 == 0,
+                "m16n8k16 tiling");
+  static_assert(kKeys % 16 == 0 && kValues % 16 == 0 && kLowest % 8 == 0, "cp.async and ldmatrix need 16-byte rows");
 };
 
 // Four 8x8 matrices of 16-bit elements from shared memory; lane l names row l % 8 of matrix l / 8.
@@ -110,10 +120,13 @@ __device__ inline float quad_sum(float x) {
 }
 
 template <typename T, int HeadDim, int TileQ, int TileK>
-__global__ void __launch_bounds__(TileQ / 16 * 32) flash_attention_kernel(const BlockAttentionArgs args) {
+__global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) flash_attention_kernel(const BlockAttentionArgs args) {
   using L = FlashLayout<HeadDim, TileQ, TileK>;
-  constexpr int kKeyTiles8 = TileK / 8;   // n8 accumulator tiles of S
-  constexpr int kDimTiles8 = HeadDim / 8; // n8 accumulator tiles of O
+  constexpr int kM = L::kRowTiles;          // m16 row tiles per warp
+  constexpr int kSub = L::kSubKeys;         // keys per sub-tile (scores held at once)
+  constexpr int kSubTiles = TileK / kSub;
+  constexpr int kKeyTiles8 = kSub / 8;      // n8 accumulator tiles of S per sub-tile
+  constexpr int kDimTiles8 = HeadDim / 8;   // n8 accumulator tiles of O
   constexpr float kLog2e = 1.4426950408889634f;
   const float kInf = __int_as_float(0x7f800000);
 
@@ -121,10 +134,12 @@ __global__ void __launch_bounds__(TileQ / 16 * 32) flash_attention_kernel(const 
   T* const q_s = reinterpret_cast<T*>(smem + L::kQuery);
   T* const k_s = reinterpret_cast<T*>(smem + L::kKeys);
   T* const v_s = reinterpret_cast<T*>(smem + L::kValues);
+  std::int64_t* const low_s = reinterpret_cast<std::int64_t*>(smem + L::kLowest);
+  std::int64_t* const high_s = reinterpret_cast<std::int64_t*>(smem + L::kHighest);
 
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
-  const int group = lane / 4;  // accumulator rows group and group + 8
+  const int group = lane / 4;  // accumulator rows group and group + 8 of each m16 tile
   const int quad = lane % 4;   // accumulator columns 2 quad, 2 quad + 1 of every n8 tile
   const int head = static_cast<int>(blockIdx.x % static_cast<unsigned>(args.heads));
   const int query_tile = args.tile_order[blockIdx.x / static_cast<unsigned>(args.heads)];
@@ -140,8 +155,9 @@ __global__ void __launch_bounds__(TileQ / 16 * 32) flash_attention_kernel(const 
   const T* const k_head = static_cast<const T*>(args.k) + kv_head * HeadDim;
   const T* const v_head = static_cast<const T*>(args.v) + kv_head * HeadDim;
   const float scale_log2 = args.scale * kLog2e;
+  const int warp_row0 = warp * 16 * kM;  // this warp's rows: [warp_row0, warp_row0 + 16 kM)
 
-  // Q, then the first K tile, in flight together.
+  // Q, then the first K tile, in flight together; the query intervals beside them.
   copy_rows_async<T, HeadDim, L::kThreads>(q_s, L::kStride, static_cast<const T*>(args.q) + q0 * q_stride + head * HeadDim,
                                            q_stride, q_count, TileQ);
   __pipeline_commit();
@@ -152,34 +168,30 @@ __global__ void __launch_bounds__(TileQ / 16 * 32) flash_attention_kernel(const 
     copy_rows_async<T, HeadDim, L::kThreads>(k_s, L::kStride, k_head + k0 * kv_stride, kv_stride, key_count(k0), TileK);
   }
   __pipeline_commit();
-
-  // This thread's two rows (group, group + 8 of the warp's 16): state and mask interval.
-  float row_max[2], sum_share[2], out[kDimTiles8][4];
-  std::int64_t low[2], high[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = warp * 16 + group + 8 * r;
-    const bool real = row < q_count;
-    const std::int64_t state_row = (q0 + row) * args.heads + head;
-    row_max[r] = real ? args.row_max[state_row] : -kInf;
-    sum_share[r] = real && quad == 0 ? args.row_sum[state_row] : 0.f;  // summed over the quad at the end
-    low[r] = real ? args.query_lowest[q0 + row] : 0;
-    high[r] = real ? args.query_highest[q0 + row] : -1;  // a missing row allows nothing
-#pragma unroll
-    for (int j = 0; j < kDimTiles8; ++j) {
-      float2 acc = make_float2(0.f, 0.f);
-      if (real) acc = *reinterpret_cast<const float2*>(args.out_acc + state_row * HeadDim + 8 * j + 2 * quad);
-      out[j][2 * r] = acc.x;
-      out[j][2 * r + 1] = acc.y;
-    }
+  for (int i = static_cast<int>(threadIdx.x); i < TileQ; i += L::kThreads) {
+    low_s[i] = i < q_count ? args.query_lowest[q0 + i] : 0;
+    high_s[i] = i < q_count ? args.query_highest[q0 + i] : -1;  // a missing row allows nothing
   }
 
-  __pipeline_wait_prior(1);  // Q is in (K may still be on its way)
-  __syncthreads();
-  std::uint32_t q_frag[HeadDim / 16][4];
+  // This thread's rows: m16 tile m, row group + 8 r. State from global memory.
+  float row_max[kM][2], sum_share[kM][2], out[kM][kDimTiles8][4];
 #pragma unroll
-  for (int kk = 0; kk < HeadDim / 16; ++kk) {
-    ldmatrix_x4(q_frag[kk], q_s + (warp * 16 + lane % 16) * L::kStride + kk * 16 + (lane / 16) * 8);
+  for (int m = 0; m < kM; ++m) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = warp_row0 + 16 * m + group + 8 * r;
+      const bool real = row < q_count;
+      const std::int64_t state_row = (q0 + row) * args.heads + head;
+      row_max[m][r] = real ? args.row_max[state_row] : -kInf;
+      sum_share[m][r] = real && quad == 0 ? args.row_sum[state_row] : 0.f;  // summed over the quad at the end
+#pragma unroll
+      for (int j = 0; j < kDimTiles8; ++j) {
+        float2 acc = make_float2(0.f, 0.f);
+        if (real) acc = *reinterpret_cast<const float2*>(args.out_acc + state_row * HeadDim + 8 * j + 2 * quad);
+        out[m][j][2 * r] = acc.x;
+        out[m][j][2 * r + 1] = acc.y;
+      }
+    }
   }
 
   unsigned long long partial_seen = 0;
@@ -190,93 +202,133 @@ __global__ void __launch_bounds__(TileQ / 16 * 32) flash_attention_kernel(const 
     const bool masked = (entry & kPartialTile) != 0 || k_count < TileK;
     partial_seen += (entry & kPartialTile) != 0 ? 1 : 0;
 
-    __pipeline_wait_prior(0);  // K of this tile is in
+    __pipeline_wait_prior(0);  // K of this tile (and, the first time, Q) is in
     __syncthreads();           // ... for every thread; every warp is done with the last tile's V
     copy_rows_async<T, HeadDim, L::kThreads>(v_s, L::kStride, v_head + k0 * kv_stride, kv_stride, k_count, TileK);
     __pipeline_commit();
 
-    // S = Q K^T: K is stored key-major, which is the col-major B operand as it stands.
-    float s[kKeyTiles8][4];
 #pragma unroll
-    for (int j = 0; j < kKeyTiles8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+    for (int sub = 0; sub < kSubTiles; ++sub) {
+      const int key0 = sub * kSub;  // first key of the sub-tile within the tile
+      // S = Q K^T: K is stored key-major, the col-major B operand as it stands; each K
+      // fragment feeds all kM row tiles.
+      float s[kM][kKeyTiles8][4];
 #pragma unroll
-    for (int kk = 0; kk < HeadDim / 16; ++kk) {
+      for (int m = 0; m < kM; ++m) {
 #pragma unroll
-      for (int jp = 0; jp < TileK / 16; ++jp) {
-        std::uint32_t b[4];
-        ldmatrix_x4(b, k_s + (jp * 16 + (lane / 16) * 8 + lane % 8) * L::kStride + kk * 16 + ((lane / 8) % 2) * 8);
-        mma_16816<T>(s[2 * jp], q_frag[kk], b[0], b[1]);
-        mma_16816<T>(s[2 * jp + 1], q_frag[kk], b[2], b[3]);
+        for (int j = 0; j < kKeyTiles8; ++j) s[m][j][0] = s[m][j][1] = s[m][j][2] = s[m][j][3] = 0.f;
       }
-    }
-    __syncthreads();  // every warp has read K: the next tile's K may land
-    if (e + 1 < last) {
-      const std::int64_t next = key_start(args.tile_entries[e + 1]);
-      copy_rows_async<T, HeadDim, L::kThreads>(k_s, L::kStride, k_head + next * kv_stride, kv_stride, key_count(next),
-                                               TileK);
-    }
-    __pipeline_commit();  // an empty group when there is no next tile keeps the wait counts right
-
-    if (masked) {
 #pragma unroll
-      for (int j = 0; j < kKeyTiles8; ++j) {
+      for (int kk = 0; kk < HeadDim / 16; ++kk) {
+        std::uint32_t a[kM][4];
 #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const int column = 8 * j + 2 * quad + c;
-          const bool real = column < k_count;
-          const std::int64_t p = real ? args.key_positions[k0 + column] : 0;
+        for (int m = 0; m < kM; ++m) {
+          ldmatrix_x4(a[m], q_s + (warp_row0 + 16 * m + lane % 16) * L::kStride + kk * 16 + (lane / 16) * 8);
+        }
 #pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            if (!(real && low[r] <= p && p <= high[r])) s[j][2 * r + c] = -kInf;
+        for (int jp = 0; jp < kSub / 16; ++jp) {
+          std::uint32_t b[4];
+          ldmatrix_x4(b, k_s + (key0 + jp * 16 + (lane / 16) * 8 + lane % 8) * L::kStride + kk * 16 + ((lane / 8) % 2) * 8);
+#pragma unroll
+          for (int m = 0; m < kM; ++m) {
+            mma_16816<T>(s[m][2 * jp], a[m], b[0], b[1]);
+            mma_16816<T>(s[m][2 * jp + 1], a[m], b[2], b[3]);
           }
         }
       }
-    }
+      if (sub == kSubTiles - 1) {
+        __syncthreads();  // every warp has read all of K: the next tile's K may land
+        if (e + 1 < last) {
+          const std::int64_t next = key_start(args.tile_entries[e + 1]);
+          copy_rows_async<T, HeadDim, L::kThreads>(k_s, L::kStride, k_head + next * kv_stride, kv_stride,
+                                                   key_count(next), TileK);
+        }
+        __pipeline_commit();  // an empty group when there is no next tile keeps the wait counts right
+      }
 
-    // Online softmax on registers, in log2 units.
+      if (masked) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float tile_max = -kInf;
+        for (int j = 0; j < kKeyTiles8; ++j) {
 #pragma unroll
-      for (int j = 0; j < kKeyTiles8; ++j) tile_max = fmaxf(tile_max, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-      const float new_max = fmaxf(row_max[r], quad_max(tile_max) * scale_log2);
-      // A row that has seen no allowed key keeps -inf; subtracting 0 then gives 2^-inf = 0, not NaN.
-      const float base = new_max == -kInf ? 0.f : new_max;
-      const float alpha = fast_exp2(row_max[r] - base);
-      row_max[r] = new_max;
-      float share = 0.f;
+          for (int c = 0; c < 2; ++c) {
+            const int column = key0 + 8 * j + 2 * quad + c;
+            const bool real = column < k_count;
+            const std::int64_t p = real ? args.key_positions[k0 + column] : 0;
 #pragma unroll
-      for (int j = 0; j < kKeyTiles8; ++j) {
+            for (int m = 0; m < kM; ++m) {
 #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const float p = fast_exp2(fmaf(s[j][2 * r + c], scale_log2, -base));
-          s[j][2 * r + c] = p;
-          share += p;
+              for (int r = 0; r < 2; ++r) {
+                const int row = warp_row0 + 16 * m + group + 8 * r;
+                if (!(real && low_s[row] <= p && p <= high_s[row])) s[m][j][2 * r + c] = -kInf;
+              }
+            }
+          }
         }
       }
-      sum_share[r] = alpha * sum_share[r] + share;
-#pragma unroll
-      for (int j = 0; j < kDimTiles8; ++j) {
-        out[j][2 * r] *= alpha;
-        out[j][2 * r + 1] *= alpha;
-      }
-    }
 
-    __pipeline_wait_prior(1);  // V of this tile is in (the next K may still be on its way)
-    __syncthreads();
-    // O += P V: the accumulators of key columns [16 kk, 16 kk + 16) are the A operand as they
-    // stand; V is key-major, so it is read transposed.
+      // Online softmax on registers, in log2 units.
 #pragma unroll
-    for (int kk = 0; kk < TileK / 16; ++kk) {
-      const std::uint32_t p_frag[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                                       pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                       pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      for (int m = 0; m < kM; ++m) {
 #pragma unroll
-      for (int jp = 0; jp < HeadDim / 16; ++jp) {
-        std::uint32_t b[4];
-        ldmatrix_x4_trans(b, v_s + (kk * 16 + lane % 16) * L::kStride + jp * 16 + (lane / 16) * 8);
-        mma_16816<T>(out[2 * jp], p_frag, b[0], b[1]);
-        mma_16816<T>(out[2 * jp + 1], p_frag, b[2], b[3]);
+        for (int r = 0; r < 2; ++r) {
+          float tile_max = -kInf;
+#pragma unroll
+          for (int j = 0; j < kKeyTiles8; ++j) tile_max = fmaxf(tile_max, fmaxf(s[m][j][2 * r], s[m][j][2 * r + 1]));
+          const float new_max = fmaxf(row_max[m][r], quad_max(tile_max) * scale_log2);
+          // A row that has seen no allowed key keeps -inf; subtracting 0 gives 2^-inf = 0, not NaN.
+          const float base = new_max == -kInf ? 0.f : new_max;
+          const float alpha = fast_exp2(row_max[m][r] - base);
+          row_max[m][r] = new_max;
+          float share = 0.f;
+#pragma unroll
+          for (int j = 0; j < kKeyTiles8; ++j) {
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              const float p = fast_exp2(fmaf(s[m][j][2 * r + c], scale_log2, -base));
+              s[m][j][2 * r + c] = p;
+              share += p;
+            }
+          }
+          sum_share[m][r] = alpha * sum_share[m][r] + share;
+#pragma unroll
+          for (int j = 0; j < kDimTiles8; ++j) {
+            out[m][j][2 * r] *= alpha;
+            out[m][j][2 * r + 1] *= alpha;
+          }
+        }
+      }
+
+      if (sub == 0) {
+        // V of this tile is in (with one sub-tile, the next K may still be on its way).
+        if constexpr (kSubTiles == 1) {
+          __pipeline_wait_prior(1);
+        } else {
+          __pipeline_wait_prior(0);
+        }
+        __syncthreads();
+      }
+      // O += P V: the accumulators of keys [16 kk, 16 kk + 16) are the A operand as they stand;
+      // V is key-major, so it is read transposed; each V fragment feeds all kM row tiles.
+#pragma unroll
+      for (int kk = 0; kk < kSub / 16; ++kk) {
+        std::uint32_t p_frag[kM][4];
+#pragma unroll
+        for (int m = 0; m < kM; ++m) {
+          p_frag[m][0] = pack2<T>(s[m][2 * kk][0], s[m][2 * kk][1]);
+          p_frag[m][1] = pack2<T>(s[m][2 * kk][2], s[m][2 * kk][3]);
+          p_frag[m][2] = pack2<T>(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
+          p_frag[m][3] = pack2<T>(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int jp = 0; jp < HeadDim / 16; ++jp) {
+          std::uint32_t b[4];
+          ldmatrix_x4_trans(b, v_s + (key0 + kk * 16 + lane % 16) * L::kStride + jp * 16 + (lane / 16) * 8);
+#pragma unroll
+          for (int m = 0; m < kM; ++m) {
+            mma_16816<T>(out[m][2 * jp], p_frag[m], b[0], b[1]);
+            mma_16816<T>(out[m][2 * jp + 1], p_frag[m], b[2], b[3]);
+          }
+        }
       }
     }
   }
@@ -288,19 +340,22 @@ __global__ void __launch_bounds__(TileQ / 16 * 32) flash_attention_kernel(const 
 
   // The state back, real rows only.
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = warp * 16 + group + 8 * r;
-    const float total = quad_sum(sum_share[r]);
-    if (row >= q_count) continue;
-    const std::int64_t state_row = (q0 + row) * args.heads + head;
+  for (int m = 0; m < kM; ++m) {
 #pragma unroll
-    for (int j = 0; j < kDimTiles8; ++j) {
-      *reinterpret_cast<float2*>(args.out_acc + state_row * HeadDim + 8 * j + 2 * quad) =
-          make_float2(out[j][2 * r], out[j][2 * r + 1]);
-    }
-    if (quad == 0) {
-      args.row_max[state_row] = row_max[r];
-      args.row_sum[state_row] = total;
+    for (int r = 0; r < 2; ++r) {
+      const int row = warp_row0 + 16 * m + group + 8 * r;
+      const float total = quad_sum(sum_share[m][r]);
+      if (row >= q_count) continue;
+      const std::int64_t state_row = (q0 + row) * args.heads + head;
+#pragma unroll
+      for (int j = 0; j < kDimTiles8; ++j) {
+        *reinterpret_cast<float2*>(args.out_acc + state_row * HeadDim + 8 * j + 2 * quad) =
+            make_float2(out[m][j][2 * r], out[m][j][2 * r + 1]);
+      }
+      if (quad == 0) {
+        args.row_max[state_row] = row_max[m][r];
+        args.row_sum[state_row] = total;
+      }
     }
   }
 }
