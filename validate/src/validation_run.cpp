@@ -22,8 +22,8 @@ std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
             c.head_dim = m.head_dim;
             c.precision = m.precision;
             c.seed = m.seed;
-            check_ring_case(c);
             c.gpu_kernel = m.gpu_kernel;
+            check_ring_case(c);
             cases.push_back(std::move(c));
           }
         }
