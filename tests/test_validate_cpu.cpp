@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "stripesim/model/work_model.hpp"
 #include "stripesim/validate/kernel_accuracy.hpp"
@@ -13,6 +14,7 @@
 #include "stripesim/validate/comparison.hpp"
 #include "stripesim/validate/cpu_backend.hpp"
 #include "stripesim/validate/reference_attention.hpp"
+#include "stripesim/validate/reference_cache.hpp"
 #include "stripesim/validate/validation_run.hpp"
 #include "stripesim/model/input_error.hpp"
 
@@ -89,6 +91,127 @@ TEST(RingOutput, SingleDeviceIsPlainAttention) {
   const RingProblem problem(c);
   EXPECT_LT(compare_output(make_cpu_backend()->run(problem, RunOptions{0, 1, 60}).output, reference_attention(problem)).relative,
             1e-12);
+}
+
+// The cpu backend's ring, with a count of the references asked of it and, optionally, one
+// output value moved: run_case's check must catch that.
+class CountingBackend final : public RingBackend {
+ public:
+  explicit CountingBackend(bool corrupt = false) : cpu_(make_cpu_backend()), corrupt_(corrupt) {}
+  [[nodiscard]] std::string name() const override { return "counting"; }
+  [[nodiscard]] std::string device_name() const override { return cpu_->device_name(); }
+  [[nodiscard]] bool supports(Precision precision) const override { return cpu_->supports(precision); }
+  [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
+    RingMeasurement m = cpu_->run(problem, options);
+    if (corrupt_) m.output[12345] += 0.5;
+    return m;
+  }
+  [[nodiscard]] std::vector<double> dense_reference(const RingProblem& problem,
+                                                    const RunOptions& options) const override {
+    ++references;
+    return cpu_->dense_reference(problem, options);
+  }
+  mutable int references = 0;
+
+ private:
+  std::unique_ptr<RingBackend> cpu_;
+  bool corrupt_;
+};
+
+TEST(ReferenceCache, OneReferencePerProblemWhateverTheLayoutDevicesOrTile) {
+  ReferenceCache cache;
+  auto backend = make_cpu_backend();
+  int computed = 0;
+  const auto reference_of = [&](const RingCase& c) {
+    return cache.get(c, [&] {
+      ++computed;
+      return backend->dense_reference(RingProblem(c), RunOptions{});
+    });
+  };
+  RingCase c = small_case("zigzag", "causal");
+  const DenseReference zigzag = reference_of(c);
+  c.layout = "striped";
+  c.devices = 2;
+  c.tile = {64, 64};
+  const DenseReference striped = reference_of(c);
+  EXPECT_EQ(zigzag.get(), striped.get());
+  EXPECT_EQ(computed, 1);
+  EXPECT_EQ(*zigzag, reference_attention(RingProblem(c)));  // the host float64 reference
+
+  RingCase other_seed = c;
+  other_seed.seed = 8;
+  RingCase other_mask = c;
+  other_mask.mask = "window:70";
+  RingCase other_precision = c;
+  other_precision.precision = Precision::fp64;
+  for (const RingCase& other : {other_seed, other_mask, other_precision}) {
+    EXPECT_NE(reference_of(other).get(), zigzag.get()) << other.mask << " seed " << other.seed;
+  }
+  EXPECT_NE(*reference_of(other_seed), *zigzag);
+  EXPECT_EQ(computed, 4);
+  EXPECT_EQ(cache.entries(), 4u);
+  EXPECT_EQ(cache.bytes(), 4 * static_cast<std::int64_t>(zigzag->size() * sizeof(double)));
+}
+
+TEST(ReferenceCache, BoundedByBytesLeastRecentlyUsedFirst) {
+  const RingCase base = small_case("zigzag", "causal");
+  const auto one = static_cast<std::int64_t>(base.seq_len * base.heads * base.head_dim) * 8;
+  ReferenceCache cache(2 * one);  // room for two
+  auto backend = make_cpu_backend();
+  const auto with_seed = [&](std::uint64_t seed) {
+    RingCase c = base;
+    c.seed = seed;
+    return c;
+  };
+  int computed = 0;
+  const auto get = [&](std::uint64_t seed) {
+    return cache.get(with_seed(seed), [&] {
+      ++computed;
+      return backend->dense_reference(RingProblem(with_seed(seed)), RunOptions{});
+    });
+  };
+  const DenseReference first = get(1);
+  static_cast<void>(get(2));
+  static_cast<void>(get(1));  // 1 is now the most recently used: 2 goes next
+  static_cast<void>(get(3));
+  EXPECT_EQ(cache.entries(), 2u);
+  EXPECT_EQ(cache.bytes(), 2 * one);
+  EXPECT_EQ(computed, 3);
+  EXPECT_EQ(get(1).get(), first.get());
+  EXPECT_EQ(computed, 3);
+  static_cast<void>(get(2));  // evicted: computed again
+  EXPECT_EQ(computed, 4);
+  EXPECT_EQ(first->size(), static_cast<std::size_t>(one / 8));  // held by the caller after eviction too
+
+  ReferenceCache small(one - 1);  // a reference larger than the bound is returned, not kept
+  EXPECT_EQ(small.get(base, [&] { return reference_attention(RingProblem(base)); })->size(), first->size());
+  EXPECT_EQ(small.entries(), 0u);
+  EXPECT_EQ(small.bytes(), 0);
+}
+
+TEST(RunCase, ChecksAgainstOneCachedReferencePerProblem) {
+  shared_reference_cache().clear();
+  CountingBackend backend;
+  for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+    const RingCase c = small_case(layout, "documents:100,300,112");
+    const CaseResult result = run_case(backend, c, RunOptions{0, 1, 60}, true);
+    EXPECT_TRUE(result.checked);
+    EXPECT_TRUE(result.passed) << layout << ": " << result.error.relative;
+    EXPECT_LT(result.error.relative, 1e-5);
+  }
+  EXPECT_EQ(backend.references, 1);
+  const CaseResult unchecked = run_case(backend, small_case("zigzag", "causal"), RunOptions{0, 1, 60}, false);
+  EXPECT_FALSE(unchecked.checked);
+  EXPECT_TRUE(unchecked.passed);
+  EXPECT_EQ(backend.references, 1) << "no check, no reference";
+}
+
+TEST(RunCase, AWrongOutputFailsTheCheck) {
+  CountingBackend corrupt(true);
+  const CaseResult result = run_case(corrupt, small_case("striped", "causal"), RunOptions{0, 1, 60}, true);
+  EXPECT_TRUE(result.checked);
+  EXPECT_FALSE(result.passed);
+  EXPECT_GT(result.error.relative, 0.1);
 }
 
 TEST(DenseReference, MatchesAHandComputedToken) {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stripesim/validate/reference_attention.hpp"
 #include "stripesim/validate/ring_problem.hpp"
 
 namespace stripesim::validate {
@@ -61,6 +62,15 @@ class RingBackend {
   // Precisions this backend computes in.
   [[nodiscard]] virtual bool supports(Precision precision) const = 0;
   [[nodiscard]] virtual RingMeasurement run(const RingProblem& problem, const RunOptions& options) = 0;
+  // Dense attention for `problem` in original order, [(p * heads + h) * head_dim + i]: what run()'s
+  // output is checked against. By default the host's float64 loop (reference_attention), which
+  // costs n^2 per head on one core; the GPU backends override it with fp32 cuBLAS on GPU 0 over
+  // the inputs rounded to the case's precision. `options.timeout_s` bounds each device wait.
+  // run_case asks through the reference cache, so every layout of one problem shares one answer.
+  [[nodiscard]] virtual std::vector<double> dense_reference(const RingProblem& problem,
+                                                            [[maybe_unused]] const RunOptions& options) const {
+    return reference_attention(problem);
+  }
 };
 
 // "cpu", "cuda" or "nccl". A backend this build lacks (no CUDA toolkit, no NCCL) is an InputError

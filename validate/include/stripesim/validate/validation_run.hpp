@@ -42,7 +42,8 @@ struct CaseResult {
   model::Work work;  // the work model's counts for this case
 };
 
-// `check_output`: also compute dense attention and compare (the expensive part for large n).
+// `check_output`: also compare with dense attention, the backend's dense_reference computed once
+// per problem through shared_reference_cache() (the expensive part for large n).
 [[nodiscard]] CaseResult run_case(RingBackend& backend, const RingCase& ring_case, const RunOptions& options,
                                   bool check_output);
 
