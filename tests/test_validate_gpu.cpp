@@ -6,10 +6,13 @@
 // sit where the work is, and the out-of-memory and hung-peer paths fail with named ranks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +20,8 @@
 #include "stripesim/model/work_model.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
 #include "stripesim/validate/reference_attention.hpp"
+#include "stripesim/validate/reference_cache.hpp"
+#include "stripesim/validate/validation_run.hpp"
 
 namespace stripesim::validate {
 namespace {
@@ -104,6 +109,18 @@ TEST(GpuBackends, BackendsComputeInHalfPrecisionOnly) {
     EXPECT_TRUE(backend->supports(Precision::bf16));
     EXPECT_TRUE(backend->supports(Precision::fp16));
     EXPECT_FALSE(backend->supports(Precision::fp32));
+  }
+}
+
+TEST(GpuReference, WithoutAGpuFailsPromptlyNamingTheOperation) {
+  if (gpu_count() > 0) GTEST_SKIP() << "a CUDA GPU is visible: this test is for machines without one";
+  const RingProblem problem(gpu_case("zigzag", "causal", 2, Precision::bf16));
+  try {
+    static_cast<void>(gpu_reference_attention(problem, 60));
+    ADD_FAILURE() << "gpu_reference_attention returned without a GPU";
+  } catch (const DeviceFailure& failure) {
+    EXPECT_EQ(failure.rank(), 0);
+    EXPECT_EQ(failure.operation(), "cudaGetDeviceCount");
   }
 }
 
@@ -316,6 +333,147 @@ TEST(NcclBackend, HungPeerTimesOutNamingTheRankThatDidNotComplete) {
     EXPECT_NE(std::string(failure.what()).find("aborted"), std::string::npos) << failure.what();
   }
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 60.0);
+}
+
+// --- the dense reference on the GPU -----------------------------------------------------------
+
+const char* const kReferenceMasks[] = {"causal", "bidirectional", "window:300", "documents:700,1000,348"};
+
+// The GPU reference of `problem` against the host's float64 loop on the unrounded inputs, with the
+// automatic chunk (one chunk at n = 2048) and with 320 rows (seven chunks, the last one short),
+// which runs the per-chunk key ranges and offsets on a small problem.
+void expect_gpu_reference_near_host(const RingProblem& problem, const std::vector<double>& host, double at_least,
+                                    double below) {
+  for (const Count chunk_rows : {Count{0}, Count{320}}) {
+    const OutputError error = compare_output(gpu_reference_attention(problem, 60, chunk_rows), host);
+    const RingCase& c = problem.ring_case();
+    EXPECT_LT(error.relative, below) << c.mask << " " << precision_name(c.precision) << " head_dim " << c.head_dim
+                                     << " chunk rows " << chunk_rows << ": max abs " << error.max_abs;
+    EXPECT_GE(error.relative, at_least) << c.mask << " " << precision_name(c.precision) << " chunk rows " << chunk_rows;
+    EXPECT_GT(error.max_reference, 0.01);
+  }
+}
+
+TEST(GpuReference, MatchesTheHostFloat64ReferenceInEveryPrecision) {
+  SKIP_WITHOUT_GPU();
+  // Bars from the host, these cases, float64 attention on rounded against unrounded inputs:
+  // bf16 rounding moves the output by 2.0e-3 to 2.2e-3 of its maximum, fp16 by 2.4e-4 to 2.9e-4;
+  // the same sums in fp32 differ by 1.4e-7 to 3.2e-6 (bidirectional, whose outputs are small
+  // averages, most). So fp32 must be within 1e-4, and bf16 and fp16 within 2-3x of their
+  // rounding's effect but not below half of it (inputs that were not rounded would pass a bar
+  // alone: the GPU reference must compute on what the ring computes on).
+  for (const char* mask : kReferenceMasks) {
+    for (const Count head_dim : {64, 128}) {
+      if (head_dim == 128 && std::string(mask) != "causal") continue;  // one case covers head_dim 128
+      RingCase c = gpu_case("contiguous", mask, 4, Precision::fp32);
+      c.head_dim = head_dim;
+      const std::vector<double> host = reference_attention(RingProblem(c));  // the inputs ignore the precision
+      expect_gpu_reference_near_host(RingProblem(c), host, 0, 1e-4);
+      c.precision = Precision::bf16;
+      expect_gpu_reference_near_host(RingProblem(c), host, 1e-3, 5e-3);
+      c.precision = Precision::fp16;
+      expect_gpu_reference_near_host(RingProblem(c), host, 1e-4, 1e-3);
+    }
+  }
+}
+
+TEST(GpuReference, IsWhatTheGpuBackendsCheckAgainst) {
+  SKIP_WITHOUT_GPU();
+  const RingProblem problem(gpu_case("striped", "window:300", 4, Precision::bf16));
+  const std::vector<double> direct = gpu_reference_attention(problem, 60);
+  EXPECT_LT(compare_output(make_cuda_backend()->dense_reference(problem, RunOptions{}), direct).relative, 1e-6);
+  std::unique_ptr<RingBackend> nccl;
+  try {
+    nccl = make_nccl_backend();
+  } catch (const model::InputError&) {
+    return;  // built without NCCL
+  }
+  EXPECT_LT(compare_output(nccl->dense_reference(problem, RunOptions{}), direct).relative, 1e-6);
+}
+
+TEST(GpuReference, RunCaseChecksEveryLayoutAgainstOneReference) {
+  SKIP_WITHOUT_GPU();
+  shared_reference_cache().clear();
+  auto backend = make_cuda_backend();
+  for (const char* layout : {"contiguous", "zigzag", "striped"}) {
+    const RingCase c = gpu_case(layout, "causal", 4, Precision::bf16);
+    const CaseResult result = run_case(*backend, c, RunOptions{0, 1, 60}, true);
+    EXPECT_TRUE(result.checked);
+    EXPECT_TRUE(result.passed) << layout << ": relative error " << result.error.relative;
+  }
+  EXPECT_EQ(shared_reference_cache().entries(), 1u);
+}
+
+// float64 dense attention of a few query rows on the host (the whole reference is too slow at
+// this size), as [row][h][i].
+std::vector<double> host_rows(const RingProblem& problem, const std::vector<Position>& rows) {
+  const RingCase& c = problem.ring_case();
+  const auto heads = static_cast<std::size_t>(c.heads);
+  const auto dim = static_cast<std::size_t>(c.head_dim);
+  const auto kv_heads = static_cast<std::size_t>(c.kv_heads);
+  std::vector<double> out;
+  for (const Position p : rows) {
+    const auto lo = static_cast<std::size_t>(problem.mask().lowest_key(p));
+    const auto hi = static_cast<std::size_t>(problem.mask().highest_key(p));
+    for (std::size_t h = 0; h < heads; ++h) {
+      const double* q = &problem.q()[(static_cast<std::size_t>(p) * heads + h) * dim];
+      const std::size_t kvh = h / (heads / kv_heads);
+      std::vector<double> scores;
+      for (std::size_t key = lo; key <= hi; ++key) {
+        double dot = 0;
+        for (std::size_t i = 0; i < dim; ++i) dot += q[i] * problem.k()[(key * kv_heads + kvh) * dim + i];
+        scores.push_back(dot * problem.scale());
+      }
+      const double best = *std::max_element(scores.begin(), scores.end());
+      std::vector<double> o(dim, 0.0);
+      double sum = 0;
+      for (std::size_t key = lo; key <= hi; ++key) {
+        const double weight = std::exp(scores[key - lo] - best);
+        sum += weight;
+        for (std::size_t i = 0; i < dim; ++i) o[i] += weight * problem.v()[(key * kv_heads + kvh) * dim + i];
+      }
+      for (const double x : o) out.push_back(x / sum);
+    }
+  }
+  return out;
+}
+
+// GPU-sized problems: prints the reference's time (host rounding and transfers included) and
+// checks a few rows, in the first, a middle and the last chunk, against the host.
+TEST(GpuReference, LargeProblemsTimeAndSpotCheck) {
+  SKIP_WITHOUT_GPU();
+  struct Large {
+    Count seq_len;
+    const char* mask;
+    Precision precision;
+    double below;  // as in MatchesTheHostFloat64ReferenceInEveryPrecision
+  };
+  // On the host, these rows of the 64k case move by 1.7e-3 under bf16 rounding (2.7e-3 for a
+  // causal 32k case): the bars of the small cases hold.
+  for (const Large large :
+       {Large{32768, "causal", Precision::fp32, 1e-4}, Large{65536, "bidirectional", Precision::bf16, 5e-3}}) {
+    RingCase c = gpu_case("contiguous", large.mask, 1, large.precision);
+    c.seq_len = large.seq_len;
+    c.heads = 16;
+    c.kv_heads = 16;
+    c.head_dim = 128;
+    const RingProblem problem(c);
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<double> gpu = gpu_reference_attention(problem, 60);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "[ reference ] n=" << c.seq_len << " " << c.mask << " " << precision_name(c.precision)
+              << " heads 16 x 128: " << seconds << " s on the GPU (chunks of " << gpu_reference_chunk_rows(c.seq_len)
+              << " rows)\n";
+    const std::vector<Position> rows = {0, 1, c.seq_len / 2 + 7, c.seq_len - 1};
+    std::vector<double> picked;
+    const auto row = static_cast<std::size_t>(c.heads * c.head_dim);
+    for (const Position p : rows) {
+      const auto first = gpu.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(p) * row);
+      picked.insert(picked.end(), first, first + static_cast<std::ptrdiff_t>(row));
+    }
+    const OutputError error = compare_output(picked, host_rows(problem, rows));
+    EXPECT_LT(error.relative, large.below) << c.label() << ": max abs " << error.max_abs;
+  }
 }
 
 }  // namespace

@@ -237,6 +237,12 @@ class CudaBackend final : public RingBackend {
       if (record != nullptr) ring.record_timings(*record);
     });
   }
+
+  // fp32 cuBLAS on GPU 0 over the inputs rounded to the case's precision (gpu_reference.cpp).
+  [[nodiscard]] std::vector<double> dense_reference(const RingProblem& problem,
+                                                    const RunOptions& options) const override {
+    return gpu_reference_attention(problem, options.timeout_s);
+  }
 };
 
 }  // namespace

@@ -554,6 +554,12 @@ class NcclBackend final : public RingBackend {
       if (record != nullptr) ring.record_timings(*record, wall_us);
     });
   }
+
+  // fp32 cuBLAS on GPU 0 over the inputs rounded to the case's precision (gpu_reference.cpp).
+  [[nodiscard]] std::vector<double> dense_reference(const RingProblem& problem,
+                                                    const RunOptions& options) const override {
+    return gpu_reference_attention(problem, options.timeout_s);
+  }
 };
 
 }  // namespace

@@ -27,4 +27,16 @@ struct KernelTileCounts {
 };
 [[nodiscard]] KernelTileCounts count_kernel_tiles(const RingProblem& problem);
 
+// Dense attention of `problem` on GPU 0 in fp32 with cuBLAS, in original order
+// [(p * heads + h) * head_dim + i]: the GPU backends' dense_reference. The inputs are rounded to
+// the case's precision first (what the ring computes on). Each device wait is bounded by
+// `timeout_s`; failures are DeviceFailures of rank 0 naming the operation. Costs about
+// 4 n^2 head_dim heads FLOPs for a bidirectional mask (half that causal) at fp32 SGEMM rate.
+// `chunk_rows`: query rows per chunk, 0 for gpu_reference_chunk_rows(seq_len); tests pass fewer
+// to run several chunks (and their key ranges) on a small problem.
+[[nodiscard]] std::vector<double> gpu_reference_attention(const RingProblem& problem, double timeout_s,
+                                                          Count chunk_rows = 0);
+// Query rows per chunk by default: one head's fp32 scores of a chunk stay within 1 GiB.
+[[nodiscard]] Count gpu_reference_chunk_rows(Count seq_len);
+
 }  // namespace stripesim::validate
