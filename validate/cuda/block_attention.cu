@@ -20,17 +20,11 @@ bool is_compiled_tile(const model::TileShape& tile) {
   return (tile.query == 64 || tile.query == 128) && (tile.key == 64 || tile.key == 128);
 }
 
-template <template <int, int, int> class Layout, int HeadDim>
-std::size_t shared_bytes_for(const model::TileShape& tile) {
-  if (tile.query == 64 && tile.key == 64) return Layout<HeadDim, 64, 64>::kBytes;
-  if (tile.query == 64 && tile.key == 128) return Layout<HeadDim, 64, 128>::kBytes;
-  if (tile.query == 128 && tile.key == 64) return Layout<HeadDim, 128, 64>::kBytes;
-  return Layout<HeadDim, 128, 128>::kBytes;
-}
-
 template <template <int, int, int> class Layout>
 std::size_t shared_bytes_of(const KernelShape& shape) {
-  return shape.head_dim == 64 ? shared_bytes_for<Layout, 64>(shape.tile) : shared_bytes_for<Layout, 128>(shape.tile);
+  return with_compiled_variant(
+      // [&], not []: a lambda without captures converts to a function pointer, which nvcc warns about here.
+      shape, [&]<int HeadDim, int TileQ, int TileK>() { return Layout<HeadDim, TileQ, TileK>::kBytes; }, std::size_t{0});
 }
 
 cudaError_t dispatch(const KernelShape& shape, const BlockAttentionArgs* args, cudaStream_t stream) {

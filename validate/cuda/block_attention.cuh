@@ -349,24 +349,12 @@ cudaError_t run_block_attention(const BlockAttentionArgs* args, cudaStream_t str
   return cudaGetLastError();
 }
 
-// The variants of one precision: head_dim {64, 128} x tile {64, 128}^2. Returns
-// cudaErrorInvalidValue for a shape outside them (check_kernel_shape rejects those first).
+// The variants of one precision (with_compiled_variant lists them).
 template <typename T>
 cudaError_t dispatch_block_attention(const KernelShape& shape, const BlockAttentionArgs* args, cudaStream_t stream) {
-  const auto tq = shape.tile.query;
-  const auto tk = shape.tile.key;
-  if (shape.head_dim == 64) {
-    if (tq == 64 && tk == 64) return run_block_attention<T, 64, 64, 64>(args, stream);
-    if (tq == 64 && tk == 128) return run_block_attention<T, 64, 64, 128>(args, stream);
-    if (tq == 128 && tk == 64) return run_block_attention<T, 64, 128, 64>(args, stream);
-    if (tq == 128 && tk == 128) return run_block_attention<T, 64, 128, 128>(args, stream);
-  } else if (shape.head_dim == 128) {
-    if (tq == 64 && tk == 64) return run_block_attention<T, 128, 64, 64>(args, stream);
-    if (tq == 64 && tk == 128) return run_block_attention<T, 128, 64, 128>(args, stream);
-    if (tq == 128 && tk == 64) return run_block_attention<T, 128, 128, 64>(args, stream);
-    if (tq == 128 && tk == 128) return run_block_attention<T, 128, 128, 128>(args, stream);
-  }
-  return cudaErrorInvalidValue;
+  return with_compiled_variant(
+      shape, [&]<int HeadDim, int TileQ, int TileK>() { return run_block_attention<T, HeadDim, TileQ, TileK>(args, stream); },
+      cudaErrorInvalidValue);
 }
 
 }  // namespace stripesim::validate::gpu

@@ -380,20 +380,9 @@ cudaError_t run_flash_attention(const BlockAttentionArgs* args, cudaStream_t str
 
 template <typename T>
 cudaError_t dispatch_flash_attention(const KernelShape& shape, const BlockAttentionArgs* args, cudaStream_t stream) {
-  const auto tq = shape.tile.query;
-  const auto tk = shape.tile.key;
-  if (shape.head_dim == 64) {
-    if (tq == 64 && tk == 64) return run_flash_attention<T, 64, 64, 64>(args, stream);
-    if (tq == 64 && tk == 128) return run_flash_attention<T, 64, 64, 128>(args, stream);
-    if (tq == 128 && tk == 64) return run_flash_attention<T, 64, 128, 64>(args, stream);
-    if (tq == 128 && tk == 128) return run_flash_attention<T, 64, 128, 128>(args, stream);
-  } else if (shape.head_dim == 128) {
-    if (tq == 64 && tk == 64) return run_flash_attention<T, 128, 64, 64>(args, stream);
-    if (tq == 64 && tk == 128) return run_flash_attention<T, 128, 64, 128>(args, stream);
-    if (tq == 128 && tk == 64) return run_flash_attention<T, 128, 128, 64>(args, stream);
-    if (tq == 128 && tk == 128) return run_flash_attention<T, 128, 128, 128>(args, stream);
-  }
-  return cudaErrorInvalidValue;
+  return with_compiled_variant(
+      shape, [&]<int HeadDim, int TileQ, int TileK>() { return run_flash_attention<T, HeadDim, TileQ, TileK>(args, stream); },
+      cudaErrorInvalidValue);
 }
 
 }  // namespace stripesim::validate::gpu

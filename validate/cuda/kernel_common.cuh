@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "stripesim/validate/block_attention.hpp"
+
 namespace stripesim::validate::gpu {
 
 // Own 64-bit min/max: the CUDA overload set of min/max differs between long and long long.
@@ -38,6 +40,25 @@ __device__ inline void copy_rows_async(T* dst, int dst_stride, const T* src, std
     const T* from = src + (inside ? r * src_stride : 0) + piece * 8;
     __pipeline_memcpy_async(dst + r * dst_stride + piece * 8, from, 16, inside ? 0 : 16);
   }
+}
+
+// The compiled variants of both kernels: head_dim {64, 128} x tile {64, 128}^2. Calls
+// `variant.template operator()<HeadDim, TileQ, TileK>()` for the one `shape` names, or returns
+// `otherwise` for a shape outside them (check_kernel_shape rejects those first).
+template <typename Variant, typename Result>
+Result with_compiled_variant(const KernelShape& shape, Variant&& variant, Result otherwise) {
+  const auto tq = shape.tile.query;
+  const auto tk = shape.tile.key;
+  auto tiles = [&]<int HeadDim>() -> Result {
+    if (tq == 64 && tk == 64) return variant.template operator()<HeadDim, 64, 64>();
+    if (tq == 64 && tk == 128) return variant.template operator()<HeadDim, 64, 128>();
+    if (tq == 128 && tk == 64) return variant.template operator()<HeadDim, 128, 64>();
+    if (tq == 128 && tk == 128) return variant.template operator()<HeadDim, 128, 128>();
+    return otherwise;
+  };
+  if (shape.head_dim == 64) return tiles.template operator()<64>();
+  if (shape.head_dim == 128) return tiles.template operator()<128>();
+  return otherwise;
 }
 
 }  // namespace stripesim::validate::gpu
