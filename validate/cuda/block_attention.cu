@@ -122,27 +122,27 @@ cudaError_t launch_block_attention(const KernelShape& shape, const BlockAttentio
 
 cudaError_t launch_init_state(float* out_acc, float* row_max, float* row_sum, std::int64_t rows, int head_dim,
                               cudaStream_t stream) {
-  static_cast<void>(cudaGetLastError());  // see run_block_attention
+  static_cast<void>(cudaGetLastError());  // see prepare_or_launch
   init_state_kernel<<<blocks_for(rows * head_dim), kThreads, 0, stream>>>(out_acc, row_max, row_sum, rows, head_dim);
   return cudaGetLastError();
 }
 
 cudaError_t launch_normalise(const float* out_acc, const float* row_sum, float* out, std::int64_t rows, int head_dim,
                              cudaStream_t stream) {
-  static_cast<void>(cudaGetLastError());  // see run_block_attention
+  static_cast<void>(cudaGetLastError());  // see prepare_or_launch
   normalise_kernel<<<blocks_for(rows * head_dim), kThreads, 0, stream>>>(out_acc, row_sum, out, rows, head_dim);
   return cudaGetLastError();
 }
 
 cudaError_t launch_fill_nan(float* data, std::int64_t count, cudaStream_t stream) {
-  static_cast<void>(cudaGetLastError());  // see run_block_attention
+  static_cast<void>(cudaGetLastError());  // see prepare_or_launch
   fill_nan_kernel<<<blocks_for(count), kThreads, 0, stream>>>(data, count);
   return cudaGetLastError();
 }
 
 cudaError_t launch_fill_uniform(void* data, std::int64_t count, Precision precision, std::uint64_t seed,
                                 cudaStream_t stream) {
-  static_cast<void>(cudaGetLastError());  // see run_block_attention
+  static_cast<void>(cudaGetLastError());  // see prepare_or_launch
   switch (precision) {
     case Precision::bf16:
       fill_uniform_kernel<<<blocks_for(count), kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(data), count, seed);

@@ -337,16 +337,10 @@ __global__ void __launch_bounds__(TileQ / 16 * 32) block_attention_kernel(const 
 template <typename T, int HeadDim, int TileQ, int TileK>
 cudaError_t run_block_attention(const BlockAttentionArgs* args, cudaStream_t stream) {
   using L = BlockAttentionLayout<HeadDim, TileQ, TileK>;
-  auto* kernel = &block_attention_kernel<T, HeadDim, TileQ, TileK>;
-  if (args == nullptr) {
-    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kBytes));
-  }
-  const dim3 grid(static_cast<unsigned>((args->queries + TileQ - 1) / TileQ), static_cast<unsigned>(args->heads));
-  // Drop a stale non-sticky error of an earlier call, so that the status returned is this
-  // launch's (a sticky error comes back from the launch itself).
-  static_cast<void>(cudaGetLastError());
-  kernel<<<grid, L::kThreads, L::kBytes, stream>>>(*args);
-  return cudaGetLastError();
+  const dim3 grid = args == nullptr ? dim3()
+                                    : dim3(static_cast<unsigned>((args->queries + TileQ - 1) / TileQ),
+                                           static_cast<unsigned>(args->heads));
+  return prepare_or_launch(&block_attention_kernel<T, HeadDim, TileQ, TileK>, args, grid, L::kThreads, L::kBytes, stream);
 }
 
 // The variants of one precision (with_compiled_variant lists them).

@@ -364,18 +364,16 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
 template <typename T, int HeadDim, int TileQ, int TileK>
 cudaError_t run_flash_attention(const BlockAttentionArgs* args, cudaStream_t stream) {
   using L = FlashLayout<HeadDim, TileQ, TileK>;
-  auto* kernel = &flash_attention_kernel<T, HeadDim, TileQ, TileK>;
-  if (args == nullptr) {
-    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kBytes));
+  std::int64_t blocks = 0;
+  if (args != nullptr) {
+    if (args->tile_order == nullptr || args->tile_offsets == nullptr || args->tile_entries == nullptr) {
+      return cudaErrorInvalidValue;  // the flash kernel runs the host's schedule only
+    }
+    blocks = (args->queries + TileQ - 1) / TileQ * args->heads;  // (query tile, head) on one axis
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
   }
-  if (args->tile_order == nullptr || args->tile_offsets == nullptr || args->tile_entries == nullptr) {
-    return cudaErrorInvalidValue;  // the flash kernel runs the host's schedule only
-  }
-  const std::int64_t blocks = (args->queries + TileQ - 1) / TileQ * args->heads;
-  if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
-  static_cast<void>(cudaGetLastError());  // see run_block_attention
-  kernel<<<static_cast<unsigned>(blocks), L::kThreads, L::kBytes, stream>>>(*args);
-  return cudaGetLastError();
+  return prepare_or_launch(&flash_attention_kernel<T, HeadDim, TileQ, TileK>, args, dim3(static_cast<unsigned>(blocks)),
+                           L::kThreads, L::kBytes, stream);
 }
 
 template <typename T>

@@ -42,6 +42,21 @@ __device__ inline void copy_rows_async(T* dst, int dst_stride, const T* src, std
   }
 }
 
+// One compiled variant of either kernel: with args == nullptr, raises its dynamic shared memory
+// limit to `shared_bytes` (prepare); else launches it on `grid` and returns the launch's error.
+template <typename Kernel>
+cudaError_t prepare_or_launch(Kernel* kernel, const BlockAttentionArgs* args, dim3 grid, int threads,
+                              std::size_t shared_bytes, cudaStream_t stream) {
+  if (args == nullptr) {
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
+  }
+  // Drop a stale non-sticky error of an earlier call, so that the status returned is this
+  // launch's (a sticky error comes back from the launch itself).
+  static_cast<void>(cudaGetLastError());
+  kernel<<<grid, threads, shared_bytes, stream>>>(*args);
+  return cudaGetLastError();
+}
+
 // The compiled variants of both kernels: head_dim {64, 128} x tile {64, 128}^2. Calls
 // `variant.template operator()<HeadDim, TileQ, TileK>()` for the one `shape` names, or returns
 // `otherwise` for a shape outside them (check_kernel_shape rejects those first).
