@@ -105,12 +105,9 @@ std::pair<double, double> time_shape(const Options& o, std::int64_t n, bool caus
   // The flash kernel's tile schedule (the wmma kernel ignores it), built as the ring builds it.
   const stripesim::validate::TileSchedule schedule =
       stripesim::validate::build_tile_schedule(host_lowest, host_highest, host_positions, shape.tile);
-  const std::size_t schedule_ints = schedule.order.size() + schedule.offsets.size() + schedule.entries.size();
-  Buffer schedule_buffer(schedule_ints * 4);
-  std::vector<std::int32_t> image(schedule.order);
-  image.insert(image.end(), schedule.offsets.begin(), schedule.offsets.end());
-  image.insert(image.end(), schedule.entries.begin(), schedule.entries.end());
-  check(cudaMemcpy(schedule_buffer.as<void>(), image.data(), schedule_ints * 4, cudaMemcpyHostToDevice), "upload schedule");
+  const std::vector<std::int32_t> image = schedule.packed();
+  Buffer schedule_buffer(image.size() * 4);
+  check(cudaMemcpy(schedule_buffer.as<void>(), image.data(), image.size() * 4, cudaMemcpyHostToDevice), "upload schedule");
 
   gpu::BlockAttentionArgs args;
   args.q = q.as<void>();
@@ -128,8 +125,8 @@ std::pair<double, double> time_shape(const Options& o, std::int64_t n, bool caus
   args.kv_heads = o.heads;
   args.scale = 1.0f / std::sqrt(static_cast<float>(o.head_dim));
   args.tile_order = schedule_buffer.as<std::int32_t>();
-  args.tile_offsets = args.tile_order + schedule.order.size();
-  args.tile_entries = args.tile_offsets + schedule.offsets.size();
+  args.tile_offsets = args.tile_order + schedule.offsets_at();
+  args.tile_entries = args.tile_order + schedule.entries_at();
 
   EventPair events;
   std::vector<double> ms;

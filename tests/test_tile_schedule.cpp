@@ -39,7 +39,7 @@ TEST(TileSchedule, ListsExactlyTheWorkModelsActiveAndPartialTiles) {
         for (Count r = 0; r < 4; ++r) {
           for (Count d = 0; d < 4; ++d) {
             const TileSchedule s = schedule_of(problem, r, d);
-            EXPECT_EQ(s.active, work.active_tiles.at(r, d)) << layout << " " << mask << " r" << r << " d" << d;
+            EXPECT_EQ(s.active(), work.active_tiles.at(r, d)) << layout << " " << mask << " r" << r << " d" << d;
             EXPECT_EQ(s.partial, work.partial_tiles.at(r, d)) << layout << " " << mask << " r" << r << " d" << d;
           }
         }
@@ -96,7 +96,7 @@ TEST(TileSchedule, HeaviestQueryTilesStartFirst) {
   EXPECT_EQ(s.order.back(), 0);
   auto weight = [&](std::int32_t qt) { return s.offsets[static_cast<size_t>(qt) + 1] - s.offsets[static_cast<size_t>(qt)]; };
   for (size_t i = 1; i < s.order.size(); ++i) EXPECT_GE(weight(s.order[i - 1]), weight(s.order[i]));
-  EXPECT_EQ(s.active, 10);  // 1 + 2 + 3 + 4 key tiles
+  EXPECT_EQ(s.active(), 10);  // 1 + 2 + 3 + 4 key tiles
   EXPECT_EQ(s.partial, 4);  // the diagonal
 }
 

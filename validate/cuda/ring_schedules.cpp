@@ -12,7 +12,7 @@ DeviceSchedules::DeviceSchedules(const RingProblem& problem, Count device, const
   if (shape.kernel != GpuKernel::flash) return;
   const Count n = problem.ring_case().devices;
   const DeviceShard& queries = problem.shard(device);
-  // One host image of every round's order, offsets and entries, back to back.
+  // One host image of every round's packed schedule, back to back.
   std::vector<std::int32_t> image;
   struct Offsets {
     std::size_t order, offsets, entries;
@@ -21,11 +21,9 @@ DeviceSchedules::DeviceSchedules(const RingProblem& problem, Count device, const
   for (Count r = 0; r < n; ++r) {
     const DeviceShard& keys = problem.shard(model::kv_source(device, r, n));
     const TileSchedule s = build_tile_schedule(queries.lowest_key, queries.highest_key, keys.positions, shape.tile);
-    const Offsets o{image.size(), image.size() + s.order.size(), image.size() + s.order.size() + s.offsets.size()};
-    image.insert(image.end(), s.order.begin(), s.order.end());
-    image.insert(image.end(), s.offsets.begin(), s.offsets.end());
-    image.insert(image.end(), s.entries.begin(), s.entries.end());
-    at.push_back(o);
+    at.push_back({image.size(), image.size() + s.offsets_at(), image.size() + s.entries_at()});
+    const std::vector<std::int32_t> packed = s.packed();
+    image.insert(image.end(), packed.begin(), packed.end());
   }
   bool no_fault = false;  // an injected OOM hits the ring's own first allocation
   const auto bytes = static_cast<std::int64_t>(image.size() * sizeof(std::int32_t));

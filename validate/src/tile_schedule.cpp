@@ -87,13 +87,19 @@ TileSchedule build_tile_schedule(std::span<const Position> lowest, std::span<con
     weight[static_cast<size_t>(qt)] = 2 * row_tiles + static_cast<Count>(partial_tiles.size());
     schedule.offsets.push_back(static_cast<std::int32_t>(schedule.entries.size()));
   }
-  schedule.active = static_cast<Count>(schedule.entries.size());
   schedule.order.resize(static_cast<size_t>(query_tiles));
   std::iota(schedule.order.begin(), schedule.order.end(), 0);
   std::stable_sort(schedule.order.begin(), schedule.order.end(), [&](std::int32_t a, std::int32_t b) {
     return weight[static_cast<size_t>(a)] > weight[static_cast<size_t>(b)];
   });
   return schedule;
+}
+
+std::vector<std::int32_t> TileSchedule::packed() const {
+  std::vector<std::int32_t> image(order);
+  image.insert(image.end(), offsets.begin(), offsets.end());
+  image.insert(image.end(), entries.begin(), entries.end());
+  return image;
 }
 
 }  // namespace stripesim::validate

@@ -24,8 +24,14 @@ struct TileSchedule {
   std::vector<std::int32_t> offsets;
   // Key tile index, | kPartialTile when partial; full tiles of a query tile come first.
   std::vector<std::int32_t> entries;
-  model::Count active = 0;   // entries.size()
   model::Count partial = 0;  // entries with kPartialTile
+
+  [[nodiscard]] model::Count active() const { return static_cast<model::Count>(entries.size()); }
+  // order, offsets and entries back to back, as one upload to a device; they start at 0,
+  // offsets_at() and entries_at().
+  [[nodiscard]] std::vector<std::int32_t> packed() const;
+  [[nodiscard]] std::size_t offsets_at() const { return order.size(); }
+  [[nodiscard]] std::size_t entries_at() const { return order.size() + offsets.size(); }
 };
 
 // Query l may see the key at original position p iff lowest[l] <= p <= highest[l]. Tiles are cut
