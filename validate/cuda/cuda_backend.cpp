@@ -72,10 +72,9 @@ class CudaRing {
 
   ~CudaRing() {
     // After a timeout the device may still be busy with the hung work: freeing would wait.
-    if (hung_ && memory_) memory_->abandon();
-    if (hung_) {
-      for (auto& s : schedules_) s.abandon();
-    }
+    if (!hung_) return;
+    if (memory_) memory_->abandon();
+    for (auto& s : schedules_) s.abandon();
   }
 
   [[nodiscard]] const std::string& device_name() const { return name_; }
