@@ -216,9 +216,11 @@ std::string format_table(const validate::ValidationReport& report) {
 
 // The kernel the validator's own runs are fitted from: --kernel, else the one it runs (the CPU
 // backend's loops on the cpu profile; on a GPU stripesim-flash or stripesim-wmma of validate/cuda).
-sim::KernelProfile validator_kernel(const ValidateOptions& o, const model::HardwareProfile& hardware) {
-  const std::string gpu_kernel(validate::gpu_kernel_name(build_matrix(o).gpu_kernel));
-  const std::string name = !o.kernel.empty() ? o.kernel : gpu_backend(o.backend) ? "stripesim-" + gpu_kernel : "";
+sim::KernelProfile validator_kernel(const ValidateOptions& o, validate::GpuKernel gpu_kernel,
+                                    const model::HardwareProfile& hardware) {
+  const std::string name = !o.kernel.empty()         ? o.kernel
+                           : gpu_backend(o.backend) ? fmt::format("stripesim-{}", validate::gpu_kernel_name(gpu_kernel))
+                                                    : "";
   return sim::load_kernel_profile(name, config_dir(), hardware);
 }
 
@@ -390,11 +392,11 @@ std::function<int()> register_validate_command(CLI::App& app) {
           roles[i] = opts.compare && i % 2 == 1 ? CaseRole::held_out : CaseRole::calibration;
           if (roles[i] == CaseRole::calibration) fit_on.push_back(&report.results[i]);
         }
-        report.calibration = validate::calibrate(fit_on, base, validator_kernel(opts, base), report.device);
+        report.calibration = validate::calibrate(fit_on, base, validator_kernel(opts, matrix.gpu_kernel, base), report.device);
         report.profile = report.calibration->profile;
         report.kernel = report.calibration->kernel;
       }
-      if (!report.kernel) report.kernel = validator_kernel(opts, *report.profile);
+      if (!report.kernel) report.kernel = validator_kernel(opts, matrix.gpu_kernel, *report.profile);
       for (size_t i = 0; i < report.results.size(); ++i) {
         const auto prediction = validate::predict_case(report.results[i], *report.profile, *report.kernel, parallel);
         report.comparisons.push_back(validate::compare_case(report.results[i], prediction, roles[i]));

@@ -182,6 +182,8 @@ std::vector<BadInput> validate_bad_inputs() {
        measurements("flex/causal-fwd-n16384-N2.json"), "--kernel 'fa9': no such kernel for hardware h100-sxm"},
       {"gpu_dtype_on_cpu", "validate --dtype bf16", "--dtype bf16: the cpu backend computes in fp32 or fp64"},
       {"unknown_dtype", "validate --dtype int8", "--dtype 'int8': expected fp64, fp32, bf16 or fp16"},
+      {"gpu_kernel_on_cpu", "validate --gpu-kernel flash", "--gpu-kernel flash: only with --backend cuda or nccl"},
+      {"unknown_gpu_kernel", "validate --backend cuda --gpu-kernel fast", "--gpu-kernel 'fast': expected flash or wmma"},
       {"indivisible", "validate --seq-len 1000 --devices 3", "--seq-len 1000 is not divisible by --devices 3"},
       {"kv_heads_not_dividing", "validate --heads 4 --kv-heads 3", "--kv-heads 3: must divide --heads 4"},
       {"zero_iterations", "validate --iterations 0", "--iterations 0: must be between 1 and 1000"},
