@@ -35,18 +35,44 @@ inline bool reference_allows(const model::Mask& mask, Position q, Position k) {
   return false;
 }
 
-// Every count of count_work(..., WorkDetail::query_tiles), by enumeration: the matrices, and each
-// (round, device)'s per-query-tile profile (full and partial key tiles of every query tile, in
-// local order) in `profiles`, one entry per (round, device) ([round * devices + device]).
+// The document holding q, found by walking the lengths (0 for a mask without documents).
+inline Count reference_document(const model::Mask& mask, Position q) {
+  if (mask.kind() != model::MaskKind::documents) return 0;
+  Count start = 0;
+  for (size_t j = 0; j < mask.document_lengths().size(); ++j) {
+    start += mask.document_lengths()[j];
+    if (q < start) return static_cast<Count>(j);
+  }
+  return -1;
+}
+
+// The tile every local index of `device` falls in, as (document, tile index), in ascending order
+// of both: fixed tiling cuts the local order (one pseudo-document); varlen cuts each document's
+// local tokens on their own, from its first local token.
+inline std::vector<std::pair<Count, Count>> reference_tiles(const model::Layout& layout, const model::Mask& mask,
+                                                            Count device, Count side, model::Tiling tiling) {
+  std::map<Count, Count> seen_in_document;
+  std::vector<std::pair<Count, Count>> tiles;
+  for (Count l = 0; l < layout.block_size(); ++l) {
+    const Count doc = tiling == model::Tiling::varlen ? reference_document(mask, layout.position(device, l)) : 0;
+    tiles.emplace_back(doc, seen_in_document[doc]++ / side);
+  }
+  return tiles;
+}
+
+// Every count of count_work(..., WorkDetail::query_tiles, tiling), by enumeration: the matrices,
+// and each (round, device)'s per-query-tile profile (full and partial key tiles of every query
+// tile, documents in order, each in local order) in `profiles`, one entry per (round, device)
+// ([round * devices + device]).
 struct BruteForceWork {
   model::Work work;
   std::vector<model::QueryTileProfile> profiles;
 };
 
-inline BruteForceWork brute_force_work(const model::Layout& layout, const model::Mask& mask, model::TileShape tile) {
+inline BruteForceWork brute_force_work(const model::Layout& layout, const model::Mask& mask, model::TileShape tile,
+                                       model::Tiling tiling = model::Tiling::fixed) {
   const Count devices = layout.devices();
   const Count c = layout.block_size();
-  const Count query_tiles = (c + tile.query - 1) / tile.query;
   BruteForceWork out{{model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices),
                       model::WorkMatrix(devices, devices), {}, {}},
                      {}};
@@ -54,21 +80,26 @@ inline BruteForceWork brute_force_work(const model::Layout& layout, const model:
   for (Count r = 0; r < devices; ++r) {
     for (Count d = 0; d < devices; ++d) {
       const Count source = ((d - r) % devices + devices) % devices;
-      std::map<std::pair<Count, Count>, std::pair<Count, Count>> tiles;  // -> (allowed, size)
+      const auto query_tile_of = reference_tiles(layout, mask, d, tile.query, tiling);
+      const auto key_tile_of = reference_tiles(layout, mask, source, tile.key, tiling);
+      using TileId = std::pair<std::pair<Count, Count>, std::pair<Count, Count>>;
+      std::map<TileId, std::pair<Count, Count>> tiles;  // -> (allowed, size)
       for (Count ql = 0; ql < c; ++ql) {
         for (Count kl = 0; kl < c; ++kl) {
           const bool allowed = reference_allows(mask, layout.position(d, ql), layout.position(source, kl));
-          auto& cell = tiles[{ql / tile.query, kl / tile.key}];
+          work.unmasked_elements.at(r, d) += allowed ? 1 : 0;
+          if (tiling == model::Tiling::varlen && query_tile_of[ql].first != key_tile_of[kl].first) continue;
+          auto& cell = tiles[{query_tile_of[ql], key_tile_of[kl]}];
           cell.first += allowed ? 1 : 0;
           cell.second += 1;
-          work.unmasked_elements.at(r, d) += allowed ? 1 : 0;
         }
       }
-      model::QueryTileProfile profile(static_cast<size_t>(query_tiles), model::QueryTileLoad{0, 0});
-      for (const auto& [key, cell] : tiles) {
+      std::map<std::pair<Count, Count>, model::QueryTileLoad> loads;
+      for (const auto& id : query_tile_of) loads[id];
+      for (const auto& [id, cell] : tiles) {
         if (cell.first == 0) continue;
         ++work.active_tiles.at(r, d);
-        auto& load = profile[static_cast<size_t>(key.first)];
+        auto& load = loads[id.first];
         if (cell.first < cell.second) {
           ++work.partial_tiles.at(r, d);
           ++load.partial;
@@ -76,6 +107,8 @@ inline BruteForceWork brute_force_work(const model::Layout& layout, const model:
           ++load.full;
         }
       }
+      model::QueryTileProfile profile;
+      for (const auto& [id, load] : loads) profile.push_back(load);
       out.profiles.push_back(std::move(profile));
     }
   }

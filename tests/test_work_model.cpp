@@ -79,15 +79,17 @@ TEST(WorkModel, EqualsBruteForceOnRandomConfigurations) {
                          std::uniform_int_distribution<Count>(1, c + 2)(rng)};  // need not divide c
     for (const Layout& layout : all_layouts(n, N, rng)) {
       for (const Mask& mask : all_masks(n, rng)) {
-        const std::string what = layout.name() + " " + mask.name() + " n=" + std::to_string(n) + " N=" +
-                                 std::to_string(N) + " tile=" + tile.to_string();
-        expect_same_work(count_work(layout, mask, tile, 0, WorkDetail::query_tiles), testing::brute_force_work(layout, mask, tile),
-                         what);
-        ++checked;
+        for (const Tiling tiling : {Tiling::fixed, Tiling::varlen}) {
+          const std::string what = layout.name() + " " + mask.name() + " n=" + std::to_string(n) + " N=" +
+                                   std::to_string(N) + " tile=" + tile.to_string() + " " + tiling_name(tiling);
+          expect_same_work(count_work(layout, mask, tile, 0, WorkDetail::query_tiles, tiling),
+                           testing::brute_force_work(layout, mask, tile, tiling), what);
+          ++checked;
+        }
       }
     }
   }
-  EXPECT_GT(checked, 1000);
+  EXPECT_GT(checked, 2000);
 }
 
 TEST(WorkModel, LargerBlocksAgainstBruteForce) {
@@ -97,10 +99,37 @@ TEST(WorkModel, LargerBlocksAgainstBruteForce) {
   for (const TileShape tile : {TileShape{16, 16}, TileShape{7, 33}, TileShape{96, 96}}) {
     for (const Layout& layout : all_layouts(n, N, rng)) {
       for (const Mask& mask : all_masks(n, rng)) {
-        expect_same_work(count_work(layout, mask, tile, 0, WorkDetail::query_tiles), testing::brute_force_work(layout, mask, tile),
-                         layout.name() + " " + mask.name() + " " + tile.to_string());
+        for (const Tiling tiling : {Tiling::fixed, Tiling::varlen}) {
+          expect_same_work(count_work(layout, mask, tile, 0, WorkDetail::query_tiles, tiling),
+                           testing::brute_force_work(layout, mask, tile, tiling),
+                           layout.name() + " " + mask.name() + " " + tile.to_string() + " " + tiling_name(tiling));
+        }
       }
     }
+  }
+}
+
+// Documents {3, 5} on one device, 4x4 tiles. Fixed tiles cut across the boundary: [0,4) x [0,4),
+// [4,8) x [0,4) (query 4 sees key 3) and [4,8) x [4,8), all partial. Varlen tiles each document:
+// document 0 is one partial tile; document 1 is [3,7) and [7,8): (0,0) partial, (1,0) and (1,1) full:
+// four tiles, two partial.
+TEST(WorkModel, VarlenTilesEveryDocumentOnItsOwn) {
+  const Mask docs = Mask::documents(8, {3, 5});
+  const Layout one = Layout::contiguous(8, 1);
+  const Work fixed = count_work(one, docs, {4, 4}, 1, WorkDetail::query_tiles, Tiling::fixed);
+  EXPECT_EQ(fixed.active_tiles.total(), 3);
+  EXPECT_EQ(fixed.partial_tiles.total(), 3);
+  EXPECT_EQ(fixed.profiles.at(0), (QueryTileProfile{{0, 1}, {0, 2}}));
+  const Work varlen = count_work(one, docs, {4, 4}, 1, WorkDetail::query_tiles, Tiling::varlen);
+  EXPECT_EQ(varlen.active_tiles.total(), 4);  // one more tile, one fewer partial
+  EXPECT_EQ(varlen.partial_tiles.total(), 2);
+  EXPECT_EQ(varlen.profiles.at(0), (QueryTileProfile{{0, 1}, {0, 1}, {2, 0}}));
+  EXPECT_EQ(varlen.unmasked_elements, fixed.unmasked_elements);
+  // Any other mask is one document: varlen is fixed.
+  const Layout zigzag = Layout::zigzag(64, 4);
+  for (const Mask& mask : {Mask::causal(64), Mask::window(64, 9), Mask::bidirectional(64)}) {
+    EXPECT_EQ(count_work(zigzag, mask, {3, 5}, 1, WorkDetail::totals, Tiling::varlen).active_tiles,
+              count_work(zigzag, mask, {3, 5}, 1).active_tiles);
   }
 }
 

@@ -6,8 +6,21 @@
 
 namespace stripesim::model::detail {
 
+namespace {
+
+Count total_length(const std::vector<Run>& runs) {
+  Count size = 0;
+  for (const Run& run : runs) size += run.length;
+  return size;
+}
+
+}  // namespace
+
 DeviceBlock::DeviceBlock(const Layout& layout, DeviceId device, Count query_tile, Count key_tile)
-    : size_(layout.block_size()), runs_(layout.runs(device)) {
+    : DeviceBlock(layout.runs(device), query_tile, key_tile) {}
+
+DeviceBlock::DeviceBlock(std::vector<Run> runs, Count query_tile, Count key_tile)
+    : size_(total_length(runs)), runs_(std::move(runs)) {
   query_tiles_ = summarise_tiles(query_tile);
   for (size_t t = 1; t < query_tiles_.size(); ++t) {
     if (query_tiles_[t].min < query_tiles_[t - 1].min || query_tiles_[t].max < query_tiles_[t - 1].max) {
@@ -57,6 +70,30 @@ std::vector<TileSummary> DeviceBlock::summarise_tiles(Count tile) const {
     tiles.push_back(summary);
   }
   return tiles;
+}
+
+std::vector<DocumentShare> split_by_document(const std::vector<Run>& runs, const std::vector<Position>& starts) {
+  std::vector<DocumentShare> shares;  // in order of first appearance, sorted at the end
+  std::vector<size_t> share_of(starts.size(), starts.size());
+  for (const Run& run : runs) {
+    Count i = 0;
+    while (i < run.length) {
+      const Position p = run.at(i);
+      const auto doc = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), p) - starts.begin() - 1);
+      // Elements of the run before the document's end: first + j * stride < starts[doc + 1].
+      const Count end = std::min(run.length, (starts[doc + 1] - run.first + run.stride - 1) / run.stride);
+      if (share_of[doc] == starts.size()) {
+        share_of[doc] = shares.size();
+        shares.push_back({doc, {}});
+      }
+      auto& mine = shares[share_of[doc]].runs;
+      const Count local = mine.empty() ? 0 : mine.back().local_begin + mine.back().length;
+      mine.push_back(Run{p, run.stride, end - i, local});
+      i = end;
+    }
+  }
+  std::sort(shares.begin(), shares.end(), [](const DocumentShare& x, const DocumentShare& y) { return x.document < y.document; });
+  return shares;
 }
 
 void DeviceBlock::clip_runs(Count begin, Count end, std::vector<Run>& out) const {

@@ -22,6 +22,8 @@ struct TileSummary {
 class DeviceBlock {
  public:
   DeviceBlock(const Layout& layout, DeviceId device, Count query_tile, Count key_tile);
+  // A block made of `runs` (local_begin counting from 0 without gaps), tiled from its first one.
+  DeviceBlock(std::vector<Run> runs, Count query_tile, Count key_tile);
 
   [[nodiscard]] Count size() const { return size_; }
   [[nodiscard]] const std::vector<Run>& runs() const { return runs_; }
@@ -58,6 +60,16 @@ class DeviceBlock {
   // model merges against every other block.
   std::vector<Position> sorted_all_;
 };
+
+// One document's share of a device's block, as a varlen kernel sees it: the runs of the block
+// inside document `document`, in local order, renumbered from local index 0.
+struct DocumentShare {
+  size_t document = 0;
+  std::vector<Run> runs;
+};
+// Every document the runs touch, ordered by document index (the runs split at document starts).
+[[nodiscard]] std::vector<DocumentShare> split_by_document(const std::vector<Run>& runs,
+                                                           const std::vector<Position>& starts);
 
 // Allowed pairs between local ranges of two blocks, choosing run pairs or a sorted merge by cost.
 // `scratch` buffers are reused across calls to avoid allocation in the hot loop.

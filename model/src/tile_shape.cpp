@@ -26,4 +26,12 @@ TileShape parse_tile_shape(std::string_view spec) {
   return tile;
 }
 
+Tiling parse_tiling(std::string_view name, std::string_view what) {
+  if (name == "fixed") return Tiling::fixed;
+  if (name == "varlen") return Tiling::varlen;
+  throw InputError(fmt::format("{} '{}': unknown tiling, expected fixed or varlen", what, name));
+}
+
+const char* tiling_name(Tiling tiling) { return tiling == Tiling::varlen ? "varlen" : "fixed"; }
+
 }  // namespace stripesim::model

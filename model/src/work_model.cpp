@@ -139,6 +139,46 @@ TileCounts count_tiles(const DeviceBlock& queries, const DeviceBlock& keys, cons
   return {};
 }
 
+// A documents mask under varlen tiling: each document's local queries against the same document's
+// local keys, tiled on their own (no tile mixes documents), summed over the documents both hold.
+class VarlenTileCounter {
+ public:
+  VarlenTileCounter(const Layout& layout, const Mask& mask, TileShape tile, Count devices) {
+    shares_.resize(static_cast<size_t>(devices));
+    for (Count d = 0; d < devices; ++d) {
+      for (auto& share : detail::split_by_document(layout.runs(d), mask.document_starts())) {
+        shares_[static_cast<size_t>(d)].push_back({share.document, DeviceBlock(std::move(share.runs), tile.query, tile.key)});
+      }
+    }
+  }
+
+  TileCounts count(DeviceId query_device, DeviceId key_device, const Mask& mask, PairScratch& scratch,
+                   QueryTileProfile* rows) const {
+    const auto& queries = shares_[static_cast<size_t>(query_device)];
+    const auto& keys = shares_[static_cast<size_t>(key_device)];
+    TileCounts counts;
+    auto key = keys.begin();
+    for (const Share& query : queries) {  // both ordered by document: a merge
+      while (key != keys.end() && key->document < query.document) ++key;
+      if (key == keys.end() || key->document != query.document) {
+        if (rows) rows->insert(rows->end(), query.block.query_tiles().size(), QueryTileLoad{});
+        continue;
+      }
+      const TileCounts mine = count_tiles(query.block, key->block, mask, scratch, rows);
+      counts.active += mine.active;
+      counts.partial += mine.partial;
+    }
+    return counts;
+  }
+
+ private:
+  struct Share {
+    size_t document;
+    DeviceBlock block;
+  };
+  std::vector<std::vector<Share>> shares_;
+};
+
 struct ProfileHash {
   size_t operator()(const QueryTileProfile& profile) const {
     std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the counts
@@ -177,7 +217,8 @@ void parallel_for(Count count, unsigned threads, Fn fn) {
 
 }  // namespace
 
-Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads, WorkDetail detail) {
+Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads, WorkDetail detail,
+                Tiling tiling) {
   if (mask.seq_len() != layout.seq_len()) throw std::invalid_argument("count_work: mask and layout disagree on n");
   if (tile.query < 1 || tile.key < 1) throw std::invalid_argument("count_work: tile sides must be positive");
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -185,6 +226,9 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
 
   std::vector<std::optional<DeviceBlock>> blocks(static_cast<size_t>(devices));
   parallel_for(devices, threads, [&](Count d) { blocks[static_cast<size_t>(d)].emplace(layout, d, tile.query, tile.key); });
+  // Any other mask is one document: varlen tiles it as fixed does.
+  std::optional<VarlenTileCounter> varlen;
+  if (tiling == Tiling::varlen && mask.kind() == MaskKind::documents) varlen.emplace(layout, mask, tile, devices);
 
   Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices), {}, {}};
   const bool profiles = detail == WorkDetail::query_tiles;
@@ -200,7 +244,9 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
       work.unmasked_elements.at(r, d) =
           detail::count_range_pairs(queries, 0, queries.size(), keys, 0, keys.size(), mask, scratch);
       rows.clear();
-      const TileCounts tiles = count_tiles(queries, keys, mask, scratch, profiles ? &rows : nullptr);
+      QueryTileProfile* row_sink = profiles ? &rows : nullptr;
+      const TileCounts tiles = varlen ? varlen->count(d, kv_source(d, r, devices), mask, scratch, row_sink)
+                                      : count_tiles(queries, keys, mask, scratch, row_sink);
       work.active_tiles.at(r, d) = tiles.active;
       work.partial_tiles.at(r, d) = tiles.partial;
       if (profiles) {

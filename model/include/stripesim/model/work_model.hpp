@@ -19,8 +19,9 @@ enum class WorkDetail {
   query_tiles,  // also every (round, device)'s per-query-tile profile (what a kernel time model schedules)
 };
 
-// `threads` = 0 uses the machine's hardware concurrency; results never depend on it.
+// `threads` = 0 uses the machine's hardware concurrency; results never depend on it. `tiling`
+// says how the kernel cuts tiles (tile_shape.hpp); the allowed pairs do not depend on it.
 [[nodiscard]] Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads = 0,
-                              WorkDetail detail = WorkDetail::totals);
+                              WorkDetail detail = WorkDetail::totals, Tiling tiling = Tiling::fixed);
 
 }  // namespace stripesim::model
