@@ -12,6 +12,7 @@
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/metrics.hpp"
+#include "stripesim/model/ptrr_layout.hpp"
 #include "stripesim/model/work_model.hpp"
 
 namespace stripesim::model {
@@ -87,15 +88,48 @@ TEST(DocumentLayouts, AgreeWithBruteForce) {
     const Count n = std::accumulate(lengths.begin(), lengths.end(), Count{0});
     const Mask docs = Mask::documents(n, lengths);
     const TileShape tile{std::uniform_int_distribution<Count>(1, 9)(rng), std::uniform_int_distribution<Count>(1, 9)(rng)};
-    for (const char* spec : {"doc-zigzag", "doc-striped", "balanced", "balanced:2"}) {
+    for (const char* spec : {"doc-zigzag", "doc-striped", "balanced", "balanced:2", "ptrr:2"}) {
       const Layout layout = parse_layout(spec, n, N, LayoutContext{&docs, tile});
-      const Work got = count_work(layout, docs, tile);
-      const Work want = testing::brute_force_work(layout, docs, tile).work;
-      EXPECT_EQ(got.unmasked_elements, want.unmasked_elements) << spec;
-      EXPECT_EQ(got.active_tiles, want.active_tiles) << spec;
-      EXPECT_EQ(got.partial_tiles, want.partial_tiles) << spec;
+      for (const Tiling tiling : {Tiling::fixed, Tiling::varlen}) {
+        const Work got = count_work(layout, docs, tile, 1, WorkDetail::totals, tiling);
+        const Work want = testing::brute_force_work(layout, docs, tile, tiling).work;
+        EXPECT_EQ(got.unmasked_elements, want.unmasked_elements) << spec;
+        EXPECT_EQ(got.active_tiles, want.active_tiles) << spec << " " << tiling_name(tiling);
+        EXPECT_EQ(got.partial_tiles, want.partial_tiles) << spec << " " << tiling_name(tiling);
+      }
     }
   }
+}
+
+// Documents {4, 4, 8}, blocks of 4: prices 1, 1, 1 (the long document's first half), 2 (its
+// second half reaches both halves). Heaviest first, ties in sequence order: blocks 3, 0, 1, 2,
+// dealt 0, 1, 1, 0 (snake). Device 0 holds blocks 2 and 3, device 1 blocks 0 and 1.
+TEST(Ptrr, DealsBlocksByPriceInSnakeOrder) {
+  const Mask docs = Mask::documents(16, {4, 4, 8});
+  EXPECT_EQ(key_blocks_reached(docs, 12, 16, 4), 2);
+  EXPECT_EQ(key_blocks_reached(docs, 0, 4, 4), 1);
+  const Layout ptrr = ptrr_layout(docs, 2, 4);
+  EXPECT_EQ(ptrr.name(), "ptrr:4");
+  for (Count l = 0; l < 8; ++l) {
+    EXPECT_EQ(ptrr.position(0, l), 8 + l);
+    EXPECT_EQ(ptrr.position(1, l), l);
+  }
+  // The default block is the query tile; n / N must hold whole blocks.
+  EXPECT_EQ(parse_layout("ptrr", 16, 2, LayoutContext{&docs, {4, 4}}).position(0, 0), 8);
+  EXPECT_THROW((void)parse_layout("ptrr:3", 16, 2, LayoutContext{&docs, {4, 4}}), InputError);
+  EXPECT_THROW((void)parse_layout("ptrr:0", 16, 2, LayoutContext{&docs, {4, 4}}), InputError);
+}
+
+// With the block equal to the tile, every local tile is one block of the sequence: the total work
+// is contiguous's, and the busiest device lands near the tile bound.
+TEST(Ptrr, KeepsTheSequencesTilesAndBalancesThem) {
+  const Count n = 1 << 18, N = 16;
+  const Mask docs = parse_mask("documents:lognormal:1024:1.2:seed=17", n);
+  const Work ptrr = count_work(ptrr_layout(docs, N, 128), docs, {128, 128});
+  const Work contiguous = count_work(Layout::contiguous(n, N), docs, {128, 128});
+  EXPECT_EQ(ptrr.active_tiles.total(), contiguous.active_tiles.total());
+  EXPECT_EQ(ptrr.unmasked_elements.total(), contiguous.unmasked_elements.total());
+  EXPECT_LT(compute_metrics(ptrr.active_tiles).imbalance, 1.03);
 }
 
 TEST(Balancer, LandsNearTheBound) {

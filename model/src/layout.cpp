@@ -113,7 +113,8 @@ Position Layout::position(DeviceId device, Count local) const {
     case LayoutKind::permutation:
     case LayoutKind::doc_zigzag:
     case LayoutKind::doc_striped:
-    case LayoutKind::balanced: return slots_[static_cast<size_t>(device * c + local)];
+    case LayoutKind::balanced:
+    case LayoutKind::ptrr: return slots_[static_cast<size_t>(device * c + local)];
   }
   return -1;
 }
@@ -137,7 +138,8 @@ Placement Layout::locate(Position p) const {
     case LayoutKind::permutation:
     case LayoutKind::doc_zigzag:
     case LayoutKind::doc_striped:
-    case LayoutKind::balanced: {
+    case LayoutKind::balanced:
+    case LayoutKind::ptrr: {
       const Count slot = slot_of_[static_cast<size_t>(p)];
       return {slot / c, slot % c};
     }
@@ -167,7 +169,8 @@ std::vector<Run> Layout::runs(DeviceId device) const {
     case LayoutKind::permutation:
     case LayoutKind::doc_zigzag:
     case LayoutKind::doc_striped:
-    case LayoutKind::balanced: {
+    case LayoutKind::balanced:
+    case LayoutKind::ptrr: {
       // Greedy maximal arithmetic progressions with a positive stride.
       std::vector<Run> runs;
       const Position* slot = slots_.data() + device * c;

@@ -7,6 +7,7 @@
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/name_match.hpp"
 #include "stripesim/model/json_file.hpp"
+#include "stripesim/model/ptrr_layout.hpp"
 #include "stripesim/model/size_parse.hpp"
 
 namespace stripesim::model {
@@ -31,7 +32,8 @@ Layout parse_layout(std::string_view typed, Count seq_len, Count devices, const 
   const std::string normalized = lowercase(typed.substr(0, colon)) + std::string(colon == typed.npos ? "" : typed.substr(colon));
   const std::string_view spec = normalized;
   if (spec == "contiguous") return Layout::contiguous(seq_len, devices);
-  if (spec == "doc-zigzag" || spec == "doc-striped" || spec == "balanced" || spec.starts_with("balanced:")) {
+  if (spec == "doc-zigzag" || spec == "doc-striped" || spec == "balanced" || spec.starts_with("balanced:") ||
+      spec == "ptrr" || spec.starts_with("ptrr:")) {
     if (devices < 1 || devices > kMaxDevices) {
       throw InputError(fmt::format("--devices {}: must be between 1 and {}", devices, kMaxDevices));
     }
@@ -39,6 +41,10 @@ Layout parse_layout(std::string_view typed, Count seq_len, Count devices, const 
     const Mask& mask = context.mask != nullptr ? *context.mask : causal;
     if (spec == "doc-zigzag") return doc_zigzag_layout(mask, devices);
     if (spec == "doc-striped") return doc_striped_layout(mask, devices);
+    if (spec.starts_with("ptrr")) {
+      const Count block = spec == "ptrr" ? context.tile.query : parse_count(spec.substr(5), "--layouts ptrr:BLOCK block size");
+      return ptrr_layout(mask, devices, block);
+    }
     Count slot = 0;
     if (spec.starts_with("balanced:")) {
       slot = parse_count(spec.substr(9), "--layouts balanced:CHUNK chunk size");
@@ -59,10 +65,10 @@ Layout parse_layout(std::string_view typed, Count seq_len, Count devices, const 
   }
   throw InputError(fmt::format(
       "--layouts '{}': unknown layout{}, expected contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
-      "doc-zigzag, doc-striped or balanced",
+      "doc-zigzag, doc-striped, balanced or ptrr",
       typed,
       did_you_mean(typed.substr(0, colon), {"contiguous", "striped", "zigzag", "block-striped", "permutation", "doc-zigzag",
-                                           "doc-striped", "balanced"})));
+                                           "doc-striped", "balanced", "ptrr"})));
 }
 
 Layout load_permutation_file(const std::string& path, Count seq_len, Count devices) {

@@ -8,7 +8,7 @@
 
 namespace stripesim::model {
 
-enum class LayoutKind { contiguous, striped, zigzag, block_striped, permutation, doc_zigzag, doc_striped, balanced };
+enum class LayoutKind { contiguous, striped, zigzag, block_striped, permutation, doc_zigzag, doc_striped, balanced, ptrr };
 
 // An arithmetic progression of positions held at consecutive local indices:
 // local index (local_begin + i) holds position (first + i * stride), i in [0, length).

@@ -19,7 +19,8 @@ struct LayoutContext {
   TileShape tile{128, 128};
 };
 
-// Also: doc-zigzag, doc-striped, balanced, balanced:SLOT (see document_layouts.hpp).
+// Also: doc-zigzag, doc-striped, balanced, balanced:SLOT (see document_layouts.hpp), ptrr and
+// ptrr:BLOCK (ptrr_layout.hpp; BLOCK defaults to the query tile).
 [[nodiscard]] Layout parse_layout(std::string_view spec, Count seq_len, Count devices,
                                   const LayoutContext& context = {});
 

@@ -1,0 +1,20 @@
+#pragma once
+// PyTorch context parallelism's "process-time round robin" balancer, as a layout to compare
+// against: the sequence cut into blocks of B tokens, each block priced by the key blocks of B its
+// queries reach under the mask, the blocks sorted by price (heaviest first, ties in sequence
+// order) and dealt to devices in snake order (0, 1, ..., N-1, N-1, ..., 0, 0, 1, ...), every
+// device then holding its blocks in sequence order. With B the tile of a fixed-tiling kernel each
+// local tile is one block of the original sequence, so the total work is the sequence's own.
+#include "stripesim/model/layout.hpp"
+#include "stripesim/model/mask.hpp"
+
+namespace stripesim::model {
+
+// The key blocks of `block` tokens the queries of [begin, end) reach: the union of their key
+// intervals is one interval for every mask the model knows (mask.hpp).
+[[nodiscard]] Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count block);
+
+// `block` must divide n / N (InputError otherwise).
+[[nodiscard]] Layout ptrr_layout(const Mask& mask, Count devices, Count block);
+
+}  // namespace stripesim::model
