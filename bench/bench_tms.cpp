@@ -45,12 +45,14 @@ BENCHMARK(BM_LargeTmsGrid)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()
 
 namespace {
 
-// The balancer alone: about 10,000 packed documents (log-normal, mean 512) over 64 devices.
-void BM_Balance10kDocuments64Devices(benchmark::State& state) {
-  const stripesim::model::Count n = 10000 * 512;
-  const auto mask = stripesim::model::parse_mask("documents:lognormal:512:1.0", n);
+// The balancer alone: 1M tokens of log-normal documents (mean 1024) over 64 devices, 128x128
+// tiles, under each tiling (arg 0 fixed, 1 varlen).
+void BM_Balance1MTokens64Devices(benchmark::State& state) {
+  const stripesim::model::Count n = 1 << 20;
+  const auto mask = stripesim::model::parse_mask("documents:lognormal:1024:1.2:seed=17", n);
+  const auto tiling = state.range(0) == 0 ? stripesim::model::Tiling::fixed : stripesim::model::Tiling::varlen;
   for (auto _ : state) {
-    auto result = stripesim::model::balanced_layout(mask, 64, {128, 128});
+    auto result = stripesim::model::balanced_layout(mask, 64, {128, 128}, 0, tiling);
     benchmark::DoNotOptimize(result.slowest_estimate);
   }
   state.counters["documents"] = static_cast<double>(mask.document_lengths().size());
@@ -58,4 +60,4 @@ void BM_Balance10kDocuments64Devices(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_Balance10kDocuments64Devices)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Balance1MTokens64Devices)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();

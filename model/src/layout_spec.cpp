@@ -50,7 +50,7 @@ Layout parse_layout(std::string_view typed, Count seq_len, Count devices, const 
       slot = parse_count(spec.substr(9), "--layouts balanced:CHUNK chunk size");
       if (slot < 1) throw InputError(fmt::format("--layouts '{}': the chunk must be at least 1 token", spec));
     }
-    return balanced_layout(mask, devices, context.tile, slot).layout;
+    return balanced_layout(mask, devices, context.tile, slot, context.tiling).layout;
   }
   if (spec == "striped") return Layout::striped(seq_len, devices);
   if (spec == "zigzag") return Layout::zigzag(seq_len, devices);

@@ -9,8 +9,8 @@
 
 namespace stripesim::model {
 
-Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count block) {
-  return mask.highest_key(end - 1) / block - mask.lowest_key(begin) / block + 1;
+Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count block, Position origin) {
+  return (mask.highest_key(end - 1) - origin) / block - (std::max(mask.lowest_key(begin), origin) - origin) / block + 1;
 }
 
 Layout ptrr_layout(const Mask& mask, Count devices, Count block) {

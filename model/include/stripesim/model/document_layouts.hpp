@@ -4,11 +4,9 @@
 //                for packed sequences); every document length must divide by 2N;
 //   doc-striped  every document striped over the N devices from its own first token; lengths
 //                must divide by N;
-//   balanced     documents up to a chunk kept whole (their work stays on one device), longer
-//                ones (and a causal or window mask's one sequence) cut into chunks of whole
-//                query tiles; the pieces dealt so that the busiest device's tile work is as
-//                small as possible: greedy longest-processing-time first with every device
-//                holding exactly n/N tokens, then swaps off the busiest device while they help.
+//   balanced     pieces of whole tile-aligned blocks (documents kept whole where they can be)
+//                dealt so that the busiest device's tiles, then the lockstep time, are as small
+//                as the kernel's tiling allows (balanced_layout.cpp says how).
 // All are explicit permutations, so every command downstream takes them unchanged.
 #include <string>
 
@@ -23,14 +21,18 @@ namespace stripesim::model {
 
 struct BalanceResult {
   Layout layout;
-  Count chunk = 0;                // tokens per chunk of a long document
-  Count slowest_estimate = 0;     // the busiest device's estimated tiles
-  double bound_estimate = 0;      // total estimated tiles / N
+  Count chunk = 0;                // the longest piece, in tokens, of the size chosen
+  Count slowest_estimate = 0;     // the busiest device's tiles
+  double bound_estimate = 0;      // total tiles / N
+  Count lockstep_estimate = 0;    // sum over rounds of the busiest device's tiles
 };
 
-// A piece's cost is estimated in tiles of `tile` as a varlen kernel tiling every document on its
-// own would compute them. `chunk` = 0 picks max(TQ, n/N/16 rounded to whole query tiles).
-[[nodiscard]] BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk = 0);
+// Work is priced in tiles of `tile` cut as `tiling` cuts them; the estimates are exact when every
+// device holds whole blocks of lcm(TQ, TK) (fixed tiling with the block dividing n/N), close
+// otherwise (a piece cut inside a block shifts the tiles after it). `chunk` = 0 lets the
+// balancer choose the piece size (it tries a device's share and its halvings down to a block).
+[[nodiscard]] BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk = 0,
+                                            Tiling tiling = Tiling::fixed);
 
 // Documents padded to multiples of `multiple` (the padding counts as waste).
 [[nodiscard]] std::vector<Count> pad_document_lengths(const std::vector<Count>& lengths, Count multiple);

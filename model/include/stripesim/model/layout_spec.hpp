@@ -17,6 +17,7 @@ namespace stripesim::model {
 struct LayoutContext {
   const Mask* mask = nullptr;
   TileShape tile{128, 128};
+  Tiling tiling = Tiling::fixed;  // how the kernel cuts tiles: what balanced prices work in
 };
 
 // Also: doc-zigzag, doc-striped, balanced, balanced:SLOT (see document_layouts.hpp), ptrr and

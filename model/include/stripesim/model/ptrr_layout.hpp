@@ -10,9 +10,10 @@
 
 namespace stripesim::model {
 
-// The key blocks of `block` tokens the queries of [begin, end) reach: the union of their key
-// intervals is one interval for every mask the model knows (mask.hpp).
-[[nodiscard]] Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count block);
+// The key blocks of `block` tokens (counted from `origin`, where the tiling starts) the queries
+// of [begin, end) reach: the union of their key intervals is one interval for every mask the
+// model knows (mask.hpp). Keys before the origin (another tiling segment) are not counted.
+[[nodiscard]] Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count block, Position origin = 0);
 
 // `block` must divide n / N (InputError otherwise).
 [[nodiscard]] Layout ptrr_layout(const Mask& mask, Count devices, Count block);

@@ -1,0 +1,764 @@
+// The `balanced` layout: pieces of the sequence dealt so that the ring's slowest device and its
+// lockstep time (the per-round maximum summed over rounds) are as small as the tiles allow.
+//
+// Why it can price work exactly: cut the sequence into blocks of B = lcm(TQ, TK) tokens aligned
+// where the kernel's tiling starts (the sequence's first token under fixed tiling, every
+// document's first token under varlen). When every device holds whole blocks in sequence order,
+// each of its local tiles is a tile of the sequence's own tiling, so a piece's work over all
+// rounds (its query tiles times the key tiles they reach) does not depend on where the other
+// pieces go, and no layout of whole blocks computes more tiles than the sequence has. The busiest
+// device is then a number-partitioning problem over pieces, and the lockstep time depends only
+// on which pieces that read each other's keys sit on different devices.
+//
+// The search. Documents heavier than a fraction of a device's share (0, 1/4, 1/2 or 1: each is a
+// candidate) are spread zigzag over every device, which balances their cross-device work round
+// by round. The rest is cut into pieces of at most S blocks (S from a device's share down to one
+// block, halving: each a candidate) at every free boundary (where no tile crosses) and, in longer
+// runs, where the fewest tiles cross; the pieces are dealt longest-processing-time first with
+// every device holding n/N tokens, then pieces or end blocks of equal length are swapped off the
+// busiest device while that lowers it. Each candidate is also tried with its devices renumbered
+// in sequence order (neighbouring pieces on neighbouring devices). Scored exactly (busiest
+// device, lockstep), the candidates within kBusiestSlack of the least busy are kept, the best
+// few polished by swaps that lower the lockstep without raising the busiest device, and the
+// lowest lockstep wins. Deterministic: no randomness, ties broken by position.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <queue>
+
+#include "stripesim/model/document_layouts.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/ptrr_layout.hpp"
+#include "stripesim/model/work_model.hpp"
+
+namespace stripesim::model {
+namespace {
+
+// A run of the sequence that moves as a whole.
+struct Piece {
+  Position begin = 0;
+  Count length = 0;
+  Count cost = 0;  // tiles its queries compute over all rounds
+  [[nodiscard]] Position end() const { return begin + length; }
+};
+
+// Where tiles start and what a run of queries costs, under the tiling in force.
+class Pricing {
+ public:
+  Pricing(const Mask& mask, TileShape tile, Tiling tiling)
+      : mask_(mask), tile_(tile), per_document_(tiling == Tiling::varlen && mask.kind() == MaskKind::documents) {
+    segments_ = per_document_ ? mask.document_starts() : std::vector<Position>{0, mask.seq_len()};
+  }
+
+  // Where every tiling segment starts, then n.
+  [[nodiscard]] const std::vector<Position>& segments() const { return segments_; }
+  // The first token of the tiling that covers p.
+  [[nodiscard]] Position origin(Position p) const { return per_document_ ? mask_.document_start(p) : 0; }
+
+  // Tiles the queries [begin, begin + length) compute: query tiles aligned to the origin, each
+  // reaching the key tiles (aligned the same way) that hold its keys.
+  [[nodiscard]] Count cost(Position begin, Count length) const {
+    Count tiles = 0;
+    for (Position qa = begin; qa < begin + length;) {
+      const Position o = origin(qa);
+      const Position qb = std::min(begin + length, o + ((qa - o) / tile_.query + 1) * tile_.query);
+      tiles += key_blocks_reached(mask_, qa, qb, tile_.key, o);
+      qa = qb;
+    }
+    return tiles;
+  }
+
+  // Tiles that cross a cut at x (queries at or after x reading keys before x): what putting the
+  // two sides on different devices moves off round 0. Exact for documents; every boundary of a
+  // causal or window mask is crossed alike, so there it is 0 (cut where asked).
+  [[nodiscard]] Count crossing(Position x) const {
+    if (mask_.kind() != MaskKind::documents) return 0;
+    const Position start = mask_.document_start(x);
+    if (start == x) return 0;
+    const auto& starts = mask_.document_starts();
+    const Position end = *std::upper_bound(starts.begin(), starts.end(), x);
+    const Position o = origin(x);
+    return ((x - 1 - o) / tile_.key - (start - o) / tile_.key + 1) * tiles_covering(end - x, tile_.query);
+  }
+
+  // No tile crosses x: it starts a tiling segment or no query from x on reads a key before it.
+  [[nodiscard]] bool free_cut(Position x) const { return origin(x) == x || mask_.lowest_key(x) >= x; }
+
+  [[nodiscard]] const Mask& mask() const { return mask_; }
+  [[nodiscard]] TileShape tile() const { return tile_; }
+
+ private:
+  const Mask& mask_;
+  TileShape tile_;
+  bool per_document_;
+  std::vector<Position> segments_;
+};
+
+// The blocks of B tokens of every tiling segment (a segment's last may be shorter), by start.
+std::vector<Position> block_starts(const Pricing& pricing, Count block) {
+  std::vector<Position> starts;
+  const auto& segments = pricing.segments();
+  for (size_t s = 0; s + 1 < segments.size(); ++s) {
+    for (Position p = segments[s]; p < segments[s + 1]; p += block) starts.push_back(p);
+  }
+  return starts;
+}
+
+// Pieces of at most `chunk` blocks out of the blocks not `spread`: runs between free cuts (and
+// spread blocks), the longer ones cut into near-equal parts at the boundary near each target
+// that the fewest tiles cross.
+std::vector<Piece> cut_pieces(const Pricing& pricing, const std::vector<Position>& blocks, const std::vector<bool>& spread,
+                              Count n, Count chunk) {
+  std::vector<Piece> pieces;
+  const auto start = [&](size_t b) { return b < blocks.size() ? blocks[b] : n; };
+  const auto add = [&](size_t from, size_t to) {  // blocks [from, to)
+    pieces.push_back({blocks[from], start(to) - blocks[from], pricing.cost(blocks[from], start(to) - blocks[from])});
+  };
+  size_t run = 0;
+  for (size_t b = 1; b <= blocks.size(); ++b) {
+    if (b < blocks.size() && !pricing.free_cut(blocks[b]) && spread[b] == spread[b - 1]) continue;
+    if (spread[run]) {
+      run = b;
+      continue;
+    }
+    // Blocks [run, b) form a run no tile leaves: ceil(length / chunk) parts.
+    const auto length = static_cast<Count>(b - run);
+    const Count parts = (length + chunk - 1) / chunk;
+    size_t from = run;
+    for (Count j = 1; j < parts; ++j) {
+      const Count target = static_cast<Count>(run) + j * length / parts;
+      const Count reach = chunk / 2;
+      auto best = static_cast<size_t>(target);
+      Count best_crossing = pricing.crossing(blocks[best]);
+      for (Count t = std::max(static_cast<Count>(from) + 1, target - reach); t <= target + reach && t < static_cast<Count>(b); ++t) {
+        const Count crossing = pricing.crossing(blocks[static_cast<size_t>(t)]);
+        if (crossing < best_crossing ||
+            (crossing == best_crossing && std::abs(t - target) < std::abs(static_cast<Count>(best) - target))) {
+          best = static_cast<size_t>(t);
+          best_crossing = crossing;
+        }
+      }
+      if (best <= from) continue;
+      add(from, best);
+      from = best;
+    }
+    add(from, b);
+    run = b;
+  }
+  return pieces;
+}
+
+// Pieces dealt to devices, every device holding exactly `capacity` tokens: `pinned` pieces (the
+// chunks of spread documents) stay where they are, `owned` ones may be swapped.
+struct Assignment {
+  std::vector<std::vector<Piece>> owned;
+  std::vector<std::vector<Piece>> pinned;
+  std::vector<Count> load;
+
+  explicit Assignment(Count devices)
+      : owned(static_cast<size_t>(devices)), pinned(static_cast<size_t>(devices)), load(static_cast<size_t>(devices), 0) {}
+  [[nodiscard]] Count busiest() const { return *std::max_element(load.begin(), load.end()); }
+};
+
+// Spreads the blocks [from, to) (one heavy document) over every device as zigzag does: 2N
+// chunks of whole blocks (sizes differing by at most one block), chunks g and 2N - 1 - g on one
+// device. Every round after the first then carries the same share of its work on every device.
+// The zigzag is rotated (device (d + shift) mod N holds chunks d and 2N - 1 - d, which keeps
+// that property) by the shift that leaves the busiest device least loaded, so that the uneven
+// chunks of many documents do not pile onto the same devices.
+void spread_zigzag(const Pricing& pricing, const std::vector<Position>& blocks, size_t from, size_t to, Count n,
+                   Assignment& a) {
+  const auto devices = static_cast<Count>(a.load.size());
+  const auto count = static_cast<Count>(to - from);
+  const auto start = [&](Count b) { return b < static_cast<Count>(blocks.size()) ? blocks[static_cast<size_t>(b)] : n; };
+  std::vector<Piece> chunks;
+  std::vector<Count> owner;  // before the shift
+  for (Count g = 0, at = static_cast<Count>(from); g < 2 * devices; ++g) {
+    const Count size = count / (2 * devices) + (g < count % (2 * devices) ? 1 : 0);
+    const Position begin = start(at);
+    at += size;
+    if (size == 0) continue;
+    chunks.push_back({begin, start(at) - begin, pricing.cost(begin, start(at) - begin)});
+    owner.push_back(g < devices ? g : 2 * devices - 1 - g);
+  }
+  std::vector<Count> added(static_cast<size_t>(devices), 0);
+  for (size_t i = 0; i < chunks.size(); ++i) added[static_cast<size_t>(owner[i])] += chunks[i].cost;
+  Count best_shift = 0;
+  Count best_peak = -1;
+  for (Count shift = 0; shift < devices; ++shift) {
+    Count peak = 0;
+    for (Count d = 0; d < devices; ++d) {
+      peak = std::max(peak, a.load[static_cast<size_t>((d + shift) % devices)] + added[static_cast<size_t>(d)]);
+    }
+    if (best_peak < 0 || peak < best_peak) {
+      best_peak = peak;
+      best_shift = shift;
+    }
+  }
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const auto device = static_cast<size_t>((owner[i] + best_shift) % devices);
+    a.pinned[device].push_back(chunks[i]);
+    a.load[device] += chunks[i].cost;
+  }
+}
+
+// Longest processing time first: each piece, heaviest first, to the least loaded device with
+// room for it; a piece that fits nowhere whole fills the roomiest device with its head.
+void deal(const Pricing& pricing, std::vector<Piece> pieces, Count capacity, Count block, Assignment& a) {
+  const auto heavier = [](const Piece& x, const Piece& y) {
+    if (x.cost != y.cost) return x.cost < y.cost;
+    if (x.length != y.length) return x.length < y.length;
+    return x.begin > y.begin;
+  };
+  std::priority_queue<Piece, std::vector<Piece>, decltype(heavier)> pending(heavier, std::move(pieces));
+  std::vector<Count> room(a.load.size(), capacity);
+  for (size_t d = 0; d < room.size(); ++d) {
+    for (const Piece& p : a.pinned[d]) room[d] -= p.length;
+  }
+  while (!pending.empty()) {
+    Piece piece = pending.top();
+    pending.pop();
+    size_t best = room.size();
+    size_t roomiest = 0;
+    for (size_t d = 0; d < room.size(); ++d) {
+      if (room[d] >= piece.length && (best == room.size() || a.load[d] < a.load[best])) best = d;
+      if (room[d] > room[roomiest]) roomiest = d;
+    }
+    if (best == room.size()) {
+      // It fits nowhere whole: the roomiest device takes a head of it, cut at a block boundary
+      // (whole blocks keep the pricing exact) where the fewest tiles cross, preferring the second
+      // half of its room; the rest of the room goes to later, smaller pieces. Only a room
+      // smaller than a block takes a head that ends inside one.
+      const Count fits = room[roomiest];
+      Count head = 0;
+      Count cheapest = 0;
+      for (Position x = piece.begin + fits; x > piece.begin; --x) {
+        if ((x - pricing.origin(x)) % block != 0) continue;
+        const Count crossing = pricing.crossing(x);
+        const bool late = x - piece.begin > fits / 2;
+        if (head == 0 || (late && crossing < cheapest)) {
+          head = x - piece.begin;
+          cheapest = crossing;
+        }
+        if (!late) break;
+      }
+      if (head == 0) head = fits;
+      pending.push({piece.begin + head, piece.length - head, pricing.cost(piece.begin + head, piece.length - head)});
+      piece = {piece.begin, head, pricing.cost(piece.begin, head)};
+      best = roomiest;
+    }
+    a.owned[best].push_back(piece);
+    a.load[best] += piece.cost;
+    room[best] -= piece.length;
+  }
+}
+
+// What one device can give in a swap: a whole piece, or the first or last block of a longer one.
+// What one device can give in a swap: a whole piece, or the first or last k blocks of a longer
+// one (k up to kMaxEndBlocks).
+struct Offer {
+  size_t piece = 0;
+  int part = 0;  // 0 whole, -1 its head, +1 its tail
+  Count length = 0;
+  Count cost = 0;
+  Count crossing = 0;  // tiles the new cut moves off round 0 (0 for a whole piece)
+};
+constexpr Count kMaxEndBlocks = 8;
+
+// Heads and tails are offered only where cutting them off crosses at most `max_crossing` tiles:
+// a cut through a long document would put its cross work on one device in one round.
+std::vector<Offer> offers(const Pricing& pricing, const std::vector<Piece>& owned, Count block, Count max_crossing) {
+  std::vector<Offer> out;
+  for (size_t i = 0; i < owned.size(); ++i) {
+    const Piece& p = owned[i];
+    out.push_back({i, 0, p.length, p.cost, 0});
+    const Position origin = pricing.origin(p.begin);
+    const bool head_aligned = (p.begin - origin) % block == 0;
+    const bool tail_aligned = (p.end() - origin) % block == 0;
+    for (Count k = 1; k <= kMaxEndBlocks && k * block < p.length; ++k) {
+      const Count length = k * block;
+      if (const Count crossing = pricing.crossing(p.begin + length); head_aligned && crossing <= max_crossing) {
+        out.push_back({i, -1, length, pricing.cost(p.begin, length), crossing});
+      }
+      if (const Count crossing = pricing.crossing(p.end() - length); tail_aligned && crossing <= max_crossing) {
+        out.push_back({i, +1, length, pricing.cost(p.end() - length, length), crossing});
+      }
+    }
+  }
+  return out;
+}
+
+// Takes the offered part out of `owned` (splitting its piece) and returns it.
+Piece take(const Pricing& pricing, std::vector<Piece>& owned, const Offer& offer) {
+  Piece& p = owned[offer.piece];
+  if (offer.part == 0) {
+    Piece whole = p;
+    owned.erase(owned.begin() + static_cast<std::ptrdiff_t>(offer.piece));
+    return whole;
+  }
+  const Position begin = offer.part < 0 ? p.begin : p.end() - offer.length;
+  const Piece part{begin, offer.length, offer.cost};
+  if (offer.part < 0) p.begin += offer.length;
+  p.length -= offer.length;
+  p.cost = pricing.cost(p.begin, p.length);
+  return part;
+}
+
+// Swaps of equal-length parts between the busiest device and another while the busiest drops;
+// among equal gains the one whose cuts cross the fewest tiles.
+void refine(const Pricing& pricing, Assignment& a, Count block) {
+  const TileShape tile = pricing.tile();
+  const Count max_crossing = 2 * tiles_covering(block, tile.query) * tiles_covering(block, tile.key);
+  const auto devices = a.load.size();
+  for (size_t iteration = 0; iteration < 64 * devices; ++iteration) {
+    const auto busiest = static_cast<size_t>(std::max_element(a.load.begin(), a.load.end()) - a.load.begin());
+    const Count top = a.load[busiest];
+    const auto mine = offers(pricing, a.owned[busiest], block, max_crossing);
+    // The busiest device's offers by (length, cost): for each other device, the best partner of
+    // each of its offers is one lookup.
+    struct Choice {
+      Count peak;
+      Count crossing;
+      size_t device;
+      Offer give, receive;
+    };
+    std::optional<Choice> best;
+    std::multimap<std::pair<Count, Count>, const Offer*> by_shape;
+    for (const Offer& x : mine) by_shape.emplace(std::make_pair(x.length, x.cost), &x);
+    for (size_t e = 0; e < devices; ++e) {
+      if (e == busiest || a.load[e] >= top) continue;
+      const Count gap = top - a.load[e];
+      for (const Offer& y : offers(pricing, a.owned[e], block, max_crossing)) {
+        // Partner x on the busiest device: same length, cost in (y.cost, y.cost + gap); the peak
+        // max(top - x + y, load_e + x - y) is smallest with x - y nearest gap / 2.
+        const auto above = by_shape.lower_bound({y.length, y.cost + gap / 2});
+        for (const auto probe : {above, above == by_shape.begin() ? by_shape.end() : std::prev(above)}) {
+          if (probe == by_shape.end() || probe->first.first != y.length) continue;
+          const Count x_cost = probe->first.second;
+          if (x_cost <= y.cost || x_cost - y.cost >= gap) continue;
+          const Count peak = std::max(top - x_cost + y.cost, a.load[e] + x_cost - y.cost);
+          const Count crossing = probe->second->crossing + y.crossing;
+          if (!best || peak < best->peak || (peak == best->peak && crossing < best->crossing)) {
+            best = Choice{peak, crossing, e, *probe->second, y};
+          }
+        }
+      }
+    }
+    if (!best) return;
+    const Piece give = take(pricing, a.owned[busiest], best->give);
+    const Piece receive = take(pricing, a.owned[best->device], best->receive);
+    a.owned[busiest].push_back(receive);
+    a.owned[best->device].push_back(give);
+    a.load[busiest] += receive.cost - give.cost;
+    a.load[best->device] += give.cost - receive.cost;
+  }
+}
+
+// Every piece with its device (and whether it is pinned), in sequence order.
+struct PlacedPiece {
+  Piece piece;
+  Count device;
+  bool pinned;
+};
+std::vector<PlacedPiece> pieces_in_order(const Assignment& a) {
+  std::vector<PlacedPiece> all;
+  for (size_t d = 0; d < a.owned.size(); ++d) {
+    for (const Piece& p : a.owned[d]) all.push_back({p, static_cast<Count>(d), false});
+    for (const Piece& p : a.pinned[d]) all.push_back({p, static_cast<Count>(d), true});
+  }
+  std::sort(all.begin(), all.end(), [](const PlacedPiece& x, const PlacedPiece& y) { return x.piece.begin < y.piece.begin; });
+  return all;
+}
+
+// Calls read(q, k, tiles) for every query tile of piece q and every piece k holding key tiles it
+// reads (a key tile counted on the piece holding its first token, or the first key it reads).
+template <typename Read>
+void for_each_read(const Pricing& pricing, const std::vector<PlacedPiece>& pieces, Read read) {
+  const TileShape tile = pricing.tile();
+  for (size_t q = 0; q < pieces.size(); ++q) {
+    const Piece& piece = pieces[q].piece;
+    for (Position qa = piece.begin; qa < piece.end();) {
+      const Position o = pricing.origin(qa);
+      const Position qb = std::min(piece.end(), o + ((qa - o) / tile.query + 1) * tile.query);
+      const Position lo = std::max(pricing.mask().lowest_key(qa), o);
+      const Position hi = pricing.mask().highest_key(qb - 1);
+      const Count first = (lo - o) / tile.key;
+      const Count last = (hi - o) / tile.key;
+      auto k = static_cast<size_t>(std::upper_bound(pieces.begin(), pieces.end(), lo,
+                                                    [](Position p, const PlacedPiece& x) { return p < x.piece.begin; }) -
+                                   pieces.begin() - 1);
+      for (; k < pieces.size() && pieces[k].piece.begin <= hi; ++k) {
+        const Piece& keys = pieces[k].piece;
+        const Count from = keys.begin <= lo ? first : (keys.begin - o + tile.key - 1) / tile.key;
+        const Count to = std::min(last, (keys.end() - 1 - o) / tile.key);
+        if (to >= from) read(q, k, to - from + 1);
+      }
+      qa = qb;
+    }
+  }
+}
+
+// Sum over rounds of the busiest device, in tiles (exact for whole blocks).
+Count lockstep_of(const Pricing& pricing, const Assignment& a) {
+  const auto pieces = pieces_in_order(a);
+  const auto devices = static_cast<Count>(a.load.size());
+  std::vector<Count> work(static_cast<size_t>(devices * devices), 0);  // [round][device]
+  for_each_read(pricing, pieces, [&](size_t q, size_t k, Count tiles) {
+    const Count round = ((pieces[q].device - pieces[k].device) % devices + devices) % devices;
+    work[static_cast<size_t>(round * devices + pieces[q].device)] += tiles;
+  });
+  Count total = 0;
+  for (Count r = 0; r < devices; ++r) total += *std::max_element(work.begin() + r * devices, work.begin() + (r + 1) * devices);
+  return total;
+}
+
+// The ring's work as a graph of pieces: which piece's queries read which piece's keys, in tiles
+// (every query tile's key tiles, each counted on the piece holding its first token), and the
+// [round][device] work matrix that follows from where the pieces sit. Exact for whole blocks.
+class RingGraph {
+ public:
+  RingGraph(const Pricing& pricing, const Assignment& a) : devices_(static_cast<Count>(a.load.size())), load_(a.load) {
+    const auto pieces = pieces_in_order(a);
+    for (const auto& [piece, device, pinned] : pieces) nodes_.push_back({piece, device, pinned});
+    reads_.resize(nodes_.size());
+    read_by_.resize(nodes_.size());
+    for_each_read(pricing, pieces, [&](size_t q, size_t k, Count tiles) {
+      auto& mine = reads_[q];
+      if (!mine.empty() && mine.back().first == k) {
+        mine.back().second += tiles;
+      } else {
+        mine.emplace_back(k, tiles);
+      }
+    });
+    for (size_t q = 0; q < nodes_.size(); ++q) {
+      std::sort(reads_[q].begin(), reads_[q].end());
+      // Merge what several query tiles found on the same piece.
+      size_t out = 0;
+      for (size_t i = 0; i < reads_[q].size(); ++i) {
+        if (out > 0 && reads_[q][out - 1].first == reads_[q][i].first) {
+          reads_[q][out - 1].second += reads_[q][i].second;
+        } else {
+          reads_[q][out++] = reads_[q][i];
+        }
+      }
+      reads_[q].resize(out);
+      for (const auto& [k, tiles] : reads_[q]) read_by_[k].emplace_back(q, tiles);
+    }
+    work_.assign(static_cast<size_t>(devices_ * devices_), 0);
+    for (size_t q = 0; q < nodes_.size(); ++q) {
+      for (const auto& [k, tiles] : reads_[q]) cell(nodes_[q].device, nodes_[k].device) += tiles;
+    }
+    round_max_.resize(static_cast<size_t>(devices_));
+    is_touched_.assign(static_cast<size_t>(devices_), 0);
+    for (Count r = 0; r < devices_; ++r) round_max_[static_cast<size_t>(r)] = max_of_round(r);
+  }
+
+  // Sum over rounds of the busiest device.
+  [[nodiscard]] Count lockstep() const { return std::accumulate(round_max_.begin(), round_max_.end(), Count{0}); }
+
+  // Swaps pieces of equal length between devices while the lockstep drops and no device grows
+  // past today's busiest: first moving each piece with cross-device work (heaviest first) next to
+  // the piece it reads or is read by most.
+  void improve(Count budget) {
+    const Count top = *std::max_element(load_.begin(), load_.end());
+    std::vector<std::map<Count, std::vector<size_t>>> by_length(static_cast<size_t>(devices_));
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!nodes_[i].pinned) by_length[static_cast<size_t>(nodes_[i].device)][nodes_[i].piece.length].push_back(i);
+    }
+    std::vector<size_t> order;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!nodes_[i].pinned && cross_weight(i) > 0) order.push_back(i);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return cross_weight(x) > cross_weight(y); });
+    for (const size_t x : order) {
+      if (budget-- <= 0) break;
+      const Count a = nodes_[x].device;
+      const Count b = heaviest_partner_device(x);
+      if (b < 0) continue;
+      const Count before = lockstep();
+      size_t best = x;
+      Count best_lockstep = before;
+      const auto it = by_length[static_cast<size_t>(b)].find(nodes_[x].piece.length);
+      if (it == by_length[static_cast<size_t>(b)].end()) continue;
+      // The partners nearest in cost first (they move the loads least); a few of them.
+      partners_ = it->second;
+      const auto nearer = [&](size_t u, size_t v) {
+        return std::abs(nodes_[u].piece.cost - nodes_[x].piece.cost) < std::abs(nodes_[v].piece.cost - nodes_[x].piece.cost);
+      };
+      if (partners_.size() > kPartnersTried) {
+        std::nth_element(partners_.begin(), partners_.begin() + kPartnersTried, partners_.end(), nearer);
+        partners_.resize(kPartnersTried);
+      }
+      for (const size_t y : partners_) {
+        const Count delta = nodes_[x].piece.cost - nodes_[y].piece.cost;
+        if (load_[static_cast<size_t>(a)] - delta > top || load_[static_cast<size_t>(b)] + delta > top) continue;
+        swap(x, y);
+        if (lockstep() < best_lockstep) {
+          best_lockstep = lockstep();
+          best = y;
+        }
+        swap(x, y);
+      }
+      if (best == x) continue;
+      auto& from = by_length[static_cast<size_t>(a)][nodes_[x].piece.length];
+      auto& to = it->second;
+      from.erase(std::find(from.begin(), from.end(), x));
+      to.erase(std::find(to.begin(), to.end(), best));
+      from.push_back(best);
+      to.push_back(x);
+      const Count delta = nodes_[x].piece.cost - nodes_[best].piece.cost;
+      load_[static_cast<size_t>(a)] -= delta;
+      load_[static_cast<size_t>(b)] += delta;
+      swap(x, best);
+    }
+  }
+
+  // Back to pieces per device.
+  [[nodiscard]] Assignment assignment() const {
+    Assignment a(devices_);
+    for (const Node& node : nodes_) {
+      (node.pinned ? a.pinned : a.owned)[static_cast<size_t>(node.device)].push_back(node.piece);
+    }
+    a.load = load_;
+    return a;
+  }
+
+ private:
+  using Node = PlacedPiece;
+
+  Count& cell(Count query_device, Count key_device) {
+    const Count round = ((query_device - key_device) % devices_ + devices_) % devices_;
+    return work_[static_cast<size_t>(round * devices_ + query_device)];
+  }
+  [[nodiscard]] Count max_of_round(Count r) const {
+    return *std::max_element(work_.begin() + r * devices_, work_.begin() + (r + 1) * devices_);
+  }
+
+  [[nodiscard]] Count cross_weight(size_t i) const {
+    Count weight = 0;
+    for (const auto* edges : {&reads_[i], &read_by_[i]}) {
+      for (const auto& [j, tiles] : *edges) weight += nodes_[j].device != nodes_[i].device ? tiles : 0;
+    }
+    return weight;
+  }
+
+  [[nodiscard]] Count heaviest_partner_device(size_t i) const {
+    std::map<Count, Count> weight;
+    for (const auto* edges : {&reads_[i], &read_by_[i]}) {
+      for (const auto& [j, tiles] : *edges) {
+        if (nodes_[j].device != nodes_[i].device) weight[nodes_[j].device] += tiles;
+      }
+    }
+    Count best = -1;
+    for (const auto& [device, w] : weight) {
+      if (best < 0 || w > weight[best]) best = device;
+    }
+    return best;
+  }
+
+  // Exchanges the devices of pieces x and y, updating the work matrix and the rounds it touches.
+  void swap(size_t x, size_t y) {
+    touched_.clear();
+    const auto account = [&](size_t i, Count sign) {
+      for (const auto& [k, tiles] : reads_[i]) {
+        cell(nodes_[i].device, nodes_[k].device) += sign * tiles;
+        touched_.push_back(((nodes_[i].device - nodes_[k].device) % devices_ + devices_) % devices_);
+      }
+      for (const auto& [q, tiles] : read_by_[i]) {
+        if (q == x || q == y) continue;  // counted from the reader's side
+        cell(nodes_[q].device, nodes_[i].device) += sign * tiles;
+        touched_.push_back(((nodes_[q].device - nodes_[i].device) % devices_ + devices_) % devices_);
+      }
+    };
+    account(x, -1);
+    account(y, -1);
+    std::swap(nodes_[x].device, nodes_[y].device);
+    account(x, +1);
+    account(y, +1);
+    for (const Count r : touched_) {
+      if (is_touched_[static_cast<size_t>(r)]) continue;
+      is_touched_[static_cast<size_t>(r)] = 1;
+      round_max_[static_cast<size_t>(r)] = max_of_round(r);
+    }
+    for (const Count r : touched_) is_touched_[static_cast<size_t>(r)] = 0;
+  }
+
+  Count devices_;
+  std::vector<Count> load_;
+  std::vector<Node> nodes_;
+  std::vector<std::vector<std::pair<size_t, Count>>> reads_;
+  std::vector<std::vector<std::pair<size_t, Count>>> read_by_;
+  std::vector<Count> work_;  // [round][device]
+  std::vector<Count> round_max_;
+  std::vector<Count> touched_;
+  std::vector<char> is_touched_;
+  std::vector<size_t> partners_;
+  static constexpr size_t kPartnersTried = 16;
+};
+
+// The same assignment with devices renumbered in the order of their longest piece's position:
+// pieces next to each other in the sequence then sit on devices next to each other in the ring,
+// so the tiles that cross their cut fall in round 1 (or N - 1) rather than anywhere.
+Assignment ring_ordered(const Assignment& a) {
+  const auto devices = a.load.size();
+  std::vector<Position> key(devices, 0);
+  for (size_t d = 0; d < devices; ++d) {
+    Count longest = -1;
+    for (const auto* pieces : {&a.owned[d], &a.pinned[d]}) {
+      for (const Piece& p : *pieces) {
+        if (p.length > longest) {
+          longest = p.length;
+          key[d] = p.begin;
+        }
+      }
+    }
+  }
+  std::vector<size_t> order(devices);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return key[x] < key[y]; });
+  Assignment out(static_cast<Count>(devices));
+  for (size_t rank = 0; rank < devices; ++rank) {
+    out.owned[rank] = a.owned[order[rank]];
+    out.pinned[rank] = a.pinned[order[rank]];
+    out.load[rank] = a.load[order[rank]];
+  }
+  return out;
+}
+
+// How much busier than the least busy candidate's busiest device a candidate may be and still
+// win on lockstep: below what a kernel's timing resolves, far below what lockstep gains.
+constexpr double kBusiestSlack = 0.0025;
+// How many candidates are polished for lockstep, and how many pieces each polish tries to move.
+constexpr size_t kPolished = 2;
+constexpr Count kMovesTried = 4096;
+
+}  // namespace
+
+BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk, Tiling tiling) {
+  const Count n = mask.seq_len();
+  if (devices < 1 || n % devices != 0) {
+    throw InputError(fmt::format("--seq-len {}: layout balanced needs it divisible by N = {}", n, devices));
+  }
+  if (chunk < 0) throw InputError(fmt::format("--layouts balanced:{}: the chunk must be at least 1 token", chunk));
+  const Count c = n / devices;
+  const Pricing pricing(mask, tile, tiling);
+  // Blocks of lcm(TQ, TK) keep query and key tiles whole; a block longer than a device's share
+  // cannot be dealt, so the query tile serves then.
+  const Count lcm = std::lcm(tile.query, tile.key);
+  const Count block = lcm <= c ? lcm : std::min(tile.query, c);
+  const std::vector<Position> blocks = block_starts(pricing, block);
+
+  // Every document's blocks (those starting in it; a causal or window mask is one document) and
+  // the tiles its queries compute.
+  const std::vector<Position> whole{0, n};
+  const auto& documents = mask.kind() == MaskKind::documents ? mask.document_starts() : whole;
+  std::vector<size_t> first_block;
+  for (const Position start : documents) {
+    first_block.push_back(static_cast<size_t>(std::lower_bound(blocks.begin(), blocks.end(), start) - blocks.begin()));
+  }
+  std::vector<Count> cost_before{0};  // prefix sums of block costs
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const Position end = b + 1 < blocks.size() ? blocks[b + 1] : n;
+    cost_before.push_back(cost_before.back() + pricing.cost(blocks[b], end - blocks[b]));
+  }
+  const double bound = static_cast<double>(cost_before.back()) / static_cast<double>(devices);
+
+  // Piece sizes tried, in blocks: the one asked for, or halvings of a device's share down to one
+  // block (a few large pieces keep documents whole; small ones balance finer). Documents heavier
+  // than a fraction of a device's bound are spread zigzag over every device instead (when they
+  // have a block for each of the 2N chunks): kept whole they would not fit, and cut into a few
+  // pieces their cross-device work would fall on a few rounds of a few devices.
+  std::vector<Count> sizes;
+  if (chunk > 0) {
+    sizes.push_back(std::max<Count>(1, chunk / block));
+  } else {
+    for (Count s = std::max<Count>(1, c / block); s >= 1; s /= 2) sizes.push_back(s);
+  }
+  struct Candidate {
+    Assignment assignment;
+    Count chunk_tokens;
+    Count busiest;
+    Count lockstep;
+  };
+  std::vector<Candidate> candidates;
+  const auto consider = [&](Assignment a, Count chunk_tokens) {
+    Assignment ordered = ring_ordered(a);
+    for (Assignment* each : {&a, &ordered}) {
+      Candidate candidate{std::move(*each), chunk_tokens, 0, 0};
+      candidate.busiest = candidate.assignment.busiest();
+      candidate.lockstep = lockstep_of(pricing, candidate.assignment);
+      candidates.push_back(std::move(candidate));
+    }
+  };
+  std::vector<std::vector<bool>> spreads_tried;
+  for (const double heavy : {0.0, 0.25, 0.5, 1.0}) {  // 0: spread nothing
+    Assignment spread_only(devices);
+    std::vector<bool> spread(blocks.size(), false);
+    for (size_t j = 0; heavy > 0 && j + 1 < documents.size(); ++j) {
+      const size_t from = first_block[j];
+      const size_t to = first_block[j + 1];
+      const double cost = static_cast<double>(cost_before[to] - cost_before[from]);
+      if (cost <= heavy * bound || static_cast<Count>(to - from) < 2 * devices) continue;
+      spread_zigzag(pricing, blocks, from, to, n, spread_only);
+      std::fill(spread.begin() + static_cast<std::ptrdiff_t>(from), spread.begin() + static_cast<std::ptrdiff_t>(to), true);
+    }
+    if (std::find(spreads_tried.begin(), spreads_tried.end(), spread) != spreads_tried.end()) continue;
+    spreads_tried.push_back(spread);
+    const bool all_spread = std::find(spread.begin(), spread.end(), false) == spread.end();
+    for (const Count size : sizes) {
+      if (all_spread && size != sizes.front()) break;  // nothing left to cut
+      Assignment a = spread_only;
+      deal(pricing, cut_pieces(pricing, blocks, spread, n, size), c, block, a);
+      refine(pricing, a, block);
+      consider(std::move(a), size * block);
+    }
+  }
+
+  // The busiest device first (a ring without a barrier waits for it): among the candidates within
+  // kBusiestSlack of the least busiest, the lowest lockstep (then the first tried).
+  Count least_busiest = candidates.front().busiest;
+  for (const Candidate& each : candidates) least_busiest = std::min(least_busiest, each.busiest);
+  const auto slack = static_cast<Count>(static_cast<double>(least_busiest) * kBusiestSlack);
+  std::vector<Candidate*> feasible;
+  for (Candidate& each : candidates) {
+    if (each.busiest <= least_busiest + slack) feasible.push_back(&each);
+  }
+  std::stable_sort(feasible.begin(), feasible.end(), [](const Candidate* x, const Candidate* y) { return x->lockstep < y->lockstep; });
+  // The few best then trade pieces of equal length for a lower lockstep.
+  feasible.resize(std::min<size_t>(feasible.size(), kPolished));
+  for (Candidate* each : feasible) {
+    RingGraph graph(pricing, each->assignment);
+    graph.improve(kMovesTried);
+    if (graph.lockstep() < each->lockstep) {
+      each->assignment = graph.assignment();
+      each->lockstep = graph.lockstep();
+      each->busiest = each->assignment.busiest();
+    }
+  }
+  Candidate* best = *std::min_element(feasible.begin(), feasible.end(), [](const Candidate* x, const Candidate* y) { return x->lockstep < y->lockstep; });
+
+  // Each device holds its pieces in sequence order (long runs keep the work model fast).
+  std::vector<std::vector<Position>> positions(static_cast<size_t>(devices));
+  Count total = 0;
+  for (Count d = 0; d < devices; ++d) {
+    auto& mine = best->assignment.owned[static_cast<size_t>(d)];
+    const auto& pinned = best->assignment.pinned[static_cast<size_t>(d)];
+    mine.insert(mine.end(), pinned.begin(), pinned.end());
+    std::sort(mine.begin(), mine.end(), [](const Piece& x, const Piece& y) { return x.begin < y.begin; });
+    auto& out = positions[static_cast<size_t>(d)];
+    out.reserve(static_cast<size_t>(c));
+    for (const Piece& piece : mine) {
+      for (Position p = piece.begin; p < piece.end(); ++p) out.push_back(p);
+      total += piece.cost;
+    }
+  }
+  return BalanceResult{Layout::from_blocks(positions, n, chunk > 0 ? fmt::format("balanced:{}", chunk) : "balanced",
+                                           LayoutKind::balanced),
+                       best->chunk_tokens, best->busiest, static_cast<double>(total) / static_cast<double>(devices),
+                       best->lockstep};
+}
+
+}  // namespace stripesim::model
