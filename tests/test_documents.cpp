@@ -132,6 +132,32 @@ TEST(Ptrr, KeepsTheSequencesTilesAndBalancesThem) {
   EXPECT_LT(compute_metrics(ptrr.active_tiles).imbalance, 1.03);
 }
 
+// Pieces as a varlen call needs them (cu_seqlens entries), against a count position by position.
+TEST(DocumentLayouts, CountsThePiecesAVarlenCallNeeds) {
+  const Mask docs = Mask::documents(48, {10, 6, 20, 12});
+  // doc-zigzag over 2 devices: every document in 4 chunks; device 0 holds chunks 0 and 3 (two
+  // pieces per document), device 1 chunks 1 and 2, which touch (one piece).
+  const Mask even = Mask::documents(48, {8, 4, 24, 12});
+  EXPECT_EQ(document_pieces(doc_zigzag_layout(even, 2), even), (std::vector<Count>{8, 4}));
+  // contiguous: device 0 holds documents 0, 1 and 8 tokens of 2; device 1 the rest of 2 and 3.
+  EXPECT_EQ(document_pieces(Layout::contiguous(48, 2), docs), (std::vector<Count>{3, 2}));
+  // striped: every token its own piece.
+  EXPECT_EQ(document_pieces(Layout::striped(48, 2), docs), (std::vector<Count>{24, 24}));
+  EXPECT_EQ(document_pieces(Layout::zigzag(48, 2), Mask::causal(48)), (std::vector<Count>{2, 1}));
+  for (int trial = 0; trial < 2; ++trial) {
+    const Layout layout = parse_layout(trial % 2 ? "balanced:4" : "ptrr:4", 48, 4, LayoutContext{&docs, {4, 4}});
+    for (Count d = 0; d < 4; ++d) {
+      Count want = 0;
+      for (Count l = 0; l < 12; ++l) {
+        const Position p = layout.position(d, l);
+        const bool continues = l > 0 && layout.position(d, l - 1) == p - 1 && docs.document_start(p) != p;
+        want += continues ? 0 : 1;
+      }
+      EXPECT_EQ(document_pieces(layout, docs)[static_cast<size_t>(d)], want);
+    }
+  }
+}
+
 TEST(Balancer, LandsOnTheBoundWithTheSequencesOwnTiles) {
   const Count n = 1 << 20, N = 32;
   const Mask docs = parse_mask("documents:lognormal:4096:1.0:seed=3", n);

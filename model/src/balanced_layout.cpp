@@ -599,6 +599,22 @@ class RingGraph {
   static constexpr size_t kPartnersTried = 16;
 };
 
+// The most pieces any tiling segment (a document under varlen) is cut into: runs of consecutive
+// positions on one device count once.
+Count most_pieces_of_a_document(const Pricing& pricing, const Assignment& a) {
+  const auto pieces = pieces_in_order(a);
+  std::map<Position, Count> per_segment;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Piece& p = pieces[i].piece;
+    const bool continues = i > 0 && pieces[i - 1].piece.end() == p.begin && pieces[i - 1].device == pieces[i].device &&
+                           pricing.origin(p.begin) != p.begin;
+    if (!continues) ++per_segment[pricing.origin(p.begin)];
+  }
+  Count most = 0;
+  for (const auto& [segment, count] : per_segment) most = std::max(most, count);
+  return most;
+}
+
 // The same assignment with devices renumbered in the order of their longest piece's position:
 // pieces next to each other in the sequence then sit on devices next to each other in the ring,
 // so the tiles that cross their cut fall in round 1 (or N - 1) rather than anywhere.
@@ -684,7 +700,15 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
     Count lockstep;
   };
   std::vector<Candidate> candidates;
+  // A varlen kernel takes one cu_seqlens entry per piece of a document: candidates that cut a
+  // document into more pieces than doc-zigzag's 2N are not proposed (unless nothing else is).
+  const bool bounded_pieces = tiling == Tiling::varlen && mask.kind() == MaskKind::documents;
+  std::vector<Candidate> unbounded;
   const auto consider = [&](Assignment a, Count chunk_tokens) {
+    if (bounded_pieces && most_pieces_of_a_document(pricing, a) > 2 * devices) {
+      if (candidates.empty() && unbounded.empty()) unbounded.push_back({std::move(a), chunk_tokens, a.busiest(), 0});
+      return;
+    }
     Assignment ordered = ring_ordered(a);
     for (Assignment* each : {&a, &ordered}) {
       Candidate candidate{std::move(*each), chunk_tokens, 0, 0};
@@ -717,6 +741,10 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
     }
   }
 
+  if (candidates.empty()) {
+    unbounded.front().lockstep = lockstep_of(pricing, unbounded.front().assignment);
+    candidates.push_back(std::move(unbounded.front()));
+  }
   // The busiest device first (a ring without a barrier waits for it): among the candidates within
   // kBusiestSlack of the least busiest, the lowest lockstep (then the first tried).
   Count least_busiest = candidates.front().busiest;

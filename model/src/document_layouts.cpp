@@ -29,6 +29,30 @@ void require_lengths_divisible(const Mask& mask, Count multiple, const char* lay
 
 }  // namespace
 
+std::vector<Count> document_pieces(const Layout& layout, const Mask& mask) {
+  const std::vector<Position> whole{0, mask.seq_len()};  // any other mask is one document
+  const auto& starts = mask.kind() == MaskKind::documents ? mask.document_starts() : whole;
+  std::vector<Count> pieces;
+  for (Count d = 0; d < layout.devices(); ++d) {
+    Count count = 0;
+    Position previous = -2;
+    for (const Run& run : layout.runs(d)) {
+      for (Count i = 0; i < run.length;) {
+        const Position p = run.at(i);
+        const auto next_start = std::upper_bound(starts.begin(), starts.end(), p);
+        if (p != previous + 1 || *(next_start - 1) == p) ++count;  // not a continuation
+        // A run of stride 1 continues the piece to its document's end; a longer stride makes
+        // every position a piece of its own.
+        const Count step = run.stride == 1 ? std::min(run.length - i, *next_start - p) : 1;
+        previous = p + step - 1;
+        i += step;
+      }
+    }
+    pieces.push_back(count);
+  }
+  return pieces;
+}
+
 std::vector<Count> pad_document_lengths(const std::vector<Count>& lengths, Count multiple) {
   std::vector<Count> padded;
   padded.reserve(lengths.size());

@@ -34,6 +34,12 @@ struct BalanceResult {
 [[nodiscard]] BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk = 0,
                                             Tiling tiling = Tiling::fixed);
 
+// What a varlen kernel is handed per device: the pieces of documents it holds, a piece being a
+// maximal run of consecutive positions of one document at consecutive local indices (each is a
+// cu_seqlens entry of a varlen call). Per device, in device order; a mask without documents is
+// one document.
+[[nodiscard]] std::vector<Count> document_pieces(const Layout& layout, const Mask& mask);
+
 // Documents padded to multiples of `multiple` (the padding counts as waste).
 [[nodiscard]] std::vector<Count> pad_document_lengths(const std::vector<Count>& lengths, Count multiple);
 
