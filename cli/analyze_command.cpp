@@ -20,6 +20,7 @@ struct AnalyzeOptions {
   std::string devices;
   std::string seq_len;
   std::string tile;
+  std::string tiling;
   std::string mask;
   std::string format = "table";
   std::string output;
@@ -31,6 +32,7 @@ struct AnalyzeOptions {
   CLI::Option* devices_opt = nullptr;
   CLI::Option* seq_len_opt = nullptr;
   CLI::Option* tile_opt = nullptr;
+  CLI::Option* tiling_opt = nullptr;
   CLI::Option* mask_opt = nullptr;
 };
 
@@ -44,6 +46,9 @@ constexpr const char* kAnalyzeExamples = R"(Examples:
   stripesim analyze --mask documents:64k,64k,128k --layouts contiguous,striped,zigzag,block-striped:1k
   stripesim analyze --seq-len 1M --devices 32 --tile 128x128 --mask documents:lognormal:4096:1.0:seed=7 \
                     --layouts contiguous,striped,zigzag,doc-zigzag,doc-striped,balanced --pad-documents
+  stripesim analyze -n 16k -N 4 --tile 128x128 --mask documents:lognormal:1024:1.2:seed=17 --layouts contiguous,doc-zigzag \
+                    --pad-documents --tiling varlen
+      the tiles FlashAttention's varlen kernels compute (every document tiled on its own)
   stripesim analyze --seq-len 16 --devices 2 --tile 2x2 --layouts contiguous,permutation:configs/layouts/example-n16-N2.json
   stripesim analyze --config configs/analyze/default.json --format csv)";
 
@@ -56,6 +61,7 @@ model::AnalyzeConfig resolve_config(const AnalyzeOptions& o) {
   if (o.seq_len_opt->count() > 0) config.seq_len = model::parse_count(o.seq_len, "--seq-len");
   if (o.devices_opt->count() > 0) config.devices = model::parse_count(o.devices, "--devices");
   if (o.tile_opt->count() > 0) config.tile = model::parse_tile_shape(o.tile);
+  if (o.tiling_opt->count() > 0) config.tiling = model::parse_tiling(o.tiling);
   if (o.mask_opt->count() > 0) config.mask = o.mask;
   if (o.layouts_opt->count() > 0) config.layouts = model::split_list(o.layouts, "--layouts");
   if (o.pad_documents) config.pad_documents = true;
@@ -70,13 +76,16 @@ std::function<void()> register_analyze_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("analyze", "Count the exact work per round and device for each layout");
   cmd->footer(kAnalyzeExamples);
   cmd->add_option("--config", o.config_file,
-                  "JSON file with seq_len, devices, tile, layouts, mask (flags given here override it)");
+                  "JSON file with seq_len, devices, tile, tiling, layouts, mask, pad_documents (flags given here "
+                  "override it)");
   o.layouts_opt = cmd->add_option("--layouts", o.layouts,
                                   "Comma-separated: contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
                                   "doc-zigzag, doc-striped, balanced [default: contiguous,striped,zigzag]");
   o.devices_opt = cmd->add_option("--devices,-N", o.devices, "Devices in the ring N [default: 8]");
   o.seq_len_opt = cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k = 1024, M = 1048576 [default: 256k]");
   o.tile_opt = cmd->add_option("--tile", o.tile, "Kernel tile TQxTK [default: 2048x4096, the paper's A100 tile]");
+  o.tiling_opt = cmd->add_option("--tiling", o.tiling,
+                                 std::string(model::kTilingHelp) + " [default: fixed]");
   o.mask_opt = cmd->add_option("--mask", o.mask,
                                "causal | bidirectional | window:W | documents:L1,L2,... | documents:FILE | "
                                "documents:fixed:L | documents:uniform:A-B | documents:lognormal:MEAN:SIGMA | "

@@ -35,8 +35,9 @@ void append_matrix(std::string& out, const std::string& title, const model::Work
 std::string format_analysis_table(const model::Analysis& analysis, bool matrices) {
   const model::AnalyzeConfig& c = analysis.config;
   std::string out;
-  append(out, "ring attention work: n = {} tokens, N = {} devices, c = {} tokens per device, mask {}, tiles {}\n",
-      analysis.seq_len, c.devices, analysis.seq_len / c.devices, analysis.mask.name(), c.tile.to_string());
+  append(out, "ring attention work: n = {} tokens, N = {} devices, c = {} tokens per device, mask {}, tiles {}{}\n",
+      analysis.seq_len, c.devices, analysis.seq_len / c.devices, analysis.mask.name(), c.tile.to_string(),
+      model::tiling_matters(c.tiling, analysis.mask.kind()) ? " (varlen)" : "");
   if (analysis.mask.kind() == model::MaskKind::documents) {
     append(out, "{} documents", analysis.mask.document_lengths().size());
     if (c.pad_documents) {

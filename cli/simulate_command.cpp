@@ -13,6 +13,7 @@
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/work_model.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/simulation.hpp"
 
@@ -23,7 +24,7 @@ struct SimulateOptions {
   std::string experiment;
   std::string model;
   std::string heads, kv_heads, head_dim, batch, model_parallel, data_parallel, seq_len, devices, scope;
-  std::string layouts, tile, kernel, mask, pass, dtype, hardware, topology, sync, kv_buffers, ring_order;
+  std::string layouts, tile, tiling, kernel, mask, pass, dtype, hardware, topology, sync, kv_buffers, ring_order;
   std::string format = "table";
   std::string output;
   std::string trace;
@@ -88,9 +89,9 @@ std::string format_table(const sim::Simulation& s) {
   const auto& c = s.config;
   std::string out = fmt::format(
       "ring simulation: n = {} tokens, N = {} devices on {}, {} heads x {} (K/V heads {}) per device, batch {}, "
-      "tiles {}, {}, pass {}, sync {}, {} K/V buffers\n",
+      "tiles {}{}, {}, pass {}, sync {}, {} K/V buffers\n",
       c.seq_len, c.devices, s.topology.name(), s.heads_per_device, s.head_dim, s.kv_heads_per_device, c.batch,
-      s.tile.to_string(), s.dtype, sim::to_string(c.pass),
+      s.tile.to_string(), model::tiling_matters(s.tiling, s.mask_kind) ? " (varlen)" : "", s.dtype, sim::to_string(c.pass),
       sim::to_string(c.sync), c.kv_buffers);
   if (s.padding_tokens > 0) {
     out += fmt::format("documents padded to multiples of 2N: {} padding tokens included in n\n", s.padding_tokens);
@@ -153,6 +154,10 @@ std::function<void()> register_simulate_command(CLI::App& app) {
   add("--devices,-N", o.devices, "Devices in the ring [default: 8]");
   add("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
   add("--tile", o.tile, "Kernel tile TQxTK [default: the kernel's]");
+  const std::string tiling_help = std::string(model::kTilingHelp) +
+                                  " Set by the kernel profile (a100 fa2 and h200 fa3: varlen; the others fixed); given, it "
+                                  "must be the kernel's [default: the kernel's]";
+  add("--tiling", o.tiling, tiling_help.c_str());
   add("--kernel", o.kernel, "Kernel profile: a name in configs/kernels/<hardware>/ or a JSON file [default: the hardware's]");
   add("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
   add("--pass", o.pass, "fwd, bwd or fwdbwd [default: fwd]");
@@ -218,6 +223,7 @@ std::function<void()> register_simulate_command(CLI::App& app) {
     count("--kv-buffers", opts.kv_buffers, config.kv_buffers);
     if (given("--layouts")) config.layouts = model::split_list(opts.layouts, "--layouts");
     if (given("--tile")) config.tile = model::parse_tile_shape(opts.tile);
+    if (given("--tiling")) config.tiling = model::parse_tiling(opts.tiling);
     if (given("--kernel")) config.kernel = opts.kernel;
     if (given("--mask")) config.mask = opts.mask;
     if (opts.pad_documents) config.pad_documents = true;

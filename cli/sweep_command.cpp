@@ -32,6 +32,7 @@ struct SweepOptions {
   std::string model_parallel = "1";
   std::string seq_lens = "32k,64k,128k,256k";
   std::string tiles = "default";
+  std::string tiling;
   std::string layouts;
   std::string columns;
   std::string convention = "paper";
@@ -140,6 +141,9 @@ std::function<void()> register_sweep_command(CLI::App& app) {
   cmd->add_option("--model-parallel,-M", o.model_parallel, "Comma-separated model-parallel degrees")->capture_default_str();
   cmd->add_option("--seq-lens", o.seq_lens, "Comma-separated sequence lengths")->capture_default_str();
   cmd->add_option("--tiles", o.tiles, "Comma-separated tiles TQxTK, or default (the hardware's)")->capture_default_str();
+  cmd->add_option("--tiling", o.tiling,
+                  std::string(model::kTilingHelp) +
+                      " For every point; overrides an experiment's \"tiling\" [default: fixed]");
   cmd->add_option("--layouts", o.layouts, "Extra layouts beyond contiguous, striped, zigzag (block-striped:S, ...)");
   cmd->add_option("--columns", o.columns, "Comma-separated columns to keep, in this order [default: all]");
   cmd->add_option("--convention", o.convention, "FLOP accounting")->check(CLI::IsMember({"paper", "exact"}))->capture_default_str();
@@ -152,16 +156,20 @@ std::function<void()> register_sweep_command(CLI::App& app) {
   return [cmd, options] {
     if (!cmd->parsed()) return;
     const SweepOptions& opts = *options;
+    const std::optional<model::Tiling> tiling_flag =
+        opts.tiling.empty() ? std::nullopt : std::optional<model::Tiling>(model::parse_tiling(opts.tiling));
     std::vector<nlohmann::ordered_json> rows;
     std::string description;
+    model::Tiling tiling = model::Tiling::fixed;
     const char* schema = model::kSweepSchema;
     nlohmann::json experiment;
     const std::string label = "--experiment " + opts.experiment;
     if (!opts.experiment.empty()) experiment = model::read_json_file(opts.experiment, label);
     const bool balance = experiment.is_object() ? experiment.value("kind", "tms") == "balance" : opts.kind == "balance";
     if (balance) {
-      const model::BalanceSweepSpec spec =
+      model::BalanceSweepSpec spec =
           experiment.is_object() ? model::balance_spec_from_json(experiment, label) : balance_spec_from_flags(opts);
+      spec.tiling = tiling = tiling_flag.value_or(spec.tiling);
       if (parse_only()) {
         model::check_balance_sweep(spec);
         return;
@@ -170,7 +178,12 @@ std::function<void()> register_sweep_command(CLI::App& app) {
       description = spec.description;
       schema = model::kBalanceSchema;
     } else if (sim::is_step_sweep(experiment)) {
-      const sim::StepSweepSpec spec = sim::step_sweep_spec_from_json(experiment, label, opts.experiment);
+      sim::StepSweepSpec spec = sim::step_sweep_spec_from_json(experiment, label, opts.experiment);
+      if (tiling_flag) {  // the TMS columns' and the simulated step's (which must be its kernel's)
+        spec.grid.tiling = *tiling_flag;
+        spec.step.tiling = *tiling_flag;
+      }
+      tiling = spec.grid.tiling;
       const model::ConfigCatalog catalog(config_dir());
       if (parse_only()) {
         sim::check_step_sweep(spec, catalog);
@@ -179,8 +192,9 @@ std::function<void()> register_sweep_command(CLI::App& app) {
       rows = sim::run_step_sweep(spec, catalog);
       description = spec.grid.description;
     } else {
-      const model::SweepSpec spec =
+      model::SweepSpec spec =
           experiment.is_object() ? model::sweep_spec_from_json(experiment, label) : spec_from_flags(opts);
+      spec.tiling = tiling = tiling_flag.value_or(spec.tiling);
       const model::ConfigCatalog catalog(config_dir());
       if (parse_only()) {
         model::check_sweep(spec, catalog);
@@ -198,6 +212,7 @@ std::function<void()> register_sweep_command(CLI::App& app) {
       nlohmann::ordered_json doc;
       doc["schema"] = schema;
       doc["description"] = description;
+      doc["tiling"] = model::tiling_name(tiling);
       doc["rows"] = rows;
       text = doc.dump(2) + "\n";
     }

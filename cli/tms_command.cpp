@@ -15,6 +15,7 @@
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
 #include "stripesim/model/tms.hpp"
+#include "stripesim/model/work_model.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -26,6 +27,7 @@ struct TmsOptions {
   std::string model_parallel = "1";
   std::string seq_len = "256k";
   std::string tile;
+  std::string tiling = "fixed";
   std::string convention = "paper";
   std::string pass = "fwdbwd";
   bool recompute = false;
@@ -58,10 +60,12 @@ std::string format_table(const model::TmsResult& r) {
   auto put = [&out](const std::string& text) { out += text; };
   put(fmt::format("theoretical maximum speedup over contiguous ring attention ({} convention, pass {}{})\n",
                   to_string(q.convention), to_string(q.pass), q.recompute ? ", recompute" : ""));
-  put(fmt::format("model {} on {}: N = {} sequence-parallel x M = {} model-parallel, n = {} tokens (c = {}), tiles {}, "
+  put(fmt::format("model {} on {}: N = {} sequence-parallel x M = {} model-parallel, n = {} tokens (c = {}), tiles {}{}, "
                   "attention FLOP weight {:g}\n\n",
                   q.model.name, q.hardware.name, q.devices, q.model_parallel, q.seq_len, q.seq_len / q.devices,
-                  r.tile.to_string(), r.attention_flop_weight));
+                  r.tile.to_string(),
+                  model::tiling_matters(q.tiling, model::parse_mask(q.mask, q.seq_len).kind()) ? " (varlen)" : "",
+                  r.attention_flop_weight));
   put(fmt::format("{:<22} {:>8} {:>12} {:>18} {:>16} {:>10}\n", "layout", "TMS", "TMS (tiles)", "lockstep pairs",
                   "lockstep tiles", "imbalance"));
   for (const auto& l : r.layouts) {
@@ -91,6 +95,7 @@ std::function<void()> register_tms_command(CLI::App& app) {
   cmd->add_option("--model-parallel,-M", o.model_parallel, "Model-parallel degree M (cancels in TMS)")->capture_default_str();
   cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k and M suffixes")->capture_default_str();
   cmd->add_option("--tile", o.tile, "Kernel tile TQxTK for the tile-aware TMS [default: the hardware's]");
+  cmd->add_option("--tiling", o.tiling, model::kTilingHelp)->capture_default_str();
   cmd->add_option("--convention", o.convention, "FLOP accounting")->check(CLI::IsMember({"paper", "exact"}))->capture_default_str();
   cmd->add_option("--pass", o.pass, "Training pass counted")->check(CLI::IsMember({"fwd", "fwdbwd"}))->capture_default_str();
   cmd->add_flag("--recompute", o.recompute, "Count activation recomputation (one more forward)");
@@ -110,6 +115,7 @@ std::function<void()> register_tms_command(CLI::App& app) {
     request.model_parallel = model::parse_count(opts.model_parallel, "--model-parallel");
     request.seq_len = model::parse_count(opts.seq_len, "--seq-len");
     if (!opts.tile.empty()) request.tile = model::parse_tile_shape(opts.tile);
+    request.tiling = model::parse_tiling(opts.tiling);
     request.convention = model::parse_flop_convention(opts.convention);
     request.pass = model::parse_training_pass(opts.pass);
     request.recompute = opts.recompute;

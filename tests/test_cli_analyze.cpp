@@ -3,6 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "stripesim/model/document_layouts.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/mask.hpp"
+#include "stripesim/model/work_model.hpp"
 
 namespace stripesim::testing {
 namespace {
@@ -115,6 +119,57 @@ TEST(CliAnalyze, HelpShowsWorkedExamples) {
   EXPECT_EQ(sub.exit_code, 0);
   EXPECT_NE(sub.out.find("--layouts"), std::string::npos);
   EXPECT_NE(sub.out.find("Examples:"), std::string::npos);
+}
+
+// --tiling varlen counts the tiles of a kernel that tiles every document on its own (FlashAttention's
+// varlen entry point): under packed documents fewer than fixed tiling's, exactly the work model's.
+TEST(CliAnalyze, VarlenTilingCountsEveryDocumentOnItsOwn) {
+  const std::string mask_spec = "documents:lognormal:1024:1.2:seed=17";
+  const std::string args = "analyze -n 16k -N 4 --tile 128x128 --mask " + mask_spec +
+                           " --layouts contiguous,doc-zigzag --pad-documents --format json";
+  const CliResult varlen = run_cli(args + " --tiling varlen");
+  const CliResult fixed = run_cli(args + " --tiling fixed");
+  ASSERT_EQ(varlen.exit_code, 0) << varlen.err;
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  EXPECT_EQ(run_cli(args).out, fixed.out) << "fixed is the default";
+  const auto v = nlohmann::json::parse(varlen.out);
+  const auto f = nlohmann::json::parse(fixed.out);
+  EXPECT_EQ(v.at("config").at("tiling"), "varlen");
+  EXPECT_EQ(f.at("config").at("tiling"), "fixed");
+
+  const model::Mask mask = model::pad_documents(model::parse_mask(mask_spec, 16384), 4).mask;
+  ASSERT_EQ(v.at("config").at("seq_len"), mask.seq_len());
+  const model::TileShape tile{128, 128};
+  const std::vector<model::Count> fixed_totals{1189, 1864}, varlen_totals{1104, 1488};
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& vr = v.at("results")[i];
+    const auto& fr = f.at("results")[i];
+    const std::string spec = vr.at("layout");
+    // Unmasked pairs do not depend on the tiling; active tiles do.
+    EXPECT_EQ(vr.at("unmasked_elements"), fr.at("unmasked_elements")) << spec;
+    EXPECT_EQ(fr.at("metrics").at("tiles").at("total"), fixed_totals[i]) << spec;
+    EXPECT_EQ(vr.at("metrics").at("tiles").at("total"), varlen_totals[i]) << spec;
+    const model::Layout layout =
+        model::parse_layout(spec, mask.seq_len(), 4, model::LayoutContext{&mask, tile, model::Tiling::varlen});
+    const model::Work work = model::count_work(layout, mask, tile, 1, model::WorkDetail::totals, model::Tiling::varlen);
+    for (model::Count r = 0; r < 4; ++r) {
+      for (model::Count d = 0; d < 4; ++d) {
+        EXPECT_EQ(vr.at("active_tiles")[r][d], work.active_tiles.at(r, d)) << spec << " round " << r << " device " << d;
+        EXPECT_EQ(vr.at("partial_tiles")[r][d], work.partial_tiles.at(r, d)) << spec << " round " << r << " device " << d;
+      }
+    }
+  }
+  // The table names the tiling where it changes the counts.
+  const std::string table_args = args.substr(0, args.find(" --format"));
+  EXPECT_NE(run_cli(table_args + " --tiling varlen").out.find("tiles 128x128 (varlen)\n"), std::string::npos);
+  EXPECT_EQ(run_cli(table_args).out.find("varlen"), std::string::npos);
+  // A config file names it too.
+  const auto path = std::filesystem::temp_directory_path() / "stripesim_cli_tiling_config.json";
+  std::ofstream(path) << R"({"seq_len": "16k", "devices": 4, "tile": "128x128", "tiling": "varlen", "pad_documents": true,
+                             "mask": "documents:lognormal:1024:1.2:seed=17", "layouts": ["contiguous", "doc-zigzag"]})";
+  EXPECT_EQ(run_cli("analyze --config '" + path.string() + "' --format json").out, varlen.out);
+  EXPECT_EQ(run_cli("analyze --config '" + path.string() + "' --tiling fixed --format json").out, fixed.out);
+  std::filesystem::remove(path);
 }
 
 TEST(CliAnalyze, MatricesOnRequest) {

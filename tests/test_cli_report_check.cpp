@@ -84,6 +84,46 @@ TEST(CliCheck, WritesABaselineFromAnExperiment) {
   std::filesystem::remove_all(dir);
 }
 
+// A baseline entry records the tiling its numbers were counted under, and the check recounts under
+// it; an entry without one (a baseline written before there was a choice) is fixed tiling.
+TEST(CliCheck, BaselineEntriesRecordTheirTiling) {
+  const auto dir = fresh_dir("stripesim_check_tiling_test");
+  std::ofstream(dir / "exp.json") << R"({"analyze": [
+      {"seq_len": "16k", "devices": 4, "tile": "128x128", "mask": "documents:lognormal:1024:1.2:seed=17",
+       "layouts": ["contiguous", "doc-zigzag"], "pad_documents": true, "tiling": "varlen"},
+      {"seq_len": "16k", "devices": 4, "tile": "128x128", "mask": "documents:lognormal:1024:1.2:seed=17",
+       "layouts": ["contiguous", "doc-zigzag"], "pad_documents": true}],
+    "tms": [{"model": "1b", "hardware": "a100", "devices": 2, "seq_len": 8192}]})";
+  const std::string baseline = (dir / "b.json").string();
+  ASSERT_EQ(run_cli("check --write-baseline '" + baseline + "' --experiment '" + (dir / "exp.json").string() + "'").exit_code, 0);
+  auto doc = nlohmann::json::parse(slurp(baseline));
+  EXPECT_EQ(doc.at("entries")[0].at("config").at("tiling"), "varlen");
+  EXPECT_EQ(doc.at("entries")[1].at("config").at("tiling"), "fixed");
+  EXPECT_EQ(doc.at("entries")[2].at("config").at("tiling"), "fixed");
+  const auto& varlen = doc.at("entries")[0].at("metrics");
+  const auto& fixed = doc.at("entries")[1].at("metrics");
+  EXPECT_EQ(varlen.at("contiguous.elements.imbalance"), fixed.at("contiguous.elements.imbalance"));
+  EXPECT_NE(varlen.at("contiguous.tiles.imbalance"), fixed.at("contiguous.tiles.imbalance"));
+  const CliResult ok = run_cli("check --baseline '" + baseline + "'");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  // Without the field the varlen entry is recounted under fixed tiling: its tile metrics move, its
+  // pair metrics do not; the fixed entry without it still passes.
+  doc["entries"][0]["config"].erase("tiling");
+  doc["entries"][1]["config"].erase("tiling");
+  std::ofstream(dir / "old.json") << doc.dump();
+  const CliResult old = run_cli("check --baseline '" + (dir / "old.json").string() + "'");
+  EXPECT_EQ(old.exit_code, 1);
+  EXPECT_NE(old.out.find("contiguous.tiles.imbalance"), std::string::npos) << old.out;
+  EXPECT_EQ(old.out.find("elements"), std::string::npos) << old.out;
+  EXPECT_EQ(old.out.find("tiling="), std::string::npos) << "labels name varlen only" << old.out;
+  doc["entries"][1]["config"]["tiling"] = "diagonal";
+  std::ofstream(dir / "bad.json") << doc.dump();
+  const CliResult bad = run_cli("check --baseline '" + (dir / "bad.json").string() + "'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("entries[1] config field \"tiling\" 'diagonal': unknown tiling"), std::string::npos) << bad.err;
+  std::filesystem::remove_all(dir);
+}
+
 class CliReportCheckBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliReportCheckBadInput, OneLineExitTwo) {

@@ -31,6 +31,39 @@ TEST(CliSimulate, PadDocumentsLetsPerDocumentLayoutsRun) {
   EXPECT_NE(table.out.find("4 padding tokens included in n"), std::string::npos) << table.out;
 }
 
+// The kernel profile sets the tiling: FlashAttention-3 on an H200 (as ring-flash-attention calls it
+// on packed documents, through flash_attn_varlen_func) counts every document's tiles on its own;
+// naming that tiling changes nothing, and this project's kernel on the same GPU tiles fixed.
+TEST(CliSimulate, TheKernelProfileSetsTheTiling) {
+  const std::string args = "simulate -n 16k -N 4 --mask documents:lognormal:1024:1.2:seed=17 --layouts contiguous,doc-zigzag "
+                           "--pad-documents --hardware h200 --format json --summary-only";
+  const CliResult fa3 = run_cli(args + " --kernel fa3");
+  ASSERT_EQ(fa3.exit_code, 0) << fa3.err;
+  const auto doc = nlohmann::json::parse(fa3.out);
+  EXPECT_EQ(doc.at("config").at("tiling"), "varlen");
+  EXPECT_EQ(doc.at("kernel").at("name"), "fa3");
+  EXPECT_EQ(doc.at("kernel").at("tiling"), "varlen");
+  EXPECT_EQ(run_cli(args + " --kernel fa3 --tiling varlen").out, fa3.out);
+  EXPECT_EQ(run_cli(args).out, fa3.out) << "fa3 is the h200's default kernel";
+  const auto flash = nlohmann::json::parse(run_cli(args + " --kernel stripesim-flash").out);
+  EXPECT_EQ(flash.at("config").at("tiling"), "fixed");
+  // The same profile told to tile fixed prices more tiles: the field, not the name, decides.
+  auto profile = nlohmann::json::parse(slurp(std::string(STRIPESIM_SOURCE_DIR) + "/configs/kernels/h200/fa3.json"));
+  profile["tiling"] = "fixed";
+  const auto path = std::filesystem::temp_directory_path() / "stripesim_fa3_fixed.json";
+  std::ofstream(path) << profile.dump();
+  const auto fixed = nlohmann::json::parse(run_cli(args + " --kernel '" + path.string() + "'").out);
+  std::filesystem::remove(path);
+  EXPECT_EQ(fixed.at("config").at("tiling"), "fixed");
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_GT(fixed.at("results")[i].at("time_us").get<double>(), doc.at("results")[i].at("time_us").get<double>())
+        << doc.at("results")[i].at("layout");
+  }
+  // The table says varlen where it changes the counts.
+  const CliResult table = run_cli(args.substr(0, args.find(" --format")) + " --kernel fa3");
+  EXPECT_NE(table.out.find("tiles 128x128 (varlen), bf16"), std::string::npos) << table.out;
+}
+
 TEST(CliSimulate, JsonHasRoundsDevicesAndHops) {
   const CliResult r = run_cli("simulate --seq-len 64k --devices 4 --hardware h100 --topology dgx-h100 --pass fwdbwd "
                               "--format json");
@@ -145,7 +178,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"auto_ring_on_a_mesh", "simulate -M 2 --ring-order auto", "--ring-order auto: orders the GPUs of a single ring"},
         BadInput{"rounds_and_summary", "simulate --format json --rounds --summary-only",
                  "--rounds, --summary-only: one includes the per-(round, device) records, the other leaves them out"},
-        BadInput{"summary_only_table", "simulate --summary-only", "--summary-only: only with --format json"}),
+        BadInput{"summary_only_table", "simulate --summary-only", "--summary-only: only with --format json"},
+        BadInput{"unknown_tiling", "simulate --tiling diagonal", "--tiling 'diagonal': unknown tiling, expected fixed or varlen"},
+        // The tiling is the kernel's: FlashAttention-3 tiles every document on its own.
+        BadInput{"tiling_not_the_kernels", "simulate --hardware h200 --kernel fa3 --tiling fixed",
+                 "--tiling fixed: kernel fa3 (h200) uses varlen tiling; give --tiling varlen or a kernel with fixed tiling"},
+        BadInput{"tiling_not_the_default_kernels", "simulate --hardware h100 --tiling varlen",
+                 "--tiling varlen: kernel sdpa (h100-sxm) uses fixed tiling"}),
     bad_input_name);
 
 TEST(CliSimulate, StepTableSaysWhatTheTimeCoversAndCsvIsDeterministic) {

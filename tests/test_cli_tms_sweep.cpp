@@ -49,6 +49,50 @@ TEST(CliSweep, CommittedPaperReportIsUpToDate) {
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "hardware,model,mesh,n_seq,c,tms,tms_tiles,tms_zigzag");
 }
 
+// tms and sweep count tiles as analyze does under the tiling they are given (default fixed):
+// the same lockstep tiles and tile imbalance for the same layouts, mask and tile.
+TEST(CliTmsSweep, TilingReachesTheirTileCounts) {
+  const std::string mask = "documents:lognormal:2048:1.0:seed=3";
+  auto analyze = [&](const char* tiling) {
+    const CliResult r = run_cli("analyze -n 64k -N 4 --tile 128x128 --mask " + mask + " --tiling " + tiling + " --format json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out).at("results");
+  };
+  const auto fixed = analyze("fixed");
+  const auto varlen = analyze("varlen");
+  const std::string tms = "tms --hardware h100 -n 64k -N 4 --mask " + mask + " --format json";
+  const CliResult plain = run_cli(tms);
+  const CliResult named = run_cli(tms + " --tiling varlen");
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_EQ(run_cli(tms + " --tiling fixed").out, plain.out) << "fixed is the default";
+  const auto tms_fixed = nlohmann::json::parse(plain.out);
+  const auto tms_varlen = nlohmann::json::parse(named.out);
+  EXPECT_EQ(tms_fixed.at("config").at("tiling"), "fixed");
+  EXPECT_EQ(tms_varlen.at("config").at("tiling"), "varlen");
+  EXPECT_EQ(tms_varlen.at("tms"), tms_fixed.at("tms")) << "pairs do not depend on the tiling";
+  EXPECT_NE(tms_varlen.at("tms_tiles"), tms_fixed.at("tms_tiles"));
+  for (size_t i = 0; i < 3; ++i) {  // contiguous, striped, zigzag in both
+    EXPECT_EQ(tms_fixed.at("layouts")[i].at("lockstep_tiles"), fixed[i].at("metrics").at("tiles").at("lockstep"));
+    EXPECT_EQ(tms_varlen.at("layouts")[i].at("lockstep_tiles"), varlen[i].at("metrics").at("tiles").at("lockstep"));
+  }
+  const std::string balance = "sweep --kind balance --seq-lens 64k --devices 4 --masks " + mask +
+                              " --layouts contiguous,striped,zigzag --format json";
+  const CliResult balance_plain = run_cli(balance);
+  const CliResult balance_varlen = run_cli(balance + " --tiling varlen");
+  ASSERT_EQ(balance_varlen.exit_code, 0) << balance_varlen.err;
+  const auto rows_fixed = nlohmann::json::parse(balance_plain.out);
+  const auto rows_varlen = nlohmann::json::parse(balance_varlen.out);
+  EXPECT_EQ(rows_fixed.at("tiling"), "fixed");
+  EXPECT_EQ(rows_varlen.at("tiling"), "varlen");
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(rows_fixed.at("rows")[i].at("tiles_imbalance"), fixed[i].at("metrics").at("tiles").at("imbalance"));
+    EXPECT_EQ(rows_varlen.at("rows")[i].at("tiles_imbalance"), varlen[i].at("metrics").at("tiles").at("imbalance"));
+  }
+  // The CSV has no tiling column: it stays what it was.
+  EXPECT_EQ(run_cli(balance.substr(0, balance.find(" --format")) + " --tiling varlen").out.find("tiling"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(run_cli("sweep --devices 2 --seq-lens 16k --format json").out).at("tiling"), "fixed");
+}
+
 TEST(CliSweep, FlagsGridAndFormats) {
   const std::string grid = "sweep --hardware a100,h100 --models 1b,7b --devices 2,4 --seq-lens 16k,32k";
   const CliResult csv = run_cli(grid);
@@ -94,7 +138,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"balance_bad_kind", "sweep --kind imbalance", "--kind: imbalance not in {tms,balance}"},
         BadInput{"balance_bad_mask", "sweep --kind balance --masks diagonal", "--mask 'diagonal': unknown mask"},
         BadInput{"balance_experiment_fields", "sweep --experiment " + data("bad_balance_experiment.json"),
-                 "unknown field \"mask\""}),
+                 "unknown field \"mask\""},
+        BadInput{"tms_unknown_tiling", "tms --tiling diagonal", "--tiling 'diagonal': unknown tiling, expected fixed or varlen"},
+        BadInput{"sweep_unknown_tiling", "sweep --kind balance --tiling diagonal",
+                 "--tiling 'diagonal': unknown tiling, expected fixed or varlen"},
+        // A step sweep simulates its kernel (blockwise, fixed tiling): varlen would price other tiles.
+        BadInput{"step_sweep_tiling_not_the_kernels",
+                 std::string("sweep --experiment '") + STRIPESIM_SOURCE_DIR + "/configs/experiments/paper-measured.json' --tiling varlen",
+                 "--tiling varlen: kernel blockwise (a100-80gb) uses fixed tiling"}),
     bad_input_name);
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "stripesim/model/document_layouts.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/mask.hpp"
@@ -169,6 +170,90 @@ TEST(Simulation, RejectsBadConfigurations) {
   EXPECT_NO_THROW((void)plan_simulation(c, catalog()));
   EXPECT_THROW((void)simulate_config_from_json(nlohmann::json::parse(R"({"sync": "sometimes"})"), "e.json"), model::InputError);
   EXPECT_THROW((void)simulate_config_from_json(nlohmann::json::parse(R"({"speed": 1})"), "e.json"), model::InputError);
+}
+
+// The kernel profile says how the kernel cuts its tiles, and the ring is priced in those tiles:
+// FlashAttention-3 (varlen) on packed documents, with free links and a barrier every round, takes
+// sum_r max_d of its calls over the work model's varlen tiles, and less than the fixed tiles would.
+TEST(Simulation, PricesTheTilesOfTheKernelsTiling) {
+  SimulateConfig c;
+  c.heads = c.kv_heads = 8;
+  c.head_dim = 128;
+  c.seq_len = 16 * 1024;
+  c.devices = 4;
+  c.hardware = "h200";
+  c.kernel = "fa3";
+  c.mask = "documents:lognormal:1024:1.2:seed=17";
+  c.pad_documents = true;
+  c.layouts = {"contiguous", "doc-zigzag"};
+  c.sync = SyncMode::lockstep;
+  c.topology = "ideal";
+  const Simulation s = run_simulation(c, catalog());
+  EXPECT_EQ(s.tiling, model::Tiling::varlen);
+  const model::Mask mask = model::pad_documents(model::parse_mask(c.mask, c.seq_len), 4).mask;
+  ASSERT_EQ(s.config.seq_len, mask.seq_len());
+  const KernelTimeModel kernel(s.kernel, s.hardware.sms, s.call_shape);
+  auto lockstep_us = [&](const std::string& spec, model::Tiling tiling) {
+    const model::Layout layout = model::parse_layout(spec, mask.seq_len(), 4, model::LayoutContext{&mask, s.tile, tiling});
+    const model::Work w = model::count_work(layout, mask, s.tile, 1, model::WorkDetail::query_tiles, tiling);
+    Microseconds total = 0;
+    for (Count round = 0; round < 4; ++round) {
+      Microseconds slowest = 0;
+      for (Count d = 0; d < 4; ++d) {
+        slowest = std::max(slowest, kernel.call_us(w.profiles[static_cast<size_t>(w.query_tile_profile.at(round, d))],
+                                                   KernelPass::forward));
+      }
+      total += slowest;
+    }
+    return total;
+  };
+  for (const LayoutSimulation& r : s.results) {
+    const Microseconds varlen = lockstep_us(r.layout, model::Tiling::varlen);
+    EXPECT_NEAR(r.time_us, varlen, 1e-9 * varlen) << r.layout;
+    EXPECT_LT(varlen, lockstep_us(r.layout, model::Tiling::fixed)) << r.layout;
+  }
+  // Naming the kernel's own tiling changes nothing; naming the other one is refused.
+  c.tiling = model::Tiling::varlen;
+  EXPECT_EQ(to_json(run_simulation(c, catalog()), true), to_json(s, true));
+  c.tiling = model::Tiling::fixed;
+  EXPECT_THROW((void)plan_simulation(c, catalog()), model::InputError);
+  c.kernel = "stripesim-flash";  // this project's kernel: fixed tiling
+  EXPECT_EQ(plan_simulation(c, catalog()).simulation.tiling, model::Tiling::fixed);
+}
+
+TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
+  // FlashAttention as ring-flash-attention calls it on packed documents goes through its varlen
+  // entry point; every other shipped kernel tiles straight across the block.
+  int profiles = 0;
+  for (const auto& folder : std::filesystem::directory_iterator(std::filesystem::path(catalog().root()) / "kernels")) {
+    const model::HardwareProfile h = catalog().hardware(folder.path().filename().string());
+    for (const auto& entry : std::filesystem::directory_iterator(folder.path())) {
+      const std::string name = entry.path().stem().string();
+      const bool flash_attention = name == "fa2" || name == "fa3";
+      EXPECT_EQ(load_kernel_profile(name, catalog().root(), h).tiling,
+                flash_attention ? model::Tiling::varlen : model::Tiling::fixed)
+          << entry.path();
+      ++profiles;
+    }
+  }
+  EXPECT_EQ(profiles, 12);
+  nlohmann::json doc = nlohmann::json::parse(R"({"name": "k", "hardware": "h100", "tile": "64x128",
+      "forward": {"full_tile_us": 1, "partial_tile_us": 2}, "backward": {"full_tile_us": 3, "partial_tile_us": 4}})");
+  EXPECT_EQ(kernel_profile_from_json(doc, "k.json").tiling, model::Tiling::fixed);
+  EXPECT_EQ(to_json(kernel_profile_from_json(doc, "k.json")).at("tiling"), "fixed");
+  doc["tiling"] = "varlen";
+  const KernelProfile varlen = kernel_profile_from_json(doc, "k.json");
+  EXPECT_EQ(varlen.tiling, model::Tiling::varlen);
+  EXPECT_EQ(kernel_profile_from_json(nlohmann::json::parse(to_json(varlen).dump()), "again").tiling, model::Tiling::varlen);
+  doc["tiling"] = "diagonal";
+  try {
+    (void)kernel_profile_from_json(doc, "k.json");
+    ADD_FAILURE() << "an unknown tiling was accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "k.json field \"tiling\" 'diagonal': unknown tiling, expected fixed or varlen");
+  }
+  doc["tiling"] = 1;
+  EXPECT_THROW((void)kernel_profile_from_json(doc, "k.json"), model::InputError);
 }
 
 TEST(Simulation, ShippedTopologiesLoad) {

@@ -40,7 +40,9 @@ def check(kind, text, what):
 for args in (["analyze", "--format", "json"],
              ["analyze", "--seq-len", "64k", "--devices", "16", "--tile", "128x128", "--mask", "window:4k",
               "--layouts", "contiguous,striped,zigzag,block-striped:8", "--format", "json"],
-             ["analyze", "--seq-len", "4k", "--devices", "4", "--mask", "documents:1k,3k", "--tile", "64x64", "--format", "json"]):
+             ["analyze", "--seq-len", "4k", "--devices", "4", "--mask", "documents:1k,3k", "--tile", "64x64", "--format", "json"],
+             ["analyze", "--seq-len", "4k", "--devices", "4", "--mask", "documents:1k,3k", "--tile", "64x64", "--tiling",
+              "varlen", "--format", "json"]):
     analyze = check("analyze", run(*args), " ".join(args))
 check("tms", run("tms", "--format", "json"), "tms")
 check("tms", run("tms", "--model", "llama3-70b", "--hardware", "h100", "--convention", "exact", "--layouts",
@@ -53,7 +55,9 @@ for args in (["simulate", "--format", "json"],
              ["simulate", "--model", "1b", "--scope", "step", "-M", "2", "-N", "4", "-n", "64k", "--recompute",
               "--summary-only", "--format", "json"],
              ["simulate", "--model", "llama3-8b", "--hardware", "h100", "--scope", "layer", "-N", "4", "-n", "32k",
-              "--format", "json"]):
+              "--format", "json"],
+             ["simulate", "--hardware", "h200", "--kernel", "fa3", "--mask", "documents:1k,3k", "-n", "4k", "-N", "2",
+              "--summary-only", "--format", "json"]):
     check("simulate", run(*args), " ".join(args))
 check("sweep", run("sweep", "--experiment", "configs/experiments/paper-measured.json", "--format", "json"), "sweep paper step")
 check("step-fit", run("calibrate-step", "--experiment", "configs/experiments/paper-measured.json", "--format", "json"),
@@ -64,6 +68,10 @@ if [row["layout"] for row in simulate_csv] != ["contiguous", "striped", "zigzag"
 check("balance", run("sweep", "--kind", "balance", "--seq-lens", "64k", "--devices", "8", "--masks",
                      "documents:lognormal:2048:1.0,window:4k", "--layouts", "contiguous,striped,zigzag,doc-zigzag,balanced",
                      "--pad-documents", "--format", "json"), "sweep --kind balance")
+check("balance", run("sweep", "--kind", "balance", "--seq-lens", "64k", "--devices", "8", "--masks",
+                     "documents:lognormal:2048:1.0", "--tiling", "varlen", "--format", "json"), "sweep --kind balance --tiling varlen")
+check("tms", run("tms", "--hardware", "h100", "--mask", "documents:lognormal:2048:1.0", "--tiling", "varlen", "--format", "json"),
+      "tms --tiling varlen")
 check("balance", open(os.path.join(source, "reports", "documents", "documents.json")).read(), "reports/documents")
 # The validator on the CPU backend: a small matrix, calibrated on half and predicted on the rest.
 validate_args = ["validate", "--compare", "--seq-len", "256", "--devices", "2,4", "--tile", "16x16,32x32",

@@ -14,10 +14,11 @@
 namespace stripesim::model {
 AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig base, const std::string& label) {
   const JsonFields f(doc, label);
-  f.allow_only({"description", "seq_len", "devices", "tile", "layouts", "mask", "pad_documents"});
+  f.allow_only({"description", "seq_len", "devices", "tile", "tiling", "layouts", "mask", "pad_documents"});
   base.seq_len = f.positive_count_or("seq_len", base.seq_len);
   base.devices = f.positive_count_or("devices", base.devices);
   if (f.has("tile")) base.tile = parse_tile_shape(f.string("tile"));
+  if (f.has("tiling")) base.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
   base.mask = f.string_or("mask", base.mask);
   base.layouts = f.string_list_or("layouts", base.layouts);
   base.pad_documents = f.boolean_or("pad_documents", base.pad_documents);
@@ -40,7 +41,7 @@ AnalysisPlan plan_analysis(const AnalyzeConfig& config) {
     plan.padding_tokens = padded.padding_tokens;
     plan.seq_len = padded.seq_len;
   }
-  const LayoutContext context{&plan.mask, config.tile};
+  const LayoutContext context{&plan.mask, config.tile, config.tiling};
   plan.layouts.reserve(config.layouts.size());
   for (const auto& spec : config.layouts) plan.layouts.push_back(parse_layout(spec, plan.seq_len, config.devices, context));
   return plan;
@@ -56,7 +57,9 @@ Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
 
   std::optional<Work> contiguous;
   for (const Layout& layout : layouts) {
-    LayoutResult result{layout.name(), count_work(layout, analysis.mask, config.tile, threads), {}, {}, 0, 0};
+    LayoutResult result{
+        layout.name(), count_work(layout, analysis.mask, config.tile, threads, WorkDetail::totals, config.tiling), {}, {},
+        0, 0};
     result.elements = compute_metrics(result.work.unmasked_elements);
     result.tiles = compute_metrics(result.work.active_tiles);
     if (layout.kind() == LayoutKind::contiguous && !contiguous) contiguous = result.work;
@@ -64,7 +67,8 @@ Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
   }
   // The reference is plain Ring Attention, computed even when it was not asked for.
   if (!contiguous) {
-    contiguous = count_work(Layout::contiguous(n, config.devices), analysis.mask, config.tile, threads);
+    contiguous = count_work(Layout::contiguous(n, config.devices), analysis.mask, config.tile, threads, WorkDetail::totals,
+                            config.tiling);
   }
   const Metrics reference_elements = compute_metrics(contiguous->unmasked_elements);
   const Metrics reference_tiles = compute_metrics(contiguous->active_tiles);
@@ -111,6 +115,7 @@ nlohmann::ordered_json to_json(const Analysis& analysis) {
                    {"devices", c.devices},
                    {"block_size", analysis.seq_len / c.devices},
                    {"tile", {{"query", c.tile.query}, {"key", c.tile.key}}},
+                   {"tiling", tiling_name(c.tiling)},
                    {"mask", std::move(mask)},
                    {"layouts", c.layouts}};
   if (c.pad_documents) {

@@ -32,10 +32,11 @@ std::vector<Count> counts(const JsonFields& f, const std::string& key) {
 
 BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::string& label) {
   const JsonFields f(doc, label);
-  f.allow_only({"kind", "description", "groups"});
+  f.allow_only({"kind", "description", "tiling", "groups"});
   if (f.string("kind") != "balance") throw InputError(fmt::format("{}: expected \"balance\"", f.where("kind")));
   BalanceSweepSpec spec;
   spec.description = f.string_or("description", "");
+  if (f.has("tiling")) spec.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
   const auto& groups = f.raw("groups");
   if (!groups.is_array() || groups.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("groups")));
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -80,6 +81,7 @@ void for_each_point(const BalanceSweepSpec& spec, Visit visit) {
             config.seq_len = seq_len;
             config.devices = devices;
             config.tile = tile;
+            config.tiling = spec.tiling;
             config.mask = mask;
             // Per-document layouts and padding only mean something for a documents mask.
             const bool documents = mask.starts_with("documents:");

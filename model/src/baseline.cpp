@@ -15,7 +15,7 @@ namespace {
 
 TmsRequest tms_request_from_json(const nlohmann::json& doc, const std::string& label, const ConfigCatalog& catalog) {
   const JsonFields f(doc, label);
-  f.allow_only({"model", "hardware", "devices", "model_parallel", "seq_len", "tile", "convention"});
+  f.allow_only({"model", "hardware", "devices", "model_parallel", "seq_len", "tile", "tiling", "convention"});
   TmsRequest q;
   q.model = catalog.model(f.string("model"));
   q.hardware = catalog.hardware(f.string("hardware"));
@@ -23,17 +23,31 @@ TmsRequest tms_request_from_json(const nlohmann::json& doc, const std::string& l
   q.model_parallel = f.positive_count_or("model_parallel", 1);
   q.seq_len = f.positive_count("seq_len");
   if (f.has("tile")) q.tile = parse_tile_shape(f.string("tile"));
+  if (f.has("tiling")) q.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
   q.convention = parse_flop_convention(f.string_or("convention", "paper"));
   return q;
 }
 
+// Labels name the tiling when it is not the default (fixed).
+std::string tiling_label(Tiling tiling) {
+  return tiling == Tiling::fixed ? "" : fmt::format(" tiling={}", tiling_name(tiling));
+}
+
 std::string analyze_label(const AnalyzeConfig& c) {
-  return fmt::format("analyze n={} N={} tile={} mask={}", c.seq_len, c.devices, c.tile.to_string(), c.mask);
+  return fmt::format("analyze n={} N={} tile={}{} mask={}", c.seq_len, c.devices, c.tile.to_string(),
+                     tiling_label(c.tiling), c.mask);
 }
 
 std::string tms_label(const TmsRequest& q) {
-  return fmt::format("tms {} {} N={} M={} n={} {}", q.model.name, q.hardware.name, q.devices, q.model_parallel,
-                     q.seq_len, to_string(q.convention));
+  return fmt::format("tms {} {} N={} M={} n={}{} {}", q.model.name, q.hardware.name, q.devices, q.model_parallel,
+                     q.seq_len, tiling_label(q.tiling), to_string(q.convention));
+}
+
+// The configuration as the experiment gives it, with the tiling its numbers were counted under
+// (a baseline without one was counted under fixed tiling).
+nlohmann::json recorded_config(nlohmann::json config, Tiling tiling) {
+  config["tiling"] = tiling_name(tiling);
+  return config;
 }
 
 // `measure` false (checking inputs only): every check a run makes, nothing counted, no metrics.
@@ -87,12 +101,16 @@ nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const st
   const auto& analyze = array_field(f, "analyze");
   for (size_t i = 0; i < analyze.size(); ++i) {
     const AnalyzeConfig config = analyze_config_from_json(analyze[i], {}, fmt::format("{} analyze[{}]", label, i));
-    entries.push_back({{"command", "analyze"}, {"config", analyze[i]}, {"metrics", analyze_metrics(config, measure)}});
+    entries.push_back({{"command", "analyze"},
+                       {"config", recorded_config(analyze[i], config.tiling)},
+                       {"metrics", analyze_metrics(config, measure)}});
   }
   const auto& tms = array_field(f, "tms");
   for (size_t i = 0; i < tms.size(); ++i) {
     const TmsRequest request = tms_request_from_json(tms[i], fmt::format("{} tms[{}]", label, i), catalog);
-    entries.push_back({{"command", "tms"}, {"config", tms[i]}, {"metrics", tms_metrics(request, measure)}});
+    entries.push_back({{"command", "tms"},
+                       {"config", recorded_config(tms[i], request.tiling)},
+                       {"metrics", tms_metrics(request, measure)}});
   }
   if (entries.empty()) throw InputError(fmt::format("{}: lists no analyze or tms configuration", label));
   return {{"schema", kBaselineSchema}, {"description", f.string_or("description", "")}, {"entries", std::move(entries)}};

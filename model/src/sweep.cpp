@@ -101,12 +101,13 @@ nlohmann::ordered_json select_columns(const nlohmann::ordered_json& row, const s
 
 SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& label) {
   const JsonFields f(doc, label);
-  f.allow_only({"description", "convention", "pass", "recompute", "layouts", "columns", "groups"});
+  f.allow_only({"description", "convention", "pass", "recompute", "tiling", "layouts", "columns", "groups"});
   SweepSpec spec;
   spec.description = f.string_or("description", "");
   spec.convention = parse_flop_convention(f.string_or("convention", "paper"));
   spec.pass = parse_training_pass(f.string_or("pass", "fwdbwd"));
   spec.recompute = f.boolean_or("recompute", spec.recompute);
+  if (f.has("tiling")) spec.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
   spec.extra_layouts = f.string_list_or("layouts", {});
   spec.columns = f.string_list_or("columns", {});
   const auto& groups = f.raw("groups");
@@ -157,6 +158,7 @@ std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vecto
     q.model_parallel = p.mesh.model_parallel;
     q.seq_len = p.seq_len;
     q.tile = p.tile;
+    q.tiling = spec.tiling;
     q.convention = spec.convention;
     q.pass = spec.pass;
     q.recompute = spec.recompute;

@@ -17,14 +17,15 @@ const LayoutTms& TmsResult::layout(const std::string& name) const {
 }
 
 std::pair<Metrics, Metrics> WorkMetricsCache::get(const std::string& layout, Count seq_len, Count devices,
-                                                  TileShape tile, const std::string& mask) {
-  const Key key{layout, seq_len, devices, tile.query, tile.key, mask};
+                                                  TileShape tile, const std::string& mask, Tiling tiling) {
+  const Key key{layout, seq_len, devices, tile.query, tile.key, tiling, mask};
   {
     const std::lock_guard lock(mutex_);
     if (const auto it = entries_.find(key); it != entries_.end()) return it->second;
   }
   const Mask parsed_mask = parse_mask(mask, seq_len);
-  const Work work = count_work(parse_layout(layout, seq_len, devices, LayoutContext{&parsed_mask, tile}), parsed_mask, tile, 1);
+  const Work work = count_work(parse_layout(layout, seq_len, devices, LayoutContext{&parsed_mask, tile, tiling}),
+                               parsed_mask, tile, 1, WorkDetail::totals, tiling);
   std::pair<Metrics, Metrics> metrics{compute_metrics(work.unmasked_elements), compute_metrics(work.active_tiles)};
   const std::lock_guard lock(mutex_);
   entries_.emplace(key, metrics);
@@ -57,7 +58,7 @@ void check_tms_request(const TmsRequest& request) {
   // compute_tms's order: the mask (for the first layout), then each layout in turn.
   const Mask mask = parse_mask(request.mask, request.seq_len);
   for (const auto& name : tms_layouts(request)) {
-    (void)parse_layout(name, request.seq_len, request.devices, LayoutContext{&mask, tile});
+    (void)parse_layout(name, request.seq_len, request.devices, LayoutContext{&mask, tile, request.tiling});
   }
 }
 
@@ -81,7 +82,7 @@ TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache) {
 
   for (const auto& name : tms_layouts(request)) {
     const auto [elements, tiles] =
-        metrics_cache.get(name, request.seq_len, request.devices, result.tile, request.mask);
+        metrics_cache.get(name, request.seq_len, request.devices, result.tile, request.mask, request.tiling);
     LayoutTms entry{name, 0, 0, elements, tiles, 0, 0};
     entry.time = result.non_attention_per_device + attention_per_pair * static_cast<double>(elements.lockstep);
     entry.time_tiles =
@@ -112,6 +113,7 @@ nlohmann::ordered_json to_json(const TmsResult& r) {
                    {"seq_len", q.seq_len},
                    {"block_size", q.seq_len / q.devices},
                    {"tile", {{"query", r.tile.query}, {"key", r.tile.key}}},
+                   {"tiling", tiling_name(q.tiling)},
                    {"mask", q.mask}};
   doc["tms"] = r.layout("striped").tms;
   doc["tms_tiles"] = r.layout("striped").tms_tiles;

@@ -217,6 +217,9 @@ void parallel_for(Count count, unsigned threads, Fn fn) {
 
 }  // namespace
 
+// Any other mask is one document: varlen tiles it as fixed does.
+bool tiling_matters(Tiling tiling, MaskKind mask) { return tiling == Tiling::varlen && mask == MaskKind::documents; }
+
 Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads, WorkDetail detail,
                 Tiling tiling) {
   if (mask.seq_len() != layout.seq_len()) throw std::invalid_argument("count_work: mask and layout disagree on n");
@@ -226,9 +229,8 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
 
   std::vector<std::optional<DeviceBlock>> blocks(static_cast<size_t>(devices));
   parallel_for(devices, threads, [&](Count d) { blocks[static_cast<size_t>(d)].emplace(layout, d, tile.query, tile.key); });
-  // Any other mask is one document: varlen tiles it as fixed does.
   std::optional<VarlenTileCounter> varlen;
-  if (tiling == Tiling::varlen && mask.kind() == MaskKind::documents) varlen.emplace(layout, mask, tile, devices);
+  if (tiling_matters(tiling, mask.kind())) varlen.emplace(layout, mask, tile, devices);
 
   Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices), {}, {}};
   const bool profiles = detail == WorkDetail::query_tiles;

@@ -49,8 +49,9 @@ const char* block_order_name(BlockOrder order) {
 
 KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const model::JsonFields f(doc, label);
-  f.allow_only({"schema", "name", "hardware", "description", "tile", "blocks_per_sm", "slots", "block_order", "empty_calls_launch",
-                "empty_query_tiles_launch", "dtype", "head_dim", "forward", "backward", "calibrated", "sources", "fit"});
+  f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "slots", "block_order",
+                "empty_calls_launch", "empty_query_tiles_launch", "dtype", "head_dim", "forward", "backward", "calibrated",
+                "sources", "fit"});
   if (f.has("schema") && f.string("schema") != "stripesim.kernel/1") {
     throw InputError(fmt::format("{}: expected \"stripesim.kernel/1\"", f.where("schema")));
   }
@@ -59,6 +60,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.hardware = f.string("hardware");
   k.description = f.string_or("description", "");
   k.tile = model::parse_tile_shape(f.string("tile"));
+  if (f.has("tiling")) k.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
   k.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1);
   if (f.has("slots")) k.slots = f.positive_count("slots");
   const std::string order = f.string_or("block_order", "launch");
@@ -87,6 +89,7 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
                                 {"hardware", k.hardware},
                                 {"description", k.description},
                                 {"tile", k.tile.to_string()},
+                                {"tiling", model::tiling_name(k.tiling)},
                                 {"blocks_per_sm", k.blocks_per_sm},
                                 {"block_order", block_order_name(k.order)},
                                 {"empty_calls_launch", k.empty_calls_launch},

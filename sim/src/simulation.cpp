@@ -105,8 +105,8 @@ void check_scope(const SimulateConfig& config, const Simulation& sim) {
 SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::string& label, SimulateConfig base) {
   const model::JsonFields f(doc, label);
   f.allow_only({"description", "model", "heads", "kv_heads", "head_dim", "batch", "model_parallel", "seq_len",
-                "devices", "layouts", "tile", "kernel", "mask", "pad_documents", "pass", "dtype", "hardware", "topology",
-                "sync", "kv_buffers", "ring_order", "scope", "recompute", "data_parallel"});
+                "devices", "layouts", "tile", "tiling", "kernel", "mask", "pad_documents", "pass", "dtype", "hardware",
+                "topology", "sync", "kv_buffers", "ring_order", "scope", "recompute", "data_parallel"});
   base.model = f.string_or("model", base.model);
   for (const char* field : {"heads", "kv_heads", "head_dim"}) {
     if (f.has("model") && f.has(field)) {
@@ -129,6 +129,7 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   base.devices = f.positive_count_or("devices", base.devices);
   base.layouts = f.string_list_or("layouts", base.layouts);
   if (f.has("tile")) base.tile = model::parse_tile_shape(f.string("tile"));
+  if (f.has("tiling")) base.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
   base.kernel = f.string_or("kernel", base.kernel);
   base.mask = f.string_or("mask", base.mask);
   if (f.has("pass")) base.pass = parse_pass_selection(f.string("pass"));
@@ -177,6 +178,15 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   sim.kv_heads_per_device = split_heads(kv_heads, config.model_parallel, "K/V heads", true);
   sim.head_dim = head_dim;
   sim.tile = config.tile.value_or(sim.kernel.tile);
+  // The tiling is how the kernel works, not a setting of it: a different one would price tiles the
+  // kernel never computes.
+  sim.tiling = sim.kernel.tiling;
+  if (config.tiling && *config.tiling != sim.kernel.tiling) {
+    throw InputError(fmt::format("--tiling {}: kernel {} ({}) uses {} tiling; give --tiling {} or a kernel with {} tiling",
+                                 model::tiling_name(*config.tiling), sim.kernel.name, sim.kernel.hardware,
+                                 model::tiling_name(sim.kernel.tiling), model::tiling_name(sim.kernel.tiling),
+                                 model::tiling_name(*config.tiling)));
+  }
   sim.dtype = config.dtype.empty() ? sim.kernel.dtype : config.dtype;
   (void)dtype_bytes(sim.dtype);  // rejects an unknown dtype before the hardware's rates are asked
   for (const std::string& precision : {sim.dtype, sim.kernel.dtype}) {
@@ -188,6 +198,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
                     sim.hardware.peak_tflops.at(sim.kernel.dtype) / sim.hardware.peak_tflops.at(sim.dtype)};
   // Validate every layout and the mask before simulating anything.
   model::Mask mask = model::parse_mask(config.mask, config.seq_len);
+  sim.mask_kind = mask.kind();
   if (config.pad_documents) {
     model::PaddedDocuments padded = model::pad_documents(mask, config.devices);
     mask = std::move(padded.mask);
@@ -196,7 +207,8 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
   std::vector<model::Layout> layouts;
   for (const auto& spec : config.layouts) {
-    layouts.push_back(model::parse_layout(spec, sim.config.seq_len, config.devices, model::LayoutContext{&mask, sim.tile}));
+    layouts.push_back(
+        model::parse_layout(spec, sim.config.seq_len, config.devices, model::LayoutContext{&mask, sim.tile, sim.tiling}));
   }
 
   if (config.data_parallel < 1) throw InputError(fmt::format("--data-parallel {}: must be at least 1", config.data_parallel));
@@ -266,7 +278,7 @@ Simulation run_simulation(SimulationPlan plan) {
   const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
 
   auto simulate_layout = [&](const model::Layout& layout) {
-    const model::Work work = model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::query_tiles);
+    const model::Work work = model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::query_tiles, sim.tiling);
     LayoutSimulation result;
     result.layout = layout.name();
     std::vector<FifoServer> links(sim.topology.directed_link_count());
@@ -351,6 +363,7 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
                    {"devices", c.devices},
                    {"block_size", c.seq_len / c.devices},
                    {"tile", {{"query", sim.tile.query}, {"key", sim.tile.key}}},
+                   {"tiling", model::tiling_name(sim.tiling)},
                    {"mask", c.mask},
                    {"padding_tokens", sim.padding_tokens},
                    {"pass", to_string(c.pass)},

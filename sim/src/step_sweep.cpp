@@ -70,7 +70,11 @@ StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::st
       throw InputError(fmt::format("{}: \"{}\" is set by each point of the grid", step_label, field));
     }
   }
+  if (doc.at("step").contains("tiling")) {
+    throw InputError(fmt::format("{}: \"tiling\" is the whole grid's: give it at the top level", step_label));
+  }
   spec.step = simulate_config_from_json(doc.at("step"), step_label);
+  if (doc.contains("tiling")) spec.step.tiling = spec.grid.tiling;
   if (doc.at("step").contains("scope") && spec.step.scope != Scope::step) {
     throw InputError(fmt::format("{}: \"scope\" is \"{}\"; a step sweep simulates training steps", step_label,
                                  to_string(spec.step.scope)));

@@ -30,8 +30,10 @@ std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& wo
     }
     const model::TileShape tile = w.tile.value_or(kernel.tile);
     const model::Mask mask = model::parse_mask(w.mask, w.seq_len);
-    const model::Layout layout = model::parse_layout(w.layout, w.seq_len, w.devices, model::LayoutContext{&mask, tile});
-    const model::Work work = model::count_work(layout, mask, tile, 0, model::WorkDetail::query_tiles);
+    // Counted as the measured kernel cuts its tiles.
+    const model::Layout layout =
+        model::parse_layout(w.layout, w.seq_len, w.devices, model::LayoutContext{&mask, tile, kernel.tiling});
+    const model::Work work = model::count_work(layout, mask, tile, 0, model::WorkDetail::query_tiles, kernel.tiling);
     const sim::KernelCallShape shape{w.heads * w.batch, w.head_dim, tile,
                                      hardware.peak_tflops.at(kernel.dtype) / hardware.peak_tflops.at(w.dtype)};
     for (Count r = 0; r < w.devices; ++r) {

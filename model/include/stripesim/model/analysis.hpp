@@ -21,14 +21,15 @@ struct AnalyzeConfig {
   Count seq_len = 262144;
   Count devices = 8;
   TileShape tile{2048, 4096};
+  Tiling tiling = Tiling::fixed;  // how the kernel cuts tiles (tile_shape.hpp); matters under a documents mask
   std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
   std::string mask = "causal";
   // Pad every document to a multiple of 2N (what doc-zigzag needs); the padding is waste.
   bool pad_documents = false;
 };
 
-// Reads an analyze config object (keys seq_len, devices, tile, layouts, mask; all optional,
-// unknown keys rejected) on top of `base`. `label` names the source in errors.
+// Reads an analyze config object (keys seq_len, devices, tile, tiling, layouts, mask,
+// pad_documents; all optional, unknown keys rejected) on top of `base`. `label` names the source in errors.
 [[nodiscard]] AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig base,
                                                      const std::string& label);
 

@@ -24,10 +24,11 @@ struct BalanceGroup {
 
 struct BalanceSweepSpec {
   std::string description;
+  Tiling tiling = Tiling::fixed;  // every point's (tile_shape.hpp)
   std::vector<BalanceGroup> groups;
 };
 
-// {"kind": "balance", "description", "groups": [{"seq_lens", "devices", "masks", "tiles",
+// {"kind": "balance", "description", "tiling", "groups": [{"seq_lens", "devices", "masks", "tiles",
 // "layouts", "pad_documents"}]}. Per-document layouts and padding apply to documents masks only.
 [[nodiscard]] BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::string& label);
 [[nodiscard]] Count count_points(const BalanceSweepSpec& spec);

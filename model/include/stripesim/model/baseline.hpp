@@ -13,7 +13,9 @@ namespace stripesim::model {
 inline constexpr const char* kBaselineSchema = "stripesim.baseline/1";
 
 // experiment: {"description", "analyze": [analyze configs], "tms": [{"model", "hardware",
-// "devices", "model_parallel", "seq_len", "tile", "convention"}]}. Returns the baseline document.
+// "devices", "model_parallel", "seq_len", "tile", "tiling", "convention"}]}. Returns the baseline
+// document; every entry's config records the tiling it was counted under (an entry without one,
+// from an older baseline, is rechecked under fixed tiling, the only one there was).
 [[nodiscard]] nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
                                                     const ConfigCatalog& catalog);
 

@@ -29,12 +29,13 @@ struct SweepSpec {
   FlopConvention convention = FlopConvention::paper;
   TrainingPass pass = TrainingPass::forward_backward;
   bool recompute = false;
+  Tiling tiling = Tiling::fixed;           // every point's (tile_shape.hpp)
   std::vector<std::string> extra_layouts;  // columns beyond contiguous, striped, zigzag
   std::vector<std::string> columns;        // empty: every column
   std::vector<SweepGroup> groups;
 };
 
-// An experiment file: {"description", "convention", "pass", "recompute", "layouts", "columns",
+// An experiment file: {"description", "convention", "pass", "recompute", "tiling", "layouts", "columns",
 // "groups": [{"hardware": [...], "models": [...], "meshes": ["2x4", ...], "seq_lens": [...],
 // "tiles": [...]}]}.
 [[nodiscard]] SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& label);

@@ -27,6 +27,13 @@ struct TileShape {
 // The two differ only under a documents mask: any other mask is one document.
 enum class Tiling { fixed, varlen };
 
+// What a --tiling flag's help says (every command that counts tiles takes one).
+inline constexpr const char* kTilingHelp =
+    "How the kernel cuts tiles. fixed: TQxTK tiles straight across a device's local order, over document "
+    "boundaries (FlexAttention's BlockMask, stripesim's validator kernel); varlen: every document's local queries "
+    "and keys tiled on their own (FlashAttention and cuDNN varlen, TransformerEngine THD). They differ only under "
+    "a documents mask.";
+
 // "fixed" | "varlen"; anything else is an InputError naming `what`.
 [[nodiscard]] Tiling parse_tiling(std::string_view name, std::string_view what = "--tiling");
 [[nodiscard]] const char* tiling_name(Tiling tiling);

@@ -32,6 +32,7 @@ struct TmsRequest {
   Count model_parallel = 1;  // M: divides every FLOP count, so it cancels in TMS
   Count seq_len = 262144;
   std::optional<TileShape> tile;  // default: the hardware's default tile
+  Tiling tiling = Tiling::fixed;  // how the kernel cuts tiles (tile_shape.hpp); matters under a documents mask
   FlopConvention convention = FlopConvention::paper;
   TrainingPass pass = TrainingPass::forward_backward;
   bool recompute = false;
@@ -62,15 +63,15 @@ struct TmsResult {
   [[nodiscard]] const LayoutTms& layout(const std::string& name) const;
 };
 
-// Metrics of one layout's work, memoised across TMS points that share (layout, n, N, tile, mask):
+// Metrics of one layout's work, memoised across TMS points that share (layout, n, N, tile, tiling, mask):
 // a sweep over models and model-parallel degrees reuses them. Thread-safe.
 class WorkMetricsCache {
  public:
   std::pair<Metrics, Metrics> get(const std::string& layout, Count seq_len, Count devices, TileShape tile,
-                                  const std::string& mask);
+                                  const std::string& mask, Tiling tiling);
 
  private:
-  using Key = std::tuple<std::string, Count, Count, Count, Count, std::string>;
+  using Key = std::tuple<std::string, Count, Count, Count, Count, Tiling, std::string>;
   std::mutex mutex_;
   std::map<Key, std::pair<Metrics, Metrics>> entries_;
 };

@@ -24,4 +24,8 @@ enum class WorkDetail {
 [[nodiscard]] Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads = 0,
                               WorkDetail detail = WorkDetail::totals, Tiling tiling = Tiling::fixed);
 
+// Whether `tiling` counts other tiles than fixed tiling under a mask of kind `mask`: varlen under
+// a documents mask (any other mask is one document). Outputs for people name the tiling only then.
+[[nodiscard]] bool tiling_matters(Tiling tiling, MaskKind mask);
+
 }  // namespace stripesim::model

@@ -1,8 +1,9 @@
 #pragma once
 // One attention kernel as measured on one accelerator (configs/kernels/<hardware>/<kernel>.json):
-// the tile it cuts the work into, how many of its thread blocks an SM holds, in which order the
-// blocks are handed to the SMs, whether a call or a block with nothing to compute still runs,
-// and the cost of each piece for the forward and the backward call, each with its source.
+// the tile it cuts the work into and how (fixed or varlen tiling), how many of its thread blocks
+// an SM holds, in which order the blocks are handed to the SMs, whether a call or a block with
+// nothing to compute still runs, and the cost of each piece for the forward and the backward
+// call, each with its source.
 // The hardware profile keeps the device (peaks, memory, SMs) and names its default kernel.
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -36,6 +37,10 @@ struct KernelProfile {
   std::string hardware;  // the hardware profile it was measured on
   std::string description;
   model::TileShape tile{128, 128};
+  // How it cuts a device's work into tiles (tile_shape.hpp): varlen for FlashAttention's and
+  // cuDNN's varlen entry points, which ring-flash-attention and TransformerEngine call on packed
+  // documents; fixed for one mask over the whole block (flex_attention, this project's kernels).
+  model::Tiling tiling = model::Tiling::fixed;
   Count blocks_per_sm = 1;
   // Blocks the device runs at once; unset: sms * blocks_per_sm. 1 for an implementation that
   // runs one tile after another, each over the whole device (XLA's blockwise attention in JAX,

@@ -38,6 +38,8 @@ struct SimulateConfig {
   Count devices = 8;
   std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
   std::optional<model::TileShape> tile;  // default: the kernel's
+  // Default: the kernel's (fixed or varlen, tile_shape.hpp); given, it must be the kernel's.
+  std::optional<model::Tiling> tiling;
   std::string kernel;                    // kernel profile name or JSON file; default: the hardware's
   std::optional<KernelProfile> kernel_profile;  // a profile in memory (a fit): overrides `kernel`
   std::string mask = "causal";
@@ -82,6 +84,8 @@ struct Simulation {
   std::vector<Count> ring_order;  // GPU at each ring position
   std::vector<Route> hops;
   model::TileShape tile;
+  model::Tiling tiling = model::Tiling::fixed;  // the kernel's
+  model::MaskKind mask_kind = model::MaskKind::causal;
   std::string dtype;
   Count heads_per_device = 0;
   Count kv_heads_per_device = 0;

@@ -7,7 +7,8 @@
 //
 // An experiment file is a sweep experiment (configs/experiments/paper-tms.json's fields) plus
 //   "step": the simulate fields every point shares (kernel, sync, recompute, ...; the point sets
-//           hardware, model, model_parallel, devices and seq_len);
+//           hardware, model, model_parallel, devices and seq_len; the top-level "tiling", when
+//           given, is the step's too, and must be its kernel's);
 //   "measured": a CSV of measured speedups, its path relative to the experiment file, with the
 //           columns hardware,model,model_parallel,sequence_parallel,seq_len,
 //           measured_speedup_striped_over_contiguous (names compared case-insensitively).
