@@ -116,7 +116,17 @@ TEST(Ptrr, DealsBlocksByPriceInSnakeOrder) {
   }
   // The default block is the query tile; n / N must hold whole blocks.
   EXPECT_EQ(parse_layout("ptrr", 16, 2, LayoutContext{&docs, {4, 4}}).position(0, 0), 8);
-  EXPECT_THROW((void)parse_layout("ptrr:3", 16, 2, LayoutContext{&docs, {4, 4}}), InputError);
+  const Mask odd_length = Mask::documents(15, {4, 4, 7});
+  EXPECT_THROW((void)parse_layout("ptrr", 15, 2, LayoutContext{&odd_length, {4, 4}}), InputError);
+  // A block that does not divide n / N = 8: the last 2 x (8 mod 5) = 6 tokens are one run of 3
+  // per device; the 2 blocks of 5 before them, priced 1 and 2, go round robin (block 1 first).
+  const Layout odd = ptrr_layout(docs, 2, 5);
+  const std::vector<Position> device0{5, 6, 7, 8, 9, 10, 11, 12};
+  const std::vector<Position> device1{0, 1, 2, 3, 4, 13, 14, 15};
+  for (Count l = 0; l < 8; ++l) {
+    EXPECT_EQ(odd.position(0, l), device0[static_cast<size_t>(l)]);
+    EXPECT_EQ(odd.position(1, l), device1[static_cast<size_t>(l)]);
+  }
   EXPECT_THROW((void)parse_layout("ptrr:0", 16, 2, LayoutContext{&docs, {4, 4}}), InputError);
 }
 
@@ -288,6 +298,8 @@ TEST(BalanceSweep, ColumnsMatchIndependentCounts) {
     EXPECT_DOUBLE_EQ(rows[i].at("tiles_imbalance").get<double>(), tiles[i].imbalance);
     EXPECT_NEAR(rows[i].at("tiles_vs_bound").get<double>(),
                 static_cast<double>(tiles[i].slowest_device) / (static_cast<double>(fewest) / 4.0), 1e-12);
+    EXPECT_NEAR(rows[i].at("tiles_lockstep_vs_bound").get<double>(),
+                static_cast<double>(tiles[i].lockstep) / (static_cast<double>(fewest) / 4.0), 1e-12);
     EXPECT_NEAR(rows[i].at("padding_fraction").get<double>(), static_cast<double>(n - 16384) / static_cast<double>(n), 1e-12);
   }
 }

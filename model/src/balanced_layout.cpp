@@ -71,6 +71,22 @@ class Pricing {
     return tiles;
   }
 
+  // Tiles of one tail run [begin, begin + length) (see balanced_layout): last in its device's local
+  // order, it starts a local query tile; it reads the key tiles of the body in whole blocks, and
+  // one short key tile from each tail run (one per device, each `length` long) it reaches.
+  [[nodiscard]] Count tail_cost(Position begin, Count length, Position body, Count devices) const {
+    const Position lo = std::max(mask_.lowest_key(begin), origin(begin));
+    const Position hi = mask_.highest_key(begin + length - 1);
+    const Position o = origin(begin);
+    Count key_tiles = 0;
+    if (lo < body) key_tiles += (std::min(body, hi + 1) - 1 - o) / tile_.key - (lo - o) / tile_.key + 1;
+    for (Count e = 0; e < devices; ++e) {
+      const Position run = body + e * length;
+      if (run <= hi && run + length - 1 >= lo) key_tiles += tiles_covering(length, tile_.key);
+    }
+    return tiles_covering(length, tile_.query) * key_tiles;
+  }
+
   // Tiles that cross a cut at x (queries at or after x reading keys before x): what putting the
   // two sides on different devices moves off round 0. Exact for documents; every boundary of a
   // causal or window mask is crossed alike, so there it is 0 (cut where asked).
@@ -97,12 +113,13 @@ class Pricing {
   std::vector<Position> segments_;
 };
 
-// The blocks of B tokens of every tiling segment (a segment's last may be shorter), by start.
-std::vector<Position> block_starts(const Pricing& pricing, Count block) {
+// The blocks of B tokens of every tiling segment (a segment's last may be shorter) before `end`,
+// by start.
+std::vector<Position> block_starts(const Pricing& pricing, Count block, Position end) {
   std::vector<Position> starts;
   const auto& segments = pricing.segments();
-  for (size_t s = 0; s + 1 < segments.size(); ++s) {
-    for (Position p = segments[s]; p < segments[s + 1]; p += block) starts.push_back(p);
+  for (size_t s = 0; s + 1 < segments.size() && segments[s] < end; ++s) {
+    for (Position p = segments[s]; p < std::min(end, segments[s + 1]); p += block) starts.push_back(p);
   }
   return starts;
 }
@@ -665,7 +682,19 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   // cannot be dealt, so the query tile serves then.
   const Count lcm = std::lcm(tile.query, tile.key);
   const Count block = lcm <= c ? lcm : std::min(tile.query, c);
-  const std::vector<Position> blocks = block_starts(pricing, block);
+  // When B does not divide n / N under fixed tiling, the sequence's last N x (n / N mod B) tokens
+  // are cut into one run per device, pinned there: last in every device's local order, they shift
+  // no other tile. The rest (the body) is dealt in whole blocks. (Varlen tiles start at every
+  // document, whose last block is short anyway.)
+  const Count fragment = pricing.segments().size() > 2 ? 0 : c % block;
+  const Position body = n - devices * fragment;
+  const std::vector<Position> blocks = block_starts(pricing, block, body);
+  Assignment tail(devices);
+  for (Count d = 0; fragment > 0 && d < devices; ++d) {
+    const Piece run{body + d * fragment, fragment, pricing.tail_cost(body + d * fragment, fragment, body, devices)};
+    tail.pinned[static_cast<size_t>(d)].push_back(run);
+    tail.load[static_cast<size_t>(d)] += run.cost;
+  }
 
   // Every document's blocks (those starting in it; a causal or window mask is one document) and
   // the tiles its queries compute.
@@ -677,7 +706,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   }
   std::vector<Count> cost_before{0};  // prefix sums of block costs
   for (size_t b = 0; b < blocks.size(); ++b) {
-    const Position end = b + 1 < blocks.size() ? blocks[b + 1] : n;
+    const Position end = b + 1 < blocks.size() ? blocks[b + 1] : body;
     cost_before.push_back(cost_before.back() + pricing.cost(blocks[b], end - blocks[b]));
   }
   const double bound = static_cast<double>(cost_before.back()) / static_cast<double>(devices);
@@ -719,14 +748,14 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   };
   std::vector<std::vector<bool>> spreads_tried;
   for (const double heavy : {0.0, 0.25, 0.5, 1.0}) {  // 0: spread nothing
-    Assignment spread_only(devices);
+    Assignment spread_only = tail;
     std::vector<bool> spread(blocks.size(), false);
     for (size_t j = 0; heavy > 0 && j + 1 < documents.size(); ++j) {
       const size_t from = first_block[j];
       const size_t to = first_block[j + 1];
       const double cost = static_cast<double>(cost_before[to] - cost_before[from]);
       if (cost <= heavy * bound || static_cast<Count>(to - from) < 2 * devices) continue;
-      spread_zigzag(pricing, blocks, from, to, n, spread_only);
+      spread_zigzag(pricing, blocks, from, to, body, spread_only);
       std::fill(spread.begin() + static_cast<std::ptrdiff_t>(from), spread.begin() + static_cast<std::ptrdiff_t>(to), true);
     }
     if (std::find(spreads_tried.begin(), spreads_tried.end(), spread) != spreads_tried.end()) continue;
@@ -735,7 +764,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
     for (const Count size : sizes) {
       if (all_spread && size != sizes.front()) break;  // nothing left to cut
       Assignment a = spread_only;
-      deal(pricing, cut_pieces(pricing, blocks, spread, n, size), c, block, a);
+      deal(pricing, cut_pieces(pricing, blocks, spread, body, size), c, block, a);
       refine(pricing, a, block);
       consider(std::move(a), size * block);
     }

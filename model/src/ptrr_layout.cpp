@@ -16,12 +16,16 @@ Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count b
 Layout ptrr_layout(const Mask& mask, Count devices, Count block) {
   const Count n = mask.seq_len();
   if (block < 1) throw InputError(fmt::format("--layouts ptrr:{}: the block must be at least 1 token", block));
-  if (devices < 1 || n % devices != 0 || (n / devices) % block != 0) {
-    throw InputError(fmt::format("--layouts ptrr:{}: every device must hold whole blocks, but n / N = {} / {} is not "
-                                 "a multiple of the block {}",
-                                 block, n, devices, block));
+  if (devices < 1 || n % devices != 0) {
+    throw InputError(fmt::format("--seq-len {}: layout ptrr needs it divisible by N = {}", n, devices));
   }
-  const Count blocks = n / block;
+  const Count c = n / devices;
+  // When B does not divide n / N, the sequence's last N x (n / N mod B) tokens are cut into one
+  // run per device (last in its local order, so they shift no other tile); the blocks before
+  // them go round robin.
+  const Count fragment = c % block;
+  const Position body = n - devices * fragment;
+  const Count blocks = body / block;
   std::vector<Count> price(static_cast<size_t>(blocks));
   for (Count b = 0; b < blocks; ++b) price[static_cast<size_t>(b)] = key_blocks_reached(mask, b * block, (b + 1) * block, block);
   std::vector<Count> order(static_cast<size_t>(blocks));
@@ -37,10 +41,13 @@ Layout ptrr_layout(const Mask& mask, Count devices, Count block) {
   std::vector<std::vector<Position>> positions(static_cast<size_t>(devices));
   for (size_t d = 0; d < dealt.size(); ++d) {
     std::sort(dealt[d].begin(), dealt[d].end());
-    positions[d].reserve(static_cast<size_t>(n / devices));
+    auto& mine = positions[d];
+    mine.reserve(static_cast<size_t>(c));
     for (const Count b : dealt[d]) {
-      for (Position p = b * block; p < (b + 1) * block; ++p) positions[d].push_back(p);
+      for (Position p = b * block; p < (b + 1) * block; ++p) mine.push_back(p);
     }
+    const Position run = body + static_cast<Count>(d) * fragment;
+    for (Position p = run; p < run + fragment; ++p) mine.push_back(p);
   }
   return Layout::from_blocks(positions, n, fmt::format("ptrr:{}", block), LayoutKind::ptrr);
 }

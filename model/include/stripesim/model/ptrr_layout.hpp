@@ -15,7 +15,8 @@ namespace stripesim::model {
 // model knows (mask.hpp). Keys before the origin (another tiling segment) are not counted.
 [[nodiscard]] Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count block, Position origin = 0);
 
-// `block` must divide n / N (InputError otherwise).
+// N must divide n (InputError otherwise). When B does not divide n / N (documents padded to 2N,
+// say), the last N x (n / N mod B) tokens are cut into one run per device, after its blocks.
 [[nodiscard]] Layout ptrr_layout(const Mask& mask, Count devices, Count block);
 
 }  // namespace stripesim::model
