@@ -130,6 +130,7 @@ std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepSpec& sp
       row["lockstep_speedup"] = r.elements.lockstep_speedup;
       row["tiles_lockstep_speedup"] = r.tiles.lockstep_speedup;
       row["tiles_vs_bound"] = static_cast<double>(r.tiles.slowest_device) / bound;
+      row["tiles_lockstep_vs_bound"] = static_cast<double>(r.tiles.lockstep) / bound;
       rows.push_back(std::move(row));
     }
     if (progress) progress(++done, total);

@@ -141,9 +141,11 @@ void balance_section(const ReportInput& in, std::string& md) {
   const auto& rows = in.document.at("rows");
   append(md, "## Balance across masks and sizes (`{}`)\n\n", in.path);
   if (in.document.contains("description")) append(md, "{}\n\n", in.document.at("description").get<std::string>());
-  md += "Each cell: imbalance of the unmasked pairs (busiest device / mean) / the busiest device's active tiles over "
-        "the best possible (the fewest tiles any of these layouts needs, spread evenly). 1.00 / 1.00 is perfect; "
-        "**bold** marks the layout closest to the best in tiles.\n\n";
+  if (in.document.contains("tiling")) append(md, "Tiles cut with {} tiling.\n\n", in.document.at("tiling").get<std::string>());
+  md += "Each cell, in active tiles over the best possible (the fewest tiles any of these layouts needs, spread "
+        "evenly): the busiest device (a ring without a barrier) / the sum over rounds of the busiest device (a "
+        "barrier every round, lockstep). 1.00 / 1.00 is perfect; **bold** marks the least busy device, and the lowest "
+        "lockstep is in italics.\n\n";
   std::vector<std::pair<long long, long long>> sizes;
   std::vector<std::string> layouts;
   for (const auto& row : rows) {
@@ -172,7 +174,11 @@ void balance_section(const ReportInput& in, std::string& md) {
         }
       }
       double best = 1e300;
-      for (const auto& [layout, row] : by_layout) best = std::min(best, row->at("tiles_vs_bound").get<double>());
+      double best_lockstep = 1e300;
+      for (const auto& [layout, row] : by_layout) {
+        best = std::min(best, row->at("tiles_vs_bound").get<double>());
+        best_lockstep = std::min(best_lockstep, row->value("tiles_lockstep_vs_bound", 1e300));
+      }
       const auto& any = *by_layout.begin()->second;
       append(md, "| `{}` | {} | {:.2f}% |", mask, any.at("documents").get<long long>(),
              100 * any.at("padding_fraction").get<double>());
@@ -182,9 +188,13 @@ void balance_section(const ReportInput& in, std::string& md) {
           md += " - |";
           continue;
         }
+        // Rounded as shown, so that equal cells are marked alike.
         const double vs_bound = it->second->at("tiles_vs_bound").get<double>();
-        const std::string cell = fmt::format("{:.2f} / {:.2f}", it->second->at("imbalance").get<double>(), vs_bound);
-        append(md, " {} |", vs_bound == best ? "**" + cell + "**" : cell);
+        const double lockstep = it->second->value("tiles_lockstep_vs_bound", 0.0);
+        const std::string busiest = fmt::format("{:.3f}", vs_bound);
+        const std::string round_sum = fmt::format("{:.3f}", lockstep);
+        append(md, " {} / {} |", busiest == fmt::format("{:.3f}", best) ? "**" + busiest + "**" : busiest,
+               round_sum == fmt::format("{:.3f}", best_lockstep) ? "*" + round_sum + "*" : round_sum);
       }
       md += "\n";
     }
