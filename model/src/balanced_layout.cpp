@@ -17,7 +17,8 @@
 // runs, where the fewest tiles cross; the pieces are dealt longest-processing-time first with
 // every device holding n/N tokens, then pieces or end blocks of equal length are swapped off the
 // busiest device while that lowers it. Each candidate is also tried with its devices renumbered
-// in sequence order (neighbouring pieces on neighbouring devices). Scored exactly (busiest
+// in sequence order (neighbouring pieces on neighbouring devices), and under fixed tiling
+// PyTorch's round robin of the same blocks (ptrr_layout.hpp) is a candidate as well. Scored exactly (busiest
 // device, lockstep), the candidates within kBusiestSlack of the least busy are kept, the best
 // few polished by swaps that lower the lockstep without raising the busiest device, and the
 // lowest lockstep wins. Deterministic: no randomness, ties broken by position.
@@ -768,6 +769,30 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
       refine(pricing, a, block);
       consider(std::move(a), size * block);
     }
+  }
+  // PyTorch's round robin of the same blocks is a candidate too (under fixed tiling, where its
+  // blocks are the sequence's tiles): where it is as balanced, the polish starts from it.
+  if (pricing.segments().size() == 2) {
+    const Layout ptrr = ptrr_layout(mask, devices, block);
+    Assignment a(devices);
+    for (Count d = 0; d < devices; ++d) {
+      // Its runs of consecutive positions, cut where the tail starts.
+      const auto add = [&](Position begin, Position end) {
+        const bool in_tail = begin >= body;
+        const Piece piece{begin, end - begin,
+                          in_tail ? pricing.tail_cost(begin, end - begin, body, devices) : pricing.cost(begin, end - begin)};
+        (in_tail ? a.pinned : a.owned)[static_cast<size_t>(d)].push_back(piece);
+        a.load[static_cast<size_t>(d)] += piece.cost;
+      };
+      Position begin = ptrr.position(d, 0);
+      for (Count l = 1; l <= c; ++l) {
+        const Position p = l < c ? ptrr.position(d, l) : -1;
+        if (p == ptrr.position(d, l - 1) + 1 && p != body) continue;
+        add(begin, ptrr.position(d, l - 1) + 1);
+        begin = p;
+      }
+    }
+    consider(std::move(a), block);
   }
 
   if (candidates.empty()) {
