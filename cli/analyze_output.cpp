@@ -64,6 +64,13 @@ std::string format_analysis_table(const model::Analysis& analysis, bool matrices
   }
   append(out, "\nspeedup = total / slowest device (no barrier); lockstep = total / sum over rounds of the busiest device;\n"
       "imbalance = slowest / mean device; idle = 1 - total / (N x lockstep); vs contig = contiguous lockstep / this lockstep.\n");
+  if (!analysis.results.front().document_pieces.empty()) {
+    append(out, "\npieces of documents per device (the cu_seqlens entries of a varlen call), most:");
+    for (const auto& r : analysis.results) {
+      append(out, " {} {}", r.layout, *std::max_element(r.document_pieces.begin(), r.document_pieces.end()));
+    }
+    out += "\n";
+  }
   if (matrices) {
     for (const auto& r : analysis.results) {
       append(out, "\n{}\n", r.layout);

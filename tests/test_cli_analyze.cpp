@@ -152,6 +152,9 @@ TEST(CliAnalyze, VarlenTilingCountsEveryDocumentOnItsOwn) {
     const model::Layout layout =
         model::parse_layout(spec, mask.seq_len(), 4, model::LayoutContext{&mask, tile, model::Tiling::varlen});
     const model::Work work = model::count_work(layout, mask, tile, 1, model::WorkDetail::totals, model::Tiling::varlen);
+    // The cu_seqlens entries a varlen call needs, per device; fixed tiling does not report them.
+    EXPECT_EQ(vr.at("document_pieces").get<std::vector<model::Count>>(), model::document_pieces(layout, mask)) << spec;
+    EXPECT_FALSE(fr.contains("document_pieces")) << spec;
     for (model::Count r = 0; r < 4; ++r) {
       for (model::Count d = 0; d < 4; ++d) {
         EXPECT_EQ(vr.at("active_tiles")[r][d], work.active_tiles.at(r, d)) << spec << " round " << r << " device " << d;

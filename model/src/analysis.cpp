@@ -62,6 +62,7 @@ Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
         0, 0};
     result.elements = compute_metrics(result.work.unmasked_elements);
     result.tiles = compute_metrics(result.work.active_tiles);
+    if (tiling_matters(config.tiling, analysis.mask.kind())) result.document_pieces = document_pieces(layout, analysis.mask);
     if (layout.kind() == LayoutKind::contiguous && !contiguous) contiguous = result.work;
     analysis.results.push_back(std::move(result));
   }
@@ -132,6 +133,7 @@ nlohmann::ordered_json to_json(const Analysis& analysis) {
                        {"metrics",
                         {{"elements", to_json(r.elements, r.elements_lockstep_speedup_vs_contiguous)},
                          {"tiles", to_json(r.tiles, r.tiles_lockstep_speedup_vs_contiguous)}}}});
+    if (!r.document_pieces.empty()) results.back()["document_pieces"] = r.document_pieces;
   }
   doc["results"] = std::move(results);
   return doc;

@@ -41,6 +41,9 @@ struct LayoutResult {
   // contiguous lockstep / this layout's lockstep: how much faster than plain Ring Attention.
   double elements_lockstep_speedup_vs_contiguous = 0;
   double tiles_lockstep_speedup_vs_contiguous = 0;
+  // Under varlen tiling with a documents mask: per device, the pieces of documents it holds
+  // (the cu_seqlens entries a varlen call needs; document_layouts.hpp). Empty otherwise.
+  std::vector<Count> document_pieces;
 };
 
 struct Analysis {
