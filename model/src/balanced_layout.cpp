@@ -664,7 +664,7 @@ Assignment ring_ordered(const Assignment& a) {
 
 // How much busier than the least busy candidate's busiest device a candidate may be and still
 // win on lockstep: below what a kernel's timing resolves, far below what lockstep gains.
-constexpr double kBusiestSlack = 0.0025;
+constexpr double kBusiestSlack = 0.005;
 // How many candidates are polished for lockstep, and how many pieces each polish tries to move.
 constexpr size_t kPolished = 2;
 constexpr Count kMovesTried = 4096;
