@@ -65,7 +65,7 @@ INSTANTIATE_TEST_SUITE_P(
                       LayoutMask{"contiguous", "documents:100,300,112"}, LayoutMask{"striped", "documents:100,300,112"},
                       LayoutMask{"zigzag", "documents:64,320,128"}, LayoutMask{"doc-zigzag", "documents:64,320,128"},
                       LayoutMask{"doc-striped", "documents:64,320,128"}, LayoutMask{"balanced", "documents:100,300,112"},
-                      LayoutMask{"balanced", "causal"}),
+                      LayoutMask{"balanced", "causal"}, LayoutMask{"ptrr:16", "documents:100,300,112"}),
     [](const ::testing::TestParamInfo<LayoutMask>& info) {
       std::string name = std::string(info.param.layout) + "_" + info.param.mask;
       for (char& ch : name) {
