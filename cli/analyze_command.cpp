@@ -80,7 +80,7 @@ std::function<void()> register_analyze_command(CLI::App& app) {
                   "override it)");
   o.layouts_opt = cmd->add_option("--layouts", o.layouts,
                                   "Comma-separated: contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
-                                  "doc-zigzag, doc-striped, balanced [default: contiguous,striped,zigzag]");
+                                  "doc-zigzag, doc-striped, ptrr[:BLOCK], balanced [default: contiguous,striped,zigzag]");
   o.devices_opt = cmd->add_option("--devices,-N", o.devices, "Devices in the ring N [default: 8]");
   o.seq_len_opt = cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k = 1024, M = 1048576 [default: 256k]");
   o.tile_opt = cmd->add_option("--tile", o.tile, "Kernel tile TQxTK [default: 2048x4096, the paper's A100 tile]");
