@@ -17,8 +17,9 @@
 // runs, where the fewest tiles cross; the pieces are dealt longest-processing-time first with
 // every device holding n/N tokens, then pieces or end blocks of equal length are swapped off the
 // busiest device while that lowers it. Each candidate is also tried with its devices renumbered
-// in sequence order (neighbouring pieces on neighbouring devices), and under fixed tiling
-// PyTorch's round robin of the same blocks (ptrr_layout.hpp) is a candidate as well. Scored exactly (busiest
+// in sequence order (neighbouring pieces on neighbouring devices), and for packed documents
+// under fixed tiling PyTorch's round robin of the same blocks (ptrr_layout.hpp) is a candidate
+// as well. A single sequence (causal, window) tries piece sizes down to a quarter share only. Scored exactly (busiest
 // device, lockstep), the candidates within kBusiestSlack of the least busy are kept, the best
 // few polished by swaps that lower the lockstep without raising the busiest device, and the
 // lowest lockstep wins. Deterministic: no randomness, ties broken by position.
@@ -721,7 +722,11 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   if (chunk > 0) {
     sizes.push_back(std::max<Count>(1, chunk / block));
   } else {
-    for (Count s = std::max<Count>(1, c / block); s >= 1; s /= 2) sizes.push_back(s);
+    // One sequence (causal, window): every boundary is crossed alike, so small pieces only add
+    // cross-device work; a device's share down to a quarter of it is enough.
+    const Count whole_share = std::max<Count>(1, c / block);
+    const Count smallest = mask.kind() == MaskKind::documents ? 1 : std::max<Count>(1, whole_share / 4);
+    for (Count s = whole_share; s >= smallest; s /= 2) sizes.push_back(s);
   }
   struct Candidate {
     Assignment assignment;
@@ -770,9 +775,10 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
       consider(std::move(a), size * block);
     }
   }
-  // PyTorch's round robin of the same blocks is a candidate too (under fixed tiling, where its
-  // blocks are the sequence's tiles): where it is as balanced, the polish starts from it.
-  if (pricing.segments().size() == 2) {
+  // PyTorch's round robin of the same blocks is a candidate too (packed documents under fixed
+  // tiling, where its blocks are the sequence's tiles): where it is as balanced, the polish
+  // starts from it.
+  if (pricing.segments().size() == 2 && mask.kind() == MaskKind::documents) {
     const Layout ptrr = ptrr_layout(mask, devices, block);
     Assignment a(devices);
     for (Count d = 0; d < devices; ++d) {
