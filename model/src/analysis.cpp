@@ -59,7 +59,7 @@ Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
   for (const Layout& layout : layouts) {
     LayoutResult result{
         layout.name(), count_work(layout, analysis.mask, config.tile, threads, WorkDetail::totals, config.tiling), {}, {},
-        0, 0};
+        0, 0, {}};
     result.elements = compute_metrics(result.work.unmasked_elements);
     result.tiles = compute_metrics(result.work.active_tiles);
     if (tiling_matters(config.tiling, analysis.mask.kind())) result.document_pieces = document_pieces(layout, analysis.mask);
