@@ -1,6 +1,7 @@
 // Packed documents: length distributions, per-document layouts, the balancer.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -215,7 +216,18 @@ TEST(Balancer, BeatsPerDocumentZigzagUnderVarlen) {
     const auto varlen = [&](const Layout& layout) {
       return compute_metrics(count_work(layout, docs, {128, 128}, 0, WorkDetail::totals, Tiling::varlen).active_tiles);
     };
-    const Metrics balanced = varlen(balanced_layout(docs, N, {128, 128}, 0, Tiling::varlen).layout);
+    const Layout layout = balanced_layout(docs, N, {128, 128}, 0, Tiling::varlen).layout;
+    const Metrics balanced = varlen(layout);
+    // A varlen call can run it: no document cut into more pieces (runs of consecutive positions on
+    // one device) than doc-zigzag's 2N, counted position by position.
+    std::map<Position, Count> pieces;
+    for (Count d = 0; d < N; ++d) {
+      for (Count l = 0; l < layout.block_size(); ++l) {
+        const Position p = layout.position(d, l);
+        if (l == 0 || layout.position(d, l - 1) != p - 1 || docs.document_start(p) == p) ++pieces[docs.document_start(p)];
+      }
+    }
+    for (const auto& [start, count] : pieces) EXPECT_LE(count, 2 * N) << "document at " << start << ", N=" << N;
     const Metrics zigzag = varlen(doc_zigzag_layout(docs, N));
     EXPECT_LE(balanced.slowest_device, zigzag.slowest_device) << N;
     EXPECT_LE(balanced.lockstep, zigzag.lockstep) << N;

@@ -19,10 +19,11 @@
 // busiest device while that lowers it. Each candidate is also tried with its devices renumbered
 // in sequence order (neighbouring pieces on neighbouring devices), and for packed documents
 // under fixed tiling PyTorch's round robin of the same blocks (ptrr_layout.hpp) is a candidate
-// as well. A single sequence (causal, window) tries piece sizes down to a quarter share only. Scored exactly (busiest
-// device, lockstep), the candidates within kBusiestSlack of the least busy are kept, the best
-// few polished by swaps that lower the lockstep without raising the busiest device, and the
-// lowest lockstep wins. Deterministic: no randomness, ties broken by position.
+// as well. A single sequence (causal, window) tries piece sizes down to a quarter share only.
+// Scored exactly (busiest device, lockstep), the candidates within kBusiestSlack of the least
+// busy are kept, the best few polished by swaps that lower the lockstep without raising the
+// busiest device, and the lowest lockstep wins. Deterministic: no randomness, ties broken by
+// position.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -51,7 +52,7 @@ struct Piece {
 class Pricing {
  public:
   Pricing(const Mask& mask, TileShape tile, Tiling tiling)
-      : mask_(mask), tile_(tile), per_document_(tiling == Tiling::varlen && mask.kind() == MaskKind::documents) {
+      : mask_(mask), tile_(tile), per_document_(tiling_matters(tiling, mask.kind())) {
     segments_ = per_document_ ? mask.document_starts() : std::vector<Position>{0, mask.seq_len()};
   }
 
@@ -275,7 +276,6 @@ void deal(const Pricing& pricing, std::vector<Piece> pieces, Count capacity, Cou
   }
 }
 
-// What one device can give in a swap: a whole piece, or the first or last block of a longer one.
 // What one device can give in a swap: a whole piece, or the first or last k blocks of a longer
 // one (k up to kMaxEndBlocks).
 struct Offer {
@@ -426,8 +426,7 @@ Count lockstep_of(const Pricing& pricing, const Assignment& a) {
   const auto devices = static_cast<Count>(a.load.size());
   std::vector<Count> work(static_cast<size_t>(devices * devices), 0);  // [round][device]
   for_each_read(pricing, pieces, [&](size_t q, size_t k, Count tiles) {
-    const Count round = ((pieces[q].device - pieces[k].device) % devices + devices) % devices;
-    work[static_cast<size_t>(round * devices + pieces[q].device)] += tiles;
+    work[static_cast<size_t>(round_of(pieces[q].device, pieces[k].device, devices) * devices + pieces[q].device)] += tiles;
   });
   Count total = 0;
   for (Count r = 0; r < devices; ++r) total += *std::max_element(work.begin() + r * devices, work.begin() + (r + 1) * devices);
@@ -444,14 +443,7 @@ class RingGraph {
     for (const auto& [piece, device, pinned] : pieces) nodes_.push_back({piece, device, pinned});
     reads_.resize(nodes_.size());
     read_by_.resize(nodes_.size());
-    for_each_read(pricing, pieces, [&](size_t q, size_t k, Count tiles) {
-      auto& mine = reads_[q];
-      if (!mine.empty() && mine.back().first == k) {
-        mine.back().second += tiles;
-      } else {
-        mine.emplace_back(k, tiles);
-      }
-    });
+    for_each_read(pricing, pieces, [&](size_t q, size_t k, Count tiles) { reads_[q].emplace_back(k, tiles); });
     for (size_t q = 0; q < nodes_.size(); ++q) {
       std::sort(reads_[q].begin(), reads_[q].end());
       // Merge what several query tiles found on the same piece.
@@ -497,9 +489,8 @@ class RingGraph {
       const Count a = nodes_[x].device;
       const Count b = heaviest_partner_device(x);
       if (b < 0) continue;
-      const Count before = lockstep();
       size_t best = x;
-      Count best_lockstep = before;
+      Count best_lockstep = lockstep();
       const auto it = by_length[static_cast<size_t>(b)].find(nodes_[x].piece.length);
       if (it == by_length[static_cast<size_t>(b)].end()) continue;
       // The partners nearest in cost first (they move the loads least); a few of them.
@@ -549,8 +540,7 @@ class RingGraph {
   using Node = PlacedPiece;
 
   Count& cell(Count query_device, Count key_device) {
-    const Count round = ((query_device - key_device) % devices_ + devices_) % devices_;
-    return work_[static_cast<size_t>(round * devices_ + query_device)];
+    return work_[static_cast<size_t>(round_of(query_device, key_device, devices_) * devices_ + query_device)];
   }
   [[nodiscard]] Count max_of_round(Count r) const {
     return *std::max_element(work_.begin() + r * devices_, work_.begin() + (r + 1) * devices_);
@@ -572,8 +562,12 @@ class RingGraph {
       }
     }
     Count best = -1;
+    Count heaviest = 0;
     for (const auto& [device, w] : weight) {
-      if (best < 0 || w > weight[best]) best = device;
+      if (w > heaviest) {
+        best = device;
+        heaviest = w;
+      }
     }
     return best;
   }
@@ -584,12 +578,12 @@ class RingGraph {
     const auto account = [&](size_t i, Count sign) {
       for (const auto& [k, tiles] : reads_[i]) {
         cell(nodes_[i].device, nodes_[k].device) += sign * tiles;
-        touched_.push_back(((nodes_[i].device - nodes_[k].device) % devices_ + devices_) % devices_);
+        touched_.push_back(round_of(nodes_[i].device, nodes_[k].device, devices_));
       }
       for (const auto& [q, tiles] : read_by_[i]) {
         if (q == x || q == y) continue;  // counted from the reader's side
         cell(nodes_[q].device, nodes_[i].device) += sign * tiles;
-        touched_.push_back(((nodes_[q].device - nodes_[i].device) % devices_ + devices_) % devices_);
+        touched_.push_back(round_of(nodes_[q].device, nodes_[i].device, devices_));
       }
     };
     account(x, -1);
@@ -737,11 +731,14 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   std::vector<Candidate> candidates;
   // A varlen kernel takes one cu_seqlens entry per piece of a document: candidates that cut a
   // document into more pieces than doc-zigzag's 2N are not proposed (unless nothing else is).
-  const bool bounded_pieces = tiling == Tiling::varlen && mask.kind() == MaskKind::documents;
+  const bool bounded_pieces = tiling_matters(tiling, mask.kind());
   std::vector<Candidate> unbounded;
   const auto consider = [&](Assignment a, Count chunk_tokens) {
     if (bounded_pieces && most_pieces_of_a_document(pricing, a) > 2 * devices) {
-      if (candidates.empty() && unbounded.empty()) unbounded.push_back({std::move(a), chunk_tokens, a.busiest(), 0});
+      if (candidates.empty() && unbounded.empty()) {
+        const Count busiest = a.busiest();  // before `a` moves
+        unbounded.push_back({std::move(a), chunk_tokens, busiest, 0});
+      }
       return;
     }
     Assignment ordered = ring_ordered(a);
