@@ -92,7 +92,9 @@ std::function<void()> register_analyze_command(CLI::App& app) {
                                "documents:longtail:SHORT:LONG:P (each may end in :seed=S) [default: causal]");
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json", "csv"}))->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
-  cmd->add_flag("--matrices", o.matrices, "Table format: also print the per-round matrices");
+  cmd->add_flag("--matrices", o.matrices,
+                "Table: also print the per-round matrices; csv: one row per (layout, round, device) instead of one "
+                "per layout");
   cmd->add_flag("--pad-documents", o.pad_documents,
                 "Pad every document to a multiple of 2N (doc-zigzag, doc-striped need it); padding is waste");
   cmd->add_option("--threads", o.threads, "Worker threads, 0 = one per core (results never depend on it)")

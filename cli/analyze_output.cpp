@@ -49,21 +49,28 @@ std::string format_analysis_table(const model::Analysis& analysis, bool matrices
   out += "\n";
   size_t width = 22;  // the layout column grows for long names (permutation file paths)
   for (const auto& r : analysis.results) width = std::max(width, r.layout.size());
-  append(out, "{:<{}} | {:^45} | {:^45}\n", "", width, "unmasked (q, k) pairs",
-         fmt::format("active {} tiles", c.tile.to_string()));
+  append(out, "{:<{}} | {:^45} | {:^45} | {:>17}\n", "", width, "unmasked (q, k) pairs",
+         fmt::format("active {} tiles", c.tile.to_string()), "vs tile bound");
   const auto group = fmt::format("{:>8} {:>9} {:>8} {:>6} {:>10}", "speedup", "imbalance", "lockstep", "idle", "vs contig");
-  append(out, "{:<{}} | {} | {}\n", "layout", width, group, group);
-  append(out, "{:-<{}}-+-{:-<45}-+-{:-<45}\n", "", width, "", "");
+  append(out, "{:<{}} | {} | {} | {:>8} {:>8}\n", "layout", width, group, group, "busiest", "lockstep");
+  append(out, "{:-<{}}-+-{:-<45}-+-{:-<45}-+-{:-<17}\n", "", width, "", "", "");
   auto metrics_cells = [](const model::Metrics& m, double vs_contiguous) {
     return fmt::format("{:>7.2f}x {:>8.2f}x {:>7.2f}x {:>5.1f}% {:>9.2f}x", m.speedup, m.imbalance, m.lockstep_speedup,
                        100.0 * m.idle_fraction, vs_contiguous);
   };
-  for (const auto& r : analysis.results) {
-    append(out, "{:<{}} | {} | {}\n", r.layout, width, metrics_cells(r.elements, r.elements_lockstep_speedup_vs_contiguous),
-        metrics_cells(r.tiles, r.tiles_lockstep_speedup_vs_contiguous));
+  for (size_t i = 0; i < analysis.results.size(); ++i) {
+    const auto& r = analysis.results[i];
+    append(out, "{:<{}} | {} | {} | {:>7.2f}x {:>7.2f}x{}\n", r.layout, width,
+           metrics_cells(r.elements, r.elements_lockstep_speedup_vs_contiguous),
+           metrics_cells(r.tiles, r.tiles_lockstep_speedup_vs_contiguous), r.tiles_vs_bound, r.tiles_lockstep_vs_bound,
+           i == analysis.best ? "  <- best" : "");
   }
   append(out, "\nspeedup = total / slowest device (no barrier); lockstep = total / sum over rounds of the busiest device;\n"
-      "imbalance = slowest / mean device; idle = 1 - total / (N x lockstep); vs contig = contiguous lockstep / this lockstep.\n");
+      "imbalance = slowest / mean device; idle = 1 - total / (N x lockstep); vs contig = contiguous lockstep / this lockstep.\n"
+      "These divide by each layout's own total; the last two columns divide every layout by one tile bound, the fewest\n"
+      "active tiles any layout above needs / N = {:.1f} tiles: busiest = the busiest device's tiles / bound, lockstep =\n"
+      "the lockstep tiles / bound (1.00x is perfect). best = the lowest busiest, then the lowest lockstep.\n",
+      analysis.tile_bound);
   if (!analysis.results.front().document_pieces.empty()) {
     append(out, "\npieces of documents per device (the cu_seqlens entries of a varlen call), most:");
     for (const auto& r : analysis.results) {
@@ -84,7 +91,8 @@ std::string format_analysis_table(const model::Analysis& analysis, bool matrices
 
 std::string format_analysis_json(const model::Analysis& analysis) { return model::to_json(analysis).dump(2) + "\n"; }
 
-std::string format_analysis_csv(const model::Analysis& analysis) {
+std::string format_analysis_csv(const model::Analysis& analysis, bool matrices) {
+  if (!matrices) return rows_to_csv(model::analysis_rows(analysis));
   std::string out = "layout,round,device,kv_source,unmasked_elements,active_tiles,partial_tiles\n";
   const Count devices = analysis.config.devices;
   for (const auto& r : analysis.results) {
@@ -104,7 +112,7 @@ std::string format_analysis(const model::Analysis& analysis, OutputFormat format
   switch (format) {
     case OutputFormat::table: return format_analysis_table(analysis, matrices);
     case OutputFormat::json: return format_analysis_json(analysis);
-    case OutputFormat::csv: return format_analysis_csv(analysis);
+    case OutputFormat::csv: return format_analysis_csv(analysis, matrices);
   }
   return {};
 }

@@ -12,8 +12,9 @@ enum class OutputFormat { table, json, csv };
 // matrices of unmasked pairs, active tiles and partial tiles follow.
 [[nodiscard]] std::string format_analysis_table(const model::Analysis& analysis, bool matrices);
 [[nodiscard]] std::string format_analysis_json(const model::Analysis& analysis);
-// One row per (layout, round, device).
-[[nodiscard]] std::string format_analysis_csv(const model::Analysis& analysis);
+// One row per layout with the summary metrics (model::analysis_rows); with `matrices`, one row
+// per (layout, round, device) instead.
+[[nodiscard]] std::string format_analysis_csv(const model::Analysis& analysis, bool matrices);
 
 [[nodiscard]] std::string format_analysis(const model::Analysis& analysis, OutputFormat format, bool matrices);
 

@@ -1,4 +1,10 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +16,13 @@
 
 namespace stripesim::testing {
 namespace {
+
+std::vector<std::string> split_commas(const std::string& line) {
+  std::vector<std::string> cells;
+  std::istringstream in(line);
+  for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
+  return cells;
+}
 
 TEST(CliAnalyze, DefaultRunPrintsThePaperComparison) {
   const CliResult r = run_cli("analyze");
@@ -49,8 +62,9 @@ TEST(CliAnalyze, JsonFollowsTheContract) {
               1.87, 0.005);
 }
 
-TEST(CliAnalyze, CsvHasOneTidyRowPerLayoutRoundDevice) {
-  const CliResult r = run_cli("analyze --seq-len 64 --devices 4 --tile 4x4 --layouts contiguous,striped --format csv");
+TEST(CliAnalyze, CsvMatricesHaveOneTidyRowPerLayoutRoundDevice) {
+  const CliResult r =
+      run_cli("analyze --seq-len 64 --devices 4 --tile 4x4 --layouts contiguous,striped --format csv --matrices");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream lines(r.out);
   std::string line;
@@ -63,6 +77,98 @@ TEST(CliAnalyze, CsvHasOneTidyRowPerLayoutRoundDevice) {
   EXPECT_NE(r.out.find("contiguous,0,3,3,136,"), std::string::npos) << r.out;
   // Round 1: device 3 holds device 2's block, fully visible.
   EXPECT_NE(r.out.find("contiguous,1,3,2,256,16,0"), std::string::npos) << r.out;
+}
+
+// Without --matrices the CSV is the summary: one row per layout, the JSON's metrics flattened.
+TEST(CliAnalyze, CsvSummaryHasOneRowPerLayoutWithTheJsonMetrics) {
+  const std::string args = "analyze --seq-len 2048 --devices 8 --tile 64x64 --layouts contiguous,zigzag --format ";
+  const CliResult csv = run_cli(args + "csv");
+  const CliResult json = run_cli(args + "json");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  std::istringstream lines(csv.out);
+  std::string header, line;
+  std::getline(lines, header);
+  EXPECT_EQ(header,
+            "layout,seq_len,devices,tile,tiling,mask,"
+            "elements_total,elements_lockstep,elements_slowest_device,elements_imbalance,elements_spread,elements_cv,"
+            "elements_speedup,elements_lockstep_speedup,elements_idle_fraction,elements_lockstep_speedup_vs_contiguous,"
+            "tiles_total,tiles_lockstep,tiles_slowest_device,tiles_imbalance,tiles_spread,tiles_cv,"
+            "tiles_speedup,tiles_lockstep_speedup,tiles_idle_fraction,tiles_lockstep_speedup_vs_contiguous,"
+            "tiles_vs_bound,tiles_lockstep_vs_bound,best");
+  const std::vector<std::string> columns = split_commas(header);
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(lines, line)) rows.push_back(split_commas(line));
+  ASSERT_EQ(rows.size(), 2u);
+  // The blog's numbers: contiguous 2098176 pairs, lockstep and slowest device both the last
+  // device's 256 * 257 / 2 + 7 * 256 * 256 = 491648 (4.27x).
+  const std::vector<std::string> contiguous_head{"contiguous", "2048",    "8",      "64x64", "fixed",
+                                                 "causal",     "2098176", "491648", "491648"};
+  EXPECT_EQ(std::vector<std::string>(rows[0].begin(), rows[0].begin() + 9), contiguous_head);
+  // Every metric cell is the JSON's number, written the same way.
+  for (size_t l = 0; l < 2; ++l) {
+    ASSERT_EQ(rows[l].size(), columns.size());
+    const auto& result = doc.at("results")[l];
+    for (size_t c = 6; c + 3 < columns.size(); ++c) {
+      const std::string unit = columns[c].substr(0, columns[c].find('_'));
+      const std::string key = columns[c].substr(unit.size() + 1);
+      EXPECT_EQ(rows[l][c], result.at("metrics").at(unit).at(key).dump()) << columns[c];
+    }
+    EXPECT_EQ(rows[l][columns.size() - 3], result.at("tiles_vs_bound").dump());
+    EXPECT_EQ(rows[l].back(), result.at("best").dump());
+  }
+  EXPECT_EQ(rows[1].back(), "true") << "zigzag is the best layout";
+}
+
+// Packed documents: speedup and imbalance are relative to each layout's own total, so striped
+// (which needs many more tiles) looks perfect; the tile bound columns rank every layout against
+// one denominator, the fewest tiles any layout needs over N.
+TEST(CliAnalyze, TileBoundRanksLayoutsOnPackedDocuments) {
+  const CliResult r = run_cli(
+      "analyze -n 64k -N 8 --tile 128x128 --mask documents:lognormal:2048:1.0:seed=7 --pad-documents "
+      "--layouts contiguous,striped,zigzag,doc-zigzag,balanced --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& results = doc.at("results");
+  model::Count fewest = results[0].at("metrics").at("tiles").at("total");
+  for (const auto& result : results) fewest = std::min(fewest, result.at("metrics").at("tiles").at("total").get<model::Count>());
+  const double bound = static_cast<double>(fewest) / 8.0;
+  EXPECT_DOUBLE_EQ(doc.at("tile_bound").get<double>(), bound);
+  size_t best = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& tiles = results[i].at("metrics").at("tiles");
+    EXPECT_DOUBLE_EQ(results[i].at("tiles_vs_bound").get<double>(), tiles.at("slowest_device").get<double>() / bound);
+    EXPECT_DOUBLE_EQ(results[i].at("tiles_lockstep_vs_bound").get<double>(), tiles.at("lockstep").get<double>() / bound);
+    if (tiles.at("slowest_device") < results[best].at("metrics").at("tiles").at("slowest_device")) best = i;
+  }
+  EXPECT_EQ(results[best].at("layout"), "balanced");
+  EXPECT_EQ(doc.at("best_layout"), "balanced");
+  for (size_t i = 0; i < results.size(); ++i) EXPECT_EQ(results[i].at("best").get<bool>(), i == best) << i;
+  // Striped's own speedup looks perfect, yet its busiest device is far above the bound.
+  const auto& striped = results[1];
+  ASSERT_EQ(striped.at("layout"), "striped");
+  EXPECT_GT(striped.at("metrics").at("tiles").at("speedup").get<double>(), 7.9);
+  EXPECT_GT(striped.at("tiles_vs_bound").get<double>(), 1.3);
+  EXPECT_LT(results[best].at("tiles_vs_bound").get<double>(), 1.1);
+  // The table marks it, and only it.
+  const CliResult table = run_cli(
+      "analyze -n 64k -N 8 --tile 128x128 --mask documents:lognormal:2048:1.0:seed=7 --pad-documents "
+      "--layouts contiguous,striped,zigzag,doc-zigzag,balanced");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  const size_t marker = table.out.find("<- best");
+  ASSERT_NE(marker, std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("<- best", marker + 1), std::string::npos);
+  EXPECT_EQ(table.out.rfind("\nbalanced ", marker), table.out.rfind('\n', marker)) << table.out;
+  EXPECT_NE(table.out.find(fmt::format("/ N = {:.1f} tiles", bound)), std::string::npos) << table.out;
+}
+
+// The header names the mask it counted under; it said "causal" under every mask once.
+TEST(CliAnalyze, HeaderNamesTheMask) {
+  const CliResult r = run_cli("analyze --seq-len 64 --devices 4 --tile 8x8 --mask bidirectional");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string header = r.out.substr(0, r.out.find('\n'));
+  EXPECT_EQ(header, "ring attention work: n = 64 tokens, N = 4 devices, c = 16 tokens per device, mask bidirectional, tiles 8x8");
+  EXPECT_EQ(r.out.find("causal"), std::string::npos) << r.out;
 }
 
 TEST(CliAnalyze, OutputIsByteIdenticalAcrossRunsAndThreads) {

@@ -316,5 +316,26 @@ TEST(BalanceSweep, ColumnsMatchIndependentCounts) {
   }
 }
 
+// The best layout is decided on exact counts: the fewest busiest-device tiles, then the fewest
+// lockstep tiles, then the first listed; equal layouts tie.
+TEST(Analysis, BestLayoutIsTheLeastBusyAgainstTheTileBound) {
+  AnalyzeConfig config;
+  config.seq_len = 2048;
+  config.devices = 8;
+  config.tile = {64, 64};
+  config.layouts = {"contiguous", "zigzag", "zigzag"};
+  const Analysis a = run_analysis(config, 1);
+  EXPECT_EQ(a.best, 1u);
+  // Contiguous needs the fewest tiles (528 of 64x64 on the causal diagonal), zigzag's busiest device 66 = 528 / 8.
+  EXPECT_EQ(a.results[0].tiles.total, 528);
+  EXPECT_DOUBLE_EQ(a.tile_bound, 66.0);
+  EXPECT_DOUBLE_EQ(a.results[1].tiles_vs_bound, static_cast<double>(a.results[1].tiles.slowest_device) / 66.0);
+  EXPECT_DOUBLE_EQ(a.results[0].tiles_vs_bound, static_cast<double>(a.results[0].tiles.slowest_device) / 66.0);
+  EXPECT_GT(a.results[0].tiles_vs_bound, a.results[1].tiles_vs_bound);
+  EXPECT_EQ(to_json(a).at("best_layout"), "zigzag");
+  EXPECT_EQ(analysis_rows(a)[1].at("best"), true);
+  EXPECT_EQ(analysis_rows(a)[2].at("best"), false);
+}
+
 }  // namespace
 }  // namespace stripesim::model

@@ -99,12 +99,20 @@ for kernel in ("h100-sdpa", "h100-flex"):
           f"reports/kernels/{kernel}")
 
 # CSV columns are the JSON field names.
-header = next(csv.reader(io.StringIO(run("analyze", "--format", "csv"))))
+header = next(csv.reader(io.StringIO(run("analyze", "--format", "csv", "--matrices"))))
 if header != ["layout", "round", "device", "kv_source", "unmasked_elements", "active_tiles", "partial_tiles"]:
     failures.append(f"analyze CSV header {header}")
-missing = set(header) - {"layout", "round", "device", "kv_source"} - set(schemas["analyze"]["properties"]["results"]["items"]["properties"])
+result_fields = schemas["analyze"]["properties"]["results"]["items"]["properties"]
+missing = set(header) - {"layout", "round", "device", "kv_source"} - set(result_fields)
 if missing:
     failures.append(f"analyze CSV columns not in the JSON: {missing}")
+# The summary CSV: the config's fields, then metrics.<unit>.<key> as <unit>_<key>, then the result's own fields.
+summary = next(csv.reader(io.StringIO(run("analyze", "--format", "csv"))))
+metric_fields = result_fields["metrics"]["properties"]
+known = set(schemas["analyze"]["properties"]["config"]["properties"]) | set(result_fields) | {
+    f"{unit}_{key}" for unit in metric_fields for key in metric_fields[unit]["properties"]}
+if set(summary) - known:
+    failures.append(f"analyze summary CSV columns not in the JSON: {set(summary) - known}")
 sweep_csv = next(csv.reader(io.StringIO(run("sweep", "--layouts", "block-striped:8"))))
 if sweep and sweep_csv != list(sweep["rows"][0].keys()):
     failures.append(f"sweep CSV header {sweep_csv} differs from the JSON row keys")

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
+#include <utility>
 #include <optional>
 
 #include "stripesim/model/document_layouts.hpp"
@@ -47,11 +49,35 @@ AnalysisPlan plan_analysis(const AnalyzeConfig& config) {
   return plan;
 }
 
+namespace {
+
+// Speedup and imbalance divide by each layout's own total, so a layout that needs many more tiles
+// in all (striped on packed documents) still looks balanced; dividing every layout by one bound
+// ranks them by what their busiest device really computes.
+void rank_against_tile_bound(Analysis& analysis) {
+  Count fewest = analysis.results.front().tiles.total;
+  for (const LayoutResult& r : analysis.results) fewest = std::min(fewest, r.tiles.total);
+  analysis.tile_bound = static_cast<double>(fewest) / static_cast<double>(analysis.config.devices);
+  for (size_t i = 0; i < analysis.results.size(); ++i) {
+    LayoutResult& r = analysis.results[i];
+    // Every mask allows each query its own key (n >= 1), so every layout has a tile and the bound is positive.
+    r.tiles_vs_bound = static_cast<double>(r.tiles.slowest_device) / analysis.tile_bound;
+    r.tiles_lockstep_vs_bound = static_cast<double>(r.tiles.lockstep) / analysis.tile_bound;
+    const LayoutResult& best = analysis.results[analysis.best];
+    // Compared in exact counts, not ratios, so that equal layouts tie and the first listed wins.
+    if (std::pair(r.tiles.slowest_device, r.tiles.lockstep) < std::pair(best.tiles.slowest_device, best.tiles.lockstep)) {
+      analysis.best = i;
+    }
+  }
+}
+
+}  // namespace
+
 Analysis run_analysis(const AnalyzeConfig& config, unsigned threads) { return run_analysis(plan_analysis(config), threads); }
 
 Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
   const AnalyzeConfig& config = plan.config;
-  Analysis analysis{config, plan.mask, plan.seq_len, plan.padding_tokens, {}};
+  Analysis analysis{config, plan.mask, plan.seq_len, plan.padding_tokens, {}, 0, 0};
   const Count n = analysis.seq_len;
   const std::vector<Layout>& layouts = plan.layouts;
 
@@ -59,7 +85,7 @@ Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
   for (const Layout& layout : layouts) {
     LayoutResult result{
         layout.name(), count_work(layout, analysis.mask, config.tile, threads, WorkDetail::totals, config.tiling), {}, {},
-        0, 0, {}};
+        0, 0, 0, 0, {}};
     result.elements = compute_metrics(result.work.unmasked_elements);
     result.tiles = compute_metrics(result.work.active_tiles);
     if (tiling_matters(config.tiling, analysis.mask.kind())) result.document_pieces = document_pieces(layout, analysis.mask);
@@ -79,6 +105,7 @@ Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
     result.tiles_lockstep_speedup_vs_contiguous =
         static_cast<double>(reference_tiles.lockstep) / static_cast<double>(result.tiles.lockstep);
   }
+  rank_against_tile_bound(analysis);
   return analysis;
 }
 
@@ -132,11 +159,39 @@ nlohmann::ordered_json to_json(const Analysis& analysis) {
                        {"partial_tiles", to_json(r.work.partial_tiles)},
                        {"metrics",
                         {{"elements", to_json(r.elements, r.elements_lockstep_speedup_vs_contiguous)},
-                         {"tiles", to_json(r.tiles, r.tiles_lockstep_speedup_vs_contiguous)}}}});
+                         {"tiles", to_json(r.tiles, r.tiles_lockstep_speedup_vs_contiguous)}}},
+                       {"tiles_vs_bound", r.tiles_vs_bound},
+                       {"tiles_lockstep_vs_bound", r.tiles_lockstep_vs_bound},
+                       {"best", &r == &analysis.results[analysis.best]}});
     if (!r.document_pieces.empty()) results.back()["document_pieces"] = r.document_pieces;
   }
+  doc["tile_bound"] = analysis.tile_bound;
+  doc["best_layout"] = analysis.results[analysis.best].layout;
   doc["results"] = std::move(results);
   return doc;
+}
+
+std::vector<nlohmann::ordered_json> analysis_rows(const Analysis& analysis) {
+  const AnalyzeConfig& c = analysis.config;
+  std::vector<nlohmann::ordered_json> rows;
+  for (size_t i = 0; i < analysis.results.size(); ++i) {
+    const LayoutResult& r = analysis.results[i];
+    nlohmann::ordered_json row{{"layout", r.layout},        {"seq_len", analysis.seq_len},
+                               {"devices", c.devices},      {"tile", c.tile.to_string()},
+                               {"tiling", tiling_name(c.tiling)}, {"mask", c.mask}};
+    // The JSON's metrics objects, flattened with their unit as prefix.
+    const std::pair<const char*, nlohmann::ordered_json> units[] = {
+        {"elements", to_json(r.elements, r.elements_lockstep_speedup_vs_contiguous)},
+        {"tiles", to_json(r.tiles, r.tiles_lockstep_speedup_vs_contiguous)}};
+    for (const auto& [unit, metrics] : units) {
+      for (const auto& [key, value] : metrics.items()) row[fmt::format("{}_{}", unit, key)] = value;
+    }
+    row["tiles_vs_bound"] = r.tiles_vs_bound;
+    row["tiles_lockstep_vs_bound"] = r.tiles_lockstep_vs_bound;
+    row["best"] = i == analysis.best;
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 }  // namespace stripesim::model

@@ -113,9 +113,6 @@ std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepSpec& sp
   for_each_point(spec, [&](Count seq_len, Count devices, const std::string& mask, TileShape tile,
                            const AnalyzeConfig& config) {
     const Analysis a = run_analysis(config, threads);
-    Count fewest_tiles = a.results.front().tiles.total;
-    for (const auto& r : a.results) fewest_tiles = std::min(fewest_tiles, r.tiles.total);
-    const double bound = static_cast<double>(fewest_tiles) / static_cast<double>(devices);
     for (const auto& r : a.results) {
       nlohmann::ordered_json row;
       row["n_seq"] = seq_len;
@@ -129,8 +126,8 @@ std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepSpec& sp
       row["tiles_imbalance"] = r.tiles.imbalance;
       row["lockstep_speedup"] = r.elements.lockstep_speedup;
       row["tiles_lockstep_speedup"] = r.tiles.lockstep_speedup;
-      row["tiles_vs_bound"] = static_cast<double>(r.tiles.slowest_device) / bound;
-      row["tiles_lockstep_vs_bound"] = static_cast<double>(r.tiles.lockstep) / bound;
+      row["tiles_vs_bound"] = r.tiles_vs_bound;
+      row["tiles_lockstep_vs_bound"] = r.tiles_lockstep_vs_bound;
       rows.push_back(std::move(row));
     }
     if (progress) progress(++done, total);

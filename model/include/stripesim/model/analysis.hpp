@@ -41,6 +41,11 @@ struct LayoutResult {
   // contiguous lockstep / this layout's lockstep: how much faster than plain Ring Attention.
   double elements_lockstep_speedup_vs_contiguous = 0;
   double tiles_lockstep_speedup_vs_contiguous = 0;
+  // The busiest device's active tiles, and the lockstep tiles, over the analysis's tile bound:
+  // unlike speedup and imbalance (relative to the layout's own total) every layout shares the
+  // denominator, so these rank layouts whose totals differ (packed documents).
+  double tiles_vs_bound = 0;
+  double tiles_lockstep_vs_bound = 0;
   // Under varlen tiling with a documents mask: per device, the pieces of documents it holds
   // (the cu_seqlens entries a varlen call needs; document_layouts.hpp). Empty otherwise.
   std::vector<Count> document_pieces;
@@ -52,6 +57,12 @@ struct Analysis {
   Count seq_len = 0;         // after padding
   Count padding_tokens = 0;  // added by pad_documents
   std::vector<LayoutResult> results;
+  // The fewest active tiles any analysed layout needs, over N: no layout's busiest device can do
+  // less unless some layout needs fewer tiles in all.
+  double tile_bound = 0;
+  // Index in results of the best layout: the lowest tiles_vs_bound, then the lowest
+  // tiles_lockstep_vs_bound, then the first listed.
+  size_t best = 0;
 };
 
 // What an analysis is built from once every input is checked: the mask (padded when asked) and
@@ -73,5 +84,8 @@ struct AnalysisPlan {
 [[nodiscard]] nlohmann::ordered_json to_json(const WorkMatrix& matrix);
 [[nodiscard]] nlohmann::ordered_json to_json(const Metrics& metrics, double lockstep_speedup_vs_contiguous);
 [[nodiscard]] nlohmann::ordered_json to_json(const Analysis& analysis);
+// One flat row per layout (the configuration, every metric as elements_* and tiles_*, the tile
+// bound columns, best): analyze's summary CSV.
+[[nodiscard]] std::vector<nlohmann::ordered_json> analysis_rows(const Analysis& analysis);
 
 }  // namespace stripesim::model
