@@ -24,7 +24,7 @@ struct SimulateOptions {
   std::string experiment;
   std::string model;
   std::string heads, kv_heads, head_dim, batch, model_parallel, data_parallel, seq_len, devices, scope;
-  std::string layouts, tile, tiling, kernel, mask, pass, dtype, hardware, topology, sync, kv_buffers, ring_order;
+  std::string layouts, tile, tiling, kernel, mask, pass, dtype, hardware, topology, sync, kv_buffers, ring_order, cp;
   std::string format = "table";
   std::string output;
   std::string trace;
@@ -32,6 +32,7 @@ struct SimulateOptions {
   bool rounds = false;
   bool pad_documents = false;
   bool recompute = false;
+  bool skip_unread_hops = false;
   std::vector<CLI::Option*> given;  // options that override the experiment file
 };
 
@@ -46,6 +47,8 @@ constexpr const char* kSimulateExamples = R"(Examples:
       the compute-only ring time sum_r max_d t[r][d] of flex_attention, to set beside one GPU's measurement
   stripesim simulate --model llama3-8b --hardware h100 --topology dgx-h100-x2 -M 2 -N 8 -n 512k --scope step
       a whole training step (every layer, the LM head, forward and backward) on a 2 x 8 mesh of two nodes
+  stripesim simulate --model llama3-8b --hardware h100 --topology cluster:4x8 -N 32 -n 1M --pass fwdbwd --cp hybrid:8x4
+      Ulysses inside each node, a ring across the four nodes (set beside --cp ring, allgather, ulysses)
   stripesim simulate --experiment configs/experiments/simulate-dgx-h100-x2.json)";
 
 // Scope layer or step: the breakdown of the time on the ring's last device, throughput, memory.
@@ -88,11 +91,12 @@ std::string format_step_table(const sim::Simulation& s) {
 std::string format_table(const sim::Simulation& s) {
   const auto& c = s.config;
   std::string out = fmt::format(
-      "ring simulation: n = {} tokens, N = {} devices on {}, {} heads x {} (K/V heads {}) per device, batch {}, "
-      "tiles {}{}, {}, pass {}, sync {}, {} K/V buffers\n",
-      c.seq_len, c.devices, s.topology.name(), s.heads_per_device, s.head_dim, s.kv_heads_per_device, c.batch,
-      s.tile.to_string(), model::tiling_matters(s.tiling, s.mask_kind) ? " (varlen)" : "", s.dtype, sim::to_string(c.pass),
-      sim::to_string(c.sync), c.kv_buffers);
+      "context parallelism {}: n = {} tokens, N = {} devices on {}, {} heads x {} (K/V heads {}) per device, batch {}, "
+      "tiles {}{}, {}, pass {}, sync {}, {} K/V buffers{}\n",
+      sim::to_string(s.cp, c.devices), c.seq_len, c.devices, s.topology.name(), s.heads_per_device, s.head_dim,
+      s.kv_heads_per_device, c.batch, s.tile.to_string(), model::tiling_matters(s.tiling, s.mask_kind) ? " (varlen)" : "",
+      s.dtype, sim::to_string(c.pass), sim::to_string(c.sync), c.kv_buffers,
+      c.skip_unread_hops ? ", unread K/V blocks not sent on" : "");
   if (s.padding_tokens > 0) {
     out += fmt::format("documents padded to multiples of 2N: {} padding tokens included in n\n", s.padding_tokens);
   }
@@ -107,8 +111,8 @@ std::string format_table(const sim::Simulation& s) {
   if (s.step_shape) return out + format_step_table(s);
   out += fmt::format("scope: the attention ring of one layer{}\n\n",
                      s.topology.name() == "ideal" ? ", compute only (ideal topology: hops take no time)" : "");
-  out += fmt::format("{:<22} {:>12} {:>10} {:>12} {:>12} {:>16} {:>10}\n", "layout", "time (ms)", "vs contig",
-                     "mean busy", "max idle", "max exposed comm", "events");
+  out += fmt::format("{:<22} {:>12} {:>10} {:>12} {:>12} {:>16} {:>10} {:>10}\n", "layout", "time (ms)", "vs contig",
+                     "mean busy", "max idle", "max exposed comm", "K/V MiB", "events");
   for (const auto& r : s.results) {
     double busy = 0, idle = 0, exposed = 0;
     std::uint64_t events = 0;
@@ -121,12 +125,15 @@ std::string format_table(const sim::Simulation& s) {
       }
       events += t.events;
     }
-    out += fmt::format("{:<22} {:>12.3f} {:>9.2f}x {:>9.3f} ms {:>9.3f} ms {:>13.3f} ms {:>10}\n", r.layout,
-                       r.time_us / 1e3, r.speedup_vs_contiguous, busy / 1e3, idle / 1e3, exposed / 1e3, events);
+    out += fmt::format("{:<22} {:>12.3f} {:>9.2f}x {:>9.3f} ms {:>9.3f} ms {:>13.3f} ms {:>10.1f} {:>10}\n", r.layout,
+                       r.time_us / 1e3, r.speedup_vs_contiguous, busy / 1e3, idle / 1e3, exposed / 1e3,
+                       r.kv_memory_bytes / (1024.0 * 1024.0), events);
   }
   out += "\nvs contig = contiguous time / this time; busy = computing; idle = time - busy;\n"
          "exposed comm = waiting for a K/V block while it is on the wire, plus transfers still running after the\n"
-         "last compute (waiting for a block the upstream device has not sent yet is idle, not communication).\n";
+         "last compute (waiting for a block the upstream device has not sent yet is idle, not communication), plus\n"
+         "collectives (all-gather, reduce-scatter, all-to-all) the device is not computing under;\n"
+         "K/V MiB = K/V and their buffers on one device (gathered K/V, all-to-all buffers, dK/dV in a backward).\n";
   return out;
 }
 
@@ -170,6 +177,9 @@ std::function<void()> register_simulate_command(CLI::App& app) {
       "turn, hand-offs included: the CPU validator) [default: async]");
   add("--kv-buffers", o.kv_buffers, "K/V buffers per device, at least 2 [default: 2, double buffering]");
   add("--ring-order", o.ring_order, "rank or auto (minimise the slowest hop) [default: rank]");
+  add("--cp", o.cp, "Context parallelism: ring (K/V passed around the ring), allgather[:G] (K/V all-gathered, in G head "
+      "groups whose gathers overlap the previous group's attention), ulysses (all-to-all from sequence to heads) or "
+      "hybrid:UxR (Ulysses over U GPUs of a node times a ring over R) [default: ring]");
   cmd->add_option("--format", o.format, "Output format: csv is a row per layout")
       ->check(CLI::IsMember({"table", "json", "csv"}))
       ->capture_default_str();
@@ -177,6 +187,8 @@ std::function<void()> register_simulate_command(CLI::App& app) {
   cmd->add_option("--trace", o.trace, "Also write a Chrome trace (Perfetto) to FILE");
   cmd->add_flag("--pad-documents", o.pad_documents,
                 "Pad every document of a documents mask to a multiple of 2N (doc-zigzag, doc-striped need it)");
+  cmd->add_flag("--skip-unread-hops", o.skip_unread_hops,
+                "Ring, hybrid: a K/V block no later device reads (windows, documents) is not sent on");
   cmd->add_flag("--recompute", o.recompute, "Scope layer or step: the backward recomputes the forward (activation checkpointing)");
   cmd->add_flag("--summary-only", o.summary_only, "JSON: leave out the per-(round, device) records");
   cmd->add_flag("--rounds", o.rounds, "JSON: include the per-(round, device) records above 64 devices too "
@@ -232,6 +244,8 @@ std::function<void()> register_simulate_command(CLI::App& app) {
     if (given("--hardware")) config.hardware = opts.hardware;
     if (given("--topology")) config.topology = opts.topology;
     if (given("--sync")) config.sync = sim::parse_sync_mode(opts.sync);
+    if (given("--cp")) config.cp = opts.cp;
+    if (opts.skip_unread_hops) config.skip_unread_hops = true;
     if (given("--ring-order")) {
       if (opts.ring_order != "rank" && opts.ring_order != "auto") {
         throw model::InputError(fmt::format("--ring-order '{}': expected rank or auto", opts.ring_order));

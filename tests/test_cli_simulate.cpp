@@ -133,6 +133,12 @@ INSTANTIATE_TEST_SUITE_P(
     Table, CliSimulateBadInput,
     ::testing::Values(
         BadInput{"one_buffer", "simulate --kv-buffers 1", "--kv-buffers 1: must be at least 2"},
+        BadInput{"unknown_cp", "simulate --cp rings", "--cp 'rings': expected ring, allgather[:G], ulysses or hybrid:UxR"},
+        BadInput{"hybrid_not_the_group", "simulate --cp hybrid:3x3", "--cp 'hybrid:3x3': U x R = 9 must be the 8 devices"},
+        BadInput{"ulysses_heads_do_not_divide", "simulate --cp ulysses --heads 12",
+                 "--cp ulysses: the all-to-all over 8 devices needs the 12 heads of a device divisible by 8"},
+        BadInput{"ring_setting_without_a_ring", "simulate --cp allgather --sync lockstep",
+                 "--sync lockstep: sets how a ring's rounds wait; --cp allgather has no ring"},
         BadInput{"unknown_topology", "simulate --topology torus", "--topology 'torus': unknown"},
         BadInput{"too_few_gpus", "simulate --topology nvswitch:4 --devices 8", "has 4 GPUs, fewer than --devices 8"},
         BadInput{"bad_cluster", "simulate --topology cluster:2", "--topology 'cluster:2': expected cluster:NxG"},
@@ -199,7 +205,7 @@ TEST(CliSimulate, StepTableSaysWhatTheTimeCoversAndCsvIsDeterministic) {
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   EXPECT_EQ(a.out.substr(0, a.out.find('\n')),
-            "layout,scope,model,hardware,model_parallel,devices,data_parallel,seq_len,pass,time_us,speedup_vs_contiguous,"
+            "layout,scope,model,hardware,model_parallel,devices,data_parallel,seq_len,pass,cp,time_us,speedup_vs_contiguous,kv_memory_bytes,"
             "tokens_per_second,mfu,matmul_us,elementwise_us,attention_compute_us,attention_comm_us,attention_idle_us,"
             "model_parallel_comm_us,gradient_comm_us,memory_bytes,exceeds_memory");
 }

@@ -75,7 +75,7 @@ class RingRun {
       }
       for (Count d = 0; d < n_ && r <= n_ - 2; ++d) {
         RoundRecord& rec = record(r, d);
-        rec.send_end_us = now_ = transmit(s_.hops[static_cast<size_t>(d)], s_.kv_bytes);
+        rec.send_end_us = now_ = transmit(kv_route(r, d), s_.kv_bytes);
         rec.send_start_us = transmit_start_;
         record(r + 1, next(d)).arrival_us = now_;
         ++items;
@@ -102,6 +102,13 @@ class RingRun {
   [[nodiscard]] Count freed(Count d) const {
     const auto i = static_cast<size_t>(d);
     return sent_[i] >= n_ - 1 ? computed_[i] : std::min(computed_[i], sent_[i]);
+  }
+
+  // A block nobody further down reads is not sent: its hop crosses no link and takes no time.
+  [[nodiscard]] const Route& kv_route(Count round, Count d) const {
+    static const Route kStays;
+    const bool needed = s_.send_needed.empty() || s_.send_needed[static_cast<size_t>(round * n_ + d)];
+    return needed ? s_.hops[static_cast<size_t>(d)] : kStays;
   }
 
   // Occupies the route's links and returns when the message arrives.
@@ -134,7 +141,7 @@ class RingRun {
     if (sending_[i] || r > n_ - 2 || arrived_[i] <= r || !barrier_passed(r)) return;
     if (freed(next(d)) < r + 2 - s_.kv_buffers) return;  // no free buffer on the receiver yet
     RoundRecord& rec = record(r, d);
-    rec.send_end_us = transmit(s_.hops[i], s_.kv_bytes);
+    rec.send_end_us = transmit(kv_route(r, d), s_.kv_bytes);
     rec.send_start_us = transmit_start_;
     sending_[i] = true;
     ++next_send_[i];
@@ -260,11 +267,28 @@ class RingRun {
 
 }  // namespace
 
+std::vector<bool> hops_read_downstream(const model::WorkMatrix& active_tiles) {
+  const Count devices = active_tiles.devices();
+  std::vector<bool> needed(static_cast<size_t>(devices * devices), false);
+  // The block on d at round r came from source d - r; it is read later if any round r' > r finds
+  // active tiles on the device then holding it, d + (r' - r). Walk each block's path backwards.
+  for (Count source = 0; source < devices; ++source) {
+    bool read_later = false;
+    for (Count r = devices - 1; r >= 0; --r) {
+      const Count d = (source + r) % devices;
+      needed[static_cast<size_t>(r * devices + d)] = read_later;
+      if (active_tiles.at(r, d) > 0) read_later = true;
+    }
+  }
+  return needed;
+}
+
 RingTimeline simulate_ring(const RingSetup& setup, std::vector<FifoServer>& links) {
   if (setup.devices < 1) throw std::invalid_argument("simulate_ring: no devices");
   if (setup.kv_buffers < 2) throw std::invalid_argument("simulate_ring: at least 2 K/V buffers");
   if (static_cast<Count>(setup.compute_us.size()) != setup.devices * setup.devices ||
-      static_cast<Count>(setup.hops.size()) != setup.devices) {
+      static_cast<Count>(setup.hops.size()) != setup.devices ||
+      (!setup.send_needed.empty() && static_cast<Count>(setup.send_needed.size()) != setup.devices * setup.devices)) {
     throw std::invalid_argument("simulate_ring: compute or hops do not match the devices");
   }
   return RingRun(setup, links).run();

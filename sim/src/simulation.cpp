@@ -11,6 +11,7 @@
 #include "stripesim/model/mask.hpp"
 #include "stripesim/model/pair_count.hpp"
 #include "stripesim/model/work_model.hpp"
+#include "stripesim/sim/attention_passes.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_order.hpp"
 
@@ -100,13 +101,35 @@ void check_scope(const SimulateConfig& config, const Simulation& sim) {
   }
 }
 
+// The ring's settings mean nothing to a collective; given with one, they are refused, not ignored.
+void check_context_parallel(const SimulateConfig& config, const ContextParallel& cp) {
+  const std::string name = to_string(cp, config.devices);
+  const bool has_ring = ring_degree(cp, config.devices) > 1 || cp.algorithm == CpAlgorithm::ring;
+  if (!has_ring) {
+    if (config.sync != SyncMode::async) {
+      throw InputError(fmt::format("--sync {}: sets how a ring's rounds wait; --cp {} has no ring", to_string(config.sync), name));
+    }
+    if (config.kv_buffers != 2) {
+      throw InputError(fmt::format("--kv-buffers {}: a ring's K/V buffers; --cp {} has no ring", config.kv_buffers, name));
+    }
+    if (config.skip_unread_hops) throw InputError(fmt::format("--skip-unread-hops: a ring's hops; --cp {} has no ring", name));
+  }
+  if (cp.algorithm != CpAlgorithm::ring && config.auto_ring_order) {
+    throw InputError(fmt::format("--ring-order auto: orders the GPUs of a plain ring, not --cp {}", name));
+  }
+  if (cp.algorithm != CpAlgorithm::ring && config.hop_bytes) {
+    throw InputError(fmt::format("--cp {}: the validator's hop size applies to the ring only", name));
+  }
+}
+
 }  // namespace
 
 SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::string& label, SimulateConfig base) {
   const model::JsonFields f(doc, label);
   f.allow_only({"description", "model", "heads", "kv_heads", "head_dim", "batch", "model_parallel", "seq_len",
                 "devices", "layouts", "tile", "tiling", "kernel", "mask", "pad_documents", "pass", "dtype", "hardware",
-                "topology", "sync", "kv_buffers", "ring_order", "scope", "recompute", "data_parallel"});
+                "topology", "sync", "kv_buffers", "ring_order", "scope", "recompute", "data_parallel", "cp",
+                "skip_unread_hops"});
   base.model = f.string_or("model", base.model);
   for (const char* field : {"heads", "kv_heads", "head_dim"}) {
     if (f.has("model") && f.has(field)) {
@@ -138,6 +161,8 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   base.topology = f.string_or("topology", base.topology);
   if (f.has("sync")) base.sync = parse_sync_mode(f.string("sync"));
   base.kv_buffers = f.positive_count_or("kv_buffers", base.kv_buffers);
+  base.cp = f.string_or("cp", base.cp);
+  base.skip_unread_hops = f.boolean_or("skip_unread_hops", base.skip_unread_hops);
   if (f.has("ring_order")) {
     const std::string order = f.string("ring_order");
     if (order != "rank" && order != "auto") throw InputError(fmt::format("{}: expected rank or auto", f.where("ring_order")));
@@ -194,8 +219,8 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
       throw InputError(fmt::format("--dtype {}: hardware {} lists no peak rate for it", precision, sim.hardware.name));
     }
   }
-  sim.call_shape = {sim.heads_per_device * config.batch, head_dim, sim.tile,
-                    sim.hardware.peak_tflops.at(sim.kernel.dtype) / sim.hardware.peak_tflops.at(sim.dtype)};
+  sim.cp = parse_context_parallel(config.cp, config.devices, "--cp");
+  check_context_parallel(config, sim.cp);
   // Validate every layout and the mask before simulating anything.
   model::Mask mask = model::parse_mask(config.mask, config.seq_len);
   sim.mask_kind = mask.kind();
@@ -205,10 +230,18 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
     sim.config.seq_len = padded.seq_len;
     sim.padding_tokens = padded.padding_tokens;
   }
+  sim.cp_shape = cp_shape(sim.cp,
+                          AttentionShape{sim.config.seq_len, config.devices, config.batch, sim.heads_per_device,
+                                         sim.kv_heads_per_device, head_dim, dtype_bytes(sim.dtype)},
+                          config.kv_buffers);
+  sim.call_shape = {sim.cp_shape.streams, head_dim, sim.tile,
+                    sim.hardware.peak_tflops.at(sim.kernel.dtype) / sim.hardware.peak_tflops.at(sim.dtype)};
+  // A hybrid's layout cuts the sequence into the ring's R blocks.
+  const Count layout_devices = sim.cp.algorithm == CpAlgorithm::hybrid ? ring_degree(sim.cp, config.devices) : config.devices;
   std::vector<model::Layout> layouts;
   for (const auto& spec : config.layouts) {
     layouts.push_back(
-        model::parse_layout(spec, sim.config.seq_len, config.devices, model::LayoutContext{&mask, sim.tile, sim.tiling}));
+        model::parse_layout(spec, sim.config.seq_len, layout_devices, model::LayoutContext{&mask, sim.tile, sim.tiling}));
   }
 
   if (config.data_parallel < 1) throw InputError(fmt::format("--data-parallel {}: must be at least 1", config.data_parallel));
@@ -245,12 +278,28 @@ Simulation run_simulation(SimulationPlan plan) {
   const SimulateConfig& config = sim.config;
   const model::Mask& mask = plan.mask;
   const std::vector<model::Layout>& layouts = plan.layouts;
-  const Count head_dim = sim.head_dim;
-  const Bytes element = dtype_bytes(sim.dtype);
   const Count c = config.seq_len / config.devices;
-  sim.kv_bytes = config.hop_bytes.value_or(2 * c * sim.kv_heads_per_device * head_dim * element * config.batch);
-  sim.ring_order = config.auto_ring_order ? auto_ring_order(sim.topology, config.devices, sim.kv_bytes)
-                                          : mesh_ring_order(sim.mesh);
+  sim.cp_group = mesh_ring_order(sim.mesh);
+  const Count u = ulysses_degree(sim.cp, config.devices);
+  sim.alltoall_group.assign(sim.cp_group.begin(), sim.cp_group.begin() + u);
+  switch (sim.cp.algorithm) {
+    case CpAlgorithm::ring:
+      sim.kv_bytes = config.hop_bytes.value_or(sim.cp_shape.ring_hop_bytes);
+      sim.ring_order = config.auto_ring_order ? auto_ring_order(sim.topology, config.devices, sim.kv_bytes) : sim.cp_group;
+      break;
+    case CpAlgorithm::hybrid:
+      // The ring joins the first GPU of every all-to-all group (the others run rings alike).
+      sim.kv_bytes = sim.cp_shape.ring_hop_bytes;
+      for (size_t p = 0; p < sim.cp_group.size(); p += static_cast<size_t>(u)) sim.ring_order.push_back(sim.cp_group[p]);
+      break;
+    case CpAlgorithm::allgather:
+      sim.kv_bytes = sim.cp_shape.gather_bytes;  // one step of the all-gather's ring
+      sim.ring_order = sim.cp_group;
+      break;
+    case CpAlgorithm::ulysses:
+      sim.ring_order = sim.cp_group;
+      break;
+  }
   sim.hops = ring_routes(sim.topology, sim.ring_order);
   if (config.scope != Scope::attention) {
     const model::Run sequence{0, 1, config.seq_len, 0};
@@ -266,8 +315,8 @@ Simulation run_simulation(SimulationPlan plan) {
     step.seq_len = config.seq_len;
     step.batch = config.batch;
     step.unmasked_pairs = static_cast<double>(model::count_run_pairs(sequence, sequence, mask));
-    step.kv_buffers = config.kv_buffers;
-    step.kv_bytes = sim.kv_bytes;
+    step.kv_memory_bytes = sim.cp_shape.memory_bytes;
+    step.kv_backward_memory_bytes = sim.cp_shape.backward_memory_bytes;
     step.activation_allreduce_us = allreduce_us(sim.topology, model_parallel_group(sim.mesh),
                                                 c * config.batch * sim.transformer->d_model * kActivationBytes);
     step.gradient_allreduce_us =
@@ -278,28 +327,11 @@ Simulation run_simulation(SimulationPlan plan) {
   const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
 
   auto simulate_layout = [&](const model::Layout& layout) {
-    const model::Work work = model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::query_tiles, sim.tiling);
     LayoutSimulation result;
     result.layout = layout.name();
-    std::vector<FifoServer> links(sim.topology.directed_link_count());
-    Microseconds start = 0;
-    for (const RingPass pass : {RingPass::forward, RingPass::backward}) {
-      if (pass == RingPass::forward && config.pass == PassSelection::backward) continue;
-      if (pass == RingPass::backward && config.pass == PassSelection::forward) continue;
-      RingSetup setup;
-      setup.devices = config.devices;
-      setup.hops = sim.hops;
-      setup.kv_bytes = sim.kv_bytes;
-      setup.pass = pass;
-      setup.sync = config.sync;
-      setup.kv_buffers = config.kv_buffers;
-      setup.start_us = start;
-      setup.compute_us = kernel.call_times(work, pass == RingPass::forward ? KernelPass::forward : KernelPass::backward);
-      result.passes.push_back(simulate_ring(setup, links));
-      start = result.passes.back().end_us;
-      sim.events += result.passes.back().events;
-    }
-    result.time_us = start;
+    result.passes = simulate_attention_passes(sim, layout, mask, kernel, sim.events);
+    result.time_us = result.passes.empty() ? 0.0 : result.passes.back().end_us;
+    result.kv_memory_bytes = config.pass == PassSelection::forward ? sim.cp_shape.memory_bytes : sim.cp_shape.backward_memory_bytes;
     if (sim.step_shape) {
       result.step = estimate_step(*sim.step_shape, result.passes);
       result.time_us = result.step->time_us;
@@ -312,7 +344,9 @@ Simulation run_simulation(SimulationPlan plan) {
     sim.results.push_back(simulate_layout(layout));
     if (layout.kind() == model::LayoutKind::contiguous && !contiguous_time) contiguous_time = sim.results.back().time_us;
   }
-  if (!contiguous_time) contiguous_time = simulate_layout(model::Layout::contiguous(config.seq_len, config.devices)).time_us;
+  if (!contiguous_time) {
+    contiguous_time = simulate_layout(model::Layout::contiguous(config.seq_len, layouts.front().devices())).time_us;
+  }
   for (auto& result : sim.results) result.speedup_vs_contiguous = *contiguous_time / result.time_us;
   return std::move(plan.simulation);
 }
@@ -372,7 +406,9 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
                    {"topology", sim.topology.name()},
                    {"sync", to_string(c.sync)},
                    {"kv_buffers", c.kv_buffers},
-                   {"ring_order", c.auto_ring_order ? "auto" : "rank"}};
+                   {"ring_order", c.auto_ring_order ? "auto" : "rank"},
+                   {"cp", to_string(sim.cp, c.devices)},
+                   {"skip_unread_hops", c.skip_unread_hops}};
   doc["rounds_included"] = rounds;
   doc["kernel"] = to_json(sim.kernel);
   doc["kv_bytes_per_hop"] = sim.kv_bytes;
@@ -424,7 +460,7 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
                                   {"devices", std::move(devices)}};
       if (rounds) {
         nlohmann::ordered_json matrix = nlohmann::ordered_json::array();
-        for (Count round = 0; round < t.devices; ++round) {
+        for (Count round = 0; round < t.round_count(); ++round) {
           nlohmann::ordered_json row = nlohmann::ordered_json::array();
           for (Count d = 0; d < t.devices; ++d) {
             const RoundRecord& rec = t.at(round, d);
@@ -443,11 +479,22 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
         }
         pass["rounds"] = std::move(matrix);
       }
+      if (!t.collectives.empty()) {
+        nlohmann::ordered_json collectives = nlohmann::ordered_json::array();
+        for (const CollectiveInterval& x : t.collectives) {
+          collectives.push_back({{"name", x.name},
+                                 {"start_us", x.start_us},
+                                 {"end_us", x.end_us},
+                                 {"device", x.device < 0 ? nlohmann::ordered_json("all") : nlohmann::ordered_json(x.device)}});
+        }
+        pass["collectives"] = std::move(collectives);
+      }
       passes.push_back(std::move(pass));
     }
     nlohmann::ordered_json result{{"layout", r.layout},
                                   {"time_us", r.time_us},
-                                  {"speedup_vs_contiguous", r.speedup_vs_contiguous}};
+                                  {"speedup_vs_contiguous", r.speedup_vs_contiguous},
+                                  {"kv_memory_bytes", r.kv_memory_bytes}};
     if (r.step) result["step"] = step_json(*r.step);
     result["passes"] = std::move(passes);
     results.push_back(std::move(result));
@@ -464,8 +511,9 @@ std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& sim) {
                                {"model", c.model},            {"hardware", sim.hardware.name},
                                {"model_parallel", c.model_parallel}, {"devices", c.devices},
                                {"data_parallel", c.data_parallel},   {"seq_len", c.seq_len},
-                               {"pass", to_string(c.pass)},   {"time_us", r.time_us},
-                               {"speedup_vs_contiguous", r.speedup_vs_contiguous}};
+                               {"pass", to_string(c.pass)},   {"cp", to_string(sim.cp, c.devices)},
+                               {"time_us", r.time_us},        {"speedup_vs_contiguous", r.speedup_vs_contiguous},
+                               {"kv_memory_bytes", r.kv_memory_bytes}};
     if (sim.step_shape) {
       const StepEstimate& e = *r.step;
       row["tokens_per_second"] = e.tokens_per_second;
@@ -494,11 +542,12 @@ nlohmann::ordered_json chrome_trace(const Simulation& sim) {
   }
   Count next_thread = sim.config.devices;
   for (auto& [link, thread] : link_thread) thread = next_thread++;
+  const Count collectives_thread = next_thread;
   for (size_t l = 0; l < sim.results.size(); ++l) {
     const LayoutSimulation& r = sim.results[l];
     const auto pid = static_cast<Count>(l);
     events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", r.layout}}}});
-    for (Count d = 0; d < sim.config.devices; ++d) {
+    for (Count d = 0; d < static_cast<Count>(sim.ring_order.size()); ++d) {
       events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", d},
                         {"args", {{"name", fmt::format("device {} (gpu {}) compute", d, sim.ring_order[static_cast<size_t>(d)])}}}});
     }
@@ -506,9 +555,18 @@ nlohmann::ordered_json chrome_trace(const Simulation& sim) {
       events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", thread},
                         {"args", {{"name", "link " + sim.topology.directed_link_name(link)}}}});
     }
+    if (sim.cp.algorithm != CpAlgorithm::ring) {
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", collectives_thread},
+                        {"args", {{"name", "collectives"}}}});
+    }
     for (const RingTimeline& t : r.passes) {
       const std::string pass = to_string(t.pass);
-      for (Count round = 0; round < t.devices; ++round) {
+      for (const CollectiveInterval& x : t.collectives) {
+        events.push_back({{"name", x.device < 0 ? x.name : fmt::format("{} d{}", x.name, x.device)}, {"cat", "collective"},
+                          {"ph", "X"}, {"pid", pid}, {"tid", collectives_thread}, {"ts", x.start_us},
+                          {"dur", x.end_us - x.start_us}});
+      }
+      for (Count round = 0; round < t.round_count(); ++round) {
         for (Count d = 0; d < t.devices; ++d) {
           const RoundRecord& rec = t.at(round, d);
           if (rec.compute_end_us > rec.compute_start_us) {

@@ -25,14 +25,6 @@ const char* to_string(Scope scope) {
   return "attention";
 }
 
-Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes) {
-  const auto k = static_cast<Count>(group.size());
-  if (k < 2) return 0;
-  Microseconds slowest = 0;
-  for (const Route& hop : ring_routes(topology, group)) slowest = std::max(slowest, hop.transfer_us(bytes / k));
-  return static_cast<double>(2 * (k - 1)) * slowest;
-}
-
 double parameters_per_device(const model::TransformerModel& model, Count model_parallel) {
   // A matmul does 2 FLOPs per weight per token; the embedding table is as large as the LM head.
   const model::LayerFlops flops = model::count_layer_flops(model);
@@ -151,7 +143,7 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
     e.memory.activations = kept;
   }
   if (s.scope == Scope::step) e.memory.logits = 4.0 * local_tokens * static_cast<double>(m.vocab) / mp;
-  e.memory.kv_buffers = static_cast<double>(s.kv_buffers * s.kv_bytes) * (s.backward ? 2.0 : 1.0);
+  e.memory.kv_buffers = s.backward ? s.kv_backward_memory_bytes : s.kv_memory_bytes;
   e.exceeds_memory = e.memory.total() > s.hardware.memory_gib * kBytesPerGib;
   return e;
 }

@@ -16,8 +16,10 @@
 // timing a ring call by call): round by round every device's compute, then every hand-off of
 // the round (and, backward, every dK/dV hop), nothing overlapping anything.
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "stripesim/model/work_matrix.hpp"
 #include "stripesim/sim/event_queue.hpp"
 #include "stripesim/sim/topology.hpp"
 
@@ -35,7 +37,15 @@ struct RingSetup {
   SyncMode sync = SyncMode::async;
   Count kv_buffers = 2;
   Microseconds start_us = 0;
+  // [round * devices + device]: whether the K/V block device sends on at that round is read
+  // further down the ring; a block nobody downstream reads stays where it is (no transfer). Empty:
+  // every block travels the whole ring, as ring implementations that ignore the mask do.
+  std::vector<bool> send_needed;
 };
+
+// Which K/V hops of a ring carry a block some later device reads: [round * devices + device],
+// from the active tiles of every (round, device).
+[[nodiscard]] std::vector<bool> hops_read_downstream(const model::WorkMatrix& active_tiles);
 
 inline constexpr Microseconds kNever = -1.0;
 
@@ -56,6 +66,17 @@ struct DeviceSummary {
   Microseconds finish_us = 0;
 };
 
+// A collective every member of the context-parallel group takes part in (all-gather,
+// reduce-scatter, all-to-all): what context parallelism other than the ring adds to a pass.
+struct CollectiveInterval {
+  std::string name;  // "all-gather K/V 0"
+  Microseconds start_us = 0;
+  Microseconds end_us = 0;
+  Count device = -1;  // -1: the whole group at once; else the one device (group of) it delays
+};
+
+// One attention pass. A ring has a round per device; an all-gather pass a round per head group
+// (one call on the gathered K/V), an all-to-all pass one round.
 struct RingTimeline {
   Count devices = 0;
   RingPass pass = RingPass::forward;
@@ -63,7 +84,10 @@ struct RingTimeline {
   Microseconds end_us = 0;
   std::vector<RoundRecord> rounds;  // [round * devices + device]
   std::vector<DeviceSummary> device_summary;
+  std::vector<CollectiveInterval> collectives;
   std::uint64_t events = 0;
+
+  [[nodiscard]] Count round_count() const { return devices == 0 ? 0 : static_cast<Count>(rounds.size()) / devices; }
 
   [[nodiscard]] const RoundRecord& at(Count round, Count device) const {
     return rounds[static_cast<size_t>(round * devices + device)];

@@ -11,6 +11,7 @@
 #include "stripesim/model/layout.hpp"
 #include "stripesim/model/mask.hpp"
 #include "stripesim/model/tile_shape.hpp"
+#include "stripesim/sim/context_parallel.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_simulator.hpp"
 #include "stripesim/sim/step_model.hpp"
@@ -52,6 +53,8 @@ struct SimulateConfig {
   SyncMode sync = SyncMode::async;
   Count kv_buffers = 2;
   bool auto_ring_order = false;
+  std::string cp = "ring";  // context parallelism (context_parallel.hpp)
+  bool skip_unread_hops = false;  // ring, hybrid: a K/V block no later device reads is not sent on
   // Bytes each hop carries; default: K and V of one block. The validator's ring also hands on
   // the block's token positions.
   std::optional<Bytes> hop_bytes;
@@ -74,6 +77,7 @@ struct LayoutSimulation {
   std::optional<StepEstimate> step;  // scope layer or step
   Microseconds time_us = 0;          // of the scope
   double speedup_vs_contiguous = 0;
+  double kv_memory_bytes = 0;  // K/V and their buffers on one device (the passes run)
 };
 
 struct Simulation {
@@ -92,6 +96,12 @@ struct Simulation {
   Count head_dim = 0;
   Bytes kv_bytes = 0;
   Count padding_tokens = 0;  // added by pad_documents; config.seq_len includes them
+  ContextParallel cp;
+  CpShape cp_shape;
+  // The group's GPUs (ring order; hybrid: each all-to-all group is U consecutive ones) and the
+  // all-to-all group of the first ring position. ring_order above is the ring's (hybrid: R GPUs).
+  std::vector<Count> cp_group;
+  std::vector<Count> alltoall_group;
   KernelCallShape call_shape;
   model::Mesh mesh;
   std::optional<model::TransformerModel> transformer;  // the --model's shape

@@ -18,6 +18,7 @@
 
 #include "stripesim/model/hardware_profile.hpp"
 #include "stripesim/model/transformer_model.hpp"
+#include "stripesim/sim/collectives.hpp"
 #include "stripesim/sim/ring_order.hpp"
 #include "stripesim/sim/ring_simulator.hpp"
 #include "stripesim/sim/topology.hpp"
@@ -50,7 +51,7 @@ struct StepMemory {
   double gradients_and_optimizer = 0;  // bf16 gradients, fp32 master weights and Adam's two moments
   double activations = 0;              // kept for the backward
   double logits = 0;                   // fp32, for the loss (step scope)
-  double kv_buffers = 0;               // the ring's K/V blocks (and dK/dV in the backward)
+  double kv_buffers = 0;               // K/V and their buffers under the context parallelism (and dK/dV in the backward)
 
   [[nodiscard]] double total() const { return weights + gradients_and_optimizer + activations + logits + kv_buffers; }
 };
@@ -76,15 +77,11 @@ struct StepShape {
   Count seq_len = 0;
   Count batch = 1;
   double unmasked_pairs = 0;  // of one sequence, under the mask
-  Count kv_buffers = 2;
-  Bytes kv_bytes = 0;
+  double kv_memory_bytes = 0;           // K/V and their buffers for the forward (CpShape)
+  double kv_backward_memory_bytes = 0;  // ... and with the backward's gradients beside them
   Microseconds activation_allreduce_us = 0;  // one all-reduce of a layer's activations in the model-parallel group
   Microseconds gradient_allreduce_us = 0;    // the weights' gradients over their copies
 };
-
-// A ring all-reduce of `bytes` over `group` (GPUs, in ring order): 2 (K - 1) steps of bytes / K,
-// each at the pace of the group's slowest hop. Zero for a group of one.
-[[nodiscard]] Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes);
 
 // Parameters held by one device of a model-parallel group of `model_parallel` (embedding included).
 [[nodiscard]] double parameters_per_device(const model::TransformerModel& model, Count model_parallel);

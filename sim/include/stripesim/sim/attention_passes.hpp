@@ -1,0 +1,20 @@
+#pragma once
+// One layer's attention under the plan's context parallelism (context_parallel.hpp): the work
+// model's tiles priced by the kernel cost model, the ring simulated event by event, collectives
+// in closed form on the topology; forward, backward or both, one after the other.
+#include <cstdint>
+#include <vector>
+
+#include "stripesim/model/layout.hpp"
+#include "stripesim/model/mask.hpp"
+#include "stripesim/sim/kernel_time.hpp"
+#include "stripesim/sim/simulation.hpp"
+
+namespace stripesim::sim {
+
+// `sim` is planned (its groups, routes and shapes set); `events` counts what was simulated.
+[[nodiscard]] std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const model::Layout& layout,
+                                                                  const model::Mask& mask, const KernelTimeModel& kernel,
+                                                                  std::uint64_t& events);
+
+}  // namespace stripesim::sim

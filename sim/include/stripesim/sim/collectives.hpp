@@ -1,0 +1,30 @@
+#pragma once
+// Collectives on the topology, as NCCL runs them, in closed form:
+//  - ring algorithms (all-reduce, all-gather, reduce-scatter) move the data in steps around the
+//    group in its order; each step every member sends one chunk to the next at once, so a step
+//    lasts as long as the group's slowest hop (its latency plus chunk / bottleneck bandwidth);
+//  - all-to-all posts every pairwise send at once: each directed link carries the chunks of
+//    every route that crosses it, so the call lasts the longest route latency plus the busiest
+//    link's bytes over its bandwidth (over an NVSwitch a GPU's own link; across nodes, its NIC).
+// Groups of one move nothing and take no time.
+#include <vector>
+
+#include "stripesim/sim/topology.hpp"
+
+namespace stripesim::sim {
+
+// `steps` ring steps of `chunk` bytes over `group` (GPUs in ring order).
+[[nodiscard]] Microseconds ring_steps_us(const Topology& topology, const std::vector<Count>& group, Bytes chunk,
+                                         Count steps);
+
+// Every member ends with the sum of `bytes`: 2 (K - 1) steps of bytes / K.
+[[nodiscard]] Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes);
+// Every member contributes `bytes_per_member` and ends with all K contributions: K - 1 steps.
+// A reduce-scatter (each member ends with the sum of its own share) is the same ring run the
+// other way and takes the same time.
+[[nodiscard]] Microseconds allgather_us(const Topology& topology, const std::vector<Count>& group,
+                                        Bytes bytes_per_member);
+// Every member sends `bytes_per_pair` to each other member (and keeps its own share).
+[[nodiscard]] Microseconds alltoall_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_pair);
+
+}  // namespace stripesim::sim

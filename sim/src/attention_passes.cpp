@@ -1,0 +1,122 @@
+#include "stripesim/sim/attention_passes.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "stripesim/model/work_model.hpp"
+#include "stripesim/sim/collectives.hpp"
+
+namespace stripesim::sim {
+namespace {
+
+KernelPass kernel_pass(RingPass pass) { return pass == RingPass::forward ? KernelPass::forward : KernelPass::backward; }
+
+// One call on the whole gathered K/V: each query tile's key tiles over every block, the blocks
+// concatenated in rank order as the all-gather leaves them (so each key tile is one of the ring's).
+model::QueryTileProfile gathered_profile(const model::Work& work, Count device) {
+  model::QueryTileProfile sum;
+  for (Count r = 0; r < work.query_tile_profile.rounds(); ++r) {
+    const auto& rows = work.profiles[static_cast<size_t>(work.query_tile_profile.at(r, device))];
+    if (sum.empty()) sum.resize(rows.size());
+    if (rows.size() != sum.size()) throw std::logic_error("gathered_profile: query tiles differ between rounds");
+    for (size_t q = 0; q < rows.size(); ++q) {
+      sum[q].full += rows[q].full;
+      sum[q].partial += rows[q].partial;
+    }
+  }
+  return sum;
+}
+
+}  // namespace
+
+std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const model::Layout& layout,
+                                                    const model::Mask& mask, const KernelTimeModel& kernel,
+                                                    std::uint64_t& events) {
+  const SimulateConfig& config = sim.config;
+  const CpShape& shape = sim.cp_shape;
+  const Count n = config.devices;
+  std::vector<RingPass> passes;
+  if (config.pass != PassSelection::backward) passes.push_back(RingPass::forward);
+  if (config.pass != PassSelection::forward) passes.push_back(RingPass::backward);
+  // Forward: Q, K, V go to heads, the output comes back; backward: the output's gradient goes,
+  // dQ, dK, dV come back.
+  const Microseconds qkv_us = alltoall_us(sim.topology, sim.alltoall_group, shape.qkv_pair_bytes);
+  const Microseconds out_us = alltoall_us(sim.topology, sim.alltoall_group, shape.out_pair_bytes);
+  const auto to_heads = [&](RingPass p) { return p == RingPass::forward ? qkv_us : out_us; };
+  const auto from_heads = [&](RingPass p) { return p == RingPass::forward ? out_us : qkv_us; };
+
+  std::vector<RingTimeline> out;
+  Microseconds start = 0;
+  switch (sim.cp.algorithm) {
+    case CpAlgorithm::ring:
+    case CpAlgorithm::hybrid: {
+      const model::Work work = model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::query_tiles, sim.tiling);
+      std::vector<FifoServer> links(sim.topology.directed_link_count());
+      for (const RingPass pass : passes) {
+        RingSetup setup;
+        setup.devices = ring_degree(sim.cp, n);
+        setup.hops = sim.hops;
+        setup.kv_bytes = sim.kv_bytes;
+        setup.pass = pass;
+        setup.sync = config.sync;
+        setup.kv_buffers = config.kv_buffers;
+        setup.start_us = start + to_heads(pass);
+        setup.compute_us = kernel.call_times(work, kernel_pass(pass));
+        if (config.skip_unread_hops) setup.send_needed = hops_read_downstream(work.active_tiles);
+        RingTimeline t = simulate_ring(setup, links);
+        events += t.events;
+        if (sim.cp.algorithm == CpAlgorithm::hybrid) {
+          const bool forward = pass == RingPass::forward;
+          t = wrap_ring_in_alltoalls(std::move(t), start, to_heads(pass), from_heads(pass),
+                                     forward ? "all-to-all Q/K/V to heads" : "all-to-all dO to heads",
+                                     forward ? "all-to-all O to sequence" : "all-to-all dQ/dK/dV to sequence");
+        }
+        start = t.end_us;
+        out.push_back(std::move(t));
+      }
+      break;
+    }
+    case CpAlgorithm::allgather: {
+      const model::Work work = model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::query_tiles, sim.tiling);
+      const Microseconds gather_us = allgather_us(sim.topology, sim.cp_group, shape.gather_bytes);
+      for (const RingPass pass : passes) {
+        std::vector<Microseconds> call_us;
+        for (Count d = 0; d < n; ++d) call_us.push_back(kernel.call_us(gathered_profile(work, d), kernel_pass(pass)));
+        std::vector<CollectiveStage> stages;
+        for (Count g = 0; g < sim.cp.head_groups; ++g) {
+          // The backward gathers K/V again and reduce-scatters dK/dV group by group.
+          stages.push_back({fmt::format("all-gather K/V {}", g), gather_us, call_us,
+                            pass == RingPass::backward ? fmt::format("reduce-scatter dK/dV {}", g) : std::string{},
+                            pass == RingPass::backward ? gather_us : 0.0});
+        }
+        RingTimeline t = simulate_collective_pass(pass, start, stages);
+        events += t.events;
+        start = t.end_us;
+        out.push_back(std::move(t));
+      }
+      break;
+    }
+    case CpAlgorithm::ulysses: {
+      // Every device attends the whole sequence, in order, on its heads: the layout plays no part.
+      const model::Layout whole = model::Layout::contiguous(config.seq_len, 1);
+      const model::Work work = model::count_work(whole, mask, sim.tile, 0, model::WorkDetail::query_tiles, sim.tiling);
+      for (const RingPass pass : passes) {
+        const Microseconds call = kernel.call_times(work, kernel_pass(pass)).front();
+        const bool forward = pass == RingPass::forward;
+        RingTimeline t = simulate_collective_pass(
+            pass, start,
+            {{forward ? "all-to-all Q/K/V to heads" : "all-to-all dO to heads", to_heads(pass),
+              std::vector<Microseconds>(static_cast<size_t>(n), call),
+              forward ? "all-to-all O to sequence" : "all-to-all dQ/dK/dV to sequence", from_heads(pass)}});
+        events += t.events;
+        start = t.end_us;
+        out.push_back(std::move(t));
+      }
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace stripesim::sim

@@ -1,0 +1,45 @@
+#include "stripesim/sim/collectives.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "stripesim/sim/ring_order.hpp"
+
+namespace stripesim::sim {
+
+Microseconds ring_steps_us(const Topology& topology, const std::vector<Count>& group, Bytes chunk, Count steps) {
+  if (group.size() < 2 || steps < 1) return 0;
+  Microseconds slowest = 0;
+  for (const Route& hop : ring_routes(topology, group)) slowest = std::max(slowest, hop.transfer_us(chunk));
+  return static_cast<double>(steps) * slowest;
+}
+
+Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes) {
+  const auto k = static_cast<Count>(group.size());
+  return ring_steps_us(topology, group, bytes / std::max<Count>(k, 1), 2 * (k - 1));
+}
+
+Microseconds allgather_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_member) {
+  return ring_steps_us(topology, group, bytes_per_member, static_cast<Count>(group.size()) - 1);
+}
+
+Microseconds alltoall_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_pair) {
+  if (group.size() < 2 || bytes_per_pair <= 0) return 0;
+  std::map<std::uint32_t, Bytes> load;  // bytes per directed link
+  Microseconds latency = 0;
+  for (const Count from : group) {
+    const std::vector<Route> routes = topology.routes_from(from, group);
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (group[i] == from || routes[i].links.empty()) continue;
+      latency = std::max(latency, routes[i].latency_us);
+      for (const auto link : routes[i].links) load[link] += bytes_per_pair;
+    }
+  }
+  Microseconds busiest = 0;
+  for (const auto& [link, bytes] : load) {
+    busiest = std::max(busiest, transfer_time_us(bytes, topology.link_of(link).bandwidth));
+  }
+  return load.empty() ? 0.0 : latency + busiest;
+}
+
+}  // namespace stripesim::sim

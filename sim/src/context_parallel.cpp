@@ -1,0 +1,237 @@
+#include "stripesim/sim/context_parallel.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+
+#include "stripesim/model/input_error.hpp"
+
+namespace stripesim::sim {
+
+using model::InputError;
+
+namespace {
+
+std::optional<Count> parse_positive(std::string_view text) {
+  Count value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size() || value < 1) return std::nullopt;
+  return value;
+}
+
+// K/V heads each member of an all-to-all of degree u reads: its share, or one replicated head
+// when there are fewer heads than members.
+Count kv_heads_after_alltoall(const ContextParallel& cp, const AttentionShape& s, Count u) {
+  if (s.heads % u != 0) {
+    throw InputError(fmt::format("--cp {}: the all-to-all over {} devices needs the {} heads of a device divisible by {}",
+                                 to_string(cp, s.devices), u, s.heads, u));
+  }
+  if (s.kv_heads % u == 0) return s.kv_heads / u;
+  if (u % s.kv_heads == 0) return 1;
+  throw InputError(fmt::format("--cp {}: the all-to-all over {} devices needs the {} K/V heads to divide it or be divisible by it",
+                               to_string(cp, s.devices), u, s.kv_heads));
+}
+
+// Total length of the intervals (sorted, merged) minus their overlap with `busy` (disjoint).
+Microseconds uncovered(std::vector<std::pair<Microseconds, Microseconds>> spans,
+                       const std::vector<std::pair<Microseconds, Microseconds>>& busy) {
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::pair<Microseconds, Microseconds>> merged;
+  for (const auto& span : spans) {
+    if (span.second <= span.first) continue;
+    if (!merged.empty() && span.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, span.second);
+    } else {
+      merged.push_back(span);
+    }
+  }
+  Microseconds total = 0;
+  for (const auto& [a, b] : merged) {
+    total += b - a;
+    for (const auto& [s, e] : busy) total -= std::max(0.0, std::min(b, e) - std::max(a, s));
+  }
+  return total;
+}
+
+// Busy, exposed communication (collectives the device is not computing under), finish, idle.
+void summarise(RingTimeline& t) {
+  t.device_summary.assign(static_cast<size_t>(t.devices), DeviceSummary{});
+  t.end_us = t.start_us;
+  for (Count d = 0; d < t.devices; ++d) {
+    DeviceSummary& sum = t.device_summary[static_cast<size_t>(d)];
+    std::vector<std::pair<Microseconds, Microseconds>> busy, comm;
+    sum.finish_us = t.start_us;
+    for (Count r = 0; r < t.round_count(); ++r) {
+      const RoundRecord& rec = t.at(r, d);
+      busy.emplace_back(rec.compute_start_us, rec.compute_end_us);
+      sum.busy_us += rec.compute_end_us - rec.compute_start_us;
+      sum.finish_us = std::max({sum.finish_us, rec.compute_end_us, rec.send_end_us, rec.grad_send_end_us});
+    }
+    for (const CollectiveInterval& c : t.collectives) {
+      if (c.device >= 0 && c.device != d) continue;
+      comm.emplace_back(c.start_us, c.end_us);
+      sum.finish_us = std::max(sum.finish_us, c.end_us);
+    }
+    sum.exposed_comm_us = uncovered(std::move(comm), busy);
+    t.end_us = std::max(t.end_us, sum.finish_us);
+  }
+  for (auto& sum : t.device_summary) sum.idle_us = t.makespan_us() - sum.busy_us;
+}
+
+}  // namespace
+
+ContextParallel parse_context_parallel(std::string_view text, Count devices, std::string_view what) {
+  const auto colon = text.find(':');
+  const std::string_view name = text.substr(0, colon);
+  const std::string_view arg = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
+  ContextParallel cp;
+  if (name == "ring" && colon == std::string_view::npos) return cp;
+  if (name == "ulysses" && colon == std::string_view::npos) {
+    cp.algorithm = CpAlgorithm::ulysses;
+    cp.ulysses = devices;
+    return cp;
+  }
+  if (name == "allgather") {
+    cp.algorithm = CpAlgorithm::allgather;
+    if (colon == std::string_view::npos) return cp;
+    const auto groups = parse_positive(arg);
+    if (!groups) throw InputError(fmt::format("{} '{}': allgather:G takes a positive number of head groups", what, text));
+    cp.head_groups = *groups;
+    return cp;
+  }
+  if (name == "hybrid") {
+    const auto x = arg.find('x');
+    const auto u = x == std::string_view::npos ? std::nullopt : parse_positive(arg.substr(0, x));
+    const auto r = x == std::string_view::npos ? std::nullopt : parse_positive(arg.substr(x + 1));
+    if (!u || !r) throw InputError(fmt::format("{} '{}': expected hybrid:UxR (Ulysses degree x ring degree)", what, text));
+    if (*u * *r != devices) {
+      throw InputError(fmt::format("{} '{}': U x R = {} must be the {} devices of the group", what, text, *u * *r, devices));
+    }
+    cp.algorithm = CpAlgorithm::hybrid;
+    cp.ulysses = *u;
+    return cp;
+  }
+  throw InputError(fmt::format("{} '{}': expected ring, allgather[:G], ulysses or hybrid:UxR", what, text));
+}
+
+std::string to_string(const ContextParallel& cp, Count devices) {
+  switch (cp.algorithm) {
+    case CpAlgorithm::ring: return "ring";
+    case CpAlgorithm::allgather: return cp.head_groups == 1 ? "allgather" : fmt::format("allgather:{}", cp.head_groups);
+    case CpAlgorithm::ulysses: return "ulysses";
+    case CpAlgorithm::hybrid: return fmt::format("hybrid:{}x{}", cp.ulysses, devices / cp.ulysses);
+  }
+  return "ring";
+}
+
+Count ulysses_degree(const ContextParallel& cp, Count devices) {
+  if (cp.algorithm == CpAlgorithm::ulysses) return devices;
+  return cp.algorithm == CpAlgorithm::hybrid ? cp.ulysses : 1;
+}
+
+Count ring_degree(const ContextParallel& cp, Count devices) {
+  if (cp.algorithm == CpAlgorithm::ring) return devices;
+  return cp.algorithm == CpAlgorithm::hybrid ? devices / cp.ulysses : 1;
+}
+
+CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_buffers) {
+  const Count c = s.seq_len / s.devices;  // tokens per device before any all-to-all
+  const Bytes row = s.head_dim * s.element * s.batch;  // one token of one head, every sequence
+  CpShape out;
+  out.streams = s.heads * s.batch;
+  out.kv_heads = s.kv_heads;
+  switch (cp.algorithm) {
+    case CpAlgorithm::ring:
+      out.ring_hop_bytes = 2 * c * s.kv_heads * row;
+      out.memory_bytes = static_cast<double>(kv_buffers * out.ring_hop_bytes);
+      break;
+    case CpAlgorithm::allgather: {
+      const Count g = cp.head_groups;
+      if (s.kv_heads % g != 0) {
+        throw InputError(fmt::format("--cp {}: {} head groups must divide the {} K/V heads of a device", to_string(cp, s.devices),
+                                     g, s.kv_heads));
+      }
+      out.streams = s.heads / g * s.batch;
+      out.kv_heads = s.kv_heads / g;
+      out.gather_bytes = 2 * c * out.kv_heads * row;
+      // One gathered group in use and, with more than one group, the next arriving.
+      out.memory_bytes = static_cast<double>(std::min<Count>(g, 2) * s.devices * out.gather_bytes);
+      break;
+    }
+    case CpAlgorithm::ulysses:
+    case CpAlgorithm::hybrid: {
+      const Count u = ulysses_degree(cp, s.devices);
+      const Count h = s.heads / u;
+      out.kv_heads = kv_heads_after_alltoall(cp, s, u);
+      out.streams = h * s.batch;
+      out.qkv_pair_bytes = c * (h + 2 * out.kv_heads) * row;
+      out.out_pair_bytes = c * h * row;
+      // Q, K, V and O of the device's heads over the U local blocks of its group.
+      out.memory_bytes = static_cast<double>(u * c * (2 * h + 2 * out.kv_heads) * row);
+      if (cp.algorithm == CpAlgorithm::hybrid) {
+        out.ring_hop_bytes = 2 * u * c * out.kv_heads * row;
+        out.memory_bytes += static_cast<double>(kv_buffers * out.ring_hop_bytes);
+      }
+      break;
+    }
+  }
+  // The backward holds the gradients of all of it beside it (dK/dV accumulators, dQ, dO).
+  out.backward_memory_bytes = 2 * out.memory_bytes;
+  return out;
+}
+
+RingTimeline simulate_collective_pass(RingPass pass, Microseconds start_us, const std::vector<CollectiveStage>& stages) {
+  RingTimeline t;
+  t.pass = pass;
+  t.start_us = start_us;
+  t.devices = stages.empty() ? 0 : static_cast<Count>(stages.front().compute_us.size());
+  const auto n = static_cast<size_t>(t.devices);
+  t.rounds.assign(stages.size() * n, RoundRecord{});
+  std::vector<Microseconds> stage_done(stages.size(), start_us);  // every device has computed the stage
+  Microseconds in_free = start_us, out_free = start_us;
+  for (size_t g = 0; g < stages.size(); ++g) {
+    const CollectiveStage& stage = stages[g];
+    const Microseconds in_start = std::max(in_free, g >= 2 ? stage_done[g - 2] : start_us);
+    in_free = in_start + stage.in_us;
+    if (stage.in_us > 0) t.collectives.push_back({stage.in_name, in_start, in_free, -1});
+    Microseconds done = in_free;
+    for (size_t d = 0; d < n; ++d) {
+      RoundRecord& rec = t.rounds[g * n + d];
+      rec.arrival_us = in_free;
+      rec.compute_start_us = std::max(in_free, g > 0 ? t.rounds[(g - 1) * n + d].compute_end_us : start_us);
+      rec.compute_end_us = rec.compute_start_us + stage.compute_us[d];
+      done = std::max(done, rec.compute_end_us);
+    }
+    stage_done[g] = done;
+    if (stage.out_us > 0) {
+      const Microseconds out_start = std::max(out_free, done);
+      out_free = out_start + stage.out_us;
+      t.collectives.push_back({stage.out_name, out_start, out_free, -1});
+    }
+  }
+  t.events = stages.size() * (n + 2);
+  summarise(t);
+  return t;
+}
+
+RingTimeline wrap_ring_in_alltoalls(RingTimeline ring, Microseconds start_us, Microseconds in_us, Microseconds out_us,
+                                    const std::string& in_name, const std::string& out_name) {
+  ring.start_us = start_us;
+  if (in_us > 0) ring.collectives.push_back({in_name, start_us, start_us + in_us, -1});
+  if (out_us > 0) {
+    for (Count d = 0; d < ring.devices; ++d) {
+      const Microseconds finish = ring.device_summary[static_cast<size_t>(d)].finish_us;
+      ring.collectives.push_back({out_name, finish, finish + out_us, d});
+    }
+  }
+  // The ring's own exposed communication stays; the all-to-alls add theirs.
+  std::vector<Microseconds> ring_exposed;
+  for (const DeviceSummary& sum : ring.device_summary) ring_exposed.push_back(sum.exposed_comm_us);
+  summarise(ring);
+  for (size_t d = 0; d < ring_exposed.size(); ++d) ring.device_summary[d].exposed_comm_us += ring_exposed[d];
+  return ring;
+}
+
+}  // namespace stripesim::sim

@@ -1,0 +1,278 @@
+// Context parallelism other than the ring (simulate --cp): collectives against their closed
+// forms, the shapes each algorithm gives a device, the staged timeline worked by hand, and the
+// algorithms against each other where they must agree.
+#include <gtest/gtest.h>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/layout.hpp"
+#include "stripesim/model/mask.hpp"
+#include "stripesim/model/work_model.hpp"
+#include "stripesim/sim/collectives.hpp"
+#include "stripesim/sim/context_parallel.hpp"
+#include "stripesim/sim/simulation.hpp"
+
+namespace stripesim::sim {
+namespace {
+
+const model::ConfigCatalog& catalog() {
+  static const model::ConfigCatalog shipped(std::string(STRIPESIM_SOURCE_DIR) + "/configs");
+  return shipped;
+}
+
+std::vector<Count> first_gpus(Count k) {
+  std::vector<Count> group;
+  for (Count g = 0; g < k; ++g) group.push_back(g);
+  return group;
+}
+
+TEST(Collectives, RingAllGatherOnOneSwitchIsKMinusOneSteps) {
+  // Every hop crosses GPU -> switch -> GPU: two links of 1 us at 100 GB/s.
+  const Topology t = Topology::nvswitch(8, 100, 1.0);
+  const Bytes bytes = 50'000'000;  // 500 us at 100 GB/s
+  EXPECT_DOUBLE_EQ(allgather_us(t, first_gpus(8), bytes), 7 * (2.0 + 500.0));
+  EXPECT_DOUBLE_EQ(allreduce_us(t, first_gpus(8), 8 * bytes), 14 * (2.0 + 500.0));
+  EXPECT_DOUBLE_EQ(allgather_us(t, first_gpus(1), bytes), 0.0);
+}
+
+TEST(Collectives, AllToAllOnOneSwitchLoadsEachGpuLinkWithItsPeers) {
+  const Topology t = Topology::nvswitch(8, 100, 1.0);
+  // Each GPU's uplink carries its 7 chunks, each downlink the 7 it receives; latency once.
+  EXPECT_DOUBLE_EQ(alltoall_us(t, first_gpus(8), 10'000'000), 2.0 + 7 * 100.0);
+  EXPECT_DOUBLE_EQ(alltoall_us(t, first_gpus(4), 10'000'000), 2.0 + 3 * 100.0);
+  EXPECT_DOUBLE_EQ(alltoall_us(t, first_gpus(1), 10'000'000), 0.0);
+}
+
+TEST(Collectives, AllToAllAcrossNodesIsBoundByTheNic) {
+  // Two nodes of four: NVLink 400 GB/s, a NIC of 50 GB/s per GPU (GPU -> NIC -> fabric -> NIC -> GPU).
+  const Topology t = Topology::cluster(2, 4, 400, 1.0, 50, 2.0);
+  const Bytes chunk = 10'000'000;
+  // A GPU sends four chunks off its node through its own NIC (800 us) and three over NVLink (75 us);
+  // the longest route crosses four NIC links (8 us).
+  EXPECT_DOUBLE_EQ(alltoall_us(t, first_gpus(8), chunk), 8.0 + 4 * 200.0);
+  // Inside one node only NVLink is used.
+  EXPECT_DOUBLE_EQ(alltoall_us(t, first_gpus(4), chunk), 2.0 + 3 * 25.0);
+}
+
+TEST(ContextParallel, ParsesEveryFormAndRefusesTheRest) {
+  EXPECT_EQ(parse_context_parallel("ring", 8, "--cp").algorithm, CpAlgorithm::ring);
+  const ContextParallel ag = parse_context_parallel("allgather:4", 8, "--cp");
+  EXPECT_EQ(ag.algorithm, CpAlgorithm::allgather);
+  EXPECT_EQ(ag.head_groups, 4);
+  const ContextParallel u = parse_context_parallel("ulysses", 8, "--cp");
+  EXPECT_EQ(ulysses_degree(u, 8), 8);
+  EXPECT_EQ(ring_degree(u, 8), 1);
+  const ContextParallel h = parse_context_parallel("hybrid:4x2", 8, "--cp");
+  EXPECT_EQ(ulysses_degree(h, 8), 4);
+  EXPECT_EQ(ring_degree(h, 8), 2);
+  EXPECT_EQ(to_string(h, 8), "hybrid:4x2");
+  EXPECT_EQ(to_string(ag, 8), "allgather:4");
+  for (const char* bad : {"rings", "allgather:0", "allgather:x", "hybrid:3x3", "hybrid:8", "ulysses:2", "ring:2", ""}) {
+    EXPECT_THROW((void)parse_context_parallel(bad, 8, "--cp"), model::InputError) << bad;
+  }
+}
+
+TEST(ContextParallel, ShapesWorkedByHand) {
+  // 64k tokens over 8 devices, 32 heads and 8 K/V heads of 128 in bf16, one sequence.
+  const AttentionShape s{65536, 8, 1, 32, 8, 128, 2};
+  const Bytes row = 128 * 2;
+  const CpShape ring = cp_shape(ContextParallel{}, s, 2);
+  EXPECT_EQ(ring.ring_hop_bytes, 2 * 8192 * 8 * row);
+  EXPECT_EQ(ring.streams, 32);
+  EXPECT_DOUBLE_EQ(ring.memory_bytes, 2.0 * static_cast<double>(ring.ring_hop_bytes));
+
+  const CpShape ag = cp_shape(parse_context_parallel("allgather:4", 8, "--cp"), s, 2);
+  EXPECT_EQ(ag.streams, 8);
+  EXPECT_EQ(ag.gather_bytes, 2 * 8192 * 2 * row);
+  EXPECT_DOUBLE_EQ(ag.memory_bytes, 2.0 * 8 * static_cast<double>(ag.gather_bytes));  // two gathered groups
+
+  // Ulysses over 8: 4 query heads and one K/V head each (8 K/V heads split).
+  const CpShape u = cp_shape(parse_context_parallel("ulysses", 8, "--cp"), s, 2);
+  EXPECT_EQ(u.streams, 4);
+  EXPECT_EQ(u.kv_heads, 1);
+  EXPECT_EQ(u.qkv_pair_bytes, 8192 * (4 + 2) * row);
+  EXPECT_EQ(u.out_pair_bytes, 8192 * 4 * row);
+  EXPECT_DOUBLE_EQ(u.memory_bytes, static_cast<double>(65536 * (8 + 2) * row));
+  EXPECT_DOUBLE_EQ(u.backward_memory_bytes, 2 * u.memory_bytes);
+
+  // Ulysses over 16 with 8 K/V heads: each device gets one replicated K/V head.
+  const AttentionShape wide{65536, 16, 1, 32, 8, 128, 2};
+  const CpShape replicated = cp_shape(parse_context_parallel("ulysses", 16, "--cp"), wide, 2);
+  EXPECT_EQ(replicated.kv_heads, 1);
+  EXPECT_EQ(replicated.qkv_pair_bytes, 4096 * (2 + 2) * row);
+
+  // hybrid 2x4: the ring carries the K/V of 2 local blocks with 4 K/V heads.
+  const CpShape h = cp_shape(parse_context_parallel("hybrid:2x4", 8, "--cp"), s, 2);
+  EXPECT_EQ(h.streams, 16);
+  EXPECT_EQ(h.ring_hop_bytes, 2 * 2 * 8192 * 4 * row);
+
+  EXPECT_THROW((void)cp_shape(parse_context_parallel("allgather:3", 8, "--cp"), s, 2), model::InputError);
+  const AttentionShape odd{65536, 8, 1, 12, 12, 128, 2};
+  EXPECT_THROW((void)cp_shape(parse_context_parallel("ulysses", 8, "--cp"), odd, 2), model::InputError);
+  const AttentionShape few_kv{65536, 8, 1, 24, 3, 128, 2};
+  EXPECT_THROW((void)cp_shape(parse_context_parallel("ulysses", 8, "--cp"), few_kv, 2), model::InputError);
+}
+
+TEST(ContextParallel, StagedPassWorkedByHand) {
+  // Two devices, three stages: gathers of 10 us, device 1 slower (20 us a stage), backward-style
+  // reduce-scatters of 4 us after each stage.
+  std::vector<CollectiveStage> stages(3, CollectiveStage{"in", 10, {5, 20}, "out", 4});
+  const RingTimeline t = simulate_collective_pass(RingPass::backward, 0, stages);
+  ASSERT_EQ(t.round_count(), 3);
+  // Gathers: [0,10], [10,20], then stage 2 waits for every device to finish stage 0 (30): [30,40].
+  EXPECT_DOUBLE_EQ(t.at(0, 1).compute_start_us, 10);
+  EXPECT_DOUBLE_EQ(t.at(0, 1).compute_end_us, 30);
+  EXPECT_DOUBLE_EQ(t.at(1, 1).compute_start_us, 30);
+  EXPECT_DOUBLE_EQ(t.at(1, 1).compute_end_us, 50);
+  EXPECT_DOUBLE_EQ(t.at(2, 1).arrival_us, 40);
+  EXPECT_DOUBLE_EQ(t.at(2, 1).compute_start_us, 50);
+  EXPECT_DOUBLE_EQ(t.at(2, 0).compute_start_us, 40);
+  // Reduce-scatters after each stage: [30,34], [50,54], [70,74].
+  EXPECT_DOUBLE_EQ(t.end_us, 74);
+  const DeviceSummary& slow = t.device_summary[1];
+  EXPECT_DOUBLE_EQ(slow.busy_us, 60);
+  // Device 1 waits for the first gather (10) and the last reduce-scatter (4); the others run under its compute.
+  EXPECT_DOUBLE_EQ(slow.exposed_comm_us, 14);
+  const DeviceSummary& fast = t.device_summary[0];
+  EXPECT_DOUBLE_EQ(fast.busy_us, 15);
+  // Device 0 computes [10,15], [20,25], [40,45]; collectives cover [0,20], [30,40], [50,54], [70,74]
+  // (38 us), of which only [10,15] runs under its compute.
+  EXPECT_DOUBLE_EQ(fast.exposed_comm_us, 38 - 5);
+  EXPECT_DOUBLE_EQ(fast.idle_us, 74 - 15);
+}
+
+SimulateConfig gqa_config() {
+  SimulateConfig c;
+  c.heads = 32;
+  c.kv_heads = 8;
+  c.head_dim = 128;
+  c.seq_len = 64 * 1024;
+  c.devices = 8;
+  c.hardware = "h100";
+  c.layouts = {"contiguous", "zigzag"};
+  c.pass = PassSelection::forward_backward;
+  return c;
+}
+
+TEST(ContextParallel, HybridAtItsEndsIsTheRingOrUlysses) {
+  SimulateConfig c = gqa_config();
+  const Simulation ring = run_simulation(c, catalog());
+  c.cp = "hybrid:1x8";
+  const Simulation one_by_ring = run_simulation(c, catalog());
+  for (size_t i = 0; i < ring.results.size(); ++i) {
+    EXPECT_DOUBLE_EQ(one_by_ring.results[i].time_us, ring.results[i].time_us) << ring.results[i].layout;
+  }
+  c.layouts = {"contiguous"};
+  c.cp = "ulysses";
+  const Simulation ulysses = run_simulation(c, catalog());
+  c.cp = "hybrid:8x1";
+  const Simulation ulysses_by_one = run_simulation(c, catalog());
+  EXPECT_DOUBLE_EQ(ulysses_by_one.results[0].time_us, ulysses.results[0].time_us);
+}
+
+TEST(ContextParallel, UlyssesOnFreeLinksIsOneDeviceWithItsHeads) {
+  SimulateConfig c = gqa_config();
+  c.topology = "ideal";
+  c.cp = "ulysses";
+  const Simulation ulysses = run_simulation(c, catalog());
+  // The same attention on one device with 32 / 8 = 4 heads (one K/V head) and no partner.
+  SimulateConfig one = gqa_config();
+  one.topology = "ideal";
+  one.devices = 1;
+  one.heads = 4;
+  one.kv_heads = 1;
+  one.layouts = {"contiguous"};
+  const Simulation alone = run_simulation(one, catalog());
+  for (const LayoutSimulation& r : ulysses.results) EXPECT_DOUBLE_EQ(r.time_us, alone.results[0].time_us) << r.layout;
+  EXPECT_DOUBLE_EQ(ulysses.results[1].speedup_vs_contiguous, 1.0);  // the layout plays no part
+}
+
+TEST(ContextParallel, AllGatherCallSumsTheRingsTilesOnASerialKernel) {
+  // A kernel that runs one tile after another with no launch or block cost: a call is the sum of
+  // its tiles, so the one all-gather call of a device costs what its N ring calls cost together.
+  SimulateConfig c = gqa_config();
+  c.topology = "ideal";
+  c.pass = PassSelection::forward;
+  c.layouts = {"contiguous", "zigzag", "striped"};
+  KernelProfile serial = load_kernel_profile("", catalog().root(), catalog().hardware("h100"));
+  serial.slots = 1;
+  serial.forward.launch_us = 0;
+  serial.forward.block_us = 0;
+  c.kernel_profile = serial;
+  const Simulation ring = run_simulation(c, catalog());
+  c.cp = "allgather";
+  const Simulation gathered = run_simulation(c, catalog());
+  for (size_t i = 0; i < ring.results.size(); ++i) {
+    for (Count d = 0; d < c.devices; ++d) {
+      EXPECT_NEAR(gathered.results[i].passes[0].device_summary[static_cast<size_t>(d)].busy_us,
+                  ring.results[i].passes[0].device_summary[static_cast<size_t>(d)].busy_us, 1e-6)
+          << ring.results[i].layout << " device " << d;
+    }
+  }
+}
+
+TEST(ContextParallel, AllGatherPaysTheGatherBeforeComputing) {
+  SimulateConfig c = gqa_config();
+  c.topology = "nvswitch:8";
+  c.pass = PassSelection::forward;
+  c.cp = "allgather";
+  const Simulation s = run_simulation(c, catalog());
+  const Microseconds gather = allgather_us(s.topology, s.cp_group, s.cp_shape.gather_bytes);
+  ASSERT_GT(gather, 0);
+  for (const LayoutSimulation& r : s.results) {
+    const RingTimeline& t = r.passes[0];
+    ASSERT_EQ(t.collectives.size(), 1u);
+    EXPECT_DOUBLE_EQ(t.collectives[0].end_us, gather);
+    for (const DeviceSummary& d : t.device_summary) EXPECT_DOUBLE_EQ(d.finish_us, gather + d.busy_us);
+  }
+}
+
+TEST(ContextParallel, SkippedHopsAreTheOnesNoLaterDeviceReads) {
+  // Causal, contiguous: device s's block is read by devices s..N-1 only, so of its N - 1 hops the
+  // first N - 1 - s carry it to a reader.
+  const Count n = 8;
+  const model::Work w = model::count_work(model::Layout::contiguous(8192, n), model::Mask::causal(8192), {128, 128});
+  const std::vector<bool> needed = hops_read_downstream(w.active_tiles);
+  Count count = 0;
+  for (const bool x : needed) count += x ? 1 : 0;
+  EXPECT_EQ(count, n * (n - 1) / 2);
+  // Striped reads every block everywhere: every hop but the last round's.
+  const model::Work s = model::count_work(model::Layout::striped(8192, n), model::Mask::causal(8192), {128, 128});
+  count = 0;
+  for (const bool x : hops_read_downstream(s.active_tiles)) count += x ? 1 : 0;
+  EXPECT_EQ(count, n * (n - 1));
+}
+
+TEST(ContextParallel, SkippingUnreadHopsSavesTransfersUnderAWindow) {
+  SimulateConfig c = gqa_config();
+  c.mask = "window:4096";
+  c.topology = "cluster:8x1";  // every hop crosses a NIC
+  c.layouts = {"contiguous"};
+  const Simulation all = run_simulation(c, catalog());
+  c.skip_unread_hops = true;
+  const Simulation skipped = run_simulation(c, catalog());
+  EXPECT_LT(skipped.results[0].time_us, all.results[0].time_us);
+  Count sent = 0;
+  for (Count r = 0; r < c.devices; ++r) {
+    for (Count d = 0; d < c.devices; ++d) sent += skipped.results[0].passes[0].at(r, d).send_end_us > skipped.results[0].passes[0].at(r, d).send_start_us ? 1 : 0;
+  }
+  // A 4k window over 8k blocks reads only the block before: one hop per block, the last wrapping none.
+  EXPECT_EQ(sent, c.devices - 1);
+}
+
+TEST(ContextParallel, RingSettingsAreRefusedWithoutARing) {
+  SimulateConfig c = gqa_config();
+  c.cp = "allgather";
+  c.sync = SyncMode::lockstep;
+  EXPECT_THROW((void)plan_simulation(c, catalog()), model::InputError);
+  c.sync = SyncMode::async;
+  c.kv_buffers = 3;
+  EXPECT_THROW((void)plan_simulation(c, catalog()), model::InputError);
+  c.kv_buffers = 2;
+  c.skip_unread_hops = true;
+  EXPECT_THROW((void)plan_simulation(c, catalog()), model::InputError);
+  c.cp = "hybrid:4x2";
+  EXPECT_NO_THROW((void)plan_simulation(c, catalog()));
+}
+
+}  // namespace
+}  // namespace stripesim::sim
