@@ -122,6 +122,32 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
   }
 }
 
+// Scope layer or step: all of the step but the attention passes, from the planned mesh.
+StepShape plan_step(const Simulation& sim, const model::Mask& mask) {
+  const model::Run sequence{0, 1, sim.config.seq_len, 0};
+  constexpr Bytes kActivationBytes = 2;  // bf16 activations and gradients
+  StepShape step;
+  step.scope = sim.config.scope;
+  step.forward = sim.config.pass != PassSelection::backward;
+  step.backward = sim.config.pass != PassSelection::forward;
+  step.recompute = sim.config.recompute;
+  step.model = *sim.transformer;
+  step.hardware = sim.hardware;
+  step.mesh = sim.mesh;
+  step.seq_len = sim.config.seq_len;
+  step.batch = sim.config.batch;
+  step.unmasked_pairs = static_cast<double>(model::count_run_pairs(sequence, sequence, mask));
+  step.kv_memory_bytes = sim.cp_shape.memory_bytes;
+  step.kv_backward_memory_bytes = sim.cp_shape.backward_memory_bytes;
+  const Count local_tokens = sim.config.seq_len / sim.config.devices * sim.config.batch;
+  step.activation_allreduce_us = allreduce_us(sim.topology, model_parallel_group(sim.mesh),
+                                              local_tokens * sim.transformer->d_model * kActivationBytes);
+  step.gradient_allreduce_us =
+      allreduce_us(sim.topology, gradient_group(sim.mesh),
+                   static_cast<Bytes>(parameters_per_device(*sim.transformer, sim.mesh.model_parallel)) * kActivationBytes);
+  return step;
+}
+
 }  // namespace
 
 SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::string& label, SimulateConfig base) {
@@ -266,6 +292,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
                                             sim.topology.name(), sim.topology.gpu_count(), config.model_parallel,
                                             config.devices, config.data_parallel, sim.mesh.gpus()));
   }
+  if (config.scope != Scope::attention) sim.step_shape = plan_step(sim, mask);
   return SimulationPlan{std::move(sim), std::move(mask), std::move(layouts)};
 }
 
@@ -278,7 +305,6 @@ Simulation run_simulation(SimulationPlan plan) {
   const SimulateConfig& config = sim.config;
   const model::Mask& mask = plan.mask;
   const std::vector<model::Layout>& layouts = plan.layouts;
-  const Count c = config.seq_len / config.devices;
   sim.cp_group = mesh_ring_order(sim.mesh);
   const Count u = ulysses_degree(sim.cp, config.devices);
   sim.alltoall_group.assign(sim.cp_group.begin(), sim.cp_group.begin() + u);
@@ -301,29 +327,6 @@ Simulation run_simulation(SimulationPlan plan) {
       break;
   }
   sim.hops = ring_routes(sim.topology, sim.ring_order);
-  if (config.scope != Scope::attention) {
-    const model::Run sequence{0, 1, config.seq_len, 0};
-    constexpr Bytes kActivationBytes = 2;  // bf16 activations and gradients
-    StepShape& step = sim.step_shape.emplace();
-    step.scope = config.scope;
-    step.forward = config.pass != PassSelection::backward;
-    step.backward = config.pass != PassSelection::forward;
-    step.recompute = config.recompute;
-    step.model = *sim.transformer;
-    step.hardware = sim.hardware;
-    step.mesh = sim.mesh;
-    step.seq_len = config.seq_len;
-    step.batch = config.batch;
-    step.unmasked_pairs = static_cast<double>(model::count_run_pairs(sequence, sequence, mask));
-    step.kv_memory_bytes = sim.cp_shape.memory_bytes;
-    step.kv_backward_memory_bytes = sim.cp_shape.backward_memory_bytes;
-    step.activation_allreduce_us = allreduce_us(sim.topology, model_parallel_group(sim.mesh),
-                                                c * config.batch * sim.transformer->d_model * kActivationBytes);
-    step.gradient_allreduce_us =
-        allreduce_us(sim.topology, gradient_group(sim.mesh),
-                     static_cast<Bytes>(parameters_per_device(*sim.transformer, sim.mesh.model_parallel)) * kActivationBytes);
-  }
-
   const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
 
   auto simulate_layout = [&](const model::Layout& layout) {
