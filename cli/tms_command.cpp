@@ -9,6 +9,7 @@
 
 #include "config_dir.hpp"
 #include "output_file.hpp"
+#include "rows_output.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/config_catalog.hpp"
 #include "stripesim/model/input_error.hpp"
@@ -43,7 +44,9 @@ constexpr const char* kTmsExamples = R"(Examples:
       the paper's 1B model on 8 A100s at 256k tokens, 2048x4096 tiles
   stripesim tms --model 1b --hardware a100 --devices 8 --model-parallel 1 --seq-len 262144 --convention paper --format json
   stripesim tms --model llama3-8b --hardware h100 --devices 16 --seq-len 1M --convention exact
-  stripesim tms --model 7b --hardware tpu-v4 --devices 8 --model-parallel 2 --seq-len 512k --layouts block-striped:64)";
+  stripesim tms --model 7b --hardware tpu-v4 --devices 8 --model-parallel 2 --seq-len 512k --layouts block-striped:64
+  stripesim tms --model llama3-8b --hardware h100 --devices 16 --seq-len 1M --format csv --output tms.csv
+      a row per layout (the request's fields, then the layout's TMS and metrics))";
 
 double parse_weight(const std::string& text) {
   double weight = 0;
@@ -102,7 +105,9 @@ std::function<void()> register_tms_command(CLI::App& app) {
   cmd->add_option("--attention-weight", o.attention_weight, "Override the hardware's attention FLOP weight");
   cmd->add_option("--layouts", o.layouts, "Extra layouts to compare (block-striped:S, permutation:FILE)");
   cmd->add_option("--mask", o.mask, "Attention mask (see analyze --help)")->capture_default_str();
-  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  cmd->add_option("--format", o.format, "Output format: csv is a row per layout")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   return [cmd, options] {
     if (!cmd->parsed()) return;
@@ -127,7 +132,10 @@ std::function<void()> register_tms_command(CLI::App& app) {
       return;
     }
     const model::TmsResult result = model::compute_tms(request);
-    write_output(opts.format == "json" ? to_json(result).dump(2) + "\n" : format_table(result), opts.output);
+    write_output(opts.format == "json"  ? to_json(result).dump(2) + "\n"
+                 : opts.format == "csv" ? rows_to_csv(model::tms_rows(result))
+                                        : format_table(result),
+                 opts.output);
   };
 }
 

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "bad_input_table.hpp"
@@ -20,6 +24,43 @@ TEST(CliTms, JsonHasTmsZigzagTilesAndBreakdown) {
   EXPECT_DOUBLE_EQ(doc.at("flops").at("attention_flop_weight").get<double>(), 2.0);
   EXPECT_EQ(doc.at("layouts").size(), 3u);
   EXPECT_TRUE(r.err.empty());
+}
+
+// --format csv: a row per layout, the request's fields then the JSON's entry for the layout, the
+// same numbers as the JSON (written the way the JSON writes them).
+TEST(CliTms, CsvHasARowPerLayoutWithTheJsonNumbers) {
+  const std::string args = "tms --model 1b --hardware a100 --devices 8 --seq-len 196608 --layouts block-striped:64 --format ";
+  const CliResult csv = run_cli(args + "csv");
+  const CliResult json = run_cli(args + "json");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto doc = nlohmann::ordered_json::parse(json.out);  // in the order written
+  std::istringstream lines(csv.out);
+  std::string header, line;
+  std::getline(lines, header);
+  EXPECT_EQ(header,
+            "model,hardware,convention,pass,recompute,devices,model_parallel,seq_len,tile,tiling,mask,"
+            "attention_flop_weight,layout,tms,tms_tiles,lockstep_pairs,lockstep_tiles,attention_per_device,"
+            "attention_per_device_tiles,time_flop_equivalents,time_flop_equivalents_tiles,imbalance,tiles_imbalance,"
+            "lockstep_speedup,tiles_lockstep_speedup");
+  std::vector<std::string> rows;
+  while (std::getline(lines, line)) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 4u);
+  const std::string request = "1b,a100-80gb,paper,fwdbwd,false,8,1,196608,2048x4096,fixed,causal,2.0,";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& layout = doc.at("layouts")[i];
+    std::string expected = request;
+    const char* separator = "";
+    for (const auto& [key, value] : layout.items()) {
+      expected += separator + (value.is_string() ? value.get<std::string>() : value.dump());
+      separator = ",";
+    }
+    EXPECT_EQ(rows[i], expected);
+  }
+  // The paper's N = 8, n = 196608 row: striped's TMS 1.83.
+  EXPECT_EQ(rows[1].substr(request.size(), rows[1].find(',', request.size() + 8) - request.size()),
+            "striped," + doc.at("tms").dump());
+  EXPECT_NEAR(doc.at("tms").get<double>(), 1.83, 0.005);
 }
 
 TEST(CliSweep, CommittedPaperStepReportIsUpToDate) {

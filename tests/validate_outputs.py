@@ -116,6 +116,13 @@ known = set(schemas["analyze"]["properties"]["config"]["properties"]) | set(resu
     f"{unit}_{key}" for unit in metric_fields for key in metric_fields[unit]["properties"]}
 if set(summary) - known:
     failures.append(f"analyze summary CSV columns not in the JSON: {set(summary) - known}")
+# tms CSV: the request's fields (config, flops) then the JSON's per-layout fields.
+tms_csv = next(csv.reader(io.StringIO(run("tms", "--format", "csv"))))
+tms_known = set(schemas["tms"]["properties"]["config"]["properties"]) | set(
+    schemas["tms"]["properties"]["flops"]["required"]) | set(
+    schemas["tms"]["properties"]["layouts"]["items"]["properties"])
+if set(tms_csv) - tms_known:
+    failures.append(f"tms CSV columns not in the JSON: {set(tms_csv) - tms_known}")
 sweep_csv = next(csv.reader(io.StringIO(run("sweep", "--layouts", "block-striped:8"))))
 if sweep and sweep_csv != list(sweep["rows"][0].keys()):
     failures.append(f"sweep CSV header {sweep_csv} differs from the JSON row keys")

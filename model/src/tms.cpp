@@ -99,6 +99,27 @@ TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache) {
   return result;
 }
 
+namespace {
+
+// One layout's entry of the JSON's "layouts", and the per-layout half of a CSV row.
+nlohmann::ordered_json layout_json(const TmsResult& r, const LayoutTms& l) {
+  return {{"layout", l.layout},
+          {"tms", l.tms},
+          {"tms_tiles", l.tms_tiles},
+          {"lockstep_pairs", l.elements.lockstep},
+          {"lockstep_tiles", l.tiles.lockstep},
+          {"attention_per_device", l.time - r.non_attention_per_device},
+          {"attention_per_device_tiles", l.time_tiles - r.non_attention_per_device},
+          {"time_flop_equivalents", l.time},
+          {"time_flop_equivalents_tiles", l.time_tiles},
+          {"imbalance", l.elements.imbalance},
+          {"tiles_imbalance", l.tiles.imbalance},
+          {"lockstep_speedup", l.elements.lockstep_speedup},
+          {"tiles_lockstep_speedup", l.tiles.lockstep_speedup}};
+}
+
+}  // namespace
+
 nlohmann::ordered_json to_json(const TmsResult& r) {
   const TmsRequest& q = r.request;
   nlohmann::ordered_json doc;
@@ -125,23 +146,32 @@ nlohmann::ordered_json to_json(const TmsResult& r) {
                   {"attention_per_pair", r.flops.attention_per_pair},
                   {"non_attention_per_device", r.non_attention_per_device}};
   nlohmann::ordered_json layouts = nlohmann::ordered_json::array();
-  for (const LayoutTms& l : r.layouts) {
-    layouts.push_back({{"layout", l.layout},
-                       {"tms", l.tms},
-                       {"tms_tiles", l.tms_tiles},
-                       {"lockstep_pairs", l.elements.lockstep},
-                       {"lockstep_tiles", l.tiles.lockstep},
-                       {"attention_per_device", l.time - r.non_attention_per_device},
-                       {"attention_per_device_tiles", l.time_tiles - r.non_attention_per_device},
-                       {"time_flop_equivalents", l.time},
-                       {"time_flop_equivalents_tiles", l.time_tiles},
-                       {"imbalance", l.elements.imbalance},
-                       {"tiles_imbalance", l.tiles.imbalance},
-                       {"lockstep_speedup", l.elements.lockstep_speedup},
-                       {"tiles_lockstep_speedup", l.tiles.lockstep_speedup}});
-  }
+  for (const LayoutTms& l : r.layouts) layouts.push_back(layout_json(r, l));
   doc["layouts"] = std::move(layouts);
   return doc;
+}
+
+std::vector<nlohmann::ordered_json> tms_rows(const TmsResult& r) {
+  const TmsRequest& q = r.request;
+  std::vector<nlohmann::ordered_json> rows;
+  for (const LayoutTms& l : r.layouts) {
+    nlohmann::ordered_json row{{"model", q.model.name},
+                               {"hardware", q.hardware.name},
+                               {"convention", to_string(q.convention)},
+                               {"pass", to_string(q.pass)},
+                               {"recompute", q.recompute},
+                               {"devices", q.devices},
+                               {"model_parallel", q.model_parallel},
+                               {"seq_len", q.seq_len},
+                               {"tile", r.tile.to_string()},
+                               {"tiling", tiling_name(q.tiling)},
+                               {"mask", q.mask},
+                               {"attention_flop_weight", r.attention_flop_weight}};
+    const nlohmann::ordered_json fields = layout_json(r, l);  // named: items() does not keep a temporary alive
+    for (const auto& [key, value] : fields.items()) row[key] = value;
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 }  // namespace stripesim::model

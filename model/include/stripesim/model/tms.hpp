@@ -84,5 +84,9 @@ class WorkMetricsCache {
 void check_tms_request(const TmsRequest& request);
 
 [[nodiscard]] nlohmann::ordered_json to_json(const TmsResult& result);
+// One flat row per layout: the request (model, hardware, convention, pass, recompute, devices,
+// model_parallel, seq_len, tile, tiling, mask, attention_flop_weight), then the fields of the
+// JSON's entry for that layout. tms's CSV.
+[[nodiscard]] std::vector<nlohmann::ordered_json> tms_rows(const TmsResult& result);
 
 }  // namespace stripesim::model
