@@ -292,19 +292,6 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
                                             sim.topology.name(), sim.topology.gpu_count(), config.model_parallel,
                                             config.devices, config.data_parallel, sim.mesh.gpus()));
   }
-  if (config.scope != Scope::attention) sim.step_shape = plan_step(sim, mask);
-  return SimulationPlan{std::move(sim), std::move(mask), std::move(layouts)};
-}
-
-Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
-  return run_simulation(plan_simulation(config, catalog));
-}
-
-Simulation run_simulation(SimulationPlan plan) {
-  Simulation& sim = plan.simulation;
-  const SimulateConfig& config = sim.config;
-  const model::Mask& mask = plan.mask;
-  const std::vector<model::Layout>& layouts = plan.layouts;
   sim.cp_group = mesh_ring_order(sim.mesh);
   const Count u = ulysses_degree(sim.cp, config.devices);
   sim.alltoall_group.assign(sim.cp_group.begin(), sim.cp_group.begin() + u);
@@ -327,6 +314,19 @@ Simulation run_simulation(SimulationPlan plan) {
       break;
   }
   sim.hops = ring_routes(sim.topology, sim.ring_order);
+  if (config.scope != Scope::attention) sim.step_shape = plan_step(sim, mask);
+  return SimulationPlan{std::move(sim), std::move(mask), std::move(layouts)};
+}
+
+Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
+  return run_simulation(plan_simulation(config, catalog));
+}
+
+Simulation run_simulation(SimulationPlan plan) {
+  Simulation& sim = plan.simulation;
+  const SimulateConfig& config = sim.config;
+  const model::Mask& mask = plan.mask;
+  const std::vector<model::Layout>& layouts = plan.layouts;
   const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
 
   auto simulate_layout = [&](const model::Layout& layout) {
