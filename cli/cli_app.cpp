@@ -13,6 +13,7 @@
 #include "analyze_command.hpp"
 #include "calibrate_step_command.hpp"
 #include "check_command.hpp"
+#include "plan_command.hpp"
 #include "report_command.hpp"
 #include "simulate_command.hpp"
 #include "sweep_command.hpp"
@@ -37,6 +38,8 @@ constexpr const char* kExamples = R"(Examples:
                                             the ring as a discrete-event simulation
   stripesim simulate --model 1b --scope step --devices 8 --seq-len 256k
                                             a whole training step, with its breakdown and MFU
+  stripesim plan --model llama3-8b --hardware h100 --topology cluster:4x8 --gpus 32 --seq-len 1M
+                                            which context parallelism, layout and mesh trains fastest
   stripesim report analyze.json simulate.json --out-dir my-report
                                             Markdown and SVG figures from the JSON above
   stripesim check --baseline reports/baseline/imbalance.json
@@ -91,6 +94,7 @@ int run_cli(int argc, char** argv, std::FILE* errors) {
   const auto run_tms = register_tms_command(app);
   const auto run_sweep = register_sweep_command(app);
   const auto run_simulate = register_simulate_command(app);
+  const auto run_plan = register_plan_command(app);
   const auto run_report = register_report_command(app);
   const auto run_check = register_check_command(app);
   const auto run_validate = register_validate_command(app);
@@ -108,6 +112,7 @@ int run_cli(int argc, char** argv, std::FILE* errors) {
     run_tms();
     run_sweep();
     run_simulate();
+    run_plan();
     run_calibrate_step();
     run_report();
     const int check_status = run_check();  // 1 when a metric moved

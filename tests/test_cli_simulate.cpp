@@ -193,6 +193,42 @@ INSTANTIATE_TEST_SUITE_P(
                  "--tiling varlen: kernel sdpa (h100-sxm) uses fixed tiling"}),
     bad_input_name);
 
+class CliPlanBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliPlanBadInput, OneLineExitTwoNoOutput) {
+  const auto output = std::filesystem::temp_directory_path() / (std::string("stripesim_plan_bad_") + GetParam().name + ".csv");
+  std::filesystem::remove(output);
+  const CliResult r = run_cli(GetParam().args + " --format csv --output '" + output.string() + "'");
+  expect_rejected(r, GetParam());
+  EXPECT_FALSE(std::filesystem::exists(output));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CliPlanBadInput,
+    ::testing::Values(
+        BadInput{"plan_without_a_model", "plan --gpus 8", "--model is required"},
+        BadInput{"plan_no_gpus", "plan --model 1b --gpus 0", "--gpus 0: must be between 1 and 65536"},
+        BadInput{"plan_unknown_algorithm", "plan --model 1b --algorithms ring,rings",
+                 "--algorithms 'rings': expected ring, allgather, ulysses or hybrid"},
+        BadInput{"plan_negative_memory", "plan --model 1b --memory-gib -1", "--memory-gib -1: must be positive"}),
+    [](const ::testing::TestParamInfo<BadInput>& info) { return info.param.name; });
+
+TEST(CliPlan, RanksChoicesAndCsvIsDeterministic) {
+  const std::string args = "plan --model 1b --hardware h100 --gpus 8 -n 64k --top 3";
+  const CliResult table = run_cli(args);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("rank     tokens/s"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("   1 "), std::string::npos);
+  EXPECT_NE(table.out.find(" beats "), std::string::npos) << table.out;
+  const CliResult a = run_cli(args + " --format csv");
+  const CliResult b = run_cli(args + " --format csv");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(a.out.substr(0, a.out.find('\n')),
+            "rank,tokens_per_second,step_us,model_parallel,context_parallel,data_parallel,cp,layout,mfu,memory_bytes,"
+            "attention_compute_us,attention_comm_us,attention_idle_us,model_parallel_comm_us,gradient_comm_us,bound_us,reason");
+}
+
 TEST(CliSimulate, StepTableSaysWhatTheTimeCoversAndCsvIsDeterministic) {
   const CliResult table = run_cli("simulate --model 1b --scope step -N 4 -n 64k");
   ASSERT_EQ(table.exit_code, 0) << table.err;

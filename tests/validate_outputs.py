@@ -15,7 +15,7 @@ import jsonschema
 binary, source = sys.argv[1], sys.argv[2]
 schemas = {name: json.load(open(os.path.join(source, "reports", "schema", f"{name}.schema.json")))
            for name in ("analyze", "tms", "sweep", "simulate", "baseline", "balance", "validate", "kernel",
-                        "kernel-accuracy", "step-fit")}
+                        "kernel-accuracy", "step-fit", "plan")}
 failures = []
 
 
@@ -65,6 +65,7 @@ for args in (["simulate", "--format", "json"],
 check("sweep", run("sweep", "--experiment", "configs/experiments/paper-measured.json", "--format", "json"), "sweep paper step")
 check("step-fit", run("calibrate-step", "--experiment", "configs/experiments/paper-measured.json", "--format", "json"),
       "calibrate-step")
+check("plan", run("plan", "--model", "1b", "--hardware", "h100", "--gpus", "8", "-n", "64k", "--format", "json"), "plan")
 simulate_csv = list(csv.DictReader(io.StringIO(run("simulate", "--model", "1b", "--scope", "step", "--format", "csv"))))
 if [row["layout"] for row in simulate_csv] != ["contiguous", "striped", "zigzag"] or "mfu" not in simulate_csv[0]:
     failures.append(f"simulate --scope step --format csv: expected a row per layout with mfu, got {simulate_csv[:1]}")

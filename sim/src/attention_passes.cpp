@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "stripesim/model/work_model.hpp"
@@ -28,11 +29,39 @@ model::QueryTileProfile gathered_profile(const model::Work& work, Count device) 
   return sum;
 }
 
+// Every device computing its rounds back to back from the start, waiting for nothing.
+RingTimeline compute_only(const RingSetup& setup) {
+  RingTimeline t;
+  t.devices = setup.devices;
+  t.pass = setup.pass;
+  t.start_us = setup.start_us;
+  t.end_us = setup.start_us;
+  const auto n = static_cast<size_t>(setup.devices);
+  t.rounds.assign(setup.compute_us.size(), RoundRecord{});
+  t.device_summary.assign(n, DeviceSummary{});
+  for (size_t d = 0; d < n; ++d) {
+    Microseconds now = setup.start_us;
+    for (size_t r = 0; r * n < setup.compute_us.size(); ++r) {
+      RoundRecord& rec = t.rounds[r * n + d];
+      rec.arrival_us = rec.compute_start_us = now;
+      now += setup.compute_us[r * n + d];
+      rec.compute_end_us = now;
+    }
+    DeviceSummary& sum = t.device_summary[d];
+    sum.busy_us = now - setup.start_us;
+    sum.finish_us = now;
+    t.end_us = std::max(t.end_us, now);
+  }
+  for (auto& sum : t.device_summary) sum.idle_us = t.makespan_us() - sum.busy_us;
+  return t;
+}
+
 }  // namespace
 
 std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const model::Layout& layout,
                                                     const model::Mask& mask, const KernelTimeModel& kernel,
-                                                    std::uint64_t& events) {
+                                                    std::uint64_t& events, PassDetail detail) {
+  const bool bound = detail == PassDetail::bound;
   const SimulateConfig& config = sim.config;
   const CpShape& shape = sim.cp_shape;
   const Count n = config.devices;
@@ -41,8 +70,8 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
   if (config.pass != PassSelection::forward) passes.push_back(RingPass::backward);
   // Forward: Q, K, V go to heads, the output comes back; backward: the output's gradient goes,
   // dQ, dK, dV come back.
-  const Microseconds qkv_us = alltoall_us(sim.topology, sim.alltoall_group, shape.qkv_pair_bytes);
-  const Microseconds out_us = alltoall_us(sim.topology, sim.alltoall_group, shape.out_pair_bytes);
+  const Microseconds qkv_us = bound ? 0.0 : alltoall_us(sim.topology, sim.alltoall_group, shape.qkv_pair_bytes);
+  const Microseconds out_us = bound ? 0.0 : alltoall_us(sim.topology, sim.alltoall_group, shape.out_pair_bytes);
   const auto to_heads = [&](RingPass p) { return p == RingPass::forward ? qkv_us : out_us; };
   const auto from_heads = [&](RingPass p) { return p == RingPass::forward ? out_us : qkv_us; };
 
@@ -64,7 +93,7 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
         setup.start_us = start + to_heads(pass);
         setup.compute_us = kernel.call_times(work, kernel_pass(pass));
         if (config.skip_unread_hops) setup.send_needed = hops_read_downstream(work.active_tiles);
-        RingTimeline t = simulate_ring(setup, links);
+        RingTimeline t = bound ? compute_only(setup) : simulate_ring(setup, links);
         events += t.events;
         if (sim.cp.algorithm == CpAlgorithm::hybrid) {
           const bool forward = pass == RingPass::forward;
@@ -79,7 +108,7 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
     }
     case CpAlgorithm::allgather: {
       const model::Work work = model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::query_tiles, sim.tiling);
-      const Microseconds gather_us = allgather_us(sim.topology, sim.cp_group, shape.gather_bytes);
+      const Microseconds gather_us = bound ? 0.0 : allgather_us(sim.topology, sim.cp_group, shape.gather_bytes);
       for (const RingPass pass : passes) {
         std::vector<Microseconds> call_us;
         for (Count d = 0; d < n; ++d) call_us.push_back(kernel.call_us(gathered_profile(work, d), kernel_pass(pass)));

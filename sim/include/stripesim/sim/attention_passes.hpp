@@ -12,9 +12,15 @@
 
 namespace stripesim::sim {
 
+enum class PassDetail {
+  simulated,  // every transfer and collective on the topology, every wait
+  bound,      // each device's compute alone, back to back: no pass can end sooner (plan's search bound)
+};
+
 // `sim` is planned (its groups, routes and shapes set); `events` counts what was simulated.
 [[nodiscard]] std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const model::Layout& layout,
                                                                   const model::Mask& mask, const KernelTimeModel& kernel,
-                                                                  std::uint64_t& events);
+                                                                  std::uint64_t& events,
+                                                                  PassDetail detail = PassDetail::simulated);
 
 }  // namespace stripesim::sim

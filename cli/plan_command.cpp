@@ -1,0 +1,124 @@
+#include "plan_command.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "config_dir.hpp"
+#include "output_file.hpp"
+#include "rows_output.hpp"
+#include "run_mode.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/size_parse.hpp"
+#include "stripesim/sim/plan.hpp"
+
+namespace stripesim::cli {
+namespace {
+
+struct PlanOptions {
+  std::string model, hardware = "h100", topology, seq_len = "1M", gpus = "8", batch, mask, layouts, kernel, algorithms,
+              memory_gib, top = "10";
+  bool pad_documents = false;
+  bool recompute = false;
+  std::string format = "table";
+  std::string output;
+};
+
+constexpr const char* kPlanExamples = R"(Examples:
+  stripesim plan --model llama3-8b --hardware h100 --topology cluster:4x8 --gpus 32 --seq-len 1M
+      every mesh M x N x D of 32 GPUs, ring / allgather / ulysses / hybrid, every layout: the ten fastest
+  stripesim plan --model llama3-70b --topology cluster:16x8 --gpus 128 -n 512k --memory-gib 80 --format csv
+  stripesim plan --model llama3-8b --topology dgx-h100-x2 --gpus 16 -n 256k --algorithms ring,ulysses \
+      --mask documents:lognormal:8192:1.0:seed=1 --layouts contiguous,zigzag,balanced)";
+
+std::string format_table(const sim::Plan& plan) {
+  const sim::PlanRequest& r = plan.request;
+  std::string out = fmt::format(
+      "plan: {} on {} GPUs ({}), n = {}, batch {} per replica, mask {}, a training step (forward, backward, gradients)\n"
+      "{} choices: {} refused by the simulation, {} over {:.0f} GiB of memory, {} could not beat the top {} "
+      "(bounded), {} simulated\n\n",
+      r.base.model, r.gpus, r.base.topology.empty() ? fmt::format("nvswitch:{}", r.gpus) : r.base.topology, r.base.seq_len,
+      r.base.batch, r.base.mask, plan.considered, plan.refused, plan.over_memory, plan.memory_gib, plan.bounded_out, r.top,
+      plan.ranked.size());
+  if (plan.ranked.empty()) {
+    out += "nothing fits: give more GPUs, more memory (--memory-gib), --recompute or a shorter sequence\n";
+  } else {
+    out += fmt::format("{:>4} {:>12} {:>10} {:>9} {:<14} {:<12} {:>6} {:>8} {:>9} {:>9}  {}\n", "rank", "tokens/s", "step ms",
+                       "MxNxD", "cp", "layout", "MFU", "mem GiB", "attn comm", "attn idle", "why");
+    const size_t shown = std::min(plan.ranked.size(), static_cast<size_t>(r.top));
+    for (size_t i = 0; i < shown; ++i) {
+      const sim::PlanCandidate& c = plan.ranked[i];
+      const sim::StepEstimate& e = *c.step;
+      out += fmt::format("{:>4} {:>12.0f} {:>10.1f} {:>9} {:<14} {:<12} {:>5.1f}% {:>8.1f} {:>9.1f} {:>9.1f}  {}\n", i + 1,
+                         e.tokens_per_second, e.time_us / 1e3,
+                         fmt::format("{}x{}x{}", c.mesh.model_parallel, c.mesh.devices, c.mesh.data_parallel), c.cp,
+                         c.layout, 100 * e.mfu, e.memory.total() / sim::kBytesPerGib, e.breakdown.attention_comm_us / 1e3,
+                         e.breakdown.attention_idle_us / 1e3, c.reason);
+    }
+  }
+  if (!plan.refusal_examples.empty()) {
+    out += "\nrefused, for example:\n";
+    for (const std::string& why : plan.refusal_examples) out += "  " + why + "\n";
+  }
+  out += "\nM x N x D = model-, context- and data-parallel degrees; tokens/s over every GPU; attn comm and idle in ms\n"
+         "per step on the slowest device; why: against the best choice of another algorithm.\n";
+  return out;
+}
+
+}  // namespace
+
+std::function<void()> register_plan_command(CLI::App& app) {
+  auto options = std::make_shared<PlanOptions>();
+  PlanOptions& o = *options;
+  CLI::App* cmd = app.add_subcommand("plan", "Rank context parallelism x layout x mesh by predicted training throughput");
+  cmd->footer(kPlanExamples);
+  cmd->add_option("--model", o.model, "Model config (required: the step's matmuls and memory)")->required();
+  cmd->add_option("--hardware", o.hardware, "Hardware profile name or JSON file")->capture_default_str();
+  cmd->add_option("--topology", o.topology, "nvswitch:G, cluster:NxG, a name in configs/topologies or a JSON file "
+                  "[default: nvswitch:GPUS]");
+  cmd->add_option("--gpus,-G", o.gpus, "GPUs to use: every M x N x D = GPUS is considered")->capture_default_str();
+  cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length; k and M suffixes")->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Sequences per model replica per step [default: 1]");
+  cmd->add_option("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
+  cmd->add_option("--layouts", o.layouts, "Layouts to consider (see analyze) [default: contiguous,striped,zigzag]");
+  cmd->add_option("--kernel", o.kernel, "Kernel profile [default: the hardware's]");
+  cmd->add_option("--algorithms", o.algorithms, "Comma-separated among ring, allgather, ulysses, hybrid (every UxR) "
+                  "[default: all]");
+  cmd->add_option("--memory-gib", o.memory_gib, "Memory per GPU [default: the hardware's]");
+  cmd->add_option("--top", o.top, "Choices shown (and ranked exactly) in the table")->capture_default_str();
+  cmd->add_flag("--pad-documents", o.pad_documents, "Pad every document to a multiple of 2N (doc-zigzag, doc-striped)");
+  cmd->add_flag("--recompute", o.recompute, "The backward recomputes the forward (activation checkpointing)");
+  cmd->add_option("--format", o.format, "csv and json list every simulated choice")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->capture_default_str();
+  cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
+  return [cmd, options] {
+    if (!cmd->parsed()) return;
+    const PlanOptions& opts = *options;
+    sim::PlanRequest request;
+    sim::SimulateConfig& base = request.base;
+    base.model = opts.model;
+    base.hardware = opts.hardware;
+    base.topology = opts.topology;
+    base.seq_len = model::parse_count(opts.seq_len, "--seq-len");
+    request.gpus = model::parse_count(opts.gpus, "--gpus");
+    request.top = model::parse_count(opts.top, "--top");
+    if (!opts.batch.empty()) base.batch = model::parse_count(opts.batch, "--batch");
+    if (!opts.mask.empty()) base.mask = opts.mask;
+    if (!opts.layouts.empty()) base.layouts = model::split_list(opts.layouts, "--layouts");
+    if (!opts.kernel.empty()) base.kernel = opts.kernel;
+    if (!opts.algorithms.empty()) request.algorithms = model::split_list(opts.algorithms, "--algorithms");
+    if (!opts.memory_gib.empty()) request.memory_gib = model::parse_number(opts.memory_gib, "--memory-gib");
+    base.pad_documents = opts.pad_documents;
+    base.recompute = opts.recompute;
+    if (parse_only()) return;
+    const sim::Plan plan = sim::run_plan(request, model::ConfigCatalog(config_dir()));
+    const std::string text = opts.format == "json"  ? sim::to_json(plan).dump(2) + "\n"
+                             : opts.format == "csv" ? rows_to_csv(sim::plan_rows(plan))
+                                                    : format_table(plan);
+    write_output(text, opts.output);
+  };
+}
+
+}  // namespace stripesim::cli

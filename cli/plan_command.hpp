@@ -1,0 +1,10 @@
+#pragma once
+// `stripesim plan`: rank context-parallel algorithm x layout x mesh for a model on a cluster.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace stripesim::cli {
+
+[[nodiscard]] std::function<void()> register_plan_command(CLI::App& app);
+
+}  // namespace stripesim::cli

@@ -1,0 +1,61 @@
+#pragma once
+// `stripesim plan`: which context parallelism, with which layout, at which degree. For a model,
+// a topology, a sequence length and G GPUs it enumerates every mesh M x N x D = G (model-,
+// context- and data-parallel degrees), every algorithm of `simulate --cp` that applies at that
+// N (ring, allgather, ulysses, hybrid:UxR for each U dividing N) and every layout, plans each as
+// `simulate --scope step` would, drops what the simulation refuses or what does not fit in
+// memory, simulates the rest and ranks them by training throughput (tokens per second over all
+// G GPUs, so that more data parallelism with less context parallelism competes fairly).
+//
+// Simulating a 1024-device ring takes about a second, so candidates are simulated best bound
+// first: a candidate's step time is at least its step with the attention of its busiest device
+// alone (no communication, no waiting; the step time grows with every part of the attention), and
+// once the top choices are simulated no unsimulated candidate whose bound is slower can enter
+// them. The ranking of the top choices is exact; what was left out is counted.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stripesim/model/config_catalog.hpp"
+#include "stripesim/sim/simulation.hpp"
+
+namespace stripesim::sim {
+
+struct PlanRequest {
+  SimulateConfig base;  // model, hardware, topology, kernel, seq_len, batch, mask, layouts
+  Count gpus = 8;
+  std::vector<std::string> algorithms{"ring", "allgather", "ulysses", "hybrid"};
+  std::optional<double> memory_gib;  // default: the hardware's
+  Count top = 10;
+  unsigned threads = 0;  // 0: every hardware thread
+};
+
+struct PlanCandidate {
+  model::Mesh mesh;
+  std::string cp;
+  std::string layout;
+  std::optional<StepEstimate> step;  // unset: not simulated (bounded out)
+  Microseconds bound_us = 0;         // the lower bound the search ordered candidates by
+  std::string reason;                // the top choices: why it wins or loses
+};
+
+struct Plan {
+  PlanRequest request;
+  double memory_gib = 0;
+  std::vector<PlanCandidate> ranked;  // simulated, fitting in memory, fastest first
+  Count considered = 0;               // (mesh, algorithm, layout) combinations
+  Count refused = 0;                  // the simulation refuses them (heads that do not divide, ...)
+  Count over_memory = 0;
+  Count bounded_out = 0;              // fit, but could not beat the top choices
+  std::vector<std::string> refusal_examples;  // distinct reasons, the first few
+};
+
+// Throws model::InputError for a request that cannot be planned at all (no model, bad sizes).
+[[nodiscard]] Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog);
+
+[[nodiscard]] nlohmann::ordered_json to_json(const Plan& plan);
+// One row per ranked candidate (the same keys in each): for CSV and the table.
+[[nodiscard]] std::vector<nlohmann::ordered_json> plan_rows(const Plan& plan);
+
+}  // namespace stripesim::sim

@@ -1,0 +1,304 @@
+#include "stripesim/sim/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/sim/attention_passes.hpp"
+
+namespace stripesim::sim {
+namespace {
+
+std::vector<Count> divisors(Count n) {
+  std::vector<Count> out;
+  for (Count d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+// The --cp specs an algorithm family gives at context-parallel degree n.
+std::vector<std::string> cp_specs(const std::string& algorithm, Count n) {
+  if (n == 1) return algorithm == "ring" ? std::vector<std::string>{"ring"} : std::vector<std::string>{};
+  if (algorithm == "hybrid") {
+    std::vector<std::string> out;
+    for (const Count u : divisors(n)) {
+      if (u > 1 && u < n) out.push_back(fmt::format("hybrid:{}x{}", u, n / u));
+    }
+    return out;
+  }
+  return {algorithm};
+}
+
+// Runs job(i) for i in [0, count) on up to `threads` threads; the first exception is rethrown.
+template <typename Job>
+void parallel_for(size_t count, unsigned threads, const Job& job) {
+  const unsigned workers = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(count)));
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto work = [&] {
+    for (size_t i = next++; i < count; i = next++) {
+      try {
+        job(i);
+      } catch (...) {
+        const std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// One (mesh, algorithm) planned as `simulate --scope step` plans it, and its layouts.
+struct PlannedMesh {
+  SimulationPlan plan;
+  std::string cp;
+};
+
+struct Entry {
+  size_t mesh = 0;    // into the planned meshes
+  size_t layout = 0;  // into its layouts
+  PlanCandidate candidate;
+  double bound_tokens_per_second = 0;
+};
+
+double tokens_per_second(const StepEstimate& e) { return e.tokens_per_second; }
+
+// The parts of a step one choice can save against another, and what each says about it.
+struct Part {
+  const char* what;
+  Microseconds StepBreakdown::*field;
+};
+constexpr Part kParts[] = {
+    {"attention compute on the slowest device (balance, kernel efficiency)", &StepBreakdown::attention_compute_us},
+    {"exposed attention communication", &StepBreakdown::attention_comm_us},
+    {"attention idle time (waiting for slower devices)", &StepBreakdown::attention_idle_us},
+    {"model-parallel all-reduces", &StepBreakdown::model_parallel_comm_us},
+    {"exposed gradient all-reduce", &StepBreakdown::gradient_comm_us},
+    {"matmuls", &StepBreakdown::matmul_us},
+    {"element-wise work", &StepBreakdown::elementwise_us},
+};
+
+std::string family(const std::string& cp) { return cp.substr(0, cp.find(':')); }
+
+std::string label(const PlanCandidate& c) { return fmt::format("{} {} on {}", c.cp, c.layout, c.mesh.to_string()); }
+
+// Against the best choice of another algorithm (or, for the best of its algorithm, the next best
+// of any): the part of the step where the difference is largest, per GPU-step of equal tokens.
+std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ranked, double memory_gib) {
+  const PlanCandidate* other = nullptr;
+  for (const PlanCandidate& r : ranked) {
+    if (&r != &c && family(r.cp) != family(c.cp)) {
+      other = &r;
+      break;
+    }
+  }
+  const std::string memory = fmt::format("memory {:.1f} of {:.0f} GiB", c.step->memory.total() / kBytesPerGib, memory_gib);
+  if (other == nullptr) return fmt::format("the only algorithm that fits; {}", memory);
+  const bool ahead = tokens_per_second(*c.step) >= tokens_per_second(*other->step);
+  // Compare the time each spends on the same tokens: a step of D sequences per GPU group.
+  const double scale_c = 1.0 / static_cast<double>(c.mesh.data_parallel);
+  const double scale_o = 1.0 / static_cast<double>(other->mesh.data_parallel);
+  const Part* biggest = nullptr;
+  double biggest_gap = 0;
+  for (const Part& part : kParts) {
+    const double gap = (other->step->breakdown.*part.field) * scale_o - (c.step->breakdown.*part.field) * scale_c;
+    if (biggest == nullptr || (ahead ? gap > biggest_gap : gap < biggest_gap)) {
+      biggest = &part;
+      biggest_gap = gap;
+    }
+  }
+  const double ratio = tokens_per_second(*c.step) / tokens_per_second(*other->step);
+  return fmt::format("{} {} by {:.1f}%: {:.2f} ms {} {} per sequence; {}", ahead ? "beats" : "trails", label(*other),
+                     100 * std::abs(ratio - 1), std::abs(biggest_gap) / 1e3, ahead ? "less" : "more", biggest->what,
+                     memory);
+}
+
+}  // namespace
+
+Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
+  if (request.gpus < 1 || request.gpus > 65536) {
+    throw model::InputError(fmt::format("--gpus {}: must be between 1 and 65536", request.gpus));
+  }
+  if (request.top < 1) throw model::InputError(fmt::format("--top {}: must be at least 1", request.top));
+  if (request.base.model.empty()) throw model::InputError("--model: plan needs a model (the step's matmuls and memory)");
+  for (const std::string& algorithm : request.algorithms) {
+    if (algorithm != "ring" && algorithm != "allgather" && algorithm != "ulysses" && algorithm != "hybrid") {
+      throw model::InputError(fmt::format("--algorithms '{}': expected ring, allgather, ulysses or hybrid", algorithm));
+    }
+  }
+  if (request.algorithms.empty()) throw model::InputError("--algorithms: needs at least one");
+  Plan out;
+  out.request = request;
+  SimulateConfig base = request.base;
+  base.scope = Scope::step;
+  base.pass = PassSelection::forward_backward;
+  model::HardwareProfile hardware = base.hardware_profile ? *base.hardware_profile : catalog.hardware(base.hardware);
+  if (request.memory_gib) {
+    if (!(*request.memory_gib > 0)) throw model::InputError(fmt::format("--memory-gib {}: must be positive", *request.memory_gib));
+    hardware.memory_gib = *request.memory_gib;
+  }
+  out.memory_gib = hardware.memory_gib;
+  base.hardware_profile = hardware;
+
+  // Every (mesh, algorithm); the simulation's own checks decide what is possible.
+  std::vector<SimulateConfig> configs;
+  std::vector<std::string> specs;
+  for (const Count n : divisors(request.gpus)) {
+    for (const Count m : divisors(request.gpus / n)) {
+      for (const std::string& algorithm : request.algorithms) {
+        for (const std::string& spec : cp_specs(algorithm, n)) {
+          SimulateConfig c = base;
+          c.model_parallel = m;
+          c.devices = n;
+          c.data_parallel = request.gpus / n / m;
+          c.cp = spec;
+          // One device, or Ulysses (the kernel sees the sequence in order): the layout plays no part.
+          if (n == 1 || spec == "ulysses") c.layouts = {"contiguous"};
+          configs.push_back(std::move(c));
+          specs.push_back(spec);
+        }
+      }
+    }
+  }
+  std::vector<std::optional<PlannedMesh>> planned(configs.size());
+  std::vector<std::string> refusals(configs.size());
+  parallel_for(configs.size(), request.threads ? request.threads : std::thread::hardware_concurrency(), [&](size_t i) {
+    try {
+      planned[i] = PlannedMesh{plan_simulation(configs[i], catalog), specs[i]};
+    } catch (const model::InputError& e) {
+      refusals[i] = e.what();
+    }
+  });
+
+  std::vector<Entry> entries;
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const Count layouts = static_cast<Count>(configs[i].layouts.size());
+    out.considered += layouts;
+    if (!planned[i]) {
+      out.refused += layouts;
+      if (out.refusal_examples.size() < 8 &&
+          std::find(out.refusal_examples.begin(), out.refusal_examples.end(), refusals[i]) == out.refusal_examples.end()) {
+        out.refusal_examples.push_back(refusals[i]);
+      }
+      continue;
+    }
+    const Simulation& sim = planned[i]->plan.simulation;
+    if (estimate_step(*sim.step_shape, {}).exceeds_memory) {  // memory does not depend on the passes
+      out.over_memory += layouts;
+      continue;
+    }
+    for (size_t l = 0; l < planned[i]->plan.layouts.size(); ++l) {
+      Entry e;
+      e.mesh = i;
+      e.layout = l;
+      e.candidate.mesh = sim.mesh;
+      e.candidate.cp = planned[i]->cp;
+      e.candidate.layout = planned[i]->plan.layouts[l].name();
+      entries.push_back(std::move(e));
+    }
+  }
+
+  const unsigned threads = request.threads ? request.threads : std::thread::hardware_concurrency();
+  auto passes_of = [&](const Entry& e, PassDetail detail) {
+    const SimulationPlan& p = planned[e.mesh]->plan;
+    const Simulation& sim = p.simulation;
+    const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
+    std::uint64_t events = 0;
+    return estimate_step(*sim.step_shape, simulate_attention_passes(sim, p.layouts[e.layout], p.mask, kernel, events, detail));
+  };
+  parallel_for(entries.size(), threads, [&](size_t i) {
+    const StepEstimate bound = passes_of(entries[i], PassDetail::bound);
+    entries[i].candidate.bound_us = bound.time_us;
+    entries[i].bound_tokens_per_second = bound.tokens_per_second;
+  });
+  // Best bound first (ties in enumeration order), simulated a batch at a time until no bound left
+  // can beat the top choices found.
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.bound_tokens_per_second > b.bound_tokens_per_second; });
+  std::vector<double> best;  // simulated throughputs, best first
+  size_t next = 0;
+  while (next < entries.size()) {
+    if (best.size() >= static_cast<size_t>(request.top) &&
+        entries[next].bound_tokens_per_second < best[static_cast<size_t>(request.top) - 1]) {
+      break;
+    }
+    const size_t batch = std::min(entries.size() - next, static_cast<size_t>(std::max(1u, threads)));
+    parallel_for(batch, threads, [&](size_t i) { entries[next + i].candidate.step = passes_of(entries[next + i], PassDetail::simulated); });
+    for (size_t i = 0; i < batch; ++i) best.push_back(entries[next + i].candidate.step->tokens_per_second);
+    std::sort(best.begin(), best.end(), std::greater<>());
+    next += batch;
+  }
+  out.bounded_out = static_cast<Count>(entries.size() - next);
+  entries.resize(next);
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.candidate.step->tokens_per_second > b.candidate.step->tokens_per_second;
+  });
+  for (Entry& e : entries) out.ranked.push_back(std::move(e.candidate));
+  const size_t explained = std::min(out.ranked.size(), static_cast<size_t>(request.top));
+  for (size_t i = 0; i < explained; ++i) out.ranked[i].reason = explain(out.ranked[i], out.ranked, out.memory_gib);
+  return out;
+}
+
+std::vector<nlohmann::ordered_json> plan_rows(const Plan& plan) {
+  std::vector<nlohmann::ordered_json> rows;
+  for (size_t i = 0; i < plan.ranked.size(); ++i) {
+    const PlanCandidate& c = plan.ranked[i];
+    const StepEstimate& e = *c.step;
+    const StepBreakdown& b = e.breakdown;
+    rows.push_back({{"rank", i + 1},
+                    {"tokens_per_second", e.tokens_per_second},
+                    {"step_us", e.time_us},
+                    {"model_parallel", c.mesh.model_parallel},
+                    {"context_parallel", c.mesh.devices},
+                    {"data_parallel", c.mesh.data_parallel},
+                    {"cp", c.cp},
+                    {"layout", c.layout},
+                    {"mfu", e.mfu},
+                    {"memory_bytes", e.memory.total()},
+                    {"attention_compute_us", b.attention_compute_us},
+                    {"attention_comm_us", b.attention_comm_us},
+                    {"attention_idle_us", b.attention_idle_us},
+                    {"model_parallel_comm_us", b.model_parallel_comm_us},
+                    {"gradient_comm_us", b.gradient_comm_us},
+                    {"bound_us", c.bound_us},
+                    {"reason", c.reason}});
+  }
+  return rows;
+}
+
+nlohmann::ordered_json to_json(const Plan& plan) {
+  const PlanRequest& r = plan.request;
+  nlohmann::ordered_json doc;
+  doc["schema"] = "stripesim.plan/1";
+  doc["request"] = {{"model", r.base.model},
+                    {"hardware", r.base.hardware_profile ? r.base.hardware_profile->name : r.base.hardware},
+                    {"topology", r.base.topology},
+                    {"gpus", r.gpus},
+                    {"seq_len", r.base.seq_len},
+                    {"batch", r.base.batch},
+                    {"mask", r.base.mask},
+                    {"layouts", r.base.layouts},
+                    {"algorithms", r.algorithms},
+                    {"memory_gib", plan.memory_gib},
+                    {"top", r.top}};
+  doc["considered"] = plan.considered;
+  doc["refused"] = plan.refused;
+  doc["over_memory"] = plan.over_memory;
+  doc["bounded_out"] = plan.bounded_out;
+  doc["refusal_examples"] = plan.refusal_examples;
+  doc["ranked"] = plan_rows(plan);
+  return doc;
+}
+
+}  // namespace stripesim::sim

@@ -1,0 +1,109 @@
+// stripesim plan: the search's counts by hand, its bounded ranking against the exhaustive one,
+// every choice re-simulated through `simulate`'s own path, and the memory filter.
+#include <gtest/gtest.h>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/sim/plan.hpp"
+
+namespace stripesim::sim {
+namespace {
+
+const model::ConfigCatalog& catalog() {
+  static const model::ConfigCatalog shipped(std::string(STRIPESIM_SOURCE_DIR) + "/configs");
+  return shipped;
+}
+
+PlanRequest small_request() {
+  PlanRequest r;
+  r.base.model = "1b";  // 16 heads
+  r.base.hardware = "h100";
+  r.base.seq_len = 64 * 1024;
+  r.gpus = 4;
+  r.threads = 2;
+  return r;
+}
+
+TEST(Plan, CountsEveryMeshAlgorithmAndLayout) {
+  PlanRequest r = small_request();
+  r.top = 1000;  // nothing bounded out
+  const Plan plan = run_plan(r, catalog());
+  // N = 1: M in {1, 2, 4}, the ring alone, one layout: 3. N = 2: M in {1, 2}, ring and allgather
+  // with 3 layouts, Ulysses with one: 14. N = 4, M = 1: ring, allgather, hybrid:2x2 with 3
+  // layouts, Ulysses with one: 10.
+  EXPECT_EQ(plan.considered, 27);
+  EXPECT_EQ(plan.refused, 0);
+  EXPECT_EQ(plan.bounded_out, 0);
+  EXPECT_EQ(static_cast<Count>(plan.ranked.size()), plan.considered - plan.over_memory);
+  for (size_t i = 1; i < plan.ranked.size(); ++i) {
+    EXPECT_GE(plan.ranked[i - 1].step->tokens_per_second, plan.ranked[i].step->tokens_per_second);
+  }
+}
+
+TEST(Plan, BoundedSearchRanksTheTopExactlyAsTheExhaustiveOne) {
+  PlanRequest r = small_request();
+  r.gpus = 8;
+  r.top = 1000;
+  const Plan all = run_plan(r, catalog());
+  r.top = 4;
+  const Plan bounded = run_plan(r, catalog());
+  EXPECT_GT(bounded.bounded_out, 0);
+  ASSERT_GE(bounded.ranked.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(bounded.ranked[i].cp, all.ranked[i].cp) << i;
+    EXPECT_EQ(bounded.ranked[i].layout, all.ranked[i].layout) << i;
+    EXPECT_EQ(bounded.ranked[i].mesh.to_string(), all.ranked[i].mesh.to_string()) << i;
+    EXPECT_DOUBLE_EQ(bounded.ranked[i].step->tokens_per_second, all.ranked[i].step->tokens_per_second) << i;
+    EXPECT_FALSE(bounded.ranked[i].reason.empty());
+  }
+  // Every bound is below what was simulated.
+  for (const PlanCandidate& c : all.ranked) EXPECT_LE(c.bound_us, c.step->time_us * (1 + 1e-12)) << c.cp << " " << c.layout;
+}
+
+TEST(Plan, EveryChoiceIsWhatSimulateSaysOfIt) {
+  PlanRequest r = small_request();
+  r.top = 5;
+  const Plan plan = run_plan(r, catalog());
+  ASSERT_FALSE(plan.ranked.empty());
+  for (size_t i = 0; i < 5 && i < plan.ranked.size(); ++i) {
+    const PlanCandidate& c = plan.ranked[i];
+    SimulateConfig config = r.base;
+    config.scope = Scope::step;
+    config.pass = PassSelection::forward_backward;
+    config.model_parallel = c.mesh.model_parallel;
+    config.devices = c.mesh.devices;
+    config.data_parallel = c.mesh.data_parallel;
+    config.cp = c.cp;
+    config.layouts = {c.layout};
+    const Simulation s = run_simulation(config, catalog());
+    EXPECT_DOUBLE_EQ(s.results[0].step->time_us, c.step->time_us) << c.cp << " " << c.layout;
+    EXPECT_FALSE(s.results[0].step->exceeds_memory);
+  }
+}
+
+TEST(Plan, DropsWhatDoesNotFitAndRefusesBadRequests) {
+  PlanRequest r = small_request();
+  r.memory_gib = 1;
+  const Plan none = run_plan(r, catalog());
+  EXPECT_TRUE(none.ranked.empty());
+  EXPECT_EQ(none.over_memory, none.considered - none.refused);
+  PlanRequest bad = small_request();
+  bad.algorithms = {"rings"};
+  EXPECT_THROW((void)run_plan(bad, catalog()), model::InputError);
+  bad = small_request();
+  bad.gpus = 0;
+  EXPECT_THROW((void)run_plan(bad, catalog()), model::InputError);
+  bad = small_request();
+  bad.base.model.clear();
+  EXPECT_THROW((void)run_plan(bad, catalog()), model::InputError);
+  // 12 GPUs for 16 heads: model-parallel 3 and 6 and 12 cannot split them; Ulysses over 3, 6, 12 neither.
+  PlanRequest odd = small_request();
+  odd.gpus = 12;
+  odd.top = 2;
+  const Plan plan = run_plan(odd, catalog());
+  EXPECT_GT(plan.refused, 0);
+  EXPECT_FALSE(plan.refusal_examples.empty());
+  for (const PlanCandidate& c : plan.ranked) EXPECT_EQ(16 % c.mesh.model_parallel, 0);
+}
+
+}  // namespace
+}  // namespace stripesim::sim
