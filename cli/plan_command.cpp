@@ -112,8 +112,10 @@ std::function<void()> register_plan_command(CLI::App& app) {
     if (!opts.memory_gib.empty()) request.memory_gib = model::parse_number(opts.memory_gib, "--memory-gib");
     base.pad_documents = opts.pad_documents;
     base.recompute = opts.recompute;
+    const model::ConfigCatalog catalog(config_dir());
+    sim::check_plan_request(request, catalog);
     if (parse_only()) return;
-    const sim::Plan plan = sim::run_plan(request, model::ConfigCatalog(config_dir()));
+    const sim::Plan plan = sim::run_plan(request, catalog);
     const std::string text = opts.format == "json"  ? sim::to_json(plan).dump(2) + "\n"
                              : opts.format == "csv" ? rows_to_csv(sim::plan_rows(plan))
                                                     : format_table(plan);

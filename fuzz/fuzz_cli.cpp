@@ -198,6 +198,8 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
       {"sweep", "--devices", "4,8", "--seq-lens", "32k,64k", "--format", "json", "-o", "reports/default/sweep.json"},
       {"simulate", "--seq-len", "16k", "--devices", "4", "--summary-only", "--format", "json", "-o",
        "reports/default/simulate.json"},
+      {"simulate", "--cp", "hybrid:2x2", "--seq-len", "16k", "--devices", "4", "--pass", "fwdbwd"},
+      {"plan", "--model", "1b", "--gpus", "8", "--seq-len", "64k", "--algorithms", "ring,ulysses", "--format", "csv"},
   };
   for (const auto& args : inputs) {
     const Outcome outcome = run(args);

@@ -126,7 +126,7 @@ std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ra
 
 }  // namespace
 
-Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
+void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& catalog) {
   if (request.gpus < 1 || request.gpus > 65536) {
     throw model::InputError(fmt::format("--gpus {}: must be between 1 and 65536", request.gpus));
   }
@@ -138,16 +138,22 @@ Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
     }
   }
   if (request.algorithms.empty()) throw model::InputError("--algorithms: needs at least one");
+  (void)catalog.model(request.base.model);
+  if (!request.base.hardware_profile) (void)catalog.hardware(request.base.hardware);
+  if (request.memory_gib && !(*request.memory_gib > 0)) {
+    throw model::InputError(fmt::format("--memory-gib {}: must be positive", *request.memory_gib));
+  }
+}
+
+Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
+  check_plan_request(request, catalog);
   Plan out;
   out.request = request;
   SimulateConfig base = request.base;
   base.scope = Scope::step;
   base.pass = PassSelection::forward_backward;
   model::HardwareProfile hardware = base.hardware_profile ? *base.hardware_profile : catalog.hardware(base.hardware);
-  if (request.memory_gib) {
-    if (!(*request.memory_gib > 0)) throw model::InputError(fmt::format("--memory-gib {}: must be positive", *request.memory_gib));
-    hardware.memory_gib = *request.memory_gib;
-  }
+  if (request.memory_gib) hardware.memory_gib = *request.memory_gib;
   out.memory_gib = hardware.memory_gib;
   base.hardware_profile = hardware;
 

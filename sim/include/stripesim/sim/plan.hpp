@@ -52,6 +52,8 @@ struct Plan {
 };
 
 // Throws model::InputError for a request that cannot be planned at all (no model, bad sizes).
+void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& catalog);
+// Checks the request first.
 [[nodiscard]] Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog);
 
 [[nodiscard]] nlohmann::ordered_json to_json(const Plan& plan);
