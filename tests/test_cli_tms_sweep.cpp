@@ -161,7 +161,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadInput{"unknown_model", "tms --model 13b", "--model '13b': unknown, expected one of 1b, 3b, 7b, llama3-70b, llama3-8b"},
         BadInput{"misspelt_hardware", "tms --hardware h10", "--hardware 'h10': unknown (did you mean 'h100'?)"},
-        BadInput{"unknown_hardware", "tms --hardware mi300x", "--hardware 'mi300x': unknown"},
+        BadInput{"unknown_hardware", "tms --hardware gaudi3", "--hardware 'gaudi3': unknown"},
         BadInput{"model_file_missing", "tms --model /nonexistent/m.json", "does not exist"},
         BadInput{"model_file_invalid", "tms --model " + data("invalid_model.json"), "heads 16 must be a multiple of kv_heads 5"},
         BadInput{"model_parallel_heads", "tms --model-parallel 3", "--model-parallel 3: must divide the model's 16 heads"},

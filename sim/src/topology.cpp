@@ -5,12 +5,17 @@
 #include <boost/property_map/property_map.hpp>
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <string_view>
 
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_fields.hpp"
 #include "stripesim/model/json_file.hpp"
+#include "stripesim/model/name_match.hpp"
 #include "stripesim/model/size_parse.hpp"
 
 namespace stripesim::sim {
@@ -198,6 +203,90 @@ constexpr GigabytesPerSecond kNicBandwidth = 50.0;  // 400 Gb/s InfiniBand NDR, 
 constexpr Microseconds kNicLatencyUs = 1.5;         // per link: GPU to NIC, NIC to fabric switch
 constexpr Count kMaxGeneratedGpus = 65536;
 
+// The options after cluster:NxG, each ":key=value": the NIC line rate and how many NICs a node has.
+struct ClusterOptions {
+  GigabytesPerSecond nic = kNicBandwidth;
+  std::optional<Count> nics_per_node;  // none: one per GPU
+};
+
+// "400gbps" or "400gbit": NICs are sold by line rate in gigabits per second; links here are GB/s.
+GigabytesPerSecond parse_nic_rate(std::string_view text, const std::string& spec) {
+  const std::string lower = model::lowercase(text);
+  const size_t digits = lower.ends_with("gbps") || lower.ends_with("gbit") ? lower.size() - 4 : std::string::npos;
+  double gigabits = 0;
+  const char* first = lower.data();
+  const char* last = first + (digits == std::string::npos ? 0 : digits);
+  const auto [end, ec] = std::from_chars(first, last, gigabits);
+  if (digits == std::string::npos || digits == 0 || ec != std::errc() || end != last || !(gigabits > 0) ||
+      !std::isfinite(gigabits)) {
+    throw InputError(fmt::format("--topology '{}': nic={} is not a NIC rate, expected gigabits per second such as "
+                                 "nic=400gbps (NDR InfiniBand, 50 GB/s per direction)",
+                                 spec, text));
+  }
+  return gigabits / 8.0;
+}
+
+ClusterOptions parse_cluster_options(std::string_view options, Count gpus_per_node, const std::string& spec) {
+  ClusterOptions out;
+  bool nic_given = false;
+  // `options` is what follows NxG: empty, or ":key=value" repeated.
+  while (!options.empty()) {
+    options.remove_prefix(1);
+    const auto colon = options.find(':');
+    const std::string_view option = options.substr(0, colon);
+    options = colon == std::string_view::npos ? std::string_view{} : options.substr(colon);
+    const auto equals = option.find('=');
+    const std::string_view key = option.substr(0, equals);
+    const std::string_view value = equals == std::string_view::npos ? std::string_view{} : option.substr(equals + 1);
+    if (key == "nic" && !nic_given && equals != std::string_view::npos) {
+      out.nic = parse_nic_rate(value, spec);
+      nic_given = true;
+    } else if (key == "nics" && !out.nics_per_node && equals != std::string_view::npos) {
+      const Count nics = model::parse_count(value, fmt::format("--topology '{}' nics", spec));
+      if (nics < 1 || nics > gpus_per_node) {
+        throw InputError(fmt::format("--topology '{}': nics={} must be between 1 and the node's {} GPUs", spec, nics,
+                                     gpus_per_node));
+      }
+      out.nics_per_node = nics;
+    } else {
+      throw InputError(fmt::format("--topology '{}': option '{}' is unknown or repeated, expected cluster:NxG followed "
+                                   "by :nic=RATE (e.g. 400gbps) and :nics=K (NICs per node), each at most once",
+                                   spec, option));
+    }
+  }
+  return out;
+}
+
+// A cluster whose nodes share `nics` NICs among their GPUs (GPU g of a node uses NIC g * nics / G,
+// as rails are wired), described as a topology file would be. Topology::cluster (one NIC per GPU,
+// 400 Gb/s, named cluster:NxG) is kept for the plain spec; with nics = G the two route alike.
+nlohmann::json shared_nic_cluster(const std::string& name, Count nodes, Count gpus_per_node, Count nics,
+                                  GigabytesPerSecond nvlink, Microseconds nvlink_latency, GigabytesPerSecond nic) {
+  nlohmann::json doc{{"name", name}, {"nodes", nlohmann::json::array()}, {"links", nlohmann::json::array()}};
+  auto& list = doc["nodes"];
+  auto& links = doc["links"];
+  const auto gpu = [](Count n, Count g) { return fmt::format("node{}.gpu{}", n, g); };
+  const auto card = [](Count n, Count k) { return fmt::format("node{}.nic{}", n, k); };
+  for (Count n = 0; n < nodes; ++n) {
+    for (Count g = 0; g < gpus_per_node; ++g) list.push_back({{"id", gpu(n, g)}, {"kind", "gpu"}});
+  }
+  list.push_back({{"id", "fabric"}, {"kind", "switch"}});
+  for (Count n = 0; n < nodes; ++n) {
+    const std::string nvswitch = fmt::format("node{}.nvswitch", n);
+    list.push_back({{"id", nvswitch}, {"kind", "switch"}});
+    for (Count k = 0; k < nics; ++k) {
+      list.push_back({{"id", card(n, k)}, {"kind", "nic"}});
+      links.push_back({{"a", card(n, k)}, {"b", "fabric"}, {"bandwidth_gbps", nic}, {"latency_us", kNicLatencyUs}});
+    }
+    for (Count g = 0; g < gpus_per_node; ++g) {
+      links.push_back({{"a", gpu(n, g)}, {"b", nvswitch}, {"bandwidth_gbps", nvlink}, {"latency_us", nvlink_latency}});
+      links.push_back({{"a", gpu(n, g)}, {"b", card(n, g * nics / gpus_per_node)}, {"bandwidth_gbps", nic},
+                       {"latency_us", kNicLatencyUs}});
+    }
+  }
+  return doc;
+}
+
 }  // namespace
 
 Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink,
@@ -216,9 +305,12 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
     return Topology::nvswitch(gpus, nvlink, nvlink_latency);
   }
   if (text.starts_with(kCluster)) {
-    const std::string_view shape = text.substr(kCluster.size());
+    const std::string_view rest = text.substr(kCluster.size());
+    const std::string_view shape = rest.substr(0, rest.find(':'));
     const auto x = shape.find('x');
-    if (x == std::string_view::npos) throw InputError(fmt::format("{} '{}': expected cluster:NxG", flag, spec));
+    if (x == std::string_view::npos) {
+      throw InputError(fmt::format("{} '{}': expected cluster:NxG, optionally :nic=RATE (e.g. 400gbps) and :nics=K", flag, spec));
+    }
     const Count nodes = model::parse_count(shape.substr(0, x), flag + " cluster node count");
     const Count gpus = model::parse_count(shape.substr(x + 1), flag + " cluster GPUs per node");
     // Each factor is bounded first: their product could overflow 64 bits (and wrap to a small number).
@@ -226,7 +318,12 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
       throw InputError(fmt::format("{} '{}': needs at least one node of one GPU and at most {} GPUs", flag, spec,
                                    kMaxGeneratedGpus));
     }
-    return Topology::cluster(nodes, gpus, nvlink, nvlink_latency, kNicBandwidth, kNicLatencyUs);
+    const ClusterOptions options = parse_cluster_options(rest.substr(shape.size()), gpus, spec);
+    if (shape.size() == rest.size()) return Topology::cluster(nodes, gpus, nvlink, nvlink_latency, kNicBandwidth, kNicLatencyUs);
+    // Named after the spec, options included, so that outputs say which NICs they assumed.
+    return Topology::from_json(shared_nic_cluster(spec, nodes, gpus, options.nics_per_node.value_or(gpus), nvlink,
+                                                  nvlink_latency, options.nic),
+                               flag + " " + spec);
   }
   std::string path = spec;
   if (spec.find('/') == std::string::npos && !spec.ends_with(".json")) {

@@ -1,0 +1,131 @@
+// The hardware presets built from public spec figures (H100 PCIe, B200, MI300X): they load, say
+// where their figures come from, run tms and simulate, and their kernel profiles are what their
+// files say they are: the measured H100 SXM profile scaled by dense bf16 peak per SM.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "bad_input_table.hpp"
+#include "cli_runner.hpp"
+
+namespace stripesim::testing {
+namespace {
+
+nlohmann::json config(const std::string& relative) {
+  return nlohmann::json::parse(slurp(std::string(STRIPESIM_SOURCE_DIR) + "/configs/" + relative));
+}
+
+struct Preset {
+  const char* name;
+  double bf16_tflops;
+  double sms;
+  double link_gbps;
+};
+
+constexpr Preset kPresets[] = {{"h100-pcie", 756, 114, 64}, {"b200", 2250, 148, 900}, {"mi300x", 1307.4, 304, 64}};
+
+TEST(HardwarePresets, PublicFiguresMarkedAndSourced) {
+  for (const Preset& p : kPresets) {
+    const auto h = config(std::string("hardware/") + p.name + ".json");
+    EXPECT_EQ(h.at("name"), p.name);
+    EXPECT_DOUBLE_EQ(h.at("peak_tflops").at("bf16").get<double>(), p.bf16_tflops) << p.name;
+    EXPECT_DOUBLE_EQ(h.at("sms").get<double>(), p.sms) << p.name;
+    EXPECT_DOUBLE_EQ(h.at("link_bandwidth_gbps").get<double>(), p.link_gbps) << p.name;
+    EXPECT_NE(h.at("description").get<std::string>().find("PUBLIC SPEC FIGURES"), std::string::npos) << p.name;
+    for (const char* source : {"status", "peak_tflops", "memory", "link_bandwidth_gbps", "kernel"}) {
+      EXPECT_FALSE(h.at("sources").at(source).get<std::string>().empty()) << p.name << " " << source;
+    }
+  }
+}
+
+TEST(HardwarePresets, KernelProfilesAreTheH100ProfileScaledByPeakPerSm) {
+  const auto h100 = config("kernels/h100/sdpa.json");
+  const double h100_per_sm = 989.4 / 132;
+  for (const Preset& p : kPresets) {
+    const auto k = config(std::string("kernels/") + p.name + "/sdpa.json");
+    EXPECT_EQ(k.at("hardware"), p.name);
+    EXPECT_FALSE(k.at("calibrated").get<bool>()) << p.name;
+    EXPECT_NE(k.at("description").get<std::string>().find("DERIVED, UNCALIBRATED"), std::string::npos);
+    const double scale = h100_per_sm / (p.bf16_tflops / p.sms);
+    for (const char* pass : {"forward", "backward"}) {
+      for (const char* cost : {"full_tile_us", "partial_tile_us"}) {
+        EXPECT_NEAR(k.at(pass).at(cost).get<double>(), h100.at(pass).at(cost).get<double>() * scale, 1e-4)
+            << p.name << " " << pass << " " << cost;
+      }
+      // Launch costs are carried over unchanged.
+      EXPECT_NEAR(k.at(pass).at("launch_us").get<double>(), h100.at(pass).at("launch_us").get<double>(), 1e-4);
+    }
+  }
+  // B200 has twice an H100's bf16 rate per SM (2250 / 148 against 989.4 / 132): half the tile time.
+  EXPECT_NEAR(config("kernels/b200/sdpa.json").at("forward").at("full_tile_us").get<double>(), 0.8093, 1e-4);
+}
+
+TEST(HardwarePresets, TmsAndSimulateRunOnThem) {
+  for (const Preset& p : kPresets) {
+    const CliResult tms = run_cli(std::string("tms --model llama3-8b --hardware ") + p.name + " -N 8 -n 128k --format json");
+    ASSERT_EQ(tms.exit_code, 0) << p.name << tms.err;
+    const auto t = nlohmann::json::parse(tms.out);
+    EXPECT_EQ(t.at("config").at("hardware"), p.name);
+    EXPECT_DOUBLE_EQ(t.at("flops").at("attention_flop_weight").get<double>(), 1.0);  // bf16 matmuls and attention
+    EXPECT_EQ(t.at("config").at("tile").at("query"), 128);
+    const CliResult sim = run_cli(std::string("simulate --hardware ") + p.name + " -N 8 -n 64k --summary-only --format json");
+    ASSERT_EQ(sim.exit_code, 0) << p.name << sim.err;
+    const auto s = nlohmann::json::parse(sim.out);
+    EXPECT_EQ(s.at("config").at("hardware"), p.name);
+    EXPECT_EQ(s.at("kernel").at("hardware"), p.name);
+    EXPECT_EQ(s.at("kernel").at("name"), "sdpa");
+  }
+  // Names are matched case aside.
+  EXPECT_EQ(run_cli("tms --hardware MI300X --model llama3-8b -n 128k --format json").exit_code, 0);
+}
+
+// Same work, a faster chip: B200's ring predicts less time than H100 PCIe's.
+TEST(HardwarePresets, FasterChipsPredictLessTime) {
+  const auto time = [](const char* hardware) {
+    const CliResult r = run_cli(std::string("simulate --hardware ") + hardware +
+                                " -N 8 -n 64k --layouts zigzag --summary-only --format json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out).at("results")[0].at("time_us").get<double>();
+  };
+  const double pcie = time("h100-pcie");
+  const double sxm = time("h100-sxm");
+  const double b200 = time("b200");
+  EXPECT_GT(pcie, sxm);
+  EXPECT_GT(sxm, b200);
+}
+
+// cluster:NxG options from the command line: the README's rows, with the CLI's contract (exit 2,
+// one line, nothing on stdout), and a chosen network that changes the prediction.
+TEST(ClusterOptions, BadOptionsAreRefusedOnTheCommandLine) {
+  const BadInput rows[] = {
+      {"too_many_nics", "simulate --topology cluster:2x8:nics=16",
+       "--topology 'cluster:2x8:nics=16': nics=16 must be between 1 and the node's 8 GPUs"},
+      {"rate_without_unit", "simulate --topology cluster:2x8:nic=400",
+       "--topology 'cluster:2x8:nic=400': nic=400 is not a NIC rate, expected gigabits per second such as nic=400gbps "
+       "(NDR InfiniBand, 50 GB/s per direction)"},
+      {"unknown_option", "simulate --topology cluster:2x8:speed=3",
+       "--topology 'cluster:2x8:speed=3': option 'speed=3' is unknown or repeated, expected cluster:NxG followed by "
+       ":nic=RATE (e.g. 400gbps) and :nics=K (NICs per node), each at most once"},
+  };
+  for (const BadInput& row : rows) expect_rejected(run_cli(row.args), row);
+}
+
+TEST(ClusterOptions, ASlowerNetworkPredictsMoreTime) {
+  const auto simulate = [](const std::string& topology) {
+    const CliResult r = run_cli("simulate --hardware h100 -N 16 -n 64k --layouts zigzag --summary-only --format json --topology " +
+                                topology);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto plain = simulate("cluster:2x8");
+  const auto same = simulate("cluster:2x8:nic=400gbps:nics=8");
+  const auto slow = simulate("cluster:2x8:nic=25gbps:nics=1");
+  EXPECT_EQ(same.at("config").at("topology"), "cluster:2x8:nic=400gbps:nics=8");
+  // One 400 Gb/s NIC per GPU is what plain cluster:NxG means: the same prediction.
+  EXPECT_DOUBLE_EQ(same.at("results")[0].at("time_us").get<double>(), plain.at("results")[0].at("time_us").get<double>());
+  EXPECT_GT(slow.at("results")[0].at("time_us").get<double>(), plain.at("results")[0].at("time_us").get<double>());
+}
+
+}  // namespace
+}  // namespace stripesim::testing
