@@ -4,6 +4,7 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <string>
 
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/layout.hpp"
@@ -107,6 +108,36 @@ TEST(Layout, StructuredLayoutsHaveFewRuns) {
   EXPECT_EQ(runs[0].first, 2);
   EXPECT_EQ(runs[0].stride, 4);
   EXPECT_EQ(runs[0].length, 16);
+}
+
+// A length that does not divide is answered with the multiples on either side and the padding
+// that reaches the next one.
+TEST(Layout, NamesTheNearestLengthsThatDivide) {
+  const auto message = [](auto make) -> std::string {
+    try {
+      (void)make();
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(message([] { return Layout::contiguous(1000, 3); }),
+            "--seq-len 1000: layout contiguous needs it divisible by N = 3; the nearest such lengths are 999 and 1002 "
+            "(pad 2 tokens to reach 1002)");
+  EXPECT_EQ(message([] { return Layout::zigzag(1001, 8); }),
+            "--seq-len 1001: layout zigzag needs it divisible by 2N = 16; the nearest such lengths are 992 and 1008 "
+            "(pad 7 tokens to reach 1008)");
+  EXPECT_EQ(message([] { return Layout::zigzag(31, 8); }),
+            "--seq-len 31: layout zigzag needs it divisible by 2N = 16; the nearest such lengths are 16 and 32 "
+            "(pad 1 token to reach 32)");
+  // Below the divisor there is no shorter length; above 2^31 no longer one.
+  EXPECT_EQ(message([] { return Layout::zigzag(5, 4); }),
+            "--seq-len 5: layout zigzag needs it divisible by 2N = 8; the nearest such length is 8 (pad 3 tokens to reach 8)");
+  EXPECT_EQ(message([] { return Layout::contiguous(kMaxSeqLen - 1, 3); }),
+            "--seq-len 2147483647: layout contiguous needs it divisible by N = 3; the nearest such length is 2147483646");
+  EXPECT_EQ(message([] { return Layout::block_striped(96, 4, 5); }),
+            "--seq-len 96: layout block-striped:5 needs it divisible by s*N = 20; the nearest such lengths are 80 and "
+            "100 (pad 4 tokens to reach 100)");
 }
 
 TEST(Layout, RejectsSizesThatDoNotDivide) {

@@ -668,9 +668,8 @@ constexpr Count kMovesTried = 4096;
 
 BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk, Tiling tiling) {
   const Count n = mask.seq_len();
-  if (devices < 1 || n % devices != 0) {
-    throw InputError(fmt::format("--seq-len {}: layout balanced needs it divisible by N = {}", n, devices));
-  }
+  if (devices < 1) throw InputError(fmt::format("--devices {}: must be at least 1", devices));
+  require_seq_len_divisible(n, devices, "balanced", "N");
   if (chunk < 0) throw InputError(fmt::format("--layouts balanced:{}: the chunk must be at least 1 token", chunk));
   const Count c = n / devices;
   const Pricing pricing(mask, tile, tiling);

@@ -17,14 +17,26 @@ void require_sizes(Count seq_len, Count devices) {
   }
 }
 
-void require_divides(Count seq_len, Count divisor, std::string_view layout, std::string_view what) {
-  if (seq_len % divisor != 0) {
-    throw InputError(fmt::format("--seq-len {}: layout {} needs it divisible by {} = {}", seq_len, layout,
-                                 what, divisor));
-  }
-}
-
 }  // namespace
+
+void require_seq_len_divisible(Count seq_len, Count divisor, std::string_view layout, std::string_view what) {
+  const Count remainder = seq_len % divisor;
+  if (remainder == 0) return;
+  // The multiples on either side, but never 0 tokens nor more than the longest sequence counted.
+  const Count below = seq_len - remainder;
+  const Count above = seq_len + (divisor - remainder);
+  const std::string pad = fmt::format("pad {} token{} to reach {}", above - seq_len, above - seq_len == 1 ? "" : "s", above);
+  std::string nearest;
+  if (below > 0 && above <= kMaxSeqLen) {
+    nearest = fmt::format("the nearest such lengths are {} and {} ({})", below, above, pad);
+  } else if (above <= kMaxSeqLen) {
+    nearest = fmt::format("the nearest such length is {} ({})", above, pad);
+  } else {
+    nearest = fmt::format("the nearest such length is {}", below);
+  }
+  throw InputError(fmt::format("--seq-len {}: layout {} needs it divisible by {} = {}; {}", seq_len, layout, what,
+                               divisor, nearest));
+}
 
 Layout::Layout(LayoutKind kind, std::string name, Count seq_len, Count devices, Count stripe)
     : kind_(kind), name_(std::move(name)), seq_len_(seq_len), devices_(devices),
@@ -32,19 +44,19 @@ Layout::Layout(LayoutKind kind, std::string name, Count seq_len, Count devices, 
 
 Layout Layout::contiguous(Count seq_len, Count devices) {
   require_sizes(seq_len, devices);
-  require_divides(seq_len, devices, "contiguous", "N");
+  require_seq_len_divisible(seq_len, devices, "contiguous", "N");
   return Layout(LayoutKind::contiguous, "contiguous", seq_len, devices, 0);
 }
 
 Layout Layout::striped(Count seq_len, Count devices) {
   require_sizes(seq_len, devices);
-  require_divides(seq_len, devices, "striped", "N");
+  require_seq_len_divisible(seq_len, devices, "striped", "N");
   return Layout(LayoutKind::striped, "striped", seq_len, devices, 0);
 }
 
 Layout Layout::zigzag(Count seq_len, Count devices) {
   require_sizes(seq_len, devices);
-  require_divides(seq_len, 2 * devices, "zigzag", "2N");
+  require_seq_len_divisible(seq_len, 2 * devices, "zigzag", "2N");
   return Layout(LayoutKind::zigzag, "zigzag", seq_len, devices, seq_len / (2 * devices));
 }
 
@@ -55,7 +67,7 @@ Layout Layout::block_striped(Count seq_len, Count devices, Count stripe) {
     throw InputError(fmt::format("--layouts block-striped:{}: the stripe width must be at most n/N = {}", stripe,
                                  seq_len / devices));
   }
-  require_divides(seq_len, stripe * devices, fmt::format("block-striped:{}", stripe), "s*N");
+  require_seq_len_divisible(seq_len, stripe * devices, fmt::format("block-striped:{}", stripe), "s*N");
   return Layout(LayoutKind::block_striped, fmt::format("block-striped:{}", stripe), seq_len, devices, stripe);
 }
 
@@ -69,7 +81,7 @@ Layout Layout::from_blocks(const std::vector<std::vector<Position>>& blocks, Cou
   const std::string label = name;
   if (devices < 1) throw InputError(fmt::format("{}: holds no device blocks", label));
   require_sizes(seq_len, devices);
-  require_divides(seq_len, devices, label, "N");
+  require_seq_len_divisible(seq_len, devices, label, "N");
   const Count c = seq_len / devices;
   Layout layout(kind, std::move(name), seq_len, devices, 0);
   layout.slots_.reserve(static_cast<size_t>(seq_len));

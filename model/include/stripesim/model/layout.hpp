@@ -2,6 +2,7 @@
 // A layout is a bijection between original positions p in [0, n) and (device, local index):
 // which tokens each of the N devices holds, and in which order it holds them.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stripesim/model/types.hpp"
@@ -28,6 +29,11 @@ struct Placement {
   Count local = 0;
   friend bool operator==(const Placement&, const Placement&) = default;
 };
+
+// Throws InputError unless `divisor` divides `seq_len`: "--seq-len 1000: layout zigzag needs it
+// divisible by 2N = 16; the nearest such lengths are 992 and 1008 (pad 8 tokens to reach 1008)".
+// `what` names the divisor ("N", "2N", "s*N").
+void require_seq_len_divisible(Count seq_len, Count divisor, std::string_view layout, std::string_view what);
 
 class Layout {
  public:
