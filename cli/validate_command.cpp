@@ -28,6 +28,7 @@ constexpr int kExitOutputWrong = 1;
 
 struct ValidateOptions {
   std::string backend = "cpu";
+  std::string cp;
   std::string layouts, seq_lens, devices, tiles, heads, kv_heads, head_dim, dtype, seed;
   std::string gpu_kernel;  // --gpu-kernel: flash | wmma (GPU backends only)
   std::vector<std::string> masks;
@@ -97,6 +98,13 @@ validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
   }
   if (!o.layouts.empty()) m.layouts = model::split_list(o.layouts, "--layouts");
   if (!o.masks.empty()) m.masks = o.masks;
+  if (!o.cp.empty()) m.cps = model::split_list(o.cp, "--cp");
+  for (const std::string& cp : m.cps) {
+    if (gpu && cp != "ring") {
+      throw model::InputError(
+          fmt::format("--cp {}: the GPU backends run the ring only; allgather and ulysses run on --backend cpu", cp));
+    }
+  }
   if (!o.devices.empty()) m.devices = count_list(o.devices, "--devices");
   if (!o.seq_lens.empty()) m.seq_lens = count_list(o.seq_lens, "--seq-len");
   if (!o.tiles.empty()) {
@@ -300,6 +308,8 @@ std::function<int()> register_validate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
   cmd->add_option("--mask", o.masks, "Mask; repeat the flag for several [default: causal]");
+  cmd->add_option("--cp", o.cp, "Comma-separated context parallelism: ring, allgather (K/V gathered, one call per device), "
+                  "ulysses (all-to-all to heads); allgather and ulysses on the cpu backend [default: ring]");
   cmd->add_option("--seq-len,-n", o.seq_lens, "Sequence lengths, comma-separated; k suffix [default: 2048; GPU 16k]");
   cmd->add_option("--devices,-N", o.devices, "Ring sizes, comma-separated [default: 4; with --compare 2,4,8]");
   cmd->add_option("--tile", o.tiles, "Kernel tiles TQxTK, comma-separated [default: 64x64; GPU 128x128]");
@@ -385,11 +395,17 @@ std::function<int()> register_validate_command(CLI::App& app) {
       if (given_profile) {
         report.profile = *given_profile;
       } else {
-        // Alternate cases: neighbours in the matrix differ in layout only, so both halves cover
-        // every N, length and tile.
+        // Alternate ring cases: neighbours in the matrix differ in layout only, so both halves
+        // cover every N, length and tile. All-gather and Ulysses cases are never fitted on (the
+        // fit is per ring round): with --compare they are all held out.
         std::vector<const validate::CaseResult*> fit_on;
+        size_t ring_cases = 0;
         for (size_t i = 0; i < report.results.size(); ++i) {
-          roles[i] = opts.compare && i % 2 == 1 ? CaseRole::held_out : CaseRole::calibration;
+          if (report.results[i].ring_case.cp != "ring") {
+            roles[i] = opts.compare ? CaseRole::held_out : CaseRole::checked;
+            continue;
+          }
+          roles[i] = opts.compare && ring_cases++ % 2 == 1 ? CaseRole::held_out : CaseRole::calibration;
           if (roles[i] == CaseRole::calibration) fit_on.push_back(&report.results[i]);
         }
         report.calibration = validate::calibrate(fit_on, base, validator_kernel(opts, matrix.gpu_kernel, base), report.device);

@@ -140,6 +140,15 @@ TEST(ContextParallel, StagedPassWorkedByHand) {
   EXPECT_DOUBLE_EQ(fast.idle_us, 74 - 15);
 }
 
+TEST(ContextParallel, OneProcessorPlaysEveryDeviceInTurn) {
+  // The CPU validator: the gather is each member's part in turn (2 x 10), then device 0's call,
+  // then device 1's, then the output collective twice over.
+  const RingTimeline t = simulate_collective_pass(RingPass::forward, 0, {CollectiveStage{"in", 10, {5, 20}, "out", 4}}, true);
+  EXPECT_DOUBLE_EQ(t.at(0, 0).compute_start_us, 20);
+  EXPECT_DOUBLE_EQ(t.at(0, 1).compute_start_us, 25);
+  EXPECT_DOUBLE_EQ(t.end_us, 45 + 8);
+}
+
 SimulateConfig gqa_config() {
   SimulateConfig c;
   c.heads = 32;

@@ -43,16 +43,23 @@ struct LayoutMask {
 
 class RingMatchesDense : public ::testing::TestWithParam<LayoutMask> {};
 
+// The ring, the all-gather (one call on every block) and Ulysses (heads of the whole sequence,
+// K/V heads replicated: 2 of them over 4 devices) from the same layout's shards.
 TEST_P(RingMatchesDense, Float32AndFloat64) {
   auto backend = make_cpu_backend();
-  for (const Precision precision : {Precision::fp32, Precision::fp64}) {
-    const RingProblem problem(small_case(GetParam().layout, GetParam().mask, precision));
-    const RingMeasurement m = backend->run(problem, RunOptions{0, 1, 60});
-    const OutputError error = compare_output(m.output, reference_attention(problem));
-    // fp64 runs the same algorithm in double: its error bounds the algorithm's, not rounding's.
-    EXPECT_LT(error.relative, precision == Precision::fp32 ? 1e-5 : 1e-12)
-        << GetParam().layout << " " << GetParam().mask << " " << precision_name(precision);
-    EXPECT_GT(error.max_reference, 0.01);
+  for (const char* cp : {"ring", "allgather", "ulysses"}) {
+    for (const Precision precision : {Precision::fp32, Precision::fp64}) {
+      RingCase c = small_case(GetParam().layout, GetParam().mask, precision);
+      c.cp = cp;
+      check_ring_case(c);
+      const RingProblem problem(c);
+      const RingMeasurement m = backend->run(problem, RunOptions{0, 1, 60});
+      const OutputError error = compare_output(m.output, reference_attention(problem));
+      // fp64 runs the same algorithm in double: its error bounds the algorithm's, not rounding's.
+      EXPECT_LT(error.relative, precision == Precision::fp32 ? 1e-5 : 1e-12)
+          << GetParam().layout << " " << GetParam().mask << " " << cp << " " << precision_name(precision);
+      EXPECT_GT(error.max_reference, 0.01);
+    }
   }
 }
 
@@ -461,6 +468,41 @@ TEST(RingCaseChecks, RejectSizesThatCannotRun) {
   EXPECT_THROW(check_ring_case(c), model::InputError);
   c = small_case("zigzag", "causal", Precision::bf16);
   EXPECT_THROW((void)make_cpu_backend()->run(RingProblem(c), RunOptions{}), model::InputError);
+  c = small_case("zigzag", "causal");
+  c.cp = "hybrid:2x2";  // the simulator's, not the validator's
+  EXPECT_THROW(check_ring_case(c), model::InputError);
+  c.cp = "allgather:2";
+  EXPECT_THROW(check_ring_case(c), model::InputError);
+  c.cp = "ulysses";
+  c.heads = 6;  // 6 heads over 4 devices
+  c.kv_heads = 6;
+  EXPECT_THROW(check_ring_case(c), model::InputError);
+}
+
+TEST(ContextParallelCases, AllGatherAndUlyssesRecordOneCallPerDeviceAndArePredicted) {
+  auto backend = make_cpu_backend();
+  for (const char* cp : {"allgather", "ulysses"}) {
+    RingCase c = small_case("zigzag", "causal");
+    c.cp = cp;
+    const CaseResult r = run_case(*backend, c, RunOptions{0, 1, 60}, true);
+    EXPECT_TRUE(r.passed) << cp;
+    for (Count d = 0; d < c.devices; ++d) {
+      EXPECT_GT(r.summary.kernel_at(0, d).median, 0) << cp;
+      for (Count round = 1; round < c.devices; ++round) EXPECT_EQ(r.summary.kernel_at(round, d).median, 0) << cp;
+    }
+    // Predicted as the simulator sees one processor playing every device: one call each, the
+    // collectives each member's part in turn.
+    const model::HardwareProfile cpu = model::ConfigCatalog(std::string(STRIPESIM_SOURCE_DIR) + "/configs").hardware("cpu");
+    const sim::KernelProfile kernel =
+        sim::load_kernel_profile("", std::string(STRIPESIM_SOURCE_DIR) + "/configs", cpu);
+    const CasePrediction p = predict_case(r, cpu, kernel, false);
+    double calls = 0;
+    for (Count d = 0; d < c.devices; ++d) {
+      EXPECT_GT(p.kernel_us[static_cast<size_t>(d)], 0) << cp;
+      calls += p.kernel_us[static_cast<size_t>(d)];
+    }
+    EXPECT_GT(p.total_us, calls) << cp;  // the collectives come on top, nothing overlaps
+  }
 }
 
 }  // namespace

@@ -81,6 +81,8 @@ check("balance", open(os.path.join(source, "reports", "documents", "documents.js
 validate_args = ["validate", "--compare", "--seq-len", "256", "--devices", "2,4", "--tile", "16x16,32x32",
                  "--mask", "causal", "--mask", "window:40", "--warmup", "0", "--iterations", "1", "--format", "json"]
 validated = check("validate", run(*validate_args), "validate --compare")
+check("validate", run("validate", "--seq-len", "128", "--devices", "2", "--layouts", "zigzag", "--cp", "ring,allgather,ulysses",
+                      "--iterations", "1", "--format", "json"), "validate --cp")
 check("validate", run("validate", "--seq-len", "128", "--devices", "2", "--layouts", "zigzag", "--no-check",
                       "--iterations", "1", "--format", "json"), "validate --no-check")
 check("validate", open(os.path.join(source, "reports", "validation", "cpu", "validate.json")).read(), "reports/validation/cpu")

@@ -119,7 +119,7 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
                             pass == RingPass::backward ? fmt::format("reduce-scatter dK/dV {}", g) : std::string{},
                             pass == RingPass::backward ? gather_us : 0.0});
         }
-        RingTimeline t = simulate_collective_pass(pass, start, stages);
+        RingTimeline t = simulate_collective_pass(pass, start, stages, config.sync == SyncMode::serial);
         events += t.events;
         start = t.end_us;
         out.push_back(std::move(t));
@@ -137,7 +137,8 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
             pass, start,
             {{forward ? "all-to-all Q/K/V to heads" : "all-to-all dO to heads", to_heads(pass),
               std::vector<Microseconds>(static_cast<size_t>(n), call),
-              forward ? "all-to-all O to sequence" : "all-to-all dQ/dK/dV to sequence", from_heads(pass)}});
+              forward ? "all-to-all O to sequence" : "all-to-all dQ/dK/dV to sequence", from_heads(pass)}},
+            config.sync == SyncMode::serial);
         events += t.events;
         start = t.end_us;
         out.push_back(std::move(t));

@@ -182,7 +182,8 @@ CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_bu
   return out;
 }
 
-RingTimeline simulate_collective_pass(RingPass pass, Microseconds start_us, const std::vector<CollectiveStage>& stages) {
+RingTimeline simulate_collective_pass(RingPass pass, Microseconds start_us, const std::vector<CollectiveStage>& stages,
+                                      bool one_processor) {
   RingTimeline t;
   t.pass = pass;
   t.start_us = start_us;
@@ -191,23 +192,25 @@ RingTimeline simulate_collective_pass(RingPass pass, Microseconds start_us, cons
   t.rounds.assign(stages.size() * n, RoundRecord{});
   std::vector<Microseconds> stage_done(stages.size(), start_us);  // every device has computed the stage
   Microseconds in_free = start_us, out_free = start_us;
+  const double members = one_processor ? static_cast<double>(n) : 1.0;
   for (size_t g = 0; g < stages.size(); ++g) {
     const CollectiveStage& stage = stages[g];
     const Microseconds in_start = std::max(in_free, g >= 2 ? stage_done[g - 2] : start_us);
-    in_free = in_start + stage.in_us;
+    in_free = in_start + members * stage.in_us;
     if (stage.in_us > 0) t.collectives.push_back({stage.in_name, in_start, in_free, -1});
     Microseconds done = in_free;
     for (size_t d = 0; d < n; ++d) {
       RoundRecord& rec = t.rounds[g * n + d];
       rec.arrival_us = in_free;
       rec.compute_start_us = std::max(in_free, g > 0 ? t.rounds[(g - 1) * n + d].compute_end_us : start_us);
+      if (one_processor) rec.compute_start_us = std::max(rec.compute_start_us, done);
       rec.compute_end_us = rec.compute_start_us + stage.compute_us[d];
       done = std::max(done, rec.compute_end_us);
     }
     stage_done[g] = done;
     if (stage.out_us > 0) {
       const Microseconds out_start = std::max(out_free, done);
-      out_free = out_start + stage.out_us;
+      out_free = out_start + members * stage.out_us;
       t.collectives.push_back({stage.out_name, out_start, out_free, -1});
     }
   }

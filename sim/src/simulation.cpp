@@ -106,8 +106,8 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
   const std::string name = to_string(cp, config.devices);
   const bool has_ring = ring_degree(cp, config.devices) > 1 || cp.algorithm == CpAlgorithm::ring;
   if (!has_ring) {
-    if (config.sync != SyncMode::async) {
-      throw InputError(fmt::format("--sync {}: sets how a ring's rounds wait; --cp {} has no ring", to_string(config.sync), name));
+    if (config.sync == SyncMode::lockstep) {
+      throw InputError(fmt::format("--sync lockstep: sets how a ring's rounds wait; --cp {} has no ring", name));
     }
     if (config.kv_buffers != 2) {
       throw InputError(fmt::format("--kv-buffers {}: a ring's K/V buffers; --cp {} has no ring", config.kv_buffers, name));

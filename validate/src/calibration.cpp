@@ -107,6 +107,9 @@ Calibration calibrate(const std::vector<const CaseResult*>& cases, model::Hardwa
   std::vector<MeasuredWorkload> workloads;
   std::vector<HandoffSample> handoffs;
   for (const CaseResult* result : cases) {
+    // The fit's features are a ring's per-round calls and block hand-offs; all-gather and Ulysses
+    // cases are predicted with what the ring cases fitted, never fitted on.
+    if (result->ring_case.cp != "ring") continue;
     workloads.push_back(measured_workload(*result));
     for (const auto& s : handoff_samples(*result)) {
       if (s.measured_us > 0) handoffs.push_back(s);

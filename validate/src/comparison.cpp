@@ -19,7 +19,8 @@ CasePrediction predict_case(const CaseResult& result, const model::HardwareProfi
   // devices at once (async) or one processor playing them in turn (serial).
   sim::SimulateConfig config = simulate_config(measured_workload(result), kernel);
   config.hardware_profile = profile;
-  config.hop_bytes = result.handoff_bytes;
+  config.cp = result.ring_case.cp;
+  if (config.cp == "ring") config.hop_bytes = result.handoff_bytes;
   config.sync = parallel_devices ? sim::SyncMode::async : sim::SyncMode::serial;
   // Every profile is in memory and the topology is built in: the catalog's folder is never read.
   const sim::Simulation simulation = sim::run_simulation(config, model::ConfigCatalog(""));
@@ -127,6 +128,7 @@ nlohmann::ordered_json to_json(const ValidationReport& report, bool rounds) {
     nlohmann::ordered_json item = {{"label", c.label()},
                                    {"layout", c.layout},
                                    {"mask", c.mask},
+                                   {"cp", c.cp},
                                    {"seq_len", c.seq_len},
                                    {"devices", c.devices},
                                    {"tile", c.tile.to_string()},

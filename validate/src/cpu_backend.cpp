@@ -78,12 +78,13 @@ TileClass classify(const DeviceShard& queries, Count q0, Count q1, const std::ve
   return allowed == (q1 - q0) * (k1 - k0) ? TileClass::full : TileClass::partial;
 }
 
-// One (round, device) kernel: every active tile of (local queries) x (keys of the block held),
-// for every head, folded into the running softmax state.
+// One kernel call: every active tile of (local queries) x (keys of the block held: one ring
+// block, or every block gathered), for every head, folded into the running softmax state.
 template <typename T>
 void block_attention(const RingCase& c, double scale_d, const DeviceShard& queries, DeviceState<T>& state,
                      const KvBlock<T>& block) {
   const Count block_len = static_cast<Count>(queries.positions.size());
+  const Count keys_len = static_cast<Count>(block.positions.size());
   const auto heads = static_cast<size_t>(c.heads);
   const auto kv_heads = static_cast<size_t>(c.kv_heads);
   const auto dim = static_cast<size_t>(c.head_dim);
@@ -93,8 +94,8 @@ void block_attention(const RingCase& c, double scale_d, const DeviceShard& queri
   std::vector<T> scores(static_cast<size_t>(c.tile.key));
   for (Count q0 = 0; q0 < block_len; q0 += c.tile.query) {
     const Count q1 = std::min(block_len, q0 + c.tile.query);
-    for (Count k0 = 0; k0 < block_len; k0 += c.tile.key) {
-      const Count k1 = std::min(block_len, k0 + c.tile.key);
+    for (Count k0 = 0; k0 < keys_len; k0 += c.tile.key) {
+      const Count k1 = std::min(keys_len, k0 + c.tile.key);
       const TileClass tile = classify(queries, q0, q1, block.positions, k0, k1);
       if (tile == TileClass::inactive) continue;  // tile skipping
       for (size_t h = 0; h < heads; ++h) {
@@ -141,13 +142,71 @@ void block_attention(const RingCase& c, double scale_d, const DeviceShard& queri
 }
 
 template <typename T>
+void reset(DeviceState<T>& s, Count rows, Count heads, Count head_dim) {
+  s.out.assign(static_cast<size_t>(rows * heads * head_dim), T{0});
+  s.row_max.assign(static_cast<size_t>(rows * heads), -std::numeric_limits<T>::infinity());
+  s.row_sum.assign(static_cast<size_t>(rows * heads), T{0});
+}
+
+// Normalises a device's rows and writes them in original order: local row l is original position
+// positions[l]; its `heads` heads are the output's heads first_head, first_head + 1, ...
+template <typename T>
+void write_rows(const DeviceState<T>& s, const std::vector<Position>& positions, Count heads, Count first_head,
+                const RingCase& c, std::vector<double>& output) {
+  for (size_t l = 0; l < positions.size(); ++l) {
+    for (Count h = 0; h < heads; ++h) {
+      const auto row = l * static_cast<size_t>(heads) + static_cast<size_t>(h);
+      const T sum = s.row_sum[row];
+      for (Count i = 0; i < c.head_dim; ++i) {
+        output[static_cast<size_t>((positions[l] * c.heads + first_head + h) * c.head_dim + i)] =
+            static_cast<double>(s.out[row * static_cast<size_t>(c.head_dim) + static_cast<size_t>(i)] / sum);
+      }
+    }
+  }
+}
+
+// One K/V block as it travels: K and V of every K/V head and the positions.
+template <typename T>
+std::int64_t block_bytes(Count block_len, Count kv_row) {
+  return block_len * (2 * kv_row * static_cast<Count>(sizeof(T)) + static_cast<Count>(sizeof(Position)));
+}
+
+// The iteration loop every algorithm shares: `prepare` (untimed: each device's own data in
+// place), then `iterate` (timed as the wall) filling [round * devices + device] kernel and
+// hand-off cells and the output in original order, poisoned before every iteration.
+template <typename Prepare, typename Iterate>
+RingMeasurement measure(const RingProblem& problem, const RunOptions& options, std::string device_name,
+                        std::int64_t handoff_bytes, Prepare&& prepare, Iterate&& iterate) {
+  const RingCase& c = problem.ring_case();
+  const auto cells = static_cast<size_t>(c.devices * c.devices);
+  RingMeasurement m;
+  m.backend = "cpu";
+  m.device_name = std::move(device_name);
+  m.handoff_bytes = handoff_bytes;
+  for (Count iteration = 0; iteration < options.warmup + options.iterations; ++iteration) {
+    std::vector<double> kernel_us(cells, 0.0), handoff_us(cells, 0.0);
+    m.output.assign(static_cast<size_t>(c.seq_len * c.heads * c.head_dim), std::numeric_limits<double>::quiet_NaN());
+    prepare();
+    const auto start = Clock::now();
+    iterate(kernel_us, handoff_us, m.output);
+    const double wall = elapsed_us(start);
+    if (iteration >= options.warmup) {
+      m.kernel_us.push_back(std::move(kernel_us));
+      m.handoff_us.push_back(std::move(handoff_us));
+      m.wall_us.push_back(wall);
+    }
+  }
+  m.iterations = options.iterations;
+  return m;
+}
+
+template <typename T>
 RingMeasurement run_ring(const RingProblem& problem, const RunOptions& options, std::string device_name) {
   const RingCase& c = problem.ring_case();
   const Count devices = c.devices;
   const Count block_len = problem.block_size();
   const Count q_row = c.heads * c.head_dim;
   const Count kv_row = c.kv_heads * c.head_dim;
-  const auto cells = static_cast<size_t>(devices * devices);
 
   std::vector<DeviceState<T>> states(static_cast<size_t>(devices));
   // Two buffers per device: the block it computes on and the one arriving from d - 1 (double
@@ -161,24 +220,16 @@ RingMeasurement run_ring(const RingProblem& problem, const RunOptions& options, 
                                         std::vector<Position>(static_cast<size_t>(block_len))};
   }
 
-  RingMeasurement m;
-  m.backend = "cpu";
-  m.device_name = std::move(device_name);
-  m.handoff_bytes = block_len * (2 * kv_row * static_cast<Count>(sizeof(T)) + static_cast<Count>(sizeof(Position)));
-  for (Count iteration = 0; iteration < options.warmup + options.iterations; ++iteration) {
-    const bool timed = iteration >= options.warmup;
-    std::vector<double> kernel_us(cells, 0.0), handoff_us(cells, 0.0);
-    m.output.assign(static_cast<size_t>(c.seq_len * q_row), std::numeric_limits<double>::quiet_NaN());
+  const std::int64_t handoff_bytes = block_bytes<T>(block_len, kv_row);
+  auto prepare = [&] {
     for (Count d = 0; d < devices; ++d) {
-      auto& s = states[static_cast<size_t>(d)];
-      s.out.assign(static_cast<size_t>(block_len * q_row), T{0});
-      s.row_max.assign(static_cast<size_t>(block_len * c.heads), -std::numeric_limits<T>::infinity());
-      s.row_sum.assign(static_cast<size_t>(block_len * c.heads), T{0});
+      reset(states[static_cast<size_t>(d)], block_len, c.heads, c.head_dim);
       const auto& positions = problem.shard(d).positions;
       current[static_cast<size_t>(d)] = {gather<T>(problem.k(), positions, kv_row), gather<T>(problem.v(), positions, kv_row),
                                          positions};
     }
-    const auto ring_start = Clock::now();
+  };
+  auto iterate = [&](std::vector<double>& kernel_us, std::vector<double>& handoff_us, std::vector<double>& output) {
     for (Count round = 0; round < devices; ++round) {
       for (Count d = 0; d < devices; ++d) {
         if (!problem.block_active(round, d)) continue;
@@ -199,30 +250,126 @@ RingMeasurement run_ring(const RingProblem& problem, const RunOptions& options, 
       }
       std::swap(current, incoming);
     }
-    // Normalise and undo the layout: local row l of device d is original position positions[l].
+    // Normalise and undo the layout.
     for (Count d = 0; d < devices; ++d) {
-      const auto& s = states[static_cast<size_t>(d)];
-      const auto& positions = problem.shard(d).positions;
-      for (Count l = 0; l < block_len; ++l) {
-        for (Count h = 0; h < c.heads; ++h) {
-          const auto row = static_cast<size_t>(l * c.heads + h);
-          const T sum = s.row_sum[row];
-          for (Count i = 0; i < c.head_dim; ++i) {
-            m.output[static_cast<size_t>((positions[static_cast<size_t>(l)] * c.heads + h) * c.head_dim + i)] =
-                static_cast<double>(s.out[row * static_cast<size_t>(c.head_dim) + static_cast<size_t>(i)] / sum);
-          }
-        }
-      }
+      write_rows(states[static_cast<size_t>(d)], problem.shard(d).positions, c.heads, 0, c, output);
     }
-    const double wall = elapsed_us(ring_start);
-    if (timed) {
-      m.kernel_us.push_back(std::move(kernel_us));
-      m.handoff_us.push_back(std::move(handoff_us));
-      m.wall_us.push_back(wall);
+  };
+  return measure(problem, options, std::move(device_name), handoff_bytes, prepare, iterate);
+}
+
+// All-gather: every device copies each block into its gathered K/V (rank order, as the
+// collective leaves it) and attends its own queries to all of it in one call. The gather is
+// recorded as round 0's hand-off of each device, the call as its round 0 kernel.
+template <typename T>
+RingMeasurement run_allgather(const RingProblem& problem, const RunOptions& options, std::string device_name) {
+  const RingCase& c = problem.ring_case();
+  const Count devices = c.devices;
+  const Count block_len = problem.block_size();
+  const Count kv_row = c.kv_heads * c.head_dim;
+  std::vector<DeviceState<T>> states(static_cast<size_t>(devices));
+  std::vector<KvBlock<T>> own(static_cast<size_t>(devices)), gathered(static_cast<size_t>(devices));
+  for (Count d = 0; d < devices; ++d) {
+    states[static_cast<size_t>(d)].q = gather<T>(problem.q(), problem.shard(d).positions, c.heads * c.head_dim);
+  }
+  auto prepare = [&] {
+    for (Count d = 0; d < devices; ++d) {
+      reset(states[static_cast<size_t>(d)], block_len, c.heads, c.head_dim);
+      const auto& positions = problem.shard(d).positions;
+      own[static_cast<size_t>(d)] = {gather<T>(problem.k(), positions, kv_row), gather<T>(problem.v(), positions, kv_row),
+                                     positions};
+      gathered[static_cast<size_t>(d)] = {};
+    }
+  };
+  auto iterate = [&](std::vector<double>& kernel_us, std::vector<double>& handoff_us, std::vector<double>& output) {
+    for (Count d = 0; d < devices; ++d) {
+      const auto start = Clock::now();
+      KvBlock<T>& all = gathered[static_cast<size_t>(d)];
+      for (const KvBlock<T>& block : own) {
+        all.k.insert(all.k.end(), block.k.begin(), block.k.end());
+        all.v.insert(all.v.end(), block.v.begin(), block.v.end());
+        all.positions.insert(all.positions.end(), block.positions.begin(), block.positions.end());
+      }
+      handoff_us[static_cast<size_t>(d)] = elapsed_us(start);
+    }
+    for (Count d = 0; d < devices; ++d) {
+      const auto start = Clock::now();
+      block_attention(c, problem.scale(), problem.shard(d), states[static_cast<size_t>(d)], gathered[static_cast<size_t>(d)]);
+      kernel_us[static_cast<size_t>(d)] = elapsed_us(start);
+      write_rows(states[static_cast<size_t>(d)], problem.shard(d).positions, c.heads, 0, c, output);
+    }
+  };
+  return measure(problem, options, std::move(device_name), block_bytes<T>(block_len, kv_row), prepare, iterate);
+}
+
+// Ulysses: each device takes H / N query heads (and their K/V heads) of the whole sequence from
+// every device's shard (the all-to-all), attends the whole sequence in order in one call, and
+// sends each device its rows back (the all-to-all out). Both all-to-alls are recorded as round 0's
+// hand-off of the device, the call as its round 0 kernel.
+template <typename T>
+RingMeasurement run_ulysses(const RingProblem& problem, const RunOptions& options, std::string device_name) {
+  const RingCase& c = problem.ring_case();
+  const Count devices = c.devices;
+  const Count n = c.seq_len;
+  RingCase per_device = c;  // the attention one device runs: its heads over the whole sequence
+  per_device.heads = c.heads / devices;
+  per_device.kv_heads = c.kv_heads % devices == 0 ? c.kv_heads / devices : 1;
+  const Count group = c.heads / c.kv_heads;  // query heads per K/V head
+  // The whole sequence in order, each query's allowed keys from the shard that holds it.
+  DeviceShard whole{std::vector<Position>(static_cast<size_t>(n)), std::vector<Position>(static_cast<size_t>(n)),
+                    std::vector<Position>(static_cast<size_t>(n))};
+  for (Count d = 0; d < devices; ++d) {
+    const DeviceShard& shard = problem.shard(d);
+    for (size_t l = 0; l < shard.positions.size(); ++l) {
+      const auto p = static_cast<size_t>(shard.positions[l]);
+      whole.positions[p] = shard.positions[l];
+      whole.lowest_key[p] = shard.lowest_key[l];
+      whole.highest_key[p] = shard.highest_key[l];
     }
   }
-  m.iterations = options.iterations;
-  return m;
+  // Heads [first, first + count) of every token in order: what the all-to-all leaves on a device.
+  auto heads_of = [&](const std::vector<double>& values, Count all_heads, Count first, Count count) {
+    std::vector<T> out(static_cast<size_t>(n * count * c.head_dim));
+    for (Count p = 0; p < n; ++p) {
+      const auto* src = &values[static_cast<size_t>((p * all_heads + first) * c.head_dim)];
+      std::transform(src, src + count * c.head_dim, out.begin() + static_cast<std::ptrdiff_t>(p * count * c.head_dim),
+                     [](double x) { return static_cast<T>(x); });
+    }
+    return out;
+  };
+  std::vector<DeviceState<T>> states(static_cast<size_t>(devices));
+  std::vector<KvBlock<T>> kv(static_cast<size_t>(devices));
+  auto prepare = [&] {
+    for (Count d = 0; d < devices; ++d) {
+      reset(states[static_cast<size_t>(d)], n, per_device.heads, c.head_dim);
+      states[static_cast<size_t>(d)].q.clear();
+      kv[static_cast<size_t>(d)] = {};
+    }
+  };
+  auto iterate = [&](std::vector<double>& kernel_us, std::vector<double>& handoff_us, std::vector<double>& output) {
+    for (Count d = 0; d < devices; ++d) {
+      const auto start = Clock::now();
+      const Count first = d * per_device.heads;
+      states[static_cast<size_t>(d)].q = heads_of(problem.q(), c.heads, first, per_device.heads);
+      const Count first_kv = first / group;
+      kv[static_cast<size_t>(d)] = {heads_of(problem.k(), c.kv_heads, first_kv, per_device.kv_heads),
+                                    heads_of(problem.v(), c.kv_heads, first_kv, per_device.kv_heads), whole.positions};
+      handoff_us[static_cast<size_t>(d)] = elapsed_us(start);
+    }
+    for (Count d = 0; d < devices; ++d) {
+      const auto start = Clock::now();
+      block_attention(per_device, problem.scale(), whole, states[static_cast<size_t>(d)], kv[static_cast<size_t>(d)]);
+      kernel_us[static_cast<size_t>(d)] = elapsed_us(start);
+    }
+    for (Count d = 0; d < devices; ++d) {
+      const auto start = Clock::now();
+      write_rows(states[static_cast<size_t>(d)], whole.positions, per_device.heads, d * per_device.heads, c, output);
+      handoff_us[static_cast<size_t>(d)] += elapsed_us(start);
+    }
+  };
+  const std::int64_t pair_bytes = n / devices * (per_device.heads + 2 * per_device.kv_heads) * c.head_dim *
+                                  static_cast<Count>(sizeof(T));
+  return measure(problem, options, std::move(device_name), pair_bytes, prepare, iterate);
 }
 
 class CpuBackend final : public RingBackend {
@@ -235,6 +382,15 @@ class CpuBackend final : public RingBackend {
     const Precision p = problem.ring_case().precision;
     if (!supports(p)) {
       throw model::InputError(fmt::format("--dtype {}: the cpu backend computes in fp32 or fp64", precision_name(p)));
+    }
+    const std::string& cp = problem.ring_case().cp;
+    if (cp == "allgather") {
+      return p == Precision::fp64 ? run_allgather<double>(problem, options, device_name_)
+                                  : run_allgather<float>(problem, options, device_name_);
+    }
+    if (cp == "ulysses") {
+      return p == Precision::fp64 ? run_ulysses<double>(problem, options, device_name_)
+                                  : run_ulysses<float>(problem, options, device_name_);
     }
     return p == Precision::fp64 ? run_ring<double>(problem, options, device_name_)
                                 : run_ring<float>(problem, options, device_name_);

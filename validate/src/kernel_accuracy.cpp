@@ -51,7 +51,7 @@ std::vector<double> call_times(const sim::Simulation& simulation) {
   const Count devices = simulation.config.devices;
   std::vector<double> us(static_cast<size_t>(devices * devices), 0.0);
   for (const sim::RingTimeline& t : simulation.results.front().passes) {
-    for (Count r = 0; r < devices; ++r) {
+    for (Count r = 0; r < t.round_count(); ++r) {  // a collective pass has fewer rounds than the ring
       for (Count d = 0; d < devices; ++d) {
         const sim::RoundRecord& rec = t.at(r, d);
         us[static_cast<size_t>(r * devices + d)] += rec.compute_end_us - rec.compute_start_us;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/sim/context_parallel.hpp"
 
 namespace stripesim::validate {
 
@@ -45,7 +46,7 @@ Count precision_bytes(Precision precision) {
 }
 
 std::string RingCase::label() const {
-  return fmt::format("{} n={} N={} {} {}", layout, seq_len, devices, mask, tile.to_string());
+  return fmt::format("{} n={} N={} {} {}{}", layout, seq_len, devices, mask, tile.to_string(), cp == "ring" ? "" : " cp=" + cp);
 }
 
 void check_ring_case(const RingCase& c) {
@@ -66,6 +67,12 @@ void check_ring_case(const RingCase& c) {
     throw InputError(fmt::format("--kv-heads {}: must divide --heads {}", c.kv_heads, c.heads));
   }
   if (c.head_dim < 1 || c.head_dim > 512) throw InputError(fmt::format("--head-dim {}: expected 1 to 512", c.head_dim));
+  const sim::ContextParallel cp = sim::parse_context_parallel(c.cp, c.devices, "--cp");
+  if (cp.algorithm == sim::CpAlgorithm::hybrid || cp.head_groups != 1) {
+    throw InputError(fmt::format("--cp {}: the validator runs ring, allgather and ulysses", c.cp));
+  }
+  // Ulysses splits the heads over the devices: the simulator's own check says whether they split.
+  (void)sim::cp_shape(cp, sim::AttentionShape{c.seq_len, c.devices, 1, c.heads, c.kv_heads, c.head_dim, 8}, 2);
   const Count elements = c.seq_len * c.heads * c.head_dim;
   constexpr Count kMaxElements = Count{1} << 28;  // 2 GiB of float64 Q per copy
   if (elements > kMaxElements) {

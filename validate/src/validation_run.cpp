@@ -1,5 +1,8 @@
 #include "stripesim/validate/validation_run.hpp"
 
+#include <fmt/format.h>
+
+#include "stripesim/model/input_error.hpp"
 #include "stripesim/model/work_model.hpp"
 #include "stripesim/validate/reference_cache.hpp"
 
@@ -7,25 +10,30 @@ namespace stripesim::validate {
 
 std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
   std::vector<RingCase> cases;
+  auto add = [&](Count seq_len, Count devices, model::TileShape tile, const std::string& mask, const std::string& layout,
+                 const std::string& cp) {
+    RingCase c;
+    c.seq_len = seq_len;
+    c.devices = devices;
+    c.layout = layout;
+    c.mask = mask;
+    c.tile = tile;
+    c.heads = m.heads;
+    c.kv_heads = m.kv_heads;
+    c.head_dim = m.head_dim;
+    c.precision = m.precision;
+    c.seed = m.seed;
+    c.gpu_kernel = m.gpu_kernel;
+    c.cp = cp;
+    check_ring_case(c);
+    cases.push_back(std::move(c));
+  };
   for (const Count seq_len : m.seq_lens) {
     for (const Count devices : m.devices) {
       for (const auto& tile : m.tiles) {
         for (const auto& mask : m.masks) {
           for (const auto& layout : m.layouts) {
-            RingCase c;
-            c.seq_len = seq_len;
-            c.devices = devices;
-            c.layout = layout;
-            c.mask = mask;
-            c.tile = tile;
-            c.heads = m.heads;
-            c.kv_heads = m.kv_heads;
-            c.head_dim = m.head_dim;
-            c.precision = m.precision;
-            c.seed = m.seed;
-            c.gpu_kernel = m.gpu_kernel;
-            check_ring_case(c);
-            cases.push_back(std::move(c));
+            for (const auto& cp : m.cps) add(seq_len, devices, tile, mask, layout, cp);
           }
         }
       }
@@ -35,6 +43,10 @@ std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
 }
 
 CaseResult run_case(RingBackend& backend, const RingCase& ring_case, const RunOptions& options, bool check_output) {
+  if (ring_case.cp != "ring" && backend.name() != "cpu") {
+    throw model::InputError(fmt::format("--cp {}: the {} backend runs the ring only (allgather and ulysses run on the cpu backend)",
+                                        ring_case.cp, backend.name()));
+  }
   const RingProblem problem(ring_case);
   CaseResult result;
   result.ring_case = ring_case;

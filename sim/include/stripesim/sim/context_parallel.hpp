@@ -82,8 +82,11 @@ struct CollectiveStage {
 // g - 1's has finished and every device has finished computing stage g - 2 (two input buffers);
 // a device computes stage g once its input is in and it has finished stage g - 1; output
 // collectives run one after another. Rounds of the timeline are the stages.
+// `one_processor`: one processor plays every device (the CPU validator, --sync serial): each
+// collective is every member's part in turn (N times as long) and the devices compute one after
+// another.
 [[nodiscard]] RingTimeline simulate_collective_pass(RingPass pass, Microseconds start_us,
-                                                    const std::vector<CollectiveStage>& stages);
+                                                    const std::vector<CollectiveStage>& stages, bool one_processor = false);
 
 // hybrid: a ring timeline (simulated to start at start_us + in_us) with an all-to-all of in_us
 // before it and one of out_us after each ring position's last transfer.

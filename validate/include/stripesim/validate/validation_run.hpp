@@ -25,9 +25,10 @@ struct ValidateMatrix {
   Precision precision = Precision::fp32;
   std::uint64_t seed = 1;
   GpuKernel gpu_kernel = GpuKernel::flash;
+  std::vector<std::string> cps{"ring"};  // context parallelism (RingCase::cp)
 };
 
-// Every combination, in a fixed order (sequence length, N, tile, mask, layout). Each case is
+// Every combination, in a fixed order (sequence length, N, tile, mask, layout, cp). Each case is
 // checked (InputError naming the case when a size does not divide).
 [[nodiscard]] std::vector<RingCase> expand_matrix(const ValidateMatrix& matrix);
 
