@@ -75,8 +75,8 @@ std::function<void()> register_plan_command(CLI::App& app) {
   cmd->footer(kPlanExamples);
   cmd->add_option("--model", o.model, "Model config (required: the step's matmuls and memory)")->required();
   cmd->add_option("--hardware", o.hardware, "Hardware profile name or JSON file")->capture_default_str();
-  cmd->add_option("--topology", o.topology, "nvswitch:G, cluster:NxG, a name in configs/topologies or a JSON file "
-                  "[default: nvswitch:GPUS]");
+  cmd->add_option("--topology", o.topology, "nvswitch:G, cluster:NxG[:nic=RATE][:nics=K], a name in configs/topologies or a "
+                  "JSON file (see simulate --help) [default: nvswitch:GPUS]");
   cmd->add_option("--gpus,-G", o.gpus, "GPUs to use: every M x N x D = GPUS is considered")->capture_default_str();
   cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length; k and M suffixes")->capture_default_str();
   cmd->add_option("--batch", o.batch, "Sequences per model replica per step [default: 1]");

@@ -171,8 +171,9 @@ std::function<void()> register_simulate_command(CLI::App& app) {
   add("--dtype", o.dtype, "fp32, tf32, bf16, fp16, fp8: transfer size and peak rate [default: the hardware's attention precision]");
   add("--hardware", o.hardware, "Hardware profile name or JSON file [default: a100]");
   add("--topology", o.topology,
-      "nvswitch:G, cluster:NxG, ideal (free links: compute only), a name in configs/topologies or a JSON file "
-      "[default: nvswitch:N]");
+      "nvswitch:G, cluster:NxG[:nic=RATE][:nics=K] (N nodes of G GPUs; NIC line rate, e.g. 200gbps, and NICs per "
+      "node [default: 400gbps, one per GPU]), ideal (free links: compute only), a name in configs/topologies or a JSON "
+      "file [default: nvswitch:N]");
   add("--sync", o.sync, "async (no barrier), lockstep (a barrier after every round) or serial (one processor runs every device in "
       "turn, hand-offs included: the CPU validator) [default: async]");
   add("--kv-buffers", o.kv_buffers, "K/V buffers per device, at least 2 [default: 2, double buffering]");
