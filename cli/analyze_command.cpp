@@ -1,5 +1,7 @@
 #include "analyze_command.hpp"
 
+#include <fmt/format.h>
+
 #include <memory>
 
 #include "analyze_output.hpp"
@@ -16,6 +18,7 @@ namespace {
 
 struct AnalyzeOptions {
   std::string config_file;
+  std::string experiment_file;
   std::string layouts;
   std::string devices;
   std::string seq_len;
@@ -50,13 +53,20 @@ constexpr const char* kAnalyzeExamples = R"(Examples:
                     --pad-documents --tiling varlen
       the tiles FlashAttention's varlen kernels compute (every document tiled on its own)
   stripesim analyze --seq-len 16 --devices 2 --tile 2x2 --layouts contiguous,permutation:configs/layouts/example-n16-N2.json
-  stripesim analyze --config configs/analyze/default.json --format csv)";
+  stripesim analyze --experiment configs/analyze/default.json --format csv)";
 
 model::AnalyzeConfig resolve_config(const AnalyzeOptions& o) {
   model::AnalyzeConfig config;
-  if (!o.config_file.empty()) {
-    const std::string label = "--config " + o.config_file;
-    config = model::analyze_config_from_json(model::read_json_file(o.config_file, label), config, label);
+  // --experiment, as every other command calls its file of flags; --config is its older name.
+  if (!o.config_file.empty() && !o.experiment_file.empty()) {
+    throw model::InputError(fmt::format("--experiment {}, --config {}: the same file by two names; give one",
+                                        o.experiment_file, o.config_file));
+  }
+  const bool experiment = !o.experiment_file.empty();
+  const std::string& file = experiment ? o.experiment_file : o.config_file;
+  if (!file.empty()) {
+    const std::string label = (experiment ? "--experiment " : "--config ") + file;
+    config = model::analyze_config_from_json(model::read_json_file(file, label), config, label);
   }
   if (o.seq_len_opt->count() > 0) config.seq_len = model::parse_count(o.seq_len, "--seq-len");
   if (o.devices_opt->count() > 0) config.devices = model::parse_count(o.devices, "--devices");
@@ -75,9 +85,10 @@ std::function<void()> register_analyze_command(CLI::App& app) {
   AnalyzeOptions& o = *options;
   CLI::App* cmd = app.add_subcommand("analyze", "Count the exact work per round and device for each layout");
   cmd->footer(kAnalyzeExamples);
-  cmd->add_option("--config", o.config_file,
+  cmd->add_option("--experiment", o.experiment_file,
                   "JSON file with seq_len, devices, tile, tiling, layouts, mask, pad_documents (flags given here "
-                  "override it)");
+                  "override it), as simulate and sweep take theirs");
+  cmd->add_option("--config", o.config_file, "The same as --experiment (its older name)");
   o.layouts_opt = cmd->add_option("--layouts", o.layouts,
                                   "Comma-separated: contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
                                   "doc-zigzag, doc-striped, ptrr[:BLOCK], balanced [default: contiguous,striped,zigzag]");

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 stripesim=./build/cli/stripesim
 out=reports/default
 mkdir -p "$out"
-"$stripesim" analyze --config configs/analyze/default.json --format json --output "$out/analyze.json"
+"$stripesim" analyze --experiment configs/analyze/default.json --format json --output "$out/analyze.json"
 "$stripesim" tms --model 1b --hardware a100 --devices 8 --seq-len 256k --format json --output "$out/tms.json"
 "$stripesim" sweep --experiment configs/experiments/paper-tms.json --format json --output "$out/sweep.json"
 "$stripesim" simulate --format json --output "$out/simulate.json"

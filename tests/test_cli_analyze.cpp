@@ -203,6 +203,8 @@ TEST(CliAnalyze, ConfigFileAndFlagsOverrideIt) {
   EXPECT_EQ(doc.at("config").at("seq_len"), 4096);
   EXPECT_EQ(doc.at("config").at("devices"), 8);
   EXPECT_EQ(doc.at("results").size(), 1u);
+  // --experiment, the name every other command uses, reads the same file the same way.
+  EXPECT_EQ(run_cli("analyze --experiment '" + path.string() + "' --devices 8 --format json").out, r.out);
   std::filesystem::remove(path);
 }
 
