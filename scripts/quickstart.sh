@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 echo
-./build/cli/stripesim analyze --config configs/analyze/default.json
+./build/cli/stripesim analyze --experiment configs/analyze/default.json
 echo
 scripts/default-report.sh
