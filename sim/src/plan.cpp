@@ -182,6 +182,7 @@ Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
   parallel_for(configs.size(), request.threads ? request.threads : std::thread::hardware_concurrency(), [&](size_t i) {
     try {
       planned[i] = PlannedMesh{plan_simulation(configs[i], catalog), specs[i]};
+      place_on_topology(planned[i]->plan);
     } catch (const model::InputError& e) {
       refusals[i] = e.what();
     }

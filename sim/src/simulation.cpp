@@ -292,13 +292,19 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
                                             sim.topology.name(), sim.topology.gpu_count(), config.model_parallel,
                                             config.devices, config.data_parallel, sim.mesh.gpus()));
   }
+  return SimulationPlan{std::move(sim), std::move(mask), std::move(layouts)};
+}
+
+void place_on_topology(SimulationPlan& plan) {
+  Simulation& sim = plan.simulation;
+  if (sim.placed) return;
   sim.cp_group = mesh_ring_order(sim.mesh);
-  const Count u = ulysses_degree(sim.cp, config.devices);
+  const Count u = ulysses_degree(sim.cp, sim.config.devices);
   sim.alltoall_group.assign(sim.cp_group.begin(), sim.cp_group.begin() + u);
   switch (sim.cp.algorithm) {
     case CpAlgorithm::ring:
-      sim.kv_bytes = config.hop_bytes.value_or(sim.cp_shape.ring_hop_bytes);
-      sim.ring_order = config.auto_ring_order ? auto_ring_order(sim.topology, config.devices, sim.kv_bytes) : sim.cp_group;
+      sim.kv_bytes = sim.config.hop_bytes.value_or(sim.cp_shape.ring_hop_bytes);
+      sim.ring_order = sim.config.auto_ring_order ? auto_ring_order(sim.topology, sim.config.devices, sim.kv_bytes) : sim.cp_group;
       break;
     case CpAlgorithm::hybrid:
       // The ring joins the first GPU of every all-to-all group (the others run rings alike).
@@ -314,8 +320,8 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
       break;
   }
   sim.hops = ring_routes(sim.topology, sim.ring_order);
-  if (config.scope != Scope::attention) sim.step_shape = plan_step(sim, mask);
-  return SimulationPlan{std::move(sim), std::move(mask), std::move(layouts)};
+  if (sim.config.scope != Scope::attention) sim.step_shape = plan_step(sim, plan.mask);
+  sim.placed = true;
 }
 
 Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
@@ -323,6 +329,7 @@ Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatal
 }
 
 Simulation run_simulation(SimulationPlan plan) {
+  place_on_topology(plan);
   Simulation& sim = plan.simulation;
   const SimulateConfig& config = sim.config;
   const model::Mask& mask = plan.mask;

@@ -102,6 +102,7 @@ struct Simulation {
   // all-to-all group of the first ring position. ring_order above is the ring's (hybrid: R GPUs).
   std::vector<Count> cp_group;
   std::vector<Count> alltoall_group;
+  bool placed = false;  // place_on_topology has run
   KernelCallShape call_shape;
   model::Mesh mesh;
   std::optional<model::TransformerModel> transformer;  // the --model's shape
@@ -118,8 +119,13 @@ struct SimulationPlan {
   std::vector<model::Layout> layouts;
 };
 
-// Throws model::InputError for invalid configurations.
+// Throws model::InputError for invalid configurations. Cheap: nothing is routed or counted, so
+// a parse-only run (cli/run_mode.hpp) checks any input quickly.
 [[nodiscard]] SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog);
+// The groups, the ring order (searched with --ring-order auto), every route and, for a layer or a
+// step, the step's shape (its all-reduces routed over the model-parallel and gradient groups):
+// what running needs, done once (run_simulation does it when not done).
+void place_on_topology(SimulationPlan& plan);
 // run_simulation(config, catalog) is run_simulation(plan_simulation(config, catalog)).
 [[nodiscard]] Simulation run_simulation(SimulationPlan plan);
 [[nodiscard]] Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog);
