@@ -99,12 +99,7 @@ validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
   if (!o.layouts.empty()) m.layouts = model::split_list(o.layouts, "--layouts");
   if (!o.masks.empty()) m.masks = o.masks;
   if (!o.cp.empty()) m.cps = model::split_list(o.cp, "--cp");
-  for (const std::string& cp : m.cps) {
-    if (gpu && cp != "ring") {
-      throw model::InputError(
-          fmt::format("--cp {}: the GPU backends run the ring only; allgather and ulysses run on --backend cpu", cp));
-    }
-  }
+  for (const std::string& cp : m.cps) validate::check_backend_runs(o.backend, cp);  // before any case runs
   if (!o.devices.empty()) m.devices = count_list(o.devices, "--devices");
   if (!o.seq_lens.empty()) m.seq_lens = count_list(o.seq_lens, "--seq-len");
   if (!o.tiles.empty()) {

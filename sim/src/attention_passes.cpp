@@ -13,6 +13,15 @@ namespace {
 
 KernelPass kernel_pass(RingPass pass) { return pass == RingPass::forward ? KernelPass::forward : KernelPass::backward; }
 
+// What the all-to-alls of a pass carry: forward, Q, K, V to heads and the output back; backward,
+// the output's gradient to heads and dQ, dK, dV back.
+const char* to_heads_name(RingPass pass) {
+  return pass == RingPass::forward ? "all-to-all Q/K/V to heads" : "all-to-all dO to heads";
+}
+const char* from_heads_name(RingPass pass) {
+  return pass == RingPass::forward ? "all-to-all O to sequence" : "all-to-all dQ/dK/dV to sequence";
+}
+
 // One call on the whole gathered K/V: each query tile's key tiles over every block, the blocks
 // concatenated in rank order as the all-gather leaves them (so each key tile is one of the ring's).
 model::QueryTileProfile gathered_profile(const model::Work& work, Count device) {
@@ -68,19 +77,20 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
   std::vector<RingPass> passes;
   if (config.pass != PassSelection::backward) passes.push_back(RingPass::forward);
   if (config.pass != PassSelection::forward) passes.push_back(RingPass::backward);
-  // Forward: Q, K, V go to heads, the output comes back; backward: the output's gradient goes,
-  // dQ, dK, dV come back.
   const Microseconds qkv_us = bound ? 0.0 : alltoall_us(sim.topology, sim.alltoall_group, shape.qkv_pair_bytes);
   const Microseconds out_us = bound ? 0.0 : alltoall_us(sim.topology, sim.alltoall_group, shape.out_pair_bytes);
   const auto to_heads = [&](RingPass p) { return p == RingPass::forward ? qkv_us : out_us; };
   const auto from_heads = [&](RingPass p) { return p == RingPass::forward ? out_us : qkv_us; };
 
+  // Ulysses attends the whole sequence, in order, on its heads: the layout plays no part.
+  const model::Layout whole = model::Layout::contiguous(config.seq_len, 1);
+  const model::Work work = model::count_work(sim.cp.algorithm == CpAlgorithm::ulysses ? whole : layout, mask, sim.tile, 0,
+                                             model::WorkDetail::query_tiles, sim.tiling);
   std::vector<RingTimeline> out;
   Microseconds start = 0;
   switch (sim.cp.algorithm) {
     case CpAlgorithm::ring:
     case CpAlgorithm::hybrid: {
-      const model::Work work = model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::query_tiles, sim.tiling);
       std::vector<FifoServer> links(sim.topology.directed_link_count());
       for (const RingPass pass : passes) {
         RingSetup setup;
@@ -96,10 +106,8 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
         RingTimeline t = bound ? compute_only(setup) : simulate_ring(setup, links);
         events += t.events;
         if (sim.cp.algorithm == CpAlgorithm::hybrid) {
-          const bool forward = pass == RingPass::forward;
-          t = wrap_ring_in_alltoalls(std::move(t), start, to_heads(pass), from_heads(pass),
-                                     forward ? "all-to-all Q/K/V to heads" : "all-to-all dO to heads",
-                                     forward ? "all-to-all O to sequence" : "all-to-all dQ/dK/dV to sequence");
+          t = wrap_ring_in_alltoalls(std::move(t), start, to_heads(pass), from_heads(pass), to_heads_name(pass),
+                                     from_heads_name(pass));
         }
         start = t.end_us;
         out.push_back(std::move(t));
@@ -107,11 +115,12 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
       break;
     }
     case CpAlgorithm::allgather: {
-      const model::Work work = model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::query_tiles, sim.tiling);
       const Microseconds gather_us = bound ? 0.0 : allgather_us(sim.topology, sim.cp_group, shape.gather_bytes);
+      std::vector<model::QueryTileProfile> gathered;
+      for (Count d = 0; d < n; ++d) gathered.push_back(gathered_profile(work, d));
       for (const RingPass pass : passes) {
         std::vector<Microseconds> call_us;
-        for (Count d = 0; d < n; ++d) call_us.push_back(kernel.call_us(gathered_profile(work, d), kernel_pass(pass)));
+        for (const auto& rows : gathered) call_us.push_back(kernel.call_us(rows, kernel_pass(pass)));
         std::vector<CollectiveStage> stages;
         for (Count g = 0; g < sim.cp.head_groups; ++g) {
           // The backward gathers K/V again and reduce-scatters dK/dV group by group.
@@ -127,18 +136,13 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
       break;
     }
     case CpAlgorithm::ulysses: {
-      // Every device attends the whole sequence, in order, on its heads: the layout plays no part.
-      const model::Layout whole = model::Layout::contiguous(config.seq_len, 1);
-      const model::Work work = model::count_work(whole, mask, sim.tile, 0, model::WorkDetail::query_tiles, sim.tiling);
       for (const RingPass pass : passes) {
         const Microseconds call = kernel.call_times(work, kernel_pass(pass)).front();
-        const bool forward = pass == RingPass::forward;
-        RingTimeline t = simulate_collective_pass(
-            pass, start,
-            {{forward ? "all-to-all Q/K/V to heads" : "all-to-all dO to heads", to_heads(pass),
-              std::vector<Microseconds>(static_cast<size_t>(n), call),
-              forward ? "all-to-all O to sequence" : "all-to-all dQ/dK/dV to sequence", from_heads(pass)}},
-            config.sync == SyncMode::serial);
+        RingTimeline t = simulate_collective_pass(pass, start,
+                                                  {{to_heads_name(pass), to_heads(pass),
+                                                    std::vector<Microseconds>(static_cast<size_t>(n), call),
+                                                    from_heads_name(pass), from_heads(pass)}},
+                                                  config.sync == SyncMode::serial);
         events += t.events;
         start = t.end_us;
         out.push_back(std::move(t));

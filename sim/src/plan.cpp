@@ -72,8 +72,6 @@ struct Entry {
   double bound_tokens_per_second = 0;
 };
 
-double tokens_per_second(const StepEstimate& e) { return e.tokens_per_second; }
-
 // The parts of a step one choice can save against another, and what each says about it.
 struct Part {
   const char* what;
@@ -105,7 +103,7 @@ std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ra
   }
   const std::string memory = fmt::format("memory {:.1f} of {:.0f} GiB", c.step->memory.total() / kBytesPerGib, memory_gib);
   if (other == nullptr) return fmt::format("the only algorithm that fits; {}", memory);
-  const bool ahead = tokens_per_second(*c.step) >= tokens_per_second(*other->step);
+  const bool ahead = c.step->tokens_per_second >= other->step->tokens_per_second;
   // Compare the time each spends on the same tokens: a step of D sequences per GPU group.
   const double scale_c = 1.0 / static_cast<double>(c.mesh.data_parallel);
   const double scale_o = 1.0 / static_cast<double>(other->mesh.data_parallel);
@@ -118,7 +116,7 @@ std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ra
       biggest_gap = gap;
     }
   }
-  const double ratio = tokens_per_second(*c.step) / tokens_per_second(*other->step);
+  const double ratio = c.step->tokens_per_second / other->step->tokens_per_second;
   return fmt::format("{} {} by {:.1f}%: {:.2f} ms {} {} per sequence; {}", ahead ? "beats" : "trails", label(*other),
                      100 * std::abs(ratio - 1), std::abs(biggest_gap) / 1e3, ahead ? "less" : "more", biggest->what,
                      memory);
@@ -179,7 +177,8 @@ Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
   }
   std::vector<std::optional<PlannedMesh>> planned(configs.size());
   std::vector<std::string> refusals(configs.size());
-  parallel_for(configs.size(), request.threads ? request.threads : std::thread::hardware_concurrency(), [&](size_t i) {
+  const unsigned threads = request.threads ? request.threads : std::thread::hardware_concurrency();
+  parallel_for(configs.size(), threads, [&](size_t i) {
     try {
       planned[i] = PlannedMesh{plan_simulation(configs[i], catalog), specs[i]};
       place_on_topology(planned[i]->plan);
@@ -216,7 +215,6 @@ Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
     }
   }
 
-  const unsigned threads = request.threads ? request.threads : std::thread::hardware_concurrency();
   auto passes_of = [&](const Entry& e, PassDetail detail) {
     const SimulationPlan& p = planned[e.mesh]->plan;
     const Simulation& sim = p.simulation;

@@ -10,6 +10,7 @@
 
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/work_model.hpp"
+#include "stripesim/sim/context_parallel.hpp"
 
 namespace stripesim::validate {
 namespace {
@@ -311,9 +312,14 @@ RingMeasurement run_ulysses(const RingProblem& problem, const RunOptions& option
   const RingCase& c = problem.ring_case();
   const Count devices = c.devices;
   const Count n = c.seq_len;
+  // The simulator's split: its heads, its K/V heads (one replicated when there are fewer than
+  // devices), the bytes each device sends each other one.
+  const sim::CpShape split =
+      sim::cp_shape(sim::parse_context_parallel("ulysses", devices, "--cp"),
+                    sim::AttentionShape{n, devices, 1, c.heads, c.kv_heads, c.head_dim, static_cast<Count>(sizeof(T))}, 2);
   RingCase per_device = c;  // the attention one device runs: its heads over the whole sequence
-  per_device.heads = c.heads / devices;
-  per_device.kv_heads = c.kv_heads % devices == 0 ? c.kv_heads / devices : 1;
+  per_device.heads = split.streams;
+  per_device.kv_heads = split.kv_heads;
   const Count group = c.heads / c.kv_heads;  // query heads per K/V head
   // The whole sequence in order, each query's allowed keys from the shard that holds it.
   DeviceShard whole{std::vector<Position>(static_cast<size_t>(n)), std::vector<Position>(static_cast<size_t>(n)),
@@ -367,9 +373,7 @@ RingMeasurement run_ulysses(const RingProblem& problem, const RunOptions& option
       handoff_us[static_cast<size_t>(d)] += elapsed_us(start);
     }
   };
-  const std::int64_t pair_bytes = n / devices * (per_device.heads + 2 * per_device.kv_heads) * c.head_dim *
-                                  static_cast<Count>(sizeof(T));
-  return measure(problem, options, std::move(device_name), pair_bytes, prepare, iterate);
+  return measure(problem, options, std::move(device_name), split.qkv_pair_bytes, prepare, iterate);
 }
 
 class CpuBackend final : public RingBackend {

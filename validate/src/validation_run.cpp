@@ -42,11 +42,15 @@ std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
   return cases;
 }
 
-CaseResult run_case(RingBackend& backend, const RingCase& ring_case, const RunOptions& options, bool check_output) {
-  if (ring_case.cp != "ring" && backend.name() != "cpu") {
-    throw model::InputError(fmt::format("--cp {}: the {} backend runs the ring only (allgather and ulysses run on the cpu backend)",
-                                        ring_case.cp, backend.name()));
+void check_backend_runs(std::string_view backend, const std::string& cp) {
+  if (cp != "ring" && backend != "cpu") {
+    throw model::InputError(
+        fmt::format("--cp {}: the GPU backends run the ring only; allgather and ulysses run on --backend cpu", cp));
   }
+}
+
+CaseResult run_case(RingBackend& backend, const RingCase& ring_case, const RunOptions& options, bool check_output) {
+  check_backend_runs(backend.name(), ring_case.cp);
   const RingProblem problem(ring_case);
   CaseResult result;
   result.ring_case = ring_case;

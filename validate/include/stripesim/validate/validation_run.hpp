@@ -32,6 +32,10 @@ struct ValidateMatrix {
 // checked (InputError naming the case when a size does not divide).
 [[nodiscard]] std::vector<RingCase> expand_matrix(const ValidateMatrix& matrix);
 
+// Throws model::InputError unless `backend` runs context parallelism `cp`: the cpu backend runs
+// ring, allgather and ulysses, the GPU backends the ring only.
+void check_backend_runs(std::string_view backend, const std::string& cp);
+
 struct CaseResult {
   RingCase ring_case;
   bool checked = false;  // the output was compared with dense attention
