@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-#include <cmath>
+#include <algorithm>
+#include <filesystem>
 #include <memory>
 
 #include "config_dir.hpp"
@@ -12,6 +12,8 @@
 #include "stripesim/model/baseline.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_file.hpp"
+#include "stripesim/report/junit.hpp"
+#include "stripesim/sim/simulate_baseline.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -20,77 +22,151 @@ struct CheckOptions {
   std::string baseline;
   std::string write_baseline;
   std::string experiment;
-  std::string tolerance = "1e-6";
+  std::vector<std::string> tolerance{"1e-6"};
+  std::vector<std::string> limits;
+  std::vector<std::string> metrics;
+  std::string junit;
 };
 
 constexpr const char* kCheckExamples = R"(Examples:
   stripesim check --write-baseline reports/baseline/imbalance.json --experiment configs/experiments/baseline.json
       record the numbers once
   stripesim check --baseline reports/baseline/imbalance.json
-      in CI: exit 1 with a table of what moved, 0 when every number is within tolerance
-  stripesim check --baseline reports/baseline/imbalance.json --tolerance 0.01)";
+      in CI: exit 1 with a table of what moved the bad way, 0 when every number is within
+      tolerance or improved (lower imbalance, spread or time; higher speedup)
+  stripesim check --baseline reports/baseline/imbalance.json --tolerance 0.01,spread=0.5
+      1 % for every metric, 50 % for spreads
+  stripesim check --baseline reports/baseline/imbalance.json --metrics tiles.imbalance --limit 'zigzag.tiles.imbalance<=1.10'
+      only the tile imbalances; zigzag's judged against an absolute limit instead of its recorded value
+  stripesim check --baseline reports/baseline/imbalance.json --junit check.xml
+      also a JUnit XML report (a test case per metric) for the CI system's test view)";
 
-double parse_tolerance(const std::string& text) {
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !(value >= 0) || !std::isfinite(value)) {
-    throw model::InputError(fmt::format("--tolerance '{}': must be a non-negative number (relative difference)", text));
-  }
-  return value;
+// The folder a file is in ("." for a bare name): relative paths inside it are read from there.
+std::string folder_of(const std::string& file) {
+  const std::string folder = std::filesystem::path(file).parent_path().string();
+  return folder.empty() ? "." : folder;
 }
 
-std::string number(double value) { return std::isnan(value) ? "missing" : fmt::format("{:.10g}", value); }
+std::vector<model::BaselineEntryKind> entry_kinds(const model::ConfigCatalog& catalog) {
+  auto kinds = model::model_baseline_kinds(catalog);
+  kinds.push_back(sim::simulate_baseline_kind(catalog));
+  return kinds;
+}
+
+model::CheckRules check_rules(const CheckOptions& o) {
+  model::CheckRules rules;
+  model::parse_tolerances(o.tolerance, rules, "--tolerance");
+  for (const auto& text : o.limits) rules.limits.push_back(model::parse_metric_limit(text, "--limit"));
+  for (const auto& pattern : o.metrics) {
+    if (pattern.empty()) throw model::InputError("--metrics: an empty metric pattern");
+    rules.metrics.push_back(pattern);
+  }
+  return rules;
+}
+
+std::string number(double value) { return fmt::format("{:.10g}", value); }
+
+void print_table(const std::vector<model::CheckedMetric>& rows) {
+  size_t width = 13;
+  size_t metric_width = 6;
+  for (const auto& m : rows) {
+    width = std::max(width, m.configuration.size());
+    metric_width = std::max(metric_width, m.metric.size());
+  }
+  fmt::print("\n{:<{}}  {:<{}} {:>16} {:>16} {:>14}  {}\n", "configuration", width, "metric", metric_width, "baseline", "now",
+             "difference", "judged by");
+  for (const auto& m : rows) {
+    fmt::print("{:<{}}  {:<{}} {:>16} {:>16} {:>14}  {}\n", m.configuration, width, m.metric, metric_width,
+               number(m.baseline), m.now ? number(*m.now) : "missing",
+               m.now ? fmt::format("{:+.3g}", *m.now - m.baseline) : "-", m.rule);
+  }
+}
+
+std::vector<model::CheckedMetric> with_outcome(const std::vector<model::CheckedMetric>& checked, bool want_failed,
+                                               model::Outcome only = model::Outcome::within) {
+  std::vector<model::CheckedMetric> rows;
+  for (const auto& m : checked) {
+    if (want_failed ? model::failed(m.outcome) : m.outcome == only) rows.push_back(m);
+  }
+  return rows;
+}
 
 }  // namespace
 
 std::function<int()> register_check_command(CLI::App& app) {
   auto options = std::make_shared<CheckOptions>();
   CheckOptions& o = *options;
-  CLI::App* cmd = app.add_subcommand("check", "Re-run a baseline's configurations and fail when a number moved");
+  CLI::App* cmd = app.add_subcommand("check", "Re-run a baseline's configurations and fail when a number got worse");
   cmd->footer(kCheckExamples);
   auto* baseline = cmd->add_option("--baseline", o.baseline, "Baseline file to check against");
   auto* write = cmd->add_option("--write-baseline", o.write_baseline, "Write a baseline from --experiment to FILE");
-  cmd->add_option("--experiment", o.experiment, "Experiment listing analyze and tms configurations (with --write-baseline)");
-  cmd->add_option("--tolerance", o.tolerance, "Relative tolerance: |now - baseline| <= T * |baseline|")->capture_default_str();
+  auto* experiment = cmd->add_option("--experiment", o.experiment,
+                                     "Experiment listing analyze, tms and simulate configurations (with --write-baseline)");
+  auto* tolerance = cmd->add_option("--tolerance", o.tolerance,
+                                    "Relative tolerance |now - baseline| <= T * |baseline|: T for every metric, "
+                                    "PATTERN=T for the metrics a pattern matches (the first match wins)")
+                        ->delimiter(',')
+                        ->capture_default_str();
+  auto* limit = cmd->add_option("--limit", o.limits,
+                                "Absolute limit METRIC<=V or METRIC>=V (e.g. 'imbalance<=1.10'); a metric a limit "
+                                "matches is judged by it instead of the tolerance")
+                    ->delimiter(',');
+  auto* metrics = cmd->add_option("--metrics", o.metrics,
+                                  "Check only these metrics: patterns matching a whole name (zigzag.tiles.imbalance) or "
+                                  "its last parts (imbalance, tiles.speedup); * is a wildcard")
+                      ->delimiter(',');
+  auto* junit = cmd->add_option("--junit", o.junit, "Also write the results as JUnit XML to FILE (a test case per metric)");
   baseline->excludes(write);
+  experiment->excludes(baseline);
+  for (auto* only_when_checking : {tolerance, limit, metrics, junit}) only_when_checking->excludes(write);
   return [cmd, options]() -> int {
     if (!cmd->parsed()) return 0;
     const CheckOptions& opts = *options;
     const model::ConfigCatalog catalog(config_dir());
+    const auto kinds = entry_kinds(catalog);
     if (!opts.write_baseline.empty()) {
       if (opts.experiment.empty()) throw model::InputError("--write-baseline: needs --experiment FILE to know what to record");
       const std::string label = "--experiment " + opts.experiment;
-      const auto experiment = model::read_json_file(opts.experiment, label);
+      const auto experiment_doc = model::read_json_file(opts.experiment, label);
+      const std::string experiment_dir = folder_of(opts.experiment);
       if (parse_only()) {
-        model::check_baseline_experiment(experiment, label, catalog);
+        model::check_baseline_experiment(experiment_doc, label, kinds, experiment_dir);
         return 0;
       }
-      const auto doc = model::write_baseline(experiment, label, catalog);
+      const auto doc = model::write_baseline(experiment_doc, label, kinds, experiment_dir);
       write_output(doc.dump(2) + "\n", opts.write_baseline);
       fmt::print("baseline of {} metrics written to {}\n", model::baseline_metric_count(doc), opts.write_baseline);
       return 0;
     }
     if (opts.baseline.empty()) throw model::InputError("check: give --baseline FILE, or --write-baseline FILE --experiment FILE");
-    const double tolerance = parse_tolerance(opts.tolerance);
+    const model::CheckRules rules = check_rules(opts);
     const std::string label = "--baseline " + opts.baseline;
     const auto doc = model::read_json_file(opts.baseline, label);
+    // Files the baseline names are read beside it, whatever the working directory.
+    const std::string base_dir = folder_of(opts.baseline);
     if (parse_only()) {
-      model::check_baseline_document(doc, label, catalog);
+      model::check_baseline_document(doc, label, kinds, rules, base_dir);
       return 0;
     }
-    const auto moved = model::check_baseline(doc, label, catalog, tolerance);
-    if (moved.empty()) {
-      fmt::print("check: all {} metrics of {} within tolerance {:g}\n", model::baseline_metric_count(doc), opts.baseline,
-                 tolerance);
+    const auto checked = model::check_baseline(doc, label, kinds, rules, base_dir);
+    if (!opts.junit.empty()) write_output(report::junit_xml(checked, opts.baseline), opts.junit);
+    const auto bad = with_outcome(checked, true);
+    const auto improved = with_outcome(checked, false, model::Outcome::improved);
+    const auto limited = std::count_if(checked.begin(), checked.end(),
+                                       [](const auto& m) { return m.outcome == model::Outcome::within_limit; });
+    const std::string limits = limited == 0 ? "" : fmt::format(", {} within their limits", limited);
+    if (bad.empty()) {
+      fmt::print("check: all {} metrics checked of {} within tolerance{}{}\n", checked.size(), opts.baseline, limits,
+                 improved.empty() ? ""
+                                  : fmt::format(" or improved ({} improved: record them with --write-baseline)", improved.size()));
+      if (!improved.empty()) print_table(improved);
       return 0;
     }
-    size_t width = 13;
-    for (const auto& m : moved) width = std::max(width, m.configuration.size());
-    fmt::print("check: {} metrics moved beyond tolerance {:g}\n\n{:<{}}  {:<48} {:>16} {:>16} {:>14}\n", moved.size(),
-               tolerance, "configuration", width, "metric", "baseline", "now", "difference");
-    for (const auto& m : moved) {
-      fmt::print("{:<{}}  {:<48} {:>16} {:>16} {:>14}\n", m.configuration, width, m.metric, number(m.baseline),
-                 number(m.now), std::isnan(m.now) ? "-" : fmt::format("{:+.3g}", m.now - m.baseline));
+    fmt::print("check: {} of {} metrics checked got worse, went missing or broke a limit\n", bad.size(), checked.size());
+    print_table(bad);
+    if (!improved.empty()) {
+      fmt::print("\n{} more improved:\n", improved.size());
+      print_table(improved);
     }
     return 1;
   };

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
 #include <nlohmann/json.hpp>
 
 #include "bad_input_table.hpp"
@@ -49,6 +51,8 @@ TEST(CliReport, CommittedDefaultReportIsComplete) {
   }
 }
 
+std::string baseline_file() { return std::string(STRIPESIM_SOURCE_DIR) + "/reports/baseline/imbalance.json"; }
+
 TEST(CliCheck, PassesOnTheCommittedBaselineAndFailsWhenANumberMoves) {
   const std::string baseline = std::string(STRIPESIM_SOURCE_DIR) + "/reports/baseline/imbalance.json";
   const CliResult ok = run_cli("check --baseline '" + baseline + "'");
@@ -62,12 +66,161 @@ TEST(CliCheck, PassesOnTheCommittedBaselineAndFailsWhenANumberMoves) {
   std::ofstream(moved) << doc.dump();
   const CliResult bad = run_cli("check --baseline '" + moved.string() + "'");
   EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_NE(bad.out.find("2 metrics moved"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("check: 2 of 316 metrics checked got worse"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("contiguous.elements.imbalance"), std::string::npos);
   EXPECT_NE(bad.out.find("missing"), std::string::npos);
   // A loose tolerance lets a small drift through; it never hides a missing metric.
   EXPECT_EQ(run_cli("check --baseline '" + moved.string() + "' --tolerance 1").exit_code, 1);
   std::filesystem::remove(moved);
+}
+
+// Only a move the bad way fails: a recorded imbalance above today's (today is better) and a
+// recorded speedup below today's pass and are listed as improvements.
+TEST(CliCheck, ImprovementsPassAndAreListed) {
+  const std::string baseline = std::string(STRIPESIM_SOURCE_DIR) + "/reports/baseline/imbalance.json";
+  auto doc = nlohmann::json::parse(slurp(baseline));
+  doc["entries"][0]["metrics"]["contiguous.elements.imbalance"] = 2.5;  // today 1.8746
+  doc["entries"][0]["metrics"]["zigzag.elements.speedup"] = 4.0;        // today 8
+  const auto improved = std::filesystem::temp_directory_path() / "stripesim_improved_baseline.json";
+  std::ofstream(improved) << doc.dump();
+  const CliResult ok = run_cli("check --baseline '" + improved.string() + "'");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("within tolerance or improved (2 improved"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("contiguous.elements.imbalance"), std::string::npos);
+  // The same metrics moved the other way fail, the improvements still listed beside them.
+  doc["entries"][0]["metrics"]["contiguous.elements.spread"] = 0.5;  // today 1.749: worse
+  std::ofstream(improved) << doc.dump();
+  const CliResult bad = run_cli("check --baseline '" + improved.string() + "'");
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("check: 1 of 315 metrics checked got worse"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("2 more improved"), std::string::npos) << bad.out;
+  std::filesystem::remove(improved);
+}
+
+// Files a baseline names (documents:FILE, permutation:FILE) are read beside the baseline, so it
+// checks the same from any working directory.
+TEST(CliCheck, RelativePathsAreReadBesideTheBaseline) {
+  const auto dir = fresh_dir("stripesim_check_relative");
+  std::ofstream(dir / "docs.txt") << "1024\n3072\n";
+  std::filesystem::copy_file(std::string(STRIPESIM_SOURCE_DIR) + "/configs/layouts/example-n16-N2.json", dir / "perm.json");
+  // The experiment names them relative to its own folder, and the baseline records them so.
+  std::ofstream(dir / "exp.json") << R"({"analyze": [
+      {"seq_len": 4096, "devices": 4, "tile": "64x64", "mask": "documents:docs.txt", "layouts": ["contiguous", "zigzag"]},
+      {"seq_len": 16, "devices": 2, "tile": "2x2", "layouts": ["contiguous", "permutation:perm.json"]}]})";
+  const CliResult written =
+      run_cli("check --write-baseline '" + (dir / "b.json").string() + "' --experiment '" + (dir / "exp.json").string() + "'");
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  const auto doc = nlohmann::json::parse(slurp(dir / "b.json"));
+  EXPECT_EQ(doc.at("entries")[0].at("config").at("mask"), "documents:docs.txt");
+  EXPECT_TRUE(doc.at("entries")[1].at("metrics").contains("permutation:perm.json.elements.imbalance"));
+  const CliResult r = run_cli("check --baseline '" + (dir / "b.json").string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("within tolerance"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
+// --metrics picks metrics by pattern; --limit judges what it matches against an absolute bound
+// instead of the recorded value; --tolerance takes per-pattern values.
+TEST(CliCheck, MetricsLimitsAndPerMetricTolerances) {
+  const std::string baseline = baseline_file();
+  // zigzag's tile imbalance under the 16k..128k documents mask is 1.4216: over 1.10, under 1.5.
+  const CliResult over = run_cli("check --baseline '" + baseline + "' --metrics tiles.imbalance --limit 'zigzag.tiles.imbalance<=1.10'");
+  EXPECT_EQ(over.exit_code, 1) << over.out << over.err;
+  EXPECT_NE(over.out.find("check: 1 of 22 metrics checked got worse"), std::string::npos) << over.out;
+  EXPECT_NE(over.out.find("mask=documents:16k,48k,64k,128k  zigzag.tiles.imbalance"), std::string::npos) << over.out;
+  EXPECT_NE(over.out.find("zigzag.tiles.imbalance<=1.1"), std::string::npos) << over.out;
+  const CliResult under = run_cli("check --baseline '" + baseline + "' --metrics tiles.imbalance --limit 'zigzag.tiles.imbalance<=1.5'");
+  EXPECT_EQ(under.exit_code, 0) << under.out << under.err;
+  EXPECT_NE(under.out.find("all 22 metrics checked"), std::string::npos) << under.out;
+  EXPECT_NE(under.out.find("within tolerance, 7 within their limits"), std::string::npos) << under.out;
+  // A >= limit: every striped TMS of the baseline is at least 1.
+  EXPECT_EQ(run_cli("check --baseline '" + baseline + "' --metrics tms --limit 'tms>=1'").exit_code, 0);
+  EXPECT_EQ(run_cli("check --baseline '" + baseline + "' --metrics tms --limit 'tms>=100'").exit_code, 1);
+
+  // A spread 30 % worse fails at the default tolerance, passes with spread=0.5, and the
+  // imbalance beside it is still held to the default.
+  auto doc = nlohmann::json::parse(slurp(baseline));
+  const double spread = doc["entries"][0]["metrics"]["contiguous.elements.spread"].get<double>();
+  doc["entries"][0]["metrics"]["contiguous.elements.spread"] = spread / 1.3;
+  const auto file = std::filesystem::temp_directory_path() / "stripesim_spread_baseline.json";
+  std::ofstream(file) << doc.dump();
+  EXPECT_EQ(run_cli("check --baseline '" + file.string() + "'").exit_code, 1);
+  const CliResult loose = run_cli("check --baseline '" + file.string() + "' --tolerance 1e-6,spread=0.5");
+  EXPECT_EQ(loose.exit_code, 0) << loose.out << loose.err;
+  doc["entries"][0]["metrics"]["contiguous.elements.imbalance"] = 1.0;
+  std::ofstream(file) << doc.dump();
+  EXPECT_EQ(run_cli("check --baseline '" + file.string() + "' --tolerance spread=0.5").exit_code, 1);
+  std::filesystem::remove(file);
+}
+
+// --junit writes a well-formed JUnit XML report: a suite per configuration, a case per metric,
+// a failure for each metric that got worse.
+TEST(CliCheck, WritesJUnitXml) {
+  auto doc = nlohmann::json::parse(slurp(baseline_file()));
+  doc["entries"][0]["metrics"]["contiguous.elements.imbalance"] = 1.5;  // today 1.87: worse
+  const auto dir = fresh_dir("stripesim_check_junit");
+  std::ofstream(dir / "b.json") << doc.dump();
+  const CliResult r = run_cli("check --baseline '" + (dir / "b.json").string() + "' --junit '" + (dir / "check.xml").string() + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  boost::property_tree::ptree xml;
+  boost::property_tree::read_xml((dir / "check.xml").string(), xml);
+  const auto& root = xml.get_child("testsuites");
+  EXPECT_EQ(root.get<int>("<xmlattr>.tests"), 315);
+  EXPECT_EQ(root.get<int>("<xmlattr>.failures"), 1);
+  int suites = 0;
+  int cases = 0;
+  std::string failure;
+  for (const auto& [tag, suite] : root) {
+    if (tag != "testsuite") continue;
+    ++suites;
+    for (const auto& [case_tag, test] : suite) {
+      if (case_tag != "testcase") continue;
+      ++cases;
+      if (const auto f = test.get_child_optional("failure")) {
+        failure = test.get<std::string>("<xmlattr>.name") + ": " + f->get<std::string>("<xmlattr>.message");
+      }
+    }
+  }
+  EXPECT_EQ(suites, static_cast<int>(doc["entries"].size()));
+  EXPECT_EQ(cases, 315);
+  EXPECT_EQ(failure, "contiguous.elements.imbalance: moved: baseline 1.5, now 1.874572962 (tolerance 1e-06)");
+  std::filesystem::remove_all(dir);
+}
+
+// simulate entries: the predicted time and speedup of each layout are recorded and checked, a
+// slower time fails, a faster one is an improvement.
+TEST(CliCheck, SimulateEntries) {
+  const auto dir = fresh_dir("stripesim_check_simulate");
+  std::ofstream(dir / "exp.json") << R"({"simulate": [{"hardware": "h100", "seq_len": 32768, "devices": 4,
+      "layouts": ["contiguous", "zigzag"], "pass": "fwdbwd"}]})";
+  const CliResult written =
+      run_cli("check --write-baseline '" + (dir / "b.json").string() + "' --experiment '" + (dir / "exp.json").string() + "'");
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  auto doc = nlohmann::json::parse(slurp(dir / "b.json"));
+  const auto& metrics = doc.at("entries")[0].at("metrics");
+  ASSERT_TRUE(metrics.contains("zigzag.time_us")) << metrics.dump();
+  EXPECT_EQ(metrics.at("contiguous.speedup_vs_contiguous"), 1.0);
+  EXPECT_GT(metrics.at("zigzag.speedup_vs_contiguous").get<double>(), 1.2);
+  EXPECT_FALSE(metrics.contains("zigzag.devices"));
+  // The same numbers as `simulate` prints, times to the nanosecond.
+  const CliResult sim = run_cli("simulate --hardware h100 -n 32768 -N 4 --layouts contiguous,zigzag --pass fwdbwd --format json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_NEAR(nlohmann::json::parse(sim.out).at("results")[1].at("time_us").get<double>(), metrics.at("zigzag.time_us").get<double>(),
+              5e-4);
+  EXPECT_EQ(run_cli("check --baseline '" + (dir / "b.json").string() + "'").exit_code, 0);
+
+  const double time = metrics.at("zigzag.time_us").get<double>();
+  doc["entries"][0]["metrics"]["zigzag.time_us"] = time * 0.9;  // recorded faster: today is slower
+  std::ofstream(dir / "slower.json") << doc.dump();
+  const CliResult slower = run_cli("check --baseline '" + (dir / "slower.json").string() + "'");
+  EXPECT_EQ(slower.exit_code, 1) << slower.out;
+  EXPECT_NE(slower.out.find("simulate h100"), std::string::npos) << slower.out;
+  doc["entries"][0]["metrics"]["zigzag.time_us"] = time * 1.1;  // recorded slower: today is faster
+  std::ofstream(dir / "faster.json") << doc.dump();
+  const CliResult faster = run_cli("check --baseline '" + (dir / "faster.json").string() + "'");
+  EXPECT_EQ(faster.exit_code, 0) << faster.out;
+  EXPECT_NE(faster.out.find("1 improved"), std::string::npos) << faster.out;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliCheck, WritesABaselineFromAnExperiment) {
@@ -143,7 +296,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"check_not_a_baseline", "check --baseline " + data("unknown_field_config.json"), "unknown field"},
         BadInput{"check_bad_tolerance", "check --baseline x.json --tolerance -1", "--tolerance '-1': must be a non-negative number"},
         BadInput{"check_write_without_experiment", "check --write-baseline /tmp/stripesim_never_written", "needs --experiment"},
-        BadInput{"check_both", "check --baseline a.json --write-baseline b.json", "excludes"}),
+        BadInput{"check_both", "check --baseline a.json --write-baseline b.json", "excludes"},
+        BadInput{"check_experiment_with_baseline", "check --baseline a.json --experiment e.json", "excludes"},
+        BadInput{"check_limit_when_writing", "check --write-baseline b.json --experiment e.json --limit 'imbalance<=1.1'", "excludes"},
+        BadInput{"check_limit_syntax", "check --baseline " + baseline_file() + " --limit imbalance=1.1",
+                 "--limit 'imbalance=1.1': expected METRIC<=VALUE or METRIC>=VALUE"},
+        BadInput{"check_limit_value", "check --baseline " + baseline_file() + " --limit 'imbalance<=abc'", "limit 'abc': expected a number"},
+        BadInput{"check_pattern_matches_nothing", "check --baseline " + baseline_file() + " --metrics imbalanse",
+                 "--metrics 'imbalanse': matches no metric of the baseline"},
+        BadInput{"check_tolerance_pattern_matches_nothing", "check --baseline " + baseline_file() + " --tolerance spred=0.5",
+                 "--tolerance 'spred': matches no metric"},
+        BadInput{"check_tolerance_pattern_value", "check --baseline " + baseline_file() + " --tolerance spread=-2",
+                 "--tolerance 'spread=-2': must be a non-negative number"}),
     bad_input_name);
 
 }  // namespace

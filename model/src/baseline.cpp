@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include "stripesim/model/analysis.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_fields.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/mask.hpp"
 #include "stripesim/model/tms.hpp"
 
 namespace stripesim::model {
@@ -51,17 +54,20 @@ nlohmann::json recorded_config(nlohmann::json config, Tiling tiling) {
 }
 
 // `measure` false (checking inputs only): every check a run makes, nothing counted, no metrics.
-nlohmann::ordered_json analyze_metrics(const AnalyzeConfig& config, bool measure) {
+// Metrics are named after the layouts as the entry writes them (`written`, a permutation's
+// relative path included), not as they were resolved.
+nlohmann::ordered_json analyze_metrics(const AnalyzeConfig& config, const std::vector<std::string>& written, bool measure) {
   if (!measure) {
     (void)plan_analysis(config);
     return nlohmann::ordered_json::object();
   }
   const Analysis analysis = run_analysis(config);
   nlohmann::ordered_json metrics;
-  for (const auto& r : analysis.results) {
+  for (size_t i = 0; i < analysis.results.size(); ++i) {
+    const LayoutResult& r = analysis.results[i];
     for (const auto& [unit, m, vs] : {std::tuple{"elements", r.elements, r.elements_lockstep_speedup_vs_contiguous},
                                       std::tuple{"tiles", r.tiles, r.tiles_lockstep_speedup_vs_contiguous}}) {
-      const std::string prefix = fmt::format("{}.{}.", r.layout, unit);
+      const std::string prefix = fmt::format("{}.{}.", written[i], unit);
       metrics[prefix + "imbalance"] = m.imbalance;
       metrics[prefix + "spread"] = m.spread;
       metrics[prefix + "speedup"] = m.speedup;
@@ -85,6 +91,12 @@ nlohmann::ordered_json tms_metrics(const TmsRequest& request, bool measure) {
           {"tms_tiles_zigzag", r.layout("zigzag").tms_tiles}};
 }
 
+// `path` read from `base_dir` when it is relative (and base_dir given).
+std::string from_base(const std::string& path, const std::string& base_dir) {
+  if (base_dir.empty() || path.empty() || std::filesystem::path(path).is_absolute()) return path;
+  return (std::filesystem::path(base_dir) / path).lexically_normal().string();
+}
+
 const nlohmann::json& array_field(const JsonFields& f, const std::string& key) {
   static const nlohmann::json empty = nlohmann::json::array();
   if (!f.has(key)) return empty;
@@ -93,31 +105,58 @@ const nlohmann::json& array_field(const JsonFields& f, const std::string& key) {
   return value;
 }
 
+const BaselineEntryKind& kind_of(const std::vector<BaselineEntryKind>& kinds, const std::string& command,
+                                 const std::string& where) {
+  for (const auto& kind : kinds) {
+    if (kind.command == command) return kind;
+  }
+  std::string known;
+  for (const auto& kind : kinds) known += (known.empty() ? "" : ", ") + kind.command;
+  throw InputError(fmt::format("{}: command \"{}\" is not one of {}", where, command, known));
+}
+
 nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
-                                      const ConfigCatalog& catalog, bool measure) {
+                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir,
+                                      bool measure) {
   const JsonFields f(experiment, label);
-  f.allow_only({"description", "analyze", "tms"});
+  std::vector<std::string_view> known{"description"};
+  for (const auto& kind : kinds) known.push_back(kind.command);
+  f.allow_only(known);
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
-  const auto& analyze = array_field(f, "analyze");
-  for (size_t i = 0; i < analyze.size(); ++i) {
-    const AnalyzeConfig config = analyze_config_from_json(analyze[i], {}, fmt::format("{} analyze[{}]", label, i));
-    entries.push_back({{"command", "analyze"},
-                       {"config", recorded_config(analyze[i], config.tiling)},
-                       {"metrics", analyze_metrics(config, measure)}});
+  std::string commands;
+  for (const auto& kind : kinds) {
+    commands += (commands.empty() ? "" : " or ") + kind.command;
+    const auto& configs = array_field(f, kind.command);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const std::string where = fmt::format("{} {}[{}]", label, kind.command, i);
+      BaselineRun run = kind.run(configs[i], with_files_from(configs[i], base_dir), where, measure);
+      entries.push_back({{"command", kind.command},
+                         {"config", std::move(run.recorded_config)},
+                         {"metrics", std::move(run.metrics)}});
+    }
   }
-  const auto& tms = array_field(f, "tms");
-  for (size_t i = 0; i < tms.size(); ++i) {
-    const TmsRequest request = tms_request_from_json(tms[i], fmt::format("{} tms[{}]", label, i), catalog);
-    entries.push_back({{"command", "tms"},
-                       {"config", recorded_config(tms[i], request.tiling)},
-                       {"metrics", tms_metrics(request, measure)}});
-  }
-  if (entries.empty()) throw InputError(fmt::format("{}: lists no analyze or tms configuration", label));
+  if (entries.empty()) throw InputError(fmt::format("{}: lists no {} configuration", label, commands));
   return {{"schema", kBaselineSchema}, {"description", f.string_or("description", "")}, {"entries", std::move(entries)}};
 }
 
-std::vector<MovedMetric> check_baseline(const nlohmann::json& baseline, const std::string& label,
-                                        const ConfigCatalog& catalog, double tolerance, bool measure) {
+// Every pattern of `rules` must name at least one metric of the baseline.
+void check_patterns_match(const CheckRules& rules, const std::vector<std::string>& names) {
+  const auto check = [&](const std::string& pattern, std::string_view flag) {
+    for (const auto& name : names) {
+      if (metric_matches(pattern, name)) return;
+    }
+    throw InputError(fmt::format("{} '{}': matches no metric of the baseline (metric names look like "
+                                 "zigzag.tiles.imbalance; a pattern matches the whole name or its last parts, * is a wildcard)",
+                                 flag, pattern));
+  };
+  for (const auto& pattern : rules.metrics) check(pattern, "--metrics");
+  for (const auto& [pattern, value] : rules.tolerances) check(pattern, "--tolerance");
+  for (const auto& limit : rules.limits) check(limit.pattern, "--limit");
+}
+
+std::vector<CheckedMetric> check_baseline(const nlohmann::json& baseline, const std::string& label,
+                                          const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
+                                          const std::string& base_dir, bool measure) {
   const JsonFields f(baseline, label);
   f.allow_only({"schema", "description", "entries"});
   if (f.string("schema") != kBaselineSchema) {
@@ -125,51 +164,92 @@ std::vector<MovedMetric> check_baseline(const nlohmann::json& baseline, const st
   }
   const auto& entries = f.raw("entries");
   if (!entries.is_array() || entries.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("entries")));
-  std::vector<MovedMetric> moved;
+  // Every input first (the metric names the patterns must match included), then the runs.
+  std::vector<std::string> names;
   for (size_t i = 0; i < entries.size(); ++i) {
-    const std::string where = fmt::format("{} entries[{}]", label, i);
-    const JsonFields e(entries[i], where);
+    const JsonFields e(entries[i], fmt::format("{} entries[{}]", label, i));
     e.allow_only({"command", "config", "metrics"});
-    const std::string command = e.string("command");
-    nlohmann::ordered_json now;
-    std::string configuration;
-    if (command == "analyze") {
-      const AnalyzeConfig config = analyze_config_from_json(e.raw("config"), {}, where + " config");
-      configuration = analyze_label(config);
-      now = analyze_metrics(config, measure);
-    } else if (command == "tms") {
-      const TmsRequest request = tms_request_from_json(e.raw("config"), where + " config", catalog);
-      configuration = tms_label(request);
-      now = tms_metrics(request, measure);
-    } else {
-      throw InputError(fmt::format("{}: command \"{}\" is not analyze or tms", e.where("command"), command));
-    }
+    (void)kind_of(kinds, e.string("command"), e.where("command"));
     const auto& recorded = e.raw("metrics");
     if (!recorded.is_object()) throw InputError(fmt::format("{}: expected an object of numbers", e.where("metrics")));
     for (const auto& [metric, value] : recorded.items()) {
       if (!value.is_number()) throw InputError(fmt::format("{}: metric \"{}\" is not a number", e.where("metrics"), metric));
-      if (!measure) continue;
-      const double base = value.get<double>();
-      if (!now.contains(metric)) {
-        moved.push_back({configuration, metric, base, std::numeric_limits<double>::quiet_NaN()});
-        continue;
-      }
-      const double current = now.at(metric).get<double>();
-      if (std::abs(current - base) > tolerance * std::abs(base)) moved.push_back({configuration, metric, base, current});
+      names.push_back(metric);
     }
   }
-  return moved;
+  check_patterns_match(rules, names);
+  std::vector<CheckedMetric> checked;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string where = fmt::format("{} entries[{}]", label, i);
+    const JsonFields e(entries[i], where);
+    const auto& config = e.raw("config");
+    const BaselineRun run =
+        kind_of(kinds, e.string("command"), where).run(config, with_files_from(config, base_dir), where + " config", measure);
+    if (!measure) continue;
+    for (const auto& [metric, value] : e.raw("metrics").items()) {
+      if (!selected(rules, metric)) continue;
+      CheckedMetric m;
+      m.configuration = run.configuration;
+      m.metric = metric;
+      m.baseline = value.get<double>();
+      if (run.metrics.contains(metric)) m.now = run.metrics.at(metric).get<double>();
+      m.outcome = judge(rules, metric, m.baseline, m.now, m.rule);
+      checked.push_back(std::move(m));
+    }
+  }
+  return checked;
 }
 
 }  // namespace
 
-nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
-                                      const ConfigCatalog& catalog) {
-  return write_baseline(experiment, label, catalog, true);
+std::vector<BaselineEntryKind> model_baseline_kinds(const ConfigCatalog& catalog) {
+  BaselineEntryKind analyze{"analyze", [](const nlohmann::json& written, const nlohmann::json& resolved,
+                                          const std::string& where, bool measure) {
+                              const AnalyzeConfig config = analyze_config_from_json(resolved, {}, where);
+                              const AnalyzeConfig as_written = analyze_config_from_json(written, {}, where);
+                              return BaselineRun{analyze_label(as_written), recorded_config(written, config.tiling),
+                                                 analyze_metrics(config, as_written.layouts, measure)};
+                            }};
+  BaselineEntryKind tms{"tms", [&catalog](const nlohmann::json& written, const nlohmann::json& resolved,
+                                          const std::string& where, bool measure) {
+                          const TmsRequest request = tms_request_from_json(resolved, where, catalog);
+                          return BaselineRun{tms_label(request), recorded_config(written, request.tiling),
+                                             tms_metrics(request, measure)};
+                        }};
+  return {std::move(analyze), std::move(tms)};
 }
 
-void check_baseline_experiment(const nlohmann::json& experiment, const std::string& label, const ConfigCatalog& catalog) {
-  (void)write_baseline(experiment, label, catalog, false);
+nlohmann::json with_files_from(nlohmann::json config, const std::string& base_dir) {
+  if (base_dir.empty() || !config.is_object()) return config;
+  if (config.contains("mask") && config["mask"].is_string()) {
+    const std::string spec = config["mask"].get<std::string>();
+    if (const std::string file = mask_file(spec); !file.empty()) config["mask"] = "documents:" + from_base(file, base_dir);
+  }
+  if (config.contains("layouts") && config["layouts"].is_array()) {
+    for (auto& layout : config["layouts"]) {
+      if (!layout.is_string()) continue;
+      const std::string spec = layout.get<std::string>();
+      if (const std::string file = layout_file(spec); !file.empty()) {
+        layout = spec.substr(0, spec.size() - file.size()) + from_base(file, base_dir);
+      }
+    }
+  }
+  for (const char* key : {"model", "hardware", "kernel", "topology"}) {
+    if (!config.contains(key) || !config[key].is_string()) continue;
+    const std::string value = config[key].get<std::string>();
+    if (is_config_path(value)) config[key] = from_base(value, base_dir);
+  }
+  return config;
+}
+
+nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
+                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir) {
+  return write_baseline(experiment, label, kinds, base_dir, true);
+}
+
+void check_baseline_experiment(const nlohmann::json& experiment, const std::string& label,
+                               const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir) {
+  (void)write_baseline(experiment, label, kinds, base_dir, false);
 }
 
 std::size_t baseline_metric_count(const nlohmann::json& baseline) {
@@ -178,13 +258,16 @@ std::size_t baseline_metric_count(const nlohmann::json& baseline) {
   return count;
 }
 
-std::vector<MovedMetric> check_baseline(const nlohmann::json& baseline, const std::string& label,
-                                        const ConfigCatalog& catalog, double tolerance) {
-  return check_baseline(baseline, label, catalog, tolerance, true);
+std::vector<CheckedMetric> check_baseline(const nlohmann::json& baseline, const std::string& label,
+                                          const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
+                                          const std::string& base_dir) {
+  return check_baseline(baseline, label, kinds, rules, base_dir, true);
 }
 
-void check_baseline_document(const nlohmann::json& baseline, const std::string& label, const ConfigCatalog& catalog) {
-  (void)check_baseline(baseline, label, catalog, 0, false);
+void check_baseline_document(const nlohmann::json& baseline, const std::string& label,
+                             const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
+                             const std::string& base_dir) {
+  (void)check_baseline(baseline, label, kinds, rules, base_dir, false);
 }
 
 }  // namespace stripesim::model

@@ -12,8 +12,6 @@
 namespace stripesim::model {
 namespace {
 
-bool is_path(const std::string& text) { return text.find('/') != std::string::npos || text.ends_with(".json"); }
-
 // The names a config answers to besides its file's stem.
 std::vector<std::string> all_names(const TransformerModel& m) { return {m.name}; }
 std::vector<std::string> all_names(const HardwareProfile& h) {
@@ -27,7 +25,7 @@ std::vector<std::string> all_names(const HardwareProfile& h) {
 template <typename Config, typename Parse>
 Config find(const std::string& root, const std::string& kind, const std::string& flag, const std::string& wanted,
             Parse parse) {
-  if (is_path(wanted)) return parse(read_json_file(wanted, flag + " " + wanted), flag + " " + wanted);
+  if (is_config_path(wanted)) return parse(read_json_file(wanted, flag + " " + wanted), flag + " " + wanted);
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(root) / kind;
   std::error_code ec;
@@ -56,6 +54,8 @@ Config find(const std::string& root, const std::string& kind, const std::string&
 }
 
 }  // namespace
+
+bool is_config_path(std::string_view text) { return text.find('/') != std::string_view::npos || text.ends_with(".json"); }
 
 TransformerModel ConfigCatalog::model(const std::string& name_or_path) const {
   return find<TransformerModel>(root_, "models", "--model", name_or_path, transformer_model_from_json);

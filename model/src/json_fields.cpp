@@ -12,6 +12,10 @@ JsonFields::JsonFields(const nlohmann::json& object, std::string label) : object
 }
 
 void JsonFields::allow_only(std::initializer_list<std::string_view> known) const {
+  allow_only(std::vector<std::string_view>(known));
+}
+
+void JsonFields::allow_only(const std::vector<std::string_view>& known) const {
   for (const auto& [key, value] : object_.items()) {
     bool found = false;
     for (const auto k : known) found = found || k == key;

@@ -26,6 +26,12 @@ std::vector<std::string> split_list(std::string_view text, std::string_view what
   return items;
 }
 
+std::string layout_file(std::string_view spec) {
+  constexpr std::string_view kPermutation = "permutation:";
+  if (spec.size() <= kPermutation.size() || lowercase(spec.substr(0, kPermutation.size())) != kPermutation) return "";
+  return std::string(spec.substr(kPermutation.size()));
+}
+
 Layout parse_layout(std::string_view typed, Count seq_len, Count devices, const LayoutContext& context) {
   // The layout's name is matched case aside ("Zigzag"); what follows a ':' (a file) is kept.
   const size_t colon = typed.find(':');
@@ -55,14 +61,11 @@ Layout parse_layout(std::string_view typed, Count seq_len, Count devices, const 
   if (spec == "striped") return Layout::striped(seq_len, devices);
   if (spec == "zigzag") return Layout::zigzag(seq_len, devices);
   constexpr std::string_view kBlockStriped = "block-striped:";
-  constexpr std::string_view kPermutation = "permutation:";
   if (spec.starts_with(kBlockStriped)) {
     const Count stripe = parse_count(spec.substr(kBlockStriped.size()), "layout block-striped:S stripe width");
     return Layout::block_striped(seq_len, devices, stripe);
   }
-  if (spec.starts_with(kPermutation) && spec.size() > kPermutation.size()) {
-    return load_permutation_file(std::string(spec.substr(kPermutation.size())), seq_len, devices);
-  }
+  if (const std::string file = layout_file(spec); !file.empty()) return load_permutation_file(file, seq_len, devices);
   throw InputError(fmt::format(
       "--layouts '{}': unknown layout{}, expected contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
       "doc-zigzag, doc-striped, balanced or ptrr",

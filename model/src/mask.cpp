@@ -122,6 +122,13 @@ std::vector<Count> read_document_lengths(const std::string& path) {
 
 }  // namespace
 
+std::string mask_file(std::string_view spec) {
+  constexpr std::string_view kDocuments = "documents:";
+  if (!spec.starts_with(kDocuments) || spec.size() == kDocuments.size()) return "";
+  const std::string_view rest = spec.substr(kDocuments.size());
+  return is_length_distribution(rest) || looks_like_length_list(rest) ? "" : std::string(rest);
+}
+
 Mask parse_mask(std::string_view spec, Count seq_len) {
   if (spec == "causal") return Mask::causal(seq_len);
   if (spec == "bidirectional") return Mask::bidirectional(seq_len);
@@ -142,7 +149,7 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
       }
       return Mask::documents(seq_len, std::move(lengths));
     }
-    return Mask::documents(seq_len, read_document_lengths(std::string(rest)));
+    return Mask::documents(seq_len, read_document_lengths(mask_file(spec)));
   }
   throw InputError(fmt::format(
       "--mask '{}': unknown mask, expected causal, bidirectional, window:W, documents:L1,L2,..., documents:FILE or "

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "stripesim/model/config_catalog.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_fields.hpp"
 #include "stripesim/model/json_file.hpp"
@@ -112,7 +113,7 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
     throw InputError(fmt::format("--kernel: hardware {} names no default kernel; give --kernel NAME or a JSON file",
                                  hardware.name));
   }
-  if (wanted.find('/') != std::string::npos || wanted.ends_with(".json")) {
+  if (model::is_config_path(wanted)) {
     return kernel_profile_from_json(model::read_json_file(wanted, "--kernel " + wanted), "--kernel " + wanted);
   }
   namespace fs = std::filesystem;

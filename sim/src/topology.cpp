@@ -12,6 +12,7 @@
 #include <optional>
 #include <string_view>
 
+#include "stripesim/model/config_catalog.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_fields.hpp"
 #include "stripesim/model/json_file.hpp"
@@ -326,7 +327,7 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
                                flag + " " + spec);
   }
   std::string path = spec;
-  if (spec.find('/') == std::string::npos && !spec.ends_with(".json")) {
+  if (!model::is_config_path(spec)) {
     path = (std::filesystem::path(config_dir) / "topologies" / (spec + ".json")).string();
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {

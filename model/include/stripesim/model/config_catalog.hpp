@@ -2,12 +2,17 @@
 // The shipped configurations (configs/models, configs/hardware) looked up by name or alias,
 // or any JSON file given by path.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stripesim/model/hardware_profile.hpp"
 #include "stripesim/model/transformer_model.hpp"
 
 namespace stripesim::model {
+
+// Whether a --model/--hardware/--kernel/--topology value names a file rather than a shipped
+// config: it has a '/' or ends in .json.
+[[nodiscard]] bool is_config_path(std::string_view text);
 
 class ConfigCatalog {
  public:

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "stripesim/model/types.hpp"
 
@@ -17,6 +18,7 @@ class JsonFields {
 
   // Throws if the object holds a field not in `known`.
   void allow_only(std::initializer_list<std::string_view> known) const;
+  void allow_only(const std::vector<std::string_view>& known) const;
 
   [[nodiscard]] bool has(const std::string& key) const { return object_.contains(key); }
   [[nodiscard]] const nlohmann::json& raw(const std::string& key) const;

@@ -29,5 +29,7 @@ struct LayoutContext {
 
 // Splits "a,b,c" into its non-empty items; an empty item is an InputError naming `what`.
 [[nodiscard]] std::vector<std::string> split_list(std::string_view text, std::string_view what);
+// The file a layout spec reads ("permutation:FILE", the name case aside), or empty.
+[[nodiscard]] std::string layout_file(std::string_view spec);
 
 }  // namespace stripesim::model

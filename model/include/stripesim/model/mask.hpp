@@ -53,5 +53,8 @@ class Mask {
 // line, or a JSON array) | documents:DISTRIBUTION (see document_lengths.hpp). Lengths accept
 // k/M suffixes.
 [[nodiscard]] Mask parse_mask(std::string_view spec, Count seq_len);
+// The file `spec` reads its document lengths from ("documents:FILE"), or empty when it reads none
+// (any other mask, a list of lengths, a distribution). parse_mask decides the same way.
+[[nodiscard]] std::string mask_file(std::string_view spec);
 
 }  // namespace stripesim::model
