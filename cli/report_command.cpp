@@ -10,6 +10,7 @@
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/report/report_builder.hpp"
+#include "stripesim/report/svg.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -48,7 +49,8 @@ std::function<void()> register_report_command(CLI::App& app) {
       throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", options->out_dir));
     }
     for (const auto& file : files) write_output(file.content, (fs::path(options->out_dir) / file.name).string());
-    fmt::print("report written to {} ({} figures)\n", (fs::path(options->out_dir) / "report.md").string(), files.size() - 1);
+    fmt::print("report written to {} ({})\n", (fs::path(options->out_dir) / "report.md").string(),
+               report::count_of(files.size() - 1, "figure"));
   };
 }
 

@@ -130,11 +130,50 @@ sweep_csv = next(csv.reader(io.StringIO(run("sweep", "--layouts", "block-striped
 if sweep and sweep_csv != list(sweep["rows"][0].keys()):
     failures.append(f"sweep CSV header {sweep_csv} differs from the JSON row keys")
 
-# The report's SVGs parse as XML and render.
+# The report's SVGs parse as XML, render at their stated size, and keep everything they draw
+# inside their view box (text measured here on its own, at DejaVu Sans' average glyph width).
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        header = f.read(24)
+    return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+
+
+def check_inside(name, root):
+    vx, vy, vw, vh = (float(v) for v in root.get("viewBox").split())
+    if (round(vw), round(vh)) != (round(float(root.get("width"))), round(float(root.get("height")))):
+        failures.append(f"{name}: viewBox {vw}x{vh} differs from its size {root.get('width')}x{root.get('height')}")
+    outside = []
+    for text in root.iter(SVG + "text"):
+        size = float(text.get("font-size"))
+        width = len(text.text or "") * size * (0.6 if text.get("font-weight") == "bold" else 0.55)
+        x, y = float(text.get("x")), float(text.get("y"))
+        left = {"start": x, "middle": x - width / 2, "end": x - width}[text.get("text-anchor")]
+        if left < vx or left + width > vx + vw or y - size < vy or y > vy + vh:
+            outside.append(text.text)
+    for rect in root.iter(SVG + "rect"):
+        x, y, w, h = (float(rect.get(k)) for k in ("x", "y", "width", "height"))
+        if x < vx - 0.01 or y < vy - 0.01 or x + w > vx + vw + 0.01 or y + h > vy + vh + 0.01:
+            outside.append(f"rect at {x},{y}")
+    if outside:
+        failures.append(f"{name}: drawn outside its view box: {outside[:3]}")
+
+
+def mesh_key(label):
+    return tuple(int(part) for part in label.split("x"))
+
+
 with tempfile.TemporaryDirectory() as folder:
     inputs = []
+    # Beside the defaults: more meshes than the palette has colours (a long legend, numbers that
+    # sort wrongly as text) and a single device (the narrowest heat map).
     for name, args in (("analyze", ["analyze", "--format", "json"]), ("tms", ["tms", "--format", "json"]),
                        ("sweep", ["sweep", "--format", "json"]),
+                       ("sweep-meshes", ["sweep", "--devices", "1,2,4,8,16,32", "--model-parallel", "1,2",
+                                         "--seq-lens", "16k,256k", "--hardware", "h100", "--format", "json"]),
+                       ("analyze-one-device", ["analyze", "-N", "1", "-n", "16k", "--layouts", "zigzag", "--format", "json"]),
                        ("simulate", ["simulate", "--pass", "fwdbwd", "--format", "json"])):
         path = os.path.join(folder, f"{name}.json")
         with open(path, "w") as f:
@@ -145,22 +184,42 @@ with tempfile.TemporaryDirectory() as folder:
         json.dump(validated, f)
     inputs.append(validate)
     report = os.path.join(folder, "report")
-    run("report", *inputs, "--out-dir", report)
+    said = run("report", *inputs, "--out-dir", report)
     svgs = sorted(name for name in os.listdir(report) if name.endswith(".svg"))
-    if len(svgs) < 6:
+    if len(svgs) < 10:
         failures.append(f"report wrote only {svgs}")
+    if f"({len(svgs)} figures)" not in said:
+        failures.append(f"report said {said.strip()!r} for {len(svgs)} figures")
+    one = run("report", validate, "--out-dir", os.path.join(folder, "one"))
+    if not one.strip().endswith("(1 figure)"):
+        failures.append(f"report of one figure said {one.strip()!r}")
     for name in svgs:
         path = os.path.join(report, name)
         try:
             root = ElementTree.parse(path).getroot()
             if not root.tag.endswith("svg"):
                 failures.append(f"{name}: root element {root.tag}")
+            check_inside(name, root)
         except ElementTree.ParseError as error:
             failures.append(f"{name}: not XML: {error}")
+            continue
         png = path + ".png"
         rendered = subprocess.run(["rsvg-convert", "-o", png, path], capture_output=True, text=True)
         if rendered.returncode != 0 or os.path.getsize(png) < 1000:
             failures.append(f"{name}: rsvg-convert failed: {rendered.stderr.strip()}")
+        elif png_size(png) != (round(float(root.get("width"))), round(float(root.get("height")))):
+            failures.append(f"{name}: rendered {png_size(png)}, not {root.get('width')}x{root.get('height')}")
+        texts = [t.text or "" for t in root.iter(SVG + "text")]
+        if name.startswith("tms-"):
+            meshes = [t.removeprefix("mesh ") for t in texts if t.startswith("mesh ")]
+            if meshes != sorted(meshes, key=mesh_key):
+                failures.append(f"{name}: legend not in numeric order: {meshes}")
+        if name.startswith("attention-matrix-"):
+            promises_numbers = any("number = the round" in t for t in texts)
+            numbers = sum(t.isdigit() for t in texts)
+            titled = sum(1 for r in root.iter(SVG + "rect") if r.find(SVG + "title") is not None)
+            if promises_numbers and numbers == 0 or not promises_numbers and titled == 0:
+                failures.append(f"{name}: the caption promises round numbers the figure does not draw")
     markdown = open(os.path.join(report, "report.md")).read()
     for name in svgs:
         if f"]({name})" not in markdown:

@@ -83,7 +83,7 @@ std::string work_heatmap_svg(const nlohmann::json& analyze, const std::string& m
     }
     svg.text(x0 + panel / 2, y0 + panel + 16, "device", 11, "middle");
     svg.text(x0 - 6, y0 + 10, "r0", 10, "end");
-    svg.text(x0 - 6, y0 + panel, fmt::format("r{}", devices - 1), 10, "end");
+    if (devices > 1) svg.text(x0 - 6, y0 + panel, fmt::format("r{}", devices - 1), 10, "end");
   }
   return svg.finish();
 }
@@ -91,15 +91,22 @@ std::string work_heatmap_svg(const nlohmann::json& analyze, const std::string& m
 std::string attention_matrix_svg(const std::vector<std::string>& layouts, Count seq_len, Count devices,
                                  const std::string& mask_spec) {
   const model::Mask mask = model::parse_mask(mask_spec, seq_len);
-  const double cell = std::clamp(320.0 / static_cast<double>(seq_len), 3.0, 22.0);
+  // Cells of 12 px and more carry their round as a number (up to n = 37); smaller ones only in
+  // their tooltip, and the caption says which.
+  constexpr double kNumberedCell = 12;
+  const double cell = std::clamp(448.0 / static_cast<double>(seq_len), 3.0, 22.0);
+  const bool numbered = cell >= kNumberedCell;
   const double panel = cell * static_cast<double>(seq_len);
   const double width = kMargin + static_cast<double>(layouts.size()) * (panel + kMargin);
   const double height = panel + 3 * kMargin + 40;
   SvgCanvas svg(width, height);
-  svg.text(kMargin, 22,
-           fmt::format("attention matrix, n = {}, N = {}: query q (row) x key k (column) in original positions; colour "
-                       "= device that computes the pair, number = round; blank = masked",
-                       seq_len, devices),
+  svg.text(kMargin, 18,
+           fmt::format("attention matrix, n = {}, N = {}: query q (row) x key k (column) in original positions", seq_len,
+                       devices),
+           12);
+  svg.text(kMargin, 34,
+           fmt::format("colour = device that computes the pair, {}; blank = masked",
+                       numbered ? "number = the round it is computed in" : "its round in the cell's tooltip"),
            12);
   for (size_t l = 0; l < layouts.size(); ++l) {
     const model::Layout layout = model::parse_layout(layouts[l], seq_len, devices);
@@ -117,7 +124,7 @@ std::string attention_matrix_svg(const std::vector<std::string>& layouts, Count 
         const double y = y0 + static_cast<double>(q) * cell;
         svg.rect(x, y, cell, cell, device_colour(query.device), "#ffffff",
                  fmt::format("q {} k {}: device {}, round {}", q, k, query.device, round));
-        if (cell >= 12) svg.text(x + cell / 2, y + cell / 2 + 3.5, std::to_string(round), cell / 2.2, "middle", "#ffffff");
+        if (numbered) svg.text(x + cell / 2, y + cell / 2 + 3.5, std::to_string(round), cell / 2.2, "middle", "#ffffff");
       }
     }
   }
@@ -132,7 +139,9 @@ std::string attention_matrix_svg(const std::vector<std::string>& layouts, Count 
 }
 
 std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardware, const std::string& model_name) {
-  std::map<std::string, std::vector<const nlohmann::json*>> by_mesh;
+  // Meshes in numeric order (1x3 before 1x16).
+  const auto mesh_order = [](const std::string& a, const std::string& b) { return natural_less(a, b); };
+  std::map<std::string, std::vector<const nlohmann::json*>, decltype(mesh_order)> by_mesh(mesh_order);
   double lo_x = 1e300, hi_x = -1e300, hi_y = 1.0;
   for (const auto& row : sweep.at("rows")) {
     if (row.at("hardware") != hardware || row.at("model") != model_name) continue;
@@ -177,12 +186,15 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
     }
     std::sort(solid.begin(), solid.end());
     std::sort(dashed.begin(), dashed.end());
+    // Past the palette's ten colours, the marker's shape tells the series apart.
     const std::string colour = device_colour(static_cast<long long>(index));
+    const int shape = static_cast<int>(index / 10);
     svg.polyline(solid, colour, 2.0);
-    for (const auto& [x, y] : solid) svg.circle(x, y, 3, colour);
+    for (const auto& [x, y] : solid) svg.marker(x, y, 3, colour, shape);
     if (!dashed.empty()) svg.polyline(dashed, colour, 1.5, "5,4");
     const double ly = y0 + 14 + 16 * static_cast<double>(index);
     svg.line(x0 + plot_w + 12, ly - 4, x0 + plot_w + 32, ly - 4, colour, 2.0);
+    svg.marker(x0 + plot_w + 22, ly - 4, 3, colour, shape);
     svg.text(x0 + plot_w + 36, ly, fmt::format("mesh {}", mesh), 11);
     ++index;
   }
