@@ -13,6 +13,7 @@
 #include "analyze_command.hpp"
 #include "calibrate_step_command.hpp"
 #include "check_command.hpp"
+#include "layout_command.hpp"
 #include "plan_command.hpp"
 #include "report_command.hpp"
 #include "simulate_command.hpp"
@@ -40,6 +41,8 @@ constexpr const char* kExamples = R"(Examples:
                                             a whole training step, with its breakdown and MFU
   stripesim plan --model llama3-8b --hardware h100 --topology cluster:4x8 --gpus 32 --seq-len 1M
                                             which context parallelism, layout and mesh trains fastest
+  stripesim layout --layout zigzag -n 32k -N 8 -o zigzag.json
+                                            each device's original positions, for training code
   stripesim report analyze.json simulate.json --out-dir my-report
                                             Markdown and SVG figures from the JSON above
   stripesim check --baseline reports/baseline/imbalance.json
@@ -99,6 +102,7 @@ int run_cli(int argc, char** argv, std::FILE* errors) {
   const auto run_check = register_check_command(app);
   const auto run_validate = register_validate_command(app);
   const auto run_calibrate_step = register_calibrate_step_command(app);
+  const auto run_layout = register_layout_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -114,6 +118,7 @@ int run_cli(int argc, char** argv, std::FILE* errors) {
     run_simulate();
     run_plan();
     run_calibrate_step();
+    run_layout();
     run_report();
     const int check_status = run_check();  // 1 when a metric moved
     if (check_status != 0) return check_status;

@@ -204,6 +204,40 @@ TEST_F(LayoutSpecFiles, RejectsBadSpecsAndFiles) {
   EXPECT_THROW((void)parse_layout("permutation:" + write("dup.json", "[[0, 1], [1, 3]]"), 4, 2), InputError);
 }
 
+TEST_F(LayoutSpecFiles, PermutationFileFieldsAreCheckedUnknownOnesRejected) {
+  auto message = [&](const std::string& name, const std::string& text, Count n, Count N) {
+    try {
+      (void)load_permutation_file(write(name, text), n, N);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string blocks = R"("blocks": [[0, 3], [1, 2]])";
+  EXPECT_EQ(message("plain.json", "{" + blocks + "}", 4, 2), "accepted");
+  EXPECT_EQ(message("described.json",
+                    R"({"description": "x", "schema": "stripesim.layout/1", "layout": "striped", "seq_len": 4, "devices": 2,
+                        "block_size": 2, "tile": {"query": 2, "key": 2}, "tiling": "fixed",
+                        "mask": {"spec": "causal", "kind": "causal"}, )" + blocks + "}",
+                    4, 2),
+            "accepted");
+  EXPECT_NE(message("typo.json", R"({"seqlen": 4, )" + blocks + "}", 4, 2).find("unknown field \"seqlen\""),
+            std::string::npos);
+  EXPECT_NE(message("schema.json", R"({"schema": "stripesim.analyze/1", )" + blocks + "}", 4, 2)
+                .find("field \"schema\" 'stripesim.analyze/1': expected stripesim.layout/1"),
+            std::string::npos);
+  EXPECT_NE(message("seq_len.json", R"({"seq_len": 8, )" + blocks + "}", 4, 2)
+                .find("field \"seq_len\": the layout covers 8 tokens but the sequence has 4"),
+            std::string::npos);
+  EXPECT_NE(message("devices.json", R"({"devices": 4, )" + blocks + "}", 4, 2)
+                .find("field \"devices\": the layout is for 4 devices but --devices is 2"),
+            std::string::npos);
+  EXPECT_NE(message("block.json", R"({"block_size": 1, )" + blocks + "}", 4, 2).find("field \"block_size\""),
+            std::string::npos);
+  // A bare array has no fields to check.
+  EXPECT_EQ(message("bare.json", "[[0, 3], [1, 2]]", 4, 2), "accepted");
+}
+
 TEST(SplitList, SplitsAndRejectsEmptyItems) {
   EXPECT_EQ(split_list("a,b,c", "x"), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_THROW((void)split_list("a,,b", "x"), InputError);

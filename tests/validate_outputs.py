@@ -15,7 +15,7 @@ import jsonschema
 binary, source = sys.argv[1], sys.argv[2]
 schemas = {name: json.load(open(os.path.join(source, "reports", "schema", f"{name}.schema.json")))
            for name in ("analyze", "tms", "sweep", "simulate", "baseline", "balance", "validate", "kernel",
-                        "kernel-accuracy", "step-fit", "plan")}
+                        "kernel-accuracy", "step-fit", "plan", "layout")}
 failures = []
 
 
@@ -69,6 +69,10 @@ check("plan", run("plan", "--model", "1b", "--hardware", "h100", "--gpus", "8", 
 simulate_csv = list(csv.DictReader(io.StringIO(run("simulate", "--model", "1b", "--scope", "step", "--format", "csv"))))
 if [row["layout"] for row in simulate_csv] != ["contiguous", "striped", "zigzag"] or "mfu" not in simulate_csv[0]:
     failures.append(f"simulate --scope step --format csv: expected a row per layout with mfu, got {simulate_csv[:1]}")
+check("layout", run("layout", "--layout", "zigzag", "-n", "64", "-N", "4"), "layout zigzag")
+check("layout", run("layout", "--layout", "balanced", "-n", "1000", "-N", "4", "--tile", "16x16", "--mask", "documents:300,700",
+                    "--pad-documents"), "layout balanced --pad-documents")
+check("layout", run("layout", "--layout", "striped", "-n", "4k", "-N", "8", "--mask", "window:512"), "layout window")
 check("balance", run("sweep", "--kind", "balance", "--seq-lens", "64k", "--devices", "8", "--masks",
                      "documents:lognormal:2048:1.0,window:4k", "--layouts", "contiguous,striped,zigzag,doc-zigzag,balanced",
                      "--pad-documents", "--format", "json"), "sweep --kind balance")

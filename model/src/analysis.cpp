@@ -132,11 +132,16 @@ nlohmann::ordered_json to_json(const Metrics& m, double lockstep_speedup_vs_cont
                         {"lockstep_speedup_vs_contiguous", lockstep_speedup_vs_contiguous}};
 }
 
+nlohmann::ordered_json mask_to_json(const Mask& mask, const std::string& spec) {
+  nlohmann::ordered_json out{{"spec", spec}, {"kind", mask.name()}};
+  if (mask.kind() == MaskKind::window) out["window"] = mask.window_width();
+  if (mask.kind() == MaskKind::documents) out["document_lengths"] = mask.document_lengths();
+  return out;
+}
+
 nlohmann::ordered_json to_json(const Analysis& analysis) {
   const AnalyzeConfig& c = analysis.config;
-  nlohmann::ordered_json mask{{"spec", c.mask}, {"kind", analysis.mask.name()}};
-  if (analysis.mask.kind() == MaskKind::window) mask["window"] = analysis.mask.window_width();
-  if (analysis.mask.kind() == MaskKind::documents) mask["document_lengths"] = analysis.mask.document_lengths();
+  nlohmann::ordered_json mask = mask_to_json(analysis.mask, c.mask);
   nlohmann::ordered_json doc;
   doc["schema"] = kAnalyzeSchema;
   doc["config"] = {{"seq_len", analysis.seq_len},

@@ -5,6 +5,7 @@
 
 #include "stripesim/model/document_layouts.hpp"
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_fields.hpp"
 #include "stripesim/model/name_match.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/ptrr_layout.hpp"
@@ -74,12 +75,44 @@ Layout parse_layout(std::string_view typed, Count seq_len, Count devices, const 
                                            "doc-striped", "balanced", "ptrr"})));
 }
 
+namespace {
+
+// What an exported layout says it is, against the sequence it is loaded for: "seq_len 1008"
+// read under --seq-len 1000 without --pad-documents names the mismatch instead of a position
+// out of range.
+void check_permutation_header(const JsonFields& fields, Count seq_len, Count devices) {
+  if (fields.has("schema") && fields.string("schema") != kLayoutSchema) {
+    throw InputError(fmt::format("{} '{}': expected {}", fields.where("schema"), fields.string("schema"), kLayoutSchema));
+  }
+  if (fields.has("seq_len") && fields.positive_count("seq_len") != seq_len) {
+    throw InputError(fmt::format(
+        "{}: the layout covers {} tokens but the sequence has {} (give the --seq-len, --mask and --pad-documents "
+        "it was exported with)",
+        fields.where("seq_len"), fields.positive_count("seq_len"), seq_len));
+  }
+  if (fields.has("devices") && fields.positive_count("devices") != devices) {
+    throw InputError(fmt::format("{}: the layout is for {} devices but --devices is {}", fields.where("devices"),
+                                 fields.positive_count("devices"), devices));
+  }
+  if (fields.has("block_size") && devices > 0 && fields.positive_count("block_size") != seq_len / devices) {
+    throw InputError(fmt::format("{}: {} tokens per device, but {} tokens over {} devices are {} each",
+                                 fields.where("block_size"), fields.positive_count("block_size"), seq_len, devices,
+                                 seq_len / devices));
+  }
+}
+
+}  // namespace
+
 Layout load_permutation_file(const std::string& path, Count seq_len, Count devices) {
   const std::string label = fmt::format("permutation:{}", path);
   const nlohmann::json doc = read_json_file(path, label);
   const nlohmann::json* blocks = &doc;
   if (doc.is_object()) {
+    const JsonFields fields(doc, label);
+    fields.allow_only({"description", "schema", "layout", "seq_len", "devices", "block_size", "tile", "tiling", "mask",
+                       "padding", "blocks"});
     if (!doc.contains("blocks")) throw InputError(fmt::format("{}: expected a \"blocks\" array of per-device arrays", label));
+    check_permutation_header(fields, seq_len, devices);
     blocks = &doc.at("blocks");
   }
   if (!blocks->is_array()) throw InputError(fmt::format("{}: expected a \"blocks\" array of per-device arrays", label));

@@ -2,6 +2,13 @@
 // Layout specs as users write them: contiguous, striped, zigzag, block-striped:S,
 // permutation:FILE. A permutation file is JSON: {"blocks": [[p, ...], ...]}, one array per
 // device listing the original positions it holds in local order (a bare array of arrays works too).
+// Beside "blocks" an object may carry "description" and what `stripesim layout` writes to say
+// what the file is (layout_export.hpp): "schema" (kLayoutSchema), "layout", "seq_len", "devices",
+// "block_size", "tile", "tiling", "mask", "padding". seq_len, devices and block_size, when
+// present, must match the sequence the file is loaded for (a clear error instead of a count
+// mismatch); layout, tile, tiling, mask and padding only describe how it was built, since a
+// layout may be counted under any mask and tile. Any other field is rejected, as in every
+// other file stripesim reads.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +18,9 @@
 #include "stripesim/model/tile_shape.hpp"
 
 namespace stripesim::model {
+
+// The format of a permutation file written by `stripesim layout`.
+inline constexpr const char* kLayoutSchema = "stripesim.layout/1";
 
 // What the layouts built from the workload need: the mask (documents for doc-zigzag and
 // doc-striped; any mask for balanced, causal when absent) and the tile balanced prices work in.
@@ -25,6 +35,7 @@ struct LayoutContext {
 [[nodiscard]] Layout parse_layout(std::string_view spec, Count seq_len, Count devices,
                                   const LayoutContext& context = {});
 
+// `seq_len` and `devices` are the sequence's (after any padding), checked against the file.
 [[nodiscard]] Layout load_permutation_file(const std::string& path, Count seq_len, Count devices);
 
 // Splits "a,b,c" into its non-empty items; an empty item is an InputError naming `what`.

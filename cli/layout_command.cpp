@@ -1,0 +1,108 @@
+#include "layout_command.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+
+#include "output_file.hpp"
+#include "run_mode.hpp"
+#include "stripesim/model/analysis.hpp"
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/layout_export.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/size_parse.hpp"
+
+namespace stripesim::cli {
+namespace {
+
+struct LayoutOptions {
+  std::string layout;
+  std::string devices;
+  std::string seq_len;
+  std::string tile;
+  std::string tiling;
+  std::string mask;
+  std::string format = "json";
+  std::string output;
+  bool pad_documents = false;
+  CLI::Option* tile_opt = nullptr;
+  CLI::Option* tiling_opt = nullptr;
+  CLI::Option* mask_opt = nullptr;
+};
+
+constexpr const char* kLayoutExamples = R"(Examples:
+  stripesim layout --layout zigzag -n 32k -N 8 -o zigzag.json
+      device d's original positions, blocks[d], for a data loader; the JSON is a permutation file
+  stripesim analyze -n 32k -N 8 --tile 128x128 --layouts permutation:zigzag.json
+      counts exactly what --layouts zigzag counts
+  stripesim layout --layout balanced -n 128k -N 16 --tile 128x128 --mask documents:lognormal:1024:1.2:seed=17 \
+                   --pad-documents --format npy -o balanced.npy
+      np.load("balanced.npy")[d] is rank d's positions (shape N x n/N, int64)
+  stripesim layout --layout doc-zigzag -n 1000 -N 4 --mask documents:300,700 --pad-documents --format csv
+      one row per token: device,local_index,position
+
+Give the flags the layout was analysed with: balanced and ptrr depend on --tile and --tiling,
+doc-zigzag, doc-striped and balanced on --mask and --pad-documents.)";
+
+std::string format_help() {
+  std::string help = "Output format:";
+  for (const model::LayoutFormatInfo& info : model::kLayoutFormats) {
+    help += fmt::format(" {}: {}{};", info.name, info.help, info.binary ? " (needs --output)" : "");
+  }
+  help.back() = ' ';
+  return help + "[default: json]";
+}
+
+model::AnalyzeConfig resolve_config(const LayoutOptions& o) {
+  // analyze's defaults for what is not given, so the same flags build the same layout.
+  model::AnalyzeConfig config;
+  config.seq_len = model::parse_count(o.seq_len, "--seq-len");
+  config.devices = model::parse_count(o.devices, "--devices");
+  if (o.tile_opt->count() > 0) config.tile = model::parse_tile_shape(o.tile);
+  if (o.tiling_opt->count() > 0) config.tiling = model::parse_tiling(o.tiling);
+  if (o.mask_opt->count() > 0) config.mask = o.mask;
+  config.layouts = model::split_list(o.layout, "--layout");
+  config.pad_documents = o.pad_documents;
+  return config;
+}
+
+}  // namespace
+
+std::function<void()> register_layout_command(CLI::App& app) {
+  auto options = std::make_shared<LayoutOptions>();
+  LayoutOptions& o = *options;
+  CLI::App* cmd = app.add_subcommand(
+      "layout", "Write one layout for training code: each device's original positions (its permutation and position ids)");
+  cmd->footer(kLayoutExamples);
+  cmd->add_option("--layout", o.layout,
+                  "One layout, as analyze --layouts takes them: contiguous, striped, zigzag, block-striped:S, "
+                  "permutation:FILE, doc-zigzag, doc-striped, ptrr[:BLOCK], balanced[:CHUNK]")
+      ->required();
+  cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k = 1024, M = 1048576")->required();
+  cmd->add_option("--devices,-N", o.devices, "Devices in the ring N")->required();
+  o.tile_opt = cmd->add_option("--tile", o.tile, "Kernel tile TQxTK balanced and ptrr price work in [default: 2048x4096, "
+                                                 "as analyze]");
+  o.tiling_opt = cmd->add_option("--tiling", o.tiling, std::string(model::kTilingHelp) + " [default: fixed]");
+  o.mask_opt = cmd->add_option("--mask", o.mask, "Attention mask (see analyze --help) [default: causal]");
+  cmd->add_flag("--pad-documents", o.pad_documents,
+                "Pad every document to a multiple of 2N (doc-zigzag, doc-striped need it); the file covers the padded "
+                "sequence, each document's padding after its own tokens");
+  cmd->add_option("--format", o.format, format_help());
+  cmd->add_option("--output,-o", o.output, "Write to FILE (whole or not at all) instead of standard output");
+  return [cmd, options] {
+    if (!cmd->parsed()) return;
+    const LayoutOptions& opts = *options;
+    const model::LayoutFormat format = model::parse_layout_format(opts.format);
+    const model::LayoutFormatInfo& info = model::layout_format_info(format);
+    if (info.binary && (opts.output.empty() || opts.output == "-")) {
+      throw model::InputError(fmt::format("--format {}: binary output, give --output FILE (it is not written to standard output)",
+                                          info.name));
+    }
+    const model::LayoutExport exported = model::plan_layout_export(resolve_config(opts));
+    if (parse_only()) return;
+    write_output(model::write_layout(exported, format), opts.output);
+  };
+}
+
+}  // namespace stripesim::cli
