@@ -1,0 +1,47 @@
+# `cmake --install build --prefix P` lays out under P:
+#   bin/stripesim                         the executable (finds P/share/stripesim/configs itself)
+#   lib/libstripesim_*.a                  the libraries, as they are built (static unless BUILD_SHARED_LIBS)
+#   include/stripesim/{model,sim,...}/    their public headers
+#   lib/cmake/stripesim/                  the CMake package: find_package(stripesim CONFIG) gives
+#                                         stripesim::model, ::sim, ::validate, ::validate_backends,
+#                                         ::report (and ::validate_gpu when built with CUDA), the same
+#                                         names the build tree's aliases use (each library's EXPORT_NAME)
+#   share/stripesim/configs/              the shipped models, hardware, kernels, topologies, experiments
+#   share/stripesim/schemas/              the JSON Schemas of the commands' outputs (reports/schema)
+# The command layer (stripesim_cli) is the executable's own and stays out.
+include(CMakePackageConfigHelpers)
+
+set(stripesim_installed_libraries stripesim_model stripesim_sim stripesim_validate stripesim_validate_backends
+                                  stripesim_report)
+set(stripesim_header_dirs model/include sim/include validate/include report/include)
+# With CUDA, validate_backends links validate_gpu publicly: it must be exported beside it.
+if(TARGET stripesim_validate_gpu)
+  list(APPEND stripesim_installed_libraries stripesim_validate_gpu)
+  list(APPEND stripesim_header_dirs validate/cuda/include)
+  set(stripesim_with_gpu_targets ON)
+else()
+  set(stripesim_with_gpu_targets OFF)
+endif()
+
+install(TARGETS stripesim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS ${stripesim_installed_libraries}
+        EXPORT stripesimTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+foreach(dir IN LISTS stripesim_header_dirs)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endforeach()
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${STRIPESIM_INSTALL_CONFIG_DIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/reports/schema/ DESTINATION ${CMAKE_INSTALL_DATADIR}/stripesim/schemas
+        FILES_MATCHING PATTERN "*.json")
+
+set(stripesim_package_dir ${CMAKE_INSTALL_LIBDIR}/cmake/stripesim)
+install(EXPORT stripesimTargets NAMESPACE stripesim:: DESTINATION ${stripesim_package_dir})
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/stripesimConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/stripesimConfig.cmake
+                              INSTALL_DESTINATION ${stripesim_package_dir})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/stripesimConfigVersion.cmake
+                                 COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/stripesimConfig.cmake ${PROJECT_BINARY_DIR}/stripesimConfigVersion.cmake
+        DESTINATION ${stripesim_package_dir})
