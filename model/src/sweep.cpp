@@ -5,10 +5,11 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
-#include <thread>
+#include <mutex>
 
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_fields.hpp"
+#include "stripesim/model/parallel_for.hpp"
 #include "stripesim/model/size_parse.hpp"
 #include "stripesim/model/tms.hpp"
 
@@ -198,37 +199,16 @@ std::vector<nlohmann::ordered_json> run_sweep(const SweepSpec& spec, const Confi
   const std::vector<TmsRequest> requests = resolve_requests(spec, points, catalog);
   WorkMetricsCache cache;
   std::vector<nlohmann::ordered_json> rows(points.size());
-  std::vector<std::exception_ptr> failures(points.size());
   std::atomic<Count> done{0};
-  std::atomic<size_t> next{0};
   std::mutex progress_mutex;
-  auto worker = [&] {
-    for (size_t i = next++; i < points.size(); i = next++) {
-      try {
-        rows[i] = select_columns(make_row(points[i], compute_tms(requests[i], &cache)), spec.columns);
-      } catch (...) {
-        failures[i] = std::current_exception();
-        next = points.size();  // stop handing out points; those already taken finish
-      }
-      const Count finished = ++done;
-      if (progress) {
-        const std::lock_guard lock(progress_mutex);
-        progress(finished, static_cast<Count>(points.size()));
-      }
+  parallel_for(points.size(), threads, [&](size_t i) {
+    rows[i] = select_columns(make_row(points[i], compute_tms(requests[i], &cache)), spec.columns);
+    const Count finished = ++done;
+    if (progress) {
+      const std::lock_guard lock(progress_mutex);
+      progress(finished, static_cast<Count>(points.size()));
     }
-  };
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, points.size())));
-  {
-    std::vector<std::jthread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-  }
-  // Points are taken in grid order, so every point before a failed one ran: reporting the first
-  // failure in grid order gives the same message whatever the thread timing.
-  for (const auto& failure : failures) {
-    if (failure) std::rethrow_exception(failure);
-  }
+  });
   return rows;
 }
 

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "device_block.hpp"
+#include "stripesim/model/parallel_for.hpp"
 
 namespace stripesim::model {
 namespace {
@@ -179,6 +180,19 @@ class VarlenTileCounter {
   std::vector<std::vector<Share>> shares_;
 };
 
+// Under a causal mask with fixed tiles, whether every (query, key) pair of two blocks is allowed
+// (true: the latest key is no later than the earliest query) or none is (false: the earliest key
+// comes after the latest query); empty when it is neither, or another mask or tiling.
+std::optional<bool> causal_block_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, bool varlen) {
+  if (mask.kind() != MaskKind::causal || varlen || queries.size() == 0 || keys.size() == 0) return std::nullopt;
+  // Every block lists its positions' tile bounds sorted: the block's first and last position.
+  const Position query_first = queries.key_min_sorted().front();
+  const Position query_last = queries.key_max_sorted().back();
+  if (keys.key_max_sorted().back() <= query_first) return true;
+  if (keys.key_min_sorted().front() > query_last) return false;
+  return std::nullopt;
+}
+
 struct ProfileHash {
   size_t operator()(const QueryTileProfile& profile) const {
     std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the counts
@@ -198,23 +212,6 @@ struct ColumnProfiles {
   std::vector<Count> index_by_round;
 };
 
-// Runs fn(index) for index in [0, count) on `threads` threads, each taking a strided share.
-template <typename Fn>
-void parallel_for(Count count, unsigned threads, Fn fn) {
-  threads = static_cast<unsigned>(std::clamp<Count>(count, 1, threads));
-  if (threads == 1) {
-    for (Count i = 0; i < count; ++i) fn(i);
-    return;
-  }
-  std::vector<std::jthread> workers;
-  workers.reserve(threads);
-  for (unsigned t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      for (Count i = t; i < count; i += threads) fn(i);
-    });
-  }
-}
-
 }  // namespace
 
 // Any other mask is one document: varlen tiles it as fixed does.
@@ -224,11 +221,10 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
                 Tiling tiling) {
   if (mask.seq_len() != layout.seq_len()) throw std::invalid_argument("count_work: mask and layout disagree on n");
   if (tile.query < 1 || tile.key < 1) throw std::invalid_argument("count_work: tile sides must be positive");
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   const Count devices = layout.devices();
 
   std::vector<std::optional<DeviceBlock>> blocks(static_cast<size_t>(devices));
-  parallel_for(devices, threads, [&](Count d) { blocks[static_cast<size_t>(d)].emplace(layout, d, tile.query, tile.key); });
+  parallel_for(static_cast<size_t>(devices), threads, [&](size_t d) { blocks[d].emplace(layout, static_cast<Count>(d), tile.query, tile.key); });
   std::optional<VarlenTileCounter> varlen;
   if (tiling_matters(tiling, mask.kind())) varlen.emplace(layout, mask, tile, devices);
 
@@ -236,23 +232,40 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
   const bool profiles = detail == WorkDetail::query_tiles;
   std::vector<ColumnProfiles> columns(profiles ? static_cast<size_t>(devices) : 0);
   // Each device's column is written by one thread only, so the result never depends on threads.
-  parallel_for(devices, threads, [&](Count d) {
+  parallel_for(static_cast<size_t>(devices), threads, [&](size_t column) {
+    const auto d = static_cast<Count>(column);
     PairScratch scratch;
     QueryTileProfile rows;
     std::unordered_map<QueryTileProfile, Count, ProfileHash> seen;
     const DeviceBlock& queries = *blocks[static_cast<size_t>(d)];
     for (Count r = 0; r < devices; ++r) {
       const DeviceBlock& keys = *blocks[static_cast<size_t>(kv_source(d, r, devices))];
-      work.unmasked_elements.at(r, d) =
-          detail::count_range_pairs(queries, 0, queries.size(), keys, 0, keys.size(), mask, scratch);
       rows.clear();
       QueryTileProfile* row_sink = profiles ? &rows : nullptr;
-      const TileCounts tiles = varlen ? varlen->count(d, kv_source(d, r, devices), mask, scratch, row_sink)
-                                      : count_tiles(queries, keys, mask, scratch, row_sink);
+      TileCounts tiles;
+      if (const auto whole = causal_block_pair(queries, keys, mask, varlen.has_value())) {
+        // Every pair allowed, or none (contiguous blocks, most of a ring): no need to look inside.
+        const auto query_tiles = static_cast<Count>(queries.query_tiles().size());
+        const auto key_tiles = *whole ? static_cast<Count>(keys.key_tiles().size()) : 0;
+        work.unmasked_elements.at(r, d) = *whole ? queries.size() * keys.size() : 0;
+        tiles = {query_tiles * key_tiles, 0};
+        if (row_sink) row_sink->assign(static_cast<size_t>(query_tiles), QueryTileLoad{key_tiles, 0});
+      } else {
+        work.unmasked_elements.at(r, d) =
+            detail::count_range_pairs(queries, 0, queries.size(), keys, 0, keys.size(), mask, scratch);
+        tiles = varlen ? varlen->count(d, kv_source(d, r, devices), mask, scratch, row_sink)
+                       : count_tiles(queries, keys, mask, scratch, row_sink);
+      }
       work.active_tiles.at(r, d) = tiles.active;
       work.partial_tiles.at(r, d) = tiles.partial;
       if (profiles) {
+        // Rounds in a row mostly bring the same profile (every earlier block is all full to a
+        // causal device, every later one empty): compared with the last one before any hashing.
         ColumnProfiles& column = columns[static_cast<size_t>(d)];
+        if (r > 0 && rows == column.distinct[static_cast<size_t>(column.index_by_round.back())]) {
+          column.index_by_round.push_back(column.index_by_round.back());
+          continue;
+        }
         const auto [it, added] = seen.try_emplace(rows, static_cast<Count>(column.distinct.size()));
         if (added) column.distinct.push_back(rows);
         column.index_by_round.push_back(it->second);

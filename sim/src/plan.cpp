@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/model/parallel_for.hpp"
 #include "stripesim/sim/attention_passes.hpp"
 
 namespace stripesim::sim {
@@ -33,30 +34,6 @@ std::vector<std::string> cp_specs(const std::string& algorithm, Count n) {
     return out;
   }
   return {algorithm};
-}
-
-// Runs job(i) for i in [0, count) on up to `threads` threads; the first exception is rethrown.
-template <typename Job>
-void parallel_for(size_t count, unsigned threads, const Job& job) {
-  const unsigned workers = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(count)));
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  auto work = [&] {
-    for (size_t i = next++; i < count; i = next++) {
-      try {
-        job(i);
-      } catch (...) {
-        const std::lock_guard lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
 }
 
 // One (mesh, algorithm) planned as `simulate --scope step` plans it, and its layouts.
@@ -178,7 +155,7 @@ Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
   std::vector<std::optional<PlannedMesh>> planned(configs.size());
   std::vector<std::string> refusals(configs.size());
   const unsigned threads = request.threads ? request.threads : std::thread::hardware_concurrency();
-  parallel_for(configs.size(), threads, [&](size_t i) {
+  model::parallel_for(configs.size(), threads, [&](size_t i) {
     try {
       planned[i] = PlannedMesh{plan_simulation(configs[i], catalog), specs[i]};
       place_on_topology(planned[i]->plan);
@@ -222,7 +199,7 @@ Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
     std::uint64_t events = 0;
     return estimate_step(*sim.step_shape, simulate_attention_passes(sim, p.layouts[e.layout], p.mask, kernel, events, detail));
   };
-  parallel_for(entries.size(), threads, [&](size_t i) {
+  model::parallel_for(entries.size(), threads, [&](size_t i) {
     const StepEstimate bound = passes_of(entries[i], PassDetail::bound);
     entries[i].candidate.bound_us = bound.time_us;
     entries[i].bound_tokens_per_second = bound.tokens_per_second;
@@ -239,7 +216,7 @@ Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
       break;
     }
     const size_t batch = std::min(entries.size() - next, static_cast<size_t>(std::max(1u, threads)));
-    parallel_for(batch, threads, [&](size_t i) { entries[next + i].candidate.step = passes_of(entries[next + i], PassDetail::simulated); });
+    model::parallel_for(batch, threads, [&](size_t i) { entries[next + i].candidate.step = passes_of(entries[next + i], PassDetail::simulated); });
     for (size_t i = 0; i < batch; ++i) best.push_back(entries[next + i].candidate.step->tokens_per_second);
     std::sort(best.begin(), best.end(), std::greater<>());
     next += batch;

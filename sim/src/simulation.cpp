@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "stripesim/model/document_layouts.hpp"
@@ -10,6 +11,7 @@
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/mask.hpp"
 #include "stripesim/model/pair_count.hpp"
+#include "stripesim/model/parallel_for.hpp"
 #include "stripesim/model/work_model.hpp"
 #include "stripesim/sim/attention_passes.hpp"
 #include "stripesim/sim/kernel_time.hpp"
@@ -336,10 +338,10 @@ Simulation run_simulation(SimulationPlan plan) {
   const std::vector<model::Layout>& layouts = plan.layouts;
   const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
 
-  auto simulate_layout = [&](const model::Layout& layout) {
+  auto simulate_layout = [&](const model::Layout& layout, std::uint64_t& events) {
     LayoutSimulation result;
     result.layout = layout.name();
-    result.passes = simulate_attention_passes(sim, layout, mask, kernel, sim.events);
+    result.passes = simulate_attention_passes(sim, layout, mask, kernel, events);
     result.time_us = result.passes.empty() ? 0.0 : result.passes.back().end_us;
     result.kv_memory_bytes = config.pass == PassSelection::forward ? sim.cp_shape.memory_bytes : sim.cp_shape.backward_memory_bytes;
     if (sim.step_shape) {
@@ -349,15 +351,22 @@ Simulation run_simulation(SimulationPlan plan) {
     return result;
   };
 
-  std::optional<Microseconds> contiguous_time;
-  for (const model::Layout& layout : layouts) {
-    sim.results.push_back(simulate_layout(layout));
-    if (layout.kind() == model::LayoutKind::contiguous && !contiguous_time) contiguous_time = sim.results.back().time_us;
-  }
-  if (!contiguous_time) {
-    contiguous_time = simulate_layout(model::Layout::contiguous(config.seq_len, layouts.front().devices())).time_us;
-  }
-  for (auto& result : sim.results) result.speedup_vs_contiguous = *contiguous_time / result.time_us;
+  // Speedups are over contiguous: simulated too when not asked for.
+  std::vector<const model::Layout*> jobs;
+  for (const model::Layout& layout : layouts) jobs.push_back(&layout);
+  const auto asked = std::ranges::find_if(layouts, [](const auto& l) { return l.kind() == model::LayoutKind::contiguous; });
+  const model::Layout contiguous = model::Layout::contiguous(config.seq_len, layouts.front().devices());
+  if (asked == layouts.end()) jobs.push_back(&contiguous);
+  // Layouts are independent: simulated side by side, each into its own slot.
+  std::vector<LayoutSimulation> results(jobs.size());
+  std::vector<std::uint64_t> events(jobs.size(), 0);
+  // One thread each (their counting shares the cores inside), so no layout waits for a free one.
+  model::parallel_for(jobs.size(), static_cast<unsigned>(jobs.size()), [&](size_t i) { results[i] = simulate_layout(*jobs[i], events[i]); });
+  for (const std::uint64_t e : events) sim.events += e;
+  const Microseconds contiguous_time = results[asked == layouts.end() ? layouts.size() : static_cast<size_t>(asked - layouts.begin())].time_us;
+  results.resize(layouts.size());
+  sim.results = std::move(results);
+  for (auto& result : sim.results) result.speedup_vs_contiguous = contiguous_time / result.time_us;
   return std::move(plan.simulation);
 }
 

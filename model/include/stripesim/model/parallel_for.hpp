@@ -1,0 +1,43 @@
+#pragma once
+// Runs independent jobs on a few threads. Each job writes only its own slot of the caller's
+// output, so results never depend on the thread count or timing.
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <exception>
+#include <thread>
+#include <vector>
+
+namespace stripesim::model {
+
+// job(i) for every i in [0, count) on up to `threads` threads (0: the machine's hardware
+// concurrency), the calling thread among them; indices are handed out in order. After a job
+// throws, no new index is handed out (those taken finish), and the failure of the lowest index is
+// rethrown: every index before it ran, so the error is the same whatever the timing.
+template <typename Job>
+void parallel_for(std::size_t count, unsigned threads, const Job& job) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const auto workers = static_cast<unsigned>(std::clamp<std::size_t>(count, 1, threads));
+  std::vector<std::exception_ptr> failures(count);
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < count; i = next++) {
+      try {
+        job(i);
+      } catch (...) {
+        failures[i] = std::current_exception();
+        next = count;
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> pool;
+    for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
+    work();
+  }
+  for (const auto& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
+}  // namespace stripesim::model
