@@ -250,7 +250,7 @@ std::vector<BadInput> bad_layout_inputs() {
   return {
       {"not_divisible", "--layout zigzag -n 1000 -N 3",
        "--seq-len 1000: layout zigzag needs it divisible by 2N = 6; the nearest such lengths are 996 and 1002"},
-      {"misspelt_layout", "--layout zigzg -n 64 -N 4", "--layouts 'zigzg': unknown layout (did you mean 'zigzag'?)"},
+      {"misspelt_layout", "--layout zigzg -n 64 -N 4", "--layout 'zigzg': unknown layout (did you mean 'zigzag'?)"},
       {"two_layouts", "--layout zigzag,striped -n 64 -N 4",
        "--layout 'zigzag,striped': one layout per file (analyze --layouts compares several)"},
       {"no_layout", "-n 64 -N 4", "--layout is required"},
@@ -260,7 +260,7 @@ std::vector<BadInput> bad_layout_inputs() {
       {"unknown_format", "--layout zigzag -n 64 -N 4 --format xml",
        "--format 'xml': unknown layout format, expected json, csv or npy"},
       {"misspelt_format", "--layout zigzag -n 64 -N 4 --format jsn", "(did you mean 'json'?)"},
-      {"doc_zigzag_without_documents", "--layout doc-zigzag -n 64 -N 4", "--layouts doc-zigzag: needs a documents mask"},
+      {"doc_zigzag_without_documents", "--layout doc-zigzag -n 64 -N 4", "--layout doc-zigzag: needs a documents mask"},
       {"doc_zigzag_indivisible", "--layout doc-zigzag -n 1000 -N 4 --mask documents:300,700",
        "not divisible by 2N = 8 (add --pad-documents"},
       {"pad_without_documents", "--layout zigzag -n 64 -N 4 --pad-documents", "--pad-documents: needs a documents mask"},

@@ -36,7 +36,17 @@ LayoutExport plan_layout_export(const AnalyzeConfig& config) {
     throw InputError(fmt::format("--layout '{}': one layout per file (analyze --layouts compares several)",
                                  fmt::join(config.layouts, ",")));
   }
-  LayoutExport exported{plan_analysis(config), {}};
+  // The layout parsers name analyze's flag; here the user typed --layout.
+  const auto plan = [&] {
+    try {
+      return plan_analysis(config);
+    } catch (const InputError& e) {
+      const std::string_view message = e.what();
+      if (!message.starts_with("--layouts ")) throw;
+      throw InputError("--layout " + std::string(message.substr(std::string_view("--layouts ").size())));
+    }
+  };
+  LayoutExport exported{plan(), {}};
   // The plan keeps the padded mask only; the documents' own lengths come from the same spec.
   if (config.pad_documents) exported.unpadded_document_lengths = parse_mask(config.mask, config.seq_len).document_lengths();
   return exported;
