@@ -51,6 +51,21 @@ TEST(CliReport, CommittedDefaultReportIsComplete) {
   }
 }
 
+// The report says how tiles were cut: a varlen count is not a fixed one.
+TEST(CliReport, SaysTheTiling) {
+  const auto dir = fresh_dir("stripesim_report_tiling");
+  for (const char* tiling : {"fixed", "varlen"}) {
+    const std::string json = (dir / (std::string(tiling) + ".json")).string();
+    ASSERT_EQ(run_cli(std::string("analyze -n 16k -N 4 --mask documents:lognormal:1024:1.0:seed=1 --format json -o '") + json +
+                      "' --tiling " + tiling)
+                  .exit_code,
+              0);
+    ASSERT_EQ(run_cli("report '" + json + "' --out-dir '" + (dir / tiling).string() + "'").exit_code, 0);
+    EXPECT_NE(slurp(dir / tiling / "report.md").find(std::string("(") + tiling + " tiling)"), std::string::npos) << tiling;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 std::string baseline_file() { return std::string(STRIPESIM_SOURCE_DIR) + "/reports/baseline/imbalance.json"; }
 
 TEST(CliCheck, PassesOnTheCommittedBaselineAndFailsWhenANumberMoves) {

@@ -23,14 +23,17 @@ std::string slug(std::string text) {
   return text;
 }
 
+// How the kernel cuts tiles (fixed or varlen); documents written before tiling existed were fixed.
+std::string tiling_of(const nlohmann::json& config) { return config.value("tiling", std::string("fixed")); }
+
 void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
   const auto& doc = in.document;
   const auto& c = doc.at("config");
   const std::string tag = slug(std::to_string(files.size()));
   append(md, "## Work per round and device (`{}`)\n\n", in.path);
-  append(md, "n = {} tokens on N = {} devices (c = {}), tiles {}x{}, mask {}.\n\n", c.at("seq_len").get<long long>(),
+  append(md, "n = {} tokens on N = {} devices (c = {}), tiles {}x{} ({} tiling), mask {}.\n\n", c.at("seq_len").get<long long>(),
          c.at("devices").get<long long>(), c.at("block_size").get<long long>(), c.at("tile").at("query").get<long long>(),
-         c.at("tile").at("key").get<long long>(), c.at("mask").at("spec").get<std::string>());
+         c.at("tile").at("key").get<long long>(), tiling_of(c), c.at("mask").at("spec").get<std::string>());
   md += "| layout | speedup | imbalance | lockstep speedup | idle | vs contiguous | tile lockstep speedup | tile idle | tiles vs contiguous |\n";
   md += "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : doc.at("results")) {
@@ -108,11 +111,11 @@ void simulate_section(const ReportInput& in, std::string& md, std::vector<Report
   const auto& doc = in.document;
   const auto& c = doc.at("config");
   append(md, "## Simulated ring (`{}`)\n\n", in.path);
-  append(md, "n = {} tokens on N = {} devices of {} on {}, pass {}, sync {}, {} K/V buffers, tiles {}x{}.\n\n",
+  append(md, "n = {} tokens on N = {} devices of {} on {}, pass {}, sync {}, {} K/V buffers, tiles {}x{} ({} tiling).\n\n",
          c.at("seq_len").get<long long>(), c.at("devices").get<long long>(), c.at("hardware").get<std::string>(),
          c.at("topology").get<std::string>(), c.at("pass").get<std::string>(), c.at("sync").get<std::string>(),
          c.at("kv_buffers").get<long long>(), c.at("tile").at("query").get<long long>(),
-         c.at("tile").at("key").get<long long>());
+         c.at("tile").at("key").get<long long>(), tiling_of(c));
   md += "| layout | time (ms) | vs contiguous | max idle (ms) | max exposed comm (ms) |\n|---|---|---|---|---|\n";
   bool has_rounds = false;
   for (const auto& r : doc.at("results")) {
