@@ -66,6 +66,26 @@ TEST(CliReport, SaysTheTiling) {
   std::filesystem::remove_all(dir);
 }
 
+// A report draws whatever analyze wrote: a stripe wider than the small example's blocks (here
+// 16 > 32/4) enlarges the example instead of failing, and one too wide to draw is named.
+TEST(CliReport, DrawsEveryBlockStripedWidth) {
+  const auto dir = fresh_dir("stripesim_report_block_striped");
+  const std::string json = (dir / "a.json").string();
+  ASSERT_EQ(run_cli("analyze --seq-len 4k --devices 4 --layouts block-striped:16,zigzag,block-striped:64 --format json -o '" +
+                    json + "'")
+                .exit_code,
+            0);
+  const CliResult r = run_cli("report '" + json + "' --out-dir '" + (dir / "r").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string md = slurp(dir / "r" / "report.md");
+  EXPECT_NE(md.find("small example with the same layouts (n = 64, N = 4"), std::string::npos) << md;
+  EXPECT_NE(md.find("Not drawn: block-striped:64"), std::string::npos) << md;
+  const std::string svg = slurp(dir / "r" / "attention-matrix-0.svg");
+  EXPECT_NE(svg.find(">block-striped:16<"), std::string::npos);
+  EXPECT_NE(svg.find(">zigzag<"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 std::string baseline_file() { return std::string(STRIPESIM_SOURCE_DIR) + "/reports/baseline/imbalance.json"; }
 
 TEST(CliCheck, PassesOnTheCommittedBaselineAndFailsWhenANumberMoves) {

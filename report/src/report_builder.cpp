@@ -1,13 +1,16 @@
 #include "stripesim/report/report_builder.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/model/layout_spec.hpp"
 #include "stripesim/report/figures.hpp"
 
 namespace stripesim::report {
@@ -52,23 +55,43 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
   append(md, "\nUnmasked (q, k) pairs per round and device:\n\n![unmasked pairs per round and device]({})\n\n", elements);
   append(md, "Active tiles per round and device:\n\n![active tiles per round and device]({})\n\n", tiles);
 
-  // The same layouts on a sequence small enough to draw every pair (the paper's figure 4).
+  // The same layouts on a sequence small enough to draw every pair (the paper's figure 4): those
+  // whose shape does not depend on the workload, at the smallest n (a multiple of 8N) that each
+  // divides. A block-striped layout whose stripe needs more than kMaxExampleTokens per device is
+  // left out, and the text says so.
+  constexpr long long kMaxExampleTokens = 32;
+  const long long devices = std::min<long long>(c.at("devices").get<long long>(), 4);
+  long long example_n = 8 * devices;
   std::vector<std::string> layouts;
+  std::vector<std::string> left_out;
   for (const auto& r : doc.at("results")) {
     const std::string name = r.at("layout").get<std::string>();
-    if (name == "contiguous" || name == "striped" || name == "zigzag" || name.starts_with("block-striped:1")) {
-      layouts.push_back(name == "block-striped:1" ? "striped" : name);
+    const bool block_striped = name.starts_with("block-striped:");
+    if (name != "contiguous" && name != "striped" && name != "zigzag" && !block_striped) continue;
+    if (block_striped) {
+      // Its stripe, read by the layout parser at the analyzed size (where it was valid).
+      const long long stripe = model::parse_layout(name, c.at("seq_len").get<long long>(), c.at("devices").get<long long>()).stripe();
+      if (stripe > kMaxExampleTokens) {
+        left_out.push_back(name);
+        continue;
+      }
+      example_n = std::lcm(example_n, stripe * devices);
     }
+    layouts.push_back(name);
   }
-  const long long devices = std::min<long long>(c.at("devices").get<long long>(), 4);
   const std::string mask = c.at("mask").at("kind").get<std::string>() == "bidirectional" ? "bidirectional" : "causal";
   if (!layouts.empty()) {
     const std::string attention = fmt::format("attention-matrix-{}.svg", tag);
-    files.push_back({attention, attention_matrix_svg(layouts, 4 * devices * 2, devices, mask)});
+    files.push_back({attention, attention_matrix_svg(layouts, example_n, devices, mask)});
     append(md, "The attention matrix of a small example with the same layouts (n = {}, N = {}, {} mask): each "
-               "allowed pair coloured by the device that computes it, with the round it is computed in.\n\n"
+               "allowed pair coloured by the device that computes it, with the round it is computed in (written in "
+               "the cell, or in its tooltip where cells are small).{}\n\n"
                "![attention matrix of a small example]({})\n\n",
-           8 * devices, devices, mask, attention);
+           example_n, devices, mask,
+           left_out.empty() ? ""
+                            : fmt::format(" Not drawn: {} (a stripe wider than {} tokens per device).",
+                                          fmt::join(left_out, ", "), kMaxExampleTokens),
+           attention);
   }
 }
 
