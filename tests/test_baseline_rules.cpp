@@ -57,6 +57,8 @@ TEST(BaselineRules, TolerancesParseDefaultAndPerPattern) {
     CheckRules r;
     EXPECT_THROW(parse_tolerances({bad}, r, "--tolerance"), InputError) << bad;
   }
+  CheckRules twice;
+  EXPECT_THROW(parse_tolerances({"0.01", "0.02"}, twice, "--tolerance"), InputError);
 }
 
 TEST(BaselineRules, JudgeByLimitThenToleranceThenDirection) {

@@ -40,12 +40,15 @@ Better better_direction(std::string_view metric) {
 std::string MetricLimit::to_string() const { return fmt::format("{}{}{:g}", pattern, at_most ? "<=" : ">=", value); }
 
 void parse_tolerances(const std::vector<std::string>& items, CheckRules& rules, std::string_view flag) {
+  bool default_given = false;
   for (const std::string& item : items) {
     const size_t eq = item.find('=');
     const std::string_view value_text = eq == std::string::npos ? std::string_view(item) : std::string_view(item).substr(eq + 1);
     const double value = parse_number(value_text, fmt::format("{} '{}'", flag, item));
     if (value < 0) throw InputError(fmt::format("{} '{}': must be a non-negative number (relative difference)", flag, item));
     if (eq == std::string::npos) {
+      if (default_given) throw InputError(fmt::format("{} '{}': a second tolerance for every metric (give one, and PATTERN=T for others)", flag, item));
+      default_given = true;
       rules.tolerance = value;
     } else {
       check_pattern(std::string_view(item).substr(0, eq), item, flag);
