@@ -215,6 +215,10 @@ std::string format_table(const validate::ValidationReport& report) {
                          100 * s.median_abs_total_error, 100 * s.max_abs_total_error, 100 * s.median_abs_kernel_error,
                          100 * s.max_abs_kernel_error);
     }
+    if (report.calibration) {
+      out += fmt::format("\nhand-off fit: {:.1f} us latency, {:.2f} GB/s ({} hops)", report.calibration->hop_latency_us,
+                         report.calibration->profile.link_bandwidth, report.calibration->handoff_samples);
+    }
     out += "\n";
   }
   out += "\nrel. error = max |ring - dense| / max |dense| after undoing the layout; measured = the ring's wall time";

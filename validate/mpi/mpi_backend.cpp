@@ -108,8 +108,12 @@ RingMeasurement run_rank(const RingProblem& problem, const RunOptions& options, 
                   MPI_COMM_WORLD, &sends[2]);
       }
       double arrival_us = -1;
+      // Between query tiles: progress both directions (a large block goes by rendezvous, which moves
+      // only while both sides call MPI) and note when the incoming block has fully arrived.
       auto progress = [&] {
-        if (hands_on && arrival_us < 0 && mpi::test_all(receives)) arrival_us = elapsed_us(posted);
+        if (!hands_on) return;
+        (void)mpi::test_all(sends);
+        if (arrival_us < 0 && mpi::test_all(receives)) arrival_us = elapsed_us(posted);
       };
       if (problem.block_active(round, rank)) {
         const auto start = Clock::now();
