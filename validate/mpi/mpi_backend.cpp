@@ -170,11 +170,7 @@ RingMeasurement run_rank(const RingProblem& problem, const RunOptions& options, 
       wall = std::max(wall, their_times[static_cast<size_t>(2 * devices)]);
       write_rows(theirs, problem.shard(source).positions, c.heads, 0, c, m.output);
     }
-    if (iteration >= options.warmup) {
-      m.kernel_us.push_back(std::move(kernel_us));
-      m.handoff_us.push_back(std::move(handoff_us));
-      m.wall_us.push_back(wall);
-    }
+    record_iteration(m, iteration, options, std::move(kernel_us), std::move(handoff_us), wall);
   }
   m.iterations = options.iterations;
   return m;

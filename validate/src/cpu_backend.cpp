@@ -41,12 +41,7 @@ RingMeasurement measure(const RingProblem& problem, const RunOptions& options, s
     prepare();
     const auto start = Clock::now();
     iterate(kernel_us, handoff_us, m.output);
-    const double wall = elapsed_us(start);
-    if (iteration >= options.warmup) {
-      m.kernel_us.push_back(std::move(kernel_us));
-      m.handoff_us.push_back(std::move(handoff_us));
-      m.wall_us.push_back(wall);
-    }
+    record_iteration(m, iteration, options, std::move(kernel_us), std::move(handoff_us), elapsed_us(start));
   }
   m.iterations = options.iterations;
   return m;

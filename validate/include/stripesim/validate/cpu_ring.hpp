@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "stripesim/validate/ring_backend.hpp"
 #include "stripesim/validate/ring_problem.hpp"
 
 namespace stripesim::validate::cpu_ring {
@@ -158,6 +159,16 @@ void write_rows(const DeviceState<T>& s, const std::vector<Position>& positions,
 template <typename T>
 std::int64_t block_bytes(Count block_len, Count kv_row) {
   return block_len * (2 * kv_row * static_cast<Count>(sizeof(T)) + static_cast<Count>(sizeof(Position)));
+}
+
+// Keeps one iteration's [round * devices + device] kernel and hand-off times and its wall time in
+// `m`, unless it was a warm-up iteration.
+inline void record_iteration(RingMeasurement& m, Count iteration, const RunOptions& options, std::vector<double> kernel_us,
+                             std::vector<double> handoff_us, double wall_us) {
+  if (iteration < options.warmup) return;
+  m.kernel_us.push_back(std::move(kernel_us));
+  m.handoff_us.push_back(std::move(handoff_us));
+  m.wall_us.push_back(wall_us);
 }
 
 }  // namespace stripesim::validate::cpu_ring
