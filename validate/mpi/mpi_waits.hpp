@@ -3,7 +3,8 @@
 // so that a peer which never answers is noticed at the --timeout deadline instead of hanging the
 // job. The rank that notices tells every other rank (a failure notice message), prints one line
 // naming the peer and the operation, and aborts the job with exit code 3 (MPI_Abort); a rank
-// that receives the notice prints the same line. No rank returns normally afterwards, so no rank
+// that receives the notice prints the same line (when several notice, all print the one whose
+// wait began first: the rank that stopped). No rank returns normally afterwards, so no rank
 // writes a partial report.
 #include <mpi.h>
 
