@@ -2,7 +2,8 @@
 """The validator's mpi backend run as a real MPI job (mpirun -np 4 --oversubscribe: one process per
 ring device on however many cores there are).
 
-  test_mpi_validate.py MPIEXEC STRIPESIM SOURCE_DIR WORK_DIR ring   the ring checked, fitted, compared
+  test_mpi_validate.py MPIEXEC STRIPESIM SOURCE_DIR WORK_DIR ring   the ring checked, fitted, compared;
+                                                                   --devices other than the job's size refused
   test_mpi_validate.py MPIEXEC STRIPESIM SOURCE_DIR WORK_DIR hang   a hung rank ends the job (exit 3)
 
 MPIEXEC "none" (stripesim built without MPI): prints why and exits 77, which ctest reports as skipped.
@@ -75,5 +76,15 @@ if calibration["handoff_samples"] != 2 * 3 * 4 or calibration["hop_bandwidth_gbp
     fail("expected the hand-off fitted on the calibration half's 24 hops")
 if any(c["handoff_measured_us"] <= 0 or c["handoff_predicted_us"] <= 0 for c in doc["comparisons"]):
     fail("expected every case's hop predicted and measured")
+# Bad input: a ring size other than the job's is refused by every rank, before anything runs.
+wrong_dir = os.path.join(work, "wrong-devices")
+command = [mpiexec, "-np", "2", "--oversubscribe", stripesim, "validate", "--backend", "mpi", "--devices", "4",
+           "--out-dir", wrong_dir]
+run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+want = ("stripesim: error: --devices 4: --backend mpi runs one process per device and this job has 2 "
+        "(launch it with mpirun -np 4)")
+lines = [l for l in run.stderr.splitlines() if l.startswith("stripesim: error:")]
+if run.returncode != 2 or not lines or any(l != want for l in lines) or os.path.exists(wrong_dir) or run.stdout:
+    fail(f"expected exit 2, nothing written and only this line: {want}")
 print(f"4 ranks: {len(doc['cases'])} cases match dense attention; hand-off fit "
       f"{calibration['hop_latency_us']:.1f} us + bytes at {calibration['hop_bandwidth_gbps']:.2f} GB/s")
