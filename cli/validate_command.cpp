@@ -63,6 +63,8 @@ constexpr const char* kValidateExamples = R"(Examples:
       report the prediction error on the other, JSON + Markdown
   stripesim validate --backend cuda --dtype bf16 --compare --out-dir reports/validation/h100
   stripesim validate --backend nccl --devices 8 --dtype bf16 --seq-len 64k --tile 128x128
+  mpirun -np 4 stripesim validate --backend mpi --compare --out-dir reports/validation/mpi
+      a process per ring device, K/V handed on with MPI; rank 0 checks, fits the hand-off and writes
   stripesim validate --calibrate --hardware h100 --kernel flex --measurements configs/measurements/h100/flex/*.json \
       --block-costs configs/measurements/h100/block-costs-sdpa-flex.json --block-costs-kernel flex --kernel-out flex.json
       fit a kernel profile to timings of a kernel you train with (bench/measure_kernels.py makes them)
@@ -76,6 +78,9 @@ std::vector<model::Count> count_list(const std::string& text, const char* flag) 
 }
 
 bool gpu_backend(const std::string& backend) { return backend == "cuda" || backend == "nccl"; }
+// nccl (a GPU per device) and mpi (a process per device) run the ring's devices at once; cpu and
+// cuda play them one after another on one processor.
+bool devices_run_at_once(const std::string& backend) { return backend == "nccl" || backend == "mpi"; }
 
 // The matrix: flags where given, else per-backend defaults sized so that the CPU backend's
 // --compare finishes in well under a minute and the GPU ones measure kernels long enough to time.
@@ -210,10 +215,16 @@ std::string format_table(const validate::ValidationReport& report) {
                          100 * s.median_abs_total_error, 100 * s.max_abs_total_error, 100 * s.median_abs_kernel_error,
                          100 * s.max_abs_kernel_error);
     }
+    if (report.calibration) {
+      out += fmt::format("\nhand-off fit: {:.1f} us latency, {:.2f} GB/s ({} hops)", report.calibration->hop_latency_us,
+                         report.calibration->profile.link_bandwidth, report.calibration->handoff_samples);
+    }
     out += "\n";
   }
   out += "\nrel. error = max |ring - dense| / max |dense| after undoing the layout; measured = the ring's wall time";
-  out += report.backend == "nccl" ? " on N GPUs.\n" : " with the N virtual devices run one after another.\n";
+  out += report.backend == "nccl"  ? " on N GPUs.\n"
+         : report.backend == "mpi" ? " over N MPI ranks at once.\n"
+                                   : " with the N virtual devices run one after another.\n";
   return out;
 }
 
@@ -299,14 +310,17 @@ std::function<int()> register_validate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("validate", "Run the ring on real kernels, check it against dense attention, "
                                                  "measure it and compare with the simulator");
   cmd->footer(kValidateExamples);
-  cmd->add_option("--backend", o.backend, "cpu (always built), cuda (one GPU hosts N virtual devices) or nccl (a GPU per rank)")
+  cmd->add_option("--backend", o.backend,
+                  "cpu (always built), cuda (one GPU hosts N virtual devices), nccl (a GPU per rank) or mpi (a process per "
+                  "device: mpirun -np N)")
       ->capture_default_str();
   cmd->add_option("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
   cmd->add_option("--mask", o.masks, "Mask; repeat the flag for several [default: causal]");
   cmd->add_option("--cp", o.cp, "Comma-separated context parallelism: ring, allgather (K/V gathered, one call per device), "
                   "ulysses (all-to-all to heads); allgather and ulysses on the cpu backend [default: ring]");
   cmd->add_option("--seq-len,-n", o.seq_lens, "Sequence lengths, comma-separated; k suffix [default: 2048; GPU 16k]");
-  cmd->add_option("--devices,-N", o.devices, "Ring sizes, comma-separated [default: 4; with --compare 2,4,8]");
+  cmd->add_option("--devices,-N", o.devices,
+                  "Ring sizes, comma-separated [default: 4; with --compare 2,4,8; mpi: the number of ranks]");
   cmd->add_option("--tile", o.tiles, "Kernel tiles TQxTK, comma-separated [default: 64x64; GPU 128x128]");
   cmd->add_option("--heads", o.heads, "Query heads [default: 2; GPU 16]");
   cmd->add_option("--kv-heads", o.kv_heads, "K/V heads, dividing --heads [default: 1; GPU 16]");
@@ -349,8 +363,8 @@ std::function<int()> register_validate_command(CLI::App& app) {
     if (!opts.kernel_out.empty() && !opts.calibrate) throw model::InputError("--kernel-out: only with --calibrate");
     if (!opts.measurements.empty() || !opts.block_costs.empty()) return run_on_measurements(cmd, opts);
     if (!opts.block_costs_kernel.empty()) throw model::InputError("--block-costs-kernel: only with --block-costs");
-    const validate::ValidateMatrix matrix = build_matrix(opts);
-    const std::vector<validate::RingCase> cases = validate::expand_matrix(matrix);
+    validate::ValidateMatrix matrix = build_matrix(opts);
+    std::vector<validate::RingCase> cases = validate::expand_matrix(matrix);
     // Build every problem's layout and mask now: a bad spec fails before anything runs.
     for (const auto& c : cases) validate::check_ring_problem(c);
     const validate::RunOptions run = run_options(opts);
@@ -364,7 +378,23 @@ std::function<int()> register_validate_command(CLI::App& app) {
     if (opts.compare && cases.size() < 2 && !given_profile) {
       throw model::InputError("--compare: needs at least two cases (one to calibrate on, one to predict) or --profile");
     }
-    auto backend = validate::make_backend(opts.backend);
+    auto backend = validate::make_backend(opts.backend);  // mpi: MPI_Init_thread, finalised when it goes
+    if (const auto ranks = backend->launched_devices()) {
+      // One process per device: the launch fixes N. Without --devices the ring is the job's size; a
+      // matrix over other sizes is refused rather than half run (one job per ring size).
+      if (opts.devices.empty()) {
+        matrix.devices = {*ranks};
+        cases = validate::expand_matrix(matrix);
+        for (const auto& c : cases) validate::check_ring_problem(c);
+      }
+      for (const model::Count n : matrix.devices) {
+        if (n != *ranks) {
+          throw model::InputError(fmt::format(
+              "--devices {}: --backend {} runs one process per device and this job has {} (launch it with mpirun -np {})", n,
+              opts.backend, *ranks, n));
+        }
+      }
+    }
     if (!backend->supports(matrix.precision)) {
       throw model::InputError(fmt::format("--dtype {}: the {} backend computes in {}", validate::precision_name(matrix.precision),
                                           opts.backend, gpu_backend(opts.backend) ? "bf16 or fp16" : "fp32 or fp64"));
@@ -379,11 +409,12 @@ std::function<int()> register_validate_command(CLI::App& app) {
     report.device = backend->device_name();
     for (size_t i = 0; i < cases.size(); ++i) {
       progress(i, cases.size(), cases[i].label());
-      report.results.push_back(validate::run_case(*backend, cases[i], run, !opts.no_check));
+      report.results.push_back(validate::run_case(*backend, cases[i], run, !opts.no_check && backend->reports()));
     }
     progress(cases.size(), cases.size(), "done");
+    if (!backend->reports()) return 0;  // an MPI rank other than 0: rank 0 checks, compares and writes
 
-    const bool parallel = report.backend == "nccl";
+    const bool parallel = devices_run_at_once(report.backend);
     if (opts.calibrate || opts.compare) {
       const model::HardwareProfile base = catalog.hardware(base_hardware(opts, report.device));
       std::vector<CaseRole> roles(report.results.size(), CaseRole::checked);

@@ -14,6 +14,14 @@ include(CMakePackageConfigHelpers)
 set(stripesim_installed_libraries stripesim_model stripesim_sim stripesim_validate stripesim_validate_backends
                                   stripesim_report)
 set(stripesim_header_dirs model/include sim/include validate/include report/include)
+# With MPI, validate_backends links validate_mpi publicly: exported beside it too.
+if(TARGET stripesim_validate_mpi)
+  list(APPEND stripesim_installed_libraries stripesim_validate_mpi)
+  list(APPEND stripesim_header_dirs validate/mpi/include)
+  set(stripesim_with_mpi_targets ON)
+else()
+  set(stripesim_with_mpi_targets OFF)
+endif()
 # With CUDA, validate_backends links validate_gpu publicly: it must be exported beside it.
 if(TARGET stripesim_validate_gpu)
   list(APPEND stripesim_installed_libraries stripesim_validate_gpu)

@@ -5,13 +5,14 @@
 # a few thousand); TARGETS picks some of "specs json cli" (default: all three), e.g.
 # `scripts/fuzz.sh 1000000 cli`. Needs clang and libclang-rt-14-dev (scripts/install-deps.sh --fuzz).
 # A crash or hang leaves its input in the repository root (crash-*, timeout-*, oom-*).
+# No mpi backend: the CLI fuzzer runs commands in-process, where MPI_Init must never happen.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-1000000}"
 targets="${2:-specs json cli}"
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined" \
-  -DSTRIPESIM_BUILD_FUZZERS=ON -DSTRIPESIM_BUILD_TESTS=OFF -DSTRIPESIM_BUILD_BENCHMARKS=OFF -DSTRIPESIM_WITH_CUDA=OFF >/dev/null
+  -DSTRIPESIM_BUILD_FUZZERS=ON -DSTRIPESIM_BUILD_TESTS=OFF -DSTRIPESIM_BUILD_BENCHMARKS=OFF -DSTRIPESIM_WITH_CUDA=OFF -DSTRIPESIM_WITH_MPI=OFF >/dev/null
 # shellcheck disable=SC2046  # one --target per word of $targets
 cmake --build build-fuzz -j "$(nproc)" --target $(printf 'fuzz_%s ' $targets)
 status=0

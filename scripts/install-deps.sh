@@ -8,6 +8,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libboost-graph-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-jsonschema librsvg2-bin
+  openmpi-bin libopenmpi-dev
 )
 # --fuzz: also clang and its runtime (libFuzzer, sanitizers) for scripts/fuzz.sh.
 if [ "${1:-}" = "--fuzz" ]; then packages+=(clang libclang-rt-14-dev); fi

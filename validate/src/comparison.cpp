@@ -37,6 +37,11 @@ CaseComparison compare_case(const CaseResult& result, const CasePrediction& pred
   out.prediction = prediction;
   out.measured_total_us = result.summary.wall.median;
   out.total_error = out.measured_total_us > 0 ? (prediction.total_us - out.measured_total_us) / out.measured_total_us : 0;
+  std::vector<double> hops;
+  for (const HandoffSample& hop : handoff_samples(result)) {
+    if (hop.measured_us > 0) hops.push_back(hop.measured_us);
+  }
+  if (!hops.empty()) out.handoff_measured_us = spread_of(hops).median;
   const Count devices = result.ring_case.devices;
   for (Count r = 0; r < devices; ++r) {
     double predicted = 0, measured = 0;
@@ -190,6 +195,7 @@ nlohmann::ordered_json to_json(const ValidationReport& report, bool rounds) {
     doc["calibration"] = {{"kernel_samples", report.calibration->kernel_samples},
                           {"handoff_samples", report.calibration->handoff_samples},
                           {"hop_latency_us", report.calibration->hop_latency_us},
+                          {"hop_bandwidth_gbps", report.calibration->profile.link_bandwidth},
                           {"fit_median_abs_error", report.calibration->fit_median_abs_error}};
   }
   if (!report.comparisons.empty()) {
@@ -203,7 +209,9 @@ nlohmann::ordered_json to_json(const ValidationReport& report, bool rounds) {
       points.push_back({{"label", report.results[i].ring_case.label()},
                         {"role", role_name(report.comparisons[i].role)},
                         {"predicted_us", report.comparisons[i].prediction.total_us},
-                        {"measured_us", report.comparisons[i].measured_total_us}});
+                        {"measured_us", report.comparisons[i].measured_total_us},
+                        {"handoff_predicted_us", report.comparisons[i].prediction.handoff_us},
+                        {"handoff_measured_us", report.comparisons[i].handoff_measured_us}});
     }
     doc["comparisons"] = std::move(points);
   }
@@ -226,9 +234,11 @@ std::string to_markdown(const ValidationReport& report) {
   md += "\n## Predicted against measured\n\n";
   if (report.calibration) {
     md += fmt::format("Calibrated on the cases marked `calibration` ({} kernels, {} hand-offs; median fit error {:.1f}%), "
-                      "predicted for the rest (`held-out`).\n\n",
+                      "predicted for the rest (`held-out`). The hand-off, a least-squares line over every timed hop: "
+                      "{:.1f} us latency + bytes at {:.2f} GB/s.\n\n",
                       report.calibration->kernel_samples, report.calibration->handoff_samples,
-                      100 * report.calibration->fit_median_abs_error);
+                      100 * report.calibration->fit_median_abs_error, report.calibration->hop_latency_us,
+                      report.calibration->profile.link_bandwidth);
   }
   md += "| errors | cases | median abs (total) | worst abs (total) | kernels | median abs (kernel) | worst abs (kernel) |\n"
         "|---|---:|---:|---:|---:|---:|---:|\n";
@@ -239,11 +249,13 @@ std::string to_markdown(const ValidationReport& report) {
                       100 * s.median_abs_total_error, 100 * s.max_abs_total_error, s.kernels,
                       100 * s.median_abs_kernel_error, 100 * s.max_abs_kernel_error);
   }
-  md += "\n| case | role | predicted (us) | measured (us) | error |\n|---|---|---:|---:|---:|\n";
+  md += "\n| case | role | predicted (us) | measured (us) | error | hop predicted (us) | hop measured (us) |\n"
+        "|---|---|---:|---:|---:|---:|---:|\n";
   for (size_t i = 0; i < report.comparisons.size(); ++i) {
     const auto& c = report.comparisons[i];
-    md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:+.1f}% |\n", report.results[i].ring_case.label(), role_name(c.role),
-                      c.prediction.total_us, c.measured_total_us, 100 * c.total_error);
+    md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {:.1f} | {:.1f} |\n", report.results[i].ring_case.label(),
+                      role_name(c.role), c.prediction.total_us, c.measured_total_us, 100 * c.total_error,
+                      c.prediction.handoff_us, c.handoff_measured_us);
   }
   return md;
 }

@@ -1,5 +1,5 @@
 // The one place that knows which backends this build has: the CPU backend always, the GPU
-// backends when CMake found the CUDA toolkit (and NCCL).
+// backends when CMake found the CUDA toolkit (and NCCL), the mpi backend when it found MPI.
 #include <fmt/format.h>
 
 #include "stripesim/model/input_error.hpp"
@@ -8,15 +8,21 @@
 #ifdef STRIPESIM_WITH_CUDA
 #include "stripesim/validate/gpu_backends.hpp"
 #endif
+#ifdef STRIPESIM_WITH_MPI
+#include "stripesim/validate/mpi_backend.hpp"
+#endif
 
 namespace stripesim::validate {
 
 std::vector<std::string> built_backends() {
+  std::vector<std::string> names{"cpu"};
 #ifdef STRIPESIM_WITH_CUDA
-  return {"cpu", "cuda", "nccl"};
-#else
-  return {"cpu"};
+  names.insert(names.end(), {"cuda", "nccl"});
 #endif
+#ifdef STRIPESIM_WITH_MPI
+  names.emplace_back("mpi");
+#endif
+  return names;
 }
 
 std::unique_ptr<RingBackend> make_backend(std::string_view name) {
@@ -32,7 +38,15 @@ std::unique_ptr<RingBackend> make_backend(std::string_view name) {
         name));
   }
 #endif
-  throw model::InputError(fmt::format("--backend '{}': expected cpu, cuda or nccl", name));
+#ifdef STRIPESIM_WITH_MPI
+  if (name == "mpi") return make_mpi_backend();
+#else
+  if (name == "mpi") {
+    throw model::InputError(
+        "--backend mpi: this stripesim was built without MPI (apt-get install openmpi-bin libopenmpi-dev, then configure again)");
+  }
+#endif
+  throw model::InputError(fmt::format("--backend '{}': expected cpu, cuda, nccl or mpi", name));
 }
 
 }  // namespace stripesim::validate

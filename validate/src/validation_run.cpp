@@ -45,7 +45,7 @@ std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
 void check_backend_runs(std::string_view backend, const std::string& cp) {
   if (cp != "ring" && backend != "cpu") {
     throw model::InputError(
-        fmt::format("--cp {}: the GPU backends run the ring only; allgather and ulysses run on --backend cpu", cp));
+        fmt::format("--cp {}: the {} backend runs the ring only; allgather and ulysses run on --backend cpu", cp, backend));
   }
 }
 

@@ -34,6 +34,9 @@ struct CaseComparison {
   CasePrediction prediction;
   double measured_total_us = 0;
   double total_error = 0;  // (predicted - measured) / measured
+  // One hop, set beside prediction.handoff_us: the median of the case's timed hand-offs (0 when
+  // none was timed). The hand-off fit (Calibration's latency and bandwidth) is judged on it.
+  double handoff_measured_us = 0;
   std::vector<double> round_predicted_us;  // max over devices, per round
   std::vector<double> round_measured_us;
 };

@@ -4,6 +4,7 @@
 // (d - r) mod N, then hands it on to d + 1), with warm-up and timed iterations, and returns the
 // output in original order plus a time for every (iteration, round, device).
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -23,7 +24,7 @@ struct RunOptions {
 };
 
 struct RingMeasurement {
-  std::string backend;      // cpu, cuda, nccl
+  std::string backend;      // cpu, cuda, nccl, mpi
   std::string device_name;  // "NVIDIA H100 80GB HBM3", the CPU's model name
   Count iterations = 0;
   // [iteration][round * devices + device], microseconds; 0 where the host skipped the block.
@@ -62,6 +63,13 @@ class RingBackend {
   // Precisions this backend computes in.
   [[nodiscard]] virtual bool supports(Precision precision) const = 0;
   [[nodiscard]] virtual RingMeasurement run(const RingProblem& problem, const RunOptions& options) = 0;
+  // A backend launched as one process per device (mpi: the MPI world) has its ring size fixed by
+  // the launch: every case must have that many devices. Empty when any N runs.
+  [[nodiscard]] virtual std::optional<Count> launched_devices() const { return std::nullopt; }
+  // False on the processes of a multi-process backend other than rank 0: they run every case's
+  // ring with the others, but only rank 0 holds the gathered output and timings, checks and
+  // writes the report.
+  [[nodiscard]] virtual bool reports() const { return true; }
   // Dense attention for `problem` in original order, [(p * heads + h) * head_dim + i]: what run()'s
   // output is checked against. By default the host's float64 loop (reference_attention), which
   // costs n^2 per head on one core; the GPU backends override it with fp32 cuBLAS on GPU 0 over
@@ -73,7 +81,7 @@ class RingBackend {
   }
 };
 
-// "cpu", "cuda" or "nccl". A backend this build lacks (no CUDA toolkit, no NCCL) is an InputError
+// "cpu", "cuda", "nccl" or "mpi". A backend this build lacks (no CUDA toolkit, no NCCL, no MPI) is an InputError
 // naming what is missing; a missing GPU at run time is a DeviceFailure.
 [[nodiscard]] std::unique_ptr<RingBackend> make_backend(std::string_view name);
 // The backends compiled into this build.

@@ -1,0 +1,174 @@
+#pragma once
+// The CPU backend's ring pieces, shared by the backends that run it on host cores: the cpu backend
+// (N virtual devices in one process) and the mpi backend (a process per device). One K/V block as
+// it travels, one device's online-softmax state, and the kernel call folding a block into it.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "stripesim/validate/ring_backend.hpp"
+#include "stripesim/validate/ring_problem.hpp"
+
+namespace stripesim::validate::cpu_ring {
+
+// The CPU's model name from /proc/cpuinfo ("cpu" when it says none): the device the report names.
+[[nodiscard]] std::string cpu_model_name();
+
+// One K/V block as it travels: keys and values of every K/V head, and the original positions.
+template <typename T>
+struct KvBlock {
+  std::vector<T> k, v;
+  std::vector<Position> positions;
+};
+
+// What a device keeps across rounds: its queries and the online-softmax state of each
+// (query, head): unnormalised output, running max and running sum.
+template <typename T>
+struct DeviceState {
+  std::vector<T> q;
+  std::vector<T> out;
+  std::vector<T> row_max;
+  std::vector<T> row_sum;
+};
+
+template <typename T>
+std::vector<T> gather(const std::vector<double>& values, const std::vector<Position>& positions, Count row) {
+  std::vector<T> out(positions.size() * static_cast<size_t>(row));
+  for (size_t l = 0; l < positions.size(); ++l) {
+    const auto* src = &values[static_cast<size_t>(positions[l] * row)];
+    std::transform(src, src + row, out.begin() + static_cast<std::ptrdiff_t>(l * static_cast<size_t>(row)),
+                   [](double x) { return static_cast<T>(x); });
+  }
+  return out;
+}
+
+// Tile classes, decided exactly from positions like the work model counts them.
+enum class TileClass { inactive, partial, full };
+
+inline TileClass classify(const DeviceShard& queries, Count q0, Count q1, const std::vector<Position>& keys, Count k0,
+                          Count k1) {
+  Count allowed = 0;
+  for (Count i = q0; i < q1; ++i) {
+    const Position lo = queries.lowest_key[static_cast<size_t>(i)];
+    const Position hi = queries.highest_key[static_cast<size_t>(i)];
+    for (Count j = k0; j < k1; ++j) {
+      const Position key = keys[static_cast<size_t>(j)];
+      allowed += (lo <= key && key <= hi) ? 1 : 0;
+    }
+  }
+  if (allowed == 0) return TileClass::inactive;
+  return allowed == (q1 - q0) * (k1 - k0) ? TileClass::full : TileClass::partial;
+}
+
+// One kernel call: every active tile of (local queries) x (keys of the block held: one ring
+// block, or every block gathered), for every head, folded into the running softmax state.
+// `between_tiles`, when given, runs after every query tile: the mpi backend drives its
+// nonblocking hand-off from there (MPI progresses a transfer only inside MPI calls), so the
+// transfer overlaps the compute and its completion is seen within one tile.
+template <typename T>
+void block_attention(const RingCase& c, double scale_d, const DeviceShard& queries, DeviceState<T>& state,
+                     const KvBlock<T>& block, const std::function<void()>& between_tiles = {}) {
+  const Count block_len = static_cast<Count>(queries.positions.size());
+  const Count keys_len = static_cast<Count>(block.positions.size());
+  const auto heads = static_cast<size_t>(c.heads);
+  const auto kv_heads = static_cast<size_t>(c.kv_heads);
+  const auto dim = static_cast<size_t>(c.head_dim);
+  const size_t group = heads / kv_heads;
+  const T scale = static_cast<T>(scale_d);
+  const T minus_inf = -std::numeric_limits<T>::infinity();
+  std::vector<T> scores(static_cast<size_t>(c.tile.key));
+  for (Count q0 = 0; q0 < block_len; q0 += c.tile.query) {
+    const Count q1 = std::min(block_len, q0 + c.tile.query);
+    for (Count k0 = 0; k0 < keys_len; k0 += c.tile.key) {
+      const Count k1 = std::min(keys_len, k0 + c.tile.key);
+      const TileClass tile = classify(queries, q0, q1, block.positions, k0, k1);
+      if (tile == TileClass::inactive) continue;  // tile skipping
+      for (size_t h = 0; h < heads; ++h) {
+        const size_t kvh = h / group;
+        for (Count i = q0; i < q1; ++i) {
+          const auto row = static_cast<size_t>(i) * heads + h;
+          const T* qrow = &state.q[row * dim];
+          T tile_max = minus_inf;
+          // Like a tensor-core kernel, compute the whole tile and mask afterwards: a partial tile
+          // costs a full tile plus the mask, which is what the simulator's cost model assumes.
+          for (Count j = k0; j < k1; ++j) {
+            const auto jj = static_cast<size_t>(j);
+            const T* krow = &block.k[(jj * kv_heads + kvh) * dim];
+            T dot = 0;
+            for (size_t d = 0; d < dim; ++d) dot += qrow[d] * krow[d];
+            T s = dot * scale;
+            if (tile == TileClass::partial) {
+              const Position key = block.positions[jj];
+              const bool allowed =
+                  queries.lowest_key[static_cast<size_t>(i)] <= key && key <= queries.highest_key[static_cast<size_t>(i)];
+              s = allowed ? s : minus_inf;
+            }
+            scores[static_cast<size_t>(j - k0)] = s;
+            tile_max = std::max(tile_max, s);
+          }
+          if (tile_max == minus_inf) continue;  // this row sees nothing in the tile
+          const T new_max = std::max(state.row_max[row], tile_max);
+          const T correction = std::exp(state.row_max[row] - new_max);  // exp(-inf) = 0 on the first tile
+          T* orow = &state.out[row * dim];
+          for (size_t d = 0; d < dim; ++d) orow[d] *= correction;
+          T sum = 0;
+          for (Count j = k0; j < k1; ++j) {
+            const T weight = std::exp(scores[static_cast<size_t>(j - k0)] - new_max);  // 0 where masked
+            sum += weight;
+            const T* vrow = &block.v[(static_cast<size_t>(j) * kv_heads + kvh) * dim];
+            for (size_t d = 0; d < dim; ++d) orow[d] += weight * vrow[d];
+          }
+          state.row_sum[row] = state.row_sum[row] * correction + sum;
+          state.row_max[row] = new_max;
+        }
+      }
+    }
+    if (between_tiles) between_tiles();
+  }
+}
+
+template <typename T>
+void reset(DeviceState<T>& s, Count rows, Count heads, Count head_dim) {
+  s.out.assign(static_cast<size_t>(rows * heads * head_dim), T{0});
+  s.row_max.assign(static_cast<size_t>(rows * heads), -std::numeric_limits<T>::infinity());
+  s.row_sum.assign(static_cast<size_t>(rows * heads), T{0});
+}
+
+// Normalises a device's rows and writes them in original order: local row l is original position
+// positions[l]; its `heads` heads are the output's heads first_head, first_head + 1, ...
+template <typename T>
+void write_rows(const DeviceState<T>& s, const std::vector<Position>& positions, Count heads, Count first_head,
+                const RingCase& c, std::vector<double>& output) {
+  for (size_t l = 0; l < positions.size(); ++l) {
+    for (Count h = 0; h < heads; ++h) {
+      const auto row = l * static_cast<size_t>(heads) + static_cast<size_t>(h);
+      const T sum = s.row_sum[row];
+      for (Count i = 0; i < c.head_dim; ++i) {
+        output[static_cast<size_t>((positions[l] * c.heads + first_head + h) * c.head_dim + i)] =
+            static_cast<double>(s.out[row * static_cast<size_t>(c.head_dim) + static_cast<size_t>(i)] / sum);
+      }
+    }
+  }
+}
+
+// The bytes of one K/V block as it travels: K and V of every K/V head and the positions.
+template <typename T>
+std::int64_t block_bytes(Count block_len, Count kv_row) {
+  return block_len * (2 * kv_row * static_cast<Count>(sizeof(T)) + static_cast<Count>(sizeof(Position)));
+}
+
+// Keeps one iteration's [round * devices + device] kernel and hand-off times and its wall time in
+// `m`, unless it was a warm-up iteration.
+inline void record_iteration(RingMeasurement& m, Count iteration, const RunOptions& options, std::vector<double> kernel_us,
+                             std::vector<double> handoff_us, double wall_us) {
+  if (iteration < options.warmup) return;
+  m.kernel_us.push_back(std::move(kernel_us));
+  m.handoff_us.push_back(std::move(handoff_us));
+  m.wall_us.push_back(wall_us);
+}
+
+}  // namespace stripesim::validate::cpu_ring

@@ -1,0 +1,31 @@
+#pragma once
+// Every wait of the mpi backend goes through wait_within: it polls (MPI_Test) instead of blocking,
+// so that a peer which never answers is noticed at the --timeout deadline instead of hanging the
+// job. The rank that notices tells every other rank (a failure notice message), prints one line
+// naming the peer and the operation, and aborts the job with exit code 3 (MPI_Abort); a rank
+// that receives the notice prints the same line (when several notice, all print the one whose
+// wait began first: the rank that stopped). No rank returns normally afterwards, so no rank
+// writes a partial report.
+#include <mpi.h>
+
+#include <chrono>
+#include <span>
+#include <string>
+
+namespace stripesim::validate::mpi {
+
+using Clock = std::chrono::steady_clock;
+
+// Exit code of a job ended by a failed or hung rank: the CLI's device-failure code.
+inline constexpr int kExitDeviceFailure = 3;
+
+// True once every request completed (MPI_Testall; progresses the transfers).
+[[nodiscard]] bool test_all(std::span<MPI_Request> requests);
+
+// Waits for `requests`, posted at `posted`, until `posted + timeout_s`. Past it, ends the job
+// naming `peer` (the rank the wait depends on) and `operation` ("hand-off of round 1's K/V block
+// to rank 3"). A failure notice from another rank ends it too, with that rank's line.
+void wait_within(std::span<MPI_Request> requests, Clock::time_point posted, double timeout_s, int peer,
+                 const std::string& operation);
+
+}  // namespace stripesim::validate::mpi
