@@ -14,22 +14,20 @@ include(CMakePackageConfigHelpers)
 set(stripesim_installed_libraries stripesim_model stripesim_sim stripesim_validate stripesim_validate_backends
                                   stripesim_report)
 set(stripesim_header_dirs model/include sim/include validate/include report/include)
-# With MPI, validate_backends links validate_mpi publicly: exported beside it too.
-if(TARGET stripesim_validate_mpi)
-  list(APPEND stripesim_installed_libraries stripesim_validate_mpi)
-  list(APPEND stripesim_header_dirs validate/mpi/include)
-  set(stripesim_with_mpi_targets ON)
-else()
-  set(stripesim_with_mpi_targets OFF)
-endif()
-# With CUDA, validate_backends links validate_gpu publicly: it must be exported beside it.
-if(TARGET stripesim_validate_gpu)
-  list(APPEND stripesim_installed_libraries stripesim_validate_gpu)
-  list(APPEND stripesim_header_dirs validate/cuda/include)
-  set(stripesim_with_gpu_targets ON)
-else()
-  set(stripesim_with_gpu_targets OFF)
-endif()
+# The optional backends (MPI, CUDA): when built, validate_backends links them publicly, so they
+# are exported beside it, and the package config looks for what they need
+# (stripesim_with_mpi_targets, stripesim_with_gpu_targets).
+set(stripesim_optional_kinds mpi gpu)
+set(stripesim_optional_header_dirs validate/mpi/include validate/cuda/include)
+foreach(kind header_dir IN ZIP_LISTS stripesim_optional_kinds stripesim_optional_header_dirs)
+  if(TARGET stripesim_validate_${kind})
+    list(APPEND stripesim_installed_libraries stripesim_validate_${kind})
+    list(APPEND stripesim_header_dirs ${header_dir})
+    set(stripesim_with_${kind}_targets ON)
+  else()
+    set(stripesim_with_${kind}_targets OFF)
+  endif()
+endforeach()
 
 install(TARGETS stripesim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS ${stripesim_installed_libraries}
