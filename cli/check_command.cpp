@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 
 #include "config_dir.hpp"
@@ -82,12 +83,11 @@ void print_table(const std::vector<model::CheckedMetric>& rows) {
   }
 }
 
-std::vector<model::CheckedMetric> with_outcome(const std::vector<model::CheckedMetric>& checked, bool want_failed,
-                                               model::Outcome only = model::Outcome::within) {
+// The checked metrics whose outcome `keep` accepts, in the baseline's order.
+template <typename Keep>
+std::vector<model::CheckedMetric> those(const std::vector<model::CheckedMetric>& checked, Keep keep) {
   std::vector<model::CheckedMetric> rows;
-  for (const auto& m : checked) {
-    if (want_failed ? model::failed(m.outcome) : m.outcome == only) rows.push_back(m);
-  }
+  std::ranges::copy_if(checked, std::back_inserter(rows), [&](const auto& m) { return keep(m.outcome); });
   return rows;
 }
 
@@ -150,10 +150,9 @@ std::function<int()> register_check_command(CLI::App& app) {
     }
     const auto checked = model::check_baseline(doc, label, kinds, rules, base_dir);
     if (!opts.junit.empty()) write_output(report::junit_xml(checked, opts.baseline), opts.junit);
-    const auto bad = with_outcome(checked, true);
-    const auto improved = with_outcome(checked, false, model::Outcome::improved);
-    const auto limited = std::count_if(checked.begin(), checked.end(),
-                                       [](const auto& m) { return m.outcome == model::Outcome::within_limit; });
+    const auto bad = those(checked, model::failed);
+    const auto improved = those(checked, [](model::Outcome o) { return o == model::Outcome::improved; });
+    const auto limited = std::ranges::count(checked, model::Outcome::within_limit, &model::CheckedMetric::outcome);
     const std::string limits = limited == 0 ? "" : fmt::format(", {} within their limits", limited);
     if (bad.empty()) {
       fmt::print("check: all {} metrics checked of {} within tolerance{}{}\n", checked.size(), opts.baseline, limits,
