@@ -1,5 +1,6 @@
 #include "stripesim/sim/topology.hpp"
 
+#include <boost/graph/connected_components.hpp>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/property_map/function_property_map.hpp>
 #include <boost/property_map/property_map.hpp>
@@ -109,26 +110,50 @@ Topology Topology::ideal(Count gpus) {
 
 Topology Topology::cluster(Count nodes, Count gpus_per_node, GigabytesPerSecond nvlink, Microseconds nvlink_latency_us,
                            GigabytesPerSecond nic, Microseconds nic_latency_us) {
+  return placed(uniform_placement(nodes, gpus_per_node), fmt::format("cluster:{}x{}", nodes, gpus_per_node), nvlink,
+                nvlink_latency_us, nic, nic_latency_us);
+}
+
+Topology Topology::placed(const NodePlacement& placement, std::string name, GigabytesPerSecond nvlink,
+                          Microseconds nvlink_latency_us, GigabytesPerSecond nic, Microseconds nic_latency_us) {
   Topology t;
-  t.name_ = fmt::format("cluster:{}x{}", nodes, gpus_per_node);
+  t.name_ = std::move(name);
   // GPUs first so that GPU g is node index g; then each node's NVSwitch, the NICs, the fabric switch.
-  for (Count n = 0; n < nodes; ++n) {
-    for (Count g = 0; g < gpus_per_node; ++g) t.add_node(fmt::format("node{}.gpu{}", n, g), "gpu");
+  std::vector<Count> local(placement.hosts.size(), 0);
+  for (const Count node : placement.node_of_gpu) {
+    t.add_node(fmt::format("{}.gpu{}", placement.hosts[static_cast<size_t>(node)], local[static_cast<size_t>(node)]++), "gpu");
   }
-  const auto gpus = static_cast<std::size_t>(nodes * gpus_per_node);
-  for (Count n = 0; n < nodes; ++n) t.add_node(fmt::format("node{}.nvswitch", n), "switch");
+  const auto gpus = static_cast<std::size_t>(placement.gpus());
+  for (const std::string& host : placement.hosts) t.add_node(fmt::format("{}.nvswitch", host), "switch");
   for (std::size_t g = 0; g < gpus; ++g) t.add_node(fmt::format("{}.nic", t.nodes_[g].id), "nic");
   const std::size_t fabric = t.nodes_.size();
   t.add_node("fabric", "switch");
   for (std::size_t g = 0; g < gpus; ++g) {
-    const std::size_t node = g / static_cast<std::size_t>(gpus_per_node);
-    t.add_link(g, gpus + node, nvlink, nvlink_latency_us);
-    const std::size_t card = gpus + static_cast<std::size_t>(nodes) + g;
+    t.add_link(g, gpus + static_cast<std::size_t>(placement.node_of_gpu[g]), nvlink, nvlink_latency_us);
+    const std::size_t card = gpus + placement.hosts.size() + g;
     t.add_link(g, card, nic, nic_latency_us);
     t.add_link(card, fabric, nic, nic_latency_us);
   }
+  t.placement_ = placement;
   t.build_graph();
   return t;
+}
+
+NodePlacement Topology::placement() const {
+  if (placement_) return *placement_;
+  // GPUs joined by links that touch no NIC share a node.
+  boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS> local(nodes_.size());
+  for (const TopologyLink& l : links_) {
+    if (nodes_[l.a].kind != "nic" && nodes_[l.b].kind != "nic") boost::add_edge(l.a, l.b, local);
+  }
+  std::vector<int> component(nodes_.size());
+  (void)boost::connected_components(local, component.data());
+  std::vector<std::string> host_of_gpu;
+  std::map<int, std::string> names;
+  for (const std::size_t v : gpus_) {
+    host_of_gpu.push_back(names.try_emplace(component[v], fmt::format("node{}", names.size())).first->second);
+  }
+  return placement_from_hosts(host_of_gpu);
 }
 
 std::string Topology::directed_link_name(std::uint32_t directed) const {
@@ -326,13 +351,19 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
                                                   nvlink_latency, options.nic),
                                flag + " " + spec);
   }
+  constexpr std::string_view kHostfile = "hostfile:";
+  if (text.starts_with(kHostfile)) {
+    const std::string path(text.substr(kHostfile.size()));
+    if (path.empty()) throw InputError(fmt::format("{} '{}': expected hostfile:FILE (lines 'HOST slots=N')", flag, spec));
+    return Topology::placed(read_hostfile(path, flag + " " + spec), spec, nvlink, nvlink_latency, kNicBandwidth, kNicLatencyUs);
+  }
   std::string path = spec;
   if (!model::is_config_path(spec)) {
     path = (std::filesystem::path(config_dir) / "topologies" / (spec + ".json")).string();
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
-      throw InputError(fmt::format("{} '{}': unknown, expected nvswitch:G, cluster:NxG, a name in {}/topologies or a "
-                                   "JSON file",
+      throw InputError(fmt::format("{} '{}': unknown, expected nvswitch:G, cluster:NxG, hostfile:FILE, a name in {}/topologies "
+                                   "or a JSON file",
                                    flag, spec, config_dir));
     }
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "stripesim/model/types.hpp"
+#include "stripesim/sim/node_placement.hpp"
 #include "stripesim/sim/units.hpp"
 
 namespace stripesim::sim {
@@ -52,11 +53,18 @@ class Topology {
   [[nodiscard]] static Topology cluster(Count nodes, Count gpus_per_node, GigabytesPerSecond nvlink,
                                         Microseconds nvlink_latency_us, GigabytesPerSecond nic,
                                         Microseconds nic_latency_us);
+  // The same build for any placement (nodes of unequal sizes, ranks not consecutive): each node's
+  // GPUs on its own NVSwitch ("HOST.gpuK" -> "HOST.nvswitch"), every GPU's NIC on one fabric switch.
+  [[nodiscard]] static Topology placed(const NodePlacement& placement, std::string name, GigabytesPerSecond nvlink,
+                                       Microseconds nvlink_latency_us, GigabytesPerSecond nic, Microseconds nic_latency_us);
 
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] Count gpu_count() const { return static_cast<Count>(gpus_.size()); }
   [[nodiscard]] const std::vector<TopologyNode>& nodes() const { return nodes_; }
   [[nodiscard]] const std::vector<TopologyLink>& links() const { return links_; }
+  // Which node each GPU is on: the placement it was built from, or else the GPUs that reach each
+  // other without crossing a NIC share a node (named node0, node1, ... by their first GPU).
+  [[nodiscard]] NodePlacement placement() const;
   [[nodiscard]] std::size_t directed_link_count() const { return 2 * links_.size(); }
   // "gpu0->nvswitch"
   [[nodiscard]] std::string directed_link_name(std::uint32_t directed) const;
@@ -81,11 +89,13 @@ class Topology {
   std::vector<TopologyLink> links_;
   std::vector<std::size_t> gpus_;  // node index of every GPU, in GPU order
   bool ideal_ = false;             // routes cross no link
+  std::optional<NodePlacement> placement_;  // set by placed()
   Graph graph_;
 };
 
-// "nvswitch:G", "cluster:NxG", "ideal" (as many GPUs as `ideal_gpus`, free links), a name in
-// `config_dir`/topologies, or a path to a JSON file.
+// "nvswitch:G", "cluster:NxG", "hostfile:FILE" (an Open MPI hostfile, node_placement.hpp),
+// "ideal" (as many GPUs as `ideal_gpus`, free links), a name in `config_dir`/topologies, or a
+// path to a JSON file.
 // Generated topologies take NVLink bandwidth from `nvlink` (the hardware profile's link) and
 // a 400 Gb/s (50 GB/s) NIC per GPU.
 [[nodiscard]] Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink,

@@ -1,0 +1,118 @@
+#include "stripesim/sim/node_placement.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/size_parse.hpp"
+
+namespace stripesim::sim {
+
+using model::InputError;
+
+namespace {
+
+// The most GPUs a generated topology holds (the same bound as cluster:NxG).
+constexpr Count kMaxPlacedGpus = 65536;
+
+// Nodes renumbered by first appearance: equal for two placements that group GPUs alike.
+std::vector<Count> canonical_nodes(const NodePlacement& p) {
+  std::map<Count, Count> renumber;
+  std::vector<Count> out;
+  out.reserve(p.node_of_gpu.size());
+  for (const Count node : p.node_of_gpu) out.push_back(renumber.try_emplace(node, static_cast<Count>(renumber.size())).first->second);
+  return out;
+}
+
+}  // namespace
+
+NodePlacement NodePlacement::first(Count gpus) const {
+  std::vector<std::string> host_of_gpu;
+  for (Count g = 0; g < gpus && g < this->gpus(); ++g) host_of_gpu.push_back(hosts[static_cast<size_t>(node_of_gpu[static_cast<size_t>(g)])]);
+  return placement_from_hosts(host_of_gpu);
+}
+
+std::string NodePlacement::describe() const {
+  std::vector<std::string> runs(hosts.size());
+  for (Count g = 0; g < gpus(); ++g) {
+    const auto node = static_cast<size_t>(node_of_gpu[static_cast<size_t>(g)]);
+    const bool continues = g > 0 && node_of_gpu[static_cast<size_t>(g - 1)] == node_of_gpu[static_cast<size_t>(g)];
+    const bool ends_run = g + 1 == gpus() || node_of_gpu[static_cast<size_t>(g + 1)] != node_of_gpu[static_cast<size_t>(g)];
+    if (!continues) {
+      runs[node] += fmt::format("{}{}", runs[node].empty() ? "" : ",", g);
+    } else if (ends_run) {
+      runs[node] += fmt::format("-{}", g);
+    }
+  }
+  std::string out;
+  for (size_t n = 0; n < hosts.size(); ++n) out += fmt::format("{}{}: {}", n == 0 ? "" : ", ", hosts[n], runs[n]);
+  return out;
+}
+
+NodePlacement placement_from_hosts(const std::vector<std::string>& host_of_gpu) {
+  NodePlacement p;
+  std::map<std::string, Count> index;
+  for (const std::string& host : host_of_gpu) {
+    const auto [it, added] = index.try_emplace(host, static_cast<Count>(p.hosts.size()));
+    if (added) p.hosts.push_back(host);
+    p.node_of_gpu.push_back(it->second);
+  }
+  return p;
+}
+
+NodePlacement uniform_placement(Count nodes, Count gpus_per_node) {
+  NodePlacement p;
+  for (Count n = 0; n < nodes; ++n) {
+    p.hosts.push_back(fmt::format("node{}", n));
+    for (Count g = 0; g < gpus_per_node; ++g) p.node_of_gpu.push_back(n);
+  }
+  return p;
+}
+
+NodePlacement read_hostfile(const std::string& path, const std::string& label) {
+  std::istringstream lines(model::read_text_file(path, label));
+  NodePlacement p;
+  std::map<std::string, int> line_of_host;
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    const std::string text = line.substr(0, line.find('#'));
+    std::istringstream words(text);
+    std::string host, word;
+    if (!(words >> host)) continue;  // blank or a comment
+    const std::string where = fmt::format("{} line {}", label, number);
+    if (host.find('=') != std::string::npos) {
+      throw InputError(fmt::format("{}: '{}' is not a host name, expected 'HOST slots=N'", where, host));
+    }
+    if (const auto [it, added] = line_of_host.try_emplace(host, number); !added) {
+      throw InputError(fmt::format("{}: host '{}' is already listed on line {} (give it one line with all its slots)", where,
+                                   host, it->second));
+    }
+    std::optional<Count> slots;
+    while (words >> word) {
+      const auto equals = word.find('=');
+      const std::string key = word.substr(0, equals);
+      if (equals == std::string::npos || (key != "slots" && key != "max_slots" && key != "max-slots")) {
+        throw InputError(fmt::format("{}: '{}' is not understood, expected 'HOST slots=N' (and optionally max_slots=M)",
+                                     where, word));
+      }
+      const Count value = model::parse_count(word.substr(equals + 1), fmt::format("{} {}", where, key));
+      if (key == "slots") slots = value;
+    }
+    if (!slots || *slots < 1) throw InputError(fmt::format("{}: host '{}' needs slots=N with N >= 1 (its GPUs)", where, host));
+    if (p.gpus() + *slots > kMaxPlacedGpus) {
+      throw InputError(fmt::format("{}: the hostfile holds more than {} slots", where, kMaxPlacedGpus));
+    }
+    p.hosts.push_back(host);
+    for (Count s = 0; s < *slots; ++s) p.node_of_gpu.push_back(p.nodes() - 1);
+  }
+  if (p.hosts.empty()) throw InputError(fmt::format("{}: lists no host (expected lines 'HOST slots=N')", label));
+  return p;
+}
+
+bool same_grouping(const NodePlacement& a, const NodePlacement& b) { return canonical_nodes(a) == canonical_nodes(b); }
+
+}  // namespace stripesim::sim
