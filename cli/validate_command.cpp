@@ -46,6 +46,7 @@ struct ValidateOptions {
   bool calibrate = false;
   bool compare = false;
   bool no_check = false;
+  std::string topology;  // --topology: which ranks share a node (mpi)
   std::string out_dir;
   std::string output;
   std::string format = "table";
@@ -216,11 +217,20 @@ std::string format_table(const validate::ValidationReport& report) {
                          100 * s.max_abs_kernel_error);
     }
     if (report.calibration) {
-      out += fmt::format("\nhand-off fit: {:.1f} us latency, {:.2f} GB/s ({} hops)", report.calibration->hop_latency_us,
-                         report.calibration->profile.link_bandwidth, report.calibration->handoff_samples);
+      const bool nodes = report.calibration->inter_node.has_value();
+      if (!nodes || report.calibration->handoff_samples > 0) {  // every hop crossing nodes leaves the node's link as it was
+        out += fmt::format("\nhand-off fit{}: {:.1f} us latency, {:.2f} GB/s ({} hops)", nodes ? " inside a node" : "",
+                           report.calibration->hop_latency_us, report.calibration->profile.link_bandwidth,
+                           report.calibration->handoff_samples);
+      }
+      if (const auto& net = report.calibration->inter_node) {
+        out += fmt::format("\nhand-off fit between nodes: {:.1f} us latency, {:.2f} GB/s ({} hops)", net->latency_us,
+                           net->bandwidth_gbps, net->samples);
+      }
     }
     out += "\n";
   }
+  if (report.placement) out += fmt::format("\ndevices by host: {}\n", report.placement->describe());
   out += "\nrel. error = max |ring - dense| / max |dense| after undoing the layout; measured = the ring's wall time";
   out += report.backend == "nccl"  ? " on N GPUs.\n"
          : report.backend == "mpi" ? " over N MPI ranks at once.\n"
@@ -350,6 +360,9 @@ std::function<int()> register_validate_command(CLI::App& app) {
   cmd->add_flag("--no-check", o.no_check,
                 "Skip the dense-attention check: n^2 per head, once per problem (cpu: float64 on one core; cuda, "
                 "nccl: fp32 cuBLAS on the GPU)");
+  cmd->add_option("--topology", o.topology,
+                  "--backend mpi: which ranks share a node (cluster:NxG, hostfile:FILE, or any simulate topology); it must "
+                  "match where the ranks run [default: the ranks' host names]");
   cmd->add_option("--out-dir", o.out_dir, "Write validate.json and validate.md (and profile.json when it calibrates) to DIR");
   cmd->add_option("--format", o.format, "Standard output format")->check(CLI::IsMember({"table", "json", "markdown"}))
       ->capture_default_str();
@@ -361,7 +374,10 @@ std::function<int()> register_validate_command(CLI::App& app) {
     if (!opts.profile.empty() && !opts.compare) throw model::InputError("--profile: only with --compare");
     if (!opts.profile_out.empty() && !opts.calibrate) throw model::InputError("--profile-out: only with --calibrate");
     if (!opts.kernel_out.empty() && !opts.calibrate) throw model::InputError("--kernel-out: only with --calibrate");
-    if (!opts.measurements.empty() || !opts.block_costs.empty()) return run_on_measurements(cmd, opts);
+    if (!opts.measurements.empty() || !opts.block_costs.empty()) {
+      if (!opts.topology.empty()) throw model::InputError("--topology: not with --measurements or --block-costs (nothing runs)");
+      return run_on_measurements(cmd, opts);
+    }
     if (!opts.block_costs_kernel.empty()) throw model::InputError("--block-costs-kernel: only with --block-costs");
     validate::ValidateMatrix matrix = build_matrix(opts);
     std::vector<validate::RingCase> cases = validate::expand_matrix(matrix);
@@ -395,6 +411,22 @@ std::function<int()> register_validate_command(CLI::App& app) {
         }
       }
     }
+    // The placement the flags promise, checked against where the ranks run once they can say.
+    std::optional<sim::NodePlacement> promised;
+    if (!opts.topology.empty()) {
+      if (!backend->launched_devices()) {
+        throw model::InputError(fmt::format("--topology: only with --backend mpi, whose ranks the launcher places on nodes "
+                                            "(the {} backend runs every device in this one process)",
+                                            opts.backend));
+      }
+      const sim::Topology given = sim::load_topology(opts.topology, catalog.root(), 1.0);
+      const model::Count ranks = *backend->launched_devices();
+      if (given.gpu_count() < ranks) {
+        throw model::InputError(fmt::format("--topology {}: has {} GPUs, fewer than the job's {} ranks", opts.topology,
+                                            given.gpu_count(), ranks));
+      }
+      promised = given.placement().first(ranks);
+    }
     if (!backend->supports(matrix.precision)) {
       throw model::InputError(fmt::format("--dtype {}: the {} backend computes in {}", validate::precision_name(matrix.precision),
                                           opts.backend, gpu_backend(opts.backend) ? "bf16 or fp16" : "fp32 or fp64"));
@@ -402,6 +434,14 @@ std::function<int()> register_validate_command(CLI::App& app) {
     if (parse_only()) return 0;
 
     validate::ValidationReport report;
+    if (const std::vector<std::string> hosts = backend->device_hosts(run); !hosts.empty()) {
+      report.placement = sim::placement_from_hosts(hosts);
+      // Every rank has every host name, so every rank refuses alike (exit 2) and none waits on another.
+      if (promised && !sim::same_grouping(*promised, *report.placement)) {
+        throw model::InputError(fmt::format("--topology {}: places the ranks as {}, but they run as {}", opts.topology,
+                                            promised->describe(), report.placement->describe()));
+      }
+    }
     report.command = command_line(cmd);
     report.backend = backend->name();
     report.options = run;
@@ -434,14 +474,20 @@ std::function<int()> register_validate_command(CLI::App& app) {
           roles[i] = opts.compare && ring_cases++ % 2 == 1 ? CaseRole::held_out : CaseRole::calibration;
           if (roles[i] == CaseRole::calibration) fit_on.push_back(&report.results[i]);
         }
-        report.calibration = validate::calibrate(fit_on, base, validator_kernel(opts, matrix.gpu_kernel, base), report.device);
+        report.calibration = validate::calibrate(fit_on, base, validator_kernel(opts, matrix.gpu_kernel, base), report.device,
+                                                 report.placement ? &*report.placement : nullptr);
         report.profile = report.calibration->profile;
         report.kernel = report.calibration->kernel;
       }
       if (!report.kernel) report.kernel = validator_kernel(opts, matrix.gpu_kernel, *report.profile);
+      if (report.placement) {
+        report.topology = validate::placed_topology(*report.placement, *report.profile,
+                                                    report.calibration ? report.calibration->inter_node : std::nullopt);
+      }
       for (size_t i = 0; i < report.results.size(); ++i) {
-        const auto prediction = validate::predict_case(report.results[i], *report.profile, *report.kernel, parallel);
-        report.comparisons.push_back(validate::compare_case(report.results[i], prediction, roles[i]));
+        const auto prediction = validate::predict_case(report.results[i], *report.profile, *report.kernel, parallel, report.topology);
+        report.comparisons.push_back(validate::compare_case(report.results[i], prediction, roles[i],
+                                                            report.placement ? &*report.placement : nullptr));
       }
     }
 
@@ -457,6 +503,9 @@ std::function<int()> register_validate_command(CLI::App& app) {
       if (report.calibration) {
         write_output(model::to_json(report.calibration->profile).dump(2) + "\n", (fs::path(opts.out_dir) / "profile.json").string());
         write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", (fs::path(opts.out_dir) / "kernel.json").string());
+      }
+      if (report.topology) {  // the fitted network: simulate --topology DIR/topology.json --hardware DIR/profile.json
+        write_output(report.topology->to_json().dump(2) + "\n", (fs::path(opts.out_dir) / "topology.json").string());
       }
       write_output(markdown, (fs::path(opts.out_dir) / "validate.md").string());
       write_output(json, (fs::path(opts.out_dir) / "validate.json").string());

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
+
 #include "bad_input_table.hpp"
 
 namespace stripesim::testing {
@@ -12,6 +15,37 @@ TEST(CliSimulate, TableByDefault) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("N = 8 devices on nvswitch:8"), std::string::npos) << r.out;
   for (const char* layout : {"contiguous", "striped", "zigzag"}) EXPECT_NE(r.out.find(layout), std::string::npos);
+}
+
+// A hostfile of two 4-slot hosts places GPUs as cluster:2x4 does: the same ring, the same time.
+// A 5 + 3 split moves GPU 4 onto the first host: hop 3 -> 4 stays on NVLink, 4 -> 5 crosses.
+TEST(CliSimulate, HostfileTopologyPlacesGpusAsMpirunPlacesRanks) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string even = (dir / "stripesim-cli-hosts-even").string();
+  const std::string uneven = (dir / "stripesim-cli-hosts-uneven").string();
+  std::ofstream(even) << "gpu-a slots=4\ngpu-b slots=4\n";
+  std::ofstream(uneven) << "gpu-a slots=5\ngpu-b slots=3\n";
+  const std::string args = "simulate -N 8 -n 256k --hardware h100 --format json --topology ";
+  const CliResult cluster = run_cli(args + "cluster:2x4");
+  const CliResult hosts = run_cli(args + "hostfile:" + even);
+  const CliResult split = run_cli(args + "hostfile:" + uneven);
+  ASSERT_EQ(cluster.exit_code, 0) << cluster.err;
+  ASSERT_EQ(hosts.exit_code, 0) << hosts.err;
+  ASSERT_EQ(split.exit_code, 0) << split.err;
+  const auto a = nlohmann::json::parse(cluster.out);
+  const auto b = nlohmann::json::parse(hosts.out);
+  const auto c = nlohmann::json::parse(split.out);
+  EXPECT_EQ(b.at("config").at("topology"), "hostfile:" + even);
+  ASSERT_EQ(a.at("results").size(), b.at("results").size());
+  for (size_t i = 0; i < a.at("results").size(); ++i) {
+    EXPECT_EQ(a.at("results")[i].at("time_us"), b.at("results")[i].at("time_us")) << i;
+  }
+  const auto crosses = [](const nlohmann::json& doc, size_t hop) { return doc.at("hops")[hop].at("links").size() == 4; };
+  for (size_t hop = 0; hop < 8; ++hop) {
+    EXPECT_EQ(crosses(b, hop), hop == 3 || hop == 7) << hop;
+    EXPECT_EQ(crosses(c, hop), hop == 4 || hop == 7) << hop;
+  }
+  EXPECT_EQ(c.at("hops")[3].at("links")[1], "gpu-a.nvswitch->gpu-a.gpu4");
 }
 
 // Per-document layouts need every document cut into 2N equal chunks: simulate pads them as

@@ -5,6 +5,9 @@ ring device on however many cores there are).
   test_mpi_validate.py MPIEXEC STRIPESIM SOURCE_DIR WORK_DIR ring   the ring checked, fitted, compared;
                                                                    --devices other than the job's size refused
   test_mpi_validate.py MPIEXEC STRIPESIM SOURCE_DIR WORK_DIR hang   a hung rank ends the job (exit 3)
+  test_mpi_validate.py MPIEXEC STRIPESIM SOURCE_DIR WORK_DIR nodes  ranks on two (pretended) hosts: hops between
+                                                                   them fitted apart and predicted over the network;
+                                                                   a --topology that places them otherwise refused
 
 MPIEXEC "none" (stripesim built without MPI): prints why and exits 77, which ctest reports as skipped.
 """
@@ -33,6 +36,16 @@ if mode == "hang":
     env["STRIPESIM_TEST_MPI_HANG_RANK"] = "2"
     command += ["--timeout", "2"]
     command[1:1] = ["-x", "STRIPESIM_TEST_MPI_HANG_RANK"]
+if mode == "nodes":
+    # TEST ONLY: ranks 0-1 report host "a", 2-3 host "b" (validate/mpi/mpi_hosts.cpp, own_host), as
+    # a job over two nodes of two GPUs would; the hostfile promises exactly that.
+    env["STRIPESIM_TEST_MPI_HOSTS"] = "a,a,b,b"
+    command[1:1] = ["-x", "STRIPESIM_TEST_MPI_HOSTS"]
+    os.makedirs(work)
+    hostfile = os.path.join(work, "hosts")
+    with open(hostfile, "w") as f:
+        f.write("a slots=2\nb slots=2\n")
+    command += ["--topology", f"hostfile:{hostfile}"]
 run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -55,6 +68,49 @@ if mode == "hang":
     if os.path.exists(out_dir):
         fail("a job that failed left a report folder behind")
     print(f"hung rank 2 ended the job: exit 3, {len(lines)} ranks printed the line, no report")
+    sys.exit(0)
+
+if mode == "nodes":
+    if run.returncode != 0:
+        fail("expected exit code 0")
+    doc = json.loads(run.stdout)
+    import jsonschema  # noqa: E402
+    jsonschema.validate(doc, json.load(open(os.path.join(source, "reports", "schema", "validate.schema.json"))),
+                        cls=jsonschema.Draft202012Validator)
+    if doc["placement"] != {"nodes": 2, "hosts": ["a", "b"], "node_of_device": [0, 0, 1, 1]}:
+        fail(f"expected ranks 0-1 on a, 2-3 on b, got {doc['placement']}")
+    calibration = doc["calibration"]
+    # Per case 3 rounds hand blocks on; of the 4 hops a round, 0->1 and 2->3 stay inside a node,
+    # 1->2 and 3->0 cross: 2 x 3 x 2 calibration cases of each kind.
+    if calibration["handoff_samples"] != 12 or calibration["inter_node_handoff_samples"] != 12:
+        fail("expected 12 hops inside nodes and 12 between them in the calibration half")
+    if calibration["inter_node_hop_bandwidth_gbps"] <= 0:
+        fail("expected a fitted network bandwidth")
+    for c in doc["comparisons"]:
+        if min(c["handoff_measured_us"], c["handoff_predicted_us"], c["inter_node_handoff_measured_us"],
+               c["inter_node_handoff_predicted_us"]) <= 0:
+            fail(f"case {c['label']}: expected both kinds of hop predicted and measured")
+    gpus = [n["id"] for n in doc["topology"]["nodes"] if n["kind"] == "gpu"]
+    if gpus != ["a.gpu0", "a.gpu1", "b.gpu0", "b.gpu1"]:
+        fail(f"expected the predicted topology's GPUs placed on a and b, got {gpus}")
+    # The fitted network and profile are a topology and a profile simulate reads as they are.
+    sim = subprocess.run([stripesim, "simulate", "--topology", os.path.join(out_dir, "topology.json"), "--hardware",
+                          os.path.join(out_dir, "profile.json"), "--kernel", os.path.join(out_dir, "kernel.json"), "-N", "4", "-n", "1024", "--format", "json"],
+                         capture_output=True, text=True, timeout=60)
+    if sim.returncode != 0:
+        fail(f"simulate on the written topology.json and profile.json failed: {sim.stderr}")
+    # A placement that contradicts where the ranks run: every rank refuses it, before anything runs.
+    wrong_dir = os.path.join(work, "wrong-topology")
+    command = [mpiexec, "-x", "STRIPESIM_TEST_MPI_HOSTS", "-np", "4", "--oversubscribe", stripesim, "validate", "--backend",
+               "mpi", "--topology", "cluster:1x4", "--out-dir", wrong_dir]
+    run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    want = "stripesim: error: --topology cluster:1x4: places the ranks as node0: 0-3, but they run as a: 0-1, b: 2-3"
+    lines = [l for l in run.stderr.splitlines() if l.startswith("stripesim: error:")]
+    if run.returncode != 2 or len(lines) != 4 or any(l != want for l in lines) or os.path.exists(wrong_dir):
+        fail(f"expected exit 2, nothing written and this line from all 4 ranks: {want}")
+    print(f"2 nodes x 2 ranks: hops inside a node {calibration['hop_latency_us']:.1f} us + bytes at "
+          f"{calibration['hop_bandwidth_gbps']:.2f} GB/s, between nodes {calibration['inter_node_hop_latency_us']:.1f} us "
+          f"+ bytes at {calibration['inter_node_hop_bandwidth_gbps']:.2f} GB/s")
     sys.exit(0)
 
 if run.returncode != 0:

@@ -346,23 +346,34 @@ TEST(ConsistencyFloor, EqualWorkSharesItsMedianMeasuredTime) {
 
 // Synthetic measurements made by the simulator's own kernel time model from a known kernel
 // profile: the fit must give those costs back and then predict every case exactly.
-TEST(Calibration, RecoversAKnownKernelFromItsOwnPredictions) {
+// A synthetic device: its kernels take exactly what `kernel` predicts on `truth`.
+struct SyntheticDevice {
   model::HardwareProfile truth;
-  truth.name = "synthetic";
-  truth.peak_tflops = {{"fp32", 10.0}};
-  truth.matmul_precision = truth.attention_precision = "fp32";
-  truth.link_bandwidth = 25.0;
-  truth.link_latency_us = 3.0;
-  truth.sms = 4;
   sim::KernelProfile kernel;
-  kernel.name = "synthetic";
-  kernel.tile = {32, 32};
-  kernel.head_dim = 32;
-  kernel.dtype = "fp32";
-  kernel.blocks_per_sm = 2;
-  kernel.forward = {7.0, 0.8, 2.5, 4.0};
-  kernel.backward = {20.0, 1.0, 6.0, 9.0};
+};
 
+SyntheticDevice synthetic_device() {
+  SyntheticDevice s;
+  s.truth.name = "synthetic";
+  s.truth.peak_tflops = {{"fp32", 10.0}};
+  s.truth.matmul_precision = s.truth.attention_precision = "fp32";
+  s.truth.link_bandwidth = 25.0;
+  s.truth.link_latency_us = 3.0;
+  s.truth.sms = 4;
+  s.kernel.name = "synthetic";
+  s.kernel.tile = {32, 32};
+  s.kernel.head_dim = 32;
+  s.kernel.dtype = "fp32";
+  s.kernel.blocks_per_sm = 2;
+  s.kernel.forward = {7.0, 0.8, 2.5, 4.0};
+  s.kernel.backward = {20.0, 1.0, 6.0, 9.0};
+  return s;
+}
+
+// Rings of 4 devices over three layouts, two lengths and two tiles, timed as `device` predicts;
+// the hand-off of device d's block of `bytes` takes hop_us(d, bytes).
+template <typename HopUs>
+std::vector<CaseResult> synthetic_results(const SyntheticDevice& device, HopUs hop_us) {
   std::vector<CaseResult> results;
   for (const char* layout : {"contiguous", "striped", "zigzag"}) {
     for (const Count n : {1024, 2048}) {
@@ -377,11 +388,11 @@ TEST(Calibration, RecoversAKnownKernelFromItsOwnPredictions) {
         r.handoff_bytes = n / 4 * 100;
         r.summary.devices = 4;
         r.summary.kernel.assign(16, {0, 0, 0});  // times come next; the workload needs the shape
-        const auto calls = measured_calls({measured_workload(r)}, truth, kernel);
+        const auto calls = measured_calls({measured_workload(r)}, device.truth, device.kernel);
         r.summary.kernel.clear();
         for (const MeasuredCall& call : calls) {
-          const double k = predicted_us(call, kernel, truth.sms);
-          const double h = call.round < 3 ? 2 * 3.0 + static_cast<double>(r.handoff_bytes) / 25e3 : 0.0;
+          const double k = predicted_us(call, device.kernel, device.truth.sms);
+          const double h = call.round < 3 ? hop_us(call.device, static_cast<double>(r.handoff_bytes)) : 0.0;
           r.summary.kernel.push_back({k, k, k});
           r.summary.handoff.push_back({h, h, h});
         }
@@ -389,6 +400,15 @@ TEST(Calibration, RecoversAKnownKernelFromItsOwnPredictions) {
       }
     }
   }
+  return results;
+}
+
+TEST(Calibration, RecoversAKnownKernelFromItsOwnPredictions) {
+  const SyntheticDevice device = synthetic_device();
+  const model::HardwareProfile& truth = device.truth;
+  const sim::KernelProfile& kernel = device.kernel;
+  const std::vector<CaseResult> results =
+      synthetic_results(device, [](Count, double bytes) { return 2 * 3.0 + bytes / 25e3; });
   std::vector<const CaseResult*> all;
   for (const auto& r : results) all.push_back(&r);
   sim::KernelProfile start = kernel;
@@ -410,6 +430,42 @@ TEST(Calibration, RecoversAKnownKernelFromItsOwnPredictions) {
     for (const auto& k : r.summary.kernel) expected += k.median;
     expected += 12 * (6.0 + static_cast<double>(r.handoff_bytes) / 25e3);
     EXPECT_NEAR(p.total_us, expected, 1e-6 * expected);
+  }
+}
+
+// Ranks 0-1 on one node, 2-3 on another: hops 1 -> 2 and 3 -> 0 cross the network (5 GB/s, 6 us),
+// the others NVLink (25 GB/s, 2 links of 3 us). Each kind is fitted on its own hops and the
+// prediction routes each hop by the nodes its ends are on.
+TEST(Calibration, HopsBetweenNodesAreFittedApartAndPredictedOverTheNetwork) {
+  const SyntheticDevice device = synthetic_device();
+  const sim::NodePlacement placement = sim::placement_from_hosts({"a", "a", "b", "b"});
+  auto hop_us = [&](Count d, double bytes) {
+    return placement.same_node(d, (d + 1) % 4) ? 6.0 + bytes / 25e3 : 6.0 + bytes / 5e3;
+  };
+  const std::vector<CaseResult> results = synthetic_results(device, hop_us);
+  std::vector<const CaseResult*> all;
+  for (const auto& r : results) all.push_back(&r);
+  const Calibration fit = calibrate(all, device.truth, device.kernel, "synthetic device", &placement);
+  EXPECT_EQ(fit.handoff_samples, 12 * 3 * 2);  // 12 cases x 3 rounds x 2 hops inside a node
+  ASSERT_TRUE(fit.inter_node.has_value());
+  EXPECT_EQ(fit.inter_node->samples, 12 * 3 * 2);
+  EXPECT_NEAR(fit.profile.link_bandwidth, 25.0, 1e-6);
+  EXPECT_NEAR(*fit.profile.link_latency_us, 3.0, 1e-6);
+  EXPECT_NEAR(fit.inter_node->bandwidth_gbps, 5.0, 1e-6);
+  EXPECT_NEAR(fit.inter_node->latency_us, 6.0, 1e-6);
+
+  EXPECT_FALSE(placed_topology(sim::placement_from_hosts({"a", "a"}), fit.profile, fit.inter_node).has_value())
+      << "one node: the ring's own nvswitch:N";
+  const std::optional<sim::Topology> topology = placed_topology(placement, fit.profile, fit.inter_node);
+  ASSERT_TRUE(topology.has_value());
+  for (const auto& r : results) {
+    const CasePrediction p = predict_case(r, fit.profile, fit.kernel, true, topology);
+    const auto bytes = static_cast<double>(r.handoff_bytes);
+    EXPECT_NEAR(p.handoff_us, hop_us(0, bytes), 1e-6);
+    EXPECT_NEAR(p.inter_node_handoff_us, hop_us(1, bytes), 1e-6);
+    const CaseComparison c = compare_case(r, p, CaseRole::held_out, &placement);
+    EXPECT_NEAR(c.handoff_measured_us, hop_us(0, bytes), 1e-9);
+    EXPECT_NEAR(c.inter_node_handoff_measured_us, hop_us(1, bytes), 1e-9);
   }
 }
 

@@ -285,8 +285,9 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   if (config.auto_ring_order && !one_ring) {
     throw InputError("--ring-order auto: orders the GPUs of a single ring; the mesh places rings of -M or -D above 1");
   }
-  sim.topology = load_topology(config.topology.empty() ? fmt::format("nvswitch:{}", sim.mesh.gpus()) : config.topology,
-                               catalog.root(), sim.hardware.link_bandwidth, sim.hardware.link_latency_us, sim.mesh.gpus());
+  sim.topology = config.topology_graph ? *config.topology_graph
+                 : load_topology(config.topology.empty() ? fmt::format("nvswitch:{}", sim.mesh.gpus()) : config.topology,
+                                 catalog.root(), sim.hardware.link_bandwidth, sim.hardware.link_latency_us, sim.mesh.gpus());
   if (sim.topology.gpu_count() < sim.mesh.gpus()) {
     throw InputError(one_ring ? fmt::format("--topology {}: has {} GPUs, fewer than --devices {}", sim.topology.name(),
                                             sim.topology.gpu_count(), config.devices)

@@ -224,9 +224,9 @@ nlohmann::ordered_json Topology::to_json() const {
 
 namespace {
 
-constexpr Microseconds kNvlinkLatencyUs = 1.0;  // per link: GPU to NVSwitch
-constexpr GigabytesPerSecond kNicBandwidth = 50.0;  // 400 Gb/s InfiniBand NDR, per direction
-constexpr Microseconds kNicLatencyUs = 1.5;         // per link: GPU to NIC, NIC to fabric switch
+constexpr Microseconds kNvlinkLatencyUs = kDefaultNvlinkLatencyUs;
+constexpr GigabytesPerSecond kNicBandwidth = kDefaultNicBandwidth;
+constexpr Microseconds kNicLatencyUs = kDefaultNicLatencyUs;
 constexpr Count kMaxGeneratedGpus = 65536;
 
 // The options after cluster:NxG, each ":key=value": the NIC line rate and how many NICs a node has.

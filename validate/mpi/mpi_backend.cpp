@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "mpi_hosts.hpp"
 #include "mpi_waits.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/validate/cpu_ring.hpp"
@@ -203,6 +204,9 @@ class MpiBackend final : public RingBackend {
   [[nodiscard]] bool supports(Precision p) const override { return p == Precision::fp32 || p == Precision::fp64; }
   [[nodiscard]] std::optional<Count> launched_devices() const override { return ranks_; }
   [[nodiscard]] bool reports() const override { return rank_ == 0; }
+  [[nodiscard]] std::vector<std::string> device_hosts(const RunOptions& options) override {
+    return mpi::gather_hosts(rank_, ranks_, options.timeout_s);
+  }
   [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
     const RingCase& c = problem.ring_case();
     if (c.devices != ranks_) {  // the CLI checks this first; a library caller gets the same line

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/sim/topology.hpp"
 #include "stripesim/validate/kernel_fit.hpp"
 #include "stripesim/validate/measurement_stats.hpp"
 
@@ -31,12 +32,14 @@ MeasuredWorkload measured_workload(const CaseResult& result) {
   return w;
 }
 
-std::vector<HandoffSample> handoff_samples(const CaseResult& result) {
+std::vector<HandoffSample> handoff_samples(const CaseResult& result, const sim::NodePlacement* placement) {
   std::vector<HandoffSample> samples;
   const Count devices = result.ring_case.devices;
   for (Count r = 0; r + 1 < devices; ++r) {
     for (Count d = 0; d < devices; ++d) {
-      samples.push_back({static_cast<double>(result.handoff_bytes), result.summary.handoff_at(r, d).median});
+      const bool crosses = placement != nullptr && !placement->same_node(d, (d + 1) % devices);
+      samples.push_back({static_cast<double>(result.handoff_bytes), result.summary.handoff_at(r, d).median,
+                         crosses ? HopPath::inter_node : HopPath::intra_node});
     }
   }
   return samples;
@@ -102,17 +105,45 @@ std::vector<double> fit_non_negative(const std::vector<std::vector<double>>& row
   return std::vector<double>(p, 0.0);
 }
 
+namespace {
+
+// latency + bytes / bandwidth over `hops`, by the same non-negative least squares as the kernel.
+LinkFit fit_link(const std::vector<HandoffSample>& hops) {
+  LinkFit out;
+  out.samples = static_cast<Count>(hops.size());
+  std::vector<std::vector<double>> rows;
+  std::vector<double> y, w;
+  for (const auto& s : hops) {
+    rows.push_back({1.0, s.bytes});
+    y.push_back(s.measured_us);
+    w.push_back(1.0 / s.measured_us);
+  }
+  const auto fit = fit_non_negative(rows, y, w);
+  double us_per_byte = fit[1];
+  out.latency_us = fit[0];
+  if (us_per_byte <= 0) {  // one block size only: all of it is bandwidth
+    std::vector<double> rates;
+    for (const auto& s : hops) rates.push_back(s.measured_us / s.bytes);
+    us_per_byte = spread_of(rates).median;
+    out.latency_us = 0;
+  }
+  out.bandwidth_gbps = 1.0 / (us_per_byte * 1e3);  // 1 GB/s = 1e3 bytes per us
+  return out;
+}
+
+}  // namespace
+
 Calibration calibrate(const std::vector<const CaseResult*>& cases, model::HardwareProfile base, sim::KernelProfile kernel,
-                      const std::string& device) {
+                      const std::string& device, const sim::NodePlacement* placement) {
   std::vector<MeasuredWorkload> workloads;
-  std::vector<HandoffSample> handoffs;
+  std::vector<HandoffSample> intra, inter;
   for (const CaseResult* result : cases) {
     // The fit's features are a ring's per-round calls and block hand-offs; all-gather and Ulysses
     // cases are predicted with what the ring cases fitted, never fitted on.
     if (result->ring_case.cp != "ring") continue;
     workloads.push_back(measured_workload(*result));
-    for (const auto& s : handoff_samples(*result)) {
-      if (s.measured_us > 0) handoffs.push_back(s);
+    for (const auto& s : handoff_samples(*result, placement)) {
+      if (s.measured_us > 0) (s.path == HopPath::inter_node ? inter : intra).push_back(s);
     }
   }
   const std::vector<MeasuredCall> calls = measured_calls(workloads, base, kernel);
@@ -128,29 +159,16 @@ Calibration calibrate(const std::vector<const CaseResult*>& cases, model::Hardwa
                         {"costs", fmt::format("stripesim validate --calibrate: {} kernel samples, median fit error {:.1f}%",
                                               fit.samples, 100 * fit.median_abs_error)}};
   out.kernel_samples = fit.samples;
-  out.handoff_samples = static_cast<Count>(handoffs.size());
+  out.handoff_samples = static_cast<Count>(intra.size());
   out.fit_median_abs_error = fit.median_abs_error;
   model::HardwareProfile& h = base;
-  if (!handoffs.empty()) {
-    std::vector<std::vector<double>> hrows;
-    std::vector<double> hy, hw;
-    for (const auto& s : handoffs) {
-      hrows.push_back({1.0, s.bytes});
-      hy.push_back(s.measured_us);
-      hw.push_back(1.0 / s.measured_us);
-    }
-    const auto fit = fit_non_negative(hrows, hy, hw);
-    double us_per_byte = fit[1];
-    out.hop_latency_us = fit[0];
-    if (us_per_byte <= 0) {  // one block size only: all of it is bandwidth
-      std::vector<double> rates;
-      for (const auto& s : handoffs) rates.push_back(s.measured_us / s.bytes);
-      us_per_byte = spread_of(rates).median;
-      out.hop_latency_us = 0;
-    }
-    h.link_bandwidth = 1.0 / (us_per_byte * 1e3);  // 1 GB/s = 1e3 bytes per us
-    h.link_latency_us = out.hop_latency_us / 2;     // a hop crosses two links of the generated topology
+  if (!intra.empty()) {
+    const LinkFit link = fit_link(intra);
+    out.hop_latency_us = link.latency_us;
+    h.link_bandwidth = link.bandwidth_gbps;
+    h.link_latency_us = link.latency_us / sim::kLinksPerNodeHop;
   }
+  if (!inter.empty()) out.inter_node = fit_link(inter);
   h.name = fmt::format("{}-calibrated", h.name);
   h.aliases.clear();
   h.default_kernel = out.kernel.name;

@@ -12,13 +12,24 @@
 
 namespace stripesim::validate {
 
+std::optional<sim::Topology> placed_topology(const sim::NodePlacement& placement, const model::HardwareProfile& profile,
+                                             const std::optional<LinkFit>& inter_node) {
+  if (placement.nodes() < 2) return std::nullopt;
+  const sim::GigabytesPerSecond nic = inter_node ? inter_node->bandwidth_gbps : sim::kDefaultNicBandwidth;
+  const sim::Microseconds nic_latency = inter_node ? inter_node->latency_us / sim::kLinksPerNetworkHop : sim::kDefaultNicLatencyUs;
+  return sim::Topology::placed(placement, fmt::format("placed:{}", placement.describe()), profile.link_bandwidth,
+                               profile.link_latency_us.value_or(sim::kDefaultNvlinkLatencyUs), nic, nic_latency);
+}
+
 CasePrediction predict_case(const CaseResult& result, const model::HardwareProfile& profile, const sim::KernelProfile& kernel,
-                            bool parallel_devices) {
+                            bool parallel_devices, const std::optional<sim::Topology>& topology) {
   // The simulator itself, on the case's ring: the kernel time model on its own query tile
-  // profiles, hand-offs of the case's bytes over GPU -> switch -> GPU, and either the ring's
-  // devices at once (async) or one processor playing them in turn (serial).
+  // profiles, hand-offs of the case's bytes over GPU -> switch -> GPU (and between nodes over
+  // the network), and either the ring's devices at once (async) or one processor playing them in
+  // turn (serial).
   sim::SimulateConfig config = simulate_config(measured_workload(result), kernel);
   config.hardware_profile = profile;
+  config.topology_graph = topology;
   config.cp = result.ring_case.cp;
   if (config.cp == "ring") config.hop_bytes = result.handoff_bytes;
   config.sync = parallel_devices ? sim::SyncMode::async : sim::SyncMode::serial;
@@ -26,22 +37,30 @@ CasePrediction predict_case(const CaseResult& result, const model::HardwareProfi
   const sim::Simulation simulation = sim::run_simulation(config, model::ConfigCatalog(""));
   CasePrediction p;
   p.kernel_us = call_times(simulation);
-  p.handoff_us = simulation.hops.front().transfer_us(result.handoff_bytes);
+  // The ring is devices 0 .. N-1 in order: hop d carries device d's block to d + 1.
+  const Count devices = result.ring_case.devices;
+  const std::optional<sim::NodePlacement> placement = topology ? std::optional(topology->placement()) : std::nullopt;
+  for (Count d = devices; d-- > 0;) {
+    const double hop_us = simulation.hops[static_cast<size_t>(d)].transfer_us(result.handoff_bytes);
+    (placement && !placement->same_node(d, (d + 1) % devices) ? p.inter_node_handoff_us : p.handoff_us) = hop_us;
+  }
   p.total_us = simulation.results.front().time_us;
   return p;
 }
 
-CaseComparison compare_case(const CaseResult& result, const CasePrediction& prediction, CaseRole role) {
+CaseComparison compare_case(const CaseResult& result, const CasePrediction& prediction, CaseRole role,
+                            const sim::NodePlacement* placement) {
   CaseComparison out;
   out.role = role;
   out.prediction = prediction;
   out.measured_total_us = result.summary.wall.median;
   out.total_error = out.measured_total_us > 0 ? (prediction.total_us - out.measured_total_us) / out.measured_total_us : 0;
-  std::vector<double> hops;
-  for (const HandoffSample& hop : handoff_samples(result)) {
-    if (hop.measured_us > 0) hops.push_back(hop.measured_us);
+  std::vector<double> intra, inter;
+  for (const HandoffSample& hop : handoff_samples(result, placement)) {
+    if (hop.measured_us > 0) (hop.path == HopPath::inter_node ? inter : intra).push_back(hop.measured_us);
   }
-  if (!hops.empty()) out.handoff_measured_us = spread_of(hops).median;
+  if (!intra.empty()) out.handoff_measured_us = spread_of(intra).median;
+  if (!inter.empty()) out.inter_node_handoff_measured_us = spread_of(inter).median;
   const Count devices = result.ring_case.devices;
   for (Count r = 0; r < devices; ++r) {
     double predicted = 0, measured = 0;
@@ -114,6 +133,8 @@ bool has_role(const ValidationReport& report, CaseRole role) {
                      [&](const CaseComparison& c) { return c.role == role; });
 }
 
+bool spans_nodes(const ValidationReport& report) { return report.placement && report.placement->nodes() > 1; }
+
 }  // namespace
 
 nlohmann::ordered_json to_json(const ValidationReport& report, bool rounds) {
@@ -122,6 +143,11 @@ nlohmann::ordered_json to_json(const ValidationReport& report, bool rounds) {
   doc["command"] = report.command;
   doc["backend"] = report.backend;
   doc["device"] = report.device;
+  if (report.placement) {
+    doc["placement"] = {{"nodes", report.placement->nodes()},
+                        {"hosts", report.placement->hosts},
+                        {"node_of_device", report.placement->node_of_gpu}};
+  }
   doc["warmup"] = report.options.warmup;
   doc["iterations"] = report.options.iterations;
   bool all_passed = true;
@@ -197,7 +223,13 @@ nlohmann::ordered_json to_json(const ValidationReport& report, bool rounds) {
                           {"hop_latency_us", report.calibration->hop_latency_us},
                           {"hop_bandwidth_gbps", report.calibration->profile.link_bandwidth},
                           {"fit_median_abs_error", report.calibration->fit_median_abs_error}};
+    if (const auto& net = report.calibration->inter_node) {
+      doc["calibration"]["inter_node_handoff_samples"] = net->samples;
+      doc["calibration"]["inter_node_hop_latency_us"] = net->latency_us;
+      doc["calibration"]["inter_node_hop_bandwidth_gbps"] = net->bandwidth_gbps;
+    }
   }
+  if (report.topology) doc["topology"] = report.topology->to_json();
   if (!report.comparisons.empty()) {
     nlohmann::ordered_json errors;
     for (const CaseRole role : {CaseRole::calibration, CaseRole::held_out, CaseRole::checked}) {
@@ -212,6 +244,10 @@ nlohmann::ordered_json to_json(const ValidationReport& report, bool rounds) {
                         {"measured_us", report.comparisons[i].measured_total_us},
                         {"handoff_predicted_us", report.comparisons[i].prediction.handoff_us},
                         {"handoff_measured_us", report.comparisons[i].handoff_measured_us}});
+      if (spans_nodes(report)) {
+        points.back()["inter_node_handoff_predicted_us"] = report.comparisons[i].prediction.inter_node_handoff_us;
+        points.back()["inter_node_handoff_measured_us"] = report.comparisons[i].inter_node_handoff_measured_us;
+      }
     }
     doc["comparisons"] = std::move(points);
   }
@@ -233,13 +269,21 @@ std::string to_markdown(const ValidationReport& report) {
   if (report.comparisons.empty()) return md;
   md += "\n## Predicted against measured\n\n";
   if (report.calibration) {
-    md += fmt::format("Calibrated on the cases marked `calibration` ({} kernels, {} hand-offs; median fit error {:.1f}%), "
-                      "predicted for the rest (`held-out`). The hand-off, a least-squares line over every timed hop: "
-                      "{:.1f} us latency + bytes at {:.2f} GB/s.\n\n",
-                      report.calibration->kernel_samples, report.calibration->handoff_samples,
-                      100 * report.calibration->fit_median_abs_error, report.calibration->hop_latency_us,
-                      report.calibration->profile.link_bandwidth);
+    const Calibration& cal = *report.calibration;
+    md += fmt::format("Calibrated on the cases marked `calibration` ({} kernels; median fit error {:.1f}%), predicted for "
+                      "the rest (`held-out`). Each hand-off is a least-squares line over the timed hops of its kind:",
+                      cal.kernel_samples, 100 * cal.fit_median_abs_error);
+    if (!cal.inter_node || cal.handoff_samples > 0) {
+      md += fmt::format(" {} ({} hops) {:.1f} us latency + bytes at {:.2f} GB/s.", cal.inter_node ? "inside a node" : "every hop",
+                        cal.handoff_samples, cal.hop_latency_us, cal.profile.link_bandwidth);
+    }
+    if (cal.inter_node) {
+      md += fmt::format(" Between nodes ({} hops): {:.1f} us latency + bytes at {:.2f} GB/s.", cal.inter_node->samples,
+                        cal.inter_node->latency_us, cal.inter_node->bandwidth_gbps);
+    }
+    md += "\n\n";
   }
+  if (report.placement) md += fmt::format("Devices by host: {}.\n\n", report.placement->describe());
   md += "| errors | cases | median abs (total) | worst abs (total) | kernels | median abs (kernel) | worst abs (kernel) |\n"
         "|---|---:|---:|---:|---:|---:|---:|\n";
   for (const CaseRole role : {CaseRole::held_out, CaseRole::calibration, CaseRole::checked}) {
@@ -249,13 +293,17 @@ std::string to_markdown(const ValidationReport& report) {
                       100 * s.median_abs_total_error, 100 * s.max_abs_total_error, s.kernels,
                       100 * s.median_abs_kernel_error, 100 * s.max_abs_kernel_error);
   }
-  md += "\n| case | role | predicted (us) | measured (us) | error | hop predicted (us) | hop measured (us) |\n"
-        "|---|---|---:|---:|---:|---:|---:|\n";
+  const bool nodes = spans_nodes(report);
+  md += fmt::format("\n| case | role | predicted (us) | measured (us) | error | hop predicted (us) | hop measured (us) |{}\n"
+                    "|---|---|---:|---:|---:|---:|---:|{}\n",
+                    nodes ? " inter-node hop predicted (us) | inter-node hop measured (us) |" : "", nodes ? "---:|---:|" : "");
   for (size_t i = 0; i < report.comparisons.size(); ++i) {
     const auto& c = report.comparisons[i];
-    md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {:.1f} | {:.1f} |\n", report.results[i].ring_case.label(),
+    md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {:.1f} | {:.1f} |", report.results[i].ring_case.label(),
                       role_name(c.role), c.prediction.total_us, c.measured_total_us, 100 * c.total_error,
                       c.prediction.handoff_us, c.handoff_measured_us);
+    if (nodes) md += fmt::format(" {:.1f} | {:.1f} |", c.prediction.inter_node_handoff_us, c.inter_node_handoff_measured_us);
+    md += "\n";
   }
   return md;
 }

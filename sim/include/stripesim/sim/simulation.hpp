@@ -50,6 +50,7 @@ struct SimulateConfig {
   std::string hardware = "a100";
   std::optional<model::HardwareProfile> hardware_profile;  // a profile in memory (a fit): overrides `hardware`
   std::string topology;    // default: nvswitch:N with the hardware's link bandwidth; "ideal": free links
+  std::optional<Topology> topology_graph;  // a topology in memory (a fitted network): overrides `topology`
   SyncMode sync = SyncMode::async;
   Count kv_buffers = 2;
   bool auto_ring_order = false;

@@ -16,6 +16,15 @@ namespace stripesim::sim {
 
 using model::Count;
 
+// The network of generated clusters: one 400 Gb/s InfiniBand NDR NIC per GPU (per direction),
+// and the latency of each of a cross-node hop's four links (GPU to NIC, NIC to fabric switch).
+inline constexpr GigabytesPerSecond kDefaultNicBandwidth = 50.0;
+inline constexpr Microseconds kDefaultNvlinkLatencyUs = 1.0;  // per link: GPU to NVSwitch
+inline constexpr Microseconds kDefaultNicLatencyUs = 1.5;
+// Links a hop crosses: GPU -> NVSwitch -> GPU inside a node; GPU -> NIC -> fabric -> NIC -> GPU between.
+inline constexpr int kLinksPerNodeHop = 2;
+inline constexpr int kLinksPerNetworkHop = 4;
+
 struct TopologyNode {
   std::string id;
   std::string kind;  // gpu, switch, nic, bridge, cpu

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "stripesim/model/hardware_profile.hpp"
+#include "stripesim/sim/topology.hpp"
 #include "stripesim/validate/calibration.hpp"
 #include "stripesim/validate/validation_run.hpp"
 
@@ -17,15 +18,26 @@ inline constexpr const char* kValidateSchema = "stripesim.validate/1";
 
 struct CasePrediction {
   std::vector<double> kernel_us;  // [round * devices + device]
-  double handoff_us = 0;          // one hop
+  double handoff_us = 0;          // one hop inside a node (0 when every hop crosses nodes)
+  double inter_node_handoff_us = 0;  // one hop between nodes (0 on one node)
   double total_us = 0;
 };
 
+// The topology a job whose ranks span nodes is predicted on: its placement, each node's link
+// from `profile` (fitted on the hops inside nodes), the network from `inter_node` (fitted on the
+// hops between them; without it a 400 Gb/s NIC per GPU). None on one node: the ring's own
+// generated nvswitch:N with the profile's link.
+[[nodiscard]] std::optional<sim::Topology> placed_topology(const sim::NodePlacement& placement,
+                                                           const model::HardwareProfile& profile,
+                                                           const std::optional<LinkFit>& inter_node);
+
 // `parallel_devices`: every device is a real GPU working at once (nccl), so the total is the
 // simulated ring's makespan. Otherwise one processor runs the N virtual devices one after
-// another (cpu, cuda) and the total is the sum of every kernel and hand-off.
+// another (cpu, cuda) and the total is the sum of every kernel and hand-off. `topology`: where
+// the devices are (placed_topology); none, one node.
 [[nodiscard]] CasePrediction predict_case(const CaseResult& result, const model::HardwareProfile& profile,
-                                          const sim::KernelProfile& kernel, bool parallel_devices);
+                                          const sim::KernelProfile& kernel, bool parallel_devices,
+                                          const std::optional<sim::Topology>& topology = std::nullopt);
 
 enum class CaseRole { checked, calibration, held_out };
 
@@ -37,11 +49,13 @@ struct CaseComparison {
   // One hop, set beside prediction.handoff_us: the median of the case's timed hand-offs (0 when
   // none was timed). The hand-off fit (Calibration's latency and bandwidth) is judged on it.
   double handoff_measured_us = 0;
+  double inter_node_handoff_measured_us = 0;  // the same for hops between nodes
   std::vector<double> round_predicted_us;  // max over devices, per round
   std::vector<double> round_measured_us;
 };
 
-[[nodiscard]] CaseComparison compare_case(const CaseResult& result, const CasePrediction& prediction, CaseRole role);
+[[nodiscard]] CaseComparison compare_case(const CaseResult& result, const CasePrediction& prediction, CaseRole role,
+                                          const sim::NodePlacement* placement = nullptr);
 
 struct ErrorSummary {
   Count cases = 0;
@@ -66,6 +80,8 @@ struct ValidationReport {
   std::optional<model::HardwareProfile> profile;   // the profile predictions used
   std::optional<sim::KernelProfile> kernel;        // the kernel profile predictions used
   std::vector<CaseComparison> comparisons;         // empty without predictions
+  std::optional<sim::NodePlacement> placement;     // the host of every device (mpi)
+  std::optional<sim::Topology> topology;           // the topology predictions used, when the job spans nodes
 };
 
 [[nodiscard]] nlohmann::ordered_json to_json(const ValidationReport& report, bool rounds);

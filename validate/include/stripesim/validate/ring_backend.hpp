@@ -66,6 +66,10 @@ class RingBackend {
   // A backend launched as one process per device (mpi: the MPI world) has its ring size fixed by
   // the launch: every case must have that many devices. Empty when any N runs.
   [[nodiscard]] virtual std::optional<Count> launched_devices() const { return std::nullopt; }
+  // The host each device runs on, in device order, for a backend whose devices may span nodes
+  // (mpi: every rank's host name, gathered so that every rank has them; every rank must call
+  // it). Empty when every device runs in this one process.
+  [[nodiscard]] virtual std::vector<std::string> device_hosts([[maybe_unused]] const RunOptions& options) { return {}; }
   // False on the processes of a multi-process backend other than rank 0: they run every case's
   // ring with the others, but only rank 0 holds the gathered output and timings, checks and
   // writes the report.
