@@ -361,7 +361,7 @@ std::function<int()> register_validate_command(CLI::App& app) {
                 "Skip the dense-attention check: n^2 per head, once per problem (cpu: float64 on one core; cuda, "
                 "nccl: fp32 cuBLAS on the GPU)");
   cmd->add_option("--topology", o.topology,
-                  "--backend mpi: which ranks share a node (cluster:NxG, hostfile:FILE, or any simulate topology); it must "
+                  "--backend mpi (or nccl under mpirun): which ranks share a node (cluster:NxG, hostfile:FILE, or any simulate topology); it must "
                   "match where the ranks run [default: the ranks' host names]");
   cmd->add_option("--out-dir", o.out_dir, "Write validate.json and validate.md (and profile.json when it calibrates) to DIR");
   cmd->add_option("--format", o.format, "Standard output format")->check(CLI::IsMember({"table", "json", "markdown"}))
@@ -415,7 +415,7 @@ std::function<int()> register_validate_command(CLI::App& app) {
     std::optional<sim::NodePlacement> promised;
     if (!opts.topology.empty()) {
       if (!backend->launched_devices()) {
-        throw model::InputError(fmt::format("--topology: only with --backend mpi, whose ranks the launcher places on nodes "
+        throw model::InputError(fmt::format("--topology: only for one process per device (--backend mpi, or nccl under mpirun), placed on nodes by the launcher "
                                             "(the {} backend runs every device in this one process)",
                                             opts.backend));
       }

@@ -9,6 +9,10 @@ ring device on however many cores there are).
                                                                    them fitted apart and predicted over the network;
                                                                    a --topology that places them otherwise refused
 
+  test_mpi_validate.py MPIEXEC STRIPESIM SOURCE_DIR WORK_DIR nccl   --backend nccl under mpirun -np 2: each rank its own
+                                                                   GPU and NCCL communicator (on 2+ GPUs: the ring
+                                                                   checked; without a GPU: every rank names itself)
+
 MPIEXEC "none" (stripesim built without MPI): prints why and exits 77, which ctest reports as skipped.
 """
 import json
@@ -36,6 +40,41 @@ if mode == "hang":
     env["STRIPESIM_TEST_MPI_HANG_RANK"] = "2"
     command += ["--timeout", "2"]
     command[1:1] = ["-x", "STRIPESIM_TEST_MPI_HANG_RANK"]
+if mode == "nccl":
+    command = [mpiexec, "-np", "2", "--oversubscribe", stripesim, "validate", "--backend", "nccl", "--seq-len", "4096",
+               "--format", "json"]
+    run = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ), timeout=300)
+    if "built without" in run.stderr:
+        print(f"SKIPPED: this stripesim has no nccl backend under MPI: {run.stderr.strip().splitlines()[0]}")
+        sys.exit(SKIP)
+    smi = shutil.which("nvidia-smi")
+    gpus = 0
+    if smi:
+        listed = subprocess.run([smi, "-L"], capture_output=True, text=True)
+        gpus = sum(1 for l in listed.stdout.splitlines() if l.startswith("GPU ")) if listed.returncode == 0 else 0
+    if gpus == 1:
+        print("SKIPPED: one GPU; two ranks of one NCCL communicator need a GPU each")
+        sys.exit(SKIP)
+    if gpus == 0:
+        # Each rank runs its own backend: each names itself (the one-process backend would say rank 0 only).
+        lines = sorted(set(l for l in run.stderr.splitlines() if l.startswith("stripesim: error:")))
+        ranks = [l.split(":")[2].strip() for l in lines]
+        if run.returncode != 3 or ranks != ["rank 0", "rank 1"] or any("cudaGetDeviceCount" not in l for l in lines):
+            print(f"FAILED: expected exit 3 and one cudaGetDeviceCount line from each of rank 0 and rank 1\n"
+                  f"--- exit {run.returncode}\n--- stderr\n{run.stderr}")
+            sys.exit(1)
+        print("no GPU: both ranks ran the per-rank nccl backend and each named itself (exit 3)")
+        sys.exit(0)
+    if run.returncode != 0:
+        print(f"FAILED: expected exit 0 on {gpus} GPUs\n--- stdout\n{run.stdout}\n--- stderr\n{run.stderr}")
+        sys.exit(1)
+    doc = json.loads(run.stdout)
+    if doc["backend"] != "nccl" or not doc["all_passed"] or any(c["devices"] != 2 for c in doc["cases"]):
+        print(f"FAILED: expected every case of N = 2 on the nccl backend to match dense attention\n{run.stdout}")
+        sys.exit(1)
+    print(f"{len(doc['cases'])} cases on 2 ranks of one NCCL communicator match dense attention")
+    sys.exit(0)
+
 if mode == "nodes":
     # TEST ONLY: ranks 0-1 report host "a", 2-3 host "b" (validate/mpi/mpi_hosts.cpp, own_host), as
     # a job over two nodes of two GPUs would; the hostfile promises exactly that.

@@ -124,19 +124,29 @@ void upload_shard(const RingProblem& problem, Count device, const DeviceSlots& s
   wait_stream(stream, rank, fmt::format("upload of device {}'s shard", device), deadline);
 }
 
-void download_output(const RingProblem& problem, Count device, const DeviceSlots& slots, cudaStream_t stream,
-                     Count rank, const Deadline& deadline, std::vector<double>& output) {
+std::vector<float> download_local_output(const RingProblem& problem, Count device, const DeviceSlots& slots,
+                                         cudaStream_t stream, Count rank, const Deadline& deadline) {
   const RingCase& c = problem.ring_case();
-  const DeviceShard& shard = problem.shard(device);
-  const auto row = static_cast<std::size_t>(c.heads * c.head_dim);
-  std::vector<float> local(shard.positions.size() * row);
+  std::vector<float> local(problem.shard(device).positions.size() * static_cast<std::size_t>(c.heads * c.head_dim));
   check_cuda(cudaMemcpyAsync(local.data(), slots.out, local.size() * sizeof(float), cudaMemcpyDeviceToHost, stream),
              rank, [&] { return fmt::format("cudaMemcpy of device {}'s output to the host", device); });
   wait_stream(stream, rank, fmt::format("download of device {}'s output", device), deadline);
+  return local;
+}
+
+void scatter_output(const RingProblem& problem, Count device, const std::vector<float>& local, std::vector<double>& output) {
+  const RingCase& c = problem.ring_case();
+  const DeviceShard& shard = problem.shard(device);
+  const auto row = static_cast<std::size_t>(c.heads * c.head_dim);
   for (std::size_t l = 0; l < shard.positions.size(); ++l) {
     const auto p = static_cast<std::size_t>(shard.positions[l]);
     for (std::size_t i = 0; i < row; ++i) output[p * row + i] = static_cast<double>(local[l * row + i]);
   }
+}
+
+void download_output(const RingProblem& problem, Count device, const DeviceSlots& slots, cudaStream_t stream,
+                     Count rank, const Deadline& deadline, std::vector<double>& output) {
+  scatter_output(problem, device, download_local_output(problem, device, slots, stream, rank, deadline), output);
 }
 
 KernelShape gpu_kernel_shape(const RingProblem& problem) {

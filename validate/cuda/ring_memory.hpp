@@ -76,6 +76,11 @@ void upload_shard(const RingProblem& problem, Count device, const DeviceSlots& s
 // Downloads `slots.out` and writes it into `output` in ORIGINAL order.
 void download_output(const RingProblem& problem, Count device, const DeviceSlots& slots, cudaStream_t stream,
                      Count rank, const Deadline& deadline, std::vector<double>& output);
+// The same in two steps, for a process that sends its device's rows to another: `slots.out` in
+// the device's local order, then those rows written into `output` in ORIGINAL order.
+[[nodiscard]] std::vector<float> download_local_output(const RingProblem& problem, Count device, const DeviceSlots& slots,
+                                                       cudaStream_t stream, Count rank, const Deadline& deadline);
+void scatter_output(const RingProblem& problem, Count device, const std::vector<float>& local, std::vector<double>& output);
 
 // Throws model::InputError when the case cannot run on the GPU kernel (precision, head_dim,
 // tile, heads beyond the grid's limit).

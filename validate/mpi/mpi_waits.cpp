@@ -101,12 +101,13 @@ double seconds(Clock::time_point t) { return std::chrono::duration<double>(t.tim
   conclude(Notice{posted_s, rank, text}, sends);
 }
 
-// Another rank's failure notice, if one arrived, ends this rank too.
+}  // namespace
+
 void take_failure_notice() {
   if (auto notice = receive_notice()) conclude(std::move(*notice), {});
 }
 
-}  // namespace
+void end_job(const DeviceFailure& failure, Clock::time_point posted) { fail_job(failure.what(), posted); }
 
 bool test_all(std::span<MPI_Request> requests) {
   int done = 0;

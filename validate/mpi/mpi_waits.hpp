@@ -12,6 +12,8 @@
 #include <span>
 #include <string>
 
+#include "stripesim/validate/ring_backend.hpp"
+
 namespace stripesim::validate::mpi {
 
 using Clock = std::chrono::steady_clock;
@@ -27,5 +29,14 @@ inline constexpr int kExitDeviceFailure = 3;
 // to rank 3"). A failure notice from another rank ends it too, with that rank's line.
 void wait_within(std::span<MPI_Request> requests, Clock::time_point posted, double timeout_s, int peer,
                  const std::string& operation);
+
+// Ends the job for a failure this rank found itself (a GPU error, a transfer past its deadline)
+// the way an expired wait does: every rank prints `failure`'s line, exit code 3. `posted`: when
+// the failed operation began.
+[[noreturn]] void end_job(const DeviceFailure& failure, Clock::time_point posted);
+
+// Ends this rank if another rank's failure notice has arrived (call it in every polling loop
+// that does not go through wait_within).
+void take_failure_notice();
 
 }  // namespace stripesim::validate::mpi

@@ -2,6 +2,8 @@
 // backends when CMake found the CUDA toolkit (and NCCL), the mpi backend when it found MPI.
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/validate/cpu_backend.hpp"
 #include "stripesim/validate/ring_backend.hpp"
@@ -13,6 +15,13 @@
 #endif
 
 namespace stripesim::validate {
+
+bool launched_as_mpi_rank() {
+  for (const char* variable : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    if (std::getenv(variable) != nullptr) return true;
+  }
+  return false;
+}
 
 std::vector<std::string> built_backends() {
   std::vector<std::string> names{"cpu"};
@@ -29,7 +38,16 @@ std::unique_ptr<RingBackend> make_backend(std::string_view name) {
   if (name == "cpu") return make_cpu_backend();
 #ifdef STRIPESIM_WITH_CUDA
   if (name == "cuda") return make_cuda_backend();
-  if (name == "nccl") return make_nccl_backend();
+  if (name == "nccl") {
+    if (!launched_as_mpi_rank()) return make_nccl_backend();
+#if defined(STRIPESIM_WITH_NCCL) && defined(STRIPESIM_WITH_MPI)
+    return make_nccl_rank_backend();
+#else
+    throw model::InputError(
+        "--backend nccl: started as one rank of an MPI job (mpirun, srun), but this stripesim was built without MPI or "
+        "NCCL (apt-get install openmpi-bin libopenmpi-dev, then configure again), or run it without the launcher");
+#endif
+  }
 #else
   if (name == "cuda" || name == "nccl") {
     throw model::InputError(fmt::format(

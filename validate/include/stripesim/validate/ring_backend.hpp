@@ -85,6 +85,10 @@ class RingBackend {
   }
 };
 
+// True when mpirun / mpiexec (Open MPI, MPICH, Intel MPI) or srun with PMI/PMIx started this
+// process as one rank of a job: their environment names its rank. `nccl` then runs one rank.
+[[nodiscard]] bool launched_as_mpi_rank();
+
 // "cpu", "cuda", "nccl" or "mpi". A backend this build lacks (no CUDA toolkit, no NCCL, no MPI) is an InputError
 // naming what is missing; a missing GPU at run time is a DeviceFailure.
 [[nodiscard]] std::unique_ptr<RingBackend> make_backend(std::string_view name);

@@ -13,6 +13,12 @@ namespace stripesim::validate {
 [[nodiscard]] std::unique_ptr<RingBackend> make_cuda_backend();
 // Throws model::InputError when this build found no NCCL.
 [[nodiscard]] std::unique_ptr<RingBackend> make_nccl_backend();
+#if defined(STRIPESIM_WITH_NCCL) && defined(STRIPESIM_WITH_MPI)
+// The nccl backend when an MPI launcher started this process as one rank of the ring
+// (validate/cuda/nccl_rank_backend.cpp): its own GPU, one communicator over all ranks, rank 0
+// gathering the times and the output. Initialises MPI unless it already is.
+[[nodiscard]] std::unique_ptr<RingBackend> make_nccl_rank_backend();
+#endif
 
 // CUDA devices visible to this process; 0 when there is no driver or no device. Never throws.
 [[nodiscard]] int gpu_count() noexcept;
