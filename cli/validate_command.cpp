@@ -327,7 +327,7 @@ std::function<int()> register_validate_command(CLI::App& app) {
   cmd->add_option("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
   cmd->add_option("--mask", o.masks, "Mask; repeat the flag for several [default: causal]");
   cmd->add_option("--cp", o.cp, "Comma-separated context parallelism: ring, allgather (K/V gathered, one call per device), "
-                  "ulysses (all-to-all to heads); allgather and ulysses on the cpu backend [default: ring]");
+                  "ulysses (all-to-all to heads); allgather and ulysses on the cpu and mpi backends [default: ring]");
   cmd->add_option("--seq-len,-n", o.seq_lens, "Sequence lengths, comma-separated; k suffix [default: 2048; GPU 16k]");
   cmd->add_option("--devices,-N", o.devices,
                   "Ring sizes, comma-separated [default: 4; with --compare 2,4,8; mpi: the number of ranks]");

@@ -17,6 +17,9 @@ namespace {
 // One rank's part of the case's context parallelism, in T.
 template <typename T>
 RingMeasurement measure(const RingProblem& problem, const RunOptions& options, int rank, const std::string& device_name) {
+  const std::string& cp = problem.ring_case().cp;
+  if (cp == "allgather") return mpi::measure_allgather<T>(problem, options, rank, device_name);
+  if (cp == "ulysses") return mpi::measure_ulysses<T>(problem, options, rank, device_name);
   return mpi::measure_ring<T>(problem, options, rank, device_name);
 }
 

@@ -26,7 +26,8 @@ int byte_count(const std::vector<T>& values) {
 }
 
 // TEST ONLY (tests/CMakeLists.txt's MPI failure tests): STRIPESIM_TEST_MPI_HANG_RANK=r makes rank
-// r stop answering here, as a hung process would. Called at round 1 of a ring. No other use.
+// r stop answering here, as a hung process would. Called at round 1 of a ring and before the first
+// collective of an all-gather or Ulysses iteration. No other use.
 void hang_if_told(int rank);
 
 // Rank 0 starts every iteration once it has the previous one's results: the barrier between them.
