@@ -380,6 +380,10 @@ std::function<int()> register_validate_command(CLI::App& app) {
     }
     if (!opts.block_costs_kernel.empty()) throw model::InputError("--block-costs-kernel: only with --block-costs");
     validate::ValidateMatrix matrix = build_matrix(opts);
+    // mpi without --devices: N is the job's size, known once MPI is up (below). Until then the
+    // cases are checked at N = 1, which every length and head count divides, so that the default
+    // N cannot refuse a case (Ulysses' heads over N) the job's own N runs.
+    if (opts.backend == "mpi" && opts.devices.empty()) matrix.devices = {1};
     std::vector<validate::RingCase> cases = validate::expand_matrix(matrix);
     // Build every problem's layout and mask now: a bad spec fails before anything runs.
     for (const auto& c : cases) validate::check_ring_problem(c);
