@@ -36,15 +36,18 @@ RingMeasurement measure_ulysses(const RingProblem& problem, const RunOptions& op
   std::vector<Position> local(static_cast<size_t>(block_len));
   std::iota(local.begin(), local.end(), Position{0});
 
-  // The send buffer [d][local token][heads d owns][dim]: `count` heads from first_of(d) for each d.
-  auto by_destination = [&](const std::vector<T>& values, Count all_heads, Count count, auto first_of) {
+  // An all-to-all's send buffer: part_of(d) for every rank d in turn.
+  auto by_destination = [&](auto part_of) {
     std::vector<T> out;
-    out.reserve(static_cast<size_t>(devices * block_len * count * dim));
     for (Count d = 0; d < devices; ++d) {
-      const std::vector<T> part = heads_of<T>(values, all_heads, first_of(d), count, dim);
+      const std::vector<T> part = part_of(d);
       out.insert(out.end(), part.begin(), part.end());
     }
     return out;
+  };
+  // [d][local token][heads d owns][dim]: `count` heads from first_of(d) of every local token.
+  auto heads_by_destination = [&](const std::vector<T>& values, Count all_heads, Count count, auto first_of) {
+    return by_destination([&](Count d) { return heads_of<T>(values, all_heads, first_of(d), count, dim); });
   };
   // The receive buffer [s][s's token][heads][dim] put in sequence order: s's tokens at its positions.
   auto in_order = [&](const std::vector<T>& received, Count heads) {
@@ -84,9 +87,9 @@ RingMeasurement measure_ulysses(const RingProblem& problem, const RunOptions& op
     const auto start = Clock::now();
     const auto first = [&](Count d) { return split.first_head(d); };
     const auto first_kv = [&](Count d) { return split.first_kv_head(d); };
-    std::array<std::vector<T>, 3> sends{by_destination(q, c.heads, mine.heads, first),
-                                        by_destination(own.k, c.kv_heads, mine.kv_heads, first_kv),
-                                        by_destination(own.v, c.kv_heads, mine.kv_heads, first_kv)};
+    std::array<std::vector<T>, 3> sends{heads_by_destination(q, c.heads, mine.heads, first),
+                                        heads_by_destination(own.k, c.kv_heads, mine.kv_heads, first_kv),
+                                        heads_by_destination(own.v, c.kv_heads, mine.kv_heads, first_kv)};
     std::array<std::vector<T>, 3> received;
     all_to_all(sends, received, in);
     state.q = in_order(received[0], mine.heads);
@@ -101,11 +104,9 @@ RingMeasurement measure_ulysses(const RingProblem& problem, const RunOptions& op
     meet(out, timeout);
     const auto back = Clock::now();
     const std::vector<T> finished = normalised(state, dim);  // [position][this rank's heads][dim]
-    std::array<std::vector<T>, 1> answers{};
-    for (Count s = 0; s < devices; ++s) {
-      const std::vector<T> part = gather<T>(finished, problem.shard(s).positions, mine.heads * dim);
-      answers[0].insert(answers[0].end(), part.begin(), part.end());
-    }
+    // [s][s's token][this rank's heads][dim]: each rank's shard rows.
+    std::array<std::vector<T>, 1> answers{
+        by_destination([&](Count s) { return gather<T>(finished, problem.shard(s).positions, mine.heads * dim); })};
     std::array<std::vector<T>, 1> answered;
     all_to_all(answers, answered, out);
     const auto part = static_cast<size_t>(block_len * mine.heads * dim);
