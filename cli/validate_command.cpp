@@ -327,7 +327,7 @@ std::function<int()> register_validate_command(CLI::App& app) {
   cmd->add_option("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
   cmd->add_option("--mask", o.masks, "Mask; repeat the flag for several [default: causal]");
   cmd->add_option("--cp", o.cp, "Comma-separated context parallelism: ring, allgather (K/V gathered, one call per device), "
-                  "ulysses (all-to-all to heads); allgather and ulysses on the cpu backend [default: ring]");
+                  "ulysses (all-to-all to heads); allgather and ulysses on the cpu and mpi backends [default: ring]");
   cmd->add_option("--seq-len,-n", o.seq_lens, "Sequence lengths, comma-separated; k suffix [default: 2048; GPU 16k]");
   cmd->add_option("--devices,-N", o.devices,
                   "Ring sizes, comma-separated [default: 4; with --compare 2,4,8; mpi: the number of ranks]");
@@ -380,6 +380,10 @@ std::function<int()> register_validate_command(CLI::App& app) {
     }
     if (!opts.block_costs_kernel.empty()) throw model::InputError("--block-costs-kernel: only with --block-costs");
     validate::ValidateMatrix matrix = build_matrix(opts);
+    // mpi without --devices: N is the job's size, known once MPI is up (below). Until then the
+    // cases are checked at N = 1, which every length and head count divides, so that the default
+    // N cannot refuse a case (Ulysses' heads over N) the job's own N runs.
+    if (opts.backend == "mpi" && opts.devices.empty()) matrix.devices = {1};
     std::vector<validate::RingCase> cases = validate::expand_matrix(matrix);
     // Build every problem's layout and mask now: a bad spec fails before anything runs.
     for (const auto& c : cases) validate::check_ring_problem(c);

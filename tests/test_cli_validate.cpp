@@ -186,7 +186,7 @@ std::vector<BadInput> validate_bad_inputs() {
       {"unknown_gpu_kernel", "validate --backend cuda --gpu-kernel fast", "--gpu-kernel 'fast': expected flash or wmma"},
       {"indivisible", "validate --seq-len 1000 --devices 3", "--seq-len 1000 is not divisible by --devices 3"},
       {"cp_on_a_gpu", "validate --backend cuda --cp ring,ulysses",
-       "--cp ulysses: the cuda backend runs the ring only; allgather and ulysses run on --backend cpu"},
+       "--cp ulysses: the cuda backend runs the ring only; allgather and ulysses run on --backend cpu or mpi"},
       {"ulysses_heads", "validate --cp ulysses --heads 2 --kv-heads 2 --devices 4",
        "--cp ulysses: the all-to-all over 4 devices needs the 2 heads of a device divisible by 4"},
       {"hybrid_in_the_validator", "validate --cp hybrid:2x2 --devices 4", "--cp hybrid:2x2: the validator runs ring, allgather and ulysses"},

@@ -8,6 +8,9 @@ ring device on however many cores there are).
   test_mpi_validate.py MPIEXEC STRIPESIM SOURCE_DIR WORK_DIR nodes  ranks on two (pretended) hosts: hops between
                                                                    them fitted apart and predicted over the network;
                                                                    a --topology that places them otherwise refused
+  ... collectives       --cp ring,allgather,ulysses: every output checked, each case's JSON as the cpu backend
+                        gives it (same fields, bytes and work), one call and one collective per rank
+  ... hang-collective   a rank that never reaches the all-gather ends the job (exit 3), named
 
   test_mpi_validate.py MPIEXEC STRIPESIM SOURCE_DIR WORK_DIR nccl   --backend nccl under mpirun -np 2: each rank its own
                                                                    GPU and NCCL communicator (on 2+ GPUs: the ring
@@ -30,13 +33,20 @@ if mpiexec == "none":
 shutil.rmtree(work, ignore_errors=True)
 out_dir = os.path.join(work, "report")
 # Small on purpose: four processes share CI's two cores. Two sequence lengths give the hand-off
-# two block sizes, so its latency and bandwidth are a line through distinct points.
-command = [mpiexec, "-np", "4", "--oversubscribe", stripesim, "validate", "--backend", "mpi",
-           "--seq-len", "256,512", "--tile", "64x64", "--layouts", "striped,zigzag", "--warmup", "1", "--iterations", "3",
-           "--compare", "--out-dir", out_dir, "--format", "json"]
+# two block sizes, so its latency and bandwidth are a line through distinct points. The
+# collectives run beside the ring: --compare fits on ring cases only and predicts the rest.
+matrix = ["--seq-len", "256,512", "--tile", "64x64", "--layouts", "striped,zigzag"]
+if mode == "collectives":
+    matrix = ["--cp", "ring,allgather,ulysses", "--seq-len", "512,1024", "--heads", "4", "--kv-heads", "2", "--tile", "64x64",
+              "--layouts", "striped,zigzag"]
+if mode == "hang-collective":
+    matrix = ["--cp", "allgather,ulysses", "--seq-len", "256", "--heads", "4", "--layouts", "zigzag"]
+command = [mpiexec, "-np", "4", "--oversubscribe", stripesim, "validate", "--backend", "mpi", *matrix, "--warmup", "1",
+           "--iterations", "3", "--compare", "--out-dir", out_dir, "--format", "json"]
 env = dict(os.environ)
-if mode == "hang":
-    # TEST ONLY: rank 2 stops answering at round 1 (validate/mpi/mpi_backend.cpp, hangs_here).
+if mode.startswith("hang"):
+    # TEST ONLY: rank 2 stops answering at round 1 of the ring, before the collective of the
+    # all-gather (validate/mpi/mpi_measure.hpp, hang_if_told).
     env["STRIPESIM_TEST_MPI_HANG_RANK"] = "2"
     command += ["--timeout", "2"]
     command[1:1] = ["-x", "STRIPESIM_TEST_MPI_HANG_RANK"]
@@ -94,14 +104,18 @@ def fail(why):
     sys.exit(1)
 
 
-if mode == "hang":
+if mode.startswith("hang"):
     if run.returncode != 3:
         fail("expected exit code 3 from the job a hung rank ended")
     lines = [l for l in run.stderr.splitlines() if l.startswith("stripesim: error:")]
     # Rank 3 misses the block rank 2 never sends, or rank 1 sees rank 2 never take its block (a
     # large block waits for the receiver): either way rank 2 is named, and one line is every rank's.
+    # Before a collective every rank waits for every other's arrival by name.
     wants = ["stripesim: error: rank 2: hand-off of round 1's K/V block to rank 3 failed: no answer within 2 s",
              "stripesim: error: rank 2: receive of round 1's K/V block from rank 1 failed: no answer within 2 s"]
+    if mode == "hang-collective":
+        wants = ["stripesim: error: rank 2: arrival at the all-gather of iteration 0's K/V blocks failed: "
+                 "no answer within 2 s"]
     if not lines or len(set(lines)) != 1 or not any(lines[0].startswith(w) for w in wants):
         fail(f"expected every rank to print one same line starting with one of: {wants}")
     if os.path.exists(out_dir):
@@ -138,15 +152,16 @@ if mode == "nodes":
                          capture_output=True, text=True, timeout=60)
     if sim.returncode != 0:
         fail(f"simulate on the written topology.json and profile.json failed: {sim.stderr}")
-    # A placement that contradicts where the ranks run: every rank refuses it, before anything runs.
+    # A placement that contradicts where the ranks run: refused before anything runs.
     wrong_dir = os.path.join(work, "wrong-topology")
     command = [mpiexec, "-x", "STRIPESIM_TEST_MPI_HOSTS", "-np", "4", "--oversubscribe", stripesim, "validate", "--backend",
                "mpi", "--topology", "cluster:1x4", "--out-dir", wrong_dir]
     run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
     want = "stripesim: error: --topology cluster:1x4: places the ranks as node0: 0-3, but they run as a: 0-1, b: 2-3"
     lines = [l for l in run.stderr.splitlines() if l.startswith("stripesim: error:")]
-    if run.returncode != 2 or len(lines) != 4 or any(l != want for l in lines) or os.path.exists(wrong_dir):
-        fail(f"expected exit 2, nothing written and this line from all 4 ranks: {want}")
+    # Every rank refuses; mpirun ends the job when the first one exits, so the others may not print.
+    if run.returncode != 2 or not lines or any(l != want for l in lines) or os.path.exists(wrong_dir):
+        fail(f"expected exit 2, nothing written and only this line: {want}")
     print(f"2 nodes x 2 ranks: hops inside a node {calibration['hop_latency_us']:.1f} us + bytes at "
           f"{calibration['hop_bandwidth_gbps']:.2f} GB/s, between nodes {calibration['inter_node_hop_latency_us']:.1f} us "
           f"+ bytes at {calibration['inter_node_hop_bandwidth_gbps']:.2f} GB/s")
@@ -161,11 +176,49 @@ if doc != on_disk:
 import jsonschema  # noqa: E402  (python3-jsonschema, like validate_outputs.py)
 schema = json.load(open(os.path.join(source, "reports", "schema", "validate.schema.json")))
 jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
-if doc["backend"] != "mpi" or not doc["all_passed"] or len(doc["cases"]) != 4:
-    fail("expected 4 mpi cases, all passed")
+cases = 12 if mode == "collectives" else 4
+if doc["backend"] != "mpi" or not doc["all_passed"] or len(doc["cases"]) != cases:
+    fail(f"expected {cases} mpi cases, all passed")
 for case in doc["cases"]:
     if case["devices"] != 4 or not case["correctness"]["passed"]:
         fail(f"case {case['label']}: expected N = 4 and its output matching dense attention")
+if mode == "collectives":
+    # The cpu backend on the same matrix: every case has the same fields, the same bytes per
+    # hand-off and the same work; a collective case is held out and predicted, and records one
+    # kernel call and one collective per rank, at round 0.
+    cpu_run = subprocess.run([stripesim, "validate", "--backend", "cpu", "--devices", "4", *matrix, "--warmup", "0",
+                              "--iterations", "1", "--compare", "--format", "json"], capture_output=True, text=True,
+                             timeout=120)
+    if cpu_run.returncode != 0:
+        fail(f"the cpu backend on the same matrix failed: {cpu_run.stderr}")
+    for mine, cpu in zip(doc["cases"], json.loads(cpu_run.stdout)["cases"]):
+        same = ("label", "cp", "handoff_bytes", "unmasked_pairs", "active_tiles")
+        if mine.keys() != cpu.keys() or any(mine[k] != cpu[k] for k in same):
+            fail(f"case {mine['label']}: expected the cpu backend's fields and values of {same}")
+        if mine["rounds"][0].keys() != cpu["rounds"][0].keys():
+            fail(f"case {mine['label']}: expected the cpu backend's per-cell fields")
+        if mine["cp"] == "ring":
+            continue
+        if mine["role"] != "held-out" or mine["predicted_us"] <= 0:
+            fail(f"case {mine['label']}: expected a held-out prediction")
+        for cell in mine["rounds"]:
+            timed = cell["kernel_us"]["median"] > 0 and cell["handoff_us"]["median"] > 0
+            if timed != (cell["round"] == 0):
+                fail(f"case {mine['label']}: expected a kernel and a collective time at round 0 only, got {cell}")
+    # Bad input: heads that do not split over the job's ranks are refused by every rank, as the cpu
+    # backend refuses them, before anything runs.
+    wrong_dir = os.path.join(work, "wrong-heads")
+    command = [mpiexec, "-np", "4", "--oversubscribe", stripesim, "validate", "--backend", "mpi", "--cp", "ulysses",
+               "--heads", "2", "--kv-heads", "2", "--out-dir", wrong_dir]
+    run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    want = "stripesim: error: --cp ulysses: the all-to-all over 4 devices needs the 2 heads of a device divisible by 4"
+    lines = [l for l in run.stderr.splitlines() if l.startswith("stripesim: error:")]
+    if run.returncode != 2 or not lines or any(l != want for l in lines) or os.path.exists(wrong_dir) or run.stdout:
+        fail(f"expected exit 2, nothing written and only this line: {want}")
+    print(f"4 ranks: {len(doc['cases'])} cases (ring, allgather, ulysses) match dense attention and the cpu backend's "
+          f"fields; held-out collective errors " +
+          ", ".join(f"{c['error']:+.0%}" for c in doc["cases"] if c["cp"] != "ring"))
+    sys.exit(0)
 calibration = doc["calibration"]
 if calibration["handoff_samples"] != 2 * 3 * 4 or calibration["hop_bandwidth_gbps"] <= 0:
     fail("expected the hand-off fitted on the calibration half's 24 hops")

@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <span>
@@ -36,18 +35,6 @@ namespace {
 // Tags of the gathers to rank 0 (mpi_exchange.hpp keeps its own apart).
 constexpr int kTagTimes = 120;
 constexpr int kTagOutput = 121;
-
-template <typename T>
-std::span<const std::byte> as_bytes(const std::vector<T>& values) {
-  return std::as_bytes(std::span<const T>(values));
-}
-
-template <typename T>
-std::vector<T> from_bytes(const std::vector<std::byte>& bytes) {
-  std::vector<T> out(bytes.size() / sizeof(T));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
-  return out;
-}
 
 // One rank's ring: its GPU's streams, memory, schedules and the events of every round.
 class NcclRankRing {
@@ -99,12 +86,12 @@ class NcclRankRing {
   [[nodiscard]] std::vector<double> download_output() {
     const Deadline deadline = Deadline::after(timeout_s_);
     const std::vector<float> local = download_local_output(problem_, rank_, slots_, compute_.get(), rank_, deadline);
-    const auto all = mpi::gather_to_rank0(as_bytes(local), rank_, static_cast<int>(n_), kTagOutput, timeout_s_, "output");
+    const auto all = mpi::gather_to_rank0(std::as_bytes(std::span(local)), rank_, static_cast<int>(n_), kTagOutput, timeout_s_, "output");
     if (all.empty()) return {};
     const RingCase& c = problem_.ring_case();
     std::vector<double> output(static_cast<std::size_t>(c.seq_len * c.heads * c.head_dim),
                                std::numeric_limits<double>::quiet_NaN());
-    for (Count d = 0; d < n_; ++d) scatter_output(problem_, d, from_bytes<float>(all[static_cast<std::size_t>(d)]), output);
+    for (Count d = 0; d < n_; ++d) scatter_output(problem_, d, mpi::from_bytes<float>(all[static_cast<std::size_t>(d)]), output);
     return output;
   }
 
@@ -266,7 +253,7 @@ class NcclRankBackend final : public RingBackend {
     return measure_ring(name(), ring, options, [&](RingMeasurement* record) {
       mpi::start_iteration(rank, ranks, iteration, options.timeout_s);
       const std::vector<double> times = ring.iterate();
-      const auto all = mpi::gather_to_rank0(as_bytes(times), rank, ranks, kTagTimes, options.timeout_s,
+      const auto all = mpi::gather_to_rank0(std::as_bytes(std::span(times)), rank, ranks, kTagTimes, options.timeout_s,
                                             fmt::format("iteration {}'s times", iteration));
       ++iteration;
       if (record == nullptr || all.empty()) return;
@@ -274,7 +261,7 @@ class NcclRankBackend final : public RingBackend {
       std::vector<double> kernel_us(n * n, 0.0), handoff_us(n * n, 0.0);
       double wall_us = 0;
       for (std::size_t d = 0; d < n; ++d) {
-        const std::vector<double> theirs = from_bytes<double>(all[d]);
+        const std::vector<double> theirs = mpi::from_bytes<double>(all[d]);
         for (std::size_t r = 0; r < n; ++r) {
           kernel_us[r * n + d] = theirs[r];
           if (r + 1 < n) handoff_us[r * n + d] = theirs[n + r];

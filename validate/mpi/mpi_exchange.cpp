@@ -12,7 +12,7 @@ constexpr int kTagStart = 110;  // no other message of the MPI rings uses it
 
 }  // namespace
 
-void start_iteration(int rank, int ranks, long long iteration, double timeout_s) {
+void start_iteration(int rank, int ranks, std::int64_t iteration, double timeout_s) {
   char start_byte = 0;
   if (rank == 0) {
     std::vector<MPI_Request> starts(static_cast<size_t>(ranks > 0 ? ranks - 1 : 0));

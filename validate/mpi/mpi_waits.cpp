@@ -14,8 +14,10 @@
 namespace stripesim::validate::mpi {
 namespace {
 
-// A tag no data message uses: the failure notice, a line of text.
+// Tags no data message uses (mpi_measure.hpp's are below 100): the failure notice, a line of
+// text, and the empty message of meet().
 constexpr int kFailureTag = 999;
+constexpr int kMeetTag = 998;
 constexpr int kNoticeChars = 512;
 
 // How long a rank keeps running after the failure so that the notices reach every rank and each
@@ -136,6 +138,27 @@ void wait_within(std::span<MPI_Request> requests, Clock::time_point posted, doub
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
+  }
+}
+
+void meet(const std::string& operation, double timeout_s) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  static char nothing = 0;  // the messages are empty; MPI wants a buffer all the same
+  std::vector<MPI_Request> receives(static_cast<size_t>(size), MPI_REQUEST_NULL), sends = receives;
+  for (int other = 0; other < size; ++other) {
+    if (other == rank) continue;
+    MPI_Irecv(&nothing, 0, MPI_CHAR, other, kMeetTag, MPI_COMM_WORLD, &receives[static_cast<size_t>(other)]);
+    MPI_Isend(&nothing, 0, MPI_CHAR, other, kMeetTag, MPI_COMM_WORLD, &sends[static_cast<size_t>(other)]);
+  }
+  const auto posted = Clock::now();
+  const std::string arrival = fmt::format("arrival at the {}", operation);
+  for (int other = 0; other < size; ++other) {
+    wait_within({&receives[static_cast<size_t>(other)], 1}, posted, timeout_s, other, arrival);
+  }
+  for (int other = 0; other < size; ++other) {
+    wait_within({&sends[static_cast<size_t>(other)], 1}, posted, timeout_s, other, arrival);
   }
 }
 

@@ -39,4 +39,11 @@ void wait_within(std::span<MPI_Request> requests, Clock::time_point posted, doub
 // that does not go through wait_within).
 void take_failure_notice();
 
+// Before a collective (`operation`: "all-gather of iteration 0's K/V blocks"): every rank tells
+// every other one it has arrived (an empty message) and waits for each of theirs by name. A
+// collective cannot say which member is missing; this names the rank that never reaches it the way
+// a ring names a missing hand-off ("rank 2: arrival at the all-gather of ... failed"). Every
+// member is ready when it returns, which is when the simulator starts a collective.
+void meet(const std::string& operation, double timeout_s);
+
 }  // namespace stripesim::validate::mpi

@@ -10,18 +10,14 @@
 
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/work_model.hpp"
-#include "stripesim/sim/context_parallel.hpp"
 #include "stripesim/validate/cpu_ring.hpp"
+#include "stripesim/validate/ulysses_split.hpp"
 
 namespace stripesim::validate {
 namespace {
 
 using namespace cpu_ring;
 using Clock = std::chrono::steady_clock;
-
-double elapsed_us(Clock::time_point since) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - since).count();
-}
 
 // The iteration loop every algorithm shares: `prepare` (untimed: each device's own data in
 // place), then `iterate` (timed as the wall) filling [round * devices + device] kernel and
@@ -52,7 +48,6 @@ RingMeasurement run_ring(const RingProblem& problem, const RunOptions& options, 
   const RingCase& c = problem.ring_case();
   const Count devices = c.devices;
   const Count block_len = problem.block_size();
-  const Count q_row = c.heads * c.head_dim;
   const Count kv_row = c.kv_heads * c.head_dim;
 
   std::vector<DeviceState<T>> states(static_cast<size_t>(devices));
@@ -60,8 +55,7 @@ RingMeasurement run_ring(const RingProblem& problem, const RunOptions& options, 
   // buffering, as the GPU backends do).
   std::vector<KvBlock<T>> current(static_cast<size_t>(devices)), incoming(static_cast<size_t>(devices));
   for (Count d = 0; d < devices; ++d) {
-    const auto& positions = problem.shard(d).positions;
-    states[static_cast<size_t>(d)].q = gather<T>(problem.q(), positions, q_row);
+    states[static_cast<size_t>(d)].q = shard_queries<T>(problem, d);
     incoming[static_cast<size_t>(d)] = {std::vector<T>(static_cast<size_t>(block_len * kv_row)),
                                         std::vector<T>(static_cast<size_t>(block_len * kv_row)),
                                         std::vector<Position>(static_cast<size_t>(block_len))};
@@ -71,9 +65,7 @@ RingMeasurement run_ring(const RingProblem& problem, const RunOptions& options, 
   auto prepare = [&] {
     for (Count d = 0; d < devices; ++d) {
       reset(states[static_cast<size_t>(d)], block_len, c.heads, c.head_dim);
-      const auto& positions = problem.shard(d).positions;
-      current[static_cast<size_t>(d)] = {gather<T>(problem.k(), positions, kv_row), gather<T>(problem.v(), positions, kv_row),
-                                         positions};
+      current[static_cast<size_t>(d)] = shard_kv<T>(problem, d);
     }
   };
   auto iterate = [&](std::vector<double>& kernel_us, std::vector<double>& handoff_us, std::vector<double>& output) {
@@ -117,14 +109,12 @@ RingMeasurement run_allgather(const RingProblem& problem, const RunOptions& opti
   std::vector<DeviceState<T>> states(static_cast<size_t>(devices));
   std::vector<KvBlock<T>> own(static_cast<size_t>(devices)), gathered(static_cast<size_t>(devices));
   for (Count d = 0; d < devices; ++d) {
-    states[static_cast<size_t>(d)].q = gather<T>(problem.q(), problem.shard(d).positions, c.heads * c.head_dim);
+    states[static_cast<size_t>(d)].q = shard_queries<T>(problem, d);
   }
   auto prepare = [&] {
     for (Count d = 0; d < devices; ++d) {
       reset(states[static_cast<size_t>(d)], block_len, c.heads, c.head_dim);
-      const auto& positions = problem.shard(d).positions;
-      own[static_cast<size_t>(d)] = {gather<T>(problem.k(), positions, kv_row), gather<T>(problem.v(), positions, kv_row),
-                                     positions};
+      own[static_cast<size_t>(d)] = shard_kv<T>(problem, d);
       gathered[static_cast<size_t>(d)] = {};
     }
   };
@@ -157,43 +147,13 @@ template <typename T>
 RingMeasurement run_ulysses(const RingProblem& problem, const RunOptions& options, std::string device_name) {
   const RingCase& c = problem.ring_case();
   const Count devices = c.devices;
-  const Count n = c.seq_len;
-  // The simulator's split: its heads, its K/V heads (one replicated when there are fewer than
-  // devices), the bytes each device sends each other one.
-  const sim::CpShape split =
-      sim::cp_shape(sim::parse_context_parallel("ulysses", devices, "--cp"),
-                    sim::AttentionShape{n, devices, 1, c.heads, c.kv_heads, c.head_dim, static_cast<Count>(sizeof(T))}, 2);
-  RingCase per_device = c;  // the attention one device runs: its heads over the whole sequence
-  per_device.heads = split.streams;
-  per_device.kv_heads = split.kv_heads;
-  const Count group = c.heads / c.kv_heads;  // query heads per K/V head
-  // The whole sequence in order, each query's allowed keys from the shard that holds it.
-  DeviceShard whole{std::vector<Position>(static_cast<size_t>(n)), std::vector<Position>(static_cast<size_t>(n)),
-                    std::vector<Position>(static_cast<size_t>(n))};
-  for (Count d = 0; d < devices; ++d) {
-    const DeviceShard& shard = problem.shard(d);
-    for (size_t l = 0; l < shard.positions.size(); ++l) {
-      const auto p = static_cast<size_t>(shard.positions[l]);
-      whole.positions[p] = shard.positions[l];
-      whole.lowest_key[p] = shard.lowest_key[l];
-      whole.highest_key[p] = shard.highest_key[l];
-    }
-  }
-  // Heads [first, first + count) of every token in order: what the all-to-all leaves on a device.
-  auto heads_of = [&](const std::vector<double>& values, Count all_heads, Count first, Count count) {
-    std::vector<T> out(static_cast<size_t>(n * count * c.head_dim));
-    for (Count p = 0; p < n; ++p) {
-      const auto* src = &values[static_cast<size_t>((p * all_heads + first) * c.head_dim)];
-      std::transform(src, src + count * c.head_dim, out.begin() + static_cast<std::ptrdiff_t>(p * count * c.head_dim),
-                     [](double x) { return static_cast<T>(x); });
-    }
-    return out;
-  };
+  const UlyssesSplit split = ulysses_split(problem, static_cast<Count>(sizeof(T)));
+  const RingCase& per_device = split.per_device;
   std::vector<DeviceState<T>> states(static_cast<size_t>(devices));
   std::vector<KvBlock<T>> kv(static_cast<size_t>(devices));
   auto prepare = [&] {
     for (Count d = 0; d < devices; ++d) {
-      reset(states[static_cast<size_t>(d)], n, per_device.heads, c.head_dim);
+      reset(states[static_cast<size_t>(d)], c.seq_len, per_device.heads, c.head_dim);
       states[static_cast<size_t>(d)].q.clear();
       kv[static_cast<size_t>(d)] = {};
     }
@@ -201,25 +161,25 @@ RingMeasurement run_ulysses(const RingProblem& problem, const RunOptions& option
   auto iterate = [&](std::vector<double>& kernel_us, std::vector<double>& handoff_us, std::vector<double>& output) {
     for (Count d = 0; d < devices; ++d) {
       const auto start = Clock::now();
-      const Count first = d * per_device.heads;
-      states[static_cast<size_t>(d)].q = heads_of(problem.q(), c.heads, first, per_device.heads);
-      const Count first_kv = first / group;
-      kv[static_cast<size_t>(d)] = {heads_of(problem.k(), c.kv_heads, first_kv, per_device.kv_heads),
-                                    heads_of(problem.v(), c.kv_heads, first_kv, per_device.kv_heads), whole.positions};
+      states[static_cast<size_t>(d)].q = heads_of<T>(problem.q(), c.heads, split.first_head(d), per_device.heads, c.head_dim);
+      const Count first_kv = split.first_kv_head(d);
+      kv[static_cast<size_t>(d)] = {heads_of<T>(problem.k(), c.kv_heads, first_kv, per_device.kv_heads, c.head_dim),
+                                    heads_of<T>(problem.v(), c.kv_heads, first_kv, per_device.kv_heads, c.head_dim),
+                                    split.whole.positions};
       handoff_us[static_cast<size_t>(d)] = elapsed_us(start);
     }
     for (Count d = 0; d < devices; ++d) {
       const auto start = Clock::now();
-      block_attention(per_device, problem.scale(), whole, states[static_cast<size_t>(d)], kv[static_cast<size_t>(d)]);
+      block_attention(per_device, problem.scale(), split.whole, states[static_cast<size_t>(d)], kv[static_cast<size_t>(d)]);
       kernel_us[static_cast<size_t>(d)] = elapsed_us(start);
     }
     for (Count d = 0; d < devices; ++d) {
       const auto start = Clock::now();
-      write_rows(states[static_cast<size_t>(d)], whole.positions, per_device.heads, d * per_device.heads, c, output);
+      write_rows(states[static_cast<size_t>(d)], split.whole.positions, per_device.heads, split.first_head(d), c, output);
       handoff_us[static_cast<size_t>(d)] += elapsed_us(start);
     }
   };
-  return measure(problem, options, std::move(device_name), split.qkv_pair_bytes, prepare, iterate);
+  return measure(problem, options, std::move(device_name), split.pair_bytes, prepare, iterate);
 }
 
 class CpuBackend final : public RingBackend {

@@ -3,6 +3,7 @@
 // (N virtual devices in one process) and the mpi backend (a process per device). One K/V block as
 // it travels, one device's online-softmax state, and the kernel call folding a block into it.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -35,15 +36,35 @@ struct DeviceState {
   std::vector<T> row_sum;
 };
 
-template <typename T>
-std::vector<T> gather(const std::vector<double>& values, const std::vector<Position>& positions, Count row) {
+// Microseconds since `since` on the clock every host backend times with.
+inline double elapsed_us(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Rows positions[0], positions[1], ... of `values` (rows of `row` elements), as T.
+template <typename T, typename S>
+std::vector<T> gather(const std::vector<S>& values, const std::vector<Position>& positions, Count row) {
   std::vector<T> out(positions.size() * static_cast<size_t>(row));
   for (size_t l = 0; l < positions.size(); ++l) {
     const auto* src = &values[static_cast<size_t>(positions[l] * row)];
     std::transform(src, src + row, out.begin() + static_cast<std::ptrdiff_t>(l * static_cast<size_t>(row)),
-                   [](double x) { return static_cast<T>(x); });
+                   [](S x) { return static_cast<T>(x); });
   }
   return out;
+}
+
+// Device d's own queries, [(local * heads + h) * head_dim + i].
+template <typename T>
+std::vector<T> shard_queries(const RingProblem& problem, Count device) {
+  return gather<T>(problem.q(), problem.shard(device).positions, problem.ring_case().heads * problem.ring_case().head_dim);
+}
+
+// Device d's own K/V block: its shard's keys and values, and their positions.
+template <typename T>
+KvBlock<T> shard_kv(const RingProblem& problem, Count device) {
+  const auto& positions = problem.shard(device).positions;
+  const Count kv_row = problem.ring_case().kv_heads * problem.ring_case().head_dim;
+  return {gather<T>(problem.k(), positions, kv_row), gather<T>(problem.v(), positions, kv_row), positions};
 }
 
 // Tile classes, decided exactly from positions like the work model counts them.
@@ -138,21 +159,41 @@ void reset(DeviceState<T>& s, Count rows, Count heads, Count head_dim) {
   s.row_sum.assign(static_cast<size_t>(rows * heads), T{0});
 }
 
+// The finished output of a device's rows: each (row, head) divided by its softmax sum, in the
+// state's order [(row * heads + h) * head_dim + i].
+template <typename T>
+std::vector<T> normalised(const DeviceState<T>& s, Count head_dim) {
+  std::vector<T> out(s.out.size());
+  for (size_t row = 0; row < s.row_sum.size(); ++row) {
+    for (size_t i = 0; i < static_cast<size_t>(head_dim); ++i) {
+      out[row * static_cast<size_t>(head_dim) + i] = s.out[row * static_cast<size_t>(head_dim) + i] / s.row_sum[row];
+    }
+  }
+  return out;
+}
+
+// Scatters positions.size() rows of `heads` heads ([(l * heads + h) * head_dim + i] from `rows`)
+// into `out`, rows of `all_heads` heads: row l goes to row positions[l], its heads to heads
+// first_head, first_head + 1, ...
+template <typename S, typename D>
+void place_rows(const S* rows, const std::vector<Position>& positions, Count heads, Count first_head, Count all_heads,
+                Count head_dim, std::vector<D>& out) {
+  const auto dim = static_cast<size_t>(head_dim);
+  for (size_t l = 0; l < positions.size(); ++l) {
+    for (Count h = 0; h < heads; ++h) {
+      const S* src = rows + (l * static_cast<size_t>(heads) + static_cast<size_t>(h)) * dim;
+      D* dst = &out[static_cast<size_t>(positions[l] * all_heads + first_head + h) * dim];
+      std::transform(src, src + dim, dst, [](S x) { return static_cast<D>(x); });
+    }
+  }
+}
+
 // Normalises a device's rows and writes them in original order: local row l is original position
 // positions[l]; its `heads` heads are the output's heads first_head, first_head + 1, ...
 template <typename T>
 void write_rows(const DeviceState<T>& s, const std::vector<Position>& positions, Count heads, Count first_head,
                 const RingCase& c, std::vector<double>& output) {
-  for (size_t l = 0; l < positions.size(); ++l) {
-    for (Count h = 0; h < heads; ++h) {
-      const auto row = l * static_cast<size_t>(heads) + static_cast<size_t>(h);
-      const T sum = s.row_sum[row];
-      for (Count i = 0; i < c.head_dim; ++i) {
-        output[static_cast<size_t>((positions[l] * c.heads + first_head + h) * c.head_dim + i)] =
-            static_cast<double>(s.out[row * static_cast<size_t>(c.head_dim) + static_cast<size_t>(i)] / sum);
-      }
-    }
-  }
+  place_rows(normalised(s, c.head_dim).data(), positions, heads, first_head, c.heads, c.head_dim, output);
 }
 
 // The bytes of one K/V block as it travels: K and V of every K/V head and the positions.

@@ -43,8 +43,8 @@ struct RingCase {
   std::uint64_t seed = 1;  // the random Q, K, V
   GpuKernel gpu_kernel = GpuKernel::flash;  // GPU backends only
   // Context parallelism (simulate --cp): ring, allgather (K/V gathered, one call per device) or
-  // ulysses (all-to-all to heads, full-sequence attention per device). The cpu backend runs all
-  // three; the GPU backends the ring.
+  // ulysses (all-to-all to heads, full-sequence attention per device). The cpu and mpi
+  // backends run all three; the GPU backends the ring.
   std::string cp = "ring";
 
   // "zigzag n=4096 N=4 causal 64x64"

@@ -32,8 +32,8 @@ struct ValidateMatrix {
 // checked (InputError naming the case when a size does not divide).
 [[nodiscard]] std::vector<RingCase> expand_matrix(const ValidateMatrix& matrix);
 
-// Throws model::InputError unless `backend` runs context parallelism `cp`: the cpu backend runs
-// ring, allgather and ulysses, the GPU backends the ring only.
+// Throws model::InputError unless `backend` runs context parallelism `cp`: the cpu and mpi
+// backends run ring, allgather and ulysses, the GPU backends the ring only.
 void check_backend_runs(std::string_view backend, const std::string& cp);
 
 struct CaseResult {
