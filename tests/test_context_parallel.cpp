@@ -268,6 +268,51 @@ TEST(ContextParallel, SkippingUnreadHopsSavesTransfersUnderAWindow) {
   EXPECT_EQ(sent, c.devices - 1);
 }
 
+TEST(ContextParallel, GradientsFollowTheirBlockToItsLastReaderThenGoHome) {
+  // Causal, contiguous: block s is read at rounds 0 .. N-1-s. Its accumulator rides the ring to the
+  // last reader and goes home from there; block 0's last reader is N-1, whose ring hop is home.
+  const Count n = 8;
+  const model::Work w = model::count_work(model::Layout::contiguous(8192, n), model::Mask::causal(8192), {128, 128});
+  const std::vector<GradHop> hops = grad_hops_needed(w.active_tiles);
+  Count ring = 0, home = 0;
+  for (const GradHop h : hops) {
+    ring += h == GradHop::ring ? 1 : 0;
+    home += h == GradHop::home ? 1 : 0;
+  }
+  EXPECT_EQ(ring, n + (n - 2) * (n - 1) / 2);  // block 0: N hops; block s in 1..N-2: N-1-s
+  EXPECT_EQ(home, n - 2);                       // blocks 1..N-2; block N-1 never leaves its owner
+  EXPECT_EQ(hops[static_cast<size_t>(6 * n + 7)], GradHop::home);  // block 1, last read by device 7 at round 6
+  EXPECT_EQ(hops[static_cast<size_t>(7 * n + 7)], GradHop::ring);  // block 0's last reader: its ring hop is home
+  EXPECT_EQ(hops[static_cast<size_t>(0 * n + 7)], GradHop::none);  // block 7: read by its owner alone
+  // Striped: every device reads every block, so every accumulator makes the whole ring.
+  const model::Work st = model::count_work(model::Layout::striped(8192, n), model::Mask::causal(8192), {128, 128});
+  for (const GradHop h : grad_hops_needed(st.active_tiles)) EXPECT_EQ(h, GradHop::ring);
+}
+
+TEST(ContextParallel, SkippingUnreadHopsSkipsGradientHopsToo) {
+  SimulateConfig c = gqa_config();
+  c.mask = "window:4096";
+  c.topology = "cluster:8x1";
+  c.layouts = {"contiguous"};
+  const Simulation all = run_simulation(c, catalog());
+  c.skip_unread_hops = true;
+  const Simulation skipped = run_simulation(c, catalog());
+  const RingTimeline& every = all.results[0].passes[1];
+  const RingTimeline& fewer = skipped.results[0].passes[1];
+  ASSERT_EQ(fewer.pass, RingPass::backward);
+  Count sent = 0;
+  for (Count r = 0; r < c.devices; ++r) {
+    for (Count d = 0; d < c.devices; ++d) sent += fewer.at(r, d).grad_send_end_us > fewer.at(r, d).grad_send_start_us ? 1 : 0;
+  }
+  // Block s (s < 7) is read by its owner and by s + 1: one hop there, one straight home.
+  EXPECT_EQ(sent, 2 * (c.devices - 1));
+  EXPECT_LT(fewer.makespan_us(), every.makespan_us());
+  // The hop home from device s + 1 to s crosses the network as any hop does here: it takes as long.
+  const RoundRecord& there = fewer.at(0, 2);
+  const RoundRecord& back = fewer.at(1, 3);
+  EXPECT_NEAR(back.grad_send_end_us - back.grad_send_start_us, there.grad_send_end_us - there.grad_send_start_us, 1e-9);
+}
+
 TEST(ContextParallel, RingSettingsAreRefusedWithoutARing) {
   SimulateConfig c = gqa_config();
   c.cp = "allgather";

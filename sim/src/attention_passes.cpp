@@ -22,6 +22,21 @@ const char* from_heads_name(RingPass pass) {
   return pass == RingPass::forward ? "all-to-all O to sequence" : "all-to-all dQ/dK/dV to sequence";
 }
 
+// For every block with a GradHop::home, the route from its last reader's GPU to its owner's.
+std::vector<Route> grad_home_routes(const Simulation& sim, const std::vector<GradHop>& hops) {
+  const auto n = static_cast<Count>(sim.ring_order.size());
+  std::vector<Route> home(static_cast<size_t>(n));
+  for (Count r = 0; r < n; ++r) {
+    for (Count d = 0; d < n; ++d) {
+      if (hops[static_cast<size_t>(r * n + d)] != GradHop::home) continue;
+      const Count owner = (d - r + n) % n;
+      home[static_cast<size_t>(owner)] =
+          sim.topology.route(sim.ring_order[static_cast<size_t>(d)], sim.ring_order[static_cast<size_t>(owner)]);
+    }
+  }
+  return home;
+}
+
 // One call on the whole gathered K/V: each query tile's key tiles over every block, the blocks
 // concatenated in rank order as the all-gather leaves them (so each key tile is one of the ring's).
 model::QueryTileProfile gathered_profile(const model::Work& work, Count device) {
@@ -102,7 +117,13 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
         setup.kv_buffers = config.kv_buffers;
         setup.start_us = start + to_heads(pass);
         setup.compute_us = kernel.call_times(work, kernel_pass(pass));
-        if (config.skip_unread_hops) setup.send_needed = hops_read_downstream(work.active_tiles);
+        if (config.skip_unread_hops) {
+          setup.send_needed = hops_read_downstream(work.active_tiles);
+          if (pass == RingPass::backward) {
+            setup.grad_hops = grad_hops_needed(work.active_tiles);
+            setup.grad_home = grad_home_routes(sim, setup.grad_hops);
+          }
+        }
         RingTimeline t = bound ? compute_only(setup) : simulate_ring(setup, links);
         events += t.events;
         if (sim.cp.algorithm == CpAlgorithm::hybrid) {

@@ -82,7 +82,7 @@ class RingRun {
       }
       for (Count d = 0; d < n_ && backward_; ++d) {
         RoundRecord& rec = record(r, d);
-        rec.grad_send_end_us = now_ = transmit(s_.hops[static_cast<size_t>(d)], s_.kv_bytes);
+        rec.grad_send_end_us = now_ = transmit(grad_route(r, d), s_.kv_bytes);
         rec.grad_send_start_us = transmit_start_;
         ++items;
       }
@@ -109,6 +109,21 @@ class RingRun {
     static const Route kStays;
     const bool needed = s_.send_needed.empty() || s_.send_needed[static_cast<size_t>(round * n_ + d)];
     return needed ? s_.hops[static_cast<size_t>(d)] : kStays;
+  }
+
+  [[nodiscard]] GradHop grad_hop(Count round, Count d) const {
+    return s_.grad_hops.empty() ? GradHop::ring : s_.grad_hops[static_cast<size_t>(round * n_ + d)];
+  }
+
+  // The dK/dV accumulator's route after round `round` on d (none: crosses no link, takes no time).
+  [[nodiscard]] const Route& grad_route(Count round, Count d) const {
+    static const Route kStays;
+    switch (grad_hop(round, d)) {
+      case GradHop::ring: return s_.hops[static_cast<size_t>(d)];
+      case GradHop::home: return s_.grad_home[static_cast<size_t>((d - round % n_ + n_) % n_)];
+      case GradHop::none: return kStays;
+    }
+    return kStays;
   }
 
   // Occupies the route's links and returns when the message arrives.
@@ -152,11 +167,11 @@ class RingRun {
     if (!backward_) return;
     const auto i = static_cast<size_t>(d);
     const Count r = next_grad_[i];
-    if (grad_sending_[i] || r > n_ - 1 || computed_[i] <= r || (r > 0 && grad_arrived_[i] < r) || !barrier_passed(r)) {
-      return;
-    }
+    if (grad_sending_[i] || r > n_ - 1 || computed_[i] <= r || !barrier_passed(r)) return;
+    // The accumulator must first arrive, if the previous position sent it here.
+    if (r > 0 && grad_hop(r - 1, previous(d)) == GradHop::ring && grad_arrived_[i] < r) return;
     RoundRecord& rec = record(r, d);
-    rec.grad_send_end_us = transmit(s_.hops[i], s_.kv_bytes);
+    rec.grad_send_end_us = transmit(grad_route(r, d), s_.kv_bytes);
     rec.grad_send_start_us = transmit_start_;
     grad_sending_[i] = true;
     ++next_grad_[i];
@@ -196,7 +211,7 @@ class RingRun {
   void on_grad_sent(Count d, Count r) {
     const Count receiver = next(d);
     grad_sending_[static_cast<size_t>(d)] = false;
-    if (r < n_ - 1) {
+    if (r < n_ - 1 && grad_hop(r, d) == GradHop::ring) {
       grad_arrived_[static_cast<size_t>(receiver)] = r + 1;
       try_grad_send(receiver);
     }
@@ -283,12 +298,33 @@ std::vector<bool> hops_read_downstream(const model::WorkMatrix& active_tiles) {
   return needed;
 }
 
+std::vector<GradHop> grad_hops_needed(const model::WorkMatrix& active_tiles) {
+  const Count devices = active_tiles.devices();
+  std::vector<GradHop> hops(static_cast<size_t>(devices * devices), GradHop::none);
+  for (Count source = 0; source < devices; ++source) {
+    Count first = devices, last = -1;  // the rounds of the block's first and last readers
+    for (Count r = 0; r < devices; ++r) {
+      if (active_tiles.at(r, (source + r) % devices) == 0) continue;
+      first = std::min(first, r);
+      last = r;
+    }
+    for (Count r = first; r < last; ++r) hops[static_cast<size_t>(r * devices + (source + r) % devices)] = GradHop::ring;
+    // The last reader sends it home; the owner itself (round 0) already holds it.
+    if (last > 0) {
+      hops[static_cast<size_t>(last * devices + (source + last) % devices)] = last == devices - 1 ? GradHop::ring : GradHop::home;
+    }
+  }
+  return hops;
+}
+
 RingTimeline simulate_ring(const RingSetup& setup, std::vector<FifoServer>& links) {
   if (setup.devices < 1) throw std::invalid_argument("simulate_ring: no devices");
   if (setup.kv_buffers < 2) throw std::invalid_argument("simulate_ring: at least 2 K/V buffers");
   if (static_cast<Count>(setup.compute_us.size()) != setup.devices * setup.devices ||
       static_cast<Count>(setup.hops.size()) != setup.devices ||
-      (!setup.send_needed.empty() && static_cast<Count>(setup.send_needed.size()) != setup.devices * setup.devices)) {
+      (!setup.send_needed.empty() && static_cast<Count>(setup.send_needed.size()) != setup.devices * setup.devices) ||
+      (!setup.grad_hops.empty() && (static_cast<Count>(setup.grad_hops.size()) != setup.devices * setup.devices ||
+                                    static_cast<Count>(setup.grad_home.size()) != setup.devices))) {
     throw std::invalid_argument("simulate_ring: compute or hops do not match the devices");
   }
   return RingRun(setup, links).run();

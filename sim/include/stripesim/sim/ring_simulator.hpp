@@ -11,7 +11,8 @@
 //    in the order asked) and arrives after the route's latency on top;
 //  - backward: K/V travel as forward; the dK/dV accumulators follow, each sent once the device
 //    has computed its round and received the accumulator for that block, N hops (the last one
-//    brings them home). Both are kv_bytes per hop.
+//    brings them home). Both are kv_bytes per hop. With hops skipped (grad_hops), an accumulator
+//    starts at the block's first reader, follows the K/V to its last, and goes home from there.
 // Serial sync: one processor plays every device in turn, as the CPU validator does (and one GPU
 // timing a ring call by call): round by round every device's compute, then every hand-off of
 // the round (and, backward, every dK/dV hop), nothing overlapping anything.
@@ -27,6 +28,9 @@ namespace stripesim::sim {
 
 enum class SyncMode { async, lockstep, serial };
 enum class RingPass { forward, backward };
+// Where a dK/dV accumulator goes after a round: to the next ring position, straight to the
+// block's owner (the route in RingSetup::grad_home), or nowhere.
+enum class GradHop : std::uint8_t { ring, home, none };
 
 struct RingSetup {
   Count devices = 0;
@@ -41,11 +45,23 @@ struct RingSetup {
   // further down the ring; a block nobody downstream reads stays where it is (no transfer). Empty:
   // every block travels the whole ring, as ring implementations that ignore the mask do.
   std::vector<bool> send_needed;
+  // Backward, [round * devices + device]: where the dK/dV accumulator of the block device holds at
+  // that round goes next. Empty: to d + 1 every round, as implementations that ignore the mask do.
+  std::vector<GradHop> grad_hops;
+  // grad_home[s]: the route from the last reader of ring position s's block home to s (for its
+  // GradHop::home; empty for a block without one).
+  std::vector<Route> grad_home;
 };
 
 // Which K/V hops of a ring carry a block some later device reads: [round * devices + device],
 // from the active tiles of every (round, device).
 [[nodiscard]] std::vector<bool> hops_read_downstream(const model::WorkMatrix& active_tiles);
+
+// Where each dK/dV accumulator goes when unread hops are skipped: a block's accumulator holds
+// nothing before its first reader (none), follows the K/V from there to its last reader (ring),
+// then goes straight home (home; ring when the last reader is the owner's predecessor anyway),
+// and is home or empty afterwards (none).
+[[nodiscard]] std::vector<GradHop> grad_hops_needed(const model::WorkMatrix& active_tiles);
 
 inline constexpr Microseconds kNever = -1.0;
 
