@@ -79,9 +79,6 @@ std::vector<model::Count> count_list(const std::string& text, const char* flag) 
 }
 
 bool gpu_backend(const std::string& backend) { return backend == "cuda" || backend == "nccl"; }
-// nccl (a GPU per device) and mpi (a process per device) run the ring's devices at once; cpu and
-// cuda play them one after another on one processor.
-bool devices_run_at_once(const std::string& backend) { return backend == "nccl" || backend == "mpi"; }
 
 // The matrix: flags where given, else per-backend defaults sized so that the CPU backend's
 // --compare finishes in well under a minute and the GPU ones measure kernels long enough to time.
@@ -458,7 +455,7 @@ std::function<int()> register_validate_command(CLI::App& app) {
     progress(cases.size(), cases.size(), "done");
     if (!backend->reports()) return 0;  // an MPI rank other than 0: rank 0 checks, compares and writes
 
-    const bool parallel = devices_run_at_once(report.backend);
+    const bool parallel = backend->concurrent_devices();
     if (opts.calibrate || opts.compare) {
       const model::HardwareProfile base = catalog.hardware(base_hardware(opts, report.device));
       std::vector<CaseRole> roles(report.results.size(), CaseRole::checked);

@@ -106,6 +106,7 @@ class CountingBackend final : public RingBackend {
  public:
   explicit CountingBackend(bool corrupt = false) : cpu_(make_cpu_backend()), corrupt_(corrupt) {}
   [[nodiscard]] std::string name() const override { return "counting"; }
+  [[nodiscard]] bool concurrent_devices() const override { return false; }
   [[nodiscard]] std::string device_name() const override { return cpu_->device_name(); }
   [[nodiscard]] bool supports(Precision precision) const override { return cpu_->supports(precision); }
   [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {

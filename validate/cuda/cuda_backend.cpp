@@ -223,6 +223,7 @@ class CudaRing {
 class CudaBackend final : public RingBackend {
  public:
   [[nodiscard]] std::string name() const override { return "cuda"; }
+  [[nodiscard]] bool concurrent_devices() const override { return false; }
   [[nodiscard]] std::string device_name() const override { return gpu::gpu_name(kDevice); }
   [[nodiscard]] bool supports(Precision precision) const override {
     return precision == Precision::bf16 || precision == Precision::fp16;

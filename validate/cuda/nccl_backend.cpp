@@ -411,6 +411,7 @@ class NcclRing {
 class NcclBackend final : public RingBackend {
  public:
   [[nodiscard]] std::string name() const override { return "nccl"; }
+  [[nodiscard]] bool concurrent_devices() const override { return true; }
   [[nodiscard]] std::string device_name() const override { return gpu::gpu_name(0); }
   [[nodiscard]] bool supports(Precision precision) const override {
     return precision == Precision::bf16 || precision == Precision::fp16;

@@ -228,6 +228,8 @@ class NcclRankBackend final : public RingBackend {
   NcclRankBackend() : gpu_(take_local_gpu(session_.rank())), comms_(session_.rank()) {}
 
   [[nodiscard]] std::string name() const override { return "nccl"; }
+
+  [[nodiscard]] bool concurrent_devices() const override { return true; }
   [[nodiscard]] std::string device_name() const override { return gpu_name(gpu_.device); }
   [[nodiscard]] bool supports(Precision precision) const override {
     return precision == Precision::bf16 || precision == Precision::fp16;

@@ -29,6 +29,8 @@ class MpiBackend final : public RingBackend {
   MpiBackend() : device_name_(cpu_ring::cpu_model_name()) {}
 
   [[nodiscard]] std::string name() const override { return "mpi"; }
+
+  [[nodiscard]] bool concurrent_devices() const override { return true; }
   [[nodiscard]] std::string device_name() const override { return device_name_; }
   [[nodiscard]] bool supports(Precision p) const override { return p == Precision::fp32 || p == Precision::fp64; }
   [[nodiscard]] std::optional<Count> launched_devices() const override { return session_.ranks(); }

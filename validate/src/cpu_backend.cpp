@@ -186,6 +186,7 @@ class CpuBackend final : public RingBackend {
  public:
   CpuBackend() : device_name_(cpu_model_name()) {}
   [[nodiscard]] std::string name() const override { return "cpu"; }
+  [[nodiscard]] bool concurrent_devices() const override { return false; }
   [[nodiscard]] std::string device_name() const override { return device_name_; }
   [[nodiscard]] bool supports(Precision p) const override { return p == Precision::fp32 || p == Precision::fp64; }
   [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {

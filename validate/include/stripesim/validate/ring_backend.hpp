@@ -63,6 +63,10 @@ class RingBackend {
   // Precisions this backend computes in.
   [[nodiscard]] virtual bool supports(Precision precision) const = 0;
   [[nodiscard]] virtual RingMeasurement run(const RingProblem& problem, const RunOptions& options) = 0;
+  // True when the ring's devices run at once (a GPU or a process each: nccl, mpi), so a ring's
+  // time is its makespan; false when one processor plays them in turn (cpu, cuda), so it is the
+  // sum of every call and hand-off. Predictions simulate the ring the same way.
+  [[nodiscard]] virtual bool concurrent_devices() const = 0;
   // A backend launched as one process per device (mpi: the MPI world) has its ring size fixed by
   // the launch: every case must have that many devices. Empty when any N runs.
   [[nodiscard]] virtual std::optional<Count> launched_devices() const { return std::nullopt; }
