@@ -18,8 +18,8 @@
 // every device holding n/N tokens, then pieces or end blocks of equal length are swapped off the
 // busiest device while that lowers it. Each candidate is also tried with its devices renumbered
 // in sequence order (neighbouring pieces on neighbouring devices), and for packed documents
-// under fixed tiling PyTorch's round robin of the same blocks (ptrr_layout.hpp) is a candidate
-// as well. A single sequence (causal, window) tries piece sizes down to a quarter share only.
+// under fixed tiling PyTorch's round robin of the same blocks (ptrr_layout.hpp) and contiguous
+// itself are candidates as well. A single sequence (causal, window) tries piece sizes down to a quarter share only.
 // Scored exactly (busiest device, lockstep), the candidates within kBusiestSlack of the least
 // busy are kept, the best few polished by swaps that lower the lockstep without raising the
 // busiest device, and the lowest lockstep wins. Deterministic: no randomness, ties broken by
@@ -795,6 +795,20 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
       }
     }
     consider(std::move(a), block);
+  }
+
+  // Contiguous itself (every device one run of the body, in sequence order) where its tiles start
+  // at the sequence's first token: under a window it keeps each block's readers on the next
+  // devices, round after round, and can be the lowest lockstep among the least busy.
+  if (pricing.segments().size() == 2) {
+    Assignment a = tail;
+    const Count share = body / devices;
+    for (Count d = 0; d < devices; ++d) {
+      const Piece run{d * share, share, pricing.cost(d * share, share)};
+      a.owned[static_cast<size_t>(d)].push_back(run);
+      a.load[static_cast<size_t>(d)] += run.cost;
+    }
+    consider(std::move(a), share);
   }
 
   if (candidates.empty()) {
