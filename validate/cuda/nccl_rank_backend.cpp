@@ -249,8 +249,18 @@ class NcclRankBackend final : public RingBackend {
                                           "has {} ranks",
                                           problem.ring_case().devices, ranks));
     }
-    if (comms_.comms().empty()) join_communicator(comms_, rank, ranks, options.timeout_s);
-    NcclRankRing ring(problem, options.timeout_s, comms_, rank, gpu_);
+    // A failure here (a communicator that does not form, memory that does not fit) ends the job
+    // on every rank, as a failure in the ring does: the others would only wait for this one.
+    std::optional<NcclRankRing> built;
+    const auto posted = Clock::now();
+    try {
+      if (comms_.comms().empty()) join_communicator(comms_, rank, ranks, options.timeout_s);
+      built.emplace(problem, options.timeout_s, comms_, rank, gpu_);
+    } catch (const DeviceFailure& failure) {
+      comms_.abort_all();
+      mpi::end_job(failure, posted);
+    }
+    NcclRankRing& ring = *built;
     Count iteration = 0;
     return measure_ring(name(), ring, options, [&](RingMeasurement* record) {
       mpi::start_iteration(rank, ranks, iteration, options.timeout_s);
