@@ -60,6 +60,24 @@ inline std::vector<std::pair<Count, Count>> reference_tiles(const model::Layout&
   return tiles;
 }
 
+// The call a kernel whose causal mask always keeps the diagonal makes for queries of `device`
+// against keys of `source`, by its definition: when the causal mask of the two blocks is exactly
+// "key j allowed for query i iff j <= i - t" for some t in [1, c), it runs q[t:] x k[:-t], a
+// call of c - t; 0 otherwise (the block runs as it is, or no such trim describes it).
+inline Count reference_trimmed_length(const model::Layout& layout, model::DeviceId device, model::DeviceId source) {
+  const Count c = layout.block_size();
+  for (Count t = 1; t < c; ++t) {
+    bool matches = true;
+    for (Count ql = 0; ql < c && matches; ++ql) {
+      for (Count kl = 0; kl < c && matches; ++kl) {
+        matches = (layout.position(source, kl) <= layout.position(device, ql)) == (kl <= ql - t);
+      }
+    }
+    if (matches) return c - t;
+  }
+  return 0;
+}
+
 // Every count of count_work(..., WorkDetail::query_tiles, tiling), by enumeration: the matrices,
 // and each (round, device)'s per-query-tile profile (full and partial key tiles of every query
 // tile, documents in order, each in local order) in `profiles`, one entry per (round, device)
@@ -74,12 +92,13 @@ inline BruteForceWork brute_force_work(const model::Layout& layout, const model:
   const Count devices = layout.devices();
   const Count c = layout.block_size();
   BruteForceWork out{{model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices),
-                      model::WorkMatrix(devices, devices), {}, {}},
+                      model::WorkMatrix(devices, devices), {}, {}, model::WorkMatrix(devices, devices)},
                      {}};
   model::Work& work = out.work;
   for (Count r = 0; r < devices; ++r) {
     for (Count d = 0; d < devices; ++d) {
       const Count source = ((d - r) % devices + devices) % devices;
+      if (mask.kind() == model::MaskKind::causal) work.trimmed_length.at(r, d) = reference_trimmed_length(layout, d, source);
       const auto query_tile_of = reference_tiles(layout, mask, d, tile.query, tiling);
       const auto key_tile_of = reference_tiles(layout, mask, source, tile.key, tiling);
       using TileId = std::pair<std::pair<Count, Count>, std::pair<Count, Count>>;

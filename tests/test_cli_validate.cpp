@@ -126,10 +126,14 @@ TEST(CliValidate, KernelFitOnShippedMeasurementsPredictsHeldOutFiles) {
     const auto& s = doc.at("summary");
     EXPECT_LE(s.at("median_abs_call_error").get<double>(), 0.05) << kernel;  // the floor
     EXPECT_LE(s.at("mean_abs_speedup_error").get<double>(), kernel == "sdpa" ? 0.08 : 0.20) << kernel;
-    // What the files themselves allow (equal work, unequal times): the model stays near it.
+    // What the files themselves allow (equal work, unequal times): the model stays near it. sdpa
+    // lies further off (0.053 when this was written): its files' backward costs 8 % more per tile
+    // at 16k tokens per device than at 8k, which one cost per tile cannot give both sizes, and
+    // leaving one size out leaves one size to fit.
     const auto& floor = doc.at("consistency_floor");
     EXPECT_LE(floor.at("mean_abs_speedup_error").get<double>(), s.at("mean_abs_speedup_error").get<double>()) << kernel;
-    EXPECT_LE(s.at("mean_abs_speedup_error").get<double>() - floor.at("mean_abs_speedup_error").get<double>(), 0.03)
+    EXPECT_LE(s.at("mean_abs_speedup_error").get<double>() - floor.at("mean_abs_speedup_error").get<double>(),
+              kernel == "sdpa" ? 0.06 : 0.03)
         << kernel;
     // Physical costs: nothing negative, a partial tile between one and a few full tiles.
     for (const char* pass : {"forward", "backward"}) {
@@ -139,6 +143,15 @@ TEST(CliValidate, KernelFitOnShippedMeasurementsPredictsHeldOutFiles) {
       const double ratio = c.at("partial_tile_us").get<double>() / c.at("full_tile_us").get<double>();
       EXPECT_GE(ratio, 1.0) << kernel << " " << pass;
       EXPECT_LE(ratio, 4.0) << kernel << " " << pass;
+    }
+    // sdpa runs striped's blocks from later devices trimmed to q[1:] x k[:-1]: its backward takes
+    // longer on them (2294 against 2130 us at 32k in the files), its forward does not.
+    if (kernel == "sdpa") {
+      EXPECT_GT(doc.at("kernel").at("backward").at("trimmed_factor").get<double>(), 1.05);
+      EXPECT_LT(doc.at("kernel").at("backward").at("trimmed_factor").get<double>(), 1.2);
+      EXPECT_NEAR(doc.at("kernel").at("forward").at("trimmed_factor").get<double>(), 1.0, 0.03);
+    } else {
+      EXPECT_FALSE(doc.at("kernel").at("forward").contains("trimmed_factor"));
     }
   }
 }

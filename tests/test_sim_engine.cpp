@@ -287,6 +287,30 @@ TEST(KernelTime, FeaturesTimesCostsIsTheTimeAndShapesScale) {
   EXPECT_DOUBLE_EQ(flex_like.call_us(rows({{0, 0}, {0, 0}}), KernelPass::forward), 5 + 0.5);
 }
 
+// A kernel whose causal mask keeps the diagonal runs a block trimmed to q[1:] x k[:-1]; when that
+// length ends inside the tile the call takes the pass's factor times what its tiles cost, every
+// feature scaled alike. An aligned trim, no trim, or a kernel that does not trim: as counted.
+TEST(KernelTime, TrimmedCallsEndingInsideATileTakeTheirFactor) {
+  KernelProfile k = unit_kernel();
+  k.tile = {4, 4};
+  k.trims_below_diagonal = true;
+  k.forward.trimmed_factor = 1.25;
+  k.backward.trimmed_factor = 1.5;
+  const model::QueryTileProfile r = rows({{0, 1}, {1, 1}, {2, 1}});
+  const KernelTimeModel model(k, 10, {1, 1, {4, 4}, 1});
+  const double forward = model.call_us(r, KernelPass::forward);
+  const double backward = model.call_us(r, KernelPass::backward);
+  EXPECT_DOUBLE_EQ(forward, 5 + 0.5 + 2 * 1 + 3);  // the longest block: 2 full + 1 partial
+  EXPECT_DOUBLE_EQ(model.call_us(r, KernelPass::forward, 11), 1.25 * forward);
+  EXPECT_DOUBLE_EQ(model.call_us(r, KernelPass::backward, 11), 1.5 * backward);
+  EXPECT_DOUBLE_EQ(dot(model.features(r, KernelPass::backward, 11), k.backward), 1.5 * backward);
+  EXPECT_DOUBLE_EQ(model.call_us(r, KernelPass::forward, 8), forward) << "a trim to a whole number of tiles";
+  EXPECT_FALSE(model.slowed_by_trim(0));
+  EXPECT_TRUE(model.slowed_by_trim(11));
+  k.trims_below_diagonal = false;
+  EXPECT_DOUBLE_EQ(KernelTimeModel(k, 10, {1, 1, {4, 4}, 1}).call_us(r, KernelPass::forward, 11), forward);
+}
+
 TEST(Topology, IdealLinksTakeNoTime) {
   const Topology t = load_topology("ideal", ".", 100, std::nullopt, 4);
   EXPECT_EQ(t.gpu_count(), 4);

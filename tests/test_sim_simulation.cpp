@@ -172,22 +172,30 @@ TEST(Simulation, RejectsBadConfigurations) {
   EXPECT_THROW((void)simulate_config_from_json(nlohmann::json::parse(R"({"speed": 1})"), "e.json"), model::InputError);
 }
 
+// Four devices on links that take no time, a barrier after every round: the lockstep ring time
+// is sum_r max_d of the kernel's calls.
+SimulateConfig lockstep_on_free_links(std::string hardware, std::string kernel, Count heads, Count seq_len,
+                                      std::vector<std::string> layouts) {
+  SimulateConfig c;
+  c.heads = c.kv_heads = heads;
+  c.head_dim = 128;
+  c.seq_len = seq_len;
+  c.devices = 4;
+  c.hardware = std::move(hardware);
+  c.kernel = std::move(kernel);
+  c.layouts = std::move(layouts);
+  c.sync = SyncMode::lockstep;
+  c.topology = "ideal";
+  return c;
+}
+
 // The kernel profile says how the kernel cuts its tiles, and the ring is priced in those tiles:
 // FlashAttention-3 (varlen) on packed documents, with free links and a barrier every round, takes
 // sum_r max_d of its calls over the work model's varlen tiles, and less than the fixed tiles would.
 TEST(Simulation, PricesTheTilesOfTheKernelsTiling) {
-  SimulateConfig c;
-  c.heads = c.kv_heads = 8;
-  c.head_dim = 128;
-  c.seq_len = 16 * 1024;
-  c.devices = 4;
-  c.hardware = "h200";
-  c.kernel = "fa3";
+  SimulateConfig c = lockstep_on_free_links("h200", "fa3", 8, 16 * 1024, {"contiguous", "doc-zigzag"});
   c.mask = "documents:lognormal:1024:1.2:seed=17";
   c.pad_documents = true;
-  c.layouts = {"contiguous", "doc-zigzag"};
-  c.sync = SyncMode::lockstep;
-  c.topology = "ideal";
   const Simulation s = run_simulation(c, catalog());
   EXPECT_EQ(s.tiling, model::Tiling::varlen);
   const model::Mask mask = model::pad_documents(model::parse_mask(c.mask, c.seq_len), 4).mask;
@@ -254,6 +262,47 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
   }
   doc["tiling"] = 1;
   EXPECT_THROW((void)kernel_profile_from_json(doc, "k.json"), model::InputError);
+  // A trimmed factor belongs to a kernel that trims; it is written only for one.
+  doc["tiling"] = "fixed";
+  doc["backward"]["trimmed_factor"] = 1.1;
+  try {
+    (void)kernel_profile_from_json(doc, "k.json");
+    ADD_FAILURE() << "a trimmed factor on a kernel that does not trim was accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "k.json field \"backward\": trimmed_factor applies only to a kernel with \"trims_below_diagonal\": true");
+  }
+  doc["trims_below_diagonal"] = true;
+  const KernelProfile trims = kernel_profile_from_json(doc, "k.json");
+  EXPECT_DOUBLE_EQ(trims.backward.trimmed_factor, 1.1);
+  EXPECT_DOUBLE_EQ(trims.forward.trimmed_factor, 1.0);
+  EXPECT_EQ(kernel_profile_from_json(nlohmann::json::parse(to_json(trims).dump()), "again").backward, trims.backward);
+  EXPECT_FALSE(to_json(varlen).at("forward").contains("trimmed_factor"));
+  doc["backward"]["trimmed_factor"] = 0;
+  EXPECT_THROW((void)kernel_profile_from_json(doc, "k.json"), model::InputError);
+}
+
+// sdpa as ring-flash-attention drives it: striped's blocks from a later device run trimmed, so
+// every round after the first holds a trimmed call at its pass's factor beside one that is not.
+TEST(Simulation, StripedRoundsAfterTheFirstHoldTrimmedCalls) {
+  SimulateConfig c = lockstep_on_free_links("h100", "sdpa", 16, 32 * 1024, {"striped"});
+  c.pass = PassSelection::forward_backward;
+  const Simulation s = run_simulation(c, catalog());
+  ASSERT_TRUE(s.kernel.trims_below_diagonal);
+  ASSERT_GT(s.kernel.backward.trimmed_factor, 1.0);
+  const KernelTimeModel kernel(s.kernel, s.hardware.sms, s.call_shape);
+  const model::Layout layout = model::Layout::striped(c.seq_len, 4);
+  const model::Work w = model::count_work(layout, model::Mask::causal(c.seq_len), s.tile, 1, model::WorkDetail::query_tiles);
+  // Every block of striped has the same tiles: one causal profile.
+  ASSERT_EQ(w.profiles.size(), 1u);
+  const auto& rows = w.profiles.at(0);
+  // Rounds 1-3 hold both a trimmed call (devices before the source) and one that is not.
+  double expected = 0;
+  for (const KernelPass pass : {KernelPass::forward, KernelPass::backward}) {
+    const double call = kernel.call_us(rows, pass);
+    expected += call + 3 * std::max(call, kernel.costs(pass).trimmed_factor * call);
+  }
+  ASSERT_EQ(s.results.size(), 1u);
+  EXPECT_NEAR(s.results[0].time_us, expected, 1e-9 * expected);
 }
 
 TEST(Simulation, ShippedTopologiesLoad) {

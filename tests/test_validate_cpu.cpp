@@ -3,6 +3,7 @@
 // calibration fit recovers a known kernel profile exactly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -309,24 +310,37 @@ TEST(FitNonNegative, RecoversExactCoefficientsAndPinsNegativeOnes) {
 // tile profile (4 query tiles: 1, 2, 3, 4 tiles, the last of each partial), so those six cells
 // form one class {100, 110, 100, 100, 100, 130} with median 100; contiguous round 1 holds an
 // empty call (50) and a full one (300), each a class of its own.
-TEST(ConsistencyFloor, EqualWorkSharesItsMedianMeasuredTime) {
+// A device with `sms` SMs and a bf16 rate, and a causal workload of one file measured on it.
+model::HardwareProfile synthetic_bf16_hardware(Count sms) {
   model::HardwareProfile hw;
   hw.name = "synthetic";
   hw.peak_tflops = {{"bf16", 100.0}};
-  hw.sms = 4;
+  hw.sms = sms;
+  return hw;
+}
+
+MeasuredWorkload causal_workload(std::string group, std::string layout, Count seq_len, Count devices, Count heads,
+                                 sim::PassSelection pass, std::vector<double> us) {
+  MeasuredWorkload w;
+  w.group = std::move(group);
+  w.seq_len = seq_len;
+  w.devices = devices;
+  w.heads = w.kv_heads = heads;
+  w.head_dim = 128;
+  w.mask = "causal";
+  w.pass = pass;
+  w.layout = std::move(layout);
+  w.us = std::move(us);
+  return w;
+}
+
+TEST(ConsistencyFloor, EqualWorkSharesItsMedianMeasuredTime) {
+  const model::HardwareProfile hw = synthetic_bf16_hardware(4);
   sim::KernelProfile kernel;
   kernel.tile = {128, 128};
   const auto workload = [](std::string layout, std::vector<double> us) {
-    MeasuredWorkload w;
-    w.group = "g.json";
-    w.seq_len = 1024;
-    w.devices = 2;
-    w.heads = w.kv_heads = 1;
-    w.head_dim = 128;
+    MeasuredWorkload w = causal_workload("g.json", std::move(layout), 1024, 2, 1, sim::PassSelection::forward, std::move(us));
     w.tile = model::TileShape{128, 128};
-    w.mask = "causal";
-    w.layout = std::move(layout);
-    w.us = std::move(us);
     return w;
   };
   const std::vector<MeasuredWorkload> workloads = {workload("contiguous", {100, 110, 50, 300}),
@@ -343,6 +357,47 @@ TEST(ConsistencyFloor, EqualWorkSharesItsMedianMeasuredTime) {
   const AccuracySummary s = summarize_accuracy(floor);
   EXPECT_EQ(s.calls, 8);
   EXPECT_DOUBLE_EQ(s.max_abs_call_error, 30.0 / 130.0);
+}
+
+// A kernel that trims striped's blocks from later devices to q[1:] x k[:-1], timed exactly as
+// its profile says (backward 1.2x slower on those calls, forward unchanged): the fit gives the
+// factors and the costs back, and a kernel that does not trim has no call to fit them on.
+TEST(KernelFit, RecoversTheTrimmedFactorsOfAKernelThatTrims) {
+  const model::HardwareProfile hw = synthetic_bf16_hardware(8);
+  sim::KernelProfile truth;
+  truth.tile = {128, 128};
+  truth.trims_below_diagonal = true;
+  truth.forward = {20.0, 1.0, 2.0, 3.0, 1.0};
+  truth.backward = {60.0, 2.0, 5.0, 6.5, 1.2};
+  std::vector<MeasuredWorkload> workloads;
+  for (const sim::PassSelection pass : {sim::PassSelection::forward, sim::PassSelection::forward_backward}) {
+    for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+      // The shape first; the times come from the truth.
+      workloads.push_back(causal_workload(std::string(layout) + (pass == sim::PassSelection::forward ? "-fwd" : "-fwdbwd"),
+                                          layout, 4096, 4, 2, pass, std::vector<double>(16, 1.0)));
+    }
+  }
+  for (MeasuredWorkload& w : workloads) {
+    for (const MeasuredCall& call : measured_calls({w}, hw, truth)) {
+      w.us[static_cast<size_t>(call.round * 4 + call.device)] = predicted_us(call, truth, hw.sms);
+    }
+  }
+  const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
+  const auto trimmed = std::ranges::count_if(calls, [](const MeasuredCall& c) { return c.trimmed_length == 1023; });
+  EXPECT_EQ(trimmed, 2 * 6) << "striped, both passes: 6 blocks from a later device each";
+  sim::KernelProfile start = truth;
+  start.forward = {1, 1, 1, 1, 1};
+  start.backward = {1, 1, 1, 1, 1};
+  const KernelFit fit = fit_kernel(calls, start, hw.sms);
+  EXPECT_NEAR(fit.profile.backward.trimmed_factor, 1.2, 1e-6);
+  EXPECT_NEAR(fit.profile.forward.trimmed_factor, 1.0, 1e-6);
+  EXPECT_NEAR(fit.profile.backward.full_tile_us, 5.0, 1e-6);
+  EXPECT_LT(fit.max_abs_error, 1e-6);
+  EXPECT_EQ(fit.profile.fit.at("trimmed_calls"), 12);
+  sim::KernelProfile flex_like = truth;
+  flex_like.trims_below_diagonal = false;
+  EXPECT_TRUE(std::ranges::none_of(measured_calls(workloads, hw, flex_like),
+                                   [](const MeasuredCall& c) { return c.trimmed_length != 0; }));
 }
 
 // Synthetic measurements made by the simulator's own kernel time model from a known kernel

@@ -66,6 +66,24 @@ void expect_same_work(const Work& got, const testing::BruteForceWork& want, cons
   }
 }
 
+// Trims are found where every device holds one progression (the layouts ring implementations run
+// with a diagonal-keeping causal kernel): there exactly; elsewhere a trim is never claimed that
+// the definition does not give.
+void expect_same_trims(const Work& got, const testing::BruteForceWork& want, const Layout& layout, const std::string& what) {
+  const Count devices = layout.devices();
+  ASSERT_EQ(got.trimmed_length.devices(), devices) << what;
+  bool progressions = true;
+  for (Count d = 0; d < devices; ++d) progressions = progressions && layout.runs(d).size() == 1;
+  for (Count r = 0; r < devices; ++r) {
+    for (Count d = 0; d < devices; ++d) {
+      const Count trimmed = got.trimmed_length.at(r, d);
+      if (progressions || trimmed != 0) {
+        EXPECT_EQ(trimmed, want.work.trimmed_length.at(r, d)) << what << " trim, round " << r << " device " << d;
+      }
+    }
+  }
+}
+
 // The property the whole tool rests on: the fast counts equal enumeration of every pair and tile.
 TEST(WorkModel, EqualsBruteForceOnRandomConfigurations) {
   std::mt19937_64 rng(2023);
@@ -82,14 +100,43 @@ TEST(WorkModel, EqualsBruteForceOnRandomConfigurations) {
         for (const Tiling tiling : {Tiling::fixed, Tiling::varlen}) {
           const std::string what = layout.name() + " " + mask.name() + " n=" + std::to_string(n) + " N=" +
                                    std::to_string(N) + " tile=" + tile.to_string() + " " + tiling_name(tiling);
-          expect_same_work(count_work(layout, mask, tile, 0, WorkDetail::query_tiles, tiling),
-                           testing::brute_force_work(layout, mask, tile, tiling), what);
+          const Work got = count_work(layout, mask, tile, 0, WorkDetail::query_tiles, tiling);
+          const testing::BruteForceWork want = testing::brute_force_work(layout, mask, tile, tiling);
+          expect_same_work(got, want, what);
+          expect_same_trims(got, want, layout, what);
           ++checked;
         }
       }
     }
   }
   EXPECT_GT(checked, 2000);
+}
+
+// Striped under a causal mask: K/V from a later device is the strictly lower triangle of the
+// local order, which ring-flash-attention runs as q[1:] x k[:-1] (c - 1 of each); K/V from the
+// device itself or an earlier one includes the diagonal and runs as it is. Contiguous and
+// zigzag never need a trim; no other mask is trimmed.
+TEST(WorkModel, StripedBlocksFromLaterDevicesAreTrimmedByOne) {
+  for (const Count N : {Count{4}, Count{1024}}) {
+    const Count n = 1024 * N;
+    const Work striped = count_work(Layout::striped(n, N), Mask::causal(n), {128, 128}, 0, WorkDetail::query_tiles);
+    Count trimmed = 0;
+    for (Count r = 0; r < N; ++r) {
+      for (Count d = 0; d < N; ++d) {
+        const bool later = kv_source(d, r, N) > d;
+        ASSERT_EQ(striped.trimmed_length.at(r, d), later ? 1023 : 0) << "N=" << N << " round " << r << " device " << d;
+        trimmed += later ? 1 : 0;
+      }
+    }
+    EXPECT_EQ(trimmed, N * (N - 1) / 2);
+    for (const Layout& other : {Layout::contiguous(n, N), Layout::zigzag(n, N)}) {
+      EXPECT_EQ(count_work(other, Mask::causal(n), {128, 128}, 0, WorkDetail::query_tiles).trimmed_length.total(), 0)
+          << other.name();
+    }
+    EXPECT_EQ(count_work(Layout::striped(n, N), Mask::window(n, 4096), {128, 128}, 0, WorkDetail::query_tiles)
+                  .trimmed_length.total(),
+              0);
+  }
 }
 
 TEST(WorkModel, LargerBlocksAgainstBruteForce) {

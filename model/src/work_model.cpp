@@ -193,6 +193,27 @@ std::optional<bool> causal_block_pair(const DeviceBlock& queries, const DeviceBl
   return std::nullopt;
 }
 
+// Floor division for a positive divisor.
+Position floor_div(Position a, Position b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// A device's positions as one progression, when they are one (contiguous, striped).
+std::optional<Run> single_run(const Layout& layout, DeviceId device) {
+  std::vector<Run> runs = layout.runs(device);
+  if (runs.size() != 1) return std::nullopt;
+  return runs.front();
+}
+
+// When both blocks are progressions of one stride S and length L, query i sees key j under a
+// causal mask iff first_k + j S <= first_q + i S, i.e. iff j <= i + offset with
+// offset = floor((first_q - first_k) / S). An offset in (-L, 0) is a causal block whose diagonal
+// is masked: kernels whose causal mask keeps it run q[-offset:] x k[:L + offset], a call of
+// L + offset. 0: the block runs as it is (empty, full, causal on the diagonal, other layouts).
+Count trimmed_call_length(const std::optional<Run>& queries, const std::optional<Run>& keys) {
+  if (!queries || !keys || queries->stride != keys->stride || queries->length != keys->length) return 0;
+  const Position offset = floor_div(queries->first - keys->first, queries->stride);
+  return offset < 0 && offset > -queries->length ? queries->length + offset : 0;
+}
+
 struct ProfileHash {
   size_t operator()(const QueryTileProfile& profile) const {
     std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the counts
@@ -228,7 +249,7 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
   std::optional<VarlenTileCounter> varlen;
   if (tiling_matters(tiling, mask.kind())) varlen.emplace(layout, mask, tile, devices);
 
-  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices), {}, {}};
+  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices), {}, {}, {}};
   const bool profiles = detail == WorkDetail::query_tiles;
   std::vector<ColumnProfiles> columns(profiles ? static_cast<size_t>(devices) : 0);
   // Each device's column is written by one thread only, so the result never depends on threads.
@@ -272,6 +293,19 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
       }
     }
   });
+  if (profiles && mask.kind() == MaskKind::causal) {
+    std::vector<std::optional<Run>> runs;
+    for (Count d = 0; d < devices; ++d) runs.push_back(single_run(layout, d));
+    work.trimmed_length = WorkMatrix(devices, devices);
+    for (Count r = 0; r < devices; ++r) {
+      for (Count d = 0; d < devices; ++d) {
+        work.trimmed_length.at(r, d) =
+            trimmed_call_length(runs[static_cast<size_t>(d)], runs[static_cast<size_t>(kv_source(d, r, devices))]);
+      }
+    }
+  } else if (profiles) {
+    work.trimmed_length = WorkMatrix(devices, devices);
+  }
   if (profiles) {
     // Merge the columns in device order, so the numbering is the same on any thread count.
     work.query_tile_profile = WorkMatrix(devices, devices);

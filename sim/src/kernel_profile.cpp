@@ -17,12 +17,13 @@ namespace {
 
 PassCosts pass_costs_from_json(const model::JsonFields& parent, const std::string& key) {
   const model::JsonFields f(parent.raw(key), parent.where(key));
-  f.allow_only({"launch_us", "block_us", "full_tile_us", "partial_tile_us"});
+  f.allow_only({"launch_us", "block_us", "full_tile_us", "partial_tile_us", "trimmed_factor"});
   PassCosts c;
   c.launch_us = f.non_negative_number_or("launch_us", 0.0);
   c.block_us = f.non_negative_number_or("block_us", 0.0);
   c.full_tile_us = f.positive_number("full_tile_us");
   c.partial_tile_us = f.positive_number("partial_tile_us");
+  c.trimmed_factor = f.has("trimmed_factor") ? f.positive_number("trimmed_factor") : 1.0;
   // A partial tile does the full tile's work and evaluates the mask on top of it.
   if (c.partial_tile_us < c.full_tile_us) {
     throw InputError(fmt::format("{}: partial_tile_us {} must be at least full_tile_us {}", parent.where(key),
@@ -31,11 +32,14 @@ PassCosts pass_costs_from_json(const model::JsonFields& parent, const std::strin
   return c;
 }
 
-nlohmann::ordered_json to_json(const PassCosts& c) {
-  return {{"launch_us", c.launch_us},
-          {"block_us", c.block_us},
-          {"full_tile_us", c.full_tile_us},
-          {"partial_tile_us", c.partial_tile_us}};
+// The trimmed factor is written for kernels that trim: it means nothing for the others.
+nlohmann::ordered_json to_json(const PassCosts& c, bool trims) {
+  nlohmann::ordered_json doc = {{"launch_us", c.launch_us},
+                                {"block_us", c.block_us},
+                                {"full_tile_us", c.full_tile_us},
+                                {"partial_tile_us", c.partial_tile_us}};
+  if (trims) doc["trimmed_factor"] = c.trimmed_factor;
+  return doc;
 }
 
 }  // namespace
@@ -51,7 +55,7 @@ const char* block_order_name(BlockOrder order) {
 KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const model::JsonFields f(doc, label);
   f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "slots", "block_order",
-                "empty_calls_launch", "empty_query_tiles_launch", "dtype", "head_dim", "forward", "backward", "calibrated",
+                "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "calibrated",
                 "sources", "fit"});
   if (f.has("schema") && f.string("schema") != "stripesim.kernel/1") {
     throw InputError(fmt::format("{}: expected \"stripesim.kernel/1\"", f.where("schema")));
@@ -74,11 +78,18 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   }
   k.empty_calls_launch = f.boolean_or("empty_calls_launch", false);
   k.empty_query_tiles_launch = f.boolean_or("empty_query_tiles_launch", false);
+  k.trims_below_diagonal = f.boolean_or("trims_below_diagonal", false);
   k.calibrated = f.boolean_or("calibrated", false);
   k.dtype = f.string_or("dtype", "bf16");
   k.head_dim = f.positive_count_or("head_dim", 128);
   k.forward = pass_costs_from_json(f, "forward");
   k.backward = pass_costs_from_json(f, "backward");
+  for (const auto& [key, costs] : {std::pair{"forward", &k.forward}, std::pair{"backward", &k.backward}}) {
+    if (!k.trims_below_diagonal && costs->trimmed_factor != 1.0) {
+      throw InputError(fmt::format("{}: trimmed_factor applies only to a kernel with \"trims_below_diagonal\": true",
+                                   f.where(key)));
+    }
+  }
   k.sources = f.has("sources") ? f.raw("sources") : nlohmann::json::object();
   k.fit = f.has("fit") ? f.raw("fit") : nlohmann::json::object();
   return k;
@@ -95,10 +106,11 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
                                 {"block_order", block_order_name(k.order)},
                                 {"empty_calls_launch", k.empty_calls_launch},
                                 {"empty_query_tiles_launch", k.empty_query_tiles_launch},
+                                {"trims_below_diagonal", k.trims_below_diagonal},
                                 {"dtype", k.dtype},
                                 {"head_dim", k.head_dim},
-                                {"forward", to_json(k.forward)},
-                                {"backward", to_json(k.backward)},
+                                {"forward", to_json(k.forward, k.trims_below_diagonal)},
+                                {"backward", to_json(k.backward, k.trims_below_diagonal)},
                                 {"calibrated", k.calibrated}};
   if (k.slots) doc["slots"] = *k.slots;
   if (!k.sources.empty()) doc["sources"] = k.sources;

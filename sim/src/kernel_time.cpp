@@ -24,11 +24,25 @@ KernelTimeModel::KernelTimeModel(KernelProfile profile, Count sms, KernelCallSha
   block_scale_ = dim * tq * shape_.precision_slowdown;
 }
 
-KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, KernelPass pass) const {
-  return features(rows, costs(pass));
+KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, KernelPass pass, Count trimmed_length) const {
+  return features(rows, costs(pass), trimmed_length);
 }
 
-KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, const PassCosts& costs) const {
+bool KernelTimeModel::slowed_by_trim(Count trimmed_length) const {
+  return profile_.trims_below_diagonal && trimmed_length > 0 &&
+         (trimmed_length % shape_.tile.query != 0 || trimmed_length % shape_.tile.key != 0);
+}
+
+KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, const PassCosts& costs,
+                                         Count trimmed_length) const {
+  KernelFeatures f = placed_features(rows, costs);
+  if (slowed_by_trim(trimmed_length)) {
+    for (double* x : {&f.launches, &f.blocks, &f.full_tiles, &f.partial_tiles}) *x *= costs.trimmed_factor;
+  }
+  return f;
+}
+
+KernelFeatures KernelTimeModel::placed_features(const model::QueryTileProfile& rows, const PassCosts& costs) const {
   Count active = 0;
   for (const auto& row : rows) active += row.full + row.partial;
   KernelFeatures out;
@@ -106,9 +120,13 @@ std::vector<Microseconds> KernelTimeModel::call_times(const model::Work& work, K
   for (const auto& rows : work.profiles) per_profile.push_back(call_us(rows, pass));
   const Count devices = work.query_tile_profile.devices();
   std::vector<Microseconds> out(static_cast<size_t>(work.query_tile_profile.rounds() * devices));
+  const double trimmed = costs(pass).trimmed_factor;
   for (Count r = 0; r < work.query_tile_profile.rounds(); ++r) {
     for (Count d = 0; d < devices; ++d) {
-      out[static_cast<size_t>(r * devices + d)] = per_profile[static_cast<size_t>(work.query_tile_profile.at(r, d))];
+      const Microseconds us = per_profile[static_cast<size_t>(work.query_tile_profile.at(r, d))];
+      // Every feature scales by the factor, so the time does (features()).
+      const bool slowed = work.trimmed_length.rounds() > 0 && slowed_by_trim(work.trimmed_length.at(r, d));
+      out[static_cast<size_t>(r * devices + d)] = slowed ? us * trimmed : us;
     }
   }
   return out;

@@ -49,6 +49,7 @@ std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& wo
         call.round = r;
         call.device = d;
         call.rows = work.profiles[static_cast<size_t>(work.query_tile_profile.at(r, d))];
+        if (kernel.trims_below_diagonal) call.trimmed_length = work.trimmed_length.at(r, d);
         call.shape = shape;
         call.forward = w.pass != sim::PassSelection::backward;
         call.backward = w.pass != sim::PassSelection::forward;
@@ -63,8 +64,8 @@ std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& wo
 double predicted_us(const MeasuredCall& call, const sim::KernelProfile& kernel, Count sms) {
   const sim::KernelTimeModel model(kernel, sms, call.shape);
   double us = 0;
-  if (call.forward) us += model.call_us(call.rows, sim::KernelPass::forward);
-  if (call.backward) us += model.call_us(call.rows, sim::KernelPass::backward);
+  if (call.forward) us += model.call_us(call.rows, sim::KernelPass::forward, call.trimmed_length);
+  if (call.backward) us += model.call_us(call.rows, sim::KernelPass::backward, call.trimmed_length);
   return us;
 }
 
@@ -86,8 +87,8 @@ std::vector<double> relative_errors(const std::vector<MeasuredCall>& calls, cons
     if (call.measured_us <= 0) continue;
     const sim::KernelTimeModel& m = models[call.workload];
     double us = 0;
-    if (call.forward) us += sim::dot(m.features(call.rows, costs.forward), costs.forward);
-    if (call.backward) us += sim::dot(m.features(call.rows, costs.backward), costs.backward);
+    if (call.forward) us += sim::dot(m.features(call.rows, costs.forward, call.trimmed_length), costs.forward);
+    if (call.backward) us += sim::dot(m.features(call.rows, costs.backward, call.trimmed_length), costs.backward);
     errors.push_back((us - call.measured_us) / call.measured_us);
   }
   return errors;
@@ -105,6 +106,50 @@ double robust_loss(const std::vector<double>& errors) {
   double s = 0;
   for (const double e : errors) s += std::abs(e) <= kHuber ? 0.5 * e * e : kHuber * (std::abs(e) - 0.5 * kHuber);
   return s;
+}
+
+// The trimmed factor of each pass, given the other costs: a trimmed call that ends inside a tile
+// takes f_fwd * F + f_bwd * B, its forward and backward times at factor 1, a linear fit on the
+// calls it applies to (weighted as the costs are). A pass with no such call keeps its factor.
+void fit_trimmed_factors(const std::vector<MeasuredCall>& calls, const std::vector<sim::KernelTimeModel>& models,
+                         const std::vector<double>& errors, Costs& costs) {
+  const Costs plain = [&] {
+    Costs c = costs;
+    c.forward.trimmed_factor = c.backward.trimmed_factor = 1;
+    return c;
+  }();
+  struct Sample {
+    double forward_us, backward_us, measured_us, weight;
+  };
+  std::vector<Sample> samples;
+  bool forward = false, backward = false;
+  size_t timed = 0;  // index into `errors`: one per timed call, in order
+  for (const MeasuredCall& call : calls) {
+    if (call.measured_us <= 0) continue;
+    const double error = errors[timed++];
+    const sim::KernelTimeModel& m = models[call.workload];
+    if (!m.slowed_by_trim(call.trimmed_length)) continue;
+    const double f = call.forward ? sim::dot(m.features(call.rows, plain.forward), plain.forward) : 0.0;
+    const double b = call.backward ? sim::dot(m.features(call.rows, plain.backward), plain.backward) : 0.0;
+    forward = forward || f > 0;
+    backward = backward || b > 0;
+    samples.push_back({f, b, call.measured_us, std::sqrt(huber_weight(error)) / call.measured_us});
+  }
+  if (samples.empty()) return;
+  // Only the passes some call informs are columns; the others keep their factor.
+  std::vector<std::vector<double>> rows;
+  std::vector<double> y, w;
+  for (const Sample& s : samples) {
+    std::vector<double> row;
+    if (forward) row.push_back(s.forward_us);
+    if (backward) row.push_back(s.backward_us);
+    rows.push_back(std::move(row));
+    y.push_back(s.measured_us);
+    w.push_back(s.weight);
+  }
+  const std::vector<double> factor = fit_non_negative(rows, y, w);
+  if (forward && factor[0] > 0) costs.forward.trimmed_factor = factor[0];
+  if (backward && factor[forward ? 1 : 0] > 0) costs.backward.trimmed_factor = factor[forward ? 1 : 0];
 }
 
 struct StructureFit {
@@ -138,15 +183,19 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
       std::vector<double> row;
       auto append = [&](bool fitted, bool made, const sim::PassCosts& c) {
         if (!fitted) return;
-        const sim::KernelFeatures f = made ? m.features(call.rows, c) : sim::KernelFeatures{};
+        const sim::KernelFeatures f = made ? m.features(call.rows, c, call.trimmed_length) : sim::KernelFeatures{};
         row.insert(row.end(), {f.launches, f.blocks, f.full_tiles + f.partial_tiles, f.partial_tiles});
       };
       append(fit_forward, call.forward, costs.forward);
       append(fit_backward, call.backward, costs.backward);
       // A pass that is not fitted but was timed keeps its costs: move its time to the left side.
       double fixed = 0;
-      if (!fit_forward && call.forward) fixed += sim::dot(m.features(call.rows, costs.forward), costs.forward);
-      if (!fit_backward && call.backward) fixed += sim::dot(m.features(call.rows, costs.backward), costs.backward);
+      if (!fit_forward && call.forward) {
+        fixed += sim::dot(m.features(call.rows, costs.forward, call.trimmed_length), costs.forward);
+      }
+      if (!fit_backward && call.backward) {
+        fixed += sim::dot(m.features(call.rows, costs.backward, call.trimmed_length), costs.backward);
+      }
       rows.push_back(std::move(row));
       y.push_back(call.measured_us - fixed);
       w.push_back(std::sqrt(huber_weight(errors[y.size() - 1])) / call.measured_us);
@@ -165,6 +214,7 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
     };
     take(fit_forward, next.forward);
     take(fit_backward, next.backward);
+    fit_trimmed_factors(calls, models, errors, next);
     std::vector<double> next_errors = relative_errors(calls, models, next);
     const double objective = robust_loss(next_errors);
     const bool moved = next.forward != costs.forward || next.backward != costs.backward;
@@ -219,6 +269,11 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
   }
   KernelFit out;
   out.profile = std::move(best->profile);
+  Count trimmed = 0;
+  for (const MeasuredCall& call : calls) {
+    const sim::KernelTimeModel m(out.profile, sms, call.shape);
+    trimmed += call.measured_us > 0 && m.slowed_by_trim(call.trimmed_length) ? 1 : 0;
+  }
   std::vector<double> magnitudes;
   for (const double e : best->errors) magnitudes.push_back(std::abs(e));
   const Spread spread = spread_of(magnitudes);
@@ -236,6 +291,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
                                                                : "measured 0: the implementation skips them")
                                                 : "not measured: kept from the base profile"},
                      {"backward", fit_backward ? "fitted" : "not measured: kept from the base profile"},
+                     {"trimmed_calls", trimmed},
                      {"structure", "blocks per SM (1, 2) and block order (launch, longest_first): the best fit kept"}};
   return out;
 }

@@ -52,6 +52,12 @@ struct Work {
   // `profiles`, where equal profiles are stored once (structured layouts have a handful).
   WorkMatrix query_tile_profile;
   std::vector<QueryTileProfile> profiles;
+  // Only with WorkDetail::query_tiles: the length of the call a kernel whose causal mask always
+  // keeps the diagonal makes for each (round, device), 0 when it runs the block as it is. Under a
+  // causal mask a block whose mask starts t rows below the diagonal (striped, K/V from a later
+  // device: t = 1) has to be run on q[t:] x k[:-t], a call of L - t queries and keys, as
+  // ring-flash-attention does; its tiles are the ones counted here, its length is not the block's.
+  WorkMatrix trimmed_length;
 };
 
 }  // namespace stripesim::model

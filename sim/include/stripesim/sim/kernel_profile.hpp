@@ -29,6 +29,10 @@ struct PassCosts {
   Microseconds block_us = 0;         // per thread block: loading its queries, writing output and statistics
   Microseconds full_tile_us = 0;     // per key tile with every pair allowed
   Microseconds partial_tile_us = 0;  // per key tile that applies the mask element by element
+  // A call run trimmed (KernelProfile::trims_below_diagonal) to a length that is not a multiple
+  // of the tile takes this many times what its tiles cost: kernels take a slower path with
+  // bounds checks on every load when a sequence ends inside a tile.
+  double trimmed_factor = 1;
   friend bool operator==(const PassCosts&, const PassCosts&) = default;
 };
 
@@ -50,6 +54,11 @@ struct KernelProfile {
   BlockOrder order = BlockOrder::launch;
   bool empty_calls_launch = false;        // a (round, device) with no active tile still makes the call
   bool empty_query_tiles_launch = false;  // a query tile with no active key tile still gets a block (writes output)
+  // The kernel's causal mask always keeps the diagonal (FlashAttention's and cuDNN's): a block
+  // whose causal mask starts below it (striped, K/V from a later device) runs on q[t:] x k[:-t]
+  // (model::Work::trimmed_length), priced with the pass's trimmed_factor when that length ends
+  // inside a tile. False: the kernel applies any mask as it is (flex_attention, this project's).
+  bool trims_below_diagonal = false;
   std::string dtype = "bf16";             // costs are for this precision and head size; others scale
   Count head_dim = 128;                   // by FLOPs (tiles) and by bytes (blocks)
   PassCosts forward;

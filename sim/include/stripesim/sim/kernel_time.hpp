@@ -9,6 +9,8 @@
 // + full_tile_us * full tiles + partial_tile_us * partial tiles, counted on the slot that
 // finishes last. Those four counts are the call's features: prediction takes their dot product
 // with the costs, and the calibration fits the costs to measured times on the same features.
+// A call the kernel runs trimmed to a length that ends inside a tile (kernel_profile.hpp) has
+// every feature scaled by the pass's trimmed_factor.
 #include <vector>
 
 #include "stripesim/model/work_matrix.hpp"
@@ -48,11 +50,17 @@ class KernelTimeModel {
   // The features of one call, its blocks placed with `costs` (the profile's by default). The
   // backward call is priced on the same query tile profile: its key-tile blocks see the mirror
   // image of it for every mask counted here (causal, windows and documents are symmetric).
-  [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, KernelPass pass) const;
-  [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, const PassCosts& costs) const;
-  [[nodiscard]] Microseconds call_us(const model::QueryTileProfile& rows, KernelPass pass) const {
-    return dot(features(rows, pass), costs(pass));
+  // `trimmed_length`: the call's length when the block is run trimmed (model::Work::trimmed_length).
+  [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, KernelPass pass,
+                                        Count trimmed_length = 0) const;
+  [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, const PassCosts& costs,
+                                        Count trimmed_length = 0) const;
+  [[nodiscard]] Microseconds call_us(const model::QueryTileProfile& rows, KernelPass pass, Count trimmed_length = 0) const {
+    return dot(features(rows, pass, trimmed_length), costs(pass));
   }
+  // Whether this kernel runs a block trimmed to `trimmed_length` down a path slower than its
+  // tiles (a length that ends inside the call's tile), so the pass's trimmed_factor applies.
+  [[nodiscard]] bool slowed_by_trim(Count trimmed_length) const;
   // The time of every (round, device) of a Work counted with WorkDetail::query_tiles, computed
   // once per distinct profile: [round * devices + device].
   [[nodiscard]] std::vector<Microseconds> call_times(const model::Work& work, KernelPass pass) const;
@@ -64,6 +72,7 @@ class KernelTimeModel {
   KernelProfile profile_;
   Count slots_;
   KernelCallShape shape_;
+  [[nodiscard]] KernelFeatures placed_features(const model::QueryTileProfile& rows, const PassCosts& costs) const;
   double tile_scale_;
   double block_scale_;
 };

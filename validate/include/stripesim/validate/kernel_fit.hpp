@@ -5,7 +5,9 @@
 // Huber's loss, so a disturbed measurement does not pull every cost) with placing the blocks
 // again under the new costs, and keeps the best costs seen. A partial tile is fitted as
 // a full tile plus a non-negative extra, so it never costs less than a full one. The fit also
-// picks the kernel's structure that fits best: blocks per SM (1 or 2) and block order.
+// picks the kernel's structure that fits best: blocks per SM (1 or 2) and block order. For a
+// kernel that trims blocks (KernelProfile::trims_below_diagonal), each pass's trimmed_factor is
+// fitted in the same alternation on the calls it slows, from their time at factor 1.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@ struct MeasuredCall {
   Count round = 0;
   Count device = 0;
   model::QueryTileProfile rows;
+  Count trimmed_length = 0;  // model::Work::trimmed_length of its (round, device) when the kernel trims, else 0
   sim::KernelCallShape shape;
   bool forward = true;
   bool backward = false;
