@@ -22,11 +22,13 @@
 // itself are candidates as well. A single sequence (causal, window) tries piece sizes down to a quarter share only.
 // Scored exactly (busiest device, lockstep), the candidates within kBusiestSlack of the least
 // busy are kept, the best few polished by swaps that lower the lockstep without raising the
-// busiest device, and the lowest lockstep wins. Deterministic: no randomness, ties broken by
+// busiest device and then by renumbering their devices (which device meets which in each round)
+// for the lockstep, and the lowest lockstep wins. Deterministic: no randomness, ties broken by
 // position.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -420,17 +422,35 @@ void for_each_read(const Pricing& pricing, const std::vector<PlacedPiece>& piece
   }
 }
 
+// The devices' work on each other's pieces: [query device * N + key device], in tiles.
+std::vector<Count> pair_work(const Pricing& pricing, const Assignment& a) {
+  const auto pieces = pieces_in_order(a);
+  const auto devices = a.load.size();
+  std::vector<Count> work(devices * devices, 0);
+  for_each_read(pricing, pieces, [&](size_t q, size_t k, Count tiles) {
+    work[static_cast<size_t>(pieces[q].device) * devices + static_cast<size_t>(pieces[k].device)] += tiles;
+  });
+  return work;
+}
+
+// Device number d meets the pieces of number d - r in round r: the sum over rounds of the busiest
+// device when number i is device order[i].
+Count numbered_lockstep(const std::vector<Count>& work, const std::vector<size_t>& order) {
+  const size_t devices = order.size();
+  Count total = 0;
+  for (size_t r = 0; r < devices; ++r) {
+    Count most = 0;
+    for (size_t d = 0; d < devices; ++d) most = std::max(most, work[order[d] * devices + order[(d + devices - r) % devices]]);
+    total += most;
+  }
+  return total;
+}
+
 // Sum over rounds of the busiest device, in tiles (exact for whole blocks).
 Count lockstep_of(const Pricing& pricing, const Assignment& a) {
-  const auto pieces = pieces_in_order(a);
-  const auto devices = static_cast<Count>(a.load.size());
-  std::vector<Count> work(static_cast<size_t>(devices * devices), 0);  // [round][device]
-  for_each_read(pricing, pieces, [&](size_t q, size_t k, Count tiles) {
-    work[static_cast<size_t>(round_of(pieces[q].device, pieces[k].device, devices) * devices + pieces[q].device)] += tiles;
-  });
-  Count total = 0;
-  for (Count r = 0; r < devices; ++r) total += *std::max_element(work.begin() + r * devices, work.begin() + (r + 1) * devices);
-  return total;
+  std::vector<size_t> order(a.load.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  return numbered_lockstep(pair_work(pricing, a), order);
 }
 
 // The ring's work as a graph of pieces: which piece's queries read which piece's keys, in tiles
@@ -628,6 +648,17 @@ Count most_pieces_of_a_document(const Pricing& pricing, const Assignment& a) {
   return most;
 }
 
+// `a` with device number i holding what device order[i] held.
+Assignment renumbered(const Assignment& a, const std::vector<size_t>& order) {
+  Assignment out(static_cast<Count>(order.size()));
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    out.owned[rank] = a.owned[order[rank]];
+    out.pinned[rank] = a.pinned[order[rank]];
+    out.load[rank] = a.load[order[rank]];
+  }
+  return out;
+}
+
 // The same assignment with devices renumbered in the order of their longest piece's position:
 // pieces next to each other in the sequence then sit on devices next to each other in the ring,
 // so the tiles that cross their cut fall in round 1 (or N - 1) rather than anywhere.
@@ -648,13 +679,80 @@ Assignment ring_ordered(const Assignment& a) {
   std::vector<size_t> order(devices);
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return key[x] < key[y]; });
-  Assignment out(static_cast<Count>(devices));
-  for (size_t rank = 0; rank < devices; ++rank) {
-    out.owned[rank] = a.owned[order[rank]];
-    out.pinned[rank] = a.pinned[order[rank]];
-    out.load[rank] = a.load[order[rank]];
+  return renumbered(a, order);
+}
+
+// Device d meets the pieces of device d - r in round r, so numbering the same devices differently
+// moves work between rounds and leaves every device's load as it is. Swaps the numbers of two
+// devices while that lowers sum_r max_d (first improvement, pairs in order: deterministic), within
+// a budget of evaluations so that large rings stay fast. Returns order[number] = device.
+//
+// A swap of numbers x and y changes, in round r, only the cells of query numbers x, y, x + r and
+// y + r; each round keeps its few largest cells, so the round's new maximum is the largest
+// unchanged one or a changed one, without reading the round again.
+std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t devices) {
+  std::vector<size_t> order(devices);
+  std::iota(order.begin(), order.end(), size_t{0});
+  if (devices < 3) return order;  // two devices meet in the same rounds whatever their numbers
+  const auto cell = [&](size_t d, size_t r) { return work[order[d] * devices + order[(d + devices - r) % devices]]; };
+  constexpr size_t kKept = 5;  // more than the 4 cells a swap changes in a round
+  struct Top {
+    std::array<std::pair<Count, size_t>, kKept> cells{};  // (work, query number), largest first
+    size_t size = 0;
+  };
+  std::vector<Top> top(devices);
+  const auto rank_round = [&](size_t r) {
+    Top t;
+    for (size_t d = 0; d < devices; ++d) {
+      const std::pair<Count, size_t> c{cell(d, r), d};
+      size_t at = t.size < kKept ? t.size++ : kKept;
+      while (at > 0 && t.cells[at - 1].first < c.first) {
+        if (at < kKept) t.cells[at] = t.cells[at - 1];
+        --at;
+      }
+      if (at < kKept) t.cells[at] = c;
+    }
+    top[r] = t;
+  };
+  for (size_t r = 0; r < devices; ++r) rank_round(r);
+  const auto total = [&] {
+    Count sum = 0;
+    for (const Top& t : top) sum += t.cells[0].first;
+    return sum;
+  };
+  Count best = total();
+  constexpr Count kEvaluations = 200'000;  // swaps tried at most: N = 64 gives 100 passes
+  Count tried = 0;
+  for (bool improved = true; improved && tried < kEvaluations;) {
+    improved = false;
+    for (size_t x = 0; x < devices && tried < kEvaluations; ++x) {
+      for (size_t y = x + 1; y < devices && tried < kEvaluations; ++y) {
+        ++tried;
+        std::swap(order[x], order[y]);
+        Count sum = 0;
+        for (size_t r = 0; r < devices && sum < best; ++r) {
+          const std::array<size_t, 4> changed{x, y, (x + r) % devices, (y + r) % devices};
+          Count most = 0;
+          for (size_t i = 0; i < top[r].size; ++i) {
+            if (std::find(changed.begin(), changed.end(), top[r].cells[i].second) == changed.end()) {
+              most = top[r].cells[i].first;
+              break;
+            }
+          }
+          for (const size_t d : changed) most = std::max(most, cell(d, r));
+          sum += most;
+        }
+        if (sum < best) {
+          best = sum;
+          improved = true;
+          for (size_t r = 0; r < devices; ++r) rank_round(r);
+        } else {
+          std::swap(order[x], order[y]);
+        }
+      }
+    }
   }
-  return out;
+  return order;
 }
 
 // How much busier than the least busy candidate's busiest device a candidate may be and still
@@ -834,6 +932,14 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
       each->assignment = graph.assignment();
       each->lockstep = graph.lockstep();
       each->busiest = each->assignment.busiest();
+    }
+    // Then the devices are numbered for the lockstep: the same loads, other rounds.
+    const std::vector<Count> work = pair_work(pricing, each->assignment);
+    const std::vector<size_t> order = lockstep_numbering(work, each->assignment.load.size());
+    const Count lockstep = numbered_lockstep(work, order);
+    if (lockstep < each->lockstep) {
+      each->assignment = renumbered(each->assignment, order);
+      each->lockstep = lockstep;
     }
   }
   Candidate* best = *std::min_element(feasible.begin(), feasible.end(), [](const Candidate* x, const Candidate* y) { return x->lockstep < y->lockstep; });
