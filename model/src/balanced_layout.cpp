@@ -489,6 +489,16 @@ class RingGraph {
 
   // Sum over rounds of the busiest device.
   [[nodiscard]] Count lockstep() const { return std::accumulate(round_max_.begin(), round_max_.end(), Count{0}); }
+  // The same work as pair_work() of assignment(): [query device * N + key device].
+  [[nodiscard]] std::vector<Count> pair_work() const {
+    std::vector<Count> out(work_.size());
+    for (Count r = 0; r < devices_; ++r) {
+      for (Count d = 0; d < devices_; ++d) {
+        out[static_cast<size_t>(d * devices_ + kv_source(d, r, devices_))] = work_[static_cast<size_t>(r * devices_ + d)];
+      }
+    }
+    return out;
+  }
 
   // Swaps pieces of equal length between devices while the lockstep drops and no device grows
   // past today's busiest: first moving each piece with cross-device work (heaviest first) next to
@@ -933,8 +943,9 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
       each->lockstep = graph.lockstep();
       each->busiest = each->assignment.busiest();
     }
-    // Then the devices are numbered for the lockstep: the same loads, other rounds.
-    const std::vector<Count> work = pair_work(pricing, each->assignment);
+    // Then the devices are numbered for the lockstep: the same loads, other rounds. The graph holds
+    // the candidate's work either way (it keeps a move only when the lockstep drops).
+    const std::vector<Count> work = graph.pair_work();
     const std::vector<size_t> order = lockstep_numbering(work, each->assignment.load.size());
     const Count lockstep = numbered_lockstep(work, order);
     if (lockstep < each->lockstep) {

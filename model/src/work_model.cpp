@@ -293,18 +293,16 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
       }
     }
   });
+  if (profiles) work.trimmed_length = WorkMatrix(devices, devices);  // no trims but under a causal mask
   if (profiles && mask.kind() == MaskKind::causal) {
     std::vector<std::optional<Run>> runs;
     for (Count d = 0; d < devices; ++d) runs.push_back(single_run(layout, d));
-    work.trimmed_length = WorkMatrix(devices, devices);
     for (Count r = 0; r < devices; ++r) {
       for (Count d = 0; d < devices; ++d) {
         work.trimmed_length.at(r, d) =
             trimmed_call_length(runs[static_cast<size_t>(d)], runs[static_cast<size_t>(kv_source(d, r, devices))]);
       }
     }
-  } else if (profiles) {
-    work.trimmed_length = WorkMatrix(devices, devices);
   }
   if (profiles) {
     // Merge the columns in device order, so the numbering is the same on any thread count.
