@@ -10,6 +10,7 @@
 #include "stripesim/model/mask.hpp"
 #include "stripesim/model/work_model.hpp"
 #include "stripesim/sim/kernel_time.hpp"
+#include "stripesim/sim/ring_merge.hpp"
 #include "stripesim/sim/simulation.hpp"
 
 namespace stripesim::sim {
@@ -57,12 +58,21 @@ TEST(Simulation, LockstepWithFreeLinksMatchesTheWorkModel) {
     for (const LayoutSimulation& r : s.results) {
       const model::Work w = model::count_work(model::parse_layout(r.layout, c.seq_len, 8), model::Mask::causal(c.seq_len),
                                               {128, 128}, 0, model::WorkDetail::query_tiles);
+      std::vector<Microseconds> calls;
+      for (Count round = 0; round < 8; ++round) {
+        for (Count d = 0; d < 8; ++d) {
+          calls.push_back(kernel.call_us(w.profiles[static_cast<size_t>(w.query_tile_profile.at(round, d))], KernelPass::forward));
+        }
+      }
+      // Each call after a device's first is followed by its merge (RingMerge tests price it).
+      const std::vector<Microseconds> merges =
+          merge_times(w, calls, kernel.profile(), KernelPass::forward, {c.seq_len / 8, 8, 8, 64, 128}, h.memory_bandwidth);
       Microseconds expected = 0;
       for (Count round = 0; round < 8; ++round) {
         Microseconds slowest = 0;
         for (Count d = 0; d < 8; ++d) {
-          const auto& profile = w.profiles[static_cast<size_t>(w.query_tile_profile.at(round, d))];
-          slowest = std::max(slowest, kernel.call_us(profile, KernelPass::forward));
+          const auto i = static_cast<size_t>(round * 8 + d);
+          slowest = std::max(slowest, calls[i] + merges[i]);
         }
         expected += slowest;
       }
@@ -189,6 +199,14 @@ SimulateConfig lockstep_on_free_links(std::string hardware, std::string kernel, 
   return c;
 }
 
+// A shipped kernel profile with no merge between its calls: what tests of the calls' own prices
+// simulate (the merges have tests of their own).
+KernelProfile without_merge(const std::string& hardware, const std::string& kernel) {
+  KernelProfile k = load_kernel_profile(kernel, catalog().root(), catalog().hardware(hardware));
+  k.merge = {};
+  return k;
+}
+
 // The kernel profile says how the kernel cuts its tiles, and the ring is priced in those tiles:
 // FlashAttention-3 (varlen) on packed documents, with free links and a barrier every round, takes
 // sum_r max_d of its calls over the work model's varlen tiles, and less than the fixed tiles would.
@@ -196,6 +214,7 @@ TEST(Simulation, PricesTheTilesOfTheKernelsTiling) {
   SimulateConfig c = lockstep_on_free_links("h200", "fa3", 8, 16 * 1024, {"contiguous", "doc-zigzag"});
   c.mask = "documents:lognormal:1024:1.2:seed=17";
   c.pad_documents = true;
+  c.kernel_profile = without_merge(c.hardware, c.kernel);
   const Simulation s = run_simulation(c, catalog());
   EXPECT_EQ(s.tiling, model::Tiling::varlen);
   const model::Mask mask = model::pad_documents(model::parse_mask(c.mask, c.seq_len), 4).mask;
@@ -225,6 +244,7 @@ TEST(Simulation, PricesTheTilesOfTheKernelsTiling) {
   EXPECT_EQ(to_json(run_simulation(c, catalog()), true), to_json(s, true));
   c.tiling = model::Tiling::fixed;
   EXPECT_THROW((void)plan_simulation(c, catalog()), model::InputError);
+  c.kernel_profile.reset();
   c.kernel = "stripesim-flash";  // this project's kernel: fixed tiling
   EXPECT_EQ(plan_simulation(c, catalog()).simulation.tiling, model::Tiling::fixed);
 }
@@ -244,7 +264,7 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
       ++profiles;
     }
   }
-  EXPECT_EQ(profiles, 15);  // h100-pcie, b200 and mi300x each ship a derived sdpa
+  EXPECT_EQ(profiles, 16);  // h100-pcie, b200 and mi300x each ship a derived sdpa; h100 a derived fa2
   nlohmann::json doc = nlohmann::json::parse(R"({"name": "k", "hardware": "h100", "tile": "64x128",
       "forward": {"full_tile_us": 1, "partial_tile_us": 2}, "backward": {"full_tile_us": 3, "partial_tile_us": 4}})");
   EXPECT_EQ(kernel_profile_from_json(doc, "k.json").tiling, model::Tiling::fixed);
@@ -286,6 +306,7 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
 TEST(Simulation, StripedRoundsAfterTheFirstHoldTrimmedCalls) {
   SimulateConfig c = lockstep_on_free_links("h100", "sdpa", 16, 32 * 1024, {"striped"});
   c.pass = PassSelection::forward_backward;
+  c.kernel_profile = without_merge(c.hardware, c.kernel);
   const Simulation s = run_simulation(c, catalog());
   ASSERT_TRUE(s.kernel.trims_below_diagonal);
   ASSERT_GT(s.kernel.backward.trimmed_factor, 1.0);
@@ -303,6 +324,72 @@ TEST(Simulation, StripedRoundsAfterTheFirstHoldTrimmedCalls) {
   }
   ASSERT_EQ(s.results.size(), 1u);
   EXPECT_NEAR(s.results[0].time_us, expected, 1e-9 * expected);
+}
+
+// A ring implementation folds every call's result into the device's running one: a device's first
+// call of a pass only starts it, each later one costs bytes per element over the memory bandwidth,
+// on the rows the call wrote (a zigzag call on the late half of the queries writes half of them).
+TEST(RingMerge, EveryCallAfterTheFirstAtTheMemoryBandwidth) {
+  const Count n = 32 * 1024, devices = 4, rows = n / devices;
+  KernelProfile k = load_kernel_profile("sdpa", catalog().root(), catalog().hardware("h100"));
+  k.merge = {38, 10};
+  const GigabytesPerSecond bandwidth = 3350;
+  // 16 query heads, 4 K/V heads, head size 128.
+  const MergeShape shape{rows, 16, 4, 128, 128};
+  const double full_forward = 38.0 * rows * 16 * 128 / (bandwidth * 1e3);
+  const double full_backward = 10.0 * rows * (16 + 2 * 4) * 128 / (bandwidth * 1e3);
+  EXPECT_NEAR(full_forward, 190.30, 0.01);  // 318.8 MB at 3.35 TB/s
+  for (const char* name : {"contiguous", "zigzag"}) {
+    const model::Layout layout = model::parse_layout(name, n, devices);
+    const model::Work w = model::count_work(layout, model::Mask::causal(n), {128, 128}, 1, model::WorkDetail::query_tiles);
+    const KernelTimeModel kernel(k, 132, {16, 128, {128, 128}, 1});
+    for (const KernelPass pass : {KernelPass::forward, KernelPass::backward}) {
+      const std::vector<Microseconds> calls = kernel.call_times(w, pass);
+      const std::vector<Microseconds> merges = merge_times(w, calls, k, pass, shape, bandwidth);
+      const double full = pass == KernelPass::forward ? full_forward : full_backward;
+      for (Count r = 0; r < devices; ++r) {
+        for (Count d = 0; d < devices; ++d) {
+          const Microseconds got = merges[static_cast<size_t>(r * devices + d)];
+          if (r == 0) {
+            EXPECT_EQ(got, 0) << name << ": the first call starts the running result";
+          } else if (std::string(name) == "contiguous") {
+            // Blocks from later devices are skipped; every earlier one is a full block.
+            EXPECT_NEAR(got, r <= d ? full : 0.0, 1e-9) << name << " r" << r << " d" << d;
+          } else {
+            // zigzag: K/V from an earlier device reaches every query, from a later one the late half.
+            EXPECT_NEAR(got, r <= d ? full : full / 2, 1e-9) << name << " r" << r << " d" << d;
+          }
+        }
+      }
+    }
+  }
+  // No bytes: nothing to merge (the kernel accumulates in place).
+  const model::Work w = model::count_work(model::Layout::striped(n, devices), model::Mask::causal(n), {128, 128}, 1,
+                                          model::WorkDetail::query_tiles);
+  k.merge = {};
+  for (const Microseconds us : merge_times(w, std::vector<Microseconds>(16, 1.0), k, KernelPass::forward, shape, bandwidth)) {
+    EXPECT_EQ(us, 0);
+  }
+}
+
+// The simulated ring pays the merges on its compute stream; the validator, which predicts calls
+// timed one by one, does not (validate's simulate_config clears them).
+TEST(RingMerge, TheRingPaysThemOnItsComputeStream) {
+  SimulateConfig c = lockstep_on_free_links("h100", "sdpa", 16, 32 * 1024, {"contiguous"});
+  const Simulation with = run_simulation(c, catalog());
+  c.kernel_profile = without_merge(c.hardware, c.kernel);
+  const Simulation without = run_simulation(c, catalog());
+  // Contiguous in lockstep: the last device makes every round's slowest call and merges three.
+  const double merge = 38.0 * 8192 * 16 * 128 / (catalog().hardware("h100").memory_bandwidth * 1e3);
+  EXPECT_NEAR(with.results[0].time_us - without.results[0].time_us, 3 * merge, 1e-6);
+  nlohmann::json doc = to_json(with.kernel);
+  EXPECT_EQ(doc.at("merge").at("forward_bytes_per_element"), 38);
+  EXPECT_EQ(kernel_profile_from_json(doc, "again").merge, with.kernel.merge);
+  EXPECT_FALSE(to_json(without.kernel).contains("merge"));
+  doc["merge"]["forward_bytes_per_element"] = -1;
+  EXPECT_THROW((void)kernel_profile_from_json(doc, "k.json"), model::InputError);
+  doc["merge"] = {{"forward_bytes", 38}};
+  EXPECT_THROW((void)kernel_profile_from_json(doc, "k.json"), model::InputError);
 }
 
 TEST(Simulation, ShippedTopologiesLoad) {

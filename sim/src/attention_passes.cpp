@@ -7,6 +7,7 @@
 
 #include "stripesim/model/work_model.hpp"
 #include "stripesim/sim/collectives.hpp"
+#include "stripesim/sim/ring_merge.hpp"
 
 namespace stripesim::sim {
 namespace {
@@ -106,6 +107,8 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
   switch (sim.cp.algorithm) {
     case CpAlgorithm::ring:
     case CpAlgorithm::hybrid: {
+      const MergeShape merge_shape{config.seq_len / layout.devices(), shape.streams, shape.kv_heads * config.batch,
+                                   sim.call_shape.head_dim, sim.tile.query};
       std::vector<FifoServer> links(sim.topology.directed_link_count());
       for (const RingPass pass : passes) {
         RingSetup setup;
@@ -117,6 +120,10 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
         setup.kv_buffers = config.kv_buffers;
         setup.start_us = start + to_heads(pass);
         setup.compute_us = kernel.call_times(work, kernel_pass(pass));
+        // Each call's result is folded into the running one before the next call starts.
+        const std::vector<Microseconds> merge_us =
+            merge_times(work, setup.compute_us, sim.kernel, kernel_pass(pass), merge_shape, sim.hardware.memory_bandwidth);
+        for (size_t i = 0; i < merge_us.size(); ++i) setup.compute_us[i] += merge_us[i];
         if (config.skip_unread_hops) {
           setup.send_needed = hops_read_downstream(work.active_tiles);
           if (pass == RingPass::backward) {

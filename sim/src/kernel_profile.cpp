@@ -55,7 +55,7 @@ const char* block_order_name(BlockOrder order) {
 KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const model::JsonFields f(doc, label);
   f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "slots", "block_order",
-                "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "calibrated",
+                "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "merge", "calibrated",
                 "sources", "fit"});
   if (f.has("schema") && f.string("schema") != "stripesim.kernel/1") {
     throw InputError(fmt::format("{}: expected \"stripesim.kernel/1\"", f.where("schema")));
@@ -90,6 +90,12 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
                                    f.where(key)));
     }
   }
+  if (f.has("merge")) {
+    const model::JsonFields m(f.raw("merge"), f.where("merge"));
+    m.allow_only({"forward_bytes_per_element", "backward_bytes_per_element"});
+    k.merge.forward_bytes_per_element = m.non_negative_number_or("forward_bytes_per_element", 0.0);
+    k.merge.backward_bytes_per_element = m.non_negative_number_or("backward_bytes_per_element", 0.0);
+  }
   k.sources = f.has("sources") ? f.raw("sources") : nlohmann::json::object();
   k.fit = f.has("fit") ? f.raw("fit") : nlohmann::json::object();
   return k;
@@ -110,8 +116,12 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
                                 {"dtype", k.dtype},
                                 {"head_dim", k.head_dim},
                                 {"forward", to_json(k.forward, k.trims_below_diagonal)},
-                                {"backward", to_json(k.backward, k.trims_below_diagonal)},
-                                {"calibrated", k.calibrated}};
+                                {"backward", to_json(k.backward, k.trims_below_diagonal)}};
+  if (k.merge != OutputMerge{}) {
+    doc["merge"] = {{"forward_bytes_per_element", k.merge.forward_bytes_per_element},
+                    {"backward_bytes_per_element", k.merge.backward_bytes_per_element}};
+  }
+  doc["calibrated"] = k.calibrated;
   if (k.slots) doc["slots"] = *k.slots;
   if (!k.sources.empty()) doc["sources"] = k.sources;
   if (!k.fit.empty()) doc["fit"] = k.fit;

@@ -36,6 +36,18 @@ struct PassCosts {
   friend bool operator==(const PassCosts&, const PassCosts&) = default;
 };
 
+// What a ring implementation moves in memory, outside the kernel, to fold one call's result into
+// the device's running result: the forward rescales and adds each call's partial output into an
+// fp32 accumulator by its log-sum-exp (the online softmax across rounds), the backward adds each
+// call's dQ, dK and dV into fp32 gradients. Bytes read and written per element, at the device's
+// memory bandwidth. The device's first call of a pass only initialises the running result and
+// pays nothing here. 0: the kernel accumulates in place (this project's kernels, XLA's fused loop).
+struct OutputMerge {
+  double forward_bytes_per_element = 0;   // per output element: query rows x heads x head size
+  double backward_bytes_per_element = 0;  // per gradient element: dQ, and dK and dV over the K/V heads
+  friend bool operator==(const OutputMerge&, const OutputMerge&) = default;
+};
+
 struct KernelProfile {
   std::string name;
   std::string hardware;  // the hardware profile it was measured on
@@ -63,6 +75,7 @@ struct KernelProfile {
   Count head_dim = 128;                   // by FLOPs (tiles) and by bytes (blocks)
   PassCosts forward;
   PassCosts backward;  // the backward call alone: a forward+backward step costs forward + backward
+  OutputMerge merge;   // between the calls of a ring, not part of any call's time
   bool calibrated = false;  // fitted on measurements (`fit` says how well), or set from public figures
   nlohmann::json sources;   // where each figure comes from
   nlohmann::json fit;       // the fit's record: samples, files, errors

@@ -1,0 +1,51 @@
+#include "stripesim/sim/ring_merge.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace stripesim::sim {
+
+std::vector<Microseconds> merge_times(const model::Work& work, const std::vector<Microseconds>& call_us,
+                                      const KernelProfile& kernel, KernelPass pass, const MergeShape& shape,
+                                      GigabytesPerSecond memory_bandwidth) {
+  const Count rounds = work.query_tile_profile.rounds();
+  const Count devices = work.query_tile_profile.devices();
+  if (static_cast<Count>(call_us.size()) != rounds * devices) throw std::invalid_argument("merge_times: one call time per (round, device)");
+  std::vector<Microseconds> out(call_us.size(), 0.0);
+  const double bytes_per_element = pass == KernelPass::forward ? kernel.merge.forward_bytes_per_element
+                                                               : kernel.merge.backward_bytes_per_element;
+  if (bytes_per_element == 0) return out;
+  if (memory_bandwidth <= 0) throw std::invalid_argument("merge_times: needs the device's memory bandwidth");
+  const double streams = pass == KernelPass::forward
+                             ? static_cast<double>(shape.query_streams)
+                             : static_cast<double>(shape.query_streams + 2 * shape.kv_streams);
+
+  // The rows a call writes: its query tiles that have work (every tile where the kernel gives
+  // empty ones a block too), the last tile holding what is left of the device's queries.
+  std::vector<Count> rows_of(work.profiles.size(), 0);
+  for (size_t p = 0; p < work.profiles.size(); ++p) {
+    const model::QueryTileProfile& tiles = work.profiles[p];
+    for (size_t q = 0; q < tiles.size(); ++q) {
+      if (tiles[q].full + tiles[q].partial == 0 && !kernel.empty_query_tiles_launch) continue;
+      const Count first = static_cast<Count>(q) * shape.tile_query;
+      rows_of[p] += std::clamp<Count>(shape.rows_per_device - first, 0, shape.tile_query);
+    }
+  }
+  for (Count d = 0; d < devices; ++d) {
+    bool started = false;
+    for (Count r = 0; r < rounds; ++r) {
+      const auto i = static_cast<size_t>(r * devices + d);
+      if (call_us[i] <= 0) continue;
+      if (started) {
+        const Count rows = rows_of[static_cast<size_t>(work.query_tile_profile.at(r, d))];
+        const double bytes = bytes_per_element * static_cast<double>(rows) * streams * static_cast<double>(shape.head_dim);
+        out[i] = transfer_time_us(static_cast<Bytes>(std::llround(bytes)), memory_bandwidth);
+      }
+      started = true;
+    }
+  }
+  return out;
+}
+
+}  // namespace stripesim::sim
