@@ -58,12 +58,8 @@ TEST(Simulation, LockstepWithFreeLinksMatchesTheWorkModel) {
     for (const LayoutSimulation& r : s.results) {
       const model::Work w = model::count_work(model::parse_layout(r.layout, c.seq_len, 8), model::Mask::causal(c.seq_len),
                                               {128, 128}, 0, model::WorkDetail::query_tiles);
-      std::vector<Microseconds> calls;
-      for (Count round = 0; round < 8; ++round) {
-        for (Count d = 0; d < 8; ++d) {
-          calls.push_back(kernel.call_us(w.profiles[static_cast<size_t>(w.query_tile_profile.at(round, d))], KernelPass::forward));
-        }
-      }
+      // Each call at its profile's price (striped's trimmed ones at the forward's trimmed factor).
+      const std::vector<Microseconds> calls = kernel.call_times(w, KernelPass::forward);
       // Each call after a device's first is followed by its merge (RingMerge tests price it).
       const std::vector<Microseconds> merges =
           merge_times(w, calls, kernel.profile(), KernelPass::forward, {c.seq_len / 8, 8, 8, 64, 128}, h.memory_bandwidth);
@@ -332,14 +328,15 @@ TEST(Simulation, StripedRoundsAfterTheFirstHoldTrimmedCalls) {
 TEST(RingMerge, EveryCallAfterTheFirstAtTheMemoryBandwidth) {
   const Count n = 32 * 1024, devices = 4, rows = n / devices;
   KernelProfile k = load_kernel_profile("sdpa", catalog().root(), catalog().hardware("h100"));
-  k.merge = {38, 10};
+  k.merge = {38, 10, 8};
   const GigabytesPerSecond bandwidth = 3350;
   // 16 query heads, 4 K/V heads, head size 128.
   const MergeShape shape{rows, 16, 4, 128, 128};
   const double full_forward = 38.0 * rows * 16 * 128 / (bandwidth * 1e3);
+  const double slice_forward = (38.0 + 8) * rows * 16 * 128 / (bandwidth * 1e3);  // merged on a slice, copied back
   const double full_backward = 10.0 * rows * (16 + 2 * 4) * 128 / (bandwidth * 1e3);
   EXPECT_NEAR(full_forward, 190.30, 0.01);  // 318.8 MB at 3.35 TB/s
-  for (const char* name : {"contiguous", "zigzag"}) {
+  for (const char* name : {"contiguous", "zigzag", "striped"}) {
     const model::Layout layout = model::parse_layout(name, n, devices);
     const model::Work w = model::count_work(layout, model::Mask::causal(n), {128, 128}, 1, model::WorkDetail::query_tiles);
     const KernelTimeModel kernel(k, 132, {16, 128, {128, 128}, 1});
@@ -347,6 +344,8 @@ TEST(RingMerge, EveryCallAfterTheFirstAtTheMemoryBandwidth) {
       const std::vector<Microseconds> calls = kernel.call_times(w, pass);
       const std::vector<Microseconds> merges = merge_times(w, calls, k, pass, shape, bandwidth);
       const double full = pass == KernelPass::forward ? full_forward : full_backward;
+      // A slice (the late half, or q[1:]) pays the copy back in the forward only.
+      const double slice = pass == KernelPass::forward ? slice_forward : full_backward;
       for (Count r = 0; r < devices; ++r) {
         for (Count d = 0; d < devices; ++d) {
           const Microseconds got = merges[static_cast<size_t>(r * devices + d)];
@@ -355,9 +354,12 @@ TEST(RingMerge, EveryCallAfterTheFirstAtTheMemoryBandwidth) {
           } else if (std::string(name) == "contiguous") {
             // Blocks from later devices are skipped; every earlier one is a full block.
             EXPECT_NEAR(got, r <= d ? full : 0.0, 1e-9) << name << " r" << r << " d" << d;
+          } else if (std::string(name) == "zigzag") {
+            // K/V from an earlier device reaches every query, from a later one the late half.
+            EXPECT_NEAR(got, r <= d ? full : slice / 2, 1e-9) << name << " r" << r << " d" << d;
           } else {
-            // zigzag: K/V from an earlier device reaches every query, from a later one the late half.
-            EXPECT_NEAR(got, r <= d ? full : full / 2, 1e-9) << name << " r" << r << " d" << d;
+            // striped: every query; the blocks of a later device run trimmed, on q[1:].
+            EXPECT_NEAR(got, r <= d ? full : slice, 1e-9) << name << " r" << r << " d" << d;
           }
         }
       }
@@ -384,6 +386,7 @@ TEST(RingMerge, TheRingPaysThemOnItsComputeStream) {
   EXPECT_NEAR(with.results[0].time_us - without.results[0].time_us, 3 * merge, 1e-6);
   nlohmann::json doc = to_json(with.kernel);
   EXPECT_EQ(doc.at("merge").at("forward_bytes_per_element"), 38);
+  EXPECT_EQ(doc.at("merge").at("forward_slice_bytes_per_element"), 8);
   EXPECT_EQ(kernel_profile_from_json(doc, "again").merge, with.kernel.merge);
   EXPECT_FALSE(to_json(without.kernel).contains("merge"));
   doc["merge"]["forward_bytes_per_element"] = -1;

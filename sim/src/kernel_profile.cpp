@@ -92,9 +92,10 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   }
   if (f.has("merge")) {
     const model::JsonFields m(f.raw("merge"), f.where("merge"));
-    m.allow_only({"forward_bytes_per_element", "backward_bytes_per_element"});
+    m.allow_only({"forward_bytes_per_element", "backward_bytes_per_element", "forward_slice_bytes_per_element"});
     k.merge.forward_bytes_per_element = m.non_negative_number_or("forward_bytes_per_element", 0.0);
     k.merge.backward_bytes_per_element = m.non_negative_number_or("backward_bytes_per_element", 0.0);
+    k.merge.forward_slice_bytes_per_element = m.non_negative_number_or("forward_slice_bytes_per_element", 0.0);
   }
   k.sources = f.has("sources") ? f.raw("sources") : nlohmann::json::object();
   k.fit = f.has("fit") ? f.raw("fit") : nlohmann::json::object();
@@ -119,7 +120,8 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
                                 {"backward", to_json(k.backward, k.trims_below_diagonal)}};
   if (k.merge != OutputMerge{}) {
     doc["merge"] = {{"forward_bytes_per_element", k.merge.forward_bytes_per_element},
-                    {"backward_bytes_per_element", k.merge.backward_bytes_per_element}};
+                    {"backward_bytes_per_element", k.merge.backward_bytes_per_element},
+                    {"forward_slice_bytes_per_element", k.merge.forward_slice_bytes_per_element}};
   }
   doc["calibrated"] = k.calibrated;
   if (k.slots) doc["slots"] = *k.slots;

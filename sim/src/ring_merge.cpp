@@ -39,7 +39,10 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
       if (call_us[i] <= 0) continue;
       if (started) {
         const Count rows = rows_of[static_cast<size_t>(work.query_tile_profile.at(r, d))];
-        const double bytes = bytes_per_element * static_cast<double>(rows) * streams * static_cast<double>(shape.head_dim);
+        const bool trimmed = work.trimmed_length.rounds() > 0 && work.trimmed_length.at(r, d) > 0;
+        const bool slice = pass == KernelPass::forward && (rows < shape.rows_per_device || trimmed);
+        const double per_element = bytes_per_element + (slice ? kernel.merge.forward_slice_bytes_per_element : 0.0);
+        const double bytes = per_element * static_cast<double>(rows) * streams * static_cast<double>(shape.head_dim);
         out[i] = transfer_time_us(static_cast<Bytes>(std::llround(bytes)), memory_bandwidth);
       }
       started = true;

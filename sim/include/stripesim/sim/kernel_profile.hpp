@@ -45,6 +45,9 @@ struct PassCosts {
 struct OutputMerge {
   double forward_bytes_per_element = 0;   // per output element: query rows x heads x head size
   double backward_bytes_per_element = 0;  // per gradient element: dQ, and dK and dV over the K/V heads
+  // Forward, on top: a call that wrote only some of the device's rows (zigzag's late half, a
+  // trimmed call's q[1:]) is merged on that slice, which is then copied back into the output.
+  double forward_slice_bytes_per_element = 0;
   friend bool operator==(const OutputMerge&, const OutputMerge&) = default;
 };
 

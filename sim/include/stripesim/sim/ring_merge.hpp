@@ -23,7 +23,9 @@ struct MergeShape {
 // made where call_us > 0 (kernel.call_times); a device's first call of the pass merges nothing.
 // The forward merges the call's output rows (query tiles with work) over every head; the backward
 // adds dQ over those rows and dK, dV over the same number of key rows (the masks counted here
-// are symmetric, as the backward's kernel time assumes) over the K/V heads.
+// are symmetric, as the backward's kernel time assumes) over the K/V heads, in place. A forward
+// call on part of the device's rows, or run trimmed (model::Work::trimmed_length), is merged on
+// its slice and copied back (forward_slice_bytes_per_element on top).
 [[nodiscard]] std::vector<Microseconds> merge_times(const model::Work& work, const std::vector<Microseconds>& call_us,
                                                     const KernelProfile& kernel, KernelPass pass, const MergeShape& shape,
                                                     GigabytesPerSecond memory_bandwidth);
