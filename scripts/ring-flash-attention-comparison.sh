@@ -37,6 +37,12 @@ done
 
 for hardware in a100 h100; do
   for pass in fwd fwdbwd; do
+    # The benchmark's earlier version: 5 heads of 128 (every one its own K/V head).
+    flags=(--hardware "$hardware" --kernel fa2 --pass "$pass" --heads 5 --kv-heads 5)
+    ring=$("$stripesim" simulate -N 8 -n 64k --format csv "${flags[@]}" --layouts contiguous,zigzag,striped |
+      python3 -c "import csv, sys; t = {r['layout']: float(r['time_us']) for r in csv.DictReader(sys.stdin)}; \
+print(f\"$hardware {'$pass':6} 5 heads zigzag/ring {t['contiguous'] / t['zigzag']:.2f}  stripe/ring {t['contiguous'] / t['striped']:.2f}\")")
+    echo "$ring"
     flags=(--hardware "$hardware" --kernel fa2 --pass "$pass")
     ring=$(time_of contiguous "${flags[@]}" --layouts contiguous)
     zigzag=$(time_of zigzag "${flags[@]}" --layouts zigzag)
