@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# stripesim's predictions for the setting of ring-flash-attention's published benchmark
-# (README "Predicted against published measurements"): 8 GPUs, Llama-3.1 8B's attention, 8k
-# tokens per GPU, FlashAttention-2 on an A100 and on an H100 (for the H800). Prints each
-# layout's or function's throughput over ring_attn (contiguous). Needs build/ and python3.
+# stripesim's predictions for the settings of two published benchmarks (README "Predicted
+# against published measurements"). ring-flash-attention's: 8 GPUs, Llama-3.1 8B's attention
+# (and, in its earlier version, 5 heads of 128), 8k tokens per GPU, FlashAttention-2 on an A100
+# and on an H100 (for the H800): each layout's or function's throughput over ring_attn
+# (contiguous). USP's (long-context-attention): 8 A100s on NVLink, 128k tokens, batch 2, 8 heads
+# of 128, forward: each Ulysses x ring split's throughput over pure Ulysses. Needs build/ and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stripesim=./build/cli/stripesim
@@ -68,4 +70,14 @@ hw, p, ring, zigzag, llama3 = sys.argv[1], sys.argv[2], *map(float, sys.argv[3:]
 print(f"{hw} {p:6} varlen  zigzag/ring {ring / zigzag:.2f}  llama3/ring {ring / llama3:.2f}")
 EOF
   done
+done
+
+# USP: Ulysses over U GPUs times a ring over 8 / U, every ring layout, over pure Ulysses.
+usp=(--hardware a100 --kernel fa2 --heads 8 --kv-heads 8 --head-dim 128 --batch 2 -n 128k -N 8 --pass fwd)
+ulysses=$("$stripesim" simulate "${usp[@]}" --cp ulysses --layouts contiguous --format csv |
+  python3 -c "import csv, sys; print([r['time_us'] for r in csv.DictReader(sys.stdin)][0])")
+for cp in hybrid:4x2 hybrid:2x4 ring; do
+  "$stripesim" simulate "${usp[@]}" --cp "$cp" --layouts contiguous,zigzag,striped --format csv |
+    python3 -c "import csv, sys; t = {r['layout']: float(r['time_us']) for r in csv.DictReader(sys.stdin)}; \
+print(f\"usp $cp over ulysses: \" + '  '.join(f'{k} {float(sys.argv[1]) / v:.2f}' for k, v in t.items()))" "$ulysses"
 done
