@@ -110,7 +110,7 @@ std::string format_table(const sim::Simulation& s) {
                      static_cast<double>(s.kv_bytes) / 1e6, slowest_hop);
   if (s.step_shape) return out + format_step_table(s);
   out += fmt::format("scope: the attention ring of one layer{}\n\n",
-                     s.topology.name() == "ideal" ? ", compute only (ideal topology: hops take no time)" : "");
+                     s.topology.is_ideal() ? ", the calls alone (ideal topology: hops take no time, no merge between calls)" : "");
   out += fmt::format("{:<22} {:>12} {:>10} {:>12} {:>12} {:>16} {:>10} {:>10}\n", "layout", "time (ms)", "vs contig",
                      "mean busy", "max idle", "max exposed comm", "K/V MiB", "events");
   for (const auto& r : s.results) {
@@ -172,7 +172,7 @@ std::function<void()> register_simulate_command(CLI::App& app) {
   add("--hardware", o.hardware, "Hardware profile name or JSON file [default: a100]");
   add("--topology", o.topology,
       "nvswitch:G, cluster:NxG[:nic=RATE][:nics=K] (N nodes of G GPUs; NIC line rate, e.g. 200gbps, and NICs per "
-      "node [default: 400gbps, one per GPU]), ideal (free links: compute only), a name in configs/topologies or a JSON "
+      "node [default: 400gbps, one per GPU]), ideal (free links and the calls alone, no merge between them: what one GPU measures timing each call), a name in configs/topologies or a JSON "
       "file [default: nvswitch:N]");
   add("--sync", o.sync, "async (no barrier), lockstep (a barrier after every round) or serial (one processor runs every device in "
       "turn, hand-offs included: the CPU validator) [default: async]");

@@ -60,9 +60,12 @@ TEST(Simulation, LockstepWithFreeLinksMatchesTheWorkModel) {
                                               {128, 128}, 0, model::WorkDetail::query_tiles);
       // Each call at its profile's price (striped's trimmed ones at the forward's trimmed factor).
       const std::vector<Microseconds> calls = kernel.call_times(w, KernelPass::forward);
-      // Each call after a device's first is followed by its merge (RingMerge tests price it).
-      const std::vector<Microseconds> merges =
-          merge_times(w, calls, kernel.profile(), KernelPass::forward, {c.seq_len / 8, 8, 8, 64, 128}, h.memory_bandwidth);
+      // Each call after a device's first is followed by its merge (RingMerge tests price it),
+      // except on the ideal topology, which prices the calls alone.
+      std::vector<Microseconds> merges(calls.size(), 0.0);
+      if (topology != "ideal") {
+        merges = merge_times(w, calls, kernel.profile(), KernelPass::forward, {c.seq_len / 8, 8, 8, 64, 128}, h.memory_bandwidth);
+      }
       Microseconds expected = 0;
       for (Count round = 0; round < 8; ++round) {
         Microseconds slowest = 0;
@@ -378,12 +381,17 @@ TEST(RingMerge, EveryCallAfterTheFirstAtTheMemoryBandwidth) {
 // timed one by one, does not (validate's simulate_config clears them).
 TEST(RingMerge, TheRingPaysThemOnItsComputeStream) {
   SimulateConfig c = lockstep_on_free_links("h100", "sdpa", 16, 32 * 1024, {"contiguous"});
+  // The ideal topology prices the calls alone (what one GPU timing each call measures); links
+  // that take no time keep the merges.
+  const Simulation ideal = run_simulation(c, catalog());
+  c.topology = switch_topology(4, 1e12, 0.0);
   const Simulation with = run_simulation(c, catalog());
   c.kernel_profile = without_merge(c.hardware, c.kernel);
   const Simulation without = run_simulation(c, catalog());
   // Contiguous in lockstep: the last device makes every round's slowest call and merges three.
   const double merge = 38.0 * 8192 * 16 * 128 / (catalog().hardware("h100").memory_bandwidth * 1e3);
   EXPECT_NEAR(with.results[0].time_us - without.results[0].time_us, 3 * merge, 1e-6);
+  EXPECT_NEAR(ideal.results[0].time_us, without.results[0].time_us, 1e-6);
   nlohmann::json doc = to_json(with.kernel);
   EXPECT_EQ(doc.at("merge").at("forward_bytes_per_element"), 38);
   EXPECT_EQ(doc.at("merge").at("forward_slice_bytes_per_element"), 8);

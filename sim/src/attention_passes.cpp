@@ -120,10 +120,13 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
         setup.kv_buffers = config.kv_buffers;
         setup.start_us = start + to_heads(pass);
         setup.compute_us = kernel.call_times(work, kernel_pass(pass));
-        // Each call's result is folded into the running one before the next call starts.
-        const std::vector<Microseconds> merge_us =
-            merge_times(work, setup.compute_us, sim.kernel, kernel_pass(pass), merge_shape, sim.hardware.memory_bandwidth);
-        for (size_t i = 0; i < merge_us.size(); ++i) setup.compute_us[i] += merge_us[i];
+        // Each call's result is folded into the running one before the next call starts; the
+        // ideal topology prices the calls alone, as a single GPU timing them one by one sees them.
+        if (!sim.topology.is_ideal()) {
+          const std::vector<Microseconds> merge_us =
+              merge_times(work, setup.compute_us, sim.kernel, kernel_pass(pass), merge_shape, sim.hardware.memory_bandwidth);
+          for (size_t i = 0; i < merge_us.size(); ++i) setup.compute_us[i] += merge_us[i];
+        }
         if (config.skip_unread_hops) {
           setup.send_needed = hops_read_downstream(work.active_tiles);
           if (pass == RingPass::backward) {

@@ -58,6 +58,9 @@ class Topology {
   // `gpus` GPUs joined by free links: every hop takes no time, so a simulated ring is its
   // compute alone (what one GPU measures when it runs each device's calls in turn).
   [[nodiscard]] static Topology ideal(Count gpus);
+  // Free links, and (attention_passes.cpp) the calls alone with no merge between them: the ring
+  // as one GPU measures it, timing each device's calls in turn.
+  [[nodiscard]] bool is_ideal() const { return ideal_; }
   // `nodes` such nodes; every GPU also has its own NIC linked to one network switch.
   [[nodiscard]] static Topology cluster(Count nodes, Count gpus_per_node, GigabytesPerSecond nvlink,
                                         Microseconds nvlink_latency_us, GigabytesPerSecond nic,
