@@ -207,7 +207,6 @@ TEST(ContextParallel, AllGatherCallSumsTheRingsTilesOnASerialKernel) {
   serial.forward.launch_us = 0;
   serial.forward.block_us = 0;
   serial.trims_below_diagonal = false;  // every call as counted: the ring's trimmed ones too
-  serial.merge = {};                    // the calls alone: all-gather makes one, with nothing to merge
   c.kernel_profile = serial;
   const Simulation ring = run_simulation(c, catalog());
   c.cp = "allgather";

@@ -182,7 +182,7 @@ TEST(Simulation, RejectsBadConfigurations) {
 }
 
 // Four devices on links that take no time, a barrier after every round: the lockstep ring time
-// is sum_r max_d of the kernel's calls.
+// is sum_r max_d of the kernel's calls (the ideal topology prices them alone, with no merge).
 SimulateConfig lockstep_on_free_links(std::string hardware, std::string kernel, Count heads, Count seq_len,
                                       std::vector<std::string> layouts) {
   SimulateConfig c;
@@ -198,14 +198,6 @@ SimulateConfig lockstep_on_free_links(std::string hardware, std::string kernel, 
   return c;
 }
 
-// A shipped kernel profile with no merge between its calls: what tests of the calls' own prices
-// simulate (the merges have tests of their own).
-KernelProfile without_merge(const std::string& hardware, const std::string& kernel) {
-  KernelProfile k = load_kernel_profile(kernel, catalog().root(), catalog().hardware(hardware));
-  k.merge = {};
-  return k;
-}
-
 // The kernel profile says how the kernel cuts its tiles, and the ring is priced in those tiles:
 // FlashAttention-3 (varlen) on packed documents, with free links and a barrier every round, takes
 // sum_r max_d of its calls over the work model's varlen tiles, and less than the fixed tiles would.
@@ -213,7 +205,6 @@ TEST(Simulation, PricesTheTilesOfTheKernelsTiling) {
   SimulateConfig c = lockstep_on_free_links("h200", "fa3", 8, 16 * 1024, {"contiguous", "doc-zigzag"});
   c.mask = "documents:lognormal:1024:1.2:seed=17";
   c.pad_documents = true;
-  c.kernel_profile = without_merge(c.hardware, c.kernel);
   const Simulation s = run_simulation(c, catalog());
   EXPECT_EQ(s.tiling, model::Tiling::varlen);
   const model::Mask mask = model::pad_documents(model::parse_mask(c.mask, c.seq_len), 4).mask;
@@ -243,7 +234,6 @@ TEST(Simulation, PricesTheTilesOfTheKernelsTiling) {
   EXPECT_EQ(to_json(run_simulation(c, catalog()), true), to_json(s, true));
   c.tiling = model::Tiling::fixed;
   EXPECT_THROW((void)plan_simulation(c, catalog()), model::InputError);
-  c.kernel_profile.reset();
   c.kernel = "stripesim-flash";  // this project's kernel: fixed tiling
   EXPECT_EQ(plan_simulation(c, catalog()).simulation.tiling, model::Tiling::fixed);
 }
@@ -305,7 +295,6 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
 TEST(Simulation, StripedRoundsAfterTheFirstHoldTrimmedCalls) {
   SimulateConfig c = lockstep_on_free_links("h100", "sdpa", 16, 32 * 1024, {"striped"});
   c.pass = PassSelection::forward_backward;
-  c.kernel_profile = without_merge(c.hardware, c.kernel);
   const Simulation s = run_simulation(c, catalog());
   ASSERT_TRUE(s.kernel.trims_below_diagonal);
   ASSERT_GT(s.kernel.backward.trimmed_factor, 1.0);
@@ -386,7 +375,8 @@ TEST(RingMerge, TheRingPaysThemOnItsComputeStream) {
   const Simulation ideal = run_simulation(c, catalog());
   c.topology = switch_topology(4, 1e12, 0.0);
   const Simulation with = run_simulation(c, catalog());
-  c.kernel_profile = without_merge(c.hardware, c.kernel);
+  c.kernel_profile = load_kernel_profile(c.kernel, catalog().root(), catalog().hardware(c.hardware));
+  c.kernel_profile->merge = {};
   const Simulation without = run_simulation(c, catalog());
   // Contiguous in lockstep: the last device makes every round's slowest call and merges three.
   const double merge = 38.0 * 8192 * 16 * 128 / (catalog().hardware("h100").memory_bandwidth * 1e3);
