@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/model/metrics.hpp"
 #include "stripesim/sim/event_queue.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_order.hpp"
@@ -103,6 +104,31 @@ TEST(RingSimulator, AsyncWithFreeLinksIsTheSlowestDevice) {
   EXPECT_DOUBLE_EQ(t.makespan_us(), 60);
   EXPECT_DOUBLE_EQ(t.device_summary[2].busy_us, 60);
   EXPECT_DOUBLE_EQ(t.device_summary[2].idle_us, 0);
+}
+
+// The model's closed form for the async ring with free links (what the balancer prices its
+// candidates with) is the simulator's number, on uneven work, for 2 and 3 K/V buffers.
+TEST(RingSimulator, AsyncWithFreeLinksIsTheModelsClosedForm) {
+  for (const Count n : {1, 2, 3, 5, 8}) {
+    for (const Count buffers : {2, 3}) {
+      for (const unsigned seed : {1u, 7u, 29u}) {
+        const auto compute = random_compute(n, seed);
+        model::WorkMatrix work(n, n);
+        for (Count r = 0; r < n; ++r) {
+          for (Count d = 0; d < n; ++d) work.at(r, d) = static_cast<Count>(compute[static_cast<size_t>(r * n + d)]);
+        }
+        RingSetup setup = ring(n, compute, std::vector<Route>(static_cast<size_t>(n), free_route()), SyncMode::async);
+        setup.kv_buffers = buffers;
+        std::vector<FifoServer> links;
+        const RingTimeline t = simulate_ring(setup, links);
+        EXPECT_DOUBLE_EQ(t.makespan_us(), static_cast<double>(model::free_link_ring_time(work, buffers)))
+            << "n=" << n << " buffers=" << buffers << " seed=" << seed;
+        const model::Metrics m = model::compute_metrics(work);
+        EXPECT_GE(model::free_link_ring_time(work, buffers), m.slowest_device);
+        EXPECT_LE(model::free_link_ring_time(work, buffers), m.lockstep);
+      }
+    }
+  }
 }
 
 TEST(RingSimulator, NoComputeIsTheChainOfHops) {

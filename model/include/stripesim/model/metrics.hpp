@@ -24,4 +24,14 @@ struct Metrics {
 
 [[nodiscard]] Metrics compute_metrics(const WorkMatrix& work);
 
+// The ring without a barrier when links cost nothing, in the work's own unit: what a ring
+// implementation that overlaps its sends (ring-flash-attention, TransformerEngine) waits for when
+// compute decides. Device d computes round r once it holds that block and has finished round
+// r - 1; it forwards the block to d + 1 once it holds it, has forwarded round r - 1, and d + 1
+// has released (computed and forwarded) round r + 1 - kv_buffers. Between the busiest device
+// (every device independent) and lockstep (a barrier every round). The simulator's async ring
+// with free links gives the same number; this is its closed form for searches that price many
+// layouts.
+[[nodiscard]] Count free_link_ring_time(const WorkMatrix& work, Count kv_buffers = 2);
+
 }  // namespace stripesim::model
