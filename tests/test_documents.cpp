@@ -248,6 +248,39 @@ TEST(Balancer, BeatsPerDocumentZigzagUnderVarlen) {
   }
 }
 
+// Documents padded to 2N = 128 on 64 devices: a device's share (2300 tokens of 128k padded) is
+// not whole 128-token blocks, so the last 64 x 124 tokens become one run per device, last in its
+// local order, under varlen as under fixed tiling. Every piece is then tiled as the sequence's own
+// tiling (or the run's) cuts it: the estimates are the counts, and the round robin (1.19 from the
+// bound under varlen before this, against balanced's 1.40) is behind on both measures.
+TEST(Balancer, ShareNotWholeBlocksEndsInOneRunPerDeviceUnderEitherTiling) {
+  const Count N = 64;
+  const Mask docs = pad_documents(parse_mask("documents:lognormal:512:1.0", 1 << 17), N).mask;
+  ASSERT_EQ(docs.seq_len() / N % 128, 124);
+  for (const Tiling tiling : {Tiling::fixed, Tiling::varlen}) {
+    const auto metrics = [&](const Layout& layout) {
+      return compute_metrics(count_work(layout, docs, {128, 128}, 0, WorkDetail::totals, tiling).active_tiles);
+    };
+    const BalanceResult r = balanced_layout(docs, N, {128, 128}, 0, tiling);
+    const Metrics balanced = metrics(r.layout);
+    EXPECT_EQ(r.slowest_estimate, balanced.slowest_device) << tiling_name(tiling);
+    EXPECT_EQ(r.lockstep_estimate, balanced.lockstep) << tiling_name(tiling);
+    // Every device ends with a run of 124 consecutive positions; together the runs are the
+    // sequence's last 64 x 124 tokens.
+    std::vector<Position> runs;
+    for (Count d = 0; d < N; ++d) {
+      const Position first = r.layout.position(d, r.layout.block_size() - 124);
+      for (Count l = 1; l < 124; ++l) EXPECT_EQ(r.layout.position(d, r.layout.block_size() - 124 + l), first + l);
+      runs.push_back(first);
+    }
+    std::sort(runs.begin(), runs.end());
+    for (Count d = 0; d < N; ++d) EXPECT_EQ(runs[static_cast<size_t>(d)], docs.seq_len() - (N - d) * 124);
+    const Metrics ptrr = metrics(ptrr_layout(docs, N, 128));
+    EXPECT_LT(balanced.slowest_device, ptrr.slowest_device) << tiling_name(tiling);
+    EXPECT_LT(balanced.lockstep, ptrr.lockstep) << tiling_name(tiling);
+  }
+}
+
 TEST(Balancer, BalancesWindowsAndCausalToo) {
   const Count n = 1 << 18, N = 8;
   for (const Mask& mask : {Mask::causal(n), Mask::window(n, 8192)}) {
@@ -277,6 +310,25 @@ TEST(Balancer, NoWorseThanContiguousOnLockstepWhenAsLittleBusy) {
   const Count contiguous = lockstep(Layout::contiguous(n, N));
   EXPECT_LE(lockstep(r.layout), contiguous);
   EXPECT_EQ(r.lockstep_estimate, lockstep(r.layout));  // exact: whole blocks, fixed tiling
+}
+
+// A 16k window on 1M tokens over 32 devices: the least busy layouts sit at the bound but pay 1.6x
+// it in lockstep, while contiguous (0.8 % busier) is faster both ways the ring can run, without a
+// barrier (free links) and in lockstep. Balanced takes it: no candidate may beat its pick both ways.
+TEST(Balancer, ABusierCandidateWinsWhenFasterHoweverTheRingRuns) {
+  const Count n = 1 << 20, N = 32;
+  const Mask mask = Mask::window(n, 16384);
+  const auto cost = [&](const Layout& layout) {
+    const WorkMatrix tiles = count_work(layout, mask, {128, 128}).active_tiles;
+    return std::pair{free_link_ring_time(tiles), compute_metrics(tiles).lockstep};
+  };
+  const BalanceResult r = balanced_layout(mask, N, {128, 128});
+  const auto [ring, lockstep] = cost(r.layout);
+  const auto [contiguous_ring, contiguous_lockstep] = cost(Layout::contiguous(n, N));
+  EXPECT_FALSE(contiguous_ring < ring && contiguous_lockstep < lockstep);
+  const double bound = static_cast<double>(count_work(r.layout, mask, {128, 128}).active_tiles.total()) / N;
+  EXPECT_LT(static_cast<double>(lockstep) / bound, 1.01);
+  EXPECT_EQ(r.lockstep_estimate, lockstep);
 }
 
 TEST(Analysis, PadDocumentsPadsEveryDocumentAndCountsTheWaste) {

@@ -28,8 +28,9 @@ struct BalanceResult {
 };
 
 // Work is priced in tiles of `tile` cut as `tiling` cuts them; the estimates are exact when every
-// device holds whole blocks of lcm(TQ, TK) (fixed tiling with the block dividing n/N), close
-// otherwise (a piece cut inside a block shifts the tiles after it). `chunk` = 0 lets the
+// device holds whole blocks of lcm(TQ, TK) and the tail's run (fixed tiling; varlen when the
+// tail starts on its document's block grid, as with documents padded to a multiple of the
+// block), close otherwise (a piece cut inside a block shifts the tiles after it). `chunk` = 0 lets the
 // balancer choose the piece size (it tries a device's share and its halvings down to a block).
 [[nodiscard]] BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk = 0,
                                             Tiling tiling = Tiling::fixed);
