@@ -221,10 +221,17 @@ TEST(Balancer, NumbersItsDevicesForTheLockstep) {
 }
 
 // Under varlen tiling (documents padded to 2N, as doc-zigzag needs) `balanced` is no worse than
-// the per-document zigzag on either measure, and computes fewer tiles in all.
+// the per-document zigzag on either measure, and computes fewer tiles in all. With 32k-token
+// documents on 8 devices doc-zigzag's per-round balance was lower on lockstep (1.037 from the
+// bound against 1.079) until a candidate spread every document zigzag in whole blocks (1.009).
 TEST(Balancer, BeatsPerDocumentZigzagUnderVarlen) {
-  for (const Count N : {8, 32}) {
-    const PaddedDocuments padded = pad_documents(parse_mask("documents:lognormal:1024:1.2:seed=17", 1 << 18), N);
+  struct Case {
+    const char* mix;
+    Count n, N;
+  };
+  for (const auto& [mix, n, N] : {Case{"lognormal:1024:1.2:seed=17", 1 << 18, 8}, Case{"lognormal:1024:1.2:seed=17", 1 << 18, 32},
+                                  Case{"lognormal:32768:1.0", 1 << 20, 8}}) {
+    const PaddedDocuments padded = pad_documents(parse_mask(std::string("documents:") + mix, n), N);
     const Mask& docs = padded.mask;
     const auto varlen = [&](const Layout& layout) {
       return compute_metrics(count_work(layout, docs, {128, 128}, 0, WorkDetail::totals, Tiling::varlen).active_tiles);
@@ -240,11 +247,11 @@ TEST(Balancer, BeatsPerDocumentZigzagUnderVarlen) {
         if (l == 0 || layout.position(d, l - 1) != p - 1 || docs.document_start(p) == p) ++pieces[docs.document_start(p)];
       }
     }
-    for (const auto& [start, count] : pieces) EXPECT_LE(count, 2 * N) << "document at " << start << ", N=" << N;
+    for (const auto& [start, count] : pieces) EXPECT_LE(count, 2 * N) << mix << " document at " << start << ", N=" << N;
     const Metrics zigzag = varlen(doc_zigzag_layout(docs, N));
-    EXPECT_LE(balanced.slowest_device, zigzag.slowest_device) << N;
-    EXPECT_LE(balanced.lockstep, zigzag.lockstep) << N;
-    EXPECT_LT(balanced.total, zigzag.total) << N;
+    EXPECT_LE(balanced.slowest_device, zigzag.slowest_device) << mix << " N=" << N;
+    EXPECT_LE(balanced.lockstep, zigzag.lockstep) << mix << " N=" << N;
+    EXPECT_LT(balanced.total, zigzag.total) << mix << " N=" << N;
   }
 }
 

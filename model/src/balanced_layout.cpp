@@ -12,8 +12,9 @@
 // n/N, the sequence's last N x (n/N mod B) tokens are one run per device, last in its local
 // order: each run starts its own local tile, so that stays exact.
 //
-// The search. Documents heavier than a fraction of a device's share (0, 1/4, 1/2 or 1: each is a
-// candidate) are spread zigzag over every device, which balances their cross-device work round
+// The search. Documents heavier than a fraction of a device's share (none, any, 1/4, 1/2 or 1:
+// each is a candidate; "any" spreads every document with a block per chunk, doc-zigzag on the
+// tile grid) are spread zigzag over every device, which balances their cross-device work round
 // by round. The rest is cut into pieces of at most S blocks (S from a device's share down to one
 // block, halving: each a candidate) at every free boundary (where no tile crosses) and, in longer
 // runs, where the fewest tiles cross; the pieces are dealt longest-processing-time first with
@@ -233,9 +234,10 @@ struct Assignment {
 // device. Every round after the first then carries the same share of its work on every device.
 // The zigzag is rotated (device (d + shift) mod N holds chunks d and 2N - 1 - d, which keeps
 // that property) by the shift that leaves the busiest device least loaded, so that the uneven
-// chunks of many documents do not pile onto the same devices.
-void spread_zigzag(const Pricing& pricing, const std::vector<Position>& blocks, size_t from, size_t to, Count n,
-                   Assignment& a) {
+// chunks of many documents do not pile onto the same devices, among the shifts that keep every
+// device within its share of tokens (`capacity`); false, spreading nothing, when none does.
+bool spread_zigzag(const Pricing& pricing, const std::vector<Position>& blocks, size_t from, size_t to, Count n,
+                   Count capacity, Assignment& a) {
   const auto devices = static_cast<Count>(a.load.size());
   const auto count = static_cast<Count>(to - from);
   const auto start = [&](Count b) { return b < static_cast<Count>(blocks.size()) ? blocks[static_cast<size_t>(b)] : n; };
@@ -250,24 +252,37 @@ void spread_zigzag(const Pricing& pricing, const std::vector<Position>& blocks, 
     owner.push_back(g < devices ? g : 2 * devices - 1 - g);
   }
   std::vector<Count> added(static_cast<size_t>(devices), 0);
-  for (size_t i = 0; i < chunks.size(); ++i) added[static_cast<size_t>(owner[i])] += chunks[i].cost;
+  std::vector<Count> length(static_cast<size_t>(devices), 0);
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    added[static_cast<size_t>(owner[i])] += chunks[i].cost;
+    length[static_cast<size_t>(owner[i])] += chunks[i].length;
+  }
+  std::vector<Count> held(static_cast<size_t>(devices), 0);  // tokens pinned so far
+  for (Count d = 0; d < devices; ++d) {
+    for (const Piece& p : a.pinned[static_cast<size_t>(d)]) held[static_cast<size_t>(d)] += p.length;
+  }
   Count best_shift = 0;
   Count best_peak = -1;
   for (Count shift = 0; shift < devices; ++shift) {
     Count peak = 0;
+    bool fits = true;
     for (Count d = 0; d < devices; ++d) {
-      peak = std::max(peak, a.load[static_cast<size_t>((d + shift) % devices)] + added[static_cast<size_t>(d)]);
+      const auto to_device = static_cast<size_t>((d + shift) % devices);
+      peak = std::max(peak, a.load[to_device] + added[static_cast<size_t>(d)]);
+      fits = fits && held[to_device] + length[static_cast<size_t>(d)] <= capacity;
     }
-    if (best_peak < 0 || peak < best_peak) {
+    if (fits && (best_peak < 0 || peak < best_peak)) {
       best_peak = peak;
       best_shift = shift;
     }
   }
+  if (best_peak < 0) return false;  // no rotation fits every device's share: left to the pieces
   for (size_t i = 0; i < chunks.size(); ++i) {
     const auto device = static_cast<size_t>((owner[i] + best_shift) % devices);
     a.pinned[device].push_back(chunks[i]);
     a.load[device] += chunks[i].cost;
   }
+  return true;
 }
 
 // Longest processing time first: each piece, heaviest first, to the least loaded device with
@@ -910,7 +925,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   };
   std::optional<Count> round_robin_busiest;  // PyTorch's balancer of the same blocks, where priced
   std::vector<std::vector<bool>> spreads_tried;
-  for (const double heavy : {0.0, 0.25, 0.5, 1.0}) {  // 0: spread nothing
+  for (const double heavy : {0.0, 1e-9, 0.25, 0.5, 1.0}) {  // 0: spread nothing; 1e-9: every document that can be
     Assignment spread_only = tail;
     std::vector<bool> spread(blocks.size(), false);
     for (size_t j = 0; heavy > 0 && j + 1 < documents.size(); ++j) {
@@ -918,7 +933,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
       const size_t to = first_block[j + 1];
       const double cost = static_cast<double>(cost_before[to] - cost_before[from]);
       if (cost <= heavy * bound || static_cast<Count>(to - from) < 2 * devices) continue;
-      spread_zigzag(pricing, blocks, from, to, body, spread_only);
+      if (!spread_zigzag(pricing, blocks, from, to, body, c, spread_only)) continue;
       std::fill(spread.begin() + static_cast<std::ptrdiff_t>(from), spread.begin() + static_cast<std::ptrdiff_t>(to), true);
     }
     if (std::find(spreads_tried.begin(), spreads_tried.end(), spread) != spreads_tried.end()) continue;
