@@ -29,9 +29,10 @@
 // metrics.hpp), the candidates within kBusiestSlack of the least busy are kept, the best few
 // polished by swaps that lower the lockstep without raising the busiest device and then by
 // renumbering their devices (which device meets which in each round) for the lockstep, and the
-// lowest lockstep wins, unless another candidate is faster both without a barrier and in
-// lockstep (a little busier, it is faster however the ring runs). Deterministic: no randomness,
-// ties broken by position.
+// lowest lockstep is the pick; the lowest lockstep among all candidates no slower than the pick
+// without a barrier then wins (a little busier, it is faster however the ring runs), within
+// kBusiestSlack of PyTorch's round robin's busiest device unless only a busier one beats its
+// lockstep. Deterministic: no randomness, ties broken by position.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -923,7 +924,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
       candidates.push_back(std::move(candidate));
     }
   };
-  std::optional<Count> round_robin_busiest;  // PyTorch's balancer of the same blocks, where priced
+  std::optional<RingCost> round_robin;  // PyTorch's balancer of the same blocks, where priced
   std::vector<std::vector<bool>> spreads_tried;
   for (const double heavy : {0.0, 1e-9, 0.25, 0.5, 1.0}) {  // 0: spread nothing; 1e-9: every document that can be
     Assignment spread_only = tail;
@@ -974,7 +975,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
         begin = p;
       }
     }
-    round_robin_busiest = a.busiest();
+    round_robin = cost_of(pricing, a);
     consider(std::move(a), block);
   }
 
@@ -1027,18 +1028,26 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
     }
   }
   Candidate* best = *std::min_element(feasible.begin(), feasible.end(), lower_lockstep);
-  // A candidate a little busier wins when it is faster both ways the ring can run: without a
-  // barrier (free links) and in lockstep (a window read by the next device only: contiguous is
-  // 0.8 % busier than a layout whose lockstep is 1.6x its own). Never busier than PyTorch's round
-  // robin by more than kBusiestSlack, though: what users have already is the bar.
-  const Count busiest_cap = round_robin_busiest
-                                ? *round_robin_busiest + static_cast<Count>(static_cast<double>(*round_robin_busiest) * kBusiestSlack)
-                                : std::numeric_limits<Count>::max();
-  for (Candidate& each : candidates) {
-    if (each.cost.busiest <= busiest_cap && each.cost.ring < best->cost.ring && each.cost.lockstep < best->cost.lockstep) {
-      best = &each;
+  // Then the lowest lockstep among the candidates no slower than that pick without a barrier
+  // (free links; within kBusiestSlack) wins, a little busier or not: faster however the ring runs
+  // (a window read by the next device only: contiguous is 0.8 % busier than the least busy
+  // layouts, whose lockstep is 1.6x its own). Never busier than PyTorch's round robin by more
+  // than kBusiestSlack, though (what users have already is the bar), unless that is the only way
+  // to beat it on lockstep.
+  const RingCost pick = best->cost;
+  const auto within = [](Count x, Count reference) {
+    return x <= reference + static_cast<Count>(static_cast<double>(reference) * kBusiestSlack);
+  };
+  const auto lower_lockstep_as_fast = [&](bool capped) {
+    for (Candidate& each : candidates) {
+      if ((!capped || !round_robin || within(each.cost.busiest, round_robin->busiest)) && within(each.cost.ring, pick.ring) &&
+          each.cost.lockstep < best->cost.lockstep) {
+        best = &each;
+      }
     }
-  }
+  };
+  lower_lockstep_as_fast(true);
+  if (round_robin && best->cost.lockstep >= round_robin->lockstep) lower_lockstep_as_fast(false);
 
   // Each device holds its pieces in sequence order (long runs keep the work model fast).
   std::vector<std::vector<Position>> positions(static_cast<size_t>(devices));
