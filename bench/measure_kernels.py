@@ -296,6 +296,24 @@ def sdpa_call_plan(layout, n, devices):
     return [[sdpa_call(layout, d, ring_source(d, r, devices), c) for d in range(devices)] for r in range(devices)]
 
 
+def sdpa_call_key(call):
+    """What decides a call's time: causal or not, query and key lengths (not which rows it reads)."""
+    return (call.causal, call.q_stop - call.q_start, call.k_stop - call.k_start)
+
+
+def distinct_sdpa_calls(layouts, n, devices):
+    """The distinct calls of every layout's plan, in first-seen order: timed once for the whole file,
+    so that a call two layouts share gets one time in both and their speedup carries no
+    run-to-run drift."""
+    keys = []
+    for layout in layouts:
+        for row in sdpa_call_plan(layout, n, devices):
+            for call in row:
+                if call is not None and sdpa_call_key(call) not in keys:
+                    keys.append(sdpa_call_key(call))
+    return keys
+
+
 # --------------------------------------------------------------------------------------------
 # The document (pure Python)
 # --------------------------------------------------------------------------------------------
@@ -367,13 +385,17 @@ def flex_method(warmup, iters, tile, seed):
             f"BlockMask keeps (full + partial) for one head. Random normal inputs, seed {seed}.")
 
 
-def sdpa_method(warmup, iters, backend, layouts, seed):
+def sdpa_method(warmup, iters, backend, layouts, seed, passes=1):
     plan = "; ".join(SDPA_PLAN_TEXT[name] for name in layouts)
+    timing = timing_text(warmup, iters)
+    if passes > 1:
+        timing = (f"{passes} passes over every distinct call in turn, each pass {timing}; the median of the "
+                  "passes")
     return ("One GPU plays every ring device in turn, calling PyTorch's scaled_dot_product_attention (backend "
             f"{backend}) the way ring-flash-attention drives FlashAttention: {plan}. Each distinct call (causal "
-            f"or not, query and key lengths) timed alone: {timing_text(warmup, iters)}; fwdbwd = forward + backward "
-            "of that call (backward with a random output gradient). No communication is timed. Random normal "
-            f"inputs, seed {seed}.")
+            f"or not, query and key lengths) timed once for every layout of the file: {timing}; fwdbwd = forward + "
+            "backward of that call (backward with a random output gradient). No communication is timed. Random "
+            f"normal inputs, seed {seed}.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -402,6 +424,7 @@ def make_parser():
     parser.add_argument("--tile", help="flex BlockMask BLOCK_SIZE, default 128 (128x128)")
     parser.add_argument("--warmup", default="3")
     parser.add_argument("--iters", default="10")
+    parser.add_argument("--passes", default="3", help="sdpa: passes over the distinct calls (median)")
     parser.add_argument("--seed", default="0")
     parser.add_argument("--sdpa-backend", default="auto", choices=SDPA_BACKENDS)
     parser.add_argument("--notes")
@@ -412,7 +435,7 @@ def make_parser():
 
 Config = collections.namedtuple(
     "Config", "kernel seq_len devices heads kv_heads head_dim batch dtype mask pass_ layouts positions tile "
-              "warmup iters seed sdpa_backend notes out")
+              "warmup iters passes seed sdpa_backend notes out")
 
 
 def parse_config(argv):
@@ -443,6 +466,7 @@ def parse_config(argv):
     # The first call of a configuration compiles (flex) or builds a plan (cuDNN): never time it.
     warmup = positive("--warmup", args.warmup)
     iters = positive("--iters", args.iters)
+    passes = positive("--passes", args.passes)
     seed = parse_count(args.seed, "--seed")
     mask = parse_mask(args.mask, n)
 
@@ -470,12 +494,14 @@ def parse_config(argv):
                                  f"{', '.join(SDPA_LAYOUTS)}; use --kernel flex")
     if args.kernel != "sdpa" and args.sdpa_backend != "auto":
         raise UsageError("--sdpa-backend: only for --kernel sdpa")
+    if args.kernel != "sdpa" and args.passes != make_parser().get_default("passes"):
+        raise UsageError("--passes: only for --kernel sdpa (flex times every call of the ring)")
 
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
         raise UsageError(f"--out {args.out}: the directory {out_dir} does not exist")
     return Config(args.kernel, n, devices, heads, kv_heads, head_dim, batch, args.dtype, mask, args.pass_, names,
-                  positions, tile, warmup, iters, seed, args.sdpa_backend, args.notes, args.out)
+                  positions, tile, warmup, iters, passes, seed, args.sdpa_backend, args.notes, args.out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -505,6 +531,10 @@ def self_test():
                             failures.append(f"{spec} n={n} N={devices}: sdpa call {call} out of range")
                         if call.causal and q_len != k_len:
                             failures.append(f"{spec} n={n} N={devices}: causal sdpa call {call} is not square")
+    # Every layout's calls are timed from one table: each call of each plan has its key there, once.
+    keys = distinct_sdpa_calls(SDPA_LAYOUTS, 64, 4)
+    if sorted(keys) != [(False, 8, 16), (False, 16, 8), (False, 16, 16), (True, 15, 15), (True, 16, 16)]:
+        failures.append(f"distinct sdpa calls n=64 N=4: {keys}")
     return failures
 
 
@@ -569,8 +599,15 @@ def measure(config):
     def full(heads):
         return torch.randn(config.batch, heads, n, config.head_dim, device=cuda, dtype=dtype)
 
+    if config.kernel == "sdpa":
+        timed = time_sdpa_calls(torch, config, cuda, dtype)
+        layouts = {}
+        for name in config.layouts:
+            plan = sdpa_call_plan(name, n, config.devices)
+            layouts[name] = {"us": [[0.0 if call is None else timed[sdpa_call_key(call)] for call in row] for row in plan]}
+        return torch.__version__, torch.cuda.get_device_name(cuda), layouts
     q_full, k_full, v_full = full(config.heads), full(config.kv_heads), full(config.kv_heads)
-    flex = FlexKernel(torch, config, cuda) if config.kernel == "flex" else None
+    flex = FlexKernel(torch, config, cuda)
     layouts = {}
     for name in config.layouts:
         index = [torch.tensor(block, device=cuda, dtype=torch.int32) for block in config.positions[name]]
@@ -578,10 +615,7 @@ def measure(config):
         local_q = [q_full.index_select(2, i).contiguous() for i in index]
         local_k = [k_full.index_select(2, i).contiguous() for i in index]
         local_v = [v_full.index_select(2, i).contiguous() for i in index]
-        if flex is not None:
-            layouts[name] = flex.measure(index, local_q, local_k, local_v)
-        else:
-            layouts[name] = measure_sdpa(torch, config, name, local_q, local_k, local_v)
+        layouts[name] = flex.measure(index, local_q, local_k, local_v)
         print(f"measure_kernels.py: {name} done", file=sys.stderr)
     return torch.__version__, torch.cuda.get_device_name(cuda), layouts
 
@@ -668,7 +702,10 @@ class FlexKernel:
         return {"us": us, "active_blocks": active}
 
 
-def measure_sdpa(torch, config, layout, local_q, local_k, local_v):
+def time_sdpa_calls(torch, config, cuda, dtype):
+    """{call key: microseconds} for every distinct call of the file's layouts: --passes passes over all
+    of them in turn (so clock drift during the run spreads over every call alike), the median of the
+    passes' medians."""
     import contextlib
 
     import torch.nn.functional as F
@@ -684,32 +721,26 @@ def measure_sdpa(torch, config, layout, local_q, local_k, local_v):
             return sdpa_kernel(chosen)
 
     gqa = config.kv_heads != config.heads
-    plan = sdpa_call_plan(layout, config.seq_len, config.devices)
-    # The time of a call depends on its shape, not on which rows it reads: time each distinct call once.
-    timed = {}
-    us = [[0.0] * config.devices for _ in range(config.devices)]
-    for r in range(config.devices):
-        for d in range(config.devices):
-            call = plan[r][d]
-            if call is None:
-                continue
-            key = (call.causal, call.q_stop - call.q_start, call.k_stop - call.k_start)
-            if key not in timed:
-                s = ring_source(d, r, config.devices)
-                # Contiguous copies, as a ring implementation hands the kernel its halves.
-                q = local_q[d][:, :, call.q_start:call.q_stop].contiguous()
-                k = local_k[s][:, :, call.k_start:call.k_stop].contiguous()
-                v = local_v[s][:, :, call.k_start:call.k_stop].contiguous()
+    runs = {}
+    for causal, q_len, k_len in distinct_sdpa_calls(config.layouts, config.seq_len, config.devices):
+        # Fresh contiguous tensors of the call's shape, as a ring implementation hands the kernel its halves.
+        def tensor(heads, length):
+            return torch.randn(config.batch, heads, length, config.head_dim, device=cuda, dtype=dtype)
 
-                def attend(q, k, v, causal=call.causal):
-                    extra = {"enable_gqa": True} if gqa else {}
-                    with scope():
-                        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
+        q, k, v = tensor(config.heads, q_len), tensor(config.kv_heads, k_len), tensor(config.kv_heads, k_len)
 
-                run = make_runner(torch, attend, q, k, v, config.pass_)
-                timed[key] = time_call(torch, run, config.warmup, config.iters)
-            us[r][d] = timed[key]
-    return {"us": us}
+        def attend(q, k, v, causal=causal):
+            extra = {"enable_gqa": True} if gqa else {}
+            with scope():
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
+
+        runs[(causal, q_len, k_len)] = make_runner(torch, attend, q, k, v, config.pass_)
+    samples = {key: [] for key in runs}
+    for p in range(config.passes):
+        for key, run in runs.items():
+            samples[key].append(time_call(torch, run, config.warmup, config.iters))
+        print(f"measure_kernels.py: pass {p + 1} of {config.passes} done", file=sys.stderr)
+    return {key: statistics.median(values) for key, values in samples.items()}
 
 
 def main(argv):
@@ -741,7 +772,7 @@ def main(argv):
     else:
         kernel = (f"torch {torch_version} scaled_dot_product_attention ({config.sdpa_backend} backend), "
                   "ring-flash-attention call pattern")
-        method = sdpa_method(config.warmup, config.iters, config.sdpa_backend, config.layouts, config.seed)
+        method = sdpa_method(config.warmup, config.iters, config.sdpa_backend, config.layouts, config.seed, config.passes)
     workload = build_workload(config.seq_len, config.devices, config.heads, config.kv_heads, config.head_dim,
                               config.batch, config.dtype, tile, config.mask.spec(), config.pass_)
     doc = build_document(device, kernel, method, workload, layouts, torch_version=torch_version, notes=config.notes)

@@ -233,7 +233,9 @@ with tempfile.TemporaryDirectory() as scratch:
                        (["--kernel", "sdpa", *base, "--mask", "window:4096"], "--mask"),
                        (["--kernel", "sdpa", *base, "--layouts", "block-striped:8"], "--layouts"),
                        (["--kernel", "tpu", *base], "--kernel"),
-                       (["--kernel", "flex", *base, "--warmup", "0"], "--warmup")):
+                       (["--kernel", "flex", *base, "--warmup", "0"], "--warmup"),
+                       (["--kernel", "sdpa", *base, "--passes", "0"], "--passes"),
+                       (["--kernel", "flex", *base, "--passes", "5"], "--passes")):
         result = subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
         lines = result.stderr.strip().splitlines()
         expect(result.returncode == 2 and len(lines) == 1 and flag in lines[0] and not result.stdout,
