@@ -329,5 +329,30 @@ TEST(ContextParallel, RingSettingsAreRefusedWithoutARing) {
   EXPECT_NO_THROW((void)plan_simulation(c, catalog()));
 }
 
+// hybrid:2x4 on 8 GPUs behind PCIe switches: Ulysses pairs share a switch, and the rings 0, 2, 4, 6
+// and 1, 3, 5, 7 run side by side through the same switch uplinks and socket link, so each gets
+// half of them (25 -> 12.5 GB/s, the 20 GB/s socket link -> 10). -M 2 places two rings the same way.
+TEST(ContextParallel, RingsSideBySideHalveTheLinksTheyShare) {
+  for (const char* cp : {"hybrid:2x4", "ring"}) {
+    SimulateConfig c;
+    c.hardware = "h100";
+    c.topology = "pcie-8gpu";
+    c.seq_len = 1 << 15;
+    c.heads = 32;
+    c.kv_heads = 32;
+    c.cp = cp;
+    c.devices = std::string(cp) == "ring" ? 4 : 8;
+    c.model_parallel = std::string(cp) == "ring" ? 2 : 1;
+    SimulationPlan plan = plan_simulation(c, catalog());
+    place_on_topology(plan);
+    const Simulation& sim = plan.simulation;
+    ASSERT_EQ(sim.ring_order, (std::vector<Count>{0, 2, 4, 6})) << cp;
+    std::vector<double> bandwidth;
+    for (const Route& hop : sim.hops) bandwidth.push_back(hop.bandwidth);
+    EXPECT_EQ(bandwidth, (std::vector<double>{12.5, 10, 12.5, 10})) << cp;
+    EXPECT_EQ(sim.hops_shared_by, (std::vector<Count>{2, 2, 2, 2})) << cp;
+  }
+}
+
 }  // namespace
 }  // namespace stripesim::sim

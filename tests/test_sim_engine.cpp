@@ -235,6 +235,35 @@ TEST(Topology, SharedLinksContend) {
   EXPECT_DOUBLE_EQ(run(order), 3 * 100.0);
 }
 
+// Rings beside the simulated one (other model-parallel ranks, replicas, a hybrid's other Ulysses
+// ranks) send at the same time: on a link they share, the simulated ring gets its share of the
+// bandwidth. Ring 0 -> 2 -> 0 crosses A->B and B->A, as ring 1 -> 3 -> 1 does: 5 GB/s each, and
+// a round moves both rings' 1 MB blocks in the 200 us that 2 MB take at 10 GB/s. On a cluster
+// every GPU has its own NIC and NVSwitch port: rings beside it share nothing.
+TEST(Topology, RingsBesideShareTheirLinks) {
+  const Topology t = two_bridges();
+  const SharedRoutes alone = shared_ring_routes(t, {0, 2}, {});
+  EXPECT_DOUBLE_EQ(alone.hops[0].bandwidth, 10);
+  EXPECT_EQ(alone.shared_by, (std::vector<Count>{1, 1}));
+  const SharedRoutes beside = shared_ring_routes(t, {0, 2}, {{1, 3}});
+  EXPECT_DOUBLE_EQ(beside.hops[0].bandwidth, 5);
+  EXPECT_DOUBLE_EQ(beside.hops[1].bandwidth, 5);
+  EXPECT_EQ(beside.shared_by, (std::vector<Count>{2, 2}));
+  RingSetup s = ring(2, std::vector<Microseconds>(4, 0), beside.hops, SyncMode::lockstep);
+  std::vector<FifoServer> links(t.directed_link_count());
+  EXPECT_DOUBLE_EQ(simulate_ring(s, links).makespan_us(), 200.0);
+  // The ring's own hops on one link already queue in the simulator: 0,2,1,3 crosses A->B twice,
+  // and with no ring beside it keeps the link's whole bandwidth.
+  const SharedRoutes own = shared_ring_routes(t, {0, 2, 1, 3}, {});
+  EXPECT_DOUBLE_EQ(own.hops[0].bandwidth, 10);
+  EXPECT_EQ(own.shared_by[0], 2);
+
+  const Topology cluster = Topology::cluster(2, 4, 400, 1.0, 50, 1.5);
+  const SharedRoutes nics = shared_ring_routes(cluster, {0, 4}, {{1, 5}, {2, 6}, {3, 7}});
+  EXPECT_DOUBLE_EQ(nics.hops[0].bandwidth, 50);
+  EXPECT_EQ(nics.shared_by, (std::vector<Count>{1, 1}));
+}
+
 TEST(Topology, RejectsBadFiles) {
   const auto bad = [](const char* text) { return Topology::from_json(nlohmann::json::parse(text), "t.json"); };
   EXPECT_THROW(bad(R"({"name": "x", "nodes": [], "links": []})"), model::InputError);

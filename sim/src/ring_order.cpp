@@ -1,6 +1,7 @@
 #include "stripesim/sim/ring_order.hpp"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 namespace stripesim::sim {
@@ -58,6 +59,33 @@ std::vector<Route> ring_routes(const Topology& topology, const std::vector<Count
   hops.reserve(order.size());
   for (size_t p = 0; p < order.size(); ++p) hops.push_back(topology.route(order[p], order[(p + 1) % order.size()]));
   return hops;
+}
+
+SharedRoutes shared_ring_routes(const Topology& topology, const std::vector<Count>& order,
+                                const std::vector<std::vector<Count>>& others) {
+  SharedRoutes out{ring_routes(topology, order), std::vector<Count>(order.size(), 1)};
+  std::map<std::uint32_t, Count> own, foreign;  // hops crossing each directed link
+  for (const Route& hop : out.hops) {
+    for (const auto link : hop.links) ++own[link];
+  }
+  for (const auto& ring : others) {
+    for (const Route& hop : ring_routes(topology, ring)) {
+      for (const auto link : hop.links) {
+        if (own.count(link) != 0) ++foreign[link];
+      }
+    }
+  }
+  for (size_t p = 0; p < out.hops.size(); ++p) {
+    Route& hop = out.hops[p];
+    for (const auto link : hop.links) {
+      const Count mine = own.at(link);
+      const Count theirs = foreign.count(link) != 0 ? foreign.at(link) : 0;
+      const GigabytesPerSecond share = topology.link_of(link).bandwidth * static_cast<double>(mine) / static_cast<double>(mine + theirs);
+      hop.bandwidth = std::min(hop.bandwidth, share);
+      out.shared_by[p] = std::max(out.shared_by[p], mine + theirs);
+    }
+  }
+  return out;
 }
 
 std::vector<Count> auto_ring_order(const Topology& topology, Count devices, Bytes hop_bytes) {

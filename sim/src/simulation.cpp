@@ -298,6 +298,34 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   return SimulationPlan{std::move(sim), std::move(mask), std::move(layouts)};
 }
 
+// The rings that run beside the simulated one, on GPUs of their own: the other model-parallel
+// ranks' and replicas' context-parallel groups and, in a hybrid, the other Ulysses ranks' rings,
+// each through its group's positions in the order the simulated ring takes its own.
+std::vector<std::vector<Count>> concurrent_rings(const Simulation& sim) {
+  if (sim.cp.algorithm == CpAlgorithm::ulysses || sim.topology.is_ideal()) return {};  // no ring, or free links
+  const model::Mesh& mesh = sim.mesh;
+  const Count u = sim.cp.algorithm == CpAlgorithm::hybrid ? ulysses_degree(sim.cp, sim.config.devices) : 1;
+  // The simulated ring's positions in its group (a hybrid's ring takes every U-th).
+  std::vector<Count> positions;
+  for (const Count gpu : sim.ring_order) {
+    const auto at = std::find(sim.cp_group.begin(), sim.cp_group.end(), gpu);
+    if (at == sim.cp_group.end()) return {};  // an order that is not the group's (cannot be mirrored)
+    positions.push_back(static_cast<Count>(at - sim.cp_group.begin()));
+  }
+  std::vector<std::vector<Count>> rings;
+  for (Count replica = 0; replica < mesh.data_parallel; ++replica) {
+    for (Count rank = 0; rank < mesh.model_parallel; ++rank) {
+      for (Count offset = 0; offset < u; ++offset) {
+        if (replica == 0 && rank == 0 && offset == 0) continue;  // the simulated ring
+        std::vector<Count> ring;
+        for (const Count p : positions) ring.push_back(mesh.gpu(replica, p + offset, rank));
+        rings.push_back(std::move(ring));
+      }
+    }
+  }
+  return rings;
+}
+
 void place_on_topology(SimulationPlan& plan) {
   Simulation& sim = plan.simulation;
   if (sim.placed) return;
@@ -322,7 +350,9 @@ void place_on_topology(SimulationPlan& plan) {
       sim.ring_order = sim.cp_group;
       break;
   }
-  sim.hops = ring_routes(sim.topology, sim.ring_order);
+  SharedRoutes routes = shared_ring_routes(sim.topology, sim.ring_order, concurrent_rings(sim));
+  sim.hops = std::move(routes.hops);
+  sim.hops_shared_by = std::move(routes.shared_by);
   if (sim.config.scope != Scope::attention) sim.step_shape = plan_step(sim, plan.mask);
   sim.placed = true;
 }
@@ -442,6 +472,7 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
                     {"latency_us", route.latency_us},
                     {"bandwidth_gbps", route.links.empty() ? 0.0 : route.bandwidth},
                     {"transfer_us", route.transfer_us(sim.kv_bytes)},
+                    {"shared_by", sim.hops_shared_by.empty() ? 1 : sim.hops_shared_by[p]},
                     {"links", std::move(links)}});
   }
   doc["hops"] = std::move(hops);

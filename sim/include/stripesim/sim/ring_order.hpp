@@ -24,4 +24,17 @@ namespace stripesim::sim {
 // The route of every hop: hops[p] goes from order[p] to order[(p + 1) % N].
 [[nodiscard]] std::vector<Route> ring_routes(const Topology& topology, const std::vector<Count>& order);
 
+// The same routes when `others` (rings of their own GPUs, as many positions each) run alongside
+// at the same pace, every position sending when this ring's does: a directed link that o of the
+// others' hops cross besides s of this ring's gives this ring s / (s + o) of its bandwidth (the
+// simulator already queues this ring's own hops on a link one after another, so that moves each
+// link's traffic in the time all of it takes). A route's bandwidth is the least share on it;
+// `shared_by[p]` the most hops, this ring's and the others', on any link of hop p.
+struct SharedRoutes {
+  std::vector<Route> hops;
+  std::vector<Count> shared_by;
+};
+[[nodiscard]] SharedRoutes shared_ring_routes(const Topology& topology, const std::vector<Count>& order,
+                                              const std::vector<std::vector<Count>>& others);
+
 }  // namespace stripesim::sim

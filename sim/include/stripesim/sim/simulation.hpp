@@ -88,6 +88,9 @@ struct Simulation {
   Topology topology = Topology::nvswitch(1, 1, 0);  // replaced by the plan's
   std::vector<Count> ring_order;  // GPU at each ring position
   std::vector<Route> hops;
+  // hops_shared_by[p]: the most hops, of this ring and the rings beside it (other model-parallel
+  // ranks, replicas, a hybrid's other Ulysses ranks), on any link of hop p (ring_order.hpp).
+  std::vector<Count> hops_shared_by;
   model::TileShape tile;
   model::Tiling tiling = model::Tiling::fixed;  // the kernel's
   model::MaskKind mask_kind = model::MaskKind::causal;
