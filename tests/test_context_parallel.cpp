@@ -10,6 +10,7 @@
 #include "stripesim/sim/collectives.hpp"
 #include "stripesim/sim/context_parallel.hpp"
 #include "stripesim/sim/simulation.hpp"
+#include "two_bridges.hpp"
 
 namespace stripesim::sim {
 namespace {
@@ -51,6 +52,20 @@ TEST(Collectives, AllToAllAcrossNodesIsBoundByTheNic) {
   EXPECT_DOUBLE_EQ(alltoall_us(t, first_gpus(8), chunk), 8.0 + 4 * 200.0);
   // Inside one node only NVLink is used.
   EXPECT_DOUBLE_EQ(alltoall_us(t, first_gpus(4), chunk), 2.0 + 3 * 25.0);
+}
+
+// Groups beside (other model-parallel ranks, replicas) run the same collective at once: where
+// they cross the same links, those carry their bytes too. On two bridges the group {0, 2} moves 10 MB each way across A - B in 1 ms alone,
+// in 2 ms beside {1, 3}; a group inside one bridge shares nothing with it.
+TEST(Collectives, GroupsBesideShareTheLinksTheyCross) {
+  const Topology t = two_bridges();
+  const Bytes chunk = 10'000'000;
+  EXPECT_DOUBLE_EQ(alltoall_us(t, {0, 2}, chunk), 1000.0);
+  EXPECT_DOUBLE_EQ(alltoall_us(t, {0, 2}, chunk, {{1, 3}}), 2000.0);
+  EXPECT_DOUBLE_EQ(alltoall_us(t, {0, 2}, chunk, {{0, 1}}), 1000.0);
+  EXPECT_DOUBLE_EQ(allgather_us(t, {0, 2}, chunk), 1000.0);
+  EXPECT_DOUBLE_EQ(allgather_us(t, {0, 2}, chunk, {{1, 3}}), 2000.0);
+  EXPECT_DOUBLE_EQ(allreduce_us(t, {0, 2}, 2 * chunk, {{1, 3}}), 2 * 2000.0);
 }
 
 TEST(ContextParallel, ParsesEveryFormAndRefusesTheRest) {

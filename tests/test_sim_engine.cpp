@@ -10,6 +10,7 @@
 #include "stripesim/sim/ring_order.hpp"
 #include "stripesim/sim/ring_simulator.hpp"
 #include "stripesim/sim/topology.hpp"
+#include "two_bridges.hpp"
 
 namespace stripesim::sim {
 namespace {
@@ -184,19 +185,6 @@ TEST(RingSimulator, RejectsImpossibleSetups) {
   EXPECT_THROW((void)simulate_ring(s, links), std::invalid_argument);
 }
 
-// Two bridges, two GPUs behind each, one link between the bridges.
-Topology two_bridges() {
-  const auto doc = nlohmann::json::parse(R"({
-    "name": "two-bridges",
-    "nodes": [{"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"}, {"id": "g2", "kind": "gpu"},
-              {"id": "g3", "kind": "gpu"}, {"id": "A", "kind": "bridge"}, {"id": "B", "kind": "bridge"}],
-    "links": [{"a": "g0", "b": "A", "bandwidth_gbps": 100, "latency_us": 0},
-              {"a": "g1", "b": "A", "bandwidth_gbps": 100, "latency_us": 0},
-              {"a": "g2", "b": "B", "bandwidth_gbps": 100, "latency_us": 0},
-              {"a": "g3", "b": "B", "bandwidth_gbps": 100, "latency_us": 0},
-              {"a": "A", "b": "B", "bandwidth_gbps": 10, "latency_us": 0}]})");
-  return Topology::from_json(doc, "two-bridges");
-}
 
 TEST(Topology, RoutesAlongTheGraph) {
   const Topology t = two_bridges();

@@ -93,8 +93,8 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
   std::vector<RingPass> passes;
   if (config.pass != PassSelection::backward) passes.push_back(RingPass::forward);
   if (config.pass != PassSelection::forward) passes.push_back(RingPass::backward);
-  const Microseconds qkv_us = bound ? 0.0 : alltoall_us(sim.topology, sim.alltoall_group, shape.qkv_pair_bytes);
-  const Microseconds out_us = bound ? 0.0 : alltoall_us(sim.topology, sim.alltoall_group, shape.out_pair_bytes);
+  const Microseconds qkv_us = bound ? 0.0 : alltoall_us(sim.topology, sim.alltoall_group, shape.qkv_pair_bytes, sim.alltoall_groups_beside);
+  const Microseconds out_us = bound ? 0.0 : alltoall_us(sim.topology, sim.alltoall_group, shape.out_pair_bytes, sim.alltoall_groups_beside);
   const auto to_heads = [&](RingPass p) { return p == RingPass::forward ? qkv_us : out_us; };
   const auto from_heads = [&](RingPass p) { return p == RingPass::forward ? out_us : qkv_us; };
 
@@ -146,7 +146,7 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
       break;
     }
     case CpAlgorithm::allgather: {
-      const Microseconds gather_us = bound ? 0.0 : allgather_us(sim.topology, sim.cp_group, shape.gather_bytes);
+      const Microseconds gather_us = bound ? 0.0 : allgather_us(sim.topology, sim.cp_group, shape.gather_bytes, sim.cp_groups_beside);
       std::vector<model::QueryTileProfile> gathered;
       for (Count d = 0; d < n; ++d) gathered.push_back(gathered_profile(work, d));
       for (const RingPass pass : passes) {

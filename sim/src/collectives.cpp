@@ -7,25 +7,30 @@
 
 namespace stripesim::sim {
 
-Microseconds ring_steps_us(const Topology& topology, const std::vector<Count>& group, Bytes chunk, Count steps) {
+Microseconds ring_steps_us(const Topology& topology, const std::vector<Count>& group, Bytes chunk, Count steps,
+                           const Groups& beside) {
   if (group.size() < 2 || steps < 1) return 0;
   Microseconds slowest = 0;
-  for (const Route& hop : ring_routes(topology, group)) slowest = std::max(slowest, hop.transfer_us(chunk));
+  for (const Route& hop : shared_ring_routes(topology, group, beside).hops) slowest = std::max(slowest, hop.transfer_us(chunk));
   return static_cast<double>(steps) * slowest;
 }
 
-Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes) {
+Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes, const Groups& beside) {
   const auto k = static_cast<Count>(group.size());
-  return ring_steps_us(topology, group, bytes / std::max<Count>(k, 1), 2 * (k - 1));
+  return ring_steps_us(topology, group, bytes / std::max<Count>(k, 1), 2 * (k - 1), beside);
 }
 
-Microseconds allgather_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_member) {
-  return ring_steps_us(topology, group, bytes_per_member, static_cast<Count>(group.size()) - 1);
+Microseconds allgather_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_member,
+                          const Groups& beside) {
+  return ring_steps_us(topology, group, bytes_per_member, static_cast<Count>(group.size()) - 1, beside);
 }
 
-Microseconds alltoall_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_pair) {
-  if (group.size() < 2 || bytes_per_pair <= 0) return 0;
-  std::map<std::uint32_t, Bytes> load;  // bytes per directed link
+namespace {
+
+// Adds the bytes every pairwise send of `group` puts on each directed link; returns the longest
+// route latency.
+Microseconds add_pairwise_load(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_pair,
+                               std::map<std::uint32_t, Bytes>& load) {
   Microseconds latency = 0;
   for (const Count from : group) {
     const std::vector<Route> routes = topology.routes_from(from, group);
@@ -34,6 +39,22 @@ Microseconds alltoall_us(const Topology& topology, const std::vector<Count>& gro
       latency = std::max(latency, routes[i].latency_us);
       for (const auto link : routes[i].links) load[link] += bytes_per_pair;
     }
+  }
+  return latency;
+}
+
+}  // namespace
+
+Microseconds alltoall_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_pair,
+                         const Groups& beside) {
+  if (group.size() < 2 || bytes_per_pair <= 0) return 0;
+  std::map<std::uint32_t, Bytes> load;  // bytes per directed link
+  const Microseconds latency = add_pairwise_load(topology, group, bytes_per_pair, load);
+  // The groups beside send at the same time: their bytes on this group's links wait there too.
+  std::map<std::uint32_t, Bytes> theirs;
+  for (const auto& other : beside) add_pairwise_load(topology, other, bytes_per_pair, theirs);
+  for (auto& [link, bytes] : load) {
+    if (const auto it = theirs.find(link); it != theirs.end()) bytes += it->second;
   }
   Microseconds busiest = 0;
   for (const auto& [link, bytes] : load) {

@@ -34,25 +34,43 @@ std::vector<Count> rank_ring_order(Count devices) {
   return order;
 }
 
-std::vector<Count> mesh_ring_order(const model::Mesh& mesh) {
-  std::vector<Count> order;
-  for (Count p = 0; p < mesh.devices; ++p) order.push_back(mesh.gpu(0, p, 0));
-  return order;
-}
+namespace {
 
-std::vector<Count> model_parallel_group(const model::Mesh& mesh) {
-  std::vector<Count> group;
-  for (Count m = 0; m < mesh.model_parallel; ++m) group.push_back(mesh.gpu(0, 0, m));
-  return group;
-}
-
-std::vector<Count> gradient_group(const model::Mesh& mesh) {
-  std::vector<Count> group;
+// The mesh's GPUs grouped by `key` of their (replica, position, rank), groups in the order first
+// met and members in GPU order (replica, then position, then rank).
+template <typename Key>
+std::vector<std::vector<Count>> group_by(const model::Mesh& mesh, Key key) {
+  std::vector<std::vector<Count>> groups;
+  std::map<Count, size_t> index;
   for (Count r = 0; r < mesh.data_parallel; ++r) {
-    for (Count p = 0; p < mesh.devices; ++p) group.push_back(mesh.gpu(r, p, 0));
+    for (Count p = 0; p < mesh.devices; ++p) {
+      for (Count m = 0; m < mesh.model_parallel; ++m) {
+        const auto [it, added] = index.emplace(key(r, p, m), groups.size());
+        if (added) groups.emplace_back();
+        groups[it->second].push_back(mesh.gpu(r, p, m));
+      }
+    }
   }
-  return group;
+  return groups;
 }
+
+}  // namespace
+
+std::vector<std::vector<Count>> mesh_ring_orders(const model::Mesh& mesh) {
+  return group_by(mesh, [&](Count r, Count, Count m) { return r * mesh.model_parallel + m; });
+}
+
+std::vector<std::vector<Count>> model_parallel_groups(const model::Mesh& mesh) {
+  return group_by(mesh, [&](Count r, Count p, Count) { return r * mesh.devices + p; });
+}
+
+std::vector<std::vector<Count>> gradient_groups(const model::Mesh& mesh) {
+  return group_by(mesh, [](Count, Count, Count m) { return m; });
+}
+
+std::vector<Count> mesh_ring_order(const model::Mesh& mesh) { return mesh_ring_orders(mesh).front(); }
+std::vector<Count> model_parallel_group(const model::Mesh& mesh) { return model_parallel_groups(mesh).front(); }
+std::vector<Count> gradient_group(const model::Mesh& mesh) { return gradient_groups(mesh).front(); }
 
 std::vector<Route> ring_routes(const Topology& topology, const std::vector<Count>& order) {
   std::vector<Route> hops;

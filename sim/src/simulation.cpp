@@ -15,6 +15,7 @@
 #include "stripesim/model/work_model.hpp"
 #include "stripesim/sim/attention_passes.hpp"
 #include "stripesim/sim/kernel_time.hpp"
+#include "stripesim/sim/collectives.hpp"
 #include "stripesim/sim/ring_order.hpp"
 
 namespace stripesim::sim {
@@ -142,11 +143,15 @@ StepShape plan_step(const Simulation& sim, const model::Mask& mask) {
   step.kv_memory_bytes = sim.cp_shape.memory_bytes;
   step.kv_backward_memory_bytes = sim.cp_shape.backward_memory_bytes;
   const Count local_tokens = sim.config.seq_len / sim.config.devices * sim.config.batch;
-  step.activation_allreduce_us = allreduce_us(sim.topology, model_parallel_group(sim.mesh),
-                                              local_tokens * sim.transformer->d_model * kActivationBytes);
-  step.gradient_allreduce_us =
-      allreduce_us(sim.topology, gradient_group(sim.mesh),
-                   static_cast<Bytes>(parameters_per_device(*sim.transformer, sim.mesh.model_parallel)) * kActivationBytes);
+  // Every group of a kind runs its all-reduce at once with the others (the first is the one timed).
+  const auto first_beside_rest = [&](const Groups& groups, Bytes bytes) {
+    return allreduce_us(sim.topology, groups.front(), bytes, Groups(groups.begin() + 1, groups.end()));
+  };
+  step.activation_allreduce_us =
+      first_beside_rest(model_parallel_groups(sim.mesh), local_tokens * sim.transformer->d_model * kActivationBytes);
+  step.gradient_allreduce_us = first_beside_rest(
+      gradient_groups(sim.mesh),
+      static_cast<Bytes>(parameters_per_device(*sim.transformer, sim.mesh.model_parallel)) * kActivationBytes);
   return step;
 }
 
@@ -301,37 +306,53 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
 // The rings that run beside the simulated one, on GPUs of their own: the other model-parallel
 // ranks' and replicas' context-parallel groups and, in a hybrid, the other Ulysses ranks' rings,
 // each through its group's positions in the order the simulated ring takes its own.
-std::vector<std::vector<Count>> concurrent_rings(const Simulation& sim) {
+Groups concurrent_rings(const Simulation& sim) {
   if (sim.cp.algorithm == CpAlgorithm::ulysses || sim.topology.is_ideal()) return {};  // no ring, or free links
-  const model::Mesh& mesh = sim.mesh;
   const Count u = sim.cp.algorithm == CpAlgorithm::hybrid ? ulysses_degree(sim.cp, sim.config.devices) : 1;
   // The simulated ring's positions in its group (a hybrid's ring takes every U-th).
-  std::vector<Count> positions;
+  std::vector<size_t> positions;
   for (const Count gpu : sim.ring_order) {
     const auto at = std::find(sim.cp_group.begin(), sim.cp_group.end(), gpu);
     if (at == sim.cp_group.end()) return {};  // an order that is not the group's (cannot be mirrored)
-    positions.push_back(static_cast<Count>(at - sim.cp_group.begin()));
+    positions.push_back(static_cast<size_t>(at - sim.cp_group.begin()));
   }
-  std::vector<std::vector<Count>> rings;
-  for (Count replica = 0; replica < mesh.data_parallel; ++replica) {
-    for (Count rank = 0; rank < mesh.model_parallel; ++rank) {
-      for (Count offset = 0; offset < u; ++offset) {
-        if (replica == 0 && rank == 0 && offset == 0) continue;  // the simulated ring
-        std::vector<Count> ring;
-        for (const Count p : positions) ring.push_back(mesh.gpu(replica, p + offset, rank));
-        rings.push_back(std::move(ring));
-      }
+  Groups rings;
+  const Groups groups = mesh_ring_orders(sim.mesh);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (Count offset = 0; offset < u; ++offset) {
+      if (g == 0 && offset == 0) continue;  // the simulated ring
+      std::vector<Count> ring;
+      for (const size_t p : positions) ring.push_back(groups[g][p + static_cast<size_t>(offset)]);
+      rings.push_back(std::move(ring));
     }
   }
   return rings;
 }
 
+// The all-to-all groups beside the first (Ulysses: every context-parallel group; a hybrid: each
+// group's U consecutive positions).
+Groups alltoall_groups_beside(const Simulation& sim) {
+  const Count u = ulysses_degree(sim.cp, sim.config.devices);
+  Groups beside;
+  const Groups groups = mesh_ring_orders(sim.mesh);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t q = 0; q + static_cast<size_t>(u) <= groups[g].size(); q += static_cast<size_t>(u)) {
+      if (g == 0 && q == 0) continue;
+      beside.emplace_back(groups[g].begin() + static_cast<std::ptrdiff_t>(q), groups[g].begin() + static_cast<std::ptrdiff_t>(q) + u);
+    }
+  }
+  return beside;
+}
+
 void place_on_topology(SimulationPlan& plan) {
   Simulation& sim = plan.simulation;
   if (sim.placed) return;
-  sim.cp_group = mesh_ring_order(sim.mesh);
+  const Groups cp_groups = mesh_ring_orders(sim.mesh);
+  sim.cp_group = cp_groups.front();
+  sim.cp_groups_beside.assign(cp_groups.begin() + 1, cp_groups.end());
   const Count u = ulysses_degree(sim.cp, sim.config.devices);
   sim.alltoall_group.assign(sim.cp_group.begin(), sim.cp_group.begin() + u);
+  sim.alltoall_groups_beside = alltoall_groups_beside(sim);
   switch (sim.cp.algorithm) {
     case CpAlgorithm::ring:
       sim.kv_bytes = sim.config.hop_bytes.value_or(sim.cp_shape.ring_hop_bytes);

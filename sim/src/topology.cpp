@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -36,6 +37,8 @@ void Topology::add_link(std::size_t a, std::size_t b, GigabytesPerSecond bandwid
 void Topology::build_graph() {
   graph_ = Graph(nodes_.size());
   for (std::size_t e = 0; e < links_.size(); ++e) boost::add_edge(links_[e].a, links_[e].b, e, graph_);
+  trees_ = std::make_shared<Trees>();
+  trees_->predecessor.resize(gpus_.size());
 }
 
 Topology Topology::from_json(const nlohmann::json& doc, const std::string& label) {
@@ -166,8 +169,6 @@ std::string Topology::directed_link_name(std::uint32_t directed) const {
 std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& to) const {
   if (ideal_) return std::vector<Route>(to.size());
   const std::size_t vertices = boost::num_vertices(graph_);
-  std::vector<double> distance(vertices);
-  std::vector<std::size_t> predecessor(vertices);
   // Latency first; a tiny bandwidth term prefers the faster of two equally close paths.
   const auto weight = boost::make_function_property_map<Graph::edge_descriptor, double>(
       [this](const Graph::edge_descriptor& e) {
@@ -175,10 +176,20 @@ std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& t
         return link.latency_us + 1e-6 / link.bandwidth;
       });
   const std::size_t source = gpus_[static_cast<std::size_t>(from)];
-  boost::dijkstra_shortest_paths(graph_, source,
-                                 boost::weight_map(weight)
-                                     .distance_map(boost::make_iterator_property_map(distance.begin(), boost::get(boost::vertex_index, graph_)))
-                                     .predecessor_map(boost::make_iterator_property_map(predecessor.begin(), boost::get(boost::vertex_index, graph_))));
+  const std::vector<std::size_t>& predecessor = [&]() -> const std::vector<std::size_t>& {
+    const std::lock_guard lock(trees_->mutex);
+    std::vector<std::size_t>& tree = trees_->predecessor[static_cast<std::size_t>(from)];
+    if (tree.empty()) {
+      std::vector<double> distance(vertices);
+      tree.resize(vertices);
+      boost::dijkstra_shortest_paths(
+          graph_, source,
+          boost::weight_map(weight)
+              .distance_map(boost::make_iterator_property_map(distance.begin(), boost::get(boost::vertex_index, graph_)))
+              .predecessor_map(boost::make_iterator_property_map(tree.begin(), boost::get(boost::vertex_index, graph_))));
+    }
+    return tree;
+  }();
   std::vector<Route> routes;
   routes.reserve(to.size());
   for (const Count target_gpu : to) {
@@ -315,6 +326,21 @@ nlohmann::json shared_nic_cluster(const std::string& name, Count nodes, Count gp
 
 }  // namespace
 
+namespace {
+
+// Generated clusters are built once per process: a plan makes one simulation per candidate on the
+// same cluster, and copies of one Topology share its shortest-path trees, so every GPU of a
+// 1024-GPU mesh is routed once, not once per candidate.
+Topology memoised(const std::string& key, const std::function<Topology()>& build) {
+  static std::mutex mutex;
+  static std::map<std::string, Topology> built;
+  const std::lock_guard lock(mutex);
+  if (const auto it = built.find(key); it != built.end()) return it->second;
+  return built.emplace(key, build()).first->second;
+}
+
+}  // namespace
+
 Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink,
                        std::optional<Microseconds> nvlink_latency_us, Count ideal_gpus) {
   const Microseconds nvlink_latency = nvlink_latency_us.value_or(kNvlinkLatencyUs);
@@ -345,11 +371,13 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
                                    kMaxGeneratedGpus));
     }
     const ClusterOptions options = parse_cluster_options(rest.substr(shape.size()), gpus, spec);
-    if (shape.size() == rest.size()) return Topology::cluster(nodes, gpus, nvlink, nvlink_latency, kNicBandwidth, kNicLatencyUs);
-    // Named after the spec, options included, so that outputs say which NICs they assumed.
-    return Topology::from_json(shared_nic_cluster(spec, nodes, gpus, options.nics_per_node.value_or(gpus), nvlink,
-                                                  nvlink_latency, options.nic),
-                               flag + " " + spec);
+    return memoised(fmt::format("{}|{}|{}", spec, nvlink, nvlink_latency), [&] {
+      if (shape.size() == rest.size()) return Topology::cluster(nodes, gpus, nvlink, nvlink_latency, kNicBandwidth, kNicLatencyUs);
+      // Named after the spec, options included, so that outputs say which NICs they assumed.
+      return Topology::from_json(shared_nic_cluster(spec, nodes, gpus, options.nics_per_node.value_or(gpus), nvlink,
+                                                    nvlink_latency, options.nic),
+                                 flag + " " + spec);
+    });
   }
   constexpr std::string_view kHostfile = "hostfile:";
   if (text.starts_with(kHostfile)) {

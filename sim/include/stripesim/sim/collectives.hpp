@@ -6,25 +6,31 @@
 //  - all-to-all posts every pairwise send at once: each directed link carries the chunks of
 //    every route that crosses it, so the call lasts the longest route latency plus the busiest
 //    link's bytes over its bandwidth (over an NVSwitch a GPU's own link; across nodes, its NIC).
-// Groups of one move nothing and take no time.
+// Groups of one move nothing and take no time. `beside`: groups of the same collective running at
+// the same time on GPUs of their own (other model-parallel ranks, replicas): a link they share
+// with `group` carries their bytes too (ring_order.hpp's shared_ring_routes for the rings).
 #include <vector>
 
 #include "stripesim/sim/topology.hpp"
 
 namespace stripesim::sim {
 
+using Groups = std::vector<std::vector<Count>>;
+
 // `steps` ring steps of `chunk` bytes over `group` (GPUs in ring order).
 [[nodiscard]] Microseconds ring_steps_us(const Topology& topology, const std::vector<Count>& group, Bytes chunk,
-                                         Count steps);
+                                         Count steps, const Groups& beside = {});
 
 // Every member ends with the sum of `bytes`: 2 (K - 1) steps of bytes / K.
-[[nodiscard]] Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes);
+[[nodiscard]] Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes,
+                                        const Groups& beside = {});
 // Every member contributes `bytes_per_member` and ends with all K contributions: K - 1 steps.
 // A reduce-scatter (each member ends with the sum of its own share) is the same ring run the
 // other way and takes the same time.
 [[nodiscard]] Microseconds allgather_us(const Topology& topology, const std::vector<Count>& group,
-                                        Bytes bytes_per_member);
+                                        Bytes bytes_per_member, const Groups& beside = {});
 // Every member sends `bytes_per_pair` to each other member (and keeps its own share).
-[[nodiscard]] Microseconds alltoall_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_pair);
+[[nodiscard]] Microseconds alltoall_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_pair,
+                                       const Groups& beside = {});
 
 }  // namespace stripesim::sim

@@ -11,13 +11,18 @@ namespace stripesim::sim {
 
 [[nodiscard]] std::vector<Count> rank_ring_order(Count devices);
 
-// A mesh placed on the topology (model/mesh.hpp says how). The ring of replica 0,
-// model-parallel rank 0: the one the simulation follows.
+// A mesh placed on the topology (model/mesh.hpp says how). Its groups of each kind, all running at
+// once on GPUs of their own, the one the simulation follows first:
+//  - rings: one per (replica, model-parallel rank), its ring positions in order;
+//  - model-parallel groups: one per (replica, ring position);
+//  - gradient groups: one per model-parallel rank, every copy of that rank's weights (one per
+//    replica and ring position), whose gradients are summed over it.
+[[nodiscard]] std::vector<std::vector<Count>> mesh_ring_orders(const model::Mesh& mesh);
+[[nodiscard]] std::vector<std::vector<Count>> model_parallel_groups(const model::Mesh& mesh);
+[[nodiscard]] std::vector<std::vector<Count>> gradient_groups(const model::Mesh& mesh);
+// The first of each: replica 0, model-parallel rank 0, ring position 0.
 [[nodiscard]] std::vector<Count> mesh_ring_order(const model::Mesh& mesh);
-// The model-parallel group of replica 0 at ring position 0.
 [[nodiscard]] std::vector<Count> model_parallel_group(const model::Mesh& mesh);
-// Every copy of model-parallel rank 0's weights: one per (replica, ring position); their
-// gradients are summed over this group.
 [[nodiscard]] std::vector<Count> gradient_group(const model::Mesh& mesh);
 [[nodiscard]] std::vector<Count> auto_ring_order(const Topology& topology, Count devices, Bytes hop_bytes);
 

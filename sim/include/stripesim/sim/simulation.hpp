@@ -106,6 +106,10 @@ struct Simulation {
   // all-to-all group of the first ring position. ring_order above is the ring's (hybrid: R GPUs).
   std::vector<Count> cp_group;
   std::vector<Count> alltoall_group;
+  // The groups of each kind that run beside those at once, on GPUs of their own (other
+  // model-parallel ranks and replicas; a hybrid's other all-to-all groups): collectives.hpp.
+  std::vector<std::vector<Count>> cp_groups_beside;
+  std::vector<std::vector<Count>> alltoall_groups_beside;
   bool placed = false;  // place_on_topology has run
   KernelCallShape call_shape;
   model::Mesh mesh;

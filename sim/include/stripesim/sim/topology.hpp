@@ -3,6 +3,8 @@
 // with a bandwidth per direction and a latency. Ring hops are routed along shortest-latency
 // paths; each direction of each link is a separate resource, so hops that share one contend.
 #include <boost/graph/adjacency_list.hpp>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -103,6 +105,14 @@ class Topology {
   bool ideal_ = false;             // routes cross no link
   std::optional<NodePlacement> placement_;  // set by placed()
   Graph graph_;
+  // Every GPU's shortest-path tree (predecessor per vertex), computed when first asked: the rings,
+  // all-to-alls and all-reduces beside a simulated one route every GPU of a mesh. Shared by copies
+  // (the graph never changes after build_graph).
+  struct Trees {
+    std::mutex mutex;
+    std::vector<std::vector<std::size_t>> predecessor;  // by GPU; empty until computed
+  };
+  std::shared_ptr<Trees> trees_;
 };
 
 // "nvswitch:G", "cluster:NxG", "hostfile:FILE" (an Open MPI hostfile, node_placement.hpp),
