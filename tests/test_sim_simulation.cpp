@@ -64,7 +64,7 @@ TEST(Simulation, LockstepWithFreeLinksMatchesTheWorkModel) {
       // except on the ideal topology, which prices the calls alone.
       std::vector<Microseconds> merges(calls.size(), 0.0);
       if (topology != "ideal") {
-        merges = merge_times(w, calls, kernel.profile(), KernelPass::forward, {c.seq_len / 8, 8, 8, 64, 128}, h.memory_bandwidth);
+        merges = merge_times(w, calls, kernel.profile(), KernelPass::forward, {c.seq_len / 8, {8, 64, {128, 128}}, 8}, h.memory_bandwidth);
       }
       Microseconds expected = 0;
       for (Count round = 0; round < 8; ++round) {
@@ -323,7 +323,7 @@ TEST(RingMerge, EveryCallAfterTheFirstAtTheMemoryBandwidth) {
   k.merge = {38, 10, 8};
   const GigabytesPerSecond bandwidth = 3350;
   // 16 query heads, 4 K/V heads, head size 128.
-  const MergeShape shape{rows, 16, 4, 128, 128};
+  const MergeShape shape{rows, {16, 128, {128, 128}}, 4};
   const double full_forward = 38.0 * rows * 16 * 128 / (bandwidth * 1e3);
   const double slice_forward = (38.0 + 8) * rows * 16 * 128 / (bandwidth * 1e3);  // merged on a slice, copied back
   const double full_backward = 10.0 * rows * (16 + 2 * 4) * 128 / (bandwidth * 1e3);

@@ -107,8 +107,7 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
   switch (sim.cp.algorithm) {
     case CpAlgorithm::ring:
     case CpAlgorithm::hybrid: {
-      const MergeShape merge_shape{config.seq_len / layout.devices(), shape.streams, shape.kv_heads * config.batch,
-                                   sim.call_shape.head_dim, sim.tile.query};
+      const MergeShape merge_shape{config.seq_len / layout.devices(), sim.call_shape, shape.kv_heads * config.batch};
       std::vector<FifoServer> links(sim.topology.directed_link_count());
       for (const RingPass pass : passes) {
         RingSetup setup;

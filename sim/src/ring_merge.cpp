@@ -18,8 +18,8 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
   if (bytes_per_element == 0) return out;
   if (memory_bandwidth <= 0) throw std::invalid_argument("merge_times: needs the device's memory bandwidth");
   const double streams = pass == KernelPass::forward
-                             ? static_cast<double>(shape.query_streams)
-                             : static_cast<double>(shape.query_streams + 2 * shape.kv_streams);
+                             ? static_cast<double>(shape.call.streams)
+                             : static_cast<double>(shape.call.streams + 2 * shape.kv_streams);
 
   // The rows a call writes: its query tiles that have work (every tile where the kernel gives
   // empty ones a block too), the last tile holding what is left of the device's queries.
@@ -28,8 +28,8 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
     const model::QueryTileProfile& tiles = work.profiles[p];
     for (size_t q = 0; q < tiles.size(); ++q) {
       if (tiles[q].full + tiles[q].partial == 0 && !kernel.empty_query_tiles_launch) continue;
-      const Count first = static_cast<Count>(q) * shape.tile_query;
-      rows_of[p] += std::clamp<Count>(shape.rows_per_device - first, 0, shape.tile_query);
+      const Count first = static_cast<Count>(q) * shape.call.tile.query;
+      rows_of[p] += std::clamp<Count>(shape.rows_per_device - first, 0, shape.call.tile.query);
     }
   }
   for (Count d = 0; d < devices; ++d) {
@@ -42,7 +42,7 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
         const bool trimmed = work.trimmed_length.rounds() > 0 && work.trimmed_length.at(r, d) > 0;
         const bool slice = pass == KernelPass::forward && (rows < shape.rows_per_device || trimmed);
         const double per_element = bytes_per_element + (slice ? kernel.merge.forward_slice_bytes_per_element : 0.0);
-        const double bytes = per_element * static_cast<double>(rows) * streams * static_cast<double>(shape.head_dim);
+        const double bytes = per_element * static_cast<double>(rows) * streams * static_cast<double>(shape.call.head_dim);
         out[i] = transfer_time_us(static_cast<Bytes>(std::llround(bytes)), memory_bandwidth);
       }
       started = true;

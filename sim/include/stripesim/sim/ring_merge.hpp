@@ -10,13 +10,12 @@
 
 namespace stripesim::sim {
 
-// What one call's result holds.
+// What one call's result holds: the call's shape (its streams are the query heads x sequences,
+// its query tile the one the work was counted with) and what the ring adds to it.
 struct MergeShape {
   Count rows_per_device = 0;  // the device's queries (tokens of one ring block)
-  Count query_streams = 1;    // heads x sequences of each call
-  Count kv_streams = 1;       // K/V heads x sequences of each call
-  Count head_dim = 128;
-  Count tile_query = 128;     // the query tile the work was counted with
+  KernelCallShape call;
+  Count kv_streams = 1;  // K/V heads x sequences of each call
 };
 
 // Per (round, device), [round * devices + device]: the merge after that round's call. A call is
