@@ -81,7 +81,6 @@ class Pricing {
     body_ = body;
     run_ = run;
   }
-  [[nodiscard]] Position body() const { return body_; }
 
   // The first token of the local tiling that covers p: its segment's, in the tail the later of
   // that and its run's.
@@ -151,7 +150,6 @@ class Pricing {
   // No tile crosses x: it starts a tiling segment or no query from x on reads a key before it.
   [[nodiscard]] bool free_cut(Position x) const { return origin(x) == x || mask_.lowest_key(x) >= x; }
 
-  [[nodiscard]] const Mask& mask() const { return mask_; }
   [[nodiscard]] TileShape tile() const { return tile_; }
 
  private:
@@ -999,12 +997,14 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   // The busiest device first (a ring without a barrier waits for it): among the candidates within
   // kBusiestSlack of the least busiest, the lowest lockstep (then the first tried). The few best
   // then trade pieces of equal length for a lower lockstep and have their devices numbered for it.
+  const auto within = [](Count x, Count reference) {
+    return x <= reference + static_cast<Count>(static_cast<double>(reference) * kBusiestSlack);
+  };
   Count least_busiest = candidates.front().cost.busiest;
   for (const Candidate& each : candidates) least_busiest = std::min(least_busiest, each.cost.busiest);
-  const auto slack = static_cast<Count>(static_cast<double>(least_busiest) * kBusiestSlack);
   std::vector<Candidate*> feasible;
   for (Candidate& each : candidates) {
-    if (each.cost.busiest <= least_busiest + slack) feasible.push_back(&each);
+    if (within(each.cost.busiest, least_busiest)) feasible.push_back(&each);
   }
   const auto lower_lockstep = [](const Candidate* x, const Candidate* y) { return x->cost.lockstep < y->cost.lockstep; };
   std::stable_sort(feasible.begin(), feasible.end(), lower_lockstep);
@@ -1014,13 +1014,13 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   for (Candidate* each : feasible) {
     RingGraph graph(pricing, each->assignment);
     graph.improve(kMovesTried);
+    // The graph holds the candidate's work either way (it keeps a move only when the lockstep drops).
+    const std::vector<Count> work = graph.pair_work();
     if (graph.lockstep() < each->cost.lockstep) {
       each->assignment = graph.assignment();
-      each->cost = numbered_cost(graph.pair_work(), identity);
+      each->cost = numbered_cost(work, identity);
     }
-    // Then the devices are numbered for the lockstep: the same loads, other rounds. The graph holds
-    // the candidate's work either way (it keeps a move only when the lockstep drops).
-    const std::vector<Count> work = graph.pair_work();
+    // Then the devices are numbered for the lockstep: the same loads, other rounds.
     const std::vector<size_t> order = lockstep_numbering(work, identity.size());
     if (const RingCost numbered = numbered_cost(work, order); numbered.lockstep < each->cost.lockstep) {
       each->assignment = renumbered(each->assignment, order);
@@ -1035,9 +1035,6 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   // than kBusiestSlack, though (what users have already is the bar), unless that is the only way
   // to beat it on lockstep.
   const RingCost pick = best->cost;
-  const auto within = [](Count x, Count reference) {
-    return x <= reference + static_cast<Count>(static_cast<double>(reference) * kBusiestSlack);
-  };
   const auto lower_lockstep_as_fast = [&](bool capped) {
     for (Candidate& each : candidates) {
       if ((!capped || !round_robin || within(each.cost.busiest, round_robin->busiest)) && within(each.cost.ring, pick.ring) &&

@@ -68,10 +68,6 @@ std::vector<std::vector<Count>> gradient_groups(const model::Mesh& mesh) {
   return group_by(mesh, [](Count, Count, Count m) { return m; });
 }
 
-std::vector<Count> mesh_ring_order(const model::Mesh& mesh) { return mesh_ring_orders(mesh).front(); }
-std::vector<Count> model_parallel_group(const model::Mesh& mesh) { return model_parallel_groups(mesh).front(); }
-std::vector<Count> gradient_group(const model::Mesh& mesh) { return gradient_groups(mesh).front(); }
-
 std::vector<Route> ring_routes(const Topology& topology, const std::vector<Count>& order) {
   std::vector<Route> hops;
   hops.reserve(order.size());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 
 #include "stripesim/model/document_layouts.hpp"
 #include "stripesim/model/input_error.hpp"
@@ -303,10 +304,25 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   return SimulationPlan{std::move(sim), std::move(mask), std::move(layouts)};
 }
 
+// Every context-parallel group's copy of the first group's members at `positions`, moved by each
+// of `shifts`, but the first group's unmoved copy (the one simulated).
+Groups copies_beside(const Groups& cp_groups, const std::vector<size_t>& positions, const std::vector<size_t>& shifts) {
+  Groups beside;
+  for (size_t g = 0; g < cp_groups.size(); ++g) {
+    for (const size_t shift : shifts) {
+      if (g == 0 && shift == 0) continue;
+      std::vector<Count> copy;
+      for (const size_t p : positions) copy.push_back(cp_groups[g][p + shift]);
+      beside.push_back(std::move(copy));
+    }
+  }
+  return beside;
+}
+
 // The rings that run beside the simulated one, on GPUs of their own: the other model-parallel
 // ranks' and replicas' context-parallel groups and, in a hybrid, the other Ulysses ranks' rings,
 // each through its group's positions in the order the simulated ring takes its own.
-Groups concurrent_rings(const Simulation& sim) {
+Groups concurrent_rings(const Simulation& sim, const Groups& cp_groups) {
   if (sim.cp.algorithm == CpAlgorithm::ulysses || sim.topology.is_ideal()) return {};  // no ring, or free links
   const Count u = sim.cp.algorithm == CpAlgorithm::hybrid ? ulysses_degree(sim.cp, sim.config.devices) : 1;
   // The simulated ring's positions in its group (a hybrid's ring takes every U-th).
@@ -316,32 +332,20 @@ Groups concurrent_rings(const Simulation& sim) {
     if (at == sim.cp_group.end()) return {};  // an order that is not the group's (cannot be mirrored)
     positions.push_back(static_cast<size_t>(at - sim.cp_group.begin()));
   }
-  Groups rings;
-  const Groups groups = mesh_ring_orders(sim.mesh);
-  for (size_t g = 0; g < groups.size(); ++g) {
-    for (Count offset = 0; offset < u; ++offset) {
-      if (g == 0 && offset == 0) continue;  // the simulated ring
-      std::vector<Count> ring;
-      for (const size_t p : positions) ring.push_back(groups[g][p + static_cast<size_t>(offset)]);
-      rings.push_back(std::move(ring));
-    }
-  }
-  return rings;
+  std::vector<size_t> shifts(static_cast<size_t>(u));
+  std::iota(shifts.begin(), shifts.end(), size_t{0});
+  return copies_beside(cp_groups, positions, shifts);
 }
 
 // The all-to-all groups beside the first (Ulysses: every context-parallel group; a hybrid: each
 // group's U consecutive positions).
-Groups alltoall_groups_beside(const Simulation& sim) {
-  const Count u = ulysses_degree(sim.cp, sim.config.devices);
-  Groups beside;
-  const Groups groups = mesh_ring_orders(sim.mesh);
-  for (size_t g = 0; g < groups.size(); ++g) {
-    for (size_t q = 0; q + static_cast<size_t>(u) <= groups[g].size(); q += static_cast<size_t>(u)) {
-      if (g == 0 && q == 0) continue;
-      beside.emplace_back(groups[g].begin() + static_cast<std::ptrdiff_t>(q), groups[g].begin() + static_cast<std::ptrdiff_t>(q) + u);
-    }
-  }
-  return beside;
+Groups alltoall_groups_beside(const Simulation& sim, const Groups& cp_groups) {
+  const auto u = static_cast<size_t>(ulysses_degree(sim.cp, sim.config.devices));
+  std::vector<size_t> positions(u);
+  std::iota(positions.begin(), positions.end(), size_t{0});
+  std::vector<size_t> shifts;
+  for (size_t q = 0; q + u <= sim.cp_group.size(); q += u) shifts.push_back(q);
+  return copies_beside(cp_groups, positions, shifts);
 }
 
 void place_on_topology(SimulationPlan& plan) {
@@ -352,7 +356,7 @@ void place_on_topology(SimulationPlan& plan) {
   sim.cp_groups_beside.assign(cp_groups.begin() + 1, cp_groups.end());
   const Count u = ulysses_degree(sim.cp, sim.config.devices);
   sim.alltoall_group.assign(sim.cp_group.begin(), sim.cp_group.begin() + u);
-  sim.alltoall_groups_beside = alltoall_groups_beside(sim);
+  sim.alltoall_groups_beside = alltoall_groups_beside(sim, cp_groups);
   switch (sim.cp.algorithm) {
     case CpAlgorithm::ring:
       sim.kv_bytes = sim.config.hop_bytes.value_or(sim.cp_shape.ring_hop_bytes);
@@ -371,7 +375,7 @@ void place_on_topology(SimulationPlan& plan) {
       sim.ring_order = sim.cp_group;
       break;
   }
-  SharedRoutes routes = shared_ring_routes(sim.topology, sim.ring_order, concurrent_rings(sim));
+  SharedRoutes routes = shared_ring_routes(sim.topology, sim.ring_order, concurrent_rings(sim, cp_groups));
   sim.hops = std::move(routes.hops);
   sim.hops_shared_by = std::move(routes.shared_by);
   if (sim.config.scope != Scope::attention) sim.step_shape = plan_step(sim, plan.mask);
@@ -493,7 +497,7 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
                     {"latency_us", route.latency_us},
                     {"bandwidth_gbps", route.links.empty() ? 0.0 : route.bandwidth},
                     {"transfer_us", route.transfer_us(sim.kv_bytes)},
-                    {"shared_by", sim.hops_shared_by.empty() ? 1 : sim.hops_shared_by[p]},
+                    {"shared_by", sim.hops_shared_by[p]},
                     {"links", std::move(links)}});
   }
   doc["hops"] = std::move(hops);
@@ -505,7 +509,7 @@ nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
                           {"elementwise_bytes_per_dmodel", sim.hardware.elementwise_bytes_per_dmodel},
                           {"memory_bandwidth_gbps", sim.hardware.memory_bandwidth},
                           {"unmasked_pairs", step.unmasked_pairs},
-                          {"model_parallel_gpus", model_parallel_group(sim.mesh)},
+                          {"model_parallel_gpus", model_parallel_groups(sim.mesh).front()},
                           {"activation_allreduce_us", step.activation_allreduce_us},
                           {"gradient_allreduce_us", step.gradient_allreduce_us},
                           {"memory_gib", sim.hardware.memory_gib}};

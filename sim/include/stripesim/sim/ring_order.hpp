@@ -20,10 +20,6 @@ namespace stripesim::sim {
 [[nodiscard]] std::vector<std::vector<Count>> mesh_ring_orders(const model::Mesh& mesh);
 [[nodiscard]] std::vector<std::vector<Count>> model_parallel_groups(const model::Mesh& mesh);
 [[nodiscard]] std::vector<std::vector<Count>> gradient_groups(const model::Mesh& mesh);
-// The first of each: replica 0, model-parallel rank 0, ring position 0.
-[[nodiscard]] std::vector<Count> mesh_ring_order(const model::Mesh& mesh);
-[[nodiscard]] std::vector<Count> model_parallel_group(const model::Mesh& mesh);
-[[nodiscard]] std::vector<Count> gradient_group(const model::Mesh& mesh);
 [[nodiscard]] std::vector<Count> auto_ring_order(const Topology& topology, Count devices, Bytes hop_bytes);
 
 // The route of every hop: hops[p] goes from order[p] to order[(p + 1) % N].
