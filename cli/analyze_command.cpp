@@ -9,6 +9,7 @@
 #include "run_mode.hpp"
 #include "stripesim/model/analysis.hpp"
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/model/input_origins.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
@@ -55,8 +56,10 @@ constexpr const char* kAnalyzeExamples = R"(Examples:
   stripesim analyze --seq-len 16 --devices 2 --tile 2x2 --layouts contiguous,permutation:configs/layouts/example-n16-N2.json
   stripesim analyze --experiment configs/analyze/default.json --format csv)";
 
-model::AnalyzeConfig resolve_config(const AnalyzeOptions& o) {
+// The configuration, and where the file's inputs came from (for errors about them).
+std::pair<model::AnalyzeConfig, model::InputOrigins> resolve_config(const AnalyzeOptions& o) {
   model::AnalyzeConfig config;
+  model::InputOrigins origins;
   // --experiment, as every other command calls its file of flags; --config is its older name.
   if (!o.config_file.empty() && !o.experiment_file.empty()) {
     throw model::InputError(fmt::format("--experiment {}, --config {}: the same file by two names; give one",
@@ -66,7 +69,21 @@ model::AnalyzeConfig resolve_config(const AnalyzeOptions& o) {
   const std::string& file = experiment ? o.experiment_file : o.config_file;
   if (!file.empty()) {
     const std::string label = (experiment ? "--experiment " : "--config ") + file;
-    config = model::analyze_config_from_json(model::read_json_file(file, label), config, label);
+    const nlohmann::json doc = model::read_json_file(file, label);
+    config = model::analyze_config_from_json(doc, config, label);
+    origins = model::InputOrigins::of_file(doc, label, [&](model::Input input) {
+      switch (input) {
+        case model::Input::seq_len: return o.seq_len_opt->count() > 0;
+        case model::Input::devices: return o.devices_opt->count() > 0;
+        case model::Input::tile: return o.tile_opt->count() > 0;
+        case model::Input::mask: return o.mask_opt->count() > 0;
+        case model::Input::layouts: return o.layouts_opt->count() > 0;
+        case model::Input::model_parallel:
+        case model::Input::hardware:
+        case model::Input::model: return true;  // not analyze's
+      }
+      return true;
+    });
   }
   if (o.seq_len_opt->count() > 0) config.seq_len = model::parse_count(o.seq_len, "--seq-len");
   if (o.devices_opt->count() > 0) config.devices = model::parse_count(o.devices, "--devices");
@@ -75,7 +92,7 @@ model::AnalyzeConfig resolve_config(const AnalyzeOptions& o) {
   if (o.mask_opt->count() > 0) config.mask = o.mask;
   if (o.layouts_opt->count() > 0) config.layouts = model::split_list(o.layouts, "--layouts");
   if (o.pad_documents) config.pad_documents = true;
-  return config;
+  return {config, origins};
 }
 
 }  // namespace
@@ -113,7 +130,8 @@ std::function<void()> register_analyze_command(CLI::App& app) {
   return [cmd, options] {
     if (!cmd->parsed()) return;
     const AnalyzeOptions& opts = *options;
-    const model::AnalysisPlan plan = model::plan_analysis(resolve_config(opts));
+    const auto [config, origins] = resolve_config(opts);
+    const model::AnalysisPlan plan = origins.run([&] { return model::plan_analysis(config); });
     if (parse_only()) return;
     const model::Analysis analysis = model::run_analysis(plan, opts.threads);
     const OutputFormat format = opts.format == "json" ? OutputFormat::json

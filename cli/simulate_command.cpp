@@ -10,6 +10,7 @@
 #include "rows_output.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/model/input_origins.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
@@ -198,16 +199,19 @@ std::function<void()> register_simulate_command(CLI::App& app) {
     if (!cmd->parsed()) return;
     const SimulateOptions& opts = *options;
     sim::SimulateConfig config;
-    if (!opts.experiment.empty()) {
-      const std::string label = "--experiment " + opts.experiment;
-      config = sim::simulate_config_from_json(model::read_json_file(opts.experiment, label), label, config);
-    }
-    auto given = [&](const std::string& name) {
+    auto given = [&](std::string_view name) {
       for (const CLI::Option* option : opts.given) {
-        if (option->check_lname(name.substr(2)) && option->count() > 0) return true;
+        if (option->check_lname(std::string(name.substr(2))) && option->count() > 0) return true;
       }
       return false;
     };
+    model::InputOrigins origins;  // the file's inputs no flag overrides, for errors about them
+    if (!opts.experiment.empty()) {
+      const std::string label = "--experiment " + opts.experiment;
+      const nlohmann::json doc = model::read_json_file(opts.experiment, label);
+      config = sim::simulate_config_from_json(doc, label, config);
+      origins = model::InputOrigins::of_file(doc, label, [&](model::Input input) { return given(model::flag_of(input)); });
+    }
     auto count = [&](const char* flag, const std::string& text, model::Count& target) {
       if (given(flag)) target = model::parse_count(text, flag);
     };
@@ -260,9 +264,9 @@ std::function<void()> register_simulate_command(CLI::App& app) {
       throw model::InputError(fmt::format("{}: only with --format json (the {} output has no per-round records)",
                                           opts.rounds ? "--rounds" : "--summary-only", opts.format));
     }
-    sim::SimulationPlan plan = sim::plan_simulation(config, model::ConfigCatalog(config_dir()));
+    sim::SimulationPlan plan = origins.run([&] { return sim::plan_simulation(config, model::ConfigCatalog(config_dir())); });
     if (parse_only()) return;
-    const sim::Simulation result = sim::run_simulation(std::move(plan));
+    const sim::Simulation result = origins.run([&] { return sim::run_simulation(std::move(plan)); });
     // Write the trace first: if it fails, nothing has been written.
     if (!opts.trace.empty()) write_output(sim::chrome_trace(result).dump() + "\n", opts.trace);
     const bool rounds = opts.rounds || (!opts.summary_only && result.config.devices <= sim::kRoundsByDefaultUpTo);

@@ -109,6 +109,16 @@ model::BalanceSweepSpec balance_spec_from_flags(const SweepOptions& o) {
   return spec;
 }
 
+// The grid flags that give an input by another name than the one flag the libraries name it by.
+model::InputOrigins grid_flags() {
+  model::InputOrigins flags;
+  flags.add_flag(model::Input::seq_len, "--seq-lens");
+  flags.add_flag(model::Input::mask, "--masks");
+  flags.add_flag(model::Input::tile, "--tiles");
+  flags.add_flag(model::Input::model, "--models");
+  return flags;
+}
+
 // A progress bar on stderr, only when stderr is a terminal (never in logs or pipes).
 model::SweepProgress progress_bar() {
   if (::isatty(STDERR_FILENO) == 0) return {};
@@ -166,15 +176,17 @@ std::function<void()> register_sweep_command(CLI::App& app) {
     const std::string label = "--experiment " + opts.experiment;
     if (!opts.experiment.empty()) experiment = model::read_json_file(opts.experiment, label);
     const bool balance = experiment.is_object() ? experiment.value("kind", "tms") == "balance" : opts.kind == "balance";
+    // An experiment file's points name their fields; the flags' grid, its flags.
+    const model::InputOrigins flags = experiment.is_object() ? model::InputOrigins() : grid_flags();
     if (balance) {
-      model::BalanceSweepSpec spec =
-          experiment.is_object() ? model::balance_spec_from_json(experiment, label) : balance_spec_from_flags(opts);
+      model::BalanceSweepSpec spec = experiment.is_object() ? model::balance_spec_from_json(experiment, label)
+                                                            : flags.run([&] { return balance_spec_from_flags(opts); });
       spec.tiling = tiling = tiling_flag.value_or(spec.tiling);
       if (parse_only()) {
-        model::check_balance_sweep(spec);
+        flags.run([&] { model::check_balance_sweep(spec); });
         return;
       }
-      rows = model::run_balance_sweep(spec, progress_bar(), opts.threads);
+      rows = flags.run([&] { return model::run_balance_sweep(spec, progress_bar(), opts.threads); });
       description = spec.description;
       schema = model::kBalanceSchema;
     } else if (sim::is_step_sweep(experiment)) {
@@ -192,15 +204,15 @@ std::function<void()> register_sweep_command(CLI::App& app) {
       rows = sim::run_step_sweep(spec, catalog);
       description = spec.grid.description;
     } else {
-      model::SweepSpec spec =
-          experiment.is_object() ? model::sweep_spec_from_json(experiment, label) : spec_from_flags(opts);
+      model::SweepSpec spec = experiment.is_object() ? model::sweep_spec_from_json(experiment, label)
+                                                     : flags.run([&] { return spec_from_flags(opts); });
       spec.tiling = tiling = tiling_flag.value_or(spec.tiling);
       const model::ConfigCatalog catalog(config_dir());
       if (parse_only()) {
-        model::check_sweep(spec, catalog);
+        flags.run([&] { model::check_sweep(spec, catalog); });
         return;
       }
-      rows = model::run_sweep(spec, catalog, progress_bar(), opts.threads);
+      rows = flags.run([&] { return model::run_sweep(spec, catalog, progress_bar(), opts.threads); });
       description = spec.description;
     }
     std::string text;

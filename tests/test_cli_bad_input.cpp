@@ -23,6 +23,8 @@ std::vector<BadInput> bad_inputs() {
        "--experiment a.json, --config b.json: the same file by two names; give one"},
       {"experiment_unknown_tiling", "--experiment " + data("bad_tiling_config.json"),
        "bad_tiling_config.json field \"tiling\" 'diagonal': unknown tiling, expected fixed or varlen"},
+      {"experiment_bad_tile", "--experiment " + data("analyze_bad_tile_config.json"),
+       "analyze_bad_tile_config.json field \"tile\" = '12x': expected TQxTK, e.g. 2048x4096"},
       {"unknown_layout", "--layouts contiguous,diagonal", "--layouts 'diagonal': unknown layout"},
       {"misspelt_layout", "--layouts contiguous,zigzg", "--layouts 'zigzg': unknown layout (did you mean 'zigzag'?)"},
       {"misspelt_flag", "--device 8", "--device: unknown option of analyze (did you mean '--devices'?)"},

@@ -167,6 +167,12 @@ INSTANTIATE_TEST_SUITE_P(
     Table, CliSimulateBadInput,
     ::testing::Values(
         BadInput{"one_buffer", "simulate --kv-buffers 1", "--kv-buffers 1: must be at least 2"},
+        // What the file gives is named at its field; what a flag overrides, by the flag.
+        BadInput{"experiment_misspelt_layout", "simulate --experiment " + data("simulate_misspelt_layout.json"),
+                 "simulate_misspelt_layout.json field \"layouts[1]\" = 'zigzg': unknown layout (did you mean 'zigzag'?)"},
+        BadInput{"experiment_layout_overridden", "simulate --experiment " + data("simulate_misspelt_layout.json") +
+                                                     " --layouts striped -n 1001",
+                 "--seq-len 1001: layout striped needs it divisible by N = 4"},
         BadInput{"unknown_cp", "simulate --cp rings", "--cp 'rings': expected ring, allgather[:G], ulysses or hybrid:UxR"},
         BadInput{"hybrid_not_the_group", "simulate --cp hybrid:3x3", "--cp 'hybrid:3x3': U x R = 9 must be the 8 devices"},
         BadInput{"ulysses_heads_do_not_divide", "simulate --cp ulysses --heads 12",

@@ -177,7 +177,15 @@ INSTANTIATE_TEST_SUITE_P(
                  "unknown field \"devices\""},
         BadInput{"sweep_bad_seq_len", "sweep --seq-lens 16k,abc", "--seq-lens 'abc'"},
         BadInput{"balance_bad_kind", "sweep --kind imbalance", "--kind: imbalance not in {tms,balance}"},
-        BadInput{"balance_bad_mask", "sweep --kind balance --masks diagonal", "--mask 'diagonal': unknown mask"},
+        // The grid's flags name what they gave, the experiment's points the field.
+        BadInput{"balance_bad_mask", "sweep --kind balance --masks diagonal", "--masks 'diagonal': unknown mask"},
+        BadInput{"balance_seq_len_not_divisible", "sweep --kind balance --seq-lens 1001 --devices 4",
+                 "--seq-lens 1001: layout contiguous needs it divisible by N = 4"},
+        BadInput{"sweep_point_not_divisible", "sweep --experiment " + data("sweep_point_not_divisible.json"),
+                 "sweep_point_not_divisible.json field \"groups[0].seq_lens[1]\" = 1001: layout contiguous needs it divisible by "
+                 "N = 4"},
+        BadInput{"balance_point_bad_mask", "sweep --experiment " + data("balance_point_bad_mask.json"),
+                 "balance_point_bad_mask.json field \"groups[0].masks[1]\" = window:0: the window must be at least 1 token"},
         BadInput{"balance_experiment_fields", "sweep --experiment " + data("bad_balance_experiment.json"),
                  "unknown field \"mask\""},
         BadInput{"tms_unknown_tiling", "tms --tiling diagonal", "--tiling 'diagonal': unknown tiling, expected fixed or varlen"},

@@ -19,7 +19,7 @@ AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig 
   f.allow_only({"description", "seq_len", "devices", "tile", "tiling", "layouts", "mask", "pad_documents"});
   base.seq_len = f.positive_count_or("seq_len", base.seq_len);
   base.devices = f.positive_count_or("devices", base.devices);
-  if (f.has("tile")) base.tile = parse_tile_shape(f.string("tile"));
+  if (f.has("tile")) base.tile = f.parsed("tile", parse_tile_shape);
   if (f.has("tiling")) base.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
   base.mask = f.string_or("mask", base.mask);
   base.layouts = f.string_list_or("layouts", base.layouts);
@@ -29,11 +29,11 @@ AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig 
 }
 
 AnalysisPlan plan_analysis(const AnalyzeConfig& config) {
-  if (config.layouts.empty()) throw InputError("--layouts: needs at least one layout");
+  if (config.layouts.empty()) throw InputError(Input::layouts, "", "needs at least one layout");
   // Three N x N matrices per layout are kept and printed: beyond this they need gigabytes.
   if (config.devices < 1 || config.devices > kMaxAnalyzeDevices) {
-    throw InputError(fmt::format("--devices {}: must be between 1 and {} (analyze keeps N x N matrices per layout)",
-                                 config.devices, kMaxAnalyzeDevices));
+    throw InputError(Input::devices, std::to_string(config.devices),
+                     fmt::format("must be between 1 and {} (analyze keeps N x N matrices per layout)", kMaxAnalyzeDevices));
   }
   // Build (and so validate) the mask and every layout before the first count.
   AnalysisPlan plan{config, parse_mask(config.mask, config.seq_len), config.seq_len, 0, {}};

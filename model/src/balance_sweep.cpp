@@ -35,6 +35,7 @@ BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::st
   f.allow_only({"kind", "description", "tiling", "groups"});
   if (f.string("kind") != "balance") throw InputError(fmt::format("{}: expected \"balance\"", f.where("kind")));
   BalanceSweepSpec spec;
+  spec.label = label;
   spec.description = f.string_or("description", "");
   if (f.has("tiling")) spec.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
   const auto& groups = f.raw("groups");
@@ -49,7 +50,12 @@ BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::st
     if (group.masks.empty()) throw InputError(fmt::format("{}: expected a non-empty array", g.where("masks")));
     if (g.has("tiles")) {
       group.tiles.clear();
-      for (const auto& tile : g.string_list_or("tiles", {})) group.tiles.push_back(parse_tile_shape(tile));
+      const std::vector<std::string> tiles = g.string_list_or("tiles", {});
+      for (size_t t = 0; t < tiles.size(); ++t) {
+        InputOrigins origins(g.label());
+        origins.add(Input::tile, fmt::format("tiles[{}]", t));
+        group.tiles.push_back(origins.run([&] { return parse_tile_shape(tiles[t]); }));
+      }
     }
     group.layouts = g.string_list_or("layouts", group.layouts);
     group.pad_documents = g.boolean_or("pad_documents", group.pad_documents);
@@ -68,14 +74,27 @@ Count count_points(const BalanceSweepSpec& spec) {
 
 namespace {
 
-// Calls visit(seq_len, devices, mask, tile, config) for every point of the grid, in order.
+// Calls visit(seq_len, devices, mask, tile, config) for every point of the grid, in order, an
+// error about one of the point's inputs named at its field of the file.
 template <typename Visit>
 void for_each_point(const BalanceSweepSpec& spec, Visit visit) {
-  for (const auto& g : spec.groups) {
-    for (const Count seq_len : g.seq_lens) {
-      for (const Count devices : g.devices) {
-        for (const auto& mask : g.masks) {
-          for (const TileShape tile : g.tiles) {
+  for (size_t group = 0; group < spec.groups.size(); ++group) {
+    const BalanceGroup& g = spec.groups[group];
+    const auto at = [&](const char* field, size_t i) { return fmt::format("groups[{}].{}[{}]", group, field, i); };
+    for (size_t s = 0; s < g.seq_lens.size(); ++s) {
+      const Count seq_len = g.seq_lens[s];
+      for (size_t d = 0; d < g.devices.size(); ++d) {
+        const Count devices = g.devices[d];
+        for (size_t m = 0; m < g.masks.size(); ++m) {
+          const std::string& mask = g.masks[m];
+          for (size_t t = 0; t < g.tiles.size(); ++t) {
+            const TileShape tile = g.tiles[t];
+            InputOrigins origins(spec.label);
+            origins.add(Input::seq_len, at("seq_lens", s));
+            origins.add(Input::devices, at("devices", d));
+            origins.add(Input::mask, at("masks", m));
+            origins.add(Input::tile, at("tiles", t));
+            origins.add_list(Input::layouts, fmt::format("groups[{}].layouts", group), g.layouts);
             AnalyzeConfig config;
             config.layouts.clear();
             config.seq_len = seq_len;
@@ -89,7 +108,7 @@ void for_each_point(const BalanceSweepSpec& spec, Visit visit) {
               if (documents || !layout.starts_with("doc-")) config.layouts.push_back(layout);
             }
             config.pad_documents = g.pad_documents && documents;
-            visit(seq_len, devices, mask, tile, config);
+            origins.run([&] { visit(seq_len, devices, mask, tile, config); });
           }
         }
       }

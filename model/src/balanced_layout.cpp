@@ -834,9 +834,9 @@ constexpr Count kMovesTried = 4096;
 
 BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk, Tiling tiling) {
   const Count n = mask.seq_len();
-  if (devices < 1) throw InputError(fmt::format("--devices {}: must be at least 1", devices));
+  if (devices < 1) throw InputError(Input::devices, std::to_string(devices), "must be at least 1");
   require_seq_len_divisible(n, devices, "balanced", "N");
-  if (chunk < 0) throw InputError(fmt::format("--layouts balanced:{}: the chunk must be at least 1 token", chunk));
+  if (chunk < 0) throw InputError(Input::layouts, fmt::format("balanced:{}", chunk), "the chunk must be at least 1 token");
   const Count c = n / devices;
   Pricing pricing(mask, tile, tiling);
   // Blocks of lcm(TQ, TK) keep query and key tiles whole; a block longer than a device's share

@@ -23,15 +23,16 @@ std::vector<std::string> all_names(const HardwareProfile& h) {
 // Loads every file of `root/kind` and returns the first whose stem, name or alias matches, case
 // aside ("H100", "llama3-8B"); an unknown name is answered with the nearest known one.
 template <typename Config, typename Parse>
-Config find(const std::string& root, const std::string& kind, const std::string& flag, const std::string& wanted,
-            Parse parse) {
+Config find(const std::string& root, const std::string& kind, Input input, const std::string& wanted, Parse parse) {
+  const std::string flag(flag_of(input));
   if (is_config_path(wanted)) return parse(read_json_file(wanted, flag + " " + wanted), flag + " " + wanted);
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(root) / kind;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    throw InputError(fmt::format("{} '{}': configuration folder '{}' does not exist (set STRIPESIM_CONFIG_DIR)", flag,
-                                 wanted, dir.string()));
+    throw InputError(input, wanted,
+                     fmt::format("configuration folder '{}' does not exist (set STRIPESIM_CONFIG_DIR)", dir.string()),
+                     Shown::quoted);
   }
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -49,8 +50,9 @@ Config find(const std::string& root, const std::string& kind, const std::string&
   }
   std::string known;
   for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
-  throw InputError(fmt::format("{} '{}': unknown{}, expected one of {} or a path to a JSON file", flag, wanted,
-                               did_you_mean(wanted, every_name), known));
+  throw InputError(input, wanted,
+                   fmt::format("unknown{}, expected one of {} or a path to a JSON file", did_you_mean(wanted, every_name), known),
+                   Shown::quoted);
 }
 
 }  // namespace
@@ -58,11 +60,11 @@ Config find(const std::string& root, const std::string& kind, const std::string&
 bool is_config_path(std::string_view text) { return text.find('/') != std::string_view::npos || text.ends_with(".json"); }
 
 TransformerModel ConfigCatalog::model(const std::string& name_or_path) const {
-  return find<TransformerModel>(root_, "models", "--model", name_or_path, transformer_model_from_json);
+  return find<TransformerModel>(root_, "models", Input::model, name_or_path, transformer_model_from_json);
 }
 
 HardwareProfile ConfigCatalog::hardware(const std::string& name_or_path) const {
-  return find<HardwareProfile>(root_, "hardware", "--hardware", name_or_path, hardware_profile_from_json);
+  return find<HardwareProfile>(root_, "hardware", Input::hardware, name_or_path, hardware_profile_from_json);
 }
 
 }  // namespace stripesim::model

@@ -12,7 +12,7 @@ namespace {
 
 void require_documents(const Mask& mask, const char* layout) {
   if (mask.kind() != MaskKind::documents) {
-    throw InputError(fmt::format("--layouts {}: needs a documents mask (--mask documents:...)", layout));
+    throw InputError(Input::layouts, layout, "needs a documents mask (--mask documents:...)");
   }
 }
 
@@ -20,9 +20,10 @@ void require_lengths_divisible(const Mask& mask, Count multiple, const char* lay
   const auto& lengths = mask.document_lengths();
   for (size_t j = 0; j < lengths.size(); ++j) {
     if (lengths[j] % multiple != 0) {
-      throw InputError(fmt::format("--layouts {}: document {} has length {}, not divisible by {} = {} "
-                                   "(add --pad-documents to pad every document)",
-                                   layout, j, lengths[j], what, multiple));
+      throw InputError(Input::layouts, layout,
+                       fmt::format("document {} has length {}, not divisible by {} = {} (add --pad-documents to pad every "
+                                   "document)",
+                                   j, lengths[j], what, multiple));
     }
   }
 }
@@ -62,7 +63,7 @@ std::vector<Count> pad_document_lengths(const std::vector<Count>& lengths, Count
 
 PaddedDocuments pad_documents(const Mask& mask, Count devices) {
   if (mask.kind() != MaskKind::documents) throw InputError("--pad-documents: needs a documents mask");
-  if (devices < 1) throw InputError(fmt::format("--devices {}: must be at least 1", devices));
+  if (devices < 1) throw InputError(Input::devices, std::to_string(devices), "must be at least 1");
   const auto padded = pad_document_lengths(mask.document_lengths(), 2 * devices);
   const Count padded_len = std::accumulate(padded.begin(), padded.end(), Count{0});
   if (padded_len > kMaxSeqLen) throw InputError("--pad-documents: the padded sequence exceeds 2^31 tokens");

@@ -43,51 +43,53 @@ bool is_length_distribution(std::string_view spec) {
 }
 
 std::vector<Count> draw_document_lengths(std::string_view spec, Count seq_len) {
-  const std::string what = fmt::format("--mask documents:{}", spec);
+  const std::string mask = fmt::format("documents:{}", spec);
+  const auto fail = [&](const std::string& why) { return InputError(Input::mask, mask, why); };
+  const auto part = [&](const char* name) { return InputName(Input::mask, mask + " " + name); };
   std::vector<std::string> parts = split(spec, ':');
   std::uint64_t seed = 1;
   if (parts.size() > 1 && parts.back().starts_with("seed=")) {
-    seed = static_cast<std::uint64_t>(parse_count(parts.back().substr(5), what + " seed"));
+    seed = static_cast<std::uint64_t>(parse_count(parts.back().substr(5), part("seed")));
     parts.pop_back();
   }
   const std::string& kind = parts.front();
   const auto expect = [&](size_t count, const char* form) {
-    if (parts.size() != count) throw InputError(fmt::format("{}: expected {}", what, form));
+    if (parts.size() != count) throw fail(fmt::format("expected {}", form));
   };
   Random random(seed);
   std::function<Count()> draw;
   if (kind == "fixed") {
     expect(2, "fixed:L");
-    const Count length = parse_count(parts[1], what + " length");
-    if (length < 1) throw InputError(fmt::format("{}: the length must be at least 1", what));
+    const Count length = parse_count(parts[1], part("length"));
+    if (length < 1) throw fail("the length must be at least 1");
     draw = [length] { return length; };
   } else if (kind == "uniform") {
     expect(2, "uniform:A-B");
     const auto range = split(parts[1], '-');
-    if (range.size() != 2) throw InputError(fmt::format("{}: expected uniform:A-B", what));
-    const Count lo = parse_count(range[0], what + " lower bound");
-    const Count hi = parse_count(range[1], what + " upper bound");
-    if (lo < 1 || hi < lo) throw InputError(fmt::format("{}: needs 1 <= A <= B", what));
+    if (range.size() != 2) throw fail("expected uniform:A-B");
+    const Count lo = parse_count(range[0], part("lower bound"));
+    const Count hi = parse_count(range[1], part("upper bound"));
+    if (lo < 1 || hi < lo) throw fail("needs 1 <= A <= B");
     draw = [&random, lo, hi] { return lo + static_cast<Count>(random.next() % static_cast<std::uint64_t>(hi - lo + 1)); };
   } else if (kind == "lognormal") {
     expect(3, "lognormal:MEAN:SIGMA");
-    const double mean = static_cast<double>(parse_count(parts[1], what + " mean"));
-    const double sigma = parse_number(parts[2], what + " sigma");
-    if (mean < 1 || sigma < 0 || sigma > 5) throw InputError(fmt::format("{}: needs MEAN >= 1 and 0 <= SIGMA <= 5", what));
+    const double mean = static_cast<double>(parse_count(parts[1], part("mean")));
+    const double sigma = parse_number(parts[2], part("sigma"));
+    if (mean < 1 || sigma < 0 || sigma > 5) throw fail("needs MEAN >= 1 and 0 <= SIGMA <= 5");
     draw = [&random, mean, sigma] { return lognormal_draw(random, mean, sigma); };
   } else if (kind == "longtail") {
     expect(4, "longtail:SHORT:LONG:P");
-    const double short_mean = static_cast<double>(parse_count(parts[1], what + " short mean"));
-    const double long_mean = static_cast<double>(parse_count(parts[2], what + " long mean"));
-    const double p = parse_number(parts[3], what + " probability");
+    const double short_mean = static_cast<double>(parse_count(parts[1], part("short mean")));
+    const double long_mean = static_cast<double>(parse_count(parts[2], part("long mean")));
+    const double p = parse_number(parts[3], part("probability"));
     if (short_mean < 1 || long_mean < 1 || p < 0 || p > 1) {
-      throw InputError(fmt::format("{}: needs SHORT, LONG >= 1 and 0 <= P <= 1", what));
+      throw fail("needs SHORT, LONG >= 1 and 0 <= P <= 1");
     }
     draw = [&random, short_mean, long_mean, p] {
       return lognormal_draw(random, random.uniform() < p ? long_mean : short_mean, 1.0);
     };
   } else {
-    throw InputError(fmt::format("{}: unknown distribution, expected fixed, uniform, lognormal or longtail", what));
+    throw fail("unknown distribution, expected fixed, uniform, lognormal or longtail");
   }
   std::vector<Count> lengths;
   for (Count left = seq_len; left > 0;) {

@@ -5,15 +5,20 @@
 #include "stripesim/model/input_error.hpp"
 
 namespace stripesim::model {
+
+void require_devices(Count devices) {
+  if (devices < 1 || devices > kMaxDevices) {
+    throw InputError(Input::devices, std::to_string(devices), fmt::format("must be between 1 and {}", kMaxDevices));
+  }
+}
+
 namespace {
 
 void require_sizes(Count seq_len, Count devices) {
-  if (devices < 1 || devices > kMaxDevices) {
-    throw InputError(fmt::format("--devices {}: must be between 1 and {}", devices, kMaxDevices));
-  }
+  require_devices(devices);
   if (seq_len < 1 || seq_len > kMaxSeqLen) {
-    throw InputError(fmt::format("--seq-len {}: must be between 1 and 2^31 = {} so that every pair count fits in 64 bits",
-                                 seq_len, kMaxSeqLen));
+    throw InputError(Input::seq_len, std::to_string(seq_len),
+                     fmt::format("must be between 1 and 2^31 = {} so that every pair count fits in 64 bits", kMaxSeqLen));
   }
 }
 
@@ -34,8 +39,8 @@ void require_seq_len_divisible(Count seq_len, Count divisor, std::string_view la
   } else {
     nearest = fmt::format("the nearest such length is {}", below);
   }
-  throw InputError(fmt::format("--seq-len {}: layout {} needs it divisible by {} = {}; {}", seq_len, layout, what,
-                               divisor, nearest));
+  throw InputError(Input::seq_len, std::to_string(seq_len),
+                   fmt::format("layout {} needs it divisible by {} = {}; {}", layout, what, divisor, nearest));
 }
 
 Layout::Layout(LayoutKind kind, std::string name, Count seq_len, Count devices, Count stripe)
@@ -62,12 +67,12 @@ Layout Layout::zigzag(Count seq_len, Count devices) {
 
 Layout Layout::block_striped(Count seq_len, Count devices, Count stripe) {
   require_sizes(seq_len, devices);
-  if (stripe < 1) throw InputError(fmt::format("--layouts block-striped:{}: the stripe width must be at least 1", stripe));
+  const std::string spec = fmt::format("block-striped:{}", stripe);
+  if (stripe < 1) throw InputError(Input::layouts, spec, "the stripe width must be at least 1");
   if (stripe > seq_len / devices) {
-    throw InputError(fmt::format("--layouts block-striped:{}: the stripe width must be at most n/N = {}", stripe,
-                                 seq_len / devices));
+    throw InputError(Input::layouts, spec, fmt::format("the stripe width must be at most n/N = {}", seq_len / devices));
   }
-  require_seq_len_divisible(seq_len, stripe * devices, fmt::format("block-striped:{}", stripe), "s*N");
+  require_seq_len_divisible(seq_len, stripe * devices, spec, "s*N");
   return Layout(LayoutKind::block_striped, fmt::format("block-striped:{}", stripe), seq_len, devices, stripe);
 }
 

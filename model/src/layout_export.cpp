@@ -41,9 +41,8 @@ LayoutExport plan_layout_export(const AnalyzeConfig& config) {
     try {
       return plan_analysis(config);
     } catch (const InputError& e) {
-      const std::string_view message = e.what();
-      if (!message.starts_with("--layouts ")) throw;
-      throw InputError("--layout " + std::string(message.substr(std::string_view("--layouts ").size())));
+      if (e.input() != Input::layouts) throw;
+      throw e.renamed("--layout");
     }
   };
   LayoutExport exported{plan(), {}};

@@ -13,13 +13,13 @@
 
 namespace stripesim::model {
 
-std::vector<std::string> split_list(std::string_view text, std::string_view what) {
+std::vector<std::string> split_list(std::string_view text, const InputName& what) {
   std::vector<std::string> items;
   size_t start = 0;
   while (true) {
     const size_t comma = text.find(',', start);
     const std::string_view item = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
-    if (item.empty()) throw InputError(fmt::format("{} '{}': empty item in a comma-separated list", what, text));
+    if (item.empty()) throw what.error(text, "empty item in a comma-separated list", Shown::quoted);
     items.emplace_back(item);
     if (comma == std::string_view::npos) break;
     start = comma + 1;
@@ -41,21 +41,19 @@ Layout parse_layout(std::string_view typed, Count seq_len, Count devices, const 
   if (spec == "contiguous") return Layout::contiguous(seq_len, devices);
   if (spec == "doc-zigzag" || spec == "doc-striped" || spec == "balanced" || spec.starts_with("balanced:") ||
       spec == "ptrr" || spec.starts_with("ptrr:")) {
-    if (devices < 1 || devices > kMaxDevices) {
-      throw InputError(fmt::format("--devices {}: must be between 1 and {}", devices, kMaxDevices));
-    }
+    require_devices(devices);
     const Mask causal = Mask::causal(seq_len);
     const Mask& mask = context.mask != nullptr ? *context.mask : causal;
     if (spec == "doc-zigzag") return doc_zigzag_layout(mask, devices);
     if (spec == "doc-striped") return doc_striped_layout(mask, devices);
     if (spec.starts_with("ptrr")) {
-      const Count block = spec == "ptrr" ? context.tile.query : parse_count(spec.substr(5), "--layouts ptrr:BLOCK block size");
+      const Count block = spec == "ptrr" ? context.tile.query : parse_count(spec.substr(5), InputName(Input::layouts, "ptrr:BLOCK block size"));
       return ptrr_layout(mask, devices, block);
     }
     Count slot = 0;
     if (spec.starts_with("balanced:")) {
-      slot = parse_count(spec.substr(9), "--layouts balanced:CHUNK chunk size");
-      if (slot < 1) throw InputError(fmt::format("--layouts '{}': the chunk must be at least 1 token", spec));
+      slot = parse_count(spec.substr(9), InputName(Input::layouts, "balanced:CHUNK chunk size"));
+      if (slot < 1) throw InputError(Input::layouts, std::string(spec), "the chunk must be at least 1 token", Shown::quoted);
     }
     return balanced_layout(mask, devices, context.tile, slot, context.tiling).layout;
   }
@@ -63,16 +61,17 @@ Layout parse_layout(std::string_view typed, Count seq_len, Count devices, const 
   if (spec == "zigzag") return Layout::zigzag(seq_len, devices);
   constexpr std::string_view kBlockStriped = "block-striped:";
   if (spec.starts_with(kBlockStriped)) {
-    const Count stripe = parse_count(spec.substr(kBlockStriped.size()), "layout block-striped:S stripe width");
+    const Count stripe = parse_count(spec.substr(kBlockStriped.size()), InputName(Input::layouts, "block-striped:S stripe width"));
     return Layout::block_striped(seq_len, devices, stripe);
   }
   if (const std::string file = layout_file(spec); !file.empty()) return load_permutation_file(file, seq_len, devices);
-  throw InputError(fmt::format(
-      "--layouts '{}': unknown layout{}, expected contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
-      "doc-zigzag, doc-striped, balanced or ptrr",
-      typed,
-      did_you_mean(typed.substr(0, colon), {"contiguous", "striped", "zigzag", "block-striped", "permutation", "doc-zigzag",
-                                           "doc-striped", "balanced", "ptrr"})));
+  throw InputError(Input::layouts, std::string(typed),
+                   fmt::format("unknown layout{}, expected contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
+                               "doc-zigzag, doc-striped, balanced or ptrr",
+                               did_you_mean(typed.substr(0, colon), {"contiguous", "striped", "zigzag", "block-striped",
+                                                                     "permutation", "doc-zigzag", "doc-striped", "balanced",
+                                                                     "ptrr"})),
+                   Shown::quoted);
 }
 
 namespace {

@@ -19,7 +19,7 @@ Mask Mask::causal(Count seq_len) { return Mask(MaskKind::causal, seq_len); }
 Mask Mask::bidirectional(Count seq_len) { return Mask(MaskKind::bidirectional, seq_len); }
 
 Mask Mask::window(Count seq_len, Count width) {
-  if (width < 1) throw InputError(fmt::format("--mask window:{}: the window must be at least 1 token", width));
+  if (width < 1) throw InputError(Input::mask, fmt::format("window:{}", width), "the window must be at least 1 token");
   Mask mask(MaskKind::window, seq_len);
   mask.window_ = width;
   // A window wider than the sequence is the causal mask; clamping keeps q - W far from overflow.
@@ -28,24 +28,23 @@ Mask Mask::window(Count seq_len, Count width) {
 }
 
 Mask Mask::documents(Count seq_len, std::vector<Count> lengths) {
-  if (lengths.empty()) throw InputError("--mask documents: needs at least one document length");
+  const auto fail = [](const std::string& why) { return InputError(Input::mask, "documents", why); };
+  if (lengths.empty()) throw fail("needs at least one document length");
   Mask mask(MaskKind::documents, seq_len);
   mask.starts_.reserve(lengths.size() + 1);
   Count sum = 0;
   for (size_t j = 0; j < lengths.size(); ++j) {
     if (lengths[j] < 1) {
-      throw InputError(fmt::format("--mask documents: document {} has length {}, every length must be at least 1", j,
-                                   lengths[j]));
+      throw fail(fmt::format("document {} has length {}, every length must be at least 1", j, lengths[j]));
     }
     mask.starts_.push_back(sum);
     if (lengths[j] > seq_len - sum) {
-      throw InputError(fmt::format("--mask documents: the lengths add up to more than --seq-len {}", seq_len));
+      throw fail(fmt::format("the lengths add up to more than --seq-len {}", seq_len));
     }
     sum += lengths[j];
   }
   if (sum != seq_len) {
-    throw InputError(fmt::format("--mask documents: the lengths add up to {}, they must add up to --seq-len {}", sum,
-                                 seq_len));
+    throw fail(fmt::format("the lengths add up to {}, they must add up to --seq-len {}", sum, seq_len));
   }
   mask.starts_.push_back(seq_len);
   mask.lengths_ = std::move(lengths);
@@ -136,25 +135,25 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
   constexpr std::string_view kDocuments = "documents:";
   if (spec.starts_with(kWindow)) {
     const std::string_view width = spec.substr(kWindow.size());
-    if (width.starts_with('-')) throw InputError(fmt::format("--mask '{}': the window must be at least 1 token", spec));
-    return Mask::window(seq_len, parse_count(width, "--mask window:W width"));
+    if (width.starts_with('-')) throw InputError(Input::mask, std::string(spec), "the window must be at least 1 token", Shown::quoted);
+    return Mask::window(seq_len, parse_count(width, InputName(Input::mask, "window:W width")));
   }
   if (spec.starts_with(kDocuments) && spec.size() > kDocuments.size()) {
     const std::string_view rest = spec.substr(kDocuments.size());
     if (is_length_distribution(rest)) return Mask::documents(seq_len, draw_document_lengths(rest, seq_len));
     if (looks_like_length_list(rest)) {
       std::vector<Count> lengths;
-      for (const auto& item : split_list(rest, "--mask documents")) {
-        lengths.push_back(parse_count(item, "--mask documents length"));
+      for (const auto& item : split_list(rest, InputName(Input::mask, "documents"))) {
+        lengths.push_back(parse_count(item, InputName(Input::mask, "documents length")));
       }
       return Mask::documents(seq_len, std::move(lengths));
     }
     return Mask::documents(seq_len, read_document_lengths(mask_file(spec)));
   }
-  throw InputError(fmt::format(
-      "--mask '{}': unknown mask, expected causal, bidirectional, window:W, documents:L1,L2,..., documents:FILE or "
-      "documents:DISTRIBUTION",
-      spec));
+  throw InputError(Input::mask, std::string(spec),
+                   "unknown mask, expected causal, bidirectional, window:W, documents:L1,L2,..., documents:FILE or "
+                   "documents:DISTRIBUTION",
+                   Shown::quoted);
 }
 
 }  // namespace stripesim::model

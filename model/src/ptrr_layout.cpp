@@ -15,8 +15,8 @@ Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count b
 
 Layout ptrr_layout(const Mask& mask, Count devices, Count block) {
   const Count n = mask.seq_len();
-  if (block < 1) throw InputError(fmt::format("--layouts ptrr:{}: the block must be at least 1 token", block));
-  if (devices < 1) throw InputError(fmt::format("--devices {}: must be at least 1", devices));
+  if (block < 1) throw InputError(Input::layouts, fmt::format("ptrr:{}", block), "the block must be at least 1 token");
+  if (devices < 1) throw InputError(Input::devices, std::to_string(devices), "must be at least 1");
   require_seq_len_divisible(n, devices, "ptrr", "N");
   const Count c = n / devices;
   // When B does not divide n / N, the sequence's last N x (n / N mod B) tokens are cut into one

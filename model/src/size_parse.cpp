@@ -9,10 +9,8 @@
 
 namespace stripesim::model {
 
-Count parse_count(std::string_view text, std::string_view what) {
-  auto fail = [&](std::string_view why) -> InputError {
-    return InputError(fmt::format("{} '{}': {}", what, text, why));
-  };
+Count parse_count(std::string_view text, const InputName& what) {
+  auto fail = [&](std::string_view why) -> InputError { return what.error(text, why, Shown::quoted); };
   if (text.empty()) throw fail("expected a non-negative integer, optionally with a k, M or G suffix");
   Count multiplier = 1;
   std::string_view digits = text;
@@ -35,11 +33,11 @@ Count parse_count(std::string_view text, std::string_view what) {
   return value * multiplier;
 }
 
-double parse_number(std::string_view text, std::string_view what) {
+double parse_number(std::string_view text, const InputName& what) {
   double value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-    throw InputError(fmt::format("{} '{}': expected a number", what, text));
+    throw what.error(text, "expected a number", Shown::quoted);
   }
   return value;
 }

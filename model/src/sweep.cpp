@@ -53,7 +53,12 @@ SweepGroup group_from_json(const nlohmann::json& doc, const std::string& label) 
   if (f.has("tiles")) {
     g.tiles = list_field<std::optional<TileShape>>(f, "tiles", [](const nlohmann::json& item, const std::string& where) {
       const std::string text = as_string(item, where);
-      return text == "default" ? std::nullopt : std::optional<TileShape>(parse_tile_shape(text));
+      if (text == "default") return std::optional<TileShape>();
+      try {
+        return std::optional<TileShape>(parse_tile_shape(text));
+      } catch (const InputError& e) {
+        throw e.at(where);
+      }
     });
   }
   return g;
@@ -104,6 +109,7 @@ SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& lab
   const JsonFields f(doc, label);
   f.allow_only({"description", "convention", "pass", "recompute", "tiling", "layouts", "columns", "groups"});
   SweepSpec spec;
+  spec.label = label;
   spec.description = f.string_or("description", "");
   spec.convention = parse_flop_convention(f.string_or("convention", "paper"));
   spec.pass = parse_training_pass(f.string_or("pass", "fwdbwd"));
@@ -121,12 +127,25 @@ SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& lab
 
 std::vector<SweepPoint> expand(const SweepSpec& spec) {
   std::vector<SweepPoint> points;
-  for (const auto& g : spec.groups) {
-    for (const auto& hardware : g.hardware) {
-      for (const auto& model : g.models) {
-        for (const auto& mesh : g.meshes) {
-          for (const auto seq_len : g.seq_lens) {
-            for (const auto& tile : g.tiles) points.push_back({hardware, model, mesh, seq_len, tile});
+  for (size_t g = 0; g < spec.groups.size(); ++g) {
+    const SweepGroup& group = spec.groups[g];
+    const auto at = [&](const char* field, size_t i) { return fmt::format("groups[{}].{}[{}]", g, field, i); };
+    for (size_t h = 0; h < group.hardware.size(); ++h) {
+      for (size_t m = 0; m < group.models.size(); ++m) {
+        for (size_t mesh = 0; mesh < group.meshes.size(); ++mesh) {
+          for (size_t s = 0; s < group.seq_lens.size(); ++s) {
+            for (size_t t = 0; t < group.tiles.size(); ++t) {
+              SweepPoint point{group.hardware[h], group.models[m], group.meshes[mesh], group.seq_lens[s], group.tiles[t],
+                               InputOrigins(spec.label)};
+              point.origins.add(Input::hardware, at("hardware", h));
+              point.origins.add(Input::model, at("models", m));
+              point.origins.add(Input::model_parallel, at("meshes", mesh) + " (M of MxN)");
+              point.origins.add(Input::devices, at("meshes", mesh) + " (N of MxN)");
+              point.origins.add(Input::seq_len, at("seq_lens", s));
+              if (spec.groups[g].tiles[t]) point.origins.add(Input::tile, at("tiles", t));
+              point.origins.add_list(Input::layouts, "layouts", spec.extra_layouts);
+              points.push_back(std::move(point));
+            }
           }
         }
       }
@@ -146,8 +165,10 @@ std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vecto
   std::map<std::string, HardwareProfile> hardware;
   std::map<std::string, TransformerModel> models;
   for (const auto& p : points) {
-    if (!hardware.contains(p.hardware)) hardware.emplace(p.hardware, catalog.hardware(p.hardware));
-    if (!models.contains(p.model)) models.emplace(p.model, catalog.model(p.model));
+    p.origins.run([&] {
+      if (!hardware.contains(p.hardware)) hardware.emplace(p.hardware, catalog.hardware(p.hardware));
+      if (!models.contains(p.model)) models.emplace(p.model, catalog.model(p.model));
+    });
   }
   std::vector<TmsRequest> requests;
   requests.reserve(points.size());
@@ -175,7 +196,7 @@ void check_sweep(const SweepSpec& spec, const ConfigCatalog& catalog) {
   const std::vector<SweepPoint> points = expand(spec);
   const std::vector<TmsRequest> requests = resolve_requests(spec, points, catalog);
   for (size_t i = 0; i < points.size(); ++i) {
-    check_tms_request(requests[i]);
+    points[i].origins.run([&] { check_tms_request(requests[i]); });
     if (i == 0 && !spec.columns.empty()) {
       // The columns a row has depend on the layouts only: check them against a row of zeros.
       TmsResult zeros;
@@ -202,7 +223,8 @@ std::vector<nlohmann::ordered_json> run_sweep(const SweepSpec& spec, const Confi
   std::atomic<Count> done{0};
   std::mutex progress_mutex;
   parallel_for(points.size(), threads, [&](size_t i) {
-    rows[i] = select_columns(make_row(points[i], compute_tms(requests[i], &cache)), spec.columns);
+    const TmsResult result = points[i].origins.run([&] { return compute_tms(requests[i], &cache); });
+    rows[i] = select_columns(make_row(points[i], result), spec.columns);
     const Count finished = ++done;
     if (progress) {
       const std::lock_guard lock(progress_mutex);

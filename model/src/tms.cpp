@@ -36,11 +36,11 @@ namespace {
 
 void check_model_parallel(const TmsRequest& request) {
   if (request.model_parallel < 1) {
-    throw InputError(fmt::format("--model-parallel {}: must be at least 1", request.model_parallel));
+    throw InputError(Input::model_parallel, std::to_string(request.model_parallel), "must be at least 1");
   }
   if (request.model.heads % request.model_parallel != 0) {
-    throw InputError(fmt::format("--model-parallel {}: must divide the model's {} heads", request.model_parallel,
-                                 request.model.heads));
+    throw InputError(Input::model_parallel, std::to_string(request.model_parallel),
+                     fmt::format("must divide the model's {} heads", request.model.heads));
   }
 }
 

@@ -76,8 +76,8 @@ Bytes dtype_bytes(const std::string& dtype) {
 Count split_heads(Count heads, Count model_parallel, const char* what, bool replicate) {
   if (heads % model_parallel == 0) return heads / model_parallel;
   if (replicate && model_parallel % heads == 0) return 1;
-  throw InputError(fmt::format("--model-parallel {}: must divide the {} {}{}", model_parallel, heads, what,
-                               replicate ? " (or be a multiple of it)" : ""));
+  throw InputError(model::Input::model_parallel, std::to_string(model_parallel),
+                   fmt::format("must divide the {} {}{}", heads, what, replicate ? " (or be a multiple of it)" : ""));
 }
 
 // Scopes beyond the ring need the model's matmul shapes and the hardware's matmul rate.
@@ -185,7 +185,7 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   base.seq_len = f.positive_count_or("seq_len", base.seq_len);
   base.devices = f.positive_count_or("devices", base.devices);
   base.layouts = f.string_list_or("layouts", base.layouts);
-  if (f.has("tile")) base.tile = model::parse_tile_shape(f.string("tile"));
+  if (f.has("tile")) base.tile = f.parsed("tile", model::parse_tile_shape);
   if (f.has("tiling")) base.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
   base.kernel = f.string_or("kernel", base.kernel);
   base.mask = f.string_or("mask", base.mask);
@@ -206,7 +206,7 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
 }
 
 SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
-  if (config.layouts.empty()) throw InputError("--layouts: needs at least one layout");
+  if (config.layouts.empty()) throw InputError(model::Input::layouts, "", "needs at least one layout");
   for (const auto& [flag, value] : {std::pair{"--heads", config.heads}, {"--kv-heads", config.kv_heads},
                                     {"--head-dim", config.head_dim}, {"--batch", config.batch},
                                     {"--model-parallel", config.model_parallel}}) {
@@ -218,7 +218,8 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
   constexpr Count kMaxSimulatedDevices = 4096;
   if (config.devices < 1 || config.devices > kMaxSimulatedDevices) {
-    throw InputError(fmt::format("--devices {}: must be between 1 and {}", config.devices, kMaxSimulatedDevices));
+    throw InputError(model::Input::devices, std::to_string(config.devices),
+                     fmt::format("must be between 1 and {}", kMaxSimulatedDevices));
   }
   Simulation sim;
   sim.config = config;

@@ -147,7 +147,9 @@ void check_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& cat
     return std::ranges::find(kStepColumns, column) != kStepColumns.end();
   });
   model::check_sweep(tms_columns, catalog);
-  for (const model::SweepPoint& point : model::expand(spec.grid)) (void)plan_simulation(point_config(spec, point, {}), catalog);
+  for (const model::SweepPoint& point : model::expand(spec.grid)) {
+    point.origins.run([&] { (void)plan_simulation(point_config(spec, point, {}), catalog); });
+  }
   if (!spec.measured.empty()) (void)measured_by_point(read_measured_speedups(spec.measured), catalog);
 }
 
@@ -158,7 +160,7 @@ std::vector<nlohmann::ordered_json> run_step_sweep(const StepSweepSpec& spec, co
   std::vector<nlohmann::ordered_json> rows = model::run_sweep(all_columns(spec.grid), catalog);
   for (size_t i = 0; i < rows.size(); ++i) {
     nlohmann::ordered_json& row = rows[i];
-    const Simulation sim = run_simulation(point_config(spec, points[i], {}), catalog);
+    const Simulation sim = points[i].origins.run([&] { return run_simulation(point_config(spec, points[i], {}), catalog); });
     row[kStepColumns[0]] = sim.results[0].time_us;
     row[kStepColumns[1]] = sim.results[1].speedup_vs_contiguous;
     row[kStepColumns[2]] = sim.results[2].speedup_vs_contiguous;

@@ -54,10 +54,10 @@ void check_ring_case(const RingCase& c) {
   // accepts sizes a workstation handles; the model and simulator take the large ones.
   constexpr Count kMaxValidateTokens = Count{1} << 20;
   if (c.seq_len < 1 || c.seq_len > kMaxValidateTokens) {
-    throw InputError(fmt::format("--seq-len {}: the validator runs 1 to {} tokens", c.seq_len, kMaxValidateTokens));
+    throw InputError(model::Input::seq_len, std::to_string(c.seq_len), fmt::format("the validator runs 1 to {} tokens", kMaxValidateTokens));
   }
   if (c.devices < 1 || c.devices > 64) {
-    throw InputError(fmt::format("--devices {}: the validator runs 1 to 64 devices", c.devices));
+    throw InputError(model::Input::devices, std::to_string(c.devices), "the validator runs 1 to 64 devices");
   }
   if (c.seq_len % c.devices != 0) {
     throw InputError(fmt::format("--seq-len {} is not divisible by --devices {}", c.seq_len, c.devices));

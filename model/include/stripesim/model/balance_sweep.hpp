@@ -23,6 +23,7 @@ struct BalanceGroup {
 };
 
 struct BalanceSweepSpec {
+  std::string label;  // the file it was read from, as errors name it; empty: made in code
   std::string description;
   Tiling tiling = Tiling::fixed;  // every point's (tile_shape.hpp)
   std::vector<BalanceGroup> groups;

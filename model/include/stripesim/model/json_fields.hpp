@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stripesim/model/input_error.hpp"
 #include "stripesim/model/types.hpp"
 
 namespace stripesim::model {
@@ -33,6 +34,18 @@ class JsonFields {
   // true or false (a JSON boolean, not 0/1 or "yes").
   [[nodiscard]] bool boolean_or(const std::string& key, bool fallback) const;
   [[nodiscard]] std::vector<std::string> string_list_or(const std::string& key, std::vector<std::string> fallback) const;
+
+  // parse(the string at key); an InputError it raises by kind (parse_tile_shape's "--tile ...")
+  // names this field instead of the flag.
+  template <typename Parse>
+  [[nodiscard]] auto parsed(const std::string& key, Parse parse) const {
+    const std::string text = string(key);
+    try {
+      return parse(text);
+    } catch (const InputError& e) {
+      throw e.at(where(key));
+    }
+  }
 
   [[nodiscard]] std::string where(const std::string& key) const { return label_ + " field \"" + key + "\""; }
   [[nodiscard]] const std::string& label() const { return label_; }

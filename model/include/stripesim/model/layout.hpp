@@ -34,6 +34,8 @@ struct Placement {
 // divisible by 2N = 16; the nearest such lengths are 992 and 1008 (pad 8 tokens to reach 1008)".
 // `what` names the divisor ("N", "2N", "s*N").
 void require_seq_len_divisible(Count seq_len, Count divisor, std::string_view layout, std::string_view what);
+// Throws InputError unless 1 <= devices <= kMaxDevices.
+void require_devices(Count devices);
 
 class Layout {
  public:

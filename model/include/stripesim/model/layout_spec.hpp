@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stripesim/model/input_error.hpp"
 #include "stripesim/model/layout.hpp"
 #include "stripesim/model/mask.hpp"
 #include "stripesim/model/tile_shape.hpp"
@@ -39,7 +40,7 @@ struct LayoutContext {
 [[nodiscard]] Layout load_permutation_file(const std::string& path, Count seq_len, Count devices);
 
 // Splits "a,b,c" into its non-empty items; an empty item is an InputError naming `what`.
-[[nodiscard]] std::vector<std::string> split_list(std::string_view text, std::string_view what);
+[[nodiscard]] std::vector<std::string> split_list(std::string_view text, const InputName& what);
 // The file a layout spec reads ("permutation:FILE", the name case aside), or empty.
 [[nodiscard]] std::string layout_file(std::string_view spec);
 

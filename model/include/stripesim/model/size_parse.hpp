@@ -4,11 +4,12 @@
 // And of the real numbers in files and specs ("1.2", "-0.5", "1e3"): finite, nothing around them.
 #include <string_view>
 
+#include "stripesim/model/input_error.hpp"
 #include "stripesim/model/types.hpp"
 
 namespace stripesim::model {
 
-[[nodiscard]] Count parse_count(std::string_view text, std::string_view what);
-[[nodiscard]] double parse_number(std::string_view text, std::string_view what);
+[[nodiscard]] Count parse_count(std::string_view text, const InputName& what);
+[[nodiscard]] double parse_number(std::string_view text, const InputName& what);
 
 }  // namespace stripesim::model

@@ -9,6 +9,7 @@
 
 #include "stripesim/model/config_catalog.hpp"
 #include "stripesim/model/flop_model.hpp"
+#include "stripesim/model/input_origins.hpp"
 #include "stripesim/model/mesh.hpp"
 #include "stripesim/model/tile_shape.hpp"
 
@@ -25,6 +26,7 @@ struct SweepGroup {
 };
 
 struct SweepSpec {
+  std::string label;  // the file it was read from, as errors name it; empty: made in code
   std::string description;
   FlopConvention convention = FlopConvention::paper;
   TrainingPass pass = TrainingPass::forward_backward;
@@ -47,6 +49,7 @@ struct SweepPoint {
   Mesh mesh;
   Count seq_len = 0;
   std::optional<TileShape> tile;
+  InputOrigins origins;  // where each came from in the experiment file
 };
 
 // The groups' Cartesian products, in grid order (the order of run_sweep's rows).

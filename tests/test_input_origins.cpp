@@ -1,0 +1,91 @@
+// Errors about an input say where the user gave it: the flag by default, the field of the
+// experiment file a sweep point or a file of flags took it from, or the flag a command calls it.
+#include <gtest/gtest.h>
+
+#include "stripesim/model/input_origins.hpp"
+#include "stripesim/model/layout.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/mask.hpp"
+#include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/tile_shape.hpp"
+
+namespace stripesim::model {
+namespace {
+
+// The message of the InputError `work` throws.
+template <typename Work>
+std::string message_of(Work work) {
+  try {
+    work();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError";
+  return "";
+}
+
+TEST(InputOrigins, ErrorsByKindNameTheFlagThenWhereTheCallerSays) {
+  const InputError seq_len(Input::seq_len, "1001", "layout zigzag needs it divisible by 2N = 8");
+  EXPECT_STREQ(seq_len.what(), "--seq-len 1001: layout zigzag needs it divisible by 2N = 8");
+  EXPECT_EQ(seq_len.input(), Input::seq_len);
+  EXPECT_STREQ(seq_len.renamed("--seq-lens").what(), "--seq-lens 1001: layout zigzag needs it divisible by 2N = 8");
+  EXPECT_STREQ(seq_len.at("e.json field \"seq_len\"").what(),
+               "e.json field \"seq_len\" = 1001: layout zigzag needs it divisible by 2N = 8");
+
+  const InputError layout(Input::layouts, "zigzg", "unknown layout", Shown::quoted);
+  EXPECT_STREQ(layout.what(), "--layouts 'zigzg': unknown layout");
+  EXPECT_STREQ(layout.at("e.json field \"layouts[1]\"").what(), "e.json field \"layouts[1]\" = 'zigzg': unknown layout");
+  EXPECT_STREQ(InputError(Input::layouts, "", "needs at least one layout").at("e.json field \"layouts\"").what(),
+               "e.json field \"layouts\": needs at least one layout");
+
+  // A part of an input, as the parsers of specs raise it.
+  const InputError part = InputName(Input::mask, "window:W width").error("abc", "expected a number", Shown::quoted);
+  EXPECT_STREQ(part.what(), "--mask window:W width 'abc': expected a number");
+  EXPECT_STREQ(part.at("e.json field \"mask\"").what(), "e.json field \"mask\" window:W width = 'abc': expected a number");
+
+  // Free text is a message as it is: nothing to rename.
+  const InputError free("config.json: not valid JSON");
+  EXPECT_FALSE(free.input().has_value());
+  EXPECT_STREQ(free.at("elsewhere").what(), "config.json: not valid JSON");
+  EXPECT_STREQ(InputName("--threads").error("x", "expected a number", Shown::quoted).what(), "--threads 'x': expected a number");
+}
+
+TEST(InputOrigins, LocateNamesTheFieldAndTheListItem) {
+  InputOrigins origins("--experiment sweep.json");
+  origins.add(Input::seq_len, "groups[1].seq_lens[2]");
+  origins.add_list(Input::layouts, "groups[1].layouts", {"contiguous", "Block-Striped:16", "zigzag"});
+  EXPECT_EQ(message_of([&] { origins.run([] { (void)Layout::zigzag(1001, 4); }); }),
+            "--experiment sweep.json field \"groups[1].seq_lens[2]\" = 1001: layout zigzag needs it divisible by 2N = 8; "
+            "the nearest such lengths are 1000 and 1008 (pad 7 tokens to reach 1008)");
+  // The item is found as the parsers find layouts, case aside.
+  EXPECT_EQ(message_of([&] { origins.run([] { (void)parse_layout("block-striped:16", 64, 8, {}); }); }),
+            "--experiment sweep.json field \"groups[1].layouts[1]\" = block-striped:16: the stripe width must be at most "
+            "n/N = 8");
+  // An input the point did not take from the file keeps its flag.
+  EXPECT_EQ(message_of([&] { origins.run([] { (void)parse_mask("window:0", 64); }); }),
+            "--mask window:0: the window must be at least 1 token");
+  // A value's result comes back through run.
+  EXPECT_EQ(origins.run([] { return parse_tile_shape("64x32"); }).key, 32);
+}
+
+TEST(InputOrigins, FlagsOfOtherNamesAndFilesOfFlags) {
+  InputOrigins flags;
+  flags.add_flag(Input::tile, "--tiles");
+  EXPECT_EQ(message_of([&] { flags.run([] { (void)parse_tile_shape("12x"); }); }), "--tiles '12x': expected TQxTK, e.g. 2048x4096");
+  EXPECT_EQ(message_of([&] { flags.run([] { (void)parse_tile_shape("ax4"); }); }),
+            "--tiles query size 'a': expected a non-negative integer, optionally with a k, M or G suffix");
+
+  // A file of flags: what a flag overrides keeps the flag's name.
+  const nlohmann::json doc = {{"seq_len", "1001"}, {"devices", 4}, {"mask", "window:0"}, {"layouts", {"striped", "Zigzg"}}};
+  const InputOrigins file = InputOrigins::of_file(doc, "--experiment a.json", [](Input input) { return input == Input::mask; });
+  EXPECT_EQ(message_of([&] { file.run([] { (void)Layout::striped(1001, 4); }); }),
+            "--experiment a.json field \"seq_len\" = 1001: layout striped needs it divisible by N = 4; the nearest such "
+            "lengths are 1000 and 1004 (pad 3 tokens to reach 1004)");
+  EXPECT_EQ(message_of([&] { file.run([] { (void)parse_mask("window:0", 64); }); }),
+            "--mask window:0: the window must be at least 1 token");
+  EXPECT_TRUE(message_of([&] { file.run([] { (void)parse_layout("zigzg", 64, 4, {}); }); })
+                  .starts_with("--experiment a.json field \"layouts[1]\" = 'zigzg': unknown layout (did you mean 'zigzag'?)"));
+}
+
+}  // namespace
+}  // namespace stripesim::model
