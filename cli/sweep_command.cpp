@@ -11,6 +11,7 @@
 #include "rows_output.hpp"
 #include "stripesim/sim/step_sweep.hpp"
 #include "run_mode.hpp"
+#include "stripesim/model/grid.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
@@ -76,11 +77,14 @@ model::SweepSpec spec_from_flags(const SweepOptions& o) {
   if (!o.meshes.empty()) {
     g.meshes = parse_list<model::Mesh>(o.meshes, "--meshes", [](const std::string& s) { return model::parse_mesh(s, "--meshes"); });
   } else {
-    for (const auto& m : model::split_list(o.model_parallel, "--model-parallel")) {
-      for (const auto& n : model::split_list(o.devices, "--devices")) {
-        g.meshes.push_back({model::parse_count(m, "--model-parallel"), model::parse_count(n, "--devices")});
-      }
-    }
+    const auto model_parallel = parse_list<model::Count>(o.model_parallel, "--model-parallel",
+                                                         [](const std::string& s) { return model::parse_count(s, "--model-parallel"); });
+    const auto devices = parse_list<model::Count>(o.devices, "--devices",
+                                                  [](const std::string& s) { return model::parse_count(s, "--devices"); });
+    model::for_each_grid_point(std::array{model_parallel.size(), devices.size()}, [&](auto at) {
+      const auto [m, n] = at;
+      g.meshes.push_back({model_parallel[m], devices[n]});
+    });
   }
   g.seq_lens = parse_list<model::Count>(o.seq_lens, "--seq-lens",
                                         [](const std::string& s) { return model::parse_count(s, "--seq-lens"); });

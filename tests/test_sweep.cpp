@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "stripesim/model/grid.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/sweep.hpp"
@@ -86,6 +87,21 @@ TEST(Sweep, MeshesAndBadSpecs) {
   EXPECT_THROW(check_sweep(indivisible, catalog()), InputError);
   EXPECT_NO_THROW(check_sweep(spec(R"({"columns": ["model", "tms_zigzag"], "groups": [{"hardware": ["a100"], "models": ["1b"], "meshes": ["1x2"], "seq_lens": [8192]}]})"), catalog()));
   EXPECT_NO_THROW(check_sweep(paper_grid(), catalog()));
+}
+
+TEST(Grid, EveryPointOnceLastAxisFastest) {
+  std::vector<std::array<size_t, 3>> seen;
+  for_each_grid_point(std::array<size_t, 3>{2, 1, 3}, [&](auto at) { seen.push_back(at); });
+  const std::vector<std::array<size_t, 3>> expected{{0, 0, 0}, {0, 0, 1}, {0, 0, 2}, {1, 0, 0}, {1, 0, 1}, {1, 0, 2}};
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(grid_points(std::array<size_t, 3>{2, 1, 3}), 6u);
+  // An empty axis has no point; no axis, the one empty tuple.
+  int visits = 0;
+  for_each_grid_point(std::array<size_t, 2>{4, 0}, [&](auto) { ++visits; });
+  EXPECT_EQ(visits, 0);
+  EXPECT_EQ(grid_points(std::array<size_t, 2>{4, 0}), 0u);
+  for_each_grid_point(std::array<size_t, 0>{}, [&](auto) { ++visits; });
+  EXPECT_EQ(visits, 1);
 }
 
 TEST(Sweep, ColumnSuffix) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "stripesim/model/analysis.hpp"
+#include "stripesim/model/grid.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_fields.hpp"
 #include "stripesim/model/size_parse.hpp"
@@ -64,11 +65,16 @@ BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::st
   return spec;
 }
 
+namespace {
+
+// A group's axes, in grid order: sequence lengths, devices, masks, tiles.
+std::array<size_t, 4> axes(const BalanceGroup& g) { return {g.seq_lens.size(), g.devices.size(), g.masks.size(), g.tiles.size()}; }
+
+}  // namespace
+
 Count count_points(const BalanceSweepSpec& spec) {
   Count total = 0;
-  for (const auto& g : spec.groups) {
-    total += static_cast<Count>(g.seq_lens.size() * g.devices.size() * g.masks.size() * g.tiles.size());
-  }
+  for (const auto& g : spec.groups) total += static_cast<Count>(grid_points(axes(g)));
   return total;
 }
 
@@ -80,39 +86,34 @@ template <typename Visit>
 void for_each_point(const BalanceSweepSpec& spec, Visit visit) {
   for (size_t group = 0; group < spec.groups.size(); ++group) {
     const BalanceGroup& g = spec.groups[group];
-    const auto at = [&](const char* field, size_t i) { return fmt::format("groups[{}].{}[{}]", group, field, i); };
-    for (size_t s = 0; s < g.seq_lens.size(); ++s) {
+    const auto field = [&](const char* name, size_t i) { return fmt::format("groups[{}].{}[{}]", group, name, i); };
+    for_each_grid_point(axes(g), [&](auto at) {
+      const auto [s, d, m, t] = at;
       const Count seq_len = g.seq_lens[s];
-      for (size_t d = 0; d < g.devices.size(); ++d) {
-        const Count devices = g.devices[d];
-        for (size_t m = 0; m < g.masks.size(); ++m) {
-          const std::string& mask = g.masks[m];
-          for (size_t t = 0; t < g.tiles.size(); ++t) {
-            const TileShape tile = g.tiles[t];
-            InputOrigins origins(spec.label);
-            origins.add(Input::seq_len, at("seq_lens", s));
-            origins.add(Input::devices, at("devices", d));
-            origins.add(Input::mask, at("masks", m));
-            origins.add(Input::tile, at("tiles", t));
-            origins.add_list(Input::layouts, fmt::format("groups[{}].layouts", group), g.layouts);
-            AnalyzeConfig config;
-            config.layouts.clear();
-            config.seq_len = seq_len;
-            config.devices = devices;
-            config.tile = tile;
-            config.tiling = spec.tiling;
-            config.mask = mask;
-            // Per-document layouts and padding only mean something for a documents mask.
-            const bool documents = mask.starts_with("documents:");
-            for (const auto& layout : g.layouts) {
-              if (documents || !layout.starts_with("doc-")) config.layouts.push_back(layout);
-            }
-            config.pad_documents = g.pad_documents && documents;
-            origins.run([&] { visit(seq_len, devices, mask, tile, config); });
-          }
-        }
+      const Count devices = g.devices[d];
+      const std::string& mask = g.masks[m];
+      const TileShape tile = g.tiles[t];
+      InputOrigins origins(spec.label);
+      origins.add(Input::seq_len, field("seq_lens", s));
+      origins.add(Input::devices, field("devices", d));
+      origins.add(Input::mask, field("masks", m));
+      origins.add(Input::tile, field("tiles", t));
+      origins.add_list(Input::layouts, fmt::format("groups[{}].layouts", group), g.layouts);
+      AnalyzeConfig config;
+      config.layouts.clear();
+      config.seq_len = seq_len;
+      config.devices = devices;
+      config.tile = tile;
+      config.tiling = spec.tiling;
+      config.mask = mask;
+      // Per-document layouts and padding only mean something for a documents mask.
+      const bool documents = mask.starts_with("documents:");
+      for (const auto& layout : g.layouts) {
+        if (documents || !layout.starts_with("doc-")) config.layouts.push_back(layout);
       }
-    }
+      config.pad_documents = g.pad_documents && documents;
+      origins.run([&] { visit(seq_len, devices, mask, tile, config); });
+    });
   }
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "stripesim/model/grid.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_fields.hpp"
 #include "stripesim/model/parallel_for.hpp"
@@ -125,36 +126,42 @@ SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& lab
   return spec;
 }
 
+namespace {
+
+// A group's axes, in grid order: hardware, models, meshes, sequence lengths, tiles.
+std::array<size_t, 5> axes(const SweepGroup& g) {
+  return {g.hardware.size(), g.models.size(), g.meshes.size(), g.seq_lens.size(), g.tiles.size()};
+}
+
+}  // namespace
+
 std::vector<SweepPoint> expand(const SweepSpec& spec) {
   std::vector<SweepPoint> points;
   for (size_t g = 0; g < spec.groups.size(); ++g) {
     const SweepGroup& group = spec.groups[g];
-    const auto at = [&](const char* field, size_t i) { return fmt::format("groups[{}].{}[{}]", g, field, i); };
-    for (size_t h = 0; h < group.hardware.size(); ++h) {
-      for (size_t m = 0; m < group.models.size(); ++m) {
-        for (size_t mesh = 0; mesh < group.meshes.size(); ++mesh) {
-          for (size_t s = 0; s < group.seq_lens.size(); ++s) {
-            for (size_t t = 0; t < group.tiles.size(); ++t) {
-              SweepPoint point{group.hardware[h], group.models[m], group.meshes[mesh], group.seq_lens[s], group.tiles[t],
-                               InputOrigins(spec.label)};
-              point.origins.add(Input::hardware, at("hardware", h));
-              point.origins.add(Input::model, at("models", m));
-              point.origins.add(Input::model_parallel, at("meshes", mesh) + " (M of MxN)");
-              point.origins.add(Input::devices, at("meshes", mesh) + " (N of MxN)");
-              point.origins.add(Input::seq_len, at("seq_lens", s));
-              if (spec.groups[g].tiles[t]) point.origins.add(Input::tile, at("tiles", t));
-              point.origins.add_list(Input::layouts, "layouts", spec.extra_layouts);
-              points.push_back(std::move(point));
-            }
-          }
-        }
-      }
-    }
+    const auto field = [&](const char* name, size_t i) { return fmt::format("groups[{}].{}[{}]", g, name, i); };
+    for_each_grid_point(axes(group), [&](auto at) {
+      const auto [h, m, mesh, s, t] = at;
+      SweepPoint point{group.hardware[h], group.models[m], group.meshes[mesh], group.seq_lens[s], group.tiles[t],
+                       InputOrigins(spec.label)};
+      point.origins.add(Input::hardware, field("hardware", h));
+      point.origins.add(Input::model, field("models", m));
+      point.origins.add(Input::model_parallel, field("meshes", mesh) + " (M of MxN)");
+      point.origins.add(Input::devices, field("meshes", mesh) + " (N of MxN)");
+      point.origins.add(Input::seq_len, field("seq_lens", s));
+      if (group.tiles[t]) point.origins.add(Input::tile, field("tiles", t));
+      point.origins.add_list(Input::layouts, "layouts", spec.extra_layouts);
+      points.push_back(std::move(point));
+    });
   }
   return points;
 }
 
-Count count_points(const SweepSpec& spec) { return static_cast<Count>(expand(spec).size()); }
+Count count_points(const SweepSpec& spec) {
+  Count points = 0;
+  for (const SweepGroup& group : spec.groups) points += static_cast<Count>(grid_points(axes(group)));
+  return points;
+}
 
 namespace {
 

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
+#include "stripesim/model/grid.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/work_model.hpp"
 #include "stripesim/validate/reference_cache.hpp"
@@ -10,35 +13,25 @@ namespace stripesim::validate {
 
 std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
   std::vector<RingCase> cases;
-  auto add = [&](Count seq_len, Count devices, model::TileShape tile, const std::string& mask, const std::string& layout,
-                 const std::string& cp) {
+  const std::array axes{m.seq_lens.size(), m.devices.size(), m.tiles.size(), m.masks.size(), m.layouts.size(), m.cps.size()};
+  model::for_each_grid_point(axes, [&](auto at) {
+    const auto [s, d, t, k, l, p] = at;
     RingCase c;
-    c.seq_len = seq_len;
-    c.devices = devices;
-    c.layout = layout;
-    c.mask = mask;
-    c.tile = tile;
+    c.seq_len = m.seq_lens[s];
+    c.devices = m.devices[d];
+    c.layout = m.layouts[l];
+    c.mask = m.masks[k];
+    c.tile = m.tiles[t];
     c.heads = m.heads;
     c.kv_heads = m.kv_heads;
     c.head_dim = m.head_dim;
     c.precision = m.precision;
     c.seed = m.seed;
     c.gpu_kernel = m.gpu_kernel;
-    c.cp = cp;
+    c.cp = m.cps[p];
     check_ring_case(c);
     cases.push_back(std::move(c));
-  };
-  for (const Count seq_len : m.seq_lens) {
-    for (const Count devices : m.devices) {
-      for (const auto& tile : m.tiles) {
-        for (const auto& mask : m.masks) {
-          for (const auto& layout : m.layouts) {
-            for (const auto& cp : m.cps) add(seq_len, devices, tile, mask, layout, cp);
-          }
-        }
-      }
-    }
-  }
+  });
   return cases;
 }
 
