@@ -270,10 +270,12 @@ TEST(Measurement, ContiguousLastDeviceDoesAllTheWork) {
   const RingProblem problem(c);
   const auto m = make_cpu_backend()->run(problem, RunOptions{1, 3, 60});
   const MeasurementSummary s = summarize(m, 4);
+  // The fastest repetition of each: other work on the machine only ever slows a run down (the
+  // median of 3 let one slow round of device 0 close the gap under a parallel ctest).
   double first = 0, last = 0;
   for (Count r = 0; r < 4; ++r) {
-    first += s.kernel_at(r, 0).median;
-    last += s.kernel_at(r, 3).median;
+    first += s.kernel_at(r, 0).min;
+    last += s.kernel_at(r, 3).min;
   }
   EXPECT_GT(last, 4.0 * first);
   EXPECT_EQ(s.kernel_at(1, 0).median, 0.0);
