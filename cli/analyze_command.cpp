@@ -97,7 +97,7 @@ std::pair<model::AnalyzeConfig, model::InputOrigins> resolve_config(const Analyz
 
 }  // namespace
 
-std::function<void()> register_analyze_command(CLI::App& app) {
+std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<AnalyzeOptions>();
   AnalyzeOptions& o = *options;
   CLI::App* cmd = app.add_subcommand("analyze", "Count the exact work per round and device for each layout");
@@ -127,12 +127,12 @@ std::function<void()> register_analyze_command(CLI::App& app) {
                 "Pad every document to a multiple of 2N (doc-zigzag, doc-striped need it); padding is waste");
   cmd->add_option("--threads", o.threads, "Worker threads, 0 = one per core (results never depend on it)")
       ->check(CLI::Range(0u, 1024u));
-  return [cmd, options] {
+  return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     const AnalyzeOptions& opts = *options;
-    const auto [config, origins] = resolve_config(opts);
-    const model::AnalysisPlan plan = origins.run([&] { return model::plan_analysis(config); });
-    if (parse_only()) return;
+    const auto resolved = resolve_config(opts);  // {config, origins}
+    const model::AnalysisPlan plan = resolved.second.run([&] { return model::plan_analysis(resolved.first); });
+    if (mode == RunMode::parse_only) return;
     const model::Analysis analysis = model::run_analysis(plan, opts.threads);
     const OutputFormat format = opts.format == "json" ? OutputFormat::json
                                 : opts.format == "csv" ? OutputFormat::csv

@@ -3,9 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "run_mode.hpp"
+
 namespace stripesim::cli {
 
 // Registers the subcommand on `app`; the returned callable runs it after parsing.
-[[nodiscard]] std::function<void()> register_analyze_command(CLI::App& app);
+[[nodiscard]] std::function<void()> register_analyze_command(CLI::App& app, RunMode mode);
 
 }  // namespace stripesim::cli

@@ -50,7 +50,7 @@ std::string format_table(const sim::StepFit& fit) {
 
 }  // namespace
 
-std::function<void()> register_calibrate_step_command(CLI::App& app) {
+std::function<void()> register_calibrate_step_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<CalibrateStepOptions>();
   CalibrateStepOptions& o = *options;
   CLI::App* cmd = app.add_subcommand(
@@ -62,7 +62,7 @@ std::function<void()> register_calibrate_step_command(CLI::App& app) {
   cmd->add_option("--kernel-out", o.kernel_out, "Write the kernel profile with the fitted partial-tile costs to FILE");
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
-  return [cmd, options] {
+  return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     const CalibrateStepOptions& opts = *options;
     const std::string label = "--experiment " + opts.experiment;
@@ -71,7 +71,7 @@ std::function<void()> register_calibrate_step_command(CLI::App& app) {
     const sim::StepSweepSpec spec = sim::step_sweep_spec_from_json(experiment, label, opts.experiment);
     if (spec.measured.empty()) throw model::InputError(label + ": names no \"measured\" file to fit to");
     const model::ConfigCatalog catalog(config_dir());
-    if (parse_only()) {
+    if (mode == RunMode::parse_only) {
       sim::check_step_sweep(spec, catalog);
       return;
     }

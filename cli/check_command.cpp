@@ -93,7 +93,7 @@ std::vector<model::CheckedMetric> those(const std::vector<model::CheckedMetric>&
 
 }  // namespace
 
-std::function<int()> register_check_command(CLI::App& app) {
+std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<CheckOptions>();
   CheckOptions& o = *options;
   CLI::App* cmd = app.add_subcommand("check", "Re-run a baseline's configurations and fail when a number got worse");
@@ -119,7 +119,7 @@ std::function<int()> register_check_command(CLI::App& app) {
   baseline->excludes(write);
   experiment->excludes(baseline);
   for (auto* only_when_checking : {tolerance, limit, metrics, junit}) only_when_checking->excludes(write);
-  return [cmd, options]() -> int {
+  return [cmd, options, mode]() -> int {
     if (!cmd->parsed()) return 0;
     const CheckOptions& opts = *options;
     const model::ConfigCatalog catalog(config_dir());
@@ -129,8 +129,8 @@ std::function<int()> register_check_command(CLI::App& app) {
       const std::string label = "--experiment " + opts.experiment;
       const auto experiment_doc = model::read_json_file(opts.experiment, label);
       const std::string experiment_dir = folder_of(opts.experiment);
-      if (parse_only()) {
-        model::check_baseline_experiment(experiment_doc, label, kinds, experiment_dir);
+      if (mode == RunMode::parse_only) {
+        model::check_baseline_experiment_inputs(experiment_doc, label, kinds, experiment_dir);
         return 0;
       }
       const auto doc = model::write_baseline(experiment_doc, label, kinds, experiment_dir);
@@ -144,11 +144,11 @@ std::function<int()> register_check_command(CLI::App& app) {
     const auto doc = model::read_json_file(opts.baseline, label);
     // Files the baseline names are read beside it, whatever the working directory.
     const std::string base_dir = folder_of(opts.baseline);
-    if (parse_only()) {
-      model::check_baseline_document(doc, label, kinds, rules, base_dir);
+    if (mode == RunMode::parse_only) {
+      model::check_baseline_inputs(doc, label, kinds, rules, base_dir);
       return 0;
     }
-    const auto checked = model::check_baseline(doc, label, kinds, rules, base_dir);
+    const auto checked = model::compare_with_baseline(doc, label, kinds, rules, base_dir);
     if (!opts.junit.empty()) write_output(report::junit_xml(checked, opts.baseline), opts.junit);
     const auto bad = those(checked, model::failed);
     const auto improved = those(checked, [](model::Outcome o) { return o == model::Outcome::improved; });

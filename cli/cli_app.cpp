@@ -87,22 +87,22 @@ void print_error(std::FILE* errors, std::string message) {
 
 }  // namespace
 
-int run_cli(int argc, char** argv, std::FILE* errors) {
+int run_cli(int argc, char** argv, std::FILE* errors, RunMode mode) {
   CLI::App app{"stripesim: exact load-balance model of causal Ring Attention (contiguous, striped, zigzag, ...) and its speedup",
                "stripesim"};
   app.footer(kExamples);
   app.set_version_flag("--version", "stripesim 0.1.0");
   app.require_subcommand(1);
-  const auto run_analyze = register_analyze_command(app);
-  const auto run_tms = register_tms_command(app);
-  const auto run_sweep = register_sweep_command(app);
-  const auto run_simulate = register_simulate_command(app);
-  const auto run_plan = register_plan_command(app);
-  const auto run_report = register_report_command(app);
-  const auto run_check = register_check_command(app);
-  const auto run_validate = register_validate_command(app);
-  const auto run_calibrate_step = register_calibrate_step_command(app);
-  const auto run_layout = register_layout_command(app);
+  const auto run_analyze = register_analyze_command(app, mode);
+  const auto run_tms = register_tms_command(app, mode);
+  const auto run_sweep = register_sweep_command(app, mode);
+  const auto run_simulate = register_simulate_command(app, mode);
+  const auto run_plan = register_plan_command(app, mode);
+  const auto run_report = register_report_command(app, mode);
+  const auto run_check = register_check_command(app, mode);
+  const auto run_validate = register_validate_command(app, mode);
+  const auto run_calibrate_step = register_calibrate_step_command(app, mode);
+  const auto run_layout = register_layout_command(app, mode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

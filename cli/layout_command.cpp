@@ -69,7 +69,7 @@ model::AnalyzeConfig resolve_config(const LayoutOptions& o) {
 
 }  // namespace
 
-std::function<void()> register_layout_command(CLI::App& app) {
+std::function<void()> register_layout_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<LayoutOptions>();
   LayoutOptions& o = *options;
   CLI::App* cmd = app.add_subcommand(
@@ -90,7 +90,7 @@ std::function<void()> register_layout_command(CLI::App& app) {
                 "sequence, each document's padding after its own tokens");
   cmd->add_option("--format", o.format, format_help());
   cmd->add_option("--output,-o", o.output, "Write to FILE (whole or not at all) instead of standard output");
-  return [cmd, options] {
+  return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     const LayoutOptions& opts = *options;
     const model::LayoutFormat format = model::parse_layout_format(opts.format);
@@ -100,7 +100,7 @@ std::function<void()> register_layout_command(CLI::App& app) {
                                           info.name));
     }
     const model::LayoutExport exported = model::plan_layout_export(resolve_config(opts));
-    if (parse_only()) return;
+    if (mode == RunMode::parse_only) return;
     write_output(model::write_layout(exported, format), opts.output);
   };
 }

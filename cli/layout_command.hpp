@@ -4,9 +4,11 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "run_mode.hpp"
+
 namespace stripesim::cli {
 
 // Registers the subcommand on `app`; the returned callable runs it after parsing.
-[[nodiscard]] std::function<void()> register_layout_command(CLI::App& app);
+[[nodiscard]] std::function<void()> register_layout_command(CLI::App& app, RunMode mode);
 
 }  // namespace stripesim::cli

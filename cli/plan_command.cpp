@@ -68,7 +68,7 @@ std::string format_table(const sim::Plan& plan) {
 
 }  // namespace
 
-std::function<void()> register_plan_command(CLI::App& app) {
+std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<PlanOptions>();
   PlanOptions& o = *options;
   CLI::App* cmd = app.add_subcommand("plan", "Rank context parallelism x layout x mesh by predicted training throughput");
@@ -93,7 +93,7 @@ std::function<void()> register_plan_command(CLI::App& app) {
       ->check(CLI::IsMember({"table", "json", "csv"}))
       ->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
-  return [cmd, options] {
+  return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     const PlanOptions& opts = *options;
     sim::PlanRequest request;
@@ -114,7 +114,7 @@ std::function<void()> register_plan_command(CLI::App& app) {
     base.recompute = opts.recompute;
     const model::ConfigCatalog catalog(config_dir());
     sim::check_plan_request(request, catalog);
-    if (parse_only()) return;
+    if (mode == RunMode::parse_only) return;
     const sim::Plan plan = sim::run_plan(request, catalog);
     const std::string text = opts.format == "json"  ? sim::to_json(plan).dump(2) + "\n"
                              : opts.format == "csv" ? rows_to_csv(sim::plan_rows(plan))

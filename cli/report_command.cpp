@@ -28,20 +28,20 @@ constexpr const char* kReportExamples = R"(Examples:
 
 }  // namespace
 
-std::function<void()> register_report_command(CLI::App& app) {
+std::function<void()> register_report_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<ReportOptions>();
   CLI::App* cmd = app.add_subcommand("report", "Markdown report with SVG figures from analyze, tms, sweep, simulate JSON");
   cmd->footer(kReportExamples);
   cmd->add_option("inputs", options->inputs, "JSON files written by analyze, tms, sweep, simulate or validate")->required();
   cmd->add_option("--out-dir,-o", options->out_dir, "Folder for report.md and its figures (created if missing)")
       ->capture_default_str();
-  return [cmd, options] {
+  return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     std::vector<report::ReportInput> inputs;
     for (const auto& path : options->inputs) inputs.push_back({path, model::read_json_file(path, "report input")});
     // Everything is rendered in memory first: a bad input leaves no partial report behind.
     const auto files = report::build_report(inputs);
-    if (parse_only()) return;
+    if (mode == RunMode::parse_only) return;
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(options->out_dir, ec);

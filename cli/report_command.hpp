@@ -3,8 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "run_mode.hpp"
+
 namespace stripesim::cli {
 
-[[nodiscard]] std::function<void()> register_report_command(CLI::App& app);
+[[nodiscard]] std::function<void()> register_report_command(CLI::App& app, RunMode mode);
 
 }  // namespace stripesim::cli

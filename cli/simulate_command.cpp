@@ -140,7 +140,7 @@ std::string format_table(const sim::Simulation& s) {
 
 }  // namespace
 
-std::function<void()> register_simulate_command(CLI::App& app) {
+std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<SimulateOptions>();
   SimulateOptions& o = *options;
   CLI::App* cmd = app.add_subcommand("simulate", "Discrete-event simulation of the ring on a topology");
@@ -195,7 +195,7 @@ std::function<void()> register_simulate_command(CLI::App& app) {
   cmd->add_flag("--summary-only", o.summary_only, "JSON: leave out the per-(round, device) records");
   cmd->add_flag("--rounds", o.rounds, "JSON: include the per-(round, device) records above 64 devices too "
                 "[default: only up to 64 devices]");
-  return [cmd, options] {
+  return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     const SimulateOptions& opts = *options;
     sim::SimulateConfig config;
@@ -265,7 +265,7 @@ std::function<void()> register_simulate_command(CLI::App& app) {
                                           opts.rounds ? "--rounds" : "--summary-only", opts.format));
     }
     sim::SimulationPlan plan = origins.run([&] { return sim::plan_simulation(config, model::ConfigCatalog(config_dir())); });
-    if (parse_only()) return;
+    if (mode == RunMode::parse_only) return;
     const sim::Simulation result = origins.run([&] { return sim::run_simulation(std::move(plan)); });
     // Write the trace first: if it fails, nothing has been written.
     if (!opts.trace.empty()) write_output(sim::chrome_trace(result).dump() + "\n", opts.trace);

@@ -137,7 +137,7 @@ model::SweepProgress progress_bar() {
 
 }  // namespace
 
-std::function<void()> register_sweep_command(CLI::App& app) {
+std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<SweepOptions>();
   SweepOptions& o = *options;
   CLI::App* cmd = app.add_subcommand("sweep", "TMS over a grid of hardware, models, meshes, sequence lengths and tiles");
@@ -167,7 +167,7 @@ std::function<void()> register_sweep_command(CLI::App& app) {
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_option("--threads", o.threads, "Worker threads, 0 = one per core (output never depends on it)")
       ->check(CLI::Range(0u, 1024u));
-  return [cmd, options] {
+  return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     const SweepOptions& opts = *options;
     const std::optional<model::Tiling> tiling_flag =
@@ -186,7 +186,7 @@ std::function<void()> register_sweep_command(CLI::App& app) {
       model::BalanceSweepSpec spec = experiment.is_object() ? model::balance_spec_from_json(experiment, label)
                                                             : flags.run([&] { return balance_spec_from_flags(opts); });
       spec.tiling = tiling = tiling_flag.value_or(spec.tiling);
-      if (parse_only()) {
+      if (mode == RunMode::parse_only) {
         flags.run([&] { model::check_balance_sweep(spec); });
         return;
       }
@@ -201,7 +201,7 @@ std::function<void()> register_sweep_command(CLI::App& app) {
       }
       tiling = spec.grid.tiling;
       const model::ConfigCatalog catalog(config_dir());
-      if (parse_only()) {
+      if (mode == RunMode::parse_only) {
         sim::check_step_sweep(spec, catalog);
         return;
       }
@@ -212,7 +212,7 @@ std::function<void()> register_sweep_command(CLI::App& app) {
                                                      : flags.run([&] { return spec_from_flags(opts); });
       spec.tiling = tiling = tiling_flag.value_or(spec.tiling);
       const model::ConfigCatalog catalog(config_dir());
-      if (parse_only()) {
+      if (mode == RunMode::parse_only) {
         flags.run([&] { model::check_sweep(spec, catalog); });
         return;
       }

@@ -85,7 +85,7 @@ std::string format_table(const model::TmsResult& r) {
 
 }  // namespace
 
-std::function<void()> register_tms_command(CLI::App& app) {
+std::function<void()> register_tms_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<TmsOptions>();
   TmsOptions& o = *options;
   CLI::App* cmd = app.add_subcommand("tms", "Theoretical Maximum Speedup of striped and zigzag over contiguous");
@@ -109,7 +109,7 @@ std::function<void()> register_tms_command(CLI::App& app) {
       ->check(CLI::IsMember({"table", "json", "csv"}))
       ->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
-  return [cmd, options] {
+  return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     const TmsOptions& opts = *options;
     const model::ConfigCatalog catalog(config_dir());
@@ -127,7 +127,7 @@ std::function<void()> register_tms_command(CLI::App& app) {
     if (!opts.attention_weight.empty()) request.attention_flop_weight = parse_weight(opts.attention_weight);
     if (!opts.layouts.empty()) request.extra_layouts = model::split_list(opts.layouts, "--layouts");
     request.mask = opts.mask;
-    if (parse_only()) {
+    if (mode == RunMode::parse_only) {
       model::check_tms_request(request);
       return;
     }

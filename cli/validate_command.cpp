@@ -141,18 +141,13 @@ validate::RunOptions run_options(const ValidateOptions& o) {
 // The hardware profile predictions start from: --hardware, else the measured device's own
 // (the name the driver reports), else a generic CPU or H100.
 // The shipped hardware profile for the name a driver reports ("NVIDIA H100 80GB HBM3"), or "".
-std::string hardware_for_device(const std::string& device_name) {
-  for (const auto& [marker, profile] : {std::pair{"H200", "h200"}, {"H100", "h100"}, {"A100", "a100"}}) {
-    if (device_name.find(marker) != std::string::npos) return profile;
-  }
-  return "";
-}
-
-std::string base_hardware(const ValidateOptions& o, const std::string& device_name) {
-  if (!o.hardware.empty()) return o.hardware;
-  if (!gpu_backend(o.backend)) return "cpu";
-  const std::string known = hardware_for_device(device_name);
-  return known.empty() ? "h100" : known;
+// --hardware, or the profile of the device the run was on (the hardware files' device_names),
+// an H100 when none claims it.
+model::HardwareProfile base_hardware(const model::ConfigCatalog& catalog, const ValidateOptions& o,
+                                     const std::string& device_name) {
+  if (!o.hardware.empty()) return catalog.hardware(o.hardware);
+  if (!gpu_backend(o.backend)) return catalog.hardware("cpu");
+  return catalog.hardware_for_device(device_name).value_or(catalog.hardware("h100"));
 }
 
 // The exact command, for the record in every report.
@@ -247,7 +242,7 @@ sim::KernelProfile validator_kernel(const ValidateOptions& o, validate::GpuKerne
 
 // --measurements / --block-costs: fit (--calibrate) or score (--compare, leave one file out) a
 // kernel profile on timings from outside; nothing runs on a backend.
-int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o) {
+int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode mode) {
   if (!o.calibrate && !o.compare) throw model::InputError("--measurements: needs --calibrate or --compare");
   if (!o.block_costs.empty() && o.block_costs_kernel.empty()) {
     throw model::InputError("--block-costs: needs --block-costs-kernel NAME (the column prefix: sdpa, flex, ...)");
@@ -263,15 +258,17 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o) {
     for (auto& w : validate::read_block_costs(file, o.block_costs_kernel)) workloads.push_back(std::move(w));
   }
   const model::ConfigCatalog catalog(config_dir());
-  std::string hardware_name = o.hardware.empty() ? hardware_for_device(workloads.front().device) : o.hardware;
-  if (hardware_name.empty()) {
+  const std::optional<model::HardwareProfile> device = o.hardware.empty()
+                                                          ? catalog.hardware_for_device(workloads.front().device)
+                                                          : catalog.hardware(o.hardware);
+  if (!device) {
     throw model::InputError(fmt::format("--hardware: needed, the files' device '{}' is not one stripesim knows",
                                         workloads.front().device));
   }
-  const model::HardwareProfile hardware = catalog.hardware(hardware_name);
+  const model::HardwareProfile& hardware = *device;
   const sim::KernelProfile base = sim::load_kernel_profile(o.kernel, config_dir(), hardware);
   const auto calls = validate::measured_calls(workloads, hardware, base);  // checks every file before fitting
-  if (parse_only()) return 0;
+  if (mode == RunMode::parse_only) return 0;
   const std::string command = command_line(cmd);
   // The fit on everything is the profile --calibrate writes; --compare also reports it beside the
   // leave-one-out scores.
@@ -287,9 +284,9 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o) {
   fit->profile.fit["groups"] = groups.size();
   if (o.compare) {
     if (groups.size() < 2) throw model::InputError("--compare: needs workloads from at least two files to leave one out");
-    predictions = validate::leave_one_group_out(workloads, calls, base, hardware_name, catalog);
+    predictions = validate::leave_one_group_out(workloads, calls, base, hardware.name, catalog);
   } else {
-    predictions = validate::predict_workloads(workloads, fit->profile, hardware_name, catalog);
+    predictions = validate::predict_workloads(workloads, fit->profile, hardware.name, catalog);
   }
   const validate::AccuracySummary floor =
       validate::summarize_accuracy(validate::consistency_floor(workloads, calls));
@@ -311,7 +308,7 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o) {
 
 }  // namespace
 
-std::function<int()> register_validate_command(CLI::App& app) {
+std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<ValidateOptions>();
   ValidateOptions& o = *options;
   CLI::App* cmd = app.add_subcommand("validate", "Run the ring on real kernels, check it against dense attention, "
@@ -365,7 +362,7 @@ std::function<int()> register_validate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Write the output to FILE instead of standard output");
   calibrate->excludes(compare);
-  return [cmd, options]() -> int {
+  return [cmd, options, mode]() -> int {
     if (!cmd->parsed()) return 0;
     const ValidateOptions& opts = *options;
     if (!opts.profile.empty() && !opts.compare) throw model::InputError("--profile: only with --compare");
@@ -373,7 +370,7 @@ std::function<int()> register_validate_command(CLI::App& app) {
     if (!opts.kernel_out.empty() && !opts.calibrate) throw model::InputError("--kernel-out: only with --calibrate");
     if (!opts.measurements.empty() || !opts.block_costs.empty()) {
       if (!opts.topology.empty()) throw model::InputError("--topology: not with --measurements or --block-costs (nothing runs)");
-      return run_on_measurements(cmd, opts);
+      return run_on_measurements(cmd, opts, mode);
     }
     if (!opts.block_costs_kernel.empty()) throw model::InputError("--block-costs-kernel: only with --block-costs");
     validate::ValidateMatrix matrix = build_matrix(opts);
@@ -432,7 +429,7 @@ std::function<int()> register_validate_command(CLI::App& app) {
       throw model::InputError(fmt::format("--dtype {}: the {} backend computes in {}", validate::precision_name(matrix.precision),
                                           opts.backend, gpu_backend(opts.backend) ? "bf16 or fp16" : "fp32 or fp64"));
     }
-    if (parse_only()) return 0;
+    if (mode == RunMode::parse_only) return 0;
 
     validate::ValidationReport report;
     if (const std::vector<std::string> hosts = backend->device_hosts(run); !hosts.empty()) {
@@ -457,7 +454,7 @@ std::function<int()> register_validate_command(CLI::App& app) {
 
     const bool parallel = backend->concurrent_devices();
     if (opts.calibrate || opts.compare) {
-      const model::HardwareProfile base = catalog.hardware(base_hardware(opts, report.device));
+      const model::HardwareProfile base = base_hardware(catalog, opts, report.device);
       std::vector<CaseRole> roles(report.results.size(), CaseRole::checked);
       if (given_profile) {
         report.profile = *given_profile;

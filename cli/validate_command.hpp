@@ -6,8 +6,10 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "run_mode.hpp"
+
 namespace stripesim::cli {
 
-[[nodiscard]] std::function<int()> register_validate_command(CLI::App& app);
+[[nodiscard]] std::function<int()> register_validate_command(CLI::App& app, RunMode mode);
 
 }  // namespace stripesim::cli

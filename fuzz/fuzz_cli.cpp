@@ -141,7 +141,7 @@ struct Outcome {
   std::string errors;
 };
 
-Outcome run(std::vector<std::string> args) {
+Outcome run(std::vector<std::string> args, stripesim::cli::RunMode mode) {
   args.insert(args.begin(), "stripesim");
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
@@ -153,7 +153,7 @@ Outcome run(std::vector<std::string> args) {
   Outcome outcome;
   if (::chdir(g_scratch.c_str()) != 0) fail("cannot enter " + g_scratch);
   try {
-    outcome.code = stripesim::cli::run_cli(static_cast<int>(args.size()), argv.data(), errors);
+    outcome.code = stripesim::cli::run_cli(static_cast<int>(args.size()), argv.data(), errors, mode);
   } catch (const std::exception& e) {
     fail(std::string("exception escaped run_cli: ") + e.what());
   } catch (...) {
@@ -202,14 +202,13 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
       {"plan", "--model", "1b", "--gpus", "8", "--seq-len", "64k", "--algorithms", "ring,ulysses", "--format", "csv"},
   };
   for (const auto& args : inputs) {
-    const Outcome outcome = run(args);
+    const Outcome outcome = run(args, stripesim::cli::RunMode::full);
     if (outcome.code != 0) fail("writing a report input failed: " + outcome.errors);
   }
   std::atexit([] {
     std::error_code ec;
     fs::remove_all(g_scratch, ec);
   });
-  stripesim::cli::set_parse_only(true);
   return 0;
 }
 
@@ -227,7 +226,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!stays_inside(arg)) return 0;
   }
   if (too_costly(args)) return 0;
-  const Outcome outcome = run(args);
+  const Outcome outcome = run(args, stripesim::cli::RunMode::parse_only);
   const std::string prefix = "stripesim: error: ";
   switch (outcome.code) {
     case stripesim::cli::kExitOk:

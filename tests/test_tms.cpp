@@ -133,6 +133,19 @@ TEST(Tms, ShippedConfigsLoadWithSources) {
   EXPECT_EQ(catalog().hardware("tpu-v3").default_tile, (TileShape{2048, 2048}));
 }
 
+TEST(Tms, TheDeviceADriverNamesFindsItsProfile) {
+  // The names CUDA's driver reports; the longest device name a profile claims wins.
+  const auto name_of = [](const char* device) {
+    const auto profile = catalog().hardware_for_device(device);
+    return profile ? profile->name : std::string("none");
+  };
+  EXPECT_EQ(name_of("NVIDIA H100 80GB HBM3"), "h100-sxm");
+  EXPECT_EQ(name_of("NVIDIA H100 PCIe"), "h100-pcie");
+  EXPECT_EQ(name_of("NVIDIA H200"), "h200");
+  EXPECT_EQ(name_of("NVIDIA A100-SXM4-80GB"), "a100-80gb");
+  EXPECT_EQ(name_of("Tesla V100-SXM2-32GB"), "none");
+}
+
 TEST(Tms, RejectsBadRequests) {
   EXPECT_THROW((void)catalog().model("13b"), InputError);
   EXPECT_THROW((void)catalog().hardware("gaudi3"), InputError);

@@ -154,9 +154,9 @@ void check_patterns_match(const CheckRules& rules, const std::vector<std::string
   for (const auto& limit : rules.limits) check(limit.pattern, "--limit");
 }
 
-std::vector<CheckedMetric> check_baseline(const nlohmann::json& baseline, const std::string& label,
-                                          const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
-                                          const std::string& base_dir, bool measure) {
+std::vector<CheckedMetric> compare_with_baseline(const nlohmann::json& baseline, const std::string& label,
+                                                 const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
+                                                 const std::string& base_dir, bool measure) {
   const JsonFields f(baseline, label);
   f.allow_only({"schema", "description", "entries"});
   if (f.string("schema") != kBaselineSchema) {
@@ -247,8 +247,8 @@ nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const st
   return write_baseline(experiment, label, kinds, base_dir, true);
 }
 
-void check_baseline_experiment(const nlohmann::json& experiment, const std::string& label,
-                               const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir) {
+void check_baseline_experiment_inputs(const nlohmann::json& experiment, const std::string& label,
+                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir) {
   (void)write_baseline(experiment, label, kinds, base_dir, false);
 }
 
@@ -258,16 +258,16 @@ std::size_t baseline_metric_count(const nlohmann::json& baseline) {
   return count;
 }
 
-std::vector<CheckedMetric> check_baseline(const nlohmann::json& baseline, const std::string& label,
-                                          const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
-                                          const std::string& base_dir) {
-  return check_baseline(baseline, label, kinds, rules, base_dir, true);
+std::vector<CheckedMetric> compare_with_baseline(const nlohmann::json& baseline, const std::string& label,
+                                                 const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
+                                                 const std::string& base_dir) {
+  return compare_with_baseline(baseline, label, kinds, rules, base_dir, true);
 }
 
-void check_baseline_document(const nlohmann::json& baseline, const std::string& label,
-                             const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
-                             const std::string& base_dir) {
-  (void)check_baseline(baseline, label, kinds, rules, base_dir, false);
+void check_baseline_inputs(const nlohmann::json& baseline, const std::string& label,
+                           const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
+                           const std::string& base_dir) {
+  (void)compare_with_baseline(baseline, label, kinds, rules, base_dir, false);
 }
 
 }  // namespace stripesim::model

@@ -20,6 +20,17 @@ std::vector<std::string> all_names(const HardwareProfile& h) {
   return names;
 }
 
+// The JSON files of `root/kind`, in name order.
+std::vector<std::filesystem::path> config_files(const std::string& root, const std::string& kind) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(root) / kind, ec)) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 // Loads every file of `root/kind` and returns the first whose stem, name or alias matches, case
 // aside ("H100", "llama3-8B"); an unknown name is answered with the nearest known one.
 template <typename Config, typename Parse>
@@ -34,13 +45,8 @@ Config find(const std::string& root, const std::string& kind, Input input, const
                      fmt::format("configuration folder '{}' does not exist (set STRIPESIM_CONFIG_DIR)", dir.string()),
                      Shown::quoted);
   }
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".json") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
   std::vector<std::string> names, every_name;
-  for (const auto& file : files) {
+  for (const auto& file : config_files(root, kind)) {
     Config config = parse(read_json_file(file.string(), file.string()), file.string());
     std::vector<std::string> answers_to = all_names(config);
     answers_to.push_back(file.stem().string());
@@ -65,6 +71,22 @@ TransformerModel ConfigCatalog::model(const std::string& name_or_path) const {
 
 HardwareProfile ConfigCatalog::hardware(const std::string& name_or_path) const {
   return find<HardwareProfile>(root_, "hardware", Input::hardware, name_or_path, hardware_profile_from_json);
+}
+
+std::optional<HardwareProfile> ConfigCatalog::hardware_for_device(std::string_view device_name) const {
+  const std::string device = lowercase(device_name);
+  std::optional<HardwareProfile> best;
+  size_t best_length = 0;
+  for (const auto& file : config_files(root_, "hardware")) {
+    HardwareProfile profile = hardware_profile_from_json(read_json_file(file.string(), file.string()), file.string());
+    for (const std::string& name : profile.device_names) {
+      if (name.size() > best_length && device.find(lowercase(name)) != std::string::npos) {
+        best_length = name.size();
+        best = profile;
+      }
+    }
+  }
+  return best;
 }
 
 }  // namespace stripesim::model

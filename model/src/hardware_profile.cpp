@@ -9,13 +9,14 @@ namespace stripesim::model {
 
 HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const JsonFields f(doc, label);
-  f.allow_only({"name", "description", "aliases", "peak_tflops", "matmul_precision", "attention_precision",
+  f.allow_only({"name", "description", "aliases", "device_names", "peak_tflops", "matmul_precision", "attention_precision",
                 "attention_flop_weight", "memory_gib", "memory_bandwidth_gbps", "link_bandwidth_gbps", "link_latency_us",
                 "default_tile", "sms", "default_kernel", "matmul_efficiency", "elementwise_bytes_per_dmodel", "sources"});
   HardwareProfile h;
   h.name = f.string("name");
   h.description = f.string_or("description", "");
   h.aliases = f.string_list_or("aliases", {});
+  h.device_names = f.string_list_or("device_names", {});
   const JsonFields peaks(f.raw("peak_tflops"), f.where("peak_tflops"));
   for (const auto& [precision, value] : f.raw("peak_tflops").items()) h.peak_tflops[precision] = peaks.positive_number(precision);
   h.matmul_precision = f.string_or("matmul_precision", "bf16");
@@ -64,6 +65,7 @@ nlohmann::ordered_json to_json(const HardwareProfile& h) {
   if (h.matmul_efficiency) doc["matmul_efficiency"] = *h.matmul_efficiency;
   if (h.elementwise_bytes_per_dmodel > 0) doc["elementwise_bytes_per_dmodel"] = h.elementwise_bytes_per_dmodel;
   if (!h.sources.empty()) doc["sources"] = h.sources;
+  if (!h.device_names.empty()) doc["device_names"] = h.device_names;
   return doc;
 }
 

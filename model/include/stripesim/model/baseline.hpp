@@ -62,18 +62,18 @@ struct CheckedMetric {
 // Re-runs every entry of `baseline` (relative paths read from `base_dir`, the baseline's folder)
 // and judges every metric `rules` select, in the file's order. A pattern in `rules` that matches
 // no metric of the baseline is an InputError (a typo must not pass as "nothing moved").
-[[nodiscard]] std::vector<CheckedMetric> check_baseline(const nlohmann::json& baseline, const std::string& label,
-                                                        const std::vector<BaselineEntryKind>& kinds,
-                                                        const CheckRules& rules, const std::string& base_dir);
+[[nodiscard]] std::vector<CheckedMetric> compare_with_baseline(const nlohmann::json& baseline, const std::string& label,
+                                                               const std::vector<BaselineEntryKind>& kinds,
+                                                               const CheckRules& rules, const std::string& base_dir);
 
-// Every InputError write_baseline and check_baseline would throw, in the same order, without
+// Every InputError write_baseline and compare_with_baseline would throw, in the same order, without
 // counting anything (each configuration planned, not run). For checking inputs only (stripesim's
 // parse-only mode).
-void check_baseline_experiment(const nlohmann::json& experiment, const std::string& label,
-                               const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir);
-void check_baseline_document(const nlohmann::json& baseline, const std::string& label,
-                             const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
-                             const std::string& base_dir);
+void check_baseline_experiment_inputs(const nlohmann::json& experiment, const std::string& label,
+                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir);
+void check_baseline_inputs(const nlohmann::json& baseline, const std::string& label,
+                           const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
+                           const std::string& base_dir);
 
 // The number of metrics a baseline holds.
 [[nodiscard]] std::size_t baseline_metric_count(const nlohmann::json& baseline);

@@ -21,6 +21,9 @@ struct HardwareProfile {
   std::string name;
   std::string description;
   std::vector<std::string> aliases;
+  // What the driver calls this GPU contains one of these ("H100" in "NVIDIA H100 80GB HBM3"): how
+  // `validate` picks the profile for the device it ran on. The longest match wins.
+  std::vector<std::string> device_names;
   std::map<std::string, TeraflopsPerSecond> peak_tflops;  // by precision: bf16, fp16, tf32, fp32, fp8
   std::string matmul_precision = "bf16";
   std::string attention_precision = "bf16";
