@@ -6,6 +6,7 @@
 
 #include "analyze_output.hpp"
 #include "output_file.hpp"
+#include "output_format.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/analysis.hpp"
 #include "stripesim/model/input_error.hpp"
@@ -118,7 +119,7 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
                                "causal | bidirectional | window:W | documents:L1,L2,... | documents:FILE | "
                                "documents:fixed:L | documents:uniform:A-B | documents:lognormal:MEAN:SIGMA | "
                                "documents:longtail:SHORT:LONG:P (each may end in :seed=S) [default: causal]");
-  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json", "csv"}))->capture_default_str();
+  add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json, OutputFormat::csv}, "Output format");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_flag("--matrices", o.matrices,
                 "Table: also print the per-round matrices; csv: one row per (layout, round, device) instead of one "
@@ -134,10 +135,7 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
     const model::AnalysisPlan plan = resolved.second.run([&] { return model::plan_analysis(resolved.first); });
     if (mode == RunMode::parse_only) return;
     const model::Analysis analysis = model::run_analysis(plan, opts.threads);
-    const OutputFormat format = opts.format == "json" ? OutputFormat::json
-                                : opts.format == "csv" ? OutputFormat::csv
-                                                       : OutputFormat::table;
-    write_output(format_analysis(analysis, format, opts.matrices), opts.output);
+    write_output(format_analysis(analysis, output_format(opts.format), opts.matrices), opts.output);
   };
 }
 

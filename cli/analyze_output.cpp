@@ -113,8 +113,9 @@ std::string format_analysis(const model::Analysis& analysis, OutputFormat format
     case OutputFormat::table: return format_analysis_table(analysis, matrices);
     case OutputFormat::json: return format_analysis_json(analysis);
     case OutputFormat::csv: return format_analysis_csv(analysis, matrices);
+    case OutputFormat::markdown: break;
   }
-  return {};
+  throw not_offered(format);
 }
 
 }  // namespace stripesim::cli

@@ -2,11 +2,10 @@
 // The three renderings of an analysis: a table for people, JSON (the contract), tidy CSV.
 #include <string>
 
+#include "output_format.hpp"
 #include "stripesim/model/analysis.hpp"
 
 namespace stripesim::cli {
-
-enum class OutputFormat { table, json, csv };
 
 // One row per layout with the headline metrics; with `matrices`, each layout's per-round
 // matrices of unmasked pairs, active tiles and partial tiles follow.

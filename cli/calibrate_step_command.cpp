@@ -6,6 +6,7 @@
 
 #include "config_dir.hpp"
 #include "output_file.hpp"
+#include "output_format.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_file.hpp"
@@ -50,6 +51,21 @@ std::string format_table(const sim::StepFit& fit) {
 
 }  // namespace
 
+namespace {
+
+// The fit in the chosen format.
+std::string render(const sim::StepFit& fit, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::table: return format_table(fit);
+    case OutputFormat::json: return sim::to_json(fit).dump(2) + "\n";
+    case OutputFormat::csv:
+    case OutputFormat::markdown: break;
+  }
+  throw not_offered(format);
+}
+
+}  // namespace
+
 std::function<void()> register_calibrate_step_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<CalibrateStepOptions>();
   CalibrateStepOptions& o = *options;
@@ -60,7 +76,7 @@ std::function<void()> register_calibrate_step_command(CLI::App& app, RunMode mod
       ->required();
   cmd->add_option("--hardware-out", o.hardware_out, "Write the hardware profile with the fitted element-wise cost to FILE");
   cmd->add_option("--kernel-out", o.kernel_out, "Write the kernel profile with the fitted partial-tile costs to FILE");
-  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json}, "Output format");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;
@@ -84,7 +100,7 @@ std::function<void()> register_calibrate_step_command(CLI::App& app, RunMode mod
     // Profiles first, the report last: a failed write leaves no report claiming a fit.
     if (!opts.hardware_out.empty()) write_output(model::to_json(fit.hardware).dump(2) + "\n", opts.hardware_out);
     if (!opts.kernel_out.empty()) write_output(sim::to_json(fit.kernel).dump(2) + "\n", opts.kernel_out);
-    write_output(opts.format == "json" ? sim::to_json(fit).dump(2) + "\n" : format_table(fit), opts.output);
+    write_output(render(fit, output_format(opts.format)), opts.output);
   };
 }
 

@@ -6,6 +6,7 @@
 
 #include "config_dir.hpp"
 #include "output_file.hpp"
+#include "output_format.hpp"
 #include "rows_output.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/input_error.hpp"
@@ -68,6 +69,21 @@ std::string format_table(const sim::Plan& plan) {
 
 }  // namespace
 
+namespace {
+
+// The ranking in the chosen format.
+std::string render(const sim::Plan& plan, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::table: return format_table(plan);
+    case OutputFormat::json: return sim::to_json(plan).dump(2) + "\n";
+    case OutputFormat::csv: return rows_to_csv(sim::plan_rows(plan));
+    case OutputFormat::markdown: break;
+  }
+  throw not_offered(format);
+}
+
+}  // namespace
+
 std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<PlanOptions>();
   PlanOptions& o = *options;
@@ -89,9 +105,7 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--top", o.top, "Choices shown (and ranked exactly) in the table")->capture_default_str();
   cmd->add_flag("--pad-documents", o.pad_documents, "Pad every document to a multiple of 2N (doc-zigzag, doc-striped)");
   cmd->add_flag("--recompute", o.recompute, "The backward recomputes the forward (activation checkpointing)");
-  cmd->add_option("--format", o.format, "csv and json list every simulated choice")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
-      ->capture_default_str();
+  add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json, OutputFormat::csv}, "csv and json list every simulated choice");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;
@@ -116,10 +130,7 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
     sim::check_plan_request(request, catalog);
     if (mode == RunMode::parse_only) return;
     const sim::Plan plan = sim::run_plan(request, catalog);
-    const std::string text = opts.format == "json"  ? sim::to_json(plan).dump(2) + "\n"
-                             : opts.format == "csv" ? rows_to_csv(sim::plan_rows(plan))
-                                                    : format_table(plan);
-    write_output(text, opts.output);
+    write_output(render(plan, output_format(opts.format)), opts.output);
   };
 }
 

@@ -7,6 +7,7 @@
 
 #include "config_dir.hpp"
 #include "output_file.hpp"
+#include "output_format.hpp"
 #include "rows_output.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/input_error.hpp"
@@ -140,6 +141,21 @@ std::string format_table(const sim::Simulation& s) {
 
 }  // namespace
 
+namespace {
+
+// The simulation in the chosen format (`rounds`: JSON with the per-(round, device) records).
+std::string render(const sim::Simulation& result, bool rounds, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::table: return format_table(result);
+    case OutputFormat::json: return sim::to_json(result, rounds).dump(2) + "\n";
+    case OutputFormat::csv: return rows_to_csv(sim::simulation_rows(result));
+    case OutputFormat::markdown: break;
+  }
+  throw not_offered(format);
+}
+
+}  // namespace
+
 std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<SimulateOptions>();
   SimulateOptions& o = *options;
@@ -182,9 +198,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   add("--cp", o.cp, "Context parallelism: ring (K/V passed around the ring), allgather[:G] (K/V all-gathered, in G head "
       "groups whose gathers overlap the previous group's attention), ulysses (all-to-all from sequence to heads) or "
       "hybrid:UxR (Ulysses over U GPUs of a node times a ring over R) [default: ring]");
-  cmd->add_option("--format", o.format, "Output format: csv is a row per layout")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
-      ->capture_default_str();
+  add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json, OutputFormat::csv}, "Output format: csv is a row per layout");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_option("--trace", o.trace, "Also write a Chrome trace (Perfetto) to FILE");
   cmd->add_flag("--pad-documents", o.pad_documents,
@@ -260,7 +274,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     if (opts.rounds && opts.summary_only) {
       throw model::InputError("--rounds, --summary-only: one includes the per-(round, device) records, the other leaves them out");
     }
-    if ((opts.rounds || opts.summary_only) && opts.format != "json") {
+    if ((opts.rounds || opts.summary_only) && output_format(opts.format) != OutputFormat::json) {
       throw model::InputError(fmt::format("{}: only with --format json (the {} output has no per-round records)",
                                           opts.rounds ? "--rounds" : "--summary-only", opts.format));
     }
@@ -270,10 +284,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     // Write the trace first: if it fails, nothing has been written.
     if (!opts.trace.empty()) write_output(sim::chrome_trace(result).dump() + "\n", opts.trace);
     const bool rounds = opts.rounds || (!opts.summary_only && result.config.devices <= sim::kRoundsByDefaultUpTo);
-    const std::string text = opts.format == "json"  ? sim::to_json(result, rounds).dump(2) + "\n"
-                             : opts.format == "csv" ? rows_to_csv(sim::simulation_rows(result))
-                                                    : format_table(result);
-    write_output(text, opts.output);
+    write_output(render(result, rounds, output_format(opts.format)), opts.output);
   };
 }
 

@@ -8,6 +8,7 @@
 
 #include "config_dir.hpp"
 #include "output_file.hpp"
+#include "output_format.hpp"
 #include "rows_output.hpp"
 #include "stripesim/sim/step_sweep.hpp"
 #include "run_mode.hpp"
@@ -137,6 +138,29 @@ model::SweepProgress progress_bar() {
 
 }  // namespace
 
+namespace {
+
+// The rows in the chosen format; JSON wraps them with the schema, the description and the tiling.
+std::string render(const std::vector<nlohmann::ordered_json>& rows, const char* schema, const std::string& description,
+                   model::Tiling tiling, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::csv: return rows_to_csv(rows);
+    case OutputFormat::table: return rows_to_table(rows);
+    case OutputFormat::json: {
+      nlohmann::ordered_json doc;
+      doc["schema"] = schema;
+      doc["description"] = description;
+      doc["tiling"] = model::tiling_name(tiling);
+      doc["rows"] = rows;
+      return doc.dump(2) + "\n";
+    }
+    case OutputFormat::markdown: break;
+  }
+  throw not_offered(format);
+}
+
+}  // namespace
+
 std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<SweepOptions>();
   SweepOptions& o = *options;
@@ -163,7 +187,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--convention", o.convention, "FLOP accounting")->check(CLI::IsMember({"paper", "exact"}))->capture_default_str();
   cmd->add_option("--pass", o.pass, "Training pass counted")->check(CLI::IsMember({"fwd", "fwdbwd"}))->capture_default_str();
   cmd->add_flag("--recompute", o.recompute, "Count activation recomputation");
-  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"csv", "json", "table"}))->capture_default_str();
+  add_format_option(cmd, o.format, {OutputFormat::csv, OutputFormat::json, OutputFormat::table}, "Output format");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_option("--threads", o.threads, "Worker threads, 0 = one per core (output never depends on it)")
       ->check(CLI::Range(0u, 1024u));
@@ -219,20 +243,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
       rows = flags.run([&] { return model::run_sweep(spec, catalog, progress_bar(), opts.threads); });
       description = spec.description;
     }
-    std::string text;
-    if (opts.format == "csv") {
-      text = rows_to_csv(rows);
-    } else if (opts.format == "table") {
-      text = rows_to_table(rows);
-    } else {
-      nlohmann::ordered_json doc;
-      doc["schema"] = schema;
-      doc["description"] = description;
-      doc["tiling"] = model::tiling_name(tiling);
-      doc["rows"] = rows;
-      text = doc.dump(2) + "\n";
-    }
-    write_output(text, opts.output);
+    write_output(render(rows, schema, description, tiling, output_format(opts.format)), opts.output);
   };
 }
 

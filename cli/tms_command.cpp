@@ -9,6 +9,7 @@
 
 #include "config_dir.hpp"
 #include "output_file.hpp"
+#include "output_format.hpp"
 #include "rows_output.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/config_catalog.hpp"
@@ -85,6 +86,21 @@ std::string format_table(const model::TmsResult& r) {
 
 }  // namespace
 
+namespace {
+
+// The result in the chosen format.
+std::string render(const model::TmsResult& r, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::table: return format_table(r);
+    case OutputFormat::json: return to_json(r).dump(2) + "\n";
+    case OutputFormat::csv: return rows_to_csv(model::tms_rows(r));
+    case OutputFormat::markdown: break;
+  }
+  throw not_offered(format);
+}
+
+}  // namespace
+
 std::function<void()> register_tms_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<TmsOptions>();
   TmsOptions& o = *options;
@@ -105,9 +121,7 @@ std::function<void()> register_tms_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--attention-weight", o.attention_weight, "Override the hardware's attention FLOP weight");
   cmd->add_option("--layouts", o.layouts, "Extra layouts to compare (block-striped:S, permutation:FILE)");
   cmd->add_option("--mask", o.mask, "Attention mask (see analyze --help)")->capture_default_str();
-  cmd->add_option("--format", o.format, "Output format: csv is a row per layout")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
-      ->capture_default_str();
+  add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json, OutputFormat::csv}, "Output format: csv is a row per layout");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;
@@ -132,10 +146,7 @@ std::function<void()> register_tms_command(CLI::App& app, RunMode mode) {
       return;
     }
     const model::TmsResult result = model::compute_tms(request);
-    write_output(opts.format == "json"  ? to_json(result).dump(2) + "\n"
-                 : opts.format == "csv" ? rows_to_csv(model::tms_rows(result))
-                                        : format_table(result),
-                 opts.output);
+    write_output(render(result, output_format(opts.format)), opts.output);
   };
 }
 
