@@ -14,6 +14,7 @@
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/spec_syntax.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -96,6 +97,21 @@ std::pair<model::AnalyzeConfig, model::InputOrigins> resolve_config(const Analyz
   return {config, origins};
 }
 
+// Every mask, documents:DISTRIBUTION spelt out distribution by distribution.
+std::string mask_help() {
+  std::string help;
+  for (const model::SpecSyntax& each : model::kMaskSyntaxes) {
+    if (each.syntax == "documents:DISTRIBUTION") {
+      for (const model::SpecSyntax& distribution : model::kDistributionSyntaxes) {
+        help += fmt::format(" | documents:{}", distribution.syntax);
+      }
+    } else {
+      help += (help.empty() ? "" : " | ") + std::string(each.syntax);
+    }
+  }
+  return help + " (each may end in :seed=S) [default: causal]";
+}
+
 }  // namespace
 
 std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
@@ -108,17 +124,14 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
                   "override it), as simulate and sweep take theirs");
   cmd->add_option("--config", o.config_file, "The same as --experiment (its older name)");
   o.layouts_opt = cmd->add_option("--layouts", o.layouts,
-                                  "Comma-separated: contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
-                                  "doc-zigzag, doc-striped, ptrr[:BLOCK], balanced [default: contiguous,striped,zigzag]");
+                                  "Comma-separated: " + model::joined_syntaxes(model::kLayoutSyntaxes, ", ") +
+                                      " [default: contiguous,striped,zigzag]");
   o.devices_opt = cmd->add_option("--devices,-N", o.devices, "Devices in the ring N [default: 8]");
   o.seq_len_opt = cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k = 1024, M = 1048576 [default: 256k]");
   o.tile_opt = cmd->add_option("--tile", o.tile, "Kernel tile TQxTK [default: 2048x4096, the paper's A100 tile]");
   o.tiling_opt = cmd->add_option("--tiling", o.tiling,
                                  std::string(model::kTilingHelp) + " [default: fixed]");
-  o.mask_opt = cmd->add_option("--mask", o.mask,
-                               "causal | bidirectional | window:W | documents:L1,L2,... | documents:FILE | "
-                               "documents:fixed:L | documents:uniform:A-B | documents:lognormal:MEAN:SIGMA | "
-                               "documents:longtail:SHORT:LONG:P (each may end in :seed=S) [default: causal]");
+  o.mask_opt = cmd->add_option("--mask", o.mask, mask_help());
   add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json, OutputFormat::csv}, "Output format");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_flag("--matrices", o.matrices,

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -12,10 +13,44 @@
 #include "stripesim/model/document_layouts.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/mask.hpp"
+#include "stripesim/model/spec_syntax.hpp"
 #include "stripesim/model/work_model.hpp"
 
 namespace stripesim::testing {
 namespace {
+
+// The README's row for a flag: the line of its table that starts with "| `flag` |".
+std::string readme_row(const std::string& flag) {
+  std::ifstream in(std::string(STRIPESIM_SOURCE_DIR) + "/README.md");
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("| `" + flag + "` |")) return line;
+  }
+  ADD_FAILURE() << "README has no row for " << flag;
+  return "";
+}
+
+// The flag table lists every layout and mask the parsers take, as the parsers' lists spell them,
+// in their order, and nothing else in backquotes before the defaults.
+TEST(CliAnalyze, ReadmeFlagTableListsEveryLayoutAndMask) {
+  for (const auto& [flag, syntaxes] :
+       {std::pair{std::string("--layouts"), std::span<const model::SpecSyntax>(model::kLayoutSyntaxes)},
+        std::pair{std::string("--mask"), std::span<const model::SpecSyntax>(model::kMaskSyntaxes)}}) {
+    const std::string row = readme_row(flag);
+    const std::string meaning = row.substr(0, row.rfind(" | "));  // the default's cell left out
+    std::vector<std::string> listed;
+    for (size_t at = meaning.find('`', flag.size() + 4); at != std::string::npos; at = meaning.find('`', at + 1)) {
+      const size_t end = meaning.find('`', at + 1);
+      listed.push_back(meaning.substr(at + 1, end - at - 1));
+      at = end;
+    }
+    std::vector<std::string> expected;
+    for (const model::SpecSyntax& each : syntaxes) expected.emplace_back(each.syntax);
+    EXPECT_EQ(listed, expected) << row;
+  }
+  // And the parser's error lists the same.
+  const CliResult r = run_cli("analyze --layouts diagonal");
+  EXPECT_NE(r.err.find("expected " + model::expected_list(model::kLayoutSyntaxes)), std::string::npos) << r.err;
+}
 
 std::vector<std::string> split_commas(const std::string& line) {
   std::vector<std::string> cells;

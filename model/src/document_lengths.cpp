@@ -10,6 +10,7 @@
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/spec_syntax.hpp"
 #include "stripesim/model/splitmix64.hpp"
 
 namespace stripesim::model {
@@ -36,8 +37,8 @@ Count lognormal_draw(Random& random, double mean, double sigma) {
 }  // namespace
 
 bool is_length_distribution(std::string_view spec) {
-  for (const std::string_view prefix : {"fixed:", "uniform:", "lognormal:", "longtail:"}) {
-    if (spec.starts_with(prefix)) return true;
+  for (const SpecSyntax& each : kDistributionSyntaxes) {
+    if (spec.starts_with(each.name) && spec.substr(each.name.size()).starts_with(':')) return true;
   }
   return false;
 }
@@ -89,7 +90,7 @@ std::vector<Count> draw_document_lengths(std::string_view spec, Count seq_len) {
       return lognormal_draw(random, random.uniform() < p ? long_mean : short_mean, 1.0);
     };
   } else {
-    throw fail("unknown distribution, expected fixed, uniform, lognormal or longtail");
+    throw fail("unknown distribution, expected " + expected_list(kDistributionSyntaxes, true));
   }
   std::vector<Count> lengths;
   for (Count left = seq_len; left > 0;) {

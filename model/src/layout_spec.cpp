@@ -10,6 +10,7 @@
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/ptrr_layout.hpp"
 #include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/spec_syntax.hpp"
 
 namespace stripesim::model {
 
@@ -65,12 +66,11 @@ Layout parse_layout(std::string_view typed, Count seq_len, Count devices, const 
     return Layout::block_striped(seq_len, devices, stripe);
   }
   if (const std::string file = layout_file(spec); !file.empty()) return load_permutation_file(file, seq_len, devices);
+  std::vector<std::string> names;
+  for (const SpecSyntax& each : kLayoutSyntaxes) names.emplace_back(each.name);
   throw InputError(Input::layouts, std::string(typed),
-                   fmt::format("unknown layout{}, expected contiguous, striped, zigzag, block-striped:S, permutation:FILE, "
-                               "doc-zigzag, doc-striped, balanced or ptrr",
-                               did_you_mean(typed.substr(0, colon), {"contiguous", "striped", "zigzag", "block-striped",
-                                                                     "permutation", "doc-zigzag", "doc-striped", "balanced",
-                                                                     "ptrr"})),
+                   fmt::format("unknown layout{}, expected {}", did_you_mean(typed.substr(0, colon), names),
+                               expected_list(kLayoutSyntaxes)),
                    Shown::quoted);
 }
 

@@ -11,6 +11,7 @@
 #include "stripesim/model/json_file.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/spec_syntax.hpp"
 
 namespace stripesim::model {
 
@@ -150,10 +151,7 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
     }
     return Mask::documents(seq_len, read_document_lengths(mask_file(spec)));
   }
-  throw InputError(Input::mask, std::string(spec),
-                   "unknown mask, expected causal, bidirectional, window:W, documents:L1,L2,..., documents:FILE or "
-                   "documents:DISTRIBUTION",
-                   Shown::quoted);
+  throw InputError(Input::mask, std::string(spec), "unknown mask, expected " + expected_list(kMaskSyntaxes), Shown::quoted);
 }
 
 }  // namespace stripesim::model
