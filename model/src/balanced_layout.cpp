@@ -951,10 +951,9 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   // multiple of B). Two of them are candidates then.
   bool on_grid = true;
   for (size_t s = 0; s + 1 < pricing.segments().size(); ++s) on_grid = on_grid && pricing.segments()[s] % block == 0;
-  // PyTorch's round robin of the same blocks (per document; a causal or window mask is one):
-  // where it is the better start, the polish starts from it. Under a window it is often the best
-  // there is (every device reads its neighbours' blocks alike, round after round).
-  if (on_grid) {
+  // PyTorch's round robin of the same blocks (packed documents): where it is the better start,
+  // the polish starts from it.
+  if (on_grid && mask.kind() == MaskKind::documents) {
     const Layout ptrr = ptrr_layout(mask, devices, block);
     Assignment a(devices);
     for (Count d = 0; d < devices; ++d) {
