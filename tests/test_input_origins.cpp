@@ -2,7 +2,11 @@
 // experiment file a sweep point or a file of flags took it from, or the flag a command calls it.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string_view>
+
 #include "stripesim/model/input_origins.hpp"
+#include "stripesim/model/json_fields.hpp"
 #include "stripesim/model/layout.hpp"
 #include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/mask.hpp"
@@ -85,6 +89,40 @@ TEST(InputOrigins, FlagsOfOtherNamesAndFilesOfFlags) {
             "--mask window:0: the window must be at least 1 token");
   EXPECT_TRUE(message_of([&] { file.run([] { (void)parse_layout("zigzg", 64, 4, {}); }); })
                   .starts_with("--experiment a.json field \"layouts[1]\" = 'zigzg': unknown layout (did you mean 'zigzag'?)"));
+}
+
+TEST(InputOrigins, EveryInputHasItsOwnFlag) {
+  const std::vector<Input> inputs = every_input();
+  ASSERT_EQ(inputs.size(), 8u);
+  EXPECT_EQ(inputs.front(), Input::seq_len);
+  EXPECT_EQ(inputs.back(), Input::model);
+  std::set<std::string_view> flags;
+  for (const Input input : inputs) {
+    EXPECT_TRUE(flag_of(input).starts_with("--")) << flag_of(input);
+    flags.insert(flag_of(input));
+  }
+  EXPECT_EQ(flags.size(), inputs.size());
+}
+
+TEST(JsonFields, ListItemsAreNamedByTheirIndex) {
+  const nlohmann::json doc = {{"tiles", {"64x64", "12x"}}, {"seq_lens", {128, "1k", true}}, {"masks", nlohmann::json::array()},
+                              {"layouts", {"striped", 3}}};
+  const JsonFields f(doc, "e.json");
+  EXPECT_EQ(message_of([&] { (void)f.parsed_list("tiles", parse_tile_shape); }),
+            "e.json field \"tiles[1]\" = '12x': expected TQxTK, e.g. 2048x4096");
+  EXPECT_EQ(message_of([&] { (void)f.parsed_list("layouts", [](const std::string& s) { return s; }); }),
+            "e.json field \"layouts[1]\": expected a string, got 3");
+  EXPECT_EQ(message_of([&] { (void)f.non_empty_array("masks"); }), "e.json field \"masks\": expected a non-empty array");
+  EXPECT_EQ(message_of([&] { (void)f.count_list("seq_lens"); }),
+            "e.json field \"seq_lens\": expected integers or strings like \"128k\", got true");
+
+  const nlohmann::json good = {{"tiles", {"64x64", "128x32"}}, {"seq_lens", {128, "1k"}}};
+  const JsonFields g(good, "e.json");
+  const std::vector<TileShape> tiles = g.parsed_list("tiles", parse_tile_shape);
+  ASSERT_EQ(tiles.size(), 2u);
+  EXPECT_EQ(tiles[1].query, 128);
+  EXPECT_EQ(tiles[1].key, 32);
+  EXPECT_EQ(g.count_list("seq_lens"), (std::vector<Count>{128, 1024}));
 }
 
 }  // namespace

@@ -11,25 +11,6 @@
 #include "stripesim/model/size_parse.hpp"
 
 namespace stripesim::model {
-namespace {
-
-std::vector<Count> counts(const JsonFields& f, const std::string& key) {
-  const auto& value = f.raw(key);
-  if (!value.is_array() || value.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where(key)));
-  std::vector<Count> out;
-  for (const auto& item : value) {
-    if (item.is_number_integer()) {
-      out.push_back(item.get<Count>());
-    } else if (item.is_string()) {
-      out.push_back(parse_count(item.get<std::string>(), f.where(key)));
-    } else {
-      throw InputError(fmt::format("{}: expected integers or strings like \"128k\"", f.where(key)));
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::string& label) {
   const JsonFields f(doc, label);
@@ -39,25 +20,16 @@ BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::st
   spec.label = label;
   spec.description = f.string_or("description", "");
   if (f.has("tiling")) spec.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
-  const auto& groups = f.raw("groups");
-  if (!groups.is_array() || groups.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("groups")));
+  const auto& groups = f.non_empty_array("groups");
   for (size_t i = 0; i < groups.size(); ++i) {
     const JsonFields g(groups[i], fmt::format("{} group {}", label, i));
     g.allow_only({"seq_lens", "devices", "masks", "tiles", "layouts", "pad_documents"});
     BalanceGroup group;
-    group.seq_lens = counts(g, "seq_lens");
-    group.devices = counts(g, "devices");
+    group.seq_lens = g.count_list("seq_lens");
+    group.devices = g.count_list("devices");
     group.masks = g.string_list_or("masks", {});
     if (group.masks.empty()) throw InputError(fmt::format("{}: expected a non-empty array", g.where("masks")));
-    if (g.has("tiles")) {
-      group.tiles.clear();
-      const std::vector<std::string> tiles = g.string_list_or("tiles", {});
-      for (size_t t = 0; t < tiles.size(); ++t) {
-        InputOrigins origins(g.label());
-        origins.add(Input::tile, fmt::format("tiles[{}]", t));
-        group.tiles.push_back(origins.run([&] { return parse_tile_shape(tiles[t]); }));
-      }
-    }
+    if (g.has("tiles")) group.tiles = g.parsed_list("tiles", parse_tile_shape);
     group.layouts = g.string_list_or("layouts", group.layouts);
     group.pad_documents = g.boolean_or("pad_documents", group.pad_documents);
     spec.groups.push_back(std::move(group));

@@ -162,8 +162,7 @@ std::vector<CheckedMetric> compare_with_baseline(const nlohmann::json& baseline,
   if (f.string("schema") != kBaselineSchema) {
     throw InputError(fmt::format("{}: schema \"{}\" is not {}", label, f.string("schema"), kBaselineSchema));
   }
-  const auto& entries = f.raw("entries");
-  if (!entries.is_array() || entries.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("entries")));
+  const auto& entries = f.non_empty_array("entries");
   // Every input first (the metric names the patterns must match included), then the runs.
   std::vector<std::string> names;
   for (size_t i = 0; i < entries.size(); ++i) {

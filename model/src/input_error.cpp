@@ -15,7 +15,13 @@ std::string_view flag_of(Input input) {
     case Input::hardware: return "--hardware";
     case Input::model: return "--model";
   }
-  return "";  // unreachable: every Input is named above
+  return "";  // past the last Input (every_input stops there)
+}
+
+std::vector<Input> every_input() {
+  std::vector<Input> inputs;
+  for (int i = 0; !flag_of(static_cast<Input>(i)).empty(); ++i) inputs.push_back(static_cast<Input>(i));
+  return inputs;
 }
 
 namespace {

@@ -9,7 +9,7 @@ namespace stripesim::model {
 
 InputOrigins InputOrigins::of_file(const nlohmann::json& doc, std::string label, const std::function<bool(Input)>& overridden) {
   InputOrigins origins(std::move(label));
-  for (const Input input : kInputs) {
+  for (const Input input : every_input()) {
     // The file names each input as its flag does, with '_' for '-': "seq_len" for --seq-len.
     std::string field(flag_of(input).substr(2));
     std::ranges::replace(field, '-', '_');

@@ -56,6 +56,26 @@ Count JsonFields::positive_count(const std::string& key) const {
   return count;
 }
 
+const nlohmann::json& JsonFields::non_empty_array(const std::string& key) const {
+  const auto& value = raw(key);
+  if (!value.is_array() || value.empty()) throw InputError(fmt::format("{}: expected a non-empty array", where(key)));
+  return value;
+}
+
+std::vector<Count> JsonFields::count_list(const std::string& key) const {
+  std::vector<Count> counts;
+  for (const auto& item : non_empty_array(key)) {
+    if (item.is_number_integer()) {
+      counts.push_back(item.get<Count>());
+    } else if (item.is_string()) {
+      counts.push_back(parse_count(item.get<std::string>(), where(key)));
+    } else {
+      throw InputError(fmt::format("{}: expected integers or strings like \"128k\", got {}", where(key), item.dump()));
+    }
+  }
+  return counts;
+}
+
 Count JsonFields::positive_count_or(const std::string& key, Count fallback) const {
   return has(key) ? positive_count(key) : fallback;
 }

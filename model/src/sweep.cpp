@@ -24,42 +24,18 @@ std::string column_suffix(const std::string& layout) {
 
 namespace {
 
-template <typename T, typename Parse>
-std::vector<T> list_field(const JsonFields& f, const std::string& key, Parse parse) {
-  const auto& value = f.raw(key);
-  if (!value.is_array() || value.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where(key)));
-  std::vector<T> items;
-  for (const auto& item : value) items.push_back(parse(item, f.where(key)));
-  return items;
-}
-
-std::string as_string(const nlohmann::json& item, const std::string& where) {
-  if (!item.is_string()) throw InputError(fmt::format("{}: expected strings, got {}", where, item.dump()));
-  return item.get<std::string>();
-}
-
 SweepGroup group_from_json(const nlohmann::json& doc, const std::string& label) {
   const JsonFields f(doc, label);
   f.allow_only({"hardware", "models", "meshes", "seq_lens", "tiles"});
   SweepGroup g;
-  g.hardware = list_field<std::string>(f, "hardware", as_string);
-  g.models = list_field<std::string>(f, "models", as_string);
-  g.meshes = list_field<Mesh>(f, "meshes", [](const nlohmann::json& item, const std::string& where) {
-    return parse_mesh(as_string(item, where), where);
-  });
-  g.seq_lens = list_field<Count>(f, "seq_lens", [](const nlohmann::json& item, const std::string& where) {
-    if (item.is_number_integer()) return item.get<Count>();
-    return parse_count(as_string(item, where), where);
-  });
+  const auto text = [](const std::string& item) { return item; };
+  g.hardware = f.parsed_list("hardware", text);
+  g.models = f.parsed_list("models", text);
+  g.meshes = f.parsed_list("meshes", [&](const std::string& item) { return parse_mesh(item, f.where("meshes")); });
+  g.seq_lens = f.count_list("seq_lens");
   if (f.has("tiles")) {
-    g.tiles = list_field<std::optional<TileShape>>(f, "tiles", [](const nlohmann::json& item, const std::string& where) {
-      const std::string text = as_string(item, where);
-      if (text == "default") return std::optional<TileShape>();
-      try {
-        return std::optional<TileShape>(parse_tile_shape(text));
-      } catch (const InputError& e) {
-        throw e.at(where);
-      }
+    g.tiles = f.parsed_list("tiles", [](const std::string& item) {
+      return item == "default" ? std::optional<TileShape>() : std::optional<TileShape>(parse_tile_shape(item));
     });
   }
   return g;
@@ -118,8 +94,7 @@ SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& lab
   if (f.has("tiling")) spec.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
   spec.extra_layouts = f.string_list_or("layouts", {});
   spec.columns = f.string_list_or("columns", {});
-  const auto& groups = f.raw("groups");
-  if (!groups.is_array() || groups.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("groups")));
+  const auto& groups = f.non_empty_array("groups");
   for (size_t i = 0; i < groups.size(); ++i) {
     spec.groups.push_back(group_from_json(groups[i], fmt::format("{} group {}", label, i)));
   }

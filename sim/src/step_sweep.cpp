@@ -274,7 +274,8 @@ StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog)
   for (size_t r = 0; r < ratios.size(); ++r) {
     const StepOverrides overrides{hardware, with_partial_ratio(kernel, ratios[r])};
     for (const auto& m : measured_rows) {
-      const model::SweepPoint point{hardware.name, m.model, {m.model_parallel, m.devices}, m.seq_len, std::nullopt};
+      const model::SweepPoint point{hardware.name, m.model, {m.model_parallel, m.devices}, m.seq_len, std::nullopt,
+                                      model::InputOrigins()};
       SimulateConfig c = point_config(spec, point, overrides);
       c.layouts = {"contiguous", "striped"};
       Simulation sim = run_simulation(c, catalog);

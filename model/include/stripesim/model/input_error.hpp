@@ -10,15 +10,16 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace stripesim::model {
 
 enum class Input { seq_len, devices, model_parallel, layouts, mask, tile, hardware, model };
-inline constexpr Input kInputs[] = {Input::seq_len, Input::devices, Input::model_parallel, Input::layouts,
-                                    Input::mask,    Input::tile,    Input::hardware,       Input::model};
 
 // The flag that gives `input` on the command line ("--seq-len").
 [[nodiscard]] std::string_view flag_of(Input input);
+// Every Input, in order: those flag_of names (its switch is checked complete by the compiler).
+[[nodiscard]] std::vector<Input> every_input();
 
 // How a message shows the value: as given (`--seq-len 1000`) or quoted (`--layouts 'zigzg'`).
 enum class Shown { plain, quoted };

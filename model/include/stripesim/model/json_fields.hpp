@@ -1,6 +1,7 @@
 #pragma once
 // Typed access to fields of user-written JSON objects, with errors that name the file and the
 // field, and rejection of unknown fields (a typo should fail loudly, not be ignored).
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <initializer_list>
 #include <string>
@@ -40,17 +41,43 @@ class JsonFields {
   template <typename Parse>
   [[nodiscard]] auto parsed(const std::string& key, Parse parse) const {
     const std::string text = string(key);
-    try {
-      return parse(text);
-    } catch (const InputError& e) {
-      throw e.at(where(key));
-    }
+    return located(where(key), [&] { return parse(text); });
   }
+
+  // parse(each string of the non-empty array at key), an error naming the item it is about
+  // (field "tiles[1]").
+  template <typename Parse>
+  [[nodiscard]] auto parsed_list(const std::string& key, Parse parse) const {
+    const nlohmann::json& value = non_empty_array(key);
+    std::vector<decltype(parse(std::string()))> items;
+    for (size_t i = 0; i < value.size(); ++i) {
+      const std::string where_item = where(fmt::format("{}[{}]", key, i));
+      if (!value[i].is_string()) throw InputError(fmt::format("{}: expected a string, got {}", where_item, value[i].dump()));
+      const std::string text = value[i].get<std::string>();
+      items.push_back(located(where_item, [&] { return parse(text); }));
+    }
+    return items;
+  }
+
+  // The array at key, which must hold at least one item.
+  [[nodiscard]] const nlohmann::json& non_empty_array(const std::string& key) const;
+  // The non-empty array at key of integers or strings like "128k" (range checks are the caller's).
+  [[nodiscard]] std::vector<Count> count_list(const std::string& key) const;
 
   [[nodiscard]] std::string where(const std::string& key) const { return label_ + " field \"" + key + "\""; }
   [[nodiscard]] const std::string& label() const { return label_; }
 
  private:
+  // work(), an InputError it raises by kind named at `where`.
+  template <typename Work>
+  static auto located(const std::string& where, Work&& work) {
+    try {
+      return work();
+    } catch (const InputError& e) {
+      throw e.at(where);
+    }
+  }
+
   const nlohmann::json& object_;
   std::string label_;
 };
