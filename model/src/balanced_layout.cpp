@@ -22,12 +22,12 @@
 // busiest device while that lowers it. Each candidate is also tried with its devices renumbered
 // in sequence order (neighbouring pieces on neighbouring devices), and where the tiling is the
 // sequence's block grid (fixed tiling, or varlen with every document starting on it) PyTorch's
-// round robin of the same blocks (ptrr_layout.hpp, packed documents) and contiguous itself are
-// candidates as well. A single sequence (causal, window) tries piece sizes down to a quarter
+// round robin of the same blocks (ptrr_layout.hpp; packed documents and windows, where pricing it
+// stays cheap) and contiguous itself are candidates as well. A single sequence (causal, window) tries piece sizes down to a quarter
 // share only.
 // Scored exactly (busiest device, lockstep, and the ring without a barrier with free links,
 // metrics.hpp), the candidates within kBusiestSlack of the least busy are kept, the best few
-// polished by swaps that lower the lockstep without raising the busiest device and then by
+// (those with a lockstep to gain and a graph of pieces small enough) polished by swaps that lower the lockstep without raising the busiest device and then by
 // renumbering their devices (which device meets which in each round) for the lockstep, and the
 // lowest lockstep is the pick; the lowest lockstep among all candidates no slower than the pick
 // without a barrier then wins (a little busier, it is faster however the ring runs), within
@@ -472,15 +472,22 @@ void for_each_read(const Pricing& pricing, const std::vector<PlacedPiece>& piece
   }
 }
 
-// The devices' work on each other's pieces: [query device * N + key device], in tiles.
-std::vector<Count> pair_work(const Pricing& pricing, const Assignment& a) {
+// The devices' work on each other's pieces ([query device * N + key device], in tiles), and how
+// many reads of a piece by a query tile make it up (what a RingGraph of the pieces would hold).
+struct PairWork {
+  std::vector<Count> work;
+  Count reads = 0;
+};
+
+PairWork pair_work(const Pricing& pricing, const Assignment& a) {
   const auto pieces = pieces_in_order(a);
   const auto devices = a.load.size();
-  std::vector<Count> work(devices * devices, 0);
+  PairWork pair{std::vector<Count>(devices * devices, 0), 0};
   for_each_read(pricing, pieces, [&](size_t q, size_t k, Count tiles) {
-    work[static_cast<size_t>(pieces[q].device) * devices + static_cast<size_t>(pieces[k].device)] += tiles;
+    pair.work[static_cast<size_t>(pieces[q].device) * devices + static_cast<size_t>(pieces[k].device)] += tiles;
+    ++pair.reads;
   });
-  return work;
+  return pair;
 }
 
 // What the ring pays for one numbering of the devices: the busiest device, the lockstep time (sum
@@ -505,10 +512,27 @@ RingCost numbered_cost(const std::vector<Count>& pair, const std::vector<size_t>
   return {m.slowest_device, m.lockstep, free_link_ring_time(work)};
 }
 
-RingCost cost_of(const Pricing& pricing, const Assignment& a) {
-  std::vector<size_t> order(a.load.size());
+// How many reads pricing a layout of whole blocks takes (pair_work's, or a few more where blocks
+// of one device meet): every query tile's key blocks. Counted without building the layout.
+Count block_reads(const Pricing& pricing, Count n, Count block) {
+  Count reads = 0;
+  for (Position qa = 0; qa < n;) {
+    const Position qb = pricing.query_tile_end(qa, std::min(n, (qa / block + 1) * block));
+    const auto [lo, hi] = pricing.keys_read(qa, qb);
+    if (hi >= lo) reads += hi / block - lo / block + 1;
+    qa = qb;
+  }
+  return reads;
+}
+
+RingCost cost_of(const PairWork& pair, Count devices) {
+  std::vector<size_t> order(static_cast<size_t>(devices));
   std::iota(order.begin(), order.end(), size_t{0});
-  return numbered_cost(pair_work(pricing, a), order);
+  return numbered_cost(pair.work, order);
+}
+
+RingCost cost_of(const Pricing& pricing, const Assignment& a) {
+  return cost_of(pair_work(pricing, a), static_cast<Count>(a.load.size()));
 }
 
 // The ring's work as a graph of pieces: which piece's queries read which piece's keys, in tiles
@@ -727,10 +751,10 @@ Assignment renumbered(const Assignment& a, const std::vector<size_t>& order) {
   return out;
 }
 
-// The same assignment with devices renumbered in the order of their longest piece's position:
+// The devices numbered in the order of their longest piece's position (order[number] = device):
 // pieces next to each other in the sequence then sit on devices next to each other in the ring,
 // so the tiles that cross their cut fall in round 1 (or N - 1) rather than anywhere.
-Assignment ring_ordered(const Assignment& a) {
+std::vector<size_t> ring_order(const Assignment& a) {
   const auto devices = a.load.size();
   std::vector<Position> key(devices, 0);
   for (size_t d = 0; d < devices; ++d) {
@@ -747,7 +771,7 @@ Assignment ring_ordered(const Assignment& a) {
   std::vector<size_t> order(devices);
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return key[x] < key[y]; });
-  return renumbered(a, order);
+  return order;
 }
 
 // Device d meets the pieces of device d - r in round r, so numbering the same devices differently
@@ -829,6 +853,14 @@ constexpr double kBusiestSlack = 0.005;
 // How many candidates are polished for lockstep, and how many pieces each polish tries to move.
 constexpr size_t kPolished = 2;
 constexpr Count kMovesTried = 4096;
+// The most reads a polished candidate's graph may hold. Packed documents' candidates hold up to
+// about 300k; the round robin of blocks under a wide window holds millions (1M tokens in 128-token
+// blocks, a 100k window: 4.7M), whose graph alone takes a second to build and whose polish takes
+// seconds for under 0.1 % of lockstep.
+constexpr Count kMostReadsPolished = Count{1} << 20;
+// The most reads pricing PyTorch's round robin of blocks may take (a third of a second here): a
+// 128k window on 1M tokens in 128-token blocks takes 8.4M; in 32-token blocks 134M (seconds).
+constexpr Count kMostReadsPriced = Count{1} << 25;
 
 }  // namespace
 
@@ -900,6 +932,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
     Assignment assignment;
     Count chunk_tokens;
     RingCost cost;
+    Count reads = 0;  // of its pair work: the size of its RingGraph
   };
   std::vector<Candidate> candidates;
   // A varlen kernel takes one cu_seqlens entry per piece of a document: candidates that cut a
@@ -908,19 +941,25 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   const bool bounded_pieces = tiling_matters(tiling, mask.kind());
   const Count most_pieces = (fragment > 0 ? 3 : 2) * devices;
   std::vector<Candidate> unbounded;
-  const auto consider = [&](Assignment a, Count chunk_tokens) {
+  // Proposes a, and a with its devices renumbered; returns a's cost where it is proposed.
+  const auto consider = [&](Assignment a, Count chunk_tokens) -> std::optional<RingCost> {
     if (bounded_pieces && most_pieces_of_a_document(pricing, a) > most_pieces) {
       if (candidates.empty() && unbounded.empty()) {
         unbounded.push_back({std::move(a), chunk_tokens, {}});
       }
-      return;
+      return std::nullopt;
     }
-    Assignment ordered = ring_ordered(a);
-    for (Assignment* each : {&a, &ordered}) {
-      Candidate candidate{std::move(*each), chunk_tokens, {}};
-      candidate.cost = cost_of(pricing, candidate.assignment);
-      candidates.push_back(std::move(candidate));
+    const size_t first = candidates.size();
+    // And its devices numbered in sequence order, where that is another numbering.
+    const std::vector<size_t> order = ring_order(a);
+    std::optional<Assignment> ordered;
+    if (!std::ranges::is_sorted(order)) ordered = renumbered(a, order);
+    for (Assignment* each : {&a, ordered ? &*ordered : nullptr}) {
+      if (each == nullptr) continue;
+      const PairWork pair = pair_work(pricing, *each);
+      candidates.push_back({std::move(*each), chunk_tokens, cost_of(pair, devices), pair.reads});
     }
+    return candidates[first].cost;
   };
   std::optional<RingCost> round_robin;  // PyTorch's balancer of the same blocks, where priced
   std::vector<std::vector<bool>> spreads_tried;
@@ -951,9 +990,12 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   // multiple of B). Two of them are candidates then.
   bool on_grid = true;
   for (size_t s = 0; s + 1 < pricing.segments().size(); ++s) on_grid = on_grid && pricing.segments()[s] % block == 0;
-  // PyTorch's round robin of the same blocks (packed documents): where it is the better start,
-  // the polish starts from it.
-  if (on_grid && mask.kind() == MaskKind::documents) {
+  // PyTorch's round robin of the same blocks (per document, or of the whole sequence under a
+  // window): where it is the better start, the polish starts from it. Under a window it is often
+  // the best there is (every device reads its neighbours' blocks alike, round after round). Under
+  // a causal mask it is the zigzag of blocks the spread candidates already are.
+  if (on_grid && (mask.kind() == MaskKind::documents || mask.kind() == MaskKind::window) &&
+      block_reads(pricing, n, block) <= kMostReadsPriced) {
     const Layout ptrr = ptrr_layout(mask, devices, block);
     Assignment a(devices);
     for (Count d = 0; d < devices; ++d) {
@@ -973,8 +1015,9 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
         begin = p;
       }
     }
-    round_robin = cost_of(pricing, a);
-    consider(std::move(a), block);
+    const Assignment kept = a;  // priced here if consider does not propose it
+    round_robin = consider(std::move(a), block);
+    if (!round_robin) round_robin = cost_of(pricing, kept);
   }
 
   // Contiguous itself (every device one run of the body, in sequence order): under a window, or
@@ -1012,6 +1055,8 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   std::vector<size_t> identity(static_cast<size_t>(devices));
   std::iota(identity.begin(), identity.end(), size_t{0});
   for (Candidate* each : feasible) {
+    // The lockstep is at least the busiest device's work: a candidate there has nothing to gain.
+    if (each->cost.lockstep <= each->cost.busiest || each->reads > kMostReadsPolished) continue;
     RingGraph graph(pricing, each->assignment);
     graph.improve(kMovesTried);
     // The graph holds the candidate's work either way (it keeps a move only when the lockstep drops).
