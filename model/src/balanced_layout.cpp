@@ -22,8 +22,8 @@
 // busiest device while that lowers it. Each candidate is also tried with its devices renumbered
 // in sequence order (neighbouring pieces on neighbouring devices), and where the tiling is the
 // sequence's block grid (fixed tiling, or varlen with every document starting on it) PyTorch's
-// round robin of the same blocks (ptrr_layout.hpp; packed documents and windows, where pricing it
-// stays cheap) and contiguous itself are candidates as well. A single sequence (causal, window) tries piece sizes down to a quarter
+// round robin of the same blocks (ptrr_layout.hpp; packed documents and windows) and contiguous
+// itself are candidates as well. A single sequence (causal, window) tries piece sizes down to a quarter
 // share only.
 // Scored exactly (busiest device, lockstep, and the ring without a barrier with free links,
 // metrics.hpp), the candidates within kBusiestSlack of the least busy are kept, the best few
@@ -578,19 +578,6 @@ bool doc_zigzag_is_the_bar(const Mask& mask, Count devices, Tiling tiling) {
   return true;
 }
 
-// How many reads pricing a layout of whole blocks takes (pair_work's, or a few more where blocks
-// of one device meet): every query tile's key blocks. Counted without building the layout.
-Count block_reads(const Pricing& pricing, Count n, Count block) {
-  Count reads = 0;
-  for (Position qa = 0; qa < n;) {
-    const Position qb = pricing.query_tile_end(qa, std::min(n, (qa / block + 1) * block));
-    const auto [lo, hi] = pricing.keys_read(qa, qb);
-    if (hi >= lo) reads += hi / block - lo / block + 1;
-    qa = qb;
-  }
-  return reads;
-}
-
 RingCost cost_of(const PairWork& pair, Count devices) {
   std::vector<size_t> order(static_cast<size_t>(devices));
   std::iota(order.begin(), order.end(), size_t{0});
@@ -919,14 +906,11 @@ constexpr double kBusiestSlack = 0.005;
 // How many candidates are polished for lockstep, and how many pieces each polish tries to move.
 constexpr size_t kPolished = 2;
 constexpr Count kMovesTried = 4096;
-// The most reads a polished candidate's graph may hold. Packed documents' candidates hold up to
-// about 300k; the round robin of blocks under a wide window holds millions (1M tokens in 128-token
-// blocks, a 100k window: 4.7M), whose graph alone takes a second to build and whose polish takes
-// seconds for under 0.1 % of lockstep.
+// The most reads a candidate's graph may hold to be polished by swaps (numbering its devices needs
+// no graph). Packed documents' candidates hold up to about 300k; the round robin of blocks under a
+// wide window holds millions (1M tokens in 128-token blocks, a 100k window: 4.7M), whose graph
+// alone takes a second to build and whose polish takes seconds for under 0.1 % of lockstep.
 constexpr Count kMostReadsPolished = Count{1} << 20;
-// The most reads pricing PyTorch's round robin of blocks may take (a third of a second here): a
-// 128k window on 1M tokens in 128-token blocks takes 8.4M; in 32-token blocks 134M (seconds).
-constexpr Count kMostReadsPriced = Count{1} << 25;
 
 }  // namespace
 
@@ -1062,8 +1046,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   // window): where it is the better start, the polish starts from it. Under a window it is often
   // the best there is (every device reads its neighbours' blocks alike, round after round). Under
   // a causal mask it is the zigzag of blocks the spread candidates already are.
-  if (on_grid && (mask.kind() == MaskKind::documents || mask.kind() == MaskKind::window) &&
-      block_reads(pricing, n, block) <= kMostReadsPriced) {
+  if (on_grid && (mask.kind() == MaskKind::documents || mask.kind() == MaskKind::window)) {
     const Layout ptrr = ptrr_layout(mask, devices, block);
     Assignment a(devices);
     for (Count d = 0; d < devices; ++d) {
@@ -1128,14 +1111,19 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
     if (std::ranges::find(polished, each) != polished.end()) return;
     polished.push_back(each);
     // The lockstep is at least the busiest device's work: a candidate there has nothing to gain.
-    if (each->cost.lockstep <= each->cost.busiest || each->reads > kMostReadsPolished) return;
-    RingGraph graph(pricing, each->assignment);
-    graph.improve(kMovesTried);
-    // The graph holds the candidate's work either way (it keeps a move only when the lockstep drops).
-    const std::vector<Count> work = graph.pair_work();
-    if (graph.lockstep() < each->cost.lockstep) {
-      each->assignment = graph.assignment();
-      each->cost = numbered_cost(work, identity);
+    if (each->cost.lockstep <= each->cost.busiest) return;
+    std::vector<Count> work;
+    if (each->reads <= kMostReadsPolished) {
+      RingGraph graph(pricing, each->assignment);
+      graph.improve(kMovesTried);
+      // The graph holds the candidate's work either way (it keeps a move only when the lockstep drops).
+      work = graph.pair_work();
+      if (graph.lockstep() < each->cost.lockstep) {
+        each->assignment = graph.assignment();
+        each->cost = numbered_cost(work, identity);
+      }
+    } else {
+      work = pair_work(pricing, each->assignment).work;
     }
     // Then the devices are numbered for the lockstep: the same loads, other rounds.
     const std::vector<size_t> order = lockstep_numbering(work, identity.size());
