@@ -23,16 +23,19 @@
 // in sequence order (neighbouring pieces on neighbouring devices), and where the tiling is the
 // sequence's block grid (fixed tiling, or varlen with every document starting on it) PyTorch's
 // round robin of the same blocks (ptrr_layout.hpp; packed documents and windows) and contiguous
-// itself are candidates as well. A single sequence (causal, window) tries piece sizes down to a quarter
-// share only.
+// itself are candidates as well. A single sequence (causal, window) tries piece sizes down to a
+// quarter share only.
 // Scored exactly (busiest device, lockstep, and the ring without a barrier with free links,
-// metrics.hpp), the candidates within kBusiestSlack of the least busy are kept, the best few
-// (those with a lockstep to gain and a graph of pieces small enough) polished by swaps that lower the lockstep without raising the busiest device and then by
-// renumbering their devices (which device meets which in each round) for the lockstep, and the
-// lowest lockstep is the pick; the lowest lockstep among all candidates no slower than the pick
-// without a barrier then wins (a little busier, it is faster however the ring runs), within
-// kBusiestSlack of PyTorch's round robin's busiest device unless only a busier one beats its
-// lockstep. Deterministic: no randomness, ties broken by position.
+// metrics.hpp), the candidates within kBusiestSlack of the least busy are kept, the best few with
+// a lockstep to gain polished by swaps that lower the lockstep without raising the busiest device
+// (where their graph of pieces is small enough) and then by renumbering their devices (which
+// device meets which in each round) for the lockstep, and the lowest lockstep is the pick; the
+// lowest lockstep among all candidates no slower than the pick without a barrier then wins (a
+// little busier, it is faster however the ring runs). What users have already is the bar: the
+// pick is within kBusiestSlack of PyTorch's round robin's busiest device and below its lockstep
+// where that can be (the round robin polished, if nothing else is), and under varlen no busier
+// and no slower in lockstep than doc-zigzag, both counted exactly (doc-zigzag itself otherwise).
+// Deterministic: no randomness, ties broken by position.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -982,7 +985,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
     Assignment assignment;
     Count chunk_tokens;
     RingCost cost;
-    Count reads = 0;  // of its pair work: the size of its RingGraph
+    Count reads = 0;  // pieces its query tiles' keys span: at least the size of its RingGraph
   };
   std::vector<Candidate> candidates;
   // A varlen kernel takes one cu_seqlens entry per piece of a document: candidates that cut a
