@@ -114,7 +114,11 @@ TEST(JsonFields, ListItemsAreNamedByTheirIndex) {
             "e.json field \"layouts[1]\": expected a string, got 3");
   EXPECT_EQ(message_of([&] { (void)f.non_empty_array("masks"); }), "e.json field \"masks\": expected a non-empty array");
   EXPECT_EQ(message_of([&] { (void)f.count_list("seq_lens"); }),
-            "e.json field \"seq_lens\": expected integers or strings like \"128k\", got true");
+            "e.json field \"seq_lens[2]\": expected an integer or a string like \"128k\", got true");
+  EXPECT_EQ(message_of([&] { (void)f.string_list_or("layouts", {}); }), "e.json field \"layouts[1]\": expected a string, got 3");
+  const nlohmann::json bad_count = {{"seq_lens", {128, "12q"}}};
+  EXPECT_TRUE(message_of([&] { (void)JsonFields(bad_count, "e.json").count_list("seq_lens"); })
+                  .starts_with("e.json field \"seq_lens[1]\""));
 
   const nlohmann::json good = {{"tiles", {"64x64", "128x32"}}, {"seq_lens", {128, "1k"}}};
   const JsonFields g(good, "e.json");
@@ -123,6 +127,9 @@ TEST(JsonFields, ListItemsAreNamedByTheirIndex) {
   EXPECT_EQ(tiles[1].query, 128);
   EXPECT_EQ(tiles[1].key, 32);
   EXPECT_EQ(g.count_list("seq_lens"), (std::vector<Count>{128, 1024}));
+  EXPECT_EQ(g.string_list_or("masks", {"causal"}), (std::vector<std::string>{"causal"}));
+  const nlohmann::json empty = {{"masks", nlohmann::json::array()}};
+  EXPECT_TRUE(JsonFields(empty, "e.json").string_list_or("masks", {"causal"}).empty());
 }
 
 }  // namespace

@@ -1069,9 +1069,8 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
         begin = p;
       }
     }
-    const Assignment kept = a;  // priced here if consider does not propose it
+    round_robin = cost_of(pricing, a);  // the bar, whether or not it is proposed
     round_robin_at = consider(std::move(a), block);
-    round_robin = round_robin_at ? candidates[*round_robin_at].cost : cost_of(pricing, kept);
   }
 
   // Contiguous itself (every device one run of the body, in sequence order): under a window, or

@@ -63,14 +63,16 @@ const nlohmann::json& JsonFields::non_empty_array(const std::string& key) const 
 }
 
 std::vector<Count> JsonFields::count_list(const std::string& key) const {
+  const auto& value = non_empty_array(key);
   std::vector<Count> counts;
-  for (const auto& item : non_empty_array(key)) {
+  for (size_t i = 0; i < value.size(); ++i) {
+    const auto& item = value[i];
     if (item.is_number_integer()) {
       counts.push_back(item.get<Count>());
     } else if (item.is_string()) {
-      counts.push_back(parse_count(item.get<std::string>(), where(key)));
+      counts.push_back(parse_count(item.get<std::string>(), where_item(key, i)));
     } else {
-      throw InputError(fmt::format("{}: expected integers or strings like \"128k\", got {}", where(key), item.dump()));
+      throw InputError(fmt::format("{}: expected an integer or a string like \"128k\", got {}", where_item(key, i), item.dump()));
     }
   }
   return counts;
@@ -112,11 +114,14 @@ std::vector<std::string> JsonFields::string_list_or(const std::string& key, std:
   const auto& value = raw(key);
   if (!value.is_array()) throw InputError(fmt::format("{}: expected an array of strings", where(key)));
   std::vector<std::string> items;
-  for (const auto& item : value) {
-    if (!item.is_string()) throw InputError(fmt::format("{}: expected strings, got {}", where(key), item.dump()));
-    items.push_back(item.get<std::string>());
-  }
+  for (size_t i = 0; i < value.size(); ++i) items.push_back(string_item(value, key, i));
   return items;
+}
+
+std::string JsonFields::string_item(const nlohmann::json& array, const std::string& key, size_t index) const {
+  const auto& item = array[index];
+  if (!item.is_string()) throw InputError(fmt::format("{}: expected a string, got {}", where_item(key, index), item.dump()));
+  return item.get<std::string>();
 }
 
 }  // namespace stripesim::model

@@ -34,6 +34,7 @@ class JsonFields {
   [[nodiscard]] double non_negative_number_or(const std::string& key, double fallback) const;
   // true or false (a JSON boolean, not 0/1 or "yes").
   [[nodiscard]] bool boolean_or(const std::string& key, bool fallback) const;
+  // The array of strings at key (it may be empty), or fallback when the field is absent.
   [[nodiscard]] std::vector<std::string> string_list_or(const std::string& key, std::vector<std::string> fallback) const;
 
   // parse(the string at key); an InputError it raises by kind (parse_tile_shape's "--tile ...")
@@ -51,23 +52,28 @@ class JsonFields {
     const nlohmann::json& value = non_empty_array(key);
     std::vector<decltype(parse(std::string()))> items;
     for (size_t i = 0; i < value.size(); ++i) {
-      const std::string where_item = where(fmt::format("{}[{}]", key, i));
-      if (!value[i].is_string()) throw InputError(fmt::format("{}: expected a string, got {}", where_item, value[i].dump()));
-      const std::string text = value[i].get<std::string>();
-      items.push_back(located(where_item, [&] { return parse(text); }));
+      const std::string text = string_item(value, key, i);
+      items.push_back(located(where_item(key, i), [&] { return parse(text); }));
     }
     return items;
   }
 
   // The array at key, which must hold at least one item.
   [[nodiscard]] const nlohmann::json& non_empty_array(const std::string& key) const;
-  // The non-empty array at key of integers or strings like "128k" (range checks are the caller's).
+  // The non-empty array at key of integers or strings like "128k" (range checks are the caller's);
+  // an error names the item (field "seq_lens[1]").
   [[nodiscard]] std::vector<Count> count_list(const std::string& key) const;
 
   [[nodiscard]] std::string where(const std::string& key) const { return label_ + " field \"" + key + "\""; }
+  [[nodiscard]] std::string where_item(const std::string& key, size_t index) const {
+    return where(fmt::format("{}[{}]", key, index));
+  }
   [[nodiscard]] const std::string& label() const { return label_; }
 
  private:
+  // The string at array[index] (the array at key), or an error naming that item.
+  [[nodiscard]] std::string string_item(const nlohmann::json& array, const std::string& key, size_t index) const;
+
   // work(), an InputError it raises by kind named at `where`.
   template <typename Work>
   static auto located(const std::string& where, Work&& work) {
