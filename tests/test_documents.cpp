@@ -310,16 +310,25 @@ TEST(Balancer, UnderVarlenNeverBehindDocZigzag) {
 // Documents of 2000 tokens on 32 devices, fixed tiling: a pick 1.9 % busier than PyTorch's round
 // robin with a third less lockstep used to win; the round robin's busiest device is the bar
 // (within 0.5 %), and the lockstep still beats it (the round robin polished, if nothing else).
+// Documents of 2000 tokens on 32 devices; one document of 228k tokens among short ones on 16
+// (its 1779 blocks do not split into 2N = 32 equal chunks: its first 19 are left to the pieces,
+// which took this case from a tie with the round robin to a lower lockstep).
 TEST(Balancer, NeverBusierThanTheRoundRobinBeyondTheSlack) {
-  const Count N = 32;
-  const Mask docs = pad_documents(parse_mask("documents:fixed:2000:seed=3", 1 << 19), N).mask;
-  const auto metrics = [&](const Layout& layout) { return compute_metrics(count_work(layout, docs, {128, 128}).active_tiles); };
-  const BalanceResult r = balanced_layout(docs, N, {128, 128});
-  const Metrics balanced = metrics(r.layout);
-  const Metrics ptrr = metrics(ptrr_layout(docs, N, 128));
-  EXPECT_LE(static_cast<double>(balanced.slowest_device), 1.005 * static_cast<double>(ptrr.slowest_device));
-  EXPECT_LT(balanced.lockstep, ptrr.lockstep);
-  EXPECT_EQ(r.lockstep_estimate, balanced.lockstep);
+  struct Case {
+    const char* spec;
+    Count n, devices;
+  };
+  for (const auto& [spec, n, N] : {Case{"documents:fixed:2000:seed=3", 1 << 19, 32},
+                                   Case{"documents:longtail:1024:262144:0.02:seed=11", 1 << 18, 16}}) {
+    const Mask docs = pad_documents(parse_mask(spec, n), N).mask;
+    const auto metrics = [&](const Layout& layout) { return compute_metrics(count_work(layout, docs, {128, 128}).active_tiles); };
+    const BalanceResult r = balanced_layout(docs, N, {128, 128});
+    const Metrics balanced = metrics(r.layout);
+    const Metrics ptrr = metrics(ptrr_layout(docs, N, 128));
+    EXPECT_LE(static_cast<double>(balanced.slowest_device), 1.005 * static_cast<double>(ptrr.slowest_device)) << spec;
+    EXPECT_LT(balanced.lockstep, ptrr.lockstep) << spec;
+    EXPECT_EQ(r.lockstep_estimate, balanced.lockstep) << spec;
+  }
 }
 
 TEST(Balancer, BalancesWindowsAndCausalToo) {
@@ -389,7 +398,9 @@ TEST(Balancer, UnderAWindowNoBehindTheRoundRobinOfBlocksNorStriped) {
     }
     const double bound = static_cast<double>(balanced.total) / N;
     // (Off the block grid the window's edge tiles are partial, and the bound is not reached.)
-    if (window % 128 == 0) EXPECT_LT(static_cast<double>(balanced.lockstep) / bound, 1.001) << "W=" << window;
+    if (window % 128 == 0) {
+      EXPECT_LT(static_cast<double>(balanced.lockstep) / bound, 1.001) << "W=" << window;
+    }
   }
 }
 

@@ -1018,7 +1018,21 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   std::optional<RingCost> round_robin;  // PyTorch's balancer of the same blocks, where priced
   std::optional<size_t> round_robin_at;  // and where it is among the candidates, where proposed
   std::vector<std::vector<bool>> spreads_tried;
-  for (const double heavy : {0.0, 1e-9, 0.25, 0.5, 1.0}) {  // 0: spread nothing; 1e-9: every document that can be
+  // Which documents are spread: those costing more than `heavy` of a device's share (0: none;
+  // 1e-9: every one that can be), with or without `head`: where a document may be cut into any
+  // number of pieces, the blocks 2N chunks cannot share evenly, its first (the cheapest), can be
+  // left to the pieces, so that the chunks are of one length and every device's pair of them
+  // costs the same (the uneven chunks of one long document cost its devices up to a block of its
+  // far end). Which is better depends on how the other pieces fill the rounds: both are tried.
+  struct Spread {
+    double heavy;
+    bool head;
+  };
+  std::vector<Spread> spreads{{0.0, false}, {1e-9, false}, {0.25, false}, {0.5, false}, {1.0, false}};
+  if (!bounded_pieces) {
+    for (const double heavy : {1e-9, 0.25, 0.5, 1.0}) spreads.push_back({heavy, true});
+  }
+  for (const auto [heavy, leave_head] : spreads) {
     Assignment spread_only = tail;
     std::vector<bool> spread(blocks.size(), false);
     for (size_t j = 0; heavy > 0 && j + 1 < documents.size(); ++j) {
@@ -1026,8 +1040,9 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
       const size_t to = first_block[j + 1];
       const double cost = static_cast<double>(cost_before[to] - cost_before[from]);
       if (cost <= heavy * bound || static_cast<Count>(to - from) < 2 * devices) continue;
-      if (!spread_zigzag(pricing, blocks, from, to, body, c, spread_only)) continue;
-      std::fill(spread.begin() + static_cast<std::ptrdiff_t>(from), spread.begin() + static_cast<std::ptrdiff_t>(to), true);
+      const size_t head = leave_head ? (to - from) % static_cast<size_t>(2 * devices) : 0;
+      if (!spread_zigzag(pricing, blocks, from + head, to, body, c, spread_only)) continue;
+      std::fill(spread.begin() + static_cast<std::ptrdiff_t>(from + head), spread.begin() + static_cast<std::ptrdiff_t>(to), true);
     }
     if (std::find(spreads_tried.begin(), spreads_tried.end(), spread) != spreads_tried.end()) continue;
     spreads_tried.push_back(spread);
@@ -1105,6 +1120,11 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   }
   const auto lower_lockstep = [](const Candidate* x, const Candidate* y) { return x->cost.lockstep < y->cost.lockstep; };
   std::stable_sort(feasible.begin(), feasible.end(), lower_lockstep);
+  // A candidate and its renumbering often cost the same: polishing both would polish one.
+  const auto same_cost = [](const Candidate* x, const Candidate* y) {
+    return x->cost.busiest == y->cost.busiest && x->cost.lockstep == y->cost.lockstep && x->cost.ring == y->cost.ring;
+  };
+  feasible.erase(std::unique(feasible.begin(), feasible.end(), same_cost), feasible.end());
   feasible.resize(std::min<size_t>(feasible.size(), kPolished));
   std::vector<size_t> identity(static_cast<size_t>(devices));
   std::iota(identity.begin(), identity.end(), size_t{0});
