@@ -19,6 +19,7 @@
 #include "stripesim/sim/kernel_profile.hpp"
 #include "stripesim/validate/comparison.hpp"
 #include "stripesim/validate/kernel_accuracy.hpp"
+#include "stripesim/validate/validate_workflow.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -79,27 +80,10 @@ std::vector<model::Count> count_list(const std::string& text, const char* flag) 
   return out;
 }
 
-bool gpu_backend(const std::string& backend) { return backend == "cuda" || backend == "nccl"; }
-
-// The matrix: flags where given, else per-backend defaults sized so that the CPU backend's
-// --compare finishes in well under a minute and the GPU ones measure kernels long enough to time.
+// The matrix: flags where given, else the backend's defaults.
 validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
-  validate::ValidateMatrix m;
-  const bool gpu = gpu_backend(o.backend);
-  if (o.compare || o.calibrate) {
-    m.devices = {2, 4, 8};
-    m.seq_lens = gpu ? std::vector<model::Count>{16384, 32768} : std::vector<model::Count>{1024, 2048};
-    m.tiles = gpu ? std::vector<model::TileShape>{{64, 64}, {128, 128}} : std::vector<model::TileShape>{{32, 32}, {64, 64}};
-  } else if (gpu) {
-    m.seq_lens = {16384};
-    m.tiles = {{128, 128}};
-  }
-  if (gpu) {
-    m.heads = 16;
-    m.kv_heads = 16;
-    m.head_dim = 128;
-    m.precision = validate::Precision::bf16;
-  }
+  validate::ValidateMatrix m = validate::default_matrix(o.backend, o.compare || o.calibrate);
+  const bool gpu = validate::is_gpu_backend(o.backend);
   if (!o.layouts.empty()) m.layouts = model::split_list(o.layouts, "--layouts");
   if (!o.masks.empty()) m.masks = o.masks;
   if (!o.cp.empty()) m.cps = model::split_list(o.cp, "--cp");
@@ -139,18 +123,6 @@ validate::RunOptions run_options(const ValidateOptions& o) {
   return r;
 }
 
-// The hardware profile predictions start from: --hardware, else the measured device's own
-// (the name the driver reports), else a generic CPU or H100.
-// The shipped hardware profile for the name a driver reports ("NVIDIA H100 80GB HBM3"), or "".
-// --hardware, or the profile of the device the run was on (the hardware files' device_names),
-// an H100 when none claims it.
-model::HardwareProfile base_hardware(const model::ConfigCatalog& catalog, const ValidateOptions& o,
-                                     const std::string& device_name) {
-  if (!o.hardware.empty()) return catalog.hardware(o.hardware);
-  if (!gpu_backend(o.backend)) return catalog.hardware("cpu");
-  return catalog.hardware_for_device(device_name).value_or(catalog.hardware("h100"));
-}
-
 // The exact command, for the record in every report.
 std::string command_line(const CLI::App* cmd) {
   std::string line = "stripesim validate";
@@ -180,7 +152,7 @@ std::string format_table(const validate::ValidationReport& report) {
   size_t width = 4;
   for (const auto& r : report.results) width = std::max(width, r.ring_case.label().size());
   out += fmt::format("{:<{}} {:>11} {:>6} {:>12} {:>12}", "case", width, "rel. error", "check", "measured us", "max round us");
-  if (predicted) out += fmt::format(" {:>12} {:>9} {:>10}", "predicted us", "error", "role");
+  if (predicted) out += fmt::format(" {:>12} {:>9} {:>11}", "predicted us", "error", "role");
   out += "\n";
   for (size_t i = 0; i < report.results.size(); ++i) {
     const auto& r = report.results[i];
@@ -195,8 +167,7 @@ std::string format_table(const validate::ValidationReport& report) {
                        r.summary.wall.median, slowest_round);
     if (predicted) {
       const auto& c = report.comparisons[i];
-      out += fmt::format(" {:>12.1f} {:>+8.1f}% {:>10}", c.prediction.total_us, 100 * c.total_error,
-                         c.role == CaseRole::held_out ? "held-out" : c.role == CaseRole::calibration ? "calibrate" : "-");
+      out += fmt::format(" {:>12.1f} {:>+8.1f}% {:>11}", c.prediction.total_us, 100 * c.total_error, validate::role_name(c.role));
     }
     out += "\n";
   }
@@ -205,7 +176,7 @@ std::string format_table(const validate::ValidationReport& report) {
       const auto s = validate::summarize_errors(report.results, report.comparisons, role);
       if (s.cases == 0) continue;
       out += fmt::format("\n{} cases: total error median {:.1f}%, worst {:.1f}%; per-kernel median {:.1f}%, worst {:.1f}%",
-                         role == CaseRole::held_out ? "held-out" : role == CaseRole::calibration ? "calibration" : "all",
+                         validate::role_name(role),
                          100 * s.median_abs_total_error, 100 * s.max_abs_total_error, 100 * s.median_abs_kernel_error,
                          100 * s.max_abs_kernel_error);
     }
@@ -229,16 +200,6 @@ std::string format_table(const validate::ValidationReport& report) {
          : report.backend == "mpi" ? " over N MPI ranks at once.\n"
                                    : " with the N virtual devices run one after another.\n";
   return out;
-}
-
-// The kernel the validator's own runs are fitted from: --kernel, else the one it runs (the CPU
-// backend's loops on the cpu profile; on a GPU stripesim-flash or stripesim-wmma of validate/cuda).
-sim::KernelProfile validator_kernel(const ValidateOptions& o, validate::GpuKernel gpu_kernel,
-                                    const model::HardwareProfile& hardware) {
-  const std::string name = !o.kernel.empty()         ? o.kernel
-                           : gpu_backend(o.backend) ? fmt::format("stripesim-{}", validate::gpu_kernel_name(gpu_kernel))
-                                                    : "";
-  return sim::load_kernel_profile(name, config_dir(), hardware);
 }
 
 // --measurements / --block-costs: fit (--calibrate) or score (--compare, leave one file out) a
@@ -444,7 +405,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     }
     if (!backend->supports(matrix.precision)) {
       throw model::InputError(fmt::format("--dtype {}: the {} backend computes in {}", validate::precision_name(matrix.precision),
-                                          opts.backend, gpu_backend(opts.backend) ? "bf16 or fp16" : "fp32 or fp64"));
+                                          opts.backend, validate::is_gpu_backend(opts.backend) ? "bf16 or fp16" : "fp32 or fp64"));
     }
     if (mode == RunMode::parse_only) return 0;
 
@@ -469,41 +430,15 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     progress(cases.size(), cases.size(), "done");
     if (!backend->reports()) return 0;  // an MPI rank other than 0: rank 0 checks, compares and writes
 
-    const bool parallel = backend->concurrent_devices();
     if (opts.calibrate || opts.compare) {
-      const model::HardwareProfile base = base_hardware(catalog, opts, report.device);
-      std::vector<CaseRole> roles(report.results.size(), CaseRole::checked);
-      if (given_profile) {
-        report.profile = *given_profile;
-      } else {
-        // Alternate ring cases: neighbours in the matrix differ in layout only, so both halves
-        // cover every N, length and tile. All-gather and Ulysses cases are never fitted on (the
-        // fit is per ring round): with --compare they are all held out.
-        std::vector<const validate::CaseResult*> fit_on;
-        size_t ring_cases = 0;
-        for (size_t i = 0; i < report.results.size(); ++i) {
-          if (report.results[i].ring_case.cp != "ring") {
-            roles[i] = opts.compare ? CaseRole::held_out : CaseRole::checked;
-            continue;
-          }
-          roles[i] = opts.compare && ring_cases++ % 2 == 1 ? CaseRole::held_out : CaseRole::calibration;
-          if (roles[i] == CaseRole::calibration) fit_on.push_back(&report.results[i]);
-        }
-        report.calibration = validate::calibrate(fit_on, base, validator_kernel(opts, matrix.gpu_kernel, base), report.device,
-                                                 report.placement ? &*report.placement : nullptr);
-        report.profile = report.calibration->profile;
-        report.kernel = report.calibration->kernel;
-      }
-      if (!report.kernel) report.kernel = validator_kernel(opts, matrix.gpu_kernel, *report.profile);
-      if (report.placement) {
-        report.topology = validate::placed_topology(*report.placement, *report.profile,
-                                                    report.calibration ? report.calibration->inter_node : std::nullopt);
-      }
-      for (size_t i = 0; i < report.results.size(); ++i) {
-        const auto prediction = validate::predict_case(report.results[i], *report.profile, *report.kernel, parallel, report.topology);
-        report.comparisons.push_back(validate::compare_case(report.results[i], prediction, roles[i],
-                                                            report.placement ? &*report.placement : nullptr));
-      }
+      validate::PredictionInputs inputs;
+      inputs.base = validate::base_hardware(catalog, opts.hardware, opts.backend, report.device);
+      inputs.given = given_profile;
+      inputs.kernel = [&](const model::HardwareProfile& hardware) {
+        return validate::validator_kernel(catalog, opts.kernel, opts.backend, matrix.gpu_kernel, hardware);
+      };
+      inputs.hold_out = opts.compare;
+      validate::predict_and_compare(report, inputs, backend->concurrent_devices());
     }
 
     const std::string json = validate::to_json(report, true).dump(2) + "\n";

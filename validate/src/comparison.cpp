@@ -106,8 +106,6 @@ ErrorSummary summarize_errors(const std::vector<CaseResult>& results, const std:
   return s;
 }
 
-namespace {
-
 const char* role_name(CaseRole role) {
   switch (role) {
     case CaseRole::checked: return "checked";
@@ -116,6 +114,8 @@ const char* role_name(CaseRole role) {
   }
   return "checked";
 }
+
+namespace {
 
 nlohmann::ordered_json spread_json(const Spread& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
 

@@ -40,6 +40,8 @@ struct CasePrediction {
                                           const std::optional<sim::Topology>& topology = std::nullopt);
 
 enum class CaseRole { checked, calibration, held_out };
+// "checked", "calibration", "held-out": the one spelling every printer uses.
+[[nodiscard]] const char* role_name(CaseRole role);
 
 struct CaseComparison {
   CaseRole role = CaseRole::checked;

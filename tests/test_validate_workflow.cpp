@@ -1,0 +1,93 @@
+// What `stripesim validate` decides apart from its flags: per-backend defaults, the profiles
+// predictions start from, which cases a fit sees, and the predictions on a real CPU run.
+#include <gtest/gtest.h>
+
+#include "stripesim/validate/cpu_backend.hpp"
+#include "stripesim/validate/validate_workflow.hpp"
+
+namespace stripesim::validate {
+namespace {
+
+const model::ConfigCatalog& catalog() {
+  static const model::ConfigCatalog shipped(STRIPESIM_SOURCE_DIR "/configs");
+  return shipped;
+}
+
+TEST(ValidateWorkflow, GpuBackendsDefaultToKernelsLongEnoughToTime) {
+  const ValidateMatrix cpu = default_matrix("cpu", false);
+  EXPECT_EQ(cpu.seq_lens, (std::vector<Count>{2048}));
+  EXPECT_EQ(cpu.precision, Precision::fp32);
+  const ValidateMatrix gpu = default_matrix("nccl", false);
+  EXPECT_EQ(gpu.seq_lens, (std::vector<Count>{16384}));
+  EXPECT_EQ(gpu.heads, 16);
+  EXPECT_EQ(gpu.head_dim, 128);
+  EXPECT_EQ(gpu.precision, Precision::bf16);
+  const ValidateMatrix fit = default_matrix("cuda", true);
+  EXPECT_EQ(fit.devices, (std::vector<Count>{2, 4, 8}));
+  EXPECT_EQ(fit.seq_lens, (std::vector<Count>{16384, 32768}));
+  EXPECT_EQ(fit.tiles.size(), 2u);
+  EXPECT_EQ(default_matrix("mpi", true).seq_lens, (std::vector<Count>{1024, 2048}));
+  EXPECT_TRUE(is_gpu_backend("cuda"));
+  EXPECT_FALSE(is_gpu_backend("mpi"));
+}
+
+TEST(ValidateWorkflow, ProfilesFromTheFlagTheHostOrTheDriversDeviceName) {
+  EXPECT_EQ(base_hardware(catalog(), "", "cpu", "AMD EPYC").name, "cpu");
+  EXPECT_EQ(base_hardware(catalog(), "", "cuda", "NVIDIA H100 PCIe").name, "h100-pcie");
+  EXPECT_EQ(base_hardware(catalog(), "", "nccl", "a device nobody ships").name, "h100-sxm");
+  EXPECT_EQ(base_hardware(catalog(), "a100", "cuda", "NVIDIA H100 80GB HBM3").name, "a100-80gb");
+  const model::HardwareProfile h100 = catalog().hardware("h100");
+  EXPECT_EQ(validator_kernel(catalog(), "", "cuda", GpuKernel::wmma, h100).name, "stripesim-wmma");
+  EXPECT_EQ(validator_kernel(catalog(), "", "nccl", GpuKernel::flash, h100).name, "stripesim-flash");
+}
+
+CaseResult result_with_cp(const std::string& cp) {
+  CaseResult r;
+  r.ring_case.cp = cp;
+  return r;
+}
+
+TEST(ValidateWorkflow, RingCasesAlternateAndOtherParallelismIsNeverFittedOn) {
+  const std::vector<CaseResult> results{result_with_cp("ring"), result_with_cp("allgather"), result_with_cp("ring"),
+                                        result_with_cp("ring"), result_with_cp("ulysses")};
+  EXPECT_EQ(case_roles(results, true), (std::vector<CaseRole>{CaseRole::calibration, CaseRole::held_out, CaseRole::held_out,
+                                                               CaseRole::calibration, CaseRole::held_out}));
+  EXPECT_EQ(case_roles(results, false), (std::vector<CaseRole>{CaseRole::calibration, CaseRole::checked, CaseRole::calibration,
+                                                                CaseRole::calibration, CaseRole::checked}));
+}
+
+TEST(ValidateWorkflow, PredictsEveryCaseFromAFitOnHalfOrFromAGivenProfile) {
+  ValidateMatrix m;
+  m.seq_lens = {256};
+  m.devices = {2, 4};
+  m.tiles = {{32, 32}};
+  auto backend = make_cpu_backend();
+  ValidationReport report;
+  report.device = backend->device_name();
+  for (const auto& c : expand_matrix(m)) report.results.push_back(run_case(*backend, c, RunOptions{0, 1, 60}, false));
+  PredictionInputs inputs;
+  inputs.base = catalog().hardware("cpu");
+  inputs.kernel = [](const model::HardwareProfile& hardware) {
+    return validator_kernel(catalog(), "", "cpu", GpuKernel::flash, hardware);
+  };
+  inputs.hold_out = true;
+  ValidationReport fitted = report;
+  predict_and_compare(fitted, inputs, backend->concurrent_devices());
+  ASSERT_TRUE(fitted.calibration.has_value());
+  ASSERT_EQ(fitted.comparisons.size(), report.results.size());
+  EXPECT_EQ(fitted.comparisons[0].role, CaseRole::calibration);
+  EXPECT_EQ(fitted.comparisons[1].role, CaseRole::held_out);
+  for (const CaseComparison& c : fitted.comparisons) EXPECT_GT(c.prediction.total_us, 0.0);
+  EXPECT_EQ(fitted.kernel->forward.full_tile_us, fitted.calibration->kernel.forward.full_tile_us);
+
+  // A fitted profile names no shipped kernel: the caller gives the kernel with it (--kernel).
+  inputs.given = fitted.calibration->profile;
+  inputs.kernel = [&](const model::HardwareProfile&) { return fitted.calibration->kernel; };
+  ValidationReport given = report;
+  predict_and_compare(given, inputs, backend->concurrent_devices());
+  EXPECT_FALSE(given.calibration.has_value());
+  for (const CaseComparison& c : given.comparisons) EXPECT_EQ(c.role, CaseRole::checked);
+}
+
+}  // namespace
+}  // namespace stripesim::validate

@@ -1,0 +1,60 @@
+#pragma once
+// What `stripesim validate` decides apart from its flags and files: the matrix each backend runs
+// by default, which profiles predictions start from, which cases a fit sees and which it is
+// judged on, and the predictions themselves. The CLI parses, runs the cases and prints.
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stripesim/model/config_catalog.hpp"
+#include "stripesim/model/hardware_profile.hpp"
+#include "stripesim/sim/kernel_profile.hpp"
+#include "stripesim/validate/comparison.hpp"
+#include "stripesim/validate/validation_run.hpp"
+
+namespace stripesim::validate {
+
+// cuda and nccl: the backends that run on GPUs (and compute in bf16 or fp16).
+[[nodiscard]] bool is_gpu_backend(std::string_view backend);
+
+// The matrix `backend` runs where no flag says otherwise. `fitting` (--calibrate, --compare):
+// three ring sizes, two lengths and two tiles, sized so that the CPU backend's fit finishes in
+// well under a minute and the GPU backends time kernels long enough to measure.
+[[nodiscard]] ValidateMatrix default_matrix(std::string_view backend, bool fitting);
+
+// The hardware profile predictions start from: `hardware` (a name or JSON) where given, the cpu
+// profile on the host backends, else the profile whose device_names claim the device the run was
+// on (the name the driver reports), an H100 when none does.
+[[nodiscard]] model::HardwareProfile base_hardware(const model::ConfigCatalog& catalog, const std::string& hardware,
+                                                   std::string_view backend, const std::string& device_name);
+
+// The kernel profile the validator's own runs are fitted from: `kernel` where given, else the
+// kernel the backend runs (the CPU backend's loops: the hardware's default; on a GPU
+// stripesim-flash or stripesim-wmma).
+[[nodiscard]] sim::KernelProfile validator_kernel(const model::ConfigCatalog& catalog, const std::string& kernel,
+                                                  std::string_view backend, GpuKernel gpu_kernel,
+                                                  const model::HardwareProfile& hardware);
+
+// Which cases a fit sees. Ring cases alternate (neighbours in the matrix differ in layout only,
+// so both halves cover every N, length and tile): with `hold_out`, every second one is held out
+// and the others calibrate; without, all calibrate. All-gather and Ulysses cases are never
+// fitted on (the fit is per ring round): held out with `hold_out`, only checked without.
+[[nodiscard]] std::vector<CaseRole> case_roles(const std::vector<CaseResult>& results, bool hold_out);
+
+struct PredictionInputs {
+  model::HardwareProfile base;                 // the profile a fit starts from
+  std::optional<model::HardwareProfile> given;  // predict with this profile instead of fitting one
+  // The validator's kernel profile on a hardware profile (validator_kernel with the flags bound).
+  std::function<sim::KernelProfile(const model::HardwareProfile&)> kernel;
+  bool hold_out = false;  // --compare: predict the cases the fit did not see
+};
+
+// Fits the profile on the calibration cases (unless one is given), then predicts every case of
+// the report as the simulator would run it (devices at once or in turn, as the backend ran them;
+// on the placement's topology when the job spans nodes) and compares: fills the report's
+// calibration, profile, kernel, topology and comparisons.
+void predict_and_compare(ValidationReport& report, const PredictionInputs& inputs, bool concurrent_devices);
+
+}  // namespace stripesim::validate

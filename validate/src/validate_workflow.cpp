@@ -1,0 +1,84 @@
+#include "stripesim/validate/validate_workflow.hpp"
+
+#include "stripesim/validate/calibration.hpp"
+
+namespace stripesim::validate {
+
+bool is_gpu_backend(std::string_view backend) { return backend == "cuda" || backend == "nccl"; }
+
+ValidateMatrix default_matrix(std::string_view backend, bool fitting) {
+  ValidateMatrix m;
+  const bool gpu = is_gpu_backend(backend);
+  if (fitting) {
+    m.devices = {2, 4, 8};
+    m.seq_lens = gpu ? std::vector<Count>{16384, 32768} : std::vector<Count>{1024, 2048};
+    m.tiles = gpu ? std::vector<model::TileShape>{{64, 64}, {128, 128}} : std::vector<model::TileShape>{{32, 32}, {64, 64}};
+  } else if (gpu) {
+    m.seq_lens = {16384};
+    m.tiles = {{128, 128}};
+  }
+  if (gpu) {
+    m.heads = 16;
+    m.kv_heads = 16;
+    m.head_dim = 128;
+    m.precision = Precision::bf16;
+  }
+  return m;
+}
+
+model::HardwareProfile base_hardware(const model::ConfigCatalog& catalog, const std::string& hardware,
+                                     std::string_view backend, const std::string& device_name) {
+  if (!hardware.empty()) return catalog.hardware(hardware);
+  if (!is_gpu_backend(backend)) return catalog.hardware("cpu");
+  return catalog.hardware_for_device(device_name).value_or(catalog.hardware("h100"));
+}
+
+sim::KernelProfile validator_kernel(const model::ConfigCatalog& catalog, const std::string& kernel, std::string_view backend,
+                                    GpuKernel gpu_kernel, const model::HardwareProfile& hardware) {
+  const std::string name = !kernel.empty()            ? kernel
+                           : is_gpu_backend(backend) ? "stripesim-" + std::string(gpu_kernel_name(gpu_kernel))
+                                                     : "";
+  return sim::load_kernel_profile(name, catalog.root(), hardware);
+}
+
+std::vector<CaseRole> case_roles(const std::vector<CaseResult>& results, bool hold_out) {
+  std::vector<CaseRole> roles(results.size(), CaseRole::checked);
+  size_t ring_cases = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].ring_case.cp != "ring") {
+      roles[i] = hold_out ? CaseRole::held_out : CaseRole::checked;
+    } else {
+      roles[i] = hold_out && ring_cases++ % 2 == 1 ? CaseRole::held_out : CaseRole::calibration;
+    }
+  }
+  return roles;
+}
+
+void predict_and_compare(ValidationReport& report, const PredictionInputs& inputs, bool concurrent_devices) {
+  std::vector<CaseRole> roles(report.results.size(), CaseRole::checked);
+  if (inputs.given) {
+    report.profile = *inputs.given;
+  } else {
+    roles = case_roles(report.results, inputs.hold_out);
+    std::vector<const CaseResult*> fit_on;
+    for (size_t i = 0; i < report.results.size(); ++i) {
+      if (roles[i] == CaseRole::calibration) fit_on.push_back(&report.results[i]);
+    }
+    report.calibration = calibrate(fit_on, inputs.base, inputs.kernel(inputs.base), report.device,
+                                   report.placement ? &*report.placement : nullptr);
+    report.profile = report.calibration->profile;
+    report.kernel = report.calibration->kernel;
+  }
+  if (!report.kernel) report.kernel = inputs.kernel(*report.profile);
+  if (report.placement) {
+    report.topology = placed_topology(*report.placement, *report.profile,
+                                      report.calibration ? report.calibration->inter_node : std::nullopt);
+  }
+  for (size_t i = 0; i < report.results.size(); ++i) {
+    const auto prediction = predict_case(report.results[i], *report.profile, *report.kernel, concurrent_devices, report.topology);
+    report.comparisons.push_back(
+        compare_case(report.results[i], prediction, roles[i], report.placement ? &*report.placement : nullptr));
+  }
+}
+
+}  // namespace stripesim::validate
