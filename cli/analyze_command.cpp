@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "analyze_output.hpp"
+#include "file_flags.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
 #include "run_mode.hpp"
@@ -33,13 +34,7 @@ struct AnalyzeOptions {
   bool matrices = false;
   bool pad_documents = false;
   unsigned threads = 0;
-  // The options, to tell which were given on the command line (they override --config).
-  CLI::Option* layouts_opt = nullptr;
-  CLI::Option* devices_opt = nullptr;
-  CLI::Option* seq_len_opt = nullptr;
-  CLI::Option* tile_opt = nullptr;
-  CLI::Option* tiling_opt = nullptr;
-  CLI::Option* mask_opt = nullptr;
+  FileFlags given;  // the options the file gives too: given here, they override it
 };
 
 constexpr const char* kAnalyzeExamples = R"(Examples:
@@ -73,26 +68,14 @@ std::pair<model::AnalyzeConfig, model::InputOrigins> resolve_config(const Analyz
     const std::string label = (experiment ? "--experiment " : "--config ") + file;
     const nlohmann::json doc = model::read_json_file(file, label);
     config = model::analyze_config_from_json(doc, config, label);
-    origins = model::InputOrigins::of_file(doc, label, [&](model::Input input) {
-      switch (input) {
-        case model::Input::seq_len: return o.seq_len_opt->count() > 0;
-        case model::Input::devices: return o.devices_opt->count() > 0;
-        case model::Input::tile: return o.tile_opt->count() > 0;
-        case model::Input::mask: return o.mask_opt->count() > 0;
-        case model::Input::layouts: return o.layouts_opt->count() > 0;
-        case model::Input::model_parallel:
-        case model::Input::hardware:
-        case model::Input::model: return true;  // not analyze's
-      }
-      return true;
-    });
+    origins = model::InputOrigins::of_file(doc, label, [&](model::Input input) { return o.given.overrides(input); });
   }
-  if (o.seq_len_opt->count() > 0) config.seq_len = model::parse_count(o.seq_len, "--seq-len");
-  if (o.devices_opt->count() > 0) config.devices = model::parse_count(o.devices, "--devices");
-  if (o.tile_opt->count() > 0) config.tile = model::parse_tile_shape(o.tile);
-  if (o.tiling_opt->count() > 0) config.tiling = model::parse_tiling(o.tiling);
-  if (o.mask_opt->count() > 0) config.mask = o.mask;
-  if (o.layouts_opt->count() > 0) config.layouts = model::split_list(o.layouts, "--layouts");
+  if (o.given.given("--seq-len")) config.seq_len = model::parse_count(o.seq_len, "--seq-len");
+  if (o.given.given("--devices")) config.devices = model::parse_count(o.devices, "--devices");
+  if (o.given.given("--tile")) config.tile = model::parse_tile_shape(o.tile);
+  if (o.given.given("--tiling")) config.tiling = model::parse_tiling(o.tiling);
+  if (o.given.given("--mask")) config.mask = o.mask;
+  if (o.given.given("--layouts")) config.layouts = model::split_list(o.layouts, "--layouts");
   if (o.pad_documents) config.pad_documents = true;
   return {config, origins};
 }
@@ -123,15 +106,14 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
                   "JSON file with seq_len, devices, tile, tiling, layouts, mask, pad_documents (flags given here "
                   "override it), as simulate and sweep take theirs");
   cmd->add_option("--config", o.config_file, "The same as --experiment (its older name)");
-  o.layouts_opt = cmd->add_option("--layouts", o.layouts,
-                                  "Comma-separated: " + model::joined_syntaxes(model::kLayoutSyntaxes, ", ") +
-                                      " [default: contiguous,striped,zigzag]");
-  o.devices_opt = cmd->add_option("--devices,-N", o.devices, "Devices in the ring N [default: 8]");
-  o.seq_len_opt = cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k = 1024, M = 1048576 [default: 256k]");
-  o.tile_opt = cmd->add_option("--tile", o.tile, "Kernel tile TQxTK [default: 2048x4096, the paper's A100 tile]");
-  o.tiling_opt = cmd->add_option("--tiling", o.tiling,
-                                 std::string(model::kTilingHelp) + " [default: fixed]");
-  o.mask_opt = cmd->add_option("--mask", o.mask, mask_help());
+  o.given.track(cmd->add_option("--layouts", o.layouts,
+                                "Comma-separated: " + model::joined_syntaxes(model::kLayoutSyntaxes, ", ") +
+                                    " [default: contiguous,striped,zigzag]"));
+  o.given.track(cmd->add_option("--devices,-N", o.devices, "Devices in the ring N [default: 8]"));
+  o.given.track(cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k = 1024, M = 1048576 [default: 256k]"));
+  o.given.track(cmd->add_option("--tile", o.tile, "Kernel tile TQxTK [default: 2048x4096, the paper's A100 tile]"));
+  o.given.track(cmd->add_option("--tiling", o.tiling, std::string(model::kTilingHelp) + " [default: fixed]"));
+  o.given.track(cmd->add_option("--mask", o.mask, mask_help()));
   add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json, OutputFormat::csv}, "Output format");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_flag("--matrices", o.matrices,

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "config_dir.hpp"
+#include "file_flags.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
 #include "rows_output.hpp"
@@ -35,7 +36,7 @@ struct SimulateOptions {
   bool pad_documents = false;
   bool recompute = false;
   bool skip_unread_hops = false;
-  std::vector<CLI::Option*> given;  // options that override the experiment file
+  FileFlags given;  // the options the experiment file gives too: given here, they override it
 };
 
 constexpr const char* kSimulateExamples = R"(Examples:
@@ -162,7 +163,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   CLI::App* cmd = app.add_subcommand("simulate", "Discrete-event simulation of the ring on a topology");
   cmd->footer(kSimulateExamples);
   auto add = [&](const char* name, std::string& target, const char* help) {
-    o.given.push_back(cmd->add_option(name, target, help));
+    o.given.track(cmd->add_option(name, target, help));
   };
   cmd->add_option("--experiment", o.experiment, "JSON file with the same fields (flags given here override it)");
   add("--model", o.model, "Model config (sets heads, K/V heads and head size) [default: --heads etc.]");
@@ -213,18 +214,13 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     if (!cmd->parsed()) return;
     const SimulateOptions& opts = *options;
     sim::SimulateConfig config;
-    auto given = [&](std::string_view name) {
-      for (const CLI::Option* option : opts.given) {
-        if (option->check_lname(std::string(name.substr(2))) && option->count() > 0) return true;
-      }
-      return false;
-    };
+    const auto given = [&](std::string_view flag) { return opts.given.given(flag); };
     model::InputOrigins origins;  // the file's inputs no flag overrides, for errors about them
     if (!opts.experiment.empty()) {
       const std::string label = "--experiment " + opts.experiment;
       const nlohmann::json doc = model::read_json_file(opts.experiment, label);
       config = sim::simulate_config_from_json(doc, label, config);
-      origins = model::InputOrigins::of_file(doc, label, [&](model::Input input) { return given(model::flag_of(input)); });
+      origins = model::InputOrigins::of_file(doc, label, [&](model::Input input) { return opts.given.overrides(input); });
     }
     auto count = [&](const char* flag, const std::string& text, model::Count& target) {
       if (given(flag)) target = model::parse_count(text, flag);
