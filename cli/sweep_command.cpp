@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "config_dir.hpp"
+#include "file_flags.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
 #include "rows_output.hpp"
@@ -43,6 +44,7 @@ struct SweepOptions {
   std::string format = "csv";
   std::string output;
   unsigned threads = 0;
+  FileFlags grid;  // the flags an experiment file replaces: refused beside it
 };
 
 constexpr const char* kSweepExamples = R"(Examples:
@@ -166,27 +168,36 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   SweepOptions& o = *options;
   CLI::App* cmd = app.add_subcommand("sweep", "TMS over a grid of hardware, models, meshes, sequence lengths and tiles");
   cmd->footer(kSweepExamples);
-  cmd->add_option("--kind", o.kind, "tms: TMS over models and hardware; balance: imbalance over masks and sizes")
-      ->check(CLI::IsMember({"tms", "balance"}))->capture_default_str();
-  cmd->add_option("--experiment", o.experiment, "JSON experiment file (configs/experiments/); replaces the grid flags");
-  cmd->add_option("--masks", o.masks, "balance: comma-separated masks; a documents distribution's commas are not allowed")
-      ->capture_default_str();
-  cmd->add_flag("--pad-documents", o.pad_documents, "balance: pad documents to multiples of 2N");
-  cmd->add_option("--hardware", o.hardware, "Comma-separated hardware names")->capture_default_str();
-  cmd->add_option("--models", o.models, "Comma-separated model names")->capture_default_str();
-  cmd->add_option("--meshes", o.meshes, "Comma-separated MxN meshes (model x sequence parallel); else --model-parallel x --devices");
-  cmd->add_option("--devices,-N", o.devices, "Comma-separated sequence-parallel degrees")->capture_default_str();
-  cmd->add_option("--model-parallel,-M", o.model_parallel, "Comma-separated model-parallel degrees")->capture_default_str();
-  cmd->add_option("--seq-lens", o.seq_lens, "Comma-separated sequence lengths")->capture_default_str();
-  cmd->add_option("--tiles", o.tiles, "Comma-separated tiles TQxTK, or default (the hardware's)")->capture_default_str();
+  o.grid.track(cmd->add_option("--kind", o.kind, "tms: TMS over models and hardware; balance: imbalance over masks and sizes")
+                   ->check(CLI::IsMember({"tms", "balance"}))
+                   ->capture_default_str());
+  cmd->add_option("--experiment", o.experiment,
+                  "JSON experiment file (configs/experiments/): the whole grid, in place of the grid flags (--tiling, "
+                  "--threads, --format and --output still apply)");
+  o.grid.track(cmd->add_option("--masks", o.masks, "balance: comma-separated masks; a documents distribution's commas are not allowed")
+                   ->capture_default_str());
+  o.grid.track(cmd->add_flag("--pad-documents", o.pad_documents, "balance: pad documents to multiples of 2N"));
+  o.grid.track(cmd->add_option("--hardware", o.hardware, "Comma-separated hardware names")->capture_default_str());
+  o.grid.track(cmd->add_option("--models", o.models, "Comma-separated model names")->capture_default_str());
+  o.grid.track(cmd->add_option("--meshes", o.meshes,
+                               "Comma-separated MxN meshes (model x sequence parallel); else --model-parallel x --devices"));
+  o.grid.track(cmd->add_option("--devices,-N", o.devices, "Comma-separated sequence-parallel degrees")->capture_default_str());
+  o.grid.track(cmd->add_option("--model-parallel,-M", o.model_parallel, "Comma-separated model-parallel degrees")
+                   ->capture_default_str());
+  o.grid.track(cmd->add_option("--seq-lens", o.seq_lens, "Comma-separated sequence lengths")->capture_default_str());
+  o.grid.track(cmd->add_option("--tiles", o.tiles, "Comma-separated tiles TQxTK, or default (the hardware's)")->capture_default_str());
   cmd->add_option("--tiling", o.tiling,
                   std::string(model::kTilingHelp) +
                       " For every point; overrides an experiment's \"tiling\" [default: fixed]");
-  cmd->add_option("--layouts", o.layouts, "Extra layouts beyond contiguous, striped, zigzag (block-striped:S, ...)");
-  cmd->add_option("--columns", o.columns, "Comma-separated columns to keep, in this order [default: all]");
-  cmd->add_option("--convention", o.convention, "FLOP accounting")->check(CLI::IsMember({"paper", "exact"}))->capture_default_str();
-  cmd->add_option("--pass", o.pass, "Training pass counted")->check(CLI::IsMember({"fwd", "fwdbwd"}))->capture_default_str();
-  cmd->add_flag("--recompute", o.recompute, "Count activation recomputation");
+  o.grid.track(cmd->add_option("--layouts", o.layouts, "Extra layouts beyond contiguous, striped, zigzag (block-striped:S, ...)"));
+  o.grid.track(cmd->add_option("--columns", o.columns, "Comma-separated columns to keep, in this order [default: all]"));
+  o.grid.track(cmd->add_option("--convention", o.convention, "FLOP accounting")
+                   ->check(CLI::IsMember({"paper", "exact"}))
+                   ->capture_default_str());
+  o.grid.track(cmd->add_option("--pass", o.pass, "Training pass counted")
+                   ->check(CLI::IsMember({"fwd", "fwdbwd"}))
+                   ->capture_default_str());
+  o.grid.track(cmd->add_flag("--recompute", o.recompute, "Count activation recomputation"));
   add_format_option(cmd, o.format, {OutputFormat::csv, OutputFormat::json, OutputFormat::table}, "Output format");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_option("--threads", o.threads, "Worker threads, 0 = one per core (output never depends on it)")
@@ -202,7 +213,14 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
     const char* schema = model::kSweepSchema;
     nlohmann::json experiment;
     const std::string label = "--experiment " + opts.experiment;
-    if (!opts.experiment.empty()) experiment = model::read_json_file(opts.experiment, label);
+    if (!opts.experiment.empty()) {
+      if (const CLI::Option* flag = opts.grid.first_given()) {
+        throw model::InputError(fmt::format("{}: not with --experiment (the experiment file is the whole grid; only --tiling, "
+                                            "--threads, --format and --output apply to it)",
+                                            flag->get_name()));
+      }
+      experiment = model::read_json_file(opts.experiment, label);
+    }
     const bool balance = experiment.is_object() ? experiment.value("kind", "tms") == "balance" : opts.kind == "balance";
     // An experiment file's points name their fields; the flags' grid, its flags.
     const model::InputOrigins flags = experiment.is_object() ? model::InputOrigins() : grid_flags();
@@ -219,10 +237,9 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
       schema = model::kBalanceSchema;
     } else if (sim::is_step_sweep(experiment)) {
       sim::StepSweepSpec spec = sim::step_sweep_spec_from_json(experiment, label, opts.experiment);
-      if (tiling_flag) {  // the TMS columns' and the simulated step's (which must be its kernel's)
-        spec.grid.tiling = *tiling_flag;
-        spec.step.tiling = *tiling_flag;
-      }
+      // The TMS columns' and the simulated step's (which must be its kernel's).
+      spec.grid.tiling = tiling_flag.value_or(spec.grid.tiling);
+      if (tiling_flag) spec.step.tiling = tiling_flag;
       tiling = spec.grid.tiling;
       const model::ConfigCatalog catalog(config_dir());
       if (mode == RunMode::parse_only) {

@@ -176,6 +176,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"sweep_experiment_unknown_field", "sweep --experiment " + data("unknown_field_config.json"),
                  "unknown field \"devices\""},
         BadInput{"sweep_bad_seq_len", "sweep --seq-lens 16k,abc", "--seq-lens 'abc'"},
+        // The experiment is the whole grid: a grid flag beside it would be ignored.
+        BadInput{"sweep_grid_flag_beside_experiment",
+                 std::string("sweep --experiment '") + STRIPESIM_SOURCE_DIR + "/configs/experiments/windows.json' --masks causal",
+                 "--masks: not with --experiment (the experiment file is the whole grid; only --tiling, --threads, --format and "
+                 "--output apply to it)"},
+        BadInput{"sweep_grid_switch_beside_experiment", "sweep --experiment /nonexistent/e.json --recompute",
+                 "--recompute: not with --experiment"},
         BadInput{"balance_bad_kind", "sweep --kind imbalance", "--kind: imbalance not in {tms,balance}"},
         // The grid's flags name what they gave, the experiment's points the field.
         BadInput{"balance_bad_mask", "sweep --kind balance --masks diagonal", "--masks 'diagonal': unknown mask"},
