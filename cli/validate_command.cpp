@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "config_dir.hpp"
+#include "file_flags.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
 #include "run_mode.hpp"
@@ -52,6 +53,7 @@ struct ValidateOptions {
   std::string out_dir;
   std::string output;
   std::string format = "table";
+  FileFlags run;  // what says how to run the ring: nothing runs with --measurements or --block-costs
 };
 
 constexpr const char* kValidateExamples = R"(Examples:
@@ -293,29 +295,29 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
   CLI::App* cmd = app.add_subcommand("validate", "Run the ring on real kernels, check it against dense attention, "
                                                  "measure it and compare with the simulator");
   cmd->footer(kValidateExamples);
-  cmd->add_option("--backend", o.backend,
-                  "cpu (always built), cuda (one GPU hosts N virtual devices), nccl (a GPU per rank) or mpi (a process per "
-                  "device: mpirun -np N)")
-      ->capture_default_str();
-  cmd->add_option("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
-  cmd->add_option("--mask", o.masks, "Mask; repeat the flag for several [default: causal]");
-  cmd->add_option("--cp", o.cp, "Comma-separated context parallelism: ring, allgather (K/V gathered, one call per device), "
-                  "ulysses (all-to-all to heads); allgather and ulysses on the cpu and mpi backends [default: ring]");
-  cmd->add_option("--seq-len,-n", o.seq_lens, "Sequence lengths, comma-separated; k suffix [default: 2048; GPU 16k]");
-  cmd->add_option("--devices,-N", o.devices,
-                  "Ring sizes, comma-separated [default: 4; with --compare 2,4,8; mpi: the number of ranks]");
-  cmd->add_option("--tile", o.tiles, "Kernel tiles TQxTK, comma-separated [default: 64x64; GPU 128x128]");
-  cmd->add_option("--heads", o.heads, "Query heads [default: 2; GPU 16]");
-  cmd->add_option("--kv-heads", o.kv_heads, "K/V heads, dividing --heads [default: 1; GPU 16]");
-  cmd->add_option("--head-dim", o.head_dim, "Head size [default: 32; GPU 128]");
-  cmd->add_option("--dtype", o.dtype, "fp32 or fp64 (cpu), bf16 or fp16 (cuda, nccl) [default: fp32; GPU bf16]");
-  cmd->add_option("--seed", o.seed, "Seed of the random Q, K, V [default: 1]");
-  cmd->add_option("--gpu-kernel", o.gpu_kernel,
-                  "cuda, nccl: flash (FlashAttention-2 design, the default) or wmma (the simple kernel tests compare with)");
-  cmd->add_option("--warmup", o.warmup, "Untimed iterations per case")->capture_default_str();
-  cmd->add_option("--iterations", o.iterations, "Timed iterations per case (medians and spread)")->capture_default_str();
-  cmd->add_option("--timeout", o.timeout, "Seconds a device operation may take before it is reported as hung")
-      ->capture_default_str();
+  o.run.track(cmd->add_option("--backend", o.backend,
+                              "cpu (always built), cuda (one GPU hosts N virtual devices), nccl (a GPU per rank) or mpi (a process per "
+                              "device: mpirun -np N)")
+      ->capture_default_str());
+  o.run.track(cmd->add_option("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]"));
+  o.run.track(cmd->add_option("--mask", o.masks, "Mask; repeat the flag for several [default: causal]"));
+  o.run.track(cmd->add_option("--cp", o.cp, "Comma-separated context parallelism: ring, allgather (K/V gathered, one call per device), "
+                              "ulysses (all-to-all to heads); allgather and ulysses on the cpu and mpi backends [default: ring]"));
+  o.run.track(cmd->add_option("--seq-len,-n", o.seq_lens, "Sequence lengths, comma-separated; k suffix [default: 2048; GPU 16k]"));
+  o.run.track(cmd->add_option("--devices,-N", o.devices,
+                              "Ring sizes, comma-separated [default: 4; with --compare 2,4,8; mpi: the number of ranks]"));
+  o.run.track(cmd->add_option("--tile", o.tiles, "Kernel tiles TQxTK, comma-separated [default: 64x64; GPU 128x128]"));
+  o.run.track(cmd->add_option("--heads", o.heads, "Query heads [default: 2; GPU 16]"));
+  o.run.track(cmd->add_option("--kv-heads", o.kv_heads, "K/V heads, dividing --heads [default: 1; GPU 16]"));
+  o.run.track(cmd->add_option("--head-dim", o.head_dim, "Head size [default: 32; GPU 128]"));
+  o.run.track(cmd->add_option("--dtype", o.dtype, "fp32 or fp64 (cpu), bf16 or fp16 (cuda, nccl) [default: fp32; GPU bf16]"));
+  o.run.track(cmd->add_option("--seed", o.seed, "Seed of the random Q, K, V [default: 1]"));
+  o.run.track(cmd->add_option("--gpu-kernel", o.gpu_kernel,
+                              "cuda, nccl: flash (FlashAttention-2 design, the default) or wmma (the simple kernel tests compare with)"));
+  o.run.track(cmd->add_option("--warmup", o.warmup, "Untimed iterations per case")->capture_default_str());
+  o.run.track(cmd->add_option("--iterations", o.iterations, "Timed iterations per case (medians and spread)")->capture_default_str());
+  o.run.track(cmd->add_option("--timeout", o.timeout, "Seconds a device operation may take before it is reported as hung")
+      ->capture_default_str());
   auto* calibrate = cmd->add_flag("--calibrate", o.calibrate, "Fit the simulator's kernel and link parameters to the measurements");
   auto* compare = cmd->add_flag("--compare", o.compare,
                                 "Predict every case with the simulator: calibrate on one half, report the error on the other");
@@ -330,12 +332,12 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
                   "stripesim.measurements/1 files (repeat or list): calibrate on / compare against them instead of running");
   cmd->add_option("--block-costs", o.block_costs, "stripesim.block-costs/1 files to fit on as well (one c x c block per row)");
   cmd->add_option("--block-costs-kernel", o.block_costs_kernel, "Which kernel's columns of --block-costs to read (e.g. sdpa, flex)");
-  cmd->add_flag("--no-check", o.no_check,
-                "Skip the dense-attention check: n^2 per head, once per problem (cpu: float64 on one core; cuda, "
-                "nccl: fp32 cuBLAS on the GPU)");
-  cmd->add_option("--topology", o.topology,
-                  "--backend mpi (or nccl under mpirun): which ranks share a node (cluster:NxG, hostfile:FILE, or any simulate topology); it must "
-                  "match where the ranks run [default: the ranks' host names]");
+  o.run.track(cmd->add_flag("--no-check", o.no_check,
+                            "Skip the dense-attention check: n^2 per head, once per problem (cpu: float64 on one core; cuda, "
+                            "nccl: fp32 cuBLAS on the GPU)"));
+  o.run.track(cmd->add_option("--topology", o.topology,
+                              "--backend mpi (or nccl under mpirun): which ranks share a node (cluster:NxG, hostfile:FILE, or any simulate topology); it must "
+                              "match where the ranks run [default: the ranks' host names]"));
   cmd->add_option("--out-dir", o.out_dir, "Write validate.json and validate.md (and profile.json when it calibrates) to DIR");
   add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json, OutputFormat::markdown}, "Standard output format");
   cmd->add_option("--output,-o", o.output, "Write the output to FILE instead of standard output");
@@ -346,8 +348,17 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     if (!opts.profile.empty() && !opts.compare) throw model::InputError("--profile: only with --compare");
     if (!opts.profile_out.empty() && !opts.calibrate) throw model::InputError("--profile-out: only with --calibrate");
     if (!opts.kernel_out.empty() && !opts.calibrate) throw model::InputError("--kernel-out: only with --calibrate");
+    // The profiles are what predictions start from: a run that predicts nothing would ignore them.
+    for (const auto& [flag, value] : {std::pair{"--hardware", &opts.hardware}, std::pair{"--kernel", &opts.kernel}}) {
+      if (!value->empty() && !opts.calibrate && !opts.compare) {
+        throw model::InputError(fmt::format("{}: only with --calibrate or --compare (it is what predictions start from)", flag));
+      }
+    }
     if (!opts.measurements.empty() || !opts.block_costs.empty()) {
-      if (!opts.topology.empty()) throw model::InputError("--topology: not with --measurements or --block-costs (nothing runs)");
+      if (const CLI::Option* flag = opts.run.first_given()) {
+        throw model::InputError(fmt::format("{}: not with --measurements or --block-costs (nothing runs: the files are the timings)",
+                                            flag->get_name()));
+      }
       return run_on_measurements(cmd, opts, mode);
     }
     if (!opts.block_costs_kernel.empty()) throw model::InputError("--block-costs-kernel: only with --block-costs");

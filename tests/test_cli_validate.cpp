@@ -181,6 +181,12 @@ std::vector<BadInput> validate_bad_inputs() {
       {"measurements_without_mode", "validate --measurements " + measurements("flex/causal-fwd-n16384-N2.json"),
        "--measurements: needs --calibrate or --compare"},
       {"measurements_missing", "validate --calibrate --hardware h100 --measurements /nonexistent/m.json", "does not exist"},
+      // Nothing runs on measured files: a flag that says how to run the ring would be ignored.
+      {"hardware_without_fit", "validate --kernel flex", "--kernel: only with --calibrate or --compare"},
+      {"measurements_with_run_flag", "validate --calibrate --hardware h100 --measurements /nonexistent/m.json --iterations 3",
+       "--iterations: not with --measurements or --block-costs (nothing runs: the files are the timings)"},
+      {"block_costs_with_backend", "validate --calibrate --hardware h100 --block-costs /nonexistent/b.json --backend cuda",
+       "--backend: not with --measurements or --block-costs"},
       {"measurements_short_table", "validate --calibrate --hardware h100 --measurements " + data("measurements_short_table.json"),
        "layout \"contiguous\" field \"us\": expected 2 rows (one per round)"},
       {"measurements_blocks_disagree", "validate --calibrate --hardware h100 --kernel flex --measurements " +
