@@ -126,6 +126,9 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     const AnalyzeOptions& opts = *options;
+    if (opts.matrices && output_format(opts.format) == OutputFormat::json) {
+      throw model::InputError("--matrices: only with --format table or csv (the JSON always holds the matrices)");
+    }
     const auto resolved = resolve_config(opts);  // {config, origins}
     const model::AnalysisPlan plan = resolved.second.run([&] { return model::plan_analysis(resolved.first); });
     if (mode == RunMode::parse_only) return;

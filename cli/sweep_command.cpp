@@ -45,6 +45,7 @@ struct SweepOptions {
   std::string output;
   unsigned threads = 0;
   FileFlags grid;  // the flags an experiment file replaces: refused beside it
+  FileFlags tms_only, balance_only;  // the grid flags of one kind of sweep: refused under the other
 };
 
 constexpr const char* kSweepExamples = R"(Examples:
@@ -202,6 +203,11 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_option("--threads", o.threads, "Worker threads, 0 = one per core (output never depends on it)")
       ->check(CLI::Range(0u, 1024u));
+  for (const char* name : {"--hardware", "--models", "--meshes", "--model-parallel", "--columns", "--convention", "--pass",
+                           "--recompute"}) {
+    o.tms_only.track(cmd->get_option(name));
+  }
+  for (const char* name : {"--masks", "--pad-documents"}) o.balance_only.track(cmd->get_option(name));
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     const SweepOptions& opts = *options;
@@ -224,6 +230,10 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
     const bool balance = experiment.is_object() ? experiment.value("kind", "tms") == "balance" : opts.kind == "balance";
     // An experiment file's points name their fields; the flags' grid, its flags.
     const model::InputOrigins flags = experiment.is_object() ? model::InputOrigins() : grid_flags();
+    if (const CLI::Option* flag = balance ? opts.tms_only.first_given() : opts.balance_only.first_given()) {
+      throw model::InputError(fmt::format("{}: only with --kind {} (this sweep is --kind {})", flag->get_name(),
+                                          balance ? "tms" : "balance", balance ? "balance" : "tms"));
+    }
     if (balance) {
       model::BalanceSweepSpec spec = experiment.is_object() ? model::balance_spec_from_json(experiment, label)
                                                             : flags.run([&] { return balance_spec_from_flags(opts); });

@@ -181,6 +181,10 @@ INSTANTIATE_TEST_SUITE_P(
                  std::string("sweep --experiment '") + STRIPESIM_SOURCE_DIR + "/configs/experiments/windows.json' --masks causal",
                  "--masks: not with --experiment (the experiment file is the whole grid; only --tiling, --threads, --format and "
                  "--output apply to it)"},
+        BadInput{"analyze_matrices_in_json", "analyze --matrices --format json",
+                 "--matrices: only with --format table or csv (the JSON always holds the matrices)"},
+        BadInput{"sweep_tms_flag_in_balance", "sweep --kind balance --pass fwd", "--pass: only with --kind tms (this sweep is --kind balance)"},
+        BadInput{"sweep_balance_flag_in_tms", "sweep --pad-documents", "--pad-documents: only with --kind balance"},
         BadInput{"sweep_grid_switch_beside_experiment", "sweep --experiment /nonexistent/e.json --recompute",
                  "--recompute: not with --experiment"},
         BadInput{"balance_bad_kind", "sweep --kind imbalance", "--kind: imbalance not in {tms,balance}"},
