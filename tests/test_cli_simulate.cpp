@@ -250,7 +250,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"plan_no_gpus", "plan --model 1b --gpus 0", "--gpus 0: must be between 1 and 65536"},
         BadInput{"plan_unknown_algorithm", "plan --model 1b --algorithms ring,rings",
                  "--algorithms 'rings': expected ring, allgather, ulysses or hybrid"},
-        BadInput{"plan_negative_memory", "plan --model 1b --memory-gib -1", "--memory-gib -1: must be positive"}),
+        BadInput{"plan_negative_memory", "plan --model 1b --memory-gib -1", "--memory-gib -1: must be positive"},
+        // What no mesh can run is the request's error, not an empty plan.
+        BadInput{"plan_misspelt_layout", "plan --model 1b -n 64k --layouts zigzg", "--layouts 'zigzg': unknown layout"},
+        BadInput{"plan_unknown_mask", "plan --model 1b -n 64k --mask diagonal", "--mask 'diagonal': unknown mask"},
+        BadInput{"plan_pad_without_documents", "plan --model 1b -n 64k --pad-documents", "--pad-documents: needs a documents mask"},
+        BadInput{"plan_unknown_kernel", "plan --model 1b -n 64k --kernel fa9", "--kernel 'fa9': no such kernel for hardware h100-sxm"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return info.param.name; });
 
 TEST(CliPlan, RanksChoicesAndCsvIsDeterministic) {

@@ -9,6 +9,9 @@
 #include <thread>
 
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/model/document_layouts.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/mask.hpp"
 #include "stripesim/model/parallel_for.hpp"
 #include "stripesim/sim/attention_passes.hpp"
 
@@ -118,6 +121,14 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
   if (request.memory_gib && !(*request.memory_gib > 0)) {
     throw model::InputError(fmt::format("--memory-gib {}: must be positive", *request.memory_gib));
   }
+  // The mask is the same whatever the mesh: a bad one is the request's error, not every mesh's.
+  model::Mask mask = model::parse_mask(request.base.mask, request.base.seq_len);
+  if (request.base.pad_documents) mask = model::pad_documents(mask, 1).mask;  // refuses any mask but documents
+  // So are the layouts' names: each built on one device (what fails there fails on every N), or
+  // a misspelt one would only be missing from the meshes whose Ulysses ignores the layout.
+  for (const std::string& layout : request.base.layouts) {
+    (void)model::parse_layout(layout, mask.seq_len(), 1, model::LayoutContext{&mask});
+  }
 }
 
 Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
@@ -164,6 +175,11 @@ Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
     }
   });
 
+  // Refused on every mesh: an input no mesh can run (a misspelt layout or kernel, a length no
+  // layout divides) is the request's error, not a plan that fits nothing.
+  if (std::none_of(planned.begin(), planned.end(), [](const auto& p) { return p.has_value(); }) && !refusals.empty()) {
+    throw model::InputError(refusals.front());
+  }
   std::vector<Entry> entries;
   for (size_t i = 0; i < planned.size(); ++i) {
     const Count layouts = static_cast<Count>(configs[i].layouts.size());
