@@ -167,6 +167,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"model_parallel_heads", "tms --model-parallel 3", "--model-parallel 3: must divide the model's 16 heads"},
         BadInput{"tms_zigzag_divisibility", "tms --devices 8 --seq-len 1000", "layout zigzag needs it divisible by 2N = 16"},
         BadInput{"tms_bad_convention", "tms --convention rough", "--convention"},
+        BadInput{"tms_recompute_without_backward", "tms --recompute --pass fwd", "--recompute: only with --pass fwdbwd"},
         BadInput{"tms_bad_weight", "tms --attention-weight -1", "--attention-weight '-1': must be a positive number"},
         BadInput{"tms_weight_not_number", "tms --attention-weight two", "--attention-weight 'two': must be a positive number"},
         BadInput{"sweep_bad_mesh", "sweep --meshes 2x", "--meshes '2x': expected MxN"},
