@@ -1,7 +1,8 @@
 #pragma once
-// The options of a command that its file of flags (--experiment) gives as well, and which of
-// them the user gave on the command line. analyze and simulate take a flag given beside the file
-// over the file's field; sweep, whose file is the whole grid, refuses a grid flag beside it.
+// Options of a command and which of them the user gave on the command line. analyze and
+// simulate take a flag given beside their file of flags (--experiment) over the file's field;
+// sweep, whose file is the whole grid, refuses a grid flag beside it; layout takes analyze's
+// defaults for what is not given; validate refuses what would be ignored.
 #include <CLI/CLI.hpp>
 
 #include <string>

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "file_flags.hpp"
 #include "output_file.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/analysis.hpp"
@@ -26,9 +27,7 @@ struct LayoutOptions {
   std::string format = "json";
   std::string output;
   bool pad_documents = false;
-  CLI::Option* tile_opt = nullptr;
-  CLI::Option* tiling_opt = nullptr;
-  CLI::Option* mask_opt = nullptr;
+  FileFlags given;  // the options given; analyze's defaults for the others
 };
 
 constexpr const char* kLayoutExamples = R"(Examples:
@@ -59,9 +58,9 @@ model::AnalyzeConfig resolve_config(const LayoutOptions& o) {
   model::AnalyzeConfig config;
   config.seq_len = model::parse_count(o.seq_len, "--seq-len");
   config.devices = model::parse_count(o.devices, "--devices");
-  if (o.tile_opt->count() > 0) config.tile = model::parse_tile_shape(o.tile);
-  if (o.tiling_opt->count() > 0) config.tiling = model::parse_tiling(o.tiling);
-  if (o.mask_opt->count() > 0) config.mask = o.mask;
+  if (o.given.given("--tile")) config.tile = model::parse_tile_shape(o.tile);
+  if (o.given.given("--tiling")) config.tiling = model::parse_tiling(o.tiling);
+  if (o.given.given("--mask")) config.mask = o.mask;
   config.layouts = model::split_list(o.layout, "--layout");
   config.pad_documents = o.pad_documents;
   return config;
@@ -81,10 +80,10 @@ std::function<void()> register_layout_command(CLI::App& app, RunMode mode) {
       ->required();
   cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k = 1024, M = 1048576")->required();
   cmd->add_option("--devices,-N", o.devices, "Devices in the ring N")->required();
-  o.tile_opt = cmd->add_option("--tile", o.tile, "Kernel tile TQxTK balanced and ptrr price work in [default: 2048x4096, "
-                                                 "as analyze]");
-  o.tiling_opt = cmd->add_option("--tiling", o.tiling, std::string(model::kTilingHelp) + " [default: fixed]");
-  o.mask_opt = cmd->add_option("--mask", o.mask, "Attention mask (see analyze --help) [default: causal]");
+  o.given.track(cmd->add_option("--tile", o.tile,
+                                "Kernel tile TQxTK balanced and ptrr price work in [default: 2048x4096, as analyze]"));
+  o.given.track(cmd->add_option("--tiling", o.tiling, std::string(model::kTilingHelp) + " [default: fixed]"));
+  o.given.track(cmd->add_option("--mask", o.mask, "Attention mask (see analyze --help) [default: causal]"));
   cmd->add_flag("--pad-documents", o.pad_documents,
                 "Pad every document to a multiple of 2N (doc-zigzag, doc-striped need it); the file covers the padded "
                 "sequence, each document's padding after its own tokens");

@@ -184,9 +184,7 @@ void check_sweep(const SweepSpec& spec, const ConfigCatalog& catalog) {
       TmsResult zeros;
       zeros.request = requests[i];
       zeros.tile = requests[i].tile.value_or(requests[i].hardware.default_tile);
-      std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};  // compute_tms's order
-      layouts.insert(layouts.end(), spec.extra_layouts.begin(), spec.extra_layouts.end());
-      for (const auto& layout : layouts) {
+      for (const auto& layout : tms_layouts(requests[i])) {
         LayoutTms entry;
         entry.layout = layout;
         zeros.layouts.push_back(std::move(entry));

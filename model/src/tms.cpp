@@ -48,13 +48,13 @@ void check_request_sizes(const TmsRequest& request) {
   }
 }
 
+}  // namespace
+
 std::vector<std::string> tms_layouts(const TmsRequest& request) {
   std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
   layouts.insert(layouts.end(), request.extra_layouts.begin(), request.extra_layouts.end());
   return layouts;
 }
-
-}  // namespace
 
 void check_tms_request(const TmsRequest& request) {
   check_request_sizes(request);

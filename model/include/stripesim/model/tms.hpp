@@ -76,6 +76,10 @@ class WorkMetricsCache {
   std::map<Key, std::pair<Metrics, Metrics>> entries_;
 };
 
+// The layouts a TMS result holds, in its order: contiguous (the reference), striped, zigzag,
+// then the request's extra layouts.
+[[nodiscard]] std::vector<std::string> tms_layouts(const TmsRequest& request);
+
 // Throws InputError on invalid requests (sizes that do not divide, M not dividing the heads).
 [[nodiscard]] TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache = nullptr);
 // Every InputError compute_tms would throw, without counting any work: M against the heads, then
