@@ -127,9 +127,11 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
     base.pad_documents = opts.pad_documents;
     base.recompute = opts.recompute;
     const model::ConfigCatalog catalog(config_dir());
-    sim::check_plan_request(request, catalog);
-    if (mode == RunMode::parse_only) return;
-    const sim::Plan plan = sim::run_plan(request, catalog);
+    if (mode == RunMode::parse_only) {
+      sim::check_plan_request(request, catalog);
+      return;
+    }
+    const sim::Plan plan = sim::run_plan(request, catalog);  // checks the request first
     write_output(render(plan, output_format(opts.format)), opts.output);
   };
 }

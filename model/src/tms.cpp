@@ -35,7 +35,7 @@ std::pair<Metrics, Metrics> WorkMetricsCache::get(const std::string& layout, Cou
 namespace {
 
 // What compute_tms checks before counting anything: M, and that recomputation has a backward.
-void check_request_sizes(const TmsRequest& request) {
+void check_request_settings(const TmsRequest& request) {
   if (request.recompute && request.pass == TrainingPass::forward) {
     throw InputError("--recompute: only with --pass fwdbwd (it is the backward that recomputes the forward)");
   }
@@ -57,7 +57,7 @@ std::vector<std::string> tms_layouts(const TmsRequest& request) {
 }
 
 void check_tms_request(const TmsRequest& request) {
-  check_request_sizes(request);
+  check_request_settings(request);
   const TileShape tile = request.tile.value_or(request.hardware.default_tile);
   // compute_tms's order: the mask (for the first layout), then each layout in turn.
   const Mask mask = parse_mask(request.mask, request.seq_len);
@@ -67,7 +67,7 @@ void check_tms_request(const TmsRequest& request) {
 }
 
 TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache) {
-  check_request_sizes(request);
+  check_request_settings(request);
   WorkMetricsCache local_cache;
   WorkMetricsCache& metrics_cache = cache != nullptr ? *cache : local_cache;
 
