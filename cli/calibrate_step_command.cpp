@@ -88,7 +88,7 @@ std::function<void()> register_calibrate_step_command(CLI::App& app, RunMode mod
     if (spec.measured.empty()) throw model::InputError(label + ": names no \"measured\" file to fit to");
     const model::ConfigCatalog catalog(config_dir());
     if (mode == RunMode::parse_only) {
-      sim::check_step_sweep(spec, catalog);
+      (void)sim::plan_step_sweep(spec, catalog);  // the fit's inputs are the sweep's
       return;
     }
     sim::StepFit fit = sim::fit_step(spec, catalog);

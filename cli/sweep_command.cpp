@@ -238,11 +238,9 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
       model::BalanceSweepSpec spec = experiment.is_object() ? model::balance_spec_from_json(experiment, label)
                                                             : flags.run([&] { return balance_spec_from_flags(opts); });
       spec.tiling = tiling = tiling_flag.value_or(spec.tiling);
-      if (mode == RunMode::parse_only) {
-        flags.run([&] { model::check_balance_sweep(spec); });
-        return;
-      }
-      rows = flags.run([&] { return model::run_balance_sweep(spec, progress_bar(), opts.threads); });
+      const model::BalanceSweepPlan plan = flags.run([&] { return model::plan_balance_sweep(spec); });
+      if (mode == RunMode::parse_only) return;
+      rows = model::run_balance_sweep(plan, progress_bar(), opts.threads);
       description = spec.description;
       schema = model::kBalanceSchema;
     } else if (sim::is_step_sweep(experiment)) {
@@ -252,22 +250,18 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
       if (tiling_flag) spec.step.tiling = tiling_flag;
       tiling = spec.grid.tiling;
       const model::ConfigCatalog catalog(config_dir());
-      if (mode == RunMode::parse_only) {
-        sim::check_step_sweep(spec, catalog);
-        return;
-      }
-      rows = sim::run_step_sweep(spec, catalog);
+      const sim::StepSweepPlan plan = sim::plan_step_sweep(spec, catalog);
+      if (mode == RunMode::parse_only) return;
+      rows = sim::run_step_sweep(plan);
       description = spec.grid.description;
     } else {
       model::SweepSpec spec = experiment.is_object() ? model::sweep_spec_from_json(experiment, label)
                                                      : flags.run([&] { return spec_from_flags(opts); });
       spec.tiling = tiling = tiling_flag.value_or(spec.tiling);
       const model::ConfigCatalog catalog(config_dir());
-      if (mode == RunMode::parse_only) {
-        flags.run([&] { model::check_sweep(spec, catalog); });
-        return;
-      }
-      rows = flags.run([&] { return model::run_sweep(spec, catalog, progress_bar(), opts.threads); });
+      const model::SweepPlan plan = flags.run([&] { return model::plan_sweep(spec, catalog); });
+      if (mode == RunMode::parse_only) return;
+      rows = model::run_sweep(plan, progress_bar(), opts.threads);
       description = spec.description;
     }
     write_output(render(rows, schema, description, tiling, output_format(opts.format)), opts.output);

@@ -141,11 +141,9 @@ std::function<void()> register_tms_command(CLI::App& app, RunMode mode) {
     if (!opts.attention_weight.empty()) request.attention_flop_weight = parse_weight(opts.attention_weight);
     if (!opts.layouts.empty()) request.extra_layouts = model::split_list(opts.layouts, "--layouts");
     request.mask = opts.mask;
-    if (mode == RunMode::parse_only) {
-      model::check_tms_request(request);
-      return;
-    }
-    const model::TmsResult result = model::compute_tms(request);
+    const model::TmsPlan plan = model::plan_tms(request);
+    if (mode == RunMode::parse_only) return;
+    const model::TmsResult result = model::run_tms(plan);
     write_output(render(result, output_format(opts.format)), opts.output);
   };
 }

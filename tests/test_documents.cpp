@@ -420,15 +420,56 @@ TEST(Analysis, PadDocumentsPadsEveryDocumentAndCountsTheWaste) {
   EXPECT_EQ(b.padding_tokens, 8);
   EXPECT_EQ(b.seq_len, 10008);
   EXPECT_EQ(to_json(b)["config"]["padding"]["tokens"], 8);
-  // The plan alone (parse-only mode) pads and builds the layouts without counting.
+  // The plan alone (parse-only mode) pads and plans the layouts without building or counting.
   const AnalysisPlan plan = plan_analysis(config);
   EXPECT_EQ(plan.seq_len, 10008);
   EXPECT_EQ(plan.padding_tokens, 8);
   ASSERT_EQ(plan.layouts.size(), 2u);
-  EXPECT_EQ(plan.layouts[1].name(), "doc-zigzag");
+  EXPECT_EQ(plan.layouts[1].build().name(), "doc-zigzag");
   config.mask = "causal";
   EXPECT_THROW((void)run_analysis(config), InputError);
   EXPECT_THROW((void)plan_analysis(config), InputError);
+}
+
+// A layout's plan raises every error building it would, with the same message, and builds
+// what parse_layout builds.
+TEST(LayoutPlan, RaisesEveryInputErrorBeforeBuilding) {
+  const Mask docs = Mask::documents(1600, {600, 1000});
+  const Mask odd = Mask::documents(1602, {602, 1000});
+  const Mask causal = Mask::causal(1600);
+  struct Case {
+    const char* spec;
+    Count devices;
+    const Mask* mask;
+  };
+  const std::vector<Case> bad{{"doc-zigzag", 4, &causal}, {"doc-zigzag", 3, &docs}, {"doc-striped", 3, &docs},
+                              {"ptrr:0", 4, &docs},       {"ptrr", 4, &odd},         {"balanced:0", 4, &docs},
+                              {"balanced", 4, &odd},      {"balanced", 0, &docs},     {"balanced:x", 4, &docs}};
+  for (const Case& c : bad) {
+    const auto message = [&](auto&& call) {
+      try {
+        (void)call();
+      } catch (const InputError& e) {
+        return std::string(e.what());
+      }
+      return std::string("no error");
+    };
+    const LayoutContext context{c.mask, {16, 16}};
+    const Count n = c.mask->seq_len();
+    const std::string planned = message([&] { return plan_layout(c.spec, n, c.devices, context); });
+    EXPECT_NE(planned, "no error") << c.spec;
+    EXPECT_EQ(planned, message([&] { return parse_layout(c.spec, n, c.devices, context); })) << c.spec;
+  }
+  for (const char* spec : {"doc-zigzag", "doc-striped", "ptrr", "balanced:40", "zigzag"}) {
+    const LayoutContext context{&docs, {16, 16}};
+    const LayoutPlan plan = plan_layout(spec, 1600, 4, context);
+    const Layout built = plan.build();
+    const Layout parsed = parse_layout(spec, 1600, 4, context);
+    EXPECT_EQ(built.name(), parsed.name());
+    for (DeviceId d = 0; d < 4; ++d) {
+      for (Count l = 0; l < 400; ++l) ASSERT_EQ(built.position(d, l), parsed.position(d, l)) << spec;
+    }
+  }
 }
 
 }  // namespace
@@ -449,8 +490,9 @@ TEST(BalanceSweep, ColumnsMatchIndependentCounts) {
   g.layouts = {"contiguous", "striped", "doc-zigzag", "balanced"};
   g.pad_documents = true;
   spec.groups.push_back(g);
-  EXPECT_NO_THROW(check_balance_sweep(spec));  // what parse-only mode runs instead
-  const auto rows = run_balance_sweep(spec);
+  const BalanceSweepPlan plan = plan_balance_sweep(spec);  // what parse-only mode runs alone
+  ASSERT_EQ(plan.points.size(), 1u);
+  const auto rows = run_balance_sweep(plan);
   ASSERT_EQ(rows.size(), 4u);
   // Rebuild the padded documents and count every layout directly.
   const Mask drawn = parse_mask("documents:lognormal:1024:1.0:seed=5", 16384);

@@ -44,7 +44,7 @@ class LayoutExportFiles : public ::testing::Test {
 TEST(LayoutExport, JsonIsTheGoldenText) {
   // zigzag, n = 8, N = 2: chunks of 2; device 0 holds chunks 0 and 3, device 1 chunks 1 and 2.
   const LayoutExport exported = plan_layout_export(config_of("zigzag", 8, 2));
-  EXPECT_EQ(layout_to_json(exported),
+  EXPECT_EQ(layout_to_json(exported, exported.build_layout()),
             "{\n"
             "  \"schema\": \"stripesim.layout/1\",\n"
             "  \"layout\": \"zigzag\",\n"
@@ -59,12 +59,12 @@ TEST(LayoutExport, JsonIsTheGoldenText) {
             "    [2,3,4,5]\n"
             "  ]\n"
             "}\n");
-  EXPECT_EQ(write_layout(exported, LayoutFormat::json), layout_to_json(exported));
+  EXPECT_EQ(write_layout(exported, LayoutFormat::json), layout_to_json(exported, exported.build_layout()));
 }
 
 TEST(LayoutExport, JsonNamesThePaddingAndBothDocumentLengths) {
   const LayoutExport exported = plan_layout_export(config_of("doc-zigzag", 1000, 4, "documents:300,700", true));
-  const nlohmann::json doc = nlohmann::json::parse(layout_to_json(exported));
+  const nlohmann::json doc = nlohmann::json::parse(layout_to_json(exported, exported.build_layout()));
   EXPECT_EQ(doc.at("seq_len"), 1008);
   EXPECT_EQ(doc.at("block_size"), 252);
   EXPECT_EQ(doc.at("mask").at("document_lengths"), nlohmann::json({304, 704}));
@@ -103,7 +103,7 @@ TEST(LayoutExport, NpyIsVersionOneInt64LittleEndian) {
 TEST(LayoutExport, NpyHeaderIsPaddedToSixtyFourBytesForAnyShape) {
   for (const auto& [n, N] : {std::pair<Count, Count>{64, 1}, {4096, 8}, {1 << 20, 1024}, {2048, 2048}}) {
     const LayoutExport exported = plan_layout_export(config_of("striped", n, N));
-    const std::string npy = layout_to_npy(exported.layout());
+    const std::string npy = layout_to_npy(exported.build_layout());
     const size_t header = static_cast<unsigned char>(npy[8]) | static_cast<size_t>(static_cast<unsigned char>(npy[9])) << 8;
     EXPECT_EQ((10 + header) % 64, 0u) << n << " " << N;
     EXPECT_EQ(npy[10 + header - 1], '\n');
@@ -125,8 +125,8 @@ TEST_F(LayoutExportFiles, JsonLoadsBackAsThePermutationForEveryKind) {
   };
   for (const AnalyzeConfig& config : configs) {
     const LayoutExport exported = plan_layout_export(config);
-    const Layout& layout = exported.layout();
-    const std::string file = write("roundtrip.json", layout_to_json(exported));
+    const Layout layout = exported.build_layout();
+    const std::string file = write("roundtrip.json", layout_to_json(exported, layout));
     const Layout loaded = parse_layout("permutation:" + file, exported.plan.seq_len, config.devices);
     EXPECT_EQ(loaded.kind(), LayoutKind::permutation);
     for (DeviceId d = 0; d < layout.devices(); ++d) {

@@ -81,12 +81,12 @@ TEST(Sweep, MeshesAndBadSpecs) {
   SweepSpec unknown_model = spec(R"({"groups": [{"hardware": ["a100"], "models": ["13b"], "meshes": ["1x2"], "seq_lens": [8192]}]})");
   EXPECT_THROW((void)run_sweep(unknown_model, catalog()), InputError);
   // The checks alone (parse-only mode) reject the same specs, the columns included.
-  EXPECT_THROW(check_sweep(unknown_column, catalog()), InputError);
-  EXPECT_THROW(check_sweep(unknown_model, catalog()), InputError);
+  EXPECT_THROW((void)plan_sweep(unknown_column, catalog()), InputError);
+  EXPECT_THROW((void)plan_sweep(unknown_model, catalog()), InputError);
   SweepSpec indivisible = spec(R"({"groups": [{"hardware": ["a100"], "models": ["1b"], "meshes": ["1x8"], "seq_lens": [8192, 1000]}]})");
-  EXPECT_THROW(check_sweep(indivisible, catalog()), InputError);
-  EXPECT_NO_THROW(check_sweep(spec(R"({"columns": ["model", "tms_zigzag"], "groups": [{"hardware": ["a100"], "models": ["1b"], "meshes": ["1x2"], "seq_lens": [8192]}]})"), catalog()));
-  EXPECT_NO_THROW(check_sweep(paper_grid(), catalog()));
+  EXPECT_THROW((void)plan_sweep(indivisible, catalog()), InputError);
+  EXPECT_NO_THROW((void)plan_sweep(spec(R"({"columns": ["model", "tms_zigzag"], "groups": [{"hardware": ["a100"], "models": ["1b"], "meshes": ["1x2"], "seq_lens": [8192]}]})"), catalog()));
+  EXPECT_NO_THROW((void)plan_sweep(paper_grid(), catalog()));
 }
 
 TEST(Grid, EveryPointOnceLastAxisFastest) {

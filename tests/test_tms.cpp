@@ -158,15 +158,15 @@ TEST(Tms, RejectsBadRequests) {
   q.model_parallel = 3;  // 16 heads
   EXPECT_THROW((void)compute_tms(q), InputError);
   EXPECT_THROW((void)compute_tms(request("1b", "a100", 8, 262144 + 8)), InputError);  // zigzag needs 2N
-  // The checks alone (parse-only mode) reject the same requests and accept a good one.
-  EXPECT_THROW(check_tms_request(q), InputError);
-  EXPECT_THROW(check_tms_request(request("1b", "a100", 8, 262144 + 8)), InputError);
+  // The plan alone (parse-only mode) rejects the same requests and accepts a good one.
+  EXPECT_THROW((void)plan_tms(q), InputError);
+  EXPECT_THROW((void)plan_tms(request("1b", "a100", 8, 262144 + 8)), InputError);
   TmsRequest windowed = request("1b", "a100", 8, 262144);
   windowed.mask = "window:0";
-  EXPECT_THROW(check_tms_request(windowed), InputError);
+  EXPECT_THROW((void)plan_tms(windowed), InputError);
   windowed.mask = "window:4k";
   windowed.extra_layouts = {"balanced", "block-striped:64"};
-  EXPECT_NO_THROW(check_tms_request(windowed));
+  EXPECT_NO_THROW((void)plan_tms(windowed));
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ AnalysisPlan plan_analysis(const AnalyzeConfig& config) {
     throw InputError(Input::devices, std::to_string(config.devices),
                      fmt::format("must be between 1 and {} (analyze keeps N x N matrices per layout)", kMaxAnalyzeDevices));
   }
-  // Build (and so validate) the mask and every layout before the first count.
+  // Validate the mask and every layout before the first count.
   AnalysisPlan plan{config, parse_mask(config.mask, config.seq_len), config.seq_len, 0, {}};
   if (config.pad_documents) {
     PaddedDocuments padded = pad_documents(plan.mask, config.devices);
@@ -45,7 +45,7 @@ AnalysisPlan plan_analysis(const AnalyzeConfig& config) {
   }
   const LayoutContext context{&plan.mask, config.tile, config.tiling};
   plan.layouts.reserve(config.layouts.size());
-  for (const auto& spec : config.layouts) plan.layouts.push_back(parse_layout(spec, plan.seq_len, config.devices, context));
+  for (const auto& spec : config.layouts) plan.layouts.push_back(plan_layout(spec, plan.seq_len, config.devices, context));
   return plan;
 }
 
@@ -79,10 +79,9 @@ Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
   const AnalyzeConfig& config = plan.config;
   Analysis analysis{config, plan.mask, plan.seq_len, plan.padding_tokens, {}, 0, 0};
   const Count n = analysis.seq_len;
-  const std::vector<Layout>& layouts = plan.layouts;
-
   std::optional<Work> contiguous;
-  for (const Layout& layout : layouts) {
+  for (const LayoutPlan& planned : plan.layouts) {
+    const Layout layout = planned.build();
     LayoutResult result{
         layout.name(), count_work(layout, analysis.mask, config.tile, threads, WorkDetail::totals, config.tiling), {}, {},
         0, 0, 0, 0, {}};

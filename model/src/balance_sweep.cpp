@@ -7,6 +7,7 @@
 #include "stripesim/model/analysis.hpp"
 #include "stripesim/model/grid.hpp"
 #include "stripesim/model/input_error.hpp"
+#include "stripesim/model/input_origins.hpp"
 #include "stripesim/model/json_fields.hpp"
 #include "stripesim/model/size_parse.hpp"
 
@@ -50,21 +51,14 @@ Count count_points(const BalanceSweepSpec& spec) {
   return total;
 }
 
-namespace {
-
-// Calls visit(seq_len, devices, mask, tile, config) for every point of the grid, in order, an
-// error about one of the point's inputs named at its field of the file.
-template <typename Visit>
-void for_each_point(const BalanceSweepSpec& spec, Visit visit) {
+BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
+  BalanceSweepPlan plan;
+  plan.points.reserve(static_cast<size_t>(count_points(spec)));
   for (size_t group = 0; group < spec.groups.size(); ++group) {
     const BalanceGroup& g = spec.groups[group];
     const auto field = [&](const char* name, size_t i) { return fmt::format("groups[{}].{}[{}]", group, name, i); };
     for_each_grid_point(axes(g), [&](auto at) {
       const auto [s, d, m, t] = at;
-      const Count seq_len = g.seq_lens[s];
-      const Count devices = g.devices[d];
-      const std::string& mask = g.masks[m];
-      const TileShape tile = g.tiles[t];
       InputOrigins origins(spec.label);
       origins.add(Input::seq_len, field("seq_lens", s));
       origins.add(Input::devices, field("devices", d));
@@ -73,44 +67,37 @@ void for_each_point(const BalanceSweepSpec& spec, Visit visit) {
       origins.add_list(Input::layouts, fmt::format("groups[{}].layouts", group), g.layouts);
       AnalyzeConfig config;
       config.layouts.clear();
-      config.seq_len = seq_len;
-      config.devices = devices;
-      config.tile = tile;
+      config.seq_len = g.seq_lens[s];
+      config.devices = g.devices[d];
+      config.tile = g.tiles[t];
       config.tiling = spec.tiling;
-      config.mask = mask;
+      config.mask = g.masks[m];
       // Per-document layouts and padding only mean something for a documents mask.
-      const bool documents = mask.starts_with("documents:");
+      const bool documents = config.mask.starts_with("documents:");
       for (const auto& layout : g.layouts) {
         if (documents || !layout.starts_with("doc-")) config.layouts.push_back(layout);
       }
       config.pad_documents = g.pad_documents && documents;
-      origins.run([&] { visit(seq_len, devices, mask, tile, config); });
+      plan.points.push_back(origins.run([&] { return plan_analysis(config); }));
     });
   }
+  return plan;
 }
 
-}  // namespace
-
-void check_balance_sweep(const BalanceSweepSpec& spec) {
-  for_each_point(spec, [](Count, Count, const std::string&, TileShape, const AnalyzeConfig& config) {
-    (void)plan_analysis(config);
-  });
-}
-
-std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepSpec& spec, const SweepProgress& progress,
+std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepPlan& plan, const SweepProgress& progress,
                                                      unsigned threads) {
   std::vector<nlohmann::ordered_json> rows;
-  const Count total = count_points(spec);
+  const Count total = static_cast<Count>(plan.points.size());
   Count done = 0;
-  for_each_point(spec, [&](Count seq_len, Count devices, const std::string& mask, TileShape tile,
-                           const AnalyzeConfig& config) {
-    const Analysis a = run_analysis(config, threads);
+  for (const AnalysisPlan& point : plan.points) {
+    const AnalyzeConfig& config = point.config;
+    const Analysis a = run_analysis(point, threads);
     for (const auto& r : a.results) {
       nlohmann::ordered_json row;
-      row["n_seq"] = seq_len;
-      row["devices"] = devices;
-      row["mask"] = mask;
-      row["tile"] = tile.to_string();
+      row["n_seq"] = config.seq_len;
+      row["devices"] = config.devices;
+      row["mask"] = config.mask;
+      row["tile"] = config.tile.to_string();
       row["documents"] = a.mask.kind() == MaskKind::documents ? static_cast<Count>(a.mask.document_lengths().size()) : 0;
       row["padding_fraction"] = static_cast<double>(a.padding_tokens) / static_cast<double>(a.seq_len);
       row["layout"] = r.layout;
@@ -123,7 +110,7 @@ std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepSpec& sp
       rows.push_back(std::move(row));
     }
     if (progress) progress(++done, total);
-  });
+  }
   return rows;
 }
 

@@ -917,11 +917,15 @@ constexpr Count kMostReadsPolished = Count{1} << 20;
 
 }  // namespace
 
-BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk, Tiling tiling) {
-  const Count n = mask.seq_len();
+void check_balanced_layout(const Mask& mask, Count devices, Count chunk) {
   if (devices < 1) throw InputError(Input::devices, std::to_string(devices), "must be at least 1");
-  require_seq_len_divisible(n, devices, "balanced", "N");
+  require_seq_len_divisible(mask.seq_len(), devices, "balanced", "N");
   if (chunk < 0) throw InputError(Input::layouts, fmt::format("balanced:{}", chunk), "the chunk must be at least 1 token");
+}
+
+BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk, Tiling tiling) {
+  check_balanced_layout(mask, devices, chunk);
+  const Count n = mask.seq_len();
   const Count c = n / devices;
   Pricing pricing(mask, tile, tiling);
   // Blocks of lcm(TQ, TK) keep query and key tiles whole; a block longer than a device's share

@@ -57,11 +57,9 @@ nlohmann::json recorded_config(nlohmann::json config, Tiling tiling) {
 // Metrics are named after the layouts as the entry writes them (`written`, a permutation's
 // relative path included), not as they were resolved.
 nlohmann::ordered_json analyze_metrics(const AnalyzeConfig& config, const std::vector<std::string>& written, bool measure) {
-  if (!measure) {
-    (void)plan_analysis(config);
-    return nlohmann::ordered_json::object();
-  }
-  const Analysis analysis = run_analysis(config);
+  const AnalysisPlan plan = plan_analysis(config);
+  if (!measure) return nlohmann::ordered_json::object();
+  const Analysis analysis = run_analysis(plan);
   nlohmann::ordered_json metrics;
   for (size_t i = 0; i < analysis.results.size(); ++i) {
     const LayoutResult& r = analysis.results[i];
@@ -80,11 +78,9 @@ nlohmann::ordered_json analyze_metrics(const AnalyzeConfig& config, const std::v
 }
 
 nlohmann::ordered_json tms_metrics(const TmsRequest& request, bool measure) {
-  if (!measure) {
-    check_tms_request(request);
-    return nlohmann::ordered_json::object();
-  }
-  const TmsResult r = compute_tms(request);
+  const TmsPlan plan = plan_tms(request);
+  if (!measure) return nlohmann::ordered_json::object();
+  const TmsResult r = run_tms(plan);
   return {{"tms", r.layout("striped").tms},
           {"tms_tiles", r.layout("striped").tms_tiles},
           {"tms_zigzag", r.layout("zigzag").tms},

@@ -70,9 +70,18 @@ PaddedDocuments pad_documents(const Mask& mask, Count devices) {
   return {Mask::documents(padded_len, padded), padded_len, padded_len - mask.seq_len()};
 }
 
-Layout doc_zigzag_layout(const Mask& documents, Count devices) {
+void check_doc_zigzag_layout(const Mask& documents, Count devices) {
   require_documents(documents, "doc-zigzag");
   require_lengths_divisible(documents, 2 * devices, "doc-zigzag", "2N");
+}
+
+void check_doc_striped_layout(const Mask& documents, Count devices) {
+  require_documents(documents, "doc-striped");
+  require_lengths_divisible(documents, devices, "doc-striped", "N");
+}
+
+Layout doc_zigzag_layout(const Mask& documents, Count devices) {
+  check_doc_zigzag_layout(documents, devices);
   std::vector<std::vector<Position>> blocks(static_cast<size_t>(devices));
   const auto& starts = documents.document_starts();
   for (size_t j = 0; j + 1 < starts.size(); ++j) {
@@ -88,8 +97,7 @@ Layout doc_zigzag_layout(const Mask& documents, Count devices) {
 }
 
 Layout doc_striped_layout(const Mask& documents, Count devices) {
-  require_documents(documents, "doc-striped");
-  require_lengths_divisible(documents, devices, "doc-striped", "N");
+  check_doc_striped_layout(documents, devices);
   std::vector<std::vector<Position>> blocks(static_cast<size_t>(devices));
   const auto& starts = documents.document_starts();
   for (size_t j = 0; j + 1 < starts.size(); ++j) {

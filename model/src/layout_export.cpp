@@ -69,18 +69,18 @@ LayoutFormat parse_layout_format(std::string_view name, std::string_view what) {
 }
 
 std::string write_layout(const LayoutExport& exported, LayoutFormat format) {
+  const Layout layout = exported.build_layout();
   switch (format) {
-    case LayoutFormat::json: return layout_to_json(exported);
-    case LayoutFormat::csv: return layout_to_csv(exported.layout());
-    case LayoutFormat::npy: return layout_to_npy(exported.layout());
+    case LayoutFormat::json: return layout_to_json(exported, layout);
+    case LayoutFormat::csv: return layout_to_csv(layout);
+    case LayoutFormat::npy: return layout_to_npy(layout);
   }
   throw std::logic_error("unknown layout format");
 }
 
-std::string layout_to_json(const LayoutExport& exported) {
+std::string layout_to_json(const LayoutExport& exported, const Layout& layout) {
   const AnalysisPlan& plan = exported.plan;
   const AnalyzeConfig& config = plan.config;
-  const Layout& layout = exported.layout();
   nlohmann::ordered_json header;
   header["schema"] = kLayoutSchema;
   header["layout"] = layout.name();

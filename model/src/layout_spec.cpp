@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <stdexcept>
+
 #include "stripesim/model/document_layouts.hpp"
 #include "stripesim/model/input_error.hpp"
 #include "stripesim/model/json_fields.hpp"
@@ -34,44 +36,80 @@ std::string layout_file(std::string_view spec) {
   return std::string(spec.substr(kPermutation.size()));
 }
 
-Layout parse_layout(std::string_view typed, Count seq_len, Count devices, const LayoutContext& context) {
+LayoutPlan plan_layout(std::string_view typed, Count seq_len, Count devices, const LayoutContext& context) {
   // The layout's name is matched case aside ("Zigzag"); what follows a ':' (a file) is kept.
   const size_t colon = typed.find(':');
   const std::string normalized = lowercase(typed.substr(0, colon)) + std::string(colon == typed.npos ? "" : typed.substr(colon));
   const std::string_view spec = normalized;
-  if (spec == "contiguous") return Layout::contiguous(seq_len, devices);
+  LayoutPlan plan;
   if (spec == "doc-zigzag" || spec == "doc-striped" || spec == "balanced" || spec.starts_with("balanced:") ||
       spec == "ptrr" || spec.starts_with("ptrr:")) {
     require_devices(devices);
-    const Mask causal = Mask::causal(seq_len);
-    const Mask& mask = context.mask != nullptr ? *context.mask : causal;
-    if (spec == "doc-zigzag") return doc_zigzag_layout(mask, devices);
-    if (spec == "doc-striped") return doc_striped_layout(mask, devices);
-    if (spec.starts_with("ptrr")) {
-      const Count block = spec == "ptrr" ? context.tile.query : parse_count(spec.substr(5), InputName(Input::layouts, "ptrr:BLOCK block size"));
-      return ptrr_layout(mask, devices, block);
+    const Mask& mask = plan.mask_.emplace(context.mask != nullptr ? *context.mask : Mask::causal(seq_len));
+    plan.devices_ = devices;
+    plan.tile_ = context.tile;
+    plan.tiling_ = context.tiling;
+    if (spec == "doc-zigzag") {
+      check_doc_zigzag_layout(mask, devices);
+      plan.computed_ = LayoutPlan::Computed::doc_zigzag;
+    } else if (spec == "doc-striped") {
+      check_doc_striped_layout(mask, devices);
+      plan.computed_ = LayoutPlan::Computed::doc_striped;
+    } else if (spec.starts_with("ptrr")) {
+      plan.size_ = spec == "ptrr" ? context.tile.query : parse_count(spec.substr(5), InputName(Input::layouts, "ptrr:BLOCK block size"));
+      check_ptrr_layout(mask, devices, plan.size_);
+      plan.computed_ = LayoutPlan::Computed::ptrr;
+    } else {
+      if (spec.starts_with("balanced:")) {
+        plan.size_ = parse_count(spec.substr(9), InputName(Input::layouts, "balanced:CHUNK chunk size"));
+        if (plan.size_ < 1) throw InputError(Input::layouts, std::string(spec), "the chunk must be at least 1 token", Shown::quoted);
+      }
+      check_balanced_layout(mask, devices, plan.size_);
+      plan.computed_ = LayoutPlan::Computed::balanced;
     }
-    Count slot = 0;
-    if (spec.starts_with("balanced:")) {
-      slot = parse_count(spec.substr(9), InputName(Input::layouts, "balanced:CHUNK chunk size"));
-      if (slot < 1) throw InputError(Input::layouts, std::string(spec), "the chunk must be at least 1 token", Shown::quoted);
-    }
-    return balanced_layout(mask, devices, context.tile, slot, context.tiling).layout;
+    return plan;
   }
-  if (spec == "striped") return Layout::striped(seq_len, devices);
-  if (spec == "zigzag") return Layout::zigzag(seq_len, devices);
   constexpr std::string_view kBlockStriped = "block-striped:";
-  if (spec.starts_with(kBlockStriped)) {
+  if (spec == "contiguous") {
+    plan.built_ = Layout::contiguous(seq_len, devices);
+  } else if (spec == "striped") {
+    plan.built_ = Layout::striped(seq_len, devices);
+  } else if (spec == "zigzag") {
+    plan.built_ = Layout::zigzag(seq_len, devices);
+  } else if (spec.starts_with(kBlockStriped)) {
     const Count stripe = parse_count(spec.substr(kBlockStriped.size()), InputName(Input::layouts, "block-striped:S stripe width"));
-    return Layout::block_striped(seq_len, devices, stripe);
+    plan.built_ = Layout::block_striped(seq_len, devices, stripe);
+  } else if (const std::string file = layout_file(spec); !file.empty()) {
+    plan.built_ = load_permutation_file(file, seq_len, devices);
+  } else {
+    std::vector<std::string> names;
+    for (const SpecSyntax& each : kLayoutSyntaxes) names.emplace_back(each.name);
+    throw InputError(Input::layouts, std::string(typed),
+                     fmt::format("unknown layout{}, expected {}", did_you_mean(typed.substr(0, colon), names),
+                                 expected_list(kLayoutSyntaxes)),
+                     Shown::quoted);
   }
-  if (const std::string file = layout_file(spec); !file.empty()) return load_permutation_file(file, seq_len, devices);
-  std::vector<std::string> names;
-  for (const SpecSyntax& each : kLayoutSyntaxes) names.emplace_back(each.name);
-  throw InputError(Input::layouts, std::string(typed),
-                   fmt::format("unknown layout{}, expected {}", did_you_mean(typed.substr(0, colon), names),
-                               expected_list(kLayoutSyntaxes)),
-                   Shown::quoted);
+  return plan;
+}
+
+Layout parse_layout(std::string_view spec, Count seq_len, Count devices, const LayoutContext& context) {
+  return plan_layout(spec, seq_len, devices, context).build();
+}
+
+Layout LayoutPlan::build() const& {
+  if (built_) return *built_;
+  switch (computed_) {
+    case Computed::doc_zigzag: return doc_zigzag_layout(*mask_, devices_);
+    case Computed::doc_striped: return doc_striped_layout(*mask_, devices_);
+    case Computed::ptrr: return ptrr_layout(*mask_, devices_, size_);
+    case Computed::balanced: return balanced_layout(*mask_, devices_, tile_, size_, tiling_).layout;
+  }
+  throw std::logic_error("LayoutPlan: unknown computed layout");
+}
+
+Layout LayoutPlan::build() && {
+  if (built_) return std::move(*built_);
+  return build();
 }
 
 namespace {

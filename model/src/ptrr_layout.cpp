@@ -13,11 +13,15 @@ Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count b
   return (mask.highest_key(end - 1) - origin) / block - (std::max(mask.lowest_key(begin), origin) - origin) / block + 1;
 }
 
-Layout ptrr_layout(const Mask& mask, Count devices, Count block) {
-  const Count n = mask.seq_len();
+void check_ptrr_layout(const Mask& mask, Count devices, Count block) {
   if (block < 1) throw InputError(Input::layouts, fmt::format("ptrr:{}", block), "the block must be at least 1 token");
   if (devices < 1) throw InputError(Input::devices, std::to_string(devices), "must be at least 1");
-  require_seq_len_divisible(n, devices, "ptrr", "N");
+  require_seq_len_divisible(mask.seq_len(), devices, "ptrr", "N");
+}
+
+Layout ptrr_layout(const Mask& mask, Count devices, Count block) {
+  check_ptrr_layout(mask, devices, block);
+  const Count n = mask.seq_len();
   const Count c = n / devices;
   // When B does not divide n / N, the sequence's last N x (n / N mod B) tokens are cut into one
   // run per device (last in its local order, so they shift no other tile); the blocks before

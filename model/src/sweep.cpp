@@ -174,44 +174,47 @@ std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vecto
 
 }  // namespace
 
-void check_sweep(const SweepSpec& spec, const ConfigCatalog& catalog) {
-  const std::vector<SweepPoint> points = expand(spec);
-  const std::vector<TmsRequest> requests = resolve_requests(spec, points, catalog);
-  for (size_t i = 0; i < points.size(); ++i) {
-    points[i].origins.run([&] { check_tms_request(requests[i]); });
+SweepPlan plan_sweep(const SweepSpec& spec, const ConfigCatalog& catalog) {
+  SweepPlan plan{expand(spec), {}, spec.columns};
+  const std::vector<TmsRequest> requests = resolve_requests(spec, plan.points, catalog);
+  plan.requests.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    plan.requests.push_back(plan.points[i].origins.run([&] { return plan_tms(requests[i]); }));
     if (i == 0 && !spec.columns.empty()) {
       // The columns a row has depend on the layouts only: check them against a row of zeros.
       TmsResult zeros;
       zeros.request = requests[i];
-      zeros.tile = requests[i].tile.value_or(requests[i].hardware.default_tile);
+      zeros.tile = plan.requests[i].tile;
       for (const auto& layout : tms_layouts(requests[i])) {
         LayoutTms entry;
         entry.layout = layout;
         zeros.layouts.push_back(std::move(entry));
       }
-      (void)select_columns(make_row(points[i], zeros), spec.columns);
+      (void)select_columns(make_row(plan.points[i], zeros), spec.columns);
     }
   }
+  return plan;
+}
+
+std::vector<nlohmann::ordered_json> run_sweep(const SweepPlan& plan, const SweepProgress& progress, unsigned threads) {
+  WorkMetricsCache cache;
+  std::vector<nlohmann::ordered_json> rows(plan.points.size());
+  std::atomic<Count> done{0};
+  std::mutex progress_mutex;
+  parallel_for(plan.points.size(), threads, [&](size_t i) {
+    rows[i] = select_columns(make_row(plan.points[i], run_tms(plan.requests[i], &cache)), plan.columns);
+    const Count finished = ++done;
+    if (progress) {
+      const std::lock_guard lock(progress_mutex);
+      progress(finished, static_cast<Count>(plan.points.size()));
+    }
+  });
+  return rows;
 }
 
 std::vector<nlohmann::ordered_json> run_sweep(const SweepSpec& spec, const ConfigCatalog& catalog,
                                               const SweepProgress& progress, unsigned threads) {
-  const std::vector<SweepPoint> points = expand(spec);
-  const std::vector<TmsRequest> requests = resolve_requests(spec, points, catalog);
-  WorkMetricsCache cache;
-  std::vector<nlohmann::ordered_json> rows(points.size());
-  std::atomic<Count> done{0};
-  std::mutex progress_mutex;
-  parallel_for(points.size(), threads, [&](size_t i) {
-    const TmsResult result = points[i].origins.run([&] { return compute_tms(requests[i], &cache); });
-    rows[i] = select_columns(make_row(points[i], result), spec.columns);
-    const Count finished = ++done;
-    if (progress) {
-      const std::lock_guard lock(progress_mutex);
-      progress(finished, static_cast<Count>(points.size()));
-    }
-  });
-  return rows;
+  return run_sweep(plan_sweep(spec, catalog), progress, threads);
 }
 
 }  // namespace stripesim::model

@@ -16,16 +16,14 @@ const LayoutTms& TmsResult::layout(const std::string& name) const {
   throw std::out_of_range("TmsResult: no layout " + name);
 }
 
-std::pair<Metrics, Metrics> WorkMetricsCache::get(const std::string& layout, Count seq_len, Count devices,
-                                                  TileShape tile, const std::string& mask, Tiling tiling) {
-  const Key key{layout, seq_len, devices, tile.query, tile.key, tiling, mask};
+std::pair<Metrics, Metrics> WorkMetricsCache::get(const TmsPlan& plan, size_t index) {
+  const TmsRequest& q = plan.request;
+  const Key key{tms_layouts(q)[index], q.seq_len, q.devices, plan.tile.query, plan.tile.key, q.tiling, q.mask};
   {
     const std::lock_guard lock(mutex_);
     if (const auto it = entries_.find(key); it != entries_.end()) return it->second;
   }
-  const Mask parsed_mask = parse_mask(mask, seq_len);
-  const Work work = count_work(parse_layout(layout, seq_len, devices, LayoutContext{&parsed_mask, tile, tiling}),
-                               parsed_mask, tile, 1, WorkDetail::totals, tiling);
+  const Work work = count_work(plan.layouts[index].build(), plan.mask, plan.tile, 1, WorkDetail::totals, q.tiling);
   std::pair<Metrics, Metrics> metrics{compute_metrics(work.unmasked_elements), compute_metrics(work.active_tiles)};
   const std::lock_guard lock(mutex_);
   entries_.emplace(key, metrics);
@@ -34,7 +32,7 @@ std::pair<Metrics, Metrics> WorkMetricsCache::get(const std::string& layout, Cou
 
 namespace {
 
-// What compute_tms checks before counting anything: M, and that recomputation has a backward.
+// What plan_tms checks before the mask and the layouts: M, and that recomputation has a backward.
 void check_request_settings(const TmsRequest& request) {
   if (request.recompute && request.pass == TrainingPass::forward) {
     throw InputError("--recompute: only with --pass fwdbwd (it is the backward that recomputes the forward)");
@@ -56,24 +54,24 @@ std::vector<std::string> tms_layouts(const TmsRequest& request) {
   return layouts;
 }
 
-void check_tms_request(const TmsRequest& request) {
+TmsPlan plan_tms(const TmsRequest& request) {
   check_request_settings(request);
-  const TileShape tile = request.tile.value_or(request.hardware.default_tile);
-  // compute_tms's order: the mask (for the first layout), then each layout in turn.
-  const Mask mask = parse_mask(request.mask, request.seq_len);
-  for (const auto& name : tms_layouts(request)) {
-    (void)parse_layout(name, request.seq_len, request.devices, LayoutContext{&mask, tile, request.tiling});
-  }
+  TmsPlan plan{request, request.tile.value_or(request.hardware.default_tile), parse_mask(request.mask, request.seq_len), {}};
+  const LayoutContext context{&plan.mask, plan.tile, request.tiling};
+  for (const auto& name : tms_layouts(request)) plan.layouts.push_back(plan_layout(name, request.seq_len, request.devices, context));
+  return plan;
 }
 
-TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache) {
-  check_request_settings(request);
+TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache) { return run_tms(plan_tms(request), cache); }
+
+TmsResult run_tms(const TmsPlan& plan, WorkMetricsCache* cache) {
+  const TmsRequest& request = plan.request;
   WorkMetricsCache local_cache;
   WorkMetricsCache& metrics_cache = cache != nullptr ? *cache : local_cache;
 
   TmsResult result;
   result.request = request;
-  result.tile = request.tile.value_or(request.hardware.default_tile);
+  result.tile = plan.tile;
   result.attention_flop_weight = request.attention_flop_weight.value_or(request.hardware.attention_flop_weight);
   result.flops = count_flops(request.model, request.convention);
   result.multipliers = training_multipliers(request.convention, request.pass, request.recompute);
@@ -84,10 +82,10 @@ TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache) {
       result.attention_flop_weight * result.flops.attention_per_pair * result.multipliers.attention / m;
   const double tile_area = static_cast<double>(result.tile.query * result.tile.key);
 
-  for (const auto& name : tms_layouts(request)) {
-    const auto [elements, tiles] =
-        metrics_cache.get(name, request.seq_len, request.devices, result.tile, request.mask, request.tiling);
-    LayoutTms entry{name, 0, 0, elements, tiles, 0, 0};
+  const std::vector<std::string> names = tms_layouts(request);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto [elements, tiles] = metrics_cache.get(plan, i);
+    LayoutTms entry{names[i], 0, 0, elements, tiles, 0, 0};
     entry.time = result.non_attention_per_device + attention_per_pair * static_cast<double>(elements.lockstep);
     entry.time_tiles =
         result.non_attention_per_device + attention_per_pair * static_cast<double>(tiles.lockstep) * tile_area;

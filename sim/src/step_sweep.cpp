@@ -132,45 +132,46 @@ SimulateConfig point_config(const StepSweepSpec& spec, const model::SweepPoint& 
 constexpr std::array<const char*, 6> kStepColumns{"step_time_us_contiguous", "step_speedup", "step_speedup_zigzag",
                                                   "mfu_striped", "measured", "error"};
 
-model::SweepSpec all_columns(const model::SweepSpec& grid) {
-  model::SweepSpec spec = grid;
-  spec.columns.clear();
-  return spec;
-}
-
 }  // namespace
 
-void check_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog) {
+StepSweepPlan plan_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog) {
   // The TMS sweep checks the columns it makes; the step's own are known here.
   model::SweepSpec tms_columns = spec.grid;
   std::erase_if(tms_columns.columns, [](const std::string& column) {
     return std::ranges::find(kStepColumns, column) != kStepColumns.end();
   });
-  model::check_sweep(tms_columns, catalog);
-  for (const model::SweepPoint& point : model::expand(spec.grid)) {
-    point.origins.run([&] { (void)plan_simulation(point_config(spec, point, {}), catalog); });
+  StepSweepPlan plan{model::plan_sweep(tms_columns, catalog), {}, {}, spec.grid.columns};
+  plan.grid.columns.clear();
+  for (const model::SweepPoint& point : plan.grid.points) {
+    plan.steps.push_back(point.origins.run([&] { return plan_simulation(point_config(spec, point, {}), catalog); }));
   }
-  if (!spec.measured.empty()) (void)measured_by_point(read_measured_speedups(spec.measured), catalog);
-}
-
-std::vector<nlohmann::ordered_json> run_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog) {
   const std::map<MeasuredKey, double> measured =
       spec.measured.empty() ? std::map<MeasuredKey, double>{} : measured_by_point(read_measured_speedups(spec.measured), catalog);
-  const std::vector<model::SweepPoint> points = model::expand(spec.grid);
-  std::vector<nlohmann::ordered_json> rows = model::run_sweep(all_columns(spec.grid), catalog);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Simulation& sim = plan.steps[i].simulation;
+    const model::SweepPoint& point = plan.grid.points[i];
+    const auto found = measured.find(
+        {sim.hardware.name, sim.transformer->name, point.mesh.model_parallel, point.mesh.devices, point.seq_len});
+    plan.measured.push_back(found == measured.end() ? std::nullopt : std::optional<double>(found->second));
+  }
+  return plan;
+}
+
+std::vector<nlohmann::ordered_json> run_step_sweep(const StepSweepPlan& plan) {
+  std::vector<nlohmann::ordered_json> rows = model::run_sweep(plan.grid);
   for (size_t i = 0; i < rows.size(); ++i) {
     nlohmann::ordered_json& row = rows[i];
-    const Simulation sim = points[i].origins.run([&] { return run_simulation(point_config(spec, points[i], {}), catalog); });
+    // Placing the ring on the topology happens here, its errors named at the point's fields.
+    const Simulation sim = plan.grid.points[i].origins.run([&] { return run_simulation(plan.steps[i]); });
+    const std::optional<double>& measured = plan.measured[i];
     row[kStepColumns[0]] = sim.results[0].time_us;
     row[kStepColumns[1]] = sim.results[1].speedup_vs_contiguous;
     row[kStepColumns[2]] = sim.results[2].speedup_vs_contiguous;
     row[kStepColumns[3]] = sim.results[1].step->mfu;
-    const auto found = measured.find({sim.hardware.name, sim.transformer->name, points[i].mesh.model_parallel,
-                                      points[i].mesh.devices, points[i].seq_len});
-    row[kStepColumns[4]] = found == measured.end() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(found->second);
-    row[kStepColumns[5]] = found == measured.end() ? nlohmann::ordered_json(nullptr)
-                                           : nlohmann::ordered_json(sim.results[1].speedup_vs_contiguous - found->second);
-    row = model::select_columns(row, spec.grid.columns);
+    row[kStepColumns[4]] = measured ? nlohmann::ordered_json(*measured) : nlohmann::ordered_json(nullptr);
+    row[kStepColumns[5]] =
+        measured ? nlohmann::ordered_json(sim.results[1].speedup_vs_contiguous - *measured) : nlohmann::ordered_json(nullptr);
+    row = model::select_columns(row, plan.columns);
   }
   return rows;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "stripesim/model/layout.hpp"
+#include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/mask.hpp"
 #include "stripesim/model/metrics.hpp"
 #include "stripesim/model/tile_shape.hpp"
@@ -66,18 +67,19 @@ struct Analysis {
 };
 
 // What an analysis is built from once every input is checked: the mask (padded when asked) and
-// the layouts, not a pair counted yet.
+// the layouts planned (layout_spec.hpp), not one computed or counted yet.
 struct AnalysisPlan {
   AnalyzeConfig config;
   Mask mask;
   Count seq_len = 0;         // after padding
   Count padding_tokens = 0;  // added by pad_documents
-  std::vector<Layout> layouts;
+  std::vector<LayoutPlan> layouts;
 };
 
-// Validates everything (sizes, specs, files) and builds the mask and layouts; throws InputError.
+// Validates everything (sizes, specs, files) and builds the mask; throws InputError.
 [[nodiscard]] AnalysisPlan plan_analysis(const AnalyzeConfig& config);
-// Counts the plan's work; run_analysis(config) is run_analysis(plan_analysis(config)).
+// Builds the plan's layouts and counts their work, one layout at a time; run_analysis(config) is
+// run_analysis(plan_analysis(config)).
 [[nodiscard]] Analysis run_analysis(const AnalysisPlan& plan, unsigned threads = 0);
 [[nodiscard]] Analysis run_analysis(const AnalyzeConfig& config, unsigned threads = 0);
 

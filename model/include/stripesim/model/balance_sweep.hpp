@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "stripesim/model/analysis.hpp"
 #include "stripesim/model/sweep.hpp"
 
 namespace stripesim::model {
@@ -34,13 +35,19 @@ struct BalanceSweepSpec {
 [[nodiscard]] BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::string& label);
 [[nodiscard]] Count count_points(const BalanceSweepSpec& spec);
 
-// Columns: n_seq, devices, mask, tile, documents, padding_fraction, layout, imbalance,
-// tiles_imbalance, lockstep_speedup, tiles_lockstep_speedup, tiles_vs_bound (the busiest
-// device's tiles over the smallest total tile count of the point's layouts divided by N).
-// Every InputError run_balance_sweep would throw, in the same order: each point's analysis
-// planned (plan_analysis), nothing counted. For checking inputs only (stripesim's parse-only mode).
-void check_balance_sweep(const BalanceSweepSpec& spec);
-[[nodiscard]] std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepSpec& spec,
+// Every point checked and its analysis planned (plan_analysis: the mask built, the layouts
+// planned, nothing computed or counted); an error names the point's field of the file. Parse-only
+// mode stops here.
+struct BalanceSweepPlan {
+  std::vector<AnalysisPlan> points;  // in grid order: groups, then seq_lens, devices, masks, tiles
+};
+[[nodiscard]] BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec);
+
+// One row per (point, layout). Columns: n_seq, devices, mask, tile, documents, padding_fraction,
+// layout, imbalance, tiles_imbalance, lockstep_speedup, tiles_lockstep_speedup, tiles_vs_bound
+// (the busiest device's tiles over the smallest total tile count of the point's layouts divided
+// by N), tiles_lockstep_vs_bound.
+[[nodiscard]] std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepPlan& plan,
                                                                    const SweepProgress& progress = {},
                                                                    unsigned threads = 0);
 

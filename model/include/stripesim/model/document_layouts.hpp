@@ -18,6 +18,9 @@ namespace stripesim::model {
 
 [[nodiscard]] Layout doc_zigzag_layout(const Mask& documents, Count devices);
 [[nodiscard]] Layout doc_striped_layout(const Mask& documents, Count devices);
+// Every InputError the factory beside it throws, without building the layout (plan_layout).
+void check_doc_zigzag_layout(const Mask& documents, Count devices);
+void check_doc_striped_layout(const Mask& documents, Count devices);
 
 struct BalanceResult {
   Layout layout;
@@ -34,6 +37,7 @@ struct BalanceResult {
 // balancer choose the piece size (it tries a device's share and its halvings down to a block).
 [[nodiscard]] BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk = 0,
                                             Tiling tiling = Tiling::fixed);
+void check_balanced_layout(const Mask& mask, Count devices, Count chunk);
 
 // What a varlen kernel is handed per device: the pieces of documents it holds, a piece being a
 // maximal run of consecutive positions of one document at consecutive local indices (each is a

@@ -21,12 +21,13 @@ namespace stripesim::model {
 
 // One layout as `analyze` plans it, and what it was built from.
 struct LayoutExport {
-  AnalysisPlan plan;  // config.layouts holds the one spec; plan.layouts its layout
+  AnalysisPlan plan;  // config.layouts holds the one spec; plan.layouts its plan
   // With --pad-documents: every document's own tokens, before padding (the padding follows
   // them inside the padded document). Empty without padding.
   std::vector<Count> unpadded_document_lengths;
 
-  [[nodiscard]] const Layout& layout() const { return plan.layouts.front(); }
+  // Built on each call (a balanced layout is computed then): build once, write many.
+  [[nodiscard]] Layout build_layout() const { return plan.layouts.front().build(); }
 };
 
 // Validates everything as plan_analysis does; `config.layouts` must hold exactly one spec.
@@ -63,7 +64,7 @@ inline constexpr std::array<LayoutFormatInfo, 3> kLayoutFormats{{
 // line. CSV: the header "device,local_index,position", then a row per token, device by device in
 // local order. npy: the magic "\x93NUMPY", version 1.0, a header dict padded with spaces to a
 // multiple of 64 bytes and ending in '\n', then the N x n/N positions in C order.
-[[nodiscard]] std::string layout_to_json(const LayoutExport& exported);
+[[nodiscard]] std::string layout_to_json(const LayoutExport& exported, const Layout& layout);
 [[nodiscard]] std::string layout_to_csv(const Layout& layout);
 [[nodiscard]] std::string layout_to_npy(const Layout& layout);
 

@@ -18,5 +18,7 @@ namespace stripesim::model {
 // N must divide n (InputError otherwise). When B does not divide n / N (documents padded to 2N,
 // say), the last N x (n / N mod B) tokens are cut into one run per device, after its blocks.
 [[nodiscard]] Layout ptrr_layout(const Mask& mask, Count devices, Count block);
+// Every InputError ptrr_layout throws, without building the layout (plan_layout).
+void check_ptrr_layout(const Mask& mask, Count devices, Count block);
 
 }  // namespace stripesim::model

@@ -12,6 +12,7 @@
 #include "stripesim/model/input_origins.hpp"
 #include "stripesim/model/mesh.hpp"
 #include "stripesim/model/tile_shape.hpp"
+#include "stripesim/model/tms.hpp"
 
 namespace stripesim::model {
 
@@ -56,16 +57,24 @@ struct SweepPoint {
 [[nodiscard]] std::vector<SweepPoint> expand(const SweepSpec& spec);
 [[nodiscard]] Count count_points(const SweepSpec& spec);
 
+// Every point resolved (hardware and model names first, so a typo fails before anything else)
+// and planned (plan_tms), the columns checked against the first point's row; nothing counted.
+// Parse-only mode stops here.
+struct SweepPlan {
+  std::vector<SweepPoint> points;  // grid order
+  std::vector<TmsPlan> requests;   // one per point
+  std::vector<std::string> columns;
+};
+[[nodiscard]] SweepPlan plan_sweep(const SweepSpec& spec, const ConfigCatalog& catalog);
+
 // One row per point, columns in a fixed order (or spec.columns). `progress(done, total)` is
 // called after each point. Rows come out in grid order whatever `threads` is.
 using SweepProgress = std::function<void(Count done, Count total)>;
+[[nodiscard]] std::vector<nlohmann::ordered_json> run_sweep(const SweepPlan& plan, const SweepProgress& progress = {},
+                                                           unsigned threads = 0);
+// run_sweep(plan_sweep(spec, catalog), progress, threads).
 [[nodiscard]] std::vector<nlohmann::ordered_json> run_sweep(const SweepSpec& spec, const ConfigCatalog& catalog,
                                                            const SweepProgress& progress = {}, unsigned threads = 0);
-
-// Every InputError run_sweep would throw, in the same order, without counting any work: names
-// resolved, then each point's request checked (check_tms_request) and the columns against the
-// first point's row. For checking inputs only (stripesim's parse-only mode).
-void check_sweep(const SweepSpec& spec, const ConfigCatalog& catalog);
 
 // `row` reduced to `columns` in that order (all of it when empty); an unknown column is an
 // InputError listing the known ones.

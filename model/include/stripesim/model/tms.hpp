@@ -17,6 +17,8 @@
 
 #include "stripesim/model/flop_model.hpp"
 #include "stripesim/model/hardware_profile.hpp"
+#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/mask.hpp"
 #include "stripesim/model/metrics.hpp"
 #include "stripesim/model/tile_shape.hpp"
 #include "stripesim/model/transformer_model.hpp"
@@ -63,12 +65,26 @@ struct TmsResult {
   [[nodiscard]] const LayoutTms& layout(const std::string& name) const;
 };
 
+// The layouts a TMS result holds, in its order: contiguous (the reference), striped, zigzag,
+// then the request's extra layouts.
+[[nodiscard]] std::vector<std::string> tms_layouts(const TmsRequest& request);
+
+// A request with every input checked (M against the heads, recomputation against the pass, the
+// mask built, every layout planned at (n, N, tile)), nothing counted: what parse-only mode runs.
+struct TmsPlan {
+  TmsRequest request;
+  TileShape tile;                   // the request's, or the hardware's default
+  Mask mask;
+  std::vector<LayoutPlan> layouts;  // tms_layouts(request)'s, in order
+};
+[[nodiscard]] TmsPlan plan_tms(const TmsRequest& request);
+
 // Metrics of one layout's work, memoised across TMS points that share (layout, n, N, tile, tiling, mask):
 // a sweep over models and model-parallel degrees reuses them. Thread-safe.
 class WorkMetricsCache {
  public:
-  std::pair<Metrics, Metrics> get(const std::string& layout, Count seq_len, Count devices, TileShape tile,
-                                  const std::string& mask, Tiling tiling);
+  // The metrics of plan.layouts[index], counted (its layout built) the first time they are asked for.
+  std::pair<Metrics, Metrics> get(const TmsPlan& plan, size_t index);
 
  private:
   using Key = std::tuple<std::string, Count, Count, Count, Count, Tiling, std::string>;
@@ -76,16 +92,9 @@ class WorkMetricsCache {
   std::map<Key, std::pair<Metrics, Metrics>> entries_;
 };
 
-// The layouts a TMS result holds, in its order: contiguous (the reference), striped, zigzag,
-// then the request's extra layouts.
-[[nodiscard]] std::vector<std::string> tms_layouts(const TmsRequest& request);
-
-// Throws InputError on invalid requests (sizes that do not divide, M not dividing the heads).
+[[nodiscard]] TmsResult run_tms(const TmsPlan& plan, WorkMetricsCache* cache = nullptr);
+// run_tms(plan_tms(request), cache).
 [[nodiscard]] TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache = nullptr);
-// Every InputError compute_tms would throw, without counting any work: M against the heads, then
-// the mask and every layout built at (n, N, tile). For checking inputs only (stripesim's
-// parse-only mode); compute_tms itself builds them while counting.
-void check_tms_request(const TmsRequest& request);
 
 [[nodiscard]] nlohmann::ordered_json to_json(const TmsResult& result);
 // One flat row per layout: the request (model, hardware, convention, pass, recompute, devices,

@@ -49,13 +49,21 @@ struct StepSweepSpec {
 // True when an experiment document asks for step columns.
 [[nodiscard]] bool is_step_sweep(const nlohmann::json& doc);
 
+// Every input checked, nothing counted or simulated: the TMS sweep planned (its columns checked
+// against the step's), each point's step planned, the measured file read and matched to the
+// points. Parse-only mode stops here.
+struct StepSweepPlan {
+  model::SweepPlan grid;                       // every TMS column: the step's columns join them
+  std::vector<SimulationPlan> steps;           // one per point
+  std::vector<std::optional<double>> measured;  // one per point: the measured speedup, if any
+  std::vector<std::string> columns;            // spec.grid.columns
+};
+[[nodiscard]] StepSweepPlan plan_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog);
+
 // The sweep's rows with, per point, step_time_us_contiguous, step_speedup (striped),
 // step_speedup_zigzag, measured and error (predicted - measured; null where nothing was measured),
 // then spec.grid.columns applied.
-[[nodiscard]] std::vector<nlohmann::ordered_json> run_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog);
-// Every InputError run_step_sweep would throw, without counting or simulating (each point
-// planned): for stripesim's parse-only mode.
-void check_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog);
+[[nodiscard]] std::vector<nlohmann::ordered_json> run_step_sweep(const StepSweepPlan& plan);
 
 struct StepFitRow {
   MeasuredSpeedup measured;
