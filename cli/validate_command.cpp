@@ -367,9 +367,8 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     // cases are checked at N = 1, which every length and head count divides, so that the default
     // N cannot refuse a case (Ulysses' heads over N) the job's own N runs.
     if (opts.backend == "mpi" && opts.devices.empty()) matrix.devices = {1};
-    std::vector<validate::RingCase> cases = validate::expand_matrix(matrix);
-    // Build every problem's layout and mask now: a bad spec fails before anything runs.
-    for (const auto& c : cases) validate::check_ring_problem(c);
+    // Every problem's mask and layout checked now: a bad spec fails before anything runs.
+    std::vector<validate::RingPlan> cases = validate::plan_matrix(matrix);
     const validate::RunOptions run = run_options(opts);
     const model::ConfigCatalog catalog(config_dir());
     std::optional<model::HardwareProfile> given_profile;
@@ -387,8 +386,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
       // matrix over other sizes is refused rather than half run (one job per ring size).
       if (opts.devices.empty()) {
         matrix.devices = {*ranks};
-        cases = validate::expand_matrix(matrix);
-        for (const auto& c : cases) validate::check_ring_problem(c);
+        cases = validate::plan_matrix(matrix);
       }
       for (const model::Count n : matrix.devices) {
         if (n != *ranks) {
@@ -435,7 +433,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     // A validate::DeviceFailure leaves through here to the CLI's exit code 3.
     report.device = backend->device_name();
     for (size_t i = 0; i < cases.size(); ++i) {
-      progress(i, cases.size(), cases[i].label());
+      progress(i, cases.size(), cases[i].ring_case.label());
       report.results.push_back(validate::run_case(*backend, cases[i], run, !opts.no_check && backend->reports()));
     }
     progress(cases.size(), cases.size(), "done");

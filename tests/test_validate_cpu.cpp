@@ -203,13 +203,13 @@ TEST(RunCase, ChecksAgainstOneCachedReferencePerProblem) {
   CountingBackend backend;
   for (const char* layout : {"contiguous", "striped", "zigzag"}) {
     const RingCase c = small_case(layout, "documents:100,300,112");
-    const CaseResult result = run_case(backend, c, RunOptions{0, 1, 60}, true);
+    const CaseResult result = run_case(backend, plan_ring_problem(c), RunOptions{0, 1, 60}, true);
     EXPECT_TRUE(result.checked);
     EXPECT_TRUE(result.passed) << layout << ": " << result.error.relative;
     EXPECT_LT(result.error.relative, 1e-5);
   }
   EXPECT_EQ(backend.references, 1);
-  const CaseResult unchecked = run_case(backend, small_case("zigzag", "causal"), RunOptions{0, 1, 60}, false);
+  const CaseResult unchecked = run_case(backend, plan_ring_problem(small_case("zigzag", "causal")), RunOptions{0, 1, 60}, false);
   EXPECT_FALSE(unchecked.checked);
   EXPECT_TRUE(unchecked.passed);
   EXPECT_EQ(backend.references, 1) << "no check, no reference";
@@ -217,7 +217,7 @@ TEST(RunCase, ChecksAgainstOneCachedReferencePerProblem) {
 
 TEST(RunCase, AWrongOutputFailsTheCheck) {
   CountingBackend corrupt(true);
-  const CaseResult result = run_case(corrupt, small_case("striped", "causal"), RunOptions{0, 1, 60}, true);
+  const CaseResult result = run_case(corrupt, plan_ring_problem(small_case("striped", "causal")), RunOptions{0, 1, 60}, true);
   EXPECT_TRUE(result.checked);
   EXPECT_FALSE(result.passed);
   EXPECT_GT(result.error.relative, 0.1);
@@ -536,7 +536,7 @@ TEST(Calibration, HeldOutErrorOnTheRealCpuBackendIsReportedNotHidden) {
   m.tiles = {{16, 16}, {32, 32}};
   auto backend = make_cpu_backend();
   std::vector<CaseResult> results;
-  for (const auto& c : expand_matrix(m)) results.push_back(run_case(*backend, c, RunOptions{0, 2, 60}, true));
+  for (const auto& c : expand_matrix(m)) results.push_back(run_case(*backend, plan_ring_problem(c), RunOptions{0, 2, 60}, true));
   std::vector<const CaseResult*> half;
   for (size_t i = 0; i < results.size(); i += 2) half.push_back(&results[i]);
   model::HardwareProfile base;
@@ -598,7 +598,7 @@ TEST(ContextParallelCases, AllGatherAndUlyssesRecordOneCallPerDeviceAndArePredic
   for (const char* cp : {"allgather", "ulysses"}) {
     RingCase c = small_case("zigzag", "causal");
     c.cp = cp;
-    const CaseResult r = run_case(*backend, c, RunOptions{0, 1, 60}, true);
+    const CaseResult r = run_case(*backend, plan_ring_problem(c), RunOptions{0, 1, 60}, true);
     EXPECT_TRUE(r.passed) << cp;
     for (Count d = 0; d < c.devices; ++d) {
       EXPECT_GT(r.summary.kernel_at(0, d).median, 0) << cp;

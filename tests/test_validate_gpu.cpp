@@ -397,7 +397,7 @@ TEST(GpuReference, RunCaseChecksEveryLayoutAgainstOneReference) {
   auto backend = make_cuda_backend();
   for (const char* layout : {"contiguous", "zigzag", "striped"}) {
     const RingCase c = gpu_case(layout, "causal", 4, Precision::bf16);
-    const CaseResult result = run_case(*backend, c, RunOptions{0, 1, 60}, true);
+    const CaseResult result = run_case(*backend, plan_ring_problem(c), RunOptions{0, 1, 60}, true);
     EXPECT_TRUE(result.checked);
     EXPECT_TRUE(result.passed) << layout << ": relative error " << result.error.relative;
   }

@@ -64,7 +64,7 @@ TEST(ValidateWorkflow, PredictsEveryCaseFromAFitOnHalfOrFromAGivenProfile) {
   auto backend = make_cpu_backend();
   ValidationReport report;
   report.device = backend->device_name();
-  for (const auto& c : expand_matrix(m)) report.results.push_back(run_case(*backend, c, RunOptions{0, 1, 60}, false));
+  for (const auto& c : expand_matrix(m)) report.results.push_back(run_case(*backend, plan_ring_problem(c), RunOptions{0, 1, 60}, false));
   PredictionInputs inputs;
   inputs.base = catalog().hardware("cpu");
   inputs.kernel = [](const model::HardwareProfile& hardware) {

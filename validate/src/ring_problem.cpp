@@ -17,11 +17,6 @@ std::vector<double> random_values(Count count, std::uint64_t seed) {
   return values;
 }
 
-model::Mask checked_mask(const RingCase& c) {
-  check_ring_case(c);
-  return model::parse_mask(c.mask, c.seq_len);
-}
-
 // The keys a device's queries may see, as disjoint sorted intervals: the union of every query's
 // [lowest_key, highest_key]. A block is skipped when none of its keys falls in the union.
 std::vector<std::pair<Position, Position>> visible_keys(const DeviceShard& shard) {
@@ -50,15 +45,17 @@ bool any_visible(const std::vector<std::pair<Position, Position>>& visible, cons
 
 }  // namespace
 
-void check_ring_problem(const RingCase& ring_case) {
-  const model::Mask mask = checked_mask(ring_case);
-  (void)model::parse_layout(ring_case.layout, ring_case.seq_len, ring_case.devices, model::LayoutContext{&mask, ring_case.tile});
+RingPlan plan_ring_problem(RingCase ring_case) {
+  check_ring_case(ring_case);
+  model::Mask mask = model::parse_mask(ring_case.mask, ring_case.seq_len);
+  model::LayoutPlan layout =
+      model::plan_layout(ring_case.layout, ring_case.seq_len, ring_case.devices, model::LayoutContext{&mask, ring_case.tile});
+  return RingPlan{std::move(ring_case), std::move(mask), std::move(layout)};
 }
 
-RingProblem::RingProblem(RingCase ring_case)
-    : case_(std::move(ring_case)),
-      mask_(checked_mask(case_)),
-      layout_(model::parse_layout(case_.layout, case_.seq_len, case_.devices, model::LayoutContext{&mask_, case_.tile})) {
+RingProblem::RingProblem(RingCase ring_case) : RingProblem(plan_ring_problem(std::move(ring_case))) {}
+
+RingProblem::RingProblem(const RingPlan& plan) : case_(plan.ring_case), mask_(plan.mask), layout_(plan.layout.build()) {
   const Count n = case_.seq_len;
   const Count devices = case_.devices;
   const Count c = block_size();

@@ -43,9 +43,16 @@ void check_backend_runs(std::string_view backend, const std::string& cp) {
   }
 }
 
-CaseResult run_case(RingBackend& backend, const RingCase& ring_case, const RunOptions& options, bool check_output) {
+std::vector<RingPlan> plan_matrix(const ValidateMatrix& matrix) {
+  std::vector<RingPlan> plans;
+  for (RingCase& c : expand_matrix(matrix)) plans.push_back(plan_ring_problem(std::move(c)));
+  return plans;
+}
+
+CaseResult run_case(RingBackend& backend, const RingPlan& plan, const RunOptions& options, bool check_output) {
+  const RingCase& ring_case = plan.ring_case;
   check_backend_runs(backend.name(), ring_case.cp);
-  const RingProblem problem(ring_case);
+  const RingProblem problem(plan);
   CaseResult result;
   result.ring_case = ring_case;
   result.work = model::count_work(problem.layout(), problem.mask(), ring_case.tile, 1);

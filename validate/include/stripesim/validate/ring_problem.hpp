@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "stripesim/model/layout.hpp"
+#include "stripesim/model/layout_spec.hpp"
 #include "stripesim/model/mask.hpp"
 #include "stripesim/validate/ring_case.hpp"
 
@@ -18,12 +19,20 @@ struct DeviceShard {
   std::vector<Position> highest_key;  // [local]
 };
 
-// Everything about a case that can be wrong (sizes, the mask spec, the layout spec) checked without
-// building the problem's data: an InputError names the flag.
-void check_ring_problem(const RingCase& ring_case);
+// A case with everything that can be wrong about it (sizes, the mask spec, the layout spec)
+// checked, its mask built and its layout planned, none of the problem's data made: an InputError
+// names the flag. A RingProblem is built from it.
+struct RingPlan {
+  RingCase ring_case;
+  model::Mask mask;
+  model::LayoutPlan layout;
+};
+[[nodiscard]] RingPlan plan_ring_problem(RingCase ring_case);
 
 class RingProblem {
  public:
+  explicit RingProblem(const RingPlan& plan);
+  // RingProblem(plan_ring_problem(ring_case)).
   explicit RingProblem(RingCase ring_case);
 
   [[nodiscard]] const RingCase& ring_case() const { return case_; }

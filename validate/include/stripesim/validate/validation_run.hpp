@@ -47,9 +47,13 @@ struct CaseResult {
   model::Work work;  // the work model's counts for this case
 };
 
+// Every case of the matrix planned (plan_ring_problem), in expand_matrix's order: what parse-only
+// mode checks, and what run_case runs.
+[[nodiscard]] std::vector<RingPlan> plan_matrix(const ValidateMatrix& matrix);
+
 // `check_output`: also compare with dense attention, the backend's dense_reference computed once
 // per problem through shared_reference_cache() (the expensive part for large n).
-[[nodiscard]] CaseResult run_case(RingBackend& backend, const RingCase& ring_case, const RunOptions& options,
+[[nodiscard]] CaseResult run_case(RingBackend& backend, const RingPlan& plan, const RunOptions& options,
                                   bool check_output);
 
 using CaseProgress = std::function<void(size_t done, size_t total, const std::string& label)>;
