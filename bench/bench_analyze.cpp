@@ -2,7 +2,7 @@
 // exactly what `stripesim analyze` computes before printing.
 #include <benchmark/benchmark.h>
 
-#include "stripesim/model/analysis.hpp"
+#include "stripesim/model/workflows/analysis.hpp"
 
 namespace {
 

@@ -2,9 +2,9 @@
 // 128 nodes, and the whole simulate workflow (work model + kernel costs + ring).
 #include <benchmark/benchmark.h>
 
-#include "stripesim/model/layout.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/sim/ring_order.hpp"
 #include "stripesim/sim/ring_simulator.hpp"
 #include "stripesim/sim/simulation.hpp"

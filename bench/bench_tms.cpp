@@ -2,10 +2,10 @@
 // --experiment configs/experiments/paper-tms.json` computes it, configs read once.
 #include <benchmark/benchmark.h>
 
-#include "stripesim/model/document_layouts.hpp"
-#include "stripesim/model/json_file.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/sweep.hpp"
+#include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/work/document_layouts.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/workflows/sweep.hpp"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
 #include "stripesim/validate/block_attention.hpp"
 #include "stripesim/validate/tile_schedule.hpp"
 

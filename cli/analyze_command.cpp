@@ -9,13 +9,13 @@
 #include "output_file.hpp"
 #include "output_format.hpp"
 #include "run_mode.hpp"
-#include "stripesim/model/analysis.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/input_origins.hpp"
-#include "stripesim/model/json_file.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/size_parse.hpp"
-#include "stripesim/model/spec_syntax.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/input_origins.hpp"
+#include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/io/spec_syntax.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/workflows/analysis.hpp"
 
 namespace stripesim::cli {
 namespace {

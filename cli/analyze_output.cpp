@@ -6,7 +6,7 @@
 #include <iterator>
 
 #include "rows_output.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/work/work_model.hpp"
 
 namespace stripesim::cli {
 namespace {

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "output_format.hpp"
-#include "stripesim/model/analysis.hpp"
+#include "stripesim/model/workflows/analysis.hpp"
 
 namespace stripesim::cli {
 

@@ -8,8 +8,8 @@
 #include "output_file.hpp"
 #include "output_format.hpp"
 #include "run_mode.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
 #include "stripesim/sim/step_sweep.hpp"
 
 namespace stripesim::cli {

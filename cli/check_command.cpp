@@ -10,9 +10,9 @@
 #include "config_dir.hpp"
 #include "output_file.hpp"
 #include "run_mode.hpp"
-#include "stripesim/model/baseline.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/workflows/baseline.hpp"
 #include "stripesim/report/junit.hpp"
 #include "stripesim/sim/simulate_baseline.hpp"
 

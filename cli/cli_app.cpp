@@ -20,8 +20,8 @@
 #include "sweep_command.hpp"
 #include "tms_command.hpp"
 #include "validate_command.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/name_match.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/name_match.hpp"
 #include "stripesim/validate/ring_backend.hpp"
 
 namespace stripesim::cli {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::cli {
 

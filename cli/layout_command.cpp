@@ -8,11 +8,11 @@
 #include "file_flags.hpp"
 #include "output_file.hpp"
 #include "run_mode.hpp"
-#include "stripesim/model/analysis.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/layout_export.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/workflows/analysis.hpp"
+#include "stripesim/model/workflows/layout_export.hpp"
 
 namespace stripesim::cli {
 namespace {

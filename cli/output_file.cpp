@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::cli {
 

@@ -9,9 +9,9 @@
 #include "output_format.hpp"
 #include "rows_output.hpp"
 #include "run_mode.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/sim/plan.hpp"
 
 namespace stripesim::cli {

@@ -7,8 +7,8 @@
 
 #include "output_file.hpp"
 #include "run_mode.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
 #include "stripesim/report/report_builder.hpp"
 #include "stripesim/report/svg.hpp"
 

@@ -13,12 +13,12 @@
 #include "rows_output.hpp"
 #include "stripesim/sim/step_sweep.hpp"
 #include "run_mode.hpp"
-#include "stripesim/model/grid.hpp"
-#include "stripesim/model/json_file.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/size_parse.hpp"
-#include "stripesim/model/balance_sweep.hpp"
-#include "stripesim/model/sweep.hpp"
+#include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/workflows/balance_sweep.hpp"
+#include "stripesim/model/workflows/grid.hpp"
+#include "stripesim/model/workflows/sweep.hpp"
 
 namespace stripesim::cli {
 namespace {

@@ -12,12 +12,12 @@
 #include "output_format.hpp"
 #include "rows_output.hpp"
 #include "run_mode.hpp"
-#include "stripesim/model/config_catalog.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/size_parse.hpp"
-#include "stripesim/model/tms.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/flops/tms.hpp"
+#include "stripesim/model/io/config_catalog.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/work_model.hpp"
 
 namespace stripesim::cli {
 namespace {

@@ -6,13 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "stripesim/model/analysis.hpp"
-#include "stripesim/model/balance_sweep.hpp"
-#include "stripesim/model/hardware_profile.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/layout.hpp"
-#include "stripesim/model/sweep.hpp"
-#include "stripesim/model/transformer_model.hpp"
+#include "stripesim/model/flops/hardware_profile.hpp"
+#include "stripesim/model/flops/transformer_model.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/workflows/analysis.hpp"
+#include "stripesim/model/workflows/balance_sweep.hpp"
+#include "stripesim/model/workflows/sweep.hpp"
 #include "stripesim/sim/simulation.hpp"
 #include "stripesim/sim/topology.hpp"
 

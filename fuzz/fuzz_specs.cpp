@@ -5,13 +5,13 @@
 #include <cstdint>
 #include <string>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/size_parse.hpp"
-#include "stripesim/model/sweep.hpp"
-#include "stripesim/model/tile_shape.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
+#include "stripesim/model/work/work_model.hpp"
+#include "stripesim/model/workflows/sweep.hpp"
 
 using namespace stripesim::model;
 

@@ -4,11 +4,11 @@
 #include <map>
 #include <vector>
 
-#include "stripesim/model/layout.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/tile_shape.hpp"
-#include "stripesim/model/work_matrix.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
+#include "stripesim/model/work/work_matrix.hpp"
+#include "stripesim/model/work/work_model.hpp"
 
 namespace stripesim::testing {
 

@@ -1,8 +1,8 @@
 // How `check` judges a number: patterns, directions, limits and per-pattern tolerances.
 #include <gtest/gtest.h>
 
-#include "stripesim/model/baseline_rules.hpp"
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/workflows/baseline_rules.hpp"
 
 namespace stripesim::model {
 namespace {

@@ -10,11 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
-#include "stripesim/model/document_layouts.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/spec_syntax.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/io/spec_syntax.hpp"
+#include "stripesim/model/work/document_layouts.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/work_model.hpp"
 
 namespace stripesim::testing {
 namespace {

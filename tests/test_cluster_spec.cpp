@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/sim/topology.hpp"
 
 namespace stripesim::sim {

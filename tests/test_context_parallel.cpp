@@ -3,10 +3,10 @@
 // algorithms against each other where they must agree.
 #include <gtest/gtest.h>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/layout.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/sim/collectives.hpp"
 #include "stripesim/sim/context_parallel.hpp"
 #include "stripesim/sim/simulation.hpp"

@@ -6,15 +6,15 @@
 #include <random>
 
 #include "brute_force.hpp"
-#include "stripesim/model/analysis.hpp"
-#include "stripesim/model/balance_sweep.hpp"
-#include "stripesim/model/document_layouts.hpp"
-#include "stripesim/model/document_lengths.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/metrics.hpp"
-#include "stripesim/model/ptrr_layout.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/document_layouts.hpp"
+#include "stripesim/model/work/document_lengths.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/metrics.hpp"
+#include "stripesim/model/work/ptrr_layout.hpp"
+#include "stripesim/model/work/work_model.hpp"
+#include "stripesim/model/workflows/analysis.hpp"
+#include "stripesim/model/workflows/balance_sweep.hpp"
 
 namespace stripesim::model {
 namespace {

@@ -5,13 +5,13 @@
 #include <set>
 #include <string_view>
 
-#include "stripesim/model/input_origins.hpp"
-#include "stripesim/model/json_fields.hpp"
-#include "stripesim/model/layout.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/size_parse.hpp"
-#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/model/io/input_origins.hpp"
+#include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
 
 namespace stripesim::model {
 namespace {

@@ -6,9 +6,9 @@
 #include <set>
 #include <string>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/layout.hpp"
-#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
 
 namespace stripesim::model {
 namespace {

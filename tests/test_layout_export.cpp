@@ -1,4 +1,4 @@
-// The layout export (model/layout_export.hpp): its three formats byte for byte on a small
+// The layout export (model/workflows/layout_export.hpp): its three formats byte for byte on a small
 // layout, and the JSON loading back as a permutation file for every kind.
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/layout_export.hpp"
-#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/workflows/layout_export.hpp"
 
 namespace stripesim::model {
 namespace {

@@ -4,8 +4,8 @@
 #include <fstream>
 
 #include "brute_force.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/mask.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/mask.hpp"
 
 namespace stripesim::model {
 namespace {

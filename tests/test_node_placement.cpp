@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/sim/node_placement.hpp"
 #include "stripesim/sim/topology.hpp"
 

@@ -2,7 +2,7 @@
 // every choice re-simulated through `simulate`'s own path, and the memory filter.
 #include <gtest/gtest.h>
 
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/sim/plan.hpp"
 
 namespace stripesim::sim {

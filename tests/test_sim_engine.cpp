@@ -3,8 +3,8 @@
 
 #include <numeric>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/metrics.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/metrics.hpp"
 #include "stripesim/sim/event_queue.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_order.hpp"

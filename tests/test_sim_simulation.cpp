@@ -4,11 +4,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "stripesim/model/document_layouts.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/document_layouts.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_merge.hpp"
 #include "stripesim/sim/simulation.hpp"

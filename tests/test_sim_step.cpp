@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
 #include "stripesim/sim/simulation.hpp"
 #include "stripesim/sim/step_sweep.hpp"
 

@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
 
-#include "stripesim/model/name_match.hpp"
+#include "stripesim/model/io/name_match.hpp"
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/size_parse.hpp"
-#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
 
 namespace stripesim::model {
 namespace {

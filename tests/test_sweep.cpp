@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "stripesim/model/grid.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/json_file.hpp"
-#include "stripesim/model/sweep.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/workflows/grid.hpp"
+#include "stripesim/model/workflows/sweep.hpp"
 
 namespace stripesim::model {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/validate/ring_problem.hpp"
 #include "stripesim/validate/tile_schedule.hpp"
 

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "stripesim/model/config_catalog.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/tms.hpp"
+#include "stripesim/model/flops/tms.hpp"
+#include "stripesim/model/io/config_catalog.hpp"
+#include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::model {
 namespace {

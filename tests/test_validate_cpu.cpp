@@ -8,16 +8,16 @@
 #include <limits>
 #include <memory>
 
-#include "stripesim/model/work_model.hpp"
-#include "stripesim/validate/kernel_accuracy.hpp"
-#include "stripesim/validate/kernel_fit.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/validate/calibration.hpp"
 #include "stripesim/validate/comparison.hpp"
 #include "stripesim/validate/cpu_backend.hpp"
+#include "stripesim/validate/kernel_accuracy.hpp"
+#include "stripesim/validate/kernel_fit.hpp"
 #include "stripesim/validate/reference_attention.hpp"
 #include "stripesim/validate/reference_cache.hpp"
 #include "stripesim/validate/validation_run.hpp"
-#include "stripesim/model/input_error.hpp"
 
 namespace stripesim::validate {
 namespace {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
 #include "stripesim/validate/reference_attention.hpp"
 #include "stripesim/validate/reference_cache.hpp"

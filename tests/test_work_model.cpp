@@ -5,10 +5,10 @@
 #include <random>
 
 #include "brute_force.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/metrics.hpp"
-#include "stripesim/model/pair_count.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/metrics.hpp"
+#include "stripesim/model/work/pair_count.hpp"
+#include "stripesim/model/work/work_model.hpp"
 
 namespace stripesim::model {
 namespace {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <map>
 
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/mask.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask.hpp"
 #include "stripesim/report/svg.hpp"
 
 namespace stripesim::report {

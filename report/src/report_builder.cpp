@@ -9,8 +9,8 @@
 #include <numeric>
 #include <set>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/layout_spec.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/report/figures.hpp"
 
 namespace stripesim::report {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/sim/collectives.hpp"
 #include "stripesim/sim/ring_merge.hpp"
 

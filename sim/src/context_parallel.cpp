@@ -6,7 +6,7 @@
 #include <charconv>
 #include <optional>
 
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::sim {
 

@@ -4,10 +4,10 @@
 
 #include <filesystem>
 
-#include "stripesim/model/config_catalog.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/json_fields.hpp"
-#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/io/config_catalog.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/io/json_file.hpp"
 
 namespace stripesim::sim {
 

@@ -6,9 +6,9 @@
 #include <optional>
 #include <sstream>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/json_file.hpp"
-#include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/io/size_parse.hpp"
 
 namespace stripesim::sim {
 

@@ -8,11 +8,11 @@
 #include <mutex>
 #include <thread>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/document_layouts.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/parallel_for.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/document_layouts.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/parallel_for.hpp"
 #include "stripesim/sim/attention_passes.hpp"
 
 namespace stripesim::sim {

@@ -6,17 +6,17 @@
 #include <map>
 #include <numeric>
 
-#include "stripesim/model/document_layouts.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/json_fields.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/pair_count.hpp"
-#include "stripesim/model/parallel_for.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/work/document_layouts.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/pair_count.hpp"
+#include "stripesim/model/work/parallel_for.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/sim/attention_passes.hpp"
-#include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/collectives.hpp"
+#include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_order.hpp"
 
 namespace stripesim::sim {

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "stripesim/model/flop_model.hpp"
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/flops/flop_model.hpp"
+#include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::sim {
 

@@ -10,10 +10,10 @@
 #include <map>
 #include <sstream>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/json_file.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
 
 namespace stripesim::sim {
 

@@ -14,12 +14,12 @@
 #include <optional>
 #include <string_view>
 
-#include "stripesim/model/config_catalog.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/json_fields.hpp"
-#include "stripesim/model/json_file.hpp"
-#include "stripesim/model/name_match.hpp"
-#include "stripesim/model/size_parse.hpp"
+#include "stripesim/model/io/config_catalog.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/io/name_match.hpp"
+#include "stripesim/model/io/size_parse.hpp"
 
 namespace stripesim::sim {
 

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 
-#include "stripesim/model/layout.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/tile_shape.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
+#include "stripesim/model/work/work_model.hpp"
 
 int main() {
   namespace m = stripesim::model;

@@ -42,7 +42,7 @@ endif()
 # 1. Install.
 run_step(0 out ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} ${config_args})
 file(GLOB_RECURSE package_config ${prefix}/*/stripesimConfig.cmake)
-foreach(file bin/stripesim include/stripesim/model/layout.hpp include/stripesim/sim/simulation.hpp
+foreach(file bin/stripesim include/stripesim/model/work/layout.hpp include/stripesim/sim/simulation.hpp
              share/stripesim/configs/hardware/h100-sxm.json share/stripesim/schemas/analyze.schema.json)
   if(NOT EXISTS ${prefix}/${file})
     message(FATAL_ERROR "cmake --install did not install ${file}")

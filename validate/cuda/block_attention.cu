@@ -11,7 +11,7 @@
 #include "block_attention.cuh"
 #include "block_attention_variants.hpp"
 #include "flash_attention.cuh"
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::validate::gpu {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::validate::gpu {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "gpu_error.hpp"
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
 
 namespace stripesim::validate {

@@ -9,7 +9,7 @@
 // transfer that did not complete. (Fault injection for that path: fault_injection.hpp.)
 #include <fmt/format.h>
 
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
 #include "measure_ring.hpp"
 

@@ -26,7 +26,7 @@
 #include "nccl_over_mpi.hpp"
 #include "ring_memory.hpp"
 #include "ring_schedules.hpp"
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
 
 namespace stripesim::validate::gpu {

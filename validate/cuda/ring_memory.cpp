@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::validate::gpu {
 namespace {

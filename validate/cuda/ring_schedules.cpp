@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/validate/tile_schedule.hpp"
 
 namespace stripesim::validate::gpu {

@@ -9,7 +9,7 @@
 #include "mpi_cp.hpp"
 #include "mpi_hosts.hpp"
 #include "mpi_session.hpp"
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/validate/cpu_ring.hpp"
 
 namespace stripesim::validate {

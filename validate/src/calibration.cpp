@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/sim/topology.hpp"
 #include "stripesim/validate/kernel_fit.hpp"
 #include "stripesim/validate/measurement_stats.hpp"

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <limits>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/validate/cpu_ring.hpp"
 #include "stripesim/validate/ulysses_split.hpp"
 

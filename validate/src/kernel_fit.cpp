@@ -8,10 +8,10 @@
 #include <optional>
 #include <set>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/validate/calibration.hpp"
 #include "stripesim/validate/measurement_stats.hpp"
 

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <filesystem>
 
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/json_fields.hpp"
-#include "stripesim/model/json_file.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/io/json_file.hpp"
 
 namespace stripesim::validate {
 

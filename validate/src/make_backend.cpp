@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/validate/cpu_backend.hpp"
 #include "stripesim/validate/ring_backend.hpp"
 #ifdef STRIPESIM_WITH_CUDA

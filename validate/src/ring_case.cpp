@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "stripesim/model/input_error.hpp"
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/sim/context_parallel.hpp"
 
 namespace stripesim::validate {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/splitmix64.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/splitmix64.hpp"
+#include "stripesim/model/work/work_model.hpp"
 
 namespace stripesim::validate {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <array>
 
-#include "stripesim/model/grid.hpp"
-#include "stripesim/model/input_error.hpp"
-#include "stripesim/model/work_model.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/work_model.hpp"
+#include "stripesim/model/workflows/grid.hpp"
 #include "stripesim/validate/reference_cache.hpp"
 
 namespace stripesim::validate {

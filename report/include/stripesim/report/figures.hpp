@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/types.hpp"
+#include "stripesim/model/work/types.hpp"
 
 namespace stripesim::report {
 

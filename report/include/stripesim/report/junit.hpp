@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/baseline.hpp"
+#include "stripesim/model/workflows/baseline.hpp"
 
 namespace stripesim::report {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "stripesim/model/layout.hpp"
-#include "stripesim/model/mask.hpp"
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/mask.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/simulation.hpp"
 

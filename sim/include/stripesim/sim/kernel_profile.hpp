@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "stripesim/model/hardware_profile.hpp"
-#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/model/flops/hardware_profile.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
 #include "stripesim/sim/units.hpp"
 
 namespace stripesim::sim {

@@ -13,7 +13,7 @@
 // every feature scaled by the pass's trimmed_factor.
 #include <vector>
 
-#include "stripesim/model/work_matrix.hpp"
+#include "stripesim/model/work/work_matrix.hpp"
 #include "stripesim/sim/kernel_profile.hpp"
 
 namespace stripesim::sim {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/types.hpp"
+#include "stripesim/model/work/types.hpp"
 
 namespace stripesim::sim {
 

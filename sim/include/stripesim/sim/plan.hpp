@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/config_catalog.hpp"
+#include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/sim/simulation.hpp"
 
 namespace stripesim::sim {

@@ -4,7 +4,7 @@
 // compute stream, so it delays the device's next call as the call itself does.
 #include <vector>
 
-#include "stripesim/model/work_matrix.hpp"
+#include "stripesim/model/work/work_matrix.hpp"
 #include "stripesim/sim/kernel_profile.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 

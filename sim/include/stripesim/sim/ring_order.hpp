@@ -4,14 +4,14 @@
 // smallest total: exhaustively up to 9 GPUs, else nearest-neighbour and 2-opt.
 #include <vector>
 
-#include "stripesim/model/mesh.hpp"
+#include "stripesim/model/workflows/mesh.hpp"
 #include "stripesim/sim/topology.hpp"
 
 namespace stripesim::sim {
 
 [[nodiscard]] std::vector<Count> rank_ring_order(Count devices);
 
-// A mesh placed on the topology (model/mesh.hpp says how). Its groups of each kind, all running at
+// A mesh placed on the topology (model/workflows/mesh.hpp says how). Its groups of each kind, all running at
 // once on GPUs of their own, the one the simulation follows first:
 //  - rings: one per (replica, model-parallel rank), its ring positions in order;
 //  - model-parallel groups: one per (replica, ring position);

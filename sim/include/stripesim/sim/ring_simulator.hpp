@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/work_matrix.hpp"
+#include "stripesim/model/work/work_matrix.hpp"
 #include "stripesim/sim/event_queue.hpp"
 #include "stripesim/sim/topology.hpp"
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/config_catalog.hpp"
-#include "stripesim/model/layout.hpp"
-#include "stripesim/model/mask.hpp"
-#include "stripesim/model/tile_shape.hpp"
+#include "stripesim/model/io/config_catalog.hpp"
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
 #include "stripesim/sim/context_parallel.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_simulator.hpp"

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "stripesim/model/hardware_profile.hpp"
-#include "stripesim/model/transformer_model.hpp"
+#include "stripesim/model/flops/hardware_profile.hpp"
+#include "stripesim/model/flops/transformer_model.hpp"
 #include "stripesim/sim/collectives.hpp"
 #include "stripesim/sim/ring_order.hpp"
 #include "stripesim/sim/ring_simulator.hpp"

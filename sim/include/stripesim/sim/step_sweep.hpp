@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/config_catalog.hpp"
-#include "stripesim/model/sweep.hpp"
+#include "stripesim/model/io/config_catalog.hpp"
+#include "stripesim/model/workflows/sweep.hpp"
 #include "stripesim/sim/simulation.hpp"
 
 namespace stripesim::sim {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/types.hpp"
+#include "stripesim/model/work/types.hpp"
 #include "stripesim/sim/node_placement.hpp"
 #include "stripesim/sim/units.hpp"
 

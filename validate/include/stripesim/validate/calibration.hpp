@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/hardware_profile.hpp"
+#include "stripesim/model/flops/hardware_profile.hpp"
 #include "stripesim/sim/kernel_profile.hpp"
 #include "stripesim/sim/node_placement.hpp"
 #include "stripesim/validate/kernel_measurements.hpp"

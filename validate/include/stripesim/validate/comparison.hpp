@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/hardware_profile.hpp"
+#include "stripesim/model/flops/hardware_profile.hpp"
 #include "stripesim/sim/topology.hpp"
 #include "stripesim/validate/calibration.hpp"
 #include "stripesim/validate/validation_run.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/config_catalog.hpp"
+#include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/validate/kernel_fit.hpp"
 
 namespace stripesim::validate {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/hardware_profile.hpp"
+#include "stripesim/model/flops/hardware_profile.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/validate/kernel_measurements.hpp"
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/tile_shape.hpp"
-#include "stripesim/model/types.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
+#include "stripesim/model/work/types.hpp"
 #include "stripesim/sim/simulation.hpp"
 
 namespace stripesim::validate {

@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "stripesim/model/tile_shape.hpp"
-#include "stripesim/model/types.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
+#include "stripesim/model/work/types.hpp"
 
 namespace stripesim::validate {
 

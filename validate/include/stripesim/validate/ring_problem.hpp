@@ -6,9 +6,9 @@
 // position per key: position ids travel with the K/V block around the ring.
 #include <vector>
 
-#include "stripesim/model/layout.hpp"
-#include "stripesim/model/layout_spec.hpp"
-#include "stripesim/model/mask.hpp"
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask.hpp"
 #include "stripesim/validate/ring_case.hpp"
 
 namespace stripesim::validate {

@@ -8,8 +8,8 @@
 #include <span>
 #include <vector>
 
-#include "stripesim/model/tile_shape.hpp"
-#include "stripesim/model/types.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
+#include "stripesim/model/work/types.hpp"
 
 namespace stripesim::validate {
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "stripesim/model/config_catalog.hpp"
-#include "stripesim/model/hardware_profile.hpp"
+#include "stripesim/model/flops/hardware_profile.hpp"
+#include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/sim/kernel_profile.hpp"
 #include "stripesim/validate/comparison.hpp"
 #include "stripesim/validate/validation_run.hpp"

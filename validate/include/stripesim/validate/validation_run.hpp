@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "stripesim/model/work_matrix.hpp"
+#include "stripesim/model/work/work_matrix.hpp"
 #include "stripesim/validate/measurement_stats.hpp"
 #include "stripesim/validate/reference_attention.hpp"
 #include "stripesim/validate/ring_backend.hpp"

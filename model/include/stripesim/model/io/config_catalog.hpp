@@ -1,0 +1,35 @@
+#pragma once
+// The shipped configurations (configs/models, configs/hardware) looked up by name or alias,
+// or any JSON file given by path.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stripesim/model/flops/hardware_profile.hpp"
+#include "stripesim/model/flops/transformer_model.hpp"
+
+namespace stripesim::model {
+
+// Whether a --model/--hardware/--kernel/--topology value names a file rather than a shipped
+// config: it has a '/' or ends in .json.
+[[nodiscard]] bool is_config_path(std::string_view text);
+
+class ConfigCatalog {
+ public:
+  explicit ConfigCatalog(std::string root) : root_(std::move(root)) {}
+
+  [[nodiscard]] const std::string& root() const { return root_; }
+  // A name ("1b", "a100"), a file stem ("a100-80gb"), an alias, or a path to a .json file.
+  [[nodiscard]] TransformerModel model(const std::string& name_or_path) const;
+  [[nodiscard]] HardwareProfile hardware(const std::string& name_or_path) const;
+  // The shipped profile whose device_names the driver's name for a GPU contains (the longest
+  // such name, case aside: "NVIDIA H100 PCIe" is h100-pcie, "NVIDIA H100 80GB HBM3" h100-sxm);
+  // none when no profile claims it.
+  [[nodiscard]] std::optional<HardwareProfile> hardware_for_device(std::string_view device_name) const;
+
+ private:
+  std::string root_;
+};
+
+}  // namespace stripesim::model

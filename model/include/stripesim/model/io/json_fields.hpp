@@ -1,0 +1,91 @@
+#pragma once
+// Typed access to fields of user-written JSON objects, with errors that name the file and the
+// field, and rejection of unknown fields (a typo should fail loudly, not be ignored).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/types.hpp"
+
+namespace stripesim::model {
+
+class JsonFields {
+ public:
+  // `label` names the document in messages ("configs/models/1b.json").
+  JsonFields(const nlohmann::json& object, std::string label);
+
+  // Throws if the object holds a field not in `known`.
+  void allow_only(std::initializer_list<std::string_view> known) const;
+  void allow_only(const std::vector<std::string_view>& known) const;
+
+  [[nodiscard]] bool has(const std::string& key) const { return object_.contains(key); }
+  [[nodiscard]] const nlohmann::json& raw(const std::string& key) const;
+  [[nodiscard]] std::string string(const std::string& key) const;
+  [[nodiscard]] std::string string_or(const std::string& key, std::string fallback) const;
+  // A positive integer, or a string with a k/M/G suffix.
+  [[nodiscard]] Count positive_count(const std::string& key) const;
+  [[nodiscard]] Count positive_count_or(const std::string& key, Count fallback) const;
+  [[nodiscard]] double positive_number(const std::string& key) const;
+  [[nodiscard]] double positive_number_or(const std::string& key, double fallback) const;
+  [[nodiscard]] double non_negative_number_or(const std::string& key, double fallback) const;
+  // true or false (a JSON boolean, not 0/1 or "yes").
+  [[nodiscard]] bool boolean_or(const std::string& key, bool fallback) const;
+  // The array of strings at key (it may be empty), or fallback when the field is absent.
+  [[nodiscard]] std::vector<std::string> string_list_or(const std::string& key, std::vector<std::string> fallback) const;
+
+  // parse(the string at key); an InputError it raises by kind (parse_tile_shape's "--tile ...")
+  // names this field instead of the flag.
+  template <typename Parse>
+  [[nodiscard]] auto parsed(const std::string& key, Parse parse) const {
+    const std::string text = string(key);
+    return located(where(key), [&] { return parse(text); });
+  }
+
+  // parse(each string of the non-empty array at key), an error naming the item it is about
+  // (field "tiles[1]").
+  template <typename Parse>
+  [[nodiscard]] auto parsed_list(const std::string& key, Parse parse) const {
+    const nlohmann::json& value = non_empty_array(key);
+    std::vector<decltype(parse(std::string()))> items;
+    for (size_t i = 0; i < value.size(); ++i) {
+      const std::string text = string_item(value, key, i);
+      items.push_back(located(where_item(key, i), [&] { return parse(text); }));
+    }
+    return items;
+  }
+
+  // The array at key, which must hold at least one item.
+  [[nodiscard]] const nlohmann::json& non_empty_array(const std::string& key) const;
+  // The non-empty array at key of integers or strings like "128k" (range checks are the caller's);
+  // an error names the item (field "seq_lens[1]").
+  [[nodiscard]] std::vector<Count> count_list(const std::string& key) const;
+
+  [[nodiscard]] std::string where(const std::string& key) const { return label_ + " field \"" + key + "\""; }
+  [[nodiscard]] std::string where_item(const std::string& key, size_t index) const {
+    return where(fmt::format("{}[{}]", key, index));
+  }
+  [[nodiscard]] const std::string& label() const { return label_; }
+
+ private:
+  // The string at array[index] (the array at key), or an error naming that item.
+  [[nodiscard]] std::string string_item(const nlohmann::json& array, const std::string& key, size_t index) const;
+
+  // work(), an InputError it raises by kind named at `where`.
+  template <typename Work>
+  static auto located(const std::string& where, Work&& work) {
+    try {
+      return work();
+    } catch (const InputError& e) {
+      throw e.at(where);
+    }
+  }
+
+  const nlohmann::json& object_;
+  std::string label_;
+};
+
+}  // namespace stripesim::model

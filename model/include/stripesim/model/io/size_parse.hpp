@@ -1,0 +1,15 @@
+#pragma once
+// Parsing of the integer quantities users type: "262144", "256k" (x1024), "1M" (x1048576),
+// "2G" (x2^30). Anything else (signs, spaces, fractions, overflow) is an InputError naming `what`.
+// And of the real numbers in files and specs ("1.2", "-0.5", "1e3"): finite, nothing around them.
+#include <string_view>
+
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/types.hpp"
+
+namespace stripesim::model {
+
+[[nodiscard]] Count parse_count(std::string_view text, const InputName& what);
+[[nodiscard]] double parse_number(std::string_view text, const InputName& what);
+
+}  // namespace stripesim::model

@@ -1,0 +1,78 @@
+#pragma once
+// Layout specs as users write them: contiguous, striped, zigzag, block-striped:S,
+// permutation:FILE. A permutation file is JSON: {"blocks": [[p, ...], ...]}, one array per
+// device listing the original positions it holds in local order (a bare array of arrays works too).
+// Beside "blocks" an object may carry "description" and what `stripesim layout` writes to say
+// what the file is (layout_export.hpp): "schema" (kLayoutSchema), "layout", "seq_len", "devices",
+// "block_size", "tile", "tiling", "mask", "padding". seq_len, devices and block_size, when
+// present, must match the sequence the file is loaded for (a clear error instead of a count
+// mismatch); layout, tile, tiling, mask and padding only describe how it was built, since a
+// layout may be counted under any mask and tile. Any other field is rejected, as in every
+// other file stripesim reads.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
+
+namespace stripesim::model {
+
+// The format of a permutation file written by `stripesim layout`.
+inline constexpr const char* kLayoutSchema = "stripesim.layout/1";
+
+// What the layouts built from the workload need: the mask (documents for doc-zigzag and
+// doc-striped; any mask for balanced, causal when absent) and the tile balanced prices work in.
+struct LayoutContext {
+  const Mask* mask = nullptr;
+  TileShape tile{128, 128};
+  Tiling tiling = Tiling::fixed;  // how the kernel cuts tiles: what balanced prices work in
+};
+
+class LayoutPlan;
+
+// A layout spec checked against the sequence, the devices and the mask, not built yet: every
+// InputError the layout can raise is raised here, none by build().
+// Also: doc-zigzag, doc-striped, balanced, balanced:SLOT (see document_layouts.hpp), ptrr and
+// ptrr:BLOCK (ptrr_layout.hpp; BLOCK defaults to the query tile).
+[[nodiscard]] LayoutPlan plan_layout(std::string_view spec, Count seq_len, Count devices,
+                                     const LayoutContext& context = {});
+// plan_layout(...).build().
+[[nodiscard]] Layout parse_layout(std::string_view spec, Count seq_len, Count devices,
+                                  const LayoutContext& context = {});
+
+// What plan_layout returns. Structured layouts cost nothing to build and a permutation file is
+// read while planning (a plan has read every file), so those are held built; the layouts computed
+// from the mask (doc-zigzag, doc-striped, ptrr, balanced: balancing 1M tokens takes half a
+// second) are computed by build(), so that planning a whole sweep, or checking it in parse-only
+// mode, computes none of them and running it computes each once.
+class LayoutPlan {
+ public:
+  [[nodiscard]] Layout build() const&;
+  [[nodiscard]] Layout build() &&;
+
+ private:
+  friend LayoutPlan plan_layout(std::string_view, Count, Count, const LayoutContext&);
+  enum class Computed { doc_zigzag, doc_striped, ptrr, balanced };
+
+  std::optional<Layout> built_;  // built while planning
+  Computed computed_ = Computed::balanced;
+  std::optional<Mask> mask_;  // what a computed layout is computed from
+  Count devices_ = 0;
+  Count size_ = 0;  // ptrr's block; balanced's chunk (0: the balancer chooses)
+  TileShape tile_{128, 128};
+  Tiling tiling_ = Tiling::fixed;
+};
+
+// `seq_len` and `devices` are the sequence's (after any padding), checked against the file.
+[[nodiscard]] Layout load_permutation_file(const std::string& path, Count seq_len, Count devices);
+
+// Splits "a,b,c" into its non-empty items; an empty item is an InputError naming `what`.
+[[nodiscard]] std::vector<std::string> split_list(std::string_view text, const InputName& what);
+// The file a layout spec reads ("permutation:FILE", the name case aside), or empty.
+[[nodiscard]] std::string layout_file(std::string_view spec);
+
+}  // namespace stripesim::model

@@ -1,0 +1,24 @@
+#pragma once
+// PyTorch context parallelism's "process-time round robin" balancer, as a layout to compare
+// against: the sequence cut into blocks of B tokens, each block priced by the key blocks of B its
+// queries reach under the mask, the blocks sorted by price (heaviest first, ties in sequence
+// order) and dealt to devices in snake order (0, 1, ..., N-1, N-1, ..., 0, 0, 1, ...), every
+// device then holding its blocks in sequence order. With B the tile of a fixed-tiling kernel each
+// local tile is one block of the original sequence, so the total work is the sequence's own.
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/mask.hpp"
+
+namespace stripesim::model {
+
+// The key blocks of `block` tokens (counted from `origin`, where the tiling starts) the queries
+// of [begin, end) reach: the union of their key intervals is one interval for every mask the
+// model knows (mask.hpp). Keys before the origin (another tiling segment) are not counted.
+[[nodiscard]] Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count block, Position origin = 0);
+
+// N must divide n (InputError otherwise). When B does not divide n / N (documents padded to 2N,
+// say), the last N x (n / N mod B) tokens are cut into one run per device, after its blocks.
+[[nodiscard]] Layout ptrr_layout(const Mask& mask, Count devices, Count block);
+// Every InputError ptrr_layout throws, without building the layout (plan_layout).
+void check_ptrr_layout(const Mask& mask, Count devices, Count block);
+
+}  // namespace stripesim::model

@@ -1,0 +1,63 @@
+#pragma once
+// A [round][device] matrix of counts: the unit of everything the model reports.
+#include <cstddef>
+#include <vector>
+
+#include "stripesim/model/work/types.hpp"
+
+namespace stripesim::model {
+
+class WorkMatrix {
+ public:
+  WorkMatrix() = default;
+  WorkMatrix(Count rounds, Count devices)
+      : rounds_(rounds), devices_(devices), cells_(static_cast<std::size_t>(rounds * devices), 0) {}
+
+  [[nodiscard]] Count rounds() const { return rounds_; }
+  [[nodiscard]] Count devices() const { return devices_; }
+  [[nodiscard]] Count& at(Count round, DeviceId device) { return cells_[static_cast<std::size_t>(round * devices_ + device)]; }
+  [[nodiscard]] Count at(Count round, DeviceId device) const {
+    return cells_[static_cast<std::size_t>(round * devices_ + device)];
+  }
+
+  // Sum over rounds for every device.
+  [[nodiscard]] std::vector<Count> device_totals() const;
+  [[nodiscard]] Count total() const;
+
+  friend bool operator==(const WorkMatrix&, const WorkMatrix&) = default;
+
+ private:
+  Count rounds_ = 0;
+  Count devices_ = 0;
+  std::vector<Count> cells_;
+};
+
+// The key tiles one query tile computes: what one thread block of a kernel that gives each
+// query tile its own block (per head) works through.
+struct QueryTileLoad {
+  Count full = 0;     // active key tiles with every pair allowed
+  Count partial = 0;  // active key tiles that also hold masked pairs (the kernel applies the mask)
+  friend bool operator==(const QueryTileLoad&, const QueryTileLoad&) = default;
+};
+
+// Every query tile of one (round, device), in local order (the order a kernel launches them).
+using QueryTileProfile = std::vector<QueryTileLoad>;
+
+// The work matrices of one layout under one mask and tile shape.
+struct Work {
+  WorkMatrix unmasked_elements;  // allowed (q, k) pairs
+  WorkMatrix active_tiles;       // tiles holding at least one allowed pair
+  WorkMatrix partial_tiles;      // active tiles that also hold masked pairs
+  // Only with WorkDetail::query_tiles: each (round, device)'s query tile profile as an index into
+  // `profiles`, where equal profiles are stored once (structured layouts have a handful).
+  WorkMatrix query_tile_profile;
+  std::vector<QueryTileProfile> profiles;
+  // Only with WorkDetail::query_tiles: the length of the call a kernel whose causal mask always
+  // keeps the diagonal makes for each (round, device), 0 when it runs the block as it is. Under a
+  // causal mask a block whose mask starts t rows below the diagonal (striped, K/V from a later
+  // device: t = 1) has to be run on q[t:] x k[:-t], a call of L - t queries and keys, as
+  // ring-flash-attention does; its tiles are the ones counted here, its length is not the block's.
+  WorkMatrix trimmed_length;
+};
+
+}  // namespace stripesim::model

@@ -1,0 +1,36 @@
+#pragma once
+// The exact work model: for every round r and device d (which holds the K/V block that started
+// on device (d - r) mod N), the allowed (q, k) pairs, and the active and partial tiles a
+// tile-skipping kernel with tiles TQxTK sees. Never sampled.
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
+#include "stripesim/model/work/work_matrix.hpp"
+
+namespace stripesim::model {
+
+// The device whose K/V block device `device` holds at `round` (Algorithm 1: K/V move to d + 1).
+[[nodiscard]] constexpr DeviceId kv_source(DeviceId device, Count round, Count devices) {
+  return ((device - round) % devices + devices) % devices;
+}
+
+// Its inverse: the round at which device `query_device` holds the K/V block of `key_device`.
+[[nodiscard]] constexpr Count round_of(DeviceId query_device, DeviceId key_device, Count devices) {
+  return ((query_device - key_device) % devices + devices) % devices;
+}
+
+enum class WorkDetail {
+  totals,       // the four matrices
+  query_tiles,  // also every (round, device)'s per-query-tile profile (what a kernel time model schedules)
+};
+
+// `threads` = 0 uses the machine's hardware concurrency; results never depend on it. `tiling`
+// says how the kernel cuts tiles (tile_shape.hpp); the allowed pairs do not depend on it.
+[[nodiscard]] Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads = 0,
+                              WorkDetail detail = WorkDetail::totals, Tiling tiling = Tiling::fixed);
+
+// Whether `tiling` counts other tiles than fixed tiling under a mask of kind `mask`: varlen under
+// a documents mask (any other mask is one document). Outputs for people name the tiling only then.
+[[nodiscard]] bool tiling_matters(Tiling tiling, MaskKind mask);
+
+}  // namespace stripesim::model

@@ -1,0 +1,72 @@
+#include "stripesim/model/flops/hardware_profile.hpp"
+
+#include <fmt/format.h>
+
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
+
+namespace stripesim::model {
+
+HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std::string& label) {
+  const JsonFields f(doc, label);
+  f.allow_only({"name", "description", "aliases", "device_names", "peak_tflops", "matmul_precision", "attention_precision",
+                "attention_flop_weight", "memory_gib", "memory_bandwidth_gbps", "link_bandwidth_gbps", "link_latency_us",
+                "default_tile", "sms", "default_kernel", "matmul_efficiency", "elementwise_bytes_per_dmodel", "sources"});
+  HardwareProfile h;
+  h.name = f.string("name");
+  h.description = f.string_or("description", "");
+  h.aliases = f.string_list_or("aliases", {});
+  h.device_names = f.string_list_or("device_names", {});
+  const JsonFields peaks(f.raw("peak_tflops"), f.where("peak_tflops"));
+  for (const auto& [precision, value] : f.raw("peak_tflops").items()) h.peak_tflops[precision] = peaks.positive_number(precision);
+  h.matmul_precision = f.string_or("matmul_precision", "bf16");
+  h.attention_precision = f.string_or("attention_precision", h.matmul_precision);
+  for (const auto& precision : {h.matmul_precision, h.attention_precision}) {
+    if (!h.peak_tflops.contains(precision)) {
+      throw InputError(fmt::format("{}: precision \"{}\" has no entry in peak_tflops", label, precision));
+    }
+  }
+  h.attention_flop_weight = f.positive_number_or(
+      "attention_flop_weight", h.peak_tflops.at(h.matmul_precision) / h.peak_tflops.at(h.attention_precision));
+  h.memory_gib = f.positive_number("memory_gib");
+  h.memory_bandwidth = f.positive_number("memory_bandwidth_gbps");
+  h.link_bandwidth = f.positive_number("link_bandwidth_gbps");
+  if (f.has("link_latency_us")) h.link_latency_us = f.non_negative_number_or("link_latency_us", 0.0);
+  if (f.has("default_tile")) h.default_tile = parse_tile_shape(f.string("default_tile"));
+  h.sms = f.positive_count("sms");
+  h.default_kernel = f.string_or("default_kernel", "");
+  if (f.has("matmul_efficiency")) {
+    const double efficiency = f.positive_number("matmul_efficiency");
+    if (efficiency > 1) throw InputError(fmt::format("{}: {} is above 1 (a fraction of the peak)", f.where("matmul_efficiency"), efficiency));
+    h.matmul_efficiency = efficiency;
+  }
+  h.elementwise_bytes_per_dmodel = f.non_negative_number_or("elementwise_bytes_per_dmodel", 0.0);
+  h.sources = f.has("sources") ? f.raw("sources") : nlohmann::json::object();
+  return h;
+}
+
+nlohmann::ordered_json to_json(const HardwareProfile& h) {
+  nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
+  for (const auto& [precision, value] : h.peak_tflops) peaks[precision] = value;
+  nlohmann::ordered_json doc = {{"name", h.name},
+          {"aliases", h.aliases},
+          {"description", h.description},
+          {"peak_tflops", std::move(peaks)},
+          {"matmul_precision", h.matmul_precision},
+          {"attention_precision", h.attention_precision},
+          {"attention_flop_weight", h.attention_flop_weight},
+          {"memory_gib", h.memory_gib},
+          {"memory_bandwidth_gbps", h.memory_bandwidth},
+          {"link_bandwidth_gbps", h.link_bandwidth},
+          {"default_tile", h.default_tile.to_string()},
+          {"sms", h.sms},
+          {"default_kernel", h.default_kernel}};
+  if (h.link_latency_us) doc["link_latency_us"] = *h.link_latency_us;
+  if (h.matmul_efficiency) doc["matmul_efficiency"] = *h.matmul_efficiency;
+  if (h.elementwise_bytes_per_dmodel > 0) doc["elementwise_bytes_per_dmodel"] = h.elementwise_bytes_per_dmodel;
+  if (!h.sources.empty()) doc["sources"] = h.sources;
+  if (!h.device_names.empty()) doc["device_names"] = h.device_names;
+  return doc;
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,179 @@
+#include "stripesim/model/flops/tms.hpp"
+
+#include <fmt/format.h>
+
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/work_model.hpp"
+
+namespace stripesim::model {
+
+const LayoutTms& TmsResult::layout(const std::string& name) const {
+  for (const auto& entry : layouts) {
+    if (entry.layout == name) return entry;
+  }
+  throw std::out_of_range("TmsResult: no layout " + name);
+}
+
+std::pair<Metrics, Metrics> WorkMetricsCache::get(const TmsPlan& plan, size_t index) {
+  const TmsRequest& q = plan.request;
+  const Key key{tms_layouts(q)[index], q.seq_len, q.devices, plan.tile.query, plan.tile.key, q.tiling, q.mask};
+  {
+    const std::lock_guard lock(mutex_);
+    if (const auto it = entries_.find(key); it != entries_.end()) return it->second;
+  }
+  const Work work = count_work(plan.layouts[index].build(), plan.mask, plan.tile, 1, WorkDetail::totals, q.tiling);
+  std::pair<Metrics, Metrics> metrics{compute_metrics(work.unmasked_elements), compute_metrics(work.active_tiles)};
+  const std::lock_guard lock(mutex_);
+  entries_.emplace(key, metrics);
+  return metrics;
+}
+
+namespace {
+
+// What plan_tms checks before the mask and the layouts: M, and that recomputation has a backward.
+void check_request_settings(const TmsRequest& request) {
+  if (request.recompute && request.pass == TrainingPass::forward) {
+    throw InputError("--recompute: only with --pass fwdbwd (it is the backward that recomputes the forward)");
+  }
+  if (request.model_parallel < 1) {
+    throw InputError(Input::model_parallel, std::to_string(request.model_parallel), "must be at least 1");
+  }
+  if (request.model.heads % request.model_parallel != 0) {
+    throw InputError(Input::model_parallel, std::to_string(request.model_parallel),
+                     fmt::format("must divide the model's {} heads", request.model.heads));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> tms_layouts(const TmsRequest& request) {
+  std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};
+  layouts.insert(layouts.end(), request.extra_layouts.begin(), request.extra_layouts.end());
+  return layouts;
+}
+
+TmsPlan plan_tms(const TmsRequest& request) {
+  check_request_settings(request);
+  TmsPlan plan{request, request.tile.value_or(request.hardware.default_tile), parse_mask(request.mask, request.seq_len), {}};
+  const LayoutContext context{&plan.mask, plan.tile, request.tiling};
+  for (const auto& name : tms_layouts(request)) plan.layouts.push_back(plan_layout(name, request.seq_len, request.devices, context));
+  return plan;
+}
+
+TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache) { return run_tms(plan_tms(request), cache); }
+
+TmsResult run_tms(const TmsPlan& plan, WorkMetricsCache* cache) {
+  const TmsRequest& request = plan.request;
+  WorkMetricsCache local_cache;
+  WorkMetricsCache& metrics_cache = cache != nullptr ? *cache : local_cache;
+
+  TmsResult result;
+  result.request = request;
+  result.tile = plan.tile;
+  result.attention_flop_weight = request.attention_flop_weight.value_or(request.hardware.attention_flop_weight);
+  result.flops = count_flops(request.model, request.convention);
+  result.multipliers = training_multipliers(request.convention, request.pass, request.recompute);
+  const double c = static_cast<double>(request.seq_len / request.devices);
+  const double m = static_cast<double>(request.model_parallel);
+  result.non_attention_per_device = c * result.flops.non_attention_per_token * result.multipliers.matmul / m;
+  const double attention_per_pair =
+      result.attention_flop_weight * result.flops.attention_per_pair * result.multipliers.attention / m;
+  const double tile_area = static_cast<double>(result.tile.query * result.tile.key);
+
+  const std::vector<std::string> names = tms_layouts(request);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto [elements, tiles] = metrics_cache.get(plan, i);
+    LayoutTms entry{names[i], 0, 0, elements, tiles, 0, 0};
+    entry.time = result.non_attention_per_device + attention_per_pair * static_cast<double>(elements.lockstep);
+    entry.time_tiles =
+        result.non_attention_per_device + attention_per_pair * static_cast<double>(tiles.lockstep) * tile_area;
+    result.layouts.push_back(std::move(entry));
+  }
+  const LayoutTms& contiguous = result.layouts.front();
+  const double reference = contiguous.time;
+  const double reference_tiles = contiguous.time_tiles;
+  for (LayoutTms& entry : result.layouts) {
+    entry.tms = reference / entry.time;
+    entry.tms_tiles = reference_tiles / entry.time_tiles;
+  }
+  return result;
+}
+
+namespace {
+
+// One layout's entry of the JSON's "layouts", and the per-layout half of a CSV row.
+nlohmann::ordered_json layout_json(const TmsResult& r, const LayoutTms& l) {
+  return {{"layout", l.layout},
+          {"tms", l.tms},
+          {"tms_tiles", l.tms_tiles},
+          {"lockstep_pairs", l.elements.lockstep},
+          {"lockstep_tiles", l.tiles.lockstep},
+          {"attention_per_device", l.time - r.non_attention_per_device},
+          {"attention_per_device_tiles", l.time_tiles - r.non_attention_per_device},
+          {"time_flop_equivalents", l.time},
+          {"time_flop_equivalents_tiles", l.time_tiles},
+          {"imbalance", l.elements.imbalance},
+          {"tiles_imbalance", l.tiles.imbalance},
+          {"lockstep_speedup", l.elements.lockstep_speedup},
+          {"tiles_lockstep_speedup", l.tiles.lockstep_speedup}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const TmsResult& r) {
+  const TmsRequest& q = r.request;
+  nlohmann::ordered_json doc;
+  doc["schema"] = kTmsSchema;
+  doc["config"] = {{"model", to_json(q.model)},
+                   {"hardware", q.hardware.name},
+                   {"convention", to_string(q.convention)},
+                   {"pass", to_string(q.pass)},
+                   {"recompute", q.recompute},
+                   {"devices", q.devices},
+                   {"model_parallel", q.model_parallel},
+                   {"seq_len", q.seq_len},
+                   {"block_size", q.seq_len / q.devices},
+                   {"tile", {{"query", r.tile.query}, {"key", r.tile.key}}},
+                   {"tiling", tiling_name(q.tiling)},
+                   {"mask", q.mask}};
+  doc["tms"] = r.layout("striped").tms;
+  doc["tms_tiles"] = r.layout("striped").tms_tiles;
+  doc["tms_zigzag"] = r.layout("zigzag").tms;
+  doc["tms_tiles_zigzag"] = r.layout("zigzag").tms_tiles;
+  doc["flops"] = {{"attention_flop_weight", r.attention_flop_weight},
+                  {"multipliers", {{"matmul", r.multipliers.matmul}, {"attention", r.multipliers.attention}}},
+                  {"non_attention_per_token", r.flops.non_attention_per_token},
+                  {"attention_per_pair", r.flops.attention_per_pair},
+                  {"non_attention_per_device", r.non_attention_per_device}};
+  nlohmann::ordered_json layouts = nlohmann::ordered_json::array();
+  for (const LayoutTms& l : r.layouts) layouts.push_back(layout_json(r, l));
+  doc["layouts"] = std::move(layouts);
+  return doc;
+}
+
+std::vector<nlohmann::ordered_json> tms_rows(const TmsResult& r) {
+  const TmsRequest& q = r.request;
+  std::vector<nlohmann::ordered_json> rows;
+  for (const LayoutTms& l : r.layouts) {
+    nlohmann::ordered_json row{{"model", q.model.name},
+                               {"hardware", q.hardware.name},
+                               {"convention", to_string(q.convention)},
+                               {"pass", to_string(q.pass)},
+                               {"recompute", q.recompute},
+                               {"devices", q.devices},
+                               {"model_parallel", q.model_parallel},
+                               {"seq_len", q.seq_len},
+                               {"tile", r.tile.to_string()},
+                               {"tiling", tiling_name(q.tiling)},
+                               {"mask", q.mask},
+                               {"attention_flop_weight", r.attention_flop_weight}};
+    const nlohmann::ordered_json fields = layout_json(r, l);  // named: items() does not keep a temporary alive
+    for (const auto& [key, value] : fields.items()) row[key] = value;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,43 @@
+#include "stripesim/model/flops/transformer_model.hpp"
+
+#include <fmt/format.h>
+
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
+
+namespace stripesim::model {
+
+TransformerModel transformer_model_from_json(const nlohmann::json& doc, const std::string& label) {
+  const JsonFields f(doc, label);
+  f.allow_only({"name", "description", "vocab", "d_model", "d_ff", "layers", "heads", "kv_heads", "head_dim", "mlp",
+                "source"});
+  TransformerModel m;
+  m.name = f.string("name");
+  m.vocab = f.positive_count("vocab");
+  m.d_model = f.positive_count("d_model");
+  m.d_ff = f.positive_count("d_ff");
+  m.layers = f.positive_count("layers");
+  m.heads = f.positive_count("heads");
+  m.kv_heads = f.positive_count_or("kv_heads", m.heads);
+  if (m.heads % m.kv_heads != 0) {
+    throw InputError(fmt::format("{}: heads {} must be a multiple of kv_heads {}", label, m.heads, m.kv_heads));
+  }
+  if (!f.has("head_dim") && m.d_model % m.heads != 0) {
+    throw InputError(fmt::format("{}: d_model {} is not divisible by heads {}; give head_dim", label, m.d_model, m.heads));
+  }
+  m.head_dim = f.positive_count_or("head_dim", m.d_model / m.heads);
+  m.mlp = f.string_or("mlp", "swiglu");
+  if (m.mlp != "swiglu" && m.mlp != "gelu") {
+    throw InputError(fmt::format("{}: must be \"swiglu\" or \"gelu\", got \"{}\"", f.where("mlp"), m.mlp));
+  }
+  m.source = f.string_or("source", "");
+  return m;
+}
+
+nlohmann::ordered_json to_json(const TransformerModel& m) {
+  return {{"name", m.name},         {"vocab", m.vocab}, {"d_model", m.d_model},   {"d_ff", m.d_ff},
+          {"layers", m.layers},     {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
+          {"mlp", m.mlp}};
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,92 @@
+#include "stripesim/model/io/config_catalog.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/io/name_match.hpp"
+
+namespace stripesim::model {
+namespace {
+
+// The names a config answers to besides its file's stem.
+std::vector<std::string> all_names(const TransformerModel& m) { return {m.name}; }
+std::vector<std::string> all_names(const HardwareProfile& h) {
+  std::vector<std::string> names{h.name};
+  names.insert(names.end(), h.aliases.begin(), h.aliases.end());
+  return names;
+}
+
+// The JSON files of `root/kind`, in name order.
+std::vector<std::filesystem::path> config_files(const std::string& root, const std::string& kind) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(root) / kind, ec)) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Loads every file of `root/kind` and returns the first whose stem, name or alias matches, case
+// aside ("H100", "llama3-8B"); an unknown name is answered with the nearest known one.
+template <typename Config, typename Parse>
+Config find(const std::string& root, const std::string& kind, Input input, const std::string& wanted, Parse parse) {
+  const std::string flag(flag_of(input));
+  if (is_config_path(wanted)) return parse(read_json_file(wanted, flag + " " + wanted), flag + " " + wanted);
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(root) / kind;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw InputError(input, wanted,
+                     fmt::format("configuration folder '{}' does not exist (set STRIPESIM_CONFIG_DIR)", dir.string()),
+                     Shown::quoted);
+  }
+  std::vector<std::string> names, every_name;
+  for (const auto& file : config_files(root, kind)) {
+    Config config = parse(read_json_file(file.string(), file.string()), file.string());
+    std::vector<std::string> answers_to = all_names(config);
+    answers_to.push_back(file.stem().string());
+    if (std::ranges::any_of(answers_to, [&](const std::string& name) { return same_name(name, wanted); })) return config;
+    names.push_back(file.stem().string());
+    every_name.insert(every_name.end(), answers_to.begin(), answers_to.end());
+  }
+  std::string known;
+  for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
+  throw InputError(input, wanted,
+                   fmt::format("unknown{}, expected one of {} or a path to a JSON file", did_you_mean(wanted, every_name), known),
+                   Shown::quoted);
+}
+
+}  // namespace
+
+bool is_config_path(std::string_view text) { return text.find('/') != std::string_view::npos || text.ends_with(".json"); }
+
+TransformerModel ConfigCatalog::model(const std::string& name_or_path) const {
+  return find<TransformerModel>(root_, "models", Input::model, name_or_path, transformer_model_from_json);
+}
+
+HardwareProfile ConfigCatalog::hardware(const std::string& name_or_path) const {
+  return find<HardwareProfile>(root_, "hardware", Input::hardware, name_or_path, hardware_profile_from_json);
+}
+
+std::optional<HardwareProfile> ConfigCatalog::hardware_for_device(std::string_view device_name) const {
+  const std::string device = lowercase(device_name);
+  std::optional<HardwareProfile> best;
+  size_t best_length = 0;
+  for (const auto& file : config_files(root_, "hardware")) {
+    HardwareProfile profile = hardware_profile_from_json(read_json_file(file.string(), file.string()), file.string());
+    for (const std::string& name : profile.device_names) {
+      if (name.size() > best_length && device.find(lowercase(name)) != std::string::npos) {
+        best_length = name.size();
+        best = profile;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,127 @@
+#include "stripesim/model/io/json_fields.hpp"
+
+#include <fmt/format.h>
+
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+
+namespace stripesim::model {
+
+JsonFields::JsonFields(const nlohmann::json& object, std::string label) : object_(object), label_(std::move(label)) {
+  if (!object_.is_object()) throw InputError(fmt::format("{}: expected a JSON object", label_));
+}
+
+void JsonFields::allow_only(std::initializer_list<std::string_view> known) const {
+  allow_only(std::vector<std::string_view>(known));
+}
+
+void JsonFields::allow_only(const std::vector<std::string_view>& known) const {
+  for (const auto& [key, value] : object_.items()) {
+    bool found = false;
+    for (const auto k : known) found = found || k == key;
+    if (!found) {
+      std::string names;
+      for (const auto k : known) names += (names.empty() ? "" : ", ") + std::string(k);
+      throw InputError(fmt::format("{}: unknown field \"{}\" (known: {})", label_, key, names));
+    }
+  }
+}
+
+const nlohmann::json& JsonFields::raw(const std::string& key) const {
+  if (!object_.contains(key)) throw InputError(fmt::format("{}: missing field \"{}\"", label_, key));
+  return object_.at(key);
+}
+
+std::string JsonFields::string(const std::string& key) const {
+  const auto& value = raw(key);
+  if (!value.is_string()) throw InputError(fmt::format("{}: expected a string, got {}", where(key), value.dump()));
+  return value.get<std::string>();
+}
+
+std::string JsonFields::string_or(const std::string& key, std::string fallback) const {
+  return has(key) ? string(key) : fallback;
+}
+
+Count JsonFields::positive_count(const std::string& key) const {
+  const auto& value = raw(key);
+  Count count = 0;
+  if (value.is_number_integer()) {
+    count = value.get<Count>();
+  } else if (value.is_string()) {
+    count = parse_count(value.get<std::string>(), where(key));
+  } else {
+    throw InputError(fmt::format("{}: expected a positive integer, got {}", where(key), value.dump()));
+  }
+  if (count < 1) throw InputError(fmt::format("{}: must be at least 1, got {}", where(key), count));
+  return count;
+}
+
+const nlohmann::json& JsonFields::non_empty_array(const std::string& key) const {
+  const auto& value = raw(key);
+  if (!value.is_array() || value.empty()) throw InputError(fmt::format("{}: expected a non-empty array", where(key)));
+  return value;
+}
+
+std::vector<Count> JsonFields::count_list(const std::string& key) const {
+  const auto& value = non_empty_array(key);
+  std::vector<Count> counts;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const auto& item = value[i];
+    if (item.is_number_integer()) {
+      counts.push_back(item.get<Count>());
+    } else if (item.is_string()) {
+      counts.push_back(parse_count(item.get<std::string>(), where_item(key, i)));
+    } else {
+      throw InputError(fmt::format("{}: expected an integer or a string like \"128k\", got {}", where_item(key, i), item.dump()));
+    }
+  }
+  return counts;
+}
+
+Count JsonFields::positive_count_or(const std::string& key, Count fallback) const {
+  return has(key) ? positive_count(key) : fallback;
+}
+
+double JsonFields::positive_number(const std::string& key) const {
+  const auto& value = raw(key);
+  if (!value.is_number()) throw InputError(fmt::format("{}: expected a number, got {}", where(key), value.dump()));
+  const double number = value.get<double>();
+  if (!(number > 0)) throw InputError(fmt::format("{}: must be positive, got {}", where(key), value.dump()));
+  return number;
+}
+
+double JsonFields::positive_number_or(const std::string& key, double fallback) const {
+  return has(key) ? positive_number(key) : fallback;
+}
+
+bool JsonFields::boolean_or(const std::string& key, bool fallback) const {
+  if (!has(key)) return fallback;
+  if (!raw(key).is_boolean()) throw InputError(fmt::format("{}: expected true or false", where(key)));
+  return raw(key).get<bool>();
+}
+
+double JsonFields::non_negative_number_or(const std::string& key, double fallback) const {
+  if (!has(key)) return fallback;
+  const auto& value = raw(key);
+  if (!value.is_number()) throw InputError(fmt::format("{}: expected a number, got {}", where(key), value.dump()));
+  const double number = value.get<double>();
+  if (!(number >= 0)) throw InputError(fmt::format("{}: must not be negative, got {}", where(key), value.dump()));
+  return number;
+}
+
+std::vector<std::string> JsonFields::string_list_or(const std::string& key, std::vector<std::string> fallback) const {
+  if (!has(key)) return fallback;
+  const auto& value = raw(key);
+  if (!value.is_array()) throw InputError(fmt::format("{}: expected an array of strings", where(key)));
+  std::vector<std::string> items;
+  for (size_t i = 0; i < value.size(); ++i) items.push_back(string_item(value, key, i));
+  return items;
+}
+
+std::string JsonFields::string_item(const nlohmann::json& array, const std::string& key, size_t index) const {
+  const auto& item = array[index];
+  if (!item.is_string()) throw InputError(fmt::format("{}: expected a string, got {}", where_item(key, index), item.dump()));
+  return item.get<std::string>();
+}
+
+}  // namespace stripesim::model

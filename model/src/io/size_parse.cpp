@@ -1,0 +1,45 @@
+#include "stripesim/model/io/size_parse.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "stripesim/model/io/input_error.hpp"
+
+namespace stripesim::model {
+
+Count parse_count(std::string_view text, const InputName& what) {
+  auto fail = [&](std::string_view why) -> InputError { return what.error(text, why, Shown::quoted); };
+  if (text.empty()) throw fail("expected a non-negative integer, optionally with a k, M or G suffix");
+  Count multiplier = 1;
+  std::string_view digits = text;
+  switch (text.back()) {
+    case 'k': case 'K': multiplier = Count{1} << 10; digits.remove_suffix(1); break;
+    case 'm': case 'M': multiplier = Count{1} << 20; digits.remove_suffix(1); break;
+    case 'g': case 'G': multiplier = Count{1} << 30; digits.remove_suffix(1); break;
+    default: break;
+  }
+  if (digits.empty() || digits.front() < '0' || digits.front() > '9') {
+    throw fail("expected a non-negative integer, optionally with a k, M or G suffix");
+  }
+  Count value = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec == std::errc::result_out_of_range) throw fail("too large for a 64-bit count");
+  if (ec != std::errc() || end != digits.data() + digits.size()) {
+    throw fail("expected a non-negative integer, optionally with a k, M or G suffix");
+  }
+  if (value > std::numeric_limits<Count>::max() / multiplier) throw fail("too large for a 64-bit count");
+  return value * multiplier;
+}
+
+double parse_number(std::string_view text, const InputName& what) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    throw what.error(text, "expected a number", Shown::quoted);
+  }
+  return value;
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,150 @@
+#include "device_block.hpp"
+
+#include <algorithm>
+
+#include "stripesim/model/work/pair_count.hpp"
+
+namespace stripesim::model::detail {
+
+namespace {
+
+Count total_length(const std::vector<Run>& runs) {
+  Count size = 0;
+  for (const Run& run : runs) size += run.length;
+  return size;
+}
+
+}  // namespace
+
+DeviceBlock::DeviceBlock(const Layout& layout, DeviceId device, Count query_tile, Count key_tile)
+    : DeviceBlock(layout.runs(device), query_tile, key_tile) {}
+
+DeviceBlock::DeviceBlock(std::vector<Run> runs, Count query_tile, Count key_tile)
+    : size_(total_length(runs)), runs_(std::move(runs)) {
+  query_tiles_ = summarise_tiles(query_tile);
+  for (size_t t = 1; t < query_tiles_.size(); ++t) {
+    if (query_tiles_[t].min < query_tiles_[t - 1].min || query_tiles_[t].max < query_tiles_[t - 1].max) {
+      query_tiles_monotone_ = false;
+    }
+  }
+  key_tiles_ = summarise_tiles(key_tile);
+  key_min_sorted_.reserve(key_tiles_.size());
+  key_max_sorted_.reserve(key_tiles_.size());
+  for (size_t t = 0; t < key_tiles_.size(); ++t) {
+    key_min_sorted_.push_back(key_tiles_[t].min);
+    key_max_sorted_.push_back(key_tiles_[t].max);
+    if (t > 0 && (key_tiles_[t].min < key_tiles_[t - 1].min || key_tiles_[t].max < key_tiles_[t - 1].max)) {
+      key_tiles_monotone_ = false;
+    }
+  }
+  for (size_t r = 1; r < runs_.size(); ++r) {
+    if (runs_[r].first <= runs_[r - 1].last()) positions_increasing_ = false;
+  }
+  constexpr size_t kManyRuns = 64;
+  if (runs_.size() > kManyRuns) {
+    std::vector<Position> all;
+    (void)sorted_positions(0, size_, all);  // sorted_all_ is still empty, so this fills `all`
+    sorted_all_ = std::move(all);
+  }
+  if (!key_tiles_monotone_) {
+    std::sort(key_min_sorted_.begin(), key_min_sorted_.end());
+    std::sort(key_max_sorted_.begin(), key_max_sorted_.end());
+  }
+}
+
+std::vector<TileSummary> DeviceBlock::summarise_tiles(Count tile) const {
+  std::vector<TileSummary> tiles;
+  tiles.reserve(static_cast<size_t>((size_ + tile - 1) / tile));
+  size_t run = 0;
+  for (Count begin = 0; begin < size_; begin += tile) {
+    const Count end = std::min(size_, begin + tile);
+    TileSummary summary{kMaxSeqLen, -1, begin, end};
+    while (runs_[run].local_begin + runs_[run].length <= begin) ++run;
+    for (size_t r = run; r < runs_.size() && runs_[r].local_begin < end; ++r) {
+      const Run& full = runs_[r];
+      const Count from = std::max(begin, full.local_begin) - full.local_begin;
+      const Count to = std::min(end, full.local_begin + full.length) - full.local_begin;
+      summary.min = std::min(summary.min, full.at(from));  // stride > 0: a run slice's first is its min
+      summary.max = std::max(summary.max, full.at(to - 1));
+    }
+    tiles.push_back(summary);
+  }
+  return tiles;
+}
+
+std::vector<DocumentShare> split_by_document(const std::vector<Run>& runs, const std::vector<Position>& starts) {
+  std::vector<DocumentShare> shares;  // in order of first appearance, sorted at the end
+  std::vector<size_t> share_of(starts.size(), starts.size());
+  for (const Run& run : runs) {
+    Count i = 0;
+    while (i < run.length) {
+      const Position p = run.at(i);
+      const auto doc = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), p) - starts.begin() - 1);
+      // Elements of the run before the document's end: first + j * stride < starts[doc + 1].
+      const Count end = std::min(run.length, (starts[doc + 1] - run.first + run.stride - 1) / run.stride);
+      if (share_of[doc] == starts.size()) {
+        share_of[doc] = shares.size();
+        shares.push_back({doc, {}});
+      }
+      auto& mine = shares[share_of[doc]].runs;
+      const Count local = mine.empty() ? 0 : mine.back().local_begin + mine.back().length;
+      mine.push_back(Run{p, run.stride, end - i, local});
+      i = end;
+    }
+  }
+  std::sort(shares.begin(), shares.end(), [](const DocumentShare& x, const DocumentShare& y) { return x.document < y.document; });
+  return shares;
+}
+
+void DeviceBlock::clip_runs(Count begin, Count end, std::vector<Run>& out) const {
+  auto it = std::upper_bound(runs_.begin(), runs_.end(), begin,
+                             [](Count local, const Run& run) { return local < run.local_begin; });
+  for (--it; it != runs_.end() && it->local_begin < end; ++it) {
+    const Count from = std::max(begin, it->local_begin);
+    const Count to = std::min(end, it->local_begin + it->length);
+    out.push_back(Run{it->at(from - it->local_begin), it->stride, to - from, from});
+  }
+}
+
+std::span<const Position> DeviceBlock::sorted_positions(Count begin, Count end, std::vector<Position>& out) const {
+  if (begin == 0 && end == size_ && !sorted_all_.empty()) return sorted_all_;
+  if (positions_increasing_ && !sorted_all_.empty()) {
+    return std::span<const Position>(sorted_all_).subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
+  }
+  std::vector<Run> clipped;
+  clip_runs(begin, end, clipped);
+  out.clear();
+  out.reserve(static_cast<size_t>(end - begin));
+  for (const Run& run : clipped) {
+    for (Count i = 0; i < run.length; ++i) out.push_back(run.at(i));
+  }
+  if (!positions_increasing_) std::sort(out.begin(), out.end());
+  return out;
+}
+
+Count count_range_pairs(const DeviceBlock& queries, Count q_begin, Count q_end, const DeviceBlock& keys,
+                        Count k_begin, Count k_end, const Mask& mask, PairScratch& scratch) {
+  // Whole blocks use their runs as they are; tiles clip them.
+  const auto runs_of = [](const DeviceBlock& block, Count begin, Count end, std::vector<Run>& buffer) -> const std::vector<Run>& {
+    if (begin == 0 && end == block.size()) return block.runs();
+    buffer.clear();
+    block.clip_runs(begin, end, buffer);
+    return buffer;
+  };
+  const std::vector<Run>& query_runs = runs_of(queries, q_begin, q_end, scratch.query_runs);
+  const std::vector<Run>& key_runs = runs_of(keys, k_begin, k_end, scratch.key_runs);
+  // A run pair costs a floor_sum (tens of operations); a merge about two per position.
+  constexpr Count kRunPairCost = 16;
+  const auto run_pairs = static_cast<Count>(query_runs.size() * key_runs.size());
+  if (run_pairs * kRunPairCost <= 2 * ((q_end - q_begin) + (k_end - k_begin))) {
+    Count pairs = 0;
+    for (const Run& q : query_runs) {
+      for (const Run& k : key_runs) pairs += count_run_pairs(q, k, mask);
+    }
+    return pairs;
+  }
+  return count_sorted_pairs(queries.sorted_positions(q_begin, q_end, scratch.query_positions),
+                            keys.sorted_positions(k_begin, k_end, scratch.key_positions), mask);
+}
+
+}  // namespace stripesim::model::detail

@@ -1,0 +1,176 @@
+#include "stripesim/model/work/layout_spec.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/io/name_match.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/io/spec_syntax.hpp"
+#include "stripesim/model/work/document_layouts.hpp"
+#include "stripesim/model/work/ptrr_layout.hpp"
+
+namespace stripesim::model {
+
+std::vector<std::string> split_list(std::string_view text, const InputName& what) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string_view item = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+    if (item.empty()) throw what.error(text, "empty item in a comma-separated list", Shown::quoted);
+    items.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+std::string layout_file(std::string_view spec) {
+  constexpr std::string_view kPermutation = "permutation:";
+  if (spec.size() <= kPermutation.size() || lowercase(spec.substr(0, kPermutation.size())) != kPermutation) return "";
+  return std::string(spec.substr(kPermutation.size()));
+}
+
+LayoutPlan plan_layout(std::string_view typed, Count seq_len, Count devices, const LayoutContext& context) {
+  // The layout's name is matched case aside ("Zigzag"); what follows a ':' (a file) is kept.
+  const size_t colon = typed.find(':');
+  const std::string normalized = lowercase(typed.substr(0, colon)) + std::string(colon == typed.npos ? "" : typed.substr(colon));
+  const std::string_view spec = normalized;
+  LayoutPlan plan;
+  if (spec == "doc-zigzag" || spec == "doc-striped" || spec == "balanced" || spec.starts_with("balanced:") ||
+      spec == "ptrr" || spec.starts_with("ptrr:")) {
+    require_devices(devices);
+    const Mask& mask = plan.mask_.emplace(context.mask != nullptr ? *context.mask : Mask::causal(seq_len));
+    plan.devices_ = devices;
+    plan.tile_ = context.tile;
+    plan.tiling_ = context.tiling;
+    if (spec == "doc-zigzag") {
+      check_doc_zigzag_layout(mask, devices);
+      plan.computed_ = LayoutPlan::Computed::doc_zigzag;
+    } else if (spec == "doc-striped") {
+      check_doc_striped_layout(mask, devices);
+      plan.computed_ = LayoutPlan::Computed::doc_striped;
+    } else if (spec.starts_with("ptrr")) {
+      plan.size_ = spec == "ptrr" ? context.tile.query : parse_count(spec.substr(5), InputName(Input::layouts, "ptrr:BLOCK block size"));
+      check_ptrr_layout(mask, devices, plan.size_);
+      plan.computed_ = LayoutPlan::Computed::ptrr;
+    } else {
+      if (spec.starts_with("balanced:")) {
+        plan.size_ = parse_count(spec.substr(9), InputName(Input::layouts, "balanced:CHUNK chunk size"));
+        if (plan.size_ < 1) throw InputError(Input::layouts, std::string(spec), "the chunk must be at least 1 token", Shown::quoted);
+      }
+      check_balanced_layout(mask, devices, plan.size_);
+      plan.computed_ = LayoutPlan::Computed::balanced;
+    }
+    return plan;
+  }
+  constexpr std::string_view kBlockStriped = "block-striped:";
+  if (spec == "contiguous") {
+    plan.built_ = Layout::contiguous(seq_len, devices);
+  } else if (spec == "striped") {
+    plan.built_ = Layout::striped(seq_len, devices);
+  } else if (spec == "zigzag") {
+    plan.built_ = Layout::zigzag(seq_len, devices);
+  } else if (spec.starts_with(kBlockStriped)) {
+    const Count stripe = parse_count(spec.substr(kBlockStriped.size()), InputName(Input::layouts, "block-striped:S stripe width"));
+    plan.built_ = Layout::block_striped(seq_len, devices, stripe);
+  } else if (const std::string file = layout_file(spec); !file.empty()) {
+    plan.built_ = load_permutation_file(file, seq_len, devices);
+  } else {
+    std::vector<std::string> names;
+    for (const SpecSyntax& each : kLayoutSyntaxes) names.emplace_back(each.name);
+    throw InputError(Input::layouts, std::string(typed),
+                     fmt::format("unknown layout{}, expected {}", did_you_mean(typed.substr(0, colon), names),
+                                 expected_list(kLayoutSyntaxes)),
+                     Shown::quoted);
+  }
+  return plan;
+}
+
+Layout parse_layout(std::string_view spec, Count seq_len, Count devices, const LayoutContext& context) {
+  return plan_layout(spec, seq_len, devices, context).build();
+}
+
+Layout LayoutPlan::build() const& {
+  if (built_) return *built_;
+  switch (computed_) {
+    case Computed::doc_zigzag: return doc_zigzag_layout(*mask_, devices_);
+    case Computed::doc_striped: return doc_striped_layout(*mask_, devices_);
+    case Computed::ptrr: return ptrr_layout(*mask_, devices_, size_);
+    case Computed::balanced: return balanced_layout(*mask_, devices_, tile_, size_, tiling_).layout;
+  }
+  throw std::logic_error("LayoutPlan: unknown computed layout");
+}
+
+Layout LayoutPlan::build() && {
+  if (built_) return std::move(*built_);
+  return build();
+}
+
+namespace {
+
+// What an exported layout says it is, against the sequence it is loaded for: "seq_len 1008"
+// read under --seq-len 1000 without --pad-documents names the mismatch instead of a position
+// out of range.
+void check_permutation_header(const JsonFields& fields, Count seq_len, Count devices) {
+  if (fields.has("schema") && fields.string("schema") != kLayoutSchema) {
+    throw InputError(fmt::format("{} '{}': expected {}", fields.where("schema"), fields.string("schema"), kLayoutSchema));
+  }
+  if (fields.has("seq_len") && fields.positive_count("seq_len") != seq_len) {
+    throw InputError(fmt::format(
+        "{}: the layout covers {} tokens but the sequence has {} (give the --seq-len, --mask and --pad-documents "
+        "it was exported with)",
+        fields.where("seq_len"), fields.positive_count("seq_len"), seq_len));
+  }
+  if (fields.has("devices") && fields.positive_count("devices") != devices) {
+    throw InputError(fmt::format("{}: the layout is for {} devices but --devices is {}", fields.where("devices"),
+                                 fields.positive_count("devices"), devices));
+  }
+  if (fields.has("block_size") && devices > 0 && fields.positive_count("block_size") != seq_len / devices) {
+    throw InputError(fmt::format("{}: {} tokens per device, but {} tokens over {} devices are {} each",
+                                 fields.where("block_size"), fields.positive_count("block_size"), seq_len, devices,
+                                 seq_len / devices));
+  }
+}
+
+}  // namespace
+
+Layout load_permutation_file(const std::string& path, Count seq_len, Count devices) {
+  const std::string label = fmt::format("permutation:{}", path);
+  const nlohmann::json doc = read_json_file(path, label);
+  const nlohmann::json* blocks = &doc;
+  if (doc.is_object()) {
+    const JsonFields fields(doc, label);
+    fields.allow_only({"description", "schema", "layout", "seq_len", "devices", "block_size", "tile", "tiling", "mask",
+                       "padding", "blocks"});
+    if (!doc.contains("blocks")) throw InputError(fmt::format("{}: expected a \"blocks\" array of per-device arrays", label));
+    check_permutation_header(fields, seq_len, devices);
+    blocks = &doc.at("blocks");
+  }
+  if (!blocks->is_array()) throw InputError(fmt::format("{}: expected a \"blocks\" array of per-device arrays", label));
+  if (static_cast<Count>(blocks->size()) != devices) {
+    throw InputError(fmt::format("{}: holds {} device blocks but --devices is {}", label, blocks->size(), devices));
+  }
+  std::vector<std::vector<Position>> positions;
+  positions.reserve(blocks->size());
+  for (size_t d = 0; d < blocks->size(); ++d) {
+    const auto& block = (*blocks)[d];
+    if (!block.is_array()) throw InputError(fmt::format("{}: block {} is not an array of positions", label, d));
+    auto& out = positions.emplace_back();
+    out.reserve(block.size());
+    for (const auto& p : block) {
+      if (!p.is_number_integer()) {
+        throw InputError(fmt::format("{}: block {} holds {}, expected integer positions", label, d, p.dump()));
+      }
+      out.push_back(p.get<Position>());
+    }
+  }
+  return Layout::permutation(positions, seq_len, path);
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,157 @@
+#include "stripesim/model/work/mask.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <sstream>
+
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/io/spec_syntax.hpp"
+#include "stripesim/model/work/document_lengths.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+
+namespace stripesim::model {
+
+Mask Mask::causal(Count seq_len) { return Mask(MaskKind::causal, seq_len); }
+
+Mask Mask::bidirectional(Count seq_len) { return Mask(MaskKind::bidirectional, seq_len); }
+
+Mask Mask::window(Count seq_len, Count width) {
+  if (width < 1) throw InputError(Input::mask, fmt::format("window:{}", width), "the window must be at least 1 token");
+  Mask mask(MaskKind::window, seq_len);
+  mask.window_ = width;
+  // A window wider than the sequence is the causal mask; clamping keeps q - W far from overflow.
+  mask.effective_window_ = std::min(width, seq_len);
+  return mask;
+}
+
+Mask Mask::documents(Count seq_len, std::vector<Count> lengths) {
+  const auto fail = [](const std::string& why) { return InputError(Input::mask, "documents", why); };
+  if (lengths.empty()) throw fail("needs at least one document length");
+  Mask mask(MaskKind::documents, seq_len);
+  mask.starts_.reserve(lengths.size() + 1);
+  Count sum = 0;
+  for (size_t j = 0; j < lengths.size(); ++j) {
+    if (lengths[j] < 1) {
+      throw fail(fmt::format("document {} has length {}, every length must be at least 1", j, lengths[j]));
+    }
+    mask.starts_.push_back(sum);
+    if (lengths[j] > seq_len - sum) {
+      throw fail(fmt::format("the lengths add up to more than --seq-len {}", seq_len));
+    }
+    sum += lengths[j];
+  }
+  if (sum != seq_len) {
+    throw fail(fmt::format("the lengths add up to {}, they must add up to --seq-len {}", sum, seq_len));
+  }
+  mask.starts_.push_back(seq_len);
+  mask.lengths_ = std::move(lengths);
+  return mask;
+}
+
+std::string Mask::name() const {
+  switch (kind_) {
+    case MaskKind::causal: return "causal";
+    case MaskKind::bidirectional: return "bidirectional";
+    case MaskKind::window: return fmt::format("window:{}", window_);
+    case MaskKind::documents: return "documents";
+  }
+  return {};
+}
+
+Position Mask::document_start(Position q) const {
+  const auto it = std::upper_bound(starts_.begin(), starts_.end(), q);
+  return *(it - 1);
+}
+
+Position Mask::lowest_key(Position q) const {
+  switch (kind_) {
+    case MaskKind::causal:
+    case MaskKind::bidirectional: return 0;
+    case MaskKind::window: return std::max<Position>(0, q - effective_window_ + 1);
+    case MaskKind::documents: return document_start(q);
+  }
+  return 0;
+}
+
+namespace {
+
+bool looks_like_length_list(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char ch) {
+    return (ch >= '0' && ch <= '9') || ch == ',' || ch == 'k' || ch == 'K' || ch == 'm' || ch == 'M' ||
+           ch == 'g' || ch == 'G';
+  });
+}
+
+std::vector<Count> read_document_lengths(const std::string& path) {
+  const std::string label = fmt::format("--mask documents:{}", path);
+  const std::string text = read_text_file(path, label);
+  const auto first = text.find_first_not_of(" \t\r\n");
+  std::vector<Count> lengths;
+  if (first != std::string::npos && text[first] == '[') {
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(fmt::format("{}: not a valid JSON array (at byte {})", label, e.byte));
+    }
+    for (const auto& item : doc) {
+      if (!item.is_number_integer()) {
+        throw InputError(fmt::format("{}: holds {}, expected integer document lengths", label, item.dump()));
+      }
+      lengths.push_back(item.get<Count>());
+    }
+    return lengths;
+  }
+  std::istringstream lines(text);
+  std::string line;
+  Count line_number = 0;
+  while (std::getline(lines, line)) {
+    ++line_number;
+    const auto begin = line.find_first_not_of(" \t\r");
+    if (begin == std::string::npos || line[begin] == '#') continue;
+    const auto end = line.find_last_not_of(" \t\r");
+    lengths.push_back(parse_count(std::string_view(line).substr(begin, end - begin + 1),
+                                  fmt::format("{} line {}", label, line_number)));
+  }
+  return lengths;
+}
+
+}  // namespace
+
+std::string mask_file(std::string_view spec) {
+  constexpr std::string_view kDocuments = "documents:";
+  if (!spec.starts_with(kDocuments) || spec.size() == kDocuments.size()) return "";
+  const std::string_view rest = spec.substr(kDocuments.size());
+  return is_length_distribution(rest) || looks_like_length_list(rest) ? "" : std::string(rest);
+}
+
+Mask parse_mask(std::string_view spec, Count seq_len) {
+  if (spec == "causal") return Mask::causal(seq_len);
+  if (spec == "bidirectional") return Mask::bidirectional(seq_len);
+  constexpr std::string_view kWindow = "window:";
+  constexpr std::string_view kDocuments = "documents:";
+  if (spec.starts_with(kWindow)) {
+    const std::string_view width = spec.substr(kWindow.size());
+    if (width.starts_with('-')) throw InputError(Input::mask, std::string(spec), "the window must be at least 1 token", Shown::quoted);
+    return Mask::window(seq_len, parse_count(width, InputName(Input::mask, "window:W width")));
+  }
+  if (spec.starts_with(kDocuments) && spec.size() > kDocuments.size()) {
+    const std::string_view rest = spec.substr(kDocuments.size());
+    if (is_length_distribution(rest)) return Mask::documents(seq_len, draw_document_lengths(rest, seq_len));
+    if (looks_like_length_list(rest)) {
+      std::vector<Count> lengths;
+      for (const auto& item : split_list(rest, InputName(Input::mask, "documents"))) {
+        lengths.push_back(parse_count(item, InputName(Input::mask, "documents length")));
+      }
+      return Mask::documents(seq_len, std::move(lengths));
+    }
+    return Mask::documents(seq_len, read_document_lengths(mask_file(spec)));
+  }
+  throw InputError(Input::mask, std::string(spec), "unknown mask, expected " + expected_list(kMaskSyntaxes), Shown::quoted);
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,58 @@
+#include "stripesim/model/work/ptrr_layout.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "stripesim/model/io/input_error.hpp"
+
+namespace stripesim::model {
+
+Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count block, Position origin) {
+  return (mask.highest_key(end - 1) - origin) / block - (std::max(mask.lowest_key(begin), origin) - origin) / block + 1;
+}
+
+void check_ptrr_layout(const Mask& mask, Count devices, Count block) {
+  if (block < 1) throw InputError(Input::layouts, fmt::format("ptrr:{}", block), "the block must be at least 1 token");
+  if (devices < 1) throw InputError(Input::devices, std::to_string(devices), "must be at least 1");
+  require_seq_len_divisible(mask.seq_len(), devices, "ptrr", "N");
+}
+
+Layout ptrr_layout(const Mask& mask, Count devices, Count block) {
+  check_ptrr_layout(mask, devices, block);
+  const Count n = mask.seq_len();
+  const Count c = n / devices;
+  // When B does not divide n / N, the sequence's last N x (n / N mod B) tokens are cut into one
+  // run per device (last in its local order, so they shift no other tile); the blocks before
+  // them go round robin.
+  const Count fragment = c % block;
+  const Position body = n - devices * fragment;
+  const Count blocks = body / block;
+  std::vector<Count> price(static_cast<size_t>(blocks));
+  for (Count b = 0; b < blocks; ++b) price[static_cast<size_t>(b)] = key_blocks_reached(mask, b * block, (b + 1) * block, block);
+  std::vector<Count> order(static_cast<size_t>(blocks));
+  std::iota(order.begin(), order.end(), Count{0});
+  std::stable_sort(order.begin(), order.end(), [&](Count x, Count y) { return price[static_cast<size_t>(x)] > price[static_cast<size_t>(y)]; });
+
+  std::vector<std::vector<Count>> dealt(static_cast<size_t>(devices));
+  for (Count i = 0; i < blocks; ++i) {
+    const Count lap = i / devices;
+    const Count seat = i % devices;
+    dealt[static_cast<size_t>(lap % 2 == 0 ? seat : devices - 1 - seat)].push_back(order[static_cast<size_t>(i)]);
+  }
+  std::vector<std::vector<Position>> positions(static_cast<size_t>(devices));
+  for (size_t d = 0; d < dealt.size(); ++d) {
+    std::sort(dealt[d].begin(), dealt[d].end());
+    auto& mine = positions[d];
+    mine.reserve(static_cast<size_t>(c));
+    for (const Count b : dealt[d]) {
+      for (Position p = b * block; p < (b + 1) * block; ++p) mine.push_back(p);
+    }
+    const Position run = body + static_cast<Count>(d) * fragment;
+    for (Position p = run; p < run + fragment; ++p) mine.push_back(p);
+  }
+  return Layout::from_blocks(positions, n, fmt::format("ptrr:{}", block), LayoutKind::ptrr);
+}
+
+}  // namespace stripesim::model

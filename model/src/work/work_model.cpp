@@ -1,0 +1,327 @@
+#include "stripesim/model/work/work_model.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+
+#include "device_block.hpp"
+#include "stripesim/model/work/parallel_for.hpp"
+
+namespace stripesim::model {
+namespace {
+
+using detail::DeviceBlock;
+using detail::PairScratch;
+using detail::TileSummary;
+
+struct TileCounts {
+  Count active = 0;
+  Count partial = 0;
+};
+
+Count count_at_or_below(const std::vector<Position>& sorted, Position x) {
+  return std::upper_bound(sorted.begin(), sorted.end(), x) - sorted.begin();
+}
+
+// Causal: a tile is active iff its smallest key <= its largest query, and fully allowed iff its
+// largest key <= its smallest query. Both are exact, whatever the layout.
+TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& keys, QueryTileProfile* rows) {
+  TileCounts counts;
+  const auto& key_min = keys.key_min_sorted();
+  const auto& key_max = keys.key_max_sorted();
+  if (queries.query_tiles_monotone()) {
+    // Query tiles' bounds only grow: both counts are pointers that only move forward.
+    size_t active = 0;
+    size_t full = 0;
+    for (const TileSummary& qt : queries.query_tiles()) {
+      while (active < key_min.size() && key_min[active] <= qt.max) ++active;
+      while (full < key_max.size() && key_max[full] <= qt.min) ++full;
+      counts.active += static_cast<Count>(active);
+      counts.partial += static_cast<Count>(active - full);
+      if (rows) rows->push_back({static_cast<Count>(full), static_cast<Count>(active - full)});
+    }
+    return counts;
+  }
+  for (const TileSummary& qt : queries.query_tiles()) {
+    const Count active = count_at_or_below(keys.key_min_sorted(), qt.max);
+    const Count full = count_at_or_below(keys.key_max_sorted(), qt.min);
+    counts.active += active;
+    counts.partial += active - full;
+    if (rows) rows->push_back({full, active - full});
+  }
+  return counts;
+}
+
+// Window and documents masks: bounds from the tile summaries decide most tiles (surely empty,
+// surely fully allowed); the rest are counted exactly, because a sparse tile (striped, say) can
+// fall between the window's edges without holding a single allowed pair.
+class IntervalTileCounter {
+ public:
+  IntervalTileCounter(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, PairScratch& scratch)
+      : queries_(queries), keys_(keys), mask_(mask), scratch_(scratch) {}
+
+  TileCounts count(QueryTileProfile* rows) {
+    const auto& key_tiles = keys_.key_tiles();
+    for (const TileSummary& qt : queries_.query_tiles()) {
+      const Count active_before = counts_.active;
+      const Count partial_before = counts_.partial;
+      count_query_tile(qt, key_tiles);
+      const Count active = counts_.active - active_before;
+      const Count partial = counts_.partial - partial_before;
+      if (rows) rows->push_back({active - partial, partial});
+    }
+    return counts_;
+  }
+
+ private:
+  void count_query_tile(const TileSummary& qt, const std::vector<TileSummary>& key_tiles) {
+    const Bounds b = bounds(qt);
+    if (keys_.key_tiles_monotone()) {
+      // Candidates: kmax >= lo_min and kmin <= hi_max, an index range.
+      const auto first = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.max < b.lo_min; });
+      const auto last = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.min <= b.hi_max; });
+      if (first >= last) return;
+      // Fully allowed: kmin >= lo_max and kmax <= hi_min, a sub-range of the candidates.
+      auto full_first = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.min < b.lo_max; });
+      auto full_last = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.max <= b.hi_min; });
+      full_first = std::clamp(full_first, first, last);
+      full_last = std::clamp(full_last, full_first, last);
+      counts_.active += full_last - full_first;
+      for (auto kt = first; kt != full_first; ++kt) count_exactly(qt, *kt);
+      for (auto kt = full_last; kt != last; ++kt) count_exactly(qt, *kt);
+    } else {
+      for (const TileSummary& kt : key_tiles) {
+        if (kt.max < b.lo_min || kt.min > b.hi_max) continue;
+        if (kt.min >= b.lo_max && kt.max <= b.hi_min) {
+          ++counts_.active;
+        } else {
+          count_exactly(qt, kt);
+        }
+      }
+    }
+  }
+
+  struct Bounds {
+    Position lo_min, lo_max, hi_min, hi_max;  // key interval ends at the tile's smallest/largest query
+  };
+
+  [[nodiscard]] Bounds bounds(const TileSummary& qt) const {
+    return {mask_.lowest_key(qt.min), mask_.lowest_key(qt.max), mask_.highest_key(qt.min), mask_.highest_key(qt.max)};
+  }
+
+  void count_exactly(const TileSummary& qt, const TileSummary& kt) {
+    const Count pairs = detail::count_range_pairs(queries_, qt.begin, qt.end, keys_, kt.begin, kt.end, mask_, scratch_);
+    if (pairs > 0) ++counts_.active;
+    if (pairs > 0 && pairs < qt.size() * kt.size()) ++counts_.partial;
+  }
+
+  const DeviceBlock& queries_;
+  const DeviceBlock& keys_;
+  const Mask& mask_;
+  PairScratch& scratch_;
+  TileCounts counts_;
+};
+
+// `rows`, when given, receives each query tile's full and partial key tiles in local order.
+TileCounts count_tiles(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, PairScratch& scratch,
+                       QueryTileProfile* rows) {
+  switch (mask.kind()) {
+    case MaskKind::bidirectional: {
+      const auto key_tiles = static_cast<Count>(keys.key_tiles().size());
+      if (rows) rows->assign(queries.query_tiles().size(), QueryTileLoad{key_tiles, 0});
+      return {static_cast<Count>(queries.query_tiles().size()) * key_tiles, 0};
+    }
+    case MaskKind::causal: return count_causal_tiles(queries, keys, rows);
+    case MaskKind::window:
+    case MaskKind::documents: return IntervalTileCounter(queries, keys, mask, scratch).count(rows);
+  }
+  return {};
+}
+
+// A documents mask under varlen tiling: each document's local queries against the same document's
+// local keys, tiled on their own (no tile mixes documents), summed over the documents both hold.
+class VarlenTileCounter {
+ public:
+  VarlenTileCounter(const Layout& layout, const Mask& mask, TileShape tile, Count devices) {
+    shares_.resize(static_cast<size_t>(devices));
+    for (Count d = 0; d < devices; ++d) {
+      for (auto& share : detail::split_by_document(layout.runs(d), mask.document_starts())) {
+        shares_[static_cast<size_t>(d)].push_back({share.document, DeviceBlock(std::move(share.runs), tile.query, tile.key)});
+      }
+    }
+  }
+
+  TileCounts count(DeviceId query_device, DeviceId key_device, const Mask& mask, PairScratch& scratch,
+                   QueryTileProfile* rows) const {
+    const auto& queries = shares_[static_cast<size_t>(query_device)];
+    const auto& keys = shares_[static_cast<size_t>(key_device)];
+    TileCounts counts;
+    auto key = keys.begin();
+    for (const Share& query : queries) {  // both ordered by document: a merge
+      while (key != keys.end() && key->document < query.document) ++key;
+      if (key == keys.end() || key->document != query.document) {
+        if (rows) rows->insert(rows->end(), query.block.query_tiles().size(), QueryTileLoad{});
+        continue;
+      }
+      const TileCounts mine = count_tiles(query.block, key->block, mask, scratch, rows);
+      counts.active += mine.active;
+      counts.partial += mine.partial;
+    }
+    return counts;
+  }
+
+ private:
+  struct Share {
+    size_t document;
+    DeviceBlock block;
+  };
+  std::vector<std::vector<Share>> shares_;
+};
+
+// Under a causal mask with fixed tiles, whether every (query, key) pair of two blocks is allowed
+// (true: the latest key is no later than the earliest query) or none is (false: the earliest key
+// comes after the latest query); empty when it is neither, or another mask or tiling.
+std::optional<bool> causal_block_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, bool varlen) {
+  if (mask.kind() != MaskKind::causal || varlen || queries.size() == 0 || keys.size() == 0) return std::nullopt;
+  // Every block lists its positions' tile bounds sorted: the block's first and last position.
+  const Position query_first = queries.key_min_sorted().front();
+  const Position query_last = queries.key_max_sorted().back();
+  if (keys.key_max_sorted().back() <= query_first) return true;
+  if (keys.key_min_sorted().front() > query_last) return false;
+  return std::nullopt;
+}
+
+// Floor division for a positive divisor.
+Position floor_div(Position a, Position b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// A device's positions as one progression, when they are one (contiguous, striped).
+std::optional<Run> single_run(const Layout& layout, DeviceId device) {
+  std::vector<Run> runs = layout.runs(device);
+  if (runs.size() != 1) return std::nullopt;
+  return runs.front();
+}
+
+// When both blocks are progressions of one stride S and length L, query i sees key j under a
+// causal mask iff first_k + j S <= first_q + i S, i.e. iff j <= i + offset with
+// offset = floor((first_q - first_k) / S). An offset in (-L, 0) is a causal block whose diagonal
+// is masked: kernels whose causal mask keeps it run q[-offset:] x k[:L + offset], a call of
+// L + offset. 0: the block runs as it is (empty, full, causal on the diagonal, other layouts).
+Count trimmed_call_length(const std::optional<Run>& queries, const std::optional<Run>& keys) {
+  if (!queries || !keys || queries->stride != keys->stride || queries->length != keys->length) return 0;
+  const Position offset = floor_div(queries->first - keys->first, queries->stride);
+  return offset < 0 && offset > -queries->length ? queries->length + offset : 0;
+}
+
+struct ProfileHash {
+  size_t operator()(const QueryTileProfile& profile) const {
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the counts
+    for (const QueryTileLoad& load : profile) {
+      for (const Count value : {load.full, load.partial}) {
+        h ^= static_cast<std::uint64_t>(value);
+        h *= 1099511628211ull;
+      }
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+// One device column's distinct query tile profiles, in the order first seen.
+struct ColumnProfiles {
+  std::vector<QueryTileProfile> distinct;
+  std::vector<Count> index_by_round;
+};
+
+}  // namespace
+
+// Any other mask is one document: varlen tiles it as fixed does.
+bool tiling_matters(Tiling tiling, MaskKind mask) { return tiling == Tiling::varlen && mask == MaskKind::documents; }
+
+Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads, WorkDetail detail,
+                Tiling tiling) {
+  if (mask.seq_len() != layout.seq_len()) throw std::invalid_argument("count_work: mask and layout disagree on n");
+  if (tile.query < 1 || tile.key < 1) throw std::invalid_argument("count_work: tile sides must be positive");
+  const Count devices = layout.devices();
+
+  std::vector<std::optional<DeviceBlock>> blocks(static_cast<size_t>(devices));
+  parallel_for(static_cast<size_t>(devices), threads, [&](size_t d) { blocks[d].emplace(layout, static_cast<Count>(d), tile.query, tile.key); });
+  std::optional<VarlenTileCounter> varlen;
+  if (tiling_matters(tiling, mask.kind())) varlen.emplace(layout, mask, tile, devices);
+
+  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices), {}, {}, {}};
+  const bool profiles = detail == WorkDetail::query_tiles;
+  std::vector<ColumnProfiles> columns(profiles ? static_cast<size_t>(devices) : 0);
+  // Each device's column is written by one thread only, so the result never depends on threads.
+  parallel_for(static_cast<size_t>(devices), threads, [&](size_t column) {
+    const auto d = static_cast<Count>(column);
+    PairScratch scratch;
+    QueryTileProfile rows;
+    std::unordered_map<QueryTileProfile, Count, ProfileHash> seen;
+    const DeviceBlock& queries = *blocks[static_cast<size_t>(d)];
+    for (Count r = 0; r < devices; ++r) {
+      const DeviceBlock& keys = *blocks[static_cast<size_t>(kv_source(d, r, devices))];
+      rows.clear();
+      QueryTileProfile* row_sink = profiles ? &rows : nullptr;
+      TileCounts tiles;
+      if (const auto whole = causal_block_pair(queries, keys, mask, varlen.has_value())) {
+        // Every pair allowed, or none (contiguous blocks, most of a ring): no need to look inside.
+        const auto query_tiles = static_cast<Count>(queries.query_tiles().size());
+        const auto key_tiles = *whole ? static_cast<Count>(keys.key_tiles().size()) : 0;
+        work.unmasked_elements.at(r, d) = *whole ? queries.size() * keys.size() : 0;
+        tiles = {query_tiles * key_tiles, 0};
+        if (row_sink) row_sink->assign(static_cast<size_t>(query_tiles), QueryTileLoad{key_tiles, 0});
+      } else {
+        work.unmasked_elements.at(r, d) =
+            detail::count_range_pairs(queries, 0, queries.size(), keys, 0, keys.size(), mask, scratch);
+        tiles = varlen ? varlen->count(d, kv_source(d, r, devices), mask, scratch, row_sink)
+                       : count_tiles(queries, keys, mask, scratch, row_sink);
+      }
+      work.active_tiles.at(r, d) = tiles.active;
+      work.partial_tiles.at(r, d) = tiles.partial;
+      if (profiles) {
+        // Rounds in a row mostly bring the same profile (every earlier block is all full to a
+        // causal device, every later one empty): compared with the last one before any hashing.
+        ColumnProfiles& column = columns[static_cast<size_t>(d)];
+        if (r > 0 && rows == column.distinct[static_cast<size_t>(column.index_by_round.back())]) {
+          column.index_by_round.push_back(column.index_by_round.back());
+          continue;
+        }
+        const auto [it, added] = seen.try_emplace(rows, static_cast<Count>(column.distinct.size()));
+        if (added) column.distinct.push_back(rows);
+        column.index_by_round.push_back(it->second);
+      }
+    }
+  });
+  if (profiles) work.trimmed_length = WorkMatrix(devices, devices);  // no trims but under a causal mask
+  if (profiles && mask.kind() == MaskKind::causal) {
+    std::vector<std::optional<Run>> runs;
+    for (Count d = 0; d < devices; ++d) runs.push_back(single_run(layout, d));
+    for (Count r = 0; r < devices; ++r) {
+      for (Count d = 0; d < devices; ++d) {
+        work.trimmed_length.at(r, d) =
+            trimmed_call_length(runs[static_cast<size_t>(d)], runs[static_cast<size_t>(kv_source(d, r, devices))]);
+      }
+    }
+  }
+  if (profiles) {
+    // Merge the columns in device order, so the numbering is the same on any thread count.
+    work.query_tile_profile = WorkMatrix(devices, devices);
+    std::unordered_map<QueryTileProfile, Count, ProfileHash> global;
+    for (Count d = 0; d < devices; ++d) {
+      ColumnProfiles& column = columns[static_cast<size_t>(d)];
+      std::vector<Count> global_id(column.distinct.size());
+      for (size_t i = 0; i < column.distinct.size(); ++i) {
+        const auto [it, added] = global.try_emplace(column.distinct[i], static_cast<Count>(work.profiles.size()));
+        if (added) work.profiles.push_back(std::move(column.distinct[i]));
+        global_id[i] = it->second;
+      }
+      for (Count r = 0; r < devices; ++r) {
+        work.query_tile_profile.at(r, d) = global_id[static_cast<size_t>(column.index_by_round[static_cast<size_t>(r)])];
+      }
+    }
+  }
+  return work;
+}
+
+}  // namespace stripesim::model

@@ -1,0 +1,201 @@
+#include "stripesim/model/workflows/analysis.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+#include <optional>
+
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/work/document_layouts.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/work_model.hpp"
+
+namespace stripesim::model {
+AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig base, const std::string& label) {
+  const JsonFields f(doc, label);
+  f.allow_only({"description", "seq_len", "devices", "tile", "tiling", "layouts", "mask", "pad_documents"});
+  base.seq_len = f.positive_count_or("seq_len", base.seq_len);
+  base.devices = f.positive_count_or("devices", base.devices);
+  if (f.has("tile")) base.tile = f.parsed("tile", parse_tile_shape);
+  if (f.has("tiling")) base.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
+  base.mask = f.string_or("mask", base.mask);
+  base.layouts = f.string_list_or("layouts", base.layouts);
+  base.pad_documents = f.boolean_or("pad_documents", base.pad_documents);
+  if (base.layouts.empty()) throw InputError(fmt::format("{}: needs at least one layout", f.where("layouts")));
+  return base;
+}
+
+AnalysisPlan plan_analysis(const AnalyzeConfig& config) {
+  if (config.layouts.empty()) throw InputError(Input::layouts, "", "needs at least one layout");
+  // Three N x N matrices per layout are kept and printed: beyond this they need gigabytes.
+  if (config.devices < 1 || config.devices > kMaxAnalyzeDevices) {
+    throw InputError(Input::devices, std::to_string(config.devices),
+                     fmt::format("must be between 1 and {} (analyze keeps N x N matrices per layout)", kMaxAnalyzeDevices));
+  }
+  // Validate the mask and every layout before the first count.
+  AnalysisPlan plan{config, parse_mask(config.mask, config.seq_len), config.seq_len, 0, {}};
+  if (config.pad_documents) {
+    PaddedDocuments padded = pad_documents(plan.mask, config.devices);
+    plan.mask = std::move(padded.mask);
+    plan.padding_tokens = padded.padding_tokens;
+    plan.seq_len = padded.seq_len;
+  }
+  const LayoutContext context{&plan.mask, config.tile, config.tiling};
+  plan.layouts.reserve(config.layouts.size());
+  for (const auto& spec : config.layouts) plan.layouts.push_back(plan_layout(spec, plan.seq_len, config.devices, context));
+  return plan;
+}
+
+namespace {
+
+// Speedup and imbalance divide by each layout's own total, so a layout that needs many more tiles
+// in all (striped on packed documents) still looks balanced; dividing every layout by one bound
+// ranks them by what their busiest device really computes.
+void rank_against_tile_bound(Analysis& analysis) {
+  Count fewest = analysis.results.front().tiles.total;
+  for (const LayoutResult& r : analysis.results) fewest = std::min(fewest, r.tiles.total);
+  analysis.tile_bound = static_cast<double>(fewest) / static_cast<double>(analysis.config.devices);
+  for (size_t i = 0; i < analysis.results.size(); ++i) {
+    LayoutResult& r = analysis.results[i];
+    // Every mask allows each query its own key (n >= 1), so every layout has a tile and the bound is positive.
+    r.tiles_vs_bound = static_cast<double>(r.tiles.slowest_device) / analysis.tile_bound;
+    r.tiles_lockstep_vs_bound = static_cast<double>(r.tiles.lockstep) / analysis.tile_bound;
+    const LayoutResult& best = analysis.results[analysis.best];
+    // Compared in exact counts, not ratios, so that equal layouts tie and the first listed wins.
+    if (std::pair(r.tiles.slowest_device, r.tiles.lockstep) < std::pair(best.tiles.slowest_device, best.tiles.lockstep)) {
+      analysis.best = i;
+    }
+  }
+}
+
+}  // namespace
+
+Analysis run_analysis(const AnalyzeConfig& config, unsigned threads) { return run_analysis(plan_analysis(config), threads); }
+
+Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
+  const AnalyzeConfig& config = plan.config;
+  Analysis analysis{config, plan.mask, plan.seq_len, plan.padding_tokens, {}, 0, 0};
+  const Count n = analysis.seq_len;
+  std::optional<Work> contiguous;
+  for (const LayoutPlan& planned : plan.layouts) {
+    const Layout layout = planned.build();
+    LayoutResult result{
+        layout.name(), count_work(layout, analysis.mask, config.tile, threads, WorkDetail::totals, config.tiling), {}, {},
+        0, 0, 0, 0, {}};
+    result.elements = compute_metrics(result.work.unmasked_elements);
+    result.tiles = compute_metrics(result.work.active_tiles);
+    if (tiling_matters(config.tiling, analysis.mask.kind())) result.document_pieces = document_pieces(layout, analysis.mask);
+    if (layout.kind() == LayoutKind::contiguous && !contiguous) contiguous = result.work;
+    analysis.results.push_back(std::move(result));
+  }
+  // The reference is plain Ring Attention, computed even when it was not asked for.
+  if (!contiguous) {
+    contiguous = count_work(Layout::contiguous(n, config.devices), analysis.mask, config.tile, threads, WorkDetail::totals,
+                            config.tiling);
+  }
+  const Metrics reference_elements = compute_metrics(contiguous->unmasked_elements);
+  const Metrics reference_tiles = compute_metrics(contiguous->active_tiles);
+  for (LayoutResult& result : analysis.results) {
+    result.elements_lockstep_speedup_vs_contiguous =
+        static_cast<double>(reference_elements.lockstep) / static_cast<double>(result.elements.lockstep);
+    result.tiles_lockstep_speedup_vs_contiguous =
+        static_cast<double>(reference_tiles.lockstep) / static_cast<double>(result.tiles.lockstep);
+  }
+  rank_against_tile_bound(analysis);
+  return analysis;
+}
+
+nlohmann::ordered_json to_json(const WorkMatrix& matrix) {
+  nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
+  for (Count r = 0; r < matrix.rounds(); ++r) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::array();
+    for (Count d = 0; d < matrix.devices(); ++d) row.push_back(matrix.at(r, d));
+    rounds.push_back(std::move(row));
+  }
+  return rounds;
+}
+
+nlohmann::ordered_json to_json(const Metrics& m, double lockstep_speedup_vs_contiguous) {
+  return nlohmann::ordered_json{{"total", m.total},
+                        {"lockstep", m.lockstep},
+                        {"slowest_device", m.slowest_device},
+                        {"imbalance", m.imbalance},
+                        {"spread", m.spread},
+                        {"cv", m.cv},
+                        {"speedup", m.speedup},
+                        {"lockstep_speedup", m.lockstep_speedup},
+                        {"idle_fraction", m.idle_fraction},
+                        {"lockstep_speedup_vs_contiguous", lockstep_speedup_vs_contiguous}};
+}
+
+nlohmann::ordered_json mask_to_json(const Mask& mask, const std::string& spec) {
+  nlohmann::ordered_json out{{"spec", spec}, {"kind", mask.name()}};
+  if (mask.kind() == MaskKind::window) out["window"] = mask.window_width();
+  if (mask.kind() == MaskKind::documents) out["document_lengths"] = mask.document_lengths();
+  return out;
+}
+
+nlohmann::ordered_json to_json(const Analysis& analysis) {
+  const AnalyzeConfig& c = analysis.config;
+  nlohmann::ordered_json mask = mask_to_json(analysis.mask, c.mask);
+  nlohmann::ordered_json doc;
+  doc["schema"] = kAnalyzeSchema;
+  doc["config"] = {{"seq_len", analysis.seq_len},
+                   {"devices", c.devices},
+                   {"block_size", analysis.seq_len / c.devices},
+                   {"tile", {{"query", c.tile.query}, {"key", c.tile.key}}},
+                   {"tiling", tiling_name(c.tiling)},
+                   {"mask", std::move(mask)},
+                   {"layouts", c.layouts}};
+  if (c.pad_documents) {
+    doc["config"]["padding"] = {{"unpadded_seq_len", c.seq_len},
+                                {"tokens", analysis.padding_tokens},
+                                {"fraction", static_cast<double>(analysis.padding_tokens) / static_cast<double>(analysis.seq_len)}};
+  }
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  for (const LayoutResult& r : analysis.results) {
+    results.push_back({{"layout", r.layout},
+                       {"unmasked_elements", to_json(r.work.unmasked_elements)},
+                       {"active_tiles", to_json(r.work.active_tiles)},
+                       {"partial_tiles", to_json(r.work.partial_tiles)},
+                       {"metrics",
+                        {{"elements", to_json(r.elements, r.elements_lockstep_speedup_vs_contiguous)},
+                         {"tiles", to_json(r.tiles, r.tiles_lockstep_speedup_vs_contiguous)}}},
+                       {"tiles_vs_bound", r.tiles_vs_bound},
+                       {"tiles_lockstep_vs_bound", r.tiles_lockstep_vs_bound},
+                       {"best", &r == &analysis.results[analysis.best]}});
+    if (!r.document_pieces.empty()) results.back()["document_pieces"] = r.document_pieces;
+  }
+  doc["tile_bound"] = analysis.tile_bound;
+  doc["best_layout"] = analysis.results[analysis.best].layout;
+  doc["results"] = std::move(results);
+  return doc;
+}
+
+std::vector<nlohmann::ordered_json> analysis_rows(const Analysis& analysis) {
+  const AnalyzeConfig& c = analysis.config;
+  std::vector<nlohmann::ordered_json> rows;
+  for (size_t i = 0; i < analysis.results.size(); ++i) {
+    const LayoutResult& r = analysis.results[i];
+    nlohmann::ordered_json row{{"layout", r.layout},        {"seq_len", analysis.seq_len},
+                               {"devices", c.devices},      {"tile", c.tile.to_string()},
+                               {"tiling", tiling_name(c.tiling)}, {"mask", c.mask}};
+    // The JSON's metrics objects, flattened with their unit as prefix.
+    const std::pair<const char*, nlohmann::ordered_json> units[] = {
+        {"elements", to_json(r.elements, r.elements_lockstep_speedup_vs_contiguous)},
+        {"tiles", to_json(r.tiles, r.tiles_lockstep_speedup_vs_contiguous)}};
+    for (const auto& [unit, metrics] : units) {
+      for (const auto& [key, value] : metrics.items()) row[fmt::format("{}_{}", unit, key)] = value;
+    }
+    row["tiles_vs_bound"] = r.tiles_vs_bound;
+    row["tiles_lockstep_vs_bound"] = r.tiles_lockstep_vs_bound;
+    row["best"] = i == analysis.best;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace stripesim::model

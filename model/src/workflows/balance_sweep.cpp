@@ -1,0 +1,117 @@
+#include "stripesim/model/workflows/balance_sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/input_origins.hpp"
+#include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/workflows/analysis.hpp"
+#include "stripesim/model/workflows/grid.hpp"
+
+namespace stripesim::model {
+
+BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::string& label) {
+  const JsonFields f(doc, label);
+  f.allow_only({"kind", "description", "tiling", "groups"});
+  if (f.string("kind") != "balance") throw InputError(fmt::format("{}: expected \"balance\"", f.where("kind")));
+  BalanceSweepSpec spec;
+  spec.label = label;
+  spec.description = f.string_or("description", "");
+  if (f.has("tiling")) spec.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
+  const auto& groups = f.non_empty_array("groups");
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const JsonFields g(groups[i], fmt::format("{} group {}", label, i));
+    g.allow_only({"seq_lens", "devices", "masks", "tiles", "layouts", "pad_documents"});
+    BalanceGroup group;
+    group.seq_lens = g.count_list("seq_lens");
+    group.devices = g.count_list("devices");
+    group.masks = g.string_list_or("masks", {});
+    if (group.masks.empty()) throw InputError(fmt::format("{}: expected a non-empty array", g.where("masks")));
+    if (g.has("tiles")) group.tiles = g.parsed_list("tiles", parse_tile_shape);
+    group.layouts = g.string_list_or("layouts", group.layouts);
+    group.pad_documents = g.boolean_or("pad_documents", group.pad_documents);
+    spec.groups.push_back(std::move(group));
+  }
+  return spec;
+}
+
+namespace {
+
+// A group's axes, in grid order: sequence lengths, devices, masks, tiles.
+std::array<size_t, 4> axes(const BalanceGroup& g) { return {g.seq_lens.size(), g.devices.size(), g.masks.size(), g.tiles.size()}; }
+
+}  // namespace
+
+Count count_points(const BalanceSweepSpec& spec) {
+  Count total = 0;
+  for (const auto& g : spec.groups) total += static_cast<Count>(grid_points(axes(g)));
+  return total;
+}
+
+BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
+  BalanceSweepPlan plan;
+  plan.points.reserve(static_cast<size_t>(count_points(spec)));
+  for (size_t group = 0; group < spec.groups.size(); ++group) {
+    const BalanceGroup& g = spec.groups[group];
+    const auto field = [&](const char* name, size_t i) { return fmt::format("groups[{}].{}[{}]", group, name, i); };
+    for_each_grid_point(axes(g), [&](auto at) {
+      const auto [s, d, m, t] = at;
+      InputOrigins origins(spec.label);
+      origins.add(Input::seq_len, field("seq_lens", s));
+      origins.add(Input::devices, field("devices", d));
+      origins.add(Input::mask, field("masks", m));
+      origins.add(Input::tile, field("tiles", t));
+      origins.add_list(Input::layouts, fmt::format("groups[{}].layouts", group), g.layouts);
+      AnalyzeConfig config;
+      config.layouts.clear();
+      config.seq_len = g.seq_lens[s];
+      config.devices = g.devices[d];
+      config.tile = g.tiles[t];
+      config.tiling = spec.tiling;
+      config.mask = g.masks[m];
+      // Per-document layouts and padding only mean something for a documents mask.
+      const bool documents = config.mask.starts_with("documents:");
+      for (const auto& layout : g.layouts) {
+        if (documents || !layout.starts_with("doc-")) config.layouts.push_back(layout);
+      }
+      config.pad_documents = g.pad_documents && documents;
+      plan.points.push_back(origins.run([&] { return plan_analysis(config); }));
+    });
+  }
+  return plan;
+}
+
+std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepPlan& plan, const SweepProgress& progress,
+                                                     unsigned threads) {
+  std::vector<nlohmann::ordered_json> rows;
+  const Count total = static_cast<Count>(plan.points.size());
+  Count done = 0;
+  for (const AnalysisPlan& point : plan.points) {
+    const AnalyzeConfig& config = point.config;
+    const Analysis a = run_analysis(point, threads);
+    for (const auto& r : a.results) {
+      nlohmann::ordered_json row;
+      row["n_seq"] = config.seq_len;
+      row["devices"] = config.devices;
+      row["mask"] = config.mask;
+      row["tile"] = config.tile.to_string();
+      row["documents"] = a.mask.kind() == MaskKind::documents ? static_cast<Count>(a.mask.document_lengths().size()) : 0;
+      row["padding_fraction"] = static_cast<double>(a.padding_tokens) / static_cast<double>(a.seq_len);
+      row["layout"] = r.layout;
+      row["imbalance"] = r.elements.imbalance;
+      row["tiles_imbalance"] = r.tiles.imbalance;
+      row["lockstep_speedup"] = r.elements.lockstep_speedup;
+      row["tiles_lockstep_speedup"] = r.tiles.lockstep_speedup;
+      row["tiles_vs_bound"] = r.tiles_vs_bound;
+      row["tiles_lockstep_vs_bound"] = r.tiles_lockstep_vs_bound;
+      rows.push_back(std::move(row));
+    }
+    if (progress) progress(++done, total);
+  }
+  return rows;
+}
+
+}  // namespace stripesim::model

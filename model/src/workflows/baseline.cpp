@@ -1,0 +1,268 @@
+#include "stripesim/model/workflows/baseline.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "stripesim/model/flops/tms.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/workflows/analysis.hpp"
+
+namespace stripesim::model {
+namespace {
+
+TmsRequest tms_request_from_json(const nlohmann::json& doc, const std::string& label, const ConfigCatalog& catalog) {
+  const JsonFields f(doc, label);
+  f.allow_only({"model", "hardware", "devices", "model_parallel", "seq_len", "tile", "tiling", "convention"});
+  TmsRequest q;
+  q.model = catalog.model(f.string("model"));
+  q.hardware = catalog.hardware(f.string("hardware"));
+  q.devices = f.positive_count("devices");
+  q.model_parallel = f.positive_count_or("model_parallel", 1);
+  q.seq_len = f.positive_count("seq_len");
+  if (f.has("tile")) q.tile = parse_tile_shape(f.string("tile"));
+  if (f.has("tiling")) q.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
+  q.convention = parse_flop_convention(f.string_or("convention", "paper"));
+  return q;
+}
+
+// Labels name the tiling when it is not the default (fixed).
+std::string tiling_label(Tiling tiling) {
+  return tiling == Tiling::fixed ? "" : fmt::format(" tiling={}", tiling_name(tiling));
+}
+
+std::string analyze_label(const AnalyzeConfig& c) {
+  return fmt::format("analyze n={} N={} tile={}{} mask={}", c.seq_len, c.devices, c.tile.to_string(),
+                     tiling_label(c.tiling), c.mask);
+}
+
+std::string tms_label(const TmsRequest& q) {
+  return fmt::format("tms {} {} N={} M={} n={}{} {}", q.model.name, q.hardware.name, q.devices, q.model_parallel,
+                     q.seq_len, tiling_label(q.tiling), to_string(q.convention));
+}
+
+// The configuration as the experiment gives it, with the tiling its numbers were counted under
+// (a baseline without one was counted under fixed tiling).
+nlohmann::json recorded_config(nlohmann::json config, Tiling tiling) {
+  config["tiling"] = tiling_name(tiling);
+  return config;
+}
+
+// `measure` false (checking inputs only): every check a run makes, nothing counted, no metrics.
+// Metrics are named after the layouts as the entry writes them (`written`, a permutation's
+// relative path included), not as they were resolved.
+nlohmann::ordered_json analyze_metrics(const AnalyzeConfig& config, const std::vector<std::string>& written, bool measure) {
+  const AnalysisPlan plan = plan_analysis(config);
+  if (!measure) return nlohmann::ordered_json::object();
+  const Analysis analysis = run_analysis(plan);
+  nlohmann::ordered_json metrics;
+  for (size_t i = 0; i < analysis.results.size(); ++i) {
+    const LayoutResult& r = analysis.results[i];
+    for (const auto& [unit, m, vs] : {std::tuple{"elements", r.elements, r.elements_lockstep_speedup_vs_contiguous},
+                                      std::tuple{"tiles", r.tiles, r.tiles_lockstep_speedup_vs_contiguous}}) {
+      const std::string prefix = fmt::format("{}.{}.", written[i], unit);
+      metrics[prefix + "imbalance"] = m.imbalance;
+      metrics[prefix + "spread"] = m.spread;
+      metrics[prefix + "speedup"] = m.speedup;
+      metrics[prefix + "lockstep_speedup"] = m.lockstep_speedup;
+      metrics[prefix + "idle_fraction"] = m.idle_fraction;
+      metrics[prefix + "lockstep_speedup_vs_contiguous"] = vs;
+    }
+  }
+  return metrics;
+}
+
+nlohmann::ordered_json tms_metrics(const TmsRequest& request, bool measure) {
+  const TmsPlan plan = plan_tms(request);
+  if (!measure) return nlohmann::ordered_json::object();
+  const TmsResult r = run_tms(plan);
+  return {{"tms", r.layout("striped").tms},
+          {"tms_tiles", r.layout("striped").tms_tiles},
+          {"tms_zigzag", r.layout("zigzag").tms},
+          {"tms_tiles_zigzag", r.layout("zigzag").tms_tiles}};
+}
+
+// `path` read from `base_dir` when it is relative (and base_dir given).
+std::string from_base(const std::string& path, const std::string& base_dir) {
+  if (base_dir.empty() || path.empty() || std::filesystem::path(path).is_absolute()) return path;
+  return (std::filesystem::path(base_dir) / path).lexically_normal().string();
+}
+
+const nlohmann::json& array_field(const JsonFields& f, const std::string& key) {
+  static const nlohmann::json empty = nlohmann::json::array();
+  if (!f.has(key)) return empty;
+  const auto& value = f.raw(key);
+  if (!value.is_array()) throw InputError(fmt::format("{}: expected an array", f.where(key)));
+  return value;
+}
+
+const BaselineEntryKind& kind_of(const std::vector<BaselineEntryKind>& kinds, const std::string& command,
+                                 const std::string& where) {
+  for (const auto& kind : kinds) {
+    if (kind.command == command) return kind;
+  }
+  std::string known;
+  for (const auto& kind : kinds) known += (known.empty() ? "" : ", ") + kind.command;
+  throw InputError(fmt::format("{}: command \"{}\" is not one of {}", where, command, known));
+}
+
+nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
+                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir,
+                                      bool measure) {
+  const JsonFields f(experiment, label);
+  std::vector<std::string_view> known{"description"};
+  for (const auto& kind : kinds) known.push_back(kind.command);
+  f.allow_only(known);
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  std::string commands;
+  for (const auto& kind : kinds) {
+    commands += (commands.empty() ? "" : " or ") + kind.command;
+    const auto& configs = array_field(f, kind.command);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const std::string where = fmt::format("{} {}[{}]", label, kind.command, i);
+      BaselineRun run = kind.run(configs[i], with_files_from(configs[i], base_dir), where, measure);
+      entries.push_back({{"command", kind.command},
+                         {"config", std::move(run.recorded_config)},
+                         {"metrics", std::move(run.metrics)}});
+    }
+  }
+  if (entries.empty()) throw InputError(fmt::format("{}: lists no {} configuration", label, commands));
+  return {{"schema", kBaselineSchema}, {"description", f.string_or("description", "")}, {"entries", std::move(entries)}};
+}
+
+// Every pattern of `rules` must name at least one metric of the baseline.
+void check_patterns_match(const CheckRules& rules, const std::vector<std::string>& names) {
+  const auto check = [&](const std::string& pattern, std::string_view flag) {
+    for (const auto& name : names) {
+      if (metric_matches(pattern, name)) return;
+    }
+    throw InputError(fmt::format("{} '{}': matches no metric of the baseline (metric names look like "
+                                 "zigzag.tiles.imbalance; a pattern matches the whole name or its last parts, * is a wildcard)",
+                                 flag, pattern));
+  };
+  for (const auto& pattern : rules.metrics) check(pattern, "--metrics");
+  for (const auto& [pattern, value] : rules.tolerances) check(pattern, "--tolerance");
+  for (const auto& limit : rules.limits) check(limit.pattern, "--limit");
+}
+
+std::vector<CheckedMetric> compare_with_baseline(const nlohmann::json& baseline, const std::string& label,
+                                                 const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
+                                                 const std::string& base_dir, bool measure) {
+  const JsonFields f(baseline, label);
+  f.allow_only({"schema", "description", "entries"});
+  if (f.string("schema") != kBaselineSchema) {
+    throw InputError(fmt::format("{}: schema \"{}\" is not {}", label, f.string("schema"), kBaselineSchema));
+  }
+  const auto& entries = f.non_empty_array("entries");
+  // Every input first (the metric names the patterns must match included), then the runs.
+  std::vector<std::string> names;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const JsonFields e(entries[i], fmt::format("{} entries[{}]", label, i));
+    e.allow_only({"command", "config", "metrics"});
+    (void)kind_of(kinds, e.string("command"), e.where("command"));
+    const auto& recorded = e.raw("metrics");
+    if (!recorded.is_object()) throw InputError(fmt::format("{}: expected an object of numbers", e.where("metrics")));
+    for (const auto& [metric, value] : recorded.items()) {
+      if (!value.is_number()) throw InputError(fmt::format("{}: metric \"{}\" is not a number", e.where("metrics"), metric));
+      names.push_back(metric);
+    }
+  }
+  check_patterns_match(rules, names);
+  std::vector<CheckedMetric> checked;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string where = fmt::format("{} entries[{}]", label, i);
+    const JsonFields e(entries[i], where);
+    const auto& config = e.raw("config");
+    const BaselineRun run =
+        kind_of(kinds, e.string("command"), where).run(config, with_files_from(config, base_dir), where + " config", measure);
+    if (!measure) continue;
+    for (const auto& [metric, value] : e.raw("metrics").items()) {
+      if (!selected(rules, metric)) continue;
+      CheckedMetric m;
+      m.configuration = run.configuration;
+      m.metric = metric;
+      m.baseline = value.get<double>();
+      if (run.metrics.contains(metric)) m.now = run.metrics.at(metric).get<double>();
+      m.outcome = judge(rules, metric, m.baseline, m.now, m.rule);
+      checked.push_back(std::move(m));
+    }
+  }
+  return checked;
+}
+
+}  // namespace
+
+std::vector<BaselineEntryKind> model_baseline_kinds(const ConfigCatalog& catalog) {
+  BaselineEntryKind analyze{"analyze", [](const nlohmann::json& written, const nlohmann::json& resolved,
+                                          const std::string& where, bool measure) {
+                              const AnalyzeConfig config = analyze_config_from_json(resolved, {}, where);
+                              const AnalyzeConfig as_written = analyze_config_from_json(written, {}, where);
+                              return BaselineRun{analyze_label(as_written), recorded_config(written, config.tiling),
+                                                 analyze_metrics(config, as_written.layouts, measure)};
+                            }};
+  BaselineEntryKind tms{"tms", [&catalog](const nlohmann::json& written, const nlohmann::json& resolved,
+                                          const std::string& where, bool measure) {
+                          const TmsRequest request = tms_request_from_json(resolved, where, catalog);
+                          return BaselineRun{tms_label(request), recorded_config(written, request.tiling),
+                                             tms_metrics(request, measure)};
+                        }};
+  return {std::move(analyze), std::move(tms)};
+}
+
+nlohmann::json with_files_from(nlohmann::json config, const std::string& base_dir) {
+  if (base_dir.empty() || !config.is_object()) return config;
+  if (config.contains("mask") && config["mask"].is_string()) {
+    const std::string spec = config["mask"].get<std::string>();
+    if (const std::string file = mask_file(spec); !file.empty()) config["mask"] = "documents:" + from_base(file, base_dir);
+  }
+  if (config.contains("layouts") && config["layouts"].is_array()) {
+    for (auto& layout : config["layouts"]) {
+      if (!layout.is_string()) continue;
+      const std::string spec = layout.get<std::string>();
+      if (const std::string file = layout_file(spec); !file.empty()) {
+        layout = spec.substr(0, spec.size() - file.size()) + from_base(file, base_dir);
+      }
+    }
+  }
+  for (const char* key : {"model", "hardware", "kernel", "topology"}) {
+    if (!config.contains(key) || !config[key].is_string()) continue;
+    const std::string value = config[key].get<std::string>();
+    if (is_config_path(value)) config[key] = from_base(value, base_dir);
+  }
+  return config;
+}
+
+nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
+                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir) {
+  return write_baseline(experiment, label, kinds, base_dir, true);
+}
+
+void check_baseline_experiment_inputs(const nlohmann::json& experiment, const std::string& label,
+                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir) {
+  (void)write_baseline(experiment, label, kinds, base_dir, false);
+}
+
+std::size_t baseline_metric_count(const nlohmann::json& baseline) {
+  std::size_t count = 0;
+  for (const auto& entry : baseline.at("entries")) count += entry.at("metrics").size();
+  return count;
+}
+
+std::vector<CheckedMetric> compare_with_baseline(const nlohmann::json& baseline, const std::string& label,
+                                                 const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
+                                                 const std::string& base_dir) {
+  return compare_with_baseline(baseline, label, kinds, rules, base_dir, true);
+}
+
+void check_baseline_inputs(const nlohmann::json& baseline, const std::string& label,
+                           const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
+                           const std::string& base_dir) {
+  (void)compare_with_baseline(baseline, label, kinds, rules, base_dir, false);
+}
+
+}  // namespace stripesim::model

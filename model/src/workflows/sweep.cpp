@@ -1,0 +1,220 @@
+#include "stripesim/model/workflows/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "stripesim/model/flops/tms.hpp"
+#include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/work/parallel_for.hpp"
+#include "stripesim/model/workflows/grid.hpp"
+
+namespace stripesim::model {
+
+std::string column_suffix(const std::string& layout) {
+  std::string suffix = layout;
+  std::replace_if(suffix.begin(), suffix.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
+  return suffix;
+}
+
+namespace {
+
+SweepGroup group_from_json(const nlohmann::json& doc, const std::string& label) {
+  const JsonFields f(doc, label);
+  f.allow_only({"hardware", "models", "meshes", "seq_lens", "tiles"});
+  SweepGroup g;
+  const auto text = [](const std::string& item) { return item; };
+  g.hardware = f.parsed_list("hardware", text);
+  g.models = f.parsed_list("models", text);
+  g.meshes = f.parsed_list("meshes", [&](const std::string& item) { return parse_mesh(item, f.where("meshes")); });
+  g.seq_lens = f.count_list("seq_lens");
+  if (f.has("tiles")) {
+    g.tiles = f.parsed_list("tiles", [](const std::string& item) {
+      return item == "default" ? std::optional<TileShape>() : std::optional<TileShape>(parse_tile_shape(item));
+    });
+  }
+  return g;
+}
+
+
+nlohmann::ordered_json make_row(const SweepPoint& point, const TmsResult& r) {
+  nlohmann::ordered_json row;
+  row["hardware"] = r.request.hardware.name;
+  row["model"] = r.request.model.name;
+  row["convention"] = to_string(r.request.convention);
+  row["mesh"] = point.mesh.to_string();
+  row["model_parallel"] = point.mesh.model_parallel;
+  row["devices"] = point.mesh.devices;
+  row["n_seq"] = point.seq_len;
+  row["c"] = point.seq_len / point.mesh.devices;
+  row["tile"] = r.tile.to_string();
+  row["tms"] = r.layout("striped").tms;
+  row["tms_tiles"] = r.layout("striped").tms_tiles;
+  for (size_t i = 2; i < r.layouts.size(); ++i) {  // zigzag, then the extras
+    row["tms_" + column_suffix(r.layouts[i].layout)] = r.layouts[i].tms;
+    row["tms_tiles_" + column_suffix(r.layouts[i].layout)] = r.layouts[i].tms_tiles;
+  }
+  for (const auto& l : r.layouts) row["imbalance_" + column_suffix(l.layout)] = l.elements.imbalance;
+  for (const auto& l : r.layouts) row["tiles_imbalance_" + column_suffix(l.layout)] = l.tiles.imbalance;
+  for (const auto& l : r.layouts) row["lockstep_speedup_" + column_suffix(l.layout)] = l.elements.lockstep_speedup;
+  for (const auto& l : r.layouts) row["tiles_lockstep_speedup_" + column_suffix(l.layout)] = l.tiles.lockstep_speedup;
+  return row;
+}
+
+}  // namespace
+
+nlohmann::ordered_json select_columns(const nlohmann::ordered_json& row, const std::vector<std::string>& columns) {
+  if (columns.empty()) return row;
+  nlohmann::ordered_json selected;
+  for (const auto& column : columns) {
+    if (!row.contains(column)) {
+      std::string known;
+      for (const auto& [key, value] : row.items()) known += (known.empty() ? "" : ", ") + key;
+      throw InputError(fmt::format("--columns '{}': unknown column, known: {}", column, known));
+    }
+    selected[column] = row.at(column);
+  }
+  return selected;
+}
+
+SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& label) {
+  const JsonFields f(doc, label);
+  f.allow_only({"description", "convention", "pass", "recompute", "tiling", "layouts", "columns", "groups"});
+  SweepSpec spec;
+  spec.label = label;
+  spec.description = f.string_or("description", "");
+  spec.convention = parse_flop_convention(f.string_or("convention", "paper"));
+  spec.pass = parse_training_pass(f.string_or("pass", "fwdbwd"));
+  spec.recompute = f.boolean_or("recompute", spec.recompute);
+  if (f.has("tiling")) spec.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
+  spec.extra_layouts = f.string_list_or("layouts", {});
+  spec.columns = f.string_list_or("columns", {});
+  const auto& groups = f.non_empty_array("groups");
+  for (size_t i = 0; i < groups.size(); ++i) {
+    spec.groups.push_back(group_from_json(groups[i], fmt::format("{} group {}", label, i)));
+  }
+  return spec;
+}
+
+namespace {
+
+// A group's axes, in grid order: hardware, models, meshes, sequence lengths, tiles.
+std::array<size_t, 5> axes(const SweepGroup& g) {
+  return {g.hardware.size(), g.models.size(), g.meshes.size(), g.seq_lens.size(), g.tiles.size()};
+}
+
+}  // namespace
+
+std::vector<SweepPoint> expand(const SweepSpec& spec) {
+  std::vector<SweepPoint> points;
+  for (size_t g = 0; g < spec.groups.size(); ++g) {
+    const SweepGroup& group = spec.groups[g];
+    const auto field = [&](const char* name, size_t i) { return fmt::format("groups[{}].{}[{}]", g, name, i); };
+    for_each_grid_point(axes(group), [&](auto at) {
+      const auto [h, m, mesh, s, t] = at;
+      SweepPoint point{group.hardware[h], group.models[m], group.meshes[mesh], group.seq_lens[s], group.tiles[t],
+                       InputOrigins(spec.label)};
+      point.origins.add(Input::hardware, field("hardware", h));
+      point.origins.add(Input::model, field("models", m));
+      point.origins.add(Input::model_parallel, field("meshes", mesh) + " (M of MxN)");
+      point.origins.add(Input::devices, field("meshes", mesh) + " (N of MxN)");
+      point.origins.add(Input::seq_len, field("seq_lens", s));
+      if (group.tiles[t]) point.origins.add(Input::tile, field("tiles", t));
+      point.origins.add_list(Input::layouts, "layouts", spec.extra_layouts);
+      points.push_back(std::move(point));
+    });
+  }
+  return points;
+}
+
+Count count_points(const SweepSpec& spec) {
+  Count points = 0;
+  for (const SweepGroup& group : spec.groups) points += static_cast<Count>(grid_points(axes(group)));
+  return points;
+}
+
+namespace {
+
+// One TMS request per point, every hardware and model name resolved first so a typo fails
+// before any work.
+std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                                         const ConfigCatalog& catalog) {
+  std::map<std::string, HardwareProfile> hardware;
+  std::map<std::string, TransformerModel> models;
+  for (const auto& p : points) {
+    p.origins.run([&] {
+      if (!hardware.contains(p.hardware)) hardware.emplace(p.hardware, catalog.hardware(p.hardware));
+      if (!models.contains(p.model)) models.emplace(p.model, catalog.model(p.model));
+    });
+  }
+  std::vector<TmsRequest> requests;
+  requests.reserve(points.size());
+  for (const auto& p : points) {
+    TmsRequest q;
+    q.model = models.at(p.model);
+    q.hardware = hardware.at(p.hardware);
+    q.devices = p.mesh.devices;
+    q.model_parallel = p.mesh.model_parallel;
+    q.seq_len = p.seq_len;
+    q.tile = p.tile;
+    q.tiling = spec.tiling;
+    q.convention = spec.convention;
+    q.pass = spec.pass;
+    q.recompute = spec.recompute;
+    q.extra_layouts = spec.extra_layouts;
+    requests.push_back(std::move(q));
+  }
+  return requests;
+}
+
+}  // namespace
+
+SweepPlan plan_sweep(const SweepSpec& spec, const ConfigCatalog& catalog) {
+  SweepPlan plan{expand(spec), {}, spec.columns};
+  const std::vector<TmsRequest> requests = resolve_requests(spec, plan.points, catalog);
+  plan.requests.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    plan.requests.push_back(plan.points[i].origins.run([&] { return plan_tms(requests[i]); }));
+    if (i == 0 && !spec.columns.empty()) {
+      // The columns a row has depend on the layouts only: check them against a row of zeros.
+      TmsResult zeros;
+      zeros.request = requests[i];
+      zeros.tile = plan.requests[i].tile;
+      for (const auto& layout : tms_layouts(requests[i])) {
+        LayoutTms entry;
+        entry.layout = layout;
+        zeros.layouts.push_back(std::move(entry));
+      }
+      (void)select_columns(make_row(plan.points[i], zeros), spec.columns);
+    }
+  }
+  return plan;
+}
+
+std::vector<nlohmann::ordered_json> run_sweep(const SweepPlan& plan, const SweepProgress& progress, unsigned threads) {
+  WorkMetricsCache cache;
+  std::vector<nlohmann::ordered_json> rows(plan.points.size());
+  std::atomic<Count> done{0};
+  std::mutex progress_mutex;
+  parallel_for(plan.points.size(), threads, [&](size_t i) {
+    rows[i] = select_columns(make_row(plan.points[i], run_tms(plan.requests[i], &cache)), plan.columns);
+    const Count finished = ++done;
+    if (progress) {
+      const std::lock_guard lock(progress_mutex);
+      progress(finished, static_cast<Count>(plan.points.size()));
+    }
+  });
+  return rows;
+}
+
+std::vector<nlohmann::ordered_json> run_sweep(const SweepSpec& spec, const ConfigCatalog& catalog,
+                                              const SweepProgress& progress, unsigned threads) {
+  return run_sweep(plan_sweep(spec, catalog), progress, threads);
+}
+
+}  // namespace stripesim::model
