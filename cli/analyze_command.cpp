@@ -4,7 +4,6 @@
 
 #include <memory>
 
-#include "analyze_output.hpp"
 #include "file_flags.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
@@ -16,6 +15,7 @@
 #include "stripesim/model/io/spec_syntax.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/workflows/analysis.hpp"
+#include "stripesim/output/analysis_printers.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -133,7 +133,7 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
     const model::AnalysisPlan plan = resolved.second.run([&] { return model::plan_analysis(resolved.first); });
     if (mode == RunMode::parse_only) return;
     const model::Analysis analysis = model::run_analysis(plan, opts.threads);
-    write_output(format_analysis(analysis, output_format(opts.format), opts.matrices), opts.output);
+    write_output(output::render(analysis, output_format(opts.format), opts.matrices), opts.output);
   };
 }
 

@@ -1,24 +1,9 @@
 #include "output_format.hpp"
 
+#include <stdexcept>
 #include <vector>
 
 namespace stripesim::cli {
-
-namespace {
-
-constexpr OutputFormat kFormats[] = {OutputFormat::table, OutputFormat::json, OutputFormat::csv, OutputFormat::markdown};
-
-}  // namespace
-
-std::string_view format_name(OutputFormat format) {
-  switch (format) {
-    case OutputFormat::table: return "table";
-    case OutputFormat::json: return "json";
-    case OutputFormat::csv: return "csv";
-    case OutputFormat::markdown: return "markdown";
-  }
-  return "";  // unreachable: every format is named above
-}
 
 CLI::Option* add_format_option(CLI::App* cmd, std::string& target, std::initializer_list<OutputFormat> offered,
                                const std::string& help) {
@@ -28,7 +13,7 @@ CLI::Option* add_format_option(CLI::App* cmd, std::string& target, std::initiali
 }
 
 OutputFormat output_format(std::string_view name) {
-  for (const OutputFormat format : kFormats) {
+  for (const OutputFormat format : output::kOutputFormats) {
     if (format_name(format) == name) return format;
   }
   throw std::logic_error("--format " + std::string(name) + ": not a format");  // add_format_option let it through

@@ -7,11 +7,11 @@
 #include "config_dir.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
-#include "rows_output.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/output/rows.hpp"
 #include "stripesim/sim/plan.hpp"
 
 namespace stripesim::cli {
@@ -76,7 +76,7 @@ std::string render(const sim::Plan& plan, OutputFormat format) {
   switch (format) {
     case OutputFormat::table: return format_table(plan);
     case OutputFormat::json: return sim::to_json(plan).dump(2) + "\n";
-    case OutputFormat::csv: return rows_to_csv(sim::plan_rows(plan));
+    case OutputFormat::csv: return output::rows_to_csv(sim::plan_rows(plan));
     case OutputFormat::markdown: break;
   }
   throw not_offered(format);

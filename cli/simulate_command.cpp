@@ -9,7 +9,6 @@
 #include "file_flags.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
-#include "rows_output.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/input_origins.hpp"
@@ -17,6 +16,7 @@
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/work_model.hpp"
+#include "stripesim/output/rows.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/simulation.hpp"
 
@@ -149,7 +149,7 @@ std::string render(const sim::Simulation& result, bool rounds, OutputFormat form
   switch (format) {
     case OutputFormat::table: return format_table(result);
     case OutputFormat::json: return sim::to_json(result, rounds).dump(2) + "\n";
-    case OutputFormat::csv: return rows_to_csv(sim::simulation_rows(result));
+    case OutputFormat::csv: return output::rows_to_csv(sim::simulation_rows(result));
     case OutputFormat::markdown: break;
   }
   throw not_offered(format);

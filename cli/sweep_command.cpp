@@ -10,8 +10,6 @@
 #include "file_flags.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
-#include "rows_output.hpp"
-#include "stripesim/sim/step_sweep.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/size_parse.hpp"
@@ -19,6 +17,8 @@
 #include "stripesim/model/workflows/balance_sweep.hpp"
 #include "stripesim/model/workflows/grid.hpp"
 #include "stripesim/model/workflows/sweep.hpp"
+#include "stripesim/output/rows.hpp"
+#include "stripesim/sim/step_sweep.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -147,8 +147,8 @@ namespace {
 std::string render(const std::vector<nlohmann::ordered_json>& rows, const char* schema, const std::string& description,
                    model::Tiling tiling, OutputFormat format) {
   switch (format) {
-    case OutputFormat::csv: return rows_to_csv(rows);
-    case OutputFormat::table: return rows_to_table(rows);
+    case OutputFormat::csv: return output::rows_to_csv(rows);
+    case OutputFormat::table: return output::rows_to_table(rows);
     case OutputFormat::json: {
       nlohmann::ordered_json doc;
       doc["schema"] = schema;

@@ -10,7 +10,6 @@
 #include "config_dir.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
-#include "rows_output.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/flops/tms.hpp"
 #include "stripesim/model/io/config_catalog.hpp"
@@ -18,6 +17,7 @@
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/work_model.hpp"
+#include "stripesim/output/tms_printers.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -56,47 +56,6 @@ double parse_weight(const std::string& text) {
     throw model::InputError(fmt::format("--attention-weight '{}': must be a positive number", text));
   }
   return weight;
-}
-
-std::string format_table(const model::TmsResult& r) {
-  const auto& q = r.request;
-  std::string out;
-  auto put = [&out](const std::string& text) { out += text; };
-  put(fmt::format("theoretical maximum speedup over contiguous ring attention ({} convention, pass {}{})\n",
-                  to_string(q.convention), to_string(q.pass), q.recompute ? ", recompute" : ""));
-  put(fmt::format("model {} on {}: N = {} sequence-parallel x M = {} model-parallel, n = {} tokens (c = {}), tiles {}{}, "
-                  "attention FLOP weight {:g}\n\n",
-                  q.model.name, q.hardware.name, q.devices, q.model_parallel, q.seq_len, q.seq_len / q.devices,
-                  r.tile.to_string(),
-                  model::tiling_matters(q.tiling, model::parse_mask(q.mask, q.seq_len).kind()) ? " (varlen)" : "",
-                  r.attention_flop_weight));
-  put(fmt::format("{:<22} {:>8} {:>12} {:>18} {:>16} {:>10}\n", "layout", "TMS", "TMS (tiles)", "lockstep pairs",
-                  "lockstep tiles", "imbalance"));
-  for (const auto& l : r.layouts) {
-    put(fmt::format("{:<22} {:>7.3f}x {:>11.3f}x {:>18} {:>16} {:>9.3f}x\n", l.layout, l.tms, l.tms_tiles,
-                    l.elements.lockstep, l.tiles.lockstep, l.elements.imbalance));
-  }
-  const auto& contiguous = r.layout("contiguous");
-  put(fmt::format("\nper device: {:.4g} non-attention FLOPs, {:.4g} weighted attention FLOPs under contiguous "
-                  "({:.1f}% of its time)\n",
-                  r.non_attention_per_device, contiguous.time - r.non_attention_per_device,
-                  100.0 * (contiguous.time - r.non_attention_per_device) / contiguous.time));
-  return out;
-}
-
-}  // namespace
-
-namespace {
-
-// The result in the chosen format.
-std::string render(const model::TmsResult& r, OutputFormat format) {
-  switch (format) {
-    case OutputFormat::table: return format_table(r);
-    case OutputFormat::json: return to_json(r).dump(2) + "\n";
-    case OutputFormat::csv: return rows_to_csv(model::tms_rows(r));
-    case OutputFormat::markdown: break;
-  }
-  throw not_offered(format);
 }
 
 }  // namespace
@@ -144,7 +103,7 @@ std::function<void()> register_tms_command(CLI::App& app, RunMode mode) {
     const model::TmsPlan plan = model::plan_tms(request);
     if (mode == RunMode::parse_only) return;
     const model::TmsResult result = model::run_tms(plan);
-    write_output(render(result, output_format(opts.format)), opts.output);
+    write_output(output::render(result, output_format(opts.format)), opts.output);
   };
 }
 

@@ -3,7 +3,7 @@
 #   lib/libstripesim_*.a                  the libraries, as they are built (static unless BUILD_SHARED_LIBS)
 #   include/stripesim/{model,sim,...}/    their public headers
 #   lib/cmake/stripesim/                  the CMake package: find_package(stripesim CONFIG) gives
-#                                         stripesim::model, ::sim, ::validate, ::validate_backends,
+#                                         stripesim::model, ::output, ::sim, ::validate, ::validate_backends,
 #                                         ::report (and ::validate_gpu when built with CUDA), the same
 #                                         names the build tree's aliases use (each library's EXPORT_NAME)
 #   share/stripesim/configs/              the shipped models, hardware, kernels, topologies, experiments
@@ -11,9 +11,9 @@
 # The command layer (stripesim_cli) is the executable's own and stays out.
 include(CMakePackageConfigHelpers)
 
-set(stripesim_installed_libraries stripesim_model stripesim_sim stripesim_validate stripesim_validate_backends
+set(stripesim_installed_libraries stripesim_model stripesim_output stripesim_sim stripesim_validate stripesim_validate_backends
                                   stripesim_report)
-set(stripesim_header_dirs model/include sim/include validate/include report/include)
+set(stripesim_header_dirs model/include output/include sim/include validate/include report/include)
 # The optional backends (MPI, CUDA): when built, validate_backends links them publicly, so they
 # are exported beside it, and the package config looks for what they need
 # (stripesim_with_mpi_targets, stripesim_with_gpu_targets).

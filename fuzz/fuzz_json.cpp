@@ -13,6 +13,7 @@
 #include "stripesim/model/workflows/analysis.hpp"
 #include "stripesim/model/workflows/balance_sweep.hpp"
 #include "stripesim/model/workflows/sweep.hpp"
+#include "stripesim/output/analysis_printers.hpp"
 #include "stripesim/sim/simulation.hpp"
 #include "stripesim/sim/topology.hpp"
 
@@ -30,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (config.seq_len <= 4096 && config.devices <= 16 && config.layouts.size() <= 4 && config.mask.find('/') == std::string::npos) {
           bool files = false;
           for (const auto& layout : config.layouts) files = files || layout.find('/') != std::string::npos;
-          if (!files) (void)model::to_json(model::run_analysis(config, 1)).dump();
+          if (!files) (void)output::to_json(model::run_analysis(config, 1)).dump();
         }
         break;
       }

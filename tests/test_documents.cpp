@@ -15,6 +15,7 @@
 #include "stripesim/model/work/work_model.hpp"
 #include "stripesim/model/workflows/analysis.hpp"
 #include "stripesim/model/workflows/balance_sweep.hpp"
+#include "stripesim/output/analysis_printers.hpp"
 
 namespace stripesim::model {
 namespace {
@@ -419,7 +420,7 @@ TEST(Analysis, PadDocumentsPadsEveryDocumentAndCountsTheWaste) {
   EXPECT_EQ(b.mask.document_lengths(), (std::vector<Count>{3008, 7000}));
   EXPECT_EQ(b.padding_tokens, 8);
   EXPECT_EQ(b.seq_len, 10008);
-  EXPECT_EQ(to_json(b)["config"]["padding"]["tokens"], 8);
+  EXPECT_EQ(output::to_json(b)["config"]["padding"]["tokens"], 8);
   // The plan alone (parse-only mode) pads and plans the layouts without building or counting.
   const AnalysisPlan plan = plan_analysis(config);
   EXPECT_EQ(plan.seq_len, 10008);
@@ -534,9 +535,9 @@ TEST(Analysis, BestLayoutIsTheLeastBusyAgainstTheTileBound) {
   EXPECT_DOUBLE_EQ(a.results[1].tiles_vs_bound, static_cast<double>(a.results[1].tiles.slowest_device) / 66.0);
   EXPECT_DOUBLE_EQ(a.results[0].tiles_vs_bound, static_cast<double>(a.results[0].tiles.slowest_device) / 66.0);
   EXPECT_GT(a.results[0].tiles_vs_bound, a.results[1].tiles_vs_bound);
-  EXPECT_EQ(to_json(a).at("best_layout"), "zigzag");
-  EXPECT_EQ(analysis_rows(a)[1].at("best"), true);
-  EXPECT_EQ(analysis_rows(a)[2].at("best"), false);
+  EXPECT_EQ(output::to_json(a).at("best_layout"), "zigzag");
+  EXPECT_EQ(output::analysis_rows(a)[1].at("best"), true);
+  EXPECT_EQ(output::analysis_rows(a)[2].at("best"), false);
 }
 
 }  // namespace

@@ -108,94 +108,11 @@ Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
   return analysis;
 }
 
-nlohmann::ordered_json to_json(const WorkMatrix& matrix) {
-  nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
-  for (Count r = 0; r < matrix.rounds(); ++r) {
-    nlohmann::ordered_json row = nlohmann::ordered_json::array();
-    for (Count d = 0; d < matrix.devices(); ++d) row.push_back(matrix.at(r, d));
-    rounds.push_back(std::move(row));
-  }
-  return rounds;
-}
-
-nlohmann::ordered_json to_json(const Metrics& m, double lockstep_speedup_vs_contiguous) {
-  return nlohmann::ordered_json{{"total", m.total},
-                        {"lockstep", m.lockstep},
-                        {"slowest_device", m.slowest_device},
-                        {"imbalance", m.imbalance},
-                        {"spread", m.spread},
-                        {"cv", m.cv},
-                        {"speedup", m.speedup},
-                        {"lockstep_speedup", m.lockstep_speedup},
-                        {"idle_fraction", m.idle_fraction},
-                        {"lockstep_speedup_vs_contiguous", lockstep_speedup_vs_contiguous}};
-}
-
 nlohmann::ordered_json mask_to_json(const Mask& mask, const std::string& spec) {
   nlohmann::ordered_json out{{"spec", spec}, {"kind", mask.name()}};
   if (mask.kind() == MaskKind::window) out["window"] = mask.window_width();
   if (mask.kind() == MaskKind::documents) out["document_lengths"] = mask.document_lengths();
   return out;
-}
-
-nlohmann::ordered_json to_json(const Analysis& analysis) {
-  const AnalyzeConfig& c = analysis.config;
-  nlohmann::ordered_json mask = mask_to_json(analysis.mask, c.mask);
-  nlohmann::ordered_json doc;
-  doc["schema"] = kAnalyzeSchema;
-  doc["config"] = {{"seq_len", analysis.seq_len},
-                   {"devices", c.devices},
-                   {"block_size", analysis.seq_len / c.devices},
-                   {"tile", {{"query", c.tile.query}, {"key", c.tile.key}}},
-                   {"tiling", tiling_name(c.tiling)},
-                   {"mask", std::move(mask)},
-                   {"layouts", c.layouts}};
-  if (c.pad_documents) {
-    doc["config"]["padding"] = {{"unpadded_seq_len", c.seq_len},
-                                {"tokens", analysis.padding_tokens},
-                                {"fraction", static_cast<double>(analysis.padding_tokens) / static_cast<double>(analysis.seq_len)}};
-  }
-  nlohmann::ordered_json results = nlohmann::ordered_json::array();
-  for (const LayoutResult& r : analysis.results) {
-    results.push_back({{"layout", r.layout},
-                       {"unmasked_elements", to_json(r.work.unmasked_elements)},
-                       {"active_tiles", to_json(r.work.active_tiles)},
-                       {"partial_tiles", to_json(r.work.partial_tiles)},
-                       {"metrics",
-                        {{"elements", to_json(r.elements, r.elements_lockstep_speedup_vs_contiguous)},
-                         {"tiles", to_json(r.tiles, r.tiles_lockstep_speedup_vs_contiguous)}}},
-                       {"tiles_vs_bound", r.tiles_vs_bound},
-                       {"tiles_lockstep_vs_bound", r.tiles_lockstep_vs_bound},
-                       {"best", &r == &analysis.results[analysis.best]}});
-    if (!r.document_pieces.empty()) results.back()["document_pieces"] = r.document_pieces;
-  }
-  doc["tile_bound"] = analysis.tile_bound;
-  doc["best_layout"] = analysis.results[analysis.best].layout;
-  doc["results"] = std::move(results);
-  return doc;
-}
-
-std::vector<nlohmann::ordered_json> analysis_rows(const Analysis& analysis) {
-  const AnalyzeConfig& c = analysis.config;
-  std::vector<nlohmann::ordered_json> rows;
-  for (size_t i = 0; i < analysis.results.size(); ++i) {
-    const LayoutResult& r = analysis.results[i];
-    nlohmann::ordered_json row{{"layout", r.layout},        {"seq_len", analysis.seq_len},
-                               {"devices", c.devices},      {"tile", c.tile.to_string()},
-                               {"tiling", tiling_name(c.tiling)}, {"mask", c.mask}};
-    // The JSON's metrics objects, flattened with their unit as prefix.
-    const std::pair<const char*, nlohmann::ordered_json> units[] = {
-        {"elements", to_json(r.elements, r.elements_lockstep_speedup_vs_contiguous)},
-        {"tiles", to_json(r.tiles, r.tiles_lockstep_speedup_vs_contiguous)}};
-    for (const auto& [unit, metrics] : units) {
-      for (const auto& [key, value] : metrics.items()) row[fmt::format("{}_{}", unit, key)] = value;
-    }
-    row["tiles_vs_bound"] = r.tiles_vs_bound;
-    row["tiles_lockstep_vs_bound"] = r.tiles_lockstep_vs_bound;
-    row["best"] = i == analysis.best;
-    rows.push_back(std::move(row));
-  }
-  return rows;
 }
 
 }  // namespace stripesim::model

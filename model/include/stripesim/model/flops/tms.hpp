@@ -96,10 +96,6 @@ class WorkMetricsCache {
 // run_tms(plan_tms(request), cache).
 [[nodiscard]] TmsResult compute_tms(const TmsRequest& request, WorkMetricsCache* cache = nullptr);
 
-[[nodiscard]] nlohmann::ordered_json to_json(const TmsResult& result);
-// One flat row per layout: the request (model, hardware, convention, pass, recompute, devices,
-// model_parallel, seq_len, tile, tiling, mask, attention_flop_weight), then the fields of the
-// JSON's entry for that layout. tms's CSV.
-[[nodiscard]] std::vector<nlohmann::ordered_json> tms_rows(const TmsResult& result);
+// Its printers (table, JSON, CSV): output/tms_printers.hpp.
 
 }  // namespace stripesim::model

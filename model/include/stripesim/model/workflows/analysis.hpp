@@ -83,14 +83,9 @@ struct AnalysisPlan {
 [[nodiscard]] Analysis run_analysis(const AnalysisPlan& plan, unsigned threads = 0);
 [[nodiscard]] Analysis run_analysis(const AnalyzeConfig& config, unsigned threads = 0);
 
-[[nodiscard]] nlohmann::ordered_json to_json(const WorkMatrix& matrix);
-[[nodiscard]] nlohmann::ordered_json to_json(const Metrics& metrics, double lockstep_speedup_vs_contiguous);
-[[nodiscard]] nlohmann::ordered_json to_json(const Analysis& analysis);
+// Its printers (table, JSON, CSV): output/analysis_printers.hpp.
 // The mask as every output describes it: {"spec", "kind"}, plus "window" for a window mask and
 // "document_lengths" (as counted, so after any padding) for a documents mask.
 [[nodiscard]] nlohmann::ordered_json mask_to_json(const Mask& mask, const std::string& spec);
-// One flat row per layout (the configuration, every metric as elements_* and tiles_*, the tile
-// bound columns, best): analyze's summary CSV.
-[[nodiscard]] std::vector<nlohmann::ordered_json> analysis_rows(const Analysis& analysis);
 
 }  // namespace stripesim::model

@@ -1,10 +1,10 @@
-#include "rows_output.hpp"
+#include "stripesim/output/rows.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-namespace stripesim::cli {
+namespace stripesim::output {
 
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
@@ -69,4 +69,4 @@ std::string rows_to_table(const std::vector<nlohmann::ordered_json>& rows) {
   return out;
 }
 
-}  // namespace stripesim::cli
+}  // namespace stripesim::output

@@ -1,11 +1,11 @@
 #pragma once
-// Flat rows (one JSON object per row, the same keys in the same order) as tidy CSV, as a JSON
-// document, or as an aligned table; shared by the commands that emit grids (sweep).
+// Flat rows (one JSON object per row, the same keys in the same order) as tidy CSV or as an
+// aligned table: how every grid (sweeps) and every per-layout summary is written.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-namespace stripesim::cli {
+namespace stripesim::output {
 
 [[nodiscard]] std::string rows_to_csv(const std::vector<nlohmann::ordered_json>& rows);
 [[nodiscard]] std::string rows_to_table(const std::vector<nlohmann::ordered_json>& rows);
@@ -14,4 +14,4 @@ namespace stripesim::cli {
 // RFC 4180 quoting when a field holds a comma, quote or newline.
 [[nodiscard]] std::string csv_field(const std::string& text);
 
-}  // namespace stripesim::cli
+}  // namespace stripesim::output

@@ -1,14 +1,98 @@
-#include "analyze_output.hpp"
+#include "stripesim/output/analysis_printers.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <iterator>
 
-#include "rows_output.hpp"
 #include "stripesim/model/work/work_model.hpp"
+#include "stripesim/output/rows.hpp"
 
-namespace stripesim::cli {
+namespace stripesim::output {
+
+nlohmann::ordered_json to_json(const model::WorkMatrix& matrix) {
+  nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
+  for (model::Count r = 0; r < matrix.rounds(); ++r) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::array();
+    for (model::Count d = 0; d < matrix.devices(); ++d) row.push_back(matrix.at(r, d));
+    rounds.push_back(std::move(row));
+  }
+  return rounds;
+}
+
+nlohmann::ordered_json to_json(const model::Metrics& m, double lockstep_speedup_vs_contiguous) {
+  return nlohmann::ordered_json{{"total", m.total},
+                        {"lockstep", m.lockstep},
+                        {"slowest_device", m.slowest_device},
+                        {"imbalance", m.imbalance},
+                        {"spread", m.spread},
+                        {"cv", m.cv},
+                        {"speedup", m.speedup},
+                        {"lockstep_speedup", m.lockstep_speedup},
+                        {"idle_fraction", m.idle_fraction},
+                        {"lockstep_speedup_vs_contiguous", lockstep_speedup_vs_contiguous}};
+}
+
+nlohmann::ordered_json to_json(const model::Analysis& analysis) {
+  const model::AnalyzeConfig& c = analysis.config;
+  nlohmann::ordered_json mask = model::mask_to_json(analysis.mask, c.mask);
+  nlohmann::ordered_json doc;
+  doc["schema"] = model::kAnalyzeSchema;
+  doc["config"] = {{"seq_len", analysis.seq_len},
+                   {"devices", c.devices},
+                   {"block_size", analysis.seq_len / c.devices},
+                   {"tile", {{"query", c.tile.query}, {"key", c.tile.key}}},
+                   {"tiling", model::tiling_name(c.tiling)},
+                   {"mask", std::move(mask)},
+                   {"layouts", c.layouts}};
+  if (c.pad_documents) {
+    doc["config"]["padding"] = {{"unpadded_seq_len", c.seq_len},
+                                {"tokens", analysis.padding_tokens},
+                                {"fraction", static_cast<double>(analysis.padding_tokens) / static_cast<double>(analysis.seq_len)}};
+  }
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  for (const model::LayoutResult& r : analysis.results) {
+    results.push_back({{"layout", r.layout},
+                       {"unmasked_elements", to_json(r.work.unmasked_elements)},
+                       {"active_tiles", to_json(r.work.active_tiles)},
+                       {"partial_tiles", to_json(r.work.partial_tiles)},
+                       {"metrics",
+                        {{"elements", to_json(r.elements, r.elements_lockstep_speedup_vs_contiguous)},
+                         {"tiles", to_json(r.tiles, r.tiles_lockstep_speedup_vs_contiguous)}}},
+                       {"tiles_vs_bound", r.tiles_vs_bound},
+                       {"tiles_lockstep_vs_bound", r.tiles_lockstep_vs_bound},
+                       {"best", &r == &analysis.results[analysis.best]}});
+    if (!r.document_pieces.empty()) results.back()["document_pieces"] = r.document_pieces;
+  }
+  doc["tile_bound"] = analysis.tile_bound;
+  doc["best_layout"] = analysis.results[analysis.best].layout;
+  doc["results"] = std::move(results);
+  return doc;
+}
+
+std::vector<nlohmann::ordered_json> analysis_rows(const model::Analysis& analysis) {
+  const model::AnalyzeConfig& c = analysis.config;
+  std::vector<nlohmann::ordered_json> rows;
+  for (size_t i = 0; i < analysis.results.size(); ++i) {
+    const model::LayoutResult& r = analysis.results[i];
+    nlohmann::ordered_json row{{"layout", r.layout},        {"seq_len", analysis.seq_len},
+                               {"devices", c.devices},      {"tile", c.tile.to_string()},
+                               {"tiling", model::tiling_name(c.tiling)}, {"mask", c.mask}};
+    // The JSON's metrics objects, flattened with their unit as prefix.
+    const std::pair<const char*, nlohmann::ordered_json> units[] = {
+        {"elements", to_json(r.elements, r.elements_lockstep_speedup_vs_contiguous)},
+        {"tiles", to_json(r.tiles, r.tiles_lockstep_speedup_vs_contiguous)}};
+    for (const auto& [unit, metrics] : units) {
+      for (const auto& [key, value] : metrics.items()) row[fmt::format("{}_{}", unit, key)] = value;
+    }
+    row["tiles_vs_bound"] = r.tiles_vs_bound;
+    row["tiles_lockstep_vs_bound"] = r.tiles_lockstep_vs_bound;
+    row["best"] = i == analysis.best;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 namespace {
 
 using model::Count;
@@ -32,7 +116,7 @@ void append_matrix(std::string& out, const std::string& title, const model::Work
 
 }  // namespace
 
-std::string format_analysis_table(const model::Analysis& analysis, bool matrices) {
+std::string analysis_table(const model::Analysis& analysis, bool matrices) {
   const model::AnalyzeConfig& c = analysis.config;
   std::string out;
   append(out, "ring attention work: n = {} tokens, N = {} devices, c = {} tokens per device, mask {}, tiles {}{}\n",
@@ -89,10 +173,8 @@ std::string format_analysis_table(const model::Analysis& analysis, bool matrices
   return out;
 }
 
-std::string format_analysis_json(const model::Analysis& analysis) { return model::to_json(analysis).dump(2) + "\n"; }
-
-std::string format_analysis_csv(const model::Analysis& analysis, bool matrices) {
-  if (!matrices) return rows_to_csv(model::analysis_rows(analysis));
+std::string analysis_csv(const model::Analysis& analysis, bool matrices) {
+  if (!matrices) return rows_to_csv(analysis_rows(analysis));
   std::string out = "layout,round,device,kv_source,unmasked_elements,active_tiles,partial_tiles\n";
   const Count devices = analysis.config.devices;
   for (const auto& r : analysis.results) {
@@ -108,14 +190,14 @@ std::string format_analysis_csv(const model::Analysis& analysis, bool matrices) 
   return out;
 }
 
-std::string format_analysis(const model::Analysis& analysis, OutputFormat format, bool matrices) {
+std::string render(const model::Analysis& analysis, OutputFormat format, bool matrices) {
   switch (format) {
-    case OutputFormat::table: return format_analysis_table(analysis, matrices);
-    case OutputFormat::json: return format_analysis_json(analysis);
-    case OutputFormat::csv: return format_analysis_csv(analysis, matrices);
+    case OutputFormat::table: return analysis_table(analysis, matrices);
+    case OutputFormat::json: return to_json(analysis).dump(2) + "\n";
+    case OutputFormat::csv: return analysis_csv(analysis, matrices);
     case OutputFormat::markdown: break;
   }
   throw not_offered(format);
 }
 
-}  // namespace stripesim::cli
+}  // namespace stripesim::output
