@@ -10,6 +10,7 @@
 #include "run_mode.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_file.hpp"
+#include "stripesim/output/step_fit_printers.hpp"
 #include "stripesim/sim/step_sweep.hpp"
 
 namespace stripesim::cli {
@@ -30,39 +31,6 @@ constexpr const char* kCalibrateStepExamples = R"(Examples:
   stripesim calibrate-step --experiment configs/experiments/paper-measured.json \
       --hardware-out configs/hardware/a100-80gb.json --kernel-out configs/kernels/a100/blockwise.json
       the same, writing the fitted profiles (how the shipped ones were made))";
-
-std::string format_table(const sim::StepFit& fit) {
-  std::string out = fmt::format(
-      "step fit on {} measured speedups: {} element-wise work {:.4g} B per token per d_model (matmuls at {:.3g} of the "
-      "peak, as given), kernel {} partial tile = {:.2f} x full\n"
-      "mean absolute error {:.3f}, worst {:.3f}; each sequence-parallel degree held out in turn: {:.3f}, worst {:.3f}\n\n",
-      fit.rows.size(), fit.hardware.name, fit.hardware.elementwise_bytes_per_dmodel, *fit.hardware.matmul_efficiency,
-      fit.kernel.name, fit.partial_ratio,
-      fit.mean_abs_error, fit.worst_abs_error, fit.held_out_mean_abs_error, fit.held_out_worst_abs_error);
-  out += fmt::format("{:<8} {:<6} {:>3} {:>3} {:>8} {:>9} {:>10} {:>9}\n", "hardware", "model", "M", "N", "n",
-                     "measured", "predicted", "held out");
-  for (const auto& r : fit.rows) {
-    out += fmt::format("{:<8} {:<6} {:>3} {:>3} {:>8} {:>9.3f} {:>10.3f} {:>9.3f}\n", r.measured.hardware, r.measured.model,
-                       r.measured.model_parallel, r.measured.devices, r.measured.seq_len, r.measured.speedup, r.predicted,
-                       r.held_out);
-  }
-  return out;
-}
-
-}  // namespace
-
-namespace {
-
-// The fit in the chosen format.
-std::string render(const sim::StepFit& fit, OutputFormat format) {
-  switch (format) {
-    case OutputFormat::table: return format_table(fit);
-    case OutputFormat::json: return sim::to_json(fit).dump(2) + "\n";
-    case OutputFormat::csv:
-    case OutputFormat::markdown: break;
-  }
-  throw not_offered(format);
-}
 
 }  // namespace
 
@@ -100,7 +68,7 @@ std::function<void()> register_calibrate_step_command(CLI::App& app, RunMode mod
     // Profiles first, the report last: a failed write leaves no report claiming a fit.
     if (!opts.hardware_out.empty()) write_output(model::to_json(fit.hardware).dump(2) + "\n", opts.hardware_out);
     if (!opts.kernel_out.empty()) write_output(sim::to_json(fit.kernel).dump(2) + "\n", opts.kernel_out);
-    write_output(render(fit, output_format(opts.format)), opts.output);
+    write_output(output::render(fit, output_format(opts.format)), opts.output);
   };
 }
 

@@ -11,7 +11,7 @@
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
-#include "stripesim/output/rows.hpp"
+#include "stripesim/output/plan_printers.hpp"
 #include "stripesim/sim/plan.hpp"
 
 namespace stripesim::cli {
@@ -32,55 +32,6 @@ constexpr const char* kPlanExamples = R"(Examples:
   stripesim plan --model llama3-70b --topology cluster:16x8 --gpus 128 -n 512k --memory-gib 80 --format csv
   stripesim plan --model llama3-8b --topology dgx-h100-x2 --gpus 16 -n 256k --algorithms ring,ulysses \
       --mask documents:lognormal:8192:1.0:seed=1 --layouts contiguous,zigzag,balanced)";
-
-std::string format_table(const sim::Plan& plan) {
-  const sim::PlanRequest& r = plan.request;
-  std::string out = fmt::format(
-      "plan: {} on {} GPUs ({}), n = {}, batch {} per replica, mask {}, a training step (forward, backward, gradients)\n"
-      "{} choices: {} refused by the simulation, {} over {:.0f} GiB of memory, {} could not beat the top {} "
-      "(bounded), {} simulated\n\n",
-      r.base.model, r.gpus, r.base.topology.empty() ? fmt::format("nvswitch:{}", r.gpus) : r.base.topology, r.base.seq_len,
-      r.base.batch, r.base.mask, plan.considered, plan.refused, plan.over_memory, plan.memory_gib, plan.bounded_out, r.top,
-      plan.ranked.size());
-  if (plan.ranked.empty()) {
-    out += "nothing fits: give more GPUs, more memory (--memory-gib), --recompute or a shorter sequence\n";
-  } else {
-    out += fmt::format("{:>4} {:>12} {:>10} {:>9} {:<14} {:<12} {:>6} {:>8} {:>9} {:>9}  {}\n", "rank", "tokens/s", "step ms",
-                       "MxNxD", "cp", "layout", "MFU", "mem GiB", "attn comm", "attn idle", "why");
-    const size_t shown = std::min(plan.ranked.size(), static_cast<size_t>(r.top));
-    for (size_t i = 0; i < shown; ++i) {
-      const sim::PlanCandidate& c = plan.ranked[i];
-      const sim::StepEstimate& e = *c.step;
-      out += fmt::format("{:>4} {:>12.0f} {:>10.1f} {:>9} {:<14} {:<12} {:>5.1f}% {:>8.1f} {:>9.1f} {:>9.1f}  {}\n", i + 1,
-                         e.tokens_per_second, e.time_us / 1e3,
-                         fmt::format("{}x{}x{}", c.mesh.model_parallel, c.mesh.devices, c.mesh.data_parallel), c.cp,
-                         c.layout, 100 * e.mfu, e.memory.total() / sim::kBytesPerGib, e.breakdown.attention_comm_us / 1e3,
-                         e.breakdown.attention_idle_us / 1e3, c.reason);
-    }
-  }
-  if (!plan.refusal_examples.empty()) {
-    out += "\nrefused, for example:\n";
-    for (const std::string& why : plan.refusal_examples) out += "  " + why + "\n";
-  }
-  out += "\nM x N x D = model-, context- and data-parallel degrees; tokens/s over every GPU; attn comm and idle in ms\n"
-         "per step on the slowest device; why: against the best choice of another algorithm.\n";
-  return out;
-}
-
-}  // namespace
-
-namespace {
-
-// The ranking in the chosen format.
-std::string render(const sim::Plan& plan, OutputFormat format) {
-  switch (format) {
-    case OutputFormat::table: return format_table(plan);
-    case OutputFormat::json: return sim::to_json(plan).dump(2) + "\n";
-    case OutputFormat::csv: return output::rows_to_csv(sim::plan_rows(plan));
-    case OutputFormat::markdown: break;
-  }
-  throw not_offered(format);
-}
 
 }  // namespace
 
@@ -132,7 +83,7 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
       return;
     }
     const sim::Plan plan = sim::run_plan(request, catalog);  // checks the request first
-    write_output(render(plan, output_format(opts.format)), opts.output);
+    write_output(output::render(plan, output_format(opts.format)), opts.output);
   };
 }
 

@@ -17,6 +17,7 @@
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/output/validation_printers.hpp"
 #include "stripesim/sim/kernel_profile.hpp"
 #include "stripesim/validate/comparison.hpp"
 #include "stripesim/validate/kernel_accuracy.hpp"
@@ -147,62 +148,6 @@ void progress(size_t done, size_t total, const std::string& label) {
   std::fflush(stderr);
 }
 
-std::string format_table(const validate::ValidationReport& report) {
-  std::string out = fmt::format("validate on {} ({}): {} warm-up + {} timed iterations per case, medians\n\n", report.backend,
-                                report.device, report.options.warmup, report.options.iterations);
-  const bool predicted = !report.comparisons.empty();
-  size_t width = 4;
-  for (const auto& r : report.results) width = std::max(width, r.ring_case.label().size());
-  out += fmt::format("{:<{}} {:>11} {:>6} {:>12} {:>12}", "case", width, "rel. error", "check", "measured us", "max round us");
-  if (predicted) out += fmt::format(" {:>12} {:>9} {:>11}", "predicted us", "error", "role");
-  out += "\n";
-  for (size_t i = 0; i < report.results.size(); ++i) {
-    const auto& r = report.results[i];
-    double slowest_round = 0;
-    for (model::Count round = 0; round < r.ring_case.devices; ++round) {
-      double round_max = 0;
-      for (model::Count d = 0; d < r.ring_case.devices; ++d) round_max = std::max(round_max, r.summary.kernel_at(round, d).median);
-      slowest_round = std::max(slowest_round, round_max);
-    }
-    out += fmt::format("{:<{}} {:>11} {:>6} {:>12.1f} {:>12.1f}", r.ring_case.label(), width,
-                       r.checked ? fmt::format("{:.2e}", r.error.relative) : "-", r.checked ? (r.passed ? "pass" : "FAIL") : "-",
-                       r.summary.wall.median, slowest_round);
-    if (predicted) {
-      const auto& c = report.comparisons[i];
-      out += fmt::format(" {:>12.1f} {:>+8.1f}% {:>11}", c.prediction.total_us, 100 * c.total_error, validate::role_name(c.role));
-    }
-    out += "\n";
-  }
-  if (predicted) {
-    for (const CaseRole role : {CaseRole::held_out, CaseRole::calibration, CaseRole::checked}) {
-      const auto s = validate::summarize_errors(report.results, report.comparisons, role);
-      if (s.cases == 0) continue;
-      out += fmt::format("\n{} cases: total error median {:.1f}%, worst {:.1f}%; per-kernel median {:.1f}%, worst {:.1f}%",
-                         validate::role_name(role),
-                         100 * s.median_abs_total_error, 100 * s.max_abs_total_error, 100 * s.median_abs_kernel_error,
-                         100 * s.max_abs_kernel_error);
-    }
-    if (report.calibration) {
-      const bool nodes = report.calibration->inter_node.has_value();
-      if (!nodes || report.calibration->handoff_samples > 0) {  // every hop crossing nodes leaves the node's link as it was
-        out += fmt::format("\nhand-off fit{}: {:.1f} us latency, {:.2f} GB/s ({} hops)", nodes ? " inside a node" : "",
-                           report.calibration->hop_latency_us, report.calibration->profile.link_bandwidth,
-                           report.calibration->handoff_samples);
-      }
-      if (const auto& net = report.calibration->inter_node) {
-        out += fmt::format("\nhand-off fit between nodes: {:.1f} us latency, {:.2f} GB/s ({} hops)", net->latency_us,
-                           net->bandwidth_gbps, net->samples);
-      }
-    }
-    out += "\n";
-  }
-  if (report.placement) out += fmt::format("\ndevices by host: {}\n", report.placement->describe());
-  out += "\nrel. error = max |ring - dense| / max |dense| after undoing the layout; measured = the ring's wall time";
-  out += report.backend == "nccl"  ? " on N GPUs.\n"
-         : report.backend == "mpi" ? " over N MPI ranks at once.\n"
-                                   : " with the N virtual devices run one after another.\n";
-  return out;
-}
 
 // --measurements / --block-costs: fit (--calibrate) or score (--compare, leave one file out) a
 // kernel profile on timings from outside; nothing runs on a backend.
@@ -269,22 +214,6 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   // No table of the kernel fit: the Markdown is what a person reads.
   write_output(output_format(o.format) == OutputFormat::json ? json : markdown, o.output);
   return 0;
-}
-
-}  // namespace
-
-namespace {
-
-// The report in the chosen format (its JSON and Markdown already rendered for --out-dir).
-std::string render(const validate::ValidationReport& report, const std::string& json, const std::string& markdown,
-                   OutputFormat format) {
-  switch (format) {
-    case OutputFormat::table: return format_table(report);
-    case OutputFormat::json: return json;
-    case OutputFormat::markdown: return markdown;
-    case OutputFormat::csv: break;
-  }
-  throw not_offered(format);
 }
 
 }  // namespace
@@ -450,8 +379,6 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
       validate::predict_and_compare(report, inputs, backend->concurrent_devices());
     }
 
-    const std::string json = validate::to_json(report, true).dump(2) + "\n";
-    const std::string markdown = validate::to_markdown(report);
     if (!opts.out_dir.empty()) {
       namespace fs = std::filesystem;
       std::error_code ec;
@@ -466,14 +393,14 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
       if (report.topology) {  // the fitted network: simulate --topology DIR/topology.json --hardware DIR/profile.json
         write_output(report.topology->to_json().dump(2) + "\n", (fs::path(opts.out_dir) / "topology.json").string());
       }
-      write_output(markdown, (fs::path(opts.out_dir) / "validate.md").string());
-      write_output(json, (fs::path(opts.out_dir) / "validate.json").string());
+      write_output(output::render(report, OutputFormat::markdown), (fs::path(opts.out_dir) / "validate.md").string());
+      write_output(output::render(report, OutputFormat::json), (fs::path(opts.out_dir) / "validate.json").string());
     }
     if (opts.calibrate && !opts.profile_out.empty()) {
       write_output(model::to_json(report.calibration->profile).dump(2) + "\n", opts.profile_out);
     }
     if (opts.calibrate && !opts.kernel_out.empty()) write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", opts.kernel_out);
-    write_output(render(report, json, markdown, output_format(opts.format)), opts.output);
+    write_output(output::render(report, output_format(opts.format)), opts.output);
     bool all_passed = true;
     for (const auto& r : report.results) all_passed = all_passed && r.passed;
     if (!all_passed) {

@@ -324,29 +324,4 @@ StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog)
   return fit;
 }
 
-nlohmann::ordered_json to_json(const StepFit& fit) {
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  for (const auto& r : fit.rows) {
-    rows.push_back({{"hardware", r.measured.hardware},
-                    {"model", r.measured.model},
-                    {"model_parallel", r.measured.model_parallel},
-                    {"devices", r.measured.devices},
-                    {"seq_len", r.measured.seq_len},
-                    {"measured", r.measured.speedup},
-                    {"predicted", r.predicted},
-                    {"held_out", r.held_out}});
-  }
-  return {{"schema", kStepFitSchema},
-          {"hardware", fit.hardware.name},
-          {"kernel", fit.kernel.name},
-          {"matmul_efficiency", *fit.hardware.matmul_efficiency},
-          {"elementwise_bytes_per_dmodel", fit.hardware.elementwise_bytes_per_dmodel},
-          {"partial_ratio", fit.partial_ratio},
-          {"mean_abs_error", fit.mean_abs_error},
-          {"worst_abs_error", fit.worst_abs_error},
-          {"held_out_mean_abs_error", fit.held_out_mean_abs_error},
-          {"held_out_worst_abs_error", fit.held_out_worst_abs_error},
-          {"rows", std::move(rows)}};
-}
-
 }  // namespace stripesim::sim

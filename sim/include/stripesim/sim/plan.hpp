@@ -56,8 +56,6 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
 // Checks the request first.
 [[nodiscard]] Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog);
 
-[[nodiscard]] nlohmann::ordered_json to_json(const Plan& plan);
-// One row per ranked candidate (the same keys in each): for CSV and the table.
-[[nodiscard]] std::vector<nlohmann::ordered_json> plan_rows(const Plan& plan);
+// Its printers (table, JSON, CSV): output/plan_printers.hpp.
 
 }  // namespace stripesim::sim

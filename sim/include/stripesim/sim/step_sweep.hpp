@@ -88,6 +88,6 @@ struct StepFit {
 // backward) to the measured speedups, minimising their mean absolute error. Every measured row
 // must name one hardware, found in the grid's catalog.
 [[nodiscard]] StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog);
-[[nodiscard]] nlohmann::ordered_json to_json(const StepFit& fit);
+// Its printers (table, JSON): output/step_fit_printers.hpp.
 
 }  // namespace stripesim::sim

@@ -86,7 +86,6 @@ struct ValidationReport {
   std::optional<sim::Topology> topology;           // the topology predictions used, when the job spans nodes
 };
 
-[[nodiscard]] nlohmann::ordered_json to_json(const ValidationReport& report, bool rounds);
-[[nodiscard]] std::string to_markdown(const ValidationReport& report);
+// Its printers (table, JSON, Markdown): output/validation_printers.hpp.
 
 }  // namespace stripesim::validate

@@ -1,0 +1,106 @@
+#include "stripesim/output/plan_printers.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "stripesim/output/rows.hpp"
+
+namespace stripesim::output {
+
+std::vector<nlohmann::ordered_json> plan_rows(const sim::Plan& plan) {
+  std::vector<nlohmann::ordered_json> rows;
+  for (size_t i = 0; i < plan.ranked.size(); ++i) {
+    const sim::PlanCandidate& c = plan.ranked[i];
+    const sim::StepEstimate& e = *c.step;
+    const sim::StepBreakdown& b = e.breakdown;
+    rows.push_back({{"rank", i + 1},
+                    {"tokens_per_second", e.tokens_per_second},
+                    {"step_us", e.time_us},
+                    {"model_parallel", c.mesh.model_parallel},
+                    {"context_parallel", c.mesh.devices},
+                    {"data_parallel", c.mesh.data_parallel},
+                    {"cp", c.cp},
+                    {"layout", c.layout},
+                    {"mfu", e.mfu},
+                    {"memory_bytes", e.memory.total()},
+                    {"attention_compute_us", b.attention_compute_us},
+                    {"attention_comm_us", b.attention_comm_us},
+                    {"attention_idle_us", b.attention_idle_us},
+                    {"model_parallel_comm_us", b.model_parallel_comm_us},
+                    {"gradient_comm_us", b.gradient_comm_us},
+                    {"bound_us", c.bound_us},
+                    {"reason", c.reason}});
+  }
+  return rows;
+}
+
+nlohmann::ordered_json to_json(const sim::Plan& plan) {
+  const sim::PlanRequest& r = plan.request;
+  nlohmann::ordered_json doc;
+  doc["schema"] = "stripesim.plan/1";
+  doc["request"] = {{"model", r.base.model},
+                    {"hardware", r.base.hardware_profile ? r.base.hardware_profile->name : r.base.hardware},
+                    {"topology", r.base.topology},
+                    {"gpus", r.gpus},
+                    {"seq_len", r.base.seq_len},
+                    {"batch", r.base.batch},
+                    {"mask", r.base.mask},
+                    {"layouts", r.base.layouts},
+                    {"algorithms", r.algorithms},
+                    {"memory_gib", plan.memory_gib},
+                    {"top", r.top}};
+  doc["considered"] = plan.considered;
+  doc["refused"] = plan.refused;
+  doc["over_memory"] = plan.over_memory;
+  doc["bounded_out"] = plan.bounded_out;
+  doc["refusal_examples"] = plan.refusal_examples;
+  doc["ranked"] = plan_rows(plan);
+  return doc;
+}
+
+std::string plan_table(const sim::Plan& plan) {
+  const sim::PlanRequest& r = plan.request;
+  std::string out = fmt::format(
+      "plan: {} on {} GPUs ({}), n = {}, batch {} per replica, mask {}, a training step (forward, backward, gradients)\n"
+      "{} choices: {} refused by the simulation, {} over {:.0f} GiB of memory, {} could not beat the top {} "
+      "(bounded), {} simulated\n\n",
+      r.base.model, r.gpus, r.base.topology.empty() ? fmt::format("nvswitch:{}", r.gpus) : r.base.topology, r.base.seq_len,
+      r.base.batch, r.base.mask, plan.considered, plan.refused, plan.over_memory, plan.memory_gib, plan.bounded_out, r.top,
+      plan.ranked.size());
+  if (plan.ranked.empty()) {
+    out += "nothing fits: give more GPUs, more memory (--memory-gib), --recompute or a shorter sequence\n";
+  } else {
+    out += fmt::format("{:>4} {:>12} {:>10} {:>9} {:<14} {:<12} {:>6} {:>8} {:>9} {:>9}  {}\n", "rank", "tokens/s", "step ms",
+                       "MxNxD", "cp", "layout", "MFU", "mem GiB", "attn comm", "attn idle", "why");
+    const size_t shown = std::min(plan.ranked.size(), static_cast<size_t>(r.top));
+    for (size_t i = 0; i < shown; ++i) {
+      const sim::PlanCandidate& c = plan.ranked[i];
+      const sim::StepEstimate& e = *c.step;
+      out += fmt::format("{:>4} {:>12.0f} {:>10.1f} {:>9} {:<14} {:<12} {:>5.1f}% {:>8.1f} {:>9.1f} {:>9.1f}  {}\n", i + 1,
+                         e.tokens_per_second, e.time_us / 1e3,
+                         fmt::format("{}x{}x{}", c.mesh.model_parallel, c.mesh.devices, c.mesh.data_parallel), c.cp,
+                         c.layout, 100 * e.mfu, e.memory.total() / sim::kBytesPerGib, e.breakdown.attention_comm_us / 1e3,
+                         e.breakdown.attention_idle_us / 1e3, c.reason);
+    }
+  }
+  if (!plan.refusal_examples.empty()) {
+    out += "\nrefused, for example:\n";
+    for (const std::string& why : plan.refusal_examples) out += "  " + why + "\n";
+  }
+  out += "\nM x N x D = model-, context- and data-parallel degrees; tokens/s over every GPU; attn comm and idle in ms\n"
+         "per step on the slowest device; why: against the best choice of another algorithm.\n";
+  return out;
+}
+
+std::string render(const sim::Plan& plan, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::table: return plan_table(plan);
+    case OutputFormat::json: return to_json(plan).dump(2) + "\n";
+    case OutputFormat::csv: return rows_to_csv(plan_rows(plan));
+    case OutputFormat::markdown: break;
+  }
+  throw not_offered(format);
+}
+
+}  // namespace stripesim::output
