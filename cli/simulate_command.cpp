@@ -16,7 +16,7 @@
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/work_model.hpp"
-#include "stripesim/output/rows.hpp"
+#include "stripesim/output/simulation_printers.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/simulation.hpp"
 
@@ -53,107 +53,6 @@ constexpr const char* kSimulateExamples = R"(Examples:
   stripesim simulate --model llama3-8b --hardware h100 --topology cluster:4x8 -N 32 -n 1M --pass fwdbwd --cp hybrid:8x4
       Ulysses inside each node, a ring across the four nodes (set beside --cp ring, allgather, ulysses)
   stripesim simulate --experiment configs/experiments/simulate-dgx-h100-x2.json)";
-
-// Scope layer or step: the breakdown of the time on the ring's last device, throughput, memory.
-std::string format_step_table(const sim::Simulation& s) {
-  const sim::StepShape& shape = *s.step_shape;
-  const auto& c = s.config;
-  std::string out = fmt::format(
-      "scope: {} of {} ({} layers), {}{}; mesh -M {} x -N {} x -D {} on {} GPUs; matmuls at {:.3f} of the {} peak, "
-      "element-wise work {:.0f} B per token per d_model\n"
-      "per layer: model-parallel all-reduce {:.3f} ms; gradient all-reduce {:.3f} ms per step (overlapped with the backward)\n\n",
-      c.scope == sim::Scope::step ? "a training step" : "one transformer layer", shape.model.name, shape.model.layers,
-      sim::to_string(c.pass), c.recompute ? ", recomputing the forward in the backward" : "", c.model_parallel,
-      c.devices, c.data_parallel, s.mesh.gpus(), *s.hardware.matmul_efficiency, s.hardware.matmul_precision,
-      s.hardware.elementwise_bytes_per_dmodel, shape.activation_allreduce_us / 1e3, shape.gradient_allreduce_us / 1e3);
-  out += fmt::format("{:<16} {:>11} {:>9} {:>11} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}\n", "layout",
-                     "time (ms)", "vs contig", "tokens/s", "MFU", "matmul", "elementwise", "attn comp", "attn comm",
-                     "attn idle", "MP comm", "grad comm", "memory GiB");
-  bool over = false;
-  for (const auto& r : s.results) {
-    const sim::StepEstimate& e = *r.step;
-    const sim::StepBreakdown& b = e.breakdown;
-    over = over || e.exceeds_memory;
-    out += fmt::format("{:<16} {:>11.3f} {:>8.2f}x {:>11.0f} {:>5.1f}% {:>10.3f} {:>11.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9}{}\n",
-                       r.layout, r.time_us / 1e3, r.speedup_vs_contiguous, e.tokens_per_second, 100 * e.mfu,
-                       b.matmul_us / 1e3, b.elementwise_us / 1e3, b.attention_compute_us / 1e3, b.attention_comm_us / 1e3,
-                       b.attention_idle_us / 1e3, b.model_parallel_comm_us / 1e3, b.gradient_comm_us / 1e3,
-                       fmt::format("{:.1f}", e.memory.total() / sim::kBytesPerGib), e.exceeds_memory ? "!" : "");
-  }
-  out += "\nbreakdown columns in ms, on the ring's last device to finish each layer; they add up to the time.\n"
-         "MFU = model FLOPs (forward 1x, backward 2x, attention on unmasked pairs) / (M x N devices x time x peak).\n"
-         "memory per device: bf16 weights, gradients and Adam state (16 B per parameter), activations kept for\n"
-         "the backward, fp32 logits, the ring's K/V buffers.\n";
-  if (over) {
-    out += fmt::format("warning: '!' marks layouts whose memory per device exceeds the {} GiB of {}\n", s.hardware.memory_gib,
-                       s.hardware.name);
-  }
-  return out;
-}
-
-std::string format_table(const sim::Simulation& s) {
-  const auto& c = s.config;
-  std::string out = fmt::format(
-      "context parallelism {}: n = {} tokens, N = {} devices on {}, {} heads x {} (K/V heads {}) per device, batch {}, "
-      "tiles {}{}, {}, pass {}, sync {}, {} K/V buffers{}\n",
-      sim::to_string(s.cp, c.devices), c.seq_len, c.devices, s.topology.name(), s.heads_per_device, s.head_dim,
-      s.kv_heads_per_device, c.batch, s.tile.to_string(), model::tiling_matters(s.tiling, s.mask_kind) ? " (varlen)" : "",
-      s.dtype, sim::to_string(c.pass), sim::to_string(c.sync), c.kv_buffers,
-      c.skip_unread_hops ? ", unread K/V blocks not sent on" : "");
-  if (s.padding_tokens > 0) {
-    out += fmt::format("documents padded to multiples of 2N: {} padding tokens included in n\n", s.padding_tokens);
-  }
-  sim::Microseconds slowest_hop = 0;
-  for (const auto& hop : s.hops) slowest_hop = std::max(slowest_hop, hop.transfer_us(s.kv_bytes));
-  const double tile_scale = sim::KernelTimeModel(s.kernel, s.hardware.sms, s.call_shape).tile_scale();
-  out += fmt::format("hardware {}, kernel {} ({}): full tile {:.2f} us, partial {:.2f} us per slot; K/V per hop {:.1f} MB, "
-                     "slowest hop {:.1f} us\n",
-                     s.hardware.name, s.kernel.name, s.kernel.calibrated ? "calibrated" : "uncalibrated",
-                     s.kernel.forward.full_tile_us * tile_scale, s.kernel.forward.partial_tile_us * tile_scale,
-                     static_cast<double>(s.kv_bytes) / 1e6, slowest_hop);
-  if (s.step_shape) return out + format_step_table(s);
-  out += fmt::format("scope: the attention ring of one layer{}\n\n",
-                     s.topology.is_ideal() ? ", the calls alone (ideal topology: hops take no time, no merge between calls)" : "");
-  out += fmt::format("{:<22} {:>12} {:>10} {:>12} {:>12} {:>16} {:>10} {:>10}\n", "layout", "time (ms)", "vs contig",
-                     "mean busy", "max idle", "max exposed comm", "K/V MiB", "events");
-  for (const auto& r : s.results) {
-    double busy = 0, idle = 0, exposed = 0;
-    std::uint64_t events = 0;
-    for (const auto& t : r.passes) {
-      std::vector<double> device_busy(static_cast<size_t>(t.devices)), device_idle(device_busy), device_exposed(device_busy);
-      for (size_t d = 0; d < t.device_summary.size(); ++d) {
-        busy += t.device_summary[d].busy_us / static_cast<double>(t.devices);
-        idle = std::max(idle, t.device_summary[d].idle_us);
-        exposed = std::max(exposed, t.device_summary[d].exposed_comm_us);
-      }
-      events += t.events;
-    }
-    out += fmt::format("{:<22} {:>12.3f} {:>9.2f}x {:>9.3f} ms {:>9.3f} ms {:>13.3f} ms {:>10.1f} {:>10}\n", r.layout,
-                       r.time_us / 1e3, r.speedup_vs_contiguous, busy / 1e3, idle / 1e3, exposed / 1e3,
-                       r.kv_memory_bytes / (1024.0 * 1024.0), events);
-  }
-  out += "\nvs contig = contiguous time / this time; busy = computing; idle = time - busy;\n"
-         "exposed comm = waiting for a K/V block while it is on the wire, plus transfers still running after the\n"
-         "last compute (waiting for a block the upstream device has not sent yet is idle, not communication), plus\n"
-         "collectives (all-gather, reduce-scatter, all-to-all) the device is not computing under;\n"
-         "K/V MiB = K/V and their buffers on one device (gathered K/V, all-to-all buffers, dK/dV in a backward).\n";
-  return out;
-}
-
-}  // namespace
-
-namespace {
-
-// The simulation in the chosen format (`rounds`: JSON with the per-(round, device) records).
-std::string render(const sim::Simulation& result, bool rounds, OutputFormat format) {
-  switch (format) {
-    case OutputFormat::table: return format_table(result);
-    case OutputFormat::json: return sim::to_json(result, rounds).dump(2) + "\n";
-    case OutputFormat::csv: return output::rows_to_csv(sim::simulation_rows(result));
-    case OutputFormat::markdown: break;
-  }
-  throw not_offered(format);
-}
 
 }  // namespace
 
@@ -278,9 +177,9 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     if (mode == RunMode::parse_only) return;
     const sim::Simulation result = origins.run([&] { return sim::run_simulation(std::move(plan)); });
     // Write the trace first: if it fails, nothing has been written.
-    if (!opts.trace.empty()) write_output(sim::chrome_trace(result).dump() + "\n", opts.trace);
+    if (!opts.trace.empty()) write_output(output::chrome_trace(result).dump() + "\n", opts.trace);
     const bool rounds = opts.rounds || (!opts.summary_only && result.config.devices <= sim::kRoundsByDefaultUpTo);
-    write_output(render(result, rounds, output_format(opts.format)), opts.output);
+    write_output(output::render(result, output_format(opts.format), rounds), opts.output);
   };
 }
 

@@ -12,6 +12,7 @@
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_merge.hpp"
 #include "stripesim/sim/simulation.hpp"
+#include "stripesim/output/simulation_printers.hpp"
 
 namespace stripesim::sim {
 namespace {
@@ -122,10 +123,10 @@ TEST(Simulation, DeterministicJsonAndTrace) {
   SimulateConfig c = small_config();
   c.topology = "cluster:2x4";
   c.pass = PassSelection::forward_backward;
-  const auto a = to_json(run_simulation(c, catalog()), true).dump();
-  const auto b = to_json(run_simulation(c, catalog()), true).dump();
+  const auto a = output::to_json(run_simulation(c, catalog()), true).dump();
+  const auto b = output::to_json(run_simulation(c, catalog()), true).dump();
   EXPECT_EQ(a, b);
-  const auto trace = chrome_trace(run_simulation(c, catalog()));
+  const auto trace = output::chrome_trace(run_simulation(c, catalog()));
   ASSERT_TRUE(trace.contains("traceEvents"));
   size_t compute = 0, transfer = 0;
   for (const auto& e : trace["traceEvents"]) {
@@ -231,7 +232,7 @@ TEST(Simulation, PricesTheTilesOfTheKernelsTiling) {
   }
   // Naming the kernel's own tiling changes nothing; naming the other one is refused.
   c.tiling = model::Tiling::varlen;
-  EXPECT_EQ(to_json(run_simulation(c, catalog()), true), to_json(s, true));
+  EXPECT_EQ(output::to_json(run_simulation(c, catalog()), true), output::to_json(s, true));
   c.tiling = model::Tiling::fixed;
   EXPECT_THROW((void)plan_simulation(c, catalog()), model::InputError);
   c.kernel = "stripesim-flash";  // this project's kernel: fixed tiling

@@ -59,9 +59,9 @@ std::string to_string(PassSelection pass) {
   return {};
 }
 
-namespace {
-
 std::string to_string(RingPass pass) { return pass == RingPass::forward ? "forward" : "backward"; }
+
+namespace {
 
 Bytes dtype_bytes(const std::string& dtype) {
   if (dtype == "fp32" || dtype == "tf32") return 4;
@@ -427,159 +427,6 @@ Simulation run_simulation(SimulationPlan plan) {
   return std::move(plan.simulation);
 }
 
-namespace {
-
-nlohmann::ordered_json time_or_null(Microseconds t) { return t < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t); }
-
-nlohmann::ordered_json step_json(const StepEstimate& e) {
-  const StepBreakdown& b = e.breakdown;
-  const StepMemory& m = e.memory;
-  return {{"time_us", e.time_us},
-          {"tokens_per_second", e.tokens_per_second},
-          {"model_flops", e.model_flops},
-          {"mfu", e.mfu},
-          {"breakdown_us", {{"matmul", b.matmul_us},
-                            {"elementwise", b.elementwise_us},
-                            {"attention_compute", b.attention_compute_us},
-                            {"attention_comm", b.attention_comm_us},
-                            {"attention_idle", b.attention_idle_us},
-                            {"model_parallel_comm", b.model_parallel_comm_us},
-                            {"gradient_comm", b.gradient_comm_us}}},
-          {"memory_bytes", {{"weights", m.weights},
-                            {"gradients_and_optimizer", m.gradients_and_optimizer},
-                            {"activations", m.activations},
-                            {"logits", m.logits},
-                            {"kv_buffers", m.kv_buffers},
-                            {"total", m.total()}}},
-          {"exceeds_memory", e.exceeds_memory}};
-}
-
-}  // namespace
-
-nlohmann::ordered_json to_json(const Simulation& sim, bool rounds) {
-  const SimulateConfig& c = sim.config;
-  nlohmann::ordered_json doc;
-  doc["schema"] = kSimulateSchema;
-  doc["config"] = {{"model", c.model},
-                   {"heads_per_device", sim.heads_per_device},
-                   {"kv_heads_per_device", sim.kv_heads_per_device},
-                   {"head_dim", sim.head_dim},
-                   {"batch", c.batch},
-                   {"model_parallel", c.model_parallel},
-                   {"data_parallel", c.data_parallel},
-                   {"scope", to_string(c.scope)},
-                   {"recompute", c.recompute},
-                   {"seq_len", c.seq_len},
-                   {"devices", c.devices},
-                   {"block_size", c.seq_len / c.devices},
-                   {"tile", {{"query", sim.tile.query}, {"key", sim.tile.key}}},
-                   {"tiling", model::tiling_name(sim.tiling)},
-                   {"mask", c.mask},
-                   {"padding_tokens", sim.padding_tokens},
-                   {"pass", to_string(c.pass)},
-                   {"dtype", sim.dtype},
-                   {"hardware", sim.hardware.name},
-                   {"topology", sim.topology.name()},
-                   {"sync", to_string(c.sync)},
-                   {"kv_buffers", c.kv_buffers},
-                   {"ring_order", c.auto_ring_order ? "auto" : "rank"},
-                   {"cp", to_string(sim.cp, c.devices)},
-                   {"skip_unread_hops", c.skip_unread_hops}};
-  doc["rounds_included"] = rounds;
-  doc["kernel"] = to_json(sim.kernel);
-  doc["kv_bytes_per_hop"] = sim.kv_bytes;
-  nlohmann::ordered_json hops = nlohmann::ordered_json::array();
-  for (size_t p = 0; p < sim.hops.size(); ++p) {
-    const Route& route = sim.hops[p];
-    nlohmann::ordered_json links = nlohmann::ordered_json::array();
-    for (const auto link : route.links) links.push_back(sim.topology.directed_link_name(link));
-    hops.push_back({{"from_gpu", sim.ring_order[p]},
-                    {"to_gpu", sim.ring_order[(p + 1) % sim.ring_order.size()]},
-                    {"latency_us", route.latency_us},
-                    {"bandwidth_gbps", route.links.empty() ? 0.0 : route.bandwidth},
-                    {"transfer_us", route.transfer_us(sim.kv_bytes)},
-                    {"shared_by", sim.hops_shared_by[p]},
-                    {"links", std::move(links)}});
-  }
-  doc["hops"] = std::move(hops);
-  if (sim.step_shape) {
-    const StepShape& step = *sim.step_shape;
-    doc["step_inputs"] = {{"layers", step.model.layers},
-                          {"matmul_efficiency", *sim.hardware.matmul_efficiency},
-                          {"matmul_precision", sim.hardware.matmul_precision},
-                          {"elementwise_bytes_per_dmodel", sim.hardware.elementwise_bytes_per_dmodel},
-                          {"memory_bandwidth_gbps", sim.hardware.memory_bandwidth},
-                          {"unmasked_pairs", step.unmasked_pairs},
-                          {"model_parallel_gpus", model_parallel_groups(sim.mesh).front()},
-                          {"activation_allreduce_us", step.activation_allreduce_us},
-                          {"gradient_allreduce_us", step.gradient_allreduce_us},
-                          {"memory_gib", sim.hardware.memory_gib}};
-  }
-  nlohmann::ordered_json results = nlohmann::ordered_json::array();
-  for (const LayoutSimulation& r : sim.results) {
-    nlohmann::ordered_json passes = nlohmann::ordered_json::array();
-    for (const RingTimeline& t : r.passes) {
-      nlohmann::ordered_json devices = nlohmann::ordered_json::array();
-      for (Count d = 0; d < t.devices; ++d) {
-        const DeviceSummary& s = t.device_summary[static_cast<size_t>(d)];
-        devices.push_back({{"device", d},
-                           {"gpu", sim.ring_order[static_cast<size_t>(d)]},
-                           {"busy_us", s.busy_us},
-                           {"idle_us", s.idle_us},
-                           {"exposed_comm_us", s.exposed_comm_us},
-                           {"finish_us", s.finish_us}});
-      }
-      nlohmann::ordered_json pass{{"pass", to_string(t.pass)},
-                                  {"start_us", t.start_us},
-                                  {"end_us", t.end_us},
-                                  {"time_us", t.makespan_us()},
-                                  {"events", t.events},
-                                  {"devices", std::move(devices)}};
-      if (rounds) {
-        nlohmann::ordered_json matrix = nlohmann::ordered_json::array();
-        for (Count round = 0; round < t.round_count(); ++round) {
-          nlohmann::ordered_json row = nlohmann::ordered_json::array();
-          for (Count d = 0; d < t.devices; ++d) {
-            const RoundRecord& rec = t.at(round, d);
-            nlohmann::ordered_json cell{{"arrival_us", rec.arrival_us},
-                                        {"compute_start_us", rec.compute_start_us},
-                                        {"compute_end_us", rec.compute_end_us},
-                                        {"send_start_us", time_or_null(rec.send_start_us)},
-                                        {"send_end_us", time_or_null(rec.send_end_us)}};
-            if (t.pass == RingPass::backward) {
-              cell["grad_send_start_us"] = time_or_null(rec.grad_send_start_us);
-              cell["grad_send_end_us"] = time_or_null(rec.grad_send_end_us);
-            }
-            row.push_back(std::move(cell));
-          }
-          matrix.push_back(std::move(row));
-        }
-        pass["rounds"] = std::move(matrix);
-      }
-      if (!t.collectives.empty()) {
-        nlohmann::ordered_json collectives = nlohmann::ordered_json::array();
-        for (const CollectiveInterval& x : t.collectives) {
-          collectives.push_back({{"name", x.name},
-                                 {"start_us", x.start_us},
-                                 {"end_us", x.end_us},
-                                 {"device", x.device < 0 ? nlohmann::ordered_json("all") : nlohmann::ordered_json(x.device)}});
-        }
-        pass["collectives"] = std::move(collectives);
-      }
-      passes.push_back(std::move(pass));
-    }
-    nlohmann::ordered_json result{{"layout", r.layout},
-                                  {"time_us", r.time_us},
-                                  {"speedup_vs_contiguous", r.speedup_vs_contiguous},
-                                  {"kv_memory_bytes", r.kv_memory_bytes}};
-    if (r.step) result["step"] = step_json(*r.step);
-    result["passes"] = std::move(passes);
-    results.push_back(std::move(result));
-  }
-  doc["results"] = std::move(results);
-  return doc;
-}
-
 std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& sim) {
   std::vector<nlohmann::ordered_json> rows;
   const SimulateConfig& c = sim.config;
@@ -608,64 +455,6 @@ std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& sim) {
     rows.push_back(std::move(row));
   }
   return rows;
-}
-
-nlohmann::ordered_json chrome_trace(const Simulation& sim) {
-  nlohmann::ordered_json events = nlohmann::ordered_json::array();
-  // One process per layout; in it a thread per device compute stream, then one per link direction used.
-  std::map<std::uint32_t, Count> link_thread;
-  for (const Route& hop : sim.hops) {
-    for (const auto link : hop.links) link_thread.emplace(link, 0);
-  }
-  Count next_thread = sim.config.devices;
-  for (auto& [link, thread] : link_thread) thread = next_thread++;
-  const Count collectives_thread = next_thread;
-  for (size_t l = 0; l < sim.results.size(); ++l) {
-    const LayoutSimulation& r = sim.results[l];
-    const auto pid = static_cast<Count>(l);
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", r.layout}}}});
-    for (Count d = 0; d < static_cast<Count>(sim.ring_order.size()); ++d) {
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", d},
-                        {"args", {{"name", fmt::format("device {} (gpu {}) compute", d, sim.ring_order[static_cast<size_t>(d)])}}}});
-    }
-    for (const auto& [link, thread] : link_thread) {
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", thread},
-                        {"args", {{"name", "link " + sim.topology.directed_link_name(link)}}}});
-    }
-    if (sim.cp.algorithm != CpAlgorithm::ring) {
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", collectives_thread},
-                        {"args", {{"name", "collectives"}}}});
-    }
-    for (const RingTimeline& t : r.passes) {
-      const std::string pass = to_string(t.pass);
-      for (const CollectiveInterval& x : t.collectives) {
-        events.push_back({{"name", x.device < 0 ? x.name : fmt::format("{} d{}", x.name, x.device)}, {"cat", "collective"},
-                          {"ph", "X"}, {"pid", pid}, {"tid", collectives_thread}, {"ts", x.start_us},
-                          {"dur", x.end_us - x.start_us}});
-      }
-      for (Count round = 0; round < t.round_count(); ++round) {
-        for (Count d = 0; d < t.devices; ++d) {
-          const RoundRecord& rec = t.at(round, d);
-          if (rec.compute_end_us > rec.compute_start_us) {
-            events.push_back({{"name", fmt::format("{} r{}", pass, round)}, {"cat", "compute"}, {"ph", "X"},
-                              {"pid", pid}, {"tid", d}, {"ts", rec.compute_start_us},
-                              {"dur", rec.compute_end_us - rec.compute_start_us}});
-          }
-          auto transfer = [&](Microseconds start, Microseconds end, const char* what) {
-            if (start < 0) return;
-            for (const auto link : sim.hops[static_cast<size_t>(d)].links) {
-              events.push_back({{"name", fmt::format("{} {} r{} d{}", pass, what, round, d)}, {"cat", "transfer"},
-                                {"ph", "X"}, {"pid", pid}, {"tid", link_thread.at(link)}, {"ts", start},
-                                {"dur", end - start}});
-            }
-          };
-          transfer(rec.send_start_us, rec.send_end_us, "kv");
-          transfer(rec.grad_send_start_us, rec.grad_send_end_us, "dkv");
-        }
-      }
-    }
-  }
-  return {{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
 }
 
 }  // namespace stripesim::sim

@@ -71,6 +71,7 @@ struct SimulateConfig {
 [[nodiscard]] PassSelection default_pass(Scope scope);
 [[nodiscard]] const char* to_string(SyncMode mode);
 [[nodiscard]] std::string to_string(PassSelection pass);  // "fwd", "bwd", "fwdbwd"
+[[nodiscard]] std::string to_string(RingPass pass);        // "forward", "backward"
 
 struct LayoutSimulation {
   std::string layout;
@@ -138,14 +139,9 @@ void place_on_topology(SimulationPlan& plan);
 [[nodiscard]] Simulation run_simulation(SimulationPlan plan);
 [[nodiscard]] Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog);
 
-// `rounds`: include every (round, device) record (large for big rings: 922 MB at N = 1024);
-// `rounds_included` says whether they are there.
-[[nodiscard]] nlohmann::ordered_json to_json(const Simulation& simulation, bool rounds);
 // One flat row per layout (the same keys in each): the scope's time, speedup and, for a layer or
-// a step, its breakdown, throughput, MFU and memory. For CSV.
+// a step, its breakdown, throughput, MFU and memory. The CSV's rows and the simulate baseline's
+// metrics. The printers (table, JSON, CSV, Chrome trace): output/simulation_printers.hpp.
 [[nodiscard]] std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& simulation);
-// Chrome trace event format (opens in Perfetto / chrome://tracing): a track per device's
-// compute stream and per link direction.
-[[nodiscard]] nlohmann::ordered_json chrome_trace(const Simulation& simulation);
 
 }  // namespace stripesim::sim

@@ -1,0 +1,332 @@
+#include "stripesim/output/simulation_printers.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "stripesim/model/work/work_model.hpp"
+#include "stripesim/output/rows.hpp"
+#include "stripesim/sim/kernel_time.hpp"
+
+namespace stripesim::output {
+
+using model::Count;
+using sim::CollectiveInterval;
+using sim::CpAlgorithm;
+using sim::model_parallel_groups;
+using sim::kSimulateSchema;
+using sim::Route;
+using sim::StepShape;
+
+namespace {
+
+nlohmann::ordered_json time_or_null(sim::Microseconds t) { return t < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t); }
+
+nlohmann::ordered_json step_json(const sim::StepEstimate& e) {
+  const sim::StepBreakdown& b = e.breakdown;
+  const sim::StepMemory& m = e.memory;
+  return {{"time_us", e.time_us},
+          {"tokens_per_second", e.tokens_per_second},
+          {"model_flops", e.model_flops},
+          {"mfu", e.mfu},
+          {"breakdown_us", {{"matmul", b.matmul_us},
+                            {"elementwise", b.elementwise_us},
+                            {"attention_compute", b.attention_compute_us},
+                            {"attention_comm", b.attention_comm_us},
+                            {"attention_idle", b.attention_idle_us},
+                            {"model_parallel_comm", b.model_parallel_comm_us},
+                            {"gradient_comm", b.gradient_comm_us}}},
+          {"memory_bytes", {{"weights", m.weights},
+                            {"gradients_and_optimizer", m.gradients_and_optimizer},
+                            {"activations", m.activations},
+                            {"logits", m.logits},
+                            {"kv_buffers", m.kv_buffers},
+                            {"total", m.total()}}},
+          {"exceeds_memory", e.exceeds_memory}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const sim::Simulation& sim, bool rounds) {
+  const sim::SimulateConfig& c = sim.config;
+  nlohmann::ordered_json doc;
+  doc["schema"] = kSimulateSchema;
+  doc["config"] = {{"model", c.model},
+                   {"heads_per_device", sim.heads_per_device},
+                   {"kv_heads_per_device", sim.kv_heads_per_device},
+                   {"head_dim", sim.head_dim},
+                   {"batch", c.batch},
+                   {"model_parallel", c.model_parallel},
+                   {"data_parallel", c.data_parallel},
+                   {"scope", to_string(c.scope)},
+                   {"recompute", c.recompute},
+                   {"seq_len", c.seq_len},
+                   {"devices", c.devices},
+                   {"block_size", c.seq_len / c.devices},
+                   {"tile", {{"query", sim.tile.query}, {"key", sim.tile.key}}},
+                   {"tiling", model::tiling_name(sim.tiling)},
+                   {"mask", c.mask},
+                   {"padding_tokens", sim.padding_tokens},
+                   {"pass", to_string(c.pass)},
+                   {"dtype", sim.dtype},
+                   {"hardware", sim.hardware.name},
+                   {"topology", sim.topology.name()},
+                   {"sync", to_string(c.sync)},
+                   {"kv_buffers", c.kv_buffers},
+                   {"ring_order", c.auto_ring_order ? "auto" : "rank"},
+                   {"cp", to_string(sim.cp, c.devices)},
+                   {"skip_unread_hops", c.skip_unread_hops}};
+  doc["rounds_included"] = rounds;
+  doc["kernel"] = to_json(sim.kernel);
+  doc["kv_bytes_per_hop"] = sim.kv_bytes;
+  nlohmann::ordered_json hops = nlohmann::ordered_json::array();
+  for (size_t p = 0; p < sim.hops.size(); ++p) {
+    const Route& route = sim.hops[p];
+    nlohmann::ordered_json links = nlohmann::ordered_json::array();
+    for (const auto link : route.links) links.push_back(sim.topology.directed_link_name(link));
+    hops.push_back({{"from_gpu", sim.ring_order[p]},
+                    {"to_gpu", sim.ring_order[(p + 1) % sim.ring_order.size()]},
+                    {"latency_us", route.latency_us},
+                    {"bandwidth_gbps", route.links.empty() ? 0.0 : route.bandwidth},
+                    {"transfer_us", route.transfer_us(sim.kv_bytes)},
+                    {"shared_by", sim.hops_shared_by[p]},
+                    {"links", std::move(links)}});
+  }
+  doc["hops"] = std::move(hops);
+  if (sim.step_shape) {
+    const StepShape& step = *sim.step_shape;
+    doc["step_inputs"] = {{"layers", step.model.layers},
+                          {"matmul_efficiency", *sim.hardware.matmul_efficiency},
+                          {"matmul_precision", sim.hardware.matmul_precision},
+                          {"elementwise_bytes_per_dmodel", sim.hardware.elementwise_bytes_per_dmodel},
+                          {"memory_bandwidth_gbps", sim.hardware.memory_bandwidth},
+                          {"unmasked_pairs", step.unmasked_pairs},
+                          {"model_parallel_gpus", model_parallel_groups(sim.mesh).front()},
+                          {"activation_allreduce_us", step.activation_allreduce_us},
+                          {"gradient_allreduce_us", step.gradient_allreduce_us},
+                          {"memory_gib", sim.hardware.memory_gib}};
+  }
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  for (const sim::LayoutSimulation& r : sim.results) {
+    nlohmann::ordered_json passes = nlohmann::ordered_json::array();
+    for (const sim::RingTimeline& t : r.passes) {
+      nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+      for (Count d = 0; d < t.devices; ++d) {
+        const sim::DeviceSummary& s = t.device_summary[static_cast<size_t>(d)];
+        devices.push_back({{"device", d},
+                           {"gpu", sim.ring_order[static_cast<size_t>(d)]},
+                           {"busy_us", s.busy_us},
+                           {"idle_us", s.idle_us},
+                           {"exposed_comm_us", s.exposed_comm_us},
+                           {"finish_us", s.finish_us}});
+      }
+      nlohmann::ordered_json pass{{"pass", to_string(t.pass)},
+                                  {"start_us", t.start_us},
+                                  {"end_us", t.end_us},
+                                  {"time_us", t.makespan_us()},
+                                  {"events", t.events},
+                                  {"devices", std::move(devices)}};
+      if (rounds) {
+        nlohmann::ordered_json matrix = nlohmann::ordered_json::array();
+        for (Count round = 0; round < t.round_count(); ++round) {
+          nlohmann::ordered_json row = nlohmann::ordered_json::array();
+          for (Count d = 0; d < t.devices; ++d) {
+            const sim::RoundRecord& rec = t.at(round, d);
+            nlohmann::ordered_json cell{{"arrival_us", rec.arrival_us},
+                                        {"compute_start_us", rec.compute_start_us},
+                                        {"compute_end_us", rec.compute_end_us},
+                                        {"send_start_us", time_or_null(rec.send_start_us)},
+                                        {"send_end_us", time_or_null(rec.send_end_us)}};
+            if (t.pass == sim::RingPass::backward) {
+              cell["grad_send_start_us"] = time_or_null(rec.grad_send_start_us);
+              cell["grad_send_end_us"] = time_or_null(rec.grad_send_end_us);
+            }
+            row.push_back(std::move(cell));
+          }
+          matrix.push_back(std::move(row));
+        }
+        pass["rounds"] = std::move(matrix);
+      }
+      if (!t.collectives.empty()) {
+        nlohmann::ordered_json collectives = nlohmann::ordered_json::array();
+        for (const CollectiveInterval& x : t.collectives) {
+          collectives.push_back({{"name", x.name},
+                                 {"start_us", x.start_us},
+                                 {"end_us", x.end_us},
+                                 {"device", x.device < 0 ? nlohmann::ordered_json("all") : nlohmann::ordered_json(x.device)}});
+        }
+        pass["collectives"] = std::move(collectives);
+      }
+      passes.push_back(std::move(pass));
+    }
+    nlohmann::ordered_json result{{"layout", r.layout},
+                                  {"time_us", r.time_us},
+                                  {"speedup_vs_contiguous", r.speedup_vs_contiguous},
+                                  {"kv_memory_bytes", r.kv_memory_bytes}};
+    if (r.step) result["step"] = step_json(*r.step);
+    result["passes"] = std::move(passes);
+    results.push_back(std::move(result));
+  }
+  doc["results"] = std::move(results);
+  return doc;
+}
+
+nlohmann::ordered_json chrome_trace(const sim::Simulation& sim) {
+  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  // One process per layout; in it a thread per device compute stream, then one per link direction used.
+  std::map<std::uint32_t, Count> link_thread;
+  for (const Route& hop : sim.hops) {
+    for (const auto link : hop.links) link_thread.emplace(link, 0);
+  }
+  Count next_thread = sim.config.devices;
+  for (auto& [link, thread] : link_thread) thread = next_thread++;
+  const Count collectives_thread = next_thread;
+  for (size_t l = 0; l < sim.results.size(); ++l) {
+    const sim::LayoutSimulation& r = sim.results[l];
+    const auto pid = static_cast<Count>(l);
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", r.layout}}}});
+    for (Count d = 0; d < static_cast<Count>(sim.ring_order.size()); ++d) {
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", d},
+                        {"args", {{"name", fmt::format("device {} (gpu {}) compute", d, sim.ring_order[static_cast<size_t>(d)])}}}});
+    }
+    for (const auto& [link, thread] : link_thread) {
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", thread},
+                        {"args", {{"name", "link " + sim.topology.directed_link_name(link)}}}});
+    }
+    if (sim.cp.algorithm != CpAlgorithm::ring) {
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", collectives_thread},
+                        {"args", {{"name", "collectives"}}}});
+    }
+    for (const sim::RingTimeline& t : r.passes) {
+      const std::string pass = to_string(t.pass);
+      for (const CollectiveInterval& x : t.collectives) {
+        events.push_back({{"name", x.device < 0 ? x.name : fmt::format("{} d{}", x.name, x.device)}, {"cat", "collective"},
+                          {"ph", "X"}, {"pid", pid}, {"tid", collectives_thread}, {"ts", x.start_us},
+                          {"dur", x.end_us - x.start_us}});
+      }
+      for (Count round = 0; round < t.round_count(); ++round) {
+        for (Count d = 0; d < t.devices; ++d) {
+          const sim::RoundRecord& rec = t.at(round, d);
+          if (rec.compute_end_us > rec.compute_start_us) {
+            events.push_back({{"name", fmt::format("{} r{}", pass, round)}, {"cat", "compute"}, {"ph", "X"},
+                              {"pid", pid}, {"tid", d}, {"ts", rec.compute_start_us},
+                              {"dur", rec.compute_end_us - rec.compute_start_us}});
+          }
+          auto transfer = [&](sim::Microseconds start, sim::Microseconds end, const char* what) {
+            if (start < 0) return;
+            for (const auto link : sim.hops[static_cast<size_t>(d)].links) {
+              events.push_back({{"name", fmt::format("{} {} r{} d{}", pass, what, round, d)}, {"cat", "transfer"},
+                                {"ph", "X"}, {"pid", pid}, {"tid", link_thread.at(link)}, {"ts", start},
+                                {"dur", end - start}});
+            }
+          };
+          transfer(rec.send_start_us, rec.send_end_us, "kv");
+          transfer(rec.grad_send_start_us, rec.grad_send_end_us, "dkv");
+        }
+      }
+    }
+  }
+  return {{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
+}
+
+namespace {
+
+// Scope layer or step: the breakdown of the time on the ring's last device, throughput, memory.
+std::string step_table(const sim::Simulation& s) {
+  const sim::StepShape& shape = *s.step_shape;
+  const auto& c = s.config;
+  std::string out = fmt::format(
+      "scope: {} of {} ({} layers), {}{}; mesh -M {} x -N {} x -D {} on {} GPUs; matmuls at {:.3f} of the {} peak, "
+      "element-wise work {:.0f} B per token per d_model\n"
+      "per layer: model-parallel all-reduce {:.3f} ms; gradient all-reduce {:.3f} ms per step (overlapped with the backward)\n\n",
+      c.scope == sim::Scope::step ? "a training step" : "one transformer layer", shape.model.name, shape.model.layers,
+      sim::to_string(c.pass), c.recompute ? ", recomputing the forward in the backward" : "", c.model_parallel,
+      c.devices, c.data_parallel, s.mesh.gpus(), *s.hardware.matmul_efficiency, s.hardware.matmul_precision,
+      s.hardware.elementwise_bytes_per_dmodel, shape.activation_allreduce_us / 1e3, shape.gradient_allreduce_us / 1e3);
+  out += fmt::format("{:<16} {:>11} {:>9} {:>11} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}\n", "layout",
+                     "time (ms)", "vs contig", "tokens/s", "MFU", "matmul", "elementwise", "attn comp", "attn comm",
+                     "attn idle", "MP comm", "grad comm", "memory GiB");
+  bool over = false;
+  for (const auto& r : s.results) {
+    const sim::StepEstimate& e = *r.step;
+    const sim::StepBreakdown& b = e.breakdown;
+    over = over || e.exceeds_memory;
+    out += fmt::format("{:<16} {:>11.3f} {:>8.2f}x {:>11.0f} {:>5.1f}% {:>10.3f} {:>11.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9}{}\n",
+                       r.layout, r.time_us / 1e3, r.speedup_vs_contiguous, e.tokens_per_second, 100 * e.mfu,
+                       b.matmul_us / 1e3, b.elementwise_us / 1e3, b.attention_compute_us / 1e3, b.attention_comm_us / 1e3,
+                       b.attention_idle_us / 1e3, b.model_parallel_comm_us / 1e3, b.gradient_comm_us / 1e3,
+                       fmt::format("{:.1f}", e.memory.total() / sim::kBytesPerGib), e.exceeds_memory ? "!" : "");
+  }
+  out += "\nbreakdown columns in ms, on the ring's last device to finish each layer; they add up to the time.\n"
+         "MFU = model FLOPs (forward 1x, backward 2x, attention on unmasked pairs) / (M x N devices x time x peak).\n"
+         "memory per device: bf16 weights, gradients and Adam state (16 B per parameter), activations kept for\n"
+         "the backward, fp32 logits, the ring's K/V buffers.\n";
+  if (over) {
+    out += fmt::format("warning: '!' marks layouts whose memory per device exceeds the {} GiB of {}\n", s.hardware.memory_gib,
+                       s.hardware.name);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string simulation_table(const sim::Simulation& s) {
+  const auto& c = s.config;
+  std::string out = fmt::format(
+      "context parallelism {}: n = {} tokens, N = {} devices on {}, {} heads x {} (K/V heads {}) per device, batch {}, "
+      "tiles {}{}, {}, pass {}, sync {}, {} K/V buffers{}\n",
+      sim::to_string(s.cp, c.devices), c.seq_len, c.devices, s.topology.name(), s.heads_per_device, s.head_dim,
+      s.kv_heads_per_device, c.batch, s.tile.to_string(), model::tiling_matters(s.tiling, s.mask_kind) ? " (varlen)" : "",
+      s.dtype, sim::to_string(c.pass), sim::to_string(c.sync), c.kv_buffers,
+      c.skip_unread_hops ? ", unread K/V blocks not sent on" : "");
+  if (s.padding_tokens > 0) {
+    out += fmt::format("documents padded to multiples of 2N: {} padding tokens included in n\n", s.padding_tokens);
+  }
+  sim::Microseconds slowest_hop = 0;
+  for (const auto& hop : s.hops) slowest_hop = std::max(slowest_hop, hop.transfer_us(s.kv_bytes));
+  const double tile_scale = sim::KernelTimeModel(s.kernel, s.hardware.sms, s.call_shape).tile_scale();
+  out += fmt::format("hardware {}, kernel {} ({}): full tile {:.2f} us, partial {:.2f} us per slot; K/V per hop {:.1f} MB, "
+                     "slowest hop {:.1f} us\n",
+                     s.hardware.name, s.kernel.name, s.kernel.calibrated ? "calibrated" : "uncalibrated",
+                     s.kernel.forward.full_tile_us * tile_scale, s.kernel.forward.partial_tile_us * tile_scale,
+                     static_cast<double>(s.kv_bytes) / 1e6, slowest_hop);
+  if (s.step_shape) return out + step_table(s);
+  out += fmt::format("scope: the attention ring of one layer{}\n\n",
+                     s.topology.is_ideal() ? ", the calls alone (ideal topology: hops take no time, no merge between calls)" : "");
+  out += fmt::format("{:<22} {:>12} {:>10} {:>12} {:>12} {:>16} {:>10} {:>10}\n", "layout", "time (ms)", "vs contig",
+                     "mean busy", "max idle", "max exposed comm", "K/V MiB", "events");
+  for (const auto& r : s.results) {
+    double busy = 0, idle = 0, exposed = 0;
+    std::uint64_t events = 0;
+    for (const auto& t : r.passes) {
+      std::vector<double> device_busy(static_cast<size_t>(t.devices)), device_idle(device_busy), device_exposed(device_busy);
+      for (size_t d = 0; d < t.device_summary.size(); ++d) {
+        busy += t.device_summary[d].busy_us / static_cast<double>(t.devices);
+        idle = std::max(idle, t.device_summary[d].idle_us);
+        exposed = std::max(exposed, t.device_summary[d].exposed_comm_us);
+      }
+      events += t.events;
+    }
+    out += fmt::format("{:<22} {:>12.3f} {:>9.2f}x {:>9.3f} ms {:>9.3f} ms {:>13.3f} ms {:>10.1f} {:>10}\n", r.layout,
+                       r.time_us / 1e3, r.speedup_vs_contiguous, busy / 1e3, idle / 1e3, exposed / 1e3,
+                       r.kv_memory_bytes / (1024.0 * 1024.0), events);
+  }
+  out += "\nvs contig = contiguous time / this time; busy = computing; idle = time - busy;\n"
+         "exposed comm = waiting for a K/V block while it is on the wire, plus transfers still running after the\n"
+         "last compute (waiting for a block the upstream device has not sent yet is idle, not communication), plus\n"
+         "collectives (all-gather, reduce-scatter, all-to-all) the device is not computing under;\n"
+         "K/V MiB = K/V and their buffers on one device (gathered K/V, all-to-all buffers, dK/dV in a backward).\n";
+  return out;
+}
+
+std::string render(const sim::Simulation& simulation, OutputFormat format, bool rounds) {
+  switch (format) {
+    case OutputFormat::table: return simulation_table(simulation);
+    case OutputFormat::json: return to_json(simulation, rounds).dump(2) + "\n";
+    case OutputFormat::csv: return rows_to_csv(sim::simulation_rows(simulation));
+    case OutputFormat::markdown: break;
+  }
+  throw not_offered(format);
+}
+
+}  // namespace stripesim::output
