@@ -80,6 +80,17 @@ TEST(CliTms, TableByDefault) {
   EXPECT_NE(r.out.find("striped"), std::string::npos);
 }
 
+// The table marks varlen tiles only where the tiling changes them: a documents mask, not causal.
+TEST(CliTms, TableMarksVarlenTilesUnderADocumentsMaskOnly) {
+  const std::string tms = "tms --seq-len 64k --devices 4 --tile 128x128 --tiling varlen";
+  const CliResult documents = run_cli(tms + " --mask documents:lognormal:4096:1.0");
+  ASSERT_EQ(documents.exit_code, 0) << documents.err;
+  EXPECT_NE(documents.out.find("tiles 128x128 (varlen), attention FLOP weight"), std::string::npos) << documents.out;
+  const CliResult causal = run_cli(tms);
+  ASSERT_EQ(causal.exit_code, 0) << causal.err;
+  EXPECT_NE(causal.out.find("tiles 128x128, attention FLOP weight"), std::string::npos) << causal.out;
+}
+
 TEST(CliSweep, CommittedPaperReportIsUpToDate) {
   const CliResult r = run_cli(std::string("sweep --experiment '") + STRIPESIM_SOURCE_DIR +
                               "/configs/experiments/paper-tms.json'");

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/work_model.hpp"
 #include "stripesim/output/rows.hpp"
 
@@ -93,7 +92,7 @@ std::string tms_table(const model::TmsResult& r) {
                   "attention FLOP weight {:g}\n\n",
                   q.model.name, q.hardware.name, q.devices, q.model_parallel, q.seq_len, q.seq_len / q.devices,
                   r.tile.to_string(),
-                  model::tiling_matters(q.tiling, model::parse_mask(q.mask, q.seq_len).kind()) ? " (varlen)" : "",
+                  model::tiling_matters(q.tiling, r.mask_kind) ? " (varlen)" : "",
                   r.attention_flop_weight));
   put(fmt::format("{:<22} {:>8} {:>12} {:>18} {:>16} {:>10}\n", "layout", "TMS", "TMS (tiles)", "lockstep pairs",
                   "lockstep tiles", "imbalance"));

@@ -72,6 +72,7 @@ TmsResult run_tms(const TmsPlan& plan, WorkMetricsCache* cache) {
   TmsResult result;
   result.request = request;
   result.tile = plan.tile;
+  result.mask_kind = plan.mask.kind();
   result.attention_flop_weight = request.attention_flop_weight.value_or(request.hardware.attention_flop_weight);
   result.flops = count_flops(request.model, request.convention);
   result.multipliers = training_multipliers(request.convention, request.pass, request.recompute);

@@ -56,6 +56,7 @@ struct LayoutTms {
 struct TmsResult {
   TmsRequest request;
   TileShape tile;
+  MaskKind mask_kind = MaskKind::causal;  // the request's mask as planned: printers need not parse it again
   double attention_flop_weight = 0;
   FlopCounts flops;
   TrainingMultipliers multipliers;
