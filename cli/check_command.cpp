@@ -129,11 +129,9 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
       const std::string label = "--experiment " + opts.experiment;
       const auto experiment_doc = model::read_json_file(opts.experiment, label);
       const std::string experiment_dir = folder_of(opts.experiment);
-      if (mode == RunMode::parse_only) {
-        model::check_baseline_experiment_inputs(experiment_doc, label, kinds, experiment_dir);
-        return 0;
-      }
-      const auto doc = model::write_baseline(experiment_doc, label, kinds, experiment_dir);
+      const auto plan = model::plan_write_baseline(experiment_doc, label, kinds, experiment_dir);
+      if (mode == RunMode::parse_only) return 0;
+      const auto doc = model::write_baseline(plan);
       write_output(doc.dump(2) + "\n", opts.write_baseline);
       fmt::print("baseline of {} metrics written to {}\n", model::baseline_metric_count(doc), opts.write_baseline);
       return 0;
@@ -144,11 +142,9 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
     const auto doc = model::read_json_file(opts.baseline, label);
     // Files the baseline names are read beside it, whatever the working directory.
     const std::string base_dir = folder_of(opts.baseline);
-    if (mode == RunMode::parse_only) {
-      model::check_baseline_inputs(doc, label, kinds, rules, base_dir);
-      return 0;
-    }
-    const auto checked = model::compare_with_baseline(doc, label, kinds, rules, base_dir);
+    const auto plan = model::plan_compare_with_baseline(doc, label, kinds, rules, base_dir);
+    if (mode == RunMode::parse_only) return 0;
+    const auto checked = model::compare_with_baseline(plan);
     if (!opts.junit.empty()) write_output(report::junit_xml(checked, opts.baseline), opts.junit);
     const auto bad = those(checked, model::failed);
     const auto improved = those(checked, [](model::Outcome o) { return o == model::Outcome::improved; });

@@ -25,28 +25,32 @@ std::string simulate_label(const SimulateConfig& c) {
                      c.seq_len, c.devices, to_string(c.pass), c.cp, c.mask);
 }
 
+// The simulation run, its rows' numbers named "<layout>.<column>" after the layouts as the entry
+// writes them (`names`: a permutation's relative path).
+nlohmann::ordered_json simulate_metrics(const SimulationPlan& plan, const std::vector<std::string>& names) {
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+  const auto rows = simulation_rows(run_simulation(plan));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string& layout = i < names.size() ? names[i] : rows[i].at("layout").get_ref<const std::string&>();
+    for (const auto& [column, value] : rows[i].items()) {
+      if (!value.is_number() || std::ranges::find(kConfigColumns, column) != kConfigColumns.end()) continue;
+      const double number = value.get<double>();
+      metrics[layout + "." + column] = column.ends_with("_us") ? to_nanosecond(number) : number;
+    }
+  }
+  return metrics;
+}
+
 }  // namespace
 
 model::BaselineEntryKind simulate_baseline_kind(const model::ConfigCatalog& catalog) {
-  return {"simulate", [&catalog](const nlohmann::json& written, const nlohmann::json& resolved, const std::string& where,
-                                 bool measure) {
+  return {"simulate", [&catalog](const nlohmann::json& written, const nlohmann::json& resolved, const std::string& where) {
             const SimulateConfig config = simulate_config_from_json(resolved, where);
-            const std::vector<std::string> names = simulate_config_from_json(written, where).layouts;
-            model::BaselineRun run{simulate_label(config), written, nlohmann::ordered_json::object()};
-            SimulationPlan plan = plan_simulation(config, catalog);
-            if (!measure) return run;
-            const Simulation simulation = run_simulation(std::move(plan));
-            const auto rows = simulation_rows(simulation);
-            for (size_t i = 0; i < rows.size(); ++i) {
-              // Named after the layout as the entry writes it (a permutation's relative path).
-              const std::string& layout = i < names.size() ? names[i] : rows[i].at("layout").get_ref<const std::string&>();
-              for (const auto& [column, value] : rows[i].items()) {
-                if (!value.is_number() || std::ranges::find(kConfigColumns, column) != kConfigColumns.end()) continue;
-                const double number = value.get<double>();
-                run.metrics[layout + "." + column] = column.ends_with("_us") ? to_nanosecond(number) : number;
-              }
-            }
-            return run;
+            return model::PlannedBaselineEntry{
+                "simulate", simulate_label(config), written,
+                [plan = plan_simulation(config, catalog), names = simulate_config_from_json(written, where).layouts] {
+                  return simulate_metrics(plan, names);
+                }};
           }};
 }
 

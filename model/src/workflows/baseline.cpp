@@ -53,12 +53,9 @@ nlohmann::json recorded_config(nlohmann::json config, Tiling tiling) {
   return config;
 }
 
-// `measure` false (checking inputs only): every check a run makes, nothing counted, no metrics.
-// Metrics are named after the layouts as the entry writes them (`written`, a permutation's
-// relative path included), not as they were resolved.
-nlohmann::ordered_json analyze_metrics(const AnalyzeConfig& config, const std::vector<std::string>& written, bool measure) {
-  const AnalysisPlan plan = plan_analysis(config);
-  if (!measure) return nlohmann::ordered_json::object();
+// The analysis counted, its metrics named after the layouts as the entry writes them (`written`,
+// a permutation's relative path included), not as they were resolved.
+nlohmann::ordered_json analyze_metrics(const AnalysisPlan& plan, const std::vector<std::string>& written) {
   const Analysis analysis = run_analysis(plan);
   nlohmann::ordered_json metrics;
   for (size_t i = 0; i < analysis.results.size(); ++i) {
@@ -77,9 +74,7 @@ nlohmann::ordered_json analyze_metrics(const AnalyzeConfig& config, const std::v
   return metrics;
 }
 
-nlohmann::ordered_json tms_metrics(const TmsRequest& request, bool measure) {
-  const TmsPlan plan = plan_tms(request);
-  if (!measure) return nlohmann::ordered_json::object();
+nlohmann::ordered_json tms_metrics(const TmsPlan& plan) {
   const TmsResult r = run_tms(plan);
   return {{"tms", r.layout("striped").tms},
           {"tms_tiles", r.layout("striped").tms_tiles},
@@ -111,29 +106,38 @@ const BaselineEntryKind& kind_of(const std::vector<BaselineEntryKind>& kinds, co
   throw InputError(fmt::format("{}: command \"{}\" is not one of {}", where, command, known));
 }
 
-nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
-                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir,
-                                      bool measure) {
+}  // namespace
+
+BaselineWritePlan plan_write_baseline(const nlohmann::json& experiment, const std::string& label,
+                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir) {
   const JsonFields f(experiment, label);
   std::vector<std::string_view> known{"description"};
   for (const auto& kind : kinds) known.push_back(kind.command);
   f.allow_only(known);
-  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  BaselineWritePlan plan;
   std::string commands;
   for (const auto& kind : kinds) {
     commands += (commands.empty() ? "" : " or ") + kind.command;
     const auto& configs = array_field(f, kind.command);
     for (size_t i = 0; i < configs.size(); ++i) {
       const std::string where = fmt::format("{} {}[{}]", label, kind.command, i);
-      BaselineRun run = kind.run(configs[i], with_files_from(configs[i], base_dir), where, measure);
-      entries.push_back({{"command", kind.command},
-                         {"config", std::move(run.recorded_config)},
-                         {"metrics", std::move(run.metrics)}});
+      plan.entries.push_back(kind.plan(configs[i], with_files_from(configs[i], base_dir), where));
     }
   }
-  if (entries.empty()) throw InputError(fmt::format("{}: lists no {} configuration", label, commands));
-  return {{"schema", kBaselineSchema}, {"description", f.string_or("description", "")}, {"entries", std::move(entries)}};
+  if (plan.entries.empty()) throw InputError(fmt::format("{}: lists no {} configuration", label, commands));
+  plan.description = f.string_or("description", "");
+  return plan;
 }
+
+nlohmann::ordered_json write_baseline(const BaselineWritePlan& plan) {
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  for (const PlannedBaselineEntry& entry : plan.entries) {
+    entries.push_back({{"command", entry.command}, {"config", entry.recorded_config}, {"metrics", entry.measure()}});
+  }
+  return {{"schema", kBaselineSchema}, {"description", plan.description}, {"entries", std::move(entries)}};
+}
+
+namespace {
 
 // Every pattern of `rules` must name at least one metric of the baseline.
 void check_patterns_match(const CheckRules& rules, const std::vector<std::string>& names) {
@@ -150,16 +154,19 @@ void check_patterns_match(const CheckRules& rules, const std::vector<std::string
   for (const auto& limit : rules.limits) check(limit.pattern, "--limit");
 }
 
-std::vector<CheckedMetric> compare_with_baseline(const nlohmann::json& baseline, const std::string& label,
-                                                 const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
-                                                 const std::string& base_dir, bool measure) {
+}  // namespace
+
+BaselineComparePlan plan_compare_with_baseline(const nlohmann::json& baseline, const std::string& label,
+                                               const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
+                                               const std::string& base_dir) {
   const JsonFields f(baseline, label);
   f.allow_only({"schema", "description", "entries"});
   if (f.string("schema") != kBaselineSchema) {
     throw InputError(fmt::format("{}: schema \"{}\" is not {}", label, f.string("schema"), kBaselineSchema));
   }
   const auto& entries = f.non_empty_array("entries");
-  // Every input first (the metric names the patterns must match included), then the runs.
+  // The file's own errors first (the metric names the patterns must match included), then each
+  // configuration's.
   std::vector<std::string> names;
   for (size_t i = 0; i < entries.size(); ++i) {
     const JsonFields e(entries[i], fmt::format("{} entries[{}]", label, i));
@@ -173,43 +180,51 @@ std::vector<CheckedMetric> compare_with_baseline(const nlohmann::json& baseline,
     }
   }
   check_patterns_match(rules, names);
-  std::vector<CheckedMetric> checked;
+  BaselineComparePlan plan;
+  plan.rules = rules;
   for (size_t i = 0; i < entries.size(); ++i) {
     const std::string where = fmt::format("{} entries[{}]", label, i);
     const JsonFields e(entries[i], where);
     const auto& config = e.raw("config");
-    const BaselineRun run =
-        kind_of(kinds, e.string("command"), where).run(config, with_files_from(config, base_dir), where + " config", measure);
-    if (!measure) continue;
-    for (const auto& [metric, value] : e.raw("metrics").items()) {
-      if (!selected(rules, metric)) continue;
+    plan.entries.push_back({kind_of(kinds, e.string("command"), where).plan(config, with_files_from(config, base_dir),
+                                                                            where + " config"),
+                            e.raw("metrics")});
+  }
+  return plan;
+}
+
+std::vector<CheckedMetric> compare_with_baseline(const BaselineComparePlan& plan) {
+  std::vector<CheckedMetric> checked;
+  for (const auto& [planned, recorded] : plan.entries) {
+    const nlohmann::ordered_json now = planned.measure();
+    for (const auto& [metric, value] : recorded.items()) {
+      if (!selected(plan.rules, metric)) continue;
       CheckedMetric m;
-      m.configuration = run.configuration;
+      m.configuration = planned.configuration;
       m.metric = metric;
       m.baseline = value.get<double>();
-      if (run.metrics.contains(metric)) m.now = run.metrics.at(metric).get<double>();
-      m.outcome = judge(rules, metric, m.baseline, m.now, m.rule);
+      if (now.contains(metric)) m.now = now.at(metric).get<double>();
+      m.outcome = judge(plan.rules, metric, m.baseline, m.now, m.rule);
       checked.push_back(std::move(m));
     }
   }
   return checked;
 }
 
-}  // namespace
-
 std::vector<BaselineEntryKind> model_baseline_kinds(const ConfigCatalog& catalog) {
   BaselineEntryKind analyze{"analyze", [](const nlohmann::json& written, const nlohmann::json& resolved,
-                                          const std::string& where, bool measure) {
+                                          const std::string& where) {
                               const AnalyzeConfig config = analyze_config_from_json(resolved, {}, where);
                               const AnalyzeConfig as_written = analyze_config_from_json(written, {}, where);
-                              return BaselineRun{analyze_label(as_written), recorded_config(written, config.tiling),
-                                                 analyze_metrics(config, as_written.layouts, measure)};
+                              return PlannedBaselineEntry{
+                                  "analyze", analyze_label(as_written), recorded_config(written, config.tiling),
+                                  [plan = plan_analysis(config), names = as_written.layouts] { return analyze_metrics(plan, names); }};
                             }};
   BaselineEntryKind tms{"tms", [&catalog](const nlohmann::json& written, const nlohmann::json& resolved,
-                                          const std::string& where, bool measure) {
+                                          const std::string& where) {
                           const TmsRequest request = tms_request_from_json(resolved, where, catalog);
-                          return BaselineRun{tms_label(request), recorded_config(written, request.tiling),
-                                             tms_metrics(request, measure)};
+                          return PlannedBaselineEntry{"tms", tms_label(request), recorded_config(written, request.tiling),
+                                                      [plan = plan_tms(request)] { return tms_metrics(plan); }};
                         }};
   return {std::move(analyze), std::move(tms)};
 }
@@ -237,32 +252,10 @@ nlohmann::json with_files_from(nlohmann::json config, const std::string& base_di
   return config;
 }
 
-nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
-                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir) {
-  return write_baseline(experiment, label, kinds, base_dir, true);
-}
-
-void check_baseline_experiment_inputs(const nlohmann::json& experiment, const std::string& label,
-                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir) {
-  (void)write_baseline(experiment, label, kinds, base_dir, false);
-}
-
 std::size_t baseline_metric_count(const nlohmann::json& baseline) {
   std::size_t count = 0;
   for (const auto& entry : baseline.at("entries")) count += entry.at("metrics").size();
   return count;
-}
-
-std::vector<CheckedMetric> compare_with_baseline(const nlohmann::json& baseline, const std::string& label,
-                                                 const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
-                                                 const std::string& base_dir) {
-  return compare_with_baseline(baseline, label, kinds, rules, base_dir, true);
-}
-
-void check_baseline_inputs(const nlohmann::json& baseline, const std::string& label,
-                           const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
-                           const std::string& base_dir) {
-  (void)compare_with_baseline(baseline, label, kinds, rules, base_dir, false);
 }
 
 }  // namespace stripesim::model

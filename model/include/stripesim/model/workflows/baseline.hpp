@@ -15,21 +15,22 @@ namespace stripesim::model {
 
 inline constexpr const char* kBaselineSchema = "stripesim.baseline/1";
 
-// What running one entry's configuration gives.
-struct BaselineRun {
-  std::string configuration;        // a label, e.g. "analyze n=2048 N=8 tile=64x64 mask=causal"
-  nlohmann::json recorded_config;   // the configuration as the baseline records it
-  nlohmann::ordered_json metrics;   // name -> number (empty when not measured)
+// One entry's configuration planned: every input checked and every file read, nothing counted.
+struct PlannedBaselineEntry {
+  std::string command;
+  std::string configuration;       // a label, e.g. "analyze n=2048 N=8 tile=64x64 mask=causal"
+  nlohmann::json recorded_config;  // the configuration as the baseline records it
+  // Counts the configuration: metric name -> number.
+  std::function<nlohmann::ordered_json()> measure;
 };
 
-// One kind of entry. `run(written, resolved, where, measure)`: `written` is the configuration as
-// the file gives it (metric names and labels use it), `resolved` the same with its relative file
-// paths read from the file's folder; `measure` false checks every input and counts nothing.
+// One kind of entry. `plan(written, resolved, where)`: `written` is the configuration as the file
+// gives it (metric names and labels use it), `resolved` the same with its relative file paths read
+// from the file's folder; `where` names it in errors.
 struct BaselineEntryKind {
   std::string command;
-  std::function<BaselineRun(const nlohmann::json& written, const nlohmann::json& resolved, const std::string& where,
-                            bool measure)>
-      run;
+  std::function<PlannedBaselineEntry(const nlohmann::json& written, const nlohmann::json& resolved, const std::string& where)>
+      plan;
 };
 
 // analyze (the analyze experiment's fields) and tms ("model", "hardware", "devices",
@@ -45,9 +46,14 @@ struct BaselineEntryKind {
 // experiment: {"description", "<command>": [configurations], ...} for each kind. Relative file
 // paths are read from `base_dir` (the experiment's folder) and recorded as written, so the
 // baseline, kept beside them, checks alike from any working directory.
-[[nodiscard]] nlohmann::ordered_json write_baseline(const nlohmann::json& experiment, const std::string& label,
-                                                    const std::vector<BaselineEntryKind>& kinds,
-                                                    const std::string& base_dir);
+struct BaselineWritePlan {
+  std::string description;
+  std::vector<PlannedBaselineEntry> entries;  // in the kinds' order, then the file's
+};
+[[nodiscard]] BaselineWritePlan plan_write_baseline(const nlohmann::json& experiment, const std::string& label,
+                                                    const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir);
+// Counts every entry: the baseline document.
+[[nodiscard]] nlohmann::ordered_json write_baseline(const BaselineWritePlan& plan);
 
 // One recorded number, judged.
 struct CheckedMetric {
@@ -59,21 +65,23 @@ struct CheckedMetric {
   std::string rule;  // "tolerance 1e-06", "imbalance<=1.1"
 };
 
-// Re-runs every entry of `baseline` (relative paths read from `base_dir`, the baseline's folder)
-// and judges every metric `rules` select, in the file's order. A pattern in `rules` that matches
-// no metric of the baseline is an InputError (a typo must not pass as "nothing moved").
-[[nodiscard]] std::vector<CheckedMetric> compare_with_baseline(const nlohmann::json& baseline, const std::string& label,
-                                                               const std::vector<BaselineEntryKind>& kinds,
-                                                               const CheckRules& rules, const std::string& base_dir);
-
-// Every InputError write_baseline and compare_with_baseline would throw, in the same order, without
-// counting anything (each configuration planned, not run). For checking inputs only (stripesim's
-// parse-only mode).
-void check_baseline_experiment_inputs(const nlohmann::json& experiment, const std::string& label,
-                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir);
-void check_baseline_inputs(const nlohmann::json& baseline, const std::string& label,
-                           const std::vector<BaselineEntryKind>& kinds, const CheckRules& rules,
-                           const std::string& base_dir);
+// A baseline read and every entry planned, with the rules that judge it. A pattern in `rules`
+// that matches no metric of the baseline is an InputError (a typo must not pass as "nothing
+// moved"); relative paths are read from `base_dir`, the baseline's folder.
+struct BaselineComparePlan {
+  struct Entry {
+    PlannedBaselineEntry planned;
+    nlohmann::json recorded;  // metric -> number, as the baseline holds them
+  };
+  std::vector<Entry> entries;
+  CheckRules rules;
+};
+[[nodiscard]] BaselineComparePlan plan_compare_with_baseline(const nlohmann::json& baseline, const std::string& label,
+                                                             const std::vector<BaselineEntryKind>& kinds,
+                                                             const CheckRules& rules, const std::string& base_dir);
+// The regression compare: re-runs every entry and judges every metric the rules select, in the
+// file's order.
+[[nodiscard]] std::vector<CheckedMetric> compare_with_baseline(const BaselineComparePlan& plan);
 
 // The number of metrics a baseline holds.
 [[nodiscard]] std::size_t baseline_metric_count(const nlohmann::json& baseline);
