@@ -7,6 +7,7 @@
 #include "config_dir.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
+#include "preset_help.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/size_parse.hpp"
@@ -40,8 +41,8 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
   PlanOptions& o = *options;
   CLI::App* cmd = app.add_subcommand("plan", "Rank context parallelism x layout x mesh by predicted training throughput");
   cmd->footer(kPlanExamples);
-  cmd->add_option("--model", o.model, "Model config (required: the step's matmuls and memory)")->required();
-  cmd->add_option("--hardware", o.hardware, "Hardware profile name or JSON file")->capture_default_str();
+  cmd->add_option("--model", o.model, "Model config (required: the step's matmuls and memory): " + model_choices())->required();
+  cmd->add_option("--hardware", o.hardware, "Hardware profile: " + hardware_choices())->capture_default_str();
   cmd->add_option("--topology", o.topology, "nvswitch:G, cluster:NxG[:nic=RATE][:nics=K], a name in configs/topologies or a "
                   "JSON file (see simulate --help) [default: nvswitch:GPUS]");
   cmd->add_option("--gpus,-G", o.gpus, "GPUs to use: every M x N x D = GPUS is considered")->capture_default_str();
@@ -78,12 +79,9 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
     base.pad_documents = opts.pad_documents;
     base.recompute = opts.recompute;
     const model::ConfigCatalog catalog(config_dir());
-    if (mode == RunMode::parse_only) {
-      sim::check_plan_request(request, catalog);
-      return;
-    }
-    const sim::Plan plan = sim::run_plan(request, catalog);  // checks the request first
-    write_output(output::render(plan, output_format(opts.format)), opts.output);
+    const sim::PlanSearch search = sim::plan_search(request, catalog);
+    if (mode == RunMode::parse_only) return;
+    write_output(output::render(sim::run_plan(search), output_format(opts.format)), opts.output);
   };
 }
 

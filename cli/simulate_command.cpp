@@ -9,6 +9,7 @@
 #include "file_flags.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
+#include "preset_help.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/input_origins.hpp"
@@ -65,7 +66,8 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     o.given.track(cmd->add_option(name, target, help));
   };
   cmd->add_option("--experiment", o.experiment, "JSON file with the same fields (flags given here override it)");
-  add("--model", o.model, "Model config (sets heads, K/V heads and head size) [default: --heads etc.]");
+  add("--model", o.model,
+      ("Model config (sets heads, K/V heads and head size): " + model_choices() + " [default: --heads etc.]").c_str());
   add("--heads", o.heads, "Query heads [default: 16]");
   add("--kv-heads", o.kv_heads, "K/V heads [default: --heads]");
   add("--head-dim", o.head_dim, "Head size [default: 128]");
@@ -86,7 +88,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   add("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
   add("--pass", o.pass, "fwd, bwd or fwdbwd [default: fwd]");
   add("--dtype", o.dtype, "fp32, tf32, bf16, fp16, fp8: transfer size and peak rate [default: the hardware's attention precision]");
-  add("--hardware", o.hardware, "Hardware profile name or JSON file [default: a100]");
+  add("--hardware", o.hardware, ("Hardware profile: " + hardware_choices() + " [default: a100]").c_str());
   add("--topology", o.topology,
       "nvswitch:G, cluster:NxG[:nic=RATE][:nics=K] (N nodes of G GPUs; NIC line rate, e.g. 200gbps, and NICs per "
       "node [default: 400gbps, one per GPU]), ideal (free links and the calls alone, no merge between them: what one GPU measures timing each call), a name in configs/topologies or a JSON "

@@ -10,6 +10,7 @@
 #include "file_flags.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
+#include "preset_help.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/size_parse.hpp"
@@ -178,8 +179,8 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   o.grid.track(cmd->add_option("--masks", o.masks, "balance: comma-separated masks; a documents distribution's commas are not allowed")
                    ->capture_default_str());
   o.grid.track(cmd->add_flag("--pad-documents", o.pad_documents, "balance: pad documents to multiples of 2N"));
-  o.grid.track(cmd->add_option("--hardware", o.hardware, "Comma-separated hardware names")->capture_default_str());
-  o.grid.track(cmd->add_option("--models", o.models, "Comma-separated model names")->capture_default_str());
+  o.grid.track(cmd->add_option("--hardware", o.hardware, "Comma-separated hardware, each " + hardware_choices())->capture_default_str());
+  o.grid.track(cmd->add_option("--models", o.models, "Comma-separated models, each " + model_choices())->capture_default_str());
   o.grid.track(cmd->add_option("--meshes", o.meshes,
                                "Comma-separated MxN meshes (model x sequence parallel); else --model-parallel x --devices"));
   o.grid.track(cmd->add_option("--devices,-N", o.devices, "Comma-separated sequence-parallel degrees")->capture_default_str());

@@ -10,6 +10,7 @@
 #include "config_dir.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
+#include "preset_help.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/flops/tms.hpp"
 #include "stripesim/model/io/config_catalog.hpp"
@@ -65,10 +66,9 @@ std::function<void()> register_tms_command(CLI::App& app, RunMode mode) {
   TmsOptions& o = *options;
   CLI::App* cmd = app.add_subcommand("tms", "Theoretical Maximum Speedup of striped and zigzag over contiguous");
   cmd->footer(kTmsExamples);
-  cmd->add_option("--model", o.model, "Model name in configs/models (1b, 3b, 7b, llama3-8b, llama3-70b) or a JSON file")
+  cmd->add_option("--model", o.model, "Model: " + model_choices())
       ->capture_default_str();
-  cmd->add_option("--hardware", o.hardware, "Hardware name or alias in configs/hardware (a100, h100, h200, tpu-v3, "
-                                            "tpu-v4) or a JSON file")->capture_default_str();
+  cmd->add_option("--hardware", o.hardware, "Hardware: " + hardware_choices())->capture_default_str();
   cmd->add_option("--devices,-N", o.devices, "Sequence-parallel degree N (devices in the ring)")->capture_default_str();
   cmd->add_option("--model-parallel,-M", o.model_parallel, "Model-parallel degree M (cancels in TMS)")->capture_default_str();
   cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k and M suffixes")->capture_default_str();

@@ -11,6 +11,7 @@
 #include "file_flags.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
+#include "preset_help.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/model/io/input_error.hpp"
@@ -250,7 +251,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
   auto* calibrate = cmd->add_flag("--calibrate", o.calibrate, "Fit the simulator's kernel and link parameters to the measurements");
   auto* compare = cmd->add_flag("--compare", o.compare,
                                 "Predict every case with the simulator: calibrate on one half, report the error on the other");
-  cmd->add_option("--hardware", o.hardware, "Profile to start from (name or JSON) [default: cpu, or the GPU's own]");
+  cmd->add_option("--hardware", o.hardware, "Profile to start from: " + hardware_choices() + " [default: cpu, or the GPU's own]");
   cmd->add_option("--profile", o.profile, "--compare: predict every case with this profile instead of calibrating");
   cmd->add_option("--profile-out", o.profile_out, "--calibrate: write the fitted hardware profile JSON to FILE");
   cmd->add_option("--kernel", o.kernel,

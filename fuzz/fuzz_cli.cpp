@@ -97,8 +97,14 @@ std::vector<std::string> items(const std::string& list) {
 // (a short document) of the busiest device with every unit elsewhere, quadratic in the number of
 // documents (a release build needs 1.1 s for 256k tokens of documents:lognormal:24:5.0 on 8
 // devices, 5.1 s for 512k), so with both the grid may hold at most 2^15 tokens in all.
+//
+// `plan` plans every mesh M x N x D of its GPUs (G) in parse-only mode too, each placed on a
+// topology of G GPUs with the work of an N-device ring per round and device (N^2): with --gpus it
+// is priced like a grid of G devices, and more than 1024 GPUs is skipped (a release build holds
+// 8.5 GB for one 4096-device mesh of 1M tokens).
 bool too_costly(const std::vector<std::string>& args) {
-  bool explicit_layouts = false, documents = false, balancer = false;
+  const bool plan = !args.empty() && args.front() == "plan";
+  bool explicit_layouts = plan, documents = false, balancer = false;
   for (const auto& arg : args) {
     documents = documents || arg.find("documents") != std::string::npos;
     balancer = balancer || arg.find("balance") != std::string::npos;  // balanced, --kind balance
@@ -110,7 +116,7 @@ bool too_costly(const std::vector<std::string>& args) {
   auto add = [&](const std::string& flag, const std::string& value) {
     if (flag == "--seq-len" || flag == "-n" || flag == "--seq-lens") {
       for (const auto& item : items(value)) tokens += std::max(0.0, count_value(item));
-    } else if (flag == "--devices" || flag == "-N") {
+    } else if (flag == "--devices" || flag == "-N" || (plan && (flag == "--gpus" || flag == "-G"))) {
       for (const auto& item : items(value)) devices += std::max(0.0, count_value(item));
     } else if (flag == "--meshes") {
       for (const auto& item : items(value)) devices += std::max(0.0, count_value(item.substr(item.find('x') + 1)));
@@ -131,6 +137,7 @@ bool too_costly(const std::vector<std::string>& args) {
       add(arg, args[i + 1]);
     }
   }
+  if (plan && devices > 1024) return true;
   if (tokens == 0) tokens = 524288;  // the commands' default n (sweep's default list sums to 480k)
   if (documents && balancer && tokens * lists > 32768.0) return true;
   return tokens * std::max(devices, 64.0) * lists * layouts > 134217728.0;

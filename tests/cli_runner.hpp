@@ -43,4 +43,14 @@ inline CliResult run_cli(const std::string& args) {
   return result;
 }
 
+// The README's row for a flag: the first line of a table that starts with "| `flag` |" (empty
+// when there is none, which the caller's comparison then reports).
+inline std::string readme_row(const std::string& flag) {
+  std::ifstream in(std::string(STRIPESIM_SOURCE_DIR) + "/README.md");
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("| `" + flag + "` |")) return line;
+  }
+  return "";
+}
+
 }  // namespace stripesim::testing

@@ -19,16 +19,6 @@
 namespace stripesim::testing {
 namespace {
 
-// The README's row for a flag: the line of its table that starts with "| `flag` |".
-std::string readme_row(const std::string& flag) {
-  std::ifstream in(std::string(STRIPESIM_SOURCE_DIR) + "/README.md");
-  for (std::string line; std::getline(in, line);) {
-    if (line.starts_with("| `" + flag + "` |")) return line;
-  }
-  ADD_FAILURE() << "README has no row for " << flag;
-  return "";
-}
-
 // The flag table lists every layout and mask the parsers take, as the parsers' lists spell them,
 // in their order, and nothing else in backquotes before the defaults.
 TEST(CliAnalyze, ReadmeFlagTableListsEveryLayoutAndMask) {

@@ -8,6 +8,7 @@
 
 #include "bad_input_table.hpp"
 #include "cli_runner.hpp"
+#include "stripesim/model/io/config_catalog.hpp"
 
 namespace stripesim::testing {
 namespace {
@@ -99,6 +100,37 @@ TEST(HardwarePresets, TmsAndSimulateRunOnThem) {
   }
   // Names are matched case aside.
   EXPECT_EQ(run_cli("tms --hardware MI300X --model llama3-8b -n 128k --format json").exit_code, 0);
+}
+
+// A preset is its JSON file (and its kernel's): whatever configs/ ships is offered in the help,
+// named in the README's tables and runs tms and simulate with its default kernel, with no list of
+// names kept anywhere else.
+TEST(HardwarePresets, EveryShippedPresetIsOfferedDocumentedAndRuns) {
+  const model::ConfigCatalog catalog(std::string(STRIPESIM_SOURCE_DIR) + "/configs");
+  const auto hardware = catalog.shipped_hardware();
+  const auto models = catalog.shipped_models();
+  ASSERT_GE(hardware.size(), 9u);
+  ASSERT_GE(models.size(), 5u);
+  const CliResult help = run_cli("tms --help");
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  const std::string hardware_row = readme_row("--hardware");
+  const std::string model_row = readme_row("--model");
+  for (const auto& preset : hardware) {
+    EXPECT_NE(help.out.find(preset.stem), std::string::npos) << preset.stem;
+    for (const auto& alias : preset.aliases) EXPECT_NE(help.out.find(alias), std::string::npos) << alias;
+    // The README names each preset by its stem or by an alias.
+    bool documented = hardware_row.find("`" + preset.stem + "`") != std::string::npos;
+    for (const auto& alias : preset.aliases) documented |= hardware_row.find("`" + alias + "`") != std::string::npos;
+    EXPECT_TRUE(documented) << preset.stem << " is missing from the README's row: " << hardware_row;
+    const CliResult sim = run_cli("simulate --hardware " + preset.stem + " -N 4 -n 16k --summary-only --format json");
+    ASSERT_EQ(sim.exit_code, 0) << preset.stem << ": " << sim.err;
+    EXPECT_EQ(nlohmann::json::parse(sim.out).at("config").at("hardware"), preset.stem);
+  }
+  for (const auto& model : models) {
+    EXPECT_NE(help.out.find(model.stem), std::string::npos) << model.stem;
+    EXPECT_NE(model_row.find("`" + model.stem + "`"), std::string::npos) << model.stem << ": " << model_row;
+    EXPECT_EQ(run_cli("tms --hardware h100 -n 64k --model " + model.stem).exit_code, 0) << model.stem;
+  }
 }
 
 // Same work, a faster chip: B200's ring predicts less time than H100 PCIe's.

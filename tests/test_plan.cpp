@@ -26,7 +26,7 @@ PlanRequest small_request() {
 TEST(Plan, CountsEveryMeshAlgorithmAndLayout) {
   PlanRequest r = small_request();
   r.top = 1000;  // nothing bounded out
-  const Plan plan = run_plan(r, catalog());
+  const Plan plan = run_plan(plan_search(r, catalog()));
   // N = 1: M in {1, 2, 4}, the ring alone, one layout: 3. N = 2: M in {1, 2}, ring and allgather
   // with 3 layouts, Ulysses with one: 14. N = 4, M = 1: ring, allgather, hybrid:2x2 with 3
   // layouts, Ulysses with one: 10.
@@ -43,9 +43,9 @@ TEST(Plan, BoundedSearchRanksTheTopExactlyAsTheExhaustiveOne) {
   PlanRequest r = small_request();
   r.gpus = 8;
   r.top = 1000;
-  const Plan all = run_plan(r, catalog());
+  const Plan all = run_plan(plan_search(r, catalog()));
   r.top = 4;
-  const Plan bounded = run_plan(r, catalog());
+  const Plan bounded = run_plan(plan_search(r, catalog()));
   EXPECT_GT(bounded.bounded_out, 0);
   ASSERT_GE(bounded.ranked.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
@@ -62,7 +62,7 @@ TEST(Plan, BoundedSearchRanksTheTopExactlyAsTheExhaustiveOne) {
 TEST(Plan, EveryChoiceIsWhatSimulateSaysOfIt) {
   PlanRequest r = small_request();
   r.top = 5;
-  const Plan plan = run_plan(r, catalog());
+  const Plan plan = run_plan(plan_search(r, catalog()));
   ASSERT_FALSE(plan.ranked.empty());
   for (size_t i = 0; i < 5 && i < plan.ranked.size(); ++i) {
     const PlanCandidate& c = plan.ranked[i];
@@ -83,23 +83,23 @@ TEST(Plan, EveryChoiceIsWhatSimulateSaysOfIt) {
 TEST(Plan, DropsWhatDoesNotFitAndRefusesBadRequests) {
   PlanRequest r = small_request();
   r.memory_gib = 1;
-  const Plan none = run_plan(r, catalog());
+  const Plan none = run_plan(plan_search(r, catalog()));
   EXPECT_TRUE(none.ranked.empty());
   EXPECT_EQ(none.over_memory, none.considered - none.refused);
   PlanRequest bad = small_request();
   bad.algorithms = {"rings"};
-  EXPECT_THROW((void)run_plan(bad, catalog()), model::InputError);
+  EXPECT_THROW((void)plan_search(bad, catalog()), model::InputError);
   bad = small_request();
   bad.gpus = 0;
-  EXPECT_THROW((void)run_plan(bad, catalog()), model::InputError);
+  EXPECT_THROW((void)plan_search(bad, catalog()), model::InputError);
   bad = small_request();
   bad.base.model.clear();
-  EXPECT_THROW((void)run_plan(bad, catalog()), model::InputError);
+  EXPECT_THROW((void)plan_search(bad, catalog()), model::InputError);
   // 12 GPUs for 16 heads: model-parallel 3 and 6 and 12 cannot split them; Ulysses over 3, 6, 12 neither.
   PlanRequest odd = small_request();
   odd.gpus = 12;
   odd.top = 2;
-  const Plan plan = run_plan(odd, catalog());
+  const Plan plan = run_plan(plan_search(odd, catalog()));
   EXPECT_GT(plan.refused, 0);
   EXPECT_FALSE(plan.refusal_examples.empty());
   for (const PlanCandidate& c : plan.ranked) EXPECT_EQ(16 % c.mesh.model_parallel, 0);

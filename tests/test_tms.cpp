@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "stripesim/model/flops/tms.hpp"
 #include "stripesim/model/io/config_catalog.hpp"
@@ -121,18 +124,31 @@ TEST(Tms, ExactConventionCountsGroupedKvAndSwiGlu) {
 }
 
 TEST(Tms, ShippedConfigsLoadWithSources) {
-  for (const char* name : {"1b", "3b", "7b", "llama3-8b", "llama3-70b"}) {
-    const TransformerModel m = catalog().model(name);
-    EXPECT_EQ(m.name, name);
-    EXPECT_FALSE(m.source.empty()) << name;
+  // Every shipped config answers to its file's stem and to each name the listing gives it.
+  const auto models = catalog().shipped_models();
+  ASSERT_GE(models.size(), 5u);
+  for (const auto& shipped : models) {
+    const TransformerModel m = catalog().model(shipped.stem);
+    EXPECT_EQ(m.name, shipped.stem);
+    EXPECT_FALSE(m.source.empty()) << shipped.stem;
   }
   EXPECT_EQ(catalog().model("llama3-70b").kv_heads, 8);
   EXPECT_EQ(catalog().model("3b").d_ff, 8640);
-  for (const char* name : {"a100", "a100-80gb", "h100", "h100-sxm", "h200", "tpu-v3", "tpu-v4", "h100-pcie", "b200", "mi300x"}) {
-    const HardwareProfile h = catalog().hardware(name);
-    EXPECT_TRUE(h.sources.contains("peak_tflops")) << name;
-    EXPECT_GT(h.memory_bandwidth, 0);
+  const auto hardware = catalog().shipped_hardware();
+  ASSERT_GE(hardware.size(), 9u);
+  for (const auto& shipped : hardware) {
+    std::vector<std::string> names = shipped.aliases;
+    names.push_back(shipped.stem);
+    for (const auto& name : names) {
+      const HardwareProfile h = catalog().hardware(name);
+      EXPECT_EQ(h.name, shipped.stem) << name;
+      EXPECT_TRUE(h.sources.contains("peak_tflops")) << name;
+      EXPECT_GT(h.memory_bandwidth, 0) << name;
+    }
   }
+  const auto a100 = std::ranges::find(hardware, std::string("a100-80gb"), &ShippedConfig::stem);
+  ASSERT_NE(a100, hardware.end());
+  EXPECT_EQ(a100->aliases, std::vector<std::string>{"a100"});
   EXPECT_EQ(catalog().hardware("a100").default_tile, (TileShape{2048, 4096}));
   EXPECT_EQ(catalog().hardware("tpu-v3").default_tile, (TileShape{2048, 2048}));
 }

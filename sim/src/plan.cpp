@@ -18,6 +18,10 @@
 namespace stripesim::sim {
 namespace {
 
+unsigned threads_of(const PlanRequest& request) {
+  return request.threads ? request.threads : std::thread::hardware_concurrency();
+}
+
 std::vector<Count> divisors(Count n) {
   std::vector<Count> out;
   for (Count d = 1; d <= n; ++d) {
@@ -38,12 +42,6 @@ std::vector<std::string> cp_specs(const std::string& algorithm, Count n) {
   }
   return {algorithm};
 }
-
-// One (mesh, algorithm) planned as `simulate --scope step` plans it, and its layouts.
-struct PlannedMesh {
-  SimulationPlan plan;
-  std::string cp;
-};
 
 struct Entry {
   size_t mesh = 0;    // into the planned meshes
@@ -102,8 +100,7 @@ std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ra
                      memory);
 }
 
-}  // namespace
-
+// Throws model::InputError for a request no mesh could mend.
 void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& catalog) {
   if (request.gpus < 1 || request.gpus > 65536) {
     throw model::InputError(fmt::format("--gpus {}: must be between 1 and 65536", request.gpus));
@@ -131,21 +128,21 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
   }
 }
 
-Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
+}  // namespace
+
+PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& catalog) {
   check_plan_request(request, catalog);
-  Plan out;
-  out.request = request;
+  PlanSearch search;
+  search.request = request;
   SimulateConfig base = request.base;
   base.scope = Scope::step;
   base.pass = PassSelection::forward_backward;
   model::HardwareProfile hardware = base.hardware_profile ? *base.hardware_profile : catalog.hardware(base.hardware);
   if (request.memory_gib) hardware.memory_gib = *request.memory_gib;
-  out.memory_gib = hardware.memory_gib;
+  search.memory_gib = hardware.memory_gib;
   base.hardware_profile = hardware;
 
   // Every (mesh, algorithm); the simulation's own checks decide what is possible.
-  std::vector<SimulateConfig> configs;
-  std::vector<std::string> specs;
   for (const Count n : divisors(request.gpus)) {
     for (const Count m : divisors(request.gpus / n)) {
       for (const std::string& algorithm : request.algorithms) {
@@ -157,59 +154,67 @@ Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog) {
           c.cp = spec;
           // One device, or Ulysses (the kernel sees the sequence in order): the layout plays no part.
           if (n == 1 || spec == "ulysses") c.layouts = {"contiguous"};
-          configs.push_back(std::move(c));
-          specs.push_back(spec);
+          search.meshes.push_back(PlannedMesh{std::move(c), std::nullopt, ""});
         }
       }
     }
   }
-  std::vector<std::optional<PlannedMesh>> planned(configs.size());
-  std::vector<std::string> refusals(configs.size());
-  const unsigned threads = request.threads ? request.threads : std::thread::hardware_concurrency();
-  model::parallel_for(configs.size(), threads, [&](size_t i) {
+  model::parallel_for(search.meshes.size(), threads_of(request), [&](size_t i) {
+    PlannedMesh& mesh = search.meshes[i];
     try {
-      planned[i] = PlannedMesh{plan_simulation(configs[i], catalog), specs[i]};
-      place_on_topology(planned[i]->plan);
+      mesh.plan = plan_simulation(mesh.config, catalog);
+      place_on_topology(*mesh.plan);
     } catch (const model::InputError& e) {
-      refusals[i] = e.what();
+      mesh.plan.reset();
+      mesh.refusal = e.what();
     }
   });
-
   // Refused on every mesh: an input no mesh can run (a misspelt layout or kernel, a length no
   // layout divides) is the request's error, not a plan that fits nothing.
-  if (std::none_of(planned.begin(), planned.end(), [](const auto& p) { return p.has_value(); }) && !refusals.empty()) {
-    throw model::InputError(refusals.front());
+  if (!search.meshes.empty() && std::none_of(search.meshes.begin(), search.meshes.end(),
+                                             [](const PlannedMesh& m) { return m.plan.has_value(); })) {
+    throw model::InputError(search.meshes.front().refusal);
   }
+  return search;
+}
+
+Plan run_plan(const PlanSearch& search) {
+  const PlanRequest& request = search.request;
+  const unsigned threads = threads_of(request);
+  Plan out;
+  out.request = request;
+  out.memory_gib = search.memory_gib;
   std::vector<Entry> entries;
-  for (size_t i = 0; i < planned.size(); ++i) {
-    const Count layouts = static_cast<Count>(configs[i].layouts.size());
+  for (size_t i = 0; i < search.meshes.size(); ++i) {
+    const PlannedMesh& mesh = search.meshes[i];
+    const Count layouts = static_cast<Count>(mesh.config.layouts.size());
     out.considered += layouts;
-    if (!planned[i]) {
+    if (!mesh.plan) {
       out.refused += layouts;
-      if (out.refusal_examples.size() < 8 &&
-          std::find(out.refusal_examples.begin(), out.refusal_examples.end(), refusals[i]) == out.refusal_examples.end()) {
-        out.refusal_examples.push_back(refusals[i]);
+      if (out.refusal_examples.size() < 8 && std::find(out.refusal_examples.begin(), out.refusal_examples.end(),
+                                                       mesh.refusal) == out.refusal_examples.end()) {
+        out.refusal_examples.push_back(mesh.refusal);
       }
       continue;
     }
-    const Simulation& sim = planned[i]->plan.simulation;
+    const Simulation& sim = mesh.plan->simulation;
     if (estimate_step(*sim.step_shape, {}).exceeds_memory) {  // memory does not depend on the passes
       out.over_memory += layouts;
       continue;
     }
-    for (size_t l = 0; l < planned[i]->plan.layouts.size(); ++l) {
+    for (size_t l = 0; l < mesh.plan->layouts.size(); ++l) {
       Entry e;
       e.mesh = i;
       e.layout = l;
       e.candidate.mesh = sim.mesh;
-      e.candidate.cp = planned[i]->cp;
-      e.candidate.layout = planned[i]->plan.layouts[l].name();
+      e.candidate.cp = mesh.config.cp;
+      e.candidate.layout = mesh.plan->layouts[l].name();
       entries.push_back(std::move(e));
     }
   }
 
   auto passes_of = [&](const Entry& e, PassDetail detail) {
-    const SimulationPlan& p = planned[e.mesh]->plan;
+    const SimulationPlan& p = *search.meshes[e.mesh].plan;
     const Simulation& sim = p.simulation;
     const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
     std::uint64_t events = 0;

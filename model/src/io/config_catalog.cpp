@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_file.hpp"
@@ -61,7 +64,34 @@ Config find(const std::string& root, const std::string& kind, Input input, const
                    Shown::quoted);
 }
 
+std::vector<ShippedConfig> shipped(const std::string& root, const std::string& kind) {
+  std::vector<ShippedConfig> configs;
+  for (const auto& file : config_files(root, kind)) {
+    ShippedConfig config{file.stem().string(), {}};
+    std::ifstream in(file);
+    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    const auto add = [&](const nlohmann::json& name) {
+      if (!name.is_string()) return;
+      const std::string text = name.get<std::string>();
+      if (!same_name(text, config.stem) && std::ranges::find(config.aliases, text) == config.aliases.end()) {
+        config.aliases.push_back(text);
+      }
+    };
+    if (doc.is_object()) {
+      if (doc.contains("name")) add(doc["name"]);
+      if (doc.contains("aliases") && doc["aliases"].is_array()) {
+        for (const auto& alias : doc["aliases"]) add(alias);
+      }
+    }
+    configs.push_back(std::move(config));
+  }
+  return configs;
+}
+
 }  // namespace
+
+std::vector<ShippedConfig> ConfigCatalog::shipped_models() const { return shipped(root_, "models"); }
+std::vector<ShippedConfig> ConfigCatalog::shipped_hardware() const { return shipped(root_, "hardware"); }
 
 bool is_config_path(std::string_view text) { return text.find('/') != std::string_view::npos || text.ends_with(".json"); }
 

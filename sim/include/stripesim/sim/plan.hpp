@@ -51,10 +51,26 @@ struct Plan {
   std::vector<std::string> refusal_examples;  // distinct reasons, the first few
 };
 
-// Throws model::InputError for a request that cannot be planned at all (no model, bad sizes).
-void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& catalog);
-// Checks the request first.
-[[nodiscard]] Plan run_plan(const PlanRequest& request, const model::ConfigCatalog& catalog);
+// One (mesh, algorithm) planned as `simulate --scope step` plans it, or why the simulation refuses it.
+struct PlannedMesh {
+  SimulateConfig config;
+  std::optional<SimulationPlan> plan;  // unset: refused
+  std::string refusal;
+};
+
+// The request checked, the model and hardware read (memory per device from --memory-gib or the
+// hardware) and every (mesh, algorithm) planned: everything run_plan searches, nothing simulated.
+struct PlanSearch {
+  PlanRequest request;
+  double memory_gib = 0;
+  std::vector<PlannedMesh> meshes;
+};
+
+// Throws model::InputError for a request that cannot be planned at all: no model, bad sizes, or an
+// input every mesh refuses (a misspelt layout or kernel, a length no layout divides).
+[[nodiscard]] PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& catalog);
+// Bounds every candidate, simulates them best bound first and ranks them.
+[[nodiscard]] Plan run_plan(const PlanSearch& search);
 
 // Its printers (table, JSON, CSV): output/plan_printers.hpp.
 

@@ -15,6 +15,12 @@ namespace stripesim::model {
 // config: it has a '/' or ends in .json.
 [[nodiscard]] bool is_config_path(std::string_view text);
 
+// A shipped config as help lists it: its file's stem and the other names its file gives it.
+struct ShippedConfig {
+  std::string stem;                  // "a100-80gb"
+  std::vector<std::string> aliases;  // "a100" (the file's name when it differs from the stem, then its aliases)
+};
+
 class ConfigCatalog {
  public:
   explicit ConfigCatalog(std::string root) : root_(std::move(root)) {}
@@ -27,6 +33,11 @@ class ConfigCatalog {
   // such name, case aside: "NVIDIA H100 PCIe" is h100-pcie, "NVIDIA H100 80GB HBM3" h100-sxm);
   // none when no profile claims it.
   [[nodiscard]] std::optional<HardwareProfile> hardware_for_device(std::string_view device_name) const;
+  // What configs/models and configs/hardware ship, in file name order: the CLI's help is written
+  // from these, so a new preset is its JSON file and nothing else. Only listed, not checked: a
+  // file that does not parse is listed by its stem and refused when it is used.
+  [[nodiscard]] std::vector<ShippedConfig> shipped_models() const;
+  [[nodiscard]] std::vector<ShippedConfig> shipped_hardware() const;
 
  private:
   std::string root_;
