@@ -18,10 +18,11 @@
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/output/accuracy_printers.hpp"
 #include "stripesim/output/validation_printers.hpp"
 #include "stripesim/sim/kernel_profile.hpp"
 #include "stripesim/validate/comparison.hpp"
-#include "stripesim/validate/kernel_accuracy.hpp"
+#include "stripesim/validate/measurement_accuracy.hpp"
 #include "stripesim/validate/validate_workflow.hpp"
 
 namespace stripesim::cli {
@@ -160,58 +161,31 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   if (!o.profile.empty() || !o.profile_out.empty()) {
     throw model::InputError("--profile, --profile-out: not with --measurements (a kernel profile is --kernel, --kernel-out)");
   }
-  std::vector<validate::MeasuredWorkload> workloads;
-  for (const auto& file : o.measurements) {
-    for (auto& w : validate::read_measurements(file)) workloads.push_back(std::move(w));
-  }
-  for (const auto& file : o.block_costs) {
-    for (auto& w : validate::read_block_costs(file, o.block_costs_kernel)) workloads.push_back(std::move(w));
-  }
+  validate::MeasurementAccuracyRequest request;
+  request.measurements = o.measurements;
+  request.block_costs = o.block_costs;
+  request.block_costs_kernel = o.block_costs_kernel;
+  request.hardware = o.hardware;
+  request.kernel = o.kernel;
+  request.compare = o.compare;
+  request.command = command_line(cmd);
   const model::ConfigCatalog catalog(config_dir());
-  const std::optional<model::HardwareProfile> device = o.hardware.empty()
-                                                          ? catalog.hardware_for_device(workloads.front().device)
-                                                          : catalog.hardware(o.hardware);
-  if (!device) {
-    throw model::InputError(fmt::format("--hardware: needed, the files' device '{}' is not one stripesim knows",
-                                        workloads.front().device));
-  }
-  const model::HardwareProfile& hardware = *device;
-  const sim::KernelProfile base = sim::load_kernel_profile(o.kernel, config_dir(), hardware);
-  const auto calls = validate::measured_calls(workloads, hardware, base);  // checks every file before fitting
+  const validate::MeasurementAccuracyPlan plan = validate::plan_measurement_accuracy(request, catalog);
   if (mode == RunMode::parse_only) return 0;
-  const std::string command = command_line(cmd);
-  // The fit on everything is the profile --calibrate writes; --compare also reports it beside the
-  // leave-one-out scores.
-  std::optional<validate::KernelFit> fit = validate::fit_kernel(calls, base, hardware.sms);
-  std::vector<validate::WorkloadPrediction> predictions;
-  fit->profile.hardware = hardware.name;
-  fit->profile.sources["costs"] = "fitted by: " + command;
-  std::vector<std::string> groups;
-  for (const auto& w : workloads) {
-    if (std::find(groups.begin(), groups.end(), w.group) == groups.end()) groups.push_back(w.group);
-  }
-  fit->profile.fit["files"] = o.measurements.size() + o.block_costs.size();
-  fit->profile.fit["groups"] = groups.size();
-  if (o.compare) {
-    if (groups.size() < 2) throw model::InputError("--compare: needs workloads from at least two files to leave one out");
-    predictions = validate::leave_one_group_out(workloads, calls, base, hardware.name, catalog);
-  } else {
-    predictions = validate::predict_workloads(workloads, fit->profile, hardware.name, catalog);
-  }
-  const validate::AccuracySummary floor =
-      validate::summarize_accuracy(validate::consistency_floor(workloads, calls));
-  const std::string json = validate::accuracy_json(command, predictions, fit, fit->profile, floor).dump(2) + "\n";
-  const std::string markdown = validate::accuracy_markdown(command, predictions, fit, fit->profile, floor);
+  const validate::KernelAccuracy accuracy = validate::run_measurement_accuracy(plan, catalog);
+  const validate::KernelFit& fit = accuracy.fit;
+  const std::string json = output::to_json(accuracy).dump(2) + "\n";
+  const std::string markdown = output::to_markdown(accuracy);
   if (!o.out_dir.empty()) {
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(o.out_dir, ec);
     if (ec || !fs::is_directory(o.out_dir)) throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", o.out_dir));
-    write_output(sim::to_json(fit->profile).dump(2) + "\n", (fs::path(o.out_dir) / "kernel.json").string());
+    write_output(sim::to_json(fit.profile).dump(2) + "\n", (fs::path(o.out_dir) / "kernel.json").string());
     write_output(markdown, (fs::path(o.out_dir) / "accuracy.md").string());
     write_output(json, (fs::path(o.out_dir) / "accuracy.json").string());
   }
-  if (o.calibrate && !o.kernel_out.empty()) write_output(sim::to_json(fit->profile).dump(2) + "\n", o.kernel_out);
+  if (o.calibrate && !o.kernel_out.empty()) write_output(sim::to_json(fit.profile).dump(2) + "\n", o.kernel_out);
   // No table of the kernel fit: the Markdown is what a person reads.
   write_output(output_format(o.format) == OutputFormat::json ? json : markdown, o.output);
   return 0;

@@ -67,14 +67,6 @@ struct AccuracySummary {
 
 [[nodiscard]] AccuracySummary summarize_accuracy(const std::vector<WorkloadPrediction>& predictions);
 
-// stripesim.kernel-accuracy/1: the fit (when one was made), every workload and the summary,
-// with `comparisons` in the shape the report's predicted-against-measured figure reads, and the
-// consistency floor's summary when one was computed.
-[[nodiscard]] nlohmann::ordered_json accuracy_json(const std::string& command, const std::vector<WorkloadPrediction>& predictions,
-                                                   const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel,
-                                                   const std::optional<AccuracySummary>& floor);
-[[nodiscard]] std::string accuracy_markdown(const std::string& command, const std::vector<WorkloadPrediction>& predictions,
-                                            const std::optional<KernelFit>& fit, const sim::KernelProfile& kernel,
-                                            const std::optional<AccuracySummary>& floor);
+// Its printers (JSON, Markdown): output/accuracy_printers.hpp.
 
 }  // namespace stripesim::validate

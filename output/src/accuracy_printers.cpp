@@ -1,0 +1,107 @@
+#include "stripesim/output/accuracy_printers.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace stripesim::output {
+
+namespace {
+
+nlohmann::ordered_json summary_json(const validate::AccuracySummary& s) {
+  return {{"calls", s.calls},
+          {"median_abs_call_error", s.median_abs_call_error},
+          {"max_abs_call_error", s.max_abs_call_error},
+          {"speedups", s.speedups},
+          {"mean_abs_speedup_error", s.mean_abs_speedup_error},
+          {"max_abs_speedup_error", s.max_abs_speedup_error}};
+}
+
+nlohmann::ordered_json optional_number(const std::optional<double>& x) {
+  return x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const validate::KernelAccuracy& accuracy) {
+  const validate::KernelFit& fit = accuracy.fit;
+  const auto& predictions = accuracy.predictions;
+  const sim::KernelProfile& kernel = fit.profile;
+  nlohmann::ordered_json doc;
+  doc["schema"] = "stripesim.kernel-accuracy/1";
+  doc["command"] = accuracy.command;
+  const bool held_out = std::any_of(predictions.begin(), predictions.end(), [](const auto& p) { return p.held_out; });
+  doc["method"] = held_out ? "leave one group out: each file (or block-cost row) predicted by a profile fitted on all the others"
+                           : "every workload predicted with the given kernel profile";
+  doc["kernel"] = sim::to_json(kernel);
+  doc["fit"] = {{"samples", fit.samples}, {"median_abs_error", fit.median_abs_error}, {"max_abs_error", fit.max_abs_error}};
+  doc["summary"] = summary_json(validate::summarize_accuracy(predictions));
+  doc["consistency_floor"] = summary_json(accuracy.floor);
+  nlohmann::ordered_json workloads = nlohmann::ordered_json::array();
+  nlohmann::ordered_json points = nlohmann::ordered_json::array();
+  for (const auto& p : predictions) {
+    const validate::MeasuredWorkload& w = *p.workload;
+    workloads.push_back({{"group", w.group},
+                         {"layout", w.layout},
+                         {"seq_len", w.seq_len},
+                         {"devices", w.devices},
+                         {"heads", w.heads},
+                         {"head_dim", w.head_dim},
+                         {"mask", w.mask},
+                         {"pass", sim::to_string(w.pass)},
+                         {"held_out", p.held_out},
+                         {"predicted_lockstep_us", p.predicted_lockstep_us},
+                         {"measured_lockstep_us", p.measured_lockstep_us},
+                         {"predicted_speedup", optional_number(p.predicted_speedup)},
+                         {"measured_speedup", optional_number(p.measured_speedup)},
+                         {"predicted_us", p.predicted_us},
+                         {"measured_us", w.us}});
+    points.push_back({{"label", w.label()},
+                      {"role", p.held_out ? "held-out" : "checked"},
+                      {"predicted_us", p.predicted_lockstep_us},
+                      {"measured_us", p.measured_lockstep_us}});
+  }
+  doc["workloads"] = std::move(workloads);
+  doc["comparisons"] = std::move(points);
+  return doc;
+}
+
+std::string to_markdown(const validate::KernelAccuracy& accuracy) {
+  const validate::KernelFit& fit = accuracy.fit;
+  const auto& predictions = accuracy.predictions;
+  const sim::KernelProfile& kernel = fit.profile;
+  const validate::AccuracySummary s = validate::summarize_accuracy(predictions);
+  const bool held_out = std::any_of(predictions.begin(), predictions.end(), [](const auto& p) { return p.held_out; });
+  std::string md = fmt::format("# Kernel {} on {}: predicted against measured\n\n- command: `{}`\n- method: {}\n", kernel.name,
+                               kernel.hardware, accuracy.command,
+                               held_out ? "leave one group out (each file, or block-cost row, predicted by a profile fitted "
+                                          "on all the others)"
+                                        : "every workload predicted with the given profile");
+  md += fmt::format("- fit on everything: {} calls, median error {:.1f}%, worst {:.1f}%\n", fit.samples,
+                    100 * fit.median_abs_error, 100 * fit.max_abs_error);
+  md += fmt::format("- per (round, device) call: {} timed calls, median error {:.1f}%, worst {:.1f}%\n", s.calls,
+                    100 * s.median_abs_call_error, 100 * s.max_abs_call_error);
+  md += fmt::format("- lockstep speedup over contiguous: {} layouts, mean error {:.3f}, worst {:.3f}\n", s.speedups,
+                    s.mean_abs_speedup_error, s.max_abs_speedup_error);
+  const validate::AccuracySummary& floor = accuracy.floor;
+  md += fmt::format("- consistency floor (each class of calls with equal work predicted by its own median measured "
+                    "time: what no model giving equal work an equal time can beat on these files): call median "
+                    "{:.1f}%, worst {:.1f}%; speedup mean {:.3f}, worst {:.3f}\n",
+                    100 * floor.median_abs_call_error, 100 * floor.max_abs_call_error, floor.mean_abs_speedup_error,
+                    floor.max_abs_speedup_error);
+  md += "\n| workload | layout | lockstep predicted (us) | measured (us) | speedup predicted | measured | error |\n"
+        "|---|---|---:|---:|---:|---:|---:|\n";
+  for (const auto& p : predictions) {
+    const auto speedup = [](const std::optional<double>& x) { return x ? fmt::format("{:.2f}x", *x) : std::string("-"); };
+    md += fmt::format("| {} | {} | {:.0f} | {:.0f} | {} | {} | {} |\n", p.workload->group, p.workload->layout,
+                      p.predicted_lockstep_us, p.measured_lockstep_us, speedup(p.predicted_speedup),
+                      speedup(p.measured_speedup),
+                      p.predicted_speedup && p.measured_speedup
+                          ? fmt::format("{:+.3f}", *p.predicted_speedup - *p.measured_speedup)
+                          : std::string("-"));
+  }
+  return md;
+}
+
+}  // namespace stripesim::output
