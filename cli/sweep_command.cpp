@@ -142,29 +142,6 @@ model::SweepProgress progress_bar() {
 
 }  // namespace
 
-namespace {
-
-// The rows in the chosen format; JSON wraps them with the schema, the description and the tiling.
-std::string render(const std::vector<nlohmann::ordered_json>& rows, const char* schema, const std::string& description,
-                   model::Tiling tiling, OutputFormat format) {
-  switch (format) {
-    case OutputFormat::csv: return output::rows_to_csv(rows);
-    case OutputFormat::table: return output::rows_to_table(rows);
-    case OutputFormat::json: {
-      nlohmann::ordered_json doc;
-      doc["schema"] = schema;
-      doc["description"] = description;
-      doc["tiling"] = model::tiling_name(tiling);
-      doc["rows"] = rows;
-      return doc.dump(2) + "\n";
-    }
-    case OutputFormat::markdown: break;
-  }
-  throw not_offered(format);
-}
-
-}  // namespace
-
 std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<SweepOptions>();
   SweepOptions& o = *options;
@@ -214,10 +191,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
     const SweepOptions& opts = *options;
     const std::optional<model::Tiling> tiling_flag =
         opts.tiling.empty() ? std::nullopt : std::optional<model::Tiling>(model::parse_tiling(opts.tiling));
-    std::vector<nlohmann::ordered_json> rows;
-    std::string description;
-    model::Tiling tiling = model::Tiling::fixed;
-    const char* schema = model::kSweepSchema;
+    output::SweepTable sweep{model::kSweepSchema};
     nlohmann::json experiment;
     const std::string label = "--experiment " + opts.experiment;
     if (!opts.experiment.empty()) {
@@ -238,34 +212,34 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
     if (balance) {
       model::BalanceSweepSpec spec = experiment.is_object() ? model::balance_spec_from_json(experiment, label)
                                                             : flags.run([&] { return balance_spec_from_flags(opts); });
-      spec.tiling = tiling = tiling_flag.value_or(spec.tiling);
+      spec.tiling = sweep.tiling = tiling_flag.value_or(spec.tiling);
       const model::BalanceSweepPlan plan = flags.run([&] { return model::plan_balance_sweep(spec); });
       if (mode == RunMode::parse_only) return;
-      rows = model::run_balance_sweep(plan, progress_bar(), opts.threads);
-      description = spec.description;
-      schema = model::kBalanceSchema;
+      sweep.rows = model::run_balance_sweep(plan, progress_bar(), opts.threads);
+      sweep.description = spec.description;
+      sweep.schema = model::kBalanceSchema;
     } else if (sim::is_step_sweep(experiment)) {
       sim::StepSweepSpec spec = sim::step_sweep_spec_from_json(experiment, label, opts.experiment);
       // The TMS columns' and the simulated step's (which must be its kernel's).
       spec.grid.tiling = tiling_flag.value_or(spec.grid.tiling);
       if (tiling_flag) spec.step.tiling = tiling_flag;
-      tiling = spec.grid.tiling;
+      sweep.tiling = spec.grid.tiling;
       const model::ConfigCatalog catalog(config_dir());
       const sim::StepSweepPlan plan = sim::plan_step_sweep(spec, catalog);
       if (mode == RunMode::parse_only) return;
-      rows = sim::run_step_sweep(plan);
-      description = spec.grid.description;
+      sweep.rows = sim::run_step_sweep(plan);
+      sweep.description = spec.grid.description;
     } else {
       model::SweepSpec spec = experiment.is_object() ? model::sweep_spec_from_json(experiment, label)
                                                      : flags.run([&] { return spec_from_flags(opts); });
-      spec.tiling = tiling = tiling_flag.value_or(spec.tiling);
+      spec.tiling = sweep.tiling = tiling_flag.value_or(spec.tiling);
       const model::ConfigCatalog catalog(config_dir());
       const model::SweepPlan plan = flags.run([&] { return model::plan_sweep(spec, catalog); });
       if (mode == RunMode::parse_only) return;
-      rows = model::run_sweep(plan, progress_bar(), opts.threads);
-      description = spec.description;
+      sweep.rows = model::run_sweep(plan, progress_bar(), opts.threads);
+      sweep.description = spec.description;
     }
-    write_output(render(rows, schema, description, tiling, output_format(opts.format)), opts.output);
+    write_output(output::render(sweep, output_format(opts.format)), opts.output);
   };
 }
 

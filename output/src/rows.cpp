@@ -69,4 +69,21 @@ std::string rows_to_table(const std::vector<nlohmann::ordered_json>& rows) {
   return out;
 }
 
+std::string render(const SweepTable& sweep, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::csv: return rows_to_csv(sweep.rows);
+    case OutputFormat::table: return rows_to_table(sweep.rows);
+    case OutputFormat::json: {
+      nlohmann::ordered_json doc;
+      doc["schema"] = sweep.schema;
+      doc["description"] = sweep.description;
+      doc["tiling"] = model::tiling_name(sweep.tiling);
+      doc["rows"] = sweep.rows;
+      return doc.dump(2) + "\n";
+    }
+    case OutputFormat::markdown: break;
+  }
+  throw not_offered(format);
+}
+
 }  // namespace stripesim::output

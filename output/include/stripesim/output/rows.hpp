@@ -5,12 +5,25 @@
 #include <string>
 #include <vector>
 
+#include "stripesim/model/work/tile_shape.hpp"
+#include "stripesim/output/output_format.hpp"
+
 namespace stripesim::output {
 
 [[nodiscard]] std::string rows_to_csv(const std::vector<nlohmann::ordered_json>& rows);
 [[nodiscard]] std::string rows_to_table(const std::vector<nlohmann::ordered_json>& rows);
 // CSV and table cells: strings as they are, null empty, numbers in their shortest exact form (table: 4 decimals).
 [[nodiscard]] std::string cell_text(const nlohmann::ordered_json& value, bool round);
+// A sweep's rows (TMS, balance or step sweep) with what its JSON says about them.
+struct SweepTable {
+  const char* schema = "";  // model::kSweepSchema, kBalanceSchema
+  std::string description;
+  model::Tiling tiling = model::Tiling::fixed;
+  std::vector<nlohmann::ordered_json> rows;
+};
+// csv, table, or json (the rows wrapped with the schema, the description and the tiling).
+[[nodiscard]] std::string render(const SweepTable& sweep, OutputFormat format);
+
 // RFC 4180 quoting when a field holds a comma, quote or newline.
 [[nodiscard]] std::string csv_field(const std::string& text);
 
