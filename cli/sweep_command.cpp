@@ -191,7 +191,8 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
     const SweepOptions& opts = *options;
     const std::optional<model::Tiling> tiling_flag =
         opts.tiling.empty() ? std::nullopt : std::optional<model::Tiling>(model::parse_tiling(opts.tiling));
-    output::SweepTable sweep{model::kSweepSchema};
+    output::SweepTable sweep;
+    sweep.schema = model::kSweepSchema;
     nlohmann::json experiment;
     const std::string label = "--experiment " + opts.experiment;
     if (!opts.experiment.empty()) {
