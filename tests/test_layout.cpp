@@ -2,9 +2,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/layout.hpp"
@@ -202,6 +204,39 @@ TEST_F(LayoutSpecFiles, RejectsBadSpecsAndFiles) {
   EXPECT_THROW((void)parse_layout("permutation:" + write("str.json", "[[0, \"1\"], [2, 3]]"), 4, 2), InputError);
   EXPECT_THROW((void)parse_layout("permutation:" + write("ndev.json", "[[0, 1, 2, 3]]"), 4, 2), InputError);
   EXPECT_THROW((void)parse_layout("permutation:" + write("dup.json", "[[0, 1], [1, 3]]"), 4, 2), InputError);
+}
+
+// A spec's kind is read from its name alone, and exactly the specs it refuses are the ones the
+// layout parser calls unknown; what is drawn from a small example is the structured kinds only.
+TEST(LayoutKinds, KindOfASpecAgreesWithTheParser) {
+  const std::pair<const char*, std::optional<LayoutKind>> specs[] = {
+      {"contiguous", LayoutKind::contiguous},    {"Striped", LayoutKind::striped},
+      {"ZIGZAG", LayoutKind::zigzag},            {"block-striped:4", LayoutKind::block_striped},
+      {"block-striped:", LayoutKind::block_striped},  // a bad number, not an unknown layout
+      {"permutation:p.json", LayoutKind::permutation}, {"doc-zigzag", LayoutKind::doc_zigzag},
+      {"doc-striped", LayoutKind::doc_striped},  {"ptrr", LayoutKind::ptrr},
+      {"ptrr:64", LayoutKind::ptrr},             {"balanced", LayoutKind::balanced},
+      {"balanced:0", LayoutKind::balanced},      {"striped:3", std::nullopt},
+      {"block-striped", std::nullopt},           {"permutation:", std::nullopt},
+      {"zigzag:2", std::nullopt},                {"diagonal", std::nullopt},
+      {"", std::nullopt},                        {"doc-zigzag:1", std::nullopt},
+  };
+  for (const auto& [spec, kind] : specs) {
+    EXPECT_EQ(layout_kind_of(spec), kind) << spec;
+    std::string message = "planned";
+    try {
+      (void)plan_layout(spec, 64, 4);
+    } catch (const InputError& e) {
+      message = e.what();
+    }
+    EXPECT_EQ(message.find("unknown layout") != std::string::npos, !kind.has_value()) << spec << ": " << message;
+  }
+  std::set<LayoutKind> same_shape;
+  for (const auto& [spec, kind] : specs) {
+    if (kind && same_shape_at_every_size(*kind)) same_shape.insert(*kind);
+  }
+  EXPECT_EQ(same_shape, (std::set<LayoutKind>{LayoutKind::contiguous, LayoutKind::striped, LayoutKind::zigzag,
+                                              LayoutKind::block_striped}));
 }
 
 TEST_F(LayoutSpecFiles, PermutationFileFieldsAreCheckedUnknownOnesRejected) {

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "stripesim/model/io/input_error.hpp"
@@ -66,9 +67,9 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
   std::vector<std::string> left_out;
   for (const auto& r : doc.at("results")) {
     const std::string name = r.at("layout").get<std::string>();
-    const bool block_striped = name.starts_with("block-striped:");
-    if (name != "contiguous" && name != "striped" && name != "zigzag" && !block_striped) continue;
-    if (block_striped) {
+    const std::optional<model::LayoutKind> kind = model::layout_kind_of(name);
+    if (!kind || !model::same_shape_at_every_size(*kind)) continue;
+    if (*kind == model::LayoutKind::block_striped) {
       // Its stripe, read by the layout parser at the analyzed size (where it was valid).
       const long long stripe = model::parse_layout(name, c.at("seq_len").get<long long>(), c.at("devices").get<long long>()).stripe();
       if (stripe > kMaxExampleTokens) {

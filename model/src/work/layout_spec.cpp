@@ -36,58 +36,134 @@ std::string layout_file(std::string_view spec) {
   return std::string(spec.substr(kPermutation.size()));
 }
 
+namespace {
+
+// What may follow a layout's name after a ':'.
+enum class Argument {
+  none,      // "striped"
+  optional,  // "ptrr" or "ptrr:BLOCK"
+  required,  // "block-striped:S" (an empty S is the number's error, not an unknown layout)
+  file,      // "permutation:FILE", FILE not empty
+};
+
+struct LayoutKindName {
+  std::string_view name;
+  LayoutKind kind;
+  Argument argument;
+};
+
+// Every layout kind by the name its specs start with, in kLayoutSyntaxes' order (checked below).
+constexpr LayoutKindName kLayoutKinds[] = {
+    {"contiguous", LayoutKind::contiguous, Argument::none},
+    {"striped", LayoutKind::striped, Argument::none},
+    {"zigzag", LayoutKind::zigzag, Argument::none},
+    {"block-striped", LayoutKind::block_striped, Argument::required},
+    {"permutation", LayoutKind::permutation, Argument::file},
+    {"doc-zigzag", LayoutKind::doc_zigzag, Argument::none},
+    {"doc-striped", LayoutKind::doc_striped, Argument::none},
+    {"ptrr", LayoutKind::ptrr, Argument::optional},
+    {"balanced", LayoutKind::balanced, Argument::optional},
+};
+
+constexpr bool names_match_the_syntaxes() {
+  if (std::size(kLayoutKinds) != std::size(kLayoutSyntaxes)) return false;
+  for (size_t i = 0; i < std::size(kLayoutKinds); ++i) {
+    if (kLayoutKinds[i].name != kLayoutSyntaxes[i].name) return false;
+  }
+  return true;
+}
+static_assert(names_match_the_syntaxes(), "every layout syntax needs its kind here, in the same order");
+
+}  // namespace
+
+std::optional<LayoutKind> layout_kind_of(std::string_view spec) {
+  const size_t colon = spec.find(':');
+  const std::string head = lowercase(spec.substr(0, colon));
+  const bool argument = colon != std::string_view::npos;
+  for (const LayoutKindName& each : kLayoutKinds) {
+    if (head != each.name) continue;
+    switch (each.argument) {
+      case Argument::none: return argument ? std::nullopt : std::optional(each.kind);
+      case Argument::optional: return each.kind;
+      case Argument::required: return argument ? std::optional(each.kind) : std::nullopt;
+      case Argument::file: return layout_file(spec).empty() ? std::nullopt : std::optional(each.kind);
+    }
+  }
+  return std::nullopt;
+}
+
+bool same_shape_at_every_size(LayoutKind kind) {
+  switch (kind) {
+    case LayoutKind::contiguous:
+    case LayoutKind::striped:
+    case LayoutKind::zigzag:
+    case LayoutKind::block_striped: return true;
+    case LayoutKind::permutation:  // one sequence length, as its file lists it
+    case LayoutKind::doc_zigzag:   // computed from the documents, the mask or the tile
+    case LayoutKind::doc_striped:
+    case LayoutKind::ptrr:
+    case LayoutKind::balanced: return false;
+  }
+  return false;
+}
+
 LayoutPlan plan_layout(std::string_view typed, Count seq_len, Count devices, const LayoutContext& context) {
   // The layout's name is matched case aside ("Zigzag"); what follows a ':' (a file) is kept.
   const size_t colon = typed.find(':');
   const std::string normalized = lowercase(typed.substr(0, colon)) + std::string(colon == typed.npos ? "" : typed.substr(colon));
   const std::string_view spec = normalized;
-  LayoutPlan plan;
-  if (spec == "doc-zigzag" || spec == "doc-striped" || spec == "balanced" || spec.starts_with("balanced:") ||
-      spec == "ptrr" || spec.starts_with("ptrr:")) {
-    require_devices(devices);
-    const Mask& mask = plan.mask_.emplace(context.mask != nullptr ? *context.mask : Mask::causal(seq_len));
-    plan.devices_ = devices;
-    plan.tile_ = context.tile;
-    plan.tiling_ = context.tiling;
-    if (spec == "doc-zigzag") {
-      check_doc_zigzag_layout(mask, devices);
-      plan.computed_ = LayoutPlan::Computed::doc_zigzag;
-    } else if (spec == "doc-striped") {
-      check_doc_striped_layout(mask, devices);
-      plan.computed_ = LayoutPlan::Computed::doc_striped;
-    } else if (spec.starts_with("ptrr")) {
-      plan.size_ = spec == "ptrr" ? context.tile.query : parse_count(spec.substr(5), InputName(Input::layouts, "ptrr:BLOCK block size"));
-      check_ptrr_layout(mask, devices, plan.size_);
-      plan.computed_ = LayoutPlan::Computed::ptrr;
-    } else {
-      if (spec.starts_with("balanced:")) {
-        plan.size_ = parse_count(spec.substr(9), InputName(Input::layouts, "balanced:CHUNK chunk size"));
-        if (plan.size_ < 1) throw InputError(Input::layouts, std::string(spec), "the chunk must be at least 1 token", Shown::quoted);
-      }
-      check_balanced_layout(mask, devices, plan.size_);
-      plan.computed_ = LayoutPlan::Computed::balanced;
-    }
-    return plan;
-  }
-  constexpr std::string_view kBlockStriped = "block-striped:";
-  if (spec == "contiguous") {
-    plan.built_ = Layout::contiguous(seq_len, devices);
-  } else if (spec == "striped") {
-    plan.built_ = Layout::striped(seq_len, devices);
-  } else if (spec == "zigzag") {
-    plan.built_ = Layout::zigzag(seq_len, devices);
-  } else if (spec.starts_with(kBlockStriped)) {
-    const Count stripe = parse_count(spec.substr(kBlockStriped.size()), InputName(Input::layouts, "block-striped:S stripe width"));
-    plan.built_ = Layout::block_striped(seq_len, devices, stripe);
-  } else if (const std::string file = layout_file(spec); !file.empty()) {
-    plan.built_ = load_permutation_file(file, seq_len, devices);
-  } else {
+  const std::string_view argument = colon == typed.npos ? std::string_view() : spec.substr(colon + 1);
+  const std::optional<LayoutKind> kind = layout_kind_of(spec);
+  if (!kind) {
     std::vector<std::string> names;
     for (const SpecSyntax& each : kLayoutSyntaxes) names.emplace_back(each.name);
     throw InputError(Input::layouts, std::string(typed),
                      fmt::format("unknown layout{}, expected {}", did_you_mean(typed.substr(0, colon), names),
                                  expected_list(kLayoutSyntaxes)),
                      Shown::quoted);
+  }
+  LayoutPlan plan;
+  switch (*kind) {
+    case LayoutKind::contiguous: plan.built_ = Layout::contiguous(seq_len, devices); return plan;
+    case LayoutKind::striped: plan.built_ = Layout::striped(seq_len, devices); return plan;
+    case LayoutKind::zigzag: plan.built_ = Layout::zigzag(seq_len, devices); return plan;
+    case LayoutKind::block_striped: {
+      const Count stripe = parse_count(argument, InputName(Input::layouts, "block-striped:S stripe width"));
+      plan.built_ = Layout::block_striped(seq_len, devices, stripe);
+      return plan;
+    }
+    case LayoutKind::permutation: plan.built_ = load_permutation_file(layout_file(spec), seq_len, devices); return plan;
+    case LayoutKind::doc_zigzag:
+    case LayoutKind::doc_striped:
+    case LayoutKind::ptrr:
+    case LayoutKind::balanced: break;
+  }
+  require_devices(devices);
+  const Mask& mask = plan.mask_.emplace(context.mask != nullptr ? *context.mask : Mask::causal(seq_len));
+  plan.devices_ = devices;
+  plan.tile_ = context.tile;
+  plan.tiling_ = context.tiling;
+  plan.computed_ = *kind;
+  switch (*kind) {
+    case LayoutKind::doc_zigzag: check_doc_zigzag_layout(mask, devices); break;
+    case LayoutKind::doc_striped: check_doc_striped_layout(mask, devices); break;
+    case LayoutKind::ptrr:
+      plan.size_ = colon == typed.npos ? context.tile.query
+                                       : parse_count(argument, InputName(Input::layouts, "ptrr:BLOCK block size"));
+      check_ptrr_layout(mask, devices, plan.size_);
+      break;
+    case LayoutKind::balanced:
+      if (colon != typed.npos) {
+        plan.size_ = parse_count(argument, InputName(Input::layouts, "balanced:CHUNK chunk size"));
+        if (plan.size_ < 1) throw InputError(Input::layouts, std::string(spec), "the chunk must be at least 1 token", Shown::quoted);
+      }
+      check_balanced_layout(mask, devices, plan.size_);
+      break;
+    case LayoutKind::contiguous:  // built above
+    case LayoutKind::striped:
+    case LayoutKind::zigzag:
+    case LayoutKind::block_striped:
+    case LayoutKind::permutation: break;
   }
   return plan;
 }
@@ -99,12 +175,17 @@ Layout parse_layout(std::string_view spec, Count seq_len, Count devices, const L
 Layout LayoutPlan::build() const& {
   if (built_) return *built_;
   switch (computed_) {
-    case Computed::doc_zigzag: return doc_zigzag_layout(*mask_, devices_);
-    case Computed::doc_striped: return doc_striped_layout(*mask_, devices_);
-    case Computed::ptrr: return ptrr_layout(*mask_, devices_, size_);
-    case Computed::balanced: return balanced_layout(*mask_, devices_, tile_, size_, tiling_).layout;
+    case LayoutKind::doc_zigzag: return doc_zigzag_layout(*mask_, devices_);
+    case LayoutKind::doc_striped: return doc_striped_layout(*mask_, devices_);
+    case LayoutKind::ptrr: return ptrr_layout(*mask_, devices_, size_);
+    case LayoutKind::balanced: return balanced_layout(*mask_, devices_, tile_, size_, tiling_).layout;
+    case LayoutKind::contiguous:  // held built
+    case LayoutKind::striped:
+    case LayoutKind::zigzag:
+    case LayoutKind::block_striped:
+    case LayoutKind::permutation: break;
   }
-  throw std::logic_error("LayoutPlan: unknown computed layout");
+  throw std::logic_error("LayoutPlan: a structured layout that was not built");
 }
 
 Layout LayoutPlan::build() && {

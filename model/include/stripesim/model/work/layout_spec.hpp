@@ -40,6 +40,13 @@ class LayoutPlan;
 // ptrr:BLOCK (ptrr_layout.hpp; BLOCK defaults to the query tile).
 [[nodiscard]] LayoutPlan plan_layout(std::string_view spec, Count seq_len, Count devices,
                                      const LayoutContext& context = {});
+// The kind a spec names, from its name alone (nothing parsed after the ':', no file read), or
+// none for a spec plan_layout would refuse as an unknown layout.
+[[nodiscard]] std::optional<LayoutKind> layout_kind_of(std::string_view spec);
+// Whether layouts of this kind have the same shape at every size whatever the mask (contiguous,
+// striped, zigzag, block-striped): a small example draws them faithfully. A permutation holds one
+// length; the others are computed from the documents, the mask or the tile.
+[[nodiscard]] bool same_shape_at_every_size(LayoutKind kind);
 // plan_layout(...).build().
 [[nodiscard]] Layout parse_layout(std::string_view spec, Count seq_len, Count devices,
                                   const LayoutContext& context = {});
@@ -56,10 +63,9 @@ class LayoutPlan {
 
  private:
   friend LayoutPlan plan_layout(std::string_view, Count, Count, const LayoutContext&);
-  enum class Computed { doc_zigzag, doc_striped, ptrr, balanced };
 
-  std::optional<Layout> built_;  // built while planning
-  Computed computed_ = Computed::balanced;
+  std::optional<Layout> built_;             // built while planning
+  LayoutKind computed_ = LayoutKind::balanced;  // else computed by build(): doc-zigzag, doc-striped, ptrr, balanced
   std::optional<Mask> mask_;  // what a computed layout is computed from
   Count devices_ = 0;
   Count size_ = 0;  // ptrr's block; balanced's chunk (0: the balancer chooses)
