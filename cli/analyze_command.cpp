@@ -114,7 +114,7 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
   o.given.track(cmd->add_option("--tile", o.tile, "Kernel tile TQxTK [default: 2048x4096, the paper's A100 tile]"));
   o.given.track(cmd->add_option("--tiling", o.tiling, std::string(model::kTilingHelp) + " [default: fixed]"));
   o.given.track(cmd->add_option("--mask", o.mask, mask_help()));
-  add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json, OutputFormat::csv}, "Output format");
+  add_format_option(cmd, o.format, output::kAnalysisFormats, "Output format");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_flag("--matrices", o.matrices,
                 "Table: also print the per-round matrices; csv: one row per (layout, round, device) instead of one "

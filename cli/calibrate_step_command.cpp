@@ -44,7 +44,7 @@ std::function<void()> register_calibrate_step_command(CLI::App& app, RunMode mod
       ->required();
   cmd->add_option("--hardware-out", o.hardware_out, "Write the hardware profile with the fitted element-wise cost to FILE");
   cmd->add_option("--kernel-out", o.kernel_out, "Write the kernel profile with the fitted partial-tile costs to FILE");
-  add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json}, "Output format");
+  add_format_option(cmd, o.format, output::kStepFitFormats, "Output format");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;

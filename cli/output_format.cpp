@@ -5,7 +5,7 @@
 
 namespace stripesim::cli {
 
-CLI::Option* add_format_option(CLI::App* cmd, std::string& target, std::initializer_list<OutputFormat> offered,
+CLI::Option* add_format_option(CLI::App* cmd, std::string& target, std::span<const OutputFormat> offered,
                                const std::string& help) {
   std::vector<std::string> names;
   for (const OutputFormat format : offered) names.emplace_back(format_name(format));

@@ -57,7 +57,7 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--top", o.top, "Choices shown (and ranked exactly) in the table")->capture_default_str();
   cmd->add_flag("--pad-documents", o.pad_documents, "Pad every document to a multiple of 2N (doc-zigzag, doc-striped)");
   cmd->add_flag("--recompute", o.recompute, "The backward recomputes the forward (activation checkpointing)");
-  add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json, OutputFormat::csv}, "csv and json list every simulated choice");
+  add_format_option(cmd, o.format, output::kPlanFormats, "csv and json list every simulated choice");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;

@@ -100,7 +100,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   add("--cp", o.cp, "Context parallelism: ring (K/V passed around the ring), allgather[:G] (K/V all-gathered, in G head "
       "groups whose gathers overlap the previous group's attention), ulysses (all-to-all from sequence to heads) or "
       "hybrid:UxR (Ulysses over U GPUs of a node times a ring over R) [default: ring]");
-  add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json, OutputFormat::csv}, "Output format: csv is a row per layout");
+  add_format_option(cmd, o.format, output::kSimulationFormats, "Output format: csv is a row per layout");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_option("--trace", o.trace, "Also write a Chrome trace (Perfetto) to FILE");
   cmd->add_flag("--pad-documents", o.pad_documents,

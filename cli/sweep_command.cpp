@@ -177,7 +177,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
                    ->check(CLI::IsMember({"fwd", "fwdbwd"}))
                    ->capture_default_str());
   o.grid.track(cmd->add_flag("--recompute", o.recompute, "Count activation recomputation"));
-  add_format_option(cmd, o.format, {OutputFormat::csv, OutputFormat::json, OutputFormat::table}, "Output format");
+  add_format_option(cmd, o.format, output::kSweepFormats, "Output format");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_option("--threads", o.threads, "Worker threads, 0 = one per core (output never depends on it)")
       ->check(CLI::Range(0u, 1024u));

@@ -80,7 +80,7 @@ std::function<void()> register_tms_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--attention-weight", o.attention_weight, "Override the hardware's attention FLOP weight");
   cmd->add_option("--layouts", o.layouts, "Extra layouts to compare (block-striped:S, permutation:FILE)");
   cmd->add_option("--mask", o.mask, "Attention mask (see analyze --help)")->capture_default_str();
-  add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json, OutputFormat::csv}, "Output format: csv is a row per layout");
+  add_format_option(cmd, o.format, output::kTmsFormats, "Output format: csv is a row per layout");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;

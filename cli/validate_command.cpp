@@ -174,8 +174,8 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   if (mode == RunMode::parse_only) return 0;
   const validate::KernelAccuracy accuracy = validate::run_measurement_accuracy(plan, catalog);
   const validate::KernelFit& fit = accuracy.fit;
-  const std::string json = output::to_json(accuracy).dump(2) + "\n";
-  const std::string markdown = output::to_markdown(accuracy);
+  const std::string json = output::render(accuracy, OutputFormat::json);
+  const std::string markdown = output::render(accuracy, OutputFormat::markdown);
   if (!o.out_dir.empty()) {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -186,8 +186,7 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
     write_output(json, (fs::path(o.out_dir) / "accuracy.json").string());
   }
   if (o.calibrate && !o.kernel_out.empty()) write_output(sim::to_json(fit.profile).dump(2) + "\n", o.kernel_out);
-  // No table of the kernel fit: the Markdown is what a person reads.
-  write_output(output_format(o.format) == OutputFormat::json ? json : markdown, o.output);
+  write_output(output::render(accuracy, output_format(o.format)), o.output);
   return 0;
 }
 
@@ -243,7 +242,9 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
                               "--backend mpi (or nccl under mpirun): which ranks share a node (cluster:NxG, hostfile:FILE, or any simulate topology); it must "
                               "match where the ranks run [default: the ranks' host names]"));
   cmd->add_option("--out-dir", o.out_dir, "Write validate.json and validate.md (and profile.json when it calibrates) to DIR");
-  add_format_option(cmd, o.format, {OutputFormat::table, OutputFormat::json, OutputFormat::markdown}, "Standard output format");
+  static_assert(std::ranges::equal(output::kValidationFormats, output::kAccuracyFormats),
+                "validate's one --format renders runs and measured files alike");
+  add_format_option(cmd, o.format, output::kValidationFormats, "Standard output format");
   cmd->add_option("--output,-o", o.output, "Write the output to FILE instead of standard output");
   calibrate->excludes(compare);
   return [cmd, options, mode]() -> int {

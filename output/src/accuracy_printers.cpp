@@ -104,4 +104,14 @@ std::string to_markdown(const validate::KernelAccuracy& accuracy) {
   return md;
 }
 
+std::string render(const validate::KernelAccuracy& accuracy, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::json: return to_json(accuracy).dump(2) + "\n";
+    case OutputFormat::table:
+    case OutputFormat::markdown: return to_markdown(accuracy);
+    case OutputFormat::csv: break;
+  }
+  throw not_offered(format);
+}
+
 }  // namespace stripesim::output

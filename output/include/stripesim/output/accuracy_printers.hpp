@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "stripesim/output/output_format.hpp"
 #include "stripesim/validate/measurement_accuracy.hpp"
 
 namespace stripesim::output {
@@ -13,5 +14,11 @@ namespace stripesim::output {
 // predicted-against-measured figure reads, and the consistency floor's summary.
 [[nodiscard]] nlohmann::ordered_json to_json(const validate::KernelAccuracy& accuracy);
 [[nodiscard]] std::string to_markdown(const validate::KernelAccuracy& accuracy);
+
+// What render offers for it, in the order --format lists them: validate's own formats, since one
+// --format serves the measured files and the backends' runs.
+inline constexpr OutputFormat kAccuracyFormats[] = {OutputFormat::table, OutputFormat::json, OutputFormat::markdown};
+// json, or markdown (also for table: no table says more than the Markdown a person reads).
+[[nodiscard]] std::string render(const validate::KernelAccuracy& accuracy, OutputFormat format);
 
 }  // namespace stripesim::output

@@ -24,6 +24,8 @@ namespace stripesim::output {
 // The summary rows (analysis_rows); with `matrices`, one row per (layout, round, device) instead.
 [[nodiscard]] std::string analysis_csv(const model::Analysis& analysis, bool matrices);
 
+// What render offers for it, in the order --format lists them (the command offers exactly these).
+inline constexpr OutputFormat kAnalysisFormats[] = {OutputFormat::table, OutputFormat::json, OutputFormat::csv};
 // table, json or csv (`matrices`: the table's and the CSV's per-round matrices; the JSON always has them).
 [[nodiscard]] std::string render(const model::Analysis& analysis, OutputFormat format, bool matrices);
 

@@ -15,6 +15,8 @@ namespace stripesim::output {
 [[nodiscard]] std::vector<nlohmann::ordered_json> plan_rows(const sim::Plan& plan);
 [[nodiscard]] std::string plan_table(const sim::Plan& plan);
 
+// What render offers for it, in the order --format lists them (the command offers exactly these).
+inline constexpr OutputFormat kPlanFormats[] = {OutputFormat::table, OutputFormat::json, OutputFormat::csv};
 // table, json or csv.
 [[nodiscard]] std::string render(const sim::Plan& plan, OutputFormat format);
 

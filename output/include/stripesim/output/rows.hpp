@@ -21,6 +21,8 @@ struct SweepTable {
   model::Tiling tiling = model::Tiling::fixed;
   std::vector<nlohmann::ordered_json> rows;
 };
+// What render offers for it, in the order --format lists them (the command offers exactly these).
+inline constexpr OutputFormat kSweepFormats[] = {OutputFormat::csv, OutputFormat::json, OutputFormat::table};
 // csv, table, or json (the rows wrapped with the schema, the description and the tiling).
 [[nodiscard]] std::string render(const SweepTable& sweep, OutputFormat format);
 

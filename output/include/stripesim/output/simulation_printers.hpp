@@ -19,6 +19,8 @@ namespace stripesim::output {
 // throughput and memory (scope layer or step).
 [[nodiscard]] std::string simulation_table(const sim::Simulation& simulation);
 
+// What render offers for it, in the order --format lists them (the command offers exactly these).
+inline constexpr OutputFormat kSimulationFormats[] = {OutputFormat::table, OutputFormat::json, OutputFormat::csv};
 // table, json (`rounds`: with the per-(round, device) records) or csv.
 [[nodiscard]] std::string render(const sim::Simulation& simulation, OutputFormat format, bool rounds);
 

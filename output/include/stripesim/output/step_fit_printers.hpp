@@ -12,6 +12,8 @@ namespace stripesim::output {
 [[nodiscard]] nlohmann::ordered_json to_json(const sim::StepFit& fit);
 [[nodiscard]] std::string step_fit_table(const sim::StepFit& fit);
 
+// What render offers for it, in the order --format lists them (the command offers exactly these).
+inline constexpr OutputFormat kStepFitFormats[] = {OutputFormat::table, OutputFormat::json};
 // table or json.
 [[nodiscard]] std::string render(const sim::StepFit& fit, OutputFormat format);
 

@@ -17,6 +17,8 @@ namespace stripesim::output {
 [[nodiscard]] std::vector<nlohmann::ordered_json> tms_rows(const model::TmsResult& result);
 [[nodiscard]] std::string tms_table(const model::TmsResult& result);
 
+// What render offers for it, in the order --format lists them (the command offers exactly these).
+inline constexpr OutputFormat kTmsFormats[] = {OutputFormat::table, OutputFormat::json, OutputFormat::csv};
 // table, json or csv.
 [[nodiscard]] std::string render(const model::TmsResult& result, OutputFormat format);
 

@@ -15,6 +15,8 @@ namespace stripesim::output {
 [[nodiscard]] std::string to_markdown(const validate::ValidationReport& report);
 [[nodiscard]] std::string validation_table(const validate::ValidationReport& report);
 
+// What render offers for it, in the order --format lists them (the command offers exactly these).
+inline constexpr OutputFormat kValidationFormats[] = {OutputFormat::table, OutputFormat::json, OutputFormat::markdown};
 // table, json (with the rounds) or markdown.
 [[nodiscard]] std::string render(const validate::ValidationReport& report, OutputFormat format);
 
