@@ -268,10 +268,11 @@ TEST(Measurement, ContiguousLastDeviceDoesAllTheWork) {
   c.seq_len = 2048;
   c.tile = {64, 64};
   const RingProblem problem(c);
-  const auto m = make_cpu_backend()->run(problem, RunOptions{1, 3, 60});
+  const auto m = make_cpu_backend()->run(problem, RunOptions{1, 7, 60});
   const MeasurementSummary s = summarize(m, 4);
-  // The fastest repetition of each: other work on the machine only ever slows a run down (the
-  // median of 3 let one slow round of device 0 close the gap under a parallel ctest).
+  // The fastest of 7 repetitions of each: other work on the machine only ever slows a run down
+  // (the median of 3 let one slow round of device 0 close the gap under a parallel ctest, and the
+  // fastest of 3 did once with a third process on two cores).
   double first = 0, last = 0;
   for (Count r = 0; r < 4; ++r) {
     first += s.kernel_at(r, 0).min;
