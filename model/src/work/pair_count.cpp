@@ -62,10 +62,13 @@ Count count_run_pairs(const Run& queries, const Run& keys, const Mask& mask) {
   if (queries.length == 0 || keys.length == 0) return 0;
   // Keys at or below highest_key(q), summed over the run's queries.
   Count upper = 0;
-  if (mask.kind() == MaskKind::bidirectional) {
-    upper = queries.length * keys.length;
-  } else {
-    upper = clamped_floor_sum(queries.length, keys.stride, queries.stride, queries.first - keys.first, keys.length);
+  switch (mask.kind()) {
+    case MaskKind::bidirectional: upper = queries.length * keys.length; break;
+    case MaskKind::causal:
+    case MaskKind::window:
+    case MaskKind::documents:
+      upper = clamped_floor_sum(queries.length, keys.stride, queries.stride, queries.first - keys.first, keys.length);
+      break;
   }
   // Minus the keys below lowest_key(q).
   Count lower = 0;

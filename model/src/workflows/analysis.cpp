@@ -110,8 +110,13 @@ Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
 
 nlohmann::ordered_json mask_to_json(const Mask& mask, const std::string& spec) {
   nlohmann::ordered_json out{{"spec", spec}, {"kind", mask.name()}};
-  if (mask.kind() == MaskKind::window) out["window"] = mask.window_width();
-  if (mask.kind() == MaskKind::documents) out["document_lengths"] = mask.document_lengths();
+  // Each kind's own fields (reports/schema/analyze.schema.json lists them under "mask").
+  switch (mask.kind()) {
+    case MaskKind::causal:
+    case MaskKind::bidirectional: break;
+    case MaskKind::window: out["window"] = mask.window_width(); break;
+    case MaskKind::documents: out["document_lengths"] = mask.document_lengths(); break;
+  }
   return out;
 }
 

@@ -34,7 +34,15 @@ class Mask {
 
   [[nodiscard]] bool allows(Position q, Position k) const { return lowest_key(q) <= k && k <= highest_key(q); }
   [[nodiscard]] Position lowest_key(Position q) const;
-  [[nodiscard]] Position highest_key(Position q) const { return kind_ == MaskKind::bidirectional ? seq_len_ - 1 : q; }
+  [[nodiscard]] Position highest_key(Position q) const {
+    switch (kind_) {
+      case MaskKind::bidirectional: return seq_len_ - 1;
+      case MaskKind::causal:
+      case MaskKind::window:
+      case MaskKind::documents: return q;
+    }
+    return q;
+  }
   // Start of the document holding q (documents mask only).
   [[nodiscard]] Position document_start(Position q) const;
 
