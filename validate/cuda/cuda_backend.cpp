@@ -12,11 +12,11 @@
 
 #include "device_resources.hpp"
 #include "fault_injection.hpp"
+#include "gpu_backend.hpp"
 #include "gpu_devices.hpp"
 #include "ring_memory.hpp"
 #include "ring_schedules.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
-#include "measure_ring.hpp"
 
 namespace stripesim::validate {
 namespace {
@@ -81,6 +81,12 @@ class CudaRing {
   [[nodiscard]] cudaStream_t stream() const { return stream_.get(); }
   [[nodiscard]] Deadline deadline() const { return Deadline::after(timeout_s_); }
   [[nodiscard]] std::int64_t handoff_bytes() const { return gpu::BlockGeometry::of(problem_).slot_bytes(); }
+
+  // One pass of the ring, its timings appended to `record` when there is one.
+  void iterate_and_record(RingMeasurement* record) {
+    iterate();
+    if (record != nullptr) record_timings(*record);
+  }
 
   // One pass of the ring. `tile_counts`: optional device array [N * N * 2] the kernels count into.
   void iterate(unsigned long long* tile_counts = nullptr) {
@@ -220,34 +226,11 @@ class CudaRing {
   bool hung_ = false;
 };
 
-class CudaBackend final : public RingBackend {
- public:
-  [[nodiscard]] std::string name() const override { return "cuda"; }
-  [[nodiscard]] bool concurrent_devices() const override { return false; }
-  [[nodiscard]] std::string device_name() const override { return gpu::gpu_name(kDevice); }
-  [[nodiscard]] bool supports(Precision precision) const override {
-    return precision == Precision::bf16 || precision == Precision::fp16;
-  }
-
-  [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
-    gpu::check_run_options(options);
-    CudaRing ring(problem, options.timeout_s);
-    return gpu::measure_ring(name(), ring, options, [&](RingMeasurement* record) {
-      ring.iterate();
-      if (record != nullptr) ring.record_timings(*record);
-    });
-  }
-
-  // fp32 cuBLAS on GPU 0 over the inputs rounded to the case's precision (gpu_reference.cpp).
-  [[nodiscard]] std::vector<double> dense_reference(const RingProblem& problem,
-                                                    const RunOptions& options) const override {
-    return gpu_reference_attention(problem, options.timeout_s);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<RingBackend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+std::unique_ptr<RingBackend> make_cuda_backend() {
+  return std::make_unique<gpu::GpuBackend<CudaRing>>("cuda", /*concurrent_devices=*/false);
+}
 
 KernelTileCounts count_kernel_tiles(const RingProblem& problem) {
   CudaRing ring(problem, RunOptions{}.timeout_s);

@@ -11,7 +11,6 @@
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
-#include "measure_ring.hpp"
 
 #ifdef STRIPESIM_WITH_NCCL
 #include <nccl.h>
@@ -24,6 +23,7 @@
 
 #include "device_resources.hpp"
 #include "fault_injection.hpp"
+#include "gpu_backend.hpp"
 #include "gpu_devices.hpp"
 #include "nccl_common.hpp"
 #include "ring_memory.hpp"
@@ -117,6 +117,12 @@ class NcclRing {
 
   [[nodiscard]] const std::string& device_name() const { return name_; }
   [[nodiscard]] std::int64_t handoff_bytes() const { return gpu::BlockGeometry::of(problem_).slot_bytes(); }
+
+  // One pass of the ring, its timings appended to `record` when there is one.
+  void iterate_and_record(RingMeasurement* record) {
+    const double wall_us = iterate();
+    if (record != nullptr) record_timings(*record, wall_us);
+  }
 
   // One pass of the ring; returns its host wall time, first launch to every stream done.
   double iterate() {
@@ -408,34 +414,11 @@ class NcclRing {
   bool hung_ = false;
 };
 
-class NcclBackend final : public RingBackend {
- public:
-  [[nodiscard]] std::string name() const override { return "nccl"; }
-  [[nodiscard]] bool concurrent_devices() const override { return true; }
-  [[nodiscard]] std::string device_name() const override { return gpu::gpu_name(0); }
-  [[nodiscard]] bool supports(Precision precision) const override {
-    return precision == Precision::bf16 || precision == Precision::fp16;
-  }
-
-  [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
-    gpu::check_run_options(options);
-    NcclRing ring(problem, options.timeout_s);
-    return gpu::measure_ring(name(), ring, options, [&](RingMeasurement* record) {
-      const double wall_us = ring.iterate();
-      if (record != nullptr) ring.record_timings(*record, wall_us);
-    });
-  }
-
-  // fp32 cuBLAS on GPU 0 over the inputs rounded to the case's precision (gpu_reference.cpp).
-  [[nodiscard]] std::vector<double> dense_reference(const RingProblem& problem,
-                                                    const RunOptions& options) const override {
-    return gpu_reference_attention(problem, options.timeout_s);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<RingBackend> make_nccl_backend() { return std::make_unique<NcclBackend>(); }
+std::unique_ptr<RingBackend> make_nccl_backend() {
+  return std::make_unique<gpu::GpuBackend<NcclRing>>("nccl", /*concurrent_devices=*/true);
+}
 
 #endif  // STRIPESIM_WITH_NCCL
 

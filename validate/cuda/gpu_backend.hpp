@@ -1,0 +1,49 @@
+#pragma once
+// The cuda and nccl backends are one class over how the ring's devices run. `Ring` is the cuda
+// backend's ring (one GPU plays the N devices one after another) or the nccl backend's (a GPU per
+// device, all at once, NCCL between them); the rest is theirs alike: bf16 or fp16, the shared
+// measurement loop, the cuBLAS reference on GPU 0. A Ring has Ring(problem, timeout_s),
+// iterate_and_record(record) (one iteration of the whole ring; with a record, its timings
+// appended), device_name(), handoff_bytes() and download_output().
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpu_devices.hpp"
+#include "measure_ring.hpp"
+#include "stripesim/validate/gpu_backends.hpp"
+#include "stripesim/validate/ring_backend.hpp"
+
+namespace stripesim::validate::gpu {
+
+template <typename Ring>
+class GpuBackend final : public RingBackend {
+ public:
+  // `concurrent_devices`: whether the ring's devices run at once (a GPU each) or in turn.
+  GpuBackend(std::string name, bool concurrent_devices) : name_(std::move(name)), concurrent_(concurrent_devices) {}
+
+  [[nodiscard]] std::string name() const override { return name_; }
+  [[nodiscard]] bool concurrent_devices() const override { return concurrent_; }
+  [[nodiscard]] std::string device_name() const override { return gpu_name(0); }
+  [[nodiscard]] bool supports(Precision precision) const override {
+    return precision == Precision::bf16 || precision == Precision::fp16;
+  }
+
+  [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
+    check_run_options(options);
+    Ring ring(problem, options.timeout_s);
+    return measure_ring(name_, ring, options, [&](RingMeasurement* record) { ring.iterate_and_record(record); });
+  }
+
+  // fp32 cuBLAS on GPU 0 over the inputs rounded to the case's precision (gpu_reference.cpp).
+  [[nodiscard]] std::vector<double> dense_reference(const RingProblem& problem,
+                                                    const RunOptions& options) const override {
+    return gpu_reference_attention(problem, options.timeout_s);
+  }
+
+ private:
+  std::string name_;
+  bool concurrent_;
+};
+
+}  // namespace stripesim::validate::gpu
