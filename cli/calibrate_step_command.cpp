@@ -55,11 +55,9 @@ std::function<void()> register_calibrate_step_command(CLI::App& app, RunMode mod
     const sim::StepSweepSpec spec = sim::step_sweep_spec_from_json(experiment, label, opts.experiment);
     if (spec.measured.empty()) throw model::InputError(label + ": names no \"measured\" file to fit to");
     const model::ConfigCatalog catalog(config_dir());
-    if (mode == RunMode::parse_only) {
-      (void)sim::plan_step_sweep(spec, catalog);  // the fit's inputs are the sweep's
-      return;
-    }
-    sim::StepFit fit = sim::fit_step(spec, catalog);
+    const sim::StepFitPlan plan = sim::plan_step_fit(spec, catalog);
+    if (mode == RunMode::parse_only) return;
+    sim::StepFit fit = sim::fit_step(plan, catalog);
     const std::string how = fmt::format("fitted by: stripesim calibrate-step --experiment {} ({} measured speedups, mean "
                                         "absolute error {:.3f}, {:.3f} with each sequence-parallel degree held out)",
                                         opts.experiment, fit.rows.size(), fit.mean_abs_error, fit.held_out_mean_abs_error);

@@ -66,7 +66,7 @@ TEST(StepModel, TheGivenPaperRowsAreWithinTheFloor) {
 }
 
 TEST(StepModel, ShippedA100ProfilesAreWhatCalibrateStepFits) {
-  const StepFit fit = fit_step(paper_spec(), catalog());
+  const StepFit fit = fit_step(plan_step_fit(paper_spec(), catalog()), catalog());
   const model::HardwareProfile shipped = catalog().hardware("a100");
   const KernelProfile kernel = load_kernel_profile("blockwise", catalog().root(), shipped);
   EXPECT_DOUBLE_EQ(fit.hardware.elementwise_bytes_per_dmodel, shipped.elementwise_bytes_per_dmodel);

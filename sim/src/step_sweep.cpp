@@ -249,22 +249,50 @@ KernelProfile with_partial_ratio(KernelProfile kernel, double ratio) {
 
 }  // namespace
 
-StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog) {
+namespace {
+
+// A measured row as the sweep point its simulation is configured from.
+model::SweepPoint measured_point(const MeasuredSpeedup& m, const model::HardwareProfile& hardware) {
+  return {hardware.name, m.model, {m.model_parallel, m.devices}, m.seq_len, std::nullopt, model::InputOrigins()};
+}
+
+SimulateConfig fit_config(const StepSweepSpec& spec, const MeasuredSpeedup& m, const model::HardwareProfile& hardware,
+                          const KernelProfile& kernel) {
+  SimulateConfig c = point_config(spec, measured_point(m, hardware), StepOverrides{hardware, kernel});
+  c.layouts = {"contiguous", "striped"};
+  return c;
+}
+
+}  // namespace
+
+StepFitPlan plan_step_fit(const StepSweepSpec& spec, const model::ConfigCatalog& catalog) {
   if (spec.measured.empty()) throw InputError("step fit: the experiment names no \"measured\" file to fit to");
-  const std::vector<MeasuredSpeedup> measured_rows = read_measured_speedups(spec.measured);
-  StepFit fit;
-  fit.hardware = catalog.hardware(measured_rows.front().hardware);
-  for (const auto& m : measured_rows) {
-    if (catalog.hardware(m.hardware).name != fit.hardware.name) {
+  StepFitPlan plan;
+  plan.spec = spec;
+  plan.measured = read_measured_speedups(spec.measured);
+  plan.hardware = catalog.hardware(plan.measured.front().hardware);
+  for (const auto& m : plan.measured) {
+    if (catalog.hardware(m.hardware).name != plan.hardware.name) {
       throw InputError(fmt::format("measured speedups {}: rows on {} and {}; a step fit calibrates one hardware", spec.measured,
-                                   measured_rows.front().hardware, m.hardware));
+                                   plan.measured.front().hardware, m.hardware));
     }
   }
-  if (!fit.hardware.matmul_efficiency) {
+  if (!plan.hardware.matmul_efficiency) {
     throw InputError(fmt::format("step fit: hardware {} has no matmul_efficiency (the fit finds the element-wise cost beside it)",
-                                 fit.hardware.name));
+                                 plan.hardware.name));
   }
-  const KernelProfile kernel = load_kernel_profile(spec.step.kernel, catalog.root(), fit.hardware);
+  plan.kernel = load_kernel_profile(spec.step.kernel, catalog.root(), plan.hardware);
+  // Every row's simulation as the fit configures it: what the fit would refuse, refused now.
+  for (const auto& m : plan.measured) (void)plan_simulation(fit_config(spec, m, plan.hardware, plan.kernel), catalog);
+  return plan;
+}
+
+StepFit fit_step(const StepFitPlan& plan, const model::ConfigCatalog& catalog) {
+  const StepSweepSpec& spec = plan.spec;
+  const std::vector<MeasuredSpeedup>& measured_rows = plan.measured;
+  StepFit fit;
+  fit.hardware = plan.hardware;
+  const KernelProfile& kernel = plan.kernel;
   const model::HardwareProfile& hardware = fit.hardware;
 
   std::vector<double> ratios;
@@ -273,13 +301,9 @@ StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog)
   for (const auto& m : measured_rows) measured.push_back(m.speedup);
   std::vector<std::vector<PointRing>> rings(ratios.size());
   for (size_t r = 0; r < ratios.size(); ++r) {
-    const StepOverrides overrides{hardware, with_partial_ratio(kernel, ratios[r])};
+    const KernelProfile tried = with_partial_ratio(kernel, ratios[r]);
     for (const auto& m : measured_rows) {
-      const model::SweepPoint point{hardware.name, m.model, {m.model_parallel, m.devices}, m.seq_len, std::nullopt,
-                                      model::InputOrigins()};
-      SimulateConfig c = point_config(spec, point, overrides);
-      c.layouts = {"contiguous", "striped"};
-      Simulation sim = run_simulation(c, catalog);
+      Simulation sim = run_simulation(fit_config(spec, m, hardware, tried), catalog);
       rings[r].push_back({*sim.step_shape, std::move(sim.results[0].passes), std::move(sim.results[1].passes)});
     }
   }

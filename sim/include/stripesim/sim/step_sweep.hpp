@@ -87,7 +87,18 @@ struct StepFit {
 // several would) and the step kernel's partial/full tile ratio (the same in forward and
 // backward) to the measured speedups, minimising their mean absolute error. Every measured row
 // must name one hardware, found in the grid's catalog.
-[[nodiscard]] StepFit fit_step(const StepSweepSpec& spec, const model::ConfigCatalog& catalog);
+//
+// The plan reads the measured file, checks that its rows name one hardware that has a
+// matmul_efficiency, loads the step's kernel and plans every row's simulation; the fit simulates
+// each row at every candidate ratio and searches.
+struct StepFitPlan {
+  StepSweepSpec spec;
+  std::vector<MeasuredSpeedup> measured;
+  model::HardwareProfile hardware;
+  KernelProfile kernel;
+};
+[[nodiscard]] StepFitPlan plan_step_fit(const StepSweepSpec& spec, const model::ConfigCatalog& catalog);
+[[nodiscard]] StepFit fit_step(const StepFitPlan& plan, const model::ConfigCatalog& catalog);
 // Its printers (table, JSON): output/step_fit_printers.hpp.
 
 }  // namespace stripesim::sim
