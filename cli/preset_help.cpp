@@ -23,10 +23,18 @@ std::string choices(std::string_view what, std::string_view folder, const std::v
 
 }  // namespace
 
-std::string model_choices() { return choices("a model", "configs/models", model::ConfigCatalog(config_dir()).shipped_models()); }
+// Every command registers its help at start-up and several list the same presets: each folder is
+// read once per process, not once per option.
+std::string model_choices() {
+  static const std::string text =
+      choices("a model", "configs/models", model::ConfigCatalog(config_dir()).shipped_models());
+  return text;
+}
 
 std::string hardware_choices() {
-  return choices("a preset", "configs/hardware", model::ConfigCatalog(config_dir()).shipped_hardware());
+  static const std::string text =
+      choices("a preset", "configs/hardware", model::ConfigCatalog(config_dir()).shipped_hardware());
+  return text;
 }
 
 }  // namespace stripesim::cli
