@@ -47,7 +47,7 @@ model::BaselineEntryKind simulate_baseline_kind(const model::ConfigCatalog& cata
   return {"simulate", [&catalog](const nlohmann::json& written, const nlohmann::json& resolved, const std::string& where) {
             const SimulateConfig config = simulate_config_from_json(resolved, where);
             return model::PlannedBaselineEntry{
-                "simulate", simulate_label(config), written,
+                simulate_label(config), written,
                 [plan = plan_simulation(config, catalog), names = simulate_config_from_json(written, where).layouts] {
                   return simulate_metrics(plan, names);
                 }};

@@ -121,7 +121,7 @@ BaselineWritePlan plan_write_baseline(const nlohmann::json& experiment, const st
     const auto& configs = array_field(f, kind.command);
     for (size_t i = 0; i < configs.size(); ++i) {
       const std::string where = fmt::format("{} {}[{}]", label, kind.command, i);
-      plan.entries.push_back(kind.plan(configs[i], with_files_from(configs[i], base_dir), where));
+      plan.entries.push_back({kind.command, kind.plan(configs[i], with_files_from(configs[i], base_dir), where)});
     }
   }
   if (plan.entries.empty()) throw InputError(fmt::format("{}: lists no {} configuration", label, commands));
@@ -131,8 +131,8 @@ BaselineWritePlan plan_write_baseline(const nlohmann::json& experiment, const st
 
 nlohmann::ordered_json write_baseline(const BaselineWritePlan& plan) {
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
-  for (const PlannedBaselineEntry& entry : plan.entries) {
-    entries.push_back({{"command", entry.command}, {"config", entry.recorded_config}, {"metrics", entry.measure()}});
+  for (const auto& [command, planned] : plan.entries) {
+    entries.push_back({{"command", command}, {"config", planned.recorded_config}, {"metrics", planned.measure()}});
   }
   return {{"schema", kBaselineSchema}, {"description", plan.description}, {"entries", std::move(entries)}};
 }
@@ -217,13 +217,13 @@ std::vector<BaselineEntryKind> model_baseline_kinds(const ConfigCatalog& catalog
                               const AnalyzeConfig config = analyze_config_from_json(resolved, {}, where);
                               const AnalyzeConfig as_written = analyze_config_from_json(written, {}, where);
                               return PlannedBaselineEntry{
-                                  "analyze", analyze_label(as_written), recorded_config(written, config.tiling),
+                                  analyze_label(as_written), recorded_config(written, config.tiling),
                                   [plan = plan_analysis(config), names = as_written.layouts] { return analyze_metrics(plan, names); }};
                             }};
   BaselineEntryKind tms{"tms", [&catalog](const nlohmann::json& written, const nlohmann::json& resolved,
                                           const std::string& where) {
                           const TmsRequest request = tms_request_from_json(resolved, where, catalog);
-                          return PlannedBaselineEntry{"tms", tms_label(request), recorded_config(written, request.tiling),
+                          return PlannedBaselineEntry{tms_label(request), recorded_config(written, request.tiling),
                                                       [plan = plan_tms(request)] { return tms_metrics(plan); }};
                         }};
   return {std::move(analyze), std::move(tms)};

@@ -17,7 +17,6 @@ inline constexpr const char* kBaselineSchema = "stripesim.baseline/1";
 
 // One entry's configuration planned: every input checked and every file read, nothing counted.
 struct PlannedBaselineEntry {
-  std::string command;
   std::string configuration;       // a label, e.g. "analyze n=2048 N=8 tile=64x64 mask=causal"
   nlohmann::json recorded_config;  // the configuration as the baseline records it
   // Counts the configuration: metric name -> number.
@@ -47,8 +46,12 @@ struct BaselineEntryKind {
 // paths are read from `base_dir` (the experiment's folder) and recorded as written, so the
 // baseline, kept beside them, checks alike from any working directory.
 struct BaselineWritePlan {
+  struct Entry {
+    std::string command;  // the kind's
+    PlannedBaselineEntry planned;
+  };
   std::string description;
-  std::vector<PlannedBaselineEntry> entries;  // in the kinds' order, then the file's
+  std::vector<Entry> entries;  // in the kinds' order, then the file's
 };
 [[nodiscard]] BaselineWritePlan plan_write_baseline(const nlohmann::json& experiment, const std::string& label,
                                                     const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir);
