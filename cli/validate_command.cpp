@@ -174,16 +174,14 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   if (mode == RunMode::parse_only) return 0;
   const validate::KernelAccuracy accuracy = validate::run_measurement_accuracy(plan, catalog);
   const validate::KernelFit& fit = accuracy.fit;
-  const std::string json = output::render(accuracy, OutputFormat::json);
-  const std::string markdown = output::render(accuracy, OutputFormat::markdown);
   if (!o.out_dir.empty()) {
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(o.out_dir, ec);
     if (ec || !fs::is_directory(o.out_dir)) throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", o.out_dir));
     write_output(sim::to_json(fit.profile).dump(2) + "\n", (fs::path(o.out_dir) / "kernel.json").string());
-    write_output(markdown, (fs::path(o.out_dir) / "accuracy.md").string());
-    write_output(json, (fs::path(o.out_dir) / "accuracy.json").string());
+    write_output(output::render(accuracy, OutputFormat::markdown), (fs::path(o.out_dir) / "accuracy.md").string());
+    write_output(output::render(accuracy, OutputFormat::json), (fs::path(o.out_dir) / "accuracy.json").string());
   }
   if (o.calibrate && !o.kernel_out.empty()) write_output(sim::to_json(fit.profile).dump(2) + "\n", o.kernel_out);
   write_output(output::render(accuracy, output_format(o.format)), o.output);

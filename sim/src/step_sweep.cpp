@@ -247,10 +247,6 @@ KernelProfile with_partial_ratio(KernelProfile kernel, double ratio) {
   return kernel;
 }
 
-}  // namespace
-
-namespace {
-
 // A measured row as the sweep point its simulation is configured from.
 model::SweepPoint measured_point(const MeasuredSpeedup& m, const model::HardwareProfile& hardware) {
   return {hardware.name, m.model, {m.model_parallel, m.devices}, m.seq_len, std::nullopt, model::InputOrigins()};
