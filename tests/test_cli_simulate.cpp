@@ -220,7 +220,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"mesh_exceeds_topology", "simulate -M 2 --topology nvswitch:8",
                  "--topology nvswitch:8: has 8 GPUs, fewer than the mesh's -M 2 x -N 8 x -D 1 = 16"},
         BadInput{"zero_data_parallel", "simulate -D 0", "--data-parallel 0: must be at least 1"},
-        BadInput{"mesh_overflows", "simulate -D 4611686018427387904", "-M 1 x -N 8 x -D 4611686018427387904: the mesh may hold at most 1048576 GPUs"},
+        BadInput{"mesh_overflows", "simulate -D 4611686018427387904", "-M 1 x -N 8 x -D 4611686018427387904: the mesh may hold at most 32768 GPUs"},
         BadInput{"auto_ring_on_a_mesh", "simulate -M 2 --ring-order auto", "--ring-order auto: orders the GPUs of a single ring"},
         BadInput{"rounds_and_summary", "simulate --format json --rounds --summary-only",
                  "--rounds, --summary-only: one includes the per-(round, device) records, the other leaves them out"},
@@ -247,7 +247,7 @@ INSTANTIATE_TEST_SUITE_P(
     Table, CliPlanBadInput,
     ::testing::Values(
         BadInput{"plan_without_a_model", "plan --gpus 8", "--model is required"},
-        BadInput{"plan_no_gpus", "plan --model 1b --gpus 0", "--gpus 0: must be between 1 and 65536"},
+        BadInput{"plan_no_gpus", "plan --model 1b --gpus 0", "--gpus 0: must be between 1 and 32768"},
         BadInput{"plan_unknown_algorithm", "plan --model 1b --algorithms ring,rings",
                  "--algorithms 'rings': expected ring, allgather, ulysses or hybrid"},
         BadInput{"plan_negative_memory", "plan --model 1b --memory-gib -1", "--memory-gib -1: must be positive"},

@@ -1,4 +1,5 @@
 // The simulator's physics, pinned on hand-built rings and topologies.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -204,6 +205,37 @@ TEST(Topology, RoutesAlongTheGraph) {
   EXPECT_EQ(cross.links.size(), 4u);
   EXPECT_DOUBLE_EQ(cross.latency_us, 6.0);
   EXPECT_DOUBLE_EQ(cross.bandwidth, 50);
+}
+
+// A route takes the cheapest of parallel links, looked for from the end with fewer links: gpu0
+// has two (both to the switch), the switch five.
+TEST(Topology, ParallelLinksTakeTheCheapestFromEitherEnd) {
+  nlohmann::json doc = {{"name", "parallel"}, {"nodes", nlohmann::json::array()}, {"links", nlohmann::json::array()}};
+  for (int g = 0; g < 4; ++g) doc["nodes"].push_back({{"id", fmt::format("gpu{}", g)}, {"kind", "gpu"}});
+  doc["nodes"].push_back({{"id", "sw"}, {"kind", "switch"}});
+  doc["links"].push_back({{"a", "gpu0"}, {"b", "sw"}, {"bandwidth_gbps", 100}, {"latency_us", 5.0}});
+  for (int g = 0; g < 4; ++g) {
+    doc["links"].push_back({{"a", fmt::format("gpu{}", g)}, {"b", "sw"}, {"bandwidth_gbps", 200}, {"latency_us", 1.0}});
+  }
+  const Topology t = Topology::from_json(doc, "parallel");
+  for (const auto& [from, to] : {std::pair<Count, Count>{0, 1}, {1, 0}}) {
+    const Route r = t.route(from, to);
+    ASSERT_EQ(r.links.size(), 2u);
+    EXPECT_DOUBLE_EQ(r.latency_us, 2.0) << from << "->" << to;
+    EXPECT_DOUBLE_EQ(r.bandwidth, 200);
+    for (const std::uint32_t link : r.links) EXPECT_NE(link / 2, 0u) << "the slow parallel link";
+  }
+}
+
+// Copies share one network, routes included (a plan holds a copy per mesh it searches).
+TEST(Topology, CopiesShareOneNetwork) {
+  const Topology t = Topology::cluster(2, 4, 400, 1.0, 50, 1.5);
+  const Topology copy = t;  // NOLINT(performance-unnecessary-copy-initialization): the copy is the point
+  EXPECT_EQ(&copy.nodes(), &t.nodes());
+  EXPECT_EQ(&copy.links(), &t.links());
+  EXPECT_EQ(copy.name(), "cluster:2x4");
+  EXPECT_EQ(copy.placement().describe(), t.placement().describe());
+  EXPECT_EQ(copy.route(3, 4).links, t.route(3, 4).links);
 }
 
 TEST(Topology, SharedLinksContend) {

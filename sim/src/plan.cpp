@@ -102,8 +102,8 @@ std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ra
 
 // Throws model::InputError for a request no mesh could mend.
 void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& catalog) {
-  if (request.gpus < 1 || request.gpus > 65536) {
-    throw model::InputError(fmt::format("--gpus {}: must be between 1 and 65536", request.gpus));
+  if (request.gpus < 1 || request.gpus > kMaxMeshGpus) {
+    throw model::InputError(fmt::format("--gpus {}: must be between 1 and {}", request.gpus, kMaxMeshGpus));
   }
   if (request.top < 1) throw model::InputError(fmt::format("--top {}: must be at least 1", request.top));
   if (request.base.model.empty()) throw model::InputError("--model: plan needs a model (the step's matmuls and memory)");
@@ -141,6 +141,9 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
   if (request.memory_gib) hardware.memory_gib = *request.memory_gib;
   search.memory_gib = hardware.memory_gib;
   base.hardware_profile = hardware;
+  // Every mesh spreads over all the GPUs of the same topology: loaded once, the meshes share its
+  // shortest-path trees (each mesh routes every GPU; per mesh, 4096 GPUs' trees held 134 MB).
+  base.topology_graph = simulation_topology(base, catalog, hardware, request.gpus);
 
   // Every (mesh, algorithm); the simulation's own checks decide what is possible.
   for (const Count n : divisors(request.gpus)) {

@@ -205,6 +205,13 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   return base;
 }
 
+Topology simulation_topology(const SimulateConfig& config, const model::ConfigCatalog& catalog,
+                             const model::HardwareProfile& hardware, Count gpus) {
+  if (config.topology_graph) return *config.topology_graph;
+  return load_topology(config.topology.empty() ? fmt::format("nvswitch:{}", gpus) : config.topology, catalog.root(),
+                       hardware.link_bandwidth, hardware.link_latency_us, gpus);
+}
+
 SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
   if (config.layouts.empty()) throw InputError(model::Input::layouts, "", "needs at least one layout");
   for (const auto& [flag, value] : {std::pair{"--heads", config.heads}, {"--kv-heads", config.kv_heads},
@@ -280,8 +287,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
 
   if (config.data_parallel < 1) throw InputError(fmt::format("--data-parallel {}: must be at least 1", config.data_parallel));
-  // No topology holds more GPUs; checked factor by factor so the product cannot overflow.
-  constexpr Count kMaxMeshGpus = Count{1} << 20;
+  // Checked factor by factor so the product cannot overflow.
   if (config.model_parallel > kMaxMeshGpus || config.data_parallel > kMaxMeshGpus ||
       config.model_parallel * config.devices * config.data_parallel > kMaxMeshGpus) {
     throw InputError(fmt::format("-M {} x -N {} x -D {}: the mesh may hold at most {} GPUs", config.model_parallel,
@@ -292,9 +298,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   if (config.auto_ring_order && !one_ring) {
     throw InputError("--ring-order auto: orders the GPUs of a single ring; the mesh places rings of -M or -D above 1");
   }
-  sim.topology = config.topology_graph ? *config.topology_graph
-                 : load_topology(config.topology.empty() ? fmt::format("nvswitch:{}", sim.mesh.gpus()) : config.topology,
-                                 catalog.root(), sim.hardware.link_bandwidth, sim.hardware.link_latency_us, sim.mesh.gpus());
+  sim.topology = simulation_topology(config, catalog, sim.hardware, sim.mesh.gpus());
   if (sim.topology.gpu_count() < sim.mesh.gpus()) {
     throw InputError(one_ring ? fmt::format("--topology {}: has {} GPUs, fewer than --devices {}", sim.topology.name(),
                                             sim.topology.gpu_count(), config.devices)

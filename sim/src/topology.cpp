@@ -26,26 +26,26 @@ namespace stripesim::sim {
 using model::InputError;
 
 void Topology::add_node(std::string id, std::string kind) {
-  if (kind == "gpu") gpus_.push_back(nodes_.size());
-  nodes_.push_back({std::move(id), std::move(kind)});
+  if (kind == "gpu") net_->gpus.push_back(net_->nodes.size());
+  net_->nodes.push_back({std::move(id), std::move(kind)});
 }
 
 void Topology::add_link(std::size_t a, std::size_t b, GigabytesPerSecond bandwidth, Microseconds latency_us) {
-  links_.push_back({a, b, bandwidth, latency_us});
+  net_->links.push_back({a, b, bandwidth, latency_us});
 }
 
 void Topology::build_graph() {
-  graph_ = Graph(nodes_.size());
-  for (std::size_t e = 0; e < links_.size(); ++e) boost::add_edge(links_[e].a, links_[e].b, e, graph_);
-  trees_ = std::make_shared<Trees>();
-  trees_->predecessor.resize(gpus_.size());
+  Network& net = *net_;
+  net.graph = Graph(net.nodes.size());
+  for (std::size_t e = 0; e < net.links.size(); ++e) boost::add_edge(net.links[e].a, net.links[e].b, e, net.graph);
+  net.trees.assign(net.gpus.size(), {});
 }
 
 Topology Topology::from_json(const nlohmann::json& doc, const std::string& label) {
   const model::JsonFields f(doc, label);
   f.allow_only({"name", "description", "nodes", "links", "sources"});
   Topology t;
-  t.name_ = f.string("name");
+  t.net_->name = f.string("name");
   const auto& nodes = f.raw("nodes");
   if (!nodes.is_array() || nodes.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("nodes")));
   std::map<std::string, std::size_t> index;
@@ -60,7 +60,7 @@ Topology Topology::from_json(const nlohmann::json& doc, const std::string& label
     if (!index.emplace(id, i).second) throw InputError(fmt::format("{}: node id \"{}\" appears twice", label, id));
     t.add_node(id, kind);
   }
-  if (t.gpus_.empty()) throw InputError(fmt::format("{}: has no node of kind gpu", label));
+  if (t.net_->gpus.empty()) throw InputError(fmt::format("{}: has no node of kind gpu", label));
   const auto& links = f.raw("links");
   if (!links.is_array()) throw InputError(fmt::format("{}: expected an array", f.where("links")));
   for (size_t i = 0; i < links.size(); ++i) {
@@ -80,13 +80,13 @@ Topology Topology::from_json(const nlohmann::json& doc, const std::string& label
   t.build_graph();
   // Every GPU must reach every other, or some ring hop has no route.
   const auto routes = t.routes_from(0, [&] {
-    std::vector<Count> all(t.gpus_.size());
+    std::vector<Count> all(t.net_->gpus.size());
     for (size_t g = 0; g < all.size(); ++g) all[g] = static_cast<Count>(g);
     return all;
   }());
   for (size_t g = 1; g < routes.size(); ++g) {
     if (routes[g].links.empty()) {
-      throw InputError(fmt::format("{}: GPU {} ({}) is not connected to GPU 0", label, g, t.nodes_[t.gpus_[g]].id));
+      throw InputError(fmt::format("{}: GPU {} ({}) is not connected to GPU 0", label, g, t.net_->nodes[t.net_->gpus[g]].id));
     }
   }
   return t;
@@ -94,7 +94,7 @@ Topology Topology::from_json(const nlohmann::json& doc, const std::string& label
 
 Topology Topology::nvswitch(Count gpus, GigabytesPerSecond nvlink, Microseconds nvlink_latency_us) {
   Topology t;
-  t.name_ = fmt::format("nvswitch:{}", gpus);
+  t.net_->name = fmt::format("nvswitch:{}", gpus);
   for (Count g = 0; g < gpus; ++g) t.add_node(fmt::format("gpu{}", g), "gpu");
   t.add_node("nvswitch", "switch");
   for (Count g = 0; g < gpus; ++g) t.add_link(static_cast<std::size_t>(g), static_cast<std::size_t>(gpus), nvlink, nvlink_latency_us);
@@ -104,9 +104,9 @@ Topology Topology::nvswitch(Count gpus, GigabytesPerSecond nvlink, Microseconds 
 
 Topology Topology::ideal(Count gpus) {
   Topology t;
-  t.name_ = "ideal";
+  t.net_->name = "ideal";
   for (Count g = 0; g < gpus; ++g) t.add_node(fmt::format("gpu{}", g), "gpu");
-  t.ideal_ = true;
+  t.net_->ideal = true;
   t.build_graph();
   return t;
 }
@@ -120,7 +120,7 @@ Topology Topology::cluster(Count nodes, Count gpus_per_node, GigabytesPerSecond 
 Topology Topology::placed(const NodePlacement& placement, std::string name, GigabytesPerSecond nvlink,
                           Microseconds nvlink_latency_us, GigabytesPerSecond nic, Microseconds nic_latency_us) {
   Topology t;
-  t.name_ = std::move(name);
+  t.net_->name = std::move(name);
   // GPUs first so that GPU g is node index g; then each node's NVSwitch, the NICs, the fabric switch.
   std::vector<Count> local(placement.hosts.size(), 0);
   for (const Count node : placement.node_of_gpu) {
@@ -128,8 +128,8 @@ Topology Topology::placed(const NodePlacement& placement, std::string name, Giga
   }
   const auto gpus = static_cast<std::size_t>(placement.gpus());
   for (const std::string& host : placement.hosts) t.add_node(fmt::format("{}.nvswitch", host), "switch");
-  for (std::size_t g = 0; g < gpus; ++g) t.add_node(fmt::format("{}.nic", t.nodes_[g].id), "nic");
-  const std::size_t fabric = t.nodes_.size();
+  for (std::size_t g = 0; g < gpus; ++g) t.add_node(fmt::format("{}.nic", t.net_->nodes[g].id), "nic");
+  const std::size_t fabric = t.net_->nodes.size();
   t.add_node("fabric", "switch");
   for (std::size_t g = 0; g < gpus; ++g) {
     t.add_link(g, gpus + static_cast<std::size_t>(placement.node_of_gpu[g]), nvlink, nvlink_latency_us);
@@ -137,56 +137,57 @@ Topology Topology::placed(const NodePlacement& placement, std::string name, Giga
     t.add_link(g, card, nic, nic_latency_us);
     t.add_link(card, fabric, nic, nic_latency_us);
   }
-  t.placement_ = placement;
+  t.net_->placement = placement;
   t.build_graph();
   return t;
 }
 
 NodePlacement Topology::placement() const {
-  if (placement_) return *placement_;
+  if (net_->placement) return *net_->placement;
   // GPUs joined by links that touch no NIC share a node.
-  boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS> local(nodes_.size());
-  for (const TopologyLink& l : links_) {
-    if (nodes_[l.a].kind != "nic" && nodes_[l.b].kind != "nic") boost::add_edge(l.a, l.b, local);
+  boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS> local(net_->nodes.size());
+  for (const TopologyLink& l : net_->links) {
+    if (net_->nodes[l.a].kind != "nic" && net_->nodes[l.b].kind != "nic") boost::add_edge(l.a, l.b, local);
   }
-  std::vector<int> component(nodes_.size());
+  std::vector<int> component(net_->nodes.size());
   (void)boost::connected_components(local, component.data());
   std::vector<std::string> host_of_gpu;
   std::map<int, std::string> names;
-  for (const std::size_t v : gpus_) {
+  for (const std::size_t v : net_->gpus) {
     host_of_gpu.push_back(names.try_emplace(component[v], fmt::format("node{}", names.size())).first->second);
   }
   return placement_from_hosts(host_of_gpu);
 }
 
 std::string Topology::directed_link_name(std::uint32_t directed) const {
-  const TopologyLink& link = links_[directed / 2];
-  const auto& from = nodes_[directed % 2 == 0 ? link.a : link.b].id;
-  const auto& to = nodes_[directed % 2 == 0 ? link.b : link.a].id;
+  const TopologyLink& link = net_->links[directed / 2];
+  const auto& from = net_->nodes[directed % 2 == 0 ? link.a : link.b].id;
+  const auto& to = net_->nodes[directed % 2 == 0 ? link.b : link.a].id;
   return fmt::format("{}->{}", from, to);
 }
 
 std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& to) const {
-  if (ideal_) return std::vector<Route>(to.size());
-  const std::size_t vertices = boost::num_vertices(graph_);
+  if (net_->ideal) return std::vector<Route>(to.size());
+  Network& net = *net_;
+  const std::size_t vertices = boost::num_vertices(net.graph);
   // Latency first; a tiny bandwidth term prefers the faster of two equally close paths.
   const auto weight = boost::make_function_property_map<Graph::edge_descriptor, double>(
-      [this](const Graph::edge_descriptor& e) {
-        const TopologyLink& link = links_[boost::get(boost::edge_index, graph_, e)];
+      [&net](const Graph::edge_descriptor& e) {
+        const TopologyLink& link = net.links[boost::get(boost::edge_index, net.graph, e)];
         return link.latency_us + 1e-6 / link.bandwidth;
       });
-  const std::size_t source = gpus_[static_cast<std::size_t>(from)];
-  const std::vector<std::size_t>& predecessor = [&]() -> const std::vector<std::size_t>& {
-    const std::lock_guard lock(trees_->mutex);
-    std::vector<std::size_t>& tree = trees_->predecessor[static_cast<std::size_t>(from)];
+  const std::size_t source = net.gpus[static_cast<std::size_t>(from)];
+  const std::vector<std::uint32_t>& predecessor = [&]() -> const std::vector<std::uint32_t>& {
+    const std::lock_guard lock(net.tree_mutex);
+    std::vector<std::uint32_t>& tree = net.trees[static_cast<std::size_t>(from)];
     if (tree.empty()) {
       std::vector<double> distance(vertices);
       tree.resize(vertices);
       boost::dijkstra_shortest_paths(
-          graph_, source,
+          net.graph, source,
           boost::weight_map(weight)
-              .distance_map(boost::make_iterator_property_map(distance.begin(), boost::get(boost::vertex_index, graph_)))
-              .predecessor_map(boost::make_iterator_property_map(tree.begin(), boost::get(boost::vertex_index, graph_))));
+              .distance_map(boost::make_iterator_property_map(distance.begin(), boost::get(boost::vertex_index, net.graph)))
+              .predecessor_map(boost::make_iterator_property_map(tree.begin(), boost::get(boost::vertex_index, net.graph))));
     }
     return tree;
   }();
@@ -194,7 +195,7 @@ std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& t
   routes.reserve(to.size());
   for (const Count target_gpu : to) {
     Route route;
-    std::size_t v = gpus_[static_cast<std::size_t>(target_gpu)];
+    std::size_t v = net.gpus[static_cast<std::size_t>(target_gpu)];
     if (v != source && predecessor[v] == v) {
       routes.push_back(route);  // unreachable: no links
       continue;
@@ -203,14 +204,17 @@ std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& t
     std::vector<std::uint32_t> reversed;
     while (v != source) {
       const std::size_t u = predecessor[v];
-      // The cheapest of the parallel links between u and v is the one Dijkstra used.
-      std::size_t best = links_.size();
-      for (auto [it, end] = boost::out_edges(u, graph_); it != end; ++it) {
-        if (boost::target(*it, graph_) != v) continue;
-        const std::size_t e = boost::get(boost::edge_index, graph_, *it);
-        if (best == links_.size() || weight[*it] < links_[best].latency_us + 1e-6 / links_[best].bandwidth) best = e;
+      // The cheapest of the parallel links between u and v is the one Dijkstra used; looked for
+      // from the end with fewer links (a switch has one per GPU it serves).
+      std::size_t best = net.links.size();
+      const bool from_u = boost::out_degree(u, net.graph) <= boost::out_degree(v, net.graph);
+      const std::size_t near = from_u ? u : v, far = from_u ? v : u;
+      for (auto [it, end] = boost::out_edges(near, net.graph); it != end; ++it) {
+        if (boost::target(*it, net.graph) != far) continue;
+        const std::size_t e = boost::get(boost::edge_index, net.graph, *it);
+        if (best == net.links.size() || weight[*it] < net.links[best].latency_us + 1e-6 / net.links[best].bandwidth) best = e;
       }
-      const TopologyLink& link = links_[best];
+      const TopologyLink& link = net.links[best];
       reversed.push_back(static_cast<std::uint32_t>(2 * best + (link.a == u ? 0 : 1)));
       route.latency_us += link.latency_us;
       route.bandwidth = std::min(route.bandwidth, link.bandwidth);
@@ -225,12 +229,12 @@ std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& t
 
 nlohmann::ordered_json Topology::to_json() const {
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-  for (const auto& n : nodes_) nodes.push_back({{"id", n.id}, {"kind", n.kind}});
+  for (const auto& n : net_->nodes) nodes.push_back({{"id", n.id}, {"kind", n.kind}});
   nlohmann::ordered_json links = nlohmann::ordered_json::array();
-  for (const auto& l : links_) {
-    links.push_back({{"a", nodes_[l.a].id}, {"b", nodes_[l.b].id}, {"bandwidth_gbps", l.bandwidth}, {"latency_us", l.latency_us}});
+  for (const auto& l : net_->links) {
+    links.push_back({{"a", net_->nodes[l.a].id}, {"b", net_->nodes[l.b].id}, {"bandwidth_gbps", l.bandwidth}, {"latency_us", l.latency_us}});
   }
-  return {{"name", name_}, {"nodes", std::move(nodes)}, {"links", std::move(links)}};
+  return {{"name", net_->name}, {"nodes", std::move(nodes)}, {"links", std::move(links)}};
 }
 
 namespace {
@@ -328,9 +332,9 @@ nlohmann::json shared_nic_cluster(const std::string& name, Count nodes, Count gp
 
 namespace {
 
-// Generated clusters are built once per process: a plan makes one simulation per candidate on the
-// same cluster, and copies of one Topology share its shortest-path trees, so every GPU of a
-// 1024-GPU mesh is routed once, not once per candidate.
+// Generated clusters are built once per process: a sweep, a fit or a baseline makes many
+// simulations on the same cluster, and copies of one Topology share its shortest-path trees, so
+// each GPU is routed once, not once per simulation. (`plan` loads its topology once itself.)
 Topology memoised(const std::string& key, const std::function<Topology()>& build) {
   static std::mutex mutex;
   static std::map<std::string, Topology> built;

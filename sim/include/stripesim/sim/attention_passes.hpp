@@ -14,7 +14,8 @@ namespace stripesim::sim {
 
 enum class PassDetail {
   simulated,  // every transfer and collective on the topology, every wait
-  bound,      // each device's compute alone, back to back: no pass can end sooner (plan's search bound)
+  bound,      // each device's compute alone, back to back: no pass can end sooner (plan's search bound);
+              // its timelines hold the per-device summaries, no rounds
 };
 
 // `sim` is planned (its groups, routes and shapes set); `events` counts what was simulated.

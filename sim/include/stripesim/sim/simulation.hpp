@@ -23,6 +23,10 @@ inline constexpr const char* kSimulateSchema = "stripesim.simulate/1";
 // larger ones only when asked (simulate --rounds).
 inline constexpr Count kRoundsByDefaultUpTo = 64;
 
+// The most GPUs a mesh (M x N x D) may hold, and `plan --gpus`: a mesh routes every one of its
+// GPUs over the topology, one shortest-path tree per GPU (topology.hpp), 4.3 GB at this size.
+inline constexpr Count kMaxMeshGpus = 32768;
+
 enum class PassSelection { forward, backward, forward_backward };
 
 struct SimulateConfig {
@@ -128,6 +132,10 @@ struct SimulationPlan {
   std::vector<model::Layout> layouts;
 };
 
+// The topology a simulation of a mesh of `gpus` GPUs runs on: the config's own in memory, else its
+// --topology (default nvswitch:GPUS, links from `hardware`) loaded. Copies share their routes.
+[[nodiscard]] Topology simulation_topology(const SimulateConfig& config, const model::ConfigCatalog& catalog,
+                                           const model::HardwareProfile& hardware, Count gpus);
 // Throws model::InputError for invalid configurations. Cheap: nothing is routed or counted, so
 // a parse-only run (cli/run_mode.hpp) checks any input quickly.
 [[nodiscard]] SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog);

@@ -62,7 +62,7 @@ class Topology {
   [[nodiscard]] static Topology ideal(Count gpus);
   // Free links, and (attention_passes.cpp) the calls alone with no merge between them: the ring
   // as one GPU measures it, timing each device's calls in turn.
-  [[nodiscard]] bool is_ideal() const { return ideal_; }
+  [[nodiscard]] bool is_ideal() const { return net_->ideal; }
   // `nodes` such nodes; every GPU also has its own NIC linked to one network switch.
   [[nodiscard]] static Topology cluster(Count nodes, Count gpus_per_node, GigabytesPerSecond nvlink,
                                         Microseconds nvlink_latency_us, GigabytesPerSecond nic,
@@ -72,17 +72,17 @@ class Topology {
   [[nodiscard]] static Topology placed(const NodePlacement& placement, std::string name, GigabytesPerSecond nvlink,
                                        Microseconds nvlink_latency_us, GigabytesPerSecond nic, Microseconds nic_latency_us);
 
-  [[nodiscard]] const std::string& name() const { return name_; }
-  [[nodiscard]] Count gpu_count() const { return static_cast<Count>(gpus_.size()); }
-  [[nodiscard]] const std::vector<TopologyNode>& nodes() const { return nodes_; }
-  [[nodiscard]] const std::vector<TopologyLink>& links() const { return links_; }
+  [[nodiscard]] const std::string& name() const { return net_->name; }
+  [[nodiscard]] Count gpu_count() const { return static_cast<Count>(net_->gpus.size()); }
+  [[nodiscard]] const std::vector<TopologyNode>& nodes() const { return net_->nodes; }
+  [[nodiscard]] const std::vector<TopologyLink>& links() const { return net_->links; }
   // Which node each GPU is on: the placement it was built from, or else the GPUs that reach each
   // other without crossing a NIC share a node (named node0, node1, ... by their first GPU).
   [[nodiscard]] NodePlacement placement() const;
-  [[nodiscard]] std::size_t directed_link_count() const { return 2 * links_.size(); }
+  [[nodiscard]] std::size_t directed_link_count() const { return 2 * net_->links.size(); }
   // "gpu0->nvswitch"
   [[nodiscard]] std::string directed_link_name(std::uint32_t directed) const;
-  [[nodiscard]] const TopologyLink& link_of(std::uint32_t directed) const { return links_[directed / 2]; }
+  [[nodiscard]] const TopologyLink& link_of(std::uint32_t directed) const { return net_->links[directed / 2]; }
 
   // Shortest-latency routes from GPU `from` to each GPU in `to` (one Dijkstra run).
   [[nodiscard]] std::vector<Route> routes_from(Count from, const std::vector<Count>& to) const;
@@ -98,21 +98,23 @@ class Topology {
 
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
                                       boost::property<boost::edge_index_t, std::size_t>>;
-  std::string name_;
-  std::vector<TopologyNode> nodes_;
-  std::vector<TopologyLink> links_;
-  std::vector<std::size_t> gpus_;  // node index of every GPU, in GPU order
-  bool ideal_ = false;             // routes cross no link
-  std::optional<NodePlacement> placement_;  // set by placed()
-  Graph graph_;
-  // Every GPU's shortest-path tree (predecessor per vertex), computed when first asked: the rings,
-  // all-to-alls and all-reduces beside a simulated one route every GPU of a mesh. Shared by copies
-  // (the graph never changes after build_graph).
-  struct Trees {
-    std::mutex mutex;
-    std::vector<std::vector<std::size_t>> predecessor;  // by GPU; empty until computed
+  // Everything a topology is, built once and never changed after: copies share it (every mesh
+  // `plan` searches holds a copy of one topology).
+  struct Network {
+    std::string name;
+    bool ideal = false;                      // routes cross no link
+    std::optional<NodePlacement> placement;  // set by placed()
+    std::vector<TopologyNode> nodes;
+    std::vector<TopologyLink> links;
+    std::vector<std::size_t> gpus;  // node index of every GPU, in GPU order
+    Graph graph;
+    // Every GPU's shortest-path tree (predecessor per vertex), computed when first asked: the
+    // rings, all-to-alls and all-reduces beside a simulated one route every GPU of a mesh.
+    std::mutex tree_mutex;
+    // 4 bytes a vertex: a mesh of 32768 GPUs routes every GPU, 4.3 GB of trees.
+    std::vector<std::vector<std::uint32_t>> trees;  // by GPU; empty until computed
   };
-  std::shared_ptr<Trees> trees_;
+  std::shared_ptr<Network> net_ = std::make_shared<Network>();
 };
 
 // "nvswitch:G", "cluster:NxG", "hostfile:FILE" (an Open MPI hostfile, node_placement.hpp),
