@@ -403,6 +403,101 @@ TEST(KernelFit, RecoversTheTrimmedFactorsOfAKernelThatTrims) {
                                    [](const MeasuredCall& c) { return c.trimmed_length != 0; }));
 }
 
+// A kernel built for two tile shapes whose small tile is not its large one scaled by FLOPs (more
+// blocks per SM, dearer per FLOP): calls timed at both shapes give each shape's costs and
+// structure back, every call is then predicted exactly, and the profile prices a call at its
+// own shape. Fitted as one shape, the same calls cannot all be met.
+TEST(KernelFit, FitsEachMeasuredTileShapeOnItsOwnCalls) {
+  const model::HardwareProfile hw = synthetic_bf16_hardware(8);
+  sim::KernelProfile truth;
+  truth.tile = {128, 128};
+  truth.forward = {20.0, 1.0, 2.0, 3.0};
+  truth.backward = {60.0, 2.0, 5.0, 6.5};
+  truth.other_tiles.push_back({{64, 64}, 2, sim::BlockOrder::launch, {15.0, 0.5, 0.8, 1.1}, {40.0, 1.0, 1.6, 2.0}});
+  std::vector<MeasuredWorkload> workloads;
+  for (const model::TileShape tile : {model::TileShape{128, 128}, model::TileShape{64, 64}}) {
+    for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+      MeasuredWorkload w = causal_workload(std::string(layout) + "-" + tile.to_string(), layout, 4096, 4, 2,
+                                           sim::PassSelection::forward, std::vector<double>(16, 1.0));
+      w.tile = tile;
+      workloads.push_back(std::move(w));
+    }
+  }
+  for (MeasuredWorkload& w : workloads) {
+    for (const MeasuredCall& call : measured_calls({w}, hw, truth)) {
+      w.us[static_cast<size_t>(call.round * 4 + call.device)] = predicted_us(call, truth, hw.sms);
+    }
+  }
+  const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
+  // The time model prices a 64x64 call with the variant, not with the main costs scaled.
+  const auto small = std::ranges::find_if(calls, [](const MeasuredCall& c) { return c.shape.tile == model::TileShape{64, 64} && c.measured_us > 0; });
+  ASSERT_NE(small, calls.end());
+  sim::KernelProfile scaled_only = truth;
+  scaled_only.other_tiles.clear();
+  EXPECT_NE(predicted_us(*small, truth, hw.sms), predicted_us(*small, scaled_only, hw.sms));
+
+  sim::KernelProfile start = scaled_only;
+  start.forward = {1, 1, 1, 1};
+  start.backward = {1, 1, 1, 1};
+  const KernelFit fit = fit_kernel(calls, start, hw.sms);
+  EXPECT_LT(fit.max_abs_error, 1e-6);
+  EXPECT_EQ(fit.samples, std::ranges::count_if(calls, [](const MeasuredCall& c) { return c.measured_us > 0; }));
+  EXPECT_EQ(fit.profile.tile, (model::TileShape{128, 128}));
+  EXPECT_NEAR(fit.profile.forward.full_tile_us, 2.0, 1e-6);
+  ASSERT_EQ(fit.profile.other_tiles.size(), 1u);
+  const sim::TileVariant& v = fit.profile.other_tiles.front();
+  EXPECT_EQ(v.tile, (model::TileShape{64, 64}));
+  EXPECT_EQ(v.blocks_per_sm, 2);
+  EXPECT_NEAR(v.forward.full_tile_us, 0.8, 1e-6);
+  EXPECT_NEAR(v.forward.launch_us, 15.0, 1e-6);
+  ASSERT_EQ(fit.profile.fit.at("tiles").size(), 2u);
+  // Only forward was timed: the variant's backward is the main one's scaled to 64x64 (a quarter
+  // of a tile's FLOPs, half a block's rows).
+  EXPECT_NEAR(v.backward.full_tile_us, fit.profile.backward.full_tile_us / 4, 1e-12);
+  EXPECT_NEAR(v.backward.block_us, fit.profile.backward.block_us / 2, 1e-12);
+  // Without the variant the 64x64 calls get the 128x128 costs scaled by FLOPs, and miss.
+  sim::KernelProfile main_only = fit.profile;
+  main_only.other_tiles.clear();
+  double worst = 0;
+  for (const MeasuredCall& c : calls) {
+    if (c.shape.tile == model::TileShape{64, 64} && c.measured_us > 0) {
+      worst = std::max(worst, std::abs(predicted_us(c, main_only, hw.sms) / c.measured_us - 1));
+    }
+  }
+  EXPECT_GT(worst, 0.2);
+}
+
+// A profile's other tile shapes round-trip through JSON; a shape listed twice, or the main one
+// again, is refused with the field named.
+TEST(KernelProfiles, OtherTileShapesRoundTripAndRepeatsAreRefused) {
+  sim::KernelProfile k;
+  k.name = "two-shapes";
+  k.hardware = "h200-sxm";
+  k.forward = {20.0, 1.0, 2.0, 3.0};
+  k.backward = {60.0, 2.0, 5.0, 6.5};
+  k.other_tiles.push_back({{64, 64}, 4, sim::BlockOrder::longest_first, {15.0, 0.5, 0.8, 1.1}, {40.0, 1.0, 1.6, 2.0}});
+  const nlohmann::json doc = nlohmann::json::parse(sim::to_json(k).dump());
+  const sim::KernelProfile back = sim::kernel_profile_from_json(doc, "k.json");
+  ASSERT_EQ(back.other_tiles.size(), 1u);
+  EXPECT_EQ(back.other_tiles.front(), k.other_tiles.front());
+  EXPECT_EQ(sim::at_tile(back, {64, 64}).blocks_per_sm, 4);
+  EXPECT_EQ(sim::at_tile(back, {64, 64}).forward, k.other_tiles.front().forward);
+  EXPECT_EQ(sim::at_tile(back, {32, 32}).forward, k.forward) << "a shape not listed: the main costs";
+  for (const char* repeated : {"128x128", "64x64"}) {
+    nlohmann::json bad = doc;
+    nlohmann::json extra = doc["other_tiles"][0];
+    extra["tile"] = repeated;
+    bad["other_tiles"].push_back(extra);
+    try {
+      (void)sim::kernel_profile_from_json(bad, "k.json");
+      ADD_FAILURE() << repeated;
+    } catch (const model::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("k.json field \"other_tiles[1]\" field \"tile\""), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("appears twice"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // Synthetic measurements made by the simulator's own kernel time model from a known kernel
 // profile: the fit must give those costs back and then predict every case exactly.
 // A synthetic device: its kernels take exactly what `kernel` predicts on `truth`.

@@ -284,11 +284,13 @@ std::string simulation_table(const sim::Simulation& s) {
   }
   sim::Microseconds slowest_hop = 0;
   for (const auto& hop : s.hops) slowest_hop = std::max(slowest_hop, hop.transfer_us(s.kv_bytes));
-  const double tile_scale = sim::KernelTimeModel(s.kernel, s.hardware.sms, s.call_shape).tile_scale();
+  // At the simulated tile: that shape's own costs when the profile lists it, else the main ones scaled.
+  const sim::KernelTimeModel kernel(s.kernel, s.hardware.sms, s.call_shape);
+  const sim::PassCosts& forward = kernel.costs(sim::KernelPass::forward);
   out += fmt::format("hardware {}, kernel {} ({}): full tile {:.2f} us, partial {:.2f} us per slot; K/V per hop {:.1f} MB, "
                      "slowest hop {:.1f} us\n",
                      s.hardware.name, s.kernel.name, s.kernel.calibrated ? "calibrated" : "uncalibrated",
-                     s.kernel.forward.full_tile_us * tile_scale, s.kernel.forward.partial_tile_us * tile_scale,
+                     forward.full_tile_us * kernel.tile_scale(), forward.partial_tile_us * kernel.tile_scale(),
                      static_cast<double>(s.kv_bytes) / 1e6, slowest_hop);
   if (s.step_shape) return out + step_table(s);
   out += fmt::format("scope: the attention ring of one layer{}\n\n",

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "stripesim/model/io/config_catalog.hpp"
@@ -42,7 +43,41 @@ nlohmann::ordered_json to_json(const PassCosts& c, bool trims) {
   return doc;
 }
 
+BlockOrder block_order_from_json(const model::JsonFields& f) {
+  const std::string order = f.string_or("block_order", "launch");
+  if (order == "launch") return BlockOrder::launch;
+  if (order == "longest_first") return BlockOrder::longest_first;
+  throw InputError(fmt::format("{}: expected \"launch\" or \"longest_first\", got \"{}\"", f.where("block_order"), order));
+}
+
+// A trimmed factor means something only to a kernel that trims.
+void check_trimmed_factors(const model::JsonFields& f, const PassCosts& forward, const PassCosts& backward, bool trims) {
+  for (const auto& [key, costs] : {std::pair{"forward", &forward}, std::pair{"backward", &backward}}) {
+    if (!trims && costs->trimmed_factor != 1.0) {
+      throw InputError(fmt::format("{}: trimmed_factor applies only to a kernel with \"trims_below_diagonal\": true",
+                                   f.where(key)));
+    }
+  }
+}
+
 }  // namespace
+
+KernelProfile at_tile(KernelProfile kernel, model::TileShape tile) {
+  const auto it = std::find_if(kernel.other_tiles.begin(), kernel.other_tiles.end(),
+                               [&](const TileVariant& v) { return v.tile == tile; });
+  if (it == kernel.other_tiles.end()) return kernel;
+  const TileVariant variant = *it;
+  kernel.tile = variant.tile;
+  kernel.blocks_per_sm = variant.blocks_per_sm;
+  kernel.order = variant.order;
+  kernel.forward = variant.forward;
+  kernel.backward = variant.backward;
+  return kernel;
+}
+
+TileVariant main_variant(const KernelProfile& kernel) {
+  return {kernel.tile, kernel.blocks_per_sm, kernel.order, kernel.forward, kernel.backward};
+}
 
 const char* block_order_name(BlockOrder order) {
   switch (order) {
@@ -55,8 +90,8 @@ const char* block_order_name(BlockOrder order) {
 KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const model::JsonFields f(doc, label);
   f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "slots", "block_order",
-                "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "merge", "calibrated",
-                "sources", "fit"});
+                "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "other_tiles", "merge",
+                "calibrated", "sources", "fit"});
   if (f.has("schema") && f.string("schema") != "stripesim.kernel/1") {
     throw InputError(fmt::format("{}: expected \"stripesim.kernel/1\"", f.where("schema")));
   }
@@ -68,14 +103,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   if (f.has("tiling")) k.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
   k.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1);
   if (f.has("slots")) k.slots = f.positive_count("slots");
-  const std::string order = f.string_or("block_order", "launch");
-  if (order == "launch") {
-    k.order = BlockOrder::launch;
-  } else if (order == "longest_first") {
-    k.order = BlockOrder::longest_first;
-  } else {
-    throw InputError(fmt::format("{}: expected \"launch\" or \"longest_first\", got \"{}\"", f.where("block_order"), order));
-  }
+  k.order = block_order_from_json(f);
   k.empty_calls_launch = f.boolean_or("empty_calls_launch", false);
   k.empty_query_tiles_launch = f.boolean_or("empty_query_tiles_launch", false);
   k.trims_below_diagonal = f.boolean_or("trims_below_diagonal", false);
@@ -84,10 +112,27 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.head_dim = f.positive_count_or("head_dim", 128);
   k.forward = pass_costs_from_json(f, "forward");
   k.backward = pass_costs_from_json(f, "backward");
-  for (const auto& [key, costs] : {std::pair{"forward", &k.forward}, std::pair{"backward", &k.backward}}) {
-    if (!k.trims_below_diagonal && costs->trimmed_factor != 1.0) {
-      throw InputError(fmt::format("{}: trimmed_factor applies only to a kernel with \"trims_below_diagonal\": true",
-                                   f.where(key)));
+  check_trimmed_factors(f, k.forward, k.backward, k.trims_below_diagonal);
+  if (f.has("other_tiles")) {
+    const nlohmann::json& list = f.raw("other_tiles");
+    if (!list.is_array()) throw InputError(fmt::format("{}: expected an array", f.where("other_tiles")));
+    for (size_t i = 0; i < list.size(); ++i) {
+      const model::JsonFields v(list[i], f.where_item("other_tiles", i));
+      v.allow_only({"tile", "blocks_per_sm", "block_order", "forward", "backward"});
+      TileVariant variant;
+      variant.tile = model::parse_tile_shape(v.string("tile"));
+      const bool seen = variant.tile == k.tile || std::any_of(k.other_tiles.begin(), k.other_tiles.end(),
+                                                              [&](const TileVariant& o) { return o.tile == variant.tile; });
+      if (seen) {
+        throw InputError(fmt::format("{}: tile {} appears twice (the main tile is {})", v.where("tile"),
+                                     variant.tile.to_string(), k.tile.to_string()));
+      }
+      variant.blocks_per_sm = v.positive_count_or("blocks_per_sm", 1);
+      variant.order = block_order_from_json(v);
+      variant.forward = pass_costs_from_json(v, "forward");
+      variant.backward = pass_costs_from_json(v, "backward");
+      check_trimmed_factors(v, variant.forward, variant.backward, k.trims_below_diagonal);
+      k.other_tiles.push_back(variant);
     }
   }
   if (f.has("merge")) {
@@ -118,6 +163,13 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
                                 {"head_dim", k.head_dim},
                                 {"forward", to_json(k.forward, k.trims_below_diagonal)},
                                 {"backward", to_json(k.backward, k.trims_below_diagonal)}};
+  for (const TileVariant& v : k.other_tiles) {
+    doc["other_tiles"].push_back({{"tile", v.tile.to_string()},
+                                  {"blocks_per_sm", v.blocks_per_sm},
+                                  {"block_order", block_order_name(v.order)},
+                                  {"forward", to_json(v.forward, k.trims_below_diagonal)},
+                                  {"backward", to_json(v.backward, k.trims_below_diagonal)}});
+  }
   if (k.merge != OutputMerge{}) {
     doc["merge"] = {{"forward_bytes_per_element", k.merge.forward_bytes_per_element},
                     {"backward_bytes_per_element", k.merge.backward_bytes_per_element},

@@ -13,7 +13,7 @@ Microseconds dot(const KernelFeatures& f, const PassCosts& c) {
 }
 
 KernelTimeModel::KernelTimeModel(KernelProfile profile, Count sms, KernelCallShape shape)
-    : profile_(std::move(profile)), slots_(profile_.slots.value_or(sms * profile_.blocks_per_sm)), shape_(shape) {
+    : profile_(at_tile(std::move(profile), shape.tile)), slots_(profile_.slots.value_or(sms * profile_.blocks_per_sm)), shape_(shape) {
   if (slots_ < 1 || shape_.streams < 1) throw std::invalid_argument("KernelTimeModel: needs a slot and a stream");
   // A tile's work is its FLOPs (TQ * TK * head_dim); a block's is its queries' bytes in and out
   // (TQ * head_dim). Both slow down with a precision the tensor cores run at a lower rate.

@@ -235,6 +235,28 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
   return {k, std::move(best_errors), best_objective};
 }
 
+// The costs and structure (blocks per SM, block order) that fit `calls` best, from `start`.
+StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& start, Count sms,
+                           bool fit_forward, bool fit_backward) {
+  std::optional<StructureFit> best;
+  for (const Count blocks_per_sm : {Count{1}, Count{2}}) {
+    for (const sim::BlockOrder order : {sim::BlockOrder::launch, sim::BlockOrder::longest_first}) {
+      sim::KernelProfile k = start;
+      k.blocks_per_sm = blocks_per_sm;
+      k.order = order;
+      StructureFit fit = fit_costs(calls, k, sms, fit_forward, fit_backward);
+      if (!best || fit.objective < best->objective) best = std::move(fit);
+    }
+  }
+  return std::move(*best);
+}
+
+double median_magnitude(const std::vector<double>& errors) {
+  std::vector<double> magnitudes;
+  for (const double e : errors) magnitudes.push_back(std::abs(e));
+  return spread_of(magnitudes).median;
+}
+
 }  // namespace
 
 KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base, Count sms) {
@@ -257,25 +279,57 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
 
   sim::KernelProfile start = base;
   if (empty_seen) start.empty_calls_launch = start.empty_query_tiles_launch = empty_timed;
-  std::optional<StructureFit> best;
-  for (const Count blocks_per_sm : {Count{1}, Count{2}}) {
-    for (const sim::BlockOrder order : {sim::BlockOrder::launch, sim::BlockOrder::longest_first}) {
-      sim::KernelProfile k = start;
-      k.blocks_per_sm = blocks_per_sm;
-      k.order = order;
-      StructureFit fit = fit_costs(calls, k, sms, fit_forward, fit_backward);
-      if (!best || fit.objective < best->objective) best = std::move(fit);
+  start.other_tiles.clear();  // refitted below from what was measured at each shape
+  // Calls cut into several tile shapes: each shape measured is fitted on its own calls (a smaller
+  // tile is not a FLOP-scaled larger one: it holds more blocks per SM and reuses less data).
+  std::map<model::TileShape, std::vector<MeasuredCall>, bool (*)(const model::TileShape&, const model::TileShape&)> by_tile(
+      [](const model::TileShape& a, const model::TileShape& b) { return std::pair{a.query, a.key} < std::pair{b.query, b.key}; });
+  for (const MeasuredCall& call : calls) by_tile[call.shape.tile].push_back(call);
+  StructureFit best = by_tile.size() > 1 && by_tile.contains(start.tile)
+                          ? fit_structure(by_tile.at(start.tile), start, sms, fit_forward, fit_backward)
+                          : fit_structure(calls, start, sms, fit_forward, fit_backward);
+  nlohmann::json tiles = nlohmann::json::array();
+  std::vector<double> errors = best.errors;
+  if (by_tile.size() > 1) {
+    if (by_tile.contains(start.tile)) {
+      tiles.push_back({{"tile", start.tile.to_string()}, {"samples", best.errors.size()},
+                       {"median_abs_error", median_magnitude(best.errors)}});
+    }
+    for (const auto& [tile, group] : by_tile) {
+      if (tile == start.tile) continue;
+      // Started from the main costs scaled to the shape (as the time model scales them), which is
+      // also what a pass none of the shape's calls timed keeps.
+      const sim::KernelTimeModel scale(best.profile, sms, sim::KernelCallShape{1, best.profile.head_dim, tile, 1.0});
+      sim::KernelProfile at = best.profile;
+      at.tile = tile;
+      at.other_tiles.clear();
+      for (sim::PassCosts* c : {&at.forward, &at.backward}) {
+        c->block_us *= scale.block_scale();
+        c->full_tile_us *= scale.tile_scale();
+        c->partial_tile_us *= scale.tile_scale();
+      }
+      const bool forward = std::any_of(group.begin(), group.end(), [](const MeasuredCall& c) { return c.measured_us > 0 && c.forward; });
+      const bool backward = std::any_of(group.begin(), group.end(), [](const MeasuredCall& c) { return c.measured_us > 0 && c.backward; });
+      if (!forward && !backward) continue;
+      const StructureFit fit = fit_structure(group, at, sms, forward, backward);
+      best.profile.other_tiles.push_back(sim::main_variant(fit.profile));
+      tiles.push_back({{"tile", tile.to_string()}, {"samples", fit.errors.size()}, {"median_abs_error", median_magnitude(fit.errors)}});
+    }
+    // Every call as the profile now prices it: at its own shape.
+    errors.clear();
+    for (const MeasuredCall& call : calls) {
+      if (call.measured_us > 0) errors.push_back((predicted_us(call, best.profile, sms) - call.measured_us) / call.measured_us);
     }
   }
   KernelFit out;
-  out.profile = std::move(best->profile);
+  out.profile = std::move(best.profile);
   Count trimmed = 0;
   for (const MeasuredCall& call : calls) {
     const sim::KernelTimeModel m(out.profile, sms, call.shape);
     trimmed += call.measured_us > 0 && m.slowed_by_trim(call.trimmed_length) ? 1 : 0;
   }
   std::vector<double> magnitudes;
-  for (const double e : best->errors) magnitudes.push_back(std::abs(e));
+  for (const double e : errors) magnitudes.push_back(std::abs(e));
   const Spread spread = spread_of(magnitudes);
   out.samples = static_cast<Count>(magnitudes.size());
   out.median_abs_error = spread.median;
@@ -293,6 +347,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
                      {"backward", fit_backward ? "fitted" : "not measured: kept from the base profile"},
                      {"trimmed_calls", trimmed},
                      {"structure", "blocks per SM (1, 2) and block order (launch, longest_first): the best fit kept"}};
+  if (!tiles.empty()) out.profile.fit["tiles"] = tiles;  // each shape fitted on its own calls
   return out;
 }
 

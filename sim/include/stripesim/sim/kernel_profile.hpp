@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "stripesim/model/flops/hardware_profile.hpp"
 #include "stripesim/model/work/tile_shape.hpp"
@@ -51,6 +52,17 @@ struct OutputMerge {
   friend bool operator==(const OutputMerge&, const OutputMerge&) = default;
 };
 
+// The kernel at one more tile shape than its main one (a kernel built for several, as this
+// project's validator kernels are): that shape's own blocks per SM, block order and costs.
+struct TileVariant {
+  model::TileShape tile;
+  Count blocks_per_sm = 1;
+  BlockOrder order = BlockOrder::launch;
+  PassCosts forward;
+  PassCosts backward;
+  friend bool operator==(const TileVariant&, const TileVariant&) = default;
+};
+
 struct KernelProfile {
   std::string name;
   std::string hardware;  // the hardware profile it was measured on
@@ -78,11 +90,20 @@ struct KernelProfile {
   Count head_dim = 128;                   // by FLOPs (tiles) and by bytes (blocks)
   PassCosts forward;
   PassCosts backward;  // the backward call alone: a forward+backward step costs forward + backward
+  // Other tile shapes measured apart (each unlike `tile` and the others): a call cut into one of
+  // them is priced with its own costs; into a shape not listed, with the main costs scaled by FLOPs.
+  std::vector<TileVariant> other_tiles;
   OutputMerge merge;   // between the calls of a ring, not part of any call's time
   bool calibrated = false;  // fitted on measurements (`fit` says how well), or set from public figures
   nlohmann::json sources;   // where each figure comes from
   nlohmann::json fit;       // the fit's record: samples, files, errors
 };
+
+// The profile as it runs calls cut into `tile`: the variant's structure and costs in place of
+// the main ones when `other_tiles` lists that shape, else the profile unchanged.
+[[nodiscard]] KernelProfile at_tile(KernelProfile kernel, model::TileShape tile);
+// The variant of `kernel`'s main tile shape (its main structure and costs).
+[[nodiscard]] TileVariant main_variant(const KernelProfile& kernel);
 
 [[nodiscard]] KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label);
 [[nodiscard]] nlohmann::ordered_json to_json(const KernelProfile& kernel);

@@ -41,6 +41,7 @@ struct KernelCallShape {
 
 class KernelTimeModel {
  public:
+  // Priced with the profile's costs at the call's tile when it lists that shape (at_tile).
   KernelTimeModel(KernelProfile profile, Count sms, KernelCallShape shape);
 
   [[nodiscard]] const KernelProfile& profile() const { return profile_; }
