@@ -113,6 +113,32 @@ TEST(CliValidate, CalibrateWritesAProfileAndCompareCanUseIt) {
   fs::remove_all(dir);
 }
 
+// Calls timed at two tile shapes, neither the CPU profile's own (64x64): the fitted profile keeps
+// its main tile and lists both measured shapes with their own costs, which a comparison then uses.
+TEST(CliValidate, CalibrateOverTwoTileShapesFitsEachOnItsOwnCalls) {
+  const fs::path dir = fresh_dir("calibrate-tiles");
+  fs::create_directories(dir);
+  const std::string profile = (dir / "cpu.json").string();
+  const std::string kernel = (dir / "cpu-kernel.json").string();
+  const CliResult fit = run_cli("validate --calibrate --seq-len 256 --devices 2,4 --tile 16x16,32x32 --warmup 0 "
+                                "--iterations 1 --profile-out '" + profile + "' --kernel-out '" + kernel + "'");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto fitted = nlohmann::json::parse(slurp(kernel));
+  EXPECT_EQ(fitted.at("tile"), "64x64");
+  const auto& others = fitted.at("other_tiles");
+  ASSERT_EQ(others.size(), 2u);
+  EXPECT_EQ(others.at(0).at("tile"), "16x16");
+  EXPECT_EQ(others.at(1).at("tile"), "32x32");
+  for (const auto& v : others) EXPECT_GT(v.at("forward").at("full_tile_us").get<double>(), 0.0);
+  ASSERT_EQ(fitted.at("fit").at("tiles").size(), 2u);
+  EXPECT_GT(fitted.at("fit").at("tiles").at(0).at("samples").get<int>(), 0);
+  const CliResult use = run_cli("validate --compare --profile '" + profile + "' --kernel '" + kernel +
+                                "' --seq-len 256 --devices 2 --tile 32x32 --layouts zigzag --iterations 1 --format json");
+  ASSERT_EQ(use.exit_code, 0) << use.err;
+  EXPECT_EQ(nlohmann::json::parse(use.out).at("kernel").at("other_tiles").size(), 2u);
+  fs::remove_all(dir);
+}
+
 // The acceptance floor of the kernel cost model: leave one file out over the shipped H100
 // measurements, every held-out file predicted by a fit on the others.
 TEST(CliValidate, KernelFitOnShippedMeasurementsPredictsHeldOutFiles) {
