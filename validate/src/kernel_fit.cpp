@@ -282,12 +282,15 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
   start.other_tiles.clear();  // refitted below from what was measured at each shape
   // Calls cut into several tile shapes: each shape measured is fitted on its own calls (a smaller
   // tile is not a FLOP-scaled larger one: it holds more blocks per SM and reuses less data).
-  std::map<model::TileShape, std::vector<MeasuredCall>, bool (*)(const model::TileShape&, const model::TileShape&)> by_tile(
-      [](const model::TileShape& a, const model::TileShape& b) { return std::pair{a.query, a.key} < std::pair{b.query, b.key}; });
+  std::map<model::TileShape, std::vector<MeasuredCall>> by_tile;
   for (const MeasuredCall& call : calls) by_tile[call.shape.tile].push_back(call);
-  StructureFit best = by_tile.size() > 1 && by_tile.contains(start.tile)
-                          ? fit_structure(by_tile.at(start.tile), start, sms, fit_forward, fit_backward)
-                          : fit_structure(calls, start, sms, fit_forward, fit_backward);
+  // A pass is fitted on a group that timed it; otherwise it keeps the costs it starts from.
+  const auto timed = [](const std::vector<MeasuredCall>& group, bool MeasuredCall::*pass) {
+    return std::any_of(group.begin(), group.end(), [&](const MeasuredCall& c) { return c.measured_us > 0 && c.*pass; });
+  };
+  const std::vector<MeasuredCall>& main_calls = by_tile.size() > 1 && by_tile.contains(start.tile) ? by_tile.at(start.tile) : calls;
+  StructureFit best = fit_structure(main_calls, start, sms, timed(main_calls, &MeasuredCall::forward),
+                                    timed(main_calls, &MeasuredCall::backward));
   nlohmann::json tiles = nlohmann::json::array();
   std::vector<double> errors = best.errors;
   if (by_tile.size() > 1) {
@@ -308,8 +311,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
         c->full_tile_us *= scale.tile_scale();
         c->partial_tile_us *= scale.tile_scale();
       }
-      const bool forward = std::any_of(group.begin(), group.end(), [](const MeasuredCall& c) { return c.measured_us > 0 && c.forward; });
-      const bool backward = std::any_of(group.begin(), group.end(), [](const MeasuredCall& c) { return c.measured_us > 0 && c.backward; });
+      const bool forward = timed(group, &MeasuredCall::forward), backward = timed(group, &MeasuredCall::backward);
       if (!forward && !backward) continue;
       const StructureFit fit = fit_structure(group, at, sms, forward, backward);
       best.profile.other_tiles.push_back(sim::main_variant(fit.profile));

@@ -1,6 +1,7 @@
 #pragma once
 // The tile a tile-skipping kernel works on: `query` local query indices by `key` local key
 // indices. Tiles need not divide the block; the last tile of a block is then smaller.
+#include <compare>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,7 @@ struct TileShape {
 
   [[nodiscard]] std::string to_string() const;
   friend bool operator==(const TileShape&, const TileShape&) = default;
+  friend auto operator<=>(const TileShape&, const TileShape&) = default;  // queries, then keys
 };
 
 // "TQxTK", e.g. "2048x4096" or "2kx4k"; both sides at least 1.
