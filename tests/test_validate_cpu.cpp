@@ -415,10 +415,13 @@ TEST(KernelFit, FitsEachMeasuredTileShapeOnItsOwnCalls) {
   truth.backward = {60.0, 2.0, 5.0, 6.5};
   truth.other_tiles.push_back({{64, 64}, 2, sim::BlockOrder::launch, {15.0, 0.5, 0.8, 1.1}, {40.0, 1.0, 1.6, 2.0}});
   std::vector<MeasuredWorkload> workloads;
-  for (const model::TileShape tile : {model::TileShape{128, 128}, model::TileShape{64, 64}}) {
+  // The main shape timed forward and forward+backward, the other forward only.
+  for (const auto& [tile, pass] : {std::pair{model::TileShape{128, 128}, sim::PassSelection::forward},
+                                   std::pair{model::TileShape{128, 128}, sim::PassSelection::forward_backward},
+                                   std::pair{model::TileShape{64, 64}, sim::PassSelection::forward}}) {
     for (const char* layout : {"contiguous", "striped", "zigzag"}) {
-      MeasuredWorkload w = causal_workload(std::string(layout) + "-" + tile.to_string(), layout, 4096, 4, 2,
-                                           sim::PassSelection::forward, std::vector<double>(16, 1.0));
+      MeasuredWorkload w = causal_workload(std::string(layout) + "-" + tile.to_string() + "-" + sim::to_string(pass), layout,
+                                           4096, 4, 2, pass, std::vector<double>(16, 1.0));
       w.tile = tile;
       workloads.push_back(std::move(w));
     }
@@ -444,11 +447,13 @@ TEST(KernelFit, FitsEachMeasuredTileShapeOnItsOwnCalls) {
   EXPECT_EQ(fit.samples, std::ranges::count_if(calls, [](const MeasuredCall& c) { return c.measured_us > 0; }));
   EXPECT_EQ(fit.profile.tile, (model::TileShape{128, 128}));
   EXPECT_NEAR(fit.profile.forward.full_tile_us, 2.0, 1e-6);
+  EXPECT_NEAR(fit.profile.backward.full_tile_us, 5.0, 1e-6);
   ASSERT_EQ(fit.profile.other_tiles.size(), 1u);
   const sim::TileVariant& v = fit.profile.other_tiles.front();
   EXPECT_EQ(v.tile, (model::TileShape{64, 64}));
-  EXPECT_EQ(v.blocks_per_sm, 2);
-  EXPECT_NEAR(v.forward.full_tile_us, 0.8, 1e-6);
+  // Its 32 blocks fill whole waves, so two blocks per SM at 0.8 us a tile and one at 0.4 time
+  // alike: what the calls fix is the cost per tile and slot.
+  EXPECT_NEAR(v.forward.full_tile_us / static_cast<double>(v.blocks_per_sm), 0.4, 1e-6);
   EXPECT_NEAR(v.forward.launch_us, 15.0, 1e-6);
   ASSERT_EQ(fit.profile.fit.at("tiles").size(), 2u);
   // Only forward was timed: the variant's backward is the main one's scaled to 64x64 (a quarter
