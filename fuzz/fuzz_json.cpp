@@ -1,6 +1,7 @@
 // libFuzzer target: every reader of a user-written JSON document (analyze configs, TMS and
 // balance experiments, model and hardware profiles, topologies, simulate experiments, permutation
-// blocks), and for small analyze configs the whole analysis. The first byte picks the reader.
+// blocks, kernel profiles), and for small analyze configs the whole analysis. The first byte picks
+// the reader.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "stripesim/model/workflows/balance_sweep.hpp"
 #include "stripesim/model/workflows/sweep.hpp"
 #include "stripesim/output/analysis_printers.hpp"
+#include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/simulation.hpp"
 #include "stripesim/sim/topology.hpp"
 
@@ -24,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const nlohmann::json doc = nlohmann::json::parse(data + 1, data + size, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return 0;
   try {
-    switch (data[0] % 8) {
+    switch (data[0] % 9) {
       case 0: {
         const model::AnalyzeConfig config = model::analyze_config_from_json(doc, {}, "fuzz");
         // Keep each run small: the fuzzer wants many inputs, not one huge analysis.
@@ -59,6 +61,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         model::Count n = 0;
         for (const auto& b : blocks) n += static_cast<model::Count>(b.size());
         (void)model::Layout::permutation(blocks, n, "fuzz");
+        break;
+      }
+      case 8: {
+        // A kernel profile, then a small call priced at each of its tile shapes (the block slots
+        // are SMs x its blocks per SM, bounded by the parser).
+        const sim::KernelProfile kernel = sim::kernel_profile_from_json(doc, "fuzz");
+        std::vector<model::TileShape> tiles{kernel.tile};
+        for (const sim::TileVariant& v : kernel.other_tiles) tiles.push_back(v.tile);
+        const model::QueryTileProfile rows{{0, 1}, {1, 1}, {3, 1}, {0, 0}};
+        for (const model::TileShape tile : tiles) {
+          const sim::KernelTimeModel model(kernel, 132, sim::KernelCallShape{2, 128, tile, 1.0});
+          (void)model.call_us(rows, sim::KernelPass::forward);
+          (void)model.call_us(rows, sim::KernelPass::backward, 255);
+        }
         break;
       }
     }

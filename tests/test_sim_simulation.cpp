@@ -3,7 +3,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
+#include "stripesim/model/flops/hardware_profile.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/document_layouts.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
@@ -297,6 +299,24 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
   EXPECT_FALSE(to_json(varlen).at("forward").contains("trimmed_factor"));
   doc["backward"]["trimmed_factor"] = 0;
   EXPECT_THROW((void)kernel_profile_from_json(doc, "k.json"), model::InputError);
+  doc["backward"]["trimmed_factor"] = 1.1;
+  // Block slots are SMs x blocks per SM: each bounded, so their product is a sane count (2^62
+  // blocks per SM used to overflow it into an internal error).
+  for (const auto& [field, value, message] :
+       {std::tuple{"blocks_per_sm", Count{1} << 62, "k.json field \"blocks_per_sm\": must be between 1 and 1024, got 4611686018427387904"},
+        std::tuple{"slots", Count{1} << 40, "k.json field \"slots\": must be between 1 and 67108864, got 1099511627776"}}) {
+    nlohmann::json big = doc;
+    big[field] = value;
+    try {
+      (void)kernel_profile_from_json(big, "k.json");
+      ADD_FAILURE() << field;
+    } catch (const model::InputError& e) {
+      EXPECT_STREQ(e.what(), message);
+    }
+  }
+  nlohmann::json many_sms = nlohmann::json::parse(to_json(catalog().hardware("h100")).dump());
+  many_sms["sms"] = Count{1} << 40;
+  EXPECT_THROW((void)model::hardware_profile_from_json(many_sms, "h.json"), model::InputError);
 }
 
 // sdpa as ring-flash-attention drives it: striped's blocks from a later device run trimmed, so

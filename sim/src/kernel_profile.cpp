@@ -101,8 +101,8 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.description = f.string_or("description", "");
   k.tile = model::parse_tile_shape(f.string("tile"));
   if (f.has("tiling")) k.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
-  k.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1);
-  if (f.has("slots")) k.slots = f.positive_count("slots");
+  k.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
+  if (f.has("slots")) k.slots = f.positive_count("slots", model::kMaxSms * model::kMaxBlocksPerSm);
   k.order = block_order_from_json(f);
   k.empty_calls_launch = f.boolean_or("empty_calls_launch", false);
   k.empty_query_tiles_launch = f.boolean_or("empty_query_tiles_launch", false);
@@ -127,7 +127,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
         throw InputError(fmt::format("{}: tile {} appears twice (the main tile is {})", v.where("tile"),
                                      variant.tile.to_string(), k.tile.to_string()));
       }
-      variant.blocks_per_sm = v.positive_count_or("blocks_per_sm", 1);
+      variant.blocks_per_sm = v.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
       variant.order = block_order_from_json(v);
       variant.forward = pass_costs_from_json(v, "forward");
       variant.backward = pass_costs_from_json(v, "backward");

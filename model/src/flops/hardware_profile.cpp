@@ -33,7 +33,7 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   h.link_bandwidth = f.positive_number("link_bandwidth_gbps");
   if (f.has("link_latency_us")) h.link_latency_us = f.non_negative_number_or("link_latency_us", 0.0);
   if (f.has("default_tile")) h.default_tile = parse_tile_shape(f.string("default_tile"));
-  h.sms = f.positive_count("sms");
+  h.sms = f.positive_count("sms", kMaxSms);
   h.default_kernel = f.string_or("default_kernel", "");
   if (f.has("matmul_efficiency")) {
     const double efficiency = f.positive_number("matmul_efficiency");

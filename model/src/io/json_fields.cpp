@@ -42,7 +42,7 @@ std::string JsonFields::string_or(const std::string& key, std::string fallback) 
   return has(key) ? string(key) : fallback;
 }
 
-Count JsonFields::positive_count(const std::string& key) const {
+Count JsonFields::positive_count(const std::string& key, Count at_most) const {
   const auto& value = raw(key);
   Count count = 0;
   if (value.is_number_integer()) {
@@ -53,6 +53,7 @@ Count JsonFields::positive_count(const std::string& key) const {
     throw InputError(fmt::format("{}: expected a positive integer, got {}", where(key), value.dump()));
   }
   if (count < 1) throw InputError(fmt::format("{}: must be at least 1, got {}", where(key), count));
+  if (count > at_most) throw InputError(fmt::format("{}: must be between 1 and {}, got {}", where(key), at_most, count));
   return count;
 }
 
@@ -78,8 +79,8 @@ std::vector<Count> JsonFields::count_list(const std::string& key) const {
   return counts;
 }
 
-Count JsonFields::positive_count_or(const std::string& key, Count fallback) const {
-  return has(key) ? positive_count(key) : fallback;
+Count JsonFields::positive_count_or(const std::string& key, Count fallback, Count at_most) const {
+  return has(key) ? positive_count(key, at_most) : fallback;
 }
 
 double JsonFields::positive_number(const std::string& key) const {

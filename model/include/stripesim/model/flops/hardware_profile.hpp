@@ -17,6 +17,12 @@ namespace stripesim::model {
 using TeraflopsPerSecond = double;  // dense peak, 10^12 FLOP/s
 using GigabytesPerSecond = double;  // 10^9 B/s, per direction for links
 
+// Bounds a profile's SMs and a kernel's blocks per SM (sim/kernel_profile.hpp), so that their
+// product, the block slots a call is scheduled on, is a sane count (the largest GPUs have a few
+// hundred SMs and hold at most 32 blocks on each).
+inline constexpr Count kMaxSms = 65536;
+inline constexpr Count kMaxBlocksPerSm = 1024;
+
 struct HardwareProfile {
   std::string name;
   std::string description;

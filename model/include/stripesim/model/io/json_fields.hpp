@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,9 +27,10 @@ class JsonFields {
   [[nodiscard]] const nlohmann::json& raw(const std::string& key) const;
   [[nodiscard]] std::string string(const std::string& key) const;
   [[nodiscard]] std::string string_or(const std::string& key, std::string fallback) const;
-  // A positive integer, or a string with a k/M/G suffix.
-  [[nodiscard]] Count positive_count(const std::string& key) const;
-  [[nodiscard]] Count positive_count_or(const std::string& key, Count fallback) const;
+  // A positive integer, or a string with a k/M/G suffix; at most `at_most`.
+  [[nodiscard]] Count positive_count(const std::string& key, Count at_most = std::numeric_limits<Count>::max()) const;
+  [[nodiscard]] Count positive_count_or(const std::string& key, Count fallback,
+                                        Count at_most = std::numeric_limits<Count>::max()) const;
   [[nodiscard]] double positive_number(const std::string& key) const;
   [[nodiscard]] double positive_number_or(const std::string& key, double fallback) const;
   [[nodiscard]] double non_negative_number_or(const std::string& key, double fallback) const;
