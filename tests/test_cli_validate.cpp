@@ -90,22 +90,35 @@ TEST(CliValidate, CompareCalibratesOnHalfAndWritesFilesTheSimulatorAccepts) {
   fs::remove_all(dir);
 }
 
+// A CPU calibration at n = 256 on 2 and 4 devices at `tiles`, its hardware and kernel profiles
+// written into `dir`; then a comparison at n = 256 on 2 devices at `tile` that uses them.
+struct CpuCalibration {
+  std::string profile, kernel;
+  CliResult fit;
+};
+CpuCalibration calibrate_cpu(const fs::path& dir, const std::string& tiles) {
+  fs::create_directories(dir);
+  CpuCalibration c{(dir / "cpu.json").string(), (dir / "cpu-kernel.json").string(), {}};
+  c.fit = run_cli("validate --calibrate --seq-len 256 --devices 2,4 --tile " + tiles + " --warmup 0 --iterations 1 "
+                  "--profile-out '" + c.profile + "' --kernel-out '" + c.kernel + "'");
+  return c;
+}
+CliResult compare_with(const CpuCalibration& c, const std::string& tile) {
+  return run_cli("validate --compare --profile '" + c.profile + "' --kernel '" + c.kernel + "' --seq-len 256 --devices 2 --tile " +
+                 tile + " --layouts zigzag --iterations 1 --format json");
+}
+
 TEST(CliValidate, CalibrateWritesAProfileAndCompareCanUseIt) {
   const fs::path dir = fresh_dir("calibrate");
-  fs::create_directories(dir);
-  const std::string profile = (dir / "cpu.json").string();
-  const std::string kernel = (dir / "cpu-kernel.json").string();
-  const CliResult fit = run_cli("validate --calibrate --seq-len 256 --devices 2,4 --tile 16x16 --warmup 0 --iterations 1 "
-                                "--profile-out '" + profile + "' --kernel-out '" + kernel + "'");
-  ASSERT_EQ(fit.exit_code, 0) << fit.err;
-  const auto doc = nlohmann::json::parse(slurp(profile));
+  const CpuCalibration cal = calibrate_cpu(dir, "16x16");
+  ASSERT_EQ(cal.fit.exit_code, 0) << cal.fit.err;
+  const auto doc = nlohmann::json::parse(slurp(cal.profile));
   EXPECT_TRUE(doc.contains("link_latency_us"));
-  const auto fitted = nlohmann::json::parse(slurp(kernel));
+  const auto fitted = nlohmann::json::parse(slurp(cal.kernel));
   EXPECT_GT(fitted.at("forward").at("full_tile_us").get<double>(), 0.0);
   EXPECT_GE(fitted.at("forward").at("partial_tile_us").get<double>(), fitted.at("forward").at("full_tile_us").get<double>());
   EXPECT_TRUE(fitted.at("calibrated").get<bool>());
-  const CliResult use = run_cli("validate --compare --profile '" + profile + "' --kernel '" + kernel +
-                                "' --seq-len 256 --devices 2 --tile 16x16 --layouts zigzag --iterations 1 --format json");
+  const CliResult use = compare_with(cal, "16x16");
   ASSERT_EQ(use.exit_code, 0) << use.err;
   const auto out = nlohmann::json::parse(use.out);
   EXPECT_EQ(out.at("comparisons").at(0).at("role"), "checked");
@@ -117,13 +130,9 @@ TEST(CliValidate, CalibrateWritesAProfileAndCompareCanUseIt) {
 // its main tile and lists both measured shapes with their own costs, which a comparison then uses.
 TEST(CliValidate, CalibrateOverTwoTileShapesFitsEachOnItsOwnCalls) {
   const fs::path dir = fresh_dir("calibrate-tiles");
-  fs::create_directories(dir);
-  const std::string profile = (dir / "cpu.json").string();
-  const std::string kernel = (dir / "cpu-kernel.json").string();
-  const CliResult fit = run_cli("validate --calibrate --seq-len 256 --devices 2,4 --tile 16x16,32x32 --warmup 0 "
-                                "--iterations 1 --profile-out '" + profile + "' --kernel-out '" + kernel + "'");
-  ASSERT_EQ(fit.exit_code, 0) << fit.err;
-  const auto fitted = nlohmann::json::parse(slurp(kernel));
+  const CpuCalibration cal = calibrate_cpu(dir, "16x16,32x32");
+  ASSERT_EQ(cal.fit.exit_code, 0) << cal.fit.err;
+  const auto fitted = nlohmann::json::parse(slurp(cal.kernel));
   EXPECT_EQ(fitted.at("tile"), "64x64");
   const auto& others = fitted.at("other_tiles");
   ASSERT_EQ(others.size(), 2u);
@@ -132,8 +141,7 @@ TEST(CliValidate, CalibrateOverTwoTileShapesFitsEachOnItsOwnCalls) {
   for (const auto& v : others) EXPECT_GT(v.at("forward").at("full_tile_us").get<double>(), 0.0);
   ASSERT_EQ(fitted.at("fit").at("tiles").size(), 2u);
   EXPECT_GT(fitted.at("fit").at("tiles").at(0).at("samples").get<int>(), 0);
-  const CliResult use = run_cli("validate --compare --profile '" + profile + "' --kernel '" + kernel +
-                                "' --seq-len 256 --devices 2 --tile 32x32 --layouts zigzag --iterations 1 --format json");
+  const CliResult use = compare_with(cal, "32x32");
   ASSERT_EQ(use.exit_code, 0) << use.err;
   EXPECT_EQ(nlohmann::json::parse(use.out).at("kernel").at("other_tiles").size(), 2u);
   fs::remove_all(dir);

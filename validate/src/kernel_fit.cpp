@@ -251,10 +251,11 @@ StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::Ke
   return std::move(*best);
 }
 
-double median_magnitude(const std::vector<double>& errors) {
+// Median and worst of the errors' magnitudes.
+Spread magnitude_spread(const std::vector<double>& errors) {
   std::vector<double> magnitudes;
   for (const double e : errors) magnitudes.push_back(std::abs(e));
-  return spread_of(magnitudes).median;
+  return spread_of(magnitudes);
 }
 
 }  // namespace
@@ -296,7 +297,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
   if (by_tile.size() > 1) {
     if (by_tile.contains(start.tile)) {
       tiles.push_back({{"tile", start.tile.to_string()}, {"samples", best.errors.size()},
-                       {"median_abs_error", median_magnitude(best.errors)}});
+                       {"median_abs_error", magnitude_spread(best.errors).median}});
     }
     for (const auto& [tile, group] : by_tile) {
       if (tile == start.tile) continue;
@@ -315,7 +316,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
       if (!forward && !backward) continue;
       const StructureFit fit = fit_structure(group, at, sms, forward, backward);
       best.profile.other_tiles.push_back(sim::main_variant(fit.profile));
-      tiles.push_back({{"tile", tile.to_string()}, {"samples", fit.errors.size()}, {"median_abs_error", median_magnitude(fit.errors)}});
+      tiles.push_back({{"tile", tile.to_string()}, {"samples", fit.errors.size()}, {"median_abs_error", magnitude_spread(fit.errors).median}});
     }
     // Every call as the profile now prices it: at its own shape.
     errors.clear();
@@ -330,10 +331,8 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
     const sim::KernelTimeModel m(out.profile, sms, call.shape);
     trimmed += call.measured_us > 0 && m.slowed_by_trim(call.trimmed_length) ? 1 : 0;
   }
-  std::vector<double> magnitudes;
-  for (const double e : errors) magnitudes.push_back(std::abs(e));
-  const Spread spread = spread_of(magnitudes);
-  out.samples = static_cast<Count>(magnitudes.size());
+  const Spread spread = magnitude_spread(errors);
+  out.samples = static_cast<Count>(errors.size());
   out.median_abs_error = spread.median;
   out.max_abs_error = spread.max;
   out.profile.calibrated = true;
