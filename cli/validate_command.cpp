@@ -35,6 +35,7 @@ constexpr int kExitOutputWrong = 1;
 struct ValidateOptions {
   std::string backend = "cpu";
   std::string cp;
+  std::string pass;  // --pass: fwd | fwdbwd
   std::string layouts, seq_lens, devices, tiles, heads, kv_heads, head_dim, dtype, seed;
   std::string gpu_kernel;  // --gpu-kernel: flash | wmma (GPU backends only)
   std::vector<std::string> masks;
@@ -65,6 +66,8 @@ constexpr const char* kValidateExamples = R"(Examples:
       against dense attention, with per-round timings
   stripesim validate --layouts zigzag,doc-zigzag,balanced --mask documents:304,696,1048 --devices 2,4
   stripesim validate --calibrate --profile-out cpu-profile.json
+  stripesim validate --pass fwdbwd --compare
+      forward and backward rings: gradients against dense ones, the backward costs fitted and predicted
       fit the simulator's kernel and link parameters to this machine
   stripesim validate --compare --out-dir reports/validation/cpu
       the default matrix (layouts x N in {2,4,8} x two lengths x two tiles): calibrate on one half,
@@ -93,6 +96,11 @@ validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
   if (!o.masks.empty()) m.masks = o.masks;
   if (!o.cp.empty()) m.cps = model::split_list(o.cp, "--cp");
   for (const std::string& cp : m.cps) validate::check_backend_runs(o.backend, cp);  // before any case runs
+  if (!o.pass.empty()) {
+    if (o.pass != "fwd" && o.pass != "fwdbwd") throw model::InputError(fmt::format("--pass '{}': expected fwd or fwdbwd", o.pass));
+    m.backward = o.pass == "fwdbwd";
+    if (m.backward) validate::check_backend_runs_backward(o.backend);
+  }
   if (!o.devices.empty()) m.devices = count_list(o.devices, "--devices");
   if (!o.seq_lens.empty()) m.seq_lens = count_list(o.seq_lens, "--seq-len");
   if (!o.tiles.empty()) {
@@ -204,6 +212,9 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
   o.run.track(cmd->add_option("--mask", o.masks, "Mask; repeat the flag for several [default: causal]"));
   o.run.track(cmd->add_option("--cp", o.cp, "Comma-separated context parallelism: ring, allgather (K/V gathered, one call per device), "
                               "ulysses (all-to-all to heads); allgather and ulysses on the cpu and mpi backends [default: ring]"));
+  o.run.track(cmd->add_option("--pass", o.pass,
+                              "fwd, or fwdbwd: the backward ring after the forward (dK/dV travelling home with their block), "
+                              "checked against dense gradients and timed per round; cpu backend, --cp ring [default: fwd]"));
   o.run.track(cmd->add_option("--seq-len,-n", o.seq_lens, "Sequence lengths, comma-separated; k suffix [default: 2048; GPU 16k]"));
   o.run.track(cmd->add_option("--devices,-N", o.devices,
                               "Ring sizes, comma-separated [default: 4; with --compare 2,4,8; mpi: the number of ranks]"));

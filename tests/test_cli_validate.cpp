@@ -90,6 +90,35 @@ TEST(CliValidate, CompareCalibratesOnHalfAndWritesFilesTheSimulatorAccepts) {
   fs::remove_all(dir);
 }
 
+// --pass fwdbwd: the backward ring runs after the forward, its gradients are checked against
+// dense ones, its calls are timed where the work model counts tiles, and the fit takes the
+// kernel's backward costs from them.
+TEST(CliValidate, FwdbwdChecksGradientsAndFitsTheBackwardCosts) {
+  const fs::path dir = fresh_dir("fwdbwd");
+  const CliResult r = run_cli("validate --pass fwdbwd --compare --seq-len 256 --devices 2,4 --tile 32x32 --warmup 0 "
+                              "--iterations 1 --out-dir '" + dir.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(slurp(dir / "validate.json"));
+  ASSERT_EQ(doc.at("cases").size(), 6u);  // 3 layouts x 2 N
+  for (const auto& c : doc.at("cases")) {
+    EXPECT_EQ(c.at("pass"), "fwdbwd");
+    for (const char* part : {"dq_relative_error", "dk_relative_error", "dv_relative_error"}) {
+      EXPECT_LT(c.at("correctness").at("gradients").at(part).get<double>(), 1e-5) << c.at("label") << " " << part;
+    }
+    for (const auto& cell : c.at("rounds")) {
+      const bool active = cell.at("active_tiles").get<int>() > 0;
+      EXPECT_EQ(cell.at("backward_kernel_us").at("max").get<double>() > 0, active) << c.at("label");
+    }
+  }
+  const auto kernel = nlohmann::json::parse(slurp(dir / "kernel.json"));
+  EXPECT_EQ(kernel.at("fit").at("backward"), "fitted");
+  EXPECT_GT(kernel.at("fit").at("backward_samples").get<int>(), 0);
+  // The backward call does 2.5 times the forward's matrix products on a tile (and more exps).
+  EXPECT_GT(kernel.at("backward").at("full_tile_us").get<double>(), 1.5 * kernel.at("forward").at("full_tile_us").get<double>());
+  EXPECT_NE(slurp(dir / "validate.md").find("| dQ | dK | dV |"), std::string::npos);
+  fs::remove_all(dir);
+}
+
 // A CPU calibration at n = 256 on 2 and 4 devices at `tiles`, its hardware and kernel profiles
 // written into `dir`; then a comparison at n = 256 on 2 devices at `tile` that uses them.
 struct CpuCalibration {
@@ -243,6 +272,11 @@ std::vector<BadInput> validate_bad_inputs() {
       {"ulysses_heads", "validate --cp ulysses --heads 2 --kv-heads 2 --devices 4",
        "--cp ulysses: the all-to-all over 4 devices needs the 2 heads of a device divisible by 4"},
       {"hybrid_in_the_validator", "validate --cp hybrid:2x2 --devices 4", "--cp hybrid:2x2: the validator runs ring, allgather and ulysses"},
+      {"pass_unknown", "validate --pass bwd", "--pass 'bwd': expected fwd or fwdbwd"},
+      {"pass_backward_on_a_gpu", "validate --backend cuda --pass fwdbwd",
+       "--pass fwdbwd: the cuda backend runs the forward only; the backward ring runs on --backend cpu"},
+      {"pass_backward_allgather", "validate --pass fwdbwd --cp allgather",
+       "--pass fwdbwd with --cp allgather: the validator's backward runs the ring (--cp ring)"},
       {"kv_heads_not_dividing", "validate --heads 4 --kv-heads 3", "--kv-heads 3: must divide --heads 4"},
       {"zero_iterations", "validate --iterations 0", "--iterations 0: must be between 1 and 1000"},
       {"zero_timeout", "validate --timeout 0", "--timeout 0: must be 1 to 86400 seconds"},

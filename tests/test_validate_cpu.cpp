@@ -530,9 +530,10 @@ SyntheticDevice synthetic_device() {
 }
 
 // Rings of 4 devices over three layouts, two lengths and two tiles, timed as `device` predicts;
-// the hand-off of device d's block of `bytes` takes hop_us(d, bytes).
+// the hand-off of device d's block of `bytes` takes hop_us(d, bytes). `backward`: fwdbwd cases,
+// their backward calls timed as the backward costs predict (hand-offs as forward).
 template <typename HopUs>
-std::vector<CaseResult> synthetic_results(const SyntheticDevice& device, HopUs hop_us) {
+std::vector<CaseResult> synthetic_results(const SyntheticDevice& device, HopUs hop_us, bool backward = false) {
   std::vector<CaseResult> results;
   for (const char* layout : {"contiguous", "striped", "zigzag"}) {
     for (const Count n : {1024, 2048}) {
@@ -540,6 +541,7 @@ std::vector<CaseResult> synthetic_results(const SyntheticDevice& device, HopUs h
         RingCase c = small_case(layout, "causal");
         c.seq_len = n;
         c.tile = tile;
+        c.backward = backward;
         const RingProblem problem(c);
         CaseResult r;
         r.ring_case = c;
@@ -547,13 +549,21 @@ std::vector<CaseResult> synthetic_results(const SyntheticDevice& device, HopUs h
         r.handoff_bytes = n / 4 * 100;
         r.summary.devices = 4;
         r.summary.kernel.assign(16, {0, 0, 0});  // times come next; the workload needs the shape
-        const auto calls = measured_calls({measured_workload(r)}, device.truth, device.kernel);
+        const auto calls = measured_calls({measured_workloads(r).front()}, device.truth, device.kernel);
         r.summary.kernel.clear();
         for (const MeasuredCall& call : calls) {
           const double k = predicted_us(call, device.kernel, device.truth.sms);
           const double h = call.round < 3 ? hop_us(call.device, static_cast<double>(r.handoff_bytes)) : 0.0;
           r.summary.kernel.push_back({k, k, k});
           r.summary.handoff.push_back({h, h, h});
+          if (backward) {
+            MeasuredCall backward_call = call;
+            backward_call.forward = false;
+            backward_call.backward = true;
+            const double b = predicted_us(backward_call, device.kernel, device.truth.sms);
+            r.summary.backward_kernel.push_back({b, b, b});
+            r.summary.backward_handoff.push_back({h, h, h});
+          }
         }
         results.push_back(std::move(r));
       }
@@ -589,6 +599,43 @@ TEST(Calibration, RecoversAKnownKernelFromItsOwnPredictions) {
     for (const auto& k : r.summary.kernel) expected += k.median;
     expected += 12 * (6.0 + static_cast<double>(r.handoff_bytes) / 25e3);
     EXPECT_NEAR(p.total_us, expected, 1e-6 * expected);
+  }
+}
+
+// fwdbwd cases: the forward calls fit the forward costs, the backward calls the backward ones,
+// and a case is predicted as the simulator's serial ring runs both passes: every forward and
+// backward call, 3 rounds of 4 K/V hops each way, and 4 rounds of 4 dK/dV hops (the last one home).
+TEST(Calibration, RecoversForwardAndBackwardCostsFromFwdbwdRings) {
+  const SyntheticDevice device = synthetic_device();
+  const auto hop_us = [](Count, double bytes) { return 2 * 3.0 + bytes / 25e3; };
+  const std::vector<CaseResult> results = synthetic_results(device, hop_us, true);
+  std::vector<const CaseResult*> all;
+  for (const auto& r : results) all.push_back(&r);
+  sim::KernelProfile start = device.kernel;
+  start.forward = start.backward = {1, 1, 1, 1};
+  const Calibration fit = calibrate(all, device.truth, start, "synthetic device");
+  EXPECT_NEAR(fit.kernel.forward.full_tile_us, 2.5, 1e-6);
+  EXPECT_NEAR(fit.kernel.forward.partial_tile_us, 4.0, 1e-6);
+  EXPECT_NEAR(fit.kernel.backward.launch_us, 20.0, 1e-6);
+  EXPECT_NEAR(fit.kernel.backward.block_us, 1.0, 1e-6);
+  EXPECT_NEAR(fit.kernel.backward.full_tile_us, 6.0, 1e-6);
+  EXPECT_NEAR(fit.kernel.backward.partial_tile_us, 9.0, 1e-6);
+  Count launched = 0;  // calls with work, each timed forward and backward
+  for (const auto& r : results) {
+    launched += std::count_if(r.summary.kernel.begin(), r.summary.kernel.end(), [](const Spread& k) { return k.median > 0; });
+  }
+  EXPECT_EQ(fit.kernel_samples, 2 * launched);
+  for (const auto& r : results) {
+    const CasePrediction p = predict_case(r, fit.profile, fit.kernel, false);
+    double expected = 0;
+    for (Count round = 0; round < 4; ++round) {
+      for (Count d = 0; d < 4; ++d) {
+        expected += r.summary.call_us(round, d);
+        EXPECT_NEAR(p.kernel_us[static_cast<size_t>(round * 4 + d)], r.summary.call_us(round, d), 1e-6) << r.ring_case.label();
+      }
+    }
+    expected += (12 + 12 + 16) * hop_us(0, static_cast<double>(r.handoff_bytes));
+    EXPECT_NEAR(p.total_us, expected, 1e-6 * expected) << r.ring_case.label();
   }
 }
 
@@ -692,6 +739,130 @@ TEST(RingCaseChecks, RejectSizesThatCannotRun) {
   c.heads = 6;  // 6 heads over 4 devices
   c.kv_heads = 6;
   EXPECT_THROW(check_ring_case(c), model::InputError);
+}
+
+// The loss sum(O * dO) straight from the definition, on the test's own loop (not the reference's):
+// what the reference gradients must be the derivatives of.
+double attention_loss(const RingProblem& problem, const std::vector<double>& q, const std::vector<double>& k,
+                      const std::vector<double>& v) {
+  const RingCase& c = problem.ring_case();
+  const auto dim = static_cast<size_t>(c.head_dim);
+  const auto heads = static_cast<size_t>(c.heads);
+  const auto kv_heads = static_cast<size_t>(c.kv_heads);
+  double loss = 0;
+  for (Position p = 0; p < c.seq_len; ++p) {
+    for (size_t h = 0; h < heads; ++h) {
+      const size_t kvh = h / (heads / kv_heads);
+      std::vector<double> weights;
+      for (Position key = problem.mask().lowest_key(p); key <= problem.mask().highest_key(p); ++key) {
+        double dot = 0;
+        for (size_t i = 0; i < dim; ++i) {
+          dot += q[(static_cast<size_t>(p) * heads + h) * dim + i] * k[(static_cast<size_t>(key) * kv_heads + kvh) * dim + i];
+        }
+        weights.push_back(std::exp(dot * problem.scale()));
+      }
+      double sum = 0;
+      for (const double w : weights) sum += w;
+      for (size_t i = 0; i < dim; ++i) {
+        double out = 0;
+        for (size_t j = 0; j < weights.size(); ++j) {
+          const auto key = static_cast<size_t>(problem.mask().lowest_key(p)) + j;
+          out += weights[j] / sum * v[(key * kv_heads + kvh) * dim + i];
+        }
+        loss += out * problem.dout()[(static_cast<size_t>(p) * heads + h) * dim + i];
+      }
+    }
+  }
+  return loss;
+}
+
+// Central differences of that loss at a spread of Q, K and V entries (every part of the gradient
+// vector, grouped K/V heads, a window mask) against reference_gradients.
+TEST(ReferenceGradients, AreTheDerivativesOfTheLoss) {
+  RingCase c = small_case("contiguous", "window:5", Precision::fp64);
+  c.seq_len = 12;
+  c.devices = 1;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.head_dim = 3;
+  c.backward = true;
+  const RingProblem problem(c);
+  const std::vector<double> grads = reference_gradients(problem);
+  const size_t q_size = problem.q().size(), kv_size = problem.k().size();
+  ASSERT_EQ(grads.size(), q_size + 2 * kv_size);
+  const double step = 1e-6;
+  for (int which = 0; which < 3; ++which) {
+    const size_t size = which == 0 ? q_size : kv_size;
+    for (size_t at = 0; at < size; at += 5) {
+      std::vector<double> q = problem.q(), k = problem.k(), v = problem.v();
+      std::vector<double>& x = which == 0 ? q : which == 1 ? k : v;
+      x[at] += step;
+      const double up = attention_loss(problem, q, k, v);
+      x[at] -= 2 * step;
+      const double down = attention_loss(problem, q, k, v);
+      const double numeric = (up - down) / (2 * step);
+      const size_t offset = which == 0 ? 0 : which == 1 ? q_size : q_size + kv_size;
+      EXPECT_NEAR(grads[offset + at], numeric, 1e-7) << "part " << which << " entry " << at;
+    }
+  }
+}
+
+// The backward ring (K/V and the dK/dV accumulators around it) equals the dense gradients for
+// every layout and mask, in float64 to rounding and in float32 to the tolerance; its backward
+// call runs exactly where the forward's does; the output is checked as in a forward case.
+TEST(BackwardRing, GradientsEqualDenseForEveryLayoutAndMask) {
+  auto backend = make_cpu_backend();
+  for (const char* layout : {"contiguous", "striped", "zigzag", "block-striped:8"}) {
+    for (const char* mask : {"causal", "bidirectional", "window:70", "documents:100,300,112"}) {
+      for (const Precision precision : {Precision::fp32, Precision::fp64}) {
+        RingCase c = small_case(layout, mask, precision);
+        c.backward = true;
+        const RingProblem problem(c);
+        const RingMeasurement m = backend->run(problem, RunOptions{0, 1, 60});
+        const GradientErrors errors = compare_gradients(m.gradients, reference_gradients(problem), c);
+        EXPECT_LT(errors.worst_relative(), precision == Precision::fp32 ? 1e-5 : 1e-12)
+            << layout << " " << mask << " " << precision_name(precision);
+        EXPECT_LT(compare_output(m.output, reference_attention(problem)).relative, 1e-5) << layout << " " << mask;
+        ASSERT_EQ(m.backward_kernel_us.size(), 1u);
+        for (Count r = 0; r < c.devices; ++r) {
+          for (Count d = 0; d < c.devices; ++d) {
+            const auto cell = static_cast<size_t>(r * c.devices + d);
+            EXPECT_EQ(m.backward_kernel_us[0][cell] > 0, problem.block_active(r, d)) << layout << " " << mask;
+            // Every round hands on a dK/dV accumulator, the last one too (it goes home).
+            EXPECT_GT(m.backward_handoff_us[0][cell], 0) << layout << " " << mask;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(BackwardRing, AWrongGradientFailsTheCaseAndForwardCasesRecordNoBackward) {
+  RingCase c = small_case("zigzag", "causal");
+  c.backward = true;
+  const RingProblem problem(c);
+  RingMeasurement m = make_cpu_backend()->run(problem, RunOptions{0, 1, 60});
+  const std::vector<double> reference = reference_gradients(problem);
+  const size_t dv_at = problem.q().size() + problem.k().size() + 17;  // one dV entry
+  m.gradients[dv_at] += 0.5;
+  const GradientErrors errors = compare_gradients(m.gradients, reference, c);
+  EXPECT_LT(errors.dq.relative, 1e-5);
+  EXPECT_GT(errors.dv.relative, 0.01);
+  m.gradients[dv_at] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(std::isinf(compare_gradients(m.gradients, reference, c).worst_relative()));
+  EXPECT_TRUE(std::isinf(compare_gradients({}, reference, c).worst_relative()));
+
+  const CaseResult passed = run_case(*make_cpu_backend(), plan_ring_problem(c), RunOptions{0, 1, 60}, true);
+  ASSERT_TRUE(passed.gradient_error.has_value());
+  EXPECT_TRUE(passed.passed);
+  EXPECT_EQ(passed.summary.backward_kernel.size(), 16u);
+  c.backward = false;
+  const CaseResult forward = run_case(*make_cpu_backend(), plan_ring_problem(c), RunOptions{0, 1, 60}, true);
+  EXPECT_FALSE(forward.gradient_error.has_value());
+  EXPECT_TRUE(forward.summary.backward_kernel.empty());
+  EXPECT_EQ(measured_workloads(forward).size(), 1u);
+  EXPECT_EQ(measured_workloads(passed).size(), 2u);
+  EXPECT_EQ(measured_workloads(passed).back().pass, sim::PassSelection::backward);
 }
 
 TEST(ContextParallelCases, AllGatherAndUlyssesRecordOneCallPerDeviceAndArePredicted) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "stripesim/model/flops/hardware_profile.hpp"
 #include "stripesim/sim/kernel_profile.hpp"
@@ -39,6 +40,19 @@ bool has_role(const validate::ValidationReport& report, validate::CaseRole role)
                      [&](const validate::CaseComparison& c) { return c.role == role; });
 }
 
+bool any_backward(const validate::ValidationReport& report) {
+  return std::any_of(report.results.begin(), report.results.end(), [](const CaseResult& r) { return r.ring_case.backward; });
+}
+
+// The largest relative error the case was checked on: the output's, and a backward case's gradients'.
+double worst_relative_error(const CaseResult& r) {
+  return r.gradient_error ? std::max(r.error.relative, r.gradient_error->worst_relative()) : r.error.relative;
+}
+
+nlohmann::ordered_json relative_json(double relative) {
+  return std::isfinite(relative) ? nlohmann::ordered_json(relative) : nlohmann::ordered_json(nullptr);
+}
+
 bool spans_nodes(const validate::ValidationReport& report) { return report.placement && report.placement->nodes() > 1; }
 
 }  // namespace
@@ -66,6 +80,7 @@ nlohmann::ordered_json to_json(const validate::ValidationReport& report, bool ro
                                    {"layout", c.layout},
                                    {"mask", c.mask},
                                    {"cp", c.cp},
+                                   {"pass", c.backward ? "fwdbwd" : "fwd"},
                                    {"seq_len", c.seq_len},
                                    {"devices", c.devices},
                                    {"tile", c.tile.to_string()},
@@ -76,10 +91,14 @@ nlohmann::ordered_json to_json(const validate::ValidationReport& report, bool ro
                                    {"seed", c.seed}};
     if (r.checked) {
       item["correctness"] = {{"max_abs_error", r.error.max_abs},
-                             {"relative_error", std::isfinite(r.error.relative) ? nlohmann::ordered_json(r.error.relative)
-                                                                                  : nlohmann::ordered_json(nullptr)},
+                             {"relative_error", relative_json(r.error.relative)},
                              {"tolerance", r.tolerance},
                              {"passed", r.passed}};
+      if (const auto& g = r.gradient_error) {
+        item["correctness"]["gradients"] = {{"dq_relative_error", relative_json(g->dq.relative)},
+                                            {"dk_relative_error", relative_json(g->dk.relative)},
+                                            {"dv_relative_error", relative_json(g->dv.relative)}};
+      }
     }
     item["handoff_bytes"] = r.handoff_bytes;
     item["wall_us"] = spread_json(r.summary.wall);
@@ -110,6 +129,11 @@ nlohmann::ordered_json to_json(const validate::ValidationReport& report, bool ro
                                          {"partial_tiles", r.work.partial_tiles.at(round, d)},
                                          {"kernel_us", spread_json(r.summary.kernel_at(round, d))},
                                          {"handoff_us", spread_json(r.summary.handoff_at(round, d))}};
+          if (!r.summary.backward_kernel.empty()) {
+            const auto cell_at = static_cast<size_t>(round * c.devices + d);
+            cell["backward_kernel_us"] = spread_json(r.summary.backward_kernel[cell_at]);
+            cell["backward_handoff_us"] = spread_json(r.summary.backward_handoff[cell_at]);
+          }
           if (i < report.comparisons.size()) {
             cell["predicted_kernel_us"] = report.comparisons[i].prediction.kernel_us[static_cast<size_t>(round * c.devices + d)];
           }
@@ -166,11 +190,18 @@ std::string to_markdown(const validate::ValidationReport& report) {
   md += fmt::format("- command: `{}`\n- backend: {}\n- device: {}\n- timing: {} warm-up and {} timed iterations per case, "
                     "medians\n\n",
                     report.command, report.backend, report.device, report.options.warmup, report.options.iterations);
-  md += "## Correctness against dense attention\n\n| case | relative error | tolerance | result |\n|---|---:|---:|---|\n";
+  const bool gradients = any_backward(report);
+  md += fmt::format("## Correctness against dense attention\n\n| case | relative error |{} tolerance | result |\n|---|---:|{}---:|---|\n",
+                    gradients ? " dQ | dK | dV |" : "", gradients ? "---:|---:|---:|" : "");
   for (const auto& r : report.results) {
     if (!r.checked) continue;
-    md += fmt::format("| {} | {:.2e} | {:.0e} | {} |\n", r.ring_case.label(), r.error.relative, r.tolerance,
-                      r.passed ? "pass" : "**FAIL**");
+    md += fmt::format("| {} | {:.2e} |", r.ring_case.label(), r.error.relative);
+    if (gradients) {
+      md += r.gradient_error ? fmt::format(" {:.2e} | {:.2e} | {:.2e} |", r.gradient_error->dq.relative,
+                                           r.gradient_error->dk.relative, r.gradient_error->dv.relative)
+                             : " - | - | - |";
+    }
+    md += fmt::format(" {:.0e} | {} |\n", r.tolerance, r.passed ? "pass" : "**FAIL**");
   }
   if (report.comparisons.empty()) return md;
   md += "\n## Predicted against measured\n\n";
@@ -228,11 +259,11 @@ std::string validation_table(const validate::ValidationReport& report) {
     double slowest_round = 0;
     for (model::Count round = 0; round < r.ring_case.devices; ++round) {
       double round_max = 0;
-      for (model::Count d = 0; d < r.ring_case.devices; ++d) round_max = std::max(round_max, r.summary.kernel_at(round, d).median);
+      for (model::Count d = 0; d < r.ring_case.devices; ++d) round_max = std::max(round_max, r.summary.call_us(round, d));
       slowest_round = std::max(slowest_round, round_max);
     }
     out += fmt::format("{:<{}} {:>11} {:>6} {:>12.1f} {:>12.1f}", r.ring_case.label(), width,
-                       r.checked ? fmt::format("{:.2e}", r.error.relative) : "-", r.checked ? (r.passed ? "pass" : "FAIL") : "-",
+                       r.checked ? fmt::format("{:.2e}", worst_relative_error(r)) : "-", r.checked ? (r.passed ? "pass" : "FAIL") : "-",
                        r.summary.wall.median, slowest_round);
     if (predicted) {
       const auto& c = report.comparisons[i];
@@ -264,7 +295,9 @@ std::string validation_table(const validate::ValidationReport& report) {
     out += "\n";
   }
   if (report.placement) out += fmt::format("\ndevices by host: {}\n", report.placement->describe());
-  out += "\nrel. error = max |ring - dense| / max |dense| after undoing the layout; measured = the ring's wall time";
+  out += "\nrel. error = max |ring - dense| / max |dense| after undoing the layout";
+  if (any_backward(report)) out += " (fwdbwd: the worst of the output, dQ, dK and dV; times are forward + backward)";
+  out += "; measured = the ring's wall time";
   out += report.backend == "nccl"  ? " on N GPUs.\n"
          : report.backend == "mpi" ? " over N MPI ranks at once.\n"
                                    : " with the N virtual devices run one after another.\n";

@@ -12,7 +12,7 @@
 
 namespace stripesim::validate {
 
-MeasuredWorkload measured_workload(const CaseResult& result) {
+std::vector<MeasuredWorkload> measured_workloads(const CaseResult& result) {
   const RingCase& c = result.ring_case;
   MeasuredWorkload w;
   w.group = c.label();
@@ -26,10 +26,19 @@ MeasuredWorkload measured_workload(const CaseResult& result) {
   w.tile = c.tile;
   w.mask = c.mask;
   w.layout = c.layout;
-  for (Count r = 0; r < c.devices; ++r) {
-    for (Count d = 0; d < c.devices; ++d) w.us.push_back(result.summary.kernel_at(r, d).median);
+  const auto medians = [&](const std::vector<Spread>& cells) {
+    std::vector<double> us;
+    for (const Spread& cell : cells) us.push_back(cell.median);
+    return us;
+  };
+  w.us = medians(result.summary.kernel);
+  std::vector<MeasuredWorkload> out{w};
+  if (!result.summary.backward_kernel.empty()) {
+    w.pass = sim::PassSelection::backward;
+    w.us = medians(result.summary.backward_kernel);
+    out.push_back(std::move(w));
   }
-  return w;
+  return out;
 }
 
 std::vector<HandoffSample> handoff_samples(const CaseResult& result, const sim::NodePlacement* placement) {
@@ -141,7 +150,7 @@ Calibration calibrate(const std::vector<const CaseResult*>& cases, model::Hardwa
     // The fit's features are a ring's per-round calls and block hand-offs; all-gather and Ulysses
     // cases are predicted with what the ring cases fitted, never fitted on.
     if (result->ring_case.cp != "ring") continue;
-    workloads.push_back(measured_workload(*result));
+    for (MeasuredWorkload& w : measured_workloads(*result)) workloads.push_back(std::move(w));
     for (const auto& s : handoff_samples(*result, placement)) {
       if (s.measured_us > 0) (s.path == HopPath::inter_node ? inter : intra).push_back(s);
     }

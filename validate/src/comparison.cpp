@@ -27,7 +27,9 @@ CasePrediction predict_case(const CaseResult& result, const model::HardwareProfi
   // profiles, hand-offs of the case's bytes over GPU -> switch -> GPU (and between nodes over
   // the network), and either the ring's devices at once (async) or one processor playing them in
   // turn (serial).
-  sim::SimulateConfig config = simulate_config(measured_workload(result), kernel);
+  sim::SimulateConfig config = simulate_config(measured_workloads(result).front(), kernel);
+  // A backward case is timed forward then backward, every cell both calls: --pass fwdbwd.
+  if (result.ring_case.backward) config.pass = sim::PassSelection::forward_backward;
   config.hardware_profile = profile;
   config.topology_graph = topology;
   config.cp = result.ring_case.cp;
@@ -66,7 +68,7 @@ CaseComparison compare_case(const CaseResult& result, const CasePrediction& pred
     double predicted = 0, measured = 0;
     for (Count d = 0; d < devices; ++d) {
       predicted = std::max(predicted, prediction.kernel_us[static_cast<size_t>(r * devices + d)]);
-      measured = std::max(measured, result.summary.kernel_at(r, d).median);
+      measured = std::max(measured, result.summary.call_us(r, d));
     }
     out.round_predicted_us.push_back(predicted);
     out.round_measured_us.push_back(measured);
@@ -84,7 +86,7 @@ ErrorSummary summarize_errors(const std::vector<CaseResult>& results, const std:
     const Count devices = results[i].ring_case.devices;
     for (Count r = 0; r < devices; ++r) {
       for (Count d = 0; d < devices; ++d) {
-        const double measured = results[i].summary.kernel_at(r, d).median;
+        const double measured = results[i].summary.call_us(r, d);
         if (measured <= 0) continue;  // skipped block: 0 predicted, 0 measured
         const double predicted = comparisons[i].prediction.kernel_us[static_cast<size_t>(r * devices + d)];
         kernels.push_back(std::abs(predicted - measured) / measured);

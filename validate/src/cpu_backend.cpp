@@ -19,28 +19,112 @@ namespace {
 using namespace cpu_ring;
 using Clock = std::chrono::steady_clock;
 
+// One iteration's records, [round * devices + device] cells (0 where nothing ran), and the
+// outputs every algorithm fills in original order. The backward cells stay empty for a
+// forward case.
+struct Iteration {
+  std::vector<double> kernel_us, handoff_us, backward_kernel_us, backward_handoff_us;
+  std::vector<double>& output;
+  std::vector<double>& gradients;
+};
+
 // The iteration loop every algorithm shares: `prepare` (untimed: each device's own data in
-// place), then `iterate` (timed as the wall) filling [round * devices + device] kernel and
-// hand-off cells and the output in original order, poisoned before every iteration.
+// place), then `iterate` (timed as the wall) filling an Iteration, its outputs poisoned before
+// every iteration.
 template <typename Prepare, typename Iterate>
 RingMeasurement measure(const RingProblem& problem, const RunOptions& options, std::string device_name,
                         std::int64_t handoff_bytes, Prepare&& prepare, Iterate&& iterate) {
   const RingCase& c = problem.ring_case();
   const auto cells = static_cast<size_t>(c.devices * c.devices);
+  const double poison = std::numeric_limits<double>::quiet_NaN();
   RingMeasurement m;
   m.backend = "cpu";
   m.device_name = std::move(device_name);
   m.handoff_bytes = handoff_bytes;
   for (Count iteration = 0; iteration < options.warmup + options.iterations; ++iteration) {
-    std::vector<double> kernel_us(cells, 0.0), handoff_us(cells, 0.0);
-    m.output.assign(static_cast<size_t>(c.seq_len * c.heads * c.head_dim), std::numeric_limits<double>::quiet_NaN());
+    const std::vector<double> zeros(c.backward ? cells : 0, 0.0);
+    Iteration it{std::vector<double>(cells, 0.0), std::vector<double>(cells, 0.0), zeros, zeros, m.output, m.gradients};
+    m.output.assign(static_cast<size_t>(c.seq_len * c.heads * c.head_dim), poison);
+    if (c.backward) m.gradients.assign(static_cast<size_t>(c.seq_len * (c.heads + 2 * c.kv_heads) * c.head_dim), poison);
     prepare();
     const auto start = Clock::now();
-    iterate(kernel_us, handoff_us, m.output);
-    record_iteration(m, iteration, options, std::move(kernel_us), std::move(handoff_us), elapsed_us(start));
+    iterate(it);
+    const double wall_us = elapsed_us(start);
+    if (c.backward && iteration >= options.warmup) {
+      m.backward_kernel_us.push_back(std::move(it.backward_kernel_us));
+      m.backward_handoff_us.push_back(std::move(it.backward_handoff_us));
+    }
+    record_iteration(m, iteration, options, std::move(it.kernel_us), std::move(it.handoff_us), wall_us);
   }
   m.iterations = options.iterations;
   return m;
+}
+
+// The backward ring after the forward (the ring-flash-attention scheme): every device starts
+// from its own K/V block (kept from the forward) and a zero dK/dV accumulator for it; at round r
+// device d computes on the block that started on (d - r) mod N, then hands the block on to d + 1
+// (rounds 0 .. N-2) and the accumulator with it (every round: after the N-th hop each
+// accumulator is home). dQ stays on its device. Cells and gradients go into `it`.
+template <typename T>
+void backward_ring(const RingProblem& problem, const std::vector<DeviceState<T>>& forward, const std::vector<KvBlock<T>>& own,
+                   std::vector<KvBlock<T>>& current, std::vector<KvBlock<T>>& incoming, Iteration& it) {
+  const RingCase& c = problem.ring_case();
+  const Count devices = c.devices;
+  const Count block_len = problem.block_size();
+  const auto kv_elements = static_cast<size_t>(block_len * c.kv_heads * c.head_dim);
+  std::vector<BackwardState<T>> states(static_cast<size_t>(devices));
+  std::vector<GradBlock<T>> grads(static_cast<size_t>(devices)), arriving(static_cast<size_t>(devices));
+  for (Count d = 0; d < devices; ++d) {
+    const auto i = static_cast<size_t>(d);
+    start_backward(forward[i], gather<T>(problem.dout(), problem.shard(d).positions, c.heads * c.head_dim), c.head_dim, states[i]);
+    grads[i] = {std::vector<T>(kv_elements, T{0}), std::vector<T>(kv_elements, T{0})};
+    arriving[i] = grads[i];
+  }
+  // Round 0 reads each device's own block where it is; later rounds what arrived.
+  std::vector<const KvBlock<T>*> holding(static_cast<size_t>(devices));
+  for (Count d = 0; d < devices; ++d) holding[static_cast<size_t>(d)] = &own[static_cast<size_t>(d)];
+  for (Count round = 0; round < devices; ++round) {
+    for (Count d = 0; d < devices; ++d) {
+      if (!problem.block_active(round, d)) continue;
+      const auto start = Clock::now();
+      block_attention_backward(c, problem.scale(), problem.shard(d), states[static_cast<size_t>(d)],
+                               *holding[static_cast<size_t>(d)], grads[static_cast<size_t>(d)]);
+      it.backward_kernel_us[static_cast<size_t>(round * devices + d)] = elapsed_us(start);
+    }
+    for (Count d = 0; d < devices; ++d) {
+      const auto start = Clock::now();
+      const auto next = static_cast<size_t>((d + 1) % devices);
+      if (round + 1 < devices) {
+        const KvBlock<T>& from = *holding[static_cast<size_t>(d)];
+        KvBlock<T>& to = incoming[next];
+        std::copy(from.k.begin(), from.k.end(), to.k.begin());
+        std::copy(from.v.begin(), from.v.end(), to.v.begin());
+        std::copy(from.positions.begin(), from.positions.end(), to.positions.begin());
+      }
+      const GradBlock<T>& grad = grads[static_cast<size_t>(d)];
+      std::copy(grad.dk.begin(), grad.dk.end(), arriving[next].dk.begin());
+      std::copy(grad.dv.begin(), grad.dv.end(), arriving[next].dv.begin());
+      it.backward_handoff_us[static_cast<size_t>(round * devices + d)] = elapsed_us(start);
+    }
+    std::swap(grads, arriving);
+    if (round + 1 < devices) {
+      std::swap(current, incoming);
+      for (Count d = 0; d < devices; ++d) holding[static_cast<size_t>(d)] = &current[static_cast<size_t>(d)];
+    }
+  }
+  // Undo the layout: dQ from each device's rows, dK and dV from the accumulator now home.
+  const Count q_row = c.heads * c.head_dim;
+  const Count kv_row = c.kv_heads * c.head_dim;
+  std::vector<double> dq(static_cast<size_t>(c.seq_len * q_row)), dk(static_cast<size_t>(c.seq_len * kv_row)), dv(dk.size());
+  for (Count d = 0; d < devices; ++d) {
+    const auto& positions = problem.shard(d).positions;
+    place_rows(states[static_cast<size_t>(d)].dq.data(), positions, c.heads, 0, c.heads, c.head_dim, dq);
+    place_rows(grads[static_cast<size_t>(d)].dk.data(), positions, c.kv_heads, 0, c.kv_heads, c.head_dim, dk);
+    place_rows(grads[static_cast<size_t>(d)].dv.data(), positions, c.kv_heads, 0, c.kv_heads, c.head_dim, dv);
+  }
+  auto out = std::copy(dq.begin(), dq.end(), it.gradients.begin());
+  out = std::copy(dk.begin(), dk.end(), out);
+  std::copy(dv.begin(), dv.end(), out);
 }
 
 template <typename T>
@@ -52,8 +136,10 @@ RingMeasurement run_ring(const RingProblem& problem, const RunOptions& options, 
 
   std::vector<DeviceState<T>> states(static_cast<size_t>(devices));
   // Two buffers per device: the block it computes on and the one arriving from d - 1 (double
-  // buffering, as the GPU backends do).
-  std::vector<KvBlock<T>> current(static_cast<size_t>(devices)), incoming(static_cast<size_t>(devices));
+  // buffering, as the GPU backends do). `own` keeps each device's block for the backward, as
+  // training keeps K and V for it.
+  std::vector<KvBlock<T>> own(static_cast<size_t>(devices)), current(static_cast<size_t>(devices)),
+      incoming(static_cast<size_t>(devices));
   for (Count d = 0; d < devices; ++d) {
     states[static_cast<size_t>(d)].q = shard_queries<T>(problem, d);
     incoming[static_cast<size_t>(d)] = {std::vector<T>(static_cast<size_t>(block_len * kv_row)),
@@ -65,17 +151,18 @@ RingMeasurement run_ring(const RingProblem& problem, const RunOptions& options, 
   auto prepare = [&] {
     for (Count d = 0; d < devices; ++d) {
       reset(states[static_cast<size_t>(d)], block_len, c.heads, c.head_dim);
-      current[static_cast<size_t>(d)] = shard_kv<T>(problem, d);
+      own[static_cast<size_t>(d)] = shard_kv<T>(problem, d);
+      current[static_cast<size_t>(d)] = own[static_cast<size_t>(d)];
     }
   };
-  auto iterate = [&](std::vector<double>& kernel_us, std::vector<double>& handoff_us, std::vector<double>& output) {
+  auto iterate = [&](Iteration& it) {
     for (Count round = 0; round < devices; ++round) {
       for (Count d = 0; d < devices; ++d) {
         if (!problem.block_active(round, d)) continue;
         const auto start = Clock::now();
         block_attention(c, problem.scale(), problem.shard(d), states[static_cast<size_t>(d)],
                         current[static_cast<size_t>(d)]);
-        kernel_us[static_cast<size_t>(round * devices + d)] = elapsed_us(start);
+        it.kernel_us[static_cast<size_t>(round * devices + d)] = elapsed_us(start);
       }
       if (round + 1 == devices) break;  // the last round hands nothing on
       for (Count d = 0; d < devices; ++d) {
@@ -85,14 +172,15 @@ RingMeasurement run_ring(const RingProblem& problem, const RunOptions& options, 
         std::copy(from.k.begin(), from.k.end(), to.k.begin());
         std::copy(from.v.begin(), from.v.end(), to.v.begin());
         std::copy(from.positions.begin(), from.positions.end(), to.positions.begin());
-        handoff_us[static_cast<size_t>(round * devices + d)] = elapsed_us(start);
+        it.handoff_us[static_cast<size_t>(round * devices + d)] = elapsed_us(start);
       }
       std::swap(current, incoming);
     }
     // Normalise and undo the layout.
     for (Count d = 0; d < devices; ++d) {
-      write_rows(states[static_cast<size_t>(d)], problem.shard(d).positions, c.heads, 0, c, output);
+      write_rows(states[static_cast<size_t>(d)], problem.shard(d).positions, c.heads, 0, c, it.output);
     }
+    if (c.backward) backward_ring(problem, states, own, current, incoming, it);
   };
   return measure(problem, options, std::move(device_name), handoff_bytes, prepare, iterate);
 }
@@ -118,7 +206,7 @@ RingMeasurement run_allgather(const RingProblem& problem, const RunOptions& opti
       gathered[static_cast<size_t>(d)] = {};
     }
   };
-  auto iterate = [&](std::vector<double>& kernel_us, std::vector<double>& handoff_us, std::vector<double>& output) {
+  auto iterate = [&](Iteration& it) {
     for (Count d = 0; d < devices; ++d) {
       const auto start = Clock::now();
       KvBlock<T>& all = gathered[static_cast<size_t>(d)];
@@ -127,13 +215,13 @@ RingMeasurement run_allgather(const RingProblem& problem, const RunOptions& opti
         all.v.insert(all.v.end(), block.v.begin(), block.v.end());
         all.positions.insert(all.positions.end(), block.positions.begin(), block.positions.end());
       }
-      handoff_us[static_cast<size_t>(d)] = elapsed_us(start);
+      it.handoff_us[static_cast<size_t>(d)] = elapsed_us(start);
     }
     for (Count d = 0; d < devices; ++d) {
       const auto start = Clock::now();
       block_attention(c, problem.scale(), problem.shard(d), states[static_cast<size_t>(d)], gathered[static_cast<size_t>(d)]);
-      kernel_us[static_cast<size_t>(d)] = elapsed_us(start);
-      write_rows(states[static_cast<size_t>(d)], problem.shard(d).positions, c.heads, 0, c, output);
+      it.kernel_us[static_cast<size_t>(d)] = elapsed_us(start);
+      write_rows(states[static_cast<size_t>(d)], problem.shard(d).positions, c.heads, 0, c, it.output);
     }
   };
   return measure(problem, options, std::move(device_name), block_bytes<T>(block_len, kv_row), prepare, iterate);
@@ -158,7 +246,7 @@ RingMeasurement run_ulysses(const RingProblem& problem, const RunOptions& option
       kv[static_cast<size_t>(d)] = {};
     }
   };
-  auto iterate = [&](std::vector<double>& kernel_us, std::vector<double>& handoff_us, std::vector<double>& output) {
+  auto iterate = [&](Iteration& it) {
     for (Count d = 0; d < devices; ++d) {
       const auto start = Clock::now();
       states[static_cast<size_t>(d)].q = heads_of<T>(problem.q(), c.heads, split.first_head(d), per_device.heads, c.head_dim);
@@ -166,17 +254,17 @@ RingMeasurement run_ulysses(const RingProblem& problem, const RunOptions& option
       kv[static_cast<size_t>(d)] = {heads_of<T>(problem.k(), c.kv_heads, first_kv, per_device.kv_heads, c.head_dim),
                                     heads_of<T>(problem.v(), c.kv_heads, first_kv, per_device.kv_heads, c.head_dim),
                                     split.whole.positions};
-      handoff_us[static_cast<size_t>(d)] = elapsed_us(start);
+      it.handoff_us[static_cast<size_t>(d)] = elapsed_us(start);
     }
     for (Count d = 0; d < devices; ++d) {
       const auto start = Clock::now();
       block_attention(per_device, problem.scale(), split.whole, states[static_cast<size_t>(d)], kv[static_cast<size_t>(d)]);
-      kernel_us[static_cast<size_t>(d)] = elapsed_us(start);
+      it.kernel_us[static_cast<size_t>(d)] = elapsed_us(start);
     }
     for (Count d = 0; d < devices; ++d) {
       const auto start = Clock::now();
-      write_rows(states[static_cast<size_t>(d)], split.whole.positions, per_device.heads, split.first_head(d), c, output);
-      handoff_us[static_cast<size_t>(d)] += elapsed_us(start);
+      write_rows(states[static_cast<size_t>(d)], split.whole.positions, per_device.heads, split.first_head(d), c, it.output);
+      it.handoff_us[static_cast<size_t>(d)] += elapsed_us(start);
     }
   };
   return measure(problem, options, std::move(device_name), split.pair_bytes, prepare, iterate);

@@ -33,6 +33,10 @@ MeasurementSummary summarize(const RingMeasurement& measurement, Count devices) 
   const auto cells = static_cast<size_t>(devices * devices);
   summary.kernel = per_cell(measurement.kernel_us, cells);
   summary.handoff = per_cell(measurement.handoff_us, cells);
+  if (!measurement.backward_kernel_us.empty()) {
+    summary.backward_kernel = per_cell(measurement.backward_kernel_us, cells);
+    summary.backward_handoff = per_cell(measurement.backward_handoff_us, cells);
+  }
   summary.wall = spread_of(measurement.wall_us);
   return summary;
 }

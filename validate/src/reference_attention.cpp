@@ -49,6 +49,71 @@ std::vector<double> reference_attention(const RingProblem& problem) {
   return out;
 }
 
+std::vector<double> reference_gradients(const RingProblem& problem) {
+  const RingCase& c = problem.ring_case();
+  const auto n = static_cast<size_t>(c.seq_len);
+  const auto heads = static_cast<size_t>(c.heads);
+  const auto kv_heads = static_cast<size_t>(c.kv_heads);
+  const auto dim = static_cast<size_t>(c.head_dim);
+  const size_t group = heads / kv_heads;
+  const double scale = problem.scale();
+  const auto& q = problem.q();
+  const auto& k = problem.k();
+  const auto& v = problem.v();
+  const auto& dout = problem.dout();
+  const size_t q_size = n * heads * dim;
+  const size_t kv_size = n * kv_heads * dim;
+  std::vector<double> grads(q_size + 2 * kv_size, 0.0);
+  double* dq = grads.data();
+  double* dk = dq + q_size;
+  double* dv = dk + kv_size;
+  std::vector<double> probs, out(dim);
+  for (size_t p = 0; p < n; ++p) {
+    const auto lo = static_cast<size_t>(problem.mask().lowest_key(static_cast<Position>(p)));
+    const auto hi = static_cast<size_t>(problem.mask().highest_key(static_cast<Position>(p)));
+    probs.resize(hi - lo + 1);
+    for (size_t h = 0; h < heads; ++h) {
+      const double* qrow = &q[(p * heads + h) * dim];
+      const double* dorow = &dout[(p * heads + h) * dim];
+      const size_t kvh = h / group;
+      // P = softmax(scale * q . k) over the visible keys, and O = P V.
+      double best = -std::numeric_limits<double>::infinity();
+      for (size_t key = lo; key <= hi; ++key) {
+        const double* krow = &k[(key * kv_heads + kvh) * dim];
+        double dot = 0;
+        for (size_t i = 0; i < dim; ++i) dot += qrow[i] * krow[i];
+        probs[key - lo] = dot * scale;
+        best = std::max(best, probs[key - lo]);
+      }
+      double sum = 0;
+      for (double& s : probs) sum += (s = std::exp(s - best));
+      std::fill(out.begin(), out.end(), 0.0);
+      for (size_t key = lo; key <= hi; ++key) {
+        probs[key - lo] /= sum;
+        const double* vrow = &v[(key * kv_heads + kvh) * dim];
+        for (size_t i = 0; i < dim; ++i) out[i] += probs[key - lo] * vrow[i];
+      }
+      // dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dO * O)), dQ = scale dS K, dK = scale dS^T Q.
+      double delta = 0;
+      for (size_t i = 0; i < dim; ++i) delta += dorow[i] * out[i];
+      double* dqrow = &dq[(p * heads + h) * dim];
+      for (size_t key = lo; key <= hi; ++key) {
+        const size_t kv_at = (key * kv_heads + kvh) * dim;
+        const double prob = probs[key - lo];
+        double dp = 0;
+        for (size_t i = 0; i < dim; ++i) dp += dorow[i] * v[kv_at + i];
+        const double ds = prob * (dp - delta) * scale;
+        for (size_t i = 0; i < dim; ++i) {
+          dv[kv_at + i] += prob * dorow[i];
+          dqrow[i] += ds * k[kv_at + i];
+          dk[kv_at + i] += ds * qrow[i];
+        }
+      }
+    }
+  }
+  return grads;
+}
+
 OutputError compare_output(const std::vector<double>& output, const std::vector<double>& reference) {
   OutputError error;
   for (const double r : reference) error.max_reference = std::max(error.max_reference, std::abs(r));
@@ -64,6 +129,26 @@ OutputError compare_output(const std::vector<double>& output, const std::vector<
   error.relative = error.max_reference > 0 ? error.max_abs / error.max_reference : error.max_abs;
   return error;
 }
+
+GradientErrors compare_gradients(const std::vector<double>& gradients, const std::vector<double>& reference,
+                                 const RingCase& c) {
+  const auto q_size = static_cast<std::ptrdiff_t>(c.seq_len * c.heads * c.head_dim);
+  const auto kv_size = static_cast<std::ptrdiff_t>(c.seq_len * c.kv_heads * c.head_dim);
+  const std::ptrdiff_t bounds[] = {0, q_size, q_size + kv_size, q_size + 2 * kv_size};
+  GradientErrors errors;
+  OutputError* parts[] = {&errors.dq, &errors.dk, &errors.dv};
+  for (size_t part = 0; part < 3; ++part) {
+    const auto slice = [&](const std::vector<double>& all) {
+      // A vector of the wrong size compares as missing (infinite error), as compare_output does.
+      if (static_cast<std::ptrdiff_t>(all.size()) != bounds[3]) return std::vector<double>{};
+      return std::vector<double>(all.begin() + bounds[part], all.begin() + bounds[part + 1]);
+    };
+    *parts[part] = compare_output(slice(gradients), slice(reference));
+  }
+  return errors;
+}
+
+double GradientErrors::worst_relative() const { return std::max({dq.relative, dk.relative, dv.relative}); }
 
 double output_tolerance(Precision precision) {
   return precision == Precision::bf16 || precision == Precision::fp16 ? 2e-2 : 1e-5;

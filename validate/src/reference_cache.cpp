@@ -4,12 +4,13 @@
 
 namespace stripesim::validate {
 
-ReferenceKey ReferenceKey::of(const RingCase& c) {
-  return {c.seq_len, c.heads, c.kv_heads, c.head_dim, c.mask, c.seed, c.precision};
+ReferenceKey ReferenceKey::of(const RingCase& c, ReferenceOf what) {
+  return {c.seq_len, c.heads, c.kv_heads, c.head_dim, c.mask, c.seed, c.precision, what};
 }
 
-DenseReference ReferenceCache::get(const RingCase& ring_case, const std::function<std::vector<double>()>& compute) {
-  const ReferenceKey key = ReferenceKey::of(ring_case);
+DenseReference ReferenceCache::get(const RingCase& ring_case, const std::function<std::vector<double>()>& compute,
+                                   ReferenceOf what) {
+  const ReferenceKey key = ReferenceKey::of(ring_case, what);
   const std::lock_guard lock(mutex_);
   const auto hit = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
   if (hit != entries_.end()) {

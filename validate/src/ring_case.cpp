@@ -46,7 +46,8 @@ Count precision_bytes(Precision precision) {
 }
 
 std::string RingCase::label() const {
-  return fmt::format("{} n={} N={} {} {}{}", layout, seq_len, devices, mask, tile.to_string(), cp == "ring" ? "" : " cp=" + cp);
+  return fmt::format("{} n={} N={} {} {}{}{}", layout, seq_len, devices, mask, tile.to_string(), cp == "ring" ? "" : " cp=" + cp,
+                     backward ? " fwdbwd" : "");
 }
 
 void check_ring_case(const RingCase& c) {
@@ -70,6 +71,9 @@ void check_ring_case(const RingCase& c) {
   const sim::ContextParallel cp = sim::parse_context_parallel(c.cp, c.devices, "--cp");
   if (cp.algorithm == sim::CpAlgorithm::hybrid || cp.head_groups != 1) {
     throw InputError(fmt::format("--cp {}: the validator runs ring, allgather and ulysses", c.cp));
+  }
+  if (c.backward && c.cp != "ring") {
+    throw InputError(fmt::format("--pass fwdbwd with --cp {}: the validator's backward runs the ring (--cp ring)", c.cp));
   }
   // Ulysses splits the heads over the devices: the simulator's own check says whether they split.
   (void)sim::cp_shape(cp, sim::AttentionShape{c.seq_len, c.devices, 1, c.heads, c.kv_heads, c.head_dim, 8}, 2);

@@ -76,6 +76,8 @@ RingProblem::RingProblem(const RingPlan& plan) : case_(plan.ring_case), mask_(pl
   q_ = random_values(n * case_.heads * case_.head_dim, case_.seed * 3 + 0);
   k_ = random_values(n * case_.kv_heads * case_.head_dim, case_.seed * 3 + 1);
   v_ = random_values(n * case_.kv_heads * case_.head_dim, case_.seed * 3 + 2);
+  // dO's stream sits in the other half of the seed space, apart from every seed's Q, K, V.
+  if (case_.backward) dout_ = random_values(n * case_.heads * case_.head_dim, (case_.seed * 3) ^ (std::uint64_t{1} << 63));
 
   block_active_.assign(static_cast<size_t>(devices * devices), 0);
   for (Count d = 0; d < devices; ++d) {

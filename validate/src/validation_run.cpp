@@ -29,6 +29,7 @@ std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
     c.seed = m.seed;
     c.gpu_kernel = m.gpu_kernel;
     c.cp = m.cps[p];
+    c.backward = m.backward;
     check_ring_case(c);
     cases.push_back(std::move(c));
   });
@@ -43,6 +44,13 @@ void check_backend_runs(std::string_view backend, const std::string& cp) {
   }
 }
 
+void check_backend_runs_backward(std::string_view backend) {
+  if (backend != "cpu") {
+    throw model::InputError(
+        fmt::format("--pass fwdbwd: the {} backend runs the forward only; the backward ring runs on --backend cpu", backend));
+  }
+}
+
 std::vector<RingPlan> plan_matrix(const ValidateMatrix& matrix) {
   std::vector<RingPlan> plans;
   for (RingCase& c : expand_matrix(matrix)) plans.push_back(plan_ring_problem(std::move(c)));
@@ -52,6 +60,7 @@ std::vector<RingPlan> plan_matrix(const ValidateMatrix& matrix) {
 CaseResult run_case(RingBackend& backend, const RingPlan& plan, const RunOptions& options, bool check_output) {
   const RingCase& ring_case = plan.ring_case;
   check_backend_runs(backend.name(), ring_case.cp);
+  if (ring_case.backward) check_backend_runs_backward(backend.name());
   const RingProblem problem(plan);
   CaseResult result;
   result.ring_case = ring_case;
@@ -68,6 +77,12 @@ CaseResult run_case(RingBackend& backend, const RingPlan& plan, const RunOptions
         shared_reference_cache().get(ring_case, [&] { return backend.dense_reference(problem, options); });
     result.error = compare_output(measurement.output, *reference);
     result.passed = result.error.relative < result.tolerance;
+    if (ring_case.backward) {
+      const DenseReference gradients = shared_reference_cache().get(
+          ring_case, [&] { return backend.dense_gradients(problem, options); }, ReferenceOf::gradients);
+      result.gradient_error = compare_gradients(measurement.gradients, *gradients, ring_case);
+      result.passed = result.passed && result.gradient_error->worst_relative() < result.tolerance;
+    }
   }
   return result;
 }

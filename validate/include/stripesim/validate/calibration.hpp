@@ -24,8 +24,10 @@ struct HandoffSample {
   HopPath path = HopPath::intra_node;
 };
 
-// A validator case as a measured workload (its kernel medians per (round, device), forward).
-[[nodiscard]] MeasuredWorkload measured_workload(const CaseResult& result);
+// A validator case as measured workloads: its forward calls' medians per (round, device), and for
+// a backward case its backward calls' (pass backward), from which the fit takes the kernel's
+// backward costs.
+[[nodiscard]] std::vector<MeasuredWorkload> measured_workloads(const CaseResult& result);
 // Every hand-off, as medians; `placement` (a job spanning nodes; null: one node) tells which
 // cross the network. The block device d holds goes to d + 1.
 [[nodiscard]] std::vector<HandoffSample> handoff_samples(const CaseResult& result, const sim::NodePlacement* placement);

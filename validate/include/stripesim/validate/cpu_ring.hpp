@@ -1,7 +1,8 @@
 #pragma once
 // The CPU backend's ring pieces, shared by the backends that run it on host cores: the cpu backend
 // (N virtual devices in one process) and the mpi backend (a process per device). One K/V block as
-// it travels, one device's online-softmax state, and the kernel call folding a block into it.
+// it travels, one device's online-softmax state, and the kernel call folding a block into it; for
+// the backward, a device's state, the dK/dV accumulator travelling with a block, and its call.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -152,6 +153,76 @@ void block_attention(const RingCase& c, double scale_d, const DeviceShard& queri
   }
 }
 
+// What a device keeps for the backward: its queries and dO, each (query, head)'s log-sum-exp and
+// delta = rowsum(dO * O) from the forward, and its dQ accumulator (dQ never leaves the device).
+template <typename T>
+struct BackwardState {
+  std::vector<T> q, dout, lse, delta, dq;
+};
+
+// The dK/dV accumulator of one K/V block: it travels with the block and goes home at the end.
+template <typename T>
+struct GradBlock {
+  std::vector<T> dk, dv;
+};
+
+// The backward of one kernel call: every active tile of (local queries) x (the block's keys),
+// every head, recomputing P = exp(S - lse) from the forward's log-sum-exp and adding
+// dV += P^T dO, dQ += dS K and dK += dS^T Q with dS = P * (dO V^T - delta) * scale. The same
+// tiles as the forward (exactly the work model's), a partial tile computed whole and masked.
+template <typename T>
+void block_attention_backward(const RingCase& c, double scale_d, const DeviceShard& queries, BackwardState<T>& state,
+                              const KvBlock<T>& block, GradBlock<T>& grad) {
+  const Count block_len = static_cast<Count>(queries.positions.size());
+  const Count keys_len = static_cast<Count>(block.positions.size());
+  const auto heads = static_cast<size_t>(c.heads);
+  const auto kv_heads = static_cast<size_t>(c.kv_heads);
+  const auto dim = static_cast<size_t>(c.head_dim);
+  const size_t group = heads / kv_heads;
+  const T scale = static_cast<T>(scale_d);
+  for (Count q0 = 0; q0 < block_len; q0 += c.tile.query) {
+    const Count q1 = std::min(block_len, q0 + c.tile.query);
+    for (Count k0 = 0; k0 < keys_len; k0 += c.tile.key) {
+      const Count k1 = std::min(keys_len, k0 + c.tile.key);
+      const TileClass tile = classify(queries, q0, q1, block.positions, k0, k1);
+      if (tile == TileClass::inactive) continue;  // tile skipping, as the forward
+      for (size_t h = 0; h < heads; ++h) {
+        const size_t kvh = h / group;
+        for (Count i = q0; i < q1; ++i) {
+          const auto row = static_cast<size_t>(i) * heads + h;
+          const T* qrow = &state.q[row * dim];
+          const T* dorow = &state.dout[row * dim];
+          T* dqrow = &state.dq[row * dim];
+          for (Count j = k0; j < k1; ++j) {
+            const auto at = (static_cast<size_t>(j) * kv_heads + kvh) * dim;
+            T dot = 0;
+            for (size_t d = 0; d < dim; ++d) dot += qrow[d] * block.k[at + d];
+            T s = dot * scale - state.lse[row];
+            if (tile == TileClass::partial) {
+              // Like a tensor-core kernel, the whole tile is computed and the mask applied to it
+              // (P = 0 where masked, so nothing flows back): a partial tile costs a full one plus
+              // the mask, as in the forward.
+              const Position key = block.positions[static_cast<size_t>(j)];
+              const bool allowed =
+                  queries.lowest_key[static_cast<size_t>(i)] <= key && key <= queries.highest_key[static_cast<size_t>(i)];
+              s = allowed ? s : -std::numeric_limits<T>::infinity();
+            }
+            const T prob = std::exp(s);
+            T dp = 0;
+            for (size_t d = 0; d < dim; ++d) dp += dorow[d] * block.v[at + d];
+            const T ds = prob * (dp - state.delta[row]) * scale;
+            for (size_t d = 0; d < dim; ++d) {
+              grad.dv[at + d] += prob * dorow[d];
+              dqrow[d] += ds * block.k[at + d];
+              grad.dk[at + d] += ds * qrow[d];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 void reset(DeviceState<T>& s, Count rows, Count heads, Count head_dim) {
   s.out.assign(static_cast<size_t>(rows * heads * head_dim), T{0});
@@ -170,6 +241,23 @@ std::vector<T> normalised(const DeviceState<T>& s, Count head_dim) {
     }
   }
   return out;
+}
+
+// The backward state of a device after its forward: log-sum-exp and delta of every
+// (query, head) from the forward's running state and normalised output, dQ zeroed.
+template <typename T>
+void start_backward(const DeviceState<T>& forward, std::vector<T> dout, Count head_dim, BackwardState<T>& out) {
+  const std::vector<T> o = normalised(forward, head_dim);
+  const auto dim = static_cast<size_t>(head_dim);
+  out.q = forward.q;
+  out.dout = std::move(dout);
+  out.lse.resize(forward.row_sum.size());
+  out.delta.assign(forward.row_sum.size(), T{0});
+  for (size_t row = 0; row < forward.row_sum.size(); ++row) {
+    out.lse[row] = forward.row_max[row] + std::log(forward.row_sum[row]);
+    for (size_t i = 0; i < dim; ++i) out.delta[row] += out.dout[row * dim + i] * o[row * dim + i];
+  }
+  out.dq.assign(out.q.size(), T{0});
 }
 
 // Scatters positions.size() rows of `heads` heads ([(l * heads + h) * head_dim + i] from `rows`)

@@ -20,6 +20,8 @@ struct MeasurementSummary {
   Count devices = 0;
   std::vector<Spread> kernel;   // [round * devices + device]
   std::vector<Spread> handoff;  // [round * devices + device]
+  std::vector<Spread> backward_kernel;   // the same for the backward ring; empty for a forward case
+  std::vector<Spread> backward_handoff;
   Spread wall;
 
   [[nodiscard]] const Spread& kernel_at(Count round, Count device) const {
@@ -27,6 +29,12 @@ struct MeasurementSummary {
   }
   [[nodiscard]] const Spread& handoff_at(Count round, Count device) const {
     return handoff[static_cast<size_t>(round * devices + device)];
+  }
+  // A (round, device)'s attention time: the forward call's median, plus the backward call's for a
+  // backward case (what the simulator's --pass fwdbwd prices the cell at).
+  [[nodiscard]] double call_us(Count round, Count device) const {
+    const auto cell = static_cast<size_t>(round * devices + device);
+    return kernel[cell].median + (backward_kernel.empty() ? 0.0 : backward_kernel[cell].median);
   }
 };
 

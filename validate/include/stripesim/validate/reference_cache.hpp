@@ -17,6 +17,10 @@
 
 namespace stripesim::validate {
 
+// What a reference is of: the output (reference_attention) or, for a backward case, the gradients
+// (reference_gradients).
+enum class ReferenceOf { output, gradients };
+
 // Exactly what a reference depends on: the inputs (sizes and seed), the mask, and the precision
 // the inputs are rounded to. The host (fp32, fp64) and GPU (bf16, fp16) backends compute in
 // disjoint precisions, so one key never stands for both kinds of reference.
@@ -28,8 +32,9 @@ struct ReferenceKey {
   std::string mask;  // the spec as given: two spellings of one mask are two entries, never a wrong hit
   std::uint64_t seed = 0;
   Precision precision = Precision::fp32;
+  ReferenceOf what = ReferenceOf::output;
 
-  [[nodiscard]] static ReferenceKey of(const RingCase& ring_case);
+  [[nodiscard]] static ReferenceKey of(const RingCase& ring_case, ReferenceOf what = ReferenceOf::output);
   friend auto operator<=>(const ReferenceKey&, const ReferenceKey&) = default;
 };
 
@@ -45,7 +50,8 @@ class ReferenceCache {
   // the least recently used entries until the rest fit in max_bytes; a reference larger than
   // max_bytes on its own is returned without being stored. The caller's pointer stays valid
   // after eviction. Thread-safe; compute() runs under the lock, so a reference is computed once.
-  [[nodiscard]] DenseReference get(const RingCase& ring_case, const std::function<std::vector<double>()>& compute);
+  [[nodiscard]] DenseReference get(const RingCase& ring_case, const std::function<std::vector<double>()>& compute,
+                                   ReferenceOf what = ReferenceOf::output);
 
   [[nodiscard]] std::size_t entries() const;
   [[nodiscard]] std::int64_t bytes() const;

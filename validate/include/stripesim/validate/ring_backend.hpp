@@ -1,8 +1,9 @@
 #pragma once
 // The validator's backends behind one interface: each runs the whole forward ring of a
 // RingProblem (N rounds; at round r device d computes on the K/V block that started on
-// (d - r) mod N, then hands it on to d + 1), with warm-up and timed iterations, and returns the
-// output in original order plus a time for every (iteration, round, device).
+// (d - r) mod N, then hands it on to d + 1), and for a backward case (the cpu backend) the backward
+// ring after it, with warm-up and timed iterations, and returns the output (and gradients) in original order
+// plus a time for every (iteration, round, device).
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -36,6 +37,14 @@ struct RingMeasurement {
   // virtual devices (cpu, cuda) runs them one after another, so this is their sum there; with
   // nccl it is the real ring's wall time.
   std::vector<double> wall_us;
+  // --pass fwdbwd (RingCase::backward), empty otherwise: the backward ring's
+  // [iteration][round * devices + device] kernel times and hand-offs (the K/V block on to d + 1
+  // as forward, rounds 0 .. N-2, and its dK/dV accumulator, every round: the last hop brings it
+  // home), and the last iteration's gradients laid out as reference_gradients's, poisoned (NaN)
+  // before every iteration. wall_us then covers the forward and the backward.
+  std::vector<std::vector<double>> backward_kernel_us;
+  std::vector<std::vector<double>> backward_handoff_us;
+  std::vector<double> gradients;
   std::int64_t handoff_bytes = 0;  // one block's K, V and positions
   // The last iteration's output in original order, [(p * heads + h) * head_dim + i]. Poisoned
   // (NaN) before every iteration, so a token the ring never wrote cannot pass the check.
@@ -87,6 +96,13 @@ class RingBackend {
                                                             [[maybe_unused]] const RunOptions& options) const {
     return reference_attention(problem);
   }
+  // The gradients a backward case is checked against (reference_gradients's layout): by default
+  // the host's float64 loop. Only backends that run the backward are asked.
+  [[nodiscard]] virtual std::vector<double> dense_gradients(const RingProblem& problem,
+                                                            [[maybe_unused]] const RunOptions& options) const {
+    return reference_gradients(problem);
+  }
+
 };
 
 // True when mpirun / mpiexec (Open MPI, MPICH, Intel MPI) or srun with PMI/PMIx started this

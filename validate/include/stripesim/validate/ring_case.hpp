@@ -46,6 +46,10 @@ struct RingCase {
   // ulysses (all-to-all to heads, full-sequence attention per device). The cpu and mpi
   // backends run all three; the GPU backends the ring.
   std::string cp = "ring";
+  // --pass fwdbwd: after the forward ring, the backward ring (K/V travel again and the dK/dV
+  // accumulators follow them home; dQ stays on its device), checked against dense gradients
+  // and timed per (round, device). The cpu backend runs it, on the ring.
+  bool backward = false;
 
   // "zigzag n=4096 N=4 causal 64x64"
   [[nodiscard]] std::string label() const;

@@ -46,6 +46,10 @@ class RingProblem {
   [[nodiscard]] const std::vector<double>& q() const { return q_; }
   [[nodiscard]] const std::vector<double>& k() const { return k_; }
   [[nodiscard]] const std::vector<double>& v() const { return v_; }
+  // The gradient of the loss with respect to the output, dO, in the output's order (a random
+  // upstream gradient from the seed, as q): what the backward ring starts from. Empty unless the
+  // case runs the backward.
+  [[nodiscard]] const std::vector<double>& dout() const { return dout_; }
 
   // The host's skip decision for one (round, device): false when no query of `device` may see any
   // key of the block it holds at `round`. Implementations launch nothing then (the work model
@@ -62,7 +66,7 @@ class RingProblem {
   model::Mask mask_;  // before layout_: layouts built from documents need the mask
   model::Layout layout_;
   std::vector<DeviceShard> shards_;
-  std::vector<double> q_, k_, v_;
+  std::vector<double> q_, k_, v_, dout_;
   std::vector<char> block_active_;  // [round * devices + device]
 };
 

@@ -3,6 +3,7 @@
 // the ring on a backend, its output against dense attention, its timings summarised, and the
 // work model's counts for the same case beside them.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct ValidateMatrix {
   std::uint64_t seed = 1;
   GpuKernel gpu_kernel = GpuKernel::flash;
   std::vector<std::string> cps{"ring"};  // context parallelism (RingCase::cp)
+  bool backward = false;                 // --pass fwdbwd (RingCase::backward)
 };
 
 // Every combination, in a fixed order (sequence length, N, tile, mask, layout, cp). Each case is
@@ -35,11 +37,15 @@ struct ValidateMatrix {
 // Throws model::InputError unless `backend` runs context parallelism `cp`: the cpu and mpi
 // backends run ring, allgather and ulysses, the GPU backends the ring only.
 void check_backend_runs(std::string_view backend, const std::string& cp);
+// Throws model::InputError unless `backend` runs the backward ring (--pass fwdbwd): the cpu
+// backend does; the GPU and mpi backends run the forward.
+void check_backend_runs_backward(std::string_view backend);
 
 struct CaseResult {
   RingCase ring_case;
   bool checked = false;  // the output was compared with dense attention
   OutputError error;
+  std::optional<GradientErrors> gradient_error;  // a checked backward case: dQ, dK, dV against dense gradients
   double tolerance = 0;
   bool passed = true;
   MeasurementSummary summary;
