@@ -2,10 +2,14 @@
 // ring, the key tiles it lists and the ones it marks partial are exactly the work model's
 // active and partial tiles, checked three ways: totals against count_work for every layout and
 // mask (short last tiles included), each entry against a brute-force pair test, and the list's
-// own invariants (full tiles before partial ones, heaviest query tiles first).
+// own invariants (full tiles before partial ones, heaviest query tiles first); and the backward
+// kernel's key-tile-major copy of it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <tuple>
 
 #include "stripesim/model/work/work_model.hpp"
 #include "stripesim/validate/ring_problem.hpp"
@@ -98,6 +102,48 @@ TEST(TileSchedule, HeaviestQueryTilesStartFirst) {
   for (size_t i = 1; i < s.order.size(); ++i) EXPECT_GE(weight(s.order[i - 1]), weight(s.order[i]));
   EXPECT_EQ(s.active(), 10);  // 1 + 2 + 3 + 4 key tiles
   EXPECT_EQ(s.partial, 4);  // the diagonal
+}
+
+// The backward kernel's schedule, key tile by key tile: the same (query tile, key tile, class)
+// triples as the forward's, full tiles first in each row, the busiest key tiles first.
+TEST(TileSchedule, ByKeyTileListsTheSameTilesKeyTileByKeyTile) {
+  for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+    for (const char* mask : {"causal", "window:100", "documents:100,500,360"}) {
+      const model::TileShape tile{32, 48};
+      const RingProblem problem(schedule_case(layout, mask, tile));
+      const Count key_tiles = (problem.block_size() + tile.key - 1) / tile.key;
+      for (Count r = 0; r < 4; ++r) {
+        const TileSchedule by_query = schedule_of(problem, r, 1);
+        const TileSchedule by_key = by_key_tile(by_query, key_tiles);
+        ASSERT_EQ(by_key.offsets.size(), static_cast<size_t>(key_tiles) + 1);
+        EXPECT_EQ(by_key.active(), by_query.active());
+        EXPECT_EQ(by_key.partial, by_query.partial);
+        std::set<std::tuple<std::int32_t, std::int32_t, bool>> forward, backward;
+        for (size_t qt = 0; qt + 1 < by_query.offsets.size(); ++qt) {
+          for (auto e = by_query.offsets[qt]; e < by_query.offsets[qt + 1]; ++e) {
+            const std::int32_t entry = by_query.entries[static_cast<size_t>(e)];
+            forward.insert({static_cast<std::int32_t>(qt), entry & ~kPartialTile, (entry & kPartialTile) != 0});
+          }
+        }
+        for (size_t kt = 0; kt + 1 < by_key.offsets.size(); ++kt) {
+          bool seen_partial = false;
+          for (auto e = by_key.offsets[kt]; e < by_key.offsets[kt + 1]; ++e) {
+            const std::int32_t entry = by_key.entries[static_cast<size_t>(e)];
+            const bool partial = (entry & kPartialTile) != 0;
+            EXPECT_FALSE(seen_partial && !partial) << "full tiles come first";
+            seen_partial |= partial;
+            backward.insert({entry & ~kPartialTile, static_cast<std::int32_t>(kt), partial});
+          }
+        }
+        EXPECT_EQ(backward, forward) << layout << " " << mask << " round " << r;
+        std::vector<std::int32_t> sorted = by_key.order;
+        std::sort(sorted.begin(), sorted.end());
+        for (Count kt = 0; kt < key_tiles; ++kt) EXPECT_EQ(sorted[static_cast<size_t>(kt)], kt);
+      }
+    }
+  }
+  EXPECT_THROW((void)by_key_tile(schedule_of(RingProblem(schedule_case("zigzag", "causal", {32, 48})), 0, 0), 1),
+               std::invalid_argument);
 }
 
 }  // namespace

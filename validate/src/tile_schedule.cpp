@@ -37,6 +37,22 @@ TileClass classify(const QueryBounds& b, const KeyTile& keys, std::span<const Po
   return any_masked ? TileClass::partial : TileClass::full;
 }
 
+// Launch order: heaviest rows first, so that the longest thread blocks start in the first wave and
+// do not finish last. A partial tile weighs 3 to a full tile's 2 (the mask per element); exact
+// weights do not matter, only that heavier rows start first.
+std::vector<std::int32_t> heaviest_first(const std::vector<std::int32_t>& offsets, const std::vector<std::int32_t>& entries) {
+  const size_t rows = offsets.size() - 1;
+  std::vector<Count> weight(rows);
+  for (size_t row = 0; row < rows; ++row) {
+    for (auto e = offsets[row]; e < offsets[row + 1]; ++e) weight[row] += (entries[static_cast<size_t>(e)] & kPartialTile) != 0 ? 3 : 2;
+  }
+  std::vector<std::int32_t> order(rows);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::int32_t a, std::int32_t b) { return weight[static_cast<size_t>(a)] > weight[static_cast<size_t>(b)]; });
+  return order;
+}
+
 }  // namespace
 
 TileSchedule build_tile_schedule(std::span<const Position> lowest, std::span<const Position> highest,
@@ -63,7 +79,6 @@ TileSchedule build_tile_schedule(std::span<const Position> lowest, std::span<con
   TileSchedule schedule;
   schedule.offsets.reserve(static_cast<size_t>(query_tiles + 1));
   schedule.offsets.push_back(0);
-  std::vector<Count> weight(static_cast<size_t>(query_tiles));
   std::vector<std::int32_t> partial_tiles;
   for (Count qt = 0; qt < query_tiles; ++qt) {
     const Count begin = qt * tile.query;
@@ -81,18 +96,38 @@ TileSchedule build_tile_schedule(std::span<const Position> lowest, std::span<con
     }
     schedule.entries.insert(schedule.entries.end(), partial_tiles.begin(), partial_tiles.end());
     schedule.partial += static_cast<Count>(partial_tiles.size());
-    // A partial tile costs about two full ones (the mask per element); exact weights do not
-    // matter, only that heavier rows start first.
-    const Count row_tiles = static_cast<Count>(schedule.entries.size()) - schedule.offsets.back();
-    weight[static_cast<size_t>(qt)] = 2 * row_tiles + static_cast<Count>(partial_tiles.size());
     schedule.offsets.push_back(static_cast<std::int32_t>(schedule.entries.size()));
   }
-  schedule.order.resize(static_cast<size_t>(query_tiles));
-  std::iota(schedule.order.begin(), schedule.order.end(), 0);
-  std::stable_sort(schedule.order.begin(), schedule.order.end(), [&](std::int32_t a, std::int32_t b) {
-    return weight[static_cast<size_t>(a)] > weight[static_cast<size_t>(b)];
-  });
+  schedule.order = heaviest_first(schedule.offsets, schedule.entries);
   return schedule;
+}
+
+TileSchedule by_key_tile(const TileSchedule& by_query, Count key_tiles) {
+  // Counting sort of the entries by key tile, full ones first: two passes over the entries.
+  std::vector<std::int32_t> full(static_cast<size_t>(key_tiles), 0), partial(static_cast<size_t>(key_tiles), 0);
+  for (const std::int32_t e : by_query.entries) {
+    const auto kt = static_cast<size_t>(e & ~kPartialTile);
+    if (kt >= full.size()) throw std::invalid_argument("by_key_tile: an entry names a key tile beyond key_tiles");
+    ++((e & kPartialTile) != 0 ? partial : full)[kt];
+  }
+  TileSchedule out;
+  out.partial = by_query.partial;
+  out.offsets.assign(static_cast<size_t>(key_tiles) + 1, 0);
+  for (size_t kt = 0; kt < full.size(); ++kt) out.offsets[kt + 1] = out.offsets[kt] + full[kt] + partial[kt];
+  out.entries.assign(by_query.entries.size(), 0);
+  std::vector<std::int32_t> next_full(out.offsets.begin(), out.offsets.end() - 1), next_partial(next_full);
+  for (size_t kt = 0; kt < full.size(); ++kt) next_partial[kt] += full[kt];
+  for (size_t qt = 0; qt + 1 < by_query.offsets.size(); ++qt) {
+    for (auto e = by_query.offsets[qt]; e < by_query.offsets[qt + 1]; ++e) {
+      const std::int32_t entry = by_query.entries[static_cast<size_t>(e)];
+      const auto kt = static_cast<size_t>(entry & ~kPartialTile);
+      const bool is_partial = (entry & kPartialTile) != 0;
+      out.entries[static_cast<size_t>((is_partial ? next_partial : next_full)[kt]++)] =
+          static_cast<std::int32_t>(qt) | (is_partial ? kPartialTile : 0);
+    }
+  }
+  out.order = heaviest_first(out.offsets, out.entries);
+  return out;
 }
 
 std::vector<std::int32_t> TileSchedule::packed() const {

@@ -34,6 +34,12 @@ struct TileSchedule {
   [[nodiscard]] std::size_t entries_at() const { return order.size() + offsets.size(); }
 };
 
+// The same tiles key tile by key tile, for the backward kernel (a thread block per key tile, its
+// dK and dV summed over the query tiles that see it): rows are key tiles (`key_tiles` of them),
+// entries query tiles | kPartialTile, each (query tile, key tile, class) exactly as in
+// `by_query`; full tiles first in each row, rows with the most work first in `order`.
+[[nodiscard]] TileSchedule by_key_tile(const TileSchedule& by_query, model::Count key_tiles);
+
 // Query l may see the key at original position p iff lowest[l] <= p <= highest[l]. Tiles are cut
 // from local order (TQ queries, TK keys; the last ones may be short). A tile is active when some
 // (query, key) pair of it is allowed, partial when it is active and some pair is not.
