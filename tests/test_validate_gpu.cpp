@@ -3,7 +3,8 @@
 // rank 0 naming the operation, and shapes the kernel was not compiled for are InputErrors. On a
 // GPU: the ring's output equals dense attention for every layout and mask in bf16 and fp16 on
 // both backends, the kernel's own tile classification equals the work model's counts, timings
-// sit where the work is, and the out-of-memory and hung-peer paths fail with named ranks.
+// sit where the work is, and the out-of-memory and hung-peer paths fail with named ranks; the
+// backward ring's dQ, dK and dV equal dense gradients, and so do the GPU reference's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -474,6 +475,93 @@ TEST(GpuReference, LargeProblemsTimeAndSpotCheck) {
     const OutputError error = compare_output(picked, host_rows(problem, rows));
     EXPECT_LT(error.relative, large.below) << c.label() << ": max abs " << error.max_abs;
   }
+}
+
+// --- the backward (--pass fwdbwd, cuda backend) ------------------------------------------------
+
+// The cuBLAS gradients against the host's float64 ones: fp32 on the same inputs within 1e-3 (with
+// chunks of 512 rows: several chunks and key ranges), bf16 within the rounding's 2e-2.
+TEST(GpuReference, GradientsMatchTheHostFloat64Gradients) {
+  SKIP_WITHOUT_GPU();
+  for (const char* mask : {"causal", "window:300", "documents:700,1000,348"}) {
+    RingCase c = gpu_case("contiguous", mask, 4, Precision::fp32);
+    c.backward = true;
+    const std::vector<double> host = reference_gradients(RingProblem(c));
+    const GradientErrors fp32 = compare_gradients(gpu_reference_gradients(RingProblem(c), 60, 512), host, c);
+    EXPECT_LT(fp32.worst_relative(), 1e-3) << mask << ": dQ " << fp32.dq.relative << " dK " << fp32.dk.relative << " dV "
+                                           << fp32.dv.relative;
+    c.precision = Precision::bf16;
+    const GradientErrors bf16 = compare_gradients(gpu_reference_gradients(RingProblem(c), 60), host, c);
+    EXPECT_LT(bf16.worst_relative(), 2e-2) << mask;
+    EXPECT_GT(bf16.worst_relative(), 0.0) << mask << ": the inputs were rounded to bf16";
+  }
+}
+
+// The backward ring on one GPU: dQ, dK and dV against the host's float64 gradients for every
+// layout and mask in bf16 and fp16, its backward kernels timed exactly where the forward ones
+// run, and a hand-off (the dK/dV accumulator) every round.
+class CudaBackwardMatchesDense : public ::testing::TestWithParam<LayoutMask> {};
+
+TEST_P(CudaBackwardMatchesDense, Bf16AndFp16) {
+  SKIP_WITHOUT_GPU();
+  auto backend = make_cuda_backend();
+  std::vector<double> host;  // the same Q, K, V, dO and mask for both precisions
+  for (const Precision precision : {Precision::bf16, Precision::fp16}) {
+    RingCase c = gpu_case(GetParam().layout, GetParam().mask, 4, precision);
+    c.backward = true;
+    const RingProblem problem(c);
+    if (host.empty()) host = reference_gradients(problem);
+    const RingMeasurement m = backend->run(problem, RunOptions{1, 2, 60});
+    const GradientErrors e = compare_gradients(m.gradients, host, c);
+    EXPECT_LT(e.worst_relative(), output_tolerance(precision))
+        << c.label() << " " << precision_name(precision) << ": dQ " << e.dq.relative << " dK " << e.dk.relative << " dV "
+        << e.dv.relative;
+    ASSERT_EQ(m.backward_kernel_us.size(), 2u);
+    for (Count r = 0; r < 4; ++r) {
+      for (Count d = 0; d < 4; ++d) {
+        const auto cell = static_cast<std::size_t>(r * 4 + d);
+        EXPECT_EQ(m.backward_kernel_us[0][cell] > 0, problem.block_active(r, d)) << "round " << r << " device " << d;
+        EXPECT_GT(m.backward_handoff_us[0][cell], 0) << "round " << r << " device " << d;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(LayoutsTimesMasks, CudaBackwardMatchesDense, kLayoutsTimesMasks, param_name);
+
+TEST(CudaBackward, EveryCompiledShapeWithShortLastTiles) {
+  SKIP_WITHOUT_GPU();
+  // c = 1000: the last key tile holds 104 or 40 keys, so the last thread block of a tile holds 8.
+  auto backend = make_cuda_backend();
+  for (const Count head_dim : {64, 128}) {
+    std::vector<double> host;
+    for (const model::TileShape tile : {model::TileShape{64, 64}, {64, 128}, {128, 64}, {128, 128}}) {
+      RingCase c = gpu_case("zigzag", "causal", 2, Precision::bf16);
+      c.seq_len = 2000;
+      c.heads = 2;
+      c.kv_heads = 1;
+      c.head_dim = head_dim;
+      c.tile = tile;
+      c.backward = true;
+      const RingProblem problem(c);
+      if (host.empty()) host = reference_gradients(problem);
+      const GradientErrors e = compare_gradients(backend->run(problem, RunOptions{0, 1, 60}).gradients, host, c);
+      EXPECT_LT(e.worst_relative(), 2e-2) << c.label() << " head_dim " << head_dim;
+    }
+  }
+}
+
+TEST(GpuReference, RunCaseChecksTheGradientsOfABackwardCase) {
+  SKIP_WITHOUT_GPU();
+  shared_reference_cache().clear();
+  auto backend = make_cuda_backend();
+  RingCase c = gpu_case("zigzag", "causal", 4, Precision::bf16);
+  c.backward = true;
+  const CaseResult result = run_case(*backend, plan_ring_problem(c), RunOptions{0, 1, 60}, true);
+  ASSERT_TRUE(result.gradient_error.has_value());
+  EXPECT_TRUE(result.passed) << "output " << result.error.relative << ", gradients " << result.gradient_error->worst_relative();
+  EXPECT_EQ(result.summary.backward_kernel.size(), 16u);
+  EXPECT_EQ(shared_reference_cache().entries(), 2u);  // the output's and the gradients'
 }
 
 }  // namespace

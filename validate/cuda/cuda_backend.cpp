@@ -2,7 +2,10 @@
 // kernel of every device that has work, one after another on one stream, then hands every
 // device's K/V block to its successor's receive slot with one device-to-device copy. Everything
 // is timed with CUDA events; the wall time is the events around the whole ring, so it is the
-// sum of the devices' work (one processor), as RingMeasurement documents.
+// sum of the devices' work (one processor), as RingMeasurement documents. A backward case
+// (--pass fwdbwd) runs the backward ring after the forward the same way: each round every
+// device's backward kernel, then every hand-off (the K/V block as forward, and the dK/dV
+// accumulator, every round: the N-th hop brings it home); the wall covers both passes.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -10,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "backward_memory.hpp"
 #include "device_resources.hpp"
 #include "fault_injection.hpp"
 #include "gpu_backend.hpp"
@@ -42,6 +46,7 @@ class CudaRing {
       : problem_(problem),
         devices_(problem.ring_case().devices),
         shape_(gpu::gpu_kernel_shape(problem)),
+        backward_(problem.ring_case().backward),
         timeout_s_(timeout_s) {
     gpu::InjectedFault fault = gpu::injected_fault();
     static_cast<void>(gpu::visible_gpus());  // no GPU: a DeviceFailure now, before anything else
@@ -50,17 +55,25 @@ class CudaRing {
     stream_ = gpu::Stream(kGpuRank, "ring");
     memory_.emplace(gpu::BlockGeometry::of(problem), devices_, kGpuRank, fault.oom);
     const Deadline deadline = Deadline::after(timeout_s_);
+    if (backward_) {
+      check_cuda(gpu::prepare_block_attention_backward(shape_), kGpuRank,
+                 "cudaFuncSetAttribute (shared memory limit) of the backward kernel");
+      backward_memory_.emplace(gpu::BlockGeometry::of(problem), devices_, kGpuRank);
+    }
     for (Count d = 0; d < devices_; ++d) {
       slots_.push_back(memory_->device(d));
       gpu::upload_shard(problem, d, slots_.back(), stream_.get(), d, deadline);
       schedules_.emplace_back(problem, d, shape_, stream_.get(), d, deadline);
+      if (backward_) {
+        backward_slots_.push_back(backward_memory_->device(d));
+        gpu::upload_output_gradient(problem, d, backward_slots_.back(), stream_.get(), d, deadline);
+      }
     }
     const auto cells = static_cast<std::size_t>(devices_ * devices_);
-    kernels_.resize(cells);
-    handoffs_.resize(cells);
-    for (std::size_t i = 0; i < cells; ++i) {
-      kernels_[i] = {Event(kGpuRank), Event(kGpuRank)};
-      handoffs_[i] = {Event(kGpuRank), Event(kGpuRank)};
+    for (std::vector<TimedOp>* ops : {&kernels_, &handoffs_, &backward_kernels_, &backward_handoffs_}) {
+      if (!backward_ && (ops == &backward_kernels_ || ops == &backward_handoffs_)) continue;
+      ops->resize(cells);
+      for (TimedOp& op : *ops) op = {Event(kGpuRank), Event(kGpuRank)};
     }
     wall_start_ = Event(kGpuRank);
     wall_end_ = Event(kGpuRank);
@@ -74,6 +87,7 @@ class CudaRing {
     // After a timeout the device may still be busy with the hung work: freeing would wait.
     if (!hung_) return;
     if (memory_) memory_->abandon();
+    if (backward_memory_) backward_memory_->abandon();
     for (auto& s : schedules_) s.abandon();
   }
 
@@ -102,6 +116,15 @@ class CudaRing {
                  d, "launch of the softmax state init");
       check_cuda(gpu::launch_fill_nan(s.out, geometry.rows() * geometry.head_dim, stream), d,
                  "launch of the output poisoning");
+      if (backward_) {
+        // dQ and the accumulator of the device's own block start at 0 (the other one only ever
+        // receives whole copies).
+        const gpu::BackwardSlots& b = backward_slots_[static_cast<std::size_t>(d)];
+        check_cuda(cudaMemsetAsync(b.dq, 0, static_cast<std::size_t>(geometry.rows() * geometry.head_dim * 4), stream), d,
+                   "cudaMemsetAsync of the dQ accumulator");
+        check_cuda(cudaMemsetAsync(b.grad[gpu::grad_slot(0)], 0, static_cast<std::size_t>(b.grad_bytes()), stream), d,
+                   "cudaMemsetAsync of the dK/dV accumulator");
+      }
     }
     record(wall_start_, "the ring's start event");
     for (Count r = 0; r < n; ++r) {
@@ -130,12 +153,16 @@ class CudaRing {
         record(op.end, "a hand-off's end event");
       }
     }
-    record(wall_end_, "the ring's end event");
+    if (!backward_) record(wall_end_, "the ring's end event");
     for (Count d = 0; d < n; ++d) {
       const DeviceSlots& s = slots_[static_cast<std::size_t>(d)];
       check_cuda(gpu::launch_normalise(s.out_acc, s.row_sum, s.out, geometry.rows(), static_cast<int>(geometry.head_dim),
                                        stream),
                  d, "launch of the output normalisation");
+    }
+    if (backward_) {
+      backward_ring(scale, geometry);
+      record(wall_end_, "the ring's end event");
     }
     record(done_, "the iteration's end event");
     wait_until_done(Deadline::after(timeout_s_));
@@ -143,17 +170,27 @@ class CudaRing {
 
   // The timings of the last iteration into `m`.
   void record_timings(RingMeasurement& m) const {
-    const Count n = devices_;
-    std::vector<double> kernel_us(static_cast<std::size_t>(n * n), 0.0);
-    std::vector<double> handoff_us(static_cast<std::size_t>(n * n), 0.0);
-    for (std::size_t i = 0; i < kernel_us.size(); ++i) {
-      const Count d = static_cast<Count>(i) % n;
-      if (kernels_[i].enqueued) kernel_us[i] = gpu::elapsed_us(kernels_[i].start.get(), kernels_[i].end.get(), d);
-      if (handoffs_[i].enqueued) handoff_us[i] = gpu::elapsed_us(handoffs_[i].start.get(), handoffs_[i].end.get(), d);
-    }
-    m.kernel_us.push_back(std::move(kernel_us));
-    m.handoff_us.push_back(std::move(handoff_us));
+    m.kernel_us.push_back(times_of(kernels_));
+    m.handoff_us.push_back(times_of(handoffs_));
     m.wall_us.push_back(gpu::elapsed_us(wall_start_.get(), wall_end_.get(), kGpuRank));
+    if (backward_) {
+      m.backward_kernel_us.push_back(times_of(backward_kernels_));
+      m.backward_handoff_us.push_back(times_of(backward_handoffs_));
+    }
+  }
+
+  // dQ, dK and dV in ORIGINAL order (reference_gradients's layout), after a backward iteration.
+  [[nodiscard]] std::vector<double> download_gradients() {
+    const RingCase& c = problem_.ring_case();
+    std::vector<double> gradients(static_cast<std::size_t>(c.seq_len * (c.heads + 2 * c.kv_heads) * c.head_dim),
+                                  std::numeric_limits<double>::quiet_NaN());
+    const Deadline deadline = Deadline::after(timeout_s_);
+    for (Count d = 0; d < devices_; ++d) {
+      // After N hand-offs every accumulator is home, in the slot round N would add to.
+      gpu::download_gradients(problem_, d, backward_slots_[static_cast<std::size_t>(d)], gpu::grad_slot(devices_),
+                              stream_.get(), d, deadline, gradients);
+    }
+    return gradients;
   }
 
   [[nodiscard]] std::vector<double> download_output() {
@@ -168,6 +205,60 @@ class CudaRing {
   }
 
  private:
+  // The backward ring (the forward's output normalised, its state in place): lse2 and delta of
+  // every row, then N rounds of backward kernels and hand-offs, all on the one stream.
+  void backward_ring(float scale, const gpu::BlockGeometry& geometry) {
+    const Count n = devices_;
+    const cudaStream_t stream = stream_.get();
+    for (Count d = 0; d < n; ++d) {
+      const DeviceSlots& s = slots_[static_cast<std::size_t>(d)];
+      const gpu::BackwardSlots& b = backward_slots_[static_cast<std::size_t>(d)];
+      check_cuda(gpu::launch_backward_prepare(s.out, b.dout, shape_.precision, s.row_max, s.row_sum, b.lse2, b.delta,
+                                              geometry.rows(), static_cast<int>(geometry.head_dim), stream),
+                 d, "launch of the backward's log-sum-exp and delta");
+    }
+    for (Count r = 0; r < n; ++r) {
+      for (Count d = 0; d < n; ++d) {
+        TimedOp& op = backward_kernels_[cell(r, d)];
+        op.enqueued = problem_.block_active(r, d);
+        if (!op.enqueued) continue;
+        const auto i = static_cast<std::size_t>(d);
+        gpu::BlockBackwardArgs args = backward_slots_[i].kernel_args(slots_[i], gpu::kv_slot(r), gpu::grad_slot(r), scale);
+        schedules_[i].apply(r, args);
+        record(op.start, "a backward kernel's start event");
+        check_cuda(gpu::launch_block_attention_backward(shape_, args, stream), d,
+                   [&] { return fmt::format("backward kernel launch in round {}", r); });
+        record(op.end, "a backward kernel's end event");
+      }
+      for (Count d = 0; d < n; ++d) {
+        TimedOp& op = backward_handoffs_[cell(r, d)];
+        op.enqueued = true;  // the accumulator moves every round, the last one home
+        const auto next = static_cast<std::size_t>((d + 1) % n);
+        const DeviceSlots& from = slots_[static_cast<std::size_t>(d)];
+        const gpu::BackwardSlots& grads = backward_slots_[static_cast<std::size_t>(d)];
+        record(op.start, "a backward hand-off's start event");
+        if (r + 1 < n) {
+          check_cuda(cudaMemcpyAsync(slots_[next].slot[gpu::kv_slot(r + 1)], from.slot[gpu::kv_slot(r)],
+                                     static_cast<std::size_t>(geometry.slot_bytes()), cudaMemcpyDeviceToDevice, stream),
+                     d, [&] { return fmt::format("cudaMemcpyAsync of the K/V block to device {} in backward round {}", next, r); });
+        }
+        check_cuda(cudaMemcpyAsync(backward_slots_[next].grad[gpu::grad_slot(r + 1)], grads.grad[gpu::grad_slot(r)],
+                                   static_cast<std::size_t>(grads.grad_bytes()), cudaMemcpyDeviceToDevice, stream),
+                   d, [&] { return fmt::format("cudaMemcpyAsync of the dK/dV accumulator to device {} in backward round {}", next, r); });
+        record(op.end, "a backward hand-off's end event");
+      }
+    }
+  }
+
+  // [round * N + device] microseconds of `ops` in the last iteration, 0 where nothing was enqueued.
+  [[nodiscard]] std::vector<double> times_of(const std::vector<TimedOp>& ops) const {
+    std::vector<double> us(ops.size(), 0.0);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].enqueued) us[i] = gpu::elapsed_us(ops[i].start.get(), ops[i].end.get(), static_cast<Count>(i) % devices_);
+    }
+    return us;
+  }
+
   [[nodiscard]] std::size_t cell(Count round, Count device) const {
     return static_cast<std::size_t>(round * devices_ + device);
   }
@@ -208,20 +299,38 @@ class CudaRing {
         }
       }
     }
+    for (Count r = 0; r < n && backward_; ++r) {
+      for (Count d = 0; d < n; ++d) {
+        if (const TimedOp& op = backward_kernels_[cell(r, d)]; op.enqueued && cudaEventQuery(op.end.get()) != cudaSuccess) {
+          throw DeviceFailure(d, fmt::format("backward kernel in round {}", r), gpu::timeout_detail(deadline));
+        }
+      }
+      for (Count d = 0; d < n; ++d) {
+        if (const TimedOp& op = backward_handoffs_[cell(r, d)]; op.enqueued && cudaEventQuery(op.end.get()) != cudaSuccess) {
+          throw DeviceFailure(d, fmt::format("copy of the K/V block and dK/dV to device {} in backward round {}", (d + 1) % n, r),
+                              gpu::timeout_detail(deadline));
+        }
+      }
+    }
     throw DeviceFailure(kGpuRank, "output normalisation", gpu::timeout_detail(deadline));
   }
 
   const RingProblem& problem_;
   Count devices_;
   gpu::KernelShape shape_;
+  bool backward_;  // the case runs the backward ring after the forward
   double timeout_s_;
   std::string name_;
   gpu::Stream stream_;
   std::optional<gpu::RingMemory> memory_;
   std::vector<DeviceSlots> slots_;
   std::vector<gpu::DeviceSchedules> schedules_;  // [device]
+  std::optional<gpu::BackwardMemory> backward_memory_;
+  std::vector<gpu::BackwardSlots> backward_slots_;  // [device], a backward case
   std::vector<TimedOp> kernels_;   // [round * N + device]
   std::vector<TimedOp> handoffs_;  // [round * N + device]
+  std::vector<TimedOp> backward_kernels_;   // [round * N + device], a backward case
+  std::vector<TimedOp> backward_handoffs_;  // [round * N + device], a backward case
   Event wall_start_, wall_end_, done_;
   bool hung_ = false;
 };

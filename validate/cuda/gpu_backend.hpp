@@ -4,7 +4,8 @@
 // device, all at once, NCCL between them); the rest is theirs alike: bf16 or fp16, the shared
 // measurement loop, the cuBLAS reference on GPU 0. A Ring has Ring(problem, timeout_s),
 // iterate_and_record(record) (one iteration of the whole ring; with a record, its timings
-// appended), device_name(), handoff_bytes() and download_output().
+// appended), device_name(), handoff_bytes() and download_output(); a Ring that runs the backward
+// of a backward case also has download_gradients().
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "measure_ring.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
 #include "stripesim/validate/ring_backend.hpp"
+#include "stripesim/validate/validation_run.hpp"
 
 namespace stripesim::validate::gpu {
 
@@ -31,14 +33,27 @@ class GpuBackend final : public RingBackend {
 
   [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
     check_run_options(options);
-    Ring ring(problem, options.timeout_s);
-    return measure_ring(name_, ring, options, [&](RingMeasurement* record) { ring.iterate_and_record(record); });
+    if constexpr (requires(Ring& r) { r.download_gradients(); }) {
+      Ring ring(problem, options.timeout_s);
+      RingMeasurement m = measure_ring(name_, ring, options, [&](RingMeasurement* record) { ring.iterate_and_record(record); });
+      if (problem.ring_case().backward) m.gradients = ring.download_gradients();
+      return m;
+    } else {
+      if (problem.ring_case().backward) check_backend_runs_backward(name_);  // throws: this ring runs the forward only
+      Ring ring(problem, options.timeout_s);
+      return measure_ring(name_, ring, options, [&](RingMeasurement* record) { ring.iterate_and_record(record); });
+    }
   }
 
   // fp32 cuBLAS on GPU 0 over the inputs rounded to the case's precision (gpu_reference.cpp).
   [[nodiscard]] std::vector<double> dense_reference(const RingProblem& problem,
                                                     const RunOptions& options) const override {
     return gpu_reference_attention(problem, options.timeout_s);
+  }
+  // The same for the gradients of a backward case (gpu_reference.cpp).
+  [[nodiscard]] std::vector<double> dense_gradients(const RingProblem& problem,
+                                                    const RunOptions& options) const override {
+    return gpu_reference_gradients(problem, options.timeout_s);
   }
 
  private:

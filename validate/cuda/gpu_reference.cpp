@@ -16,6 +16,12 @@
 //   S^T (keys x rows)  = K_h(D x keys)^T * Q_h(D x rows)   times scale
 //   P^T               = masked softmax of each column of S^T, in place
 //   O_h (D x rows)     = V_h(D x keys) * P^T(keys x rows)  written straight into [p][h][d]
+// The gradients (a backward case) continue from P^T and O of the same (chunk, head), with dO
+// rounded like the inputs:
+//   delta (rows)       = per row dO . O
+//   dS^T (keys x rows) = P^T * (V_h^T dO_h - delta) * scale  (an SGEMM, then element-wise)
+//   dV_h += dO_h P,  dK_h += Q_h dS  (both accumulated over the heads of a K/V group)
+//   dQ_h (D x rows)    = K_h dS^T
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -77,17 +83,39 @@ class DenseOnGpu {
   ~DenseOnGpu() {
     if (!hung_) return;
     // The device may still run the hung work: freeing or destroying would wait on it.
-    for (DeviceMemory* memory : {&q_, &k_, &v_, &lowest_, &highest_, &scores_, &out_}) memory->abandon();
+    for (DeviceMemory* memory : {&q_, &k_, &v_, &lowest_, &highest_, &scores_, &out_, &dout_, &dscores_, &delta_, &dq_, &dk_, &dv_}) {
+      memory->abandon();
+    }
     cublas_.abandon();
   }
 
+  // Dense attention in original order [(p * heads + h) * head_dim + i].
   std::vector<double> compute() {
+    run(false);
+    return download(out_, c_.seq_len * c_.heads * c_.head_dim, "the dense reference");
+  }
+
+  // reference_gradients's layout: dQ, then dK and dV.
+  std::vector<double> gradients() {
+    run(true);
+    std::vector<double> all = download(dq_, c_.seq_len * c_.heads * c_.head_dim, "the dense reference's dQ");
+    for (const DeviceMemory* part : {&dk_, &dv_}) {
+      const std::vector<double> more = download(*part, c_.seq_len * c_.kv_heads * c_.head_dim, "the dense reference's dK and dV");
+      all.insert(all.end(), more.begin(), more.end());
+    }
+    return all;
+  }
+
+ private:
+  // Every chunk and head: the output, and with `backward` the gradients after it.
+  void run(bool backward) {
     const Count n = c_.seq_len;
     const Count row = c_.heads * c_.head_dim;
     const Count kv_row = c_.kv_heads * c_.head_dim;
     q_ = upload_rounded(problem_.q(), "Q");
     k_ = upload_rounded(problem_.k(), "K");
     v_ = upload_rounded(problem_.v(), "V");
+    if (backward) dout_ = upload_rounded(problem_.dout(), "dO");
     std::vector<std::int64_t> lowest(static_cast<std::size_t>(n)), highest(static_cast<std::size_t>(n));
     for (Position p = 0; p < n; ++p) {
       lowest[static_cast<std::size_t>(p)] = problem_.mask().lowest_key(p);
@@ -101,6 +129,17 @@ class DenseOnGpu {
     bool no_fault = false;  // STRIPESIM_INJECT_FAULT=oom is for the ring's allocations, not this one
     scores_ = DeviceMemory(chunk * n * 4, kRank, "the dense reference's scores", no_fault);
     out_ = DeviceMemory(n * row * 4, kRank, "the dense reference's output", no_fault);
+    if (backward) {
+      dscores_ = DeviceMemory(chunk * n * 4, kRank, "the dense reference's score gradients", no_fault);
+      delta_ = DeviceMemory(chunk * 4, kRank, "the dense reference's row dots", no_fault);
+      dq_ = DeviceMemory(n * row * 4, kRank, "the dense reference's dQ", no_fault);
+      dk_ = DeviceMemory(n * kv_row * 4, kRank, "the dense reference's dK", no_fault);
+      dv_ = DeviceMemory(n * kv_row * 4, kRank, "the dense reference's dV", no_fault);
+      for (const DeviceMemory* sum : {&dk_, &dv_}) {  // the heads of a K/V group add to them
+        check_cuda(cudaMemsetAsync(sum->get(), 0, static_cast<std::size_t>(n * kv_row * 4), stream_.get()), kRank,
+                   "cudaMemsetAsync of the dense reference's dK and dV");
+      }
+    }
     for (Count p0 = 0; p0 < n; p0 += chunk) {
       const Count p1 = std::min(n, p0 + chunk);
       const auto first = static_cast<std::size_t>(p0);
@@ -109,20 +148,61 @@ class DenseOnGpu {
       const Position key_hi = *std::max_element(highest.begin() + first, highest.begin() + last);
       for (Count h = 0; h < c_.heads; ++h) {
         const Count kv_head = h / (c_.heads / c_.kv_heads);
-        attend(p0, p1, h, key_lo, key_hi - key_lo + 1, kv_head * c_.head_dim + key_lo * kv_row);
+        const Count kv_offset = kv_head * c_.head_dim + key_lo * kv_row;
+        attend(p0, p1, h, key_lo, key_hi - key_lo + 1, kv_offset);
+        if (backward) attend_backward(p0, p1, h, key_hi - key_lo + 1, kv_offset);
       }
       wait(fmt::format("dense reference of query rows {} to {}", p0, p1 - 1));
     }
-
-    std::vector<float> out(static_cast<std::size_t>(n * row));
-    check_cuda(cudaMemcpyAsync(out.data(), out_.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                               stream_.get()),
-               kRank, "cudaMemcpy of the dense reference to the host");
-    wait("download of the dense reference");
-    return std::vector<double>(out.begin(), out.end());
   }
 
- private:
+  // `count` floats of `memory`, as doubles.
+  std::vector<double> download(const DeviceMemory& memory, Count count, const std::string& what) {
+    std::vector<float> host(static_cast<std::size_t>(count));
+    check_cuda(cudaMemcpyAsync(host.data(), memory.get(), host.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_.get()),
+               kRank, [&] { return "cudaMemcpy of " + what + " to the host"; });
+    wait("download of " + what);
+    return std::vector<double>(host.begin(), host.end());
+  }
+
+  // The gradients of one head of one chunk, from attend()'s P^T (in scores_) and O (in out_).
+  void attend_backward(Count p0, Count p1, Count head, Count keys, Count kv_offset) {
+    const int rows = static_cast<int>(p1 - p0);
+    const int dim = static_cast<int>(c_.head_dim);
+    const int key_count = static_cast<int>(keys);
+    const int q_ld = static_cast<int>(c_.heads * c_.head_dim);
+    const int kv_ld = static_cast<int>(c_.kv_heads * c_.head_dim);
+    const auto scale = static_cast<float>(problem_.scale());
+    const float one = 1.f;
+    const float zero = 0.f;
+    const Count row_at = (p0 * c_.heads + head) * c_.head_dim;
+    const float* q = floats(q_) + row_at;
+    const float* dout = floats(dout_) + row_at;
+    const float* out = floats(out_) + row_at;
+    const float* k = floats(k_) + kv_offset;
+    const float* v = floats(v_) + kv_offset;
+    const float* probs = floats(scores_);
+    float* dscores = floats(dscores_);
+    float* delta = floats(delta_);
+    const auto where = [&] { return fmt::format("head {}, query rows {} to {}", head, p0, p1 - 1); };
+    check_cuda(gpu::launch_row_dots(out, dout, rows, dim, q_ld, delta, stream_.get()), kRank,
+               [&] { return "launch of the reference's row dots (" + where() + ")"; });
+    check_cublas(cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, key_count, rows, dim, &one, v, kv_ld, dout, q_ld, &zero,
+                             dscores, key_count),
+                 kRank, [&] { return "cuBLAS SGEMM of the reference dP (" + where() + ")"; });
+    check_cuda(gpu::launch_softmax_backward(probs, dscores, rows, keys, delta, scale, stream_.get()), kRank,
+               [&] { return "launch of the reference softmax backward (" + where() + ")"; });
+    check_cublas(cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, dim, key_count, rows, &one, dout, q_ld, probs, key_count,
+                             &one, floats(dv_) + kv_offset, kv_ld),
+                 kRank, [&] { return "cuBLAS SGEMM of the reference dV (" + where() + ")"; });
+    check_cublas(cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, dim, key_count, rows, &one, q, q_ld, dscores, key_count,
+                             &one, floats(dk_) + kv_offset, kv_ld),
+                 kRank, [&] { return "cuBLAS SGEMM of the reference dK (" + where() + ")"; });
+    check_cublas(cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, dim, rows, key_count, &one, k, kv_ld, dscores, key_count,
+                             &zero, floats(dq_) + row_at, q_ld),
+                 kRank, [&] { return "cuBLAS SGEMM of the reference dQ (" + where() + ")"; });
+  }
+
   // One head of one chunk: scores, masked softmax, product with V. `kv_offset`: the first key's
   // K/V head in floats from the start of K (and of V).
   void attend(Count p0, Count p1, Count head, Position key_lo, Count keys, Count kv_offset) {
@@ -215,6 +295,7 @@ class DenseOnGpu {
   gpu::Stream stream_;  // declared first: destroyed after the handle and the memory that use it
   CublasHandle cublas_;
   DeviceMemory q_, k_, v_, lowest_, highest_, scores_, out_;
+  DeviceMemory dout_, dscores_, delta_, dq_, dk_, dv_;  // the gradients only
   bool hung_ = false;
 };
 
@@ -231,6 +312,13 @@ std::vector<double> gpu_reference_attention(const RingProblem& problem, double t
   check_cuda(cudaSetDevice(kDevice), kRank, "cudaSetDevice(0) for the dense reference");
   DenseOnGpu dense(problem, timeout_s, chunk_rows);
   return dense.compute();
+}
+
+std::vector<double> gpu_reference_gradients(const RingProblem& problem, double timeout_s, Count chunk_rows) {
+  static_cast<void>(gpu::visible_gpus());
+  check_cuda(cudaSetDevice(kDevice), kRank, "cudaSetDevice(0) for the dense reference");
+  DenseOnGpu dense(problem, timeout_s, chunk_rows);
+  return dense.gradients();
 }
 
 }  // namespace stripesim::validate

@@ -1,4 +1,5 @@
-// Kernels of the GPU dense reference: bf16/fp16 -> fp32 widening and the masked row softmax.
+// Kernels of the GPU dense reference: bf16/fp16 -> fp32 widening, the masked row softmax, and
+// for the gradients the row dots (delta) and the softmax's backward.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -66,7 +67,40 @@ __global__ void __launch_bounds__(kThreads) masked_softmax_kernel(float* scores,
   for (std::int64_t j = lo + threadIdx.x; j <= hi; j += kThreads) row[j] *= inverse;
 }
 
+__global__ void row_dots_kernel(const float* a, const float* b, std::int64_t rows, int dim, std::int64_t ld, float* out) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += stride) {
+    float dot = 0.f;
+    for (int i = 0; i < dim; ++i) dot += a[r * ld + i] * b[r * ld + i];
+    out[r] = dot;
+  }
+}
+
+__global__ void softmax_backward_kernel(const float* probs, float* grads, std::int64_t rows, std::int64_t keys,
+                                        const float* delta, float scale) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * keys; i += stride) {
+    grads[i] = probs[i] * (grads[i] - delta[i / keys]) * scale;
+  }
+}
+
 }  // namespace
+
+cudaError_t launch_row_dots(const float* a, const float* b, std::int64_t rows, int dim, std::int64_t ld, float* out,
+                            cudaStream_t stream) {
+  if (rows <= 0 || dim <= 0) return cudaErrorInvalidValue;
+  static_cast<void>(cudaGetLastError());
+  row_dots_kernel<<<widen_blocks(rows), kThreads, 0, stream>>>(a, b, rows, dim, ld, out);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_softmax_backward(const float* probs, float* grads, std::int64_t rows, std::int64_t keys,
+                                    const float* delta, float scale, cudaStream_t stream) {
+  if (rows <= 0 || keys <= 0) return cudaErrorInvalidValue;
+  static_cast<void>(cudaGetLastError());
+  softmax_backward_kernel<<<widen_blocks(rows * keys), kThreads, 0, stream>>>(probs, grads, rows, keys, delta, scale);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_widen_to_fp32(const void* src, Precision precision, float* dst, std::int64_t count,
                                  cudaStream_t stream) {

@@ -42,6 +42,10 @@ struct KernelTileCounts {
 // to run several chunks (and their key ranges) on a small problem.
 [[nodiscard]] std::vector<double> gpu_reference_attention(const RingProblem& problem, double timeout_s,
                                                           Count chunk_rows = 0);
+// The gradients of a backward case the same way (reference_gradients's layout: dQ, then dK and
+// dV), dO rounded like the inputs; about two and a half times the output's FLOPs.
+[[nodiscard]] std::vector<double> gpu_reference_gradients(const RingProblem& problem, double timeout_s,
+                                                          Count chunk_rows = 0);
 // Query rows per chunk by default: one head's fp32 scores of a chunk stay within 1 GiB.
 [[nodiscard]] Count gpu_reference_chunk_rows(Count seq_len);
 

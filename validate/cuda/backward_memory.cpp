@@ -1,0 +1,112 @@
+#include "backward_memory.hpp"
+
+#include <fmt/format.h>
+
+namespace stripesim::validate::gpu {
+namespace {
+
+constexpr std::int64_t align_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+struct BackwardSizes {
+  std::int64_t dout, lse2, delta, dq, grad;
+  [[nodiscard]] std::int64_t total() const { return dout + lse2 + delta + dq + 2 * grad; }
+};
+
+BackwardSizes backward_sizes(const BlockGeometry& g) {
+  const std::int64_t row = align_up(g.rows() * 4);
+  return {align_up(g.q_bytes()), row, row, align_up(g.rows() * g.head_dim * 4), align_up(2 * g.tokens * g.kv_heads * g.head_dim * 4)};
+}
+
+}  // namespace
+
+BlockBackwardArgs BackwardSlots::kernel_args(const DeviceSlots& forward, int kv, int g, float scale) const {
+  BlockBackwardArgs args;
+  args.q = forward.q;
+  args.dout = dout;
+  args.k = forward.k(kv);
+  args.v = forward.v(kv);
+  args.query_lowest = forward.lowest;
+  args.query_highest = forward.highest;
+  args.key_positions = forward.positions(kv);
+  args.lse2 = lse2;
+  args.delta = delta;
+  args.dq = dq;
+  args.dk = dk(g);
+  args.dv = dv(g);
+  args.queries = geometry.tokens;
+  args.keys = geometry.tokens;
+  args.heads = static_cast<int>(geometry.heads);
+  args.kv_heads = static_cast<int>(geometry.kv_heads);
+  args.scale = scale;
+  return args;
+}
+
+BackwardMemory::BackwardMemory(const BlockGeometry& geometry, Count devices, Count rank)
+    : geometry_(geometry), devices_(devices) {
+  bool no_fault = false;  // STRIPESIM_INJECT_FAULT=oom hits the forward's first allocation
+  memory_ = DeviceMemory(backward_sizes(geometry).total() * devices, rank,
+                         fmt::format("the backward's dO, dQ and dK/dV accumulators of {} devices", devices), no_fault);
+}
+
+BackwardSlots BackwardMemory::device(Count index) const {
+  const BackwardSizes sizes = backward_sizes(geometry_);
+  std::byte* at = memory_.get() + sizes.total() * index;
+  auto take = [&at](std::int64_t bytes) {
+    std::byte* here = at;
+    at += bytes;
+    return here;
+  };
+  BackwardSlots s;
+  s.geometry = geometry_;
+  s.dout = take(sizes.dout);
+  s.lse2 = reinterpret_cast<float*>(take(sizes.lse2));
+  s.delta = reinterpret_cast<float*>(take(sizes.delta));
+  s.dq = reinterpret_cast<float*>(take(sizes.dq));
+  s.grad[0] = reinterpret_cast<float*>(take(sizes.grad));
+  s.grad[1] = reinterpret_cast<float*>(take(sizes.grad));
+  return s;
+}
+
+void upload_output_gradient(const RingProblem& problem, Count device, const BackwardSlots& slots, cudaStream_t stream,
+                            Count rank, const Deadline& deadline) {
+  const RingCase& c = problem.ring_case();
+  const DeviceShard& shard = problem.shard(device);
+  const auto row = static_cast<std::size_t>(c.heads * c.head_dim);
+  std::vector<std::uint16_t> dout(shard.positions.size() * row);
+  for (std::size_t l = 0; l < shard.positions.size(); ++l) {
+    convert_to_precision(&problem.dout()[static_cast<std::size_t>(shard.positions[l]) * row], row, c.precision, &dout[l * row]);
+  }
+  check_cuda(cudaMemcpyAsync(slots.dout, dout.data(), dout.size() * 2, cudaMemcpyHostToDevice, stream), rank,
+             [&] { return fmt::format("cudaMemcpy of device {}'s dO to the GPU", device); });
+  wait_stream(stream, rank, fmt::format("upload of device {}'s dO", device), deadline);  // the host image outlives it
+}
+
+void download_gradients(const RingProblem& problem, Count device, const BackwardSlots& slots, int home_slot,
+                        cudaStream_t stream, Count rank, const Deadline& deadline, std::vector<double>& gradients) {
+  const RingCase& c = problem.ring_case();
+  const DeviceShard& shard = problem.shard(device);
+  const auto q_row = static_cast<std::size_t>(c.heads * c.head_dim);
+  const auto kv_row = static_cast<std::size_t>(c.kv_heads * c.head_dim);
+  const std::size_t tokens = shard.positions.size();
+  std::vector<float> dq(tokens * q_row), grad(2 * tokens * kv_row);
+  check_cuda(cudaMemcpyAsync(dq.data(), slots.dq, dq.size() * 4, cudaMemcpyDeviceToHost, stream), rank,
+             [&] { return fmt::format("cudaMemcpy of device {}'s dQ to the host", device); });
+  check_cuda(cudaMemcpyAsync(grad.data(), slots.grad[home_slot], grad.size() * 4, cudaMemcpyDeviceToHost, stream), rank,
+             [&] { return fmt::format("cudaMemcpy of device {}'s dK and dV to the host", device); });
+  wait_stream(stream, rank, fmt::format("download of device {}'s gradients", device), deadline);
+  // reference_gradients's layout: dQ [n][heads][dim], then dK and dV [n][kv_heads][dim].
+  const auto n = static_cast<std::size_t>(c.seq_len);
+  double* dq_out = gradients.data();
+  double* dk_out = dq_out + n * q_row;
+  double* dv_out = dk_out + n * kv_row;
+  for (std::size_t l = 0; l < tokens; ++l) {
+    const auto p = static_cast<std::size_t>(shard.positions[l]);
+    for (std::size_t i = 0; i < q_row; ++i) dq_out[p * q_row + i] = dq[l * q_row + i];
+    for (std::size_t i = 0; i < kv_row; ++i) {
+      dk_out[p * kv_row + i] = grad[l * kv_row + i];
+      dv_out[p * kv_row + i] = grad[(tokens + l) * kv_row + i];
+    }
+  }
+}
+
+}  // namespace stripesim::validate::gpu
