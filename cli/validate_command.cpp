@@ -21,6 +21,7 @@
 #include "stripesim/output/accuracy_printers.hpp"
 #include "stripesim/output/validation_printers.hpp"
 #include "stripesim/sim/kernel_profile.hpp"
+#include "stripesim/sim/simulation.hpp"
 #include "stripesim/validate/comparison.hpp"
 #include "stripesim/validate/measurement_accuracy.hpp"
 #include "stripesim/validate/validate_workflow.hpp"
@@ -97,8 +98,12 @@ validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
   if (!o.cp.empty()) m.cps = model::split_list(o.cp, "--cp");
   for (const std::string& cp : m.cps) validate::check_backend_runs(o.backend, cp);  // before any case runs
   if (!o.pass.empty()) {
-    if (o.pass != "fwd" && o.pass != "fwdbwd") throw model::InputError(fmt::format("--pass '{}': expected fwd or fwdbwd", o.pass));
-    m.backward = o.pass == "fwdbwd";
+    const sim::PassSelection pass = sim::parse_pass_selection(o.pass);
+    // The backward needs the forward's softmax statistics: it is timed after a forward, never alone.
+    if (pass == sim::PassSelection::backward) {
+      throw model::InputError("--pass bwd: the validator runs the backward after the forward; give fwdbwd");
+    }
+    m.backward = pass == sim::PassSelection::forward_backward;
     if (m.backward) validate::check_backend_runs_backward(o.backend);
   }
   if (!o.devices.empty()) m.devices = count_list(o.devices, "--devices");

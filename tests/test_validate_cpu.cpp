@@ -604,7 +604,8 @@ TEST(Calibration, RecoversAKnownKernelFromItsOwnPredictions) {
 
 // fwdbwd cases: the forward calls fit the forward costs, the backward calls the backward ones,
 // and a case is predicted as the simulator's serial ring runs both passes: every forward and
-// backward call, 3 rounds of 4 K/V hops each way, and 4 rounds of 4 dK/dV hops (the last one home).
+// backward call, 3 rounds of 4 K/V hops each way, and 4 rounds of 4 dK/dV hops (the last one
+// home) of the accumulator's own bytes (fp32 accumulators of a bf16 block: twice its bytes).
 TEST(Calibration, RecoversForwardAndBackwardCostsFromFwdbwdRings) {
   const SyntheticDevice device = synthetic_device();
   const auto hop_us = [](Count, double bytes) { return 2 * 3.0 + bytes / 25e3; };
@@ -625,7 +626,8 @@ TEST(Calibration, RecoversForwardAndBackwardCostsFromFwdbwdRings) {
     launched += std::count_if(r.summary.kernel.begin(), r.summary.kernel.end(), [](const Spread& k) { return k.median > 0; });
   }
   EXPECT_EQ(fit.kernel_samples, 2 * launched);
-  for (const auto& r : results) {
+  for (CaseResult r : results) {
+    r.gradient_handoff_bytes = 2 * r.handoff_bytes;
     const CasePrediction p = predict_case(r, fit.profile, fit.kernel, false);
     double expected = 0;
     for (Count round = 0; round < 4; ++round) {
@@ -634,7 +636,7 @@ TEST(Calibration, RecoversForwardAndBackwardCostsFromFwdbwdRings) {
         EXPECT_NEAR(p.kernel_us[static_cast<size_t>(round * 4 + d)], r.summary.call_us(round, d), 1e-6) << r.ring_case.label();
       }
     }
-    expected += (12 + 12 + 16) * hop_us(0, static_cast<double>(r.handoff_bytes));
+    expected += (12 + 12) * hop_us(0, static_cast<double>(r.handoff_bytes)) + 16 * hop_us(0, 2.0 * static_cast<double>(r.handoff_bytes));
     EXPECT_NEAR(p.total_us, expected, 1e-6 * expected) << r.ring_case.label();
   }
 }

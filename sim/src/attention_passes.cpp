@@ -110,6 +110,7 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
         setup.devices = ring_degree(sim.cp, n);
         setup.hops = sim.hops;
         setup.kv_bytes = sim.kv_bytes;
+        setup.grad_bytes = sim.grad_bytes;
         setup.pass = pass;
         setup.sync = config.sync;
         setup.kv_buffers = config.kv_buffers;

@@ -82,7 +82,7 @@ class RingRun {
       }
       for (Count d = 0; d < n_ && backward_; ++d) {
         RoundRecord& rec = record(r, d);
-        rec.grad_send_end_us = now_ = transmit(grad_route(r, d), s_.kv_bytes);
+        rec.grad_send_end_us = now_ = transmit(grad_route(r, d), grad_bytes());
         rec.grad_send_start_us = transmit_start_;
         ++items;
       }
@@ -163,6 +163,8 @@ class RingRun {
     queue_.push(rec.send_end_us, {EventKind::kv_sent, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
   }
 
+  [[nodiscard]] Bytes grad_bytes() const { return s_.grad_bytes > 0 ? s_.grad_bytes : s_.kv_bytes; }
+
   void try_grad_send(Count d) {
     if (!backward_) return;
     const auto i = static_cast<size_t>(d);
@@ -171,7 +173,7 @@ class RingRun {
     // The accumulator must first arrive, if the previous position sent it here.
     if (r > 0 && grad_hop(r - 1, previous(d)) == GradHop::ring && grad_arrived_[i] < r) return;
     RoundRecord& rec = record(r, d);
-    rec.grad_send_end_us = transmit(grad_route(r, d), s_.kv_bytes);
+    rec.grad_send_end_us = transmit(grad_route(r, d), grad_bytes());
     rec.grad_send_start_us = transmit_start_;
     grad_sending_[i] = true;
     ++next_grad_[i];

@@ -121,7 +121,7 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
   if (cp.algorithm != CpAlgorithm::ring && config.auto_ring_order) {
     throw InputError(fmt::format("--ring-order auto: orders the GPUs of a plain ring, not --cp {}", name));
   }
-  if (cp.algorithm != CpAlgorithm::ring && config.hop_bytes) {
+  if (cp.algorithm != CpAlgorithm::ring && (config.hop_bytes || config.grad_hop_bytes)) {
     throw InputError(fmt::format("--cp {}: the validator's hop size applies to the ring only", name));
   }
 }
@@ -365,6 +365,7 @@ void place_on_topology(SimulationPlan& plan) {
   switch (sim.cp.algorithm) {
     case CpAlgorithm::ring:
       sim.kv_bytes = sim.config.hop_bytes.value_or(sim.cp_shape.ring_hop_bytes);
+      sim.grad_bytes = sim.config.grad_hop_bytes.value_or(0);
       sim.ring_order = sim.config.auto_ring_order ? auto_ring_order(sim.topology, sim.config.devices, sim.kv_bytes) : sim.cp_group;
       break;
     case CpAlgorithm::hybrid:

@@ -95,6 +95,8 @@ class CudaRing {
   [[nodiscard]] cudaStream_t stream() const { return stream_.get(); }
   [[nodiscard]] Deadline deadline() const { return Deadline::after(timeout_s_); }
   [[nodiscard]] std::int64_t handoff_bytes() const { return gpu::BlockGeometry::of(problem_).slot_bytes(); }
+  // A dK/dV accumulator: fp32, twice a bf16/fp16 block's K and V.
+  [[nodiscard]] std::int64_t gradient_handoff_bytes() const { return backward_ ? backward_slots_.front().grad_bytes() : 0; }
 
   // One pass of the ring, its timings appended to `record` when there is one.
   void iterate_and_record(RingMeasurement* record) {

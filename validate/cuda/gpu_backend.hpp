@@ -36,7 +36,10 @@ class GpuBackend final : public RingBackend {
     if constexpr (requires(Ring& r) { r.download_gradients(); }) {
       Ring ring(problem, options.timeout_s);
       RingMeasurement m = measure_ring(name_, ring, options, [&](RingMeasurement* record) { ring.iterate_and_record(record); });
-      if (problem.ring_case().backward) m.gradients = ring.download_gradients();
+      if (problem.ring_case().backward) {
+        m.gradients = ring.download_gradients();
+        m.gradient_handoff_bytes = ring.gradient_handoff_bytes();
+      }
       return m;
     } else {
       if (problem.ring_case().backward) check_backend_runs_backward(name_);  // throws: this ring runs the forward only

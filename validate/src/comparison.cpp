@@ -34,6 +34,7 @@ CasePrediction predict_case(const CaseResult& result, const model::HardwareProfi
   config.topology_graph = topology;
   config.cp = result.ring_case.cp;
   if (config.cp == "ring") config.hop_bytes = result.handoff_bytes;
+  if (result.gradient_handoff_bytes > 0) config.grad_hop_bytes = result.gradient_handoff_bytes;
   config.sync = parallel_devices ? sim::SyncMode::async : sim::SyncMode::serial;
   // Every profile is in memory and the topology is built in: the catalog's folder is never read.
   const sim::Simulation simulation = sim::run_simulation(config, model::ConfigCatalog(""));

@@ -182,7 +182,9 @@ RingMeasurement run_ring(const RingProblem& problem, const RunOptions& options, 
     }
     if (c.backward) backward_ring(problem, states, own, current, incoming, it);
   };
-  return measure(problem, options, std::move(device_name), handoff_bytes, prepare, iterate);
+  RingMeasurement m = measure(problem, options, std::move(device_name), handoff_bytes, prepare, iterate);
+  if (c.backward) m.gradient_handoff_bytes = 2 * block_len * kv_row * static_cast<Count>(sizeof(T));  // dK and dV in T
+  return m;
 }
 
 // All-gather: every device copies each block into its gathered K/V (rank order, as the

@@ -68,6 +68,7 @@ CaseResult run_case(RingBackend& backend, const RingPlan& plan, const RunOptions
   const RingMeasurement measurement = backend.run(problem, options);
   result.summary = summarize(measurement, ring_case.devices);
   result.handoff_bytes = measurement.handoff_bytes;
+  result.gradient_handoff_bytes = measurement.gradient_handoff_bytes;
   result.tolerance = output_tolerance(ring_case.precision);
   if (check_output) {
     result.checked = true;

@@ -11,7 +11,8 @@
 //    in the order asked) and arrives after the route's latency on top;
 //  - backward: K/V travel as forward; the dK/dV accumulators follow, each sent once the device
 //    has computed its round and received the accumulator for that block, N hops (the last one
-//    brings them home). Both are kv_bytes per hop. With hops skipped (grad_hops), an accumulator
+//    brings them home). A K/V hop carries kv_bytes, a dK/dV hop grad_bytes (kv_bytes unless the
+//    accumulators travel in another precision). With hops skipped (grad_hops), an accumulator
 //    starts at the block's first reader, follows the K/V to its last, and goes home from there.
 // Serial sync: one processor plays every device in turn, as the CPU validator does (and one GPU
 // timing a ring call by call): round by round every device's compute, then every hand-off of
@@ -37,6 +38,7 @@ struct RingSetup {
   std::vector<Microseconds> compute_us;  // [round * devices + device]
   std::vector<Route> hops;               // hops[d]: ring position d to d + 1
   Bytes kv_bytes = 0;                    // K and V of one block, per hop
+  Bytes grad_bytes = 0;                  // backward: a dK/dV accumulator per hop; 0: kv_bytes
   RingPass pass = RingPass::forward;
   SyncMode sync = SyncMode::async;
   Count kv_buffers = 2;

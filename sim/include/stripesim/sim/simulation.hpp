@@ -63,6 +63,9 @@ struct SimulateConfig {
   // Bytes each hop carries; default: K and V of one block. The validator's ring also hands on
   // the block's token positions.
   std::optional<Bytes> hop_bytes;
+  // Backward: bytes each dK/dV hop carries; default: the same as a K/V hop. The validator's rings
+  // hand on accumulators in their own precision (fp32 on a GPU, twice a bf16 block).
+  std::optional<Bytes> grad_hop_bytes;
 };
 
 // An experiment file: the same fields as the flags ("seq_len", "devices", "layouts", "pass":
@@ -104,6 +107,7 @@ struct Simulation {
   Count kv_heads_per_device = 0;
   Count head_dim = 0;
   Bytes kv_bytes = 0;
+  Bytes grad_bytes = 0;  // a dK/dV hop (ring, backward); 0: kv_bytes
   Count padding_tokens = 0;  // added by pad_documents; config.seq_len includes them
   ContextParallel cp;
   CpShape cp_shape;

@@ -46,6 +46,7 @@ struct RingMeasurement {
   std::vector<std::vector<double>> backward_handoff_us;
   std::vector<double> gradients;
   std::int64_t handoff_bytes = 0;  // one block's K, V and positions
+  std::int64_t gradient_handoff_bytes = 0;  // a backward case: one dK/dV accumulator (its own precision)
   // The last iteration's output in original order, [(p * heads + h) * head_dim + i]. Poisoned
   // (NaN) before every iteration, so a token the ring never wrote cannot pass the check.
   std::vector<double> output;

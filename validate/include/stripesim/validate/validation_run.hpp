@@ -50,6 +50,7 @@ struct CaseResult {
   bool passed = true;
   MeasurementSummary summary;
   std::int64_t handoff_bytes = 0;
+  std::int64_t gradient_handoff_bytes = 0;  // a backward case: what one dK/dV hop moved
   model::Work work;  // the work model's counts for this case
 };
 
