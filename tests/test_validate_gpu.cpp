@@ -185,28 +185,39 @@ TEST_P(NcclRingMatchesDense, Bf16AndFp16) {
 
 INSTANTIATE_TEST_SUITE_P(LayoutsTimesMasks, NcclRingMatchesDense, kLayoutsTimesMasks, param_name);
 
+// Calls check(case, first) for zigzag at n = 2000 on 2 devices (c = 1000: neither 64 nor 128
+// divides it, so every block ends in a short query and key tile) at every compiled head size and
+// tile, `first` when the case is the first of its head size (whose reference the rest share).
+template <typename Check>
+void for_each_compiled_shape(Check&& check) {
+  for (const Count head_dim : {64, 128}) {
+    bool first = true;
+    for (const model::TileShape tile : {model::TileShape{64, 64}, {64, 128}, {128, 64}, {128, 128}}) {
+      RingCase c = gpu_case("zigzag", "causal", 2, Precision::bf16);
+      c.seq_len = 2000;
+      c.heads = 2;
+      c.kv_heads = 1;
+      c.head_dim = head_dim;
+      c.tile = tile;
+      check(c, first);
+      first = false;
+    }
+  }
+}
+
 TEST(CudaKernel, EveryCompiledShapeWithShortLastTiles) {
   SKIP_WITHOUT_GPU();
-  // c = 1000: neither 64 nor 128 divides it, so every block ends in a short query and key tile.
   auto backend = make_cuda_backend();
   for (const GpuKernel kernel : {GpuKernel::flash, GpuKernel::wmma}) {
-    for (const Count head_dim : {64, 128}) {
-      std::vector<double> reference;
-      for (const model::TileShape tile : {model::TileShape{64, 64}, {64, 128}, {128, 64}, {128, 128}}) {
-        RingCase c = gpu_case("zigzag", "causal", 2, Precision::bf16);
-        c.seq_len = 2000;
-        c.heads = 2;
-        c.kv_heads = 1;
-        c.head_dim = head_dim;
-        c.tile = tile;
-        c.gpu_kernel = kernel;
-        const RingProblem problem(c);
-        if (reference.empty()) reference = reference_attention(problem);
-        const OutputError error = compare_output(backend->run(problem, RunOptions{0, 1, 60}).output, reference);
-        EXPECT_LT(error.relative, output_tolerance(Precision::bf16))
-            << gpu_kernel_name(kernel) << " " << c.label() << " head_dim " << head_dim;
-      }
-    }
+    std::vector<double> reference;
+    for_each_compiled_shape([&](RingCase c, bool first) {
+      c.gpu_kernel = kernel;
+      const RingProblem problem(c);
+      if (first) reference = reference_attention(problem);
+      const OutputError error = compare_output(backend->run(problem, RunOptions{0, 1, 60}).output, reference);
+      EXPECT_LT(error.relative, output_tolerance(Precision::bf16)) << gpu_kernel_name(kernel) << " " << c.label()
+                                                                   << " head_dim " << c.head_dim;
+    });
   }
 }
 
@@ -531,24 +542,16 @@ INSTANTIATE_TEST_SUITE_P(LayoutsTimesMasks, CudaBackwardMatchesDense, kLayoutsTi
 
 TEST(CudaBackward, EveryCompiledShapeWithShortLastTiles) {
   SKIP_WITHOUT_GPU();
-  // c = 1000: the last key tile holds 104 or 40 keys, so the last thread block of a tile holds 8.
+  // The last key tile of a block holds 104 or 40 keys, so the last thread block of a tile holds 8.
   auto backend = make_cuda_backend();
-  for (const Count head_dim : {64, 128}) {
-    std::vector<double> host;
-    for (const model::TileShape tile : {model::TileShape{64, 64}, {64, 128}, {128, 64}, {128, 128}}) {
-      RingCase c = gpu_case("zigzag", "causal", 2, Precision::bf16);
-      c.seq_len = 2000;
-      c.heads = 2;
-      c.kv_heads = 1;
-      c.head_dim = head_dim;
-      c.tile = tile;
-      c.backward = true;
-      const RingProblem problem(c);
-      if (host.empty()) host = reference_gradients(problem);
-      const GradientErrors e = compare_gradients(backend->run(problem, RunOptions{0, 1, 60}).gradients, host, c);
-      EXPECT_LT(e.worst_relative(), 2e-2) << c.label() << " head_dim " << head_dim;
-    }
-  }
+  std::vector<double> host;
+  for_each_compiled_shape([&](RingCase c, bool first) {
+    c.backward = true;
+    const RingProblem problem(c);
+    if (first) host = reference_gradients(problem);
+    const GradientErrors e = compare_gradients(backend->run(problem, RunOptions{0, 1, 60}).gradients, host, c);
+    EXPECT_LT(e.worst_relative(), 2e-2) << c.label() << " head_dim " << c.head_dim;
+  });
 }
 
 TEST(GpuReference, RunCaseChecksTheGradientsOfABackwardCase) {

@@ -21,23 +21,13 @@ BackwardSizes backward_sizes(const BlockGeometry& g) {
 
 BlockBackwardArgs BackwardSlots::kernel_args(const DeviceSlots& forward, int kv, int g, float scale) const {
   BlockBackwardArgs args;
-  args.q = forward.q;
+  forward.fill_shared_args(args, kv, scale);
   args.dout = dout;
-  args.k = forward.k(kv);
-  args.v = forward.v(kv);
-  args.query_lowest = forward.lowest;
-  args.query_highest = forward.highest;
-  args.key_positions = forward.positions(kv);
   args.lse2 = lse2;
   args.delta = delta;
   args.dq = dq;
   args.dk = dk(g);
   args.dv = dv(g);
-  args.queries = geometry.tokens;
-  args.keys = geometry.tokens;
-  args.heads = static_cast<int>(geometry.heads);
-  args.kv_heads = static_cast<int>(geometry.kv_heads);
-  args.scale = scale;
   return args;
 }
 

@@ -33,20 +33,10 @@ BlockGeometry BlockGeometry::of(const RingProblem& problem) {
 
 BlockAttentionArgs DeviceSlots::kernel_args(int s, float scale) const {
   BlockAttentionArgs args;
-  args.q = q;
-  args.k = k(s);
-  args.v = v(s);
-  args.query_lowest = lowest;
-  args.query_highest = highest;
-  args.key_positions = positions(s);
+  fill_shared_args(args, s, scale);
   args.out_acc = out_acc;
   args.row_max = row_max;
   args.row_sum = row_sum;
-  args.queries = geometry.tokens;
-  args.keys = geometry.tokens;
-  args.heads = static_cast<int>(geometry.heads);
-  args.kv_heads = static_cast<int>(geometry.kv_heads);
-  args.scale = scale;
   return args;
 }
 

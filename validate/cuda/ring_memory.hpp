@@ -52,6 +52,22 @@ struct DeviceSlots {
   }
   // The kernel's arguments for computing on slot `s`.
   [[nodiscard]] BlockAttentionArgs kernel_args(int s, float scale) const;
+  // What the forward and backward kernels' arguments share: the queries, the block on slot `s`,
+  // the intervals and the sizes.
+  template <typename Args>
+  void fill_shared_args(Args& args, int s, float scale) const {
+    args.q = q;
+    args.k = k(s);
+    args.v = v(s);
+    args.query_lowest = lowest;
+    args.query_highest = highest;
+    args.key_positions = positions(s);
+    args.queries = geometry.tokens;
+    args.keys = geometry.tokens;
+    args.heads = static_cast<int>(geometry.heads);
+    args.kv_heads = static_cast<int>(geometry.kv_heads);
+    args.scale = scale;
+  }
 };
 
 class RingMemory {

@@ -6,46 +6,69 @@
 
 namespace stripesim::validate {
 
-std::vector<double> reference_attention(const RingProblem& problem) {
+namespace {
+
+// The softmax of query p's scores against its visible keys [lo, hi] for head h (K/V head
+// h / group), into probs[key - lo]; returns lo. Every mask of the model lets a query see one
+// interval of keys.
+size_t softmax_row(const RingProblem& problem, size_t p, size_t h, std::vector<double>& probs) {
   const RingCase& c = problem.ring_case();
-  const auto n = static_cast<size_t>(c.seq_len);
   const auto heads = static_cast<size_t>(c.heads);
   const auto kv_heads = static_cast<size_t>(c.kv_heads);
   const auto dim = static_cast<size_t>(c.head_dim);
-  const size_t group = heads / kv_heads;
-  const double scale = problem.scale();
-  const auto& q = problem.q();
-  const auto& k = problem.k();
-  const auto& v = problem.v();
-  std::vector<double> out(n * heads * dim, 0.0);
-  std::vector<double> scores;
-  for (size_t p = 0; p < n; ++p) {
-    // Every mask of the model lets a query see one interval of keys.
-    const auto lo = static_cast<size_t>(problem.mask().lowest_key(static_cast<Position>(p)));
-    const auto hi = static_cast<size_t>(problem.mask().highest_key(static_cast<Position>(p)));
-    scores.resize(hi - lo + 1);
-    for (size_t h = 0; h < heads; ++h) {
-      const double* qrow = &q[(p * heads + h) * dim];
-      const size_t kvh = h / group;
-      double best = -std::numeric_limits<double>::infinity();
-      for (size_t key = lo; key <= hi; ++key) {
-        const double* krow = &k[(key * kv_heads + kvh) * dim];
-        double dot = 0;
-        for (size_t i = 0; i < dim; ++i) dot += qrow[i] * krow[i];
-        scores[key - lo] = dot * scale;
-        best = std::max(best, scores[key - lo]);
-      }
-      double sum = 0;
-      double* orow = &out[(p * heads + h) * dim];
-      for (size_t key = lo; key <= hi; ++key) {
-        const double weight = std::exp(scores[key - lo] - best);
-        sum += weight;
-        const double* vrow = &v[(key * kv_heads + kvh) * dim];
-        for (size_t i = 0; i < dim; ++i) orow[i] += weight * vrow[i];
-      }
-      for (size_t i = 0; i < dim; ++i) orow[i] /= sum;
+  const size_t kvh = h / (heads / kv_heads);
+  const auto lo = static_cast<size_t>(problem.mask().lowest_key(static_cast<Position>(p)));
+  const auto hi = static_cast<size_t>(problem.mask().highest_key(static_cast<Position>(p)));
+  const double* qrow = &problem.q()[(p * heads + h) * dim];
+  probs.resize(hi - lo + 1);
+  double best = -std::numeric_limits<double>::infinity();
+  for (size_t key = lo; key <= hi; ++key) {
+    const double* krow = &problem.k()[(key * kv_heads + kvh) * dim];
+    double dot = 0;
+    for (size_t i = 0; i < dim; ++i) dot += qrow[i] * krow[i];
+    probs[key - lo] = dot * problem.scale();
+    best = std::max(best, probs[key - lo]);
+  }
+  double sum = 0;
+  for (double& s : probs) sum += (s = std::exp(s - best));
+  for (double& s : probs) s /= sum;
+  return lo;
+}
+
+// out[i] += sum_j probs[j] * V[lo + j] of K/V head kvh: the row's output from softmax_row's probs.
+void add_weighted_values(const RingProblem& problem, size_t lo, const std::vector<double>& probs, size_t kvh, double* out) {
+  const RingCase& c = problem.ring_case();
+  const auto kv_heads = static_cast<size_t>(c.kv_heads);
+  const auto dim = static_cast<size_t>(c.head_dim);
+  for (size_t j = 0; j < probs.size(); ++j) {
+    const double* vrow = &problem.v()[((lo + j) * kv_heads + kvh) * dim];
+    for (size_t i = 0; i < dim; ++i) out[i] += probs[j] * vrow[i];
+  }
+}
+
+// Calls row(p, h, lo, probs) for every query p and head h with softmax_row's probabilities.
+template <typename Row>
+void for_each_softmax_row(const RingProblem& problem, Row&& row) {
+  std::vector<double> probs;
+  for (size_t p = 0; p < static_cast<size_t>(problem.ring_case().seq_len); ++p) {
+    for (size_t h = 0; h < static_cast<size_t>(problem.ring_case().heads); ++h) {
+      const size_t lo = softmax_row(problem, p, h, probs);
+      row(p, h, lo, probs);
     }
   }
+}
+
+}  // namespace
+
+std::vector<double> reference_attention(const RingProblem& problem) {
+  const RingCase& c = problem.ring_case();
+  const auto heads = static_cast<size_t>(c.heads);
+  const auto dim = static_cast<size_t>(c.head_dim);
+  const size_t group = heads / static_cast<size_t>(c.kv_heads);
+  std::vector<double> out(static_cast<size_t>(c.seq_len) * heads * dim, 0.0);
+  for_each_softmax_row(problem, [&](size_t p, size_t h, size_t lo, const std::vector<double>& probs) {
+    add_weighted_values(problem, lo, probs, h / group, &out[(p * heads + h) * dim]);
+  });
   return out;
 }
 
@@ -67,50 +90,29 @@ std::vector<double> reference_gradients(const RingProblem& problem) {
   double* dq = grads.data();
   double* dk = dq + q_size;
   double* dv = dk + kv_size;
-  std::vector<double> probs, out(dim);
-  for (size_t p = 0; p < n; ++p) {
-    const auto lo = static_cast<size_t>(problem.mask().lowest_key(static_cast<Position>(p)));
-    const auto hi = static_cast<size_t>(problem.mask().highest_key(static_cast<Position>(p)));
-    probs.resize(hi - lo + 1);
-    for (size_t h = 0; h < heads; ++h) {
-      const double* qrow = &q[(p * heads + h) * dim];
-      const double* dorow = &dout[(p * heads + h) * dim];
-      const size_t kvh = h / group;
-      // P = softmax(scale * q . k) over the visible keys, and O = P V.
-      double best = -std::numeric_limits<double>::infinity();
-      for (size_t key = lo; key <= hi; ++key) {
-        const double* krow = &k[(key * kv_heads + kvh) * dim];
-        double dot = 0;
-        for (size_t i = 0; i < dim; ++i) dot += qrow[i] * krow[i];
-        probs[key - lo] = dot * scale;
-        best = std::max(best, probs[key - lo]);
-      }
-      double sum = 0;
-      for (double& s : probs) sum += (s = std::exp(s - best));
-      std::fill(out.begin(), out.end(), 0.0);
-      for (size_t key = lo; key <= hi; ++key) {
-        probs[key - lo] /= sum;
-        const double* vrow = &v[(key * kv_heads + kvh) * dim];
-        for (size_t i = 0; i < dim; ++i) out[i] += probs[key - lo] * vrow[i];
-      }
-      // dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dO * O)), dQ = scale dS K, dK = scale dS^T Q.
-      double delta = 0;
-      for (size_t i = 0; i < dim; ++i) delta += dorow[i] * out[i];
-      double* dqrow = &dq[(p * heads + h) * dim];
-      for (size_t key = lo; key <= hi; ++key) {
-        const size_t kv_at = (key * kv_heads + kvh) * dim;
-        const double prob = probs[key - lo];
-        double dp = 0;
-        for (size_t i = 0; i < dim; ++i) dp += dorow[i] * v[kv_at + i];
-        const double ds = prob * (dp - delta) * scale;
-        for (size_t i = 0; i < dim; ++i) {
-          dv[kv_at + i] += prob * dorow[i];
-          dqrow[i] += ds * k[kv_at + i];
-          dk[kv_at + i] += ds * qrow[i];
-        }
+  std::vector<double> out(dim);
+  for_each_softmax_row(problem, [&](size_t p, size_t h, size_t lo, const std::vector<double>& probs) {
+    const double* qrow = &q[(p * heads + h) * dim];
+    const double* dorow = &dout[(p * heads + h) * dim];
+    const size_t kvh = h / group;
+    std::fill(out.begin(), out.end(), 0.0);
+    add_weighted_values(problem, lo, probs, kvh, out.data());
+    // dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dO * O)), dQ = scale dS K, dK = scale dS^T Q.
+    double delta = 0;
+    for (size_t i = 0; i < dim; ++i) delta += dorow[i] * out[i];
+    double* dqrow = &dq[(p * heads + h) * dim];
+    for (size_t j = 0; j < probs.size(); ++j) {
+      const size_t kv_at = ((lo + j) * kv_heads + kvh) * dim;
+      double dp = 0;
+      for (size_t i = 0; i < dim; ++i) dp += dorow[i] * v[kv_at + i];
+      const double ds = probs[j] * (dp - delta) * scale;
+      for (size_t i = 0; i < dim; ++i) {
+        dv[kv_at + i] += probs[j] * dorow[i];
+        dqrow[i] += ds * k[kv_at + i];
+        dk[kv_at + i] += ds * qrow[i];
       }
     }
-  }
+  });
   return grads;
 }
 

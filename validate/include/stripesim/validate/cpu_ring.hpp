@@ -86,6 +86,34 @@ inline TileClass classify(const DeviceShard& queries, Count q0, Count q1, const 
   return allowed == (q1 - q0) * (k1 - k0) ? TileClass::full : TileClass::partial;
 }
 
+// Whether local query i may see the key at original position `key`.
+inline bool allows(const DeviceShard& queries, Count i, Position key) {
+  return queries.lowest_key[static_cast<size_t>(i)] <= key && key <= queries.highest_key[static_cast<size_t>(i)];
+}
+
+// Calls visit(i, h, k0, k1, class) for every (local query i, head h) of every active tile of
+// (local queries) x (keys [k0, k1)), tiles of the case's shape in local order (the last ones
+// short), query tile by query tile, and after_row() after each query tile: tile skipping
+// exactly as the work model counts.
+template <typename Visit, typename AfterRow>
+void for_each_row_of_active_tiles(const RingCase& c, const DeviceShard& queries, const std::vector<Position>& keys,
+                                  Visit&& visit, AfterRow&& after_row) {
+  const Count block_len = static_cast<Count>(queries.positions.size());
+  const Count keys_len = static_cast<Count>(keys.size());
+  for (Count q0 = 0; q0 < block_len; q0 += c.tile.query) {
+    const Count q1 = std::min(block_len, q0 + c.tile.query);
+    for (Count k0 = 0; k0 < keys_len; k0 += c.tile.key) {
+      const Count k1 = std::min(keys_len, k0 + c.tile.key);
+      const TileClass tile = classify(queries, q0, q1, keys, k0, k1);
+      if (tile == TileClass::inactive) continue;
+      for (Count h = 0; h < c.heads; ++h) {
+        for (Count i = q0; i < q1; ++i) visit(i, static_cast<size_t>(h), k0, k1, tile);
+      }
+    }
+    after_row();
+  }
+}
+
 // One kernel call: every active tile of (local queries) x (keys of the block held: one ring
 // block, or every block gathered), for every head, folded into the running softmax state.
 // `between_tiles`, when given, runs after every query tile: the mpi backend drives its
@@ -94,8 +122,6 @@ inline TileClass classify(const DeviceShard& queries, Count q0, Count q1, const 
 template <typename T>
 void block_attention(const RingCase& c, double scale_d, const DeviceShard& queries, DeviceState<T>& state,
                      const KvBlock<T>& block, const std::function<void()>& between_tiles = {}) {
-  const Count block_len = static_cast<Count>(queries.positions.size());
-  const Count keys_len = static_cast<Count>(block.positions.size());
   const auto heads = static_cast<size_t>(c.heads);
   const auto kv_heads = static_cast<size_t>(c.kv_heads);
   const auto dim = static_cast<size_t>(c.head_dim);
@@ -103,54 +129,41 @@ void block_attention(const RingCase& c, double scale_d, const DeviceShard& queri
   const T scale = static_cast<T>(scale_d);
   const T minus_inf = -std::numeric_limits<T>::infinity();
   std::vector<T> scores(static_cast<size_t>(c.tile.key));
-  for (Count q0 = 0; q0 < block_len; q0 += c.tile.query) {
-    const Count q1 = std::min(block_len, q0 + c.tile.query);
-    for (Count k0 = 0; k0 < keys_len; k0 += c.tile.key) {
-      const Count k1 = std::min(keys_len, k0 + c.tile.key);
-      const TileClass tile = classify(queries, q0, q1, block.positions, k0, k1);
-      if (tile == TileClass::inactive) continue;  // tile skipping
-      for (size_t h = 0; h < heads; ++h) {
-        const size_t kvh = h / group;
-        for (Count i = q0; i < q1; ++i) {
-          const auto row = static_cast<size_t>(i) * heads + h;
-          const T* qrow = &state.q[row * dim];
-          T tile_max = minus_inf;
-          // Like a tensor-core kernel, compute the whole tile and mask afterwards: a partial tile
-          // costs a full tile plus the mask, which is what the simulator's cost model assumes.
-          for (Count j = k0; j < k1; ++j) {
-            const auto jj = static_cast<size_t>(j);
-            const T* krow = &block.k[(jj * kv_heads + kvh) * dim];
-            T dot = 0;
-            for (size_t d = 0; d < dim; ++d) dot += qrow[d] * krow[d];
-            T s = dot * scale;
-            if (tile == TileClass::partial) {
-              const Position key = block.positions[jj];
-              const bool allowed =
-                  queries.lowest_key[static_cast<size_t>(i)] <= key && key <= queries.highest_key[static_cast<size_t>(i)];
-              s = allowed ? s : minus_inf;
-            }
-            scores[static_cast<size_t>(j - k0)] = s;
-            tile_max = std::max(tile_max, s);
-          }
-          if (tile_max == minus_inf) continue;  // this row sees nothing in the tile
-          const T new_max = std::max(state.row_max[row], tile_max);
-          const T correction = std::exp(state.row_max[row] - new_max);  // exp(-inf) = 0 on the first tile
-          T* orow = &state.out[row * dim];
-          for (size_t d = 0; d < dim; ++d) orow[d] *= correction;
-          T sum = 0;
-          for (Count j = k0; j < k1; ++j) {
-            const T weight = std::exp(scores[static_cast<size_t>(j - k0)] - new_max);  // 0 where masked
-            sum += weight;
-            const T* vrow = &block.v[(static_cast<size_t>(j) * kv_heads + kvh) * dim];
-            for (size_t d = 0; d < dim; ++d) orow[d] += weight * vrow[d];
-          }
-          state.row_sum[row] = state.row_sum[row] * correction + sum;
-          state.row_max[row] = new_max;
-        }
-      }
+  const auto visit = [&](Count i, size_t h, Count k0, Count k1, TileClass tile) {
+    const size_t kvh = h / group;
+    const auto row = static_cast<size_t>(i) * heads + h;
+    const T* qrow = &state.q[row * dim];
+    T tile_max = minus_inf;
+    // Like a tensor-core kernel, compute the whole tile and mask afterwards: a partial tile
+    // costs a full tile plus the mask, which is what the simulator's cost model assumes.
+    for (Count j = k0; j < k1; ++j) {
+      const auto jj = static_cast<size_t>(j);
+      const T* krow = &block.k[(jj * kv_heads + kvh) * dim];
+      T dot = 0;
+      for (size_t d = 0; d < dim; ++d) dot += qrow[d] * krow[d];
+      T s = dot * scale;
+      if (tile == TileClass::partial && !allows(queries, i, block.positions[jj])) s = minus_inf;
+      scores[static_cast<size_t>(j - k0)] = s;
+      tile_max = std::max(tile_max, s);
     }
+    if (tile_max == minus_inf) return;  // this row sees nothing in the tile
+    const T new_max = std::max(state.row_max[row], tile_max);
+    const T correction = std::exp(state.row_max[row] - new_max);  // exp(-inf) = 0 on the first tile
+    T* orow = &state.out[row * dim];
+    for (size_t d = 0; d < dim; ++d) orow[d] *= correction;
+    T sum = 0;
+    for (Count j = k0; j < k1; ++j) {
+      const T weight = std::exp(scores[static_cast<size_t>(j - k0)] - new_max);  // 0 where masked
+      sum += weight;
+      const T* vrow = &block.v[(static_cast<size_t>(j) * kv_heads + kvh) * dim];
+      for (size_t d = 0; d < dim; ++d) orow[d] += weight * vrow[d];
+    }
+    state.row_sum[row] = state.row_sum[row] * correction + sum;
+    state.row_max[row] = new_max;
+  };
+  for_each_row_of_active_tiles(c, queries, block.positions, visit, [&] {
     if (between_tiles) between_tiles();
-  }
+  });
 }
 
 // What a device keeps for the backward: its queries and dO, each (query, head)'s log-sum-exp and
@@ -173,54 +186,39 @@ struct GradBlock {
 template <typename T>
 void block_attention_backward(const RingCase& c, double scale_d, const DeviceShard& queries, BackwardState<T>& state,
                               const KvBlock<T>& block, GradBlock<T>& grad) {
-  const Count block_len = static_cast<Count>(queries.positions.size());
-  const Count keys_len = static_cast<Count>(block.positions.size());
   const auto heads = static_cast<size_t>(c.heads);
   const auto kv_heads = static_cast<size_t>(c.kv_heads);
   const auto dim = static_cast<size_t>(c.head_dim);
   const size_t group = heads / kv_heads;
   const T scale = static_cast<T>(scale_d);
-  for (Count q0 = 0; q0 < block_len; q0 += c.tile.query) {
-    const Count q1 = std::min(block_len, q0 + c.tile.query);
-    for (Count k0 = 0; k0 < keys_len; k0 += c.tile.key) {
-      const Count k1 = std::min(keys_len, k0 + c.tile.key);
-      const TileClass tile = classify(queries, q0, q1, block.positions, k0, k1);
-      if (tile == TileClass::inactive) continue;  // tile skipping, as the forward
-      for (size_t h = 0; h < heads; ++h) {
-        const size_t kvh = h / group;
-        for (Count i = q0; i < q1; ++i) {
-          const auto row = static_cast<size_t>(i) * heads + h;
-          const T* qrow = &state.q[row * dim];
-          const T* dorow = &state.dout[row * dim];
-          T* dqrow = &state.dq[row * dim];
-          for (Count j = k0; j < k1; ++j) {
-            const auto at = (static_cast<size_t>(j) * kv_heads + kvh) * dim;
-            T dot = 0;
-            for (size_t d = 0; d < dim; ++d) dot += qrow[d] * block.k[at + d];
-            T s = dot * scale - state.lse[row];
-            if (tile == TileClass::partial) {
-              // Like a tensor-core kernel, the whole tile is computed and the mask applied to it
-              // (P = 0 where masked, so nothing flows back): a partial tile costs a full one plus
-              // the mask, as in the forward.
-              const Position key = block.positions[static_cast<size_t>(j)];
-              const bool allowed =
-                  queries.lowest_key[static_cast<size_t>(i)] <= key && key <= queries.highest_key[static_cast<size_t>(i)];
-              s = allowed ? s : -std::numeric_limits<T>::infinity();
-            }
-            const T prob = std::exp(s);
-            T dp = 0;
-            for (size_t d = 0; d < dim; ++d) dp += dorow[d] * block.v[at + d];
-            const T ds = prob * (dp - state.delta[row]) * scale;
-            for (size_t d = 0; d < dim; ++d) {
-              grad.dv[at + d] += prob * dorow[d];
-              dqrow[d] += ds * block.k[at + d];
-              grad.dk[at + d] += ds * qrow[d];
-            }
-          }
-        }
+  const auto visit = [&](Count i, size_t h, Count k0, Count k1, TileClass tile) {
+    const size_t kvh = h / group;
+    const auto row = static_cast<size_t>(i) * heads + h;
+    const T* qrow = &state.q[row * dim];
+    const T* dorow = &state.dout[row * dim];
+    T* dqrow = &state.dq[row * dim];
+    for (Count j = k0; j < k1; ++j) {
+      const auto at = (static_cast<size_t>(j) * kv_heads + kvh) * dim;
+      T dot = 0;
+      for (size_t d = 0; d < dim; ++d) dot += qrow[d] * block.k[at + d];
+      T s = dot * scale - state.lse[row];
+      // Like a tensor-core kernel, the whole tile is computed and the mask applied to it (P = 0
+      // where masked, so nothing flows back): a partial tile costs a full one plus the mask.
+      if (tile == TileClass::partial && !allows(queries, i, block.positions[static_cast<size_t>(j)])) {
+        s = -std::numeric_limits<T>::infinity();
+      }
+      const T prob = std::exp(s);
+      T dp = 0;
+      for (size_t d = 0; d < dim; ++d) dp += dorow[d] * block.v[at + d];
+      const T ds = prob * (dp - state.delta[row]) * scale;
+      for (size_t d = 0; d < dim; ++d) {
+        grad.dv[at + d] += prob * dorow[d];
+        dqrow[d] += ds * block.k[at + d];
+        grad.dk[at + d] += ds * qrow[d];
       }
     }
-  }
+  };
+  for_each_row_of_active_tiles(c, queries, block.positions, visit, [] {});
 }
 
 template <typename T>
