@@ -219,7 +219,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
                               "ulysses (all-to-all to heads); allgather and ulysses on the cpu and mpi backends [default: ring]"));
   o.run.track(cmd->add_option("--pass", o.pass,
                               "fwd, or fwdbwd: the backward ring after the forward (dK/dV travelling home with their block), "
-                              "checked against dense gradients and timed per round; cpu and cuda backends, --cp ring [default: fwd]"));
+                              "checked against dense gradients and timed per round; cpu, mpi and cuda backends, --cp ring [default: fwd]"));
   o.run.track(cmd->add_option("--seq-len,-n", o.seq_lens, "Sequence lengths, comma-separated; k suffix [default: 2048; GPU 16k]"));
   o.run.track(cmd->add_option("--devices,-N", o.devices,
                               "Ring sizes, comma-separated [default: 4; with --compare 2,4,8; mpi: the number of ranks]"));

@@ -275,7 +275,7 @@ std::vector<BadInput> validate_bad_inputs() {
       {"pass_backward_alone", "validate --pass bwd", "--pass bwd: the validator runs the backward after the forward; give fwdbwd"},
       {"pass_unknown", "validate --pass back", "--pass 'back': expected fwd, bwd or fwdbwd"},
       {"pass_backward_on_nccl", "validate --backend nccl --pass fwdbwd",
-       "--pass fwdbwd: the nccl backend runs the forward only; the backward ring runs on --backend cpu or cuda"},
+       "--pass fwdbwd: the nccl backend runs the forward only; the backward ring runs on --backend cpu, mpi or cuda"},
       {"pass_backward_allgather", "validate --pass fwdbwd --cp allgather",
        "--pass fwdbwd with --cp allgather: the validator's backward runs the ring (--cp ring)"},
       {"kv_heads_not_dividing", "validate --heads 4 --kv-heads 3", "--kv-heads 3: must divide --heads 4"},

@@ -11,6 +11,9 @@ ring device on however many cores there are).
   ... collectives       --cp ring,allgather,ulysses: every output checked, each case's JSON as the cpu backend
                         gives it (same fields, bytes and work), one call and one collective per rank
   ... hang-collective   a rank that never reaches the all-gather ends the job (exit 3), named
+  ... fwdbwd            --pass fwdbwd: the backward ring over the ranks, dQ, dK and dV checked against dense
+                        gradients, a backward call timed where the work model counts tiles and a hand-off
+                        (the dK/dV accumulator) every round, each case predicted forward + backward
 
   test_mpi_validate.py MPIEXEC STRIPESIM SOURCE_DIR WORK_DIR nccl   --backend nccl under mpirun -np 2: each rank its own
                                                                    GPU and NCCL communicator (on 2+ GPUs: the ring
@@ -41,6 +44,8 @@ if mode == "collectives":
               "--layouts", "striped,zigzag"]
 if mode == "hang-collective":
     matrix = ["--cp", "allgather,ulysses", "--seq-len", "256", "--heads", "4", "--layouts", "zigzag"]
+if mode == "fwdbwd":
+    matrix += ["--pass", "fwdbwd"]
 command = [mpiexec, "-np", "4", "--oversubscribe", stripesim, "validate", "--backend", "mpi", *matrix, "--warmup", "1",
            "--iterations", "3", "--compare", "--out-dir", out_dir, "--format", "json"]
 env = dict(os.environ)
@@ -218,6 +223,22 @@ if mode == "collectives":
     print(f"4 ranks: {len(doc['cases'])} cases (ring, allgather, ulysses) match dense attention and the cpu backend's "
           f"fields; held-out collective errors " +
           ", ".join(f"{c['error']:+.0%}" for c in doc["cases"] if c["cp"] != "ring"))
+    sys.exit(0)
+if mode == "fwdbwd":
+    for case in doc["cases"]:
+        grads = case["correctness"]["gradients"]
+        if case["pass"] != "fwdbwd" or any(grads[k] is None or grads[k] >= 1e-5 for k in grads):
+            fail(f"case {case['label']}: expected dQ, dK and dV within 1e-5 of dense gradients, got {grads}")
+        for cell in case["rounds"]:
+            if (cell["backward_kernel_us"]["median"] > 0) != (cell["active_tiles"] > 0) or cell["backward_handoff_us"]["median"] <= 0:
+                fail(f"case {case['label']}: expected a backward call exactly where tiles are active and a hand-off every round, got {cell}")
+        if case["predicted_us"] <= 0:
+            fail(f"case {case['label']}: expected a forward + backward prediction")
+    kernel = json.load(open(os.path.join(out_dir, "kernel.json")))
+    if kernel["fit"]["backward"] != "fitted" or kernel["fit"]["backward_samples"] <= 0:
+        fail("expected the kernel's backward costs fitted on the backward calls")
+    print(f"4 ranks: {len(doc['cases'])} fwdbwd cases, gradients match dense ones; total errors " +
+          ", ".join(f"{c['error']:+.0%}" for c in doc["cases"]))
     sys.exit(0)
 calibration = doc["calibration"]
 if calibration["handoff_samples"] != 2 * 3 * 4 or calibration["hop_bandwidth_gbps"] <= 0:

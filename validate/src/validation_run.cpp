@@ -45,9 +45,9 @@ void check_backend_runs(std::string_view backend, const std::string& cp) {
 }
 
 void check_backend_runs_backward(std::string_view backend) {
-  if (backend != "cpu" && backend != "cuda") {
-    throw model::InputError(
-        fmt::format("--pass fwdbwd: the {} backend runs the forward only; the backward ring runs on --backend cpu or cuda", backend));
+  if (backend != "cpu" && backend != "mpi" && backend != "cuda") {
+    throw model::InputError(fmt::format(
+        "--pass fwdbwd: the {} backend runs the forward only; the backward ring runs on --backend cpu, mpi or cuda", backend));
   }
 }
 

@@ -183,9 +183,10 @@ struct GradBlock {
 // every head, recomputing P = exp(S - lse) from the forward's log-sum-exp and adding
 // dV += P^T dO, dQ += dS K and dK += dS^T Q with dS = P * (dO V^T - delta) * scale. The same
 // tiles as the forward (exactly the work model's), a partial tile computed whole and masked.
+// `between_tiles` as the forward's.
 template <typename T>
 void block_attention_backward(const RingCase& c, double scale_d, const DeviceShard& queries, BackwardState<T>& state,
-                              const KvBlock<T>& block, GradBlock<T>& grad) {
+                              const KvBlock<T>& block, GradBlock<T>& grad, const std::function<void()>& between_tiles = {}) {
   const auto heads = static_cast<size_t>(c.heads);
   const auto kv_heads = static_cast<size_t>(c.kv_heads);
   const auto dim = static_cast<size_t>(c.head_dim);
@@ -218,7 +219,9 @@ void block_attention_backward(const RingCase& c, double scale_d, const DeviceSha
       }
     }
   };
-  for_each_row_of_active_tiles(c, queries, block.positions, visit, [] {});
+  for_each_row_of_active_tiles(c, queries, block.positions, visit, [&] {
+    if (between_tiles) between_tiles();
+  });
 }
 
 template <typename T>

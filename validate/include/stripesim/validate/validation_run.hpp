@@ -37,8 +37,8 @@ struct ValidateMatrix {
 // Throws model::InputError unless `backend` runs context parallelism `cp`: the cpu and mpi
 // backends run ring, allgather and ulysses, the GPU backends the ring only.
 void check_backend_runs(std::string_view backend, const std::string& cp);
-// Throws model::InputError unless `backend` runs the backward ring (--pass fwdbwd): the cpu and
-// cuda backends do; nccl and mpi run the forward.
+// Throws model::InputError unless `backend` runs the backward ring (--pass fwdbwd): the cpu, mpi
+// and cuda backends do; nccl runs the forward.
 void check_backend_runs_backward(std::string_view backend);
 
 struct CaseResult {
