@@ -9,6 +9,20 @@ namespace stripesim::validate::mpi {
 
 using namespace cpu_ring;
 
+// Posts the exchange of one K/V block: `from` to rank `next`, `into` from rank `previous`, three
+// messages each way into requests[0..2] of `receives` and `sends`.
+template <typename T>
+void post_block_exchange(const KvBlock<T>& from, KvBlock<T>& into, int previous, int next, MPI_Request* receives,
+                         MPI_Request* sends) {
+  MPI_Irecv(into.k.data(), byte_count(into.k), MPI_BYTE, previous, kTagK, MPI_COMM_WORLD, &receives[0]);
+  MPI_Irecv(into.v.data(), byte_count(into.v), MPI_BYTE, previous, kTagV, MPI_COMM_WORLD, &receives[1]);
+  MPI_Irecv(into.positions.data(), byte_count(into.positions), MPI_BYTE, previous, kTagPositions, MPI_COMM_WORLD,
+            &receives[2]);
+  MPI_Isend(from.k.data(), byte_count(from.k), MPI_BYTE, next, kTagK, MPI_COMM_WORLD, &sends[0]);
+  MPI_Isend(from.v.data(), byte_count(from.v), MPI_BYTE, next, kTagV, MPI_COMM_WORLD, &sends[1]);
+  MPI_Isend(from.positions.data(), byte_count(from.positions), MPI_BYTE, next, kTagPositions, MPI_COMM_WORLD, &sends[2]);
+}
+
 template <typename T>
 RingMeasurement measure_ring(const RingProblem& problem, const RunOptions& options, int rank, const std::string& device_name) {
   const RingCase& c = problem.ring_case();
@@ -51,16 +65,7 @@ RingMeasurement measure_ring(const RingProblem& problem, const RunOptions& optio
       const auto posted = Clock::now();
       MPI_Irecv(arriving.dk.data(), byte_count(arriving.dk), MPI_BYTE, previous, kTagDk, MPI_COMM_WORLD, &receives[0]);
       MPI_Irecv(arriving.dv.data(), byte_count(arriving.dv), MPI_BYTE, previous, kTagDv, MPI_COMM_WORLD, &receives[1]);
-      if (hands_on) {
-        MPI_Irecv(incoming.k.data(), byte_count(incoming.k), MPI_BYTE, previous, kTagK, MPI_COMM_WORLD, &receives[2]);
-        MPI_Irecv(incoming.v.data(), byte_count(incoming.v), MPI_BYTE, previous, kTagV, MPI_COMM_WORLD, &receives[3]);
-        MPI_Irecv(incoming.positions.data(), byte_count(incoming.positions), MPI_BYTE, previous, kTagPositions,
-                  MPI_COMM_WORLD, &receives[4]);
-        MPI_Isend(holding->k.data(), byte_count(holding->k), MPI_BYTE, next, kTagK, MPI_COMM_WORLD, &sends[2]);
-        MPI_Isend(holding->v.data(), byte_count(holding->v), MPI_BYTE, next, kTagV, MPI_COMM_WORLD, &sends[3]);
-        MPI_Isend(holding->positions.data(), byte_count(holding->positions), MPI_BYTE, next, kTagPositions, MPI_COMM_WORLD,
-                  &sends[4]);
-      }
+      if (hands_on) post_block_exchange(*holding, incoming, previous, next, &receives[2], &sends[2]);
       double arrival_us = -1;
       auto progress = [&] {
         (void)test_all(sends);
@@ -95,16 +100,7 @@ RingMeasurement measure_ring(const RingProblem& problem, const RunOptions& optio
       std::array<MPI_Request, 3> receives{MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
       std::array<MPI_Request, 3> sends{MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
       const auto posted = Clock::now();
-      if (hands_on) {
-        MPI_Irecv(incoming.k.data(), byte_count(incoming.k), MPI_BYTE, previous, kTagK, MPI_COMM_WORLD, &receives[0]);
-        MPI_Irecv(incoming.v.data(), byte_count(incoming.v), MPI_BYTE, previous, kTagV, MPI_COMM_WORLD, &receives[1]);
-        MPI_Irecv(incoming.positions.data(), byte_count(incoming.positions), MPI_BYTE, previous, kTagPositions,
-                  MPI_COMM_WORLD, &receives[2]);
-        MPI_Isend(current.k.data(), byte_count(current.k), MPI_BYTE, next, kTagK, MPI_COMM_WORLD, &sends[0]);
-        MPI_Isend(current.v.data(), byte_count(current.v), MPI_BYTE, next, kTagV, MPI_COMM_WORLD, &sends[1]);
-        MPI_Isend(current.positions.data(), byte_count(current.positions), MPI_BYTE, next, kTagPositions,
-                  MPI_COMM_WORLD, &sends[2]);
-      }
+      if (hands_on) post_block_exchange(current, incoming, previous, next, receives.data(), sends.data());
       double arrival_us = -1;
       // Between query tiles: progress both directions (a large block goes by rendezvous, which moves
       // only while both sides call MPI) and note when the incoming block has fully arrived.
