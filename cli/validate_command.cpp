@@ -67,9 +67,9 @@ constexpr const char* kValidateExamples = R"(Examples:
       against dense attention, with per-round timings
   stripesim validate --layouts zigzag,doc-zigzag,balanced --mask documents:304,696,1048 --devices 2,4
   stripesim validate --calibrate --profile-out cpu-profile.json
+      fit the simulator's kernel and link parameters to this machine
   stripesim validate --pass fwdbwd --compare
       forward and backward rings: gradients against dense ones, the backward costs fitted and predicted
-      fit the simulator's kernel and link parameters to this machine
   stripesim validate --compare --out-dir reports/validation/cpu
       the default matrix (layouts x N in {2,4,8} x two lengths x two tiles): calibrate on one half,
       report the prediction error on the other, JSON + Markdown

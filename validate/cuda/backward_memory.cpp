@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "stripesim/validate/cpu_ring.hpp"
+
 namespace stripesim::validate::gpu {
 namespace {
 
@@ -84,19 +86,7 @@ void download_gradients(const RingProblem& problem, Count device, const Backward
   check_cuda(cudaMemcpyAsync(grad.data(), slots.grad[home_slot], grad.size() * 4, cudaMemcpyDeviceToHost, stream), rank,
              [&] { return fmt::format("cudaMemcpy of device {}'s dK and dV to the host", device); });
   wait_stream(stream, rank, fmt::format("download of device {}'s gradients", device), deadline);
-  // reference_gradients's layout: dQ [n][heads][dim], then dK and dV [n][kv_heads][dim].
-  const auto n = static_cast<std::size_t>(c.seq_len);
-  double* dq_out = gradients.data();
-  double* dk_out = dq_out + n * q_row;
-  double* dv_out = dk_out + n * kv_row;
-  for (std::size_t l = 0; l < tokens; ++l) {
-    const auto p = static_cast<std::size_t>(shard.positions[l]);
-    for (std::size_t i = 0; i < q_row; ++i) dq_out[p * q_row + i] = dq[l * q_row + i];
-    for (std::size_t i = 0; i < kv_row; ++i) {
-      dk_out[p * kv_row + i] = grad[l * kv_row + i];
-      dv_out[p * kv_row + i] = grad[(tokens + l) * kv_row + i];
-    }
-  }
+  cpu_ring::place_gradient_rows(dq.data(), grad.data(), grad.data() + tokens * kv_row, shard.positions, c, gradients);
 }
 
 }  // namespace stripesim::validate::gpu

@@ -146,12 +146,8 @@ class CudaRing {
         TimedOp& op = handoffs_[cell(r, d)];
         op.enqueued = r + 1 < n;  // the last round hands nothing on
         if (!op.enqueued) continue;
-        const DeviceSlots& from = slots_[static_cast<std::size_t>(d)];
-        const DeviceSlots& to = slots_[static_cast<std::size_t>((d + 1) % n)];
         record(op.start, "a hand-off's start event");
-        check_cuda(cudaMemcpyAsync(to.slot[gpu::kv_slot(r + 1)], from.slot[gpu::kv_slot(r)],
-                                   static_cast<std::size_t>(geometry.slot_bytes()), cudaMemcpyDeviceToDevice, stream),
-                   d, [&] { return fmt::format("cudaMemcpyAsync of the K/V block to device {} in round {}", (d + 1) % n, r); });
+        copy_kv_block(d, r, "round");
         record(op.end, "a hand-off's end event");
       }
     }
@@ -184,8 +180,7 @@ class CudaRing {
   // dQ, dK and dV in ORIGINAL order (reference_gradients's layout), after a backward iteration.
   [[nodiscard]] std::vector<double> download_gradients() {
     const RingCase& c = problem_.ring_case();
-    std::vector<double> gradients(static_cast<std::size_t>(c.seq_len * (c.heads + 2 * c.kv_heads) * c.head_dim),
-                                  std::numeric_limits<double>::quiet_NaN());
+    std::vector<double> gradients(static_cast<std::size_t>(gradient_count(c)), std::numeric_limits<double>::quiet_NaN());
     const Deadline deadline = Deadline::after(timeout_s_);
     for (Count d = 0; d < devices_; ++d) {
       // After N hand-offs every accumulator is home, in the slot round N would add to.
@@ -236,20 +231,26 @@ class CudaRing {
         TimedOp& op = backward_handoffs_[cell(r, d)];
         op.enqueued = true;  // the accumulator moves every round, the last one home
         const auto next = static_cast<std::size_t>((d + 1) % n);
-        const DeviceSlots& from = slots_[static_cast<std::size_t>(d)];
         const gpu::BackwardSlots& grads = backward_slots_[static_cast<std::size_t>(d)];
         record(op.start, "a backward hand-off's start event");
-        if (r + 1 < n) {
-          check_cuda(cudaMemcpyAsync(slots_[next].slot[gpu::kv_slot(r + 1)], from.slot[gpu::kv_slot(r)],
-                                     static_cast<std::size_t>(geometry.slot_bytes()), cudaMemcpyDeviceToDevice, stream),
-                     d, [&] { return fmt::format("cudaMemcpyAsync of the K/V block to device {} in backward round {}", next, r); });
-        }
+        if (r + 1 < n) copy_kv_block(d, r, "backward round");
         check_cuda(cudaMemcpyAsync(backward_slots_[next].grad[gpu::grad_slot(r + 1)], grads.grad[gpu::grad_slot(r)],
                                    static_cast<std::size_t>(grads.grad_bytes()), cudaMemcpyDeviceToDevice, stream),
                    d, [&] { return fmt::format("cudaMemcpyAsync of the dK/dV accumulator to device {} in backward round {}", next, r); });
         record(op.end, "a backward hand-off's end event");
       }
     }
+  }
+
+  // Device d's K/V block of `round` into device d + 1's slot for the next round (forward and
+  // backward alike); `pass` names the round in a failure ("round", "backward round").
+  void copy_kv_block(Count d, Count round, const char* pass) {
+    const Count next = (d + 1) % devices_;
+    const DeviceSlots& from = slots_[static_cast<std::size_t>(d)];
+    const DeviceSlots& to = slots_[static_cast<std::size_t>(next)];
+    check_cuda(cudaMemcpyAsync(to.slot[gpu::kv_slot(round + 1)], from.slot[gpu::kv_slot(round)],
+                               static_cast<std::size_t>(from.geometry.slot_bytes()), cudaMemcpyDeviceToDevice, stream_.get()),
+               d, [&] { return fmt::format("cudaMemcpyAsync of the K/V block to device {} in {} {}", next, pass, round); });
   }
 
   // [round * N + device] microseconds of `ops` in the last iteration, 0 where nothing was enqueued.

@@ -33,19 +33,18 @@ class GpuBackend final : public RingBackend {
 
   [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
     check_run_options(options);
-    if constexpr (requires(Ring& r) { r.download_gradients(); }) {
-      Ring ring(problem, options.timeout_s);
-      RingMeasurement m = measure_ring(name_, ring, options, [&](RingMeasurement* record) { ring.iterate_and_record(record); });
-      if (problem.ring_case().backward) {
+    constexpr bool runs_backward = requires(Ring& r) { r.download_gradients(); };
+    const bool backward = problem.ring_case().backward;
+    if (!runs_backward && backward) check_backend_runs_backward(name_);  // throws: this ring runs the forward only
+    Ring ring(problem, options.timeout_s);
+    RingMeasurement m = measure_ring(name_, ring, options, [&](RingMeasurement* record) { ring.iterate_and_record(record); });
+    if constexpr (runs_backward) {
+      if (backward) {
         m.gradients = ring.download_gradients();
         m.gradient_handoff_bytes = ring.gradient_handoff_bytes();
       }
-      return m;
-    } else {
-      if (problem.ring_case().backward) check_backend_runs_backward(name_);  // throws: this ring runs the forward only
-      Ring ring(problem, options.timeout_s);
-      return measure_ring(name_, ring, options, [&](RingMeasurement* record) { ring.iterate_and_record(record); });
     }
+    return m;
   }
 
   // fp32 cuBLAS on GPU 0 over the inputs rounded to the case's precision (gpu_reference.cpp).

@@ -57,9 +57,7 @@ void record_backward(const RingProblem& problem, const RunOptions& options, Coun
   const Count devices = c.devices;
   const auto cells = static_cast<size_t>(devices * devices);
   std::vector<double> kernel_us(cells, 0.0), handoff_us(cells, 0.0);
-  const Count n = c.seq_len;
-  std::vector<double> dq(static_cast<size_t>(n * c.heads * c.head_dim)), dk(static_cast<size_t>(n * c.kv_heads * c.head_dim)),
-      dv(dk.size());
+  m.gradients.assign(static_cast<size_t>(gradient_count(c)), std::numeric_limits<double>::quiet_NaN());
   for (Count source = 0; source < devices; ++source) {
     const std::vector<double> times = from_bytes<double>(all_times[static_cast<size_t>(source)]);
     const Count handed = (source + devices - 1) % devices;
@@ -69,16 +67,11 @@ void record_backward(const RingProblem& problem, const RunOptions& options, Coun
     }
     const std::vector<T> theirs = from_bytes<T>(all_gradients[static_cast<size_t>(source)]);
     const auto& positions = problem.shard(source).positions;
-    const T* at = theirs.data();
-    cpu_ring::place_rows(at, positions, c.heads, 0, c.heads, c.head_dim, dq);
-    at += positions.size() * static_cast<size_t>(c.heads * c.head_dim);
-    cpu_ring::place_rows(at, positions, c.kv_heads, 0, c.kv_heads, c.head_dim, dk);
-    at += positions.size() * static_cast<size_t>(c.kv_heads * c.head_dim);
-    cpu_ring::place_rows(at, positions, c.kv_heads, 0, c.kv_heads, c.head_dim, dv);
+    const T* dq = theirs.data();
+    const T* dk = dq + positions.size() * static_cast<size_t>(c.heads * c.head_dim);
+    const T* dv = dk + positions.size() * static_cast<size_t>(c.kv_heads * c.head_dim);
+    cpu_ring::place_gradient_rows(dq, dk, dv, positions, c, m.gradients);
   }
-  m.gradients = std::move(dq);
-  m.gradients.insert(m.gradients.end(), dk.begin(), dk.end());
-  m.gradients.insert(m.gradients.end(), dv.begin(), dv.end());
   if (iteration < options.warmup) return;
   m.backward_kernel_us.push_back(std::move(kernel_us));
   m.backward_handoff_us.push_back(std::move(handoff_us));
@@ -138,7 +131,7 @@ RingMeasurement measure_ranks(const RingProblem& problem, const RunOptions& opti
     cpu_ring::record_iteration(m, iteration, options, std::move(kernel_us), std::move(handoff_us), wall);
   }
   m.iterations = options.iterations;
-  if (c.backward) m.gradient_handoff_bytes = 2 * problem.block_size() * c.kv_heads * c.head_dim * static_cast<Count>(sizeof(T));
+  if (c.backward) m.gradient_handoff_bytes = cpu_ring::accumulator_bytes<T>(problem.block_size(), c.kv_heads * c.head_dim);
   return m;
 }
 

@@ -45,7 +45,7 @@ RingMeasurement measure(const RingProblem& problem, const RunOptions& options, s
     const std::vector<double> zeros(c.backward ? cells : 0, 0.0);
     Iteration it{std::vector<double>(cells, 0.0), std::vector<double>(cells, 0.0), zeros, zeros, m.output, m.gradients};
     m.output.assign(static_cast<size_t>(c.seq_len * c.heads * c.head_dim), poison);
-    if (c.backward) m.gradients.assign(static_cast<size_t>(c.seq_len * (c.heads + 2 * c.kv_heads) * c.head_dim), poison);
+    if (c.backward) m.gradients.assign(static_cast<size_t>(gradient_count(c)), poison);
     prepare();
     const auto start = Clock::now();
     iterate(it);
@@ -113,18 +113,10 @@ void backward_ring(const RingProblem& problem, const std::vector<DeviceState<T>>
     }
   }
   // Undo the layout: dQ from each device's rows, dK and dV from the accumulator now home.
-  const Count q_row = c.heads * c.head_dim;
-  const Count kv_row = c.kv_heads * c.head_dim;
-  std::vector<double> dq(static_cast<size_t>(c.seq_len * q_row)), dk(static_cast<size_t>(c.seq_len * kv_row)), dv(dk.size());
   for (Count d = 0; d < devices; ++d) {
-    const auto& positions = problem.shard(d).positions;
-    place_rows(states[static_cast<size_t>(d)].dq.data(), positions, c.heads, 0, c.heads, c.head_dim, dq);
-    place_rows(grads[static_cast<size_t>(d)].dk.data(), positions, c.kv_heads, 0, c.kv_heads, c.head_dim, dk);
-    place_rows(grads[static_cast<size_t>(d)].dv.data(), positions, c.kv_heads, 0, c.kv_heads, c.head_dim, dv);
+    const auto i = static_cast<size_t>(d);
+    place_gradient_rows(states[i].dq.data(), grads[i].dk.data(), grads[i].dv.data(), problem.shard(d).positions, c, it.gradients);
   }
-  auto out = std::copy(dq.begin(), dq.end(), it.gradients.begin());
-  out = std::copy(dk.begin(), dk.end(), out);
-  std::copy(dv.begin(), dv.end(), out);
 }
 
 template <typename T>
@@ -183,7 +175,7 @@ RingMeasurement run_ring(const RingProblem& problem, const RunOptions& options, 
     if (c.backward) backward_ring(problem, states, own, current, incoming, it);
   };
   RingMeasurement m = measure(problem, options, std::move(device_name), handoff_bytes, prepare, iterate);
-  if (c.backward) m.gradient_handoff_bytes = 2 * block_len * kv_row * static_cast<Count>(sizeof(T));  // dK and dV in T
+  if (c.backward) m.gradient_handoff_bytes = accumulator_bytes<T>(block_len, kv_row);
   return m;
 }
 

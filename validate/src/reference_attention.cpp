@@ -86,7 +86,7 @@ std::vector<double> reference_gradients(const RingProblem& problem) {
   const auto& dout = problem.dout();
   const size_t q_size = n * heads * dim;
   const size_t kv_size = n * kv_heads * dim;
-  std::vector<double> grads(q_size + 2 * kv_size, 0.0);
+  std::vector<double> grads(static_cast<size_t>(gradient_count(c)), 0.0);
   double* dq = grads.data();
   double* dk = dq + q_size;
   double* dv = dk + kv_size;
@@ -132,11 +132,13 @@ OutputError compare_output(const std::vector<double>& output, const std::vector<
   return error;
 }
 
+Count gradient_count(const RingCase& c) { return c.seq_len * (c.heads + 2 * c.kv_heads) * c.head_dim; }
+
 GradientErrors compare_gradients(const std::vector<double>& gradients, const std::vector<double>& reference,
                                  const RingCase& c) {
   const auto q_size = static_cast<std::ptrdiff_t>(c.seq_len * c.heads * c.head_dim);
   const auto kv_size = static_cast<std::ptrdiff_t>(c.seq_len * c.kv_heads * c.head_dim);
-  const std::ptrdiff_t bounds[] = {0, q_size, q_size + kv_size, q_size + 2 * kv_size};
+  const std::ptrdiff_t bounds[] = {0, q_size, q_size + kv_size, static_cast<std::ptrdiff_t>(gradient_count(c))};
   GradientErrors errors;
   OutputError* parts[] = {&errors.dq, &errors.dk, &errors.dv};
   for (size_t part = 0; part < 3; ++part) {

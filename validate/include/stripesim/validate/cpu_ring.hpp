@@ -266,15 +266,34 @@ void start_backward(const DeviceState<T>& forward, std::vector<T> dout, Count he
 // first_head, first_head + 1, ...
 template <typename S, typename D>
 void place_rows(const S* rows, const std::vector<Position>& positions, Count heads, Count first_head, Count all_heads,
-                Count head_dim, std::vector<D>& out) {
+                Count head_dim, D* out) {
   const auto dim = static_cast<size_t>(head_dim);
   for (size_t l = 0; l < positions.size(); ++l) {
     for (Count h = 0; h < heads; ++h) {
       const S* src = rows + (l * static_cast<size_t>(heads) + static_cast<size_t>(h)) * dim;
-      D* dst = &out[static_cast<size_t>(positions[l] * all_heads + first_head + h) * dim];
+      D* dst = out + static_cast<size_t>(positions[l] * all_heads + first_head + h) * dim;
       std::transform(src, src + dim, dst, [](S x) { return static_cast<D>(x); });
     }
   }
+}
+template <typename S, typename D>
+void place_rows(const S* rows, const std::vector<Position>& positions, Count heads, Count first_head, Count all_heads,
+                Count head_dim, std::vector<D>& out) {
+  place_rows(rows, positions, heads, first_head, all_heads, head_dim, out.data());
+}
+
+// Writes one device's gradients into `gradients` (reference_gradients's layout, ORIGINAL order):
+// dQ of its rows ([local][heads][head_dim]), and dK and dV of the block whose positions these
+// are ([local][kv_heads][head_dim]).
+template <typename S>
+void place_gradient_rows(const S* dq, const S* dk, const S* dv, const std::vector<Position>& positions, const RingCase& c,
+                         std::vector<double>& gradients) {
+  double* dq_out = gradients.data();
+  double* dk_out = dq_out + c.seq_len * c.heads * c.head_dim;
+  double* dv_out = dk_out + c.seq_len * c.kv_heads * c.head_dim;
+  place_rows(dq, positions, c.heads, 0, c.heads, c.head_dim, dq_out);
+  place_rows(dk, positions, c.kv_heads, 0, c.kv_heads, c.head_dim, dk_out);
+  place_rows(dv, positions, c.kv_heads, 0, c.kv_heads, c.head_dim, dv_out);
 }
 
 // Normalises a device's rows and writes them in original order: local row l is original position
@@ -289,6 +308,12 @@ void write_rows(const DeviceState<T>& s, const std::vector<Position>& positions,
 template <typename T>
 std::int64_t block_bytes(Count block_len, Count kv_row) {
   return block_len * (2 * kv_row * static_cast<Count>(sizeof(T)) + static_cast<Count>(sizeof(Position)));
+}
+
+// The bytes of one dK/dV accumulator as it travels: dK and dV of every K/V head, in T.
+template <typename T>
+std::int64_t accumulator_bytes(Count block_len, Count kv_row) {
+  return 2 * block_len * kv_row * static_cast<Count>(sizeof(T));
 }
 
 // Keeps one iteration's [round * devices + device] kernel and hand-off times and its wall time in

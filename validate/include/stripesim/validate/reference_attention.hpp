@@ -15,6 +15,8 @@ namespace stripesim::validate {
 // [(p * heads + h) * head_dim + i], then dK and dV [(p * kv_heads + h) * head_dim + i] (a K/V head's
 // gradient sums the query heads of its group). The backward ring's gradients are laid out the same.
 [[nodiscard]] std::vector<double> reference_gradients(const RingProblem& problem);
+// The length of that vector: seq_len x (heads + 2 kv_heads) x head_dim.
+[[nodiscard]] Count gradient_count(const RingCase& ring_case);
 
 struct OutputError {
   double max_abs = 0;        // max |output - reference|

@@ -1,9 +1,9 @@
 #pragma once
 // The validator's backends behind one interface: each runs the whole forward ring of a
 // RingProblem (N rounds; at round r device d computes on the K/V block that started on
-// (d - r) mod N, then hands it on to d + 1), and for a backward case (the cpu backend) the backward
-// ring after it, with warm-up and timed iterations, and returns the output (and gradients) in original order
-// plus a time for every (iteration, round, device).
+// (d - r) mod N, then hands it on to d + 1), and for a backward case (cpu, mpi and cuda) the
+// backward ring after it, with warm-up and timed iterations, and returns the output (and the
+// gradients) in original order plus a time for every (iteration, round, device).
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -98,12 +98,12 @@ class RingBackend {
     return reference_attention(problem);
   }
   // The gradients a backward case is checked against (reference_gradients's layout): by default
-  // the host's float64 loop. Only backends that run the backward are asked.
+  // the host's float64 loop; the GPU backends override it with cuBLAS on GPU 0, as above. Only
+  // backends that run the backward are asked.
   [[nodiscard]] virtual std::vector<double> dense_gradients(const RingProblem& problem,
                                                             [[maybe_unused]] const RunOptions& options) const {
     return reference_gradients(problem);
   }
-
 };
 
 // True when mpirun / mpiexec (Open MPI, MPICH, Intel MPI) or srun with PMI/PMIx started this

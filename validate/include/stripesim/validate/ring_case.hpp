@@ -48,7 +48,7 @@ struct RingCase {
   std::string cp = "ring";
   // --pass fwdbwd: after the forward ring, the backward ring (K/V travel again and the dK/dV
   // accumulators follow them home; dQ stays on its device), checked against dense gradients
-  // and timed per (round, device). The cpu backend runs it, on the ring.
+  // and timed per (round, device). The cpu, mpi and cuda backends run it, on the ring.
   bool backward = false;
 
   // "zigzag n=4096 N=4 causal 64x64"
