@@ -344,6 +344,30 @@ TEST(KernelTime, BlocksGoToTheSlotThatFreesFirst) {
   EXPECT_DOUBLE_EQ(KernelTimeModel(k, 2, {2, 1, {1, 1}, 1}).call_us(rows({{2, 0}, {2, 0}}), KernelPass::forward), 4.0);
 }
 
+TEST(KernelTime, BackwardBlocksSplitAKeyTileIntoEqualShares) {
+  // Tiles of 4 keys, backward blocks of 2 keys: each row runs as 2 blocks with half its tiles.
+  KernelProfile k = unit_kernel();
+  k.tile = {4, 4};
+  k.backward = {0, 1, 1, 1};
+  k.backward_block_keys = 2;
+  const model::QueryTileProfile r = rows({{4, 0}, {2, 0}});
+  // 4 slots: the four blocks (2 + 1 + 1 = 3 us, twice, and 1 + 1 = 2 us, twice) run at once: 3 us.
+  const KernelTimeModel four(k, 4, {1, 1, {4, 4}, 1});
+  EXPECT_EQ(four.backward_blocks_per_key_tile(), 2);
+  EXPECT_DOUBLE_EQ(four.call_us(r, KernelPass::backward), 3.0);
+  const KernelFeatures f = four.features(r, KernelPass::backward);
+  EXPECT_DOUBLE_EQ(f.blocks, 1.0);
+  EXPECT_DOUBLE_EQ(f.full_tiles, 2.0);
+  // 1 slot: every block in turn, 4 blocks and all 6 tiles, the same as unsplit rows plus 2 blocks.
+  EXPECT_DOUBLE_EQ(KernelTimeModel(k, 1, {1, 1, {4, 4}, 1}).call_us(r, KernelPass::backward), 4 + 6.0);
+  // The forward keeps a block per query tile; a key tile of 3 keys needs 2 blocks of 2.
+  EXPECT_DOUBLE_EQ(four.call_us(r, KernelPass::forward), 5 + 0.5 + 4);
+  EXPECT_EQ(KernelTimeModel(k, 4, {1, 1, {4, 3}, 1}).backward_blocks_per_key_tile(), 2);
+  k.backward_block_keys.reset();
+  EXPECT_EQ(KernelTimeModel(k, 4, {1, 1, {4, 4}, 1}).backward_blocks_per_key_tile(), 1);
+  EXPECT_DOUBLE_EQ(KernelTimeModel(k, 4, {1, 1, {4, 4}, 1}).call_us(r, KernelPass::backward), 1 + 4.0);
+}
+
 TEST(KernelTime, FeaturesTimesCostsIsTheTimeAndShapesScale) {
   KernelProfile k = unit_kernel();
   const model::QueryTileProfile r = rows({{4, 1}, {1, 1}, {0, 0}, {7, 0}, {2, 2}});

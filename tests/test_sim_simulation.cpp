@@ -300,6 +300,15 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
   doc["backward"]["trimmed_factor"] = 0;
   EXPECT_THROW((void)kernel_profile_from_json(doc, "k.json"), model::InputError);
   doc["backward"]["trimmed_factor"] = 1.1;
+  // Keys per backward block: absent (a block per key tile) is not written; a count round-trips.
+  EXPECT_FALSE(to_json(varlen).contains("backward_block_keys"));
+  doc["backward_block_keys"] = 32;
+  const KernelProfile split = kernel_profile_from_json(doc, "k.json");
+  EXPECT_EQ(split.backward_block_keys, 32);
+  EXPECT_EQ(kernel_profile_from_json(nlohmann::json::parse(to_json(split).dump()), "again").backward_block_keys, 32);
+  doc["backward_block_keys"] = 0;
+  EXPECT_THROW((void)kernel_profile_from_json(doc, "k.json"), model::InputError);
+  doc.erase("backward_block_keys");
   // Block slots are SMs x blocks per SM: each bounded, so their product is a sane count (2^62
   // blocks per SM used to overflow it into an internal error).
   for (const auto& [field, value, message] :

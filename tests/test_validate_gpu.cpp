@@ -17,8 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/work_model.hpp"
+#include "stripesim/sim/kernel_profile.hpp"
+#include "stripesim/validate/block_attention_backward.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
 #include "stripesim/validate/reference_attention.hpp"
 #include "stripesim/validate/reference_cache.hpp"
@@ -101,6 +104,19 @@ TEST(GpuBackends, UnknownInjectedFaultIsAnInputError) {
   const InjectedFault fault("skip-sends:1");
   const RingProblem problem(gpu_case("striped", "causal", 2, Precision::bf16));
   EXPECT_THROW(static_cast<void>(make_cuda_backend()->run(problem, RunOptions{0, 1, 60})), model::InputError);
+}
+
+// The shipped profiles of the validator's GPU kernels describe the backward kernel compiled here:
+// a thread block per kBackwardKeys keys, so the time model places as many blocks as it launches.
+TEST(GpuKernelProfiles, BackwardBlocksHoldTheKeysTheKernelGivesThem) {
+  const model::ConfigCatalog catalog(STRIPESIM_SOURCE_DIR "/configs");
+  for (const char* hardware : {"h100", "h200"}) {
+    for (const char* kernel : {"stripesim-flash", "stripesim-wmma"}) {
+      const sim::KernelProfile k = sim::load_kernel_profile(kernel, catalog.root(), catalog.hardware(hardware));
+      ASSERT_TRUE(k.backward_block_keys.has_value()) << hardware << "/" << kernel;
+      EXPECT_EQ(*k.backward_block_keys, gpu::kBackwardKeys) << hardware << "/" << kernel;
+    }
+  }
 }
 
 TEST(GpuBackends, BackendsComputeInHalfPrecisionOnly) {

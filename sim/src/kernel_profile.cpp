@@ -90,7 +90,7 @@ const char* block_order_name(BlockOrder order) {
 KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const model::JsonFields f(doc, label);
   f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "slots", "block_order",
-                "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "other_tiles", "merge",
+                "backward_block_keys", "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "other_tiles", "merge",
                 "calibrated", "sources", "fit"});
   if (f.has("schema") && f.string("schema") != "stripesim.kernel/1") {
     throw InputError(fmt::format("{}: expected \"stripesim.kernel/1\"", f.where("schema")));
@@ -104,6 +104,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
   if (f.has("slots")) k.slots = f.positive_count("slots", model::kMaxSms * model::kMaxBlocksPerSm);
   k.order = block_order_from_json(f);
+  if (f.has("backward_block_keys")) k.backward_block_keys = f.positive_count("backward_block_keys", Count{1} << 20);
   k.empty_calls_launch = f.boolean_or("empty_calls_launch", false);
   k.empty_query_tiles_launch = f.boolean_or("empty_query_tiles_launch", false);
   k.trims_below_diagonal = f.boolean_or("trims_below_diagonal", false);
@@ -177,6 +178,7 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
   }
   doc["calibrated"] = k.calibrated;
   if (k.slots) doc["slots"] = *k.slots;
+  if (k.backward_block_keys) doc["backward_block_keys"] = *k.backward_block_keys;
   if (!k.sources.empty()) doc["sources"] = k.sources;
   if (!k.fit.empty()) doc["fit"] = k.fit;
   return doc;

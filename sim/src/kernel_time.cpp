@@ -22,10 +22,13 @@ KernelTimeModel::KernelTimeModel(KernelProfile profile, Count sms, KernelCallSha
   const double tk = static_cast<double>(shape_.tile.key) / static_cast<double>(profile_.tile.key);
   tile_scale_ = dim * tq * tk * shape_.precision_slowdown;
   block_scale_ = dim * tq * shape_.precision_slowdown;
+  if (profile_.backward_block_keys) {
+    backward_split_ = std::max<Count>(1, (shape_.tile.key + *profile_.backward_block_keys - 1) / *profile_.backward_block_keys);
+  }
 }
 
 KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, KernelPass pass, Count trimmed_length) const {
-  return features(rows, costs(pass), trimmed_length);
+  return features(rows, pass, costs(pass), trimmed_length);
 }
 
 bool KernelTimeModel::slowed_by_trim(Count trimmed_length) const {
@@ -33,41 +36,45 @@ bool KernelTimeModel::slowed_by_trim(Count trimmed_length) const {
          (trimmed_length % shape_.tile.query != 0 || trimmed_length % shape_.tile.key != 0);
 }
 
-KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, const PassCosts& costs,
+KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, KernelPass pass, const PassCosts& costs,
                                          Count trimmed_length) const {
-  KernelFeatures f = placed_features(rows, costs);
+  KernelFeatures f = placed_features(rows, costs, pass == KernelPass::backward ? backward_split_ : 1);
   if (slowed_by_trim(trimmed_length)) {
     for (double* x : {&f.launches, &f.blocks, &f.full_tiles, &f.partial_tiles}) *x *= costs.trimmed_factor;
   }
   return f;
 }
 
-KernelFeatures KernelTimeModel::placed_features(const model::QueryTileProfile& rows, const PassCosts& costs) const {
+KernelFeatures KernelTimeModel::placed_features(const model::QueryTileProfile& rows, const PassCosts& costs,
+                                                Count blocks_per_row) const {
   Count active = 0;
   for (const auto& row : rows) active += row.full + row.partial;
   KernelFeatures out;
   if (active == 0 && !profile_.empty_calls_launch) return out;  // the implementation skips the call
   out.launches = 1;
 
-  // The blocks of one stream, in grid order; every stream (head, sequence) repeats them.
+  // The blocks of one stream, in grid order; every stream (head, sequence) repeats them. A row
+  // split over several blocks gives each an equal share of its tiles.
   struct Block {
     Count full, partial;
     Microseconds us;
   };
+  const double tile_share = tile_scale_ / static_cast<double>(blocks_per_row);
   std::vector<Block> one_stream;
-  one_stream.reserve(rows.size());
+  one_stream.reserve(rows.size() * static_cast<size_t>(blocks_per_row));
   for (const auto& row : rows) {
     if (row.full + row.partial == 0 && !profile_.empty_query_tiles_launch) continue;
     const double tiles_us = static_cast<double>(row.full) * costs.full_tile_us + static_cast<double>(row.partial) * costs.partial_tile_us;
-    one_stream.push_back({row.full, row.partial, block_scale_ * costs.block_us + tile_scale_ * tiles_us});
+    one_stream.insert(one_stream.end(), static_cast<size_t>(blocks_per_row),
+                      Block{row.full, row.partial, block_scale_ * costs.block_us + tile_share * tiles_us});
   }
   if (one_stream.empty()) return out;
   const Count blocks = static_cast<Count>(one_stream.size()) * shape_.streams;
 
   auto add = [&](KernelFeatures& f, const Block& b) {
     f.blocks += block_scale_;
-    f.full_tiles += tile_scale_ * static_cast<double>(b.full);
-    f.partial_tiles += tile_scale_ * static_cast<double>(b.partial);
+    f.full_tiles += tile_share * static_cast<double>(b.full);
+    f.partial_tiles += tile_share * static_cast<double>(b.partial);
   };
   const bool uniform = std::all_of(one_stream.begin(), one_stream.end(), [&](const Block& b) {
     return b.full == one_stream.front().full && b.partial == one_stream.front().partial;

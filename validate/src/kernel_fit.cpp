@@ -87,8 +87,8 @@ std::vector<double> relative_errors(const std::vector<MeasuredCall>& calls, cons
     if (call.measured_us <= 0) continue;
     const sim::KernelTimeModel& m = models[call.workload];
     double us = 0;
-    if (call.forward) us += sim::dot(m.features(call.rows, costs.forward, call.trimmed_length), costs.forward);
-    if (call.backward) us += sim::dot(m.features(call.rows, costs.backward, call.trimmed_length), costs.backward);
+    if (call.forward) us += sim::dot(m.features(call.rows, sim::KernelPass::forward, costs.forward, call.trimmed_length), costs.forward);
+    if (call.backward) us += sim::dot(m.features(call.rows, sim::KernelPass::backward, costs.backward, call.trimmed_length), costs.backward);
     errors.push_back((us - call.measured_us) / call.measured_us);
   }
   return errors;
@@ -129,8 +129,8 @@ void fit_trimmed_factors(const std::vector<MeasuredCall>& calls, const std::vect
     const double error = errors[timed++];
     const sim::KernelTimeModel& m = models[call.workload];
     if (!m.slowed_by_trim(call.trimmed_length)) continue;
-    const double f = call.forward ? sim::dot(m.features(call.rows, plain.forward), plain.forward) : 0.0;
-    const double b = call.backward ? sim::dot(m.features(call.rows, plain.backward), plain.backward) : 0.0;
+    const double f = call.forward ? sim::dot(m.features(call.rows, sim::KernelPass::forward, plain.forward), plain.forward) : 0.0;
+    const double b = call.backward ? sim::dot(m.features(call.rows, sim::KernelPass::backward, plain.backward), plain.backward) : 0.0;
     forward = forward || f > 0;
     backward = backward || b > 0;
     samples.push_back({f, b, call.measured_us, std::sqrt(huber_weight(error)) / call.measured_us});
@@ -181,20 +181,20 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
       if (call.measured_us <= 0) continue;
       const sim::KernelTimeModel& m = models[call.workload];
       std::vector<double> row;
-      auto append = [&](bool fitted, bool made, const sim::PassCosts& c) {
+      auto append = [&](bool fitted, bool made, sim::KernelPass pass, const sim::PassCosts& c) {
         if (!fitted) return;
-        const sim::KernelFeatures f = made ? m.features(call.rows, c, call.trimmed_length) : sim::KernelFeatures{};
+        const sim::KernelFeatures f = made ? m.features(call.rows, pass, c, call.trimmed_length) : sim::KernelFeatures{};
         row.insert(row.end(), {f.launches, f.blocks, f.full_tiles + f.partial_tiles, f.partial_tiles});
       };
-      append(fit_forward, call.forward, costs.forward);
-      append(fit_backward, call.backward, costs.backward);
+      append(fit_forward, call.forward, sim::KernelPass::forward, costs.forward);
+      append(fit_backward, call.backward, sim::KernelPass::backward, costs.backward);
       // A pass that is not fitted but was timed keeps its costs: move its time to the left side.
       double fixed = 0;
       if (!fit_forward && call.forward) {
-        fixed += sim::dot(m.features(call.rows, costs.forward, call.trimmed_length), costs.forward);
+        fixed += sim::dot(m.features(call.rows, sim::KernelPass::forward, costs.forward, call.trimmed_length), costs.forward);
       }
       if (!fit_backward && call.backward) {
-        fixed += sim::dot(m.features(call.rows, costs.backward, call.trimmed_length), costs.backward);
+        fixed += sim::dot(m.features(call.rows, sim::KernelPass::backward, costs.backward, call.trimmed_length), costs.backward);
       }
       rows.push_back(std::move(row));
       y.push_back(call.measured_us - fixed);

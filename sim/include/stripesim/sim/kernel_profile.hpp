@@ -79,6 +79,11 @@ struct KernelProfile {
   // is the whole device's time for it.
   std::optional<Count> slots;
   BlockOrder order = BlockOrder::launch;
+  // Keys one backward thread block handles. Unset: a whole key tile per block and head
+  // (FlashAttention's and cuDNN's backward). This project's backward splits a key tile into
+  // blocks of 32 keys, so a call has tile.key / 32 times the blocks, each a share of the work:
+  // that decides how the blocks fill the SMs.
+  std::optional<Count> backward_block_keys;
   bool empty_calls_launch = false;        // a (round, device) with no active tile still makes the call
   bool empty_query_tiles_launch = false;  // a query tile with no active key tile still gets a block (writes output)
   // The kernel's causal mask always keeps the diagonal (FlashAttention's and cuDNN's): a block

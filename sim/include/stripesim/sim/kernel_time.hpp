@@ -50,11 +50,12 @@ class KernelTimeModel {
   }
   // The features of one call, its blocks placed with `costs` (the profile's by default). The
   // backward call is priced on the same query tile profile: its key-tile blocks see the mirror
-  // image of it for every mask counted here (causal, windows and documents are symmetric).
+  // image of it for every mask counted here (causal, windows and documents are symmetric), each
+  // key tile split into the profile's backward blocks (backward_blocks_per_key_tile()).
   // `trimmed_length`: the call's length when the block is run trimmed (model::Work::trimmed_length).
   [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, KernelPass pass,
                                         Count trimmed_length = 0) const;
-  [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, const PassCosts& costs,
+  [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, KernelPass pass, const PassCosts& costs,
                                         Count trimmed_length = 0) const;
   [[nodiscard]] Microseconds call_us(const model::QueryTileProfile& rows, KernelPass pass, Count trimmed_length = 0) const {
     return dot(features(rows, pass, trimmed_length), costs(pass));
@@ -68,14 +69,19 @@ class KernelTimeModel {
   // A tile's and a block's cost relative to the profile's (head size, tile, precision).
   [[nodiscard]] double tile_scale() const { return tile_scale_; }
   [[nodiscard]] double block_scale() const { return block_scale_; }
+  // Thread blocks the backward runs per key tile and head: 1 (FlashAttention's and cuDNN's), or
+  // the key tile over the profile's backward_block_keys, each block an equal share of its tiles.
+  [[nodiscard]] Count backward_blocks_per_key_tile() const { return backward_split_; }
 
  private:
   KernelProfile profile_;
   Count slots_;
   KernelCallShape shape_;
-  [[nodiscard]] KernelFeatures placed_features(const model::QueryTileProfile& rows, const PassCosts& costs) const;
+  [[nodiscard]] KernelFeatures placed_features(const model::QueryTileProfile& rows, const PassCosts& costs,
+                                               Count blocks_per_row) const;
   double tile_scale_;
   double block_scale_;
+  Count backward_split_ = 1;
 };
 
 }  // namespace stripesim::sim
