@@ -2,6 +2,10 @@
 // predictions start from, which cases a fit sees, and the predictions on a real CPU run.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+#include <string>
+
 #include "stripesim/validate/cpu_backend.hpp"
 #include "stripesim/validate/validate_workflow.hpp"
 
@@ -54,6 +58,31 @@ TEST(ValidateWorkflow, RingCasesAlternateAndOtherParallelismIsNeverFittedOn) {
                                                                CaseRole::calibration, CaseRole::held_out}));
   EXPECT_EQ(case_roles(results, false), (std::vector<CaseRole>{CaseRole::calibration, CaseRole::checked, CaseRole::calibration,
                                                                 CaseRole::calibration, CaseRole::checked}));
+}
+
+TEST(ValidateWorkflow, EveryTileShapesFitSeesEveryLayoutAndEverySizeIsHeldOutSomewhere) {
+  // The default compare matrix's order: length, ring size, tile, layout.
+  ValidateMatrix m = default_matrix("cuda", true);
+  std::vector<CaseResult> results;
+  for (const auto& c : expand_matrix(m)) {
+    results.emplace_back();
+    results.back().ring_case = c;
+  }
+  ASSERT_EQ(results.size(), 36u);
+  const std::vector<CaseRole> roles = case_roles(results, true);
+  std::map<std::string, std::set<CaseRole>> by_tile_and_layout, by_size_and_tile;
+  int held_out = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const RingCase& c = results[i].ring_case;
+    by_tile_and_layout[c.tile.to_string() + " " + c.layout].insert(roles[i]);
+    by_size_and_tile[std::to_string(c.seq_len) + " " + std::to_string(c.devices) + " " + c.tile.to_string()].insert(roles[i]);
+    held_out += roles[i] == CaseRole::held_out ? 1 : 0;
+  }
+  EXPECT_EQ(held_out, 18);
+  EXPECT_EQ(by_tile_and_layout.size(), 6u);
+  for (const auto& [key, seen] : by_tile_and_layout) EXPECT_EQ(seen.size(), 2u) << key << ": fitted on, and held out, somewhere";
+  EXPECT_EQ(by_size_and_tile.size(), 12u);
+  for (const auto& [key, seen] : by_size_and_tile) EXPECT_EQ(seen.size(), 2u) << key;
 }
 
 TEST(ValidateWorkflow, PredictsEveryCaseFromAFitOnHalfOrFromAGivenProfile) {

@@ -1,5 +1,9 @@
 #include "stripesim/validate/validate_workflow.hpp"
 
+#include <fmt/format.h>
+
+#include <map>
+
 #include "stripesim/validate/calibration.hpp"
 
 namespace stripesim::validate {
@@ -41,15 +45,33 @@ sim::KernelProfile validator_kernel(const model::ConfigCatalog& catalog, const s
   return sim::load_kernel_profile(name, catalog.root(), hardware);
 }
 
+namespace {
+
+// The cases that differ in length, ring size or seed only: one kernel variant (tile shape), one
+// layout, one mask, one problem shape.
+std::string case_family(const RingCase& c) {
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", c.layout, c.mask, c.tile.to_string(), c.heads, c.kv_heads, c.head_dim,
+                     precision_name(c.precision), gpu_kernel_name(c.gpu_kernel), c.backward);
+}
+
+}  // namespace
+
 std::vector<CaseRole> case_roles(const std::vector<CaseResult>& results, bool hold_out) {
   std::vector<CaseRole> roles(results.size(), CaseRole::checked);
-  size_t ring_cases = 0;
+  // Per family: how many of its ring cases came before, and where its alternation starts.
+  struct Family {
+    size_t seen = 0, start = 0;
+  };
+  std::map<std::string, Family> families;
   for (size_t i = 0; i < results.size(); ++i) {
     if (results[i].ring_case.cp != "ring") {
       roles[i] = hold_out ? CaseRole::held_out : CaseRole::checked;
-    } else {
-      roles[i] = hold_out && ring_cases++ % 2 == 1 ? CaseRole::held_out : CaseRole::calibration;
+      continue;
     }
+    const auto [it, added] = families.try_emplace(case_family(results[i].ring_case));
+    if (added) it->second.start = (families.size() - 1) % 2;
+    const bool odd = (it->second.start + it->second.seen++) % 2 == 1;
+    roles[i] = hold_out && odd ? CaseRole::held_out : CaseRole::calibration;
   }
   return roles;
 }

@@ -37,10 +37,13 @@ namespace stripesim::validate {
                                                   std::string_view backend, GpuKernel gpu_kernel,
                                                   const model::HardwareProfile& hardware);
 
-// Which cases a fit sees. Ring cases alternate (neighbours in the matrix differ in layout only,
-// so both halves cover every N, length and tile): with `hold_out`, every second one is held out
-// and the others calibrate; without, all calibrate. All-gather and Ulysses cases are never
-// fitted on (the fit is per ring round): held out with `hold_out`, only checked without.
+// Which cases a fit sees. With `hold_out`, ring cases alternate within each family (the cases
+// that differ in length, ring size or seed only: the same layout, mask, tile shape and problem),
+// each family starting where the one before it did not, so every tile shape's fit sees every
+// layout and mask, and every (length, N) is held out for some of them; without, all calibrate.
+// (Alternating over the whole matrix held out the same layouts at every size: with three layouts
+// and two tile shapes, one shape's fit saw striped calls only.) All-gather and Ulysses cases are
+// never fitted on (the fit is per ring round): held out with `hold_out`, only checked without.
 [[nodiscard]] std::vector<CaseRole> case_roles(const std::vector<CaseResult>& results, bool hold_out);
 
 struct PredictionInputs {
