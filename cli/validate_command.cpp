@@ -24,6 +24,7 @@
 #include "stripesim/sim/simulation.hpp"
 #include "stripesim/validate/comparison.hpp"
 #include "stripesim/validate/measurement_accuracy.hpp"
+#include "stripesim/validate/saved_report.hpp"
 #include "stripesim/validate/validate_workflow.hpp"
 
 namespace stripesim::cli {
@@ -49,6 +50,7 @@ struct ValidateOptions {
   std::string kernel;       // base kernel profile (name or JSON) the fit starts from / predictions use
   std::string kernel_out;   // --calibrate: where the fitted kernel profile goes
   std::vector<std::string> measurements;  // stripesim.measurements/1 files: fit/compare on them, run nothing
+  std::string from;                       // --from: a saved validate.json whose timings are fitted/compared, run nothing
   std::vector<std::string> block_costs;   // stripesim.block-costs/1 files
   std::string block_costs_kernel;         // which kernel's columns of the block-cost files
   bool calibrate = false;
@@ -74,6 +76,8 @@ constexpr const char* kValidateExamples = R"(Examples:
       the default matrix (layouts x N in {2,4,8} x two lengths x two tiles): calibrate on one half,
       report the prediction error on the other, JSON + Markdown
   stripesim validate --backend cuda --dtype bf16 --compare --out-dir reports/validation/h100
+  stripesim validate --compare --from reports/validation/h100/validate.json --kernel my-start.json
+      fit and score a saved run again, anywhere, without running it (here from another profile)
   stripesim validate --backend nccl --devices 8 --dtype bf16 --seq-len 64k --tile 128x128
   mpirun -np 4 stripesim validate --backend mpi --compare --out-dir reports/validation/mpi
       a process per ring device, K/V handed on with MPI; rank 0 checks, fits the hand-off and writes
@@ -203,6 +207,83 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
 
 }  // namespace
 
+// --profile FILE: the hardware profile --compare predicts with instead of calibrating.
+std::optional<model::HardwareProfile> given_hardware_profile(const ValidateOptions& o) {
+  if (o.profile.empty()) return std::nullopt;
+  const std::string label = "--profile " + o.profile;
+  return model::hardware_profile_from_json(model::read_json_file(o.profile, label), label);
+}
+
+// Predictions (--calibrate, --compare), the files and the exit code of a report, run here or
+// read back with --from.
+int finish_report(const ValidateOptions& opts, validate::ValidationReport& report, const model::ConfigCatalog& catalog,
+                  const std::optional<model::HardwareProfile>& given_profile) {
+  if (opts.calibrate || opts.compare) {
+    validate::PredictionInputs inputs;
+    inputs.base = validate::base_hardware(catalog, opts.hardware, report.backend, report.device);
+    inputs.given = given_profile;
+    inputs.kernel = [&](const model::HardwareProfile& hardware) {
+      return validate::validator_kernel(catalog, opts.kernel, report.backend, report.results.front().ring_case.gpu_kernel, hardware);
+    };
+    inputs.hold_out = opts.compare;
+    validate::predict_and_compare(report, inputs, report.concurrent_devices);
+  }
+
+  if (!opts.out_dir.empty()) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(opts.out_dir, ec);
+    if (ec || !fs::is_directory(opts.out_dir)) {
+      throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", opts.out_dir));
+    }
+    if (report.calibration) {
+      write_output(model::to_json(report.calibration->profile).dump(2) + "\n", (fs::path(opts.out_dir) / "profile.json").string());
+      write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", (fs::path(opts.out_dir) / "kernel.json").string());
+    }
+    if (report.topology) {  // the fitted network: simulate --topology DIR/topology.json --hardware DIR/profile.json
+      write_output(report.topology->to_json().dump(2) + "\n", (fs::path(opts.out_dir) / "topology.json").string());
+    }
+    write_output(output::render(report, OutputFormat::markdown), (fs::path(opts.out_dir) / "validate.md").string());
+    write_output(output::render(report, OutputFormat::json), (fs::path(opts.out_dir) / "validate.json").string());
+  }
+  if (opts.calibrate && !opts.profile_out.empty()) {
+    write_output(model::to_json(report.calibration->profile).dump(2) + "\n", opts.profile_out);
+  }
+  if (opts.calibrate && !opts.kernel_out.empty()) write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", opts.kernel_out);
+  write_output(output::render(report, output_format(opts.format)), opts.output);
+  bool all_passed = true;
+  for (const auto& r : report.results) all_passed = all_passed && r.passed;
+  if (!all_passed) {
+    fmt::print(stderr, "stripesim: error: the ring's output differs from dense attention beyond tolerance\n");
+    return kExitOutputWrong;
+  }
+  return 0;
+}
+
+// --from FILE: the cases and timings of an earlier run, fitted (--calibrate) or scored
+// (--compare) again without running anything.
+int run_on_saved_report(const CLI::App* cmd, const ValidateOptions& o, RunMode mode) {
+  if (!o.measurements.empty() || !o.block_costs.empty()) {
+    throw model::InputError("--from: not with --measurements or --block-costs (one source of timings at a time)");
+  }
+  if (const CLI::Option* flag = o.run.first_given()) {
+    throw model::InputError(fmt::format("{}: not with --from (nothing runs: the file holds the cases and their timings)", flag->get_name()));
+  }
+  if (!o.topology.empty()) throw model::InputError("--topology: not with --from (the file records where its ranks ran)");
+  if (!o.calibrate && !o.compare) throw model::InputError("--from: needs --calibrate or --compare (what to do with the saved timings)");
+  const std::string label = "--from " + o.from;
+  validate::ValidationReport report = validate::read_saved_report(model::read_json_file(o.from, label), label);
+  const model::ConfigCatalog catalog(config_dir());
+  if (!o.hardware.empty()) (void)catalog.hardware(o.hardware);
+  const std::optional<model::HardwareProfile> given_profile = given_hardware_profile(o);
+  if (o.compare && report.results.size() < 2 && !given_profile) {
+    throw model::InputError(fmt::format("{}: --compare needs at least two cases (one to calibrate on, one to predict) or --profile", label));
+  }
+  if (mode == RunMode::parse_only) return 0;
+  report.command = command_line(cmd);
+  return finish_report(o, report, catalog, given_profile);
+}
+
 std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<ValidateOptions>();
   ValidateOptions& o = *options;
@@ -247,6 +328,8 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--kernel-out", o.kernel_out, "--calibrate: write the fitted kernel profile JSON to FILE");
   cmd->add_option("--measurements", o.measurements,
                   "stripesim.measurements/1 files (repeat or list): calibrate on / compare against them instead of running");
+  cmd->add_option("--from", o.from,
+                  "A validate.json an earlier run wrote (--out-dir): calibrate on / compare against its timings instead of running");
   cmd->add_option("--block-costs", o.block_costs, "stripesim.block-costs/1 files to fit on as well (one c x c block per row)");
   cmd->add_option("--block-costs-kernel", o.block_costs_kernel, "Which kernel's columns of --block-costs to read (e.g. sdpa, flex)");
   o.run.track(cmd->add_flag("--no-check", o.no_check,
@@ -273,6 +356,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
         throw model::InputError(fmt::format("{}: only with --calibrate or --compare (it is what predictions start from)", flag));
       }
     }
+    if (!opts.from.empty()) return run_on_saved_report(cmd, opts, mode);
     if (!opts.measurements.empty() || !opts.block_costs.empty()) {
       if (const CLI::Option* flag = opts.run.first_given()) {
         throw model::InputError(fmt::format("{}: not with --measurements or --block-costs (nothing runs: the files are the timings)",
@@ -290,11 +374,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     std::vector<validate::RingPlan> cases = validate::plan_matrix(matrix);
     const validate::RunOptions run = run_options(opts);
     const model::ConfigCatalog catalog(config_dir());
-    std::optional<model::HardwareProfile> given_profile;
-    if (!opts.profile.empty()) {
-      const std::string label = "--profile " + opts.profile;
-      given_profile = model::hardware_profile_from_json(model::read_json_file(opts.profile, label), label);
-    }
+    const std::optional<model::HardwareProfile> given_profile = given_hardware_profile(opts);
     if (!opts.hardware.empty()) (void)catalog.hardware(opts.hardware);
     if (opts.compare && cases.size() < 2 && !given_profile) {
       throw model::InputError("--compare: needs at least two cases (one to calibrate on, one to predict) or --profile");
@@ -349,6 +429,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     report.command = command_line(cmd);
     report.backend = backend->name();
     report.options = run;
+    report.concurrent_devices = backend->concurrent_devices();
     // A validate::DeviceFailure leaves through here to the CLI's exit code 3.
     report.device = backend->device_name();
     for (size_t i = 0; i < cases.size(); ++i) {
@@ -358,46 +439,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     progress(cases.size(), cases.size(), "done");
     if (!backend->reports()) return 0;  // an MPI rank other than 0: rank 0 checks, compares and writes
 
-    if (opts.calibrate || opts.compare) {
-      validate::PredictionInputs inputs;
-      inputs.base = validate::base_hardware(catalog, opts.hardware, opts.backend, report.device);
-      inputs.given = given_profile;
-      inputs.kernel = [&](const model::HardwareProfile& hardware) {
-        return validate::validator_kernel(catalog, opts.kernel, opts.backend, matrix.gpu_kernel, hardware);
-      };
-      inputs.hold_out = opts.compare;
-      validate::predict_and_compare(report, inputs, backend->concurrent_devices());
-    }
-
-    if (!opts.out_dir.empty()) {
-      namespace fs = std::filesystem;
-      std::error_code ec;
-      fs::create_directories(opts.out_dir, ec);
-      if (ec || !fs::is_directory(opts.out_dir)) {
-        throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", opts.out_dir));
-      }
-      if (report.calibration) {
-        write_output(model::to_json(report.calibration->profile).dump(2) + "\n", (fs::path(opts.out_dir) / "profile.json").string());
-        write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", (fs::path(opts.out_dir) / "kernel.json").string());
-      }
-      if (report.topology) {  // the fitted network: simulate --topology DIR/topology.json --hardware DIR/profile.json
-        write_output(report.topology->to_json().dump(2) + "\n", (fs::path(opts.out_dir) / "topology.json").string());
-      }
-      write_output(output::render(report, OutputFormat::markdown), (fs::path(opts.out_dir) / "validate.md").string());
-      write_output(output::render(report, OutputFormat::json), (fs::path(opts.out_dir) / "validate.json").string());
-    }
-    if (opts.calibrate && !opts.profile_out.empty()) {
-      write_output(model::to_json(report.calibration->profile).dump(2) + "\n", opts.profile_out);
-    }
-    if (opts.calibrate && !opts.kernel_out.empty()) write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", opts.kernel_out);
-    write_output(output::render(report, output_format(opts.format)), opts.output);
-    bool all_passed = true;
-    for (const auto& r : report.results) all_passed = all_passed && r.passed;
-    if (!all_passed) {
-      fmt::print(stderr, "stripesim: error: the ring's output differs from dense attention beyond tolerance\n");
-      return kExitOutputWrong;
-    }
-    return 0;
+    return finish_report(opts, report, catalog, given_profile);
   };
 }
 

@@ -1,6 +1,8 @@
 // `stripesim validate` end to end on the CPU backend: the check, --calibrate, --compare and their
 // files, a profile the simulator then accepts, failing devices (exit 3) and bad input (exit 2).
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -177,6 +179,60 @@ TEST(CliValidate, CalibrateOverTwoTileShapesFitsEachOnItsOwnCalls) {
   ASSERT_EQ(use.exit_code, 0) << use.err;
   EXPECT_EQ(nlohmann::json::parse(use.out).at("kernel").at("other_tiles").size(), 2u);
   fs::remove_all(dir);
+}
+
+// --from: a saved run is fitted and scored again without running. On the run's own file the
+// refit is the run's fit, bit for bit; a file whose counts this stripesim would not give, or
+// flags that would run something, are refused.
+TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
+  const fs::path dir = fresh_dir("from-saved");
+  const CliResult run = run_cli("validate --compare --pass fwdbwd --seq-len 256 --devices 2,4 --tile 16x16 --warmup 0 --iterations 1 "
+                                "--out-dir '" + (dir / "run").string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const fs::path saved = dir / "run" / "validate.json";
+  const CliResult again = run_cli("validate --compare --from '" + saved.string() + "' --out-dir '" + (dir / "again").string() + "'");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto a = nlohmann::json::parse(slurp(saved));
+  const auto b = nlohmann::json::parse(slurp(dir / "again" / "validate.json"));
+  EXPECT_EQ(a.at("concurrent_devices"), false);
+  EXPECT_EQ(b.at("kernel"), a.at("kernel"));
+  EXPECT_EQ(b.at("errors"), a.at("errors"));
+  ASSERT_EQ(b.at("cases").size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(b.at("cases").at(i).at("predicted_us"), a.at("cases").at(i).at("predicted_us")) << i;
+    EXPECT_EQ(b.at("cases").at(i).at("rounds"), a.at("cases").at(i).at("rounds")) << i;
+    EXPECT_GT(b.at("cases").at(i).at("gradient_handoff_bytes").get<double>(), 0.0);
+  }
+  EXPECT_NE(b.at("command").get<std::string>().find("--from"), std::string::npos);
+  // --calibrate --from writes the profile a run would have.
+  const CliResult fit = run_cli("validate --calibrate --from '" + saved.string() + "' --kernel-out '" + (dir / "k.json").string() + "'");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_GT(nlohmann::json::parse(slurp(dir / "k.json")).at("backward").at("full_tile_us").get<double>(), 0.0);
+
+  auto tampered = a;
+  tampered["cases"][1]["rounds"][1]["partial_tiles"] = 999;
+  std::ofstream(dir / "tampered.json") << tampered.dump();
+  const CliResult bad = run_cli("validate --compare --from '" + (dir / "tampered.json").string() + "' --out-dir '" + (dir / "bad").string() + "'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("field \"cases[1]\" field \"rounds[1]\" field \"partial_tiles\": 999 in the file"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir / "bad")) << "no partial output";
+  const CliResult runs = run_cli("validate --compare --from '" + saved.string() + "' --tile 32x32");
+  EXPECT_EQ(runs.exit_code, 2);
+  EXPECT_NE(runs.err.find("--tile: not with --from"), std::string::npos) << runs.err;
+  fs::remove_all(dir);
+}
+
+// A GPU run committed with the project (one H200), fitted again here: the kernel profile and every
+// prediction the GPU node printed come back exactly, on a machine without a GPU.
+TEST(CliValidate, FromTheCommittedH200RunReproducesItsFit) {
+  const std::string file = std::string(STRIPESIM_SOURCE_DIR) + "/reports/validation/h200-2026-11-25/cuda-fwdbwd/validate.json";
+  const CliResult r = run_cli("validate --compare --from '" + file + "' --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto refit = nlohmann::json::parse(r.out);
+  const auto saved = nlohmann::json::parse(slurp(file));
+  EXPECT_EQ(refit.at("kernel").at("backward"), saved.at("kernel").at("backward"));
+  EXPECT_EQ(refit.at("errors"), saved.at("errors"));
+  EXPECT_EQ(refit.at("device"), "NVIDIA H200");
 }
 
 // The acceptance floor of the kernel cost model: leave one file out over the shipped H100

@@ -7,6 +7,7 @@
 
 #include "stripesim/model/flops/hardware_profile.hpp"
 #include "stripesim/sim/kernel_profile.hpp"
+#include "stripesim/validate/validate_workflow.hpp"
 
 namespace stripesim::output {
 
@@ -70,6 +71,7 @@ nlohmann::ordered_json to_json(const validate::ValidationReport& report, bool ro
   }
   doc["warmup"] = report.options.warmup;
   doc["iterations"] = report.options.iterations;
+  doc["concurrent_devices"] = report.concurrent_devices;
   bool all_passed = true;
   nlohmann::ordered_json cases = nlohmann::ordered_json::array();
   for (size_t i = 0; i < report.results.size(); ++i) {
@@ -89,6 +91,7 @@ nlohmann::ordered_json to_json(const validate::ValidationReport& report, bool ro
                                    {"head_dim", c.head_dim},
                                    {"dtype", std::string(precision_name(c.precision))},
                                    {"seed", c.seed}};
+    if (validate::is_gpu_backend(report.backend)) item["gpu_kernel"] = std::string(validate::gpu_kernel_name(c.gpu_kernel));
     if (r.checked) {
       item["correctness"] = {{"max_abs_error", r.error.max_abs},
                              {"relative_error", relative_json(r.error.relative)},
@@ -101,6 +104,7 @@ nlohmann::ordered_json to_json(const validate::ValidationReport& report, bool ro
       }
     }
     item["handoff_bytes"] = r.handoff_bytes;
+    if (c.backward) item["gradient_handoff_bytes"] = r.gradient_handoff_bytes;
     item["wall_us"] = spread_json(r.summary.wall);
     item["unmasked_pairs"] = r.work.unmasked_elements.total();
     item["active_tiles"] = r.work.active_tiles.total();

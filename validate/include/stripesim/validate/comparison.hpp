@@ -77,6 +77,7 @@ struct ValidationReport {
   std::string backend;
   std::string device;
   RunOptions options;
+  bool concurrent_devices = false;  // the backend ran the ring's devices at once (nccl, mpi), not in turn
   std::vector<CaseResult> results;
   std::optional<Calibration> calibration;          // --calibrate, --compare without --profile
   std::optional<model::HardwareProfile> profile;   // the profile predictions used

@@ -1,0 +1,190 @@
+#include "stripesim/validate/saved_report.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
+#include "stripesim/model/work/work_model.hpp"
+#include "stripesim/sim/node_placement.hpp"
+#include "stripesim/validate/cpu_ring.hpp"
+#include "stripesim/validate/ring_problem.hpp"
+#include "stripesim/validate/validate_workflow.hpp"
+#include "stripesim/validate/validation_run.hpp"
+
+namespace stripesim::validate {
+namespace {
+
+using model::InputError;
+using model::JsonFields;
+
+double required_non_negative(const JsonFields& f, const std::string& key) {
+  if (!f.has(key)) throw InputError(fmt::format("{}: missing", f.where(key)));
+  return f.non_negative_number_or(key, 0.0);
+}
+
+Spread spread_from(const JsonFields& parent, const std::string& key) {
+  const JsonFields s(parent.raw(key), parent.where(key));
+  s.allow_only({"median", "min", "max"});
+  const Spread out{required_non_negative(s, "median"), required_non_negative(s, "min"), required_non_negative(s, "max")};
+  if (out.min > out.median || out.median > out.max) {
+    throw InputError(fmt::format("{}: expected min <= median <= max", parent.where(key)));
+  }
+  return out;
+}
+
+// A relative error the printer writes as null when it was not finite (NaN or missing output).
+double relative_from(const JsonFields& f, const std::string& key) {
+  if (f.has(key) && f.raw(key).is_null()) return std::numeric_limits<double>::infinity();
+  return required_non_negative(f, key);
+}
+
+void read_correctness(const JsonFields& c, CaseResult& r) {
+  c.allow_only({"max_abs_error", "relative_error", "tolerance", "passed", "gradients"});
+  r.checked = true;
+  r.error.max_abs = required_non_negative(c, "max_abs_error");
+  r.error.relative = relative_from(c, "relative_error");
+  r.tolerance = c.positive_number("tolerance");
+  if (!c.has("passed") || !c.raw("passed").is_boolean()) throw InputError(fmt::format("{}: expected true or false", c.where("passed")));
+  r.passed = c.raw("passed").get<bool>();
+  if (c.has("gradients")) {
+    const JsonFields g(c.raw("gradients"), c.where("gradients"));
+    g.allow_only({"dq_relative_error", "dk_relative_error", "dv_relative_error"});
+    GradientErrors e;
+    e.dq.relative = relative_from(g, "dq_relative_error");
+    e.dk.relative = relative_from(g, "dk_relative_error");
+    e.dv.relative = relative_from(g, "dv_relative_error");
+    r.gradient_error = e;
+  }
+}
+
+RingCase case_from(const JsonFields& f, const std::string& backend) {
+  RingCase c;
+  c.layout = f.string("layout");
+  c.mask = f.string("mask");
+  c.cp = f.string_or("cp", "ring");
+  const std::string pass = f.string_or("pass", "fwd");
+  if (pass != "fwd" && pass != "fwdbwd") throw InputError(fmt::format("{} '{}': expected fwd or fwdbwd", f.where("pass"), pass));
+  c.backward = pass == "fwdbwd";
+  c.seq_len = f.positive_count("seq_len");
+  c.devices = f.positive_count("devices");
+  c.tile = model::parse_tile_shape(f.string("tile"));
+  c.heads = f.positive_count("heads");
+  c.kv_heads = f.positive_count("kv_heads");
+  c.head_dim = f.positive_count("head_dim");
+  c.precision = parse_precision(f.string("dtype"));
+  if (f.has("seed")) {
+    if (!f.raw("seed").is_number_unsigned()) throw InputError(fmt::format("{}: expected a non-negative integer", f.where("seed")));
+    c.seed = f.raw("seed").get<std::uint64_t>();
+  }
+  // Files written before "gpu_kernel" was recorded ran the default kernel.
+  if (f.has("gpu_kernel")) c.gpu_kernel = parse_gpu_kernel(f.string("gpu_kernel"));
+  check_backend_runs(backend, c.cp);
+  if (c.backward) check_backend_runs_backward(backend);
+  return c;
+}
+
+// The per-(round, device) cells, in round-major order, each with the counts the work model gives.
+void read_cells(const JsonFields& f, CaseResult& r) {
+  const RingCase& c = r.ring_case;
+  const nlohmann::json& cells = f.non_empty_array("rounds");
+  const Count n = c.devices;
+  if (static_cast<Count>(cells.size()) != n * n) {
+    throw InputError(fmt::format("{}: expected {} cells (rounds x devices), found {}", f.where("rounds"), n * n, cells.size()));
+  }
+  MeasurementSummary& s = r.summary;
+  s.devices = n;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const JsonFields cell(cells[i], f.where_item("rounds", i));
+    cell.allow_only({"round", "device", "unmasked_pairs", "active_tiles", "partial_tiles", "kernel_us", "handoff_us",
+                     "backward_kernel_us", "backward_handoff_us", "predicted_kernel_us"});
+    const Count round = static_cast<Count>(i) / n, device = static_cast<Count>(i) % n;
+    if (static_cast<Count>(required_non_negative(cell, "round")) != round ||
+        static_cast<Count>(required_non_negative(cell, "device")) != device) {
+      throw InputError(fmt::format("{}: expected round {}, device {} (cells in round-major order)", cell.label(), round, device));
+    }
+    const auto count_at = [&](const char* key, const model::WorkMatrix& counted) {
+      const auto recorded = static_cast<std::int64_t>(required_non_negative(cell, key));
+      if (recorded != counted.at(round, device)) {
+        throw InputError(fmt::format("{}: {} in the file, {} by this stripesim's work model (another layout or mask definition?)",
+                                     cell.where(key), recorded, counted.at(round, device)));
+      }
+    };
+    count_at("unmasked_pairs", r.work.unmasked_elements);
+    count_at("active_tiles", r.work.active_tiles);
+    count_at("partial_tiles", r.work.partial_tiles);
+    s.kernel.push_back(spread_from(cell, "kernel_us"));
+    s.handoff.push_back(spread_from(cell, "handoff_us"));
+    if (c.backward) {
+      s.backward_kernel.push_back(spread_from(cell, "backward_kernel_us"));
+      s.backward_handoff.push_back(spread_from(cell, "backward_handoff_us"));
+    }
+  }
+}
+
+CaseResult result_from(const JsonFields& f, const std::string& backend) {
+  f.allow_only({"label", "layout", "mask", "cp", "pass", "seq_len", "devices", "tile", "heads", "kv_heads", "head_dim", "dtype",
+                "seed", "gpu_kernel", "correctness", "handoff_bytes", "gradient_handoff_bytes", "wall_us", "unmasked_pairs",
+                "active_tiles", "role", "predicted_us", "measured_us", "error", "round_times", "rounds"});
+  CaseResult r;
+  r.ring_case = case_from(f, backend);
+  const RingPlan plan = plan_ring_problem(r.ring_case);
+  r.work = model::count_work(plan.layout.build(), plan.mask, r.ring_case.tile, 1);
+  r.tolerance = output_tolerance(r.ring_case.precision);
+  if (f.has("correctness")) read_correctness(JsonFields(f.raw("correctness"), f.where("correctness")), r);
+  r.handoff_bytes = static_cast<std::int64_t>(required_non_negative(f, "handoff_bytes"));
+  if (r.ring_case.backward) {
+    // Files written before the field: a dK/dV accumulator per K/V row of the device's block, in
+    // fp32 on the GPU backends and in the case's own precision on the host ones.
+    const RingCase& c = r.ring_case;
+    const Count block = c.seq_len / c.devices, kv_row = c.kv_heads * c.head_dim;
+    const bool doubles = !is_gpu_backend(backend) && c.precision == Precision::fp64;
+    r.gradient_handoff_bytes = f.has("gradient_handoff_bytes")
+                                   ? static_cast<std::int64_t>(required_non_negative(f, "gradient_handoff_bytes"))
+                                   : (doubles ? cpu_ring::accumulator_bytes<double>(block, kv_row) : cpu_ring::accumulator_bytes<float>(block, kv_row));
+  }
+  r.summary.wall = spread_from(f, "wall_us");
+  read_cells(f, r);
+  return r;
+}
+
+}  // namespace
+
+ValidationReport read_saved_report(const nlohmann::json& doc, const std::string& label) {
+  const JsonFields f(doc, label);
+  if (f.string("schema") != kValidateSchema) throw InputError(fmt::format("{}: expected \"{}\"", f.where("schema"), kValidateSchema));
+  f.allow_only({"schema", "command", "backend", "device", "placement", "warmup", "iterations", "concurrent_devices", "all_passed",
+                "profile", "kernel", "calibration", "topology", "errors", "comparisons", "cases"});
+  ValidationReport report;
+  report.backend = f.string("backend");
+  if (report.backend != "cpu" && report.backend != "mpi" && report.backend != "cuda" && report.backend != "nccl") {
+    throw InputError(fmt::format("{} '{}': expected cpu, mpi, cuda or nccl", f.where("backend"), report.backend));
+  }
+  report.device = f.string("device");
+  report.options.warmup = static_cast<Count>(required_non_negative(f, "warmup"));
+  report.options.iterations = f.positive_count("iterations");
+  // Files written before the field: the backends that run a device per GPU or per process
+  // (nccl, mpi) run them at once; cpu and cuda run them one after another.
+  report.concurrent_devices = f.boolean_or("concurrent_devices", report.backend == "nccl" || report.backend == "mpi");
+  if (f.has("placement")) {
+    const JsonFields p(f.raw("placement"), f.where("placement"));
+    p.allow_only({"nodes", "hosts", "node_of_device"});
+    const std::vector<std::string> hosts = p.string_list_or("hosts", {});
+    const std::vector<Count> node_of = p.count_list("node_of_device");
+    std::vector<std::string> host_of_device;
+    for (const Count node : node_of) {
+      if (node < 0 || node >= static_cast<Count>(hosts.size())) throw InputError(fmt::format("{}: a node index beyond \"hosts\"", p.where("node_of_device")));
+      host_of_device.push_back(hosts[static_cast<size_t>(node)]);
+    }
+    report.placement = sim::placement_from_hosts(host_of_device);
+  }
+  const nlohmann::json& cases = f.non_empty_array("cases");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    report.results.push_back(result_from(JsonFields(cases[i], f.where_item("cases", i)), report.backend));
+  }
+  return report;
+}
+
+}  // namespace stripesim::validate
