@@ -391,7 +391,7 @@ TEST(KernelFit, RecoversTheTrimmedFactorsOfAKernelThatTrims) {
   sim::KernelProfile start = truth;
   start.forward = {1, 1, 1, 1, 1};
   start.backward = {1, 1, 1, 1, 1};
-  const KernelFit fit = fit_kernel(calls, start, hw.sms);
+  const KernelFit fit = fit_kernel(calls, start, hw);
   EXPECT_NEAR(fit.profile.backward.trimmed_factor, 1.2, 1e-6);
   EXPECT_NEAR(fit.profile.forward.trimmed_factor, 1.0, 1e-6);
   EXPECT_NEAR(fit.profile.backward.full_tile_us, 5.0, 1e-6);
@@ -401,6 +401,44 @@ TEST(KernelFit, RecoversTheTrimmedFactorsOfAKernelThatTrims) {
   flex_like.trims_below_diagonal = false;
   EXPECT_TRUE(std::ranges::none_of(measured_calls(workloads, hw, flex_like),
                                    [](const MeasuredCall& c) { return c.trimmed_length != 0; }));
+}
+
+// A 64x64 kernel of head 128 that runs 4 blocks per SM (the validator's own on an H200): with the
+// SM's 228 KiB the fit may try 4 and gets it back; on an SM whose shared memory holds two such
+// blocks (100 KiB: 48 KiB a block), it tries no more than 2 and cannot meet every call.
+TEST(KernelFit, TriesNoMoreBlocksPerSmThanSharedMemoryHolds) {
+  model::HardwareProfile hw = synthetic_bf16_hardware(8);
+  sim::KernelProfile truth;
+  truth.tile = {64, 64};
+  truth.blocks_per_sm = 4;
+  truth.order = sim::BlockOrder::longest_first;
+  truth.forward = {20.0, 1.0, 4.0, 6.0};
+  std::vector<MeasuredWorkload> workloads;
+  for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+    for (const Count n : {Count{2048}, Count{4096}}) {
+      MeasuredWorkload w = causal_workload(std::string(layout) + std::to_string(n), layout, n, 4, 2, sim::PassSelection::forward,
+                                           std::vector<double>(16, 1.0));
+      w.tile = truth.tile;
+      workloads.push_back(std::move(w));
+    }
+  }
+  for (MeasuredWorkload& w : workloads) {
+    for (const MeasuredCall& call : measured_calls({w}, hw, truth)) {
+      w.us[static_cast<size_t>(call.round * 4 + call.device)] = predicted_us(call, truth, hw.sms);
+    }
+  }
+  const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
+  sim::KernelProfile start = truth;
+  start.blocks_per_sm = 1;
+  start.forward = {1, 1, 1, 1};
+  hw.shared_memory_per_sm = 228 * 1024;
+  const KernelFit roomy = fit_kernel(calls, start, hw);
+  EXPECT_EQ(roomy.profile.blocks_per_sm, 4);
+  EXPECT_LT(roomy.max_abs_error, 1e-4);
+  hw.shared_memory_per_sm = 100 * 1024;
+  const KernelFit tight = fit_kernel(calls, start, hw);
+  EXPECT_LE(tight.profile.blocks_per_sm, 2);
+  EXPECT_GT(tight.max_abs_error, 1e-2) << "fitted with " << tight.profile.blocks_per_sm << " blocks per SM";
 }
 
 // A kernel built for two tile shapes whose small tile is not its large one scaled by FLOPs (more
@@ -442,7 +480,7 @@ TEST(KernelFit, FitsEachMeasuredTileShapeOnItsOwnCalls) {
   sim::KernelProfile start = scaled_only;
   start.forward = {1, 1, 1, 1};
   start.backward = {1, 1, 1, 1};
-  const KernelFit fit = fit_kernel(calls, start, hw.sms);
+  const KernelFit fit = fit_kernel(calls, start, hw);
   EXPECT_LT(fit.max_abs_error, 1e-6);
   EXPECT_EQ(fit.samples, std::ranges::count_if(calls, [](const MeasuredCall& c) { return c.measured_us > 0; }));
   EXPECT_EQ(fit.profile.tile, (model::TileShape{128, 128}));

@@ -61,14 +61,14 @@ std::string to_string(PassSelection pass) {
 
 std::string to_string(RingPass pass) { return pass == RingPass::forward ? "forward" : "backward"; }
 
-namespace {
-
 Bytes dtype_bytes(const std::string& dtype) {
   if (dtype == "fp32" || dtype == "tf32") return 4;
   if (dtype == "bf16" || dtype == "fp16") return 2;
   if (dtype == "fp8" || dtype == "int8") return 1;
   throw InputError(fmt::format("--dtype '{}': expected fp32, tf32, bf16, fp16 or fp8", dtype));
 }
+
+namespace {
 
 // Heads of one model-parallel rank; K/V heads are replicated when there are fewer than M.
 // Query heads split over the model-parallel group; K/V heads may also be replicated when the

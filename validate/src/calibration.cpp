@@ -159,7 +159,7 @@ Calibration calibrate(const std::vector<const CaseResult*>& cases, model::Hardwa
   if (std::none_of(calls.begin(), calls.end(), [](const MeasuredCall& c) { return c.measured_us > 0; })) {
     throw model::InputError("validate --calibrate: the matrix launched no kernel to fit (every block was masked)");
   }
-  const KernelFit fit = fit_kernel(calls, kernel, base.sms);
+  const KernelFit fit = fit_kernel(calls, kernel, base);
   Calibration out;
   out.kernel = fit.profile;
   out.kernel.name = fmt::format("{}-calibrated", kernel.name);

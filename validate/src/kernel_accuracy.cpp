@@ -99,7 +99,7 @@ std::vector<WorkloadPrediction> leave_one_group_out(const std::vector<MeasuredWo
     for (const MeasuredCall& call : calls) {
       if (workloads[call.workload].group != group) training.push_back(call);
     }
-    const KernelFit fit = fit_kernel(training, base, hw.sms);
+    const KernelFit fit = fit_kernel(training, base, hw);
     std::vector<MeasuredWorkload> held;
     std::vector<size_t> index;
     for (size_t i = 0; i < workloads.size(); ++i) {

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <optional>
 #include <set>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/sim/simulation.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/work_model.hpp"
@@ -235,11 +237,28 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
   return {k, std::move(best_errors), best_objective};
 }
 
+// The blocks per SM a fit tries, up to what the SM's shared memory holds (most_blocks_per_sm).
+// A 128x128 tile of head 128 leaves room for two; this project's 64x64 kernel (2 warps, 53 KB)
+// runs four, and fitted with at most two its small calls missed by 20 % on an H200.
+constexpr std::array<Count, 6> kBlocksPerSmTried{1, 2, 3, 4, 6, 8};
+
+// The most blocks of `kernel` cut into `tile` an SM can hold: a flash-style block keeps at least
+// its query tile and one key and one value tile (TQ + 2 TK rows of the head) in shared memory.
+// No bound when the hardware profile does not say how much shared memory an SM has.
+Count most_blocks_per_sm(const sim::KernelProfile& kernel, model::TileShape tile, const model::HardwareProfile& hardware) {
+  if (!hardware.shared_memory_per_sm) return kBlocksPerSmTried.back();
+  const Count block_bytes = (tile.query + 2 * tile.key) * kernel.head_dim * sim::dtype_bytes(kernel.dtype);
+  return std::max<Count>(1, *hardware.shared_memory_per_sm / block_bytes);
+}
+
 // The costs and structure (blocks per SM, block order) that fit `calls` best, from `start`.
-StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& start, Count sms,
-                           bool fit_forward, bool fit_backward) {
+StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& start,
+                           const model::HardwareProfile& hardware, bool fit_forward, bool fit_backward) {
+  const Count sms = hardware.sms;
+  const Count most = most_blocks_per_sm(start, start.tile, hardware);
   std::optional<StructureFit> best;
-  for (const Count blocks_per_sm : {Count{1}, Count{2}}) {
+  for (const Count blocks_per_sm : kBlocksPerSmTried) {
+    if (blocks_per_sm > most) break;
     for (const sim::BlockOrder order : {sim::BlockOrder::launch, sim::BlockOrder::longest_first}) {
       sim::KernelProfile k = start;
       k.blocks_per_sm = blocks_per_sm;
@@ -260,7 +279,8 @@ Spread magnitude_spread(const std::vector<double>& errors) {
 
 }  // namespace
 
-KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base, Count sms) {
+KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base, const model::HardwareProfile& hardware) {
+  const Count sms = hardware.sms;
   bool fit_forward = false, fit_backward = false, empty_timed = false, empty_seen = false;
   std::set<size_t> workloads;
   Count forward_samples = 0, backward_samples = 0;
@@ -290,7 +310,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
     return std::any_of(group.begin(), group.end(), [&](const MeasuredCall& c) { return c.measured_us > 0 && c.*pass; });
   };
   const std::vector<MeasuredCall>& main_calls = by_tile.size() > 1 && by_tile.contains(start.tile) ? by_tile.at(start.tile) : calls;
-  StructureFit best = fit_structure(main_calls, start, sms, timed(main_calls, &MeasuredCall::forward),
+  StructureFit best = fit_structure(main_calls, start, hardware, timed(main_calls, &MeasuredCall::forward),
                                     timed(main_calls, &MeasuredCall::backward));
   nlohmann::json tiles = nlohmann::json::array();
   std::vector<double> errors = best.errors;
@@ -314,7 +334,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
       }
       const bool forward = timed(group, &MeasuredCall::forward), backward = timed(group, &MeasuredCall::backward);
       if (!forward && !backward) continue;
-      const StructureFit fit = fit_structure(group, at, sms, forward, backward);
+      const StructureFit fit = fit_structure(group, at, hardware, forward, backward);
       best.profile.other_tiles.push_back(sim::main_variant(fit.profile));
       tiles.push_back({{"tile", tile.to_string()}, {"samples", fit.errors.size()}, {"median_abs_error", magnitude_spread(fit.errors).median}});
     }
@@ -347,7 +367,9 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
                                                 : "not measured: kept from the base profile"},
                      {"backward", fit_backward ? "fitted" : "not measured: kept from the base profile"},
                      {"trimmed_calls", trimmed},
-                     {"structure", "blocks per SM (1, 2) and block order (launch, longest_first): the best fit kept"}};
+                     {"structure", fmt::format("blocks per SM ({}, at most what the SM's shared memory holds) and block order "
+                                               "(launch, longest_first): the best fit kept",
+                                               fmt::join(kBlocksPerSmTried, ", "))}};
   if (!tiles.empty()) out.profile.fit["tiles"] = tiles;  // each shape fitted on its own calls
   return out;
 }

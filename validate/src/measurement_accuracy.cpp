@@ -48,7 +48,7 @@ KernelAccuracy run_measurement_accuracy(const MeasurementAccuracyPlan& plan, con
   out.workloads = plan.workloads;
   // The fit on everything is the profile --calibrate writes; --compare also reports it beside the
   // leave-one-out scores.
-  out.fit = fit_kernel(plan.calls, plan.base, plan.hardware.sms);
+  out.fit = fit_kernel(plan.calls, plan.base, plan.hardware);
   out.fit.profile.hardware = plan.hardware.name;
   out.fit.profile.sources["costs"] = "fitted by: " + request.command;
   out.fit.profile.fit["files"] = request.measurements.size() + request.block_costs.size();

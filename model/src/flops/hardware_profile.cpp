@@ -11,7 +11,7 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   const JsonFields f(doc, label);
   f.allow_only({"name", "description", "aliases", "device_names", "peak_tflops", "matmul_precision", "attention_precision",
                 "attention_flop_weight", "memory_gib", "memory_bandwidth_gbps", "link_bandwidth_gbps", "link_latency_us",
-                "default_tile", "sms", "default_kernel", "matmul_efficiency", "elementwise_bytes_per_dmodel", "sources"});
+                "default_tile", "sms", "shared_memory_per_sm_kib", "default_kernel", "matmul_efficiency", "elementwise_bytes_per_dmodel", "sources"});
   HardwareProfile h;
   h.name = f.string("name");
   h.description = f.string_or("description", "");
@@ -34,6 +34,7 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   if (f.has("link_latency_us")) h.link_latency_us = f.non_negative_number_or("link_latency_us", 0.0);
   if (f.has("default_tile")) h.default_tile = parse_tile_shape(f.string("default_tile"));
   h.sms = f.positive_count("sms", kMaxSms);
+  if (f.has("shared_memory_per_sm_kib")) h.shared_memory_per_sm = 1024 * f.positive_count("shared_memory_per_sm_kib", Count{1} << 30);
   h.default_kernel = f.string_or("default_kernel", "");
   if (f.has("matmul_efficiency")) {
     const double efficiency = f.positive_number("matmul_efficiency");
@@ -62,6 +63,7 @@ nlohmann::ordered_json to_json(const HardwareProfile& h) {
           {"sms", h.sms},
           {"default_kernel", h.default_kernel}};
   if (h.link_latency_us) doc["link_latency_us"] = *h.link_latency_us;
+  if (h.shared_memory_per_sm) doc["shared_memory_per_sm_kib"] = *h.shared_memory_per_sm / 1024;
   if (h.matmul_efficiency) doc["matmul_efficiency"] = *h.matmul_efficiency;
   if (h.elementwise_bytes_per_dmodel > 0) doc["elementwise_bytes_per_dmodel"] = h.elementwise_bytes_per_dmodel;
   if (!h.sources.empty()) doc["sources"] = h.sources;

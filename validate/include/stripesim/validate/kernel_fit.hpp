@@ -5,7 +5,8 @@
 // Huber's loss, so a disturbed measurement does not pull every cost) with placing the blocks
 // again under the new costs, and keeps the best costs seen. A partial tile is fitted as
 // a full tile plus a non-negative extra, so it never costs less than a full one. The fit also
-// picks the kernel's structure that fits best: blocks per SM (1 or 2) and block order. For a
+// picks the kernel's structure that fits best: blocks per SM (1, 2, 3, 4, 6 or 8, no more than the
+// SM's shared memory holds at the tile) and block order. For a
 // kernel that trims blocks (KernelProfile::trims_below_diagonal), each pass's trimmed_factor is
 // fitted in the same alternation on the calls it slows, from their time at factor 1.
 #include <nlohmann/json.hpp>
@@ -50,6 +51,7 @@ struct KernelFit {
 
 // `base` gives the name, tile, head size and precision; costs and structure are fitted, the
 // empty-call flags are read off the data (a call with no work that took time was launched).
-[[nodiscard]] KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base, Count sms);
+[[nodiscard]] KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base,
+                                   const model::HardwareProfile& hardware);
 
 }  // namespace stripesim::validate

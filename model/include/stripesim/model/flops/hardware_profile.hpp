@@ -42,6 +42,9 @@ struct HardwareProfile {
   std::optional<double> link_latency_us;
   TileShape default_tile{128, 128};  // the paper's tile (TMS); kernels name their own
   Count sms = 108;                   // streaming multiprocessors (TensorCores on a TPU): where thread blocks run
+  // Shared memory one SM offers its thread blocks, bytes: with a kernel's tile it bounds how many
+  // of its blocks an SM holds (validate's kernel fit tries no more). Unset: no bound known.
+  std::optional<Count> shared_memory_per_sm;
   std::string default_kernel;        // the kernel profile simulate uses without --kernel
   // What `simulate --scope layer|step` prices outside attention. matmul_efficiency: the fraction
   // of peak[matmul_precision] the model's matmuls (projections, MLP, LM head) reach; unset, those
