@@ -1,7 +1,7 @@
 // libFuzzer target: every reader of a user-written JSON document (analyze configs, TMS and
 // balance experiments, model and hardware profiles, topologies, simulate experiments, permutation
-// blocks, kernel profiles), and for small analyze configs the whole analysis. The first byte picks
-// the reader.
+// blocks, kernel profiles, saved validate reports), and for small analyze configs the whole
+// analysis. The first byte picks the reader.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -18,6 +18,7 @@
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/simulation.hpp"
 #include "stripesim/sim/topology.hpp"
+#include "stripesim/validate/saved_report.hpp"
 
 using namespace stripesim;
 
@@ -26,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const nlohmann::json doc = nlohmann::json::parse(data + 1, data + size, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return 0;
   try {
-    switch (data[0] % 9) {
+    switch (data[0] % 10) {
       case 0: {
         const model::AnalyzeConfig config = model::analyze_config_from_json(doc, {}, "fuzz");
         // Keep each run small: the fuzzer wants many inputs, not one huge analysis.
@@ -75,6 +76,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           (void)model.call_us(rows, sim::KernelPass::forward);
           (void)model.call_us(rows, sim::KernelPass::backward, 255);
         }
+        break;
+      }
+      case 9: {
+        // A saved validate.json; small cases only (each is counted again by the work model).
+        if (!doc.is_object() || !doc.contains("cases") || !doc["cases"].is_array() || doc["cases"].size() > 8) break;
+        for (const auto& c : doc["cases"]) {
+          if (!c.is_object() || !c.contains("seq_len") || !c["seq_len"].is_number_integer() || c["seq_len"].get<std::int64_t>() > 4096) {
+            return 0;
+          }
+        }
+        (void)validate::read_saved_report(doc, "fuzz");
         break;
       }
     }

@@ -363,6 +363,10 @@ TEST(KernelTime, BackwardBlocksSplitAKeyTileIntoEqualShares) {
   // The forward keeps a block per query tile; a key tile of 3 keys needs 2 blocks of 2.
   EXPECT_DOUBLE_EQ(four.call_us(r, KernelPass::forward), 5 + 0.5 + 4);
   EXPECT_EQ(KernelTimeModel(k, 4, {1, 1, {4, 3}, 1}).backward_blocks_per_key_tile(), 2);
+  // A split into more blocks than any kernel launches per key tile is an input error, not 2^20
+  // blocks per row placed one by one.
+  k.backward_block_keys = 1;
+  EXPECT_THROW(KernelTimeModel(k, 4, {1, 1, {4, 1 << 20}, 1}), model::InputError);
   k.backward_block_keys.reset();
   EXPECT_EQ(KernelTimeModel(k, 4, {1, 1, {4, 4}, 1}).backward_blocks_per_key_tile(), 1);
   EXPECT_DOUBLE_EQ(KernelTimeModel(k, 4, {1, 1, {4, 4}, 1}).call_us(r, KernelPass::backward), 1 + 4.0);

@@ -5,6 +5,10 @@
 #include <queue>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
+#include "stripesim/model/io/input_error.hpp"
+
 namespace stripesim::sim {
 
 Microseconds dot(const KernelFeatures& f, const PassCosts& c) {
@@ -24,6 +28,13 @@ KernelTimeModel::KernelTimeModel(KernelProfile profile, Count sms, KernelCallSha
   block_scale_ = dim * tq * shape_.precision_slowdown;
   if (profile_.backward_block_keys) {
     backward_split_ = std::max<Count>(1, (shape_.tile.key + *profile_.backward_block_keys - 1) / *profile_.backward_block_keys);
+    // Each block of a split key tile is placed on its own: a few per tile, as kernels launch.
+    constexpr Count kMostBlocksPerKeyTile = 1024;
+    if (backward_split_ > kMostBlocksPerKeyTile) {
+      throw model::InputError(fmt::format("kernel profile {}: backward_block_keys {} splits a {}-key tile into {} blocks (at most {})",
+                                          profile_.name, *profile_.backward_block_keys, shape_.tile.key, backward_split_,
+                                          kMostBlocksPerKeyTile));
+    }
   }
 }
 
