@@ -214,6 +214,15 @@ std::optional<model::HardwareProfile> given_hardware_profile(const ValidateOptio
   return model::hardware_profile_from_json(model::read_json_file(o.profile, label), label);
 }
 
+// Before anything runs or is read further: --hardware names a profile, and --compare has a case
+// to predict besides one to fit on, or a --profile to predict with.
+void check_prediction_flags(const ValidateOptions& o, const model::ConfigCatalog& catalog, size_t cases, bool given_profile) {
+  if (!o.hardware.empty()) (void)catalog.hardware(o.hardware);
+  if (o.compare && cases < 2 && !given_profile) {
+    throw model::InputError("--compare: needs at least two cases (one to calibrate on, one to predict) or --profile");
+  }
+}
+
 // Predictions (--calibrate, --compare), the files and the exit code of a report, run here or
 // read back with --from.
 int finish_report(const ValidateOptions& opts, validate::ValidationReport& report, const model::ConfigCatalog& catalog,
@@ -274,11 +283,8 @@ int run_on_saved_report(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   const std::string label = "--from " + o.from;
   validate::ValidationReport report = validate::read_saved_report(model::read_json_file(o.from, label), label);
   const model::ConfigCatalog catalog(config_dir());
-  if (!o.hardware.empty()) (void)catalog.hardware(o.hardware);
   const std::optional<model::HardwareProfile> given_profile = given_hardware_profile(o);
-  if (o.compare && report.results.size() < 2 && !given_profile) {
-    throw model::InputError(fmt::format("{}: --compare needs at least two cases (one to calibrate on, one to predict) or --profile", label));
-  }
+  check_prediction_flags(o, catalog, report.results.size(), given_profile.has_value());
   if (mode == RunMode::parse_only) return 0;
   report.command = command_line(cmd);
   return finish_report(o, report, catalog, given_profile);
@@ -375,10 +381,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     const validate::RunOptions run = run_options(opts);
     const model::ConfigCatalog catalog(config_dir());
     const std::optional<model::HardwareProfile> given_profile = given_hardware_profile(opts);
-    if (!opts.hardware.empty()) (void)catalog.hardware(opts.hardware);
-    if (opts.compare && cases.size() < 2 && !given_profile) {
-      throw model::InputError("--compare: needs at least two cases (one to calibrate on, one to predict) or --profile");
-    }
+    check_prediction_flags(opts, catalog, cases.size(), given_profile.has_value());
     auto backend = validate::make_backend(opts.backend);  // mpi: MPI_Init_thread, finalised when it goes
     if (const auto ranks = backend->launched_devices()) {
       // One process per device: the launch fixes N. Without --devices the ring is the job's size; a

@@ -1,12 +1,11 @@
 // `stripesim validate` end to end on the CPU backend: the check, --calibrate, --compare and their
 // files, a profile the simulator then accepts, failing devices (exit 3) and bad input (exit 2).
 #include <gtest/gtest.h>
-
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "bad_input_table.hpp"
 
