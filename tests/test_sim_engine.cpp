@@ -390,6 +390,105 @@ TEST(KernelTime, FeaturesTimesCostsIsTheTimeAndShapesScale) {
   EXPECT_DOUBLE_EQ(flex_like.call_us(rows({{0, 0}, {0, 0}}), KernelPass::forward), 5 + 0.5);
 }
 
+// SMs that share their throughput: with k of its B blocks an SM runs each at
+// min(lone speed-up, B / k) of a full SM's block rate (KernelProfile::lone_block_speedup).
+TEST(KernelTime, SmsShareTheirThroughputAmongTheBlocksTheyHold) {
+  KernelProfile k = unit_kernel();
+  k.forward = {0, 0, 1, 1};
+  k.blocks_per_sm = 2;
+  const auto one_sm = [&](double lone, const model::QueryTileProfile& r, Count sms = 1) {
+    KernelProfile p = k;
+    p.lone_block_speedup = lone;
+    return KernelTimeModel(p, sms, {1, 1, {1, 1}, 1}).call_us(r, KernelPass::forward);
+  };
+  // Blocks of 1 and 3 tiles on one SM of 2: both at rate 1 until 1, then the long one alone.
+  EXPECT_DOUBLE_EQ(one_sm(1, rows({{1, 0}, {3, 0}})), 3.0) << "fixed slots";
+  EXPECT_DOUBLE_EQ(one_sm(2, rows({{1, 0}, {3, 0}})), 1 + 2.0 / 2);
+  EXPECT_NEAR(one_sm(1.5, rows({{1, 0}, {3, 0}})), 1 + 2.0 / 1.5, 1e-12);
+  // 4 blocks per SM, a lone block twice a slot's speed: four blocks of 2 at rate 1, three at 4/3,
+  // one at 2.
+  k.blocks_per_sm = 4;
+  EXPECT_DOUBLE_EQ(one_sm(2, model::QueryTileProfile(4, {2, 0})), 2.0);
+  EXPECT_DOUBLE_EQ(one_sm(2, model::QueryTileProfile(3, {2, 0})), 1.5);
+  EXPECT_DOUBLE_EQ(one_sm(2, model::QueryTileProfile(1, {2, 0})), 1.0);
+  // Two SMs of 2, lone speed-up 2, blocks 5, 1, 2, 1, 4 in launch order: breadth first, SM 0
+  // holds 5 and 2, SM 1 both 1s. SM 1 empties at 1 and takes the 4 alone: 1 + 4 / 2 = 3. SM 0
+  // runs 5 and 2 at rate 1 until 2, then the 5's last 3 alone: 2 + 3 / 2 = 3.5. Fixed slots: 5.
+  k.blocks_per_sm = 2;
+  const model::QueryTileProfile five = rows({{5, 0}, {1, 0}, {2, 0}, {1, 0}, {4, 0}});
+  EXPECT_DOUBLE_EQ(one_sm(2, five, 2), 3.5);
+  EXPECT_DOUBLE_EQ(one_sm(1, five, 2), 5.0);
+}
+
+// The SM-sharing placement against a plain time-stepped simulation of the same rule (every SM's
+// blocks advance at min(lone, B / k) per unit of time, a freed place takes the next block), on
+// causal-like profiles; and its features, priced with the costs they were placed with, are the time.
+TEST(KernelTime, SharedSmsMatchATimeSteppedSimulation) {
+  KernelProfile k = unit_kernel();
+  k.forward = {0, 0.5, 1, 3};
+  k.blocks_per_sm = 3;
+  k.lone_block_speedup = 2;
+  const Count sms = 4;
+  const model::QueryTileProfile r = rows({{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}});
+  const Count streams = 3;
+  for (const BlockOrder order : {BlockOrder::launch, BlockOrder::longest_first}) {
+    k.order = order;
+    const KernelTimeModel model(k, sms, {streams, 1, {1, 1}, 1});
+    const double us = model.call_us(r, KernelPass::forward);
+    // The reference: block works in the kernel's order, dt steps.
+    std::vector<double> work;
+    for (Count s = 0; s < streams; ++s) {
+      for (const auto& row : r) work.push_back(0.5 + static_cast<double>(row.full) + 3.0 * static_cast<double>(row.partial));
+    }
+    if (order == BlockOrder::longest_first) std::stable_sort(work.begin(), work.end(), std::greater<>());
+    std::vector<std::vector<double>> left(static_cast<size_t>(sms));
+    size_t next = 0;
+    for (Count place = 0; place < k.blocks_per_sm; ++place) {
+      for (auto& sm : left) {
+        if (next < work.size()) sm.push_back(work[next++]);
+      }
+    }
+    const double dt = 1e-4;
+    double t = 0;
+    while (std::any_of(left.begin(), left.end(), [](const auto& sm) { return !sm.empty(); })) {
+      t += dt;
+      for (auto& sm : left) {
+        if (sm.empty()) continue;
+        const double rate = std::min(2.0, 3.0 / static_cast<double>(sm.size()));
+        for (double& w : sm) w -= rate * dt;
+        const auto freed = static_cast<size_t>(std::count_if(sm.begin(), sm.end(), [](double w) { return w <= 1e-12; }));
+        std::erase_if(sm, [](double w) { return w <= 1e-12; });
+        for (size_t f = 0; f < freed && next < work.size(); ++f) sm.push_back(work[next++]);
+      }
+    }
+    EXPECT_NEAR(us, t, 2e-3) << block_order_name(order);
+    EXPECT_NEAR(dot(model.features(r, KernelPass::forward), k.forward), us, 1e-9);
+  }
+  // Lone speed-up 1 is fixed slots: the same time as the slot placement it generalises.
+  k.lone_block_speedup = 1 + 1e-12;
+  KernelProfile slots = k;
+  slots.lone_block_speedup = 1;
+  EXPECT_NEAR(KernelTimeModel(k, sms, {streams, 1, {1, 1}, 1}).call_us(r, KernelPass::forward),
+              KernelTimeModel(slots, sms, {streams, 1, {1, 1}, 1}).call_us(r, KernelPass::forward), 1e-9);
+}
+
+// A backward with a placement of its own is placed by it; the forward keeps the profile's.
+TEST(KernelTime, TheBackwardRunsOnItsOwnPlacement) {
+  KernelProfile k = unit_kernel();
+  k.forward = {0, 0, 1, 1};
+  k.backward = {0, 0, 1, 1};
+  const model::QueryTileProfile r = rows({{2, 0}, {2, 0}});
+  // One SM: the forward at 1 block per SM runs the two blocks in turn; the backward, 2 per SM
+  // in fixed slots, runs both at once.
+  k.backward_placement = BlockPlacement{2, BlockOrder::launch, 1};
+  const KernelTimeModel model(k, 1, {1, 1, {1, 1}, 1});
+  EXPECT_DOUBLE_EQ(model.call_us(r, KernelPass::forward), 4.0);
+  EXPECT_DOUBLE_EQ(model.call_us(r, KernelPass::backward), 2.0);
+  EXPECT_EQ(backward_placement(k), *k.backward_placement);
+  k.backward_placement.reset();
+  EXPECT_EQ(backward_placement(k), forward_placement(k));
+}
+
 // A kernel whose causal mask keeps the diagonal runs a block trimmed to q[1:] x k[:-1]; when that
 // length ends inside the tile the call takes the pass's factor times what its tiles cost, every
 // feature scaled alike. An aligned trim, no trim, or a kernel that does not trim: as counted.

@@ -323,6 +323,41 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
       EXPECT_STREQ(e.what(), message);
     }
   }
+  // SM sharing and the backward's own placement: absent (fixed slots, one placement) is not
+  // written; given, they round-trip; out of range, or sharing with fixed `slots`, is refused.
+  EXPECT_FALSE(to_json(varlen).contains("lone_block_speedup"));
+  EXPECT_FALSE(to_json(varlen).contains("backward_placement"));
+  nlohmann::json shared = doc;
+  shared["blocks_per_sm"] = 2;
+  shared["lone_block_speedup"] = 1.5;
+  shared["backward_placement"] = {{"blocks_per_sm", 4}, {"block_order", "longest_first"}, {"lone_block_speedup", 2}};
+  const KernelProfile placed = kernel_profile_from_json(shared, "k.json");
+  EXPECT_DOUBLE_EQ(placed.lone_block_speedup, 1.5);
+  EXPECT_EQ(backward_placement(placed), (BlockPlacement{4, BlockOrder::longest_first, 2}));
+  const KernelProfile again = kernel_profile_from_json(nlohmann::json::parse(to_json(placed).dump()), "again");
+  EXPECT_EQ(forward_placement(again), forward_placement(placed));
+  EXPECT_EQ(again.backward_placement, placed.backward_placement);
+  for (const auto& [field, value, message] :
+       {std::tuple{"lone_block_speedup", 3.0, "k.json field \"lone_block_speedup\": must be between 1 and blocks_per_sm (2), got 3"},
+        std::tuple{"lone_block_speedup", 0.5, "k.json field \"lone_block_speedup\": must be between 1 and blocks_per_sm (2), got 0.5"},
+        std::tuple{"slots", 8.0, "k.json field \"lone_block_speedup\": a profile with \"slots\" runs fixed slots, not SMs that share their throughput"}}) {
+    nlohmann::json bad = shared;
+    if (std::string(field) == "slots") {
+      bad[field] = static_cast<Count>(value);
+    } else {
+      bad[field] = value;
+    }
+    try {
+      (void)kernel_profile_from_json(bad, "k.json");
+      ADD_FAILURE() << field << " " << value;
+    } catch (const model::InputError& e) {
+      EXPECT_STREQ(e.what(), message);
+    }
+  }
+  shared["backward_placement"]["lone_block_speedup"] = 5;
+  EXPECT_THROW((void)kernel_profile_from_json(shared, "k.json"), model::InputError) << "above the backward's own 4 blocks";
+  shared["backward_placement"] = {{"blocks_per_sm", 2}, {"sms", 3}};
+  EXPECT_THROW((void)kernel_profile_from_json(shared, "k.json"), model::InputError) << "an unknown field";
   nlohmann::json many_sms = nlohmann::json::parse(to_json(catalog().hardware("h100")).dump());
   many_sms["sms"] = Count{1} << 40;
   EXPECT_THROW((void)model::hardware_profile_from_json(many_sms, "h.json"), model::InputError);

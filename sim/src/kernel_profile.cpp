@@ -50,6 +50,44 @@ BlockOrder block_order_from_json(const model::JsonFields& f) {
   throw InputError(fmt::format("{}: expected \"launch\" or \"longest_first\", got \"{}\"", f.where("block_order"), order));
 }
 
+// A lone block runs no slower than one on a full SM, and no faster than the whole SM's share of
+// blocks_per_sm blocks.
+double lone_block_speedup_from_json(const model::JsonFields& f, Count blocks_per_sm) {
+  if (!f.has("lone_block_speedup")) return 1.0;
+  const double speedup = f.positive_number("lone_block_speedup");
+  if (speedup < 1 || speedup > static_cast<double>(blocks_per_sm)) {
+    throw InputError(fmt::format("{}: must be between 1 and blocks_per_sm ({}), got {}", f.where("lone_block_speedup"),
+                                 blocks_per_sm, speedup));
+  }
+  return speedup;
+}
+
+// SMs that share their throughput need SMs: a profile that runs fixed slots has none.
+void check_shares_with_slots(const model::JsonFields& f, double lone_block_speedup, const std::optional<Count>& slots) {
+  if (slots && lone_block_speedup != 1) {
+    throw InputError(fmt::format("{}: a profile with \"slots\" runs fixed slots, not SMs that share their throughput",
+                                 f.where("lone_block_speedup")));
+  }
+}
+
+std::optional<BlockPlacement> backward_placement_from_json(const model::JsonFields& parent, const std::optional<Count>& slots) {
+  if (!parent.has("backward_placement")) return std::nullopt;
+  const model::JsonFields f(parent.raw("backward_placement"), parent.where("backward_placement"));
+  f.allow_only({"blocks_per_sm", "block_order", "lone_block_speedup"});
+  BlockPlacement p;
+  p.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
+  p.order = block_order_from_json(f);
+  p.lone_block_speedup = lone_block_speedup_from_json(f, p.blocks_per_sm);
+  check_shares_with_slots(f, p.lone_block_speedup, slots);
+  return p;
+}
+
+nlohmann::ordered_json to_json(const BlockPlacement& p) {
+  nlohmann::ordered_json doc = {{"blocks_per_sm", p.blocks_per_sm}, {"block_order", block_order_name(p.order)}};
+  if (p.lone_block_speedup != 1) doc["lone_block_speedup"] = p.lone_block_speedup;
+  return doc;
+}
+
 // A trimmed factor means something only to a kernel that trims.
 void check_trimmed_factors(const model::JsonFields& f, const PassCosts& forward, const PassCosts& backward, bool trims) {
   for (const auto& [key, costs] : {std::pair{"forward", &forward}, std::pair{"backward", &backward}}) {
@@ -69,14 +107,25 @@ KernelProfile at_tile(KernelProfile kernel, model::TileShape tile) {
   const TileVariant variant = *it;
   kernel.tile = variant.tile;
   kernel.blocks_per_sm = variant.blocks_per_sm;
+  kernel.lone_block_speedup = variant.lone_block_speedup;
   kernel.order = variant.order;
+  kernel.backward_placement = variant.backward_placement;
   kernel.forward = variant.forward;
   kernel.backward = variant.backward;
   return kernel;
 }
 
 TileVariant main_variant(const KernelProfile& kernel) {
-  return {kernel.tile, kernel.blocks_per_sm, kernel.order, kernel.forward, kernel.backward};
+  return {kernel.tile,    kernel.blocks_per_sm,      kernel.order, kernel.forward,
+          kernel.backward, kernel.lone_block_speedup, kernel.backward_placement};
+}
+
+BlockPlacement forward_placement(const KernelProfile& kernel) {
+  return {kernel.blocks_per_sm, kernel.order, kernel.lone_block_speedup};
+}
+
+BlockPlacement backward_placement(const KernelProfile& kernel) {
+  return kernel.backward_placement.value_or(forward_placement(kernel));
 }
 
 const char* block_order_name(BlockOrder order) {
@@ -89,7 +138,7 @@ const char* block_order_name(BlockOrder order) {
 
 KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const model::JsonFields f(doc, label);
-  f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "slots", "block_order",
+  f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "lone_block_speedup", "slots", "block_order", "backward_placement",
                 "backward_block_keys", "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "other_tiles", "merge",
                 "calibrated", "sources", "fit"});
   if (f.has("schema") && f.string("schema") != "stripesim.kernel/1") {
@@ -102,7 +151,10 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.tile = model::parse_tile_shape(f.string("tile"));
   if (f.has("tiling")) k.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
   k.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
+  k.lone_block_speedup = lone_block_speedup_from_json(f, k.blocks_per_sm);
   if (f.has("slots")) k.slots = f.positive_count("slots", model::kMaxSms * model::kMaxBlocksPerSm);
+  check_shares_with_slots(f, k.lone_block_speedup, k.slots);
+  k.backward_placement = backward_placement_from_json(f, k.slots);
   k.order = block_order_from_json(f);
   if (f.has("backward_block_keys")) k.backward_block_keys = f.positive_count("backward_block_keys", Count{1} << 20);
   k.empty_calls_launch = f.boolean_or("empty_calls_launch", false);
@@ -119,7 +171,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
     if (!list.is_array()) throw InputError(fmt::format("{}: expected an array", f.where("other_tiles")));
     for (size_t i = 0; i < list.size(); ++i) {
       const model::JsonFields v(list[i], f.where_item("other_tiles", i));
-      v.allow_only({"tile", "blocks_per_sm", "block_order", "forward", "backward"});
+      v.allow_only({"tile", "blocks_per_sm", "lone_block_speedup", "block_order", "backward_placement", "forward", "backward"});
       TileVariant variant;
       variant.tile = model::parse_tile_shape(v.string("tile"));
       const bool seen = variant.tile == k.tile || std::any_of(k.other_tiles.begin(), k.other_tiles.end(),
@@ -129,7 +181,10 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
                                      variant.tile.to_string(), k.tile.to_string()));
       }
       variant.blocks_per_sm = v.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
+      variant.lone_block_speedup = lone_block_speedup_from_json(v, variant.blocks_per_sm);
+      check_shares_with_slots(v, variant.lone_block_speedup, k.slots);
       variant.order = block_order_from_json(v);
+      variant.backward_placement = backward_placement_from_json(v, k.slots);
       variant.forward = pass_costs_from_json(v, "forward");
       variant.backward = pass_costs_from_json(v, "backward");
       check_trimmed_factors(v, variant.forward, variant.backward, k.trims_below_diagonal);
@@ -165,11 +220,14 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
                                 {"forward", to_json(k.forward, k.trims_below_diagonal)},
                                 {"backward", to_json(k.backward, k.trims_below_diagonal)}};
   for (const TileVariant& v : k.other_tiles) {
-    doc["other_tiles"].push_back({{"tile", v.tile.to_string()},
-                                  {"blocks_per_sm", v.blocks_per_sm},
-                                  {"block_order", block_order_name(v.order)},
-                                  {"forward", to_json(v.forward, k.trims_below_diagonal)},
-                                  {"backward", to_json(v.backward, k.trims_below_diagonal)}});
+    nlohmann::ordered_json variant = {{"tile", v.tile.to_string()},
+                                      {"blocks_per_sm", v.blocks_per_sm},
+                                      {"block_order", block_order_name(v.order)},
+                                      {"forward", to_json(v.forward, k.trims_below_diagonal)},
+                                      {"backward", to_json(v.backward, k.trims_below_diagonal)}};
+    if (v.lone_block_speedup != 1) variant["lone_block_speedup"] = v.lone_block_speedup;
+    if (v.backward_placement) variant["backward_placement"] = to_json(*v.backward_placement);
+    doc["other_tiles"].push_back(std::move(variant));
   }
   if (k.merge != OutputMerge{}) {
     doc["merge"] = {{"forward_bytes_per_element", k.merge.forward_bytes_per_element},
@@ -178,6 +236,9 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
   }
   doc["calibrated"] = k.calibrated;
   if (k.slots) doc["slots"] = *k.slots;
+  // Written only when the SMs share: profiles with fixed slots read as they always have.
+  if (k.lone_block_speedup != 1) doc["lone_block_speedup"] = k.lone_block_speedup;
+  if (k.backward_placement) doc["backward_placement"] = to_json(*k.backward_placement);
   if (k.backward_block_keys) doc["backward_block_keys"] = *k.backward_block_keys;
   if (!k.sources.empty()) doc["sources"] = k.sources;
   if (!k.fit.empty()) doc["fit"] = k.fit;

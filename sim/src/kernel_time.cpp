@@ -1,6 +1,7 @@
 #include "stripesim/sim/kernel_time.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <queue>
 #include <stdexcept>
@@ -17,8 +18,10 @@ Microseconds dot(const KernelFeatures& f, const PassCosts& c) {
 }
 
 KernelTimeModel::KernelTimeModel(KernelProfile profile, Count sms, KernelCallShape shape)
-    : profile_(at_tile(std::move(profile), shape.tile)), slots_(profile_.slots.value_or(sms * profile_.blocks_per_sm)), shape_(shape) {
-  if (slots_ < 1 || shape_.streams < 1) throw std::invalid_argument("KernelTimeModel: needs a slot and a stream");
+    : profile_(at_tile(std::move(profile), shape.tile)), sms_(sms), shape_(shape) {
+  if (sms_ < 1 || shape_.streams < 1 || profile_.slots.value_or(1) < 1) {
+    throw std::invalid_argument("KernelTimeModel: needs an SM, a slot and a stream");
+  }
   // A tile's work is its FLOPs (TQ * TK * head_dim); a block's is its queries' bytes in and out
   // (TQ * head_dim). Both slow down with a precision the tensor cores run at a lower rate.
   const double dim = static_cast<double>(shape_.head_dim) / static_cast<double>(profile_.head_dim);
@@ -49,7 +52,8 @@ bool KernelTimeModel::slowed_by_trim(Count trimmed_length) const {
 
 KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, KernelPass pass, const PassCosts& costs,
                                          Count trimmed_length) const {
-  KernelFeatures f = placed_features(rows, costs, pass == KernelPass::backward ? backward_split_ : 1);
+  KernelFeatures f = placed_features(rows, costs, pass == KernelPass::backward ? backward_placement(profile_) : forward_placement(profile_),
+                                     pass == KernelPass::backward ? backward_split_ : 1);
   if (slowed_by_trim(trimmed_length)) {
     for (double* x : {&f.launches, &f.blocks, &f.full_tiles, &f.partial_tiles}) *x *= costs.trimmed_factor;
   }
@@ -57,7 +61,8 @@ KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, Ke
 }
 
 KernelFeatures KernelTimeModel::placed_features(const model::QueryTileProfile& rows, const PassCosts& costs,
-                                                Count blocks_per_row) const {
+                                                const BlockPlacement& placement, Count blocks_per_row) const {
+  const Count slots = profile_.slots.value_or(sms_ * placement.blocks_per_sm);
   Count active = 0;
   for (const auto& row : rows) active += row.full + row.partial;
   KernelFeatures out;
@@ -82,21 +87,23 @@ KernelFeatures KernelTimeModel::placed_features(const model::QueryTileProfile& r
   if (one_stream.empty()) return out;
   const Count blocks = static_cast<Count>(one_stream.size()) * shape_.streams;
 
-  auto add = [&](KernelFeatures& f, const Block& b) {
-    f.blocks += block_scale_;
-    f.full_tiles += tile_share * static_cast<double>(b.full);
-    f.partial_tiles += tile_share * static_cast<double>(b.partial);
+  auto add = [&](KernelFeatures& f, const Block& b, double share) {
+    f.blocks += share * block_scale_;
+    f.full_tiles += share * tile_share * static_cast<double>(b.full);
+    f.partial_tiles += share * tile_share * static_cast<double>(b.partial);
   };
+  // SMs that share their throughput (lone_block_speedup > 1) need SMs: fixed `slots` have none.
+  const bool shares = placement.lone_block_speedup != 1 && !profile_.slots;
   const bool uniform = std::all_of(one_stream.begin(), one_stream.end(), [&](const Block& b) {
     return b.full == one_stream.front().full && b.partial == one_stream.front().partial;
   });
-  if (uniform || blocks <= slots_) {
+  if (!shares && (uniform || blocks <= slots)) {
     // Equal blocks fill whole waves; with a slot for every block the longest one decides.
     const auto longest = std::max_element(one_stream.begin(), one_stream.end(),
                                           [](const Block& a, const Block& b) { return a.us < b.us; });
-    const Count per_slot = uniform ? (blocks + slots_ - 1) / slots_ : 1;
+    const Count per_slot = uniform ? (blocks + slots - 1) / slots : 1;
     KernelFeatures slot;
-    for (Count i = 0; i < per_slot; ++i) add(slot, *longest);
+    for (Count i = 0; i < per_slot; ++i) add(slot, *longest, 1.0);
     out.blocks = slot.blocks;
     out.full_tiles = slot.full_tiles;
     out.partial_tiles = slot.partial_tiles;
@@ -106,29 +113,95 @@ KernelFeatures KernelTimeModel::placed_features(const model::QueryTileProfile& r
   std::vector<size_t> order(static_cast<size_t>(blocks));
   std::iota(order.begin(), order.end(), size_t{0});
   const auto block_at = [&](size_t i) -> const Block& { return one_stream[i % one_stream.size()]; };
-  if (profile_.order == BlockOrder::longest_first) {
+  if (placement.order == BlockOrder::longest_first) {
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return block_at(a).us > block_at(b).us; });
   }
-  // Each block goes to the slot that frees first (ties: the lowest slot), as the block scheduler
-  // hands a new block to whichever SM has room.
-  using Slot = std::pair<Microseconds, Count>;
-  std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free_at;
-  for (Count s = 0; s < slots_; ++s) free_at.push({0.0, s});
-  std::vector<KernelFeatures> load(static_cast<size_t>(slots_));
-  std::vector<Microseconds> finish(static_cast<size_t>(slots_), 0.0);
-  for (const size_t i : order) {
-    const auto [t, s] = free_at.top();
-    free_at.pop();
-    const Block& b = block_at(i);
-    add(load[static_cast<size_t>(s)], b);
-    finish[static_cast<size_t>(s)] = t + b.us;
-    free_at.push({t + b.us, s});
+  KernelFeatures last;
+  if (shares) {
+    last = shared_sm_load(placement, order.size(), [&](size_t i) { return block_at(order[i]).us; },
+                          [&](KernelFeatures& f, size_t i, double share) { add(f, block_at(order[i]), share); });
+  } else {
+    // Each block goes to the slot that frees first (ties: the lowest slot), as the block
+    // scheduler hands a new block to whichever SM has room.
+    using Slot = std::pair<Microseconds, Count>;
+    std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free_at;
+    for (Count s = 0; s < slots; ++s) free_at.push({0.0, s});
+    std::vector<KernelFeatures> load(static_cast<size_t>(slots));
+    std::vector<Microseconds> finish(static_cast<size_t>(slots), 0.0);
+    for (const size_t i : order) {
+      const auto [t, s] = free_at.top();
+      free_at.pop();
+      const Block& b = block_at(i);
+      add(load[static_cast<size_t>(s)], b, 1.0);
+      finish[static_cast<size_t>(s)] = t + b.us;
+      free_at.push({t + b.us, s});
+    }
+    last = load[static_cast<size_t>(std::max_element(finish.begin(), finish.end()) - finish.begin())];
   }
-  const auto last = static_cast<size_t>(std::max_element(finish.begin(), finish.end()) - finish.begin());
-  out.blocks = load[last].blocks;
-  out.full_tiles = load[last].full_tiles;
-  out.partial_tiles = load[last].partial_tiles;
+  out.blocks = last.blocks;
+  out.full_tiles = last.full_tiles;
+  out.partial_tiles = last.partial_tiles;
   return out;
+}
+
+KernelFeatures KernelTimeModel::shared_sm_load(const BlockPlacement& placement, size_t blocks, const std::function<Microseconds(size_t)>& work_of,
+                                               const std::function<void(KernelFeatures&, size_t, double)>& add) const {
+  // The block scheduler fills the SMs breadth first (block i to SM i mod sms) up to
+  // blocks_per_sm each, then hands the next block to whichever SM frees a place. An SM holding
+  // k blocks runs each at rate g(k) = min(lone speed-up, blocks_per_sm / k) (block time on a
+  // full SM per unit of time), so all its blocks advance alike: each SM keeps one work clock.
+  // An interval of an SM's time is charged to the blocks it ran, in proportion to the share of
+  // each block's work done in it, so that the features' dot product with the costs is the time.
+  const Count per_sm = placement.blocks_per_sm;
+  const double lone = placement.lone_block_speedup;
+  const auto rate = [&](size_t k) { return std::min(lone, static_cast<double>(per_sm) / static_cast<double>(k)); };
+  struct Resident {
+    Microseconds finish;  // on the SM's work clock
+    size_t block;
+  };
+  struct Sm {
+    Microseconds clock = 0, time = 0;
+    std::vector<Resident> residents;
+    KernelFeatures load;
+  };
+  const Count sms = sms_;
+  std::vector<Sm> sm(static_cast<size_t>(sms));
+  size_t next = 0;
+  const auto take_next = [&](Sm& s) { s.residents.push_back({s.clock + work_of(next), next}); ++next; };
+  for (Count place = 0; place < per_sm && next < blocks; ++place) {
+    for (Count i = 0; i < sms && next < blocks; ++i) take_next(sm[static_cast<size_t>(i)]);
+  }
+  const auto next_finish = [](const Sm& s) {
+    return std::min_element(s.residents.begin(), s.residents.end(),
+                            [](const Resident& a, const Resident& b) { return a.finish < b.finish; })->finish;
+  };
+  const auto event_at = [&](const Sm& s) { return s.time + (next_finish(s) - s.clock) / rate(s.residents.size()); };
+  using Event = std::pair<Microseconds, Count>;  // ties: the lowest SM first
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  for (Count i = 0; i < sms; ++i) {
+    if (!sm[static_cast<size_t>(i)].residents.empty()) events.push({event_at(sm[static_cast<size_t>(i)]), i});
+  }
+  while (!events.empty()) {
+    const auto [time, i] = events.top();
+    events.pop();
+    Sm& s = sm[static_cast<size_t>(i)];
+    const Microseconds reached = next_finish(s);
+    const double k = static_cast<double>(s.residents.size());
+    const double g = rate(s.residents.size());
+    for (const Resident& r : s.residents) {
+      const Microseconds work = work_of(r.block);
+      if (work > 0) add(s.load, r.block, (reached - s.clock) / (k * g * work));
+    }
+    s.clock = reached;
+    s.time = time;
+    const auto done = std::remove_if(s.residents.begin(), s.residents.end(), [&](const Resident& r) { return r.finish <= reached; });
+    const auto freed = static_cast<size_t>(s.residents.end() - done);
+    s.residents.erase(done, s.residents.end());
+    for (size_t f = 0; f < freed && next < blocks; ++f) take_next(s);
+    if (!s.residents.empty()) events.push({event_at(s), i});
+  }
+  const auto last = std::max_element(sm.begin(), sm.end(), [](const Sm& a, const Sm& b) { return a.time < b.time; });
+  return last->load;
 }
 
 std::vector<Microseconds> KernelTimeModel::call_times(const model::Work& work, KernelPass pass) const {

@@ -3,14 +3,17 @@
 // profile. The kernel runs one thread block per query tile per head (per sequence); a block
 // lasts block_us plus its full and partial key tiles at their costs; the blocks are handed, in
 // the kernel's order, to sms * blocks_per_sm slots, each block to the slot that frees first (the
-// hardware block scheduler); the call lasts launch_us plus the last slot to finish.
+// hardware block scheduler); the call lasts launch_us plus the last slot to finish. A profile
+// whose SMs share their throughput (lone_block_speedup > 1) places the blocks on SMs instead,
+// each block running faster while its SM holds fewer (a long block left alone at a call's end).
 //
 // Once the blocks are placed the time is linear in the costs: launch_us * 1 + block_us * blocks
-// + full_tile_us * full tiles + partial_tile_us * partial tiles, counted on the slot that
-// finishes last. Those four counts are the call's features: prediction takes their dot product
+// + full_tile_us * full tiles + partial_tile_us * partial tiles, counted on the slot (or SM,
+// each of its intervals charged to the blocks it ran) that finishes last. Those four counts are the call's features: prediction takes their dot product
 // with the costs, and the calibration fits the costs to measured times on the same features.
 // A call the kernel runs trimmed to a length that ends inside a tile (kernel_profile.hpp) has
 // every feature scaled by the pass's trimmed_factor.
+#include <functional>
 #include <vector>
 
 #include "stripesim/model/work/work_matrix.hpp"
@@ -75,10 +78,15 @@ class KernelTimeModel {
 
  private:
   KernelProfile profile_;
-  Count slots_;
+  Count sms_;
   KernelCallShape shape_;
   [[nodiscard]] KernelFeatures placed_features(const model::QueryTileProfile& rows, const PassCosts& costs,
-                                               Count blocks_per_row) const;
+                                               const BlockPlacement& placement, Count blocks_per_row) const;
+  // The load of the SM that finishes last when `blocks` blocks, in launch order, each of
+  // work_of(i) (its time on a full SM), run on SMs that share their throughput
+  // (BlockPlacement::lone_block_speedup); add(f, i, share) charges share of block i's features to f.
+  [[nodiscard]] KernelFeatures shared_sm_load(const BlockPlacement& placement, size_t blocks, const std::function<Microseconds(size_t)>& work_of,
+                                              const std::function<void(KernelFeatures&, size_t, double)>& add) const;
   double tile_scale_;
   double block_scale_;
   Count backward_split_ = 1;
