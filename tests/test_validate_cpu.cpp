@@ -337,6 +337,16 @@ MeasuredWorkload causal_workload(std::string group, std::string layout, Count se
   return w;
 }
 
+// Every call of every workload timed as `truth` predicts it: synthetic measurements a
+// fit should give back exactly.
+void time_with(const sim::KernelProfile& truth, const model::HardwareProfile& hw, std::vector<MeasuredWorkload>& workloads) {
+  for (MeasuredWorkload& w : workloads) {
+    for (const MeasuredCall& call : measured_calls({w}, hw, truth)) {
+      w.us[static_cast<size_t>(call.round * w.devices + call.device)] = predicted_us(call, truth, hw.sms);
+    }
+  }
+}
+
 TEST(ConsistencyFloor, EqualWorkSharesItsMedianMeasuredTime) {
   const model::HardwareProfile hw = synthetic_bf16_hardware(4);
   sim::KernelProfile kernel;
@@ -380,11 +390,7 @@ TEST(KernelFit, RecoversTheTrimmedFactorsOfAKernelThatTrims) {
                                           layout, 4096, 4, 2, pass, std::vector<double>(16, 1.0)));
     }
   }
-  for (MeasuredWorkload& w : workloads) {
-    for (const MeasuredCall& call : measured_calls({w}, hw, truth)) {
-      w.us[static_cast<size_t>(call.round * 4 + call.device)] = predicted_us(call, truth, hw.sms);
-    }
-  }
+  time_with(truth, hw, workloads);
   const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
   const auto trimmed = std::ranges::count_if(calls, [](const MeasuredCall& c) { return c.trimmed_length == 1023; });
   EXPECT_EQ(trimmed, 2 * 6) << "striped, both passes: 6 blocks from a later device each";
@@ -422,11 +428,7 @@ TEST(KernelFit, TriesNoMoreBlocksPerSmThanSharedMemoryHolds) {
       workloads.push_back(std::move(w));
     }
   }
-  for (MeasuredWorkload& w : workloads) {
-    for (const MeasuredCall& call : measured_calls({w}, hw, truth)) {
-      w.us[static_cast<size_t>(call.round * 4 + call.device)] = predicted_us(call, truth, hw.sms);
-    }
-  }
+  time_with(truth, hw, workloads);
   const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
   sim::KernelProfile start = truth;
   start.blocks_per_sm = 1;
@@ -439,6 +441,53 @@ TEST(KernelFit, TriesNoMoreBlocksPerSmThanSharedMemoryHolds) {
   const KernelFit tight = fit_kernel(calls, start, hw);
   EXPECT_LE(tight.profile.blocks_per_sm, 2);
   EXPECT_GT(tight.max_abs_error, 1e-2) << "fitted with " << tight.profile.blocks_per_sm << " blocks per SM";
+}
+
+// A kernel whose SMs share their throughput (2 blocks per SM, a lone block at the whole SM's
+// speed) and whose backward runs on its own placement (1 block per SM, longest first), timed on
+// separate forward and backward calls: the fit finds both placements and every call exactly.
+// Fitted with fixed slots only (the forward's placement for both), the same calls miss.
+TEST(KernelFit, FindsSharedSmsAndTheBackwardsOwnPlacement) {
+  const model::HardwareProfile hw = synthetic_bf16_hardware(8);
+  sim::KernelProfile truth;
+  truth.tile = {128, 128};
+  truth.blocks_per_sm = 2;
+  truth.lone_block_speedup = 2;
+  truth.forward = {20.0, 2.0, 4.0, 9.0};
+  truth.backward = {40.0, 3.0, 10.0, 14.0};
+  truth.backward_placement = sim::BlockPlacement{1, sim::BlockOrder::longest_first, 1};
+  std::vector<MeasuredWorkload> workloads;
+  for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+    for (const Count n : {Count{4096}, Count{8192}}) {
+      for (const auto pass : {sim::PassSelection::forward, sim::PassSelection::backward}) {
+        workloads.push_back(causal_workload(std::string(layout) + std::to_string(n) + (pass == sim::PassSelection::forward ? "f" : "b"),
+                                            layout, n, 4, 2, pass, std::vector<double>(16, 1.0)));
+      }
+    }
+  }
+  time_with(truth, hw, workloads);
+  const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
+  sim::KernelProfile start = truth;
+  start.blocks_per_sm = 1;
+  start.lone_block_speedup = 1;
+  start.backward_placement.reset();
+  start.forward = {1, 1, 1, 1};
+  start.backward = {1, 1, 1, 1};
+  const KernelFit fit = fit_kernel(calls, start, hw);
+  EXPECT_EQ(sim::forward_placement(fit.profile), sim::forward_placement(truth));
+  EXPECT_EQ(sim::backward_placement(fit.profile), *truth.backward_placement);
+  EXPECT_LT(fit.max_abs_error, 1e-4);
+  EXPECT_NEAR(fit.profile.forward.partial_tile_us, 9.0, 1e-3);
+  EXPECT_NEAR(fit.profile.backward.full_tile_us, 10.0, 1e-3);
+  // The same calls under fixed slots and one placement: the best such fit misses some call.
+  sim::KernelProfile slots_only = truth;
+  slots_only.lone_block_speedup = 1;
+  slots_only.backward_placement.reset();
+  double worst = 0;
+  for (const MeasuredCall& call : calls) {
+    worst = std::max(worst, std::abs(predicted_us(call, slots_only, hw.sms) - call.measured_us) / call.measured_us);
+  }
+  EXPECT_GT(worst, 0.05) << "the placements matter on these calls";
 }
 
 // A kernel built for two tile shapes whose small tile is not its large one scaled by FLOPs (more
@@ -464,11 +513,7 @@ TEST(KernelFit, FitsEachMeasuredTileShapeOnItsOwnCalls) {
       workloads.push_back(std::move(w));
     }
   }
-  for (MeasuredWorkload& w : workloads) {
-    for (const MeasuredCall& call : measured_calls({w}, hw, truth)) {
-      w.us[static_cast<size_t>(call.round * 4 + call.device)] = predicted_us(call, truth, hw.sms);
-    }
-  }
+  time_with(truth, hw, workloads);
   const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
   // The time model prices a 64x64 call with the variant, not with the main costs scaled.
   const auto small = std::ranges::find_if(calls, [](const MeasuredCall& c) { return c.shape.tile == model::TileShape{64, 64} && c.measured_us > 0; });
