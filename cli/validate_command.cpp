@@ -50,7 +50,7 @@ struct ValidateOptions {
   std::string kernel;       // base kernel profile (name or JSON) the fit starts from / predictions use
   std::string kernel_out;   // --calibrate: where the fitted kernel profile goes
   std::vector<std::string> measurements;  // stripesim.measurements/1 files: fit/compare on them, run nothing
-  std::string from;                       // --from: a saved validate.json whose timings are fitted/compared, run nothing
+  std::vector<std::string> from;          // --from: saved validate.json files whose timings are fitted/compared, run nothing
   std::vector<std::string> block_costs;   // stripesim.block-costs/1 files
   std::string block_costs_kernel;         // which kernel's columns of the block-cost files
   bool calibrate = false;
@@ -280,8 +280,13 @@ int run_on_saved_report(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   }
   if (!o.topology.empty()) throw model::InputError("--topology: not with --from (the file records where its ranks ran)");
   if (!o.calibrate && !o.compare) throw model::InputError("--from: needs --calibrate or --compare (what to do with the saved timings)");
-  const std::string label = "--from " + o.from;
-  validate::ValidationReport report = validate::read_saved_report(model::read_json_file(o.from, label), label);
+  std::vector<validate::ValidationReport> runs;
+  std::vector<std::string> labels;
+  for (const std::string& file : o.from) {
+    labels.push_back("--from " + file);
+    runs.push_back(validate::read_saved_report(model::read_json_file(file, labels.back()), labels.back()));
+  }
+  validate::ValidationReport report = validate::merge_saved_reports(std::move(runs), labels);
   const model::ConfigCatalog catalog(config_dir());
   const std::optional<model::HardwareProfile> given_profile = given_hardware_profile(o);
   check_prediction_flags(o, catalog, report.results.size(), given_profile.has_value());
@@ -335,7 +340,8 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--measurements", o.measurements,
                   "stripesim.measurements/1 files (repeat or list): calibrate on / compare against them instead of running");
   cmd->add_option("--from", o.from,
-                  "A validate.json an earlier run wrote (--out-dir): calibrate on / compare against its timings instead of running");
+                  "A validate.json an earlier run wrote (--out-dir): calibrate on / compare against its timings instead of running; "
+                  "repeat for several runs of one device, fitted together");
   cmd->add_option("--block-costs", o.block_costs, "stripesim.block-costs/1 files to fit on as well (one c x c block per row)");
   cmd->add_option("--block-costs-kernel", o.block_costs_kernel, "Which kernel's columns of --block-costs to read (e.g. sdpa, flex)");
   o.run.track(cmd->add_flag("--no-check", o.no_check,

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/work/tile_shape.hpp"
@@ -185,6 +187,34 @@ ValidationReport read_saved_report(const nlohmann::json& doc, const std::string&
     report.results.push_back(result_from(JsonFields(cases[i], f.where_item("cases", i)), report.backend));
   }
   return report;
+}
+
+ValidationReport merge_saved_reports(std::vector<ValidationReport> reports, const std::vector<std::string>& labels) {
+  if (reports.empty() || reports.size() != labels.size()) throw std::invalid_argument("merge_saved_reports: a label per report");
+  ValidationReport merged = std::move(reports.front());
+  const auto placed = [](const std::optional<sim::NodePlacement>& p) {
+    return p ? std::pair{p->hosts, p->node_of_gpu} : std::pair<std::vector<std::string>, std::vector<Count>>{};
+  };
+  for (size_t i = 1; i < reports.size(); ++i) {
+    ValidationReport& r = reports[i];
+    const auto differ = [&](const std::string& what, const std::string& theirs, const std::string& ours) {
+      return InputError(fmt::format("{}: {} {}, {} {}: runs merged for one fit must share it", labels[i], what, theirs, labels[0], ours));
+    };
+    if (r.backend != merged.backend) throw differ("backend", r.backend, merged.backend);
+    if (r.device != merged.device) throw differ("device", "'" + r.device + "'", "'" + merged.device + "'");
+    if (r.concurrent_devices != merged.concurrent_devices) {
+      const auto ran = [](bool at_once) { return std::string(at_once ? "at once" : "in turn"); };
+      throw differ("ran the ring's devices", ran(r.concurrent_devices), ran(merged.concurrent_devices));
+    }
+    if (placed(r.placement) != placed(merged.placement)) {
+      const auto where = [](const std::optional<sim::NodePlacement>& p) { return p ? p->describe() : std::string("one node"); };
+      throw differ("placed its ranks on", where(r.placement), where(merged.placement));
+    }
+    merged.options.warmup = std::min(merged.options.warmup, r.options.warmup);
+    merged.options.iterations = std::min(merged.options.iterations, r.options.iterations);
+    merged.results.insert(merged.results.end(), std::make_move_iterator(r.results.begin()), std::make_move_iterator(r.results.end()));
+  }
+  return merged;
 }
 
 }  // namespace stripesim::validate

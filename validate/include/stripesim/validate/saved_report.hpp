@@ -11,11 +11,20 @@
 // Throws model::InputError naming the file and the field.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "stripesim/validate/comparison.hpp"
 
 namespace stripesim::validate {
 
 [[nodiscard]] ValidationReport read_saved_report(const nlohmann::json& doc, const std::string& label);
+
+// Several saved runs of one device read as one report, their cases side by side, so that a fit
+// sees every size and pass they timed between them (a forward matrix and a forward+backward
+// one). Each case keeps its own timings; the report's warm-up and iteration counts are the
+// fewest any run used (every case's medians rest on at least that many). Throws
+// model::InputError naming both labels when two runs differ in backend, device, how the ring's
+// devices ran (at once or in turn) or where the ranks were placed.
+[[nodiscard]] ValidationReport merge_saved_reports(std::vector<ValidationReport> reports, const std::vector<std::string>& labels);
 
 }  // namespace stripesim::validate
