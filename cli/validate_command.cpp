@@ -78,6 +78,8 @@ constexpr const char* kValidateExamples = R"(Examples:
   stripesim validate --backend cuda --dtype bf16 --compare --out-dir reports/validation/h100
   stripesim validate --compare --from reports/validation/h100/validate.json --kernel my-start.json
       fit and score a saved run again, anywhere, without running it (here from another profile)
+  stripesim validate --calibrate --from fwd/validate.json --from fwdbwd/validate.json --kernel-out k.json
+      fit one kernel profile to several saved runs of one device together
   stripesim validate --backend nccl --devices 8 --dtype bf16 --seq-len 64k --tile 128x128
   mpirun -np 4 stripesim validate --backend mpi --compare --out-dir reports/validation/mpi
       a process per ring device, K/V handed on with MPI; rank 0 checks, fits the hand-off and writes
