@@ -122,21 +122,11 @@ std::vector<WorkloadPrediction> leave_one_group_out(const std::vector<MeasuredWo
 
 std::vector<WorkloadPrediction> consistency_floor(const std::vector<MeasuredWorkload>& workloads,
                                                   const std::vector<MeasuredCall>& calls) {
-  // A class is named by everything that decides a call's work: group, pass, call shape, the
-  // (full, partial) tiles of every query tile and the length a trimmed call runs at (a trimmed
-  // call is another call for a kernel that trims).
+  // A class is a group's calls of equal work (work_key: pass, call shape, the (full, partial)
+  // tiles of every query tile and the length a trimmed call runs at, a trimmed call being
+  // another call for a kernel that trims).
   using Key = std::pair<std::string, std::vector<double>>;
-  const auto key_of = [&](const MeasuredCall& call) {
-    const MeasuredWorkload& w = workloads[call.workload];
-    Key key{w.group,
-            {static_cast<double>(w.pass), static_cast<double>(call.shape.streams), static_cast<double>(call.shape.head_dim),
-             static_cast<double>(call.shape.tile.query), static_cast<double>(call.shape.tile.key),
-             call.shape.precision_slowdown, static_cast<double>(call.trimmed_length)}};
-    for (const auto& row : call.rows) {
-      key.second.insert(key.second.end(), {static_cast<double>(row.full), static_cast<double>(row.partial)});
-    }
-    return key;
-  };
+  const auto key_of = [&](const MeasuredCall& call) { return Key{workloads[call.workload].group, work_key(call)}; };
   std::map<Key, std::vector<double>> classes;
   for (const MeasuredCall& call : calls) classes[key_of(call)].push_back(call.measured_us);
   std::vector<WorkloadPrediction> out(workloads.size());

@@ -63,6 +63,15 @@ std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& wo
   return calls;
 }
 
+std::vector<double> work_key(const MeasuredCall& c) {
+  std::vector<double> key{static_cast<double>(c.shape.streams),    static_cast<double>(c.shape.head_dim),
+                          static_cast<double>(c.shape.tile.query), static_cast<double>(c.shape.tile.key),
+                          c.shape.precision_slowdown,              static_cast<double>(c.trimmed_length),
+                          c.forward ? 1.0 : 0.0,                   c.backward ? 1.0 : 0.0};
+  for (const auto& row : c.rows) key.insert(key.end(), {static_cast<double>(row.full), static_cast<double>(row.partial)});
+  return key;
+}
+
 double predicted_us(const MeasuredCall& call, const sim::KernelProfile& kernel, Count sms) {
   const sim::KernelTimeModel model(kernel, sms, call.shape);
   double us = 0;
@@ -89,17 +98,9 @@ struct PlacedCall {
 };
 
 std::vector<size_t> first_of_kind(const std::vector<MeasuredCall>& calls) {
-  using Key = std::vector<double>;
-  std::map<Key, size_t> first;
+  std::map<std::vector<double>, size_t> first;
   std::vector<size_t> out(calls.size());
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const MeasuredCall& c = calls[i];
-    Key key{static_cast<double>(c.shape.streams), static_cast<double>(c.shape.head_dim), static_cast<double>(c.shape.tile.query),
-            static_cast<double>(c.shape.tile.key), c.shape.precision_slowdown, static_cast<double>(c.trimmed_length),
-            c.forward ? 1.0 : 0.0, c.backward ? 1.0 : 0.0};
-    for (const auto& row : c.rows) key.insert(key.end(), {static_cast<double>(row.full), static_cast<double>(row.partial)});
-    out[i] = first.emplace(std::move(key), i).first->second;
-  }
+  for (size_t i = 0; i < calls.size(); ++i) out[i] = first.emplace(work_key(calls[i]), i).first->second;
   return out;
 }
 

@@ -39,6 +39,11 @@ struct MeasuredCall {
                                                        const model::HardwareProfile& hardware,
                                                        const sim::KernelProfile& kernel);
 
+// What decides a call's work: its shape, the passes it times, the length it runs trimmed at and
+// the (full, partial) tiles of every query tile. Calls with equal keys take equal time under any
+// kernel profile.
+[[nodiscard]] std::vector<double> work_key(const MeasuredCall& call);
+
 // The model's time for one call under `kernel`.
 [[nodiscard]] double predicted_us(const MeasuredCall& call, const sim::KernelProfile& kernel, Count sms);
 
