@@ -138,9 +138,10 @@ const char* block_order_name(BlockOrder order) {
 
 KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const model::JsonFields f(doc, label);
-  f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "lone_block_speedup", "slots", "block_order", "backward_placement",
-                "backward_block_keys", "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "other_tiles", "merge",
-                "calibrated", "sources", "fit"});
+  f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "lone_block_speedup", "slots",
+                "block_order", "backward_placement", "backward_block_keys", "empty_calls_launch", "empty_query_tiles_launch",
+                "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "other_tiles", "merge", "calibrated", "sources",
+                "fit"});
   if (f.has("schema") && f.string("schema") != "stripesim.kernel/1") {
     throw InputError(fmt::format("{}: expected \"stripesim.kernel/1\"", f.where("schema")));
   }

@@ -52,8 +52,9 @@ bool KernelTimeModel::slowed_by_trim(Count trimmed_length) const {
 
 KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, KernelPass pass, const PassCosts& costs,
                                          Count trimmed_length) const {
-  KernelFeatures f = placed_features(rows, costs, pass == KernelPass::backward ? backward_placement(profile_) : forward_placement(profile_),
-                                     pass == KernelPass::backward ? backward_split_ : 1);
+  const bool backward = pass == KernelPass::backward;
+  KernelFeatures f = placed_features(rows, costs, backward ? backward_placement(profile_) : forward_placement(profile_),
+                                     backward ? backward_split_ : 1);
   if (slowed_by_trim(trimmed_length)) {
     for (double* x : {&f.launches, &f.blocks, &f.full_tiles, &f.partial_tiles}) *x *= costs.trimmed_factor;
   }
@@ -97,6 +98,7 @@ KernelFeatures KernelTimeModel::placed_features(const model::QueryTileProfile& r
   const bool uniform = std::all_of(one_stream.begin(), one_stream.end(), [&](const Block& b) {
     return b.full == one_stream.front().full && b.partial == one_stream.front().partial;
   });
+  // Fixed slots only: SMs that share speed up a wave's tail, so their blocks are always placed.
   if (!shares && (uniform || blocks <= slots)) {
     // Equal blocks fill whole waves; with a slot for every block the longest one decides.
     const auto longest = std::max_element(one_stream.begin(), one_stream.end(),

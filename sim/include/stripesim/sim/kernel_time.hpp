@@ -9,8 +9,9 @@
 //
 // Once the blocks are placed the time is linear in the costs: launch_us * 1 + block_us * blocks
 // + full_tile_us * full tiles + partial_tile_us * partial tiles, counted on the slot (or SM,
-// each of its intervals charged to the blocks it ran) that finishes last. Those four counts are the call's features: prediction takes their dot product
-// with the costs, and the calibration fits the costs to measured times on the same features.
+// each of its intervals charged to the blocks it ran) that finishes last. Those four counts are
+// the call's features: prediction takes their dot product with the costs, and the calibration
+// fits the costs to measured times on the same features.
 // A call the kernel runs trimmed to a length that ends inside a tile (kernel_profile.hpp) has
 // every feature scaled by the pass's trimmed_factor.
 #include <functional>
