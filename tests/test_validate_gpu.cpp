@@ -22,6 +22,7 @@
 #include "stripesim/model/work/work_model.hpp"
 #include "stripesim/sim/kernel_profile.hpp"
 #include "stripesim/validate/block_attention_backward.hpp"
+#include "stripesim/validate/comparison.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
 #include "stripesim/validate/reference_attention.hpp"
 #include "stripesim/validate/reference_cache.hpp"
@@ -63,9 +64,12 @@ class InjectedFault {
 
 TEST(GpuBackends, WithoutAGpuFailPromptlyNamingRankAndOperation) {
   if (gpu_count() > 0) GTEST_SKIP() << "a CUDA GPU is visible: this test is for machines without one";
-  const RingProblem problem(gpu_case("zigzag", "causal", 2, Precision::bf16));
-  for (const char* name : {"cuda", "nccl"}) {
-    auto backend = std::string(name) == "cuda" ? make_cuda_backend() : make_nccl_backend();
+  for (const char* name : {"cuda", "nccl", "cuda allgather", "cuda ulysses"}) {
+    const std::string what(name);
+    RingCase c = gpu_case("zigzag", "causal", 2, Precision::bf16);
+    if (what.starts_with("cuda ")) c.cp = what.substr(5);
+    const RingProblem problem(c);
+    auto backend = what.starts_with("cuda") ? make_cuda_backend() : make_nccl_backend();
     const auto start = std::chrono::steady_clock::now();
     try {
       static_cast<void>(backend->run(problem, RunOptions{0, 1, 60}));
@@ -98,6 +102,20 @@ TEST(GpuBackends, ShapesWithoutACompiledKernelAreInputErrors) {
   c.tile = {32, 64};
   expect_input_error(c, "--tile 32x64");
   expect_input_error(gpu_case("striped", "causal", 2, Precision::fp32), "--dtype fp32");
+}
+
+// Checked before any device is touched: nccl runs the ring only, cuda all three.
+TEST(GpuBackends, NcclRefusesTheCollectivesNamingWhereTheyRun) {
+  RingCase c = gpu_case("striped", "causal", 2, Precision::bf16);
+  c.cp = "allgather";
+  const RingProblem problem(c);
+  try {
+    static_cast<void>(make_nccl_backend()->run(problem, RunOptions{0, 1, 60}));
+    ADD_FAILURE() << "no InputError for --cp allgather on nccl";
+  } catch (const model::InputError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "--cp allgather: the nccl backend runs the ring only; allgather and ulysses run on --backend cpu, mpi or cuda");
+  }
 }
 
 TEST(GpuBackends, UnknownInjectedFaultIsAnInputError) {
@@ -166,10 +184,14 @@ const auto kLayoutsTimesMasks = ::testing::Values(
     LayoutMask{"zigzag", "documents:700,1000,348"}, LayoutMask{"block-striped:8", "documents:700,1000,348"});
 
 // Runs `backend` in bf16 and fp16 on N devices and checks the output against dense attention.
-void expect_matches_dense(RingBackend& backend, const LayoutMask& param, Count devices) {
+void expect_matches_dense(RingBackend& backend, const LayoutMask& param, Count devices, const std::string& cp = "ring",
+                          GpuKernel kernel = GpuKernel::flash) {
   std::vector<double> reference;  // the same Q, K, V and mask for both precisions
   for (const Precision precision : {Precision::bf16, Precision::fp16}) {
-    const RingProblem problem(gpu_case(param.layout, param.mask, devices, precision));
+    RingCase c = gpu_case(param.layout, param.mask, devices, precision);
+    c.cp = cp;
+    c.gpu_kernel = kernel;
+    const RingProblem problem(c);
     if (reference.empty()) reference = reference_attention(problem);
     const RingMeasurement m = backend.run(problem, RunOptions{1, 2, 60});
     const OutputError error = compare_output(m.output, reference);
@@ -189,6 +211,23 @@ TEST_P(CudaRingMatchesDense, Bf16AndFp16) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LayoutsTimesMasks, CudaRingMatchesDense, kLayoutsTimesMasks, param_name);
+
+// The all-gather (each device's queries against the gathered K/V in rank order, one call) and
+// Ulysses (a device's heads of the whole sequence; 2 K/V heads over 4 devices, so neighbours
+// share one) on the cuda backend, with either kernel (wmma classifies tiles itself).
+class CudaCollectivesMatchDense : public ::testing::TestWithParam<LayoutMask> {};
+
+TEST_P(CudaCollectivesMatchDense, Bf16AndFp16) {
+  SKIP_WITHOUT_GPU();
+  auto backend = make_cuda_backend();
+  for (const char* cp : {"allgather", "ulysses"}) {
+    SCOPED_TRACE(cp);
+    expect_matches_dense(*backend, GetParam(), 4, cp);
+    expect_matches_dense(*backend, GetParam(), 4, cp, GpuKernel::wmma);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(LayoutsTimesMasks, CudaCollectivesMatchDense, kLayoutsTimesMasks, param_name);
 
 class NcclRingMatchesDense : public ::testing::TestWithParam<LayoutMask> {};
 
@@ -309,6 +348,50 @@ TEST(CudaBackend, TimingsSitWhereTheWorkIs) {
     EXPECT_GE(m.wall_us[i], 0.99 * sum);
   }
   for (const double x : m.output) ASSERT_FALSE(std::isnan(x));
+}
+
+// The collectives fill round 0's cells: every device's call and its collective copies (Ulysses:
+// in and back), nothing in later rounds; the wall covers them all; their hand-off bytes are the
+// all-gather's block and Ulysses' pair of Q/K/V slices; and run_case checks and predicts them.
+TEST(CudaBackend, CollectivesTimeOneCallPerDeviceAndArePredicted) {
+  SKIP_WITHOUT_GPU();
+  const model::ConfigCatalog catalog(STRIPESIM_SOURCE_DIR "/configs");
+  const model::HardwareProfile h200 = catalog.hardware("h200");
+  const sim::KernelProfile kernel = sim::load_kernel_profile("stripesim-flash", catalog.root(), h200);
+  for (const char* cp : {"allgather", "ulysses"}) {
+    SCOPED_TRACE(cp);
+    RingCase c = gpu_case("zigzag", "causal", 4, Precision::bf16);
+    c.cp = cp;
+    const RingProblem problem(c);
+    const RingMeasurement m = make_cuda_backend()->run(problem, RunOptions{1, 3, 60});
+    EXPECT_EQ(m.backend, "cuda");
+    ASSERT_EQ(m.kernel_us.size(), 3u);
+    ASSERT_EQ(m.wall_us.size(), 3u);
+    const Count block = problem.block_size();
+    // Ulysses over 4 devices: 1 of the 4 heads and 1 of the 2 K/V heads each, so a device sends
+    // each other one its block's Q, K and V of one head.
+    const std::int64_t expected_bytes = std::string(cp) == "allgather" ? 2 * block * c.kv_heads * c.head_dim * 2 + block * 8
+                                                                      : 3 * block * c.head_dim * 2;
+    EXPECT_EQ(m.handoff_bytes, expected_bytes);
+    for (std::size_t i = 0; i < 3; ++i) {
+      double sum = 0;
+      for (Count r = 0; r < 4; ++r) {
+        for (Count d = 0; d < 4; ++d) {
+          const auto cell = static_cast<std::size_t>(r * 4 + d);
+          EXPECT_EQ(m.kernel_us[i][cell] > 0, r == 0) << "round " << r << " device " << d;
+          EXPECT_EQ(m.handoff_us[i][cell] > 0, r == 0) << "round " << r << " device " << d;
+          sum += m.kernel_us[i][cell] + m.handoff_us[i][cell];
+        }
+      }
+      EXPECT_GE(m.wall_us[i], 0.99 * sum);
+    }
+    for (const double x : m.output) ASSERT_FALSE(std::isnan(x));
+    const CaseResult result = run_case(*make_cuda_backend(), plan_ring_problem(c), RunOptions{1, 3, 60}, true);
+    EXPECT_TRUE(result.passed);
+    const CasePrediction p = predict_case(result, h200, kernel, false);
+    for (Count d = 0; d < 4; ++d) EXPECT_GT(p.kernel_us[static_cast<size_t>(d)], 0) << d;
+    EXPECT_GT(p.total_us, 0);
+  }
 }
 
 TEST(CudaBackend, OutOfMemoryIsADeviceFailureNamingTheAllocation) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backward_memory.hpp"
+#include "cuda_collectives.hpp"
 #include "device_resources.hpp"
 #include "fault_injection.hpp"
 #include "gpu_backend.hpp"
@@ -341,7 +342,8 @@ class CudaRing {
 }  // namespace
 
 std::unique_ptr<RingBackend> make_cuda_backend() {
-  return std::make_unique<gpu::GpuBackend<CudaRing>>("cuda", /*concurrent_devices=*/false);
+  return std::make_unique<gpu::GpuBackend<CudaRing, gpu::CudaAllGather, gpu::CudaUlysses>>("cuda",
+                                                                                          /*concurrent_devices=*/false);
 }
 
 KernelTileCounts count_kernel_tiles(const RingProblem& problem) {

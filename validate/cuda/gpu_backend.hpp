@@ -5,8 +5,11 @@
 // measurement loop, the cuBLAS reference on GPU 0. A Ring has Ring(problem, timeout_s),
 // iterate_and_record(record) (one iteration of the whole ring; with a record, its timings
 // appended), device_name(), handoff_bytes() and download_output(); a Ring that runs the backward
-// of a backward case also has download_gradients().
+// of a backward case also has download_gradients(). `AllGather` and `Ulysses`, where the backend
+// has them (cuda: cuda_collectives.hpp), run `--cp allgather` and `--cp ulysses` with the same
+// interface; `void` where it runs the ring only.
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -18,7 +21,7 @@
 
 namespace stripesim::validate::gpu {
 
-template <typename Ring>
+template <typename Ring, typename AllGather = void, typename Ulysses = void>
 class GpuBackend final : public RingBackend {
  public:
   // `concurrent_devices`: whether the ring's devices run at once (a GPU each) or in turn.
@@ -33,18 +36,15 @@ class GpuBackend final : public RingBackend {
 
   [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
     check_run_options(options);
-    constexpr bool runs_backward = requires(Ring& r) { r.download_gradients(); };
-    const bool backward = problem.ring_case().backward;
-    if (!runs_backward && backward) check_backend_runs_backward(name_);  // throws: this ring runs the forward only
-    Ring ring(problem, options.timeout_s);
-    RingMeasurement m = measure_ring(name_, ring, options, [&](RingMeasurement* record) { ring.iterate_and_record(record); });
-    if constexpr (runs_backward) {
-      if (backward) {
-        m.gradients = ring.download_gradients();
-        m.gradient_handoff_bytes = ring.gradient_handoff_bytes();
-      }
+    const std::string& cp = problem.ring_case().cp;
+    check_backend_runs(name_, cp);  // throws for what this backend does not run
+    if constexpr (!std::is_void_v<AllGather>) {
+      if (cp == "allgather") return run_with<AllGather>(problem, options);
     }
-    return m;
+    if constexpr (!std::is_void_v<Ulysses>) {
+      if (cp == "ulysses") return run_with<Ulysses>(problem, options);
+    }
+    return run_with<Ring>(problem, options);
   }
 
   // fp32 cuBLAS on GPU 0 over the inputs rounded to the case's precision (gpu_reference.cpp).
@@ -59,6 +59,23 @@ class GpuBackend final : public RingBackend {
   }
 
  private:
+  template <typename Algorithm>
+  RingMeasurement run_with(const RingProblem& problem, const RunOptions& options) {
+    constexpr bool runs_backward = requires(Algorithm& a) { a.download_gradients(); };
+    const bool backward = problem.ring_case().backward;
+    if (!runs_backward && backward) check_backend_runs_backward(name_);  // throws: this ring runs the forward only
+    Algorithm algorithm(problem, options.timeout_s);
+    RingMeasurement m =
+        measure_ring(name_, algorithm, options, [&](RingMeasurement* record) { algorithm.iterate_and_record(record); });
+    if constexpr (runs_backward) {
+      if (backward) {
+        m.gradients = algorithm.download_gradients();
+        m.gradient_handoff_bytes = algorithm.gradient_handoff_bytes();
+      }
+    }
+    return m;
+  }
+
   std::string name_;
   bool concurrent_;
 };

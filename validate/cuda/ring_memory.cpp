@@ -40,15 +40,15 @@ BlockAttentionArgs DeviceSlots::kernel_args(int s, float scale) const {
   return args;
 }
 
-RingMemory::RingMemory(const BlockGeometry& geometry, Count devices, Count rank, bool& inject_oom)
-    : geometry_(geometry), devices_(devices) {
+RingMemory::RingMemory(const BlockGeometry& geometry, Count devices, Count rank, bool& inject_oom, int kv_slots)
+    : geometry_(geometry), devices_(devices), kv_slots_(kv_slots) {
   const std::int64_t q = align_up(geometry.q_bytes());
   const std::int64_t slot = align_up(geometry.slot_bytes());
   const std::int64_t state = state_sizes(geometry).total();
   const std::string per = devices == 1 ? "" : fmt::format(" of {} devices", devices);
   queries_ = DeviceMemory(q * devices, rank, fmt::format("the Q blocks{}", per), inject_oom);
-  kv_ = DeviceMemory(3 * slot * devices, rank, fmt::format("the K/V buffers{} (own block + 2 receive slots)", per),
-                     inject_oom);
+  const std::string which = kv_slots == 3 ? " (own block + 2 receive slots)" : "";
+  kv_ = DeviceMemory(kv_slots * slot * devices, rank, fmt::format("the K/V buffers{}{}", per, which), inject_oom);
   state_ = DeviceMemory(state * devices, rank, fmt::format("the softmax state and output{}", per), inject_oom);
 }
 
@@ -59,7 +59,7 @@ DeviceSlots RingMemory::device(Count index) const {
   DeviceSlots s;
   s.geometry = geometry_;
   s.q = queries_.get() + q * index;
-  for (int i = 0; i < 3; ++i) s.slot[i] = kv_.get() + slot * (3 * index + i);
+  for (int i = 0; i < kv_slots_; ++i) s.slot[i] = kv_.get() + slot * (kv_slots_ * index + i);
   std::byte* state = state_.get() + sizes.total() * index;
   auto take = [&state](std::int64_t bytes) {
     std::byte* here = state;

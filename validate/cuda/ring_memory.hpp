@@ -74,13 +74,16 @@ class RingMemory {
  public:
   // Allocates on the CURRENT device the buffers of `devices` ring devices, in three
   // allocations (queries, K/V slots, state) so that a failure names what did not fit.
-  RingMemory(const BlockGeometry& geometry, Count devices, Count rank, bool& inject_oom);
+  // `kv_slots`: 3 for a ring (own + 2 receive); 1 where a device holds one K/V block only
+  // (Ulysses' whole sequence of its heads); the slots past it are null.
+  RingMemory(const BlockGeometry& geometry, Count devices, Count rank, bool& inject_oom, int kv_slots = 3);
   [[nodiscard]] DeviceSlots device(Count index) const;
   void abandon() noexcept;
 
  private:
   BlockGeometry geometry_;
   Count devices_;
+  int kv_slots_;
   DeviceMemory queries_, kv_, state_;
 };
 

@@ -3,9 +3,13 @@
 // tiles each of its query tiles computes against the block it holds then (TileSchedule), and for
 // a backward case the same tiles key tile by key tile (by_key_tile) for the backward kernel.
 // Built and uploaded once, before anything is timed: positions never change between iterations.
+// The all-gather and Ulysses have one call per device, against keys of their own: the same
+// schedules, for any list of calls.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "device_resources.hpp"
@@ -21,6 +25,12 @@ class DeviceSchedules {
   // On the CURRENT device; no forward schedule for a kernel that classifies tiles itself (wmma),
   // key-major ones only for a backward case.
   DeviceSchedules(const RingProblem& problem, Count device, const KernelShape& shape, cudaStream_t stream, Count rank,
+                  const Deadline& deadline);
+  // One schedule per call: the queries of `queries` against `call_keys[i]` (original positions of
+  // the keys the i-th call reads, in the order they lie in memory); `who` names the device in a
+  // failure ("device 3").
+  DeviceSchedules(const DeviceShard& queries, const std::vector<std::span<const Position>>& call_keys, bool backward,
+                  const KernelShape& shape, cudaStream_t stream, Count rank, const std::string& who,
                   const Deadline& deadline);
   // Points `args` at the schedule of `round` (no-op without schedules).
   void apply(Count round, BlockAttentionArgs& args) const;

@@ -37,10 +37,11 @@ std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
 }
 
 void check_backend_runs(std::string_view backend, const std::string& cp) {
-  // The host backends (cpu: every device in one process; mpi: a process each) run all three.
-  if (cp != "ring" && backend != "cpu" && backend != "mpi") {
-    throw model::InputError(
-        fmt::format("--cp {}: the {} backend runs the ring only; allgather and ulysses run on --backend cpu or mpi", cp, backend));
+  // The host backends (cpu: every device in one process; mpi: a process each) and cuda (every
+  // device in turn on one GPU) run all three; nccl the ring only.
+  if (cp != "ring" && backend != "cpu" && backend != "mpi" && backend != "cuda") {
+    throw model::InputError(fmt::format(
+        "--cp {}: the {} backend runs the ring only; allgather and ulysses run on --backend cpu, mpi or cuda", cp, backend));
   }
 }
 
