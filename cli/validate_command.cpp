@@ -310,7 +310,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
   o.run.track(cmd->add_option("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]"));
   o.run.track(cmd->add_option("--mask", o.masks, "Mask; repeat the flag for several [default: causal]"));
   o.run.track(cmd->add_option("--cp", o.cp, "Comma-separated context parallelism: ring, allgather (K/V gathered, one call per device), "
-                              "ulysses (all-to-all to heads); allgather and ulysses on the cpu, mpi and cuda backends [default: ring]"));
+                              "ulysses (all-to-all to heads); every backend, nccl under mpirun the ring only [default: ring]"));
   o.run.track(cmd->add_option("--pass", o.pass,
                               "fwd, or fwdbwd: the backward ring after the forward (dK/dV travelling home with their block), "
                               "checked against dense gradients and timed per round; cpu, mpi and cuda backends, --cp ring [default: fwd]"));

@@ -418,8 +418,6 @@ std::vector<BadInput> validate_bad_inputs() {
       {"gpu_kernel_on_cpu", "validate --gpu-kernel flash", "--gpu-kernel flash: only with --backend cuda or nccl"},
       {"unknown_gpu_kernel", "validate --backend cuda --gpu-kernel fast", "--gpu-kernel 'fast': expected flash or wmma"},
       {"indivisible", "validate --seq-len 1000 --devices 3", "--seq-len 1000 is not divisible by --devices 3"},
-      {"cp_on_nccl", "validate --backend nccl --cp ring,ulysses",
-       "--cp ulysses: the nccl backend runs the ring only; allgather and ulysses run on --backend cpu, mpi or cuda"},
       {"ulysses_heads", "validate --cp ulysses --heads 2 --kv-heads 2 --devices 4",
        "--cp ulysses: the all-to-all over 4 devices needs the 2 heads of a device divisible by 4"},
       {"hybrid_in_the_validator", "validate --cp hybrid:2x2 --devices 4", "--cp hybrid:2x2: the validator runs ring, allgather and ulysses"},

@@ -64,10 +64,10 @@ class InjectedFault {
 
 TEST(GpuBackends, WithoutAGpuFailPromptlyNamingRankAndOperation) {
   if (gpu_count() > 0) GTEST_SKIP() << "a CUDA GPU is visible: this test is for machines without one";
-  for (const char* name : {"cuda", "nccl", "cuda allgather", "cuda ulysses"}) {
+  for (const char* name : {"cuda", "nccl", "cuda allgather", "cuda ulysses", "nccl allgather", "nccl ulysses"}) {
     const std::string what(name);
     RingCase c = gpu_case("zigzag", "causal", 2, Precision::bf16);
-    if (what.starts_with("cuda ")) c.cp = what.substr(5);
+    if (what.find(' ') != std::string::npos) c.cp = what.substr(5);
     const RingProblem problem(c);
     auto backend = what.starts_with("cuda") ? make_cuda_backend() : make_nccl_backend();
     const auto start = std::chrono::steady_clock::now();
@@ -102,20 +102,6 @@ TEST(GpuBackends, ShapesWithoutACompiledKernelAreInputErrors) {
   c.tile = {32, 64};
   expect_input_error(c, "--tile 32x64");
   expect_input_error(gpu_case("striped", "causal", 2, Precision::fp32), "--dtype fp32");
-}
-
-// Checked before any device is touched: nccl runs the ring only, cuda all three.
-TEST(GpuBackends, NcclRefusesTheCollectivesNamingWhereTheyRun) {
-  RingCase c = gpu_case("striped", "causal", 2, Precision::bf16);
-  c.cp = "allgather";
-  const RingProblem problem(c);
-  try {
-    static_cast<void>(make_nccl_backend()->run(problem, RunOptions{0, 1, 60}));
-    ADD_FAILURE() << "no InputError for --cp allgather on nccl";
-  } catch (const model::InputError& error) {
-    EXPECT_EQ(std::string(error.what()),
-              "--cp allgather: the nccl backend runs the ring only; allgather and ulysses run on --backend cpu, mpi or cuda");
-  }
 }
 
 TEST(GpuBackends, UnknownInjectedFaultIsAnInputError) {
@@ -228,6 +214,23 @@ TEST_P(CudaCollectivesMatchDense, Bf16AndFp16) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LayoutsTimesMasks, CudaCollectivesMatchDense, kLayoutsTimesMasks, param_name);
+
+// The same on the nccl backend: ncclAllGather of K, V and positions; Ulysses' all-to-alls as
+// grouped ncclSend/ncclRecv between packed buffers.
+class NcclCollectivesMatchDense : public ::testing::TestWithParam<LayoutMask> {};
+
+TEST_P(NcclCollectivesMatchDense, Bf16AndFp16) {
+  SKIP_WITHOUT_GPU();
+  if (gpu_count() < 2) GTEST_SKIP() << "the nccl backend needs 2 GPUs, this machine has " << gpu_count();
+  auto backend = make_nccl_backend();
+  for (const char* cp : {"allgather", "ulysses"}) {
+    SCOPED_TRACE(cp);
+    // Ulysses over 4 devices splits the 4 heads one each, over 2 two each.
+    expect_matches_dense(*backend, GetParam(), gpu_count() >= 4 ? 4 : 2, cp);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(LayoutsTimesMasks, NcclCollectivesMatchDense, kLayoutsTimesMasks, param_name);
 
 class NcclRingMatchesDense : public ::testing::TestWithParam<LayoutMask> {};
 

@@ -2,12 +2,14 @@
 // predictions start from, which cases a fit sees, and the predictions on a real CPU run.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
 
 #include "stripesim/validate/cpu_backend.hpp"
 #include "stripesim/validate/validate_workflow.hpp"
+#include "stripesim/validate/validation_run.hpp"
 
 namespace stripesim::validate {
 namespace {
@@ -33,6 +35,32 @@ TEST(ValidateWorkflow, GpuBackendsDefaultToKernelsLongEnoughToTime) {
   EXPECT_EQ(default_matrix("mpi", true).seq_lens, (std::vector<Count>{1024, 2048}));
   EXPECT_TRUE(is_gpu_backend("cuda"));
   EXPECT_FALSE(is_gpu_backend("mpi"));
+}
+
+// Every backend runs the all-gather and Ulysses, except nccl in a process an MPI launcher
+// started (PMI_RANK set, as srun and MPICH set it): one rank per process runs the ring only.
+TEST(ValidateWorkflow, OnlyNcclUnderMpirunRefusesTheCollectives) {
+  unsetenv("PMI_RANK");
+  const bool other_launcher = launched_as_mpi_rank();  // ctest itself run under mpirun
+  for (const char* backend : {"cpu", "cuda", "nccl", "mpi"}) {
+    for (const char* cp : {"ring", "allgather", "ulysses"}) {
+      if (!other_launcher) {
+        EXPECT_NO_THROW(check_backend_runs(backend, cp)) << backend << " " << cp;
+      }
+    }
+  }
+  setenv("PMI_RANK", "0", 1);
+  EXPECT_NO_THROW(check_backend_runs("nccl", "ring"));
+  EXPECT_NO_THROW(check_backend_runs("mpi", "ulysses"));
+  try {
+    check_backend_runs("nccl", "allgather");
+    ADD_FAILURE() << "nccl under a launcher ran --cp allgather";
+  } catch (const model::InputError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "--cp allgather: --backend nccl under mpirun runs the ring only; allgather and ulysses run on --backend nccl in "
+              "one process (without mpirun), cuda or mpi");
+  }
+  unsetenv("PMI_RANK");
 }
 
 TEST(ValidateWorkflow, ProfilesFromTheFlagTheHostOrTheDriversDeviceName) {

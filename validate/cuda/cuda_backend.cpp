@@ -192,14 +192,9 @@ class CudaRing {
   }
 
   [[nodiscard]] std::vector<double> download_output() {
-    const RingCase& c = problem_.ring_case();
-    std::vector<double> output(static_cast<std::size_t>(c.seq_len * c.heads * c.head_dim),
-                               std::numeric_limits<double>::quiet_NaN());
-    const Deadline deadline = Deadline::after(timeout_s_);
-    for (Count d = 0; d < devices_; ++d) {
-      gpu::download_output(problem_, d, slots_[static_cast<std::size_t>(d)], stream_.get(), d, deadline, output);
-    }
-    return output;
+    return gpu::download_outputs(problem_, timeout_s_, [this](Count d) {
+      return std::pair<const DeviceSlots*, cudaStream_t>{&slots_[static_cast<std::size_t>(d)], stream_.get()};
+    });
   }
 
  private:

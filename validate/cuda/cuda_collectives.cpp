@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <limits>
 #include <span>
 
 #include "fault_injection.hpp"
 #include "gpu_devices.hpp"
 #include "row_copy.hpp"
+#include "ulysses_slices.hpp"
 
 namespace stripesim::validate::gpu {
 namespace {
@@ -19,54 +21,6 @@ constexpr Count kGpuRank = 0;  // rank named by failures of the GPU as a whole (
 constexpr std::int64_t align_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 }  // namespace
-
-// --- TimedSteps -------------------------------------------------------------------------------
-
-void TimedSteps::record(const Event& event, cudaStream_t stream) {
-  check_cuda(cudaEventRecord(event.get(), stream), rank_, "cudaEventRecord of a collective's timing event");
-}
-
-void TimedSteps::begin(cudaStream_t stream) {
-  next_ = 0;
-  record(wall_start_, stream);
-}
-
-void TimedSteps::wait(cudaStream_t stream, const Deadline& deadline) {
-  record(done_, stream);
-  // An error here is asynchronous (a kernel or copy faulted earlier): CUDA cannot say which.
-  const auto failed = "the collective's kernels and copies (an asynchronous error: set CUDA_LAUNCH_BLOCKING=1 to "
-                      "locate the launch)";
-  while (!event_done(done_.get(), rank_, failed)) {
-    if (deadline.passed()) {
-      hung_ = true;
-      for (std::size_t i = 0; i < next_; ++i) {
-        if (cudaEventQuery(steps_[i].end.get()) != cudaSuccess) {
-          throw DeviceFailure(steps_[i].device, steps_[i].what, timeout_detail(deadline));
-        }
-      }
-      throw DeviceFailure(rank_, "output normalisation", timeout_detail(deadline));
-    }
-    poll_pause();
-  }
-}
-
-void TimedSteps::append_timings(RingMeasurement& m, Count devices) const {
-  const auto cells = static_cast<std::size_t>(devices * devices);
-  std::vector<double> kernel_us(cells, 0.0), handoff_us(cells, 0.0);
-  for (std::size_t i = 0; i < next_; ++i) {
-    const Step& step = steps_[i];
-    const double us = elapsed_us(step.start.get(), step.end.get(), step.device);
-    // Round 0's cell of the device: [0 * devices + device].
-    if (step.cell == Cell::kernel) {
-      kernel_us[static_cast<std::size_t>(step.device)] += us;
-    } else {
-      handoff_us[static_cast<std::size_t>(step.device)] += us;
-    }
-  }
-  m.kernel_us.push_back(std::move(kernel_us));
-  m.handoff_us.push_back(std::move(handoff_us));
-  m.wall_us.push_back(elapsed_us(wall_start_.get(), wall_end_.get(), rank_));
-}
 
 // --- CudaCollective ---------------------------------------------------------------------------
 
@@ -95,24 +49,6 @@ CudaCollective::~CudaCollective() {
   if (hung() && shards_memory_) shards_memory_->abandon();
 }
 
-void CudaCollective::poison_output(Count device) {
-  const DeviceSlots& s = shards_[static_cast<std::size_t>(device)];
-  check_cuda(launch_fill_nan(s.out, s.geometry.rows() * s.geometry.head_dim, stream_.get()), device,
-             "launch of the output poisoning");
-}
-
-void CudaCollective::reset_state(const DeviceSlots& slots, Count device) {
-  check_cuda(launch_init_state(slots.out_acc, slots.row_max, slots.row_sum, slots.geometry.rows(),
-                               static_cast<int>(slots.geometry.head_dim), stream_.get()),
-             device, "launch of the softmax state init");
-}
-
-void CudaCollective::normalise(const DeviceSlots& slots, Count device) {
-  check_cuda(launch_normalise(slots.out_acc, slots.row_sum, slots.out, slots.geometry.rows(),
-                              static_cast<int>(slots.geometry.head_dim), stream_.get()),
-             device, "launch of the output normalisation");
-}
-
 void CudaCollective::time_call(Count device, BlockAttentionArgs args, const DeviceSchedules& schedule, const char* what) {
   schedule.apply(0, args);
   const cudaStream_t stream = stream_.get();
@@ -122,34 +58,29 @@ void CudaCollective::time_call(Count device, BlockAttentionArgs args, const Devi
 
 void CudaCollective::finish_iteration(RingMeasurement* record) {
   steps_->wait(stream_.get(), Deadline::after(timeout_s_));
-  if (record != nullptr) steps_->append_timings(*record, devices_);
+  if (record == nullptr) return;
+  const auto cells = static_cast<std::size_t>(devices_ * devices_);
+  std::vector<double> kernel_us(cells, 0.0), handoff_us(cells, 0.0);
+  steps_->add_cells(kernel_us, handoff_us);
+  record->kernel_us.push_back(std::move(kernel_us));
+  record->handoff_us.push_back(std::move(handoff_us));
+  record->wall_us.push_back(steps_->wall_us());
 }
 
 std::vector<double> CudaCollective::download_output() {
-  const RingCase& c = problem_.ring_case();
-  std::vector<double> output(static_cast<std::size_t>(c.seq_len * c.heads * c.head_dim),
-                             std::numeric_limits<double>::quiet_NaN());
-  const Deadline deadline = Deadline::after(timeout_s_);
-  for (Count d = 0; d < devices_; ++d) {
-    gpu::download_output(problem_, d, shards_[static_cast<std::size_t>(d)], stream_.get(), d, deadline, output);
-  }
-  return output;
+  return gpu::download_outputs(problem_, timeout_s_, [this](Count d) {
+    return std::pair<const DeviceSlots*, cudaStream_t>{&shards_[static_cast<std::size_t>(d)], stream_.get()};
+  });
 }
 
 // --- all-gather -------------------------------------------------------------------------------
 
-CudaAllGather::CudaAllGather(const RingProblem& problem, double timeout_s) : CudaCollective(problem, timeout_s) {
-  whole_ = BlockGeometry::of(problem);
-  whole_.tokens = problem.ring_case().seq_len;
+CudaAllGather::CudaAllGather(const RingProblem& problem, double timeout_s)
+    : CudaCollective(problem, timeout_s), whole_(GatheredKv::of(problem)) {
   bool no_fault = false;  // an injected OOM hits the shards' first allocation
   gathered_ = DeviceMemory(align_up(whole_.slot_bytes()) * devices_, kGpuRank,
                            fmt::format("the gathered K/V of {} devices", devices_), no_fault);
-  // The gathered keys lie in rank order: device 0's block, then device 1's, ...
-  std::vector<Position> keys;
-  for (Count d = 0; d < devices_; ++d) {
-    const std::vector<Position>& own = problem.shard(d).positions;
-    keys.insert(keys.end(), own.begin(), own.end());
-  }
+  const std::vector<Position> keys = positions_in_rank_order(problem);
   const Deadline deadline = Deadline::after(timeout_s_);
   for (Count d = 0; d < devices_; ++d) {
     schedules_.emplace_back(problem.shard(d), std::vector<std::span<const Position>>{keys}, false, shape_, stream_.get(), d,
@@ -163,44 +94,41 @@ CudaAllGather::~CudaAllGather() {
   for (DeviceSchedules& s : schedules_) s.abandon();
 }
 
-std::byte* CudaAllGather::gathered(Count device) const { return gathered_.get() + align_up(whole_.slot_bytes()) * device; }
+GatheredKv CudaAllGather::gathered(Count device) const {
+  return {gathered_.get() + align_up(whole_.slot_bytes()) * device, whole_};
+}
 
 void CudaAllGather::iterate_and_record(RingMeasurement* record) {
   const cudaStream_t stream = stream_.get();
   const auto scale = static_cast<float>(problem_.scale());
   const BlockGeometry block = BlockGeometry::of(problem_);
   for (Count d = 0; d < devices_; ++d) {
-    reset_state(shards_[static_cast<std::size_t>(d)], d);
-    poison_output(d);
+    reset_softmax_state(shards_[static_cast<std::size_t>(d)], stream, d);
+    poison_output(shards_[static_cast<std::size_t>(d)], stream, d);
   }
   steps_->begin(stream);
   for (Count e = 0; e < devices_; ++e) {
-    std::byte* k = gathered(e);
-    std::byte* v = k + whole_.kv_bytes();
-    std::byte* positions = k + 2 * whole_.kv_bytes();
+    const GatheredKv to = gathered(e);
     steps_->time(e, TimedSteps::Cell::handoff, fmt::format("all-gather of the K/V blocks into device {}", e), stream, [&] {
       for (Count d = 0; d < devices_; ++d) {
         const DeviceSlots& from = shards_[static_cast<std::size_t>(d)];
-        const auto copy = [&](std::byte* to, const void* source, std::int64_t bytes, const char* what) {
-          check_cuda(cudaMemcpyAsync(to + d * bytes, source, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice, stream),
+        const auto copy = [&](std::byte* into, const void* source, std::int64_t bytes, const char* what) {
+          check_cuda(cudaMemcpyAsync(into + d * bytes, source, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice, stream),
                      d, [&] { return fmt::format("cudaMemcpyAsync of the {} block to device {} in the all-gather", what, e); });
         };
-        copy(k, from.k(0), block.kv_bytes(), "K");
-        copy(v, from.v(0), block.kv_bytes(), "V");
-        copy(positions, from.positions(0), block.tokens * 8, "positions");
+        copy(to.k(), from.k(0), block.kv_bytes(), "K");
+        copy(to.v(), from.v(0), block.kv_bytes(), "V");
+        copy(to.positions(), from.positions(0), block.tokens * 8, "positions");
       }
     });
   }
   for (Count e = 0; e < devices_; ++e) {
     BlockAttentionArgs args = shards_[static_cast<std::size_t>(e)].kernel_args(0, scale);
-    args.k = gathered(e);
-    args.v = gathered(e) + whole_.kv_bytes();
-    args.key_positions = reinterpret_cast<const std::int64_t*>(gathered(e) + 2 * whole_.kv_bytes());
-    args.keys = whole_.tokens;
+    gathered(e).point(args);
     time_call(e, args, schedules_[static_cast<std::size_t>(e)], "kernel after the all-gather");
   }
   steps_->end_wall(stream);
-  for (Count e = 0; e < devices_; ++e) normalise(shards_[static_cast<std::size_t>(e)], e);
+  for (Count e = 0; e < devices_; ++e) normalise_output(shards_[static_cast<std::size_t>(e)], stream, e);
   finish_iteration(record);
 }
 
@@ -238,37 +166,24 @@ CudaUlysses::~CudaUlysses() {
 }
 
 void CudaUlysses::iterate_and_record(RingMeasurement* record) {
-  const RingCase& c = problem_.ring_case();
   const cudaStream_t stream = stream_.get();
   const auto scale = static_cast<float>(problem_.scale());
   const Count tokens = problem_.block_size();
-  const Count heads = split_.per_device.heads;
-  const Count kv_heads = split_.per_device.kv_heads;
-  const std::int64_t head_bytes = c.head_dim * 2;  // one head of one token, bf16 / fp16
-  for (Count d = 0; d < devices_; ++d) poison_output(d);
-  for (Count e = 0; e < devices_; ++e) reset_state(whole_[static_cast<std::size_t>(e)], e);
-  const auto copy_rows = [&](const RowCopy& copy, Count device, const std::string& what) {
-    check_cuda(launch_copy_rows(copy, stream), device, [&] { return fmt::format("launch of the {}", what); });
+  for (Count d = 0; d < devices_; ++d) poison_output(shards_[static_cast<std::size_t>(d)], stream, d);
+  for (Count e = 0; e < devices_; ++e) reset_softmax_state(whole_[static_cast<std::size_t>(e)], stream, e);
+  const auto copy = [&](const RowCopy& rows, Count device, const std::string& what) {
+    check_cuda(launch_copy_rows(rows, stream), device, [&] { return fmt::format("launch of the {}", what); });
   };
   steps_->begin(stream);
   for (Count e = 0; e < devices_; ++e) {
-    const DeviceSlots& to = whole_[static_cast<std::size_t>(e)];
+    const std::array<RowSlice, 3> to = ulysses_whole_inputs(whole_[static_cast<std::size_t>(e)]);
     const std::string what = fmt::format("all-to-all of the Q, K and V heads to device {}", e);
     steps_->time(e, TimedSteps::Cell::handoff, what, stream, [&] {
       for (Count d = 0; d < devices_; ++d) {
-        const DeviceSlots& from = shards_[static_cast<std::size_t>(d)];
+        const DeviceSlots& shard = shards_[static_cast<std::size_t>(d)];
+        const std::array<RowSlice, 3> from = ulysses_shard_inputs(shard, split_, e);
         // Device d's tokens land on their original positions in the whole sequence.
-        const std::int64_t* rows = from.positions(0);
-        copy_rows({from.q, c.heads * head_bytes, split_.first_head(e) * head_bytes, nullptr, to.q, heads * head_bytes, 0, rows,
-                   heads * head_bytes, tokens},
-                  d, what);
-        const std::int64_t kv_offset = split_.first_kv_head(e) * head_bytes;
-        copy_rows({from.k(0), c.kv_heads * head_bytes, kv_offset, nullptr, to.k(0), kv_heads * head_bytes, 0, rows,
-                   kv_heads * head_bytes, tokens},
-                  d, what);
-        copy_rows({from.v(0), c.kv_heads * head_bytes, kv_offset, nullptr, to.v(0), kv_heads * head_bytes, 0, rows,
-                   kv_heads * head_bytes, tokens},
-                  d, what);
+        for (std::size_t i = 0; i < 3; ++i) copy(slice_copy(from[i], nullptr, to[i], shard.positions(0), tokens), d, what);
       }
     });
   }
@@ -276,17 +191,14 @@ void CudaUlysses::iterate_and_record(RingMeasurement* record) {
     time_call(e, whole_[static_cast<std::size_t>(e)].kernel_args(0, scale), schedule_, "kernel of Ulysses");
   }
   // Inside the wall: the output goes back normalised (a few microseconds beside the call).
-  for (Count e = 0; e < devices_; ++e) normalise(whole_[static_cast<std::size_t>(e)], e);
-  const std::int64_t out_head_bytes = c.head_dim * 4;  // the output is fp32
+  for (Count e = 0; e < devices_; ++e) normalise_output(whole_[static_cast<std::size_t>(e)], stream, e);
   for (Count e = 0; e < devices_; ++e) {
-    const DeviceSlots& from = whole_[static_cast<std::size_t>(e)];
+    const RowSlice from = ulysses_whole_output(whole_[static_cast<std::size_t>(e)]);
     const std::string what = fmt::format("all-to-all of device {}'s output heads back", e);
     steps_->time(e, TimedSteps::Cell::handoff, what, stream, [&] {
       for (Count d = 0; d < devices_; ++d) {
-        const DeviceSlots& to = shards_[static_cast<std::size_t>(d)];
-        copy_rows({from.out, heads * out_head_bytes, 0, to.positions(0), to.out, c.heads * out_head_bytes,
-                   split_.first_head(e) * out_head_bytes, nullptr, heads * out_head_bytes, tokens},
-                  e, what);
+        const DeviceSlots& shard = shards_[static_cast<std::size_t>(d)];
+        copy(slice_copy(from, shard.positions(0), ulysses_shard_output(shard, split_, e), nullptr, tokens), e, what);
       }
     });
   }

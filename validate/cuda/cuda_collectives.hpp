@@ -18,58 +18,11 @@
 #include "device_resources.hpp"
 #include "ring_memory.hpp"
 #include "ring_schedules.hpp"
+#include "timed_steps.hpp"
 #include "stripesim/validate/ring_backend.hpp"
 #include "stripesim/validate/ulysses_split.hpp"
 
 namespace stripesim::validate::gpu {
-
-// The steps of one iteration on one stream, each between two events and named for a failure, in
-// the order they were enqueued; events are made on the first iteration and reused.
-class TimedSteps {
- public:
-  enum class Cell { kernel, handoff };
-
-  explicit TimedSteps(Count rank) : rank_(rank), wall_start_(rank), wall_end_(rank), done_(rank) {}
-
-  // Starts an iteration on `stream`: its wall starts here.
-  void begin(cudaStream_t stream);
-  // Times what `enqueue` puts on `stream` as `device`'s `cell`; `what` names it in a failure.
-  template <typename Enqueue>
-  void time(Count device, Cell cell, std::string what, cudaStream_t stream, Enqueue&& enqueue) {
-    if (next_ == steps_.size()) steps_.push_back({Event(rank_), Event(rank_), 0, Cell::kernel, {}});
-    Step& step = steps_[next_++];
-    step.device = device;
-    step.cell = cell;
-    step.what = std::move(what);
-    record(step.start, stream);
-    enqueue();
-    record(step.end, stream);
-  }
-  // Ends the wall here.
-  void end_wall(cudaStream_t stream) { record(wall_end_, stream); }
-  // Waits for everything enqueued on `stream` so far; past the deadline a DeviceFailure naming the
-  // first step that did not complete (and hung() true from then on).
-  void wait(cudaStream_t stream, const Deadline& deadline);
-  [[nodiscard]] bool hung() const { return hung_; }
-  // The last iteration's steps as round 0 cells of [round * devices + device] (a device's
-  // hand-offs summed), and its wall, appended to `m`.
-  void append_timings(RingMeasurement& m, Count devices) const;
-
- private:
-  struct Step {
-    Event start, end;
-    Count device;
-    Cell cell;
-    std::string what;
-  };
-  void record(const Event& event, cudaStream_t stream);
-
-  Count rank_;
-  std::vector<Step> steps_;
-  std::size_t next_ = 0;
-  Event wall_start_, wall_end_, done_;
-  bool hung_ = false;
-};
 
 // What both collectives share: the GPU, the stream, every device's own shard (queries, its K/V
 // block, its output) and the timed steps.
@@ -85,12 +38,6 @@ class CudaCollective {
  protected:
   CudaCollective(const RingProblem& problem, double timeout_s);
   ~CudaCollective();
-  // Poisons `device`'s output (outside the timed steps).
-  void poison_output(Count device);
-  // An online-softmax state before its first block (`slots`' rows), for `device`.
-  void reset_state(const DeviceSlots& slots, Count device);
-  // Normalises `slots`' state into its output, for `device`.
-  void normalise(const DeviceSlots& slots, Count device);
   // The attention call of `device` on `args` after the schedule (the flash kernel's) is applied,
   // timed as its kernel cell; `what` names it in a failure.
   void time_call(Count device, BlockAttentionArgs args, const DeviceSchedules& schedule, const char* what);
@@ -117,7 +64,7 @@ class CudaAllGather final : public CudaCollective {
   void iterate_and_record(RingMeasurement* record);
 
  private:
-  [[nodiscard]] std::byte* gathered(Count device) const;
+  [[nodiscard]] GatheredKv gathered(Count device) const;
 
   BlockGeometry whole_;  // the gathered K/V: every token, the case's K/V heads
   DeviceMemory gathered_;  // [device]: K, V and positions of all n tokens, rank order

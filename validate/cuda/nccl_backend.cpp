@@ -25,6 +25,7 @@
 #include "fault_injection.hpp"
 #include "gpu_backend.hpp"
 #include "gpu_devices.hpp"
+#include "nccl_collectives.hpp"
 #include "nccl_common.hpp"
 #include "ring_memory.hpp"
 #include "ring_schedules.hpp"
@@ -100,7 +101,7 @@ class NcclRing {
       }
     }
     name_ = gpu::gpu_name(0);
-    init_communicators(deadline);
+    gpu::init_communicators_in_process(comms_, n_, [this](Count d) { use(d); }, deadline);
   }
 
   NcclRing(const NcclRing&) = delete;
@@ -216,15 +217,10 @@ class NcclRing {
   }
 
   [[nodiscard]] std::vector<double> download_output() {
-    const RingCase& c = problem_.ring_case();
-    std::vector<double> output(static_cast<std::size_t>(c.seq_len * c.heads * c.head_dim),
-                               std::numeric_limits<double>::quiet_NaN());
-    const Deadline deadline = Deadline::after(timeout_s_);
-    for (Count d = 0; d < n_; ++d) {
+    return gpu::download_outputs(problem_, timeout_s_, [this](Count d) {
       const Rank& rank = use(d);
-      gpu::download_output(problem_, d, rank.slots, rank.compute.get(), d, deadline, output);
-    }
-    return output;
+      return std::pair<const DeviceSlots*, cudaStream_t>{&rank.slots, rank.compute.get()};
+    });
   }
 
  private:
@@ -238,36 +234,6 @@ class NcclRing {
 
   static void record(const Event& event, cudaStream_t stream, Count d) {
     check_cuda(cudaEventRecord(event.get(), stream), d, "cudaEventRecord");
-  }
-
-  void init_communicators(const Deadline& deadline) {
-    ncclUniqueId id;
-    const ncclResult_t status = ncclGetUniqueId(&id);
-    if (status != ncclSuccess) throw DeviceFailure(0, "ncclGetUniqueId", ncclGetErrorString(status));
-    comms_.comms().assign(static_cast<std::size_t>(n_), nullptr);
-    try {
-      GroupScope group(0, "ncclCommInitRankConfig");
-      for (Count d = 0; d < n_; ++d) {
-        use(d);
-        // Nonblocking: no later NCCL call can block this thread; a hang is polled and aborted.
-        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-        config.blocking = 0;
-        const ncclResult_t init = ncclCommInitRankConfig(&comms_.comms()[static_cast<std::size_t>(d)],
-                                                         static_cast<int>(n_), id, static_cast<int>(d), &config);
-        if (init != ncclSuccess && init != ncclInProgress) {
-          throw DeviceFailure(d, "ncclCommInitRankConfig", ncclGetErrorString(init));
-        }
-      }
-      const ncclResult_t end = group.end();
-      if (end != ncclSuccess && end != ncclInProgress) {
-        comms_.abort_all();
-        throw DeviceFailure(0, "ncclGroupEnd of ncclCommInitRankConfig", ncclGetErrorString(end));
-      }
-    } catch (...) {
-      comms_.abort_all();  // half-made communicators cannot be finalized
-      throw;
-    }
-    comms_.wait_ready(deadline, [](Count) { return std::string("ncclCommInitRankConfig"); });
   }
 
   // Round r's hand-off on every rank's communication stream, as one NCCL group.
@@ -417,7 +383,8 @@ class NcclRing {
 }  // namespace
 
 std::unique_ptr<RingBackend> make_nccl_backend() {
-  return std::make_unique<gpu::GpuBackend<NcclRing>>("nccl", /*concurrent_devices=*/true);
+  return std::make_unique<gpu::GpuBackend<NcclRing, gpu::NcclAllGather, gpu::NcclUlysses>>("nccl",
+                                                                                          /*concurrent_devices=*/true);
 }
 
 #endif  // STRIPESIM_WITH_NCCL

@@ -153,4 +153,38 @@ class GroupScope {
   bool open_ = true;
 };
 
+// One process driving all `devices` GPUs (the nccl backend's ring and collectives): one
+// nonblocking communicator per device, made inside one NCCL group (rank d's with GPU d current:
+// `make_current(d)`), then polled until ready within the deadline. Failures abort them all.
+inline void init_communicators_in_process(Communicators& comms, Count devices, const std::function<void(Count)>& make_current,
+                                          const Deadline& deadline) {
+  ncclUniqueId id;
+  const ncclResult_t status = ncclGetUniqueId(&id);
+  if (status != ncclSuccess) throw DeviceFailure(0, "ncclGetUniqueId", ncclGetErrorString(status));
+  comms.comms().assign(static_cast<std::size_t>(devices), nullptr);
+  try {
+    GroupScope group(0, "ncclCommInitRankConfig");
+    for (Count d = 0; d < devices; ++d) {
+      make_current(d);
+      // Nonblocking: no later NCCL call can block this thread; a hang is polled and aborted.
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      config.blocking = 0;
+      const ncclResult_t init = ncclCommInitRankConfig(&comms.comms()[static_cast<std::size_t>(d)], static_cast<int>(devices),
+                                                       id, static_cast<int>(d), &config);
+      if (init != ncclSuccess && init != ncclInProgress) {
+        throw DeviceFailure(d, "ncclCommInitRankConfig", ncclGetErrorString(init));
+      }
+    }
+    const ncclResult_t end = group.end();
+    if (end != ncclSuccess && end != ncclInProgress) {
+      comms.abort_all();
+      throw DeviceFailure(0, "ncclGroupEnd of ncclCommInitRankConfig", ncclGetErrorString(end));
+    }
+  } catch (...) {
+    comms.abort_all();  // half-made communicators cannot be finalized
+    throw;
+  }
+  comms.wait_ready(deadline, [](Count) { return std::string("ncclCommInitRankConfig"); });
+}
+
 }  // namespace stripesim::validate::gpu

@@ -28,6 +28,7 @@
 #include "ring_schedules.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
+#include "stripesim/validate/validation_run.hpp"
 
 namespace stripesim::validate::gpu {
 namespace {
@@ -249,6 +250,7 @@ class NcclRankBackend final : public RingBackend {
                                           "has {} ranks",
                                           problem.ring_case().devices, ranks));
     }
+    check_backend_runs(name(), problem.ring_case().cp);  // under mpirun: the ring only
     // A failure here (a communicator that does not form, memory that does not fit) ends the job
     // on every rank, as a failure in the ring does: the others would only wait for this one.
     std::optional<NcclRankRing> built;

@@ -31,6 +31,12 @@ BlockGeometry BlockGeometry::of(const RingProblem& problem) {
   return {problem.block_size(), c.heads, c.kv_heads, c.head_dim};
 }
 
+BlockGeometry GatheredKv::of(const RingProblem& problem) {
+  BlockGeometry g = BlockGeometry::of(problem);
+  g.tokens = problem.ring_case().seq_len;
+  return g;
+}
+
 BlockAttentionArgs DeviceSlots::kernel_args(int s, float scale) const {
   BlockAttentionArgs args;
   fill_shared_args(args, s, scale);
@@ -112,6 +118,23 @@ void upload_shard(const RingProblem& problem, Count device, const DeviceSlots& s
   copy(slots.highest, shard.highest_key.data(), shard.highest_key.size() * 8, "highest keys");
   // The host images must outlive the copies.
   wait_stream(stream, rank, fmt::format("upload of device {}'s shard", device), deadline);
+}
+
+void reset_softmax_state(const DeviceSlots& slots, cudaStream_t stream, Count rank) {
+  check_cuda(launch_init_state(slots.out_acc, slots.row_max, slots.row_sum, slots.geometry.rows(),
+                               static_cast<int>(slots.geometry.head_dim), stream),
+             rank, "launch of the softmax state init");
+}
+
+void poison_output(const DeviceSlots& slots, cudaStream_t stream, Count rank) {
+  check_cuda(launch_fill_nan(slots.out, slots.geometry.rows() * slots.geometry.head_dim, stream), rank,
+             "launch of the output poisoning");
+}
+
+void normalise_output(const DeviceSlots& slots, cudaStream_t stream, Count rank) {
+  check_cuda(launch_normalise(slots.out_acc, slots.row_sum, slots.out, slots.geometry.rows(),
+                              static_cast<int>(slots.geometry.head_dim), stream),
+             rank, "launch of the output normalisation");
 }
 
 std::vector<float> download_local_output(const RingProblem& problem, Count device, const DeviceSlots& slots,

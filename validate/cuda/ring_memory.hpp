@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include "device_resources.hpp"
@@ -70,6 +72,25 @@ struct DeviceSlots {
   }
 };
 
+// The keys an all-gather leaves on a device: K, V and positions of `geometry.tokens` keys, each
+// back to back from `base` in rank order (device 0's block first).
+struct GatheredKv {
+  std::byte* base = nullptr;
+  BlockGeometry geometry;
+  [[nodiscard]] std::byte* k() const { return base; }
+  [[nodiscard]] std::byte* v() const { return base + geometry.kv_bytes(); }
+  [[nodiscard]] std::byte* positions() const { return base + 2 * geometry.kv_bytes(); }
+  // A block's kernel arguments pointed at all of these keys.
+  void point(BlockAttentionArgs& args) const {
+    args.k = k();
+    args.v = v();
+    args.key_positions = reinterpret_cast<const std::int64_t*>(positions());
+    args.keys = geometry.tokens;
+  }
+  // The geometry of every token's K/V: a block's, with all n tokens.
+  [[nodiscard]] static BlockGeometry of(const RingProblem& problem);
+};
+
 class RingMemory {
  public:
   // Allocates on the CURRENT device the buffers of `devices` ring devices, in three
@@ -95,6 +116,28 @@ void upload_shard(const RingProblem& problem, Count device, const DeviceSlots& s
 // Downloads `slots.out` and writes it into `output` in ORIGINAL order.
 void download_output(const RingProblem& problem, Count device, const DeviceSlots& slots, cudaStream_t stream,
                      Count rank, const Deadline& deadline, std::vector<double>& output);
+// On `stream`, for ring device `rank` (named in failures): `slots`' online-softmax state before
+// its first block; its output NaN (poisoned before every iteration); its state normalised into
+// its output.
+void reset_softmax_state(const DeviceSlots& slots, cudaStream_t stream, Count rank);
+void poison_output(const DeviceSlots& slots, cudaStream_t stream, Count rank);
+void normalise_output(const DeviceSlots& slots, cudaStream_t stream, Count rank);
+
+// Every device's output in ORIGINAL order, NaN where none was written: `device(d)` returns device
+// d's (slots, stream) with its GPU current.
+template <typename Device>
+[[nodiscard]] std::vector<double> download_outputs(const RingProblem& problem, double timeout_s, Device&& device) {
+  const RingCase& c = problem.ring_case();
+  std::vector<double> output(static_cast<std::size_t>(c.seq_len * c.heads * c.head_dim),
+                             std::numeric_limits<double>::quiet_NaN());
+  const Deadline deadline = Deadline::after(timeout_s);
+  for (Count d = 0; d < c.devices; ++d) {
+    const std::pair<const DeviceSlots*, cudaStream_t> at = device(d);
+    download_output(problem, d, *at.first, at.second, d, deadline, output);
+  }
+  return output;
+}
+
 // The same in two steps, for a process that sends its device's rows to another: `slots.out` in
 // the device's local order, then those rows written into `output` in ORIGINAL order.
 [[nodiscard]] std::vector<float> download_local_output(const RingProblem& problem, Count device, const DeviceSlots& slots,

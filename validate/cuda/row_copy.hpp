@@ -26,6 +26,24 @@ struct RowCopy {
   std::int64_t rows = 0;
 };
 
+// A buffer of rows seen as a slice of each row: `row_bytes` from `offset` of every `pitch` bytes
+// (the heads of one device in a [tokens][heads][head_dim] buffer; a dense buffer is the slice
+// whose pitch is its row).
+struct RowSlice {
+  void* base = nullptr;
+  std::int64_t pitch = 0;
+  std::int64_t offset = 0;
+  std::int64_t row_bytes = 0;
+  [[nodiscard]] static RowSlice dense(void* base, std::int64_t row_bytes) { return {base, row_bytes, 0, row_bytes}; }
+};
+
+// `rows` rows from one slice to another of the same row size, row i of `from` at from_rows[i]
+// and of `to` at to_rows[i] (i where null).
+[[nodiscard]] inline RowCopy slice_copy(const RowSlice& from, const std::int64_t* from_rows, const RowSlice& to,
+                                        const std::int64_t* to_rows, std::int64_t rows) {
+  return {from.base, from.pitch, from.offset, from_rows, to.base, to.pitch, to.offset, to_rows, from.row_bytes, rows};
+}
+
 // Enqueues `copy` on `stream` in 16-byte words; cudaErrorInvalidValue when a pointer, pitch,
 // offset or the row size is not a multiple of 16 bytes (a head of 64 or 128 elements of 2 or
 // 4 bytes always is) or a size is negative.

@@ -2,8 +2,6 @@
 // backends when CMake found the CUDA toolkit (and NCCL), the mpi backend when it found MPI.
 #include <fmt/format.h>
 
-#include <cstdlib>
-
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/validate/cpu_backend.hpp"
 #include "stripesim/validate/ring_backend.hpp"
@@ -15,13 +13,6 @@
 #endif
 
 namespace stripesim::validate {
-
-bool launched_as_mpi_rank() {
-  for (const char* variable : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
-    if (std::getenv(variable) != nullptr) return true;
-  }
-  return false;
-}
 
 std::vector<std::string> built_backends() {
   std::vector<std::string> names{"cpu"};

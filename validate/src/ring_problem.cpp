@@ -91,4 +91,13 @@ RingProblem::RingProblem(const RingPlan& plan) : case_(plan.ring_case), mask_(pl
 
 double RingProblem::scale() const { return 1.0 / std::sqrt(static_cast<double>(case_.head_dim)); }
 
+std::vector<Position> positions_in_rank_order(const RingProblem& problem) {
+  std::vector<Position> positions;
+  for (Count d = 0; d < problem.ring_case().devices; ++d) {
+    const std::vector<Position>& own = problem.shard(d).positions;
+    positions.insert(positions.end(), own.begin(), own.end());
+  }
+  return positions;
+}
+
 }  // namespace stripesim::validate

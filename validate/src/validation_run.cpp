@@ -37,11 +37,13 @@ std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
 }
 
 void check_backend_runs(std::string_view backend, const std::string& cp) {
-  // The host backends (cpu: every device in one process; mpi: a process each) and cuda (every
-  // device in turn on one GPU) run all three; nccl the ring only.
-  if (cp != "ring" && backend != "cpu" && backend != "mpi" && backend != "cuda") {
-    throw model::InputError(fmt::format(
-        "--cp {}: the {} backend runs the ring only; allgather and ulysses run on --backend cpu, mpi or cuda", cp, backend));
+  // cpu (every device in one process), mpi (a process each), cuda (every device in turn on one
+  // GPU) and nccl from one process (a GPU each) run all three; nccl started as one rank of an
+  // MPI job runs its ring only.
+  if (cp != "ring" && backend == "nccl" && launched_as_mpi_rank()) {
+    throw model::InputError(fmt::format("--cp {}: --backend nccl under mpirun runs the ring only; allgather and ulysses run on "
+                                        "--backend nccl in one process (without mpirun), cuda or mpi",
+                                        cp));
   }
 }
 

@@ -29,6 +29,10 @@ struct RingPlan {
 };
 [[nodiscard]] RingPlan plan_ring_problem(RingCase ring_case);
 
+class RingProblem;
+// Every device's positions, device 0's first: the order an all-gather leaves the blocks in.
+[[nodiscard]] std::vector<Position> positions_in_rank_order(const RingProblem& problem);
+
 class RingProblem {
  public:
   explicit RingProblem(const RingPlan& plan);

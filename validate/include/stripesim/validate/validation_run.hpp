@@ -34,8 +34,9 @@ struct ValidateMatrix {
 // checked (InputError naming the case when a size does not divide).
 [[nodiscard]] std::vector<RingCase> expand_matrix(const ValidateMatrix& matrix);
 
-// Throws model::InputError unless `backend` runs context parallelism `cp`: the cpu and mpi
-// backends run ring, allgather and ulysses, the GPU backends the ring only.
+// Throws model::InputError unless `backend` runs context parallelism `cp`: every backend runs
+// ring, allgather and ulysses, except nccl in a process that an MPI launcher started (one rank
+// of the ring per process: the ring only).
 void check_backend_runs(std::string_view backend, const std::string& cp);
 // Throws model::InputError unless `backend` runs the backward ring (--pass fwdbwd): the cpu, mpi
 // and cuda backends do; nccl runs the forward.
