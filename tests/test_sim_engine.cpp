@@ -337,10 +337,10 @@ TEST(KernelTime, BlocksGoToTheSlotThatFreesFirst) {
   k.forward = {0, 0, 1, 1};
   const model::QueryTileProfile r = rows({{4, 0}, {1, 0}, {1, 0}, {1, 0}, {4, 0}});
   EXPECT_DOUBLE_EQ(KernelTimeModel(k, 2, {1, 1, {1, 1}, 1}).call_us(r, KernelPass::forward), 7.0);
-  k.order = BlockOrder::longest_first;
+  k.placement.order = BlockOrder::longest_first;
   EXPECT_DOUBLE_EQ(KernelTimeModel(k, 2, {1, 1, {1, 1}, 1}).call_us(r, KernelPass::forward), 6.0);
   // Streams repeat the profile: two streams of {2, 2} on 2 slots are four blocks of 2: two waves.
-  k.order = BlockOrder::launch;
+  k.placement.order = BlockOrder::launch;
   EXPECT_DOUBLE_EQ(KernelTimeModel(k, 2, {2, 1, {1, 1}, 1}).call_us(rows({{2, 0}, {2, 0}}), KernelPass::forward), 4.0);
 }
 
@@ -395,10 +395,10 @@ TEST(KernelTime, FeaturesTimesCostsIsTheTimeAndShapesScale) {
 TEST(KernelTime, SmsShareTheirThroughputAmongTheBlocksTheyHold) {
   KernelProfile k = unit_kernel();
   k.forward = {0, 0, 1, 1};
-  k.blocks_per_sm = 2;
+  k.placement.blocks_per_sm = 2;
   const auto one_sm = [&](double lone, const model::QueryTileProfile& r, Count sms = 1) {
     KernelProfile p = k;
-    p.lone_block_speedup = lone;
+    p.placement.lone_block_speedup = lone;
     return KernelTimeModel(p, sms, {1, 1, {1, 1}, 1}).call_us(r, KernelPass::forward);
   };
   // Blocks of 1 and 3 tiles on one SM of 2: both at rate 1 until 1, then the long one alone.
@@ -407,14 +407,14 @@ TEST(KernelTime, SmsShareTheirThroughputAmongTheBlocksTheyHold) {
   EXPECT_NEAR(one_sm(1.5, rows({{1, 0}, {3, 0}})), 1 + 2.0 / 1.5, 1e-12);
   // 4 blocks per SM, a lone block twice a slot's speed: four blocks of 2 at rate 1, three at 4/3,
   // one at 2.
-  k.blocks_per_sm = 4;
+  k.placement.blocks_per_sm = 4;
   EXPECT_DOUBLE_EQ(one_sm(2, model::QueryTileProfile(4, {2, 0})), 2.0);
   EXPECT_DOUBLE_EQ(one_sm(2, model::QueryTileProfile(3, {2, 0})), 1.5);
   EXPECT_DOUBLE_EQ(one_sm(2, model::QueryTileProfile(1, {2, 0})), 1.0);
   // Two SMs of 2, lone speed-up 2, blocks 5, 1, 2, 1, 4 in launch order: breadth first, SM 0
   // holds 5 and 2, SM 1 both 1s. SM 1 empties at 1 and takes the 4 alone: 1 + 4 / 2 = 3. SM 0
   // runs 5 and 2 at rate 1 until 2, then the 5's last 3 alone: 2 + 3 / 2 = 3.5. Fixed slots: 5.
-  k.blocks_per_sm = 2;
+  k.placement.blocks_per_sm = 2;
   const model::QueryTileProfile five = rows({{5, 0}, {1, 0}, {2, 0}, {1, 0}, {4, 0}});
   EXPECT_DOUBLE_EQ(one_sm(2, five, 2), 3.5);
   EXPECT_DOUBLE_EQ(one_sm(1, five, 2), 5.0);
@@ -426,13 +426,13 @@ TEST(KernelTime, SmsShareTheirThroughputAmongTheBlocksTheyHold) {
 TEST(KernelTime, SharedSmsMatchATimeSteppedSimulation) {
   KernelProfile k = unit_kernel();
   k.forward = {0, 0.5, 1, 3};
-  k.blocks_per_sm = 3;
-  k.lone_block_speedup = 2;
+  k.placement.blocks_per_sm = 3;
+  k.placement.lone_block_speedup = 2;
   const Count sms = 4;
   const model::QueryTileProfile r = rows({{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}});
   const Count streams = 3;
   for (const BlockOrder order : {BlockOrder::launch, BlockOrder::longest_first}) {
-    k.order = order;
+    k.placement.order = order;
     const KernelTimeModel model(k, sms, {streams, 1, {1, 1}, 1});
     const double us = model.call_us(r, KernelPass::forward);
     // The reference: block works in the kernel's order, dt steps.
@@ -443,7 +443,7 @@ TEST(KernelTime, SharedSmsMatchATimeSteppedSimulation) {
     if (order == BlockOrder::longest_first) std::stable_sort(work.begin(), work.end(), std::greater<>());
     std::vector<std::vector<double>> left(static_cast<size_t>(sms));
     size_t next = 0;
-    for (Count place = 0; place < k.blocks_per_sm; ++place) {
+    for (Count place = 0; place < k.placement.blocks_per_sm; ++place) {
       for (auto& sm : left) {
         if (next < work.size()) sm.push_back(work[next++]);
       }
@@ -465,9 +465,9 @@ TEST(KernelTime, SharedSmsMatchATimeSteppedSimulation) {
     EXPECT_NEAR(dot(model.features(r, KernelPass::forward), k.forward), us, 1e-9);
   }
   // Lone speed-up 1 is fixed slots: the same time as the slot placement it generalises.
-  k.lone_block_speedup = 1 + 1e-12;
+  k.placement.lone_block_speedup = 1 + 1e-12;
   KernelProfile slots = k;
-  slots.lone_block_speedup = 1;
+  slots.placement.lone_block_speedup = 1;
   EXPECT_NEAR(KernelTimeModel(k, sms, {streams, 1, {1, 1}, 1}).call_us(r, KernelPass::forward),
               KernelTimeModel(slots, sms, {streams, 1, {1, 1}, 1}).call_us(r, KernelPass::forward), 1e-9);
 }
@@ -486,7 +486,7 @@ TEST(KernelTime, TheBackwardRunsOnItsOwnPlacement) {
   EXPECT_DOUBLE_EQ(model.call_us(r, KernelPass::backward), 2.0);
   EXPECT_EQ(backward_placement(k), *k.backward_placement);
   k.backward_placement.reset();
-  EXPECT_EQ(backward_placement(k), forward_placement(k));
+  EXPECT_EQ(backward_placement(k), k.placement);
 }
 
 // A kernel whose causal mask keeps the diagonal runs a block trimmed to q[1:] x k[:-1]; when that

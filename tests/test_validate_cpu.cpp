@@ -416,8 +416,8 @@ TEST(KernelFit, TriesNoMoreBlocksPerSmThanSharedMemoryHolds) {
   model::HardwareProfile hw = synthetic_bf16_hardware(8);
   sim::KernelProfile truth;
   truth.tile = {64, 64};
-  truth.blocks_per_sm = 4;
-  truth.order = sim::BlockOrder::longest_first;
+  truth.placement.blocks_per_sm = 4;
+  truth.placement.order = sim::BlockOrder::longest_first;
   truth.forward = {20.0, 1.0, 4.0, 6.0};
   std::vector<MeasuredWorkload> workloads;
   for (const char* layout : {"contiguous", "striped", "zigzag"}) {
@@ -431,16 +431,16 @@ TEST(KernelFit, TriesNoMoreBlocksPerSmThanSharedMemoryHolds) {
   time_with(truth, hw, workloads);
   const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
   sim::KernelProfile start = truth;
-  start.blocks_per_sm = 1;
+  start.placement.blocks_per_sm = 1;
   start.forward = {1, 1, 1, 1};
   hw.shared_memory_per_sm = 228 * 1024;
   const KernelFit roomy = fit_kernel(calls, start, hw);
-  EXPECT_EQ(roomy.profile.blocks_per_sm, 4);
+  EXPECT_EQ(roomy.profile.placement.blocks_per_sm, 4);
   EXPECT_LT(roomy.max_abs_error, 1e-4);
   hw.shared_memory_per_sm = 100 * 1024;
   const KernelFit tight = fit_kernel(calls, start, hw);
-  EXPECT_LE(tight.profile.blocks_per_sm, 2);
-  EXPECT_GT(tight.max_abs_error, 1e-2) << "fitted with " << tight.profile.blocks_per_sm << " blocks per SM";
+  EXPECT_LE(tight.profile.placement.blocks_per_sm, 2);
+  EXPECT_GT(tight.max_abs_error, 1e-2) << "fitted with " << tight.profile.placement.blocks_per_sm << " blocks per SM";
 }
 
 // A kernel whose SMs share their throughput (2 blocks per SM, a lone block at the whole SM's
@@ -451,8 +451,8 @@ TEST(KernelFit, FindsSharedSmsAndTheBackwardsOwnPlacement) {
   const model::HardwareProfile hw = synthetic_bf16_hardware(8);
   sim::KernelProfile truth;
   truth.tile = {128, 128};
-  truth.blocks_per_sm = 2;
-  truth.lone_block_speedup = 2;
+  truth.placement.blocks_per_sm = 2;
+  truth.placement.lone_block_speedup = 2;
   truth.forward = {20.0, 2.0, 4.0, 9.0};
   truth.backward = {40.0, 3.0, 10.0, 14.0};
   truth.backward_placement = sim::BlockPlacement{1, sim::BlockOrder::longest_first, 1};
@@ -468,20 +468,20 @@ TEST(KernelFit, FindsSharedSmsAndTheBackwardsOwnPlacement) {
   time_with(truth, hw, workloads);
   const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
   sim::KernelProfile start = truth;
-  start.blocks_per_sm = 1;
-  start.lone_block_speedup = 1;
+  start.placement.blocks_per_sm = 1;
+  start.placement.lone_block_speedup = 1;
   start.backward_placement.reset();
   start.forward = {1, 1, 1, 1};
   start.backward = {1, 1, 1, 1};
   const KernelFit fit = fit_kernel(calls, start, hw);
-  EXPECT_EQ(sim::forward_placement(fit.profile), sim::forward_placement(truth));
+  EXPECT_EQ(fit.profile.placement, truth.placement);
   EXPECT_EQ(sim::backward_placement(fit.profile), *truth.backward_placement);
   EXPECT_LT(fit.max_abs_error, 1e-4);
   EXPECT_NEAR(fit.profile.forward.partial_tile_us, 9.0, 1e-3);
   EXPECT_NEAR(fit.profile.backward.full_tile_us, 10.0, 1e-3);
   // The same calls under fixed slots and one placement: the best such fit misses some call.
   sim::KernelProfile slots_only = truth;
-  slots_only.lone_block_speedup = 1;
+  slots_only.placement.lone_block_speedup = 1;
   slots_only.backward_placement.reset();
   double worst = 0;
   for (const MeasuredCall& call : calls) {
@@ -500,7 +500,11 @@ TEST(KernelFit, FitsEachMeasuredTileShapeOnItsOwnCalls) {
   truth.tile = {128, 128};
   truth.forward = {20.0, 1.0, 2.0, 3.0};
   truth.backward = {60.0, 2.0, 5.0, 6.5};
-  truth.other_tiles.push_back({{64, 64}, 2, sim::BlockOrder::launch, {15.0, 0.5, 0.8, 1.1}, {40.0, 1.0, 1.6, 2.0}});
+  truth.other_tiles.push_back({.tile = {64, 64},
+                               .placement = {2, sim::BlockOrder::launch, 1},
+                               .forward = {15.0, 0.5, 0.8, 1.1},
+                               .backward = {40.0, 1.0, 1.6, 2.0},
+                               .backward_placement = std::nullopt});
   std::vector<MeasuredWorkload> workloads;
   // The main shape timed forward and forward+backward, the other forward only.
   for (const auto& [tile, pass] : {std::pair{model::TileShape{128, 128}, sim::PassSelection::forward},
@@ -536,7 +540,7 @@ TEST(KernelFit, FitsEachMeasuredTileShapeOnItsOwnCalls) {
   EXPECT_EQ(v.tile, (model::TileShape{64, 64}));
   // Its 32 blocks fill whole waves, so two blocks per SM at 0.8 us a tile and one at 0.4 time
   // alike: what the calls fix is the cost per tile and slot.
-  EXPECT_NEAR(v.forward.full_tile_us / static_cast<double>(v.blocks_per_sm), 0.4, 1e-6);
+  EXPECT_NEAR(v.forward.full_tile_us / static_cast<double>(v.placement.blocks_per_sm), 0.4, 1e-6);
   EXPECT_NEAR(v.forward.launch_us, 15.0, 1e-6);
   ASSERT_EQ(fit.profile.fit.at("tiles").size(), 2u);
   // Only forward was timed: the variant's backward is the main one's scaled to 64x64 (a quarter
@@ -563,12 +567,16 @@ TEST(KernelProfiles, OtherTileShapesRoundTripAndRepeatsAreRefused) {
   k.hardware = "h200-sxm";
   k.forward = {20.0, 1.0, 2.0, 3.0};
   k.backward = {60.0, 2.0, 5.0, 6.5};
-  k.other_tiles.push_back({{64, 64}, 4, sim::BlockOrder::longest_first, {15.0, 0.5, 0.8, 1.1}, {40.0, 1.0, 1.6, 2.0}});
+  k.other_tiles.push_back({.tile = {64, 64},
+                           .placement = {4, sim::BlockOrder::longest_first, 1},
+                           .forward = {15.0, 0.5, 0.8, 1.1},
+                           .backward = {40.0, 1.0, 1.6, 2.0},
+                           .backward_placement = std::nullopt});
   const nlohmann::json doc = nlohmann::json::parse(sim::to_json(k).dump());
   const sim::KernelProfile back = sim::kernel_profile_from_json(doc, "k.json");
   ASSERT_EQ(back.other_tiles.size(), 1u);
   EXPECT_EQ(back.other_tiles.front(), k.other_tiles.front());
-  EXPECT_EQ(sim::at_tile(back, {64, 64}).blocks_per_sm, 4);
+  EXPECT_EQ(sim::at_tile(back, {64, 64}).placement.blocks_per_sm, 4);
   EXPECT_EQ(sim::at_tile(back, {64, 64}).forward, k.other_tiles.front().forward);
   EXPECT_EQ(sim::at_tile(back, {32, 32}).forward, k.forward) << "a shape not listed: the main costs";
   for (const char* repeated : {"128x128", "64x64"}) {
@@ -606,7 +614,7 @@ SyntheticDevice synthetic_device() {
   s.kernel.tile = {32, 32};
   s.kernel.head_dim = 32;
   s.kernel.dtype = "fp32";
-  s.kernel.blocks_per_sm = 2;
+  s.kernel.placement.blocks_per_sm = 2;
   s.kernel.forward = {7.0, 0.8, 2.5, 4.0};
   s.kernel.backward = {20.0, 1.0, 6.0, 9.0};
   return s;
@@ -670,7 +678,7 @@ TEST(Calibration, RecoversAKnownKernelFromItsOwnPredictions) {
   EXPECT_NEAR(fit.kernel.forward.block_us, 0.8, 1e-6);
   EXPECT_NEAR(fit.kernel.forward.full_tile_us, 2.5, 1e-6);
   EXPECT_NEAR(fit.kernel.forward.partial_tile_us, 4.0, 1e-6);
-  EXPECT_EQ(fit.kernel.blocks_per_sm, 2) << "the structure that made the data fits it best";
+  EXPECT_EQ(fit.kernel.placement.blocks_per_sm, 2) << "the structure that made the data fits it best";
   EXPECT_EQ(fit.kernel.backward, kernel.backward) << "backward was not measured: kept as given";
   EXPECT_NEAR(fit.profile.link_bandwidth, 25.0, 1e-6);
   EXPECT_NEAR(*fit.profile.link_latency_us, 3.0, 1e-6);

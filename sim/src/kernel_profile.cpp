@@ -70,16 +70,22 @@ void check_shares_with_slots(const model::JsonFields& f, double lone_block_speed
   }
 }
 
+// A placement's fields in `f` (blocks_per_sm, block_order, lone_block_speedup), each with its
+// default; `slots`: the profile's, when it runs fixed slots.
+BlockPlacement placement_from_json(const model::JsonFields& f, const std::optional<Count>& slots) {
+  BlockPlacement p;
+  p.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
+  p.lone_block_speedup = lone_block_speedup_from_json(f, p.blocks_per_sm);
+  check_shares_with_slots(f, p.lone_block_speedup, slots);
+  p.order = block_order_from_json(f);
+  return p;
+}
+
 std::optional<BlockPlacement> backward_placement_from_json(const model::JsonFields& parent, const std::optional<Count>& slots) {
   if (!parent.has("backward_placement")) return std::nullopt;
   const model::JsonFields f(parent.raw("backward_placement"), parent.where("backward_placement"));
   f.allow_only({"blocks_per_sm", "block_order", "lone_block_speedup"});
-  BlockPlacement p;
-  p.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
-  p.order = block_order_from_json(f);
-  p.lone_block_speedup = lone_block_speedup_from_json(f, p.blocks_per_sm);
-  check_shares_with_slots(f, p.lone_block_speedup, slots);
-  return p;
+  return placement_from_json(f, slots);
 }
 
 nlohmann::ordered_json to_json(const BlockPlacement& p) {
@@ -106,9 +112,7 @@ KernelProfile at_tile(KernelProfile kernel, model::TileShape tile) {
   if (it == kernel.other_tiles.end()) return kernel;
   const TileVariant variant = *it;
   kernel.tile = variant.tile;
-  kernel.blocks_per_sm = variant.blocks_per_sm;
-  kernel.lone_block_speedup = variant.lone_block_speedup;
-  kernel.order = variant.order;
+  kernel.placement = variant.placement;
   kernel.backward_placement = variant.backward_placement;
   kernel.forward = variant.forward;
   kernel.backward = variant.backward;
@@ -116,17 +120,10 @@ KernelProfile at_tile(KernelProfile kernel, model::TileShape tile) {
 }
 
 TileVariant main_variant(const KernelProfile& kernel) {
-  return {kernel.tile,    kernel.blocks_per_sm,      kernel.order, kernel.forward,
-          kernel.backward, kernel.lone_block_speedup, kernel.backward_placement};
+  return {kernel.tile, kernel.placement, kernel.forward, kernel.backward, kernel.backward_placement};
 }
 
-BlockPlacement forward_placement(const KernelProfile& kernel) {
-  return {kernel.blocks_per_sm, kernel.order, kernel.lone_block_speedup};
-}
-
-BlockPlacement backward_placement(const KernelProfile& kernel) {
-  return kernel.backward_placement.value_or(forward_placement(kernel));
-}
+BlockPlacement backward_placement(const KernelProfile& kernel) { return kernel.backward_placement.value_or(kernel.placement); }
 
 const char* block_order_name(BlockOrder order) {
   switch (order) {
@@ -151,12 +148,9 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.description = f.string_or("description", "");
   k.tile = model::parse_tile_shape(f.string("tile"));
   if (f.has("tiling")) k.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
-  k.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
-  k.lone_block_speedup = lone_block_speedup_from_json(f, k.blocks_per_sm);
   if (f.has("slots")) k.slots = f.positive_count("slots", model::kMaxSms * model::kMaxBlocksPerSm);
-  check_shares_with_slots(f, k.lone_block_speedup, k.slots);
+  k.placement = placement_from_json(f, k.slots);
   k.backward_placement = backward_placement_from_json(f, k.slots);
-  k.order = block_order_from_json(f);
   if (f.has("backward_block_keys")) k.backward_block_keys = f.positive_count("backward_block_keys", Count{1} << 20);
   k.empty_calls_launch = f.boolean_or("empty_calls_launch", false);
   k.empty_query_tiles_launch = f.boolean_or("empty_query_tiles_launch", false);
@@ -181,10 +175,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
         throw InputError(fmt::format("{}: tile {} appears twice (the main tile is {})", v.where("tile"),
                                      variant.tile.to_string(), k.tile.to_string()));
       }
-      variant.blocks_per_sm = v.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
-      variant.lone_block_speedup = lone_block_speedup_from_json(v, variant.blocks_per_sm);
-      check_shares_with_slots(v, variant.lone_block_speedup, k.slots);
-      variant.order = block_order_from_json(v);
+      variant.placement = placement_from_json(v, k.slots);
       variant.backward_placement = backward_placement_from_json(v, k.slots);
       variant.forward = pass_costs_from_json(v, "forward");
       variant.backward = pass_costs_from_json(v, "backward");
@@ -211,8 +202,8 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
                                 {"description", k.description},
                                 {"tile", k.tile.to_string()},
                                 {"tiling", model::tiling_name(k.tiling)},
-                                {"blocks_per_sm", k.blocks_per_sm},
-                                {"block_order", block_order_name(k.order)},
+                                {"blocks_per_sm", k.placement.blocks_per_sm},
+                                {"block_order", block_order_name(k.placement.order)},
                                 {"empty_calls_launch", k.empty_calls_launch},
                                 {"empty_query_tiles_launch", k.empty_query_tiles_launch},
                                 {"trims_below_diagonal", k.trims_below_diagonal},
@@ -222,11 +213,11 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
                                 {"backward", to_json(k.backward, k.trims_below_diagonal)}};
   for (const TileVariant& v : k.other_tiles) {
     nlohmann::ordered_json variant = {{"tile", v.tile.to_string()},
-                                      {"blocks_per_sm", v.blocks_per_sm},
-                                      {"block_order", block_order_name(v.order)},
+                                      {"blocks_per_sm", v.placement.blocks_per_sm},
+                                      {"block_order", block_order_name(v.placement.order)},
                                       {"forward", to_json(v.forward, k.trims_below_diagonal)},
                                       {"backward", to_json(v.backward, k.trims_below_diagonal)}};
-    if (v.lone_block_speedup != 1) variant["lone_block_speedup"] = v.lone_block_speedup;
+    if (v.placement.lone_block_speedup != 1) variant["lone_block_speedup"] = v.placement.lone_block_speedup;
     if (v.backward_placement) variant["backward_placement"] = to_json(*v.backward_placement);
     doc["other_tiles"].push_back(std::move(variant));
   }
@@ -238,7 +229,7 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
   doc["calibrated"] = k.calibrated;
   if (k.slots) doc["slots"] = *k.slots;
   // Written only when the SMs share: profiles with fixed slots read as they always have.
-  if (k.lone_block_speedup != 1) doc["lone_block_speedup"] = k.lone_block_speedup;
+  if (k.placement.lone_block_speedup != 1) doc["lone_block_speedup"] = k.placement.lone_block_speedup;
   if (k.backward_placement) doc["backward_placement"] = to_json(*k.backward_placement);
   if (k.backward_block_keys) doc["backward_block_keys"] = *k.backward_block_keys;
   if (!k.sources.empty()) doc["sources"] = k.sources;

@@ -53,7 +53,7 @@ bool KernelTimeModel::slowed_by_trim(Count trimmed_length) const {
 KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, KernelPass pass, const PassCosts& costs,
                                          Count trimmed_length) const {
   const bool backward = pass == KernelPass::backward;
-  KernelFeatures f = placed_features(rows, costs, backward ? backward_placement(profile_) : forward_placement(profile_),
+  KernelFeatures f = placed_features(rows, costs, backward ? backward_placement(profile_) : profile_.placement,
                                      backward ? backward_split_ : 1);
   if (slowed_by_trim(trimmed_length)) {
     for (double* x : {&f.launches, &f.blocks, &f.full_tiles, &f.partial_tiles}) *x *= costs.trimmed_factor;

@@ -313,12 +313,6 @@ std::vector<sim::BlockPlacement> placements_tried(const sim::KernelProfile& star
   return out;
 }
 
-void set_forward_placement(sim::KernelProfile& k, const sim::BlockPlacement& p) {
-  k.blocks_per_sm = p.blocks_per_sm;
-  k.order = p.order;
-  k.lone_block_speedup = p.lone_block_speedup;
-}
-
 // The costs and placements that fit `calls` best, from `start`. First one placement for both
 // passes; then, when backward calls were timed alone, the backward's own placement (a backward kernel has
 // its own occupancy: FlashAttention's runs fewer, larger blocks, this project's many of 32 keys),
@@ -338,7 +332,7 @@ StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::Ke
   for (size_t i = 0; i < tried.size(); ++i) {
     const bool continues = i > 0 && tried[i].lone_block_speedup > tried[i - 1].lone_block_speedup;
     sim::KernelProfile k = continues ? from : start;
-    set_forward_placement(k, tried[i]);
+    k.placement = tried[i];
     k.backward_placement.reset();
     StructureFit fit = fit_costs(calls, k, sms, fit_forward, fit_backward);
     from = fit.profile;
@@ -361,11 +355,11 @@ StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::Ke
     for (const sim::BlockPlacement& p : tried) {
       sim::KernelProfile k = apart;
       k.backward_placement = sim::backward_placement(apart);
-      set_forward_placement(k, p);
+      k.placement = p;
       keep(fit_costs(calls, k, sms, fit_forward, fit_backward));
     }
     // A backward placed as the forward is written as one placement.
-    if (best->profile.backward_placement == sim::forward_placement(best->profile)) best->profile.backward_placement.reset();
+    if (best->profile.backward_placement == best->profile.placement) best->profile.backward_placement.reset();
   }
   return std::move(*best);
 }

@@ -23,11 +23,18 @@ using model::Count;
 // kernels with a scheduler that sorts causal work, as FlashAttention-3 does).
 enum class BlockOrder { launch, longest_first };
 
-// How a pass's thread blocks run on the SMs (KernelProfile's fields of the same names): a
-// backward kernel is a kernel of its own, with its own occupancy and order.
+// How a pass's thread blocks run on the SMs (written as the profile's fields of the same names,
+// "block_order" for `order`): a backward kernel is a kernel of its own, with its own occupancy
+// and order.
 struct BlockPlacement {
   Count blocks_per_sm = 1;
   BlockOrder order = BlockOrder::launch;
+  // How an SM shares its throughput among the blocks it holds: a block alone on its SM runs this
+  // many times faster than one of blocks_per_sm blocks on a full SM, and k blocks each run at
+  // min(lone_block_speedup, blocks_per_sm / k) of a full SM's block rate. 1: fixed slots, a
+  // block takes the same time whatever shares its SM; blocks_per_sm: the SM's whole throughput
+  // goes to whatever blocks it holds. Between them: a lone block cannot use the whole SM (too few
+  // warps to hide latency), but one that is left at the end of a call runs faster than a slot.
   double lone_block_speedup = 1;
   friend bool operator==(const BlockPlacement&, const BlockPlacement&) = default;
 };
@@ -65,11 +72,9 @@ struct OutputMerge {
 // project's validator kernels are): that shape's own blocks per SM, block order and costs.
 struct TileVariant {
   model::TileShape tile;
-  Count blocks_per_sm = 1;
-  BlockOrder order = BlockOrder::launch;
+  BlockPlacement placement;
   PassCosts forward;
   PassCosts backward;
-  double lone_block_speedup = 1;
   std::optional<BlockPlacement> backward_placement;
   friend bool operator==(const TileVariant&, const TileVariant&) = default;
 };
@@ -83,21 +88,14 @@ struct KernelProfile {
   // cuDNN's varlen entry points, which ring-flash-attention and TransformerEngine call on packed
   // documents; fixed for one mask over the whole block (flex_attention, this project's kernels).
   model::Tiling tiling = model::Tiling::fixed;
-  Count blocks_per_sm = 1;
-  // How an SM shares its throughput among the blocks it holds: a block alone on its SM runs this
-  // many times faster than one of blocks_per_sm blocks on a full SM, and k blocks each run at
-  // min(lone_block_speedup, blocks_per_sm / k) of a full SM's block rate. 1: fixed slots, a
-  // block takes the same time whatever shares its SM; blocks_per_sm: the SM's whole throughput
-  // goes to whatever blocks it holds. Between them: a lone block cannot use the whole SM (too few
-  // warps to hide latency), but one that is left at the end of a call runs faster than a slot.
-  double lone_block_speedup = 1;
+  // The forward's placement, and the backward's unless backward_placement says otherwise.
+  BlockPlacement placement;
   // Blocks the device runs at once; unset: sms * blocks_per_sm. 1 for an implementation that
   // runs one tile after another, each over the whole device (XLA's blockwise attention in JAX,
   // the Striped Attention paper's): a call then lasts the sum of its tiles, and a tile's cost
   // is the whole device's time for it.
   std::optional<Count> slots;
-  BlockOrder order = BlockOrder::launch;
-  // The backward's placement when it is not the forward's (the fields above); unset: the same.
+  // The backward's placement when it is not the forward's; unset: the same.
   std::optional<BlockPlacement> backward_placement;
   // Keys one backward thread block handles. Unset: a whole key tile per block and head
   // (FlashAttention's and cuDNN's backward). This project's backward splits a key tile into
@@ -129,9 +127,7 @@ struct KernelProfile {
 [[nodiscard]] KernelProfile at_tile(KernelProfile kernel, model::TileShape tile);
 // The variant of `kernel`'s main tile shape (its main structure and costs).
 [[nodiscard]] TileVariant main_variant(const KernelProfile& kernel);
-// The forward's placement (blocks_per_sm, order, lone_block_speedup), and the backward's: its
-// own when the profile gives one, else the forward's.
-[[nodiscard]] BlockPlacement forward_placement(const KernelProfile& kernel);
+// The backward's placement: its own when the profile gives one, else the forward's.
 [[nodiscard]] BlockPlacement backward_placement(const KernelProfile& kernel);
 
 [[nodiscard]] KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label);
