@@ -52,8 +52,9 @@ CudaCollective::~CudaCollective() {
 void CudaCollective::time_call(Count device, BlockAttentionArgs args, const DeviceSchedules& schedule, const char* what) {
   schedule.apply(0, args);
   const cudaStream_t stream = stream_.get();
-  steps_->time(device, TimedSteps::Cell::kernel, what, stream,
-               [&] { check_cuda(launch_block_attention(shape_, args, stream), device, [&] { return fmt::format("launch of the {}", what); }); });
+  steps_->time(device, TimedSteps::Cell::kernel, what, stream, [&] {
+    check_cuda(launch_block_attention(shape_, args, stream), device, [&] { return fmt::format("launch of the {}", what); });
+  });
 }
 
 void CudaCollective::finish_iteration(RingMeasurement* record) {

@@ -332,7 +332,9 @@ void NcclUlysses::enqueue_iteration() {
     rank.steps->finish(steps[static_cast<std::size_t>(e)], stream);
   }
 
-  for (Count e = 0; e < n_; ++e) time_call(e, ranks_[static_cast<std::size_t>(e)].whole.kernel_args(0, scale), "kernel of Ulysses");
+  for (Count e = 0; e < n_; ++e) {
+    time_call(e, ranks_[static_cast<std::size_t>(e)].whole.kernel_args(0, scale), "kernel of Ulysses");
+  }
 
   // Out: each device's output heads of each peer's tokens, normalised, packed, exchanged and
   // written into the peer's output rows beside the other devices' heads.
