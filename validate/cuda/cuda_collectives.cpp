@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <array>
 #include <limits>
 #include <span>
 
@@ -169,7 +168,6 @@ CudaUlysses::~CudaUlysses() {
 void CudaUlysses::iterate_and_record(RingMeasurement* record) {
   const cudaStream_t stream = stream_.get();
   const auto scale = static_cast<float>(problem_.scale());
-  const Count tokens = problem_.block_size();
   for (Count d = 0; d < devices_; ++d) poison_output(shards_[static_cast<std::size_t>(d)], stream, d);
   for (Count e = 0; e < devices_; ++e) reset_softmax_state(whole_[static_cast<std::size_t>(e)], stream, e);
   const auto copy = [&](const RowCopy& rows, Count device, const std::string& what) {
@@ -177,14 +175,12 @@ void CudaUlysses::iterate_and_record(RingMeasurement* record) {
   };
   steps_->begin(stream);
   for (Count e = 0; e < devices_; ++e) {
-    const std::array<RowSlice, 3> to = ulysses_whole_inputs(whole_[static_cast<std::size_t>(e)]);
+    const DeviceSlots& whole = whole_[static_cast<std::size_t>(e)];
     const std::string what = fmt::format("all-to-all of the Q, K and V heads to device {}", e);
     steps_->time(e, TimedSteps::Cell::handoff, what, stream, [&] {
       for (Count d = 0; d < devices_; ++d) {
-        const DeviceSlots& shard = shards_[static_cast<std::size_t>(d)];
-        const std::array<RowSlice, 3> from = ulysses_shard_inputs(shard, split_, e);
         // Device d's tokens land on their original positions in the whole sequence.
-        for (std::size_t i = 0; i < 3; ++i) copy(slice_copy(from[i], nullptr, to[i], shard.positions(0), tokens), d, what);
+        for (const RowCopy& rows : ulysses_gather(shards_[static_cast<std::size_t>(d)], whole, split_, e)) copy(rows, d, what);
       }
     });
   }
@@ -194,13 +190,10 @@ void CudaUlysses::iterate_and_record(RingMeasurement* record) {
   // Inside the wall: the output goes back normalised (a few microseconds beside the call).
   for (Count e = 0; e < devices_; ++e) normalise_output(whole_[static_cast<std::size_t>(e)], stream, e);
   for (Count e = 0; e < devices_; ++e) {
-    const RowSlice from = ulysses_whole_output(whole_[static_cast<std::size_t>(e)]);
+    const DeviceSlots& whole = whole_[static_cast<std::size_t>(e)];
     const std::string what = fmt::format("all-to-all of device {}'s output heads back", e);
     steps_->time(e, TimedSteps::Cell::handoff, what, stream, [&] {
-      for (Count d = 0; d < devices_; ++d) {
-        const DeviceSlots& shard = shards_[static_cast<std::size_t>(d)];
-        copy(slice_copy(from, shard.positions(0), ulysses_shard_output(shard, split_, e), nullptr, tokens), e, what);
-      }
+      for (Count d = 0; d < devices_; ++d) copy(ulysses_return(whole, shards_[static_cast<std::size_t>(d)], split_, e), e, what);
     });
   }
   steps_->end_wall(stream);

@@ -261,13 +261,10 @@ NcclUlysses::NcclUlysses(const RingProblem& problem, double timeout_s)
   }
 }
 
-std::int64_t NcclUlysses::pair_bytes() const {
-  const RingCase& c = problem_.ring_case();
-  return problem_.block_size() * (split_.per_device.heads + 2 * split_.per_device.kv_heads) * c.head_dim * 2;
-}
+std::int64_t NcclUlysses::pair_bytes() const { return ulysses_pack_bytes(ranks_.front().shard, split_); }
 
 std::int64_t NcclUlysses::out_pair_bytes() const {
-  return problem_.block_size() * split_.per_device.heads * problem_.ring_case().head_dim * 4;
+  return ulysses_output_pack_bytes(ranks_.front().whole, problem_.block_size());
 }
 
 void NcclUlysses::enqueue_iteration() {
@@ -303,30 +300,24 @@ void NcclUlysses::enqueue_iteration() {
   };
   std::vector<std::size_t> steps(static_cast<std::size_t>(n_));
 
-  // In: each device packs each peer's heads of its tokens, [peer][Q | K | V] ...
+  // In: each device packs each peer's heads of its tokens, then unpacks what each peer sent onto
+  // their original positions in its whole sequence.
   const std::string in = "all-to-all of the Q, K and V heads";
   for (Count d = 0; d < n_; ++d) {
     CollectiveRank& rank = use(d);
     const cudaStream_t stream = rank.stream.get();
     steps[static_cast<std::size_t>(d)] = rank.steps->start(d, TimedSteps::Cell::handoff, in, stream);
     for (Count e = 0; e < n_; ++e) {
-      std::byte* to = send_in(rank, e);
-      for (const RowSlice& slice : ulysses_shard_inputs(rank.shard, split_, e)) {
-        copy_rows(slice_copy(slice, nullptr, RowSlice::dense(to, slice.row_bytes), nullptr, tokens), stream, d, in);
-        to += tokens * slice.row_bytes;
-      }
+      for (const RowCopy& rows : ulysses_pack(rank.shard, split_, e, send_in(rank, e))) copy_rows(rows, stream, d, in);
     }
   }
   all_to_all(in, pair_bytes(), send_in, recv_in);
-  // ... and unpacks what each sent onto their original positions in its whole sequence.
   for (Count e = 0; e < n_; ++e) {
     CollectiveRank& rank = use(e);
     const cudaStream_t stream = rank.stream.get();
     for (Count s = 0; s < n_; ++s) {
-      std::byte* from = recv_in(rank, s);
-      for (const RowSlice& slice : ulysses_whole_inputs(rank.whole)) {
-        copy_rows(slice_copy(RowSlice::dense(from, slice.row_bytes), nullptr, slice, rows_of(rank, s), tokens), stream, e, in);
-        from += tokens * slice.row_bytes;
+      for (const RowCopy& rows : ulysses_unpack(recv_in(rank, s), rank.whole, rows_of(rank, s), tokens)) {
+        copy_rows(rows, stream, e, in);
       }
     }
     rank.steps->finish(steps[static_cast<std::size_t>(e)], stream);
@@ -344,20 +335,15 @@ void NcclUlysses::enqueue_iteration() {
     const cudaStream_t stream = rank.stream.get();
     normalise_output(rank.whole, stream, e);
     steps[static_cast<std::size_t>(e)] = rank.steps->start(e, TimedSteps::Cell::handoff, out, stream);
-    const RowSlice whole = ulysses_whole_output(rank.whole);
     for (Count d = 0; d < n_; ++d) {
-      copy_rows(slice_copy(whole, rows_of(rank, d), RowSlice::dense(send_out(rank, d), whole.row_bytes), nullptr, tokens), stream,
-                e, out);
+      copy_rows(ulysses_output_pack(rank.whole, rows_of(rank, d), tokens, send_out(rank, d)), stream, e, out);
     }
   }
   all_to_all(out, out_pair_bytes(), send_out, recv_out);
   for (Count d = 0; d < n_; ++d) {
     CollectiveRank& rank = use(d);
     const cudaStream_t stream = rank.stream.get();
-    for (Count e = 0; e < n_; ++e) {
-      const RowSlice to = ulysses_shard_output(rank.shard, split_, e);
-      copy_rows(slice_copy(RowSlice::dense(recv_out(rank, e), to.row_bytes), nullptr, to, nullptr, tokens), stream, d, out);
-    }
+    for (Count e = 0; e < n_; ++e) copy_rows(ulysses_output_unpack(recv_out(rank, e), rank.shard, split_, e), stream, d, out);
     rank.steps->finish(steps[static_cast<std::size_t>(d)], stream);
   }
 }
