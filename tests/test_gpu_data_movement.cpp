@@ -237,5 +237,50 @@ INSTANTIATE_TEST_SUITE_P(Splits, UlyssesDataMovement,
                                   "_kv" + std::to_string(c.kv_heads);
                          });
 
+// The all-gather's copies on one GPU: every device's block, in rank order, in the gathered K/V;
+// its keys' positions are the ones the kernel's tile schedule is built from
+// (positions_in_rank_order).
+TEST(AllGatherDataMovement, BlocksLandInRankOrderWithTheirPositions) {
+  RingCase c = ulysses_case("zigzag", 4, 4, 2);
+  c.cp = "allgather";
+  const RingProblem problem(c);
+  std::vector<HostSlots> shards;
+  for (Count d = 0; d < c.devices; ++d) {
+    shards.emplace_back(BlockGeometry::of(problem));
+    DeviceSlots& s = shards.back().slots;
+    const std::vector<Position>& positions = problem.shard(d).positions;
+    for (std::size_t l = 0; l < positions.size(); ++l) {
+      for (Count i = 0; i < c.kv_heads * c.head_dim; ++i) {
+        elements(s.k(0))[static_cast<Count>(l) * c.kv_heads * c.head_dim + i] = code(positions[l], 0, i, 1);
+        elements(s.v(0))[static_cast<Count>(l) * c.kv_heads * c.head_dim + i] = code(positions[l], 0, i, 2);
+      }
+      s.positions(0)[l] = positions[l];
+    }
+  }
+  const BlockGeometry whole = GatheredKv::of(problem);
+  EXPECT_EQ(whole.tokens, c.seq_len);
+  std::vector<std::byte> memory(static_cast<std::size_t>(whole.slot_bytes()));
+  const GatheredKv gathered{memory.data(), whole};
+  for (Count d = 0; d < c.devices; ++d) {
+    for (const BlockCopy& copy : gather_block(shards[static_cast<std::size_t>(d)].slots, d, gathered)) {
+      std::memcpy(copy.to, copy.from, static_cast<std::size_t>(copy.bytes));
+    }
+  }
+  const std::vector<Position> keys = positions_in_rank_order(problem);
+  ASSERT_EQ(static_cast<Count>(keys.size()), c.seq_len);
+  const auto* positions = reinterpret_cast<const std::int64_t*>(gathered.positions());
+  Count wrong = 0;
+  for (Count key = 0; key < c.seq_len; ++key) {
+    wrong += positions[key] != keys[static_cast<std::size_t>(key)];
+    for (Count i = 0; i < c.kv_heads * c.head_dim; ++i) {
+      wrong += elements(gathered.k())[key * c.kv_heads * c.head_dim + i] != code(keys[static_cast<std::size_t>(key)], 0, i, 1);
+      wrong += elements(gathered.v())[key * c.kv_heads * c.head_dim + i] != code(keys[static_cast<std::size_t>(key)], 0, i, 2);
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+  // Rank order: device 0's block first, each block in its local order.
+  EXPECT_EQ(std::vector<Position>(keys.begin(), keys.begin() + problem.block_size()), problem.shard(0).positions);
+}
+
 }  // namespace
 }  // namespace stripesim::validate::gpu

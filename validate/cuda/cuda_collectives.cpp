@@ -101,7 +101,6 @@ GatheredKv CudaAllGather::gathered(Count device) const {
 void CudaAllGather::iterate_and_record(RingMeasurement* record) {
   const cudaStream_t stream = stream_.get();
   const auto scale = static_cast<float>(problem_.scale());
-  const BlockGeometry block = BlockGeometry::of(problem_);
   for (Count d = 0; d < devices_; ++d) {
     reset_softmax_state(shards_[static_cast<std::size_t>(d)], stream, d);
     poison_output(shards_[static_cast<std::size_t>(d)], stream, d);
@@ -111,14 +110,10 @@ void CudaAllGather::iterate_and_record(RingMeasurement* record) {
     const GatheredKv to = gathered(e);
     steps_->time(e, TimedSteps::Cell::handoff, fmt::format("all-gather of the K/V blocks into device {}", e), stream, [&] {
       for (Count d = 0; d < devices_; ++d) {
-        const DeviceSlots& from = shards_[static_cast<std::size_t>(d)];
-        const auto copy = [&](std::byte* into, const void* source, std::int64_t bytes, const char* what) {
-          check_cuda(cudaMemcpyAsync(into + d * bytes, source, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice, stream),
-                     d, [&] { return fmt::format("cudaMemcpyAsync of the {} block to device {} in the all-gather", what, e); });
-        };
-        copy(to.k(), from.k(0), block.kv_bytes(), "K");
-        copy(to.v(), from.v(0), block.kv_bytes(), "V");
-        copy(to.positions(), from.positions(0), block.tokens * 8, "positions");
+        for (const BlockCopy& c : gather_block(shards_[static_cast<std::size_t>(d)], d, to)) {
+          check_cuda(cudaMemcpyAsync(c.to, c.from, static_cast<std::size_t>(c.bytes), cudaMemcpyDeviceToDevice, stream), d,
+                     [&] { return fmt::format("cudaMemcpyAsync of the {} block to device {} in the all-gather", c.what, e); });
+        }
       }
     });
   }

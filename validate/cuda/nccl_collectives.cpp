@@ -210,6 +210,7 @@ void NcclAllGather::enqueue_iteration() {
         check_nccl(ncclAllGather(from, into, static_cast<std::size_t>(bytes), ncclUint8, comms_[d], rank.stream.get()), d,
                    fmt::format("ncclAllGather of the {} blocks", what));
       };
+      // Rank r's block lands r-th from each start: where gather_block puts it on one GPU.
       gather(rank.shard.k(0), to.k(), block.kv_bytes(), "K");
       gather(rank.shard.v(0), to.v(), block.kv_bytes(), "V");
       gather(rank.shard.positions(0), to.positions(), block.tokens * 8, "key position");

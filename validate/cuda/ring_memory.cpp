@@ -37,6 +37,13 @@ BlockGeometry GatheredKv::of(const RingProblem& problem) {
   return g;
 }
 
+std::array<BlockCopy, 3> gather_block(const DeviceSlots& block, Count rank, const GatheredKv& gathered) {
+  const BlockGeometry& g = block.geometry;
+  return {BlockCopy{gathered.k() + rank * g.kv_bytes(), block.k(0), g.kv_bytes(), "K"},
+          BlockCopy{gathered.v() + rank * g.kv_bytes(), block.v(0), g.kv_bytes(), "V"},
+          BlockCopy{gathered.positions() + rank * g.tokens * 8, block.positions(0), g.tokens * 8, "positions"}};
+}
+
 BlockAttentionArgs DeviceSlots::kernel_args(int s, float scale) const {
   BlockAttentionArgs args;
   fill_shared_args(args, s, scale);

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <utility>
@@ -90,6 +91,18 @@ struct GatheredKv {
   // The geometry of every token's K/V: a block's, with all n tokens.
   [[nodiscard]] static BlockGeometry of(const RingProblem& problem);
 };
+
+// One contiguous copy of an all-gather: `bytes` from `from` to `to`.
+struct BlockCopy {
+  std::byte* to = nullptr;
+  const void* from = nullptr;
+  std::int64_t bytes = 0;
+  const char* what = "";  // "K", "V" or "positions", for a failure
+};
+// Device `rank`'s own block (slot 0 of `block`) into its place in `gathered`: K, V and positions,
+// each after the blocks of the ranks before it (where ncclAllGather puts them, and what the cuda
+// backend's copies do).
+[[nodiscard]] std::array<BlockCopy, 3> gather_block(const DeviceSlots& block, Count rank, const GatheredKv& gathered);
 
 class RingMemory {
  public:
