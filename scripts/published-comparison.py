@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
 """stripesim's predictions for the settings of two published benchmarks (README "Predicted
-against published measurements").
+against published measurements"), beside the published figures, with the error of each.
 
 ring-flash-attention's: 8 GPUs, Llama-3.1 8B's attention (and, in its earlier version, 5 heads of
 128), 8k tokens per GPU, FlashAttention-2 on an A100 and on an H100 (for the H800): each layout's
 or function's throughput over ring_attn (contiguous). USP's (long-context-attention): 8 A100s on
 NVLink, 128k tokens, batch 2, 8 heads of 128, forward: each Ulysses x ring split's throughput
-over pure Ulysses. Run from anywhere after building (build/cli/stripesim)."""
+over pure Ulysses. The published figures are the throughput ratios those projects' READMEs
+report, cited in stripesim's README.
+
+    scripts/published-comparison.py                 # every row, and the mean and worst error
+    scripts/published-comparison.py --max-mean 0.06  # exit 1 when the mean error is above 0.06
+
+Run from anywhere after building (build/cli/stripesim); about 5 s."""
+import argparse
 import csv
 import io
 import json
 import pathlib
 import subprocess
+import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -20,6 +28,45 @@ STRIPESIM = ROOT / "build" / "cli" / "stripesim"
 # The four packings ring-flash-attention's varlen benchmark cycles through (its per-GPU
 # cu_seqlens times 8).
 PACKINGS = ["65536", "2048,59136,4352", "32768,32768", "24832,25600,12800,1280,1024"]
+
+# Published throughput ratios: (table, hardware, pass, shape, function) -> ratio.
+# ring-flash-attention (A100 and H800 columns; "h100" runs the H800: the same SMs and clocks).
+PUBLISHED = {
+    ("ring-flash-attention", "a100", "fwd", "llama", "zigzag"): 1.59,
+    ("ring-flash-attention", "a100", "fwd", "llama", "striped"): 1.35,
+    ("ring-flash-attention", "a100", "fwdbwd", "llama", "zigzag"): 1.71,
+    ("ring-flash-attention", "a100", "fwdbwd", "llama", "striped"): 1.57,
+    ("ring-flash-attention", "h100", "fwd", "llama", "zigzag"): 1.64,
+    ("ring-flash-attention", "h100", "fwd", "llama", "striped"): 1.43,
+    ("ring-flash-attention", "h100", "fwdbwd", "llama", "zigzag"): 1.67,
+    ("ring-flash-attention", "h100", "fwdbwd", "llama", "striped"): 1.54,
+    ("ring-flash-attention", "a100", "fwd", "5 heads", "zigzag"): 1.44,
+    ("ring-flash-attention", "a100", "fwd", "5 heads", "striped"): 1.32,
+    ("ring-flash-attention", "a100", "fwdbwd", "5 heads", "zigzag"): 1.49,
+    ("ring-flash-attention", "a100", "fwdbwd", "5 heads", "striped"): 1.38,
+    ("ring-flash-attention", "h100", "fwd", "5 heads", "zigzag"): 1.36,
+    ("ring-flash-attention", "h100", "fwd", "5 heads", "striped"): 1.25,
+    ("ring-flash-attention", "h100", "fwdbwd", "5 heads", "zigzag"): 1.39,
+    ("ring-flash-attention", "h100", "fwdbwd", "5 heads", "striped"): 1.42,
+    ("ring-flash-attention", "h100", "fwd", "varlen", "zigzag"): 1.43,
+    ("ring-flash-attention", "h100", "fwd", "varlen", "llama3"): 1.16,
+    ("ring-flash-attention", "h100", "fwdbwd", "varlen", "zigzag"): 1.49,
+    ("ring-flash-attention", "h100", "fwdbwd", "varlen", "llama3"): 1.14,
+    ("ring-flash-attention", "a100", "fwd", "varlen", "zigzag"): 1.45,
+    ("ring-flash-attention", "a100", "fwd", "varlen", "llama3"): 1.04,
+    ("ring-flash-attention", "a100", "fwdbwd", "varlen", "zigzag"): 1.54,
+    ("ring-flash-attention", "a100", "fwdbwd", "varlen", "llama3"): 1.12,
+    # USP: throughput over pure Ulysses (A100, forward).
+    ("usp", "a100", "fwd", "hybrid:4x2", "contiguous"): 0.74,
+    ("usp", "a100", "fwd", "hybrid:4x2", "zigzag"): 1.02,
+    ("usp", "a100", "fwd", "hybrid:4x2", "striped"): 0.98,
+    ("usp", "a100", "fwd", "hybrid:2x4", "contiguous"): 0.63,
+    ("usp", "a100", "fwd", "hybrid:2x4", "zigzag"): 1.01,
+    ("usp", "a100", "fwd", "hybrid:2x4", "striped"): 0.97,
+    ("usp", "a100", "fwd", "ring", "contiguous"): 0.54,
+    ("usp", "a100", "fwd", "ring", "zigzag"): 0.85,
+    ("usp", "a100", "fwd", "ring", "striped"): 0.81,
+}
 
 
 def times(*flags):
@@ -44,14 +91,16 @@ def pieces_file(folder, lengths):
 
 
 def ring_flash_attention(folder):
+    """Predicted ratios of ring-flash-attention's rows, keyed as PUBLISHED."""
+    out = {}
     ring = ["-N", "8", "-n", "64k", "--kernel", "fa2", "--layouts", "contiguous,zigzag,striped"]
     for hardware in ("a100", "h100"):
         for pass_ in ("fwd", "fwdbwd"):
             common = ["--hardware", hardware, "--pass", pass_]
-            for label, shape in (("5 heads", ["--heads", "5", "--kv-heads", "5"]), ("batch  ", ["--model", "llama3-8b"])):
+            for label, shape in (("5 heads", ["--heads", "5", "--kv-heads", "5"]), ("llama", ["--model", "llama3-8b"])):
                 t = times(*common, *shape, *ring)
-                print(f"{hardware} {pass_:6} {label} zigzag/ring {t['contiguous'] / t['zigzag']:.2f}  "
-                      f"stripe/ring {t['contiguous'] / t['striped']:.2f}")
+                for layout in ("zigzag", "striped"):
+                    out[("ring-flash-attention", hardware, pass_, label, layout)] = t["contiguous"] / t[layout]
             # Varlen: throughput over the four packings is 4 over the sum of their times.
             total = {"ring": 0.0, "zigzag": 0.0, "llama3": 0.0}
             for lengths in PACKINGS:
@@ -62,21 +111,46 @@ def ring_flash_attention(folder):
                 total["ring"] += t[pieces]
                 total["zigzag"] += t["doc-zigzag"]
                 total["llama3"] += times(*varlen, "--layouts", "contiguous", "--cp", "allgather:2")["contiguous"]
-            print(f"{hardware} {pass_:6} varlen  zigzag/ring {total['ring'] / total['zigzag']:.2f}  "
-                  f"llama3/ring {total['ring'] / total['llama3']:.2f}")
+            for function in ("zigzag", "llama3"):
+                out[("ring-flash-attention", hardware, pass_, "varlen", function)] = total["ring"] / total[function]
+    return out
 
 
 def usp():
     """Ulysses over U GPUs times a ring over 8 / U, every ring layout, over pure Ulysses."""
+    out = {}
     shape = ["--hardware", "a100", "--kernel", "fa2", "--heads", "8", "--kv-heads", "8", "--head-dim", "128",
              "--batch", "2", "-n", "128k", "-N", "8", "--pass", "fwd"]
     ulysses = times(*shape, "--cp", "ulysses", "--layouts", "contiguous")["contiguous"]
     for cp in ("hybrid:4x2", "hybrid:2x4", "ring"):
         t = times(*shape, "--cp", cp, "--layouts", "contiguous,zigzag,striped")
-        print(f"usp {cp} over ulysses: " + "  ".join(f"{k} {ulysses / v:.2f}" for k, v in t.items()))
+        for layout, us in t.items():
+            out[("usp", "a100", "fwd", cp, layout)] = ulysses / us
+    return out
+
+
+def main():
+    global STRIPESIM
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--max-mean", type=float, help="exit 1 when the mean absolute error is above this")
+    parser.add_argument("--stripesim", default=str(STRIPESIM), help="the stripesim executable (default: build/cli/stripesim)")
+    args = parser.parse_args()
+    STRIPESIM = pathlib.Path(args.stripesim).resolve()
+    with tempfile.TemporaryDirectory() as folder:
+        predicted = ring_flash_attention(folder)
+    predicted.update(usp())
+    errors = []
+    for key, published in PUBLISHED.items():
+        error = predicted[key] - published
+        errors.append(abs(error))
+        print(f"{' '.join(key):60} published {published:.2f}  predicted {predicted[key]:.2f}  error {error:+.2f}")
+    mean, worst = sum(errors) / len(errors), max(errors)
+    print(f"{len(errors)} rows: mean error {mean:.3f}, worst {worst:.2f}")
+    if args.max_mean is not None and mean > args.max_mean:
+        print(f"published-comparison: mean error {mean:.3f} is above --max-mean {args.max_mean}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory() as folder:
-        ring_flash_attention(folder)
-    usp()
+    sys.exit(main())
