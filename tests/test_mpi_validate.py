@@ -62,6 +62,16 @@ if mode == "nccl":
     if "built without" in run.stderr:
         print(f"SKIPPED: this stripesim has no nccl backend under MPI: {run.stderr.strip().splitlines()[0]}")
         sys.exit(SKIP)
+    # Under mpirun the nccl backend runs the ring only: the collectives are refused on every rank
+    # before anything runs.
+    refused = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", stripesim, "validate", "--backend", "nccl", "--cp",
+                              "allgather"], capture_output=True, text=True, env=dict(os.environ), timeout=120)
+    line = ("stripesim: error: --cp allgather: --backend nccl under mpirun runs the ring only; allgather and ulysses run "
+            "on --backend nccl in one process (without mpirun), cuda or mpi")
+    if refused.returncode != 2 or refused.stderr.count(line) != 2:
+        print(f"FAILED: expected exit 2 and the refusal from both ranks\n--- exit {refused.returncode}\n--- stderr\n"
+              f"{refused.stderr}")
+        sys.exit(1)
     smi = shutil.which("nvidia-smi")
     gpus = 0
     if smi:
