@@ -114,11 +114,8 @@ class CudaRing {
     // Fresh softmax state and a poisoned output on every device: outside the timed ring.
     for (Count d = 0; d < n; ++d) {
       const DeviceSlots& s = slots_[static_cast<std::size_t>(d)];
-      check_cuda(gpu::launch_init_state(s.out_acc, s.row_max, s.row_sum, geometry.rows(),
-                                        static_cast<int>(geometry.head_dim), stream),
-                 d, "launch of the softmax state init");
-      check_cuda(gpu::launch_fill_nan(s.out, geometry.rows() * geometry.head_dim, stream), d,
-                 "launch of the output poisoning");
+      gpu::reset_softmax_state(s, stream, d);
+      gpu::poison_output(s, stream, d);
       if (backward_) {
         // dQ and the accumulator of the device's own block start at 0 (the other one only ever
         // receives whole copies).
@@ -153,12 +150,7 @@ class CudaRing {
       }
     }
     if (!backward_) record(wall_end_, "the ring's end event");
-    for (Count d = 0; d < n; ++d) {
-      const DeviceSlots& s = slots_[static_cast<std::size_t>(d)];
-      check_cuda(gpu::launch_normalise(s.out_acc, s.row_sum, s.out, geometry.rows(), static_cast<int>(geometry.head_dim),
-                                       stream),
-                 d, "launch of the output normalisation");
-    }
+    for (Count d = 0; d < n; ++d) gpu::normalise_output(slots_[static_cast<std::size_t>(d)], stream, d);
     if (backward_) {
       backward_ring(scale, geometry);
       record(wall_end_, "the ring's end event");

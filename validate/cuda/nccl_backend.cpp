@@ -147,12 +147,8 @@ class NcclRing {
     // Fresh state, poisoned output, idle devices: then the clock starts.
     for (Count d = 0; d < n_; ++d) {
       const Rank& rank = use(d);
-      const DeviceSlots& s = rank.slots;
-      check_cuda(gpu::launch_init_state(s.out_acc, s.row_max, s.row_sum, g.rows(), static_cast<int>(g.head_dim),
-                                        rank.compute.get()),
-                 d, "launch of the softmax state init");
-      check_cuda(gpu::launch_fill_nan(s.out, g.rows() * g.head_dim, rank.compute.get()), d,
-                 "launch of the output poisoning");
+      gpu::reset_softmax_state(rank.slots, rank.compute.get(), d);
+      gpu::poison_output(rank.slots, rank.compute.get(), d);
     }
     for (Count d = 0; d < n_; ++d) {
       gpu::wait_stream(use(d).compute.get(), d, "softmax state init", deadline);
@@ -186,10 +182,7 @@ class NcclRing {
 
     for (Count d = 0; d < n_; ++d) {
       const Rank& rank = use(d);
-      const DeviceSlots& s = rank.slots;
-      check_cuda(gpu::launch_normalise(s.out_acc, s.row_sum, s.out, g.rows(), static_cast<int>(g.head_dim),
-                                       rank.compute.get()),
-                 d, "launch of the output normalisation");
+      gpu::normalise_output(rank.slots, rank.compute.get(), d);
     }
     for (Count d = 0; d < n_; ++d) gpu::wait_stream(use(d).compute.get(), d, "output normalisation", deadline);
     return wall_us;

@@ -102,10 +102,8 @@ class NcclRankRing {
     const BlockGeometry g = BlockGeometry::of(problem_);
     const auto scale = static_cast<float>(problem_.scale());
     const auto bytes = static_cast<std::size_t>(g.slot_bytes());
-    check_cuda(launch_init_state(slots_.out_acc, slots_.row_max, slots_.row_sum, g.rows(), static_cast<int>(g.head_dim),
-                                 compute_.get()),
-               rank_, "launch of the softmax state init");
-    check_cuda(launch_fill_nan(slots_.out, g.rows() * g.head_dim, compute_.get()), rank_, "launch of the output poisoning");
+    reset_softmax_state(slots_, compute_.get(), rank_);
+    poison_output(slots_, compute_.get(), rank_);
     wait_stream(compute_.get(), rank_, "softmax state init", deadline);
 
     const auto start = Clock::now();
@@ -137,9 +135,7 @@ class NcclRankRing {
         times[static_cast<std::size_t>(n_ + r)] = elapsed_us(h.start.get(), h.end.get(), rank_);
       }
     }
-    check_cuda(launch_normalise(slots_.out_acc, slots_.row_sum, slots_.out, g.rows(), static_cast<int>(g.head_dim),
-                                compute_.get()),
-               rank_, "launch of the output normalisation");
+    normalise_output(slots_, compute_.get(), rank_);
     wait_stream(compute_.get(), rank_, "output normalisation", deadline);
     return times;
   }
