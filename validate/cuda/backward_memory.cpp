@@ -7,8 +7,6 @@
 namespace stripesim::validate::gpu {
 namespace {
 
-constexpr std::int64_t align_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
 struct BackwardSizes {
   std::int64_t dout, lse2, delta, dq, grad;
   [[nodiscard]] std::int64_t total() const { return dout + lse2 + delta + dq + 2 * grad; }

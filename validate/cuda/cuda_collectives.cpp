@@ -16,9 +16,6 @@ namespace {
 constexpr int kDevice = 0;     // the GPU every device runs on
 constexpr Count kGpuRank = 0;  // rank named by failures of the GPU as a whole (allocation, setup)
 
-// Sub-buffers start on 256 bytes, cudaMalloc's own alignment.
-constexpr std::int64_t align_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
 }  // namespace
 
 // --- CudaCollective ---------------------------------------------------------------------------
@@ -165,9 +162,6 @@ void CudaUlysses::iterate_and_record(RingMeasurement* record) {
   const auto scale = static_cast<float>(problem_.scale());
   for (Count d = 0; d < devices_; ++d) poison_output(shards_[static_cast<std::size_t>(d)], stream, d);
   for (Count e = 0; e < devices_; ++e) reset_softmax_state(whole_[static_cast<std::size_t>(e)], stream, e);
-  const auto copy = [&](const RowCopy& rows, Count device, const std::string& what) {
-    check_cuda(launch_copy_rows(rows, stream), device, [&] { return fmt::format("launch of the {}", what); });
-  };
   steps_->begin(stream);
   for (Count e = 0; e < devices_; ++e) {
     const DeviceSlots& whole = whole_[static_cast<std::size_t>(e)];
@@ -175,7 +169,9 @@ void CudaUlysses::iterate_and_record(RingMeasurement* record) {
     steps_->time(e, TimedSteps::Cell::handoff, what, stream, [&] {
       for (Count d = 0; d < devices_; ++d) {
         // Device d's tokens land on their original positions in the whole sequence.
-        for (const RowCopy& rows : ulysses_gather(shards_[static_cast<std::size_t>(d)], whole, split_, e)) copy(rows, d, what);
+        for (const RowCopy& rows : ulysses_gather(shards_[static_cast<std::size_t>(d)], whole, split_, e)) {
+          enqueue_copy_rows(rows, stream, d, what);
+        }
       }
     });
   }
@@ -188,7 +184,9 @@ void CudaUlysses::iterate_and_record(RingMeasurement* record) {
     const DeviceSlots& whole = whole_[static_cast<std::size_t>(e)];
     const std::string what = fmt::format("all-to-all of device {}'s output heads back", e);
     steps_->time(e, TimedSteps::Cell::handoff, what, stream, [&] {
-      for (Count d = 0; d < devices_; ++d) copy(ulysses_return(whole, shards_[static_cast<std::size_t>(d)], split_, e), e, what);
+      for (Count d = 0; d < devices_; ++d) {
+        enqueue_copy_rows(ulysses_return(whole, shards_[static_cast<std::size_t>(d)], split_, e), stream, e, what);
+      }
     });
   }
   steps_->end_wall(stream);

@@ -14,6 +14,10 @@
 
 namespace stripesim::validate::gpu {
 
+// `bytes` rounded up to 256, cudaMalloc's own alignment: where sub-buffers carved out of one
+// allocation start (vector loads and the row copies need 16).
+[[nodiscard]] constexpr std::int64_t align_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
 class DeviceMemory {
  public:
   DeviceMemory() = default;

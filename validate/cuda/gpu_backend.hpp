@@ -5,11 +5,9 @@
 // measurement loop, the cuBLAS reference on GPU 0. A Ring has Ring(problem, timeout_s),
 // iterate_and_record(record) (one iteration of the whole ring; with a record, its timings
 // appended), device_name(), handoff_bytes() and download_output(); a Ring that runs the backward
-// of a backward case also has download_gradients(). `AllGather` and `Ulysses`, where the backend
-// has them (cuda: cuda_collectives.hpp), run `--cp allgather` and `--cp ulysses` with the same
-// interface; `void` where it runs the ring only.
+// of a backward case also has download_gradients(). `AllGather` and `Ulysses` run `--cp allgather`
+// and `--cp ulysses` with the same interface (cuda_collectives.hpp, nccl_collectives.hpp).
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -21,7 +19,7 @@
 
 namespace stripesim::validate::gpu {
 
-template <typename Ring, typename AllGather = void, typename Ulysses = void>
+template <typename Ring, typename AllGather, typename Ulysses>
 class GpuBackend final : public RingBackend {
  public:
   // `concurrent_devices`: whether the ring's devices run at once (a GPU each) or in turn.
@@ -37,13 +35,8 @@ class GpuBackend final : public RingBackend {
   [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
     check_run_options(options);
     const std::string& cp = problem.ring_case().cp;
-    check_backend_runs(name_, cp);  // throws for what this backend does not run
-    if constexpr (!std::is_void_v<AllGather>) {
-      if (cp == "allgather") return run_with<AllGather>(problem, options);
-    }
-    if constexpr (!std::is_void_v<Ulysses>) {
-      if (cp == "ulysses") return run_with<Ulysses>(problem, options);
-    }
+    if (cp == "allgather") return run_with<AllGather>(problem, options);
+    if (cp == "ulysses") return run_with<Ulysses>(problem, options);
     return run_with<Ring>(problem, options);
   }
 

@@ -13,16 +13,6 @@
 #include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::validate::gpu {
-namespace {
-
-// Sub-buffers start on 256 bytes, cudaMalloc's own alignment.
-constexpr std::int64_t align_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
-void copy_rows(const RowCopy& copy, cudaStream_t stream, Count rank, const std::string& what) {
-  check_cuda(launch_copy_rows(copy, stream), rank, [&] { return fmt::format("launch of the row copies of the {}", what); });
-}
-
-}  // namespace
 
 // --- NcclCollective ---------------------------------------------------------------------------
 
@@ -309,7 +299,7 @@ void NcclUlysses::enqueue_iteration() {
     const cudaStream_t stream = rank.stream.get();
     steps[static_cast<std::size_t>(d)] = rank.steps->start(d, TimedSteps::Cell::handoff, in, stream);
     for (Count e = 0; e < n_; ++e) {
-      for (const RowCopy& rows : ulysses_pack(rank.shard, split_, e, send_in(rank, e))) copy_rows(rows, stream, d, in);
+      for (const RowCopy& rows : ulysses_pack(rank.shard, split_, e, send_in(rank, e))) enqueue_copy_rows(rows, stream, d, in);
     }
   }
   all_to_all(in, pair_bytes(), send_in, recv_in);
@@ -318,7 +308,7 @@ void NcclUlysses::enqueue_iteration() {
     const cudaStream_t stream = rank.stream.get();
     for (Count s = 0; s < n_; ++s) {
       for (const RowCopy& rows : ulysses_unpack(recv_in(rank, s), rank.whole, rows_of(rank, s), tokens)) {
-        copy_rows(rows, stream, e, in);
+        enqueue_copy_rows(rows, stream, e, in);
       }
     }
     rank.steps->finish(steps[static_cast<std::size_t>(e)], stream);
@@ -337,14 +327,14 @@ void NcclUlysses::enqueue_iteration() {
     normalise_output(rank.whole, stream, e);
     steps[static_cast<std::size_t>(e)] = rank.steps->start(e, TimedSteps::Cell::handoff, out, stream);
     for (Count d = 0; d < n_; ++d) {
-      copy_rows(ulysses_output_pack(rank.whole, rows_of(rank, d), tokens, send_out(rank, d)), stream, e, out);
+      enqueue_copy_rows(ulysses_output_pack(rank.whole, rows_of(rank, d), tokens, send_out(rank, d)), stream, e, out);
     }
   }
   all_to_all(out, out_pair_bytes(), send_out, recv_out);
   for (Count d = 0; d < n_; ++d) {
     CollectiveRank& rank = use(d);
     const cudaStream_t stream = rank.stream.get();
-    for (Count e = 0; e < n_; ++e) copy_rows(ulysses_output_unpack(recv_out(rank, e), rank.shard, split_, e), stream, d, out);
+    for (Count e = 0; e < n_; ++e) enqueue_copy_rows(ulysses_output_unpack(recv_out(rank, e), rank.shard, split_, e), stream, d, out);
     rank.steps->finish(steps[static_cast<std::size_t>(d)], stream);
   }
 }

@@ -9,9 +9,6 @@
 namespace stripesim::validate::gpu {
 namespace {
 
-// Sub-buffers start on 256 bytes, cudaMalloc's own alignment (vector loads need 16).
-constexpr std::int64_t align_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
 struct StateSizes {
   std::int64_t lowest, highest, out_acc, row_max, row_sum, out;
   [[nodiscard]] std::int64_t total() const { return lowest + highest + out_acc + row_max + row_sum + out; }

@@ -7,8 +7,8 @@
 // buffering): round r's block arrives while round r - 1's block is still being computed on.
 #include <cuda_runtime_api.h>
 
-#include <cstddef>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <utility>

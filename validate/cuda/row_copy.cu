@@ -1,5 +1,7 @@
 #include "row_copy.hpp"
 
+#include "gpu_error.hpp"
+
 namespace stripesim::validate::gpu {
 namespace {
 
@@ -39,6 +41,10 @@ cudaError_t launch_copy_rows(const RowCopy& copy, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>(needed > kMaxBlocks ? kMaxBlocks : needed);
   copy_rows_kernel<<<blocks, kThreads, 0, stream>>>(copy);
   return cudaGetLastError();
+}
+
+void enqueue_copy_rows(const RowCopy& copy, cudaStream_t stream, Count rank, const std::string& what) {
+  check_cuda(launch_copy_rows(copy, stream), rank, [&] { return "launch of the row copies of the " + what; });
 }
 
 }  // namespace stripesim::validate::gpu

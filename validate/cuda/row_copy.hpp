@@ -7,6 +7,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string>
+
+#include "stripesim/validate/ring_case.hpp"
 
 namespace stripesim::validate::gpu {
 
@@ -48,5 +51,9 @@ struct RowSlice {
 // offset or the row size is not a multiple of 16 bytes (a head of 64 or 128 elements of 2 or
 // 4 bytes always is) or a size is negative.
 [[nodiscard]] cudaError_t launch_copy_rows(const RowCopy& copy, cudaStream_t stream);
+
+// The same, a failure a DeviceFailure of ring device `rank` naming "launch of the row copies of
+// the <what>".
+void enqueue_copy_rows(const RowCopy& copy, cudaStream_t stream, Count rank, const std::string& what);
 
 }  // namespace stripesim::validate::gpu
