@@ -420,8 +420,34 @@ TEST(KernelTime, SmsShareTheirThroughputAmongTheBlocksTheyHold) {
   EXPECT_DOUBLE_EQ(one_sm(1, five, 2), 5.0);
 }
 
-// The SM-sharing placement against a plain time-stepped simulation of the same rule (every SM's
-// blocks advance at min(lone, B / k) per unit of time, a freed place takes the next block), on
+// An SM that speeds up a lone block only (SmSharing::lone_block): its blocks run at a full SM's
+// rate until one is left alone. Blocks of 1, 2, 3 and 4 tiles on one SM of 4, lone speed-up 2:
+// every block at rate 1 until 3, then the 4's last tile alone: 3 + 1 / 2. Sharing the
+// throughput instead: rate 1 until 1, 4/3 for the 2's last tile (0.75), 2 for the 3's last
+// (0.5), 2 for the 4's last (0.5): 2.75. At 2 blocks per SM the two rules are one.
+TEST(KernelTime, AnSmThatSpeedsUpALoneBlockOnly) {
+  KernelProfile k = unit_kernel();
+  k.forward = {0, 0, 1, 1};
+  k.placement.blocks_per_sm = 4;
+  k.placement.lone_block_speedup = 2;
+  const auto time = [&](SmSharing sharing, const model::QueryTileProfile& r) {
+    KernelProfile p = k;
+    p.placement.sharing = sharing;
+    return KernelTimeModel(p, 1, {1, 1, {1, 1}, 1}).call_us(r, KernelPass::forward);
+  };
+  const model::QueryTileProfile four = rows({{1, 0}, {2, 0}, {3, 0}, {4, 0}});
+  EXPECT_DOUBLE_EQ(time(SmSharing::lone_block, four), 3.5);
+  EXPECT_DOUBLE_EQ(time(SmSharing::throughput, four), 2.75);
+  // Two equal blocks on the SM of 4: sharing the throughput runs them at 2, lone-only at 1.
+  EXPECT_DOUBLE_EQ(time(SmSharing::throughput, model::QueryTileProfile(2, {2, 0})), 1.0);
+  EXPECT_DOUBLE_EQ(time(SmSharing::lone_block, model::QueryTileProfile(2, {2, 0})), 2.0);
+  k.placement.blocks_per_sm = 2;
+  EXPECT_DOUBLE_EQ(time(SmSharing::lone_block, rows({{1, 0}, {3, 0}})), time(SmSharing::throughput, rows({{1, 0}, {3, 0}})));
+}
+
+// The SM-sharing placement against a plain time-stepped simulation of the same rules (every SM's
+// blocks advance at min(lone, B / k) per unit of time, or at 1 until one is left alone at lone;
+// a freed place takes the next block), on
 // causal-like profiles; and its features, priced with the costs they were placed with, are the time.
 TEST(KernelTime, SharedSmsMatchATimeSteppedSimulation) {
   KernelProfile k = unit_kernel();
@@ -431,8 +457,10 @@ TEST(KernelTime, SharedSmsMatchATimeSteppedSimulation) {
   const Count sms = 4;
   const model::QueryTileProfile r = rows({{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}});
   const Count streams = 3;
-  for (const BlockOrder order : {BlockOrder::launch, BlockOrder::longest_first}) {
+  for (const auto& [order, sharing] : {std::pair{BlockOrder::launch, SmSharing::throughput}, std::pair{BlockOrder::longest_first, SmSharing::throughput},
+                                      std::pair{BlockOrder::launch, SmSharing::lone_block}, std::pair{BlockOrder::longest_first, SmSharing::lone_block}}) {
     k.placement.order = order;
+    k.placement.sharing = sharing;
     const KernelTimeModel model(k, sms, {streams, 1, {1, 1}, 1});
     const double us = model.call_us(r, KernelPass::forward);
     // The reference: block works in the kernel's order, dt steps.
@@ -454,17 +482,18 @@ TEST(KernelTime, SharedSmsMatchATimeSteppedSimulation) {
       t += dt;
       for (auto& sm : left) {
         if (sm.empty()) continue;
-        const double rate = std::min(2.0, 3.0 / static_cast<double>(sm.size()));
+        const double rate = sharing == SmSharing::lone_block ? (sm.size() == 1 ? 2.0 : 1.0) : std::min(2.0, 3.0 / static_cast<double>(sm.size()));
         for (double& w : sm) w -= rate * dt;
         const auto freed = static_cast<size_t>(std::count_if(sm.begin(), sm.end(), [](double w) { return w <= 1e-12; }));
         std::erase_if(sm, [](double w) { return w <= 1e-12; });
         for (size_t f = 0; f < freed && next < work.size(); ++f) sm.push_back(work[next++]);
       }
     }
-    EXPECT_NEAR(us, t, 2e-3) << block_order_name(order);
+    EXPECT_NEAR(us, t, 2e-3) << block_order_name(order) << " " << sm_sharing_name(sharing);
     EXPECT_NEAR(dot(model.features(r, KernelPass::forward), k.forward), us, 1e-9);
   }
   // Lone speed-up 1 is fixed slots: the same time as the slot placement it generalises.
+  k.placement.sharing = SmSharing::throughput;
   k.placement.lone_block_speedup = 1 + 1e-12;
   KernelProfile slots = k;
   slots.placement.lone_block_speedup = 1;

@@ -354,6 +354,33 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
       EXPECT_STREQ(e.what(), message);
     }
   }
+  // How the SM speeds up as it empties: "throughput" (the default, not written) or "lone_block",
+  // on the main placement, a variant's or the backward's; said of fixed slots, or unknown, refused.
+  EXPECT_FALSE(to_json(placed).contains("sm_sharing"));
+  shared["sm_sharing"] = "lone_block";
+  shared["backward_placement"]["sm_sharing"] = "throughput";
+  const KernelProfile lone_only = kernel_profile_from_json(shared, "k.json");
+  EXPECT_EQ(lone_only.placement.sharing, SmSharing::lone_block);
+  EXPECT_EQ(backward_placement(lone_only).sharing, SmSharing::throughput);
+  const nlohmann::ordered_json written = to_json(lone_only);
+  EXPECT_EQ(written.at("sm_sharing"), "lone_block");
+  EXPECT_FALSE(written.at("backward_placement").contains("sm_sharing"));
+  EXPECT_EQ(kernel_profile_from_json(nlohmann::json::parse(written.dump()), "again").placement, lone_only.placement);
+  for (const auto& [value, speedup, message] :
+       {std::tuple{"lone_block", 1.0, "k.json field \"sm_sharing\": needs lone_block_speedup above 1 (without it every block runs as a fixed slot)"},
+        std::tuple{"evenly", 1.5, "k.json field \"sm_sharing\": expected \"throughput\" or \"lone_block\", got \"evenly\""}}) {
+    nlohmann::json bad = shared;
+    bad["sm_sharing"] = value;
+    bad["lone_block_speedup"] = speedup;
+    try {
+      (void)kernel_profile_from_json(bad, "k.json");
+      ADD_FAILURE() << value;
+    } catch (const model::InputError& e) {
+      EXPECT_STREQ(e.what(), message);
+    }
+  }
+  shared.erase("sm_sharing");
+  shared["backward_placement"].erase("sm_sharing");
   shared["backward_placement"]["lone_block_speedup"] = 5;
   EXPECT_THROW((void)kernel_profile_from_json(shared, "k.json"), model::InputError) << "above the backward's own 4 blocks";
   shared["backward_placement"] = {{"blocks_per_sm", 2}, {"sms", 3}};

@@ -70,13 +70,28 @@ void check_shares_with_slots(const model::JsonFields& f, double lone_block_speed
   }
 }
 
-// A placement's fields in `f` (blocks_per_sm, block_order, lone_block_speedup), each with its
-// default; `slots`: the profile's, when it runs fixed slots.
+// How the SM's blocks speed up as it empties; said only of SMs that do (a lone block faster
+// than a slot), where it means something.
+SmSharing sm_sharing_from_json(const model::JsonFields& f, double lone_block_speedup) {
+  if (!f.has("sm_sharing")) return SmSharing::throughput;
+  const std::string sharing = f.string("sm_sharing");
+  if (lone_block_speedup == 1) {
+    throw InputError(fmt::format("{}: needs lone_block_speedup above 1 (without it every block runs as a fixed slot)",
+                                 f.where("sm_sharing")));
+  }
+  if (sharing == "throughput") return SmSharing::throughput;
+  if (sharing == "lone_block") return SmSharing::lone_block;
+  throw InputError(fmt::format("{}: expected \"throughput\" or \"lone_block\", got \"{}\"", f.where("sm_sharing"), sharing));
+}
+
+// A placement's fields in `f` (blocks_per_sm, block_order, lone_block_speedup, sm_sharing), each
+// with its default; `slots`: the profile's, when it runs fixed slots.
 BlockPlacement placement_from_json(const model::JsonFields& f, const std::optional<Count>& slots) {
   BlockPlacement p;
   p.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
   p.lone_block_speedup = lone_block_speedup_from_json(f, p.blocks_per_sm);
   check_shares_with_slots(f, p.lone_block_speedup, slots);
+  p.sharing = sm_sharing_from_json(f, p.lone_block_speedup);
   p.order = block_order_from_json(f);
   return p;
 }
@@ -84,13 +99,21 @@ BlockPlacement placement_from_json(const model::JsonFields& f, const std::option
 std::optional<BlockPlacement> backward_placement_from_json(const model::JsonFields& parent, const std::optional<Count>& slots) {
   if (!parent.has("backward_placement")) return std::nullopt;
   const model::JsonFields f(parent.raw("backward_placement"), parent.where("backward_placement"));
-  f.allow_only({"blocks_per_sm", "block_order", "lone_block_speedup"});
+  f.allow_only({"blocks_per_sm", "block_order", "lone_block_speedup", "sm_sharing"});
   return placement_from_json(f, slots);
+}
+
+// The fields of SMs that share, written only where they do: profiles with fixed slots read as
+// they always have.
+void write_sharing(nlohmann::ordered_json& doc, const BlockPlacement& p) {
+  if (p.lone_block_speedup == 1) return;
+  doc["lone_block_speedup"] = p.lone_block_speedup;
+  if (p.sharing != SmSharing::throughput) doc["sm_sharing"] = sm_sharing_name(p.sharing);
 }
 
 nlohmann::ordered_json to_json(const BlockPlacement& p) {
   nlohmann::ordered_json doc = {{"blocks_per_sm", p.blocks_per_sm}, {"block_order", block_order_name(p.order)}};
-  if (p.lone_block_speedup != 1) doc["lone_block_speedup"] = p.lone_block_speedup;
+  write_sharing(doc, p);
   return doc;
 }
 
@@ -125,6 +148,19 @@ TileVariant main_variant(const KernelProfile& kernel) {
 
 BlockPlacement backward_placement(const KernelProfile& kernel) { return kernel.backward_placement.value_or(kernel.placement); }
 
+double BlockPlacement::block_rate(Count k) const {
+  if (sharing == SmSharing::lone_block) return k == 1 ? lone_block_speedup : 1.0;
+  return std::min(lone_block_speedup, static_cast<double>(blocks_per_sm) / static_cast<double>(k));
+}
+
+const char* sm_sharing_name(SmSharing sharing) {
+  switch (sharing) {
+    case SmSharing::throughput: return "throughput";
+    case SmSharing::lone_block: return "lone_block";
+  }
+  return "throughput";
+}
+
 const char* block_order_name(BlockOrder order) {
   switch (order) {
     case BlockOrder::launch: return "launch";
@@ -135,7 +171,7 @@ const char* block_order_name(BlockOrder order) {
 
 KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const model::JsonFields f(doc, label);
-  f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "lone_block_speedup", "slots",
+  f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "lone_block_speedup", "sm_sharing", "slots",
                 "block_order", "backward_placement", "backward_block_keys", "empty_calls_launch", "empty_query_tiles_launch",
                 "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "other_tiles", "merge", "calibrated", "sources",
                 "fit"});
@@ -166,7 +202,8 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
     if (!list.is_array()) throw InputError(fmt::format("{}: expected an array", f.where("other_tiles")));
     for (size_t i = 0; i < list.size(); ++i) {
       const model::JsonFields v(list[i], f.where_item("other_tiles", i));
-      v.allow_only({"tile", "blocks_per_sm", "lone_block_speedup", "block_order", "backward_placement", "forward", "backward"});
+      v.allow_only({"tile", "blocks_per_sm", "lone_block_speedup", "sm_sharing", "block_order", "backward_placement", "forward",
+                    "backward"});
       TileVariant variant;
       variant.tile = model::parse_tile_shape(v.string("tile"));
       const bool seen = variant.tile == k.tile || std::any_of(k.other_tiles.begin(), k.other_tiles.end(),
@@ -217,7 +254,7 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
                                       {"block_order", block_order_name(v.placement.order)},
                                       {"forward", to_json(v.forward, k.trims_below_diagonal)},
                                       {"backward", to_json(v.backward, k.trims_below_diagonal)}};
-    if (v.placement.lone_block_speedup != 1) variant["lone_block_speedup"] = v.placement.lone_block_speedup;
+    write_sharing(variant, v.placement);
     if (v.backward_placement) variant["backward_placement"] = to_json(*v.backward_placement);
     doc["other_tiles"].push_back(std::move(variant));
   }
@@ -228,8 +265,7 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
   }
   doc["calibrated"] = k.calibrated;
   if (k.slots) doc["slots"] = *k.slots;
-  // Written only when the SMs share: profiles with fixed slots read as they always have.
-  if (k.placement.lone_block_speedup != 1) doc["lone_block_speedup"] = k.placement.lone_block_speedup;
+  write_sharing(doc, k.placement);
   if (k.backward_placement) doc["backward_placement"] = to_json(*k.backward_placement);
   if (k.backward_block_keys) doc["backward_block_keys"] = *k.backward_block_keys;
   if (!k.sources.empty()) doc["sources"] = k.sources;

@@ -150,13 +150,12 @@ KernelFeatures KernelTimeModel::shared_sm_load(const BlockPlacement& placement, 
                                                const std::function<void(KernelFeatures&, size_t, double)>& add) const {
   // The block scheduler fills the SMs breadth first (block i to SM i mod sms) up to
   // blocks_per_sm each, then hands the next block to whichever SM frees a place. An SM holding
-  // k blocks runs each at rate g(k) = min(lone speed-up, blocks_per_sm / k) (block time on a
-  // full SM per unit of time), so all its blocks advance alike: each SM keeps one work clock.
+  // k blocks runs each at rate g(k) (BlockPlacement::block_rate: block time on a full SM per unit
+  // of time), so all its blocks advance alike: each SM keeps one work clock.
   // An interval of an SM's time is charged to the blocks it ran, in proportion to the share of
   // each block's work done in it, so that the features' dot product with the costs is the time.
   const Count per_sm = placement.blocks_per_sm;
-  const double lone = placement.lone_block_speedup;
-  const auto rate = [&](size_t k) { return std::min(lone, static_cast<double>(per_sm) / static_cast<double>(k)); };
+  const auto rate = [&](size_t k) { return placement.block_rate(static_cast<Count>(k)); };
   struct Resident {
     Microseconds finish;  // on the SM's work clock
     size_t block;

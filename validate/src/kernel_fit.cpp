@@ -300,14 +300,22 @@ std::vector<double> lone_block_speedups_tried(Count blocks_per_sm, const sim::Ke
 
 // Every placement a fit tries, in the order it tries them: blocks per SM up to what shared memory
 // holds, each block order, the lone block's speed-up rising (each fit starting from the costs of
-// the one before: the costs move little from one speed-up to the next).
+// the one before: the costs move little from one speed-up to the next), first with the SM's
+// throughput shared, then, above 2 blocks per SM (where the two differ), with only a lone block
+// faster.
 std::vector<sim::BlockPlacement> placements_tried(const sim::KernelProfile& start, const model::HardwareProfile& hardware) {
   const Count most = most_blocks_per_sm(start, start.tile, hardware);
   std::vector<sim::BlockPlacement> out;
   for (const Count blocks_per_sm : kBlocksPerSmTried) {
     if (blocks_per_sm > most) break;
     for (const sim::BlockOrder order : {sim::BlockOrder::launch, sim::BlockOrder::longest_first}) {
-      for (const double speedup : lone_block_speedups_tried(blocks_per_sm, start)) out.push_back({blocks_per_sm, order, speedup});
+      for (const sim::SmSharing sharing : {sim::SmSharing::throughput, sim::SmSharing::lone_block}) {
+        if (sharing == sim::SmSharing::lone_block && blocks_per_sm <= 2) continue;
+        for (const double speedup : lone_block_speedups_tried(blocks_per_sm, start)) {
+          if (sharing == sim::SmSharing::lone_block && speedup == 1) continue;  // fixed slots, tried above
+          out.push_back({blocks_per_sm, order, speedup, sharing});
+        }
+      }
     }
   }
   return out;
@@ -330,7 +338,8 @@ StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::Ke
   };
   sim::KernelProfile from = start;
   for (size_t i = 0; i < tried.size(); ++i) {
-    const bool continues = i > 0 && tried[i].lone_block_speedup > tried[i - 1].lone_block_speedup;
+    const bool continues = i > 0 && tried[i].sharing == tried[i - 1].sharing &&
+                           tried[i].lone_block_speedup > tried[i - 1].lone_block_speedup;
     sim::KernelProfile k = continues ? from : start;
     k.placement = tried[i];
     k.backward_placement.reset();
@@ -463,7 +472,8 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
                      {"trimmed_calls", trimmed},
                      {"structure", fmt::format("blocks per SM ({}, at most what the SM's shared memory holds), block order "
                                                "(launch, longest_first) and a lone block's speed-up (1, 1.5, 2, blocks per SM; "
-                                               "at most blocks per SM), one placement for both passes and the backward's own "
+                                               "at most blocks per SM) with the SM's throughput shared or, above 2 "
+                                               "blocks per SM, only a lone block faster, one placement for both passes and the backward's own "
                                                "where backward calls were timed alone: the best fit kept",
                                                fmt::join(kBlocksPerSmTried, ", "))}};
   if (!tiles.empty()) out.profile.fit["tiles"] = tiles;  // each shape fitted on its own calls

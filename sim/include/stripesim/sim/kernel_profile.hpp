@@ -23,9 +23,20 @@ using model::Count;
 // kernels with a scheduler that sorts causal work, as FlashAttention-3 does).
 enum class BlockOrder { launch, longest_first };
 
+// How an SM's blocks speed up as it empties (BlockPlacement::lone_block_speedup s, B blocks per
+// SM), written "sm_sharing":
+//   throughput: the SM's throughput is shared: k blocks each run at min(s, B / k);
+//   lone_block: blocks run at a full SM's rate until one is left alone, which runs at s.
+// This project's 64x64 kernel (2 warps a block, 4 per SM) on an H200 at 2048 tokens: 256 blocks
+// at 2 per SM took 0.95x the time of 512 at 4 per SM (throughput sharing says 0.5x to 0.67x),
+// while a causal call, each block with a dearer partial tile, took 0.92x a full one: its longest
+// blocks sped up once alone. The two rules are one at B = 2; the fit tries both where B > 2 and
+// keeps the one that fits.
+enum class SmSharing { throughput, lone_block };
+
 // How a pass's thread blocks run on the SMs (written as the profile's fields of the same names,
-// "block_order" for `order`): a backward kernel is a kernel of its own, with its own occupancy
-// and order.
+// "block_order" for `order`, "sm_sharing" for `sharing`): a backward kernel is a kernel of its
+// own, with its own occupancy and order.
 struct BlockPlacement {
   Count blocks_per_sm = 1;
   BlockOrder order = BlockOrder::launch;
@@ -36,6 +47,10 @@ struct BlockPlacement {
   // goes to whatever blocks it holds. Between them: a lone block cannot use the whole SM (too few
   // warps to hide latency), but one that is left at the end of a call runs faster than a slot.
   double lone_block_speedup = 1;
+  SmSharing sharing = SmSharing::throughput;
+  // The rate of each block on an SM holding k (1 <= k <= blocks_per_sm) of them, relative to a
+  // block on a full SM.
+  double block_rate(Count k) const;
   friend bool operator==(const BlockPlacement&, const BlockPlacement&) = default;
 };
 
@@ -133,6 +148,7 @@ struct KernelProfile {
 [[nodiscard]] KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label);
 [[nodiscard]] nlohmann::ordered_json to_json(const KernelProfile& kernel);
 [[nodiscard]] const char* block_order_name(BlockOrder order);
+[[nodiscard]] const char* sm_sharing_name(SmSharing sharing);
 
 // `spec`: a JSON file (a path, or a name ending in .json), or a kernel name looked up in
 // `config_dir`/kernels/<hardware name or alias>/<spec>.json. Empty: the hardware's default kernel.

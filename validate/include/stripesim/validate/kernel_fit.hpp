@@ -6,8 +6,9 @@
 // again under the new costs, and keeps the best costs seen. A partial tile is fitted as
 // a full tile plus a non-negative extra, so it never costs less than a full one. The fit also
 // picks the kernel's structure that fits best: blocks per SM (1, 2, 3, 4, 6 or 8, no more than the
-// SM's shared memory holds at the tile), block order and how much faster a lone block runs
-// (KernelProfile::lone_block_speedup), and, where backward calls were timed alone, the
+// SM's shared memory holds at the tile), block order, how much faster a lone block runs
+// (BlockPlacement::lone_block_speedup) and whether the SM shares its throughput or only speeds up a
+// lone block (BlockPlacement::sharing), and, where backward calls were timed alone, the
 // backward's own placement. For a
 // kernel that trims blocks (KernelProfile::trims_below_diagonal), each pass's trimmed_factor is
 // fitted in the same alternation on the calls it slows, from their time at factor 1.
