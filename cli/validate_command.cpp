@@ -97,21 +97,22 @@ std::vector<model::Count> count_list(const std::string& text, const char* flag) 
 
 // The matrix: flags where given, else the backend's defaults.
 validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
-  validate::ValidateMatrix m = validate::default_matrix(o.backend, o.compare || o.calibrate);
-  const bool gpu = validate::is_gpu_backend(o.backend);
-  if (!o.layouts.empty()) m.layouts = model::split_list(o.layouts, "--layouts");
-  if (!o.masks.empty()) m.masks = o.masks;
-  if (!o.cp.empty()) m.cps = model::split_list(o.cp, "--cp");
-  for (const std::string& cp : m.cps) validate::check_backend_runs(o.backend, cp);  // before any case runs
+  bool backward = false;
   if (!o.pass.empty()) {
     const sim::PassSelection pass = sim::parse_pass_selection(o.pass);
     // The backward needs the forward's softmax statistics: it is timed after a forward, never alone.
     if (pass == sim::PassSelection::backward) {
       throw model::InputError("--pass bwd: the validator runs the backward after the forward; give fwdbwd");
     }
-    m.backward = pass == sim::PassSelection::forward_backward;
-    if (m.backward) validate::check_backend_runs_backward(o.backend);
+    backward = pass == sim::PassSelection::forward_backward;
+    if (backward) validate::check_backend_runs_backward(o.backend);
   }
+  validate::ValidateMatrix m = validate::default_matrix(o.backend, o.compare || o.calibrate, backward);
+  const bool gpu = validate::is_gpu_backend(o.backend);
+  if (!o.layouts.empty()) m.layouts = model::split_list(o.layouts, "--layouts");
+  if (!o.masks.empty()) m.masks = o.masks;
+  if (!o.cp.empty()) m.cps = model::split_list(o.cp, "--cp");
+  for (const std::string& cp : m.cps) validate::check_backend_runs(o.backend, cp);  // before any case runs
   if (!o.devices.empty()) m.devices = count_list(o.devices, "--devices");
   if (!o.seq_lens.empty()) m.seq_lens = count_list(o.seq_lens, "--seq-len");
   if (!o.tiles.empty()) {
@@ -314,7 +315,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
   o.run.track(cmd->add_option("--pass", o.pass,
                               "fwd, or fwdbwd: the backward ring after the forward (dK/dV travelling home with their block), "
                               "checked against dense gradients and timed per round; cpu, mpi and cuda backends, --cp ring [default: fwd]"));
-  o.run.track(cmd->add_option("--seq-len,-n", o.seq_lens, "Sequence lengths, comma-separated; k suffix [default: 2048; GPU 16k]"));
+  o.run.track(cmd->add_option("--seq-len,-n", o.seq_lens, "Sequence lengths, comma-separated; k suffix [default: 2048; GPU 16k, with --pass fwdbwd 8k; --compare and --calibrate: 1k,2k; GPU 16k,32k, with --pass fwdbwd 8k,16k]"));
   o.run.track(cmd->add_option("--devices,-N", o.devices,
                               "Ring sizes, comma-separated [default: 4; with --compare 2,4,8; mpi: the number of ranks]"));
   o.run.track(cmd->add_option("--tile", o.tiles, "Kernel tiles TQxTK, comma-separated [default: 64x64; GPU 128x128]"));

@@ -20,19 +20,25 @@ const model::ConfigCatalog& catalog() {
 }
 
 TEST(ValidateWorkflow, GpuBackendsDefaultToKernelsLongEnoughToTime) {
-  const ValidateMatrix cpu = default_matrix("cpu", false);
+  const ValidateMatrix cpu = default_matrix("cpu", false, false);
   EXPECT_EQ(cpu.seq_lens, (std::vector<Count>{2048}));
   EXPECT_EQ(cpu.precision, Precision::fp32);
-  const ValidateMatrix gpu = default_matrix("nccl", false);
+  const ValidateMatrix gpu = default_matrix("nccl", false, false);
   EXPECT_EQ(gpu.seq_lens, (std::vector<Count>{16384}));
   EXPECT_EQ(gpu.heads, 16);
   EXPECT_EQ(gpu.head_dim, 128);
   EXPECT_EQ(gpu.precision, Precision::bf16);
-  const ValidateMatrix fit = default_matrix("cuda", true);
+  const ValidateMatrix fit = default_matrix("cuda", true, false);
   EXPECT_EQ(fit.devices, (std::vector<Count>{2, 4, 8}));
   EXPECT_EQ(fit.seq_lens, (std::vector<Count>{16384, 32768}));
   EXPECT_EQ(fit.tiles.size(), 2u);
-  EXPECT_EQ(default_matrix("mpi", true).seq_lens, (std::vector<Count>{1024, 2048}));
+  EXPECT_EQ(default_matrix("mpi", true, false).seq_lens, (std::vector<Count>{1024, 2048}));
+  // Forward + backward: the GPU lengths halve (the scalar backward), the CPU ones stay.
+  const ValidateMatrix fit_backward = default_matrix("cuda", true, true);
+  EXPECT_EQ(fit_backward.seq_lens, (std::vector<Count>{8192, 16384}));
+  EXPECT_TRUE(fit_backward.backward);
+  EXPECT_EQ(default_matrix("nccl", false, true).seq_lens, (std::vector<Count>{8192}));
+  EXPECT_EQ(default_matrix("cpu", true, true).seq_lens, (std::vector<Count>{1024, 2048}));
   EXPECT_TRUE(is_gpu_backend("cuda"));
   EXPECT_FALSE(is_gpu_backend("mpi"));
 }
@@ -90,7 +96,7 @@ TEST(ValidateWorkflow, RingCasesAlternateAndOtherParallelismIsNeverFittedOn) {
 
 TEST(ValidateWorkflow, EveryTileShapesFitSeesEveryLayoutAndEverySizeIsHeldOutSomewhere) {
   // The default compare matrix's order: length, ring size, tile, layout.
-  ValidateMatrix m = default_matrix("cuda", true);
+  ValidateMatrix m = default_matrix("cuda", true, false);
   std::vector<CaseResult> results;
   for (const auto& c : expand_matrix(m)) {
     results.emplace_back();

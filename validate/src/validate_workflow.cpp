@@ -10,9 +10,10 @@ namespace stripesim::validate {
 
 bool is_gpu_backend(std::string_view backend) { return backend == "cuda" || backend == "nccl"; }
 
-ValidateMatrix default_matrix(std::string_view backend, bool fitting) {
+ValidateMatrix default_matrix(std::string_view backend, bool fitting, bool backward) {
   ValidateMatrix m;
   const bool gpu = is_gpu_backend(backend);
+  m.backward = backward;
   if (fitting) {
     m.devices = {2, 4, 8};
     m.seq_lens = gpu ? std::vector<Count>{16384, 32768} : std::vector<Count>{1024, 2048};
@@ -20,6 +21,9 @@ ValidateMatrix default_matrix(std::string_view backend, bool fitting) {
   } else if (gpu) {
     m.seq_lens = {16384};
     m.tiles = {{128, 128}};
+  }
+  if (gpu && backward) {
+    for (Count& n : m.seq_lens) n /= 2;
   }
   if (gpu) {
     m.heads = 16;

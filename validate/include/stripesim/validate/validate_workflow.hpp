@@ -21,8 +21,11 @@ namespace stripesim::validate {
 
 // The matrix `backend` runs where no flag says otherwise. `fitting` (--calibrate, --compare):
 // three ring sizes, two lengths and two tiles, sized so that the CPU backend's fit finishes in
-// well under a minute and the GPU backends time kernels long enough to measure.
-[[nodiscard]] ValidateMatrix default_matrix(std::string_view backend, bool fitting);
+// well under a minute and the GPU backends time kernels long enough to measure. `backward`
+// (--pass fwdbwd) halves the GPU lengths: the GPU backward kernel is scalar, 90 to 110 times the
+// forward's time, and the fitting matrix at 16k and 32k tokens would run for about 15 minutes on
+// an H200 where 8k and 16k take 2 to 3.
+[[nodiscard]] ValidateMatrix default_matrix(std::string_view backend, bool fitting, bool backward);
 
 // The hardware profile predictions start from: `hardware` (a name or JSON) where given, the cpu
 // profile on the host backends, else the profile whose device_names claim the device the run was
