@@ -263,7 +263,9 @@ TEST(TileSkipping, KernelsRunExactlyWhereTheWorkModelCountsTiles) {
 
 TEST(Measurement, ContiguousLastDeviceDoesAllTheWork) {
   // Contiguous causal, N = 4: device 3 computes in every round, device 0 only in round 0. Its
-  // measured total must dwarf device 0's (the imbalance the project is about, on a real kernel).
+  // measured total must dwarf device 0's (the imbalance the project is about, on a real kernel):
+  // 36 + 3 x 64 = 228 active 64x64 tiles against 36, 6.3x the work; asserted at 3x so that a
+  // busy CI machine, which slows both, cannot close the gap.
   RingCase c = small_case("contiguous", "causal");
   c.seq_len = 2048;
   c.tile = {64, 64};
@@ -278,7 +280,7 @@ TEST(Measurement, ContiguousLastDeviceDoesAllTheWork) {
     first += s.kernel_at(r, 0).min;
     last += s.kernel_at(r, 3).min;
   }
-  EXPECT_GT(last, 4.0 * first);
+  EXPECT_GT(last, 3.0 * first);
   EXPECT_EQ(s.kernel_at(1, 0).median, 0.0);
   EXPECT_EQ(m.handoff_bytes, 512 * (2 * 2 * 16 * 4 + 8));
 }
