@@ -1,6 +1,9 @@
 // The simulate workflow end to end: work model -> kernel costs -> ring on a topology.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <tuple>
@@ -388,6 +391,49 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
   nlohmann::json many_sms = nlohmann::json::parse(to_json(catalog().hardware("h100")).dump());
   many_sms["sms"] = Count{1} << 40;
   EXPECT_THROW((void)model::hardware_profile_from_json(many_sms, "h.json"), model::InputError);
+}
+
+// An H800 is an H100 with slower NVLink: its profile names the H100's kernel folder
+// (kernels_from) and gets every H100 kernel profile as it is; the field round-trips, and naming
+// itself (or nothing) is refused. On the same ring the H800's hops take 450 / 200 the time.
+TEST(Simulation, AnH800RunsTheH100sKernelsOverSlowerLinks) {
+  const model::HardwareProfile h800 = catalog().hardware("h800");
+  const model::HardwareProfile h100 = catalog().hardware("h100");
+  EXPECT_EQ(h800.kernels_from, "h100");
+  EXPECT_DOUBLE_EQ(h800.link_bandwidth, 200);
+  EXPECT_EQ(h800.sms, h100.sms);
+  EXPECT_EQ(h800.peak_tflops.at("bf16"), h100.peak_tflops.at("bf16"));
+  for (const char* kernel : {"sdpa", "flex", "fa2", "stripesim-flash"}) {
+    EXPECT_EQ(to_json(load_kernel_profile(kernel, catalog().root(), h800)), to_json(load_kernel_profile(kernel, catalog().root(), h100)))
+        << kernel;
+  }
+  const nlohmann::ordered_json written = model::to_json(h800);
+  EXPECT_EQ(written.at("kernels_from"), "h100");
+  EXPECT_EQ(model::hardware_profile_from_json(nlohmann::json::parse(written.dump()), "again").kernels_from, "h100");
+  EXPECT_FALSE(model::to_json(h100).contains("kernels_from"));
+  for (const char* bad : {"h800-sxm", ""}) {
+    nlohmann::json doc = nlohmann::json::parse(written.dump());
+    doc["kernels_from"] = bad;
+    try {
+      (void)model::hardware_profile_from_json(doc, "h.json");
+      ADD_FAILURE() << bad;
+    } catch (const model::InputError& e) {
+      EXPECT_EQ(std::string(e.what()), fmt::format("h.json field \"kernels_from\": must name another hardware profile, got \"{}\"", bad));
+    }
+  }
+  // The hops of the same ring: K/V at 200 GB/s against 450.
+  const auto slowest_hop_us = [](const char* hardware) {
+    SimulateConfig c;
+    c.hardware = hardware;
+    c.seq_len = 65536;
+    c.devices = 8;
+    c.layouts = {"zigzag"};
+    const Simulation s = run_simulation(c, catalog());
+    Microseconds slowest = 0;
+    for (const auto& hop : s.hops) slowest = std::max(slowest, hop.transfer_us(s.kv_bytes));
+    return slowest;
+  };
+  EXPECT_NEAR(slowest_hop_us("h800") / slowest_hop_us("h100"), 450.0 / 200.0, 0.02);
 }
 
 // sdpa as ring-flash-attention drives it: striped's blocks from a later device run trimmed, so

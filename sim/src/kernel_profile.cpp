@@ -286,6 +286,7 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
   namespace fs = std::filesystem;
   std::vector<std::string> folders{hardware.name};
   folders.insert(folders.end(), hardware.aliases.begin(), hardware.aliases.end());
+  if (!hardware.kernels_from.empty()) folders.push_back(hardware.kernels_from);
   std::string known;
   for (const std::string& folder : folders) {
     const fs::path dir = fs::path(config_dir) / "kernels" / folder;

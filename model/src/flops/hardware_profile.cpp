@@ -11,7 +11,8 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   const JsonFields f(doc, label);
   f.allow_only({"name", "description", "aliases", "device_names", "peak_tflops", "matmul_precision", "attention_precision",
                 "attention_flop_weight", "memory_gib", "memory_bandwidth_gbps", "link_bandwidth_gbps", "link_latency_us",
-                "default_tile", "sms", "shared_memory_per_sm_kib", "default_kernel", "matmul_efficiency", "elementwise_bytes_per_dmodel", "sources"});
+                "default_tile", "sms", "shared_memory_per_sm_kib", "default_kernel", "kernels_from", "matmul_efficiency", "elementwise_bytes_per_dmodel",
+                "sources"});
   HardwareProfile h;
   h.name = f.string("name");
   h.description = f.string_or("description", "");
@@ -36,6 +37,10 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   h.sms = f.positive_count("sms", kMaxSms);
   if (f.has("shared_memory_per_sm_kib")) h.shared_memory_per_sm = 1024 * f.positive_count("shared_memory_per_sm_kib", Count{1} << 30);
   h.default_kernel = f.string_or("default_kernel", "");
+  h.kernels_from = f.string_or("kernels_from", "");
+  if (f.has("kernels_from") && (h.kernels_from.empty() || h.kernels_from == h.name)) {
+    throw InputError(fmt::format("{}: must name another hardware profile, got \"{}\"", f.where("kernels_from"), h.kernels_from));
+  }
   if (f.has("matmul_efficiency")) {
     const double efficiency = f.positive_number("matmul_efficiency");
     if (efficiency > 1) throw InputError(fmt::format("{}: {} is above 1 (a fraction of the peak)", f.where("matmul_efficiency"), efficiency));
@@ -62,6 +67,7 @@ nlohmann::ordered_json to_json(const HardwareProfile& h) {
           {"default_tile", h.default_tile.to_string()},
           {"sms", h.sms},
           {"default_kernel", h.default_kernel}};
+  if (!h.kernels_from.empty()) doc["kernels_from"] = h.kernels_from;
   if (h.link_latency_us) doc["link_latency_us"] = *h.link_latency_us;
   if (h.shared_memory_per_sm) doc["shared_memory_per_sm_kib"] = *h.shared_memory_per_sm / 1024;
   if (h.matmul_efficiency) doc["matmul_efficiency"] = *h.matmul_efficiency;

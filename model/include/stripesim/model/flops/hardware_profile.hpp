@@ -46,6 +46,10 @@ struct HardwareProfile {
   // of its blocks an SM holds (validate's kernel fit tries no more). Unset: no bound known.
   std::optional<Count> shared_memory_per_sm;
   std::string default_kernel;        // the kernel profile simulate uses without --kernel
+  // A GPU with another's SMs and clocks (an H800 is an H100 with slower NVLink) runs the same
+  // kernels at the same speed: its kernel profiles are looked up under that hardware's name too
+  // (configs/kernels/<kernels_from>/), not copied.
+  std::string kernels_from;
   // What `simulate --scope layer|step` prices outside attention. matmul_efficiency: the fraction
   // of peak[matmul_precision] the model's matmuls (projections, MLP, LM head) reach; unset, those
   // scopes refuse the profile. elementwise_bytes_per_dmodel: the memory traffic of a layer's
