@@ -40,12 +40,12 @@ enum class SmSharing { throughput, lone_block };
 struct BlockPlacement {
   Count blocks_per_sm = 1;
   BlockOrder order = BlockOrder::launch;
-  // How an SM shares its throughput among the blocks it holds: a block alone on its SM runs this
-  // many times faster than one of blocks_per_sm blocks on a full SM, and k blocks each run at
-  // min(lone_block_speedup, blocks_per_sm / k) of a full SM's block rate. 1: fixed slots, a
-  // block takes the same time whatever shares its SM; blocks_per_sm: the SM's whole throughput
-  // goes to whatever blocks it holds. Between them: a lone block cannot use the whole SM (too few
-  // warps to hide latency), but one that is left at the end of a call runs faster than a slot.
+  // A block alone on its SM runs this many times faster than one of blocks_per_sm blocks on a
+  // full SM; how blocks between one and blocks_per_sm run is `sharing` (with throughput sharing,
+  // k blocks each at min(lone_block_speedup, blocks_per_sm / k) of a full SM's block rate).
+  // 1: fixed slots, a block takes the same time whatever shares its SM; blocks_per_sm: the SM's
+  // whole throughput goes to whatever blocks it holds. Between them: a lone block cannot use the
+  // whole SM (too few warps to hide latency), but one left at the end of a call runs faster.
   double lone_block_speedup = 1;
   SmSharing sharing = SmSharing::throughput;
   // The rate of each block on an SM holding k (1 <= k <= blocks_per_sm) of them, relative to a
