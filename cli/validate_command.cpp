@@ -40,6 +40,7 @@ struct ValidateOptions {
   std::string pass;  // --pass: fwd | fwdbwd
   std::string layouts, seq_lens, devices, tiles, heads, kv_heads, head_dim, dtype, seed;
   std::string gpu_kernel;  // --gpu-kernel: flash | wmma (GPU backends only)
+  std::string gpu_backward_kernel;  // --gpu-backward-kernel: scalar | wmma (GPU backends, --pass fwdbwd)
   std::vector<std::string> masks;
   std::string warmup = "1";
   std::string iterations = "5";
@@ -131,6 +132,12 @@ validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
     if (!gpu) throw model::InputError(fmt::format("--gpu-kernel {}: only with --backend cuda or nccl", o.gpu_kernel));
     m.gpu_kernel = validate::parse_gpu_kernel(o.gpu_kernel);
   }
+  if (!o.gpu_backward_kernel.empty()) {
+    if (!gpu || !backward) {
+      throw model::InputError(fmt::format("--gpu-backward-kernel {}: only with --backend cuda and --pass fwdbwd", o.gpu_backward_kernel));
+    }
+    m.gpu_backward_kernel = validate::parse_gpu_backward_kernel(o.gpu_backward_kernel);
+  }
   return m;
 }
 
@@ -217,13 +224,16 @@ std::optional<model::HardwareProfile> given_hardware_profile(const ValidateOptio
   return model::hardware_profile_from_json(model::read_json_file(o.profile, label), label);
 }
 
-// Before anything runs or is read further: --hardware names a profile, and --compare has a case
-// to predict besides one to fit on, or a --profile to predict with.
-void check_prediction_flags(const ValidateOptions& o, const model::ConfigCatalog& catalog, size_t cases, bool given_profile) {
+// Before anything runs or is read further: --hardware names a profile, --compare has a case to
+// predict besides one to fit on, or a --profile to predict with, and that profile's kernel costs
+// describe the kernels of the run (on `backend`; `first`: its first case).
+void check_prediction_flags(const ValidateOptions& o, const model::ConfigCatalog& catalog, size_t cases, bool given_profile,
+                            std::string_view backend, const validate::RingCase& first) {
   if (!o.hardware.empty()) (void)catalog.hardware(o.hardware);
   if (o.compare && cases < 2 && !given_profile) {
     throw model::InputError("--compare: needs at least two cases (one to calibrate on, one to predict) or --profile");
   }
+  if (o.compare) validate::check_backward_costs_known(given_profile, o.kernel, backend, first);
 }
 
 // Predictions (--calibrate, --compare), the files and the exit code of a report, run here or
@@ -235,7 +245,7 @@ int finish_report(const ValidateOptions& opts, validate::ValidationReport& repor
     inputs.base = validate::base_hardware(catalog, opts.hardware, report.backend, report.device);
     inputs.given = given_profile;
     inputs.kernel = [&](const model::HardwareProfile& hardware) {
-      return validate::validator_kernel(catalog, opts.kernel, report.backend, report.results.front().ring_case.gpu_kernel, hardware);
+      return validate::validator_kernel(catalog, opts.kernel, report.backend, report.results.front().ring_case, hardware);
     };
     inputs.hold_out = opts.compare;
     validate::predict_and_compare(report, inputs, report.concurrent_devices);
@@ -292,7 +302,8 @@ int run_on_saved_report(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   validate::ValidationReport report = validate::merge_saved_reports(std::move(runs), labels);
   const model::ConfigCatalog catalog(config_dir());
   const std::optional<model::HardwareProfile> given_profile = given_hardware_profile(o);
-  check_prediction_flags(o, catalog, report.results.size(), given_profile.has_value());
+  check_prediction_flags(o, catalog, report.results.size(), given_profile.has_value(), report.backend,
+                         report.results.front().ring_case);
   if (mode == RunMode::parse_only) return 0;
   report.command = command_line(cmd);
   return finish_report(o, report, catalog, given_profile);
@@ -326,6 +337,9 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
   o.run.track(cmd->add_option("--seed", o.seed, "Seed of the random Q, K, V [default: 1]"));
   o.run.track(cmd->add_option("--gpu-kernel", o.gpu_kernel,
                               "cuda, nccl: flash (FlashAttention-2 design, the default) or wmma (the simple kernel tests compare with)"));
+  o.run.track(cmd->add_option("--gpu-backward-kernel", o.gpu_backward_kernel,
+                              "cuda with --pass fwdbwd: scalar (fp32, written to be right first; the default) or wmma (tensor cores, "
+                              "FlashAttention-2's backward loop; not yet run on a GPU)"));
   o.run.track(cmd->add_option("--warmup", o.warmup, "Untimed iterations per case")->capture_default_str());
   o.run.track(cmd->add_option("--iterations", o.iterations, "Timed iterations per case (medians and spread)")->capture_default_str());
   o.run.track(cmd->add_option("--timeout", o.timeout, "Seconds a device operation may take before it is reported as hung")
@@ -390,7 +404,8 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     const validate::RunOptions run = run_options(opts);
     const model::ConfigCatalog catalog(config_dir());
     const std::optional<model::HardwareProfile> given_profile = given_hardware_profile(opts);
-    check_prediction_flags(opts, catalog, cases.size(), given_profile.has_value());
+    check_prediction_flags(opts, catalog, cases.size(), given_profile.has_value(), opts.backend,
+                           cases.front().ring_case);
     auto backend = validate::make_backend(opts.backend);  // mpi: MPI_Init_thread, finalised when it goes
     if (const auto ranks = backend->launched_devices()) {
       // One process per device: the launch fixes N. Without --devices the ring is the job's size; a

@@ -307,6 +307,26 @@ TEST(CliValidate, FromSeveralRunsFitsThemTogether) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("other.json: device 'NVIDIA H100 80GB HBM3', --from " + forward + " 'NVIDIA H200'"), std::string::npos) << bad.err;
   EXPECT_EQ(bad.err.find('\n'), bad.err.size() - 1) << "one line: " << bad.err;
+
+  // One fit, one backward kernel: the same run as if its backward had been the tensor-core one
+  // is fitted alone (its blocks of 64 keys), refused beside the scalar run and with --profile.
+  auto wmma = b;
+  for (auto& c : wmma.at("cases")) c["gpu_backward_kernel"] = "wmma";
+  std::ofstream(dir / "wmma.json") << wmma.dump();
+  const CliResult alone = run_cli("validate --compare --from '" + (dir / "wmma.json").string() + "' --format json");
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const auto fitted = nlohmann::json::parse(alone.out);
+  EXPECT_EQ(fitted.at("kernel").at("backward_block_keys"), 64);
+  EXPECT_EQ(fitted.at("cases").front().at("gpu_backward_kernel"), "wmma");
+  const CliResult mixed = run_cli("validate --compare --from '" + fwdbwd + "' --from '" + (dir / "wmma.json").string() + "'");
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("wmma.json: ran the backward kernel wmma, --from " + fwdbwd + " scalar: runs merged for one fit must share it"),
+            std::string::npos)
+      << mixed.err;
+  const CliResult shipped =
+      run_cli("validate --compare --from '" + (dir / "wmma.json").string() + "' --profile " + STRIPESIM_SOURCE_DIR + "/configs/hardware/h200.json");
+  EXPECT_EQ(shipped.exit_code, 2);
+  EXPECT_NE(shipped.err.find("--profile with --gpu-backward-kernel wmma"), std::string::npos) << shipped.err;
   fs::remove_all(dir);
 }
 
@@ -417,6 +437,16 @@ std::vector<BadInput> validate_bad_inputs() {
       {"unknown_dtype", "validate --dtype int8", "--dtype 'int8': expected fp64, fp32, bf16 or fp16"},
       {"gpu_kernel_on_cpu", "validate --gpu-kernel flash", "--gpu-kernel flash: only with --backend cuda or nccl"},
       {"unknown_gpu_kernel", "validate --backend cuda --gpu-kernel fast", "--gpu-kernel 'fast': expected flash or wmma"},
+      {"gpu_backward_kernel_on_cpu", "validate --pass fwdbwd --gpu-backward-kernel wmma",
+       "--gpu-backward-kernel wmma: only with --backend cuda and --pass fwdbwd"},
+      {"gpu_backward_kernel_forward_only", "validate --backend cuda --gpu-backward-kernel wmma",
+       "--gpu-backward-kernel wmma: only with --backend cuda and --pass fwdbwd"},
+      {"unknown_gpu_backward_kernel", "validate --backend cuda --pass fwdbwd --gpu-backward-kernel fast",
+       "--gpu-backward-kernel 'fast': expected scalar or wmma"},
+      {"gpu_backward_kernel_shipped_costs",
+       "validate --backend cuda --pass fwdbwd --gpu-backward-kernel wmma --compare --profile " + std::string(STRIPESIM_SOURCE_DIR) +
+           "/configs/hardware/h200.json",
+       "--profile with --gpu-backward-kernel wmma: the shipped stripesim profiles' backward costs are the scalar kernel's"},
       {"indivisible", "validate --seq-len 1000 --devices 3", "--seq-len 1000 is not divisible by --devices 3"},
       {"ulysses_heads", "validate --cp ulysses --heads 2 --kv-heads 2 --devices 4",
        "--cp ulysses: the all-to-all over 4 devices needs the 2 heads of a device divisible by 4"},

@@ -110,15 +110,16 @@ TEST(GpuBackends, UnknownInjectedFaultIsAnInputError) {
   EXPECT_THROW(static_cast<void>(make_cuda_backend()->run(problem, RunOptions{0, 1, 60})), model::InputError);
 }
 
-// The shipped profiles of the validator's GPU kernels describe the backward kernel compiled here:
-// a thread block per kBackwardKeys keys, so the time model places as many blocks as it launches.
+// The shipped profiles of the validator's GPU kernels describe the scalar backward kernel compiled
+// here (their backward costs were fitted on it): a thread block per 32 keys, so the time model
+// places as many blocks as it launches.
 TEST(GpuKernelProfiles, BackwardBlocksHoldTheKeysTheKernelGivesThem) {
   const model::ConfigCatalog catalog(STRIPESIM_SOURCE_DIR "/configs");
   for (const char* hardware : {"h100", "h200"}) {
     for (const char* kernel : {"stripesim-flash", "stripesim-wmma"}) {
       const sim::KernelProfile k = sim::load_kernel_profile(kernel, catalog.root(), catalog.hardware(hardware));
       ASSERT_TRUE(k.backward_block_keys.has_value()) << hardware << "/" << kernel;
-      EXPECT_EQ(*k.backward_block_keys, gpu::kBackwardKeys) << hardware << "/" << kernel;
+      EXPECT_EQ(*k.backward_block_keys, gpu_backward_block_keys(GpuBackwardKernel::scalar)) << hardware << "/" << kernel;
     }
   }
 }
@@ -611,30 +612,35 @@ TEST(GpuReference, GradientsMatchTheHostFloat64Gradients) {
 }
 
 // The backward ring on one GPU: dQ, dK and dV against the host's float64 gradients for every
-// layout and mask in bf16 and fp16, its backward kernels timed exactly where the forward ones
-// run, and a hand-off (the dK/dV accumulator) every round.
+// layout and mask in bf16 and fp16, with either backward kernel, its backward kernels timed
+// exactly where the forward ones run, and a hand-off (the dK/dV accumulator) every round.
 class CudaBackwardMatchesDense : public ::testing::TestWithParam<LayoutMask> {};
+
+constexpr GpuBackwardKernel kBackwardKernels[] = {GpuBackwardKernel::scalar, GpuBackwardKernel::wmma};
 
 TEST_P(CudaBackwardMatchesDense, Bf16AndFp16) {
   SKIP_WITHOUT_GPU();
   auto backend = make_cuda_backend();
-  std::vector<double> host;  // the same Q, K, V, dO and mask for both precisions
-  for (const Precision precision : {Precision::bf16, Precision::fp16}) {
-    RingCase c = gpu_case(GetParam().layout, GetParam().mask, 4, precision);
-    c.backward = true;
-    const RingProblem problem(c);
-    if (host.empty()) host = reference_gradients(problem);
-    const RingMeasurement m = backend->run(problem, RunOptions{1, 2, 60});
-    const GradientErrors e = compare_gradients(m.gradients, host, c);
-    EXPECT_LT(e.worst_relative(), output_tolerance(precision))
-        << c.label() << " " << precision_name(precision) << ": dQ " << e.dq.relative << " dK " << e.dk.relative << " dV "
-        << e.dv.relative;
-    ASSERT_EQ(m.backward_kernel_us.size(), 2u);
-    for (Count r = 0; r < 4; ++r) {
-      for (Count d = 0; d < 4; ++d) {
-        const auto cell = static_cast<std::size_t>(r * 4 + d);
-        EXPECT_EQ(m.backward_kernel_us[0][cell] > 0, problem.block_active(r, d)) << "round " << r << " device " << d;
-        EXPECT_GT(m.backward_handoff_us[0][cell], 0) << "round " << r << " device " << d;
+  std::vector<double> host;  // the same Q, K, V, dO and mask for both kernels and precisions
+  for (const GpuBackwardKernel kernel : kBackwardKernels) {
+    for (const Precision precision : {Precision::bf16, Precision::fp16}) {
+      RingCase c = gpu_case(GetParam().layout, GetParam().mask, 4, precision);
+      c.backward = true;
+      c.gpu_backward_kernel = kernel;
+      const RingProblem problem(c);
+      if (host.empty()) host = reference_gradients(problem);
+      const RingMeasurement m = backend->run(problem, RunOptions{1, 2, 60});
+      const GradientErrors e = compare_gradients(m.gradients, host, c);
+      EXPECT_LT(e.worst_relative(), output_tolerance(precision))
+          << c.label() << " " << precision_name(precision) << " " << gpu_backward_kernel_name(kernel) << ": dQ "
+          << e.dq.relative << " dK " << e.dk.relative << " dV " << e.dv.relative;
+      ASSERT_EQ(m.backward_kernel_us.size(), 2u);
+      for (Count r = 0; r < 4; ++r) {
+        for (Count d = 0; d < 4; ++d) {
+          const auto cell = static_cast<std::size_t>(r * 4 + d);
+          EXPECT_EQ(m.backward_kernel_us[0][cell] > 0, problem.block_active(r, d)) << "round " << r << " device " << d;
+          EXPECT_GT(m.backward_handoff_us[0][cell], 0) << "round " << r << " device " << d;
+        }
       }
     }
   }
@@ -644,16 +650,42 @@ INSTANTIATE_TEST_SUITE_P(LayoutsTimesMasks, CudaBackwardMatchesDense, kLayoutsTi
 
 TEST(CudaBackward, EveryCompiledShapeWithShortLastTiles) {
   SKIP_WITHOUT_GPU();
-  // The last key tile of a block holds 104 or 40 keys, so the last thread block of a tile holds 8.
+  // The last key tile of a block holds 104 or 40 keys, so the last thread block of a tile holds
+  // 8 (scalar, 32 keys a block) or 40 (wmma, 64), and the last query tile 104 or 40 queries.
   auto backend = make_cuda_backend();
-  std::vector<double> host;
-  for_each_compiled_shape([&](RingCase c, bool first) {
-    c.backward = true;
-    const RingProblem problem(c);
-    if (first) host = reference_gradients(problem);
-    const GradientErrors e = compare_gradients(backend->run(problem, RunOptions{0, 1, 60}).gradients, host, c);
-    EXPECT_LT(e.worst_relative(), 2e-2) << c.label() << " head_dim " << c.head_dim;
-  });
+  for (const GpuBackwardKernel kernel : kBackwardKernels) {
+    std::vector<double> host;
+    for_each_compiled_shape([&](RingCase c, bool first) {
+      c.backward = true;
+      c.gpu_backward_kernel = kernel;
+      const RingProblem problem(c);
+      if (first) host = reference_gradients(problem);
+      const GradientErrors e = compare_gradients(backend->run(problem, RunOptions{0, 1, 60}).gradients, host, c);
+      EXPECT_LT(e.worst_relative(), 2e-2) << gpu_backward_kernel_name(kernel) << " " << c.label() << " head_dim " << c.head_dim;
+    });
+  }
+}
+
+// The two backward kernels compute the same gradients: on every layout and mask they agree far
+// more closely than either agrees with the float64 reference (both accumulate in fp32 from the
+// same bf16 inputs; the tensor-core one rounds P and dS to bf16 before its products).
+TEST(CudaBackward, TensorCoreKernelAgreesWithTheScalarOne) {
+  SKIP_WITHOUT_GPU();
+  auto backend = make_cuda_backend();
+  for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+    for (const char* mask : {"causal", "bidirectional", "window:300", "documents:700,1000,348"}) {
+      RingCase c = gpu_case(layout, mask, 4, Precision::bf16);
+      c.backward = true;
+      c.gpu_backward_kernel = GpuBackwardKernel::scalar;
+      const std::vector<double> scalar = backend->run(RingProblem(c), RunOptions{0, 1, 60}).gradients;
+      c.gpu_backward_kernel = GpuBackwardKernel::wmma;
+      const std::vector<double> wmma = backend->run(RingProblem(c), RunOptions{0, 1, 60}).gradients;
+      const GradientErrors difference = compare_gradients(wmma, scalar, c);
+      EXPECT_LT(difference.worst_relative(), 1e-2) << c.label() << ": dQ " << difference.dq.relative << " dK "
+                                                   << difference.dk.relative << " dV " << difference.dv.relative;
+      EXPECT_GT(difference.worst_relative(), 0.0) << c.label() << ": the two kernels round differently";
+    }
+  }
 }
 
 TEST(GpuReference, RunCaseChecksTheGradientsOfABackwardCase) {

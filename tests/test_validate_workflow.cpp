@@ -75,8 +75,38 @@ TEST(ValidateWorkflow, ProfilesFromTheFlagTheHostOrTheDriversDeviceName) {
   EXPECT_EQ(base_hardware(catalog(), "", "nccl", "a device nobody ships").name, "h100-sxm");
   EXPECT_EQ(base_hardware(catalog(), "a100", "cuda", "NVIDIA H100 80GB HBM3").name, "a100-80gb");
   const model::HardwareProfile h100 = catalog().hardware("h100");
-  EXPECT_EQ(validator_kernel(catalog(), "", "cuda", GpuKernel::wmma, h100).name, "stripesim-wmma");
-  EXPECT_EQ(validator_kernel(catalog(), "", "nccl", GpuKernel::flash, h100).name, "stripesim-flash");
+  RingCase run;
+  run.gpu_kernel = GpuKernel::wmma;
+  EXPECT_EQ(validator_kernel(catalog(), "", "cuda", run, h100).name, "stripesim-wmma");
+  run.gpu_kernel = GpuKernel::flash;
+  EXPECT_EQ(validator_kernel(catalog(), "", "nccl", run, h100).name, "stripesim-flash");
+}
+
+// The time model places as many backward blocks as the run's backward kernel launches: the
+// shipped profiles' 32 keys a block (the scalar kernel), 64 for the tensor-core one; a profile the
+// user names is taken as it is. Predicting a wmma backward needs costs measured on it.
+TEST(ValidateWorkflow, BackwardBlocksFollowTheBackwardKernelThatRan) {
+  const model::HardwareProfile h200 = catalog().hardware("h200");
+  RingCase run;
+  run.backward = true;
+  EXPECT_EQ(validator_kernel(catalog(), "", "cuda", run, h200).backward_block_keys, 32);
+  run.gpu_backward_kernel = GpuBackwardKernel::wmma;
+  EXPECT_EQ(validator_kernel(catalog(), "", "cuda", run, h200).backward_block_keys, 64);
+  EXPECT_EQ(validator_kernel(catalog(), "stripesim-flash", "cuda", run, h200).backward_block_keys, 32);
+  EXPECT_FALSE(validator_kernel(catalog(), "", "cpu", run, h200).backward_block_keys.has_value());
+
+  EXPECT_NO_THROW(check_backward_costs_known(false, "", "cuda", run));           // fitted on the run
+  EXPECT_NO_THROW(check_backward_costs_known(true, "my-fit.json", "cuda", run));  // costs the user names
+  try {
+    check_backward_costs_known(true, "", "cuda", run);
+    ADD_FAILURE() << "predicted a wmma backward with the scalar kernel's costs";
+  } catch (const model::InputError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "--profile with --gpu-backward-kernel wmma: the shipped stripesim profiles' backward costs are the scalar "
+              "kernel's; leave out --profile to fit on this run, or give --kernel a profile fitted on a wmma backward run");
+  }
+  run.gpu_backward_kernel = GpuBackwardKernel::scalar;
+  EXPECT_NO_THROW(check_backward_costs_known(true, "", "cuda", run));
 }
 
 CaseResult result_with_cp(const std::string& cp) {
@@ -131,7 +161,7 @@ TEST(ValidateWorkflow, PredictsEveryCaseFromAFitOnHalfOrFromAGivenProfile) {
   PredictionInputs inputs;
   inputs.base = catalog().hardware("cpu");
   inputs.kernel = [](const model::HardwareProfile& hardware) {
-    return validator_kernel(catalog(), "", "cpu", GpuKernel::flash, hardware);
+    return validator_kernel(catalog(), "", "cpu", RingCase{}, hardware);
   };
   inputs.hold_out = true;
   ValidationReport fitted = report;

@@ -92,6 +92,9 @@ nlohmann::ordered_json to_json(const validate::ValidationReport& report, bool ro
                                    {"dtype", std::string(precision_name(c.precision))},
                                    {"seed", c.seed}};
     if (validate::is_gpu_backend(report.backend)) item["gpu_kernel"] = std::string(validate::gpu_kernel_name(c.gpu_kernel));
+    if (validate::is_gpu_backend(report.backend) && c.backward) {
+      item["gpu_backward_kernel"] = std::string(validate::gpu_backward_kernel_name(c.gpu_backward_kernel));
+    }
     if (r.checked) {
       item["correctness"] = {{"max_abs_error", r.error.max_abs},
                              {"relative_error", relative_json(r.error.relative)},

@@ -1,7 +1,8 @@
-// The ring's backward kernel (block_attention_backward.hpp says what one launch computes) and the
-// element-wise preparation before it. A thread block of 128 threads owns kBackwardKeys keys of
+// The ring's scalar backward kernel (block_attention_backward.hpp says what one launch computes),
+// the dispatch to it or to the tensor-core one (wmma_backward.cu), and the element-wise
+// preparation before either. A thread block of 128 threads owns 32 keys of
 // one key tile and one query head; for every query tile the schedule lists for that key tile it
-// takes the queries kBackwardKeys at a time and, all in shared memory and fp32:
+// takes the queries 32 at a time and, all in shared memory and fp32:
 //   1. loads Q and dO of those queries, with their lse2 and delta;
 //   2. S = Q K^T, P = exp2(S * scale * log2(e) - lse2) (0 where masked, only on partial tiles,
 //      and outside the block), dP = dO V^T, dS = P * (dP - delta) * scale: one (query, key) pair
@@ -19,12 +20,13 @@
 #include "kernel_common.cuh"
 #include "stripesim/validate/block_attention_backward.hpp"
 #include "stripesim/validate/tile_schedule.hpp"
+#include "wmma_backward.hpp"
 
 namespace stripesim::validate::gpu {
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kRows = kBackwardKeys;  // queries per step, keys per block
+constexpr int kRows = gpu_backward_block_keys(GpuBackwardKernel::scalar);  // queries per step, keys per block
 constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ inline float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
@@ -196,6 +198,7 @@ cudaError_t dispatch_precision(const KernelShape& shape, const BlockBackwardArgs
 }
 
 cudaError_t dispatch(const KernelShape& shape, const BlockBackwardArgs* args, cudaStream_t stream) {
+  if (shape.backward == GpuBackwardKernel::wmma) return dispatch_wmma_backward(shape, args, stream);
   switch (shape.precision) {
     case Precision::bf16: return dispatch_precision<__nv_bfloat16>(shape, args, stream);
     case Precision::fp16: return dispatch_precision<__half>(shape, args, stream);
@@ -207,6 +210,7 @@ cudaError_t dispatch(const KernelShape& shape, const BlockBackwardArgs* args, cu
 
 std::size_t backward_shared_bytes(const KernelShape& shape) {
   check_kernel_shape(shape);
+  if (shape.backward == GpuBackwardKernel::wmma) return wmma_backward_shared_bytes(shape.head_dim);
   return shape.head_dim == 64 ? BackwardLayout<64>::kBytes : BackwardLayout<128>::kBytes;
 }
 
@@ -215,7 +219,7 @@ cudaError_t prepare_block_attention_backward(const KernelShape& shape) { return 
 cudaError_t launch_block_attention_backward(const KernelShape& shape, const BlockBackwardArgs& args, cudaStream_t stream) {
   if (args.queries <= 0 || args.keys <= 0 || args.heads <= 0 || args.kv_heads <= 0 || args.heads % args.kv_heads != 0 ||
       args.tile_order == nullptr || args.tile_offsets == nullptr || args.tile_entries == nullptr ||
-      shape.tile.key % kRows != 0) {
+      shape.tile.key % gpu_backward_block_keys(shape.backward) != 0) {
     return cudaErrorInvalidValue;
   }
   return dispatch(shape, &args, stream);

@@ -168,7 +168,7 @@ void download_output(const RingProblem& problem, Count device, const DeviceSlots
 
 KernelShape gpu_kernel_shape(const RingProblem& problem) {
   const RingCase& c = problem.ring_case();
-  const KernelShape shape{c.precision, c.head_dim, c.tile, c.gpu_kernel};
+  const KernelShape shape{c.precision, c.head_dim, c.tile, c.gpu_kernel, c.gpu_backward_kernel};
   check_kernel_shape(shape);
   // Heads are the wmma kernel's grid y dimension.
   if (c.heads > 65535) throw model::InputError(fmt::format("--heads {}: the GPU kernel supports at most 65535", c.heads));

@@ -25,6 +25,16 @@ GpuKernel parse_gpu_kernel(std::string_view text) {
 
 std::string_view gpu_kernel_name(GpuKernel kernel) { return kernel == GpuKernel::flash ? "flash" : "wmma"; }
 
+GpuBackwardKernel parse_gpu_backward_kernel(std::string_view text) {
+  if (text == "scalar") return GpuBackwardKernel::scalar;
+  if (text == "wmma") return GpuBackwardKernel::wmma;
+  throw InputError(fmt::format("--gpu-backward-kernel '{}': expected scalar or wmma", text));
+}
+
+std::string_view gpu_backward_kernel_name(GpuBackwardKernel kernel) {
+  return kernel == GpuBackwardKernel::scalar ? "scalar" : "wmma";
+}
+
 std::string_view precision_name(Precision precision) {
   switch (precision) {
     case Precision::fp64: return "fp64";

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -83,6 +84,8 @@ RingCase case_from(const JsonFields& f, const std::string& backend) {
   }
   // Files written before "gpu_kernel" was recorded ran the default kernel.
   if (f.has("gpu_kernel")) c.gpu_kernel = parse_gpu_kernel(f.string("gpu_kernel"));
+  // ... and before "gpu_backward_kernel" was, the scalar backward.
+  if (f.has("gpu_backward_kernel")) c.gpu_backward_kernel = parse_gpu_backward_kernel(f.string("gpu_backward_kernel"));
   check_backend_runs(backend, c.cp);
   if (c.backward) check_backend_runs_backward(backend);
   return c;
@@ -128,7 +131,7 @@ void read_cells(const JsonFields& f, CaseResult& r) {
 
 CaseResult result_from(const JsonFields& f, const std::string& backend) {
   f.allow_only({"label", "layout", "mask", "cp", "pass", "seq_len", "devices", "tile", "heads", "kv_heads", "head_dim", "dtype",
-                "seed", "gpu_kernel", "correctness", "handoff_bytes", "gradient_handoff_bytes", "wall_us", "unmasked_pairs",
+                "seed", "gpu_kernel", "gpu_backward_kernel", "correctness", "handoff_bytes", "gradient_handoff_bytes", "wall_us", "unmasked_pairs",
                 "active_tiles", "role", "predicted_us", "measured_us", "error", "round_times", "rounds"});
   CaseResult r;
   r.ring_case = case_from(f, backend);
@@ -189,6 +192,36 @@ ValidationReport read_saved_report(const nlohmann::json& doc, const std::string&
   return report;
 }
 
+namespace {
+
+// The GPU kernels whose costs a fit over runs describes: every case's forward kernel, and the
+// backward kernel of every case that ran a backward (a forward-only run has none to differ in).
+struct RunKernels {
+  std::optional<GpuKernel> forward;
+  std::optional<GpuBackwardKernel> backward;
+};
+
+RunKernels kernels_of(const ValidationReport& run, const std::string& label) {
+  RunKernels k;
+  for (const CaseResult& r : run.results) {
+    const RingCase& c = r.ring_case;
+    if (k.forward && *k.forward != c.gpu_kernel) {
+      throw InputError(fmt::format("{}: cases of the {} and the {} kernel in one run", label, gpu_kernel_name(*k.forward),
+                                   gpu_kernel_name(c.gpu_kernel)));
+    }
+    k.forward = c.gpu_kernel;
+    if (!c.backward) continue;
+    if (k.backward && *k.backward != c.gpu_backward_kernel) {
+      throw InputError(fmt::format("{}: cases of the {} and the {} backward kernel in one run", label,
+                                   gpu_backward_kernel_name(*k.backward), gpu_backward_kernel_name(c.gpu_backward_kernel)));
+    }
+    k.backward = c.gpu_backward_kernel;
+  }
+  return k;
+}
+
+}  // namespace
+
 ValidationReport merge_saved_reports(std::vector<ValidationReport> reports, const std::vector<std::string>& labels) {
   if (reports.empty() || reports.size() != labels.size()) throw std::invalid_argument("merge_saved_reports: a label per report");
   ValidationReport merged = std::move(reports.front());
@@ -205,6 +238,16 @@ ValidationReport merge_saved_reports(std::vector<ValidationReport> reports, cons
     if (r.concurrent_devices != merged.concurrent_devices) {
       const auto ran = [](bool at_once) { return std::string(at_once ? "at once" : "in turn"); };
       throw differ("ran the ring's devices", ran(r.concurrent_devices), ran(merged.concurrent_devices));
+    }
+    if (is_gpu_backend(r.backend)) {
+      const RunKernels theirs = kernels_of(r, labels[i]), ours = kernels_of(merged, labels[0]);
+      if (theirs.forward != ours.forward) {
+        throw differ("ran the kernel", std::string(gpu_kernel_name(*theirs.forward)), std::string(gpu_kernel_name(*ours.forward)));
+      }
+      if (theirs.backward && ours.backward && theirs.backward != ours.backward) {
+        throw differ("ran the backward kernel", std::string(gpu_backward_kernel_name(*theirs.backward)),
+                     std::string(gpu_backward_kernel_name(*ours.backward)));
+      }
     }
     if (placed(r.placement) != placed(merged.placement)) {
       const auto where = [](const std::optional<sim::NodePlacement>& p) { return p ? p->describe() : std::string("one node"); };

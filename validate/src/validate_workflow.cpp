@@ -42,11 +42,25 @@ model::HardwareProfile base_hardware(const model::ConfigCatalog& catalog, const 
 }
 
 sim::KernelProfile validator_kernel(const model::ConfigCatalog& catalog, const std::string& kernel, std::string_view backend,
-                                    GpuKernel gpu_kernel, const model::HardwareProfile& hardware) {
+                                    const RingCase& run, const model::HardwareProfile& hardware) {
   const std::string name = !kernel.empty()            ? kernel
-                           : is_gpu_backend(backend) ? "stripesim-" + std::string(gpu_kernel_name(gpu_kernel))
+                           : is_gpu_backend(backend) ? "stripesim-" + std::string(gpu_kernel_name(run.gpu_kernel))
                                                      : "";
-  return sim::load_kernel_profile(name, catalog.root(), hardware);
+  sim::KernelProfile profile = sim::load_kernel_profile(name, catalog.root(), hardware);
+  if (kernel.empty() && is_gpu_backend(backend) && run.backward) {
+    profile.backward_block_keys = gpu_backward_block_keys(run.gpu_backward_kernel);
+  }
+  return profile;
+}
+
+void check_backward_costs_known(bool given_profile, const std::string& kernel, std::string_view backend, const RingCase& run) {
+  if (given_profile && kernel.empty() && is_gpu_backend(backend) && run.backward &&
+      run.gpu_backward_kernel != GpuBackwardKernel::scalar) {
+    throw model::InputError(fmt::format(
+        "--profile with --gpu-backward-kernel {}: the shipped stripesim profiles' backward costs are the scalar kernel's; "
+        "leave out --profile to fit on this run, or give --kernel a profile fitted on a {} backward run",
+        gpu_backward_kernel_name(run.gpu_backward_kernel), gpu_backward_kernel_name(run.gpu_backward_kernel)));
+  }
 }
 
 namespace {
@@ -54,8 +68,9 @@ namespace {
 // The cases that differ in length, ring size or seed only: one kernel variant (tile shape), one
 // layout, one mask, one problem shape.
 std::string case_family(const RingCase& c) {
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", c.layout, c.mask, c.tile.to_string(), c.heads, c.kv_heads, c.head_dim,
-                     precision_name(c.precision), gpu_kernel_name(c.gpu_kernel), c.backward);
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", c.layout, c.mask, c.tile.to_string(), c.heads, c.kv_heads,
+                     c.head_dim, precision_name(c.precision), gpu_kernel_name(c.gpu_kernel), c.backward,
+                     gpu_backward_kernel_name(c.gpu_backward_kernel));
 }
 
 }  // namespace

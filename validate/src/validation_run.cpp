@@ -28,6 +28,7 @@ std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
     c.precision = m.precision;
     c.seed = m.seed;
     c.gpu_kernel = m.gpu_kernel;
+    c.gpu_backward_kernel = m.gpu_backward_kernel;
     c.cp = m.cps[p];
     c.backward = m.backward;
     check_ring_case(c);

@@ -30,6 +30,22 @@ enum class GpuKernel { flash, wmma };
 [[nodiscard]] GpuKernel parse_gpu_kernel(std::string_view text);  // InputError naming --gpu-kernel
 [[nodiscard]] std::string_view gpu_kernel_name(GpuKernel kernel);
 
+// The GPU backends' backward kernel (--pass fwdbwd), two implementations of the same gradients:
+//   scalar - a thread block per 32 keys, fp32 scalar arithmetic in shared memory; written to be
+//            right first, about 60x the forward's time. The default until `wmma` has run on a GPU.
+//   wmma   - a thread block per 64 keys on the tensor cores (FlashAttention-2's backward loop:
+//            dK, dV in registers, dQ by atomics); the tests check it against dense gradients
+//            and against `scalar`.
+enum class GpuBackwardKernel { scalar, wmma };
+[[nodiscard]] GpuBackwardKernel parse_gpu_backward_kernel(std::string_view text);  // InputError naming the flag
+[[nodiscard]] std::string_view gpu_backward_kernel_name(GpuBackwardKernel kernel);
+// Keys per thread block of each (the scalar one also takes its queries that many at a time);
+// divides every compiled tile side. The time model places as many blocks (a kernel profile's
+// backward_block_keys).
+[[nodiscard]] constexpr int gpu_backward_block_keys(GpuBackwardKernel kernel) {
+  return kernel == GpuBackwardKernel::wmma ? 64 : 32;
+}
+
 struct RingCase {
   Count seq_len = 4096;
   Count devices = 4;
@@ -50,6 +66,7 @@ struct RingCase {
   // accumulators follow them home; dQ stays on its device), checked against dense gradients
   // and timed per (round, device). The cpu, mpi and cuda backends run it, on the ring.
   bool backward = false;
+  GpuBackwardKernel gpu_backward_kernel = GpuBackwardKernel::scalar;  // GPU backends, backward cases
 
   // "zigzag n=4096 N=4 causal 64x64"
   [[nodiscard]] std::string label() const;

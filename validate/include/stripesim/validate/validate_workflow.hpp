@@ -35,10 +35,17 @@ namespace stripesim::validate {
 
 // The kernel profile the validator's own runs are fitted from: `kernel` where given, else the
 // kernel the backend runs (the CPU backend's loops: the hardware's default; on a GPU
-// stripesim-flash or stripesim-wmma).
+// stripesim-flash or stripesim-wmma, as `run` (a case of the run) says), its backward blocks
+// holding the keys the run's backward kernel gives them.
 [[nodiscard]] sim::KernelProfile validator_kernel(const model::ConfigCatalog& catalog, const std::string& kernel,
-                                                  std::string_view backend, GpuKernel gpu_kernel,
+                                                  std::string_view backend, const RingCase& run,
                                                   const model::HardwareProfile& hardware);
+
+// Throws model::InputError when predictions would use a shipped profile's backward costs for a
+// backward kernel they were not measured on: the shipped stripesim profiles' backward costs are
+// the scalar backward's, so a `wmma` backward run is predicted by fitting on it (or with
+// --kernel naming a profile fitted on one), never with --profile alone.
+void check_backward_costs_known(bool given_profile, const std::string& kernel, std::string_view backend, const RingCase& run);
 
 // Which cases a fit sees. With `hold_out`, ring cases alternate within each family (the cases
 // that differ in length, ring size or seed only: the same layout, mask, tile shape and problem),

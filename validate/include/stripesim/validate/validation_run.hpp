@@ -26,6 +26,7 @@ struct ValidateMatrix {
   Precision precision = Precision::fp32;
   std::uint64_t seed = 1;
   GpuKernel gpu_kernel = GpuKernel::flash;
+  GpuBackwardKernel gpu_backward_kernel = GpuBackwardKernel::scalar;
   std::vector<std::string> cps{"ring"};  // context parallelism (RingCase::cp)
   bool backward = false;                 // --pass fwdbwd (RingCase::backward)
 };

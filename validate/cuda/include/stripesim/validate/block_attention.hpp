@@ -20,6 +20,7 @@ struct KernelShape {
   Count head_dim = 128;
   model::TileShape tile{128, 128};
   GpuKernel kernel = GpuKernel::flash;
+  GpuBackwardKernel backward = GpuBackwardKernel::scalar;  // --pass fwdbwd only
 };
 
 // Throws model::InputError (one line naming the flag and the supported values) for a shape

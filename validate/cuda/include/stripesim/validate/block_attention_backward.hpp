@@ -7,8 +7,11 @@
 // the K/V block around the ring. A thread block owns 32 keys of one key tile and one query head:
 // it walks the query tiles that see its key tile (TileSchedule by_key_tile: exactly the tiles
 // the work model counts, a partial tile masked per element, a full one not), keeps its keys' dK
-// and dV in shared memory and adds them to the accumulators once; dQ is added with atomics.
-// Scalar fp32 arithmetic: the forward is the fast kernel, this one is written to be right first.
+// and dV and adds them to the accumulators once; dQ is added with atomics. Two implementations,
+// chosen by the shape's `backward` (--gpu-backward-kernel): `scalar`, 32 keys a block in fp32
+// scalar arithmetic, written to be right first (the default until the other one has run on a
+// GPU); `wmma`, 64 keys a block on the tensor cores, FlashAttention-2's backward loop
+// (wmma_backward.cu).
 #include <cstdint>
 
 #include <cuda_runtime_api.h>
@@ -45,8 +48,6 @@ struct BlockBackwardArgs {
   const std::int32_t* tile_entries = nullptr;
 };
 
-// Keys per thread block (and queries per step); divides every compiled tile side.
-inline constexpr int kBackwardKeys = 32;
 
 // Dynamic shared memory of one thread block, bytes.
 [[nodiscard]] std::size_t backward_shared_bytes(const KernelShape& shape);
