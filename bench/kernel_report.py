@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Joins bench_kernel_gpu's and sdpa_reference.py's JSON lines into
-OUT_DIR/kernel-<gpu>.json and .md: per (sequence length, mask), stripesim's best tile next to
-PyTorch SDPA, with the ratio stripesim / SDPA (of TFLOP/s; the same as SDPA time / stripesim time),
-one row per stripesim kernel (flash, wmma) and shape.
+OUT_DIR/kernel-<gpu>.json and .md: per (pass, sequence length, mask), stripesim's best tile next
+to PyTorch SDPA's same pass, with the ratio stripesim / SDPA (of TFLOP/s; the same as SDPA time /
+stripesim time), one row per stripesim kernel (forward: flash, wmma; backward: scalar, wmma) and
+shape. Lines without a "pass" are forward ones (files written before the backward was timed).
 
 Usage: bench/kernel_report.py STRIPESIM_JSONL SDPA_JSONL OUT_DIR [COMMAND ...]
 (COMMAND: the command lines that produced the inputs, recorded in both outputs.)
@@ -35,20 +36,25 @@ def main() -> int:
     device = ours[0]["device"]
     slug = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")
 
+    def pass_of(row):
+        return row.get("pass", "fwd")
+
     best = {}
     for row in ours:
-        key = (row.get("kernel", "wmma"), row["seq_len"], row["mask"])
+        key = (pass_of(row), row.get("kernel", "wmma"), row["seq_len"], row["mask"])
         if key not in best or row["tflops"] > best[key]["tflops"]:
             best[key] = row
-    reference = {(row["seq_len"], row["mask"]): row for row in sdpa}
+    reference = {(pass_of(row), row["seq_len"], row["mask"]): row for row in sdpa}
     table = []
-    for key in sorted(best, key=lambda k: (k[0], k[2], k[1])):
+    # Forward rows first, then by kernel, mask and length.
+    for key in sorted(best, key=lambda k: (k[0] != "fwd", k[1], k[3], k[2])):
         ours_row = best[key]
-        sdpa_row = reference.get(key[1:])
+        sdpa_row = reference.get((key[0], key[2], key[3]))
         table.append({
-            "kernel": key[0],
-            "seq_len": key[1],
-            "mask": key[2],
+            "pass": key[0],
+            "kernel": key[1],
+            "seq_len": key[2],
+            "mask": key[3],
             "stripesim_tile": ours_row["tile"],
             "stripesim_ms": ours_row["median_ms"],
             "stripesim_tflops": ours_row["tflops"],
@@ -63,7 +69,8 @@ def main() -> int:
         "dtype": ours[0]["dtype"],
         "heads": ours[0]["heads"],
         "head_dim": ours[0]["head_dim"],
-        "timing": "median of reps after warm-up, CUDA events; TFLOP/s = 4 * unmasked pairs * head_dim * heads / time",
+        "timing": "median of reps after warm-up, CUDA events; TFLOP/s = 4 * unmasked pairs * head_dim * heads / time "
+                  "(the backward: 10 *, its five products against the forward's two)",
         "commands": commands,
         "comparison": table,
         "stripesim": ours,
@@ -76,16 +83,17 @@ def main() -> int:
         "",
         f"{report['dtype']}, {report['heads']} heads, head_dim {report['head_dim']}, one device (plain attention, "
         "no ring). Median of the timed repetitions after warm-up, CUDA events. TFLOP/s counts unmasked pairs only "
-        "(4 x pairs x head_dim x heads). stripesim: each kernel's best tile per row (all tiles in the JSON).",
+        "(4 x pairs x head_dim x heads; the backward, timed alone after one forward, 10 x). stripesim: each kernel's "
+        "best tile per row (all tiles in the JSON).",
         "",
-        "| kernel | mask | n | tile | stripesim ms | stripesim TFLOP/s | SDPA ms | SDPA TFLOP/s | stripesim / SDPA |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|",
+        "| pass | kernel | mask | n | tile | stripesim ms | stripesim TFLOP/s | SDPA ms | SDPA TFLOP/s | stripesim / SDPA |",
+        "|---|---|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for row in table:
         def cell(x):
             return "—" if x is None else f"{x}"
         lines.append(
-            f"| {row['kernel']} | {row['mask']} | {row['seq_len']} | {row['stripesim_tile']} | {row['stripesim_ms']:.3f} | "
+            f"| {row['pass']} | {row['kernel']} | {row['mask']} | {row['seq_len']} | {row['stripesim_tile']} | {row['stripesim_ms']:.3f} | "
             f"{row['stripesim_tflops']:.1f} | {cell(row['sdpa_ms'])} | {cell(row['sdpa_tflops'])} | {cell(row['ratio'])} |")
     if sdpa and "torch" in sdpa[0]:
         lines += ["", f"SDPA: PyTorch {sdpa[0]['torch']}, backend {sdpa[0].get('sdpa_backend', 'auto')}."]

@@ -2,11 +2,12 @@
 """PyTorch's scaled_dot_product_attention on the shapes bench_kernel_gpu times, timed the same
 way (warm-up calls, then REPS calls between CUDA events, median), printing the same JSON lines
 (impl "torch-sdpa"). TFLOP/s counts unmasked pairs only: 4 * pairs * head_dim * heads, with
-pairs = n(n+1)/2 causal and n^2 bidirectional (FlashAttention's convention).
+pairs = n(n+1)/2 causal and n^2 bidirectional (FlashAttention's convention); the backward (pass
+"bwd": the gradients of one saved forward, torch.autograd.grad) 2.5 times that.
 
 Usage: python3 bench/sdpa_reference.py [--seq-lens 4096,8192,16384,32768] [--heads 16]
        [--head-dim 128] [--masks causal,bidirectional] [--dtype bf16] [--warmup 5] [--reps 20]
-       [--sdpa-backend auto|flash|cudnn|efficient|math]
+       [--sdpa-backend auto|flash|cudnn|efficient|math] [--passes fwd,bwd]
 """
 import argparse
 import json
@@ -24,7 +25,12 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--sdpa-backend", default="auto", choices=["auto", "flash", "cudnn", "efficient", "math"])
+    parser.add_argument("--passes", default="fwd", help="fwd, bwd or fwd,bwd")
     args = parser.parse_args()
+    passes = args.passes.split(",")
+    if not passes or any(p not in ("fwd", "bwd") for p in passes):
+        print(f"sdpa_reference.py: --passes {args.passes}: fwd, bwd or fwd,bwd", file=sys.stderr)
+        return 2
 
     import torch
     import torch.nn.functional as F
@@ -59,35 +65,50 @@ def main() -> int:
             shape = (1, args.heads, n, args.head_dim)
             q, k, v = (torch.rand(shape, device=device, dtype=dtype, generator=generator) * 2 - 1 for _ in range(3))
             causal = mask == "causal"
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            times = []
-            with backend_scope(), torch.no_grad():
+            pairs = n * (n + 1) / 2 if causal else n * n
+
+            def timed(call):
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                times = []
                 for rep in range(-args.warmup, args.reps):
                     start.record()
-                    F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    call()
                     end.record()
                     end.synchronize()
                     if rep >= 0:
                         times.append(start.elapsed_time(end))
-            median = statistics.median(times)
-            pairs = n * (n + 1) / 2 if causal else n * n
-            flops = 4.0 * pairs * args.head_dim * args.heads
-            print(json.dumps({
-                "impl": "torch-sdpa",
-                "sdpa_backend": args.sdpa_backend,
-                "torch": torch.__version__,
-                "device": name,
-                "dtype": args.dtype,
-                "seq_len": n,
-                "heads": args.heads,
-                "head_dim": args.head_dim,
-                "mask": mask,
-                "reps": args.reps,
-                "median_ms": round(median, 4),
-                "min_ms": round(min(times), 4),
-                "tflops": round(flops / (median * 1e-3) / 1e12, 2),
-            }), flush=True)
+                return times
+
+            for pass_name in passes:
+                with backend_scope():
+                    if pass_name == "fwd":
+                        with torch.no_grad():
+                            times = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+                    else:
+                        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+                        out = F.scaled_dot_product_attention(*leaves, is_causal=causal)
+                        dout = torch.rand(shape, device=device, dtype=dtype, generator=generator) * 2 - 1
+                        times = timed(lambda: torch.autograd.grad(out, leaves, dout, retain_graph=True))
+                        del leaves, out, dout
+                median = statistics.median(times)
+                flops = (10.0 if pass_name == "bwd" else 4.0) * pairs * args.head_dim * args.heads
+                print(json.dumps({
+                    "impl": "torch-sdpa",
+                    "pass": pass_name,
+                    "sdpa_backend": args.sdpa_backend,
+                    "torch": torch.__version__,
+                    "device": name,
+                    "dtype": args.dtype,
+                    "seq_len": n,
+                    "heads": args.heads,
+                    "head_dim": args.head_dim,
+                    "mask": mask,
+                    "reps": args.reps,
+                    "median_ms": round(median, 4),
+                    "min_ms": round(min(times), 4),
+                    "tflops": round(flops / (median * 1e-3) / 1e12, 2),
+                }), flush=True)
             del q, k, v
     return 0
 

@@ -4,9 +4,11 @@
 # reports/validation/kernel-<gpu>.json and .md side by side with the ratio.
 #   scripts/gpu-kernel-bench.sh [BUILD_DIR]     (default: build; needs bench_kernel_gpu built)
 # Environment: PYTHON (a Python with torch; default python3), BENCH_ARGS (extra flags for both
-# programs, e.g. "--seq-lens 4096,8192"), KERNELS (stripesim's kernels to time; default
-# flash,wmma). On a machine whose NCCL comes from PyTorch's pip
-# packages (no libnccl.so.2 beside the CUDA toolkit), that directory is put on LD_LIBRARY_PATH.
+# programs, e.g. "--seq-lens 4096,8192"), KERNELS (stripesim's forward kernels to time; default
+# flash,wmma), BACKWARD_KERNELS (its backward kernels, timed alone after a forward beside SDPA's
+# backward; default wmma, empty for none; scalar takes minutes at 32k). On a machine whose NCCL
+# comes from PyTorch's pip packages (no libnccl.so.2 beside the CUDA toolkit), that directory is
+# put on LD_LIBRARY_PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -21,8 +23,9 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
-ours_cmd="$bench --kernels ${KERNELS:-flash,wmma} ${BENCH_ARGS:-}"
-sdpa_cmd="$python bench/sdpa_reference.py ${BENCH_ARGS:-}"
+backward="${BACKWARD_KERNELS-wmma}"
+ours_cmd="$bench --kernels ${KERNELS:-flash,wmma}${backward:+ --backward-kernels $backward} ${BENCH_ARGS:-}"
+sdpa_cmd="$python bench/sdpa_reference.py${backward:+ --passes fwd,bwd} ${BENCH_ARGS:-}"
 echo "== $ours_cmd" >&2
 $ours_cmd > "$work/stripesim.jsonl"
 echo "== $sdpa_cmd" >&2
