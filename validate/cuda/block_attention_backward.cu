@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backward_common.cuh"
 #include "kernel_common.cuh"
 #include "stripesim/validate/block_attention_backward.hpp"
 #include "stripesim/validate/tile_schedule.hpp"
@@ -72,13 +73,10 @@ __global__ void __launch_bounds__(kThreads) block_backward_kernel(BlockBackwardA
   __shared__ std::int64_t low[kRows];
   __shared__ std::int64_t high[kRows];
 
-  const int per_tile = tile_k / kRows;
-  const int key_tile = a.tile_order[blockIdx.x / per_tile];
-  const std::int64_t key0 = static_cast<std::int64_t>(key_tile) * tile_k + (blockIdx.x % per_tile) * kRows;
-  const int first = a.tile_offsets[key_tile];
-  const int last = a.tile_offsets[key_tile + 1];
-  if (key0 >= a.keys || first == last) return;  // past a short last tile, or a key tile no query sees
-  const int keys = static_cast<int>(min64(kRows, a.keys - key0));
+  const BackwardBlock block = backward_block<kRows>(a, tile_k);
+  if (block.idle) return;
+  const std::int64_t key0 = block.key0;
+  const int keys = block.keys;
   const int head = static_cast<int>(blockIdx.y);
   const int kv_head = head / (a.heads / a.kv_heads);
   const std::int64_t q_stride = static_cast<std::int64_t>(a.heads) * HeadDim;
@@ -97,24 +95,15 @@ __global__ void __launch_bounds__(kThreads) block_backward_kernel(BlockBackwardA
   if (threadIdx.x < kRows) key_pos[threadIdx.x] = threadIdx.x < keys ? a.key_positions[key0 + threadIdx.x] : 0;
   const float scale_log2 = a.scale * kLog2e;
 
-  for (int e = first; e < last; ++e) {
-    const int entry = a.tile_entries[e];
-    const bool partial = (entry & kPartialTile) != 0;
-    const std::int64_t tile_begin = static_cast<std::int64_t>(entry & ~kPartialTile) * tile_q;
-    const std::int64_t tile_end = min64(a.queries, tile_begin + tile_q);
-    for (std::int64_t q0 = tile_begin; q0 < tile_end; q0 += kRows) {
-      const int rows = static_cast<int>(min64(kRows, tile_end - q0));
+  for (int e = block.first; e < block.last; ++e) {
+    const QueryTile tile = query_tile(a, e, tile_q);
+    const bool partial = tile.partial;
+    for (std::int64_t q0 = tile.begin; q0 < tile.end; q0 += kRows) {
+      const int rows = static_cast<int>(min64(kRows, tile.end - q0));
       __syncthreads();  // the previous step is done with q_s, do_s, p_s, ds_s
       load_rows<T, HeadDim>(q_s, q + q0 * q_stride, q_stride, rows);
       load_rows<T, HeadDim>(do_s, dout + q0 * q_stride, q_stride, rows);
-      if (threadIdx.x < kRows) {
-        const bool inside = static_cast<int>(threadIdx.x) < rows;
-        const std::int64_t row = (q0 + threadIdx.x) * a.heads + head;
-        lse_s[threadIdx.x] = inside ? a.lse2[row] : 0.f;
-        delta_s[threadIdx.x] = inside ? a.delta[row] : 0.f;
-        low[threadIdx.x] = inside ? a.query_lowest[q0 + threadIdx.x] : 0;
-        high[threadIdx.x] = inside ? a.query_highest[q0 + threadIdx.x] : -1;
-      }
+      load_query_rows<kRows>(a, q0, rows, head, lse_s, delta_s, low, high);
       __syncthreads();
       // 2. P and dS, one (query, key) pair per thread and step; a warp shares its query.
       for (int idx = threadIdx.x; idx < kRows * kRows; idx += kThreads) {
@@ -175,35 +164,13 @@ __global__ void backward_prepare_kernel(const float* out, const T* dout, const f
   }
 }
 
-// The compiled variants: precision x head_dim (the tile is a run-time argument: kRows divides
-// every compiled side). With args == nullptr, prepare instead of launching.
-template <typename T>
-cudaError_t dispatch_precision(const KernelShape& shape, const BlockBackwardArgs* args, cudaStream_t stream) {
-  auto run = [&]<int HeadDim>() -> cudaError_t {
-    auto* kernel = &block_backward_kernel<T, HeadDim>;
-    constexpr std::size_t bytes = BackwardLayout<HeadDim>::kBytes;
-    if (args == nullptr) {
-      return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-    }
-    const auto tile_k = static_cast<int>(shape.tile.key);
-    const std::int64_t key_tiles = (args->keys + tile_k - 1) / tile_k;
-    const dim3 grid(static_cast<unsigned>(key_tiles * (tile_k / kRows)), static_cast<unsigned>(args->heads));
-    static_cast<void>(cudaGetLastError());  // see prepare_or_launch
-    kernel<<<grid, kThreads, bytes, stream>>>(*args, static_cast<int>(shape.tile.query), tile_k);
-    return cudaGetLastError();
-  };
-  if (shape.head_dim == 64) return run.template operator()<64>();
-  if (shape.head_dim == 128) return run.template operator()<128>();
-  return cudaErrorInvalidValue;
-}
-
+// With args == nullptr, prepare instead of launching.
 cudaError_t dispatch(const KernelShape& shape, const BlockBackwardArgs* args, cudaStream_t stream) {
   if (shape.backward == GpuBackwardKernel::wmma) return dispatch_wmma_backward(shape, args, stream);
-  switch (shape.precision) {
-    case Precision::bf16: return dispatch_precision<__nv_bfloat16>(shape, args, stream);
-    case Precision::fp16: return dispatch_precision<__half>(shape, args, stream);
-    default: return cudaErrorInvalidValue;
-  }
+  return with_backward_variant(shape, [&]<typename T, int HeadDim>() {
+    return prepare_or_launch_backward(&block_backward_kernel<T, HeadDim>, BackwardLayout<HeadDim>::kBytes, kThreads, kRows, shape,
+                                      args, stream);
+  });
 }
 
 }  // namespace

@@ -31,6 +31,7 @@
 
 #include <cstdint>
 
+#include "backward_common.cuh"
 #include "kernel_common.cuh"
 #include "stripesim/validate/tile_schedule.hpp"
 #include "wmma_backward.hpp"
@@ -119,13 +120,10 @@ __global__ void __launch_bounds__(kThreads) wmma_backward_kernel(const BlockBack
   __shared__ std::int64_t high_s[kQueries];
   __shared__ std::int64_t key_pos_s[kKeys];
 
-  const int per_tile = tile_k / kKeys;
-  const int key_tile = a.tile_order[blockIdx.x / per_tile];
-  const std::int64_t key0 = static_cast<std::int64_t>(key_tile) * tile_k + (blockIdx.x % per_tile) * kKeys;
-  const int first = a.tile_offsets[key_tile];
-  const int last = a.tile_offsets[key_tile + 1];
-  if (key0 >= a.keys || first == last) return;  // past a short last tile, or a key tile no query sees
-  const int keys = static_cast<int>(min64(kKeys, a.keys - key0));
+  const BackwardBlock block = backward_block<kKeys>(a, tile_k);
+  if (block.idle) return;
+  const std::int64_t key0 = block.key0;
+  const int keys = block.keys;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int my_keys = 16 * warp;  // the warp's first key within the block
@@ -152,25 +150,16 @@ __global__ void __launch_bounds__(kThreads) wmma_backward_kernel(const BlockBack
     wmma::fill_fragment(dv_acc[c], 0.f);
   }
 
-  for (int e = first; e < last; ++e) {
-    const int entry = a.tile_entries[e];
-    const bool partial = (entry & kPartialTile) != 0;
-    const std::int64_t tile_begin = static_cast<std::int64_t>(entry & ~kPartialTile) * tile_q;
-    const std::int64_t tile_end = min64(a.queries, tile_begin + tile_q);
-    for (std::int64_t q0 = tile_begin; q0 < tile_end; q0 += kQueries) {
-      const int rows = static_cast<int>(min64(kQueries, tile_end - q0));
+  for (int e = block.first; e < block.last; ++e) {
+    const QueryTile tile = query_tile(a, e, tile_q);
+    const bool partial = tile.partial;
+    for (std::int64_t q0 = tile.begin; q0 < tile.end; q0 += kQueries) {
+      const int rows = static_cast<int>(min64(kQueries, tile.end - q0));
       __syncthreads();  // every warp is done with the previous step's Q, dO, dS^T and staging
       copy_rows_async<T, HeadDim, kThreads>(q_s, RS, q + q0 * q_stride, q_stride, rows, kQueries);
       copy_rows_async<T, HeadDim, kThreads>(do_s, RS, dout + q0 * q_stride, q_stride, rows, kQueries);
       __pipeline_commit();
-      if (threadIdx.x < kQueries) {
-        const bool inside = static_cast<int>(threadIdx.x) < rows;
-        const std::int64_t row = (q0 + threadIdx.x) * a.heads + head;
-        lse_s[threadIdx.x] = inside ? a.lse2[row] : 0.f;
-        delta_s[threadIdx.x] = inside ? a.delta[row] : 0.f;
-        low_s[threadIdx.x] = inside ? a.query_lowest[q0 + threadIdx.x] : 0;
-        high_s[threadIdx.x] = inside ? a.query_highest[q0 + threadIdx.x] : -1;
-      }
+      load_query_rows<kQueries>(a, q0, rows, head, lse_s, delta_s, low_s, high_s);
       __pipeline_wait_prior(0);
       __syncthreads();
 
@@ -263,26 +252,6 @@ __global__ void __launch_bounds__(kThreads) wmma_backward_kernel(const BlockBack
   add_rows<HeadDim, SS>(dv, kv_stride, own, own_keys, lane);
 }
 
-template <typename T>
-cudaError_t dispatch_precision(const KernelShape& shape, const BlockBackwardArgs* args, cudaStream_t stream) {
-  auto run = [&]<int HeadDim>() -> cudaError_t {
-    auto* kernel = &wmma_backward_kernel<T, HeadDim>;
-    constexpr std::size_t bytes = WmmaBackwardLayout<HeadDim>::kBytes;
-    if (args == nullptr) {
-      return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-    }
-    const auto tile_k = static_cast<int>(shape.tile.key);
-    const std::int64_t key_tiles = (args->keys + tile_k - 1) / tile_k;
-    const dim3 grid(static_cast<unsigned>(key_tiles * (tile_k / kKeys)), static_cast<unsigned>(args->heads));
-    static_cast<void>(cudaGetLastError());  // see prepare_or_launch
-    kernel<<<grid, kThreads, bytes, stream>>>(*args, static_cast<int>(shape.tile.query), tile_k);
-    return cudaGetLastError();
-  };
-  if (shape.head_dim == 64) return run.template operator()<64>();
-  if (shape.head_dim == 128) return run.template operator()<128>();
-  return cudaErrorInvalidValue;
-}
-
 }  // namespace
 
 std::size_t wmma_backward_shared_bytes(Count head_dim) {
@@ -290,11 +259,10 @@ std::size_t wmma_backward_shared_bytes(Count head_dim) {
 }
 
 cudaError_t dispatch_wmma_backward(const KernelShape& shape, const BlockBackwardArgs* args, cudaStream_t stream) {
-  switch (shape.precision) {
-    case Precision::bf16: return dispatch_precision<__nv_bfloat16>(shape, args, stream);
-    case Precision::fp16: return dispatch_precision<__half>(shape, args, stream);
-    default: return cudaErrorInvalidValue;
-  }
+  return with_backward_variant(shape, [&]<typename T, int HeadDim>() {
+    return prepare_or_launch_backward(&wmma_backward_kernel<T, HeadDim>, WmmaBackwardLayout<HeadDim>::kBytes, kThreads, kKeys,
+                                      shape, args, stream);
+  });
 }
 
 }  // namespace stripesim::validate::gpu
