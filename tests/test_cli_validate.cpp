@@ -327,6 +327,12 @@ TEST(CliValidate, FromSeveralRunsFitsThemTogether) {
       run_cli("validate --compare --from '" + (dir / "wmma.json").string() + "' --profile " + STRIPESIM_SOURCE_DIR + "/configs/hardware/h200.json");
   EXPECT_EQ(shipped.exit_code, 2);
   EXPECT_NE(shipped.err.find("--profile with --gpu-backward-kernel wmma"), std::string::npos) << shipped.err;
+  auto half = b;  // a hand-edited run whose cases ran different backward kernels
+  half.at("cases").front()["gpu_backward_kernel"] = "wmma";
+  std::ofstream(dir / "half.json") << half.dump();
+  const CliResult both = run_cli("validate --compare --from '" + (dir / "half.json").string() + "'");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("half.json: cases of the wmma and the scalar backward kernel in one run"), std::string::npos) << both.err;
   fs::remove_all(dir);
 }
 

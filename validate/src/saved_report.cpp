@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <optional>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include "stripesim/model/io/json_fields.hpp"
@@ -157,6 +157,36 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
 
 }  // namespace
 
+namespace {
+
+// The GPU kernels whose costs a fit over runs describes: every case's forward kernel, and the
+// backward kernel of every case that ran a backward (a forward-only run has none to differ in).
+struct RunKernels {
+  std::optional<GpuKernel> forward;
+  std::optional<GpuBackwardKernel> backward;
+};
+
+RunKernels kernels_of(const ValidationReport& run, const std::string& label) {
+  RunKernels k;
+  for (const CaseResult& r : run.results) {
+    const RingCase& c = r.ring_case;
+    if (k.forward && *k.forward != c.gpu_kernel) {
+      throw InputError(fmt::format("{}: cases of the {} and the {} kernel in one run", label, gpu_kernel_name(*k.forward),
+                                   gpu_kernel_name(c.gpu_kernel)));
+    }
+    k.forward = c.gpu_kernel;
+    if (!c.backward) continue;
+    if (k.backward && *k.backward != c.gpu_backward_kernel) {
+      throw InputError(fmt::format("{}: cases of the {} and the {} backward kernel in one run", label,
+                                   gpu_backward_kernel_name(*k.backward), gpu_backward_kernel_name(c.gpu_backward_kernel)));
+    }
+    k.backward = c.gpu_backward_kernel;
+  }
+  return k;
+}
+
+}  // namespace
+
 ValidationReport read_saved_report(const nlohmann::json& doc, const std::string& label) {
   const JsonFields f(doc, label);
   if (f.string("schema") != kValidateSchema) throw InputError(fmt::format("{}: expected \"{}\"", f.where("schema"), kValidateSchema));
@@ -189,38 +219,9 @@ ValidationReport read_saved_report(const nlohmann::json& doc, const std::string&
   for (size_t i = 0; i < cases.size(); ++i) {
     report.results.push_back(result_from(JsonFields(cases[i], f.where_item("cases", i)), report.backend));
   }
+  if (is_gpu_backend(report.backend)) (void)kernels_of(report, label);  // one run, one kernel of each pass
   return report;
 }
-
-namespace {
-
-// The GPU kernels whose costs a fit over runs describes: every case's forward kernel, and the
-// backward kernel of every case that ran a backward (a forward-only run has none to differ in).
-struct RunKernels {
-  std::optional<GpuKernel> forward;
-  std::optional<GpuBackwardKernel> backward;
-};
-
-RunKernels kernels_of(const ValidationReport& run, const std::string& label) {
-  RunKernels k;
-  for (const CaseResult& r : run.results) {
-    const RingCase& c = r.ring_case;
-    if (k.forward && *k.forward != c.gpu_kernel) {
-      throw InputError(fmt::format("{}: cases of the {} and the {} kernel in one run", label, gpu_kernel_name(*k.forward),
-                                   gpu_kernel_name(c.gpu_kernel)));
-    }
-    k.forward = c.gpu_kernel;
-    if (!c.backward) continue;
-    if (k.backward && *k.backward != c.gpu_backward_kernel) {
-      throw InputError(fmt::format("{}: cases of the {} and the {} backward kernel in one run", label,
-                                   gpu_backward_kernel_name(*k.backward), gpu_backward_kernel_name(c.gpu_backward_kernel)));
-    }
-    k.backward = c.gpu_backward_kernel;
-  }
-  return k;
-}
-
-}  // namespace
 
 ValidationReport merge_saved_reports(std::vector<ValidationReport> reports, const std::vector<std::string>& labels) {
   if (reports.empty() || reports.size() != labels.size()) throw std::invalid_argument("merge_saved_reports: a label per report");
