@@ -23,7 +23,7 @@
 //   Q, dO      64 x (D + 8) T each
 //   S^T, dP^T  64 x (64 + 4) fp32 each  the dQ / dK / dV staging, 64 x (D + 4) fp32, aliases them
 //   P^T, dS^T  64 x (64 + 8) T each
-// D = 128: 120 KiB (an A100 allows 163, an H100 227); D = 64: 69 KiB.
+// D = 128: 120 KiB (an A100 allows 163, an H100 227); D = 64: 88 KiB.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_pipeline_primitives.h>
@@ -73,6 +73,9 @@ struct WmmaBackwardLayout {
                 kDs % 32 == 0);
   static_assert(kRowStride % 8 == 0 && kHalfPairStride % 8 == 0 && kPairStride % 4 == 0 && kStageStride % 4 == 0);
 };
+
+// The sizes the header states: one block per SM fits on an A100 as on an H100.
+static_assert(WmmaBackwardLayout<128>::kBytes == 120 * 1024 && WmmaBackwardLayout<64>::kBytes == 88 * 1024);
 
 template <typename T>
 using RowA = wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major>;
