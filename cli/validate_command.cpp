@@ -226,14 +226,14 @@ std::optional<model::HardwareProfile> given_hardware_profile(const ValidateOptio
 
 // Before anything runs or is read further: --hardware names a profile, --compare has a case to
 // predict besides one to fit on, or a --profile to predict with, and that profile's kernel costs
-// describe the kernels of the run (on `backend`; `first`: its first case).
+// describe the kernels of the run (on `backend`; `kernels`: the case that names them).
 void check_prediction_flags(const ValidateOptions& o, const model::ConfigCatalog& catalog, size_t cases, bool given_profile,
-                            std::string_view backend, const validate::RingCase& first) {
+                            std::string_view backend, const validate::RingCase& kernels) {
   if (!o.hardware.empty()) (void)catalog.hardware(o.hardware);
   if (o.compare && cases < 2 && !given_profile) {
     throw model::InputError("--compare: needs at least two cases (one to calibrate on, one to predict) or --profile");
   }
-  if (o.compare) validate::check_backward_costs_known(given_profile, o.kernel, backend, first);
+  if (o.compare) validate::check_backward_costs_known(given_profile, o.kernel, backend, kernels);
 }
 
 // Predictions (--calibrate, --compare), the files and the exit code of a report, run here or
@@ -245,7 +245,7 @@ int finish_report(const ValidateOptions& opts, validate::ValidationReport& repor
     inputs.base = validate::base_hardware(catalog, opts.hardware, report.backend, report.device);
     inputs.given = given_profile;
     inputs.kernel = [&](const model::HardwareProfile& hardware) {
-      return validate::validator_kernel(catalog, opts.kernel, report.backend, report.results.front().ring_case, hardware);
+      return validate::validator_kernel(catalog, opts.kernel, report.backend, validate::kernels_case(report.results), hardware);
     };
     inputs.hold_out = opts.compare;
     validate::predict_and_compare(report, inputs, report.concurrent_devices);
@@ -303,7 +303,7 @@ int run_on_saved_report(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   const model::ConfigCatalog catalog(config_dir());
   const std::optional<model::HardwareProfile> given_profile = given_hardware_profile(o);
   check_prediction_flags(o, catalog, report.results.size(), given_profile.has_value(), report.backend,
-                         report.results.front().ring_case);
+                         validate::kernels_case(report.results));
   if (mode == RunMode::parse_only) return 0;
   report.command = command_line(cmd);
   return finish_report(o, report, catalog, given_profile);

@@ -327,6 +327,14 @@ TEST(CliValidate, FromSeveralRunsFitsThemTogether) {
       run_cli("validate --compare --from '" + (dir / "wmma.json").string() + "' --profile " + STRIPESIM_SOURCE_DIR + "/configs/hardware/h200.json");
   EXPECT_EQ(shipped.exit_code, 2);
   EXPECT_NE(shipped.err.find("--profile with --gpu-backward-kernel wmma"), std::string::npos) << shipped.err;
+  // Behind a forward-only run the wmma run's backward still decides the blocks and the refusal.
+  const CliResult behind = run_cli("validate --compare --from '" + forward + "' --from '" + (dir / "wmma.json").string() + "' --format json");
+  ASSERT_EQ(behind.exit_code, 0) << behind.err;
+  EXPECT_EQ(nlohmann::json::parse(behind.out).at("kernel").at("backward_block_keys"), 64);
+  const CliResult behind_shipped = run_cli("validate --compare --from '" + forward + "' --from '" + (dir / "wmma.json").string() +
+                                           "' --profile " + STRIPESIM_SOURCE_DIR + "/configs/hardware/h200.json");
+  EXPECT_EQ(behind_shipped.exit_code, 2);
+  EXPECT_NE(behind_shipped.err.find("--profile with --gpu-backward-kernel wmma"), std::string::npos) << behind_shipped.err;
   auto half = b;  // a hand-edited run whose cases ran different backward kernels
   half.at("cases").front()["gpu_backward_kernel"] = "wmma";
   std::ofstream(dir / "half.json") << half.dump();

@@ -155,10 +155,6 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
   return r;
 }
 
-}  // namespace
-
-namespace {
-
 // The GPU kernels whose costs a fit over runs describes: every case's forward kernel, and the
 // backward kernel of every case that ran a backward (a forward-only run has none to differ in).
 struct RunKernels {

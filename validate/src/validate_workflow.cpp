@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "stripesim/validate/calibration.hpp"
@@ -51,6 +52,11 @@ sim::KernelProfile validator_kernel(const model::ConfigCatalog& catalog, const s
     profile.backward_block_keys = gpu_backward_block_keys(run.gpu_backward_kernel);
   }
   return profile;
+}
+
+const RingCase& kernels_case(const std::vector<CaseResult>& results) {
+  const auto backward = std::ranges::find_if(results, [](const CaseResult& r) { return r.ring_case.backward; });
+  return (backward != results.end() ? *backward : results.front()).ring_case;
 }
 
 void check_backward_costs_known(bool given_profile, const std::string& kernel, std::string_view backend, const RingCase& run) {

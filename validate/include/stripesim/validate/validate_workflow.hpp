@@ -41,6 +41,11 @@ namespace stripesim::validate {
                                                   std::string_view backend, const RingCase& run,
                                                   const model::HardwareProfile& hardware);
 
+// The case whose kernels a run's predictions describe (validator_kernel, check_backward_costs_known):
+// its first backward case where it has one (runs merged with --from may put a forward-only run
+// first), else its first case. `results` is not empty.
+[[nodiscard]] const RingCase& kernels_case(const std::vector<CaseResult>& results);
+
 // Throws model::InputError when predictions would use a shipped profile's backward costs for a
 // backward kernel they were not measured on: the shipped stripesim profiles' backward costs are
 // the scalar backward's, so a `wmma` backward run is predicted by fitting on it (or with
