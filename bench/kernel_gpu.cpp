@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <iostream>
 #include <stdexcept>
-#include <string>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "stripesim/model/work/tile_shape.hpp"
@@ -194,15 +194,13 @@ class PlainAttention {
         [&] { run_forward(); });
   }
 
-  // The backward kernel alone, after one forward and the lse2/delta preparation (as PyTorch's
-  // backward of a saved forward); zeroing the gradients before each launch is not timed.
-  std::pair<double, double> time_backward(stripesim::validate::GpuBackwardKernel kernel) {
-    gpu::KernelShape shape = shape_;
-    shape.backward = kernel;
-    check(gpu::prepare_block_attention_backward(shape), "cudaFuncSetAttribute of the backward kernel");
+  // The shape's backward kernel alone, after one forward and the lse2/delta preparation (as
+  // PyTorch's backward of a saved forward); zeroing the gradients before each launch is not timed.
+  std::pair<double, double> time_backward() {
+    check(gpu::prepare_block_attention_backward(shape_), "cudaFuncSetAttribute of the backward kernel");
     check(gpu::launch_init_state(forward_.out_acc, forward_.row_max, forward_.row_sum, rows_, o_.head_dim, nullptr), "init state");
     run_forward();
-    check(gpu::launch_backward_prepare(out_.as<float>(), dout_.as<void>(), shape.precision, forward_.row_max, forward_.row_sum,
+    check(gpu::launch_backward_prepare(out_.as<float>(), dout_.as<void>(), shape_.precision, forward_.row_max, forward_.row_sum,
                                        lse2_.as<float>(), delta_.as<float>(), rows_, o_.head_dim, nullptr),
           "backward preparation");
     return time_launches(
@@ -212,7 +210,7 @@ class PlainAttention {
             check(cudaMemsetAsync(gradient->as<void>(), 0, elements_ * 4, nullptr), "zero the gradients");
           }
         },
-        [&] { check(gpu::launch_block_attention_backward(shape, backward_, nullptr), "backward kernel launch"); });
+        [&] { check(gpu::launch_block_attention_backward(shape_, backward_, nullptr), "backward kernel launch"); });
   }
 
  private:
@@ -282,13 +280,15 @@ int main(int argc, char** argv) {
                        ms.second, flops / (ms.first * 1e-3) / 1e12)
                 << std::endl;
     };
-    // Every (tile, length, mask) of a kernel whose shape fits this GPU's shared memory.
-    const auto for_each_shape = [&](const std::string& kernel, gpu::KernelShape shape, const std::vector<std::string>& tiles,
-                                    auto&& run) {
+    // Every (tile, length, mask) of a kernel whose shape (and, timing a backward, its backward
+    // kernel's) fits this GPU's shared memory.
+    const auto for_each_shape = [&](const std::string& kernel, gpu::KernelShape shape, bool backward,
+                                    const std::vector<std::string>& tiles, auto&& run) {
       for (const std::string& tile_text : tiles) {
         shape.tile = stripesim::model::parse_tile_shape(tile_text);
         gpu::check_kernel_shape(shape);
-        if (std::max(gpu::kernel_shared_bytes(shape), gpu::backward_shared_bytes(shape)) > properties.sharedMemPerBlockOptin) {
+        const std::size_t bytes = std::max(gpu::kernel_shared_bytes(shape), backward ? gpu::backward_shared_bytes(shape) : 0);
+        if (bytes > properties.sharedMemPerBlockOptin) {
           std::cerr << "bench_kernel_gpu: " << kernel << " at tile " << tile_text << " needs more shared memory than "
                     << properties.name << " allows per block; skipped\n";
           continue;
@@ -305,17 +305,17 @@ int main(int argc, char** argv) {
     };
     for (const std::string& kernel : o.kernels) {
       const gpu::KernelShape shape{precision, o.head_dim, {}, stripesim::validate::parse_gpu_kernel(kernel)};
-      for_each_shape(kernel, shape, o.tiles,
+      for_each_shape(kernel, shape, false, o.tiles,
                      [&](PlainAttention& problem, std::int64_t n, const std::string& mask, const std::string& tile) {
                        emit("fwd", kernel, n, mask, tile, problem.time_forward());
                      });
     }
     for (const std::string& kernel : o.backward_kernels) {
-      const auto backward = stripesim::validate::parse_gpu_backward_kernel(kernel);
-      const gpu::KernelShape shape{precision, o.head_dim, {}, stripesim::validate::GpuKernel::flash, backward};
-      for_each_shape(kernel, shape, o.backward_tiles,
+      const gpu::KernelShape shape{precision, o.head_dim, {}, stripesim::validate::GpuKernel::flash,
+                                   stripesim::validate::parse_gpu_backward_kernel(kernel)};
+      for_each_shape(kernel, shape, true, o.backward_tiles,
                      [&](PlainAttention& problem, std::int64_t n, const std::string& mask, const std::string& tile) {
-                       emit("bwd", kernel, n, mask, tile, problem.time_backward(backward));
+                       emit("bwd", kernel, n, mask, tile, problem.time_backward());
                      });
     }
   } catch (const std::exception& error) {
