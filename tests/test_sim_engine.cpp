@@ -390,6 +390,54 @@ TEST(KernelTime, FeaturesTimesCostsIsTheTimeAndShapesScale) {
   EXPECT_DOUBLE_EQ(flex_like.call_us(rows({{0, 0}, {0, 0}}), KernelPass::forward), 5 + 0.5);
 }
 
+// A tile whose element-wise work costs s head dims of matmul follows the head size as (s + d):
+// at half the profile's head size with s = 32, (32 + 64) / (32 + 128) = 0.6 of a tile, where
+// FLOPs alone give 0.5; a precision half as fast slows the matmul part only; blocks still scale
+// by bytes, and a profile's JSON carries s only when there is one.
+TEST(KernelTime, ATilesElementWiseWorkDoesNotScaleWithTheHeadSize) {
+  KernelProfile k = unit_kernel();
+  k.head_dim = 128;
+  k.forward = {0, 1, 10, 10};
+  k.forward.score_head_dims = 32;
+  const model::QueryTileProfile one_tile = rows({{1, 0}});
+  EXPECT_DOUBLE_EQ(KernelTimeModel(k, 1, {1, 128, {1, 1}, 1}).call_us(one_tile, KernelPass::forward), 1 + 10);
+  const KernelTimeModel half(k, 1, {1, 64, {1, 1}, 1});
+  EXPECT_DOUBLE_EQ(half.tile_scale(KernelPass::forward), 0.6);
+  EXPECT_DOUBLE_EQ(half.call_us(one_tile, KernelPass::forward), 0.5 + 6);
+  EXPECT_DOUBLE_EQ(half.tile_scale(KernelPass::backward), 0.5) << "the backward has no element-wise share here";
+  const KernelTimeModel slower(k, 1, {1, 128, {1, 1}, 2});
+  EXPECT_DOUBLE_EQ(slower.tile_scale(KernelPass::forward), (32.0 + 256) / 160);
+  EXPECT_DOUBLE_EQ(slower.block_scale(), 2.0);
+  const KernelTimeModel wider(k, 1, {1, 128, {2, 1}, 1});
+  EXPECT_DOUBLE_EQ(wider.tile_scale(KernelPass::forward), 2.0) << "the tile's area scales both parts";
+  // Above the largest head size the share was measured at, FLOPs from there: at 256 with the
+  // share measured up to 128, (32 + 128) / 160 * 2 = 2; measured up to 256, (32 + 256) / 160.
+  EXPECT_DOUBLE_EQ(KernelTimeModel(k, 1, {1, 256, {1, 1}, 1}).tile_scale(KernelPass::forward), 2.0);
+  k.forward.score_head_dims_up_to = 256;
+  EXPECT_DOUBLE_EQ(KernelTimeModel(k, 1, {1, 256, {1, 1}, 1}).tile_scale(KernelPass::forward), 288.0 / 160);
+  EXPECT_DOUBLE_EQ(KernelTimeModel(k, 1, {1, 512, {1, 1}, 1}).tile_scale(KernelPass::forward), 288.0 / 160 * 2);
+  const nlohmann::ordered_json doc = to_json(k);
+  EXPECT_EQ(doc.at("forward").at("score_head_dims"), 32.0);
+  EXPECT_FALSE(doc.at("backward").contains("score_head_dims"));
+  EXPECT_EQ(doc.at("forward").at("score_head_dims_up_to"), 256);
+  EXPECT_EQ(kernel_profile_from_json(nlohmann::json::parse(doc.dump()), "again").forward, k.forward);
+  nlohmann::json bad = nlohmann::json::parse(doc.dump());
+  bad["forward"]["score_head_dims"] = -1;
+  try {
+    (void)kernel_profile_from_json(bad, "k.json");
+    ADD_FAILURE() << "a negative share was accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "k.json field \"forward\" field \"score_head_dims\": must not be negative, got -1");
+  }
+  bad["forward"]["score_head_dims"] = 0;  // a range with no share to hold over it
+  try {
+    (void)kernel_profile_from_json(bad, "k.json");
+    ADD_FAILURE() << "a range without a share was accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "k.json field \"forward\" field \"score_head_dims_up_to\": needs a score_head_dims above 0");
+  }
+}
+
 // SMs that share their throughput: with k of its B blocks an SM runs each at
 // min(lone speed-up, B / k) of a full SM's block rate (KernelProfile::lone_block_speedup).
 TEST(KernelTime, SmsShareTheirThroughputAmongTheBlocksTheyHold) {

@@ -1,6 +1,7 @@
 // The validator's CPU backend and its pipeline: the ring's output equals dense attention for every
 // layout and mask, tile skipping matches the work model, timings land where the work is, and the
 // calibration fit recovers a known kernel profile exactly.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -530,6 +531,54 @@ TEST(KernelFit, FindsAnSmThatSpeedsUpALoneBlockOnly) {
     best = std::min(best, worst);
   }
   EXPECT_GT(best, 0.02) << "the rule matters on these calls";
+}
+
+// A kernel whose tiles carry element-wise work that does not grow with the head size (forward
+// 24 head dims' worth, backward 8), timed forward and backward at head sizes 64 and 128: the fit
+// finds both and meets every call; fitted by FLOPs alone (score_head_dims 0) the same calls
+// miss, and a run at one head size leaves the base profile's value as it was.
+TEST(KernelFit, FindsHowATilesCostFollowsTheHeadSize) {
+  const model::HardwareProfile hw = synthetic_bf16_hardware(8);
+  sim::KernelProfile truth;
+  truth.forward = {20.0, 1.0, 4.0, 6.0};
+  truth.forward.score_head_dims = 24;
+  truth.backward = {40.0, 2.0, 10.0, 13.0};
+  truth.backward.score_head_dims = 8;
+  std::vector<MeasuredWorkload> workloads;
+  for (const Count head_dim : {Count{64}, Count{128}}) {
+    for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+      for (const auto pass : {sim::PassSelection::forward, sim::PassSelection::backward}) {
+        MeasuredWorkload w = causal_workload(fmt::format("{}-{}-{}", layout, head_dim, pass == sim::PassSelection::forward ? "f" : "b"),
+                                             layout, 4096, 4, 2, pass, std::vector<double>(16, 1.0));
+        w.head_dim = head_dim;
+        workloads.push_back(std::move(w));
+      }
+    }
+  }
+  time_with(truth, hw, workloads);
+  const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
+  sim::KernelProfile start = truth;
+  start.forward = {1, 1, 1, 1};
+  start.backward = {1, 1, 1, 1};
+  const KernelFit fit = fit_kernel(calls, start, hw);
+  EXPECT_NEAR(fit.profile.forward.score_head_dims, 24.0, 0.1);
+  EXPECT_NEAR(fit.profile.backward.score_head_dims, 8.0, 0.1);
+  EXPECT_NEAR(fit.profile.forward.full_tile_us, 4.0, 1e-2);
+  EXPECT_LT(fit.max_abs_error, 1e-3);
+  EXPECT_EQ(fit.profile.fit.at("score_head_dims").at("forward"), "fitted on head sizes 64, 128");
+  // By FLOPs alone: fitted on the calls at 128 (one head size: score_head_dims stays the start's
+  // 0), the calls at 64 come out too fast.
+  std::vector<MeasuredCall> at_128;
+  std::ranges::copy_if(calls, std::back_inserter(at_128), [](const MeasuredCall& c) { return c.shape.head_dim == 128; });
+  const KernelFit one_size = fit_kernel(at_128, start, hw);
+  EXPECT_FALSE(one_size.profile.fit.contains("score_head_dims"));
+  EXPECT_EQ(one_size.profile.forward.score_head_dims, 0.0);
+  EXPECT_LT(one_size.max_abs_error, 1e-3);
+  double worst = 0;
+  for (const MeasuredCall& call : calls) {
+    worst = std::max(worst, std::abs(predicted_us(call, one_size.profile, hw.sms) - call.measured_us) / call.measured_us);
+  }
+  EXPECT_GT(worst, 0.05) << "the head size's share of a tile matters on these calls";
 }
 
 // A kernel built for two tile shapes whose small tile is not its large one scaled by FLOPs (more

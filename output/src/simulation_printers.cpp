@@ -290,7 +290,7 @@ std::string simulation_table(const sim::Simulation& s) {
   out += fmt::format("hardware {}, kernel {} ({}): full tile {:.2f} us, partial {:.2f} us per slot; K/V per hop {:.1f} MB, "
                      "slowest hop {:.1f} us\n",
                      s.hardware.name, s.kernel.name, s.kernel.calibrated ? "calibrated" : "uncalibrated",
-                     forward.full_tile_us * kernel.tile_scale(), forward.partial_tile_us * kernel.tile_scale(),
+                     forward.full_tile_us * kernel.tile_scale(forward), forward.partial_tile_us * kernel.tile_scale(forward),
                      static_cast<double>(s.kv_bytes) / 1e6, slowest_hop);
   if (s.step_shape) return out + step_table(s);
   out += fmt::format("scope: the attention ring of one layer{}\n\n",

@@ -18,13 +18,19 @@ namespace {
 
 PassCosts pass_costs_from_json(const model::JsonFields& parent, const std::string& key) {
   const model::JsonFields f(parent.raw(key), parent.where(key));
-  f.allow_only({"launch_us", "block_us", "full_tile_us", "partial_tile_us", "trimmed_factor"});
+  f.allow_only({"launch_us", "block_us", "full_tile_us", "partial_tile_us", "trimmed_factor", "score_head_dims",
+                 "score_head_dims_up_to"});
   PassCosts c;
   c.launch_us = f.non_negative_number_or("launch_us", 0.0);
   c.block_us = f.non_negative_number_or("block_us", 0.0);
   c.full_tile_us = f.positive_number("full_tile_us");
   c.partial_tile_us = f.positive_number("partial_tile_us");
   c.trimmed_factor = f.has("trimmed_factor") ? f.positive_number("trimmed_factor") : 1.0;
+  c.score_head_dims = f.non_negative_number_or("score_head_dims", 0.0);
+  if (f.has("score_head_dims_up_to")) {
+    if (c.score_head_dims == 0) throw InputError(fmt::format("{}: needs a score_head_dims above 0", f.where("score_head_dims_up_to")));
+    c.score_head_dims_up_to = f.positive_count("score_head_dims_up_to");
+  }
   // A partial tile does the full tile's work and evaluates the mask on top of it.
   if (c.partial_tile_us < c.full_tile_us) {
     throw InputError(fmt::format("{}: partial_tile_us {} must be at least full_tile_us {}", parent.where(key),
@@ -33,13 +39,16 @@ PassCosts pass_costs_from_json(const model::JsonFields& parent, const std::strin
   return c;
 }
 
-// The trimmed factor is written for kernels that trim: it means nothing for the others.
+// The trimmed factor is written for kernels that trim: it means nothing for the others; the
+// score's head dims when there are any.
 nlohmann::ordered_json to_json(const PassCosts& c, bool trims) {
   nlohmann::ordered_json doc = {{"launch_us", c.launch_us},
                                 {"block_us", c.block_us},
                                 {"full_tile_us", c.full_tile_us},
                                 {"partial_tile_us", c.partial_tile_us}};
   if (trims) doc["trimmed_factor"] = c.trimmed_factor;
+  if (c.score_head_dims > 0) doc["score_head_dims"] = c.score_head_dims;
+  if (c.score_head_dims_up_to) doc["score_head_dims_up_to"] = *c.score_head_dims_up_to;
   return doc;
 }
 

@@ -22,13 +22,12 @@ KernelTimeModel::KernelTimeModel(KernelProfile profile, Count sms, KernelCallSha
   if (sms_ < 1 || shape_.streams < 1 || profile_.slots.value_or(1) < 1) {
     throw std::invalid_argument("KernelTimeModel: needs an SM, a slot and a stream");
   }
-  // A tile's work is its FLOPs (TQ * TK * head_dim); a block's is its queries' bytes in and out
-  // (TQ * head_dim). Both slow down with a precision the tensor cores run at a lower rate.
-  const double dim = static_cast<double>(shape_.head_dim) / static_cast<double>(profile_.head_dim);
+  // A block's work is its queries' bytes in and out (TQ * head_dim), slower with a precision the
+  // tensor cores run at a lower rate; a tile's is in tile_scale().
   const double tq = static_cast<double>(shape_.tile.query) / static_cast<double>(profile_.tile.query);
   const double tk = static_cast<double>(shape_.tile.key) / static_cast<double>(profile_.tile.key);
-  tile_scale_ = dim * tq * tk * shape_.precision_slowdown;
-  block_scale_ = dim * tq * shape_.precision_slowdown;
+  tile_area_ = tq * tk;
+  block_scale_ = static_cast<double>(shape_.head_dim) / static_cast<double>(profile_.head_dim) * tq * shape_.precision_slowdown;
   if (profile_.backward_block_keys) {
     backward_split_ = std::max<Count>(1, (shape_.tile.key + *profile_.backward_block_keys - 1) / *profile_.backward_block_keys);
     // Each block of a split key tile is placed on its own: a few per tile, as kernels launch.
@@ -43,6 +42,19 @@ KernelTimeModel::KernelTimeModel(KernelProfile profile, Count sms, KernelCallSha
 
 KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, KernelPass pass, Count trimmed_length) const {
   return features(rows, pass, costs(pass), trimmed_length);
+}
+
+double KernelTimeModel::tile_scale(const PassCosts& costs) const {
+  // A tile's matmuls (Q K^T and P V, FLOPs in TQ * TK * head_dim) run on the tensor cores at the
+  // call's precision; each score's element-wise work (exponential, running max and sum,
+  // rescaling) runs in fp32 on the CUDA cores whatever the head size, and costs as much as
+  // score_head_dims head dims of matmul. 0: the tile is all matmul and scales by FLOPs. Above
+  // the largest head size that share was measured at, FLOPs again from there.
+  const double s = costs.score_head_dims;
+  const double d = static_cast<double>(shape_.head_dim), d0 = static_cast<double>(profile_.head_dim);
+  const double up_to = static_cast<double>(costs.score_head_dims_up_to.value_or(profile_.head_dim));
+  const double shared = std::min(d, up_to);
+  return tile_area_ * (s + shared * shape_.precision_slowdown) / (s + d0) * (d / shared);
 }
 
 bool KernelTimeModel::slowed_by_trim(Count trimmed_length) const {
@@ -76,7 +88,7 @@ KernelFeatures KernelTimeModel::placed_features(const model::QueryTileProfile& r
     Count full, partial;
     Microseconds us;
   };
-  const double tile_share = tile_scale_ / static_cast<double>(blocks_per_row);
+  const double tile_share = tile_scale(costs) / static_cast<double>(blocks_per_row);
   std::vector<Block> one_stream;
   one_stream.reserve(rows.size() * static_cast<size_t>(blocks_per_row));
   for (const auto& row : rows) {

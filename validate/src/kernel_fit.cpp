@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/sim/simulation.hpp"
@@ -373,6 +374,57 @@ StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::Ke
   return std::move(*best);
 }
 
+// The head sizes at which `pass` was timed.
+std::set<Count> head_dims_timed(const std::vector<MeasuredCall>& calls, bool MeasuredCall::*pass) {
+  std::set<Count> out;
+  for (const MeasuredCall& c : calls) {
+    if (c.measured_us > 0 && c.*pass) out.insert(c.shape.head_dim);
+  }
+  return out;
+}
+
+// A pass timed at two head sizes or more tells a tile's element-wise work from its matmuls
+// (PassCosts::score_head_dims): tried on this grid, then narrowed by golden section between the
+// grid points beside the best, the costs refitted at each with the placement kept. Published
+// kernels fall between 0 (Triton's forward on an H100) and about 100 (cuDNN's forward).
+constexpr std::array<double, 16> kScoreHeadDimsTried{0, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+
+StructureFit fit_score_head_dims(const std::vector<MeasuredCall>& calls, StructureFit best, Count sms, bool fit_forward,
+                                 bool fit_backward, sim::PassCosts sim::KernelProfile::*pass, Count largest_head_dim) {
+  const sim::KernelProfile from = best.profile;
+  const auto try_at = [&](double s) {
+    sim::KernelProfile k = from;
+    (k.*pass).score_head_dims = s;
+    // The share holds up to the largest head size timed (a share of 0 has no range).
+    (k.*pass).score_head_dims_up_to.reset();
+    if (s > 0 && largest_head_dim != k.head_dim) (k.*pass).score_head_dims_up_to = largest_head_dim;
+    StructureFit fit = fit_costs(calls, k, sms, fit_forward, fit_backward);
+    const double objective = fit.objective;
+    if (objective < best.objective) best = std::move(fit);
+    return objective;
+  };
+  std::vector<double> objective;
+  for (const double s : kScoreHeadDimsTried) objective.push_back(try_at(s));
+  const size_t at = static_cast<size_t>(std::min_element(objective.begin(), objective.end()) - objective.begin());
+  double lo = kScoreHeadDimsTried[at == 0 ? 0 : at - 1];
+  double hi = kScoreHeadDimsTried[std::min(at + 1, kScoreHeadDimsTried.size() - 1)];
+  const double golden = (std::sqrt(5.0) - 1) / 2;
+  double a = hi - golden * (hi - lo), b = lo + golden * (hi - lo);
+  double fa = try_at(a), fb = try_at(b);
+  for (int i = 0; i < 12; ++i) {
+    if (fa < fb) {
+      hi = b, b = a, fb = fa;
+      a = hi - golden * (hi - lo);
+      fa = try_at(a);
+    } else {
+      lo = a, a = b, fa = fb;
+      b = lo + golden * (hi - lo);
+      fb = try_at(b);
+    }
+  }
+  return best;
+}
+
 // Median and worst of the errors' magnitudes.
 Spread magnitude_spread(const std::vector<double>& errors) {
   std::vector<double> magnitudes;
@@ -413,8 +465,27 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
     return std::any_of(group.begin(), group.end(), [&](const MeasuredCall& c) { return c.measured_us > 0 && c.*pass; });
   };
   const std::vector<MeasuredCall>& main_calls = by_tile.size() > 1 && by_tile.contains(start.tile) ? by_tile.at(start.tile) : calls;
-  StructureFit best = fit_structure(main_calls, start, hardware, timed(main_calls, &MeasuredCall::forward),
-                                    timed(main_calls, &MeasuredCall::backward));
+  const bool forward_timed = timed(main_calls, &MeasuredCall::forward), backward_timed = timed(main_calls, &MeasuredCall::backward);
+  StructureFit best = fit_structure(main_calls, start, hardware, forward_timed, backward_timed);
+  // Timed at several head sizes: how each pass's tile cost follows the head size, then the
+  // placement again with it (kept only if it fits better).
+  nlohmann::json score_head_dims = nlohmann::json::object();
+  bool searched = false;
+  for (const auto& [name, timed_pass, costs] : {std::tuple{"forward", &MeasuredCall::forward, &sim::KernelProfile::forward},
+                                                std::tuple{"backward", &MeasuredCall::backward, &sim::KernelProfile::backward}}) {
+    const std::set<Count> dims = head_dims_timed(main_calls, timed_pass);
+    if (dims.size() < 2) {
+      score_head_dims[name] = fmt::format("kept from the base profile: timed at {} head size{}", dims.size(), dims.size() == 1 ? "" : "s");
+      continue;
+    }
+    best = fit_score_head_dims(main_calls, std::move(best), sms, forward_timed, backward_timed, costs, *dims.rbegin());
+    score_head_dims[name] = fmt::format("fitted on head sizes {}", fmt::join(dims, ", "));
+    searched = true;
+  }
+  if (searched) {
+    StructureFit again = fit_structure(main_calls, best.profile, hardware, forward_timed, backward_timed);
+    if (again.objective < best.objective) best = std::move(again);
+  }
   nlohmann::json tiles = nlohmann::json::array();
   std::vector<double> errors = best.errors;
   if (by_tile.size() > 1) {
@@ -432,8 +503,8 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
       at.other_tiles.clear();
       for (sim::PassCosts* c : {&at.forward, &at.backward}) {
         c->block_us *= scale.block_scale();
-        c->full_tile_us *= scale.tile_scale();
-        c->partial_tile_us *= scale.tile_scale();
+        c->full_tile_us *= scale.tile_scale(*c);
+        c->partial_tile_us *= scale.tile_scale(*c);
       }
       const bool forward = timed(group, &MeasuredCall::forward), backward = timed(group, &MeasuredCall::backward);
       if (!forward && !backward) continue;
@@ -476,6 +547,8 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
                                                "blocks per SM, only a lone block faster, one placement for both passes and the backward's own "
                                                "where backward calls were timed alone: the best fit kept",
                                                fmt::join(kBlocksPerSmTried, ", "))}};
+  // Only where some pass was timed at several head sizes: the other fits' records stay as they were.
+  if (searched) out.profile.fit["score_head_dims"] = score_head_dims;
   if (!tiles.empty()) out.profile.fit["tiles"] = tiles;  // each shape fitted on its own calls
   return out;
 }

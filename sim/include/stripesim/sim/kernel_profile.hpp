@@ -65,6 +65,17 @@ struct PassCosts {
   // of the tile takes this many times what its tiles cost: kernels take a slower path with
   // bounds checks on every load when a sequence ends inside a tile.
   double trimmed_factor = 1;
+  // How a tile's cost follows the head size d: as (score_head_dims + d) against the profile's
+  // (score_head_dims + head_dim). A score's element-wise work (exponential, running max and sum,
+  // rescaling; the backward's recomputed P and dS) does not grow with d, and costs as much as this
+  // many head dims of the tile's matmuls. 0: all matmul, a tile scales by its FLOPs. From a
+  // kernel's speed published at two head sizes, or fitted on calls measured at several.
+  double score_head_dims = 0;
+  // The largest head size that share was measured at (unset: the profile's head_dim). Above it a
+  // tile scales by FLOPs from there: kernels run smaller tiles at larger heads (FlashAttention-2
+  // and cuDNN on an H100 run at 256 no faster per FLOP than at 128), which costs what the smaller
+  // share saves.
+  std::optional<Count> score_head_dims_up_to;
   friend bool operator==(const PassCosts&, const PassCosts&) = default;
 };
 
@@ -125,7 +136,7 @@ struct KernelProfile {
   // inside a tile. False: the kernel applies any mask as it is (flex_attention, this project's).
   bool trims_below_diagonal = false;
   std::string dtype = "bf16";             // costs are for this precision and head size; others scale
-  Count head_dim = 128;                   // by FLOPs (tiles) and by bytes (blocks)
+  Count head_dim = 128;                   // by FLOPs (tiles: see score_head_dims) and by bytes (blocks)
   PassCosts forward;
   PassCosts backward;  // the backward call alone: a forward+backward step costs forward + backward
   // Other tile shapes measured apart (each unlike `tile` and the others): a call cut into one of

@@ -70,8 +70,10 @@ class KernelTimeModel {
   // The time of every (round, device) of a Work counted with WorkDetail::query_tiles, computed
   // once per distinct profile: [round * devices + device].
   [[nodiscard]] std::vector<Microseconds> call_times(const model::Work& work, KernelPass pass) const;
-  // A tile's and a block's cost relative to the profile's (head size, tile, precision).
-  [[nodiscard]] double tile_scale() const { return tile_scale_; }
+  // A tile's cost priced with `costs` (its score_head_dims) and a block's cost, relative to the
+  // profile's (head size, tile, precision).
+  [[nodiscard]] double tile_scale(const PassCosts& costs) const;
+  [[nodiscard]] double tile_scale(KernelPass pass) const { return tile_scale(costs(pass)); }
   [[nodiscard]] double block_scale() const { return block_scale_; }
   // Thread blocks the backward runs per key tile and head: 1 (FlashAttention's and cuDNN's), or
   // the key tile over the profile's backward_block_keys, each block an equal share of its tiles.
@@ -88,7 +90,7 @@ class KernelTimeModel {
   // (BlockPlacement::lone_block_speedup); add(f, i, share) charges share of block i's features to f.
   [[nodiscard]] KernelFeatures shared_sm_load(const BlockPlacement& placement, size_t blocks, const std::function<Microseconds(size_t)>& work_of,
                                               const std::function<void(KernelFeatures&, size_t, double)>& add) const;
-  double tile_scale_;
+  double tile_area_;  // the call's tile over the profile's
   double block_scale_;
   Count backward_split_ = 1;
 };
