@@ -436,6 +436,14 @@ TEST(KernelTime, ATilesElementWiseWorkDoesNotScaleWithTheHeadSize) {
   } catch (const model::InputError& e) {
     EXPECT_STREQ(e.what(), "k.json field \"forward\" field \"score_head_dims_up_to\": needs a score_head_dims above 0");
   }
+  bad["forward"]["score_head_dims"] = 32;  // measured short of the profile's own head size
+  bad["forward"]["score_head_dims_up_to"] = 64;
+  try {
+    (void)kernel_profile_from_json(bad, "k.json");
+    ADD_FAILURE() << "a range below the profile's head size was accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "k.json field \"forward\" field \"score_head_dims_up_to\": 64 is below the profile's head_dim 128");
+  }
 }
 
 // SMs that share their throughput: with k of its B blocks an SM runs each at

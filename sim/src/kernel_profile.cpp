@@ -16,7 +16,8 @@ using model::InputError;
 
 namespace {
 
-PassCosts pass_costs_from_json(const model::JsonFields& parent, const std::string& key) {
+// `head_dim`: the profile's, where its costs were measured.
+PassCosts pass_costs_from_json(const model::JsonFields& parent, const std::string& key, Count head_dim) {
   const model::JsonFields f(parent.raw(key), parent.where(key));
   f.allow_only({"launch_us", "block_us", "full_tile_us", "partial_tile_us", "trimmed_factor", "score_head_dims",
                  "score_head_dims_up_to"});
@@ -30,6 +31,11 @@ PassCosts pass_costs_from_json(const model::JsonFields& parent, const std::strin
   if (f.has("score_head_dims_up_to")) {
     if (c.score_head_dims == 0) throw InputError(fmt::format("{}: needs a score_head_dims above 0", f.where("score_head_dims_up_to")));
     c.score_head_dims_up_to = f.positive_count("score_head_dims_up_to");
+    // The share was measured at least as far as the profile's own head size, whose costs these are.
+    if (*c.score_head_dims_up_to < head_dim) {
+      throw InputError(fmt::format("{}: {} is below the profile's head_dim {}", f.where("score_head_dims_up_to"),
+                                   *c.score_head_dims_up_to, head_dim));
+    }
   }
   // A partial tile does the full tile's work and evaluates the mask on top of it.
   if (c.partial_tile_us < c.full_tile_us) {
@@ -203,8 +209,8 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.calibrated = f.boolean_or("calibrated", false);
   k.dtype = f.string_or("dtype", "bf16");
   k.head_dim = f.positive_count_or("head_dim", 128);
-  k.forward = pass_costs_from_json(f, "forward");
-  k.backward = pass_costs_from_json(f, "backward");
+  k.forward = pass_costs_from_json(f, "forward", k.head_dim);
+  k.backward = pass_costs_from_json(f, "backward", k.head_dim);
   check_trimmed_factors(f, k.forward, k.backward, k.trims_below_diagonal);
   if (f.has("other_tiles")) {
     const nlohmann::json& list = f.raw("other_tiles");
@@ -223,8 +229,8 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
       }
       variant.placement = placement_from_json(v, k.slots);
       variant.backward_placement = backward_placement_from_json(v, k.slots);
-      variant.forward = pass_costs_from_json(v, "forward");
-      variant.backward = pass_costs_from_json(v, "backward");
+      variant.forward = pass_costs_from_json(v, "forward", k.head_dim);
+      variant.backward = pass_costs_from_json(v, "backward", k.head_dim);
       check_trimmed_factors(v, variant.forward, variant.backward, k.trims_below_diagonal);
       k.other_tiles.push_back(variant);
     }

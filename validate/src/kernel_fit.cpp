@@ -395,9 +395,10 @@ StructureFit fit_score_head_dims(const std::vector<MeasuredCall>& calls, Structu
   const auto try_at = [&](double s) {
     sim::KernelProfile k = from;
     (k.*pass).score_head_dims = s;
-    // The share holds up to the largest head size timed (a share of 0 has no range).
+    // The share holds up to the largest head size timed, and at least to the profile's own,
+    // whose costs these are (a share of 0 has no range).
     (k.*pass).score_head_dims_up_to.reset();
-    if (s > 0 && largest_head_dim != k.head_dim) (k.*pass).score_head_dims_up_to = largest_head_dim;
+    if (s > 0 && largest_head_dim > k.head_dim) (k.*pass).score_head_dims_up_to = largest_head_dim;
     StructureFit fit = fit_costs(calls, k, sms, fit_forward, fit_backward);
     const double objective = fit.objective;
     if (objective < best.objective) best = std::move(fit);
