@@ -392,8 +392,8 @@ TEST(KernelTime, FeaturesTimesCostsIsTheTimeAndShapesScale) {
 
 // A tile whose element-wise work costs s head dims of matmul follows the head size as (s + d):
 // at half the profile's head size with s = 32, (32 + 64) / (32 + 128) = 0.6 of a tile, where
-// FLOPs alone give 0.5; a precision half as fast slows the matmul part only; blocks still scale
-// by bytes, and a profile's JSON carries s only when there is one.
+// FLOPs alone give 0.5; a precision half as fast slows the whole tile; blocks still scale by
+// bytes, and a profile's JSON carries s only when there is one.
 TEST(KernelTime, ATilesElementWiseWorkDoesNotScaleWithTheHeadSize) {
   KernelProfile k = unit_kernel();
   k.head_dim = 128;
@@ -405,9 +405,9 @@ TEST(KernelTime, ATilesElementWiseWorkDoesNotScaleWithTheHeadSize) {
   EXPECT_DOUBLE_EQ(half.tile_scale(KernelPass::forward), 0.6);
   EXPECT_DOUBLE_EQ(half.call_us(one_tile, KernelPass::forward), 0.5 + 6);
   EXPECT_DOUBLE_EQ(half.tile_scale(KernelPass::backward), 0.5) << "the backward has no element-wise share here";
-  const KernelTimeModel slower(k, 1, {1, 128, {1, 1}, 2});
-  EXPECT_DOUBLE_EQ(slower.tile_scale(KernelPass::forward), (32.0 + 256) / 160);
-  EXPECT_DOUBLE_EQ(slower.block_scale(), 2.0);
+  const KernelTimeModel slower(k, 1, {1, 64, {1, 1}, 2});
+  EXPECT_DOUBLE_EQ(slower.tile_scale(KernelPass::forward), 2 * 0.6) << "a precision scales the whole tile";
+  EXPECT_DOUBLE_EQ(slower.block_scale(), 1.0);
   const KernelTimeModel wider(k, 1, {1, 128, {2, 1}, 1});
   EXPECT_DOUBLE_EQ(wider.tile_scale(KernelPass::forward), 2.0) << "the tile's area scales both parts";
   // Above the largest head size the share was measured at, FLOPs from there: at 256 with the
