@@ -149,10 +149,10 @@ def usp():
         shape = ["--hardware", "a100", "--kernel", "fa2", "--heads", str(heads), "--kv-heads", str(heads), "--head-dim",
                  str(head_dim), "--batch", "2", "-n", "128k", "-N", "8", "--pass", "fwd"]
         degrees = [u for u in (8, 4, 2, 1) if u <= heads]
-        top = times(*shape, "--cp", usp_split(degrees[0]), "--layouts", "contiguous")["contiguous"]
+        t = {u: times(*shape, "--cp", usp_split(u), "--layouts", ",".join(LAYOUTS)) for u in degrees}
+        top = t[degrees[0]]["contiguous"]
         for ulysses in degrees:
-            t = times(*shape, "--cp", usp_split(ulysses), "--layouts", ",".join(LAYOUTS))
-            for layout, us in t.items():
+            for layout, us in t[ulysses].items():
                 out[("usp", "a100", "fwd", f"{heads}x{head_dim} {usp_split(ulysses)}", layout)] = top / us
     return out
 
