@@ -132,7 +132,7 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
       const auto plan = model::plan_write_baseline(experiment_doc, label, kinds, experiment_dir);
       if (mode == RunMode::parse_only) return 0;
       const auto doc = model::write_baseline(plan);
-      write_output(doc.dump(2) + "\n", opts.write_baseline);
+      write_output(doc.dump(2) + "\n", opts.write_baseline, "--write-baseline");
       fmt::print("baseline of {} metrics written to {}\n", model::baseline_metric_count(doc), opts.write_baseline);
       return 0;
     }
@@ -145,7 +145,7 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
     const auto plan = model::plan_compare_with_baseline(doc, label, kinds, rules, base_dir);
     if (mode == RunMode::parse_only) return 0;
     const auto checked = model::compare_with_baseline(plan);
-    if (!opts.junit.empty()) write_output(report::junit_xml(checked, opts.baseline), opts.junit);
+    if (!opts.junit.empty()) write_output(report::junit_xml(checked, opts.baseline), opts.junit, "--junit");
     const auto bad = those(checked, model::failed);
     const auto improved = those(checked, [](model::Outcome o) { return o == model::Outcome::improved; });
     const auto limited = std::ranges::count(checked, model::Outcome::within_limit, &model::CheckedMetric::outcome);

@@ -11,37 +11,48 @@
 
 namespace stripesim::cli {
 
-void write_output(const std::string& text, const std::string& path) {
+void check_output_path(const std::string& path, const std::string& flag) {
+  if (path.empty() || path == "-") return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw model::InputError(fmt::format("{} '{}': is a directory, expected a file name", flag, path));
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    throw model::InputError(fmt::format("{} '{}': directory '{}' does not exist", flag, path, parent.string()));
+  }
+}
+
+void check_output_paths(const std::vector<std::pair<std::string, std::string>>& paths_and_flags) {
+  for (const auto& [path, flag] : paths_and_flags) check_output_path(path, flag);
+}
+
+void write_output(const std::string& text, const std::string& path, const std::string& flag) {
   if (path.empty() || path == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return;
   }
+  check_output_path(path, flag);
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    throw model::InputError(fmt::format("--output '{}': is a directory, expected a file name", path));
-  }
-  const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec)) {
-    throw model::InputError(fmt::format("--output '{}': directory '{}' does not exist", path, parent.string()));
-  }
   const std::string temporary = fmt::format("{}.tmp{}", path, ::getpid());
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw model::InputError(fmt::format("--output '{}': cannot open for writing", path));
+    if (!out) throw model::InputError(fmt::format("{} '{}': cannot open for writing", flag, path));
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     out.flush();
     if (!out) {
       out.close();
       fs::remove(temporary, ec);
-      throw model::InputError(fmt::format("--output '{}': write failed (disk full?)", path));
+      throw model::InputError(fmt::format("{} '{}': write failed (disk full?)", flag, path));
     }
   }
   fs::rename(temporary, path, ec);
   if (ec) {
     fs::remove(temporary, ec);
-    throw model::InputError(fmt::format("--output '{}': cannot replace the file", path));
+    throw model::InputError(fmt::format("{} '{}': cannot replace the file", flag, path));
   }
 }
 

@@ -48,7 +48,7 @@ std::function<void()> register_report_command(CLI::App& app, RunMode mode) {
     if (ec || !fs::is_directory(options->out_dir)) {
       throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", options->out_dir));
     }
-    for (const auto& file : files) write_output(file.content, (fs::path(options->out_dir) / file.name).string());
+    for (const auto& file : files) write_output(file.content, (fs::path(options->out_dir) / file.name).string(), "--out-dir");
     fmt::print("report written to {} ({})\n", (fs::path(options->out_dir) / "report.md").string(),
                report::count_of(files.size() - 1, "figure"));
   };

@@ -179,7 +179,8 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     if (mode == RunMode::parse_only) return;
     const sim::Simulation result = origins.run([&] { return sim::run_simulation(std::move(plan)); });
     // Write the trace first: if it fails, nothing has been written.
-    if (!opts.trace.empty()) write_output(output::chrome_trace(result).dump() + "\n", opts.trace);
+    check_output_paths({{opts.trace, "--trace"}, {opts.output, "--output"}});
+    if (!opts.trace.empty()) write_output(output::chrome_trace(result).dump() + "\n", opts.trace, "--trace");
     const bool rounds = opts.rounds || (!opts.summary_only && result.config.devices <= sim::kRoundsByDefaultUpTo);
     write_output(output::render(result, output_format(opts.format), rounds), opts.output);
   };

@@ -201,16 +201,17 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   if (mode == RunMode::parse_only) return 0;
   const validate::KernelAccuracy accuracy = validate::run_measurement_accuracy(plan, catalog);
   const validate::KernelFit& fit = accuracy.fit;
+  check_output_paths({{o.calibrate ? o.kernel_out : "", "--kernel-out"}, {o.output, "--output"}});
   if (!o.out_dir.empty()) {
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(o.out_dir, ec);
     if (ec || !fs::is_directory(o.out_dir)) throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", o.out_dir));
-    write_output(sim::to_json(fit.profile).dump(2) + "\n", (fs::path(o.out_dir) / "kernel.json").string());
-    write_output(output::render(accuracy, OutputFormat::markdown), (fs::path(o.out_dir) / "accuracy.md").string());
-    write_output(output::render(accuracy, OutputFormat::json), (fs::path(o.out_dir) / "accuracy.json").string());
+    write_output(sim::to_json(fit.profile).dump(2) + "\n", (fs::path(o.out_dir) / "kernel.json").string(), "--out-dir");
+    write_output(output::render(accuracy, OutputFormat::markdown), (fs::path(o.out_dir) / "accuracy.md").string(), "--out-dir");
+    write_output(output::render(accuracy, OutputFormat::json), (fs::path(o.out_dir) / "accuracy.json").string(), "--out-dir");
   }
-  if (o.calibrate && !o.kernel_out.empty()) write_output(sim::to_json(fit.profile).dump(2) + "\n", o.kernel_out);
+  if (o.calibrate && !o.kernel_out.empty()) write_output(sim::to_json(fit.profile).dump(2) + "\n", o.kernel_out, "--kernel-out");
   write_output(output::render(accuracy, output_format(o.format)), o.output);
   return 0;
 }
@@ -251,6 +252,9 @@ int finish_report(const ValidateOptions& opts, validate::ValidationReport& repor
     validate::predict_and_compare(report, inputs, report.concurrent_devices);
   }
 
+  check_output_paths({{opts.calibrate ? opts.profile_out : "", "--profile-out"},
+                      {opts.calibrate ? opts.kernel_out : "", "--kernel-out"},
+                      {opts.output, "--output"}});
   if (!opts.out_dir.empty()) {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -259,19 +263,19 @@ int finish_report(const ValidateOptions& opts, validate::ValidationReport& repor
       throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", opts.out_dir));
     }
     if (report.calibration) {
-      write_output(model::to_json(report.calibration->profile).dump(2) + "\n", (fs::path(opts.out_dir) / "profile.json").string());
-      write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", (fs::path(opts.out_dir) / "kernel.json").string());
+      write_output(model::to_json(report.calibration->profile).dump(2) + "\n", (fs::path(opts.out_dir) / "profile.json").string(), "--out-dir");
+      write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", (fs::path(opts.out_dir) / "kernel.json").string(), "--out-dir");
     }
     if (report.topology) {  // the fitted network: simulate --topology DIR/topology.json --hardware DIR/profile.json
-      write_output(report.topology->to_json().dump(2) + "\n", (fs::path(opts.out_dir) / "topology.json").string());
+      write_output(report.topology->to_json().dump(2) + "\n", (fs::path(opts.out_dir) / "topology.json").string(), "--out-dir");
     }
-    write_output(output::render(report, OutputFormat::markdown), (fs::path(opts.out_dir) / "validate.md").string());
-    write_output(output::render(report, OutputFormat::json), (fs::path(opts.out_dir) / "validate.json").string());
+    write_output(output::render(report, OutputFormat::markdown), (fs::path(opts.out_dir) / "validate.md").string(), "--out-dir");
+    write_output(output::render(report, OutputFormat::json), (fs::path(opts.out_dir) / "validate.json").string(), "--out-dir");
   }
   if (opts.calibrate && !opts.profile_out.empty()) {
-    write_output(model::to_json(report.calibration->profile).dump(2) + "\n", opts.profile_out);
+    write_output(model::to_json(report.calibration->profile).dump(2) + "\n", opts.profile_out, "--profile-out");
   }
-  if (opts.calibrate && !opts.kernel_out.empty()) write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", opts.kernel_out);
+  if (opts.calibrate && !opts.kernel_out.empty()) write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", opts.kernel_out, "--kernel-out");
   write_output(output::render(report, output_format(opts.format)), opts.output);
   bool all_passed = true;
   for (const auto& r : report.results) all_passed = all_passed && r.passed;

@@ -142,6 +142,17 @@ TEST(CliSimulate, TraceOpensAsChromeTraceAndOutputIsDeterministic) {
   std::filesystem::remove(trace);
 }
 
+// The trace is written before the output, so both paths are checked first: a bad --output
+// leaves no trace behind.
+TEST(CliSimulate, ABadOutputLeavesNoTraceBehind) {
+  const auto trace = std::filesystem::temp_directory_path() / "stripesim_cli_orphan_trace.json";
+  std::filesystem::remove(trace);
+  const CliResult r = run_cli("simulate --seq-len 32k --devices 4 --trace '" + trace.string() + "' --output /nonexistent/out.txt");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stripesim: error: --output '/nonexistent/out.txt': directory '/nonexistent' does not exist\n");
+  EXPECT_FALSE(std::filesystem::exists(trace));
+}
+
 TEST(CliSimulate, ExperimentFileAndFlagsOverrideIt) {
   const CliResult r = run_cli(std::string("simulate --experiment '") + STRIPESIM_SOURCE_DIR +
                               "/configs/experiments/simulate-dgx-h100-x2.json' --devices 8 --format json --summary-only");

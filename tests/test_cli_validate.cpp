@@ -540,5 +540,17 @@ TEST(CliValidate, NoFilesLeftBehindWhenAnInputIsBad) {
   EXPECT_FALSE(fs::exists(dir));
 }
 
+// Every output path is checked before the first file is written: a --kernel-out into a folder
+// that does not exist leaves no --out-dir behind, and the error names the flag that gave it.
+TEST(CliValidate, ABadKernelOutLeavesNoOutDirBehind) {
+  const fs::path dir = fresh_dir("bad-kernel-out");
+  const CliResult r = run_cli("validate --calibrate --hardware h100 --kernel flex --measurements " +
+                              measurements("flex/causal-fwd-n32768-N4.json") + " --out-dir '" + dir.string() +
+                              "' --kernel-out /nonexistent/kernel.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stripesim: error: --kernel-out '/nonexistent/kernel.json': directory '/nonexistent' does not exist\n");
+  EXPECT_FALSE(fs::exists(dir));
+}
+
 }  // namespace
 }  // namespace stripesim::testing
