@@ -526,6 +526,21 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
     const sim::KernelTimeModel m(out.profile, sms, call.shape);
     trimmed += call.measured_us > 0 && m.slowed_by_trim(call.trimmed_length) ? 1 : 0;
   }
+  // Under causal-like masks every block holds at most its one diagonal tile, so a partial tile's
+  // cost and a cost that each masked block pays move together: the fit splits them by the
+  // structure it picked, not by what was measured, and a mask whose blocks carry several partial
+  // tiles (a window's two edges, documents cut by fixed tiles) is priced on that split.
+  Count most_partial = 0;
+  for (const MeasuredCall& call : calls) {
+    if (call.measured_us <= 0) continue;
+    for (const model::QueryTileLoad& row : call.rows) most_partial = std::max(most_partial, row.partial);
+  }
+  const std::string partial_tiles =
+      most_partial >= 2
+          ? fmt::format("identified: timed blocks carry up to {} partial tiles", most_partial)
+          : "not identified: no timed block carries more than one partial tile, so its cost cannot be told from a "
+            "cost every masked block pays; windows and documents are priced on the split this fit chose (time a "
+            "window or documents file to fit it)";
   const Spread spread = magnitude_spread(errors);
   out.samples = static_cast<Count>(errors.size());
   out.median_abs_error = spread.median;
@@ -542,6 +557,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
                                                 : "not measured: kept from the base profile"},
                      {"backward", fit_backward ? "fitted" : "not measured: kept from the base profile"},
                      {"trimmed_calls", trimmed},
+                     {"partial_tiles", partial_tiles},
                      {"structure", fmt::format("blocks per SM ({}, at most what the SM's shared memory holds), block order "
                                                "(launch, longest_first) and a lone block's speed-up (1, 1.5, 2, blocks per SM; "
                                                "at most blocks per SM) with the SM's throughput shared or, above 2 "
