@@ -153,6 +153,33 @@ TEST(CliSimulate, ABadOutputLeavesNoTraceBehind) {
   EXPECT_FALSE(std::filesystem::exists(trace));
 }
 
+// A kernel fitted on causal calls only (h100 sdpa) never had a partial tile priced apart from its
+// block: a window (two partial tiles a query tile) or fixed-tiled documents get a note, in the
+// table and in JSON; a causal mask, or a kernel timed under windows (flex), do not.
+TEST(CliSimulate, NotesWhenCallsHoldMorePartialTilesThanTheFitTimed) {
+  const std::string base = "simulate --hardware h100 -n 64k -N 8";
+  const std::string note = "note: kernel sdpa: its fit timed no query tile with more than one partial tile (fit.partial_tiles), "
+                           "and calls here hold up to 2 in one;";
+  const CliResult window = run_cli(base + " --mask window:4096");
+  ASSERT_EQ(window.exit_code, 0) << window.err;
+  EXPECT_NE(window.out.find(note), std::string::npos) << window.out;
+  const CliResult json = run_cli(base + " --mask window:4096 --format json --summary-only");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto notes = nlohmann::json::parse(json.out).at("notes");
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ("note: " + notes[0].get<std::string>().substr(0, note.size() - 6), note);
+  // Fixed 128-token tiles over packed documents hold many partial tiles in a row.
+  const CliResult documents = run_cli(base + " --mask documents:lognormal:4096:1.0:seed=1");
+  ASSERT_EQ(documents.exit_code, 0) << documents.err;
+  EXPECT_NE(documents.out.find("note: kernel sdpa:"), std::string::npos);
+  for (const std::string quiet : {base, base + " --kernel flex --mask window:4096"}) {
+    const CliResult r = run_cli(quiet + " --format json --summary-only");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(nlohmann::json::parse(r.out).contains("notes")) << quiet;
+    EXPECT_EQ(run_cli(quiet).out.find("note:"), std::string::npos) << quiet;
+  }
+}
+
 TEST(CliSimulate, ExperimentFileAndFlagsOverrideIt) {
   const CliResult r = run_cli(std::string("simulate --experiment '") + STRIPESIM_SOURCE_DIR +
                               "/configs/experiments/simulate-dgx-h100-x2.json' --devices 8 --format json --summary-only");

@@ -60,7 +60,9 @@ for args in (["simulate", "--format", "json"],
              ["simulate", "--model", "llama3-8b", "--hardware", "h100", "--scope", "layer", "-N", "4", "-n", "32k",
               "--format", "json"],
              ["simulate", "--hardware", "h200", "--kernel", "fa3", "--mask", "documents:1k,3k", "-n", "4k", "-N", "2",
-              "--summary-only", "--format", "json"]):
+              "--summary-only", "--format", "json"],
+             # a window on a kernel fitted on causal calls only: the output carries its note
+             ["simulate", "--hardware", "h100", "--mask", "window:4096", "-n", "64k", "-N", "8", "--format", "json"]):
     check("simulate", run(*args), " ".join(args))
 check("sweep", run("sweep", "--experiment", "configs/experiments/paper-measured.json", "--format", "json"), "sweep paper step")
 check("step-fit", run("calibrate-step", "--experiment", "configs/experiments/paper-measured.json", "--format", "json"),

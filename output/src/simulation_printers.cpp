@@ -168,6 +168,7 @@ nlohmann::ordered_json to_json(const sim::Simulation& sim, bool rounds) {
     results.push_back(std::move(result));
   }
   doc["results"] = std::move(results);
+  if (const std::vector<std::string> notes = sim::simulation_notes(sim); !notes.empty()) doc["notes"] = notes;
   return doc;
 }
 
@@ -268,6 +269,13 @@ std::string step_table(const sim::Simulation& s) {
   return out;
 }
 
+// One "note: ..." line per simulation note, after the table.
+std::string notes_text(const sim::Simulation& s) {
+  std::string out;
+  for (const std::string& note : sim::simulation_notes(s)) out += "note: " + note + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::string simulation_table(const sim::Simulation& s) {
@@ -292,7 +300,7 @@ std::string simulation_table(const sim::Simulation& s) {
                      s.hardware.name, s.kernel.name, s.kernel.calibrated ? "calibrated" : "uncalibrated",
                      forward.full_tile_us * kernel.tile_scale(forward), forward.partial_tile_us * kernel.tile_scale(forward),
                      static_cast<double>(s.kv_bytes) / 1e6, slowest_hop);
-  if (s.step_shape) return out + step_table(s);
+  if (s.step_shape) return out + step_table(s) + notes_text(s);
   out += fmt::format("scope: the attention ring of one layer{}\n\n",
                      s.topology.is_ideal() ? ", the calls alone (ideal topology: hops take no time, no merge between calls)" : "");
   out += fmt::format("{:<22} {:>12} {:>10} {:>12} {:>12} {:>16} {:>10} {:>10}\n", "layout", "time (ms)", "vs contig",
@@ -318,7 +326,7 @@ std::string simulation_table(const sim::Simulation& s) {
          "last compute (waiting for a block the upstream device has not sent yet is idle, not communication), plus\n"
          "collectives (all-gather, reduce-scatter, all-to-all) the device is not computing under;\n"
          "K/V MiB = K/V and their buffers on one device (gathered K/V, all-to-all buffers, dK/dV in a backward).\n";
-  return out;
+  return out + notes_text(s);
 }
 
 std::string render(const sim::Simulation& simulation, OutputFormat format, bool rounds) {

@@ -57,6 +57,14 @@ model::QueryTileProfile gathered_profile(const model::Work& work, Count device) 
 // Every device computing its rounds back to back from the start, waiting for nothing: the
 // per-device summaries alone (a step estimate reads nothing else; rounds of a 2048-device ring
 // would hold 235 MB per pass).
+Count most_partial(const std::vector<model::QueryTileProfile>& calls) {
+  Count most = 0;
+  for (const model::QueryTileProfile& rows : calls) {
+    for (const model::QueryTileLoad& row : rows) most = std::max(most, row.partial);
+  }
+  return most;
+}
+
 RingTimeline compute_only(const RingSetup& setup) {
   RingTimeline t;
   t.devices = setup.devices;
@@ -81,7 +89,7 @@ RingTimeline compute_only(const RingSetup& setup) {
 
 std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const model::Layout& layout,
                                                     const model::Mask& mask, const KernelTimeModel& kernel,
-                                                    std::uint64_t& events, PassDetail detail) {
+                                                    std::uint64_t& events, PassDetail detail, Count* most_partial_tiles) {
   const bool bound = detail == PassDetail::bound;
   const SimulateConfig& config = sim.config;
   const CpShape& shape = sim.cp_shape;
@@ -98,6 +106,8 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
   const model::Layout whole = model::Layout::contiguous(config.seq_len, 1);
   const model::Work work = model::count_work(sim.cp.algorithm == CpAlgorithm::ulysses ? whole : layout, mask, sim.tile, 0,
                                              model::WorkDetail::query_tiles, sim.tiling);
+  // An all-gather's call holds every round's tiles of a query tile at once.
+  if (most_partial_tiles != nullptr && sim.cp.algorithm != CpAlgorithm::allgather) *most_partial_tiles = most_partial(work.profiles);
   std::vector<RingTimeline> out;
   Microseconds start = 0;
   switch (sim.cp.algorithm) {
@@ -146,6 +156,7 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
       const Microseconds gather_us = bound ? 0.0 : allgather_us(sim.topology, sim.cp_group, shape.gather_bytes, sim.cp_groups_beside);
       std::vector<model::QueryTileProfile> gathered;
       for (Count d = 0; d < n; ++d) gathered.push_back(gathered_profile(work, d));
+      if (most_partial_tiles != nullptr) *most_partial_tiles = most_partial(gathered);
       for (const RingPass pass : passes) {
         std::vector<Microseconds> call_us;
         for (const auto& rows : gathered) call_us.push_back(kernel.call_us(rows, kernel_pass(pass)));

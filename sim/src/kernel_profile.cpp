@@ -161,6 +161,11 @@ TileVariant main_variant(const KernelProfile& kernel) {
   return {kernel.tile, kernel.placement, kernel.forward, kernel.backward, kernel.backward_placement};
 }
 
+bool partial_tile_cost_identified(const KernelProfile& kernel) {
+  if (!kernel.fit.is_object() || !kernel.fit.contains("partial_tiles") || !kernel.fit.at("partial_tiles").is_string()) return true;
+  return !kernel.fit.at("partial_tiles").get<std::string>().starts_with(kPartialTilesNotIdentified);
+}
+
 BlockPlacement backward_placement(const KernelProfile& kernel) { return kernel.backward_placement.value_or(kernel.placement); }
 
 double BlockPlacement::block_rate(Count k) const {

@@ -403,7 +403,7 @@ Simulation run_simulation(SimulationPlan plan) {
   auto simulate_layout = [&](const model::Layout& layout, std::uint64_t& events) {
     LayoutSimulation result;
     result.layout = layout.name();
-    result.passes = simulate_attention_passes(sim, layout, mask, kernel, events);
+    result.passes = simulate_attention_passes(sim, layout, mask, kernel, events, PassDetail::simulated, &result.most_partial_tiles);
     result.time_us = result.passes.empty() ? 0.0 : result.passes.back().end_us;
     result.kv_memory_bytes = config.pass == PassSelection::forward ? sim.cp_shape.memory_bytes : sim.cp_shape.backward_memory_bytes;
     if (sim.step_shape) {
@@ -430,6 +430,20 @@ Simulation run_simulation(SimulationPlan plan) {
   sim.results = std::move(results);
   for (auto& result : sim.results) result.speedup_vs_contiguous = contiguous_time / result.time_us;
   return std::move(plan.simulation);
+}
+
+std::vector<std::string> simulation_notes(const Simulation& sim) {
+  std::vector<std::string> notes;
+  Count most = 0;
+  for (const LayoutSimulation& r : sim.results) most = std::max(most, r.most_partial_tiles);
+  if (most >= 2 && !partial_tile_cost_identified(sim.kernel)) {
+    notes.push_back(fmt::format(
+        "kernel {}: its fit timed no query tile with more than one partial tile (fit.partial_tiles), and calls here "
+        "hold up to {} in one; their time rests on how that fit split a masked block's cost between its partial "
+        "tiles and the block, not on a measurement (README, \"What causal timings cannot tell\")",
+        sim.kernel.name, most));
+  }
+  return notes;
 }
 
 std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& sim) {

@@ -538,9 +538,10 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
   const std::string partial_tiles =
       most_partial >= 2
           ? fmt::format("identified: timed blocks carry up to {} partial tiles", most_partial)
-          : "not identified: no timed block carries more than one partial tile, so its cost cannot be told from a "
-            "cost every masked block pays; windows and documents are priced on the split this fit chose (time a "
-            "window or documents file to fit it)";
+          : fmt::format("{}: no timed block carries more than one partial tile, so its cost cannot be told from a "
+                        "cost every masked block pays; windows and documents are priced on the split this fit chose "
+                        "(time a window or documents file to fit it)",
+                        sim::kPartialTilesNotIdentified);
   const Spread spread = magnitude_spread(errors);
   out.samples = static_cast<Count>(errors.size());
   out.median_abs_error = spread.median;

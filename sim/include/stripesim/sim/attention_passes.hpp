@@ -18,10 +18,13 @@ enum class PassDetail {
               // its timelines hold the per-device summaries, no rounds
 };
 
-// `sim` is planned (its groups, routes and shapes set); `events` counts what was simulated.
+// `sim` is planned (its groups, routes and shapes set); `events` counts what was simulated;
+// `most_partial_tiles`, when given, gets the most partial tiles one query tile of one call holds
+// (one thread block's masked tiles: what the kernel's partial-tile cost prices).
 [[nodiscard]] std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const model::Layout& layout,
                                                                   const model::Mask& mask, const KernelTimeModel& kernel,
                                                                   std::uint64_t& events,
-                                                                  PassDetail detail = PassDetail::simulated);
+                                                                  PassDetail detail = PassDetail::simulated,
+                                                                  Count* most_partial_tiles = nullptr);
 
 }  // namespace stripesim::sim

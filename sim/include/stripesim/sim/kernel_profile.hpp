@@ -153,6 +153,13 @@ struct KernelProfile {
 [[nodiscard]] KernelProfile at_tile(KernelProfile kernel, model::TileShape tile);
 // The variant of `kernel`'s main tile shape (its main structure and costs).
 [[nodiscard]] TileVariant main_variant(const KernelProfile& kernel);
+// A fit records in fit["partial_tiles"] whether some timed block held two partial tiles or more
+// (validate/kernel_fit.cpp): only then is a partial tile's cost told apart from a cost every
+// masked block pays. The record of a fit where none did starts with these words.
+inline constexpr const char* kPartialTilesNotIdentified = "not identified";
+// False when the profile's fit says its partial-tile cost was not identified; true otherwise
+// (identified, or no fit record: an uncalibrated profile says so of all its costs).
+[[nodiscard]] bool partial_tile_cost_identified(const KernelProfile& kernel);
 // The backward's placement: its own when the profile gives one, else the forward's.
 [[nodiscard]] BlockPlacement backward_placement(const KernelProfile& kernel);
 

@@ -89,6 +89,7 @@ struct LayoutSimulation {
   Microseconds time_us = 0;          // of the scope
   double speedup_vs_contiguous = 0;
   double kv_memory_bytes = 0;  // K/V and their buffers on one device (the passes run)
+  Count most_partial_tiles = 0;  // in one query tile of one call (attention_passes.hpp)
 };
 
 struct Simulation {
@@ -157,5 +158,11 @@ void place_on_topology(SimulationPlan& plan);
 // a step, its breakdown, throughput, MFU and memory. The CSV's rows and the simulate baseline's
 // metrics. The printers (table, JSON, CSV, Chrome trace): output/simulation_printers.hpp.
 [[nodiscard]] std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& simulation);
+
+// What a reader of the result should know that its numbers do not show, a sentence each: that
+// some call holds query tiles of several partial tiles (a window's two edges, documents cut by
+// fixed tiles) while the kernel's fit never timed one (partial_tile_cost_identified), so their
+// time rests on how the fit split a masked block's cost. Empty when there is nothing to say.
+[[nodiscard]] std::vector<std::string> simulation_notes(const Simulation& simulation);
 
 }  // namespace stripesim::sim
