@@ -54,17 +54,16 @@ model::QueryTileProfile gathered_profile(const model::Work& work, Count device) 
   return sum;
 }
 
-// Every device computing its rounds back to back from the start, waiting for nothing: the
-// per-device summaries alone (a step estimate reads nothing else; rounds of a 2048-device ring
-// would hold 235 MB per pass).
+// The most partial tiles one query tile (a thread block) holds in any of `calls`.
 Count most_partial(const std::vector<model::QueryTileProfile>& calls) {
   Count most = 0;
-  for (const model::QueryTileProfile& rows : calls) {
-    for (const model::QueryTileLoad& row : rows) most = std::max(most, row.partial);
-  }
+  for (const model::QueryTileProfile& rows : calls) most = std::max(most, model::most_partial_tiles(rows));
   return most;
 }
 
+// Every device computing its rounds back to back from the start, waiting for nothing: the
+// per-device summaries alone (a step estimate reads nothing else; rounds of a 2048-device ring
+// would hold 235 MB per pass).
 RingTimeline compute_only(const RingSetup& setup) {
   RingTimeline t;
   t.devices = setup.devices;

@@ -532,8 +532,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
   // tiles (a window's two edges, documents cut by fixed tiles) is priced on that split.
   Count most_partial = 0;
   for (const MeasuredCall& call : calls) {
-    if (call.measured_us <= 0) continue;
-    for (const model::QueryTileLoad& row : call.rows) most_partial = std::max(most_partial, row.partial);
+    if (call.measured_us > 0) most_partial = std::max(most_partial, model::most_partial_tiles(call.rows));
   }
   const std::string partial_tiles =
       most_partial >= 2

@@ -43,6 +43,14 @@ struct QueryTileLoad {
 // Every query tile of one (round, device), in local order (the order a kernel launches them).
 using QueryTileProfile = std::vector<QueryTileLoad>;
 
+// The most partial tiles one query tile of `rows` holds. Causal-like masks give each at most its
+// diagonal; a window's far edge or documents cut by fixed tiles give more.
+[[nodiscard]] inline Count most_partial_tiles(const QueryTileProfile& rows) {
+  Count most = 0;
+  for (const QueryTileLoad& row : rows) most = row.partial > most ? row.partial : most;
+  return most;
+}
+
 // The work matrices of one layout under one mask and tile shape.
 struct Work {
   WorkMatrix unmasked_elements;  // allowed (q, k) pairs
