@@ -28,6 +28,13 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
   for (const auto& [path, flag] : paths_and_flags) check_output_path(path, flag);
 }
 
+void create_output_folder(const std::string& dir, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir, ec)) throw model::InputError(fmt::format("{} '{}': cannot create the folder", flag, dir));
+}
+
 void write_output(const std::string& text, const std::string& path, const std::string& flag) {
   if (path.empty() || path == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -43,11 +43,7 @@ std::function<void()> register_report_command(CLI::App& app, RunMode mode) {
     const auto files = report::build_report(inputs);
     if (mode == RunMode::parse_only) return;
     namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::create_directories(options->out_dir, ec);
-    if (ec || !fs::is_directory(options->out_dir)) {
-      throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", options->out_dir));
-    }
+    create_output_folder(options->out_dir);
     for (const auto& file : files) write_output(file.content, (fs::path(options->out_dir) / file.name).string(), "--out-dir");
     fmt::print("report written to {} ({})\n", (fs::path(options->out_dir) / "report.md").string(),
                report::count_of(files.size() - 1, "figure"));

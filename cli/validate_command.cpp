@@ -204,9 +204,7 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   check_output_paths({{o.calibrate ? o.kernel_out : "", "--kernel-out"}, {o.output, "--output"}});
   if (!o.out_dir.empty()) {
     namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::create_directories(o.out_dir, ec);
-    if (ec || !fs::is_directory(o.out_dir)) throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", o.out_dir));
+    create_output_folder(o.out_dir);
     write_output(sim::to_json(fit.profile).dump(2) + "\n", (fs::path(o.out_dir) / "kernel.json").string(), "--out-dir");
     write_output(output::render(accuracy, OutputFormat::markdown), (fs::path(o.out_dir) / "accuracy.md").string(), "--out-dir");
     write_output(output::render(accuracy, OutputFormat::json), (fs::path(o.out_dir) / "accuracy.json").string(), "--out-dir");
@@ -257,11 +255,7 @@ int finish_report(const ValidateOptions& opts, validate::ValidationReport& repor
                       {opts.output, "--output"}});
   if (!opts.out_dir.empty()) {
     namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::create_directories(opts.out_dir, ec);
-    if (ec || !fs::is_directory(opts.out_dir)) {
-      throw model::InputError(fmt::format("--out-dir '{}': cannot create the folder", opts.out_dir));
-    }
+    create_output_folder(opts.out_dir);
     if (report.calibration) {
       write_output(model::to_json(report.calibration->profile).dump(2) + "\n", (fs::path(opts.out_dir) / "profile.json").string(), "--out-dir");
       write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", (fs::path(opts.out_dir) / "kernel.json").string(), "--out-dir");

@@ -521,18 +521,16 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
   }
   KernelFit out;
   out.profile = std::move(best.profile);
-  Count trimmed = 0;
-  for (const MeasuredCall& call : calls) {
-    const sim::KernelTimeModel m(out.profile, sms, call.shape);
-    trimmed += call.measured_us > 0 && m.slowed_by_trim(call.trimmed_length) ? 1 : 0;
-  }
   // Under causal-like masks every block holds at most its one diagonal tile, so a partial tile's
   // cost and a cost that each masked block pays move together: the fit splits them by the
   // structure it picked, not by what was measured, and a mask whose blocks carry several partial
   // tiles (a window's two edges, documents cut by fixed tiles) is priced on that split.
-  Count most_partial = 0;
+  Count trimmed = 0, most_partial = 0;
   for (const MeasuredCall& call : calls) {
-    if (call.measured_us > 0) most_partial = std::max(most_partial, model::most_partial_tiles(call.rows));
+    if (call.measured_us <= 0) continue;
+    const sim::KernelTimeModel m(out.profile, sms, call.shape);
+    trimmed += m.slowed_by_trim(call.trimmed_length) ? 1 : 0;
+    most_partial = std::max(most_partial, model::most_partial_tiles(call.rows));
   }
   const std::string partial_tiles =
       most_partial >= 2
