@@ -500,6 +500,41 @@ TEST(KernelFit, FindsSharedSmsAndTheBackwardsOwnPlacement) {
   EXPECT_GT(worst, 0.05) << "the placements matter on these calls";
 }
 
+// Forward calls alone (the GPU validator's default runs): the fit finds the forward's placement
+// and keeps the backward's costs and the placement they were fitted on, whether the start profile
+// gave the backward a placement of its own or shared the forward's.
+TEST(KernelFit, ForwardOnlyCallsKeepTheBackwardsPlacementWithItsCosts) {
+  const model::HardwareProfile hw = synthetic_bf16_hardware(8);
+  sim::KernelProfile truth;
+  truth.tile = {128, 128};
+  truth.placement.blocks_per_sm = 2;
+  truth.placement.lone_block_speedup = 2;
+  truth.forward = {20.0, 2.0, 4.0, 9.0};
+  std::vector<MeasuredWorkload> workloads;
+  for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+    for (const Count n : {Count{4096}, Count{8192}}) {
+      workloads.push_back(causal_workload(std::string(layout) + std::to_string(n), layout, n, 4, 2,
+                                          sim::PassSelection::forward, std::vector<double>(16, 1.0)));
+    }
+  }
+  time_with(truth, hw, workloads);
+  const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
+  sim::KernelProfile start = truth;
+  start.placement = sim::BlockPlacement{1, sim::BlockOrder::launch, 1};
+  start.forward = {1, 1, 1, 1};
+  start.backward = {40.0, 3.0, 10.0, 14.0};
+  for (const std::optional<sim::BlockPlacement>& own :
+       {std::optional(sim::BlockPlacement{1, sim::BlockOrder::longest_first, 1}), std::optional<sim::BlockPlacement>()}) {
+    start.backward_placement = own;
+    const KernelFit fit = fit_kernel(calls, start, hw);
+    EXPECT_EQ(fit.profile.placement, truth.placement);
+    EXPECT_LT(fit.max_abs_error, 1e-4);
+    EXPECT_EQ(sim::backward_placement(fit.profile), sim::backward_placement(start)) << "own placement: " << own.has_value();
+    EXPECT_EQ(fit.profile.backward.full_tile_us, 10.0);
+    EXPECT_EQ(fit.profile.fit.at("backward"), "not measured: kept from the base profile");
+  }
+}
+
 // A kernel of small blocks, 4 per SM, whose SM speeds up a lone block only (SmSharing::lone_block,
 // as this project's 64x64 kernel on an H200): the fit finds the rule and meets every call; the
 // best fit that only shares the SM's throughput misses some of the same calls.

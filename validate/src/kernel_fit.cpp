@@ -342,8 +342,15 @@ StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::Ke
     const bool continues = i > 0 && tried[i].sharing == tried[i - 1].sharing &&
                            tried[i].lone_block_speedup > tried[i - 1].lone_block_speedup;
     sim::KernelProfile k = continues ? from : start;
-    k.placement = tried[i];
-    k.backward_placement.reset();
+    // A pass no call timed keeps its costs from `start`, and with them the placement they were
+    // fitted on: a forward-only run refits the forward's occupancy, not the backward's.
+    if (fit_forward) {
+      k.placement = tried[i];
+      k.backward_placement = fit_backward ? std::nullopt : std::optional(sim::backward_placement(start));
+    } else {
+      k.placement = start.placement;
+      k.backward_placement = tried[i];
+    }
     StructureFit fit = fit_costs(calls, k, sms, fit_forward, fit_backward);
     from = fit.profile;
     keep(std::move(fit));
@@ -368,9 +375,9 @@ StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::Ke
       k.placement = p;
       keep(fit_costs(calls, k, sms, fit_forward, fit_backward));
     }
-    // A backward placed as the forward is written as one placement.
-    if (best->profile.backward_placement == best->profile.placement) best->profile.backward_placement.reset();
   }
+  // A backward placed as the forward is written as one placement.
+  if (best->profile.backward_placement == best->profile.placement) best->profile.backward_placement.reset();
   return std::move(*best);
 }
 
