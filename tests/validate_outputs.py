@@ -89,6 +89,12 @@ validate_args = ["validate", "--compare", "--seq-len", "256", "--devices", "2,4"
 validated = check("validate", run(*validate_args), "validate --compare")
 check("validate", run("validate", "--seq-len", "128", "--devices", "2", "--layouts", "zigzag", "--cp", "ring,allgather,ulysses",
                       "--iterations", "1", "--format", "json"), "validate --cp")
+compared_cps = check("validate", run("validate", "--compare", "--seq-len", "128,256,512", "--devices", "2", "--layouts", "zigzag",
+                                     "--cp", "ring,allgather,ulysses", "--iterations", "1", "--format", "json"),
+                     "validate --cp --compare")
+if compared_cps is not None and (sorted(compared_cps.get("errors_by_cp", {})) != ["allgather", "ring", "ulysses"]
+                                 or not compared_cps.get("notes")):
+    failures.append("validate --cp --compare: errors_by_cp of the three algorithms and a note expected")
 check("validate", run("validate", "--seq-len", "128", "--devices", "2", "--layouts", "zigzag", "--no-check",
                       "--iterations", "1", "--format", "json"), "validate --no-check")
 check("validate", open(os.path.join(source, "reports", "validation", "cpu", "validate.json")).read(), "reports/validation/cpu")

@@ -78,11 +78,11 @@ CaseComparison compare_case(const CaseResult& result, const CasePrediction& pred
 }
 
 ErrorSummary summarize_errors(const std::vector<CaseResult>& results, const std::vector<CaseComparison>& comparisons,
-                              CaseRole role) {
+                              CaseRole role, std::string_view cp) {
   ErrorSummary s;
   std::vector<double> totals, kernels;
   for (size_t i = 0; i < comparisons.size(); ++i) {
-    if (comparisons[i].role != role) continue;
+    if (comparisons[i].role != role || (!cp.empty() && results[i].ring_case.cp != cp)) continue;
     totals.push_back(std::abs(comparisons[i].total_error));
     const Count devices = results[i].ring_case.devices;
     for (Count r = 0; r < devices; ++r) {
@@ -107,6 +107,33 @@ ErrorSummary summarize_errors(const std::vector<CaseResult>& results, const std:
     s.max_abs_kernel_error = k.max;
   }
   return s;
+}
+
+std::vector<std::string> context_parallelisms(const std::vector<CaseResult>& results) {
+  std::vector<std::string> out;
+  for (const CaseResult& r : results) {
+    if (std::ranges::find(out, r.ring_case.cp) == out.end()) out.push_back(r.ring_case.cp);
+  }
+  return out;
+}
+
+std::vector<std::string> comparison_notes(const ValidationReport& report) {
+  std::vector<std::string> notes;
+  const std::vector<std::string> cps = context_parallelisms(report.results);
+  const bool allgather = std::ranges::find(cps, "allgather") != cps.end();
+  const bool ulysses = std::ranges::find(cps, "ulysses") != cps.end();
+  if ((allgather || ulysses) && !report.comparisons.empty() && !report.concurrent_devices) {
+    // One processor runs every device's copies one after another, its own parts included; the
+    // simulator prices the bytes a collective moves between devices (a device's own part stays
+    // where it is, or is copied in its memory beside the transfers).
+    notes.push_back(fmt::format(
+        "{} plays the devices in turn on one processor: its {} also {} each device's own part, which the prediction, "
+        "the bytes a collective moves between devices, does not count; read the per-kernel errors, and validate the "
+        "links on devices that run at once (nccl, mpi)",
+        report.backend, allgather && ulysses ? "all-gather and Ulysses" : allgather ? "all-gather" : "Ulysses",
+        allgather && ulysses ? "copy" : "copies"));
+  }
+  return notes;
 }
 
 const char* role_name(CaseRole role) {

@@ -187,7 +187,7 @@ ValidationReport read_saved_report(const nlohmann::json& doc, const std::string&
   const JsonFields f(doc, label);
   if (f.string("schema") != kValidateSchema) throw InputError(fmt::format("{}: expected \"{}\"", f.where("schema"), kValidateSchema));
   f.allow_only({"schema", "command", "backend", "device", "placement", "warmup", "iterations", "concurrent_devices", "all_passed",
-                "profile", "kernel", "calibration", "topology", "errors", "comparisons", "cases"});
+                "profile", "kernel", "calibration", "topology", "errors", "errors_by_cp", "notes", "comparisons", "cases"});
   ValidationReport report;
   report.backend = f.string("backend");
   if (report.backend != "cpu" && report.backend != "mpi" && report.backend != "cuda" && report.backend != "nccl") {

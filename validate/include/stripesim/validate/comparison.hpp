@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stripesim/model/flops/hardware_profile.hpp"
@@ -68,8 +69,13 @@ struct ErrorSummary {
   double max_abs_kernel_error = 0;
 };
 
+// Over the cases of `role`; of one context parallelism only where `cp` names one (empty: every case).
 [[nodiscard]] ErrorSummary summarize_errors(const std::vector<CaseResult>& results,
-                                            const std::vector<CaseComparison>& comparisons, CaseRole role);
+                                            const std::vector<CaseComparison>& comparisons, CaseRole role,
+                                            std::string_view cp = {});
+
+// The context parallelisms the cases ran (ring, allgather, ulysses), in the order they first appear.
+[[nodiscard]] std::vector<std::string> context_parallelisms(const std::vector<CaseResult>& results);
 
 // The whole validator run, as written to JSON and Markdown.
 struct ValidationReport {
@@ -86,6 +92,11 @@ struct ValidationReport {
   std::optional<sim::NodePlacement> placement;     // the host of every device (mpi)
   std::optional<sim::Topology> topology;           // the topology predictions used, when the job spans nodes
 };
+
+// What a reader of the comparison must know to read it right, one sentence each (empty when
+// nothing applies): collectives timed by a backend that plays the devices in turn.
+[[nodiscard]] std::vector<std::string> comparison_notes(const ValidationReport& report);
+
 
 // Its printers (table, JSON, Markdown): output/validation_printers.hpp.
 
