@@ -56,6 +56,7 @@ struct ValidateOptions {
   std::string block_costs_kernel;         // which kernel's columns of the block-cost files
   bool calibrate = false;
   bool compare = false;
+  bool no_fit = false;  // --no-fit: --compare on measured files with --kernel's profile as given
   bool no_check = false;
   std::string topology;  // --topology: which ranks share a node (mpi)
   std::string out_dir;
@@ -88,7 +89,9 @@ constexpr const char* kValidateExamples = R"(Examples:
       --block-costs configs/measurements/h100/block-costs-sdpa-flex.json --block-costs-kernel flex --kernel-out flex.json
       fit a kernel profile to timings of a kernel you train with (bench/measure_kernels.py makes them)
   stripesim validate --compare --hardware h100 --kernel flex --measurements configs/measurements/h100/flex/*.json
-      leave one file out: predict each from a fit on the others, per (round, device) and per layout speedup)";
+      leave one file out: predict each from a fit on the others, per (round, device) and per layout speedup
+  stripesim validate --compare --no-fit --hardware h100 --kernel fa2 --measurements configs/measurements/h100/fa2/*.json
+      the shipped profile, as it is, against timings it was never fitted on)";
 
 std::vector<model::Count> count_list(const std::string& text, const char* flag) {
   std::vector<model::Count> out;
@@ -195,6 +198,7 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   request.hardware = o.hardware;
   request.kernel = o.kernel;
   request.compare = o.compare;
+  request.no_fit = o.no_fit;
   request.command = command_line(cmd);
   const model::ConfigCatalog catalog(config_dir());
   const validate::MeasurementAccuracyPlan plan = validate::plan_measurement_accuracy(request, catalog);
@@ -205,7 +209,7 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   if (!o.out_dir.empty()) {
     namespace fs = std::filesystem;
     create_output_folder(o.out_dir);
-    write_output(sim::to_json(fit.profile).dump(2) + "\n", (fs::path(o.out_dir) / "kernel.json").string(), "--out-dir");
+    if (!o.no_fit) write_output(sim::to_json(fit.profile).dump(2) + "\n", (fs::path(o.out_dir) / "kernel.json").string(), "--out-dir");
     write_output(output::render(accuracy, OutputFormat::markdown), (fs::path(o.out_dir) / "accuracy.md").string(), "--out-dir");
     write_output(output::render(accuracy, OutputFormat::json), (fs::path(o.out_dir) / "accuracy.json").string(), "--out-dir");
   }
@@ -359,6 +363,9 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
                   "repeat for several runs of one device, fitted together");
   cmd->add_option("--block-costs", o.block_costs, "stripesim.block-costs/1 files to fit on as well (one c x c block per row)");
   cmd->add_option("--block-costs-kernel", o.block_costs_kernel, "Which kernel's columns of --block-costs to read (e.g. sdpa, flex)");
+  cmd->add_flag("--no-fit", o.no_fit,
+                "--compare with --measurements: predict every file with --kernel's profile as it is, fitted on none of them "
+                "(how a shipped profile does on your timings), instead of leaving each file out of a refit");
   o.run.track(cmd->add_flag("--no-check", o.no_check,
                             "Skip the dense-attention check: n^2 per head, once per problem (cpu: float64 on one core; cuda, "
                             "nccl: fp32 cuBLAS on the GPU)"));
@@ -382,6 +389,9 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
       if (!value->empty() && !opts.calibrate && !opts.compare) {
         throw model::InputError(fmt::format("{}: only with --calibrate or --compare (it is what predictions start from)", flag));
       }
+    }
+    if (opts.no_fit && opts.measurements.empty() && opts.block_costs.empty()) {
+      throw model::InputError("--no-fit: only with --measurements or --block-costs (a run's --compare predicts with --profile)");
     }
     if (!opts.from.empty()) return run_on_saved_report(cmd, opts, mode);
     if (!opts.measurements.empty() || !opts.block_costs.empty()) {

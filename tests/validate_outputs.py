@@ -109,6 +109,8 @@ with tempfile.TemporaryDirectory() as folder:
              for arg in ("--measurements", os.path.join(measured, "sdpa", name))]
     check("kernel-accuracy", run("validate", "--compare", "--hardware", "h100", "--kernel", "sdpa", *files,
                                  "--out-dir", folder, "--format", "json"), "validate --compare --measurements")
+    check("kernel-accuracy", run("validate", "--compare", "--no-fit", "--hardware", "h100", "--kernel", "sdpa", *files,
+                                 "--format", "json"), "validate --compare --no-fit --measurements")
     written = os.path.join(folder, "kernel.json")
     if os.path.exists(written):
         check("kernel", open(written).read(), "validate --out-dir kernel.json")

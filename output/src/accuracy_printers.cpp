@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <optional>
 
 namespace stripesim::output {
@@ -31,11 +30,11 @@ nlohmann::ordered_json to_json(const validate::KernelAccuracy& accuracy) {
   nlohmann::ordered_json doc;
   doc["schema"] = "stripesim.kernel-accuracy/1";
   doc["command"] = accuracy.command;
-  const bool held_out = std::any_of(predictions.begin(), predictions.end(), [](const auto& p) { return p.held_out; });
-  doc["method"] = held_out ? "leave one group out: each file (or block-cost row) predicted by a profile fitted on all the others"
-                           : "every workload predicted with the given kernel profile";
+  doc["method"] = validate::describe(accuracy.method);
   doc["kernel"] = sim::to_json(kernel);
-  doc["fit"] = {{"samples", fit.samples}, {"median_abs_error", fit.median_abs_error}, {"max_abs_error", fit.max_abs_error}};
+  if (accuracy.method != validate::AccuracyMethod::profile_as_given) {
+    doc["fit"] = {{"samples", fit.samples}, {"median_abs_error", fit.median_abs_error}, {"max_abs_error", fit.max_abs_error}};
+  }
   doc["summary"] = summary_json(validate::summarize_accuracy(predictions));
   doc["consistency_floor"] = summary_json(accuracy.floor);
   nlohmann::ordered_json workloads = nlohmann::ordered_json::array();
@@ -72,14 +71,12 @@ std::string to_markdown(const validate::KernelAccuracy& accuracy) {
   const auto& predictions = accuracy.predictions;
   const sim::KernelProfile& kernel = fit.profile;
   const validate::AccuracySummary s = validate::summarize_accuracy(predictions);
-  const bool held_out = std::any_of(predictions.begin(), predictions.end(), [](const auto& p) { return p.held_out; });
   std::string md = fmt::format("# Kernel {} on {}: predicted against measured\n\n- command: `{}`\n- method: {}\n", kernel.name,
-                               kernel.hardware, accuracy.command,
-                               held_out ? "leave one group out (each file, or block-cost row, predicted by a profile fitted "
-                                          "on all the others)"
-                                        : "every workload predicted with the given profile");
-  md += fmt::format("- fit on everything: {} calls, median error {:.1f}%, worst {:.1f}%\n", fit.samples,
-                    100 * fit.median_abs_error, 100 * fit.max_abs_error);
+                               kernel.hardware, accuracy.command, validate::describe(accuracy.method));
+  if (accuracy.method != validate::AccuracyMethod::profile_as_given) {
+    md += fmt::format("- fit on everything: {} calls, median error {:.1f}%, worst {:.1f}%\n", fit.samples,
+                      100 * fit.median_abs_error, 100 * fit.max_abs_error);
+  }
   md += fmt::format("- per (round, device) call: {} timed calls, median error {:.1f}%, worst {:.1f}%\n", s.calls,
                     100 * s.median_abs_call_error, 100 * s.max_abs_call_error);
   md += fmt::format("- lockstep speedup over contiguous: {} layouts, mean error {:.3f}, worst {:.3f}\n", s.speedups,

@@ -33,7 +33,8 @@ MeasurementAccuracyPlan plan_measurement_accuracy(const MeasurementAccuracyReque
   for (const auto& w : workloads) {
     if (std::find(plan.groups.begin(), plan.groups.end(), w.group) == plan.groups.end()) plan.groups.push_back(w.group);
   }
-  if (request.compare && plan.groups.size() < 2) {
+  if (request.no_fit && !request.compare) throw model::InputError("--no-fit: only with --compare (--calibrate fits)");
+  if (request.compare && !request.no_fit && plan.groups.size() < 2) {
     throw model::InputError("--compare: needs workloads from at least two files to leave one out");
   }
   plan.workloads = std::make_shared<const std::vector<MeasuredWorkload>>(std::move(workloads));
@@ -46,6 +47,15 @@ KernelAccuracy run_measurement_accuracy(const MeasurementAccuracyPlan& plan, con
   KernelAccuracy out;
   out.command = request.command;
   out.workloads = plan.workloads;
+  out.floor = summarize_accuracy(consistency_floor(workloads, plan.calls));
+  if (request.no_fit) {
+    // The profile as it stands, scored on timings it was never fitted on: nothing is fitted.
+    out.method = AccuracyMethod::profile_as_given;
+    out.fit.profile = plan.base;
+    out.predictions = predict_workloads(workloads, plan.base, plan.hardware.name, catalog);
+    for (WorkloadPrediction& p : out.predictions) p.held_out = true;
+    return out;
+  }
   // The fit on everything is the profile --calibrate writes; --compare also reports it beside the
   // leave-one-out scores.
   out.fit = fit_kernel(plan.calls, plan.base, plan.hardware);
@@ -53,10 +63,21 @@ KernelAccuracy run_measurement_accuracy(const MeasurementAccuracyPlan& plan, con
   out.fit.profile.sources["costs"] = "fitted by: " + request.command;
   out.fit.profile.fit["files"] = request.measurements.size() + request.block_costs.size();
   out.fit.profile.fit["groups"] = plan.groups.size();
+  out.method = request.compare ? AccuracyMethod::leave_one_group_out : AccuracyMethod::fit_on_everything;
   out.predictions = request.compare ? leave_one_group_out(workloads, plan.calls, plan.base, plan.hardware.name, catalog)
                                     : predict_workloads(workloads, out.fit.profile, plan.hardware.name, catalog);
-  out.floor = summarize_accuracy(consistency_floor(workloads, plan.calls));
   return out;
+}
+
+const char* describe(AccuracyMethod method) {
+  switch (method) {
+    case AccuracyMethod::fit_on_everything: return "every workload predicted by the profile fitted on all of them";
+    case AccuracyMethod::leave_one_group_out:
+      return "leave one group out: each file (or block-cost row) predicted by a profile fitted on all the others";
+    case AccuracyMethod::profile_as_given:
+      return "the kernel profile as given (--no-fit): every workload predicted by a profile fitted on none of them";
+  }
+  return "";
 }
 
 }  // namespace stripesim::validate

@@ -23,6 +23,7 @@ struct MeasurementAccuracyRequest {
   std::string hardware;                   // a name or JSON; empty: the profile claiming the files' device
   std::string kernel;                     // the profile the fit starts from; empty: the hardware's default
   bool compare = false;                   // score each file with a fit on the others (else on everything)
+  bool no_fit = false;                    // with compare: every file predicted by the starting profile as given
   std::string command;                    // the command line, recorded in the fitted profile and the report
 };
 
@@ -36,11 +37,20 @@ struct MeasurementAccuracyPlan {
   std::vector<std::string> groups;  // the files (and block-cost rows) in order: what --compare leaves out
 };
 
-// The fit on everything (the profile --calibrate writes, sourced and counted) and how well the
-// profile, or with --compare each leave-one-out fit, predicts every workload, beside the
-// consistency floor of the same files.
+// How the profile that predicted each workload came to be.
+enum class AccuracyMethod {
+  fit_on_everything,    // --calibrate: the profile fitted on every file
+  leave_one_group_out,  // --compare: each file (or block-cost row) by a profile fitted on all the others
+  profile_as_given,     // --compare --no-fit: every file by the starting profile, fitted on none of them
+};
+[[nodiscard]] const char* describe(AccuracyMethod method);
+
+// The fit on everything (the profile --calibrate writes, sourced and counted; none with --no-fit)
+// and how well the profile, or with --compare each leave-one-out fit, predicts every workload,
+// beside the consistency floor of the same files.
 struct KernelAccuracy {
   std::string command;
+  AccuracyMethod method = AccuracyMethod::fit_on_everything;
   std::shared_ptr<const std::vector<MeasuredWorkload>> workloads;
   KernelFit fit;
   std::vector<WorkloadPrediction> predictions;  // point into `workloads`
@@ -48,7 +58,8 @@ struct KernelAccuracy {
 };
 
 // Throws model::InputError for a file that does not read, a device no profile claims without
-// --hardware, a call the work model does not recognise, or --compare over fewer than two groups.
+// --hardware, a call the work model does not recognise, or --compare (without --no-fit) over
+// fewer than two groups.
 [[nodiscard]] MeasurementAccuracyPlan plan_measurement_accuracy(const MeasurementAccuracyRequest& request,
                                                                 const model::ConfigCatalog& catalog);
 [[nodiscard]] KernelAccuracy run_measurement_accuracy(const MeasurementAccuracyPlan& plan, const model::ConfigCatalog& catalog);
