@@ -457,13 +457,19 @@ TEST(KernelFit, TriesNoMoreBlocksPerSmThanSharedMemoryHolds) {
 // speed) and whose backward runs on its own placement (1 block per SM, longest first), timed on
 // separate forward and backward calls: the fit finds both placements and every call exactly.
 // Fitted with fixed slots only (the forward's placement for both), the same calls miss.
+// 128x128 tiles, 2 blocks per SM sharing its throughput (a lone block at the whole SM's speed).
+sim::KernelProfile shared_sm_kernel() {
+  sim::KernelProfile k;
+  k.tile = {128, 128};
+  k.placement.blocks_per_sm = 2;
+  k.placement.lone_block_speedup = 2;
+  k.forward = {20.0, 2.0, 4.0, 9.0};
+  return k;
+}
+
 TEST(KernelFit, FindsSharedSmsAndTheBackwardsOwnPlacement) {
   const model::HardwareProfile hw = synthetic_bf16_hardware(8);
-  sim::KernelProfile truth;
-  truth.tile = {128, 128};
-  truth.placement.blocks_per_sm = 2;
-  truth.placement.lone_block_speedup = 2;
-  truth.forward = {20.0, 2.0, 4.0, 9.0};
+  sim::KernelProfile truth = shared_sm_kernel();
   truth.backward = {40.0, 3.0, 10.0, 14.0};
   truth.backward_placement = sim::BlockPlacement{1, sim::BlockOrder::longest_first, 1};
   std::vector<MeasuredWorkload> workloads;
@@ -505,11 +511,7 @@ TEST(KernelFit, FindsSharedSmsAndTheBackwardsOwnPlacement) {
 // gave the backward a placement of its own or shared the forward's.
 TEST(KernelFit, ForwardOnlyCallsKeepTheBackwardsPlacementWithItsCosts) {
   const model::HardwareProfile hw = synthetic_bf16_hardware(8);
-  sim::KernelProfile truth;
-  truth.tile = {128, 128};
-  truth.placement.blocks_per_sm = 2;
-  truth.placement.lone_block_speedup = 2;
-  truth.forward = {20.0, 2.0, 4.0, 9.0};
+  const sim::KernelProfile truth = shared_sm_kernel();
   std::vector<MeasuredWorkload> workloads;
   for (const char* layout : {"contiguous", "striped", "zigzag"}) {
     for (const Count n : {Count{4096}, Count{8192}}) {
