@@ -1,5 +1,7 @@
 // stripesim plan: the search's counts by hand, its bounded ranking against the exhaustive one,
 // every choice re-simulated through `simulate`'s own path, and the memory filter.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "stripesim/model/io/input_error.hpp"
@@ -77,7 +79,31 @@ TEST(Plan, EveryChoiceIsWhatSimulateSaysOfIt) {
     const Simulation s = run_simulation(config, catalog());
     EXPECT_DOUBLE_EQ(s.results[0].step->time_us, c.step->time_us) << c.cp << " " << c.layout;
     EXPECT_FALSE(s.results[0].step->exceeds_memory);
+    EXPECT_EQ(s.results[0].most_partial_tiles, c.most_partial_tiles) << c.cp << " " << c.layout;
   }
+}
+
+// simulate's note on calls of several partial tiles per query tile under a fit that never timed
+// one (h100 sdpa: causal files only) reaches the plan, naming the choices shown that hold them:
+// an all-gather of striped queries (a 128-query tile spans 128 N positions, so N key tiles of the
+// gathered sequence on the diagonal); the ring's choices alone hold one each.
+TEST(Plan, NotesTheChoicesWhoseCallsTheKernelFitNeverTimed) {
+  PlanRequest r = small_request();
+  r.top = 1000;
+  const Plan plan = run_plan(plan_search(r, catalog()));
+  std::vector<std::string> ranks;
+  for (size_t i = 0; i < plan.ranked.size(); ++i) {
+    const PlanCandidate& c = plan.ranked[i];
+    if (c.cp == "allgather" && c.layout == "striped") EXPECT_EQ(c.most_partial_tiles, c.mesh.devices) << c.mesh.to_string();
+    if (c.cp == "ring") EXPECT_LE(c.most_partial_tiles, 1) << c.layout;
+    if (c.most_partial_tiles >= 2) ranks.push_back(std::to_string(i + 1));
+  }
+  ASSERT_FALSE(ranks.empty());
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_EQ(plan.notes[0].rfind("kernel sdpa: its fit timed no query tile with more than one partial tile", 0), 0u);
+  EXPECT_NE(plan.notes[0].find(fmt::format("(the choices ranked {})", fmt::join(ranks, ", "))), std::string::npos) << plan.notes[0];
+  r.algorithms = {"ring"};
+  EXPECT_TRUE(run_plan(plan_search(r, catalog())).notes.empty());
 }
 
 TEST(Plan, DropsWhatDoesNotFitAndRefusesBadRequests) {

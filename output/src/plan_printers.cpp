@@ -56,6 +56,7 @@ nlohmann::ordered_json to_json(const sim::Plan& plan) {
   doc["bounded_out"] = plan.bounded_out;
   doc["refusal_examples"] = plan.refusal_examples;
   doc["ranked"] = plan_rows(plan);
+  if (!plan.notes.empty()) doc["notes"] = plan.notes;
   return doc;
 }
 
@@ -84,6 +85,7 @@ std::string plan_table(const sim::Plan& plan) {
                          e.breakdown.attention_idle_us / 1e3, c.reason);
     }
   }
+  for (const std::string& note : plan.notes) out += "note: " + note + "\n";
   if (!plan.refusal_examples.empty()) {
     out += "\nrefused, for example:\n";
     for (const std::string& why : plan.refusal_examples) out += "  " + why + "\n";

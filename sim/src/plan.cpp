@@ -1,6 +1,7 @@
 #include "stripesim/sim/plan.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -216,12 +217,13 @@ Plan run_plan(const PlanSearch& search) {
     }
   }
 
-  auto passes_of = [&](const Entry& e, PassDetail detail) {
+  auto passes_of = [&](Entry& e, PassDetail detail) {
     const SimulationPlan& p = *search.meshes[e.mesh].plan;
     const Simulation& sim = p.simulation;
     const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
     std::uint64_t events = 0;
-    return estimate_step(*sim.step_shape, simulate_attention_passes(sim, p.layouts[e.layout], p.mask, kernel, events, detail));
+    return estimate_step(*sim.step_shape, simulate_attention_passes(sim, p.layouts[e.layout], p.mask, kernel, events, detail,
+                                                                    &e.candidate.most_partial_tiles));
   };
   model::parallel_for(entries.size(), threads, [&](size_t i) {
     const StepEstimate bound = passes_of(entries[i], PassDetail::bound);
@@ -253,6 +255,20 @@ Plan run_plan(const PlanSearch& search) {
   for (Entry& e : entries) out.ranked.push_back(std::move(e.candidate));
   const size_t explained = std::min(out.ranked.size(), static_cast<size_t>(request.top));
   for (size_t i = 0; i < explained; ++i) out.ranked[i].reason = explain(out.ranked[i], out.ranked, out.memory_gib);
+  // One kernel profile prices every mesh: simulate's note of the choices shown, naming their ranks.
+  Count most = 0;
+  std::vector<std::string> ranks;
+  for (size_t i = 0; i < explained; ++i) {
+    if (out.ranked[i].most_partial_tiles < 2) continue;
+    most = std::max(most, out.ranked[i].most_partial_tiles);
+    ranks.push_back(std::to_string(i + 1));
+  }
+  const auto planned = std::find_if(search.meshes.begin(), search.meshes.end(), [](const PlannedMesh& m) { return m.plan.has_value(); });
+  if (planned != search.meshes.end()) {
+    if (std::optional<std::string> note = partial_tiles_note(planned->plan->simulation.kernel, most)) {
+      out.notes.push_back(fmt::format("{} (the choices ranked {})", *note, fmt::join(ranks, ", ")));
+    }
+  }
   return out;
 }
 

@@ -432,17 +432,20 @@ Simulation run_simulation(SimulationPlan plan) {
   return std::move(plan.simulation);
 }
 
+std::optional<std::string> partial_tiles_note(const KernelProfile& kernel, Count most_partial_tiles) {
+  if (most_partial_tiles < 2 || partial_tile_cost_identified(kernel)) return std::nullopt;
+  return fmt::format(
+      "kernel {}: its fit timed no query tile with more than one partial tile (fit.partial_tiles), and calls here "
+      "hold up to {} in one; their time rests on how that fit split a masked block's cost between its partial "
+      "tiles and the block, not on a measurement (README, \"What causal timings cannot tell\")",
+      kernel.name, most_partial_tiles);
+}
+
 std::vector<std::string> simulation_notes(const Simulation& sim) {
-  std::vector<std::string> notes;
   Count most = 0;
   for (const LayoutSimulation& r : sim.results) most = std::max(most, r.most_partial_tiles);
-  if (most >= 2 && !partial_tile_cost_identified(sim.kernel)) {
-    notes.push_back(fmt::format(
-        "kernel {}: its fit timed no query tile with more than one partial tile (fit.partial_tiles), and calls here "
-        "hold up to {} in one; their time rests on how that fit split a masked block's cost between its partial "
-        "tiles and the block, not on a measurement (README, \"What causal timings cannot tell\")",
-        sim.kernel.name, most));
-  }
+  std::vector<std::string> notes;
+  if (std::optional<std::string> note = partial_tiles_note(sim.kernel, most)) notes.push_back(std::move(*note));
   return notes;
 }
 

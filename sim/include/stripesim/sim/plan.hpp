@@ -38,6 +38,7 @@ struct PlanCandidate {
   std::optional<StepEstimate> step;  // unset: not simulated (bounded out)
   Microseconds bound_us = 0;         // the lower bound the search ordered candidates by
   std::string reason;                // the top choices: why it wins or loses
+  Count most_partial_tiles = 0;      // simulated: the most partial tiles one query tile of a call holds
 };
 
 struct Plan {
@@ -49,6 +50,7 @@ struct Plan {
   Count over_memory = 0;
   Count bounded_out = 0;              // fit, but could not beat the top choices
   std::vector<std::string> refusal_examples;  // distinct reasons, the first few
+  std::vector<std::string> notes;             // what simulate would note of the ranked choices (simulation_notes)
 };
 
 // One (mesh, algorithm) planned as `simulate --scope step` plans it, or why the simulation refuses it.

@@ -164,5 +164,8 @@ void place_on_topology(SimulationPlan& plan);
 // fixed tiles) while the kernel's fit never timed one (partial_tile_cost_identified), so their
 // time rests on how the fit split a masked block's cost. Empty when there is nothing to say.
 [[nodiscard]] std::vector<std::string> simulation_notes(const Simulation& simulation);
+// The note above for calls of `kernel` whose query tiles hold up to `most_partial_tiles` partial
+// tiles (simulate and plan alike), or none when the fit timed such tiles or no call holds two.
+[[nodiscard]] std::optional<std::string> partial_tiles_note(const KernelProfile& kernel, Count most_partial_tiles);
 
 }  // namespace stripesim::sim
