@@ -496,8 +496,19 @@ TEST(CliValidate, ShippedH200ValidatorProfilePredictsRunsItWasNotFittedOn) {
 // measurements, every held-out file predicted by a fit on the others.
 TEST(CliValidate, KernelFitOnShippedMeasurementsPredictsHeldOutFiles) {
   for (const std::string kernel : {"sdpa", "flex"}) {
+    // The files each shipped profile was fitted on: every flex file, and the four sdpa files of
+    // reports/kernels/h100-sdpa (the two timed on 2026-11-27 score the shipped profile instead;
+    // a fit that adds them, forward only, moves the backward's partial tile to 6 full tiles:
+    // causal files do not pin that split).
     std::string files;
-    for (const auto& entry : fs::directory_iterator(measurements(kernel))) files += " --measurements " + entry.path().string();
+    for (const auto& entry : fs::directory_iterator(measurements(kernel))) {
+      const std::string name = entry.path().filename().string();
+      if (kernel == "sdpa" && name != "causal-fwd-n32768-N4.json" && name != "causal-fwd-n65536-N4.json" &&
+          name != "causal-fwdbwd-n32768-N4.json" && name != "causal-fwdbwd-n65536-N4.json") {
+        continue;
+      }
+      files += " --measurements " + entry.path().string();
+    }
     const CliResult r = run_cli("validate --compare --hardware h100 --kernel " + kernel + files + " --block-costs " +
                                 measurements("block-costs-sdpa-flex.json") + " --block-costs-kernel " + kernel + " --format json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
