@@ -101,7 +101,9 @@ TEST(Plan, NotesTheChoicesWhoseCallsTheKernelFitNeverTimed) {
   ASSERT_FALSE(ranks.empty());
   ASSERT_EQ(plan.notes.size(), 1u);
   EXPECT_EQ(plan.notes[0].rfind("kernel sdpa: its fit timed no query tile with more than one partial tile", 0), 0u);
-  EXPECT_NE(plan.notes[0].find(fmt::format("(the choices ranked {})", fmt::join(ranks, ", "))), std::string::npos) << plan.notes[0];
+  EXPECT_NE(plan.notes[0].find(fmt::format(": the {} {}", ranks.size() == 1 ? "choice ranked" : "choices ranked", fmt::join(ranks, ", "))),
+            std::string::npos)
+      << plan.notes[0];
   r.algorithms = {"ring"};
   EXPECT_TRUE(run_plan(plan_search(r, catalog())).notes.empty());
 }
