@@ -172,7 +172,7 @@ TEST(CliSimulate, NotesWhenCallsHoldMorePartialTilesThanTheFitTimed) {
   const CliResult documents = run_cli(base + " --mask documents:lognormal:4096:1.0:seed=1");
   ASSERT_EQ(documents.exit_code, 0) << documents.err;
   EXPECT_NE(documents.out.find("note: kernel sdpa:"), std::string::npos);
-  for (const std::string quiet : {base, base + " --kernel flex --mask window:4096"}) {
+  for (const std::string& quiet : {base, base + " --kernel flex --mask window:4096"}) {
     const CliResult r = run_cli(quiet + " --format json --summary-only");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_FALSE(nlohmann::json::parse(r.out).contains("notes")) << quiet;

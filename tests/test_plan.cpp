@@ -94,8 +94,12 @@ TEST(Plan, NotesTheChoicesWhoseCallsTheKernelFitNeverTimed) {
   std::vector<std::string> ranks;
   for (size_t i = 0; i < plan.ranked.size(); ++i) {
     const PlanCandidate& c = plan.ranked[i];
-    if (c.cp == "allgather" && c.layout == "striped") EXPECT_EQ(c.most_partial_tiles, c.mesh.devices) << c.mesh.to_string();
-    if (c.cp == "ring") EXPECT_LE(c.most_partial_tiles, 1) << c.layout;
+    if (c.cp == "allgather" && c.layout == "striped") {
+      EXPECT_EQ(c.most_partial_tiles, c.mesh.devices) << c.mesh.to_string();
+    }
+    if (c.cp == "ring") {
+      EXPECT_LE(c.most_partial_tiles, 1) << c.layout;
+    }
     if (c.most_partial_tiles >= 2) ranks.push_back(std::to_string(i + 1));
   }
   ASSERT_FALSE(ranks.empty());
