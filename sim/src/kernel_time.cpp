@@ -1,6 +1,7 @@
 #include "stripesim/sim/kernel_time.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <functional>
 #include <numeric>
 #include <queue>
@@ -125,12 +126,26 @@ KernelFeatures KernelTimeModel::placed_features(const model::QueryTileProfile& r
     return out;
   }
 
-  std::vector<size_t> order(static_cast<size_t>(blocks));
-  std::iota(order.begin(), order.end(), size_t{0});
-  const auto block_at = [&](size_t i) -> const Block& { return one_stream[i % one_stream.size()]; };
+  // The grid's blocks in the order they are handed out, as indices into one_stream. The grid is
+  // stream-major (block s * len + j is row j of stream s) and every stream repeats one_stream, so
+  // ordering one stream orders them all: longest first, blocks of equal length keep grid order,
+  // which puts the streams' copies of a group of equal blocks one stream after another.
+  const size_t len = one_stream.size();
+  std::vector<size_t> by_length(len);
+  std::iota(by_length.begin(), by_length.end(), size_t{0});
   if (placement.order == BlockOrder::longest_first) {
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return block_at(a).us > block_at(b).us; });
+    std::stable_sort(by_length.begin(), by_length.end(), [&](size_t a, size_t b) { return one_stream[a].us > one_stream[b].us; });
   }
+  std::vector<size_t> order;
+  order.reserve(static_cast<size_t>(blocks));
+  for (size_t group = 0; group < len;) {
+    size_t end = group + 1;
+    // In launch order the whole stream is one group.
+    while (end < len && (placement.order == BlockOrder::launch || one_stream[by_length[end]].us == one_stream[by_length[group]].us)) ++end;
+    for (Count s = 0; s < shape_.streams; ++s) order.insert(order.end(), by_length.begin() + static_cast<std::ptrdiff_t>(group), by_length.begin() + static_cast<std::ptrdiff_t>(end));
+    group = end;
+  }
+  const auto block_at = [&](size_t j) -> const Block& { return one_stream[j]; };
   KernelFeatures last;
   if (shares) {
     last = shared_sm_load(placement, order.size(), [&](size_t i) { return block_at(order[i]).us; },
