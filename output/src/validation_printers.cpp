@@ -21,7 +21,6 @@ using validate::kValidateSchema;
 using validate::precision_name;
 using validate::RingCase;
 using validate::role_name;
-using validate::summarize_errors;
 
 namespace {
 
@@ -40,11 +39,6 @@ std::string error_line(const validate::ErrorSummary& s) {
   return fmt::format("total error median {:.1f}%, worst {:.1f}%; per-kernel median {:.1f}%, worst {:.1f}%",
                      100 * s.median_abs_total_error, 100 * s.max_abs_total_error, 100 * s.median_abs_kernel_error,
                      100 * s.max_abs_kernel_error);
-}
-
-bool has_role(const validate::ValidationReport& report, validate::CaseRole role) {
-  return std::any_of(report.comparisons.begin(), report.comparisons.end(),
-                     [&](const validate::CaseComparison& c) { return c.role == role; });
 }
 
 bool any_backward(const validate::ValidationReport& report) {
@@ -174,22 +168,14 @@ nlohmann::ordered_json to_json(const validate::ValidationReport& report, bool ro
   }
   if (report.topology) doc["topology"] = report.topology->to_json();
   if (!report.comparisons.empty()) {
-    nlohmann::ordered_json errors;
-    for (const validate::CaseRole role : {CaseRole::calibration, CaseRole::held_out, CaseRole::checked}) {
-      if (has_role(report, role)) errors[role_name(role)] = summary_json(summarize_errors(report.results, report.comparisons, role));
+    // Several context parallelisms side by side: each one's errors apart as well, in the order they ran.
+    nlohmann::ordered_json errors, by_cp;
+    for (const std::string& cp : validate::context_parallelisms(report.results)) by_cp[cp] = nlohmann::ordered_json::object();
+    for (const validate::ErrorRow& row : validate::error_rows(report, {CaseRole::calibration, CaseRole::held_out, CaseRole::checked})) {
+      (row.cp.empty() ? errors : by_cp[row.cp])[role_name(row.role)] = summary_json(row.summary);
     }
     doc["errors"] = std::move(errors);
-    // Several context parallelisms side by side: each one's errors apart as well.
-    if (const std::vector<std::string> cps = validate::context_parallelisms(report.results); cps.size() > 1) {
-      nlohmann::ordered_json by_cp;
-      for (const std::string& cp : cps) {
-        for (const validate::CaseRole role : {CaseRole::calibration, CaseRole::held_out, CaseRole::checked}) {
-          const ErrorSummary s = summarize_errors(report.results, report.comparisons, role, cp);
-          if (s.cases > 0) by_cp[cp][role_name(role)] = summary_json(s);
-        }
-      }
-      doc["errors_by_cp"] = std::move(by_cp);
-    }
+    if (by_cp.size() > 1) doc["errors_by_cp"] = std::move(by_cp);
     if (const std::vector<std::string> notes = validate::comparison_notes(report); !notes.empty()) doc["notes"] = notes;
     nlohmann::ordered_json points = nlohmann::ordered_json::array();
     for (size_t i = 0; i < report.comparisons.size(); ++i) {
@@ -248,20 +234,11 @@ std::string to_markdown(const validate::ValidationReport& report) {
   if (report.placement) md += fmt::format("Devices by host: {}.\n\n", report.placement->describe());
   md += "| errors | cases | median abs (total) | worst abs (total) | kernels | median abs (kernel) | worst abs (kernel) |\n"
         "|---|---:|---:|---:|---:|---:|---:|\n";
-  // Every case ("" below), then each context parallelism apart where several ran.
-  std::vector<std::string> groups{""};
-  if (const std::vector<std::string> cps = validate::context_parallelisms(report.results); cps.size() > 1) {
-    groups.insert(groups.end(), cps.begin(), cps.end());
-  }
-  for (const validate::CaseRole role : {CaseRole::held_out, CaseRole::calibration, CaseRole::checked}) {
-    if (!has_role(report, role)) continue;
-    for (const std::string& cp : groups) {
-      const ErrorSummary s = summarize_errors(report.results, report.comparisons, role, cp);
-      if (s.cases == 0) continue;
-      md += fmt::format("| {}{} | {} | {:.1f}% | {:.1f}% | {} | {:.1f}% | {:.1f}% |\n", role_name(role),
-                        cp.empty() ? "" : fmt::format(", {}", cp), s.cases, 100 * s.median_abs_total_error,
-                        100 * s.max_abs_total_error, s.kernels, 100 * s.median_abs_kernel_error, 100 * s.max_abs_kernel_error);
-    }
+  for (const validate::ErrorRow& row : validate::error_rows(report, {CaseRole::held_out, CaseRole::calibration, CaseRole::checked})) {
+    const ErrorSummary& s = row.summary;
+    md += fmt::format("| {}{} | {} | {:.1f}% | {:.1f}% | {} | {:.1f}% | {:.1f}% |\n", role_name(row.role),
+                      row.cp.empty() ? "" : fmt::format(", {}", row.cp), s.cases, 100 * s.median_abs_total_error,
+                      100 * s.max_abs_total_error, s.kernels, 100 * s.median_abs_kernel_error, 100 * s.max_abs_kernel_error);
   }
   for (const std::string& note : validate::comparison_notes(report)) md += fmt::format("\nNote: {}.\n", note);
   const bool nodes = spans_nodes(report);
@@ -306,16 +283,10 @@ std::string validation_table(const validate::ValidationReport& report) {
     out += "\n";
   }
   if (predicted) {
-    const std::vector<std::string> cps = validate::context_parallelisms(report.results);
-    for (const CaseRole role : {CaseRole::held_out, CaseRole::calibration, CaseRole::checked}) {
-      const auto s = validate::summarize_errors(report.results, report.comparisons, role);
-      if (s.cases == 0) continue;
-      out += fmt::format("\n{} cases: {}", validate::role_name(role), error_line(s));
-      if (cps.size() < 2) continue;
-      for (const std::string& cp : cps) {
-        const auto one = validate::summarize_errors(report.results, report.comparisons, role, cp);
-        if (one.cases > 0) out += fmt::format("\n  {} {} ({}): {}", validate::role_name(role), cp, one.cases, error_line(one));
-      }
+    for (const validate::ErrorRow& row : validate::error_rows(report, {CaseRole::held_out, CaseRole::calibration, CaseRole::checked})) {
+      const char* role = validate::role_name(row.role);
+      out += row.cp.empty() ? fmt::format("\n{} cases: {}", role, error_line(row.summary))
+                            : fmt::format("\n  {} {} ({}): {}", role, row.cp, row.summary.cases, error_line(row.summary));
     }
     if (report.calibration) {
       const bool nodes = report.calibration->inter_node.has_value();

@@ -117,6 +117,21 @@ std::vector<std::string> context_parallelisms(const std::vector<CaseResult>& res
   return out;
 }
 
+std::vector<ErrorRow> error_rows(const ValidationReport& report, std::initializer_list<CaseRole> roles) {
+  std::vector<std::string> groups{""};
+  if (const std::vector<std::string> cps = context_parallelisms(report.results); cps.size() > 1) {
+    groups.insert(groups.end(), cps.begin(), cps.end());
+  }
+  std::vector<ErrorRow> out;
+  for (const CaseRole role : roles) {
+    for (const std::string& cp : groups) {
+      ErrorSummary s = summarize_errors(report.results, report.comparisons, role, cp);
+      if (s.cases > 0) out.push_back({role, cp, s});
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> comparison_notes(const ValidationReport& report) {
   std::vector<std::string> notes;
   const std::vector<std::string> cps = context_parallelisms(report.results);

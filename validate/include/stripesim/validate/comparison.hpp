@@ -3,6 +3,7 @@
 // kernel cost and ring model from a (calibrated) hardware profile, and set beside what the
 // backend measured, per (round, device), per round and in total.
 #include <nlohmann/json.hpp>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -92,6 +93,18 @@ struct ValidationReport {
   std::optional<sim::NodePlacement> placement;     // the host of every device (mpi)
   std::optional<sim::Topology> topology;           // the topology predictions used, when the job spans nodes
 };
+
+// One line of a run's error table: the cases of one role, of one context parallelism ("" for all).
+struct ErrorRow {
+  CaseRole role = CaseRole::checked;
+  std::string cp;
+  ErrorSummary summary;
+};
+
+// The error table every printer writes: for each of `roles` in turn, its cases together, then,
+// where several context parallelisms ran, each one's apart, in the order they ran; a line with no
+// case is left out.
+[[nodiscard]] std::vector<ErrorRow> error_rows(const ValidationReport& report, std::initializer_list<CaseRole> roles);
 
 // What a reader of the comparison must know to read it right, one sentence each (empty when
 // nothing applies): collectives timed by a backend that plays the devices in turn.
