@@ -222,8 +222,9 @@ Plan run_plan(const PlanSearch& search) {
     const Simulation& sim = p.simulation;
     const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
     std::uint64_t events = 0;
-    return estimate_step(*sim.step_shape, simulate_attention_passes(sim, p.layouts[e.layout], p.mask, kernel, events, detail,
-                                                                    &e.candidate.most_partial_tiles));
+    // The partial-tile note is about the choices shown, which are simulated: bounds do not scan for it.
+    Count* most_partial = detail == PassDetail::simulated ? &e.candidate.most_partial_tiles : nullptr;
+    return estimate_step(*sim.step_shape, simulate_attention_passes(sim, p.layouts[e.layout], p.mask, kernel, events, detail, most_partial));
   };
   model::parallel_for(entries.size(), threads, [&](size_t i) {
     const StepEstimate bound = passes_of(entries[i], PassDetail::bound);
