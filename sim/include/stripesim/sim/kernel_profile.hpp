@@ -75,7 +75,7 @@ struct PassCosts {
   // tile scales by FLOPs from there: kernels run smaller tiles at larger heads (FlashAttention-2
   // and cuDNN on an H100 run at 256 no faster per FLOP than at 128), which costs what the smaller
   // share saves.
-  std::optional<Count> score_head_dims_up_to;
+  std::optional<Count> score_head_dims_up_to{};  // {}: brace-initialised PassCosts leave it unset without a warning
   friend bool operator==(const PassCosts&, const PassCosts&) = default;
 };
 
