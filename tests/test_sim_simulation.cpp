@@ -30,13 +30,13 @@ const model::ConfigCatalog& catalog() {
 // A one-switch node of `gpus` GPUs whose links have the given bandwidth and latency.
 std::string switch_topology(Count gpus, double bandwidth, double latency) {
   nlohmann::json doc{{"name", "test-switch"}, {"nodes", nlohmann::json::array()}, {"links", nlohmann::json::array()}};
-  for (Count g = 0; g < gpus; ++g) doc["nodes"].push_back({{"id", "g" + std::to_string(g)}, {"kind", "gpu"}});
+  for (Count g = 0; g < gpus; ++g) doc["nodes"].push_back({{"id", fmt::format("g{}", g)}, {"kind", "gpu"}});
   doc["nodes"].push_back({{"id", "sw"}, {"kind", "switch"}});
   for (Count g = 0; g < gpus; ++g) {
-    doc["links"].push_back({{"a", "g" + std::to_string(g)}, {"b", "sw"}, {"bandwidth_gbps", bandwidth}, {"latency_us", latency}});
+    doc["links"].push_back({{"a", fmt::format("g{}", g)}, {"b", "sw"}, {"bandwidth_gbps", bandwidth}, {"latency_us", latency}});
   }
   const auto path = std::filesystem::temp_directory_path() /
-                    ("stripesim_topology_" + std::to_string(gpus) + "_" + std::to_string(static_cast<long long>(bandwidth * 1000)) + ".json");
+                    fmt::format("stripesim_topology_{}_{}.json", gpus, static_cast<long long>(bandwidth * 1000));
   std::ofstream(path) << doc.dump();
   return path.string();
 }
