@@ -182,5 +182,58 @@ TEST(ValidateWorkflow, PredictsEveryCaseFromAFitOnHalfOrFromAGivenProfile) {
   for (const CaseComparison& c : given.comparisons) EXPECT_EQ(c.role, CaseRole::checked);
 }
 
+// The error table every printer writes: each role's cases together, then each context
+// parallelism's apart, checked against counts taken straight from the comparisons.
+TEST(ValidateWorkflow, ErrorRowsGiveEachRoleThenEachContextParallelismApart) {
+  ValidateMatrix m;
+  m.seq_lens = {256};
+  m.devices = {2};
+  m.tiles = {{32, 32}};
+  m.layouts = {"contiguous", "striped", "zigzag"};
+  m.cps = {"ring", "allgather"};
+  auto backend = make_cpu_backend();
+  ValidationReport report;
+  report.device = backend->device_name();
+  for (const auto& c : expand_matrix(m)) report.results.push_back(run_case(*backend, plan_ring_problem(c), RunOptions{0, 1, 60}, false));
+  PredictionInputs inputs;
+  inputs.base = catalog().hardware("cpu");
+  inputs.kernel = [](const model::HardwareProfile& hardware) {
+    return validator_kernel(catalog(), "", "cpu", RingCase{}, hardware);
+  };
+  inputs.hold_out = true;
+  predict_and_compare(report, inputs, backend->concurrent_devices());
+  ASSERT_EQ(report.comparisons.size(), report.results.size());
+  const auto cases = [&](CaseRole role, const std::string& cp) {
+    Count n = 0;
+    for (size_t i = 0; i < report.results.size(); ++i) {
+      n += report.comparisons[i].role == role && (cp.empty() || report.results[i].ring_case.cp == cp) ? 1 : 0;
+    }
+    return n;
+  };
+  // Only ring cases are fitted on: all-gather has held-out cases and no calibration row.
+  const std::vector<std::pair<CaseRole, std::string>> expected{
+      {CaseRole::held_out, ""}, {CaseRole::held_out, "ring"}, {CaseRole::held_out, "allgather"},
+      {CaseRole::calibration, ""}, {CaseRole::calibration, "ring"}};
+  const std::vector<ErrorRow> rows = error_rows(report, {CaseRole::held_out, CaseRole::calibration, CaseRole::checked});
+  ASSERT_EQ(rows.size(), expected.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].role, expected[i].first) << i;
+    EXPECT_EQ(rows[i].cp, expected[i].second) << i;
+    EXPECT_EQ(rows[i].summary.cases, cases(rows[i].role, rows[i].cp)) << i;
+    EXPECT_GT(rows[i].summary.cases, 0) << i;
+  }
+  EXPECT_EQ(rows[0].summary.cases, rows[1].summary.cases + rows[2].summary.cases);
+  // One context parallelism: its rows would repeat the roles', so there are none.
+  ValidationReport ring;
+  for (size_t i = 0; i < report.results.size(); ++i) {
+    if (report.results[i].ring_case.cp != "ring") continue;
+    ring.results.push_back(report.results[i]);
+    ring.comparisons.push_back(report.comparisons[i]);
+  }
+  const std::vector<ErrorRow> ring_rows = error_rows(ring, {CaseRole::held_out, CaseRole::calibration});
+  ASSERT_EQ(ring_rows.size(), 2U);
+  for (const ErrorRow& row : ring_rows) EXPECT_EQ(row.cp, "");
+}
+
 }  // namespace
 }  // namespace stripesim::validate
