@@ -328,7 +328,11 @@ TEST(CliValidate, TheH100RunsErrorsPerContextParallelism) {
   EXPECT_LT(total_median("ring"), 0.03);
   EXPECT_LT(kernel_median("allgather"), 0.04);
   EXPECT_LT(kernel_median("ulysses"), 0.07);
-  EXPECT_GT(total_median("ulysses"), 0.10) << "the movement the note names";
+  // Priced as one processor copies them (every part, its own included): all-gather 4.7 %, Ulysses
+  // 11.7 % (6.9 % and 17.1 % with the parts devices at once would move); the rest, the note's launches.
+  EXPECT_LT(total_median("allgather"), 0.06);
+  EXPECT_LT(total_median("ulysses"), 0.13);
+  EXPECT_GT(total_median("ulysses"), 0.05) << "the launches the note names";
   ASSERT_EQ(doc.at("notes").size(), 1u);
   EXPECT_NE(doc.at("notes")[0].get<std::string>().find("cuda plays the devices in turn"), std::string::npos);
   EXPECT_NE(r.out.find("\nnote: cuda plays the devices in turn"), std::string::npos) << r.out;

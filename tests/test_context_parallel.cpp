@@ -43,6 +43,21 @@ TEST(Collectives, AllToAllOnOneSwitchLoadsEachGpuLinkWithItsPeers) {
   EXPECT_DOUBLE_EQ(alltoall_us(t, first_gpus(1), 10'000'000), 0.0);
 }
 
+// One processor playing every device (the validator's cpu and cuda backends) copies each part
+// into each device's buffer, the device's own part as well: N x N hand-offs of a part, each
+// priced on a GPU -> switch -> GPU hop, where devices at once move N - 1 parts each.
+TEST(Collectives, OneProcessorCopiesEveryPartOfEveryDeviceItsOwnIncluded) {
+  const Topology t = Topology::nvswitch(8, 100, 1.0);
+  const Bytes part = 10'000'000;  // 100 us at 100 GB/s, plus 2 us over two links
+  EXPECT_DOUBLE_EQ(one_processor_collective_us(t, first_gpus(8), 8, part), 64 * (2.0 + 100.0));
+  EXPECT_DOUBLE_EQ(one_processor_collective_us(t, first_gpus(2), 2, part), 4 * (2.0 + 100.0));
+  // A hybrid's groups of 4 among 8 devices: every device's buffer takes its group's 4 parts.
+  EXPECT_DOUBLE_EQ(one_processor_collective_us(t, first_gpus(4), 8, part), 32 * (2.0 + 100.0));
+  EXPECT_DOUBLE_EQ(one_processor_collective_us(t, first_gpus(1), 1, part), 0.0);
+  // Against the same collective on devices at once: N^2 hand-offs where the all-gather takes N - 1.
+  EXPECT_DOUBLE_EQ(one_processor_collective_us(t, first_gpus(8), 8, part) / allgather_us(t, first_gpus(8), part), 64.0 / 7);
+}
+
 TEST(Collectives, AllToAllAcrossNodesIsBoundByTheNic) {
   // Two nodes of four: NVLink 400 GB/s, a NIC of 50 GB/s per GPU (GPU -> NIC -> fabric -> NIC -> GPU).
   const Topology t = Topology::cluster(2, 4, 400, 1.0, 50, 2.0);
@@ -156,12 +171,40 @@ TEST(ContextParallel, StagedPassWorkedByHand) {
 }
 
 TEST(ContextParallel, OneProcessorPlaysEveryDeviceInTurn) {
-  // The CPU validator: the gather is each member's part in turn (2 x 10), then device 0's call,
-  // then device 1's, then the output collective twice over.
+  // The validator's cpu and cuda backends: the gather (10, as one processor copies it), then
+  // device 0's call, then device 1's, then the output collective.
   const RingTimeline t = simulate_collective_pass(RingPass::forward, 0, {CollectiveStage{"in", 10, {5, 20}, "out", 4}}, true);
-  EXPECT_DOUBLE_EQ(t.at(0, 0).compute_start_us, 20);
-  EXPECT_DOUBLE_EQ(t.at(0, 1).compute_start_us, 25);
-  EXPECT_DOUBLE_EQ(t.end_us, 45 + 8);
+  EXPECT_DOUBLE_EQ(t.at(0, 0).compute_start_us, 10);
+  EXPECT_DOUBLE_EQ(t.at(0, 1).compute_start_us, 15);
+  EXPECT_DOUBLE_EQ(t.end_us, 35 + 4);
+  // Devices at once: both calls start when the gather is in.
+  const RingTimeline at_once = simulate_collective_pass(RingPass::forward, 0, {CollectiveStage{"in", 10, {5, 20}, "out", 4}});
+  EXPECT_DOUBLE_EQ(at_once.at(0, 1).compute_start_us, 10);
+  EXPECT_DOUBLE_EQ(at_once.end_us, 30 + 4);
+}
+
+// --sync serial prices an all-gather and Ulysses' all-to-alls as one processor copies them.
+TEST(ContextParallel, SerialCollectivesAreEveryPartCopiedInTurn) {
+  SimulateConfig c;
+  c.heads = 8;
+  c.kv_heads = 8;
+  c.head_dim = 128;
+  c.seq_len = 16 * 1024;
+  c.devices = 4;
+  c.hardware = "h100";
+  c.layouts = {"contiguous"};
+  c.sync = SyncMode::serial;
+  for (const char* cp : {"allgather", "ulysses"}) {
+    c.cp = cp;
+    const Simulation s = run_simulation(c, catalog());
+    const RingTimeline& t = s.results.front().passes.front();
+    ASSERT_FALSE(t.collectives.empty()) << cp;
+    const Route& hop = s.topology.routes_from(0, first_gpus(4))[1];
+    // A part: a device's K and V (all-gather); a pair's share of Q, K and V (Ulysses: 2 heads of each).
+    const Bytes part = std::string(cp) == "allgather" ? 2 * 4096 * 8 * 128 * 2 : 4096 * (2 + 2 * 2) * 128 * 2;
+    const auto& first = t.collectives.front();
+    EXPECT_NEAR(first.end_us - first.start_us, 16 * hop.transfer_us(part), 1e-9) << cp;
+  }
 }
 
 SimulateConfig gqa_config() {

@@ -96,8 +96,15 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
   std::vector<RingPass> passes;
   if (config.pass != PassSelection::backward) passes.push_back(RingPass::forward);
   if (config.pass != PassSelection::forward) passes.push_back(RingPass::backward);
-  const Microseconds qkv_us = bound ? 0.0 : alltoall_us(sim.topology, sim.alltoall_group, shape.qkv_pair_bytes, sim.alltoall_groups_beside);
-  const Microseconds out_us = bound ? 0.0 : alltoall_us(sim.topology, sim.alltoall_group, shape.out_pair_bytes, sim.alltoall_groups_beside);
+  // One processor playing every device runs each collective as copies, one after another.
+  const bool one_processor = config.sync == SyncMode::serial;
+  const auto alltoall_time = [&](Bytes pair_bytes) {
+    if (bound) return 0.0;
+    return one_processor ? one_processor_collective_us(sim.topology, sim.alltoall_group, n, pair_bytes)
+                         : alltoall_us(sim.topology, sim.alltoall_group, pair_bytes, sim.alltoall_groups_beside);
+  };
+  const Microseconds qkv_us = alltoall_time(shape.qkv_pair_bytes);
+  const Microseconds out_us = alltoall_time(shape.out_pair_bytes);
   const auto to_heads = [&](RingPass p) { return p == RingPass::forward ? qkv_us : out_us; };
   const auto from_heads = [&](RingPass p) { return p == RingPass::forward ? out_us : qkv_us; };
 
@@ -152,7 +159,9 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
       break;
     }
     case CpAlgorithm::allgather: {
-      const Microseconds gather_us = bound ? 0.0 : allgather_us(sim.topology, sim.cp_group, shape.gather_bytes, sim.cp_groups_beside);
+      const Microseconds gather_us = bound           ? 0.0
+                                     : one_processor ? one_processor_collective_us(sim.topology, sim.cp_group, n, shape.gather_bytes)
+                                                     : allgather_us(sim.topology, sim.cp_group, shape.gather_bytes, sim.cp_groups_beside);
       std::vector<model::QueryTileProfile> gathered;
       for (Count d = 0; d < n; ++d) gathered.push_back(gathered_profile(work, d));
       if (most_partial_tiles != nullptr) *most_partial_tiles = most_partial(gathered);
@@ -166,7 +175,7 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
                             pass == RingPass::backward ? fmt::format("reduce-scatter dK/dV {}", g) : std::string{},
                             pass == RingPass::backward ? gather_us : 0.0});
         }
-        RingTimeline t = simulate_collective_pass(pass, start, stages, config.sync == SyncMode::serial);
+        RingTimeline t = simulate_collective_pass(pass, start, stages, one_processor);
         events += t.events;
         start = t.end_us;
         out.push_back(std::move(t));
@@ -180,7 +189,7 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
                                                   {{to_heads_name(pass), to_heads(pass),
                                                     std::vector<Microseconds>(static_cast<size_t>(n), call),
                                                     from_heads_name(pass), from_heads(pass)}},
-                                                  config.sync == SyncMode::serial);
+                                                  one_processor);
         events += t.events;
         start = t.end_us;
         out.push_back(std::move(t));

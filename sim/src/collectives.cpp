@@ -15,6 +15,13 @@ Microseconds ring_steps_us(const Topology& topology, const std::vector<Count>& g
   return static_cast<double>(steps) * slowest;
 }
 
+Microseconds one_processor_collective_us(const Topology& topology, const std::vector<Count>& group, Count devices,
+                                         Bytes bytes_per_part) {
+  const auto parts = static_cast<Count>(group.size());
+  // One ring step of one part is the slowest hop's hand-off of it.
+  return static_cast<double>(devices * parts) * ring_steps_us(topology, group, bytes_per_part, 1);
+}
+
 Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes, const Groups& beside) {
   const auto k = static_cast<Count>(group.size());
   return ring_steps_us(topology, group, bytes / std::max<Count>(k, 1), 2 * (k - 1), beside);

@@ -192,11 +192,10 @@ RingTimeline simulate_collective_pass(RingPass pass, Microseconds start_us, cons
   t.rounds.assign(stages.size() * n, RoundRecord{});
   std::vector<Microseconds> stage_done(stages.size(), start_us);  // every device has computed the stage
   Microseconds in_free = start_us, out_free = start_us;
-  const double members = one_processor ? static_cast<double>(n) : 1.0;
   for (size_t g = 0; g < stages.size(); ++g) {
     const CollectiveStage& stage = stages[g];
     const Microseconds in_start = std::max(in_free, g >= 2 ? stage_done[g - 2] : start_us);
-    in_free = in_start + members * stage.in_us;
+    in_free = in_start + stage.in_us;
     if (stage.in_us > 0) t.collectives.push_back({stage.in_name, in_start, in_free, -1});
     Microseconds done = in_free;
     for (size_t d = 0; d < n; ++d) {
@@ -210,7 +209,7 @@ RingTimeline simulate_collective_pass(RingPass pass, Microseconds start_us, cons
     stage_done[g] = done;
     if (stage.out_us > 0) {
       const Microseconds out_start = std::max(out_free, done);
-      out_free = out_start + members * stage.out_us;
+      out_free = out_start + stage.out_us;
       t.collectives.push_back({stage.out_name, out_start, out_free, -1});
     }
   }

@@ -138,13 +138,14 @@ std::vector<std::string> comparison_notes(const ValidationReport& report) {
   const bool allgather = std::ranges::find(cps, "allgather") != cps.end();
   const bool ulysses = std::ranges::find(cps, "ulysses") != cps.end();
   if ((allgather || ulysses) && !report.comparisons.empty() && !report.concurrent_devices) {
-    // One processor runs every device's copies one after another, its own parts included; the
-    // simulator prices the bytes a collective moves between devices (a device's own part stays
-    // where it is, or is copied in its memory beside the transfers).
+    // The prediction (--sync serial) prices every part a device's buffer takes, its own
+    // included, as one hand-off of the ring; the emulation splits a part into several copies
+    // (K, V and positions apart; Ulysses' rows per device pair), each with its launch.
     notes.push_back(fmt::format(
-        "{} plays the devices in turn on one processor: its {} also {} each device's own part, which the prediction, "
-        "the bytes a collective moves between devices, does not count; read the per-kernel errors, and validate the "
-        "links on devices that run at once (nccl, mpi)",
+        "{} plays the devices in turn on one processor: its {} {} every part into every device's buffer, each priced "
+        "as a ring hand-off, but in several copies each (K, V and positions apart, or rows per device pair) whose "
+        "launches the prediction does not count; read the per-kernel errors, and validate the links on devices that "
+        "run at once (nccl, mpi)",
         report.backend, allgather && ulysses ? "all-gather and Ulysses" : allgather ? "all-gather" : "Ulysses",
         allgather && ulysses ? "copy" : "copies"));
   }

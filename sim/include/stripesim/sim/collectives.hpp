@@ -33,4 +33,14 @@ using Groups = std::vector<std::vector<Count>>;
 [[nodiscard]] Microseconds alltoall_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_pair,
                                        const Groups& beside = {});
 
+// The same collectives run by one processor that plays `devices` devices in turn, each in a group
+// like `group` (--sync serial: the validator's cpu and cuda backends): it builds every device's
+// result itself, one copy after another, and a device's own part is a copy too (a gathered K/V
+// or a head-major Q, K, V holds every part of the group, the device's own among them). So
+// devices x |group| copies of `bytes_per_part`, each priced as a hand-off over the group's
+// slowest hop: an all-gather (part: a member's contribution) and an all-to-all (part: a pair's
+// share) alike.
+[[nodiscard]] Microseconds one_processor_collective_us(const Topology& topology, const std::vector<Count>& group,
+                                                       Count devices, Bytes bytes_per_part);
+
 }  // namespace stripesim::sim

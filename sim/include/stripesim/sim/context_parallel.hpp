@@ -82,9 +82,9 @@ struct CollectiveStage {
 // g - 1's has finished and every device has finished computing stage g - 2 (two input buffers);
 // a device computes stage g once its input is in and it has finished stage g - 1; output
 // collectives run one after another. Rounds of the timeline are the stages.
-// `one_processor`: one processor plays every device (the CPU validator, --sync serial): each
-// collective is every member's part in turn (N times as long) and the devices compute one after
-// another.
+// `one_processor`: one processor plays every device (the validator's cpu and cuda backends,
+// --sync serial): the devices compute one after another (the collectives' times are given as
+// that processor runs them: one_processor_collective_us).
 [[nodiscard]] RingTimeline simulate_collective_pass(RingPass pass, Microseconds start_us,
                                                     const std::vector<CollectiveStage>& stages, bool one_processor = false);
 
