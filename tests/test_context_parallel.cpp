@@ -183,30 +183,6 @@ TEST(ContextParallel, OneProcessorPlaysEveryDeviceInTurn) {
   EXPECT_DOUBLE_EQ(at_once.end_us, 30 + 4);
 }
 
-// --sync serial prices an all-gather and Ulysses' all-to-alls as one processor copies them.
-TEST(ContextParallel, SerialCollectivesAreEveryPartCopiedInTurn) {
-  SimulateConfig c;
-  c.heads = 8;
-  c.kv_heads = 8;
-  c.head_dim = 128;
-  c.seq_len = 16 * 1024;
-  c.devices = 4;
-  c.hardware = "h100";
-  c.layouts = {"contiguous"};
-  c.sync = SyncMode::serial;
-  for (const char* cp : {"allgather", "ulysses"}) {
-    c.cp = cp;
-    const Simulation s = run_simulation(c, catalog());
-    const RingTimeline& t = s.results.front().passes.front();
-    ASSERT_FALSE(t.collectives.empty()) << cp;
-    const Route& hop = s.topology.routes_from(0, first_gpus(4))[1];
-    // A part: a device's K and V (all-gather); a pair's share of Q, K and V (Ulysses: 2 heads of each).
-    const Bytes part = std::string(cp) == "allgather" ? 2 * 4096 * 8 * 128 * 2 : 4096 * (2 + 2 * 2) * 128 * 2;
-    const auto& first = t.collectives.front();
-    EXPECT_NEAR(first.end_us - first.start_us, 16 * hop.transfer_us(part), 1e-9) << cp;
-  }
-}
-
 SimulateConfig gqa_config() {
   SimulateConfig c;
   c.heads = 32;
@@ -218,6 +194,25 @@ SimulateConfig gqa_config() {
   c.layouts = {"contiguous", "zigzag"};
   c.pass = PassSelection::forward_backward;
   return c;
+}
+
+// --sync serial prices an all-gather and Ulysses' all-to-alls as one processor copies them.
+TEST(ContextParallel, SerialCollectivesAreEveryPartCopiedInTurn) {
+  SimulateConfig c = gqa_config();  // 8 devices of 8k tokens, 32 heads, 8 K/V heads of 128
+  c.layouts = {"contiguous"};
+  c.sync = SyncMode::serial;
+  for (const char* cp : {"allgather", "ulysses"}) {
+    c.cp = cp;
+    const Simulation s = run_simulation(c, catalog());
+    const RingTimeline& t = s.results.front().passes.front();
+    ASSERT_FALSE(t.collectives.empty()) << cp;
+    const Route& hop = s.topology.routes_from(0, first_gpus(8))[1];
+    // A part: a device's K and V (all-gather); a pair's share of Q, K and V (Ulysses: 4 query
+    // heads and 1 K/V head per device).
+    const Bytes part = std::string(cp) == "allgather" ? 2 * 8192 * 8 * 128 * 2 : 8192 * (4 + 2 * 1) * 128 * 2;
+    const auto& first = t.collectives.front();
+    EXPECT_NEAR(first.end_us - first.start_us, 64 * hop.transfer_us(part), 1e-9) << cp;
+  }
 }
 
 TEST(ContextParallel, HybridAtItsEndsIsTheRingOrUlysses) {

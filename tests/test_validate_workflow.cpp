@@ -149,21 +149,34 @@ TEST(ValidateWorkflow, EveryTileShapesFitSeesEveryLayoutAndEverySizeIsHeldOutSom
   for (const auto& [key, seen] : by_size_and_tile) EXPECT_EQ(seen.size(), 2u) << key;
 }
 
-TEST(ValidateWorkflow, PredictsEveryCaseFromAFitOnHalfOrFromAGivenProfile) {
-  ValidateMatrix m;
-  m.seq_lens = {256};
-  m.devices = {2, 4};
-  m.tiles = {{32, 32}};
+// A tiny matrix run on the cpu backend (one timed iteration, no check), and how its cases are
+// predicted: fitted on half of them (the shipped cpu profile's shape to start from).
+ValidationReport run_on_cpu(const ValidateMatrix& m) {
   auto backend = make_cpu_backend();
   ValidationReport report;
   report.device = backend->device_name();
   for (const auto& c : expand_matrix(m)) report.results.push_back(run_case(*backend, plan_ring_problem(c), RunOptions{0, 1, 60}, false));
+  return report;
+}
+
+PredictionInputs fitted_on_half() {
   PredictionInputs inputs;
   inputs.base = catalog().hardware("cpu");
   inputs.kernel = [](const model::HardwareProfile& hardware) {
     return validator_kernel(catalog(), "", "cpu", RingCase{}, hardware);
   };
   inputs.hold_out = true;
+  return inputs;
+}
+
+TEST(ValidateWorkflow, PredictsEveryCaseFromAFitOnHalfOrFromAGivenProfile) {
+  ValidateMatrix m;
+  m.seq_lens = {256};
+  m.devices = {2, 4};
+  m.tiles = {{32, 32}};
+  const ValidationReport report = run_on_cpu(m);
+  const auto backend = make_cpu_backend();
+  PredictionInputs inputs = fitted_on_half();
   ValidationReport fitted = report;
   predict_and_compare(fitted, inputs, backend->concurrent_devices());
   ASSERT_TRUE(fitted.calibration.has_value());
@@ -191,17 +204,8 @@ TEST(ValidateWorkflow, ErrorRowsGiveEachRoleThenEachContextParallelismApart) {
   m.tiles = {{32, 32}};
   m.layouts = {"contiguous", "striped", "zigzag"};
   m.cps = {"ring", "allgather"};
-  auto backend = make_cpu_backend();
-  ValidationReport report;
-  report.device = backend->device_name();
-  for (const auto& c : expand_matrix(m)) report.results.push_back(run_case(*backend, plan_ring_problem(c), RunOptions{0, 1, 60}, false));
-  PredictionInputs inputs;
-  inputs.base = catalog().hardware("cpu");
-  inputs.kernel = [](const model::HardwareProfile& hardware) {
-    return validator_kernel(catalog(), "", "cpu", RingCase{}, hardware);
-  };
-  inputs.hold_out = true;
-  predict_and_compare(report, inputs, backend->concurrent_devices());
+  ValidationReport report = run_on_cpu(m);
+  predict_and_compare(report, fitted_on_half(), make_cpu_backend()->concurrent_devices());
   ASSERT_EQ(report.comparisons.size(), report.results.size());
   const auto cases = [&](CaseRole role, const std::string& cp) {
     Count n = 0;
