@@ -206,7 +206,7 @@ TEST(ContextParallel, SerialCollectivesAreEveryPartCopiedInTurn) {
     const Simulation s = run_simulation(c, catalog());
     const RingTimeline& t = s.results.front().passes.front();
     ASSERT_FALSE(t.collectives.empty()) << cp;
-    const Route& hop = s.topology.routes_from(0, first_gpus(8))[1];
+    const Route hop = s.topology.routes_from(0, first_gpus(8))[1];  // a copy: the vector is a temporary
     // A part: a device's K and V (all-gather); a pair's share of Q, K and V (Ulysses: 4 query
     // heads and 1 K/V head per device).
     const Bytes part = std::string(cp) == "allgather" ? 2 * 8192 * 8 * 128 * 2 : 8192 * (4 + 2 * 1) * 128 * 2;
