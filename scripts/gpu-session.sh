@@ -23,8 +23,8 @@ nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nc
 cublas_dir=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH=$PWD/$B/lib:$nccl_dir:/usr/local/cuda/lib64:$cublas_dir:${LD_LIBRARY_PATH:-}
 export STRIPESIM_CONFIG_DIR=$PWD/configs
-archive="${OUT:-/tmp}/results.tar.gz"
-[[ -n "${OUT:-}" ]] || archive=/tmp/gpu-session.tar.gz
+archive="${OUT:+$OUT/results.tar.gz}"
+archive="${archive:-/tmp/gpu-session.tar.gz}"
 pack() { tar -czf "$archive" -C "$R" . ; }
 step() {  # step NAME SECONDS COMMAND...: runs it under timeout, logs to $R/NAME.log with its exit status
   local name=$1 limit=$2; shift 2
