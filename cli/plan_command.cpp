@@ -20,7 +20,7 @@ namespace {
 
 struct PlanOptions {
   std::string model, hardware = "h100", topology, seq_len = "1M", gpus = "8", batch, mask, layouts, kernel, algorithms,
-              memory_gib, top = "10";
+              memory_gib, top = "10", zero;
   bool pad_documents = false;
   bool recompute = false;
   std::string format = "table";
@@ -57,6 +57,9 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--top", o.top, "Choices shown (and ranked exactly) in the table")->capture_default_str();
   cmd->add_flag("--pad-documents", o.pad_documents, "Pad every document to a multiple of 2N (doc-zigzag, doc-striped)");
   cmd->add_flag("--recompute", o.recompute, "The backward recomputes the forward (activation checkpointing)");
+  cmd->add_option("--zero", o.zero, "The training state the N x D copies of the weights shard among them (ZeRO stage): 0 none "
+                  "(DDP), 1 optimizer states (Megatron's distributed optimizer), 2 and gradients, 3 and weights (FSDP) "
+                  "[default: 0]");
   add_format_option(cmd, o.format, output::kPlanFormats, "csv and json list every simulated choice");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   return [cmd, options, mode] {
@@ -78,6 +81,7 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
     if (!opts.memory_gib.empty()) request.memory_gib = model::parse_number(opts.memory_gib, "--memory-gib");
     base.pad_documents = opts.pad_documents;
     base.recompute = opts.recompute;
+    if (!opts.zero.empty()) base.zero = sim::parse_zero_stage(opts.zero);
     const model::ConfigCatalog catalog(config_dir());
     const sim::PlanSearch search = sim::plan_search(request, catalog);
     if (mode == RunMode::parse_only) return;

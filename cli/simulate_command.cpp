@@ -27,7 +27,7 @@ namespace {
 struct SimulateOptions {
   std::string experiment;
   std::string model;
-  std::string heads, kv_heads, head_dim, batch, model_parallel, data_parallel, seq_len, devices, scope;
+  std::string heads, kv_heads, head_dim, batch, model_parallel, data_parallel, seq_len, devices, scope, zero;
   std::string layouts, tile, tiling, kernel, mask, pass, dtype, hardware, topology, sync, kv_buffers, ring_order, cp;
   std::string format = "table";
   std::string output;
@@ -76,6 +76,9 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   add("--data-parallel,-D", o.data_parallel, "Data-parallel replicas of the M x N mesh [default: 1]");
   add("--scope", o.scope, "What the time covers: attention (one layer's ring), layer (projections, MLP, ring, "
       "collectives) or step (every layer and the LM head, forward and backward) [default: attention]");
+  add("--zero", o.zero, "Scope layer or step: the training state the N x D copies of the weights shard among them (ZeRO "
+      "stage): 0 none (DDP), 1 optimizer states (Megatron's distributed optimizer), 2 and gradients (FSDP SHARD_GRAD_OP), "
+      "3 and weights (FSDP FULL_SHARD) [default: 0]");
   add("--seq-len,-n", o.seq_len, "Sequence length; k and M suffixes [default: 256k]");
   add("--devices,-N", o.devices, "Devices in the ring [default: 8]");
   add("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
@@ -146,6 +149,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
       if (!given("--pass")) config.pass = sim::default_pass(config.scope);
     }
     if (opts.recompute) config.recompute = true;
+    if (given("--zero")) config.zero = sim::parse_zero_stage(opts.zero);
     count("--seq-len", opts.seq_len, config.seq_len);
     count("--devices", opts.devices, config.devices);
     count("--kv-buffers", opts.kv_buffers, config.kv_buffers);

@@ -4,6 +4,9 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/sim/plan.hpp"
 
@@ -135,6 +138,34 @@ TEST(Plan, DropsWhatDoesNotFitAndRefusesBadRequests) {
   EXPECT_GT(plan.refused, 0);
   EXPECT_FALSE(plan.refusal_examples.empty());
   for (const PlanCandidate& c : plan.ranked) EXPECT_EQ(16 % c.mesh.model_parallel, 0);
+}
+
+TEST(Plan, ShardingTheTrainingStateFitsWhatDdpCannot) {
+  PlanRequest r = small_request();
+  r.top = 1000;  // every choice simulated
+  const Plan plain = run_plan(plan_search(r, catalog()));
+  r.base.zero = ZeroStage::weights;
+  const Plan sharded = run_plan(plan_search(r, catalog()));
+  ASSERT_EQ(sharded.ranked.size(), plain.ranked.size());
+  double least_plain = std::numeric_limits<double>::infinity();
+  for (const PlanCandidate& p : plain.ranked) {
+    least_plain = std::min(least_plain, p.step->memory.total());
+    const auto same = std::find_if(sharded.ranked.begin(), sharded.ranked.end(), [&](const PlanCandidate& s) {
+      return s.mesh.to_string() == p.mesh.to_string() && s.cp == p.cp && s.layout == p.layout;
+    });
+    ASSERT_NE(same, sharded.ranked.end());
+    // One copy of the weights (all 4 GPUs model-parallel) has nothing to shard it with.
+    if (p.mesh.devices * p.mesh.data_parallel == 1) {
+      EXPECT_DOUBLE_EQ(same->step->memory.total(), p.step->memory.total());
+    } else {
+      EXPECT_LT(same->step->memory.total(), p.step->memory.total());
+    }
+  }
+  // Below what any unsharded choice needs, DDP fits nothing and ZeRO stage 3 still fits some.
+  r.memory_gib = least_plain / kBytesPerGib * 0.99;
+  EXPECT_FALSE(run_plan(plan_search(r, catalog())).ranked.empty());
+  r.base.zero = ZeroStage::none;
+  EXPECT_TRUE(run_plan(plan_search(r, catalog())).ranked.empty());
 }
 
 }  // namespace

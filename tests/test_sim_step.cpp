@@ -2,6 +2,7 @@
 // Striped Attention paper's measured speedups.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "stripesim/model/io/input_error.hpp"
@@ -146,6 +147,92 @@ TEST(StepModel, ModelFlopsMemoryAndMfuFollowTheirDefinitions) {
   EXPECT_TRUE(run_simulation(small, catalog()).results[0].step->exceeds_memory);
 }
 
+// The paper's step on -M 2 x -N 4 x -D 2 (16 GPUs on two nodes of 8; each replica a node of its
+// own, so a rank's 8 copies of its weights span both), the training state sharded by stage.
+Simulation sharded_step(ZeroStage zero, const std::string& topology = "cluster:2x8") {
+  SimulateConfig c = paper_step(2, 4, 65536);
+  c.data_parallel = 2;
+  c.topology = topology;
+  c.zero = zero;
+  return run_simulation(c, catalog());
+}
+
+TEST(StepModel, ZeroStagesShardTheTrainingStateOverTheCopiesOfTheWeights) {
+  const double parameters = (kLayers * (4 * kD * kD + 3 * kD * kFf) + 2 * kVocab * kD) / 2;  // per device, M = 2
+  const double copies = 4 * 2;                                                                 // N x D
+  const double lm_head = kD * kVocab / 2;  // the largest unit stage 3 gathers (a layer holds 4 d^2 + 3 d ff / 2)
+  ASSERT_GT(lm_head, (4 * kD * kD + 3 * kD * kFf) / 2);
+  const struct {
+    ZeroStage zero;
+    double weights, gradients_and_optimizer;
+  } expected[] = {
+      {ZeroStage::none, 2 * parameters, 14 * parameters},
+      {ZeroStage::optimizer, 2 * parameters, 2 * parameters + 12 * parameters / copies},
+      {ZeroStage::gradients, 2 * parameters, 14 * parameters / copies},
+      {ZeroStage::weights, 2 * parameters / copies + 2 * 2 * lm_head, 14 * parameters / copies},
+  };
+  const Simulation plain = sharded_step(ZeroStage::none);
+  for (const auto& e : expected) {
+    const Simulation sim = sharded_step(e.zero);
+    for (size_t i = 0; i < sim.results.size(); ++i) {
+      const StepEstimate& step = *sim.results[i].step;
+      EXPECT_NEAR(step.memory.weights, e.weights, 1e-9 * e.weights) << to_int(e.zero);
+      EXPECT_NEAR(step.memory.gradients_and_optimizer, e.gradients_and_optimizer, 1e-9 * e.gradients_and_optimizer);
+      // What is not the training state does not move.
+      EXPECT_DOUBLE_EQ(step.memory.activations, plain.results[i].step->memory.activations);
+      EXPECT_DOUBLE_EQ(step.memory.kv_buffers, plain.results[i].step->memory.kv_buffers);
+    }
+  }
+}
+
+TEST(StepModel, ShardedStateMovesTheAllReducesBytesAsAReduceScatterAndAnAllGather) {
+  // A 1 Gb/s NIC: the traffic between copies outlasts the compute, so what is exposed shows.
+  const std::string slow = "cluster:2x8:nic=1gbps";
+  const Simulation plain = sharded_step(ZeroStage::none, slow);
+  const StepShape& shape = *plain.step_shape;
+  const Groups copies = gradient_groups(plain.mesh);
+  ASSERT_EQ(copies.front().size(), 8u);
+  const Bytes weight_bytes = static_cast<Bytes>(parameters_per_device(shape.model, 2)) * 2;
+  const Groups others(copies.begin() + 1, copies.end());
+  EXPECT_DOUBLE_EQ(shape.gradient_allreduce_us, allreduce_us(plain.topology, copies.front(), weight_bytes, others));
+  EXPECT_DOUBLE_EQ(shape.weight_allgather_us, 0);  // not sharded: no all-gather
+  for (const ZeroStage zero : {ZeroStage::optimizer, ZeroStage::gradients, ZeroStage::weights}) {
+    const Simulation sim = sharded_step(zero, slow);
+    const Microseconds gather = sim.step_shape->weight_allgather_us;
+    EXPECT_DOUBLE_EQ(gather, allgather_us(sim.topology, copies.front(), (weight_bytes + 7) / 8, others));
+    // A ring all-reduce is a reduce-scatter then an all-gather of the same shards.
+    EXPECT_NEAR(2 * gather, shape.gradient_allreduce_us, 1e-6 * gather);
+  }
+
+  // The compute windows, from one layer's forward and its forward + backward.
+  SimulateConfig layer = paper_step(2, 4, 65536);
+  layer.data_parallel = 2;
+  layer.topology = slow;
+  layer.scope = Scope::layer;
+  const Simulation layer_step = run_simulation(layer, catalog());
+  layer.pass = PassSelection::forward;
+  const Simulation layer_forward = run_simulation(layer, catalog());
+  const Microseconds gather = shape.gradient_allreduce_us / 2;
+  for (size_t i = 0; i < plain.results.size(); ++i) {
+    const Microseconds forward = kLayers * layer_forward.results[i].time_us;
+    const Microseconds backward = kLayers * layer_step.results[i].time_us - forward;
+    const auto beyond = [](Microseconds comm, Microseconds window) { return std::max(0.0, comm - window); };
+    ASSERT_GT(shape.gradient_allreduce_us, backward);  // exposed indeed
+    EXPECT_NEAR(plain.results[i].step->breakdown.gradient_comm_us, beyond(shape.gradient_allreduce_us, backward), 1e-6 * gather);
+    // Stages 1 and 2: the reduce-scatter under the backward, the all-gather under the next forward.
+    for (const ZeroStage zero : {ZeroStage::optimizer, ZeroStage::gradients}) {
+      const StepEstimate& step = *sharded_step(zero, slow).results[i].step;
+      EXPECT_NEAR(step.breakdown.gradient_comm_us, beyond(gather, backward) + beyond(gather, forward), 1e-6 * gather);
+    }
+    // Stage 3 gathers the weights in the forward and again, beside the reduce-scatter, in the backward.
+    const StepEstimate& full = *sharded_step(ZeroStage::weights, slow).results[i].step;
+    EXPECT_NEAR(full.breakdown.gradient_comm_us, beyond(2 * gather, backward) + beyond(gather, forward), 1e-6 * gather);
+    // Only the exposed traffic differs between the stages.
+    EXPECT_NEAR(full.time_us - full.breakdown.gradient_comm_us,
+                plain.results[i].time_us - plain.results[i].step->breakdown.gradient_comm_us, 1e-9 * full.time_us);
+  }
+}
+
 TEST(StepModel, TheMeshPutsModelParallelGroupsOnNeighbouringGpus) {
   SimulateConfig c = paper_step(2, 4, 65536);
   c.topology = "cluster:2x4";
@@ -175,6 +262,21 @@ TEST(StepModel, ScopesBeyondTheRingRefuseWhatTheyCannotPrice) {
   attention.scope = Scope::attention;
   attention.recompute = true;
   EXPECT_THROW((void)plan_simulation(attention, catalog()), model::InputError);
+  attention.recompute = false;
+  attention.zero = ZeroStage::optimizer;  // no training state in one attention ring
+  EXPECT_THROW((void)plan_simulation(attention, catalog()), model::InputError);
+  SimulateConfig forward_layer = paper_step(1, 4, 65536);
+  forward_layer.scope = Scope::layer;
+  forward_layer.pass = PassSelection::forward;
+  forward_layer.zero = ZeroStage::weights;  // no optimizer or gradients without a backward
+  EXPECT_THROW((void)plan_simulation(forward_layer, catalog()), model::InputError);
+  for (const char* bad : {"4", "-1", "one", "", "01"}) EXPECT_THROW((void)parse_zero_stage(bad), model::InputError) << bad;
+  EXPECT_EQ(parse_zero_stage("2"), ZeroStage::gradients);
+  // An experiment file's "zero": an integer 0 to 3.
+  EXPECT_EQ(simulate_config_from_json(nlohmann::json{{"zero", 3}}, "e.json").zero, ZeroStage::weights);
+  for (const nlohmann::json& bad : {nlohmann::json(4), nlohmann::json("1"), nlohmann::json(1.5), nlohmann::json(-1)}) {
+    EXPECT_THROW((void)simulate_config_from_json(nlohmann::json{{"zero", bad}}, "e.json"), model::InputError) << bad.dump();
+  }
 }
 
 TEST(StepModel, MeasuredSpeedupFilesAreCheckedLineByLine) {

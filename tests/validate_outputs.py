@@ -59,6 +59,8 @@ for args in (["simulate", "--format", "json"],
               "--summary-only", "--format", "json"],
              ["simulate", "--model", "llama3-8b", "--hardware", "h100", "--scope", "layer", "-N", "4", "-n", "32k",
               "--format", "json"],
+             ["simulate", "--model", "llama3-8b", "--hardware", "h100", "--scope", "step", "-N", "4", "-D", "2", "-n", "32k",
+              "--zero", "3", "--summary-only", "--format", "json"],
              ["simulate", "--hardware", "h200", "--kernel", "fa3", "--mask", "documents:1k,3k", "-n", "4k", "-N", "2",
               "--summary-only", "--format", "json"],
              # a window on a kernel fitted on causal calls only: the output carries its note
@@ -68,6 +70,8 @@ check("sweep", run("sweep", "--experiment", "configs/experiments/paper-measured.
 check("step-fit", run("calibrate-step", "--experiment", "configs/experiments/paper-measured.json", "--format", "json"),
       "calibrate-step")
 check("plan", run("plan", "--model", "1b", "--hardware", "h100", "--gpus", "8", "-n", "64k", "--format", "json"), "plan")
+check("plan", run("plan", "--model", "1b", "--hardware", "h100", "--gpus", "8", "-n", "64k", "--zero", "1", "--recompute",
+                  "--format", "json"), "plan sharded")
 simulate_csv = list(csv.DictReader(io.StringIO(run("simulate", "--model", "1b", "--scope", "step", "--format", "csv"))))
 if [row["layout"] for row in simulate_csv] != ["contiguous", "striped", "zigzag"] or "mfu" not in simulate_csv[0]:
     failures.append(f"simulate --scope step --format csv: expected a row per layout with mfu, got {simulate_csv[:1]}")

@@ -49,6 +49,8 @@ nlohmann::ordered_json to_json(const sim::Plan& plan) {
                     {"layouts", r.base.layouts},
                     {"algorithms", r.algorithms},
                     {"memory_gib", plan.memory_gib},
+                    {"recompute", r.base.recompute},
+                    {"zero", sim::to_int(r.base.zero)},
                     {"top", r.top}};
   doc["considered"] = plan.considered;
   doc["refused"] = plan.refused;
@@ -63,14 +65,19 @@ nlohmann::ordered_json to_json(const sim::Plan& plan) {
 std::string plan_table(const sim::Plan& plan) {
   const sim::PlanRequest& r = plan.request;
   std::string out = fmt::format(
-      "plan: {} on {} GPUs ({}), n = {}, batch {} per replica, mask {}, a training step (forward, backward, gradients)\n"
+      "plan: {} on {} GPUs ({}), n = {}, batch {} per replica, mask {}, a training step (forward, backward, gradients){}{}\n"
       "{} choices: {} refused by the simulation, {} over {:.0f} GiB of memory, {} could not beat the top {} "
       "(bounded), {} simulated\n\n",
       r.base.model, r.gpus, r.base.topology.empty() ? fmt::format("nvswitch:{}", r.gpus) : r.base.topology, r.base.seq_len,
-      r.base.batch, r.base.mask, plan.considered, plan.refused, plan.over_memory, plan.memory_gib, plan.bounded_out, r.top,
+      r.base.batch, r.base.mask, r.base.recompute ? ", recomputing the forward" : "",
+      r.base.zero == sim::ZeroStage::none ? "" : fmt::format(", ZeRO stage {}", sim::to_int(r.base.zero)), plan.considered, plan.refused, plan.over_memory, plan.memory_gib, plan.bounded_out, r.top,
       plan.ranked.size());
   if (plan.ranked.empty()) {
-    out += "nothing fits: give more GPUs, more memory (--memory-gib), --recompute or a shorter sequence\n";
+    std::vector<std::string> remedies{"more GPUs", "more memory (--memory-gib)"};
+    if (!r.base.recompute) remedies.emplace_back("--recompute");
+    if (r.base.zero != sim::ZeroStage::weights) remedies.emplace_back("a higher --zero (shard the training state)");
+    remedies.emplace_back("a shorter sequence");
+    out += fmt::format("nothing fits: give {}\n", fmt::join(remedies, ", "));
   } else {
     out += fmt::format("{:>4} {:>12} {:>10} {:>9} {:<14} {:<12} {:>6} {:>8} {:>9} {:>9}  {}\n", "rank", "tokens/s", "step ms",
                        "MxNxD", "cp", "layout", "MFU", "mem GiB", "attn comm", "attn idle", "why");

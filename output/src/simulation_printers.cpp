@@ -60,6 +60,7 @@ nlohmann::ordered_json to_json(const sim::Simulation& sim, bool rounds) {
                    {"data_parallel", c.data_parallel},
                    {"scope", to_string(c.scope)},
                    {"recompute", c.recompute},
+                   {"zero", sim::to_int(c.zero)},
                    {"seq_len", c.seq_len},
                    {"devices", c.devices},
                    {"block_size", c.seq_len / c.devices},
@@ -232,6 +233,24 @@ nlohmann::ordered_json chrome_trace(const sim::Simulation& sim) {
 
 namespace {
 
+// What moves between the copies of the weights once per step, and what hides it.
+std::string weight_copies_traffic(const sim::StepShape& shape) {
+  switch (shape.zero) {
+    case sim::ZeroStage::none:
+      return fmt::format("gradient all-reduce {:.3f} ms per step (overlapped with the backward)", shape.gradient_allreduce_us / 1e3);
+    case sim::ZeroStage::optimizer:
+    case sim::ZeroStage::gradients:
+      return fmt::format("ZeRO stage {}: gradient reduce-scatter and weight all-gather {:.3f} ms each per step (overlapped with "
+                         "the backward and the next forward)",
+                         sim::to_int(shape.zero), shape.weight_allgather_us / 1e3);
+    case sim::ZeroStage::weights:
+      return fmt::format("ZeRO stage 3: weight all-gather {:.3f} ms in the forward, and again with the gradient reduce-scatter "
+                         "in the backward (overlapped with them)",
+                         shape.weight_allgather_us / 1e3);
+  }
+  return {};
+}
+
 // Scope layer or step: the breakdown of the time on the ring's last device, throughput, memory.
 std::string step_table(const sim::Simulation& s) {
   const sim::StepShape& shape = *s.step_shape;
@@ -239,11 +258,11 @@ std::string step_table(const sim::Simulation& s) {
   std::string out = fmt::format(
       "scope: {} of {} ({} layers), {}{}; mesh -M {} x -N {} x -D {} on {} GPUs; matmuls at {:.3f} of the {} peak, "
       "element-wise work {:.0f} B per token per d_model\n"
-      "per layer: model-parallel all-reduce {:.3f} ms; gradient all-reduce {:.3f} ms per step (overlapped with the backward)\n\n",
+      "per layer: model-parallel all-reduce {:.3f} ms; {}\n\n",
       c.scope == sim::Scope::step ? "a training step" : "one transformer layer", shape.model.name, shape.model.layers,
       sim::to_string(c.pass), c.recompute ? ", recomputing the forward in the backward" : "", c.model_parallel,
       c.devices, c.data_parallel, s.mesh.gpus(), *s.hardware.matmul_efficiency, s.hardware.matmul_precision,
-      s.hardware.elementwise_bytes_per_dmodel, shape.activation_allreduce_us / 1e3, shape.gradient_allreduce_us / 1e3);
+      s.hardware.elementwise_bytes_per_dmodel, shape.activation_allreduce_us / 1e3, weight_copies_traffic(shape));
   out += fmt::format("{:<16} {:>11} {:>9} {:>11} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}\n", "layout",
                      "time (ms)", "vs contig", "tokens/s", "MFU", "matmul", "elementwise", "attn comp", "attn comm",
                      "attn idle", "MP comm", "grad comm", "memory GiB");

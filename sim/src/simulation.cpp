@@ -84,6 +84,10 @@ Count split_heads(Count heads, Count model_parallel, const char* what, bool repl
 void check_scope(const SimulateConfig& config, const Simulation& sim) {
   if (config.scope == Scope::attention) {
     if (config.recompute) throw InputError("--recompute: recomputation is part of a layer or a step (--scope layer|step)");
+    if (config.zero != ZeroStage::none) {
+      throw InputError(fmt::format("--zero {}: shards the training state of a layer or a step (--scope layer or step)",
+                                   to_int(config.zero)));
+    }
     return;
   }
   const char* scope = to_string(config.scope);
@@ -102,6 +106,11 @@ void check_scope(const SimulateConfig& config, const Simulation& sim) {
   if (config.recompute && config.pass != PassSelection::forward_backward) {
     throw InputError(fmt::format("--recompute: the backward recomputes the forward; needs --pass fwdbwd, not {}",
                                  to_string(config.pass)));
+  }
+  if (config.zero != ZeroStage::none && config.pass != PassSelection::forward_backward) {
+    throw InputError(fmt::format("--zero {}: shards what training keeps (optimizer states, gradients, weights); needs --pass "
+                                 "fwdbwd, not {}",
+                                 to_int(config.zero), to_string(config.pass)));
   }
 }
 
@@ -135,6 +144,7 @@ StepShape plan_step(const Simulation& sim, const model::Mask& mask) {
   step.forward = sim.config.pass != PassSelection::backward;
   step.backward = sim.config.pass != PassSelection::forward;
   step.recompute = sim.config.recompute;
+  step.zero = sim.config.zero;
   step.model = *sim.transformer;
   step.hardware = sim.hardware;
   step.mesh = sim.mesh;
@@ -144,15 +154,20 @@ StepShape plan_step(const Simulation& sim, const model::Mask& mask) {
   step.kv_memory_bytes = sim.cp_shape.memory_bytes;
   step.kv_backward_memory_bytes = sim.cp_shape.backward_memory_bytes;
   const Count local_tokens = sim.config.seq_len / sim.config.devices * sim.config.batch;
-  // Every group of a kind runs its all-reduce at once with the others (the first is the one timed).
-  const auto first_beside_rest = [&](const Groups& groups, Bytes bytes) {
-    return allreduce_us(sim.topology, groups.front(), bytes, Groups(groups.begin() + 1, groups.end()));
+  // Every group of a kind runs its collective at once with the others (the first is the one timed).
+  const auto first_beside_rest = [&](auto collective_us, const Groups& groups, Bytes bytes) {
+    return collective_us(sim.topology, groups.front(), bytes, Groups(groups.begin() + 1, groups.end()));
   };
-  step.activation_allreduce_us =
-      first_beside_rest(model_parallel_groups(sim.mesh), local_tokens * sim.transformer->d_model * kActivationBytes);
-  step.gradient_allreduce_us = first_beside_rest(
-      gradient_groups(sim.mesh),
-      static_cast<Bytes>(parameters_per_device(*sim.transformer, sim.mesh.model_parallel)) * kActivationBytes);
+  step.activation_allreduce_us = first_beside_rest(allreduce_us, model_parallel_groups(sim.mesh),
+                                                   local_tokens * sim.transformer->d_model * kActivationBytes);
+  const Groups copies = gradient_groups(sim.mesh);
+  const Bytes weight_bytes =
+      static_cast<Bytes>(parameters_per_device(*sim.transformer, sim.mesh.model_parallel)) * kActivationBytes;
+  step.gradient_allreduce_us = first_beside_rest(allreduce_us, copies, weight_bytes);
+  if (step.zero != ZeroStage::none) {
+    const auto members = static_cast<Bytes>(copies.front().size());
+    step.weight_allgather_us = first_beside_rest(allgather_us, copies, (weight_bytes + members - 1) / members);
+  }
   return step;
 }
 
@@ -162,7 +177,7 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   const model::JsonFields f(doc, label);
   f.allow_only({"description", "model", "heads", "kv_heads", "head_dim", "batch", "model_parallel", "seq_len",
                 "devices", "layouts", "tile", "tiling", "kernel", "mask", "pad_documents", "pass", "dtype", "hardware",
-                "topology", "sync", "kv_buffers", "ring_order", "scope", "recompute", "data_parallel", "cp",
+                "topology", "sync", "kv_buffers", "ring_order", "scope", "recompute", "zero", "data_parallel", "cp",
                 "skip_unread_hops"});
   base.model = f.string_or("model", base.model);
   for (const char* field : {"heads", "kv_heads", "head_dim"}) {
@@ -181,6 +196,11 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
     if (!f.has("pass")) base.pass = default_pass(base.scope);
   }
   base.recompute = f.boolean_or("recompute", base.recompute);
+  if (f.has("zero")) {
+    const nlohmann::json& zero = f.raw("zero");
+    const std::string text = zero.is_number_unsigned() ? std::to_string(zero.get<std::uint64_t>()) : zero.dump();
+    base.zero = parse_zero_stage(text, f.where("zero"));
+  }
   base.pad_documents = f.boolean_or("pad_documents", base.pad_documents);
   base.seq_len = f.positive_count_or("seq_len", base.seq_len);
   base.devices = f.positive_count_or("devices", base.devices);

@@ -25,6 +25,18 @@ const char* to_string(Scope scope) {
   return "attention";
 }
 
+ZeroStage parse_zero_stage(std::string_view text, std::string_view what) {
+  if (text == "0") return ZeroStage::none;
+  if (text == "1") return ZeroStage::optimizer;
+  if (text == "2") return ZeroStage::gradients;
+  if (text == "3") return ZeroStage::weights;
+  throw model::InputError(fmt::format("{} '{}': expected 0 (nothing sharded), 1 (optimizer states), 2 (and gradients) or 3 "
+                                      "(and weights)",
+                                      what, text));
+}
+
+int to_int(ZeroStage stage) { return static_cast<int>(stage); }
+
 double parameters_per_device(const model::TransformerModel& model, Count model_parallel) {
   // A matmul does 2 FLOPs per weight per token; the embedding table is as large as the LM head.
   const model::LayerFlops flops = model::count_layer_flops(model);
@@ -37,7 +49,8 @@ namespace {
 // Mixed-precision training with Adam (ZeRO, Rajbhandari et al. 2020): 2 bytes of bf16 weights,
 // then 2 of bf16 gradients and 12 of fp32 master weights and moments.
 constexpr double kWeightBytes = 2;
-constexpr double kGradientAndOptimizerBytes = 14;
+constexpr double kGradientBytes = 2;
+constexpr double kOptimizerBytes = 12;
 // Activations a layer keeps for its backward per token, in units of d_model bytes, with tensor
 // parallelism t and a fused attention kernel that stores no scores (Korthikanti et al. 2022,
 // "Reducing activation recomputation"): 10 + 24 / t. Recomputation keeps only the layer's bf16
@@ -58,6 +71,22 @@ RingPhase ring_phase(const RingTimeline& t) {
   RingPhase phase{last->busy_us, last->exposed_comm_us, 0};
   phase.idle = std::max(0.0, t.makespan_us() - phase.compute - phase.comm);
   return phase;
+}
+
+// What of the traffic between the copies of the weights the compute does not hide: DDP's
+// all-reduce runs under the backward; sharded, the gradients' reduce-scatter runs under the
+// backward and the updated weights' all-gather under the next step's forward (stage 3 gathers
+// them again in the backward, for the gradients it computes).
+Microseconds exposed_gradient_comm_us(const StepShape& s, Microseconds forward, Microseconds backward) {
+  const auto beyond = [](Microseconds comm, Microseconds window) { return std::max(0.0, comm - window); };
+  const Microseconds gather = s.weight_allgather_us;  // a reduce-scatter of the gradients takes as long
+  switch (s.zero) {
+    case ZeroStage::none: return beyond(s.gradient_allreduce_us, backward);
+    case ZeroStage::optimizer:
+    case ZeroStage::gradients: return beyond(gather, backward) + beyond(gather, forward);
+    case ZeroStage::weights: return beyond(2 * gather, backward) + beyond(gather, forward);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -97,6 +126,7 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
     layer.model_parallel_comm_us += 2 * s.activation_allreduce_us;
   };
   if (s.forward) add_forward();
+  const Microseconds layer_forward = layer.total_us();
   Microseconds layer_backward = 0;
   if (s.backward) {
     const Microseconds before = layer.total_us();
@@ -124,7 +154,7 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
                   (flops.matmul_per_token * static_cast<double>(s.seq_len) * sequences + flops.attention_per_pair * s.unmasked_pairs * sequences);
   if (s.scope == Scope::step) {
     e.breakdown.matmul_us += (1 + backward) * head_matmul_forward;
-    e.breakdown.gradient_comm_us = std::max(0.0, s.gradient_allreduce_us - layers * layer_backward);
+    e.breakdown.gradient_comm_us = exposed_gradient_comm_us(s, layers * layer_forward, layers * layer_backward);
     e.model_flops += (1 + backward) * flops.lm_head_per_token * static_cast<double>(s.seq_len) * sequences;
   }
   e.time_us = e.breakdown.total_us();
@@ -135,9 +165,17 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   // Memory of one device.
   const double parameters = parameters_per_device(m, s.mesh.model_parallel);
   const double layer_bytes = layer_activation_bytes_per_token(m, s.mesh.model_parallel) * local_tokens;
-  e.memory.weights = kWeightBytes * parameters;
+  // Sharded state: each of the N x D copies keeps 1 / (N x D) of it. At stage 3 a layer's weights
+  // (or the LM head's, when larger) are gathered whole while it runs, and the next one's beside
+  // them (prefetched), unless there is one copy.
+  const double copies = static_cast<double>(s.mesh.devices * s.mesh.data_parallel);
+  const auto held = [&](double bytes, ZeroStage sharded_from) { return s.zero >= sharded_from ? bytes / copies : bytes; };
+  const double largest_unit = std::max(flops.matmul_per_token, flops.lm_head_per_token) / 2.0 / mp;
+  const bool gathers = s.zero == ZeroStage::weights && copies > 1;  // one copy holds its weights whole
+  e.memory.weights = held(kWeightBytes * parameters, ZeroStage::weights) + (gathers ? 2.0 * kWeightBytes * largest_unit : 0.0);
   if (s.backward) {
-    e.memory.gradients_and_optimizer = kGradientAndOptimizerBytes * parameters;
+    e.memory.gradients_and_optimizer =
+        held(kGradientBytes * parameters, ZeroStage::gradients) + held(kOptimizerBytes * parameters, ZeroStage::optimizer);
     const double kept = s.recompute ? 2.0 * static_cast<double>(m.d_model) * local_tokens * layers + layer_bytes
                                     : layer_bytes * layers;
     e.memory.activations = kept;

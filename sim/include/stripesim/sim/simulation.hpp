@@ -39,6 +39,7 @@ struct SimulateConfig {
   Count data_parallel = 1;   // D replicas of the M x N mesh (the gradient all-reduce, the GPUs needed)
   Scope scope = Scope::attention;  // what the time covers: one layer's attention ring, a layer, a training step
   bool recompute = false;          // layer, step: the backward recomputes the forward first
+  ZeroStage zero = ZeroStage::none;  // layer, step: the training state sharded over the weights' copies
   Count seq_len = 262144;
   Count devices = 8;
   std::vector<std::string> layouts{"contiguous", "striped", "zigzag"};

@@ -8,7 +8,9 @@
 //             work twice (input and weight gradients), the ring's backward and two more all-reduces;
 // then the LM head forward and backward, and the gradient all-reduce over every copy of the
 // weights, overlapped with the backward as DDP and FSDP buckets do: only what outlasts the
-// backward is exposed. Matmuls run at peak[matmul_precision] x matmul_efficiency, element-wise
+// backward is exposed. With the training state sharded over those copies (ZeRO, `--zero`), the
+// all-reduce becomes a reduce-scatter of the gradients (hidden under the backward) and an
+// all-gather of the weights (under the next forward; at stage 3 once more in the backward). Matmuls run at peak[matmul_precision] x matmul_efficiency, element-wise
 // work moves elementwise_bytes_per_dmodel x d_model bytes per token at the memory bandwidth
 // (hardware profile); attention is the ring simulation (kernel cost model and links); collectives are
 // ring all-reduces on the topology. A layer is a phase: the next one starts when the ring's
@@ -30,6 +32,16 @@ enum class Scope { attention, layer, step };
 [[nodiscard]] Scope parse_scope(std::string_view text);
 [[nodiscard]] const char* to_string(Scope scope);
 
+// How much of the training state the N x D copies of a model-parallel rank's weights shard among
+// them (ZeRO's stages, Rajbhandari et al. 2020): none (DDP); the fp32 master weights and Adam's
+// moments (1: Megatron's distributed optimizer); the gradients too (2: FSDP SHARD_GRAD_OP); the
+// bf16 weights too (3: FSDP FULL_SHARD), gathered a layer at a time.
+enum class ZeroStage { none = 0, optimizer = 1, gradients = 2, weights = 3 };
+
+// "0" to "3"; `what` names the input in the message (a flag, an experiment file's field).
+[[nodiscard]] ZeroStage parse_zero_stage(std::string_view text, std::string_view what = "--zero");
+[[nodiscard]] int to_int(ZeroStage stage);
+
 struct StepBreakdown {
   Microseconds matmul_us = 0;
   Microseconds elementwise_us = 0;
@@ -48,7 +60,7 @@ struct StepBreakdown {
 // Bytes per device.
 struct StepMemory {
   double weights = 0;                  // bf16
-  double gradients_and_optimizer = 0;  // bf16 gradients, fp32 master weights and Adam's two moments
+  double gradients_and_optimizer = 0;  // bf16 gradients, fp32 master weights and Adam's two moments (or this device's shards)
   double activations = 0;              // kept for the backward
   double logits = 0;                   // fp32, for the loss (step scope)
   double kv_buffers = 0;               // K/V and their buffers under the context parallelism (and dK/dV in the backward)
@@ -71,6 +83,7 @@ struct StepShape {
   bool forward = true;
   bool backward = true;
   bool recompute = false;
+  ZeroStage zero = ZeroStage::none;
   model::TransformerModel model;
   model::HardwareProfile hardware;  // with matmul_efficiency
   model::Mesh mesh;
@@ -81,6 +94,9 @@ struct StepShape {
   double kv_backward_memory_bytes = 0;  // ... and with the backward's gradients beside them
   Microseconds activation_allreduce_us = 0;  // one all-reduce of a layer's activations in the model-parallel group
   Microseconds gradient_allreduce_us = 0;    // the weights' gradients over their copies
+  // Sharded state (zero > none): an all-gather of the bf16 weights' shards over their copies; the
+  // gradients' reduce-scatter moves the same bytes the other way and takes as long.
+  Microseconds weight_allgather_us = 0;
 };
 
 // Parameters held by one device of a model-parallel group of `model_parallel` (embedding included).
