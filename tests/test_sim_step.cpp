@@ -137,8 +137,16 @@ TEST(StepModel, ModelFlopsMemoryAndMfuFollowTheirDefinitions) {
     EXPECT_DOUBLE_EQ(r.step->memory.weights, 2 * parameters);
     EXPECT_DOUBLE_EQ(r.step->memory.gradients_and_optimizer, 14 * parameters);
     EXPECT_DOUBLE_EQ(r.step->memory.logits, 4.0 * 16384 * kVocab / 2);
+    // 34 bytes per d_model a token keeps in each layer, split over M = 2 with the sequence.
+    EXPECT_NEAR(r.step->memory.activations, kLayers * 34 * kD * 16384 / 2, 1e-9 * r.step->memory.activations);
     EXPECT_FALSE(r.step->exceeds_memory);
     EXPECT_NEAR(r.step->tokens_per_second, n / (r.time_us * 1e-6), 1e-9 * n);
+  }
+  // Recomputing, a layer keeps only its bf16 input (split likewise) and one layer is rebuilt at a time.
+  SimulateConfig recomputed = paper_step(2, 4, 65536);
+  recomputed.recompute = true;
+  for (const auto& r : run_simulation(recomputed, catalog()).results) {
+    EXPECT_NEAR(r.step->memory.activations, (kLayers * 2 + 34) * kD * 16384 / 2, 1e-9 * r.step->memory.activations);
   }
   // The same step on a device with 1 GiB is flagged.
   SimulateConfig small = paper_step(2, 4, 65536);

@@ -52,11 +52,17 @@ constexpr double kWeightBytes = 2;
 constexpr double kGradientBytes = 2;
 constexpr double kOptimizerBytes = 12;
 // Activations a layer keeps for its backward per token, in units of d_model bytes, with tensor
-// parallelism t and a fused attention kernel that stores no scores (Korthikanti et al. 2022,
-// "Reducing activation recomputation"): 10 + 24 / t. Recomputation keeps only the layer's bf16
-// input (2) and rebuilds one layer at a time.
-double layer_activation_bytes_per_token(const model::TransformerModel& m, Count model_parallel) {
-  return static_cast<double>(m.d_model) * (10.0 + 24.0 / static_cast<double>(model_parallel));
+// parallelism t, sequence parallelism (the element-wise work, and with it the activations it
+// touches, is split over the model-parallel group, as the times below assume) and a fused
+// attention kernel that stores no scores: 34 / t (Korthikanti et al. 2022, "Reducing activation
+// recomputation"; without sequence parallelism 10 of the 34 would stay whole on every device).
+// Recomputation keeps only the layer's bf16 input, split likewise (2 / t), and rebuilds one layer
+// at a time.
+constexpr double kLayerActivationBytesPerDmodel = 34;
+constexpr double kLayerInputBytesPerDmodel = 2;
+
+double activation_bytes_per_token(const model::TransformerModel& m, Count model_parallel, double bytes_per_dmodel) {
+  return static_cast<double>(m.d_model) * bytes_per_dmodel / static_cast<double>(model_parallel);
 }
 
 struct RingPhase {
@@ -164,7 +170,7 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
 
   // Memory of one device.
   const double parameters = parameters_per_device(m, s.mesh.model_parallel);
-  const double layer_bytes = layer_activation_bytes_per_token(m, s.mesh.model_parallel) * local_tokens;
+  const double layer_bytes = activation_bytes_per_token(m, s.mesh.model_parallel, kLayerActivationBytesPerDmodel) * local_tokens;
   // Sharded state: each of the N x D copies keeps 1 / (N x D) of it. At stage 3 a layer's weights
   // (or the LM head's, when larger) are gathered whole while it runs, and the next one's beside
   // them (prefetched), unless there is one copy.
@@ -176,8 +182,9 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   if (s.backward) {
     e.memory.gradients_and_optimizer =
         held(kGradientBytes * parameters, ZeroStage::gradients) + held(kOptimizerBytes * parameters, ZeroStage::optimizer);
-    const double kept = s.recompute ? 2.0 * static_cast<double>(m.d_model) * local_tokens * layers + layer_bytes
-                                    : layer_bytes * layers;
+    const double layer_input_bytes =
+        activation_bytes_per_token(m, s.mesh.model_parallel, kLayerInputBytesPerDmodel) * local_tokens;
+    const double kept = s.recompute ? layer_input_bytes * layers + layer_bytes : layer_bytes * layers;
     e.memory.activations = kept;
   }
   if (s.scope == Scope::step) e.memory.logits = 4.0 * local_tokens * static_cast<double>(m.vocab) / mp;
