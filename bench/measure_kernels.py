@@ -11,8 +11,12 @@ the K/V block that started on device (d - r) mod N, the mask evaluated on ORIGIN
   sdpa  torch.nn.functional.scaled_dot_product_attention called the way ring-flash-attention calls
         FlashAttention (causal mask; contiguous, striped and zigzag only); no call where a pair has
         no work (0 us).
+  flash_attn, fa3
+        the same calls on the FlashAttention package itself: flash_attn.flash_attn_func (FlashAttention-2,
+        what ring-flash-attention calls) or flash_attn_interface.flash_attn_func (FlashAttention-3, the
+        package's Hopper build); bf16 or fp16.
 
-Usage: python3 bench/measure_kernels.py --kernel flex|sdpa --seq-len 32768 --devices 4 --out FILE
+Usage: python3 bench/measure_kernels.py --kernel flex|sdpa|flash_attn|fa3 --seq-len 32768 --devices 4 --out FILE
        [--heads 16] [--kv-heads 16] [--head-dim 128] [--batch 1] [--dtype bf16|fp16|fp32]
        [--mask causal|bidirectional|window:W|documents:L1,L2,...] [--pass fwd|fwdbwd]
        [--layouts contiguous,striped,zigzag,block-striped:S] [--tile 128|TQxTK] [--warmup 3]
@@ -33,7 +37,13 @@ import sys
 import tempfile
 
 SCHEMA = "stripesim.measurements/1"
-KERNELS = ("flex", "sdpa")
+KERNELS = ("flex", "sdpa", "flash_attn", "fa3")
+# The kernels timed on ring-flash-attention's causal call plan (sdpa_call_plan) rather than per BlockMask.
+CALL_PLAN_KERNELS = ("sdpa", "flash_attn", "fa3")
+# What each of those calls, for the file's "kernel" and "method" text.
+CALL_PLAN_FUNCTIONS = {"sdpa": "PyTorch's scaled_dot_product_attention",
+                       "flash_attn": "flash_attn.flash_attn_func (FlashAttention-2)",
+                       "fa3": "flash_attn_interface.flash_attn_func (FlashAttention-3)"}
 PASSES = ("fwd", "fwdbwd")
 DTYPES = ("bf16", "fp16", "fp32")
 SDPA_BACKENDS = ("auto", "flash", "cudnn", "efficient", "math")
@@ -385,14 +395,15 @@ def flex_method(warmup, iters, tile, seed):
             f"BlockMask keeps (full + partial) for one head. Random normal inputs, seed {seed}.")
 
 
-def sdpa_method(warmup, iters, backend, layouts, seed, passes=1):
+def sdpa_method(warmup, iters, backend, layouts, seed, passes=1, kernel="sdpa"):
     plan = "; ".join(SDPA_PLAN_TEXT[name] for name in layouts)
     timing = timing_text(warmup, iters)
     if passes > 1:
         timing = (f"{passes} passes over every distinct call in turn, each pass {timing}; the median of the "
                   "passes")
-    return ("One GPU plays every ring device in turn, calling PyTorch's scaled_dot_product_attention (backend "
-            f"{backend}) the way ring-flash-attention drives FlashAttention: {plan}. Each distinct call (causal "
+    called = CALL_PLAN_FUNCTIONS[kernel] + (f" (backend {backend})" if kernel == "sdpa" else "")
+    return (f"One GPU plays every ring device in turn, calling {called} the way ring-flash-attention drives "
+            f"FlashAttention: {plan}. Each distinct call (causal "
             f"or not, query and key lengths) timed once for every layout of the file: {timing}; fwdbwd = forward + "
             "backward of that call (backward with a random output gradient). No communication is timed. Random "
             f"normal inputs, seed {seed}.")
@@ -424,7 +435,7 @@ def make_parser():
     parser.add_argument("--tile", help="flex BlockMask BLOCK_SIZE, default 128 (128x128)")
     parser.add_argument("--warmup", default="3")
     parser.add_argument("--iters", default="10")
-    parser.add_argument("--passes", default="3", help="sdpa: passes over the distinct calls (median)")
+    parser.add_argument("--passes", default="3", help="sdpa, flash_attn, fa3: passes over the distinct calls (median)")
     parser.add_argument("--seed", default="0")
     parser.add_argument("--sdpa-backend", default="auto", choices=SDPA_BACKENDS)
     parser.add_argument("--notes")
@@ -483,19 +494,25 @@ def parse_config(argv):
         if c % tile[0] != 0 or c % tile[1] != 0:
             raise UsageError(f"--tile {tile[0]}x{tile[1]}: both sides must divide c = n/N = {c} tokens per device")
     else:
+        kernel = args.kernel
         if args.tile is not None:
-            raise UsageError("--tile: --kernel sdpa picks its own tiles; the flag is for --kernel flex")
+            raise UsageError(f"--tile: --kernel {kernel} picks its own tiles; the flag is for --kernel flex")
         if mask.kind != "causal":
-            raise UsageError(f"--mask {mask.spec()}: --kernel sdpa follows ring-flash-attention's causal call plan; "
-                             "use --mask causal or --kernel flex")
+            raise UsageError(f"--mask {mask.spec()}: --kernel {kernel} follows ring-flash-attention's causal call "
+                             "plan; use --mask causal or --kernel flex")
         for name in names:
             if name not in SDPA_LAYOUTS:
-                raise UsageError(f"--layouts {name}: --kernel sdpa has a call plan only for "
+                raise UsageError(f"--layouts {name}: --kernel {kernel} has a call plan only for "
                                  f"{', '.join(SDPA_LAYOUTS)}; use --kernel flex")
+        if kernel != "sdpa" and args.dtype not in ("bf16", "fp16"):
+            raise UsageError(f"--dtype {args.dtype}: --kernel {kernel} (the FlashAttention package) runs bf16 or fp16")
+        if kernel != "sdpa" and (head_dim > 256 or head_dim % 8 != 0):
+            raise UsageError(f"--head-dim {head_dim}: --kernel {kernel} takes head sizes that are multiples of 8, "
+                             "up to 256")
     if args.kernel != "sdpa" and args.sdpa_backend != "auto":
         raise UsageError("--sdpa-backend: only for --kernel sdpa")
-    if args.kernel != "sdpa" and args.passes != make_parser().get_default("passes"):
-        raise UsageError("--passes: only for --kernel sdpa (flex times every call of the ring)")
+    if args.kernel not in CALL_PLAN_KERNELS and args.passes != make_parser().get_default("passes"):
+        raise UsageError("--passes: only for --kernel sdpa, flash_attn or fa3 (flex times every call of the ring)")
 
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
@@ -587,7 +604,8 @@ def make_runner(torch, attend, q, k, v, pass_):
 def measure(config):
     import torch
 
-    if torch_version_tuple(torch.__version__) < MIN_TORCH:
+    # The FlashAttention package brings its own kernels and GQA; flex_attention and SDPA's enable_gqa need 2.5.
+    if config.kernel in ("flex", "sdpa") and torch_version_tuple(torch.__version__) < MIN_TORCH:
         raise RuntimeError(f"PyTorch {torch.__version__} is too old: flex_attention and enable_gqa need >= 2.5")
     if not torch.cuda.is_available():
         raise RuntimeError("no CUDA device is visible to PyTorch")
@@ -599,7 +617,7 @@ def measure(config):
     def full(heads):
         return torch.randn(config.batch, heads, n, config.head_dim, device=cuda, dtype=dtype)
 
-    if config.kernel == "sdpa":
+    if config.kernel in CALL_PLAN_KERNELS:
         timed = time_sdpa_calls(torch, config, cuda, dtype)
         layouts = {}
         for name in config.layouts:
@@ -702,10 +720,8 @@ class FlexKernel:
         return {"us": us, "active_blocks": active}
 
 
-def time_sdpa_calls(torch, config, cuda, dtype):
-    """{call key: microseconds} for every distinct call of the file's layouts: --passes passes over all
-    of them in turn (so clock drift during the run spreads over every call alike), the median of the
-    passes' medians."""
+def sdpa_attention(config):
+    """(attend(q, k, v, causal), heads_first): SDPA on (batch, heads, length, head_dim) tensors."""
     import contextlib
 
     import torch.nn.functional as F
@@ -720,19 +736,58 @@ def time_sdpa_calls(torch, config, cuda, dtype):
         def scope():
             return sdpa_kernel(chosen)
 
-    gqa = config.kv_heads != config.heads
+    extra = {"enable_gqa": True} if config.kv_heads != config.heads else {}
+
+    def attend(q, k, v, causal):
+        with scope():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
+    return attend, True
+
+
+def flash_package_attention(kernel):
+    """(attend(q, k, v, causal), heads_first) for the FlashAttention package, which takes (batch,
+    length, heads, head_dim) tensors and K/V heads that divide the query heads as they are (GQA);
+    FlashAttention-3 builds return (out, lse) or out, depending on the version."""
+    module = {"flash_attn": "flash_attn", "fa3": "flash_attn_interface"}[kernel]
+    try:
+        package = __import__(module)
+    except ImportError as error:
+        raise RuntimeError(f"--kernel {kernel} needs the {module} module (the FlashAttention package"
+                           f"{'' if kernel == 'flash_attn' else ', its hopper/ build'}): {error}") from error
+
+    def attend(q, k, v, causal):
+        out = package.flash_attn_func(q, k, v, causal=causal)
+        return out[0] if isinstance(out, tuple) else out
+    return attend, False
+
+
+def package_version(kernel):
+    """The timed package's name and version for the file's "kernel" text."""
+    if kernel == "sdpa":
+        return None
+    module = {"flash_attn": "flash_attn", "fa3": "flash_attn_interface"}[kernel]
+    package = sys.modules.get(module)
+    return f"{module} {getattr(package, '__version__', '(no version)')}"
+
+
+def time_sdpa_calls(torch, config, cuda, dtype):
+    """{call key: microseconds} for every distinct call of the file's layouts on the call-plan kernel
+    (sdpa, flash_attn, fa3): --passes passes over all of them in turn (so clock drift during the run
+    spreads over every call alike), the median of the passes' medians."""
+    attention, heads_first = (sdpa_attention(config) if config.kernel == "sdpa"
+                              else flash_package_attention(config.kernel))
     runs = {}
     for causal, q_len, k_len in distinct_sdpa_calls(config.layouts, config.seq_len, config.devices):
         # Fresh contiguous tensors of the call's shape, as a ring implementation hands the kernel its halves.
         def tensor(heads, length):
-            return torch.randn(config.batch, heads, length, config.head_dim, device=cuda, dtype=dtype)
+            shape = (config.batch, heads, length, config.head_dim) if heads_first else (
+                config.batch, length, heads, config.head_dim)
+            return torch.randn(*shape, device=cuda, dtype=dtype)
 
         q, k, v = tensor(config.heads, q_len), tensor(config.kv_heads, k_len), tensor(config.kv_heads, k_len)
 
         def attend(q, k, v, causal=causal):
-            extra = {"enable_gqa": True} if gqa else {}
-            with scope():
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
+            return attention(q, k, v, causal)
 
         runs[(causal, q_len, k_len)] = make_runner(torch, attend, q, k, v, config.pass_)
     samples = {key: [] for key in runs}
@@ -760,7 +815,7 @@ def main(argv):
     try:
         torch_version, device, layouts = measure(config)
     except ImportError as error:
-        print(f"measure_kernels.py: timing needs PyTorch >= 2.5 with CUDA: {error}", file=sys.stderr)
+        print(f"measure_kernels.py: timing needs PyTorch with CUDA (>= 2.5 for flex and sdpa): {error}", file=sys.stderr)
         return 1
     except RuntimeError as error:
         print(f"measure_kernels.py: {error}", file=sys.stderr)
@@ -769,10 +824,15 @@ def main(argv):
     if config.kernel == "flex":
         kernel = f"torch {torch_version} flex_attention (torch.compile), BlockMask {tile}"
         method = flex_method(config.warmup, config.iters, tile, config.seed)
-    else:
+    elif config.kernel == "sdpa":
         kernel = (f"torch {torch_version} scaled_dot_product_attention ({config.sdpa_backend} backend), "
                   "ring-flash-attention call pattern")
         method = sdpa_method(config.warmup, config.iters, config.sdpa_backend, config.layouts, config.seed, config.passes)
+    else:
+        kernel = (f"{package_version(config.kernel)} flash_attn_func (torch {torch_version}), "
+                  "ring-flash-attention call pattern")
+        method = sdpa_method(config.warmup, config.iters, config.sdpa_backend, config.layouts, config.seed, config.passes,
+                             kernel=config.kernel)
     workload = build_workload(config.seq_len, config.devices, config.heads, config.kv_heads, config.head_dim,
                               config.batch, config.dtype, tile, config.mask.spec(), config.pass_)
     doc = build_document(device, kernel, method, workload, layouts, torch_version=torch_version, notes=config.notes)

@@ -189,7 +189,8 @@ expect(reference is None or checked_flex == len(reference["layouts"]),
        f"{flex_file}: {checked_flex} layouts cross-checked, expected {len(reference['layouts']) if reference else 0}")
 
 # The document builder: synthetic timings in, a valid file out, for each kernel's shape of file.
-for kernel, tile, with_blocks in (("flex", "128x128", True), ("sdpa", None, False)):
+for kernel, tile, with_blocks in (("flex", "128x128", True), ("sdpa", None, False), ("flash_attn", None, False),
+                                  ("fa3", None, False)):
     devices = 4
     workload = harness.build_workload(32768, devices, 16, 8, 128, 1, "bf16", tile, "window:4096", "fwdbwd")
     layouts = {}
@@ -199,7 +200,9 @@ for kernel, tile, with_blocks in (("flex", "128x128", True), ("sdpa", None, Fals
             entry["active_blocks"] = [[r * d for d in range(devices)] for r in range(devices)]
         layouts[layout] = entry
     method = (harness.flex_method(3, 10, tile, 0) if kernel == "flex"
-              else harness.sdpa_method(3, 10, "auto", ["contiguous", "striped", "zigzag"], 0))
+              else harness.sdpa_method(3, 10, "auto", ["contiguous", "striped", "zigzag"], 0, kernel=kernel))
+    if kernel != "flex":  # the method names the function each call-plan kernel times
+        expect(harness.CALL_PLAN_FUNCTIONS[kernel] in method, f"sdpa_method ({kernel}): {method!r}")
     doc = harness.build_document("Synthetic GPU", f"torch 2.5.0 {kernel}", method, workload, layouts,
                                  torch_version="2.5.0", notes="synthetic")
     errors = schema_errors(doc, schemas["stripesim.measurements/1"]) or shape_errors(doc)
@@ -235,7 +238,13 @@ with tempfile.TemporaryDirectory() as scratch:
                        (["--kernel", "tpu", *base], "--kernel"),
                        (["--kernel", "flex", *base, "--warmup", "0"], "--warmup"),
                        (["--kernel", "sdpa", *base, "--passes", "0"], "--passes"),
-                       (["--kernel", "flex", *base, "--passes", "5"], "--passes")):
+                       (["--kernel", "flex", *base, "--passes", "5"], "--passes"),
+                       # The FlashAttention package: the causal call plan, bf16 or fp16, heads up to 256.
+                       (["--kernel", "flash_attn", *base, "--dtype", "fp32"], "--dtype"),
+                       (["--kernel", "fa3", *base, "--head-dim", "320"], "--head-dim"),
+                       (["--kernel", "flash_attn", *base, "--mask", "window:4"], "--mask"),
+                       (["--kernel", "fa3", *base, "--tile", "128"], "--tile"),
+                       (["--kernel", "flash_attn", *base, "--sdpa-backend", "flash"], "--sdpa-backend")):
         result = subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
         lines = result.stderr.strip().splitlines()
         expect(result.returncode == 2 and len(lines) == 1 and flag in lines[0] and not result.stdout,
