@@ -13,6 +13,10 @@
 #   fwdbwd16k  forward + the tensor-core backward at n = 16k, predicted against measured
 #   head64     the default matrix at head size 64
 #   cp         ring, all-gather and Ulysses side by side at n = 16k
+#   lone64     the 64x64 flash call over a whole 16k sequence at 1, 2, 4, 8 and 16 heads, causal
+#              and unmasked (the shape of Ulysses' calls, predicted 9-11 % short at 2 and 4 heads),
+#              each printed beside the h100 stripesim-flash profile's prediction, plus Nsight
+#              Compute on the 2-head causal call: how fast a lone 2-warp block runs     (~100 s)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B="${1:-build-gpurt}"
@@ -58,7 +62,21 @@ for s in ${STEPS:-ncu bench fwdbwd16k head64}; do
                  --iterations 3 --out-dir "$R/cuda-fwdbwd-wmma-16k" ;;
     head64) step head64 150 "$S" validate --backend cuda --compare --head-dim 64 --out-dir "$R/cuda-head64" ;;
     cp) step cp 200 "$S" validate --backend cuda --cp ring,allgather,ulysses --compare --seq-len 16k --out-dir "$R/cuda-cp" ;;
-    *) echo "gpu-session.sh: unknown step '$s' (tests, ncu, bench, compare, fwdbwd16k, head64, cp)" >&2; exit 2 ;;
+    lone64) step lone64 150 bash -c '
+        K=$1 S=$2 R=$3
+        for h in 1 2 4 8 16; do
+          "$K" --kernels flash --tiles 64x64 --masks causal,bidirectional --seq-lens 16384 --heads "$h" --reps 10 --warmup 3
+          for m in causal bidirectional; do
+            echo "predicted (h100 stripesim-flash) heads $h $m: $("$S" simulate --hardware h100 --kernel stripesim-flash \
+              --tile 64x64 -n 16k -N 1 --heads "$h" --mask "$m" --layouts contiguous --topology ideal --sync lockstep \
+              --format csv | tail -1 | cut -d, -f11) us"
+          done
+        done' lone64 "$K" "$S" "$R"
+            step ncu64 120 "$ncu" --set full --kernel-name regex:flash_attention_kernel --launch-count 1 -o "$R/flash64-16k-causal-2heads" \
+              "$K" --kernels flash --tiles 64x64 --masks causal --seq-lens 16384 --heads 2 --reps 1 --warmup 0
+            [[ -f "$R/flash64-16k-causal-2heads.ncu-rep" ]] && "$ncu" --import "$R/flash64-16k-causal-2heads.ncu-rep" --page details > "$R/ncu64-details.txt" 2>&1
+            pack ;;
+    *) echo "gpu-session.sh: unknown step '$s' (tests, ncu, bench, compare, fwdbwd16k, head64, cp, lone64)" >&2; exit 2 ;;
   esac
 done
 echo "== all steps done after $SECONDS s; results in $archive"
