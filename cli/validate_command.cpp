@@ -57,6 +57,7 @@ struct ValidateOptions {
   bool calibrate = false;
   bool compare = false;
   bool no_fit = false;  // --no-fit: --compare on measured files with --kernel's profile as given
+  std::string block_order;  // --block-order: the measured kernel's own block order, not fitted
   bool no_check = false;
   std::string topology;  // --topology: which ranks share a node (mpi)
   std::string out_dir;
@@ -198,6 +199,15 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   request.hardware = o.hardware;
   request.kernel = o.kernel;
   request.compare = o.compare;
+  if (!o.block_order.empty()) {
+    // ORDER, or FORWARD,BACKWARD for a kernel whose backward launches its blocks another way.
+    const std::vector<std::string> orders = model::split_list(o.block_order, "--block-order");
+    if (orders.size() > 2) {
+      throw model::InputError(fmt::format("--block-order '{}': expected ORDER or FORWARD,BACKWARD", o.block_order));
+    }
+    request.fit.block_order = sim::parse_block_order(orders.front(), "--block-order");
+    if (orders.size() == 2) request.fit.backward_block_order = sim::parse_block_order(orders.back(), "--block-order");
+  }
   request.no_fit = o.no_fit;
   request.command = command_line(cmd);
   const model::ConfigCatalog catalog(config_dir());
@@ -363,6 +373,11 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
                   "repeat for several runs of one device, fitted together");
   cmd->add_option("--block-costs", o.block_costs, "stripesim.block-costs/1 files to fit on as well (one c x c block per row)");
   cmd->add_option("--block-costs-kernel", o.block_costs_kernel, "Which kernel's columns of --block-costs to read (e.g. sdpa, flex)");
+  cmd->add_option("--block-order", o.block_order,
+                  "With --measurements or --block-costs: the order the measured kernel launches its blocks in, as its "
+                  "source says (launch: its grid order; longest_first), or FORWARD,BACKWARD when its backward's differs "
+                  "(FlashAttention-2: launch,longest_first), fitted with that order alone instead of the better fit of "
+                  "both [default: both tried]");
   cmd->add_flag("--no-fit", o.no_fit,
                 "--compare with --measurements: predict every file with --kernel's profile as it is, fitted on none of them "
                 "(how a shipped profile does on your timings), instead of leaving each file out of a refit");
@@ -389,6 +404,9 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
       if (!value->empty() && !opts.calibrate && !opts.compare) {
         throw model::InputError(fmt::format("{}: only with --calibrate or --compare (it is what predictions start from)", flag));
       }
+    }
+    if (!opts.block_order.empty() && opts.measurements.empty() && opts.block_costs.empty()) {
+      throw model::InputError("--block-order: only with --measurements or --block-costs (the validator's own kernel has its order)");
     }
     if (opts.no_fit && opts.measurements.empty() && opts.block_costs.empty()) {
       throw model::InputError("--no-fit: only with --measurements or --block-costs (a run's --compare predicts with --profile)");

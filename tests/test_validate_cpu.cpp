@@ -412,14 +412,15 @@ TEST(KernelFit, RecoversTheTrimmedFactorsOfAKernelThatTrims) {
                                    [](const MeasuredCall& c) { return c.trimmed_length != 0; }));
 }
 
-// Forward calls of causal rings (3 layouts, N = 4, 2 heads, at each n) cut into `truth`'s tile,
-// timed by `truth` itself.
-std::vector<MeasuredCall> forward_calls_timed_with(const sim::KernelProfile& truth, const model::HardwareProfile& hw,
-                                                   const std::vector<Count>& lengths) {
+// Calls of causal rings (3 layouts, N = 4, 2 heads, at each n; forward unless asked) cut into
+// `truth`'s tile, timed by `truth` itself.
+std::vector<MeasuredCall> calls_timed_with(const sim::KernelProfile& truth, const model::HardwareProfile& hw,
+                                           const std::vector<Count>& lengths,
+                                           sim::PassSelection pass = sim::PassSelection::forward) {
   std::vector<MeasuredWorkload> workloads;
   for (const char* layout : {"contiguous", "striped", "zigzag"}) {
     for (const Count n : lengths) {
-      MeasuredWorkload w = causal_workload(std::string(layout) + std::to_string(n), layout, n, 4, 2, sim::PassSelection::forward,
+      MeasuredWorkload w = causal_workload(std::string(layout) + std::to_string(n), layout, n, 4, 2, pass,
                                            std::vector<double>(16, 1.0));
       w.tile = truth.tile;
       workloads.push_back(std::move(w));
@@ -427,6 +428,39 @@ std::vector<MeasuredCall> forward_calls_timed_with(const sim::KernelProfile& tru
   }
   time_with(truth, hw, workloads);
   return measured_calls(workloads, hw, truth);
+}
+
+// A kernel that launches its forward blocks in grid order and its backward's longest first
+// (FlashAttention-2's grids under a causal mask), timed forward + backward together: told both
+// orders (--block-order launch,longest_first) the fit keeps them, places both passes so and meets
+// every call; its record says the order was given. Told a single order, the backward takes it too.
+TEST(KernelFit, KeepsTheBlockOrdersItIsGiven) {
+  const model::HardwareProfile hw = synthetic_bf16_hardware(8);
+  sim::KernelProfile truth;
+  truth.tile = {128, 128};
+  truth.placement.order = sim::BlockOrder::launch;
+  truth.backward_placement = sim::BlockPlacement{};
+  truth.backward_placement->order = sim::BlockOrder::longest_first;
+  truth.forward = {20.0, 1.0, 2.0, 3.0};
+  truth.backward = {60.0, 2.0, 5.0, 6.5};
+  const std::vector<MeasuredCall> calls = calls_timed_with(truth, hw, {4096, 8192}, sim::PassSelection::forward_backward);
+  sim::KernelProfile start = truth;
+  start.placement.order = sim::BlockOrder::longest_first;
+  start.backward_placement.reset();
+  start.forward = {1, 1, 1, 1};
+  start.backward = {1, 1, 1, 1};
+  const KernelFit given = fit_kernel(calls, start, hw, FitOptions{sim::BlockOrder::launch, sim::BlockOrder::longest_first});
+  EXPECT_EQ(given.profile.placement.order, sim::BlockOrder::launch);
+  EXPECT_EQ(sim::backward_placement(given.profile).order, sim::BlockOrder::longest_first);
+  EXPECT_LT(given.max_abs_error, 1e-6);
+  EXPECT_NEAR(given.profile.backward.full_tile_us, 5.0, 1e-6);  // (a partial tile's split from the block's is not identified)
+  EXPECT_NE(given.profile.fit.at("structure").get<std::string>().find(
+                "block order launch (given: --block-order, the kernel's own; the backward's longest_first)"),
+            std::string::npos);
+  // One order given: both passes are placed in it, and the backward's longest-first timings miss.
+  const KernelFit one = fit_kernel(calls, start, hw, FitOptions{sim::BlockOrder::launch, std::nullopt});
+  EXPECT_EQ(sim::backward_placement(one.profile).order, sim::BlockOrder::launch);
+  EXPECT_GT(one.max_abs_error, 1e-4);
 }
 
 // A 64x64 kernel of head 128 that runs 4 blocks per SM (the validator's own on an H200): with the
@@ -439,7 +473,7 @@ TEST(KernelFit, TriesNoMoreBlocksPerSmThanSharedMemoryHolds) {
   truth.placement.blocks_per_sm = 4;
   truth.placement.order = sim::BlockOrder::longest_first;
   truth.forward = {20.0, 1.0, 4.0, 6.0};
-  const std::vector<MeasuredCall> calls = forward_calls_timed_with(truth, hw, {2048, 4096});
+  const std::vector<MeasuredCall> calls = calls_timed_with(truth, hw, {2048, 4096});
   sim::KernelProfile start = truth;
   start.placement.blocks_per_sm = 1;
   start.forward = {1, 1, 1, 1};
@@ -512,15 +546,7 @@ TEST(KernelFit, FindsSharedSmsAndTheBackwardsOwnPlacement) {
 TEST(KernelFit, ForwardOnlyCallsKeepTheBackwardsPlacementWithItsCosts) {
   const model::HardwareProfile hw = synthetic_bf16_hardware(8);
   const sim::KernelProfile truth = shared_sm_kernel();
-  std::vector<MeasuredWorkload> workloads;
-  for (const char* layout : {"contiguous", "striped", "zigzag"}) {
-    for (const Count n : {Count{4096}, Count{8192}}) {
-      workloads.push_back(causal_workload(std::string(layout) + std::to_string(n), layout, n, 4, 2,
-                                          sim::PassSelection::forward, std::vector<double>(16, 1.0)));
-    }
-  }
-  time_with(truth, hw, workloads);
-  const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
+  const std::vector<MeasuredCall> calls = calls_timed_with(truth, hw, {4096, 8192});
   sim::KernelProfile start = truth;
   start.placement = sim::BlockPlacement{1, sim::BlockOrder::launch, 1};
   start.forward = {1, 1, 1, 1};
@@ -547,7 +573,7 @@ TEST(KernelFit, FindsAnSmThatSpeedsUpALoneBlockOnly) {
   truth.tile = {64, 64};
   truth.placement = {4, sim::BlockOrder::longest_first, 2, sim::SmSharing::lone_block};
   truth.forward = {20.0, 1.0, 4.0, 6.0};
-  const std::vector<MeasuredCall> calls = forward_calls_timed_with(truth, hw, {2048, 4096, 8192});
+  const std::vector<MeasuredCall> calls = calls_timed_with(truth, hw, {2048, 4096, 8192});
   sim::KernelProfile start = truth;
   start.placement = {1, sim::BlockOrder::launch, 1, sim::SmSharing::throughput};
   start.forward = {1, 1, 1, 1};

@@ -59,10 +59,7 @@ nlohmann::ordered_json to_json(const PassCosts& c, bool trims) {
 }
 
 BlockOrder block_order_from_json(const model::JsonFields& f) {
-  const std::string order = f.string_or("block_order", "launch");
-  if (order == "launch") return BlockOrder::launch;
-  if (order == "longest_first") return BlockOrder::longest_first;
-  throw InputError(fmt::format("{}: expected \"launch\" or \"longest_first\", got \"{}\"", f.where("block_order"), order));
+  return parse_block_order(f.string_or("block_order", "launch"), f.where("block_order"));
 }
 
 // A lone block runs no slower than one on a full SM, and no faster than the whole SM's share of
@@ -179,6 +176,12 @@ const char* sm_sharing_name(SmSharing sharing) {
     case SmSharing::lone_block: return "lone_block";
   }
   return "throughput";
+}
+
+BlockOrder parse_block_order(std::string_view text, std::string_view what) {
+  if (text == "launch") return BlockOrder::launch;
+  if (text == "longest_first") return BlockOrder::longest_first;
+  throw InputError(fmt::format("{}: expected \"launch\" or \"longest_first\", got \"{}\"", what, text));
 }
 
 const char* block_order_name(BlockOrder order) {

@@ -87,7 +87,8 @@ std::vector<WorkloadPrediction> predict_workloads(const std::vector<MeasuredWork
 
 std::vector<WorkloadPrediction> leave_one_group_out(const std::vector<MeasuredWorkload>& workloads,
                                                     const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base,
-                                                    const std::string& hardware, const model::ConfigCatalog& catalog) {
+                                                    const std::string& hardware, const model::ConfigCatalog& catalog,
+                                                    const FitOptions& options) {
   const model::HardwareProfile hw = catalog.hardware(hardware);
   std::vector<std::string> groups;
   for (const auto& w : workloads) {
@@ -99,7 +100,7 @@ std::vector<WorkloadPrediction> leave_one_group_out(const std::vector<MeasuredWo
     for (const MeasuredCall& call : calls) {
       if (workloads[call.workload].group != group) training.push_back(call);
     }
-    const KernelFit fit = fit_kernel(training, base, hw);
+    const KernelFit fit = fit_kernel(training, base, hw, options);
     std::vector<MeasuredWorkload> held;
     std::vector<size_t> index;
     for (size_t i = 0; i < workloads.size(); ++i) {

@@ -304,12 +304,16 @@ std::vector<double> lone_block_speedups_tried(Count blocks_per_sm, const sim::Ke
 // the one before: the costs move little from one speed-up to the next), first with the SM's
 // throughput shared, then, above 2 blocks per SM (where the two differ), with only a lone block
 // faster.
-std::vector<sim::BlockPlacement> placements_tried(const sim::KernelProfile& start, const model::HardwareProfile& hardware) {
+std::vector<sim::BlockPlacement> placements_tried(const sim::KernelProfile& start, const model::HardwareProfile& hardware,
+                                                  const FitOptions& options) {
   const Count most = most_blocks_per_sm(start, start.tile, hardware);
+  const std::vector<sim::BlockOrder> orders =
+      options.block_order ? std::vector{*options.block_order}
+                          : std::vector{sim::BlockOrder::launch, sim::BlockOrder::longest_first};
   std::vector<sim::BlockPlacement> out;
   for (const Count blocks_per_sm : kBlocksPerSmTried) {
     if (blocks_per_sm > most) break;
-    for (const sim::BlockOrder order : {sim::BlockOrder::launch, sim::BlockOrder::longest_first}) {
+    for (const sim::BlockOrder order : orders) {
       for (const sim::SmSharing sharing : {sim::SmSharing::throughput, sim::SmSharing::lone_block}) {
         if (sharing == sim::SmSharing::lone_block && blocks_per_sm <= 2) continue;
         for (const double speedup : lone_block_speedups_tried(blocks_per_sm, start)) {
@@ -327,15 +331,21 @@ std::vector<sim::BlockPlacement> placements_tried(const sim::KernelProfile& star
 // its own occupancy: FlashAttention's runs fewer, larger blocks, this project's many of 32 keys),
 // then the forward's again with the backward's fixed.
 StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& start,
-                           const model::HardwareProfile& hardware, bool fit_forward, bool fit_backward) {
+                           const model::HardwareProfile& hardware, bool fit_forward, bool fit_backward,
+                           const FitOptions& options) {
   const Count sms = hardware.sms;
-  const std::vector<sim::BlockPlacement> tried = placements_tried(start, hardware);
+  const std::vector<sim::BlockPlacement> tried = placements_tried(start, hardware, options);
   std::optional<StructureFit> best;
   // Placements are tried simplest first; one that fits no better than an earlier one (calls
   // that cannot tell them apart: an SM sharing among B blocks and one running them in turn are
   // both work-conserving) does not replace it.
   const auto keep = [&](StructureFit fit) {
     if (!best || fit.objective < best->objective * (1 - 1e-6) - 1e-12) best = std::move(fit);
+  };
+  // The backward's placement for a tried one: the same, in the backward's own order when given.
+  const auto for_backward = [&](sim::BlockPlacement p) {
+    if (options.backward_block_order) p.order = *options.backward_block_order;
+    return p;
   };
   sim::KernelProfile from = start;
   for (size_t i = 0; i < tried.size(); ++i) {
@@ -346,10 +356,10 @@ StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::Ke
     // fitted on: a forward-only run refits the forward's occupancy, not the backward's.
     if (fit_forward) {
       k.placement = tried[i];
-      k.backward_placement = fit_backward ? std::nullopt : std::optional(sim::backward_placement(start));
+      k.backward_placement = fit_backward ? std::optional(for_backward(tried[i])) : std::optional(sim::backward_placement(start));
     } else {
       k.placement = start.placement;
-      k.backward_placement = tried[i];
+      k.backward_placement = for_backward(tried[i]);
     }
     StructureFit fit = fit_costs(calls, k, sms, fit_forward, fit_backward);
     from = fit.profile;
@@ -365,7 +375,7 @@ StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::Ke
     const sim::KernelProfile joint = best->profile;
     for (const sim::BlockPlacement& p : tried) {
       sim::KernelProfile k = joint;
-      k.backward_placement = p;
+      k.backward_placement = for_backward(p);
       keep(fit_costs(calls, k, sms, fit_forward, fit_backward));
     }
     const sim::KernelProfile apart = best->profile;
@@ -433,6 +443,14 @@ StructureFit fit_score_head_dims(const std::vector<MeasuredCall>& calls, Structu
   return best;
 }
 
+// The fit record's words for the block order: tried, or given (and the backward's, where it differs).
+std::string given_block_order(const FitOptions& options) {
+  if (!options.block_order) return "(launch, longest_first)";
+  std::string out = fmt::format("{} (given: --block-order, the kernel's own", sim::block_order_name(*options.block_order));
+  if (options.backward_block_order) out += fmt::format("; the backward's {}", sim::block_order_name(*options.backward_block_order));
+  return out + ")";
+}
+
 // Median and worst of the errors' magnitudes.
 Spread magnitude_spread(const std::vector<double>& errors) {
   std::vector<double> magnitudes;
@@ -442,7 +460,8 @@ Spread magnitude_spread(const std::vector<double>& errors) {
 
 }  // namespace
 
-KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base, const model::HardwareProfile& hardware) {
+KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base, const model::HardwareProfile& hardware,
+                     const FitOptions& options) {
   const Count sms = hardware.sms;
   bool fit_forward = false, fit_backward = false, empty_timed = false, empty_seen = false;
   std::set<size_t> workloads;
@@ -474,7 +493,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
   };
   const std::vector<MeasuredCall>& main_calls = by_tile.size() > 1 && by_tile.contains(start.tile) ? by_tile.at(start.tile) : calls;
   const bool forward_timed = timed(main_calls, &MeasuredCall::forward), backward_timed = timed(main_calls, &MeasuredCall::backward);
-  StructureFit best = fit_structure(main_calls, start, hardware, forward_timed, backward_timed);
+  StructureFit best = fit_structure(main_calls, start, hardware, forward_timed, backward_timed, options);
   // Timed at several head sizes: how each pass's tile cost follows the head size, then the
   // placement again with it (kept only if it fits better).
   nlohmann::json score_head_dims = nlohmann::json::object();
@@ -491,7 +510,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
     searched = true;
   }
   if (searched) {
-    StructureFit again = fit_structure(main_calls, best.profile, hardware, forward_timed, backward_timed);
+    StructureFit again = fit_structure(main_calls, best.profile, hardware, forward_timed, backward_timed, options);
     if (again.objective < best.objective) best = std::move(again);
   }
   nlohmann::json tiles = nlohmann::json::array();
@@ -516,7 +535,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
       }
       const bool forward = timed(group, &MeasuredCall::forward), backward = timed(group, &MeasuredCall::backward);
       if (!forward && !backward) continue;
-      const StructureFit fit = fit_structure(group, at, hardware, forward, backward);
+      const StructureFit fit = fit_structure(group, at, hardware, forward, backward, options);
       best.profile.other_tiles.push_back(sim::main_variant(fit.profile));
       tiles.push_back({{"tile", tile.to_string()}, {"samples", fit.errors.size()}, {"median_abs_error", magnitude_spread(fit.errors).median}});
     }
@@ -564,11 +583,12 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
                      {"trimmed_calls", trimmed},
                      {"partial_tiles", partial_tiles},
                      {"structure", fmt::format("blocks per SM ({}, at most what the SM's shared memory holds), block order "
-                                               "(launch, longest_first) and a lone block's speed-up (1, 1.5, 2, blocks per SM; "
+                                               "{} and a lone block's speed-up (1, 1.5, 2, blocks per SM; "
                                                "at most blocks per SM) with the SM's throughput shared or, above 2 "
                                                "blocks per SM, only a lone block faster, one placement for both passes and the backward's own "
                                                "where backward calls were timed alone: the best fit kept",
-                                               fmt::join(kBlocksPerSmTried, ", "))}};
+                                               fmt::join(kBlocksPerSmTried, ", "),
+                                               given_block_order(options))}};
   // Only where some pass was timed at several head sizes: the other fits' records stay as they were.
   if (searched) out.profile.fit["score_head_dims"] = score_head_dims;
   if (!tiles.empty()) out.profile.fit["tiles"] = tiles;  // each shape fitted on its own calls

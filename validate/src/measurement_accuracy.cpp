@@ -34,6 +34,9 @@ MeasurementAccuracyPlan plan_measurement_accuracy(const MeasurementAccuracyReque
     if (std::find(plan.groups.begin(), plan.groups.end(), w.group) == plan.groups.end()) plan.groups.push_back(w.group);
   }
   if (request.no_fit && !request.compare) throw model::InputError("--no-fit: only with --compare (--calibrate fits)");
+  if (request.no_fit && request.fit.block_order) {
+    throw model::InputError("--block-order, --no-fit: the order is a choice of the fit, and --no-fit fits nothing");
+  }
   if (request.compare && !request.no_fit && plan.groups.size() < 2) {
     throw model::InputError("--compare: needs workloads from at least two files to leave one out");
   }
@@ -58,13 +61,13 @@ KernelAccuracy run_measurement_accuracy(const MeasurementAccuracyPlan& plan, con
   }
   // The fit on everything is the profile --calibrate writes; --compare also reports it beside the
   // leave-one-out scores.
-  out.fit = fit_kernel(plan.calls, plan.base, plan.hardware);
+  out.fit = fit_kernel(plan.calls, plan.base, plan.hardware, request.fit);
   out.fit.profile.hardware = plan.hardware.name;
   out.fit.profile.sources["costs"] = "fitted by: " + request.command;
   out.fit.profile.fit["files"] = request.measurements.size() + request.block_costs.size();
   out.fit.profile.fit["groups"] = plan.groups.size();
   out.method = request.compare ? AccuracyMethod::leave_one_group_out : AccuracyMethod::fit_on_everything;
-  out.predictions = request.compare ? leave_one_group_out(workloads, plan.calls, plan.base, plan.hardware.name, catalog)
+  out.predictions = request.compare ? leave_one_group_out(workloads, plan.calls, plan.base, plan.hardware.name, catalog, request.fit)
                                     : predict_workloads(workloads, out.fit.profile, plan.hardware.name, catalog);
   return out;
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stripesim/model/flops/hardware_profile.hpp"
@@ -166,6 +167,8 @@ inline constexpr const char* kPartialTilesNotIdentified = "not identified";
 [[nodiscard]] KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label);
 [[nodiscard]] nlohmann::ordered_json to_json(const KernelProfile& kernel);
 [[nodiscard]] const char* block_order_name(BlockOrder order);
+// "launch" or "longest_first"; `what` names the input (a profile's field, a flag) in the message.
+[[nodiscard]] BlockOrder parse_block_order(std::string_view text, std::string_view what);
 [[nodiscard]] const char* sm_sharing_name(SmSharing sharing);
 
 // `spec`: a JSON file (a path, or a name ending in .json), or a kernel name looked up in

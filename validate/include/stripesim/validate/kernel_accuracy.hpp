@@ -48,13 +48,14 @@ struct AccuracySummary {
                                                                 const std::string& hardware,
                                                                 const model::ConfigCatalog& catalog);
 
-// Leave one group out: for each group, fit on the others (from `base`) and predict it.
+// Leave one group out: for each group, fit on the others (from `base`, with `options`) and predict it.
 // `calls`: measured_calls(workloads, ...), counted once by the caller.
 [[nodiscard]] std::vector<WorkloadPrediction> leave_one_group_out(const std::vector<MeasuredWorkload>& workloads,
                                                                   const std::vector<MeasuredCall>& calls,
                                                                   const sim::KernelProfile& base,
                                                                   const std::string& hardware,
-                                                                  const model::ConfigCatalog& catalog);
+                                                                  const model::ConfigCatalog& catalog,
+                                                                  const FitOptions& options = {});
 
 // What the measurements leave to any model that gives equal work an equal time: the calls of one
 // group with the same work (query tile profile, call shape and pass) form a class, and each is

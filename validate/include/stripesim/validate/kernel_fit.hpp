@@ -13,6 +13,7 @@
 // kernel that trims blocks (KernelProfile::trims_below_diagonal), each pass's trimmed_factor is
 // fitted in the same alternation on the calls it slows, from their time at factor 1.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,9 +58,21 @@ struct KernelFit {
   double max_abs_error = 0;
 };
 
+// What is known of the kernel, so that the fit need not choose it from the timings.
+struct FitOptions {
+  // The order the kernel launches its blocks in, read from its source: FlashAttention-2's forward
+  // runs the query tiles of one head after another, fastest, so a causal call starts its shortest
+  // blocks first. Unset: both orders are tried and the better fit kept.
+  std::optional<sim::BlockOrder> block_order;
+  // The backward's, where it differs: FlashAttention-2's backward runs a block per key tile in
+  // grid order, and under a causal mask key tile 0 is read by every query tile: longest first.
+  // Unset: the forward's.
+  std::optional<sim::BlockOrder> backward_block_order;
+};
+
 // `base` gives the name, tile, head size and precision; costs and structure are fitted, the
 // empty-call flags are read off the data (a call with no work that took time was launched).
 [[nodiscard]] KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base,
-                                   const model::HardwareProfile& hardware);
+                                   const model::HardwareProfile& hardware, const FitOptions& options = {});
 
 }  // namespace stripesim::validate

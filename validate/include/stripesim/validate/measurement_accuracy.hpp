@@ -24,6 +24,7 @@ struct MeasurementAccuracyRequest {
   std::string kernel;                     // the profile the fit starts from; empty: the hardware's default
   bool compare = false;                   // score each file with a fit on the others (else on everything)
   bool no_fit = false;                    // with compare: every file predicted by the starting profile as given
+  FitOptions fit;                         // what is known of the kernel (--block-order)
   std::string command;                    // the command line, recorded in the fitted profile and the report
 };
 
