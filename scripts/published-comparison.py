@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""stripesim's predictions for the settings of two published benchmarks (README "Predicted
+"""stripesim's predictions for the settings of three published benchmarks (README "Predicted
 against published measurements"), beside the published figures, with the error of each.
 
 ring-flash-attention's: 8 GPUs, Llama-3.1 8B's attention (and, in its earlier version, 5 heads of
@@ -7,8 +7,11 @@ ring-flash-attention's: 8 GPUs, Llama-3.1 8B's attention (and, in its earlier ve
 with slower NVLink, running the H100's kernel profiles): each layout's
 or function's throughput over ring_attn (contiguous). USP's (long-context-attention): 8 A100s on
 NVLink, 128k tokens, batch 2, forward, 8 heads of 128 and 32, 8, 4 or 2 heads of 32: each
-Ulysses x ring split's throughput over Ulysses at its largest degree. The published figures are
-the throughput ratios those projects' READMEs report, cited in stripesim's README.
+Ulysses x ring split's throughput over Ulysses at its largest degree. The USP paper's (Fang and
+Zhao 2024, arXiv 2405.07719, its table of attention on 8 A100-SXM4s on NVLink): 32 heads of 128,
+8 K/V heads, batch 1, forward, 32k and 128k tokens, basic (contiguous) and load-balanced (zigzag)
+rings, each split over Ulysses at degree 8. The published figures are the throughput ratios those
+projects report, cited in stripesim's README.
 
     scripts/published-comparison.py                 # every row, and the mean and worst error
     scripts/published-comparison.py --max-mean 0.06  # exit 1 when the mean error is above 0.06
@@ -80,6 +83,13 @@ USP_ITERATIONS = {
 }
 LAYOUTS = ("contiguous", "zigzag", "striped")
 
+# The USP paper's attention table on 8 A100-SXM4s: iterations per second of (basic ring, zigzag
+# ring) at each Ulysses degree, per sequence length; ratios over degree 8's basic ring.
+USP_PAPER_ITERATIONS = {
+    "32k": {8: (135.569, 136.375), 4: (103.525, 132.979), 2: (91.365, 132.979), 1: (81.985, 113.79)},
+    "128k": {8: (2.782, 2.785), 4: (2.024, 2.771), 2: (1.73, 2.89), 1: (1.628, 2.91)},
+}
+
 
 def usp_split(ulysses, devices=8):
     return "ulysses" if ulysses == devices else "ring" if ulysses == 1 else f"hybrid:{ulysses}x{devices // ulysses}"
@@ -92,6 +102,13 @@ for (heads, head_dim), rows in USP_ITERATIONS.items():
             # Pure Ulysses runs no ring: its layouts are one computation (measured within 0.4 %).
             if ulysses != 8 and (ulysses != top or layout != "contiguous"):
                 PUBLISHED[("usp", "a100", "fwd", f"{heads}x{head_dim} {usp_split(ulysses)}", layout)] = round(value / rows[top][0], 3)
+
+
+for seq_len, rows in USP_PAPER_ITERATIONS.items():
+    for ulysses, iterations in rows.items():
+        for layout, value in zip(LAYOUTS, iterations):
+            if ulysses != 8:  # pure Ulysses runs no ring
+                PUBLISHED[("usp-paper", "a100", "fwd", f"{seq_len} {usp_split(ulysses)}", layout)] = round(value / rows[8][0], 3)
 
 
 def times(*flags):
@@ -157,6 +174,19 @@ def usp():
     return out
 
 
+def usp_paper():
+    """The USP paper's splits of 8 A100s, 32 heads of 128 over 8 K/V heads, over pure Ulysses."""
+    out = {}
+    for seq_len in USP_PAPER_ITERATIONS:
+        shape = ["--hardware", "a100", "--kernel", "fa2", "--heads", "32", "--kv-heads", "8", "--head-dim", "128",
+                 "--batch", "1", "-n", seq_len, "-N", "8", "--pass", "fwd", "--layouts", "contiguous,zigzag"]
+        t = {u: times(*shape, "--cp", usp_split(u)) for u in (8, 4, 2, 1)}
+        for ulysses in (4, 2, 1):
+            for layout, us in t[ulysses].items():
+                out[("usp-paper", "a100", "fwd", f"{seq_len} {usp_split(ulysses)}", layout)] = t[8]["contiguous"] / us
+    return out
+
+
 def main():
     global STRIPESIM
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -167,6 +197,7 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         predicted = ring_flash_attention(folder)
     predicted.update(usp())
+    predicted.update(usp_paper())
     errors = []
     for key, published in PUBLISHED.items():
         error = predicted[key] - published

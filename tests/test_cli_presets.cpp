@@ -83,7 +83,7 @@ TEST(HardwarePresets, Fa2ProfilesAreTheMeasuredShapeAtPublishedRates) {
                              Published{"h100", "-n 8k --batch 2", 2 * per_token_pair * 8192.0 * 8192, 370, 318}}) {
     const auto fa2 = config(std::string("kernels/") + p.hardware + "/fa2.json");
     EXPECT_FALSE(fa2.at("calibrated").get<bool>()) << p.hardware;
-    for (const char* field : {"tile", "tiling", "blocks_per_sm", "block_order", "trims_below_diagonal", "merge"}) {
+    for (const char* field : {"tile", "tiling", "blocks_per_sm", "block_order", "backward_placement", "trims_below_diagonal", "merge"}) {
       EXPECT_EQ(fa2.at(field), h200.at(field)) << p.hardware << " " << field;
     }
     // One factor per pass over every cost; the trimmed factor is a ratio and stays.
