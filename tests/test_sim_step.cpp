@@ -241,6 +241,28 @@ TEST(StepModel, ShardedStateMovesTheAllReducesBytesAsAReduceScatterAndAnAllGathe
   }
 }
 
+// A step priced with the A100's element-wise cost, which calibrate-step fitted to the paper's JAX
+// code, says so; one on a profile whose cost is an estimate (the H100's), or the attention ring
+// alone (no element-wise work), says nothing of it.
+TEST(StepModel, NotesAnElementwiseCostFittedToOneCodeBase) {
+  const auto has_note = [](const Simulation& sim) {
+    const std::vector<std::string> notes = simulation_notes(sim);
+    return std::ranges::any_of(notes, [](const std::string& n) { return n.find("element-wise cost, 4016 bytes") != std::string::npos; });
+  };
+  EXPECT_TRUE(has_note(run_simulation(paper_step(1, 4, 65536), catalog())));
+  SimulateConfig h100 = paper_step(1, 4, 65536);
+  h100.hardware = "h100";
+  h100.kernel.clear();
+  EXPECT_FALSE(has_note(run_simulation(h100, catalog())));
+  SimulateConfig ring = paper_step(1, 4, 65536);
+  ring.scope = Scope::attention;
+  ring.pass = PassSelection::forward;
+  EXPECT_FALSE(has_note(run_simulation(ring, catalog())));
+  EXPECT_FALSE(elementwise_cost_note(catalog().hardware("h100")).has_value());
+  ASSERT_TRUE(elementwise_cost_note(catalog().hardware("a100")).has_value());
+  EXPECT_NE(elementwise_cost_note(catalog().hardware("a100"))->find("configs/experiments/paper-measured.json"), std::string::npos);
+}
+
 TEST(StepModel, TheMeshPutsModelParallelGroupsOnNeighbouringGpus) {
   SimulateConfig c = paper_step(2, 4, 65536);
   c.topology = "cluster:2x4";

@@ -269,6 +269,7 @@ Plan run_plan(const PlanSearch& search) {
     if (std::optional<std::string> note = partial_tiles_note(planned->plan->simulation.kernel, most)) {
       out.notes.push_back(fmt::format("{}: the {} {}", *note, ranks.size() == 1 ? "choice ranked" : "choices ranked", fmt::join(ranks, ", ")));
     }
+    if (std::optional<std::string> note = elementwise_cost_note(planned->plan->simulation.hardware)) out.notes.push_back(std::move(*note));
   }
   return out;
 }

@@ -461,11 +461,24 @@ std::optional<std::string> partial_tiles_note(const KernelProfile& kernel, Count
       kernel.name, most_partial_tiles);
 }
 
+std::optional<std::string> elementwise_cost_note(const model::HardwareProfile& hardware) {
+  const std::string source = hardware.sources.is_object() ? hardware.sources.value("elementwise_bytes_per_dmodel", "") : "";
+  if (!source.starts_with("fitted by: stripesim calibrate-step")) return std::nullopt;
+  return fmt::format(
+      "hardware {}: its element-wise cost, {:g} bytes per token per d_model, was fitted to one code base's measured "
+      "step speedups ({}); other code is priced as that one (a PyTorch layer with fused kernels moves about 50): give "
+      "your own in a copy of the profile (README, \"The A100's element-wise cost is the paper's JAX code's\")",
+      hardware.name, hardware.elementwise_bytes_per_dmodel, source);
+}
+
 std::vector<std::string> simulation_notes(const Simulation& sim) {
   Count most = 0;
   for (const LayoutSimulation& r : sim.results) most = std::max(most, r.most_partial_tiles);
   std::vector<std::string> notes;
   if (std::optional<std::string> note = partial_tiles_note(sim.kernel, most)) notes.push_back(std::move(*note));
+  if (sim.step_shape) {
+    if (std::optional<std::string> note = elementwise_cost_note(sim.hardware)) notes.push_back(std::move(*note));
+  }
   return notes;
 }
 

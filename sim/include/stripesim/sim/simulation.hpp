@@ -163,8 +163,14 @@ void place_on_topology(SimulationPlan& plan);
 // What a reader of the result should know that its numbers do not show, a sentence each: that
 // some call holds query tiles of several partial tiles (a window's two edges, documents cut by
 // fixed tiles) while the kernel's fit never timed one (partial_tile_cost_identified), so their
-// time rests on how the fit split a masked block's cost. Empty when there is nothing to say.
+// time rests on how the fit split a masked block's cost; at scope layer or step, that the
+// hardware's element-wise cost was fitted to one code base (elementwise_cost_note). Empty when
+// there is nothing to say.
 [[nodiscard]] std::vector<std::string> simulation_notes(const Simulation& simulation);
+// A step priced with an element-wise cost that calibrate-step fitted to one code base's measured
+// speedups (its source says "fitted by: stripesim calibrate-step ..."; the shipped A100's is the
+// Striped Attention paper's JAX code's) prices any other code as that one: said, or none.
+[[nodiscard]] std::optional<std::string> elementwise_cost_note(const model::HardwareProfile& hardware);
 // The note above for calls of `kernel` whose query tiles hold up to `most_partial_tiles` partial
 // tiles (simulate and plan alike), or none when the fit timed such tiles or no call holds two.
 [[nodiscard]] std::optional<std::string> partial_tiles_note(const KernelProfile& kernel, Count most_partial_tiles);
