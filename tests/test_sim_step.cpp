@@ -229,11 +229,13 @@ TEST(StepModel, ShardedStateMovesTheAllReducesBytesAsAReduceScatterAndAnAllGathe
     EXPECT_NEAR(plain.results[i].step->breakdown.gradient_comm_us, beyond(shape.gradient_allreduce_us, backward), 1e-6 * gather);
     // Stages 1 and 2: the reduce-scatter under the backward, the all-gather under the next forward.
     for (const ZeroStage zero : {ZeroStage::optimizer, ZeroStage::gradients}) {
-      const StepEstimate& step = *sharded_step(zero, slow).results[i].step;
+      const Simulation sharded = sharded_step(zero, slow);  // held: the estimate lives in it
+      const StepEstimate& step = *sharded.results[i].step;
       EXPECT_NEAR(step.breakdown.gradient_comm_us, beyond(gather, backward) + beyond(gather, forward), 1e-6 * gather);
     }
     // Stage 3 gathers the weights in the forward and again, beside the reduce-scatter, in the backward.
-    const StepEstimate& full = *sharded_step(ZeroStage::weights, slow).results[i].step;
+    const Simulation weights_sharded = sharded_step(ZeroStage::weights, slow);
+    const StepEstimate& full = *weights_sharded.results[i].step;
     EXPECT_NEAR(full.breakdown.gradient_comm_us, beyond(2 * gather, backward) + beyond(gather, forward), 1e-6 * gather);
     // Only the exposed traffic differs between the stages.
     EXPECT_NEAR(full.time_us - full.breakdown.gradient_comm_us,
