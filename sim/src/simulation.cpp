@@ -463,7 +463,7 @@ std::optional<std::string> partial_tiles_note(const KernelProfile& kernel, Count
 
 std::optional<std::string> elementwise_cost_note(const model::HardwareProfile& hardware) {
   const std::string source = hardware.sources.is_object() ? hardware.sources.value("elementwise_bytes_per_dmodel", "") : "";
-  if (!source.starts_with("fitted by: stripesim calibrate-step")) return std::nullopt;
+  if (!source.starts_with(kElementwiseFitSource)) return std::nullopt;
   return fmt::format(
       "hardware {}: its element-wise cost, {:g} bytes per token per d_model, was fitted to one code base's measured "
       "step speedups ({}); other code is priced as that one (a PyTorch layer with fused kernels moves about 50): give "

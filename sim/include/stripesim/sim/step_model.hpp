@@ -42,6 +42,10 @@ enum class ZeroStage { none = 0, optimizer = 1, gradients = 2, weights = 3 };
 [[nodiscard]] ZeroStage parse_zero_stage(std::string_view text, std::string_view what = "--zero");
 [[nodiscard]] int to_int(ZeroStage stage);
 
+// How a hardware profile's sources.elementwise_bytes_per_dmodel begins when calibrate-step fitted
+// it: written by the fit, read by the note that such a cost belongs to one code base.
+inline constexpr std::string_view kElementwiseFitSource = "fitted by: stripesim calibrate-step";
+
 struct StepBreakdown {
   Microseconds matmul_us = 0;
   Microseconds elementwise_us = 0;
