@@ -44,6 +44,8 @@ CALL_PLAN_KERNELS = ("sdpa", "flash_attn", "fa3")
 CALL_PLAN_FUNCTIONS = {"sdpa": "PyTorch's scaled_dot_product_attention",
                        "flash_attn": "flash_attn.flash_attn_func (FlashAttention-2)",
                        "fa3": "flash_attn_interface.flash_attn_func (FlashAttention-3)"}
+# The module each FlashAttention-package kernel is imported from.
+FLASH_PACKAGE_MODULES = {"flash_attn": "flash_attn", "fa3": "flash_attn_interface"}
 PASSES = ("fwd", "fwdbwd")
 DTYPES = ("bf16", "fp16", "fp32")
 SDPA_BACKENDS = ("auto", "flash", "cudnn", "efficient", "math")
@@ -748,7 +750,7 @@ def flash_package_attention(kernel):
     """(attend(q, k, v, causal), heads_first) for the FlashAttention package, which takes (batch,
     length, heads, head_dim) tensors and K/V heads that divide the query heads as they are (GQA);
     FlashAttention-3 builds return (out, lse) or out, depending on the version."""
-    module = {"flash_attn": "flash_attn", "fa3": "flash_attn_interface"}[kernel]
+    module = FLASH_PACKAGE_MODULES[kernel]
     try:
         package = __import__(module)
     except ImportError as error:
@@ -765,7 +767,7 @@ def package_version(kernel):
     """The timed package's name and version for the file's "kernel" text."""
     if kernel == "sdpa":
         return None
-    module = {"flash_attn": "flash_attn", "fa3": "flash_attn_interface"}[kernel]
+    module = FLASH_PACKAGE_MODULES[kernel]
     package = sys.modules.get(module)
     return f"{module} {getattr(package, '__version__', '(no version)')}"
 
