@@ -711,6 +711,20 @@ TEST(KernelFit, FitsEachMeasuredTileShapeOnItsOwnCalls) {
     }
   }
   EXPECT_GT(worst, 0.2);
+
+  // A start that lists its own 64x64 variant (as a shipped profile fitted on forward+backward runs
+  // does) keeps that variant's backward, untimed at 64x64 here, and the placement it was fitted
+  // on, not the main backward scaled.
+  sim::KernelProfile listed = start;
+  listed.other_tiles = truth.other_tiles;
+  const sim::BlockPlacement own{1, sim::BlockOrder::longest_first, 1};
+  listed.other_tiles.front().backward_placement = own;
+  const KernelFit kept = fit_kernel(calls, listed, hw);
+  EXPECT_LT(kept.max_abs_error, 1e-6);
+  ASSERT_EQ(kept.profile.other_tiles.size(), 1u);
+  EXPECT_EQ(kept.profile.other_tiles.front().backward, truth.other_tiles.front().backward);
+  EXPECT_EQ(sim::backward_placement(sim::at_tile(kept.profile, {64, 64})), own);
+  EXPECT_NEAR(kept.profile.other_tiles.front().forward.launch_us, 15.0, 1e-6);
 }
 
 // A profile's other tile shapes round-trip through JSON; a shape listed twice, or the main one

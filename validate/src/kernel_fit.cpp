@@ -522,8 +522,10 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
     }
     for (const auto& [tile, group] : by_tile) {
       if (tile == start.tile) continue;
-      // Started from the main costs scaled to the shape (as the time model scales them), which is
-      // also what a pass none of the shape's calls timed keeps.
+      // Started from the main costs scaled to the shape (as the time model scales them). A pass
+      // none of the shape's calls timed keeps what the base profile says of the shape: its own
+      // variant's costs (and, for the backward, the placement they were fitted on) where it lists
+      // one, else those scaled costs.
       const sim::KernelTimeModel scale(best.profile, sms, sim::KernelCallShape{1, best.profile.head_dim, tile, 1.0});
       sim::KernelProfile at = best.profile;
       at.tile = tile;
@@ -535,6 +537,12 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
       }
       const bool forward = timed(group, &MeasuredCall::forward), backward = timed(group, &MeasuredCall::backward);
       if (!forward && !backward) continue;
+      const sim::KernelProfile listed = sim::at_tile(base, tile);
+      if (listed.tile == tile && !forward) at.forward = listed.forward;
+      if (listed.tile == tile && !backward) {
+        at.backward = listed.backward;
+        at.backward_placement = sim::backward_placement(listed);
+      }
       const StructureFit fit = fit_structure(group, at, hardware, forward, backward, options);
       best.profile.other_tiles.push_back(sim::main_variant(fit.profile));
       tiles.push_back({{"tile", tile.to_string()}, {"samples", fit.errors.size()}, {"median_abs_error", magnitude_spread(fit.errors).median}});
