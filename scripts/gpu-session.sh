@@ -50,7 +50,7 @@ ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 for s in ${STEPS:-ncu bench fwdbwd16k head64}; do
   case "$s" in
     tests) step tests 200 "$T" --gtest_filter='-*Nccl*' ;;
-    ncu) step ncu 150 "$ncu" --set full --kernel-name regex:flash_attention_kernel --launch-count 1 -o "$R/flash-16k-bidirectional" \
+    ncu) step ncu 150 "$ncu" --clock-control none --set full --kernel-name regex:flash_attention_kernel --launch-count 1 -o "$R/flash-16k-bidirectional" \
            "$K" --kernels flash --tiles 128x128 --masks bidirectional --seq-lens 16384 --reps 1 --warmup 0
          [[ -f "$R/flash-16k-bidirectional.ncu-rep" ]] && "$ncu" --import "$R/flash-16k-bidirectional.ncu-rep" --page details > "$R/ncu-details.txt" 2>&1
          pack ;;
@@ -72,7 +72,7 @@ for s in ${STEPS:-ncu bench fwdbwd16k head64}; do
               --format csv | tail -1 | cut -d, -f11) us"
           done
         done' lone64 "$K" "$S" "$R"
-            step ncu64 120 "$ncu" --set full --kernel-name regex:flash_attention_kernel --launch-count 1 -o "$R/flash64-16k-causal-2heads" \
+            step ncu64 120 "$ncu" --clock-control none --set full --kernel-name regex:flash_attention_kernel --launch-count 1 -o "$R/flash64-16k-causal-2heads" \
               "$K" --kernels flash --tiles 64x64 --masks causal --seq-lens 16384 --heads 2 --reps 1 --warmup 0
             [[ -f "$R/flash64-16k-causal-2heads.ncu-rep" ]] && "$ncu" --import "$R/flash64-16k-causal-2heads.ncu-rep" --page details > "$R/ncu64-details.txt" 2>&1
             pack ;;

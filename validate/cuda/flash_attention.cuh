@@ -13,7 +13,11 @@
 //     two m16n8 tiles is the A layout of one m16k16 tile), and the fp32 output accumulator.
 // K and V tiles come through shared memory with cp.async: V of tile i loads while Q K^T of
 // tile i runs, K of tile i + 1 while its softmax and P V run. Rows are padded by 16 bytes so
-// the 8 rows an ldmatrix reads fall on distinct bank groups.
+// the 8 rows an ldmatrix reads fall on distinct bank groups. ldmatrix takes 32-bit shared
+// addresses: one per lane and operand, computed once, plus compile-time offsets (generic
+// pointers converted at every read held more registers, and a thread is at the 255 limit).
+// The softmax rescales the accumulators only when a row's maximum has grown by more than 2^8
+// since they were last rescaled (see kRescaleSlack), as later FlashAttention versions do.
 //
 // The kernel classifies nothing: the host's TileSchedule (tile_schedule.hpp) lists, per query
 // tile, the key tiles to compute, full ones (no mask evaluated) before partial ones (mask per
@@ -58,16 +62,15 @@ struct FlashLayout {
   static_assert(kKeys % 16 == 0 && kValues % 16 == 0 && kLowest % 8 == 0, "cp.async and ldmatrix need 16-byte rows");
 };
 
-// Four 8x8 matrices of 16-bit elements from shared memory; lane l names row l % 8 of matrix l / 8.
-__device__ inline void ldmatrix_x4(std::uint32_t (&r)[4], const void* row) {
-  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+// Four 8x8 matrices of 16-bit elements from shared memory; lane l names row l % 8 of matrix l / 8
+// by its shared-memory address.
+__device__ inline void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
 }
 // The same, each matrix transposed (V is stored key-major, P V wants it dimension-major).
-__device__ inline void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* row) {
-  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+__device__ inline void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
@@ -110,6 +113,18 @@ __device__ inline float fast_exp2(float x) {
   return y;
 }
 
+// x[0] op x[1] op ... op x[N - 1] as a balanced tree (log2 N dependent steps, not N - 1); the
+// array is overwritten.
+template <int N, typename Op>
+__device__ inline float tree_reduce(float (&x)[N], Op op) {
+#pragma unroll
+  for (int width = N; width > 1; width = (width + 1) / 2) {
+#pragma unroll
+    for (int i = 0; i < width / 2; ++i) x[i] = op(x[i], x[width - 1 - i]);
+  }
+  return x[0];
+}
+
 __device__ inline float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
   return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
@@ -128,6 +143,9 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
   constexpr int kKeyTiles8 = kSub / 8;      // n8 accumulator tiles of S per sub-tile
   constexpr int kDimTiles8 = HeadDim / 8;   // n8 accumulator tiles of O
   constexpr float kLog2e = 1.4426950408889634f;
+  // How far (log2 units) a row's maximum may pass its reference before the accumulators are
+  // rescaled: probabilities stay below 2^8 = 256, far inside bf16/fp16 and fp32 range.
+  constexpr float kRescaleSlack = 8.f;
   const float kInf = __int_as_float(0x7f800000);
 
   extern __shared__ __align__(128) unsigned char smem[];
@@ -156,6 +174,13 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
   const T* const v_head = static_cast<const T*>(args.v) + kv_head * HeadDim;
   const float scale_log2 = args.scale * kLog2e;
   const int warp_row0 = warp * 16 * kM;  // this warp's rows: [warp_row0, warp_row0 + 16 kM)
+  // The row each lane names for ldmatrix: Q rows of this warp (A operand), K rows as the
+  // col-major B operand, V rows read transposed.
+  constexpr std::uint32_t kRowBytes = L::kStride * sizeof(T);
+  const auto smem_address = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  const std::uint32_t q_lane = smem_address + L::kQuery + (warp_row0 + lane % 16) * kRowBytes + (lane / 16) * 16;
+  const std::uint32_t k_lane = smem_address + L::kKeys + ((lane / 16) * 8 + lane % 8) * kRowBytes + ((lane / 8) % 2) * 16;
+  const std::uint32_t v_lane = smem_address + L::kValues + (lane % 16) * kRowBytes + (lane / 16) * 16;
 
   // Q, then the first K tile, in flight together; the query intervals beside them.
   copy_rows_async<T, HeadDim, L::kThreads>(q_s, L::kStride, static_cast<const T*>(args.q) + q0 * q_stride + head * HeadDim,
@@ -163,10 +188,11 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
   __pipeline_commit();
   auto key_start = [&](int entry) { return static_cast<std::int64_t>(entry & ~kPartialTile) * TileK; };
   auto key_count = [&](std::int64_t k0) { return static_cast<int>(min64(TileK, args.keys - k0)); };
-  {
-    const std::int64_t k0 = key_start(args.tile_entries[first]);
+  auto load_keys = [&](int e) {  // K of schedule entry e into shared memory
+    const std::int64_t k0 = key_start(args.tile_entries[e]);
     copy_rows_async<T, HeadDim, L::kThreads>(k_s, L::kStride, k_head + k0 * kv_stride, kv_stride, key_count(k0), TileK);
-  }
+  };
+  load_keys(first);
   __pipeline_commit();
   for (int i = static_cast<int>(threadIdx.x); i < TileQ; i += L::kThreads) {
     low_s[i] = i < q_count ? args.query_lowest[q0 + i] : 0;
@@ -194,7 +220,7 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
     }
   }
 
-  unsigned long long partial_seen = 0;
+  unsigned partial_seen = 0;
   for (int e = first; e < last; ++e) {
     const int entry = args.tile_entries[e];
     const std::int64_t k0 = key_start(entry);
@@ -223,12 +249,12 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
         std::uint32_t a[kM][4];
 #pragma unroll
         for (int m = 0; m < kM; ++m) {
-          ldmatrix_x4(a[m], q_s + (warp_row0 + 16 * m + lane % 16) * L::kStride + kk * 16 + (lane / 16) * 8);
+          ldmatrix_x4(a[m], q_lane + 16 * m * kRowBytes + kk * 32);
         }
 #pragma unroll
         for (int jp = 0; jp < kSub / 16; ++jp) {
           std::uint32_t b[4];
-          ldmatrix_x4(b, k_s + (key0 + jp * 16 + (lane / 16) * 8 + lane % 8) * L::kStride + kk * 16 + ((lane / 8) % 2) * 8);
+          ldmatrix_x4(b, k_lane + (key0 + jp * 16) * kRowBytes + kk * 32);
 #pragma unroll
           for (int m = 0; m < kM; ++m) {
             mma_16816<T>(s[m][2 * jp], a[m], b[0], b[1]);
@@ -238,11 +264,7 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
       }
       if (sub == kSubTiles - 1) {
         __syncthreads();  // every warp has read all of K: the next tile's K may land
-        if (e + 1 < last) {
-          const std::int64_t next = key_start(args.tile_entries[e + 1]);
-          copy_rows_async<T, HeadDim, L::kThreads>(k_s, L::kStride, k_head + next * kv_stride, kv_stride,
-                                                   key_count(next), TileK);
-        }
+        if (e + 1 < last) load_keys(e + 1);
         __pipeline_commit();  // an empty group when there is no next tile keeps the wait counts right
       }
 
@@ -266,34 +288,55 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
         }
       }
 
-      // Online softmax on registers, in log2 units.
+      // Online softmax on registers, in log2 units. The rows' reference maximum moves only when
+      // a row's maximum passes it by more than kRescaleSlack (then for the whole warp, which
+      // rescales its accumulators together): until then probabilities are up to 2^slack, exact
+      // all the same, since the sum and the output share the reference and the state's
+      // row_max + log2(row_sum) is the same log-sum-exp. Most tiles after a row's first few skip
+      // the 2 x HeadDim multiplications of the rescale. Maxima and sums as pairwise trees: a
+      // chain of 16 dependent instructions per row stalls a warp that has few to switch to.
+      float tile_max[kM][2];
+      bool move = false;
 #pragma unroll
       for (int m = 0; m < kM; ++m) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          float tile_max = -kInf;
+          float partial[kKeyTiles8];
 #pragma unroll
-          for (int j = 0; j < kKeyTiles8; ++j) tile_max = fmaxf(tile_max, fmaxf(s[m][j][2 * r], s[m][j][2 * r + 1]));
-          const float new_max = fmaxf(row_max[m][r], quad_max(tile_max) * scale_log2);
-          // A row that has seen no allowed key keeps -inf; subtracting 0 gives 2^-inf = 0, not NaN.
-          const float base = new_max == -kInf ? 0.f : new_max;
-          const float alpha = fast_exp2(row_max[m][r] - base);
-          row_max[m][r] = new_max;
-          float share = 0.f;
+          for (int j = 0; j < kKeyTiles8; ++j) partial[j] = fmaxf(s[m][j][2 * r], s[m][j][2 * r + 1]);
+          tile_max[m][r] = quad_max(tree_reduce<kKeyTiles8>(partial, [](float a, float b) { return fmaxf(a, b); })) * scale_log2;
+          // A row that has seen no allowed key has -inf: any finite maximum moves it.
+          move = move || tile_max[m][r] > row_max[m][r] + kRescaleSlack;
+        }
+      }
+      move = __any_sync(0xffffffffu, move);
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          float alpha = 1.f;
+          if (move) {
+            const float new_max = fmaxf(row_max[m][r], tile_max[m][r]);
+            // Still -inf (nothing allowed yet): 2^(-inf - 0) = 0 scales the empty state, not NaN.
+            alpha = fast_exp2(row_max[m][r] - (new_max == -kInf ? 0.f : new_max));
+            row_max[m][r] = new_max;
+          }
+          // A row still at -inf sees only masked scores: subtracting 0 gives 2^-inf = 0, not NaN.
+          const float base = row_max[m][r] == -kInf ? 0.f : row_max[m][r];
+          float partial[kKeyTiles8];
 #pragma unroll
           for (int j = 0; j < kKeyTiles8; ++j) {
 #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const float p = fast_exp2(fmaf(s[m][j][2 * r + c], scale_log2, -base));
-              s[m][j][2 * r + c] = p;
-              share += p;
-            }
+            for (int c = 0; c < 2; ++c) s[m][j][2 * r + c] = fast_exp2(fmaf(s[m][j][2 * r + c], scale_log2, -base));
+            partial[j] = s[m][j][2 * r] + s[m][j][2 * r + 1];
           }
-          sum_share[m][r] = alpha * sum_share[m][r] + share;
+          sum_share[m][r] = alpha * sum_share[m][r] + tree_reduce<kKeyTiles8>(partial, [](float a, float b) { return a + b; });
+          if (move) {
 #pragma unroll
-          for (int j = 0; j < kDimTiles8; ++j) {
-            out[m][j][2 * r] *= alpha;
-            out[m][j][2 * r + 1] *= alpha;
+            for (int j = 0; j < kDimTiles8; ++j) {
+              out[m][j][2 * r] *= alpha;
+              out[m][j][2 * r + 1] *= alpha;
+            }
           }
         }
       }
@@ -322,7 +365,7 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
 #pragma unroll
         for (int jp = 0; jp < HeadDim / 16; ++jp) {
           std::uint32_t b[4];
-          ldmatrix_x4_trans(b, v_s + (key0 + kk * 16 + lane % 16) * L::kStride + jp * 16 + (lane / 16) * 8);
+          ldmatrix_x4_trans(b, v_lane + (key0 + kk * 16) * kRowBytes + jp * 32);
 #pragma unroll
           for (int m = 0; m < kM; ++m) {
             mma_16816<T>(out[m][2 * jp], p_frag[m], b[0], b[1]);
@@ -335,7 +378,7 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
 
   if (args.tile_counts != nullptr && head == 0 && threadIdx.x == 0) {
     atomicAdd(&args.tile_counts[0], static_cast<unsigned long long>(last - first));
-    atomicAdd(&args.tile_counts[1], partial_seen);
+    atomicAdd(&args.tile_counts[1], static_cast<unsigned long long>(partial_seen));
   }
 
   // The state back, real rows only.

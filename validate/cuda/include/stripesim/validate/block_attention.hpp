@@ -44,7 +44,10 @@ struct BlockAttentionArgs {
   const std::int64_t* query_highest = nullptr;  // [queries]
   const std::int64_t* key_positions = nullptr;  // [keys] original position of each key
   // Online softmax state, [queries][heads][head_dim] and [queries][heads]; row_max is kept in
-  // log2 units (scores times scale * log2(e)).
+  // log2 units (scores times scale * log2(e)). It is the reference out_acc and row_sum are
+  // relative to: the wmma kernel keeps it at the row's maximum, the flash kernel lets the
+  // maximum pass it by up to 8 before rescaling. Either way row_max + log2(row_sum) is the
+  // row's log-sum-exp and out_acc / row_sum its output.
   float* out_acc = nullptr;
   float* row_max = nullptr;
   float* row_sum = nullptr;
