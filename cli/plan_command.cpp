@@ -14,6 +14,7 @@
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/output/plan_printers.hpp"
 #include "stripesim/sim/plan.hpp"
+#include "stripesim/sim/step_model.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -57,9 +58,7 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--top", o.top, "Choices shown (and ranked exactly) in the table")->capture_default_str();
   cmd->add_flag("--pad-documents", o.pad_documents, "Pad every document to a multiple of 2N (doc-zigzag, doc-striped)");
   cmd->add_flag("--recompute", o.recompute, "The backward recomputes the forward (activation checkpointing)");
-  cmd->add_option("--zero", o.zero, "The training state the N x D copies of the weights shard among them (ZeRO stage): 0 none "
-                  "(DDP), 1 optimizer states (Megatron's distributed optimizer), 2 and gradients, 3 and weights (FSDP) "
-                  "[default: 0]");
+  cmd->add_option("--zero", o.zero, fmt::format("ZeRO stage, {}", sim::kZeroStagesHelp));
   add_format_option(cmd, o.format, output::kPlanFormats, "csv and json list every simulated choice");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   return [cmd, options, mode] {

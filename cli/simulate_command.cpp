@@ -20,6 +20,7 @@
 #include "stripesim/output/simulation_printers.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/simulation.hpp"
+#include "stripesim/sim/step_model.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -76,9 +77,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   add("--data-parallel,-D", o.data_parallel, "Data-parallel replicas of the M x N mesh [default: 1]");
   add("--scope", o.scope, "What the time covers: attention (one layer's ring), layer (projections, MLP, ring, "
       "collectives) or step (every layer and the LM head, forward and backward) [default: attention]");
-  add("--zero", o.zero, "Scope layer or step: the training state the N x D copies of the weights shard among them (ZeRO "
-      "stage): 0 none (DDP), 1 optimizer states (Megatron's distributed optimizer), 2 and gradients (FSDP SHARD_GRAD_OP), "
-      "3 and weights (FSDP FULL_SHARD) [default: 0]");
+  add("--zero", o.zero, fmt::format("Scope layer or step, ZeRO stage: {}", sim::kZeroStagesHelp).c_str());
   add("--seq-len,-n", o.seq_len, "Sequence length; k and M suffixes [default: 256k]");
   add("--devices,-N", o.devices, "Devices in the ring [default: 8]");
   add("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");

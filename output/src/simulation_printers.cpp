@@ -277,17 +277,22 @@ std::string step_table(const sim::Simulation& s) {
                        b.attention_idle_us / 1e3, b.model_parallel_comm_us / 1e3, b.gradient_comm_us / 1e3,
                        fmt::format("{:.1f}", e.memory.total() / sim::kBytesPerGib), e.exceeds_memory ? "!" : "");
   }
+  const double state_bytes = sim::kWeightBytesPerParameter + sim::kGradientBytesPerParameter + sim::kOptimizerBytesPerParameter;
   out += fmt::format(
       "\nbreakdown columns in ms, on the ring's last device to finish each layer; they add up to the time.\n"
          "MFU = model FLOPs (forward 1x, backward 2x, attention on unmasked pairs) / (M x N devices x time x peak).\n"
-         "memory per device: bf16 weights, gradients and Adam state (16 B per parameter{}), activations kept for\n"
+         "memory per device: bf16 weights, gradients and Adam state ({:g} B per parameter{}), activations kept for\n"
          "the backward, fp32 logits, the ring's K/V buffers.\n",
+      state_bytes,
       shape.zero == sim::ZeroStage::none
           ? ""
           : fmt::format(", ZeRO stage {}: a 1/{} share of {}", sim::to_int(shape.zero), c.devices * c.data_parallel,
-                        shape.zero == sim::ZeroStage::optimizer   ? "the 12 B of Adam state"
-                        : shape.zero == sim::ZeroStage::gradients ? "the 14 B of gradients and Adam state"
-                                                                  : "all 16, plus two layers' weights gathered"));
+                        shape.zero == sim::ZeroStage::optimizer
+                            ? fmt::format("the {:g} B of Adam state", sim::kOptimizerBytesPerParameter)
+                        : shape.zero == sim::ZeroStage::gradients
+                            ? fmt::format("the {:g} B of gradients and Adam state",
+                                          sim::kGradientBytesPerParameter + sim::kOptimizerBytesPerParameter)
+                            : fmt::format("all {:g}, plus two layers' weights gathered", state_bytes)));
   if (over) {
     out += fmt::format("warning: '!' marks layouts whose memory per device exceeds the {} GiB of {}\n", s.hardware.memory_gib,
                        s.hardware.name);

@@ -46,11 +46,6 @@ double parameters_per_device(const model::TransformerModel& model, Count model_p
 
 namespace {
 
-// Mixed-precision training with Adam (ZeRO, Rajbhandari et al. 2020): 2 bytes of bf16 weights,
-// then 2 of bf16 gradients and 12 of fp32 master weights and moments.
-constexpr double kWeightBytes = 2;
-constexpr double kGradientBytes = 2;
-constexpr double kOptimizerBytes = 12;
 // Activations a layer keeps for its backward per token, in units of d_model bytes, with tensor
 // parallelism t, sequence parallelism (the element-wise work, and with it the activations it
 // touches, is split over the model-parallel group, as the times below assume) and a fused
@@ -178,10 +173,10 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   const auto held = [&](double bytes, ZeroStage sharded_from) { return s.zero >= sharded_from ? bytes / copies : bytes; };
   const double largest_unit = std::max(flops.matmul_per_token, flops.lm_head_per_token) / 2.0 / mp;
   const bool gathers = s.zero == ZeroStage::weights && copies > 1;  // one copy holds its weights whole
-  e.memory.weights = held(kWeightBytes * parameters, ZeroStage::weights) + (gathers ? 2.0 * kWeightBytes * largest_unit : 0.0);
+  e.memory.weights = held(kWeightBytesPerParameter * parameters, ZeroStage::weights) + (gathers ? 2.0 * kWeightBytesPerParameter * largest_unit : 0.0);
   if (s.backward) {
     e.memory.gradients_and_optimizer =
-        held(kGradientBytes * parameters, ZeroStage::gradients) + held(kOptimizerBytes * parameters, ZeroStage::optimizer);
+        held(kGradientBytesPerParameter * parameters, ZeroStage::gradients) + held(kOptimizerBytesPerParameter * parameters, ZeroStage::optimizer);
     const double layer_input_bytes =
         activation_bytes_per_token(m, s.mesh.model_parallel, kLayerInputBytesPerDmodel) * local_tokens;
     const double kept = s.recompute ? layer_input_bytes * layers + layer_bytes : layer_bytes * layers;

@@ -41,6 +41,16 @@ enum class ZeroStage { none = 0, optimizer = 1, gradients = 2, weights = 3 };
 // "0" to "3"; `what` names the input in the message (a flag, an experiment file's field).
 [[nodiscard]] ZeroStage parse_zero_stage(std::string_view text, std::string_view what = "--zero");
 [[nodiscard]] int to_int(ZeroStage stage);
+// Mixed-precision training with Adam (ZeRO, Rajbhandari et al. 2020), bytes per parameter: bf16
+// weights, then bf16 gradients and fp32 master weights and moments.
+inline constexpr double kWeightBytesPerParameter = 2;
+inline constexpr double kGradientBytesPerParameter = 2;
+inline constexpr double kOptimizerBytesPerParameter = 12;
+// What each stage shards, as the --zero flags of simulate and plan describe it.
+inline constexpr std::string_view kZeroStagesHelp =
+    "the training state the N x D copies of the weights shard among them: 0 none (DDP), 1 optimizer states "
+    "(Megatron's distributed optimizer), 2 and gradients (FSDP SHARD_GRAD_OP), 3 and weights (FSDP FULL_SHARD) "
+    "[default: 0]";
 
 // How a hardware profile's sources.elementwise_bytes_per_dmodel begins when calibrate-step fitted
 // it: written by the fit, read by the note that such a cost belongs to one code base.
