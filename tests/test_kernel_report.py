@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/kernel_report.py without a GPU: it joins stripesim's and SDPA's JSON lines per (pass,
 sequence length, mask), keeps each kernel's best tile, and divides the TFLOP/s; lines written
-before the backward was timed (no "pass") are forward ones. Usage: test_kernel_report.py REPO"""
+before the backward was timed (no "pass") are forward ones; with --flash-jsonl, SDPA's
+FlashAttention-2 backend gets its own columns. Usage: test_kernel_report.py REPO"""
 import json
 import subprocess
 import sys
@@ -43,6 +44,26 @@ def main() -> int:
             failures.append(f"comparison rows {rows}, expected {expected}")
         markdown = (work / "out/kernel-nvidia-h200.md").read_text()
         for wanted in ("| fwd | flash | causal | 8192 | 128x128 |", "| bwd | wmma | causal | 8192 | 128x128 |", "the command"):
+            if wanted not in markdown:
+                failures.append(f"the markdown has no '{wanted}'")
+        if "FA2" in markdown or "ratio_fa2" in report["comparison"][0]:
+            failures.append("FA2 columns without --flash-jsonl")
+
+        # FlashAttention-2 timed the forward only: its columns are filled there and empty ("—") for the backward.
+        (work / "fa2.jsonl").write_text(line(impl="torch-sdpa", **{"pass": "fwd"}, seq_len=8192, mask="causal", median_ms=0.8,
+                                             tflops=375.0, torch="2.11", sdpa_backend="flash", **common) + "\n")
+        done = subprocess.run([sys.executable, str(repo / "bench/kernel_report.py"), "--flash-jsonl", str(work / "fa2.jsonl"),
+                               str(work / "ours.jsonl"), str(work / "sdpa.jsonl"), str(work / "out2")], capture_output=True, text=True)
+        if done.returncode != 0:
+            print(done.stderr)
+            return 1
+        report = json.loads((work / "out2/kernel-nvidia-h200.json").read_text())
+        rows = [(r["pass"], r["fa2_tflops"], r["ratio_fa2"]) for r in report["comparison"]]
+        expected = [("fwd", 375.0, 0.8), ("bwd", None, None)]
+        if rows != expected:
+            failures.append(f"FA2 columns {rows}, expected {expected}")
+        markdown = (work / "out2/kernel-nvidia-h200.md").read_text()
+        for wanted in ("| stripesim / FA2 |", "| 0.5 | 375.0 | 0.8 |", "| 0.375 | — | — |", "backend flash (FlashAttention-2)"):
             if wanted not in markdown:
                 failures.append(f"the markdown has no '{wanted}'")
     for failure in failures:
