@@ -1,0 +1,166 @@
+#include "balance_ring_cost.hpp"
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+
+#include "stripesim/model/work/metrics.hpp"
+
+namespace stripesim::model::balance {
+
+PairWork pair_work(const Pricing& pricing, const Assignment& a) {
+  const auto pieces = pieces_in_order(a);
+  const auto devices = a.load.size();
+  PairWork pair{std::vector<Count>(devices * devices, 0), 0};
+  if (pieces.empty()) return pair;
+  const Position n = pieces.back().piece.end();
+  // Every key tile start, in sequence order, with the device holding it.
+  std::vector<Position> starts;
+  std::vector<size_t> holder;
+  size_t at = 0;
+  for (Position start = 0; start < n;) {
+    while (pieces[at].piece.end() <= start) ++at;
+    starts.push_back(start);
+    holder.push_back(static_cast<size_t>(pieces[at].device));
+    const Position o = pricing.tile_origin(start);
+    start = std::min(o + ((start - o) / pricing.tile().key + 1) * pricing.tile().key, pricing.tiling_end(start));
+  }
+  // Tile starts in (lo, hi] per device: those up to hi entered, those up to lo left. The window
+  // only moves forward under these masks; backward steps are undone all the same.
+  std::vector<Count> in_window(devices, 0);
+  size_t entered = 0;
+  size_t left = 0;
+  const auto slide = [&](size_t& edge, Position bound, Count sign) {
+    while (edge < starts.size() && starts[edge] <= bound) in_window[holder[edge++]] += sign;
+    while (edge > 0 && starts[edge - 1] > bound) in_window[holder[--edge]] -= sign;
+  };
+  size_t lo_piece = 0;
+  size_t hi_piece = 0;
+  const auto piece_of = [&](size_t& index, Position p) {
+    while (pieces[index].piece.end() <= p) ++index;
+    while (pieces[index].piece.begin > p) --index;
+  };
+  for (const PlacedPiece& query : pieces) {
+    Count* row = pair.work.data() + static_cast<size_t>(query.device) * devices;
+    for (Position qa = query.piece.begin; qa < query.piece.end();) {
+      const Position qb = pricing.query_tile_end(qa, query.piece.end());
+      const auto [lo, hi] = pricing.keys_read(qa, qb);
+      qa = qb;
+      if (hi < lo) continue;
+      slide(entered, hi, +1);
+      slide(left, lo, -1);
+      piece_of(lo_piece, lo);
+      piece_of(hi_piece, hi);
+      pair.reads += static_cast<Count>(hi_piece - lo_piece + 1);
+      ++row[pieces[lo_piece].device];
+      for (size_t d = 0; d < devices; ++d) row[d] += in_window[d];
+    }
+  }
+  return pair;
+}
+
+RingCost ring_cost(const WorkMatrix& work) {
+  const Metrics m = compute_metrics(work);
+  return {m.slowest_device, m.lockstep, free_link_ring_time(work)};
+}
+
+RingCost numbered_cost(const std::vector<Count>& pair, const std::vector<size_t>& order) {
+  const auto devices = static_cast<Count>(order.size());
+  WorkMatrix work(devices, devices);
+  for (Count r = 0; r < devices; ++r) {
+    for (Count d = 0; d < devices; ++d) {
+      work.at(r, d) = pair[order[static_cast<size_t>(d)] * order.size() + order[static_cast<size_t>(kv_source(d, r, devices))]];
+    }
+  }
+  return ring_cost(work);
+}
+
+WorkMatrix exact_tiles(const Layout& layout, const Mask& mask, TileShape tile, Tiling tiling) {
+  return count_work(layout, mask, tile, 1, WorkDetail::totals, tiling).active_tiles;
+}
+
+bool doc_zigzag_is_the_bar(const Mask& mask, Count devices, Tiling tiling) {
+  if (!tiling_matters(tiling, mask.kind())) return false;
+  const auto& starts = mask.document_starts();
+  for (size_t j = 0; j + 1 < starts.size(); ++j) {
+    if ((starts[j + 1] - starts[j]) % (2 * devices) != 0) return false;
+  }
+  return true;
+}
+
+RingCost cost_of(const PairWork& pair, Count devices) {
+  std::vector<size_t> order(static_cast<size_t>(devices));
+  std::iota(order.begin(), order.end(), size_t{0});
+  return numbered_cost(pair.work, order);
+}
+
+RingCost cost_of(const Pricing& pricing, const Assignment& a) {
+  return cost_of(pair_work(pricing, a), static_cast<Count>(a.load.size()));
+}
+
+std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t devices) {
+  std::vector<size_t> order(devices);
+  std::iota(order.begin(), order.end(), size_t{0});
+  if (devices < 3) return order;  // two devices meet in the same rounds whatever their numbers
+  const auto cell = [&](size_t d, size_t r) { return work[order[d] * devices + order[(d + devices - r) % devices]]; };
+  constexpr size_t kKept = 5;  // more than the 4 cells a swap changes in a round
+  struct Top {
+    std::array<std::pair<Count, size_t>, kKept> cells{};  // (work, query number), largest first
+    size_t size = 0;
+  };
+  std::vector<Top> top(devices);
+  const auto rank_round = [&](size_t r) {
+    Top t;
+    for (size_t d = 0; d < devices; ++d) {
+      const std::pair<Count, size_t> c{cell(d, r), d};
+      size_t at = t.size < kKept ? t.size++ : kKept;
+      while (at > 0 && t.cells[at - 1].first < c.first) {
+        if (at < kKept) t.cells[at] = t.cells[at - 1];
+        --at;
+      }
+      if (at < kKept) t.cells[at] = c;
+    }
+    top[r] = t;
+  };
+  for (size_t r = 0; r < devices; ++r) rank_round(r);
+  const auto total = [&] {
+    Count sum = 0;
+    for (const Top& t : top) sum += t.cells[0].first;
+    return sum;
+  };
+  Count best = total();
+  constexpr Count kEvaluations = 200'000;  // swaps tried at most: N = 64 gives 100 passes
+  Count tried = 0;
+  for (bool improved = true; improved && tried < kEvaluations;) {
+    improved = false;
+    for (size_t x = 0; x < devices && tried < kEvaluations; ++x) {
+      for (size_t y = x + 1; y < devices && tried < kEvaluations; ++y) {
+        ++tried;
+        std::swap(order[x], order[y]);
+        Count sum = 0;
+        for (size_t r = 0; r < devices && sum < best; ++r) {
+          const std::array<size_t, 4> changed{x, y, (x + r) % devices, (y + r) % devices};
+          Count most = 0;
+          for (size_t i = 0; i < top[r].size; ++i) {
+            if (std::find(changed.begin(), changed.end(), top[r].cells[i].second) == changed.end()) {
+              most = top[r].cells[i].first;
+              break;
+            }
+          }
+          for (const size_t d : changed) most = std::max(most, cell(d, r));
+          sum += most;
+        }
+        if (sum < best) {
+          best = sum;
+          improved = true;
+          for (size_t r = 0; r < devices; ++r) rank_round(r);
+        } else {
+          std::swap(order[x], order[y]);
+        }
+      }
+    }
+  }
+  return order;
+}
+
+}  // namespace stripesim::model::balance
