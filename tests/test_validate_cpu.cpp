@@ -83,6 +83,26 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// Scores spread over tens of units (Q times 64): each row's softmax is nearly one key, whose
+// maximum jumps from block to block around the ring. The ring's merge of per-round states stays
+// exact, and the case's label says the scale.
+TEST(RingOutput, WideScoreRangeStillMatchesDense) {
+  for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+    for (const char* mask : {"causal", "bidirectional", "documents:100,300,112"}) {
+      RingCase c = small_case(layout, mask, Precision::fp64);
+      c.q_scale = 64;
+      const RingProblem problem(c);
+      const auto reference = reference_attention(problem);
+      const OutputError error = compare_output(make_cpu_backend()->run(problem, RunOptions{0, 1, 60}).output, reference);
+      EXPECT_LT(error.relative, 1e-12) << c.label();
+      // Sharper than at scale 1: the output is nearly one value row per query.
+      const RingCase plain = small_case(layout, mask, Precision::fp64);
+      EXPECT_GT(error.max_reference, compare_output(reference, reference_attention(RingProblem(plain))).max_reference) << c.label();
+      EXPECT_NE(c.label().find(" q x64"), std::string::npos) << c.label();
+    }
+  }
+}
+
 TEST(RingOutput, PoisonedTokenFailsTheCheck) {
   const RingProblem problem(small_case("zigzag", "causal"));
   auto output = make_cpu_backend()->run(problem, RunOptions{0, 1, 60}).output;
@@ -154,13 +174,16 @@ TEST(ReferenceCache, OneReferencePerProblemWhateverTheLayoutDevicesOrTile) {
   other_mask.mask = "window:70";
   RingCase other_precision = c;
   other_precision.precision = Precision::fp64;
-  for (const RingCase& other : {other_seed, other_mask, other_precision}) {
-    EXPECT_NE(reference_of(other).get(), zigzag.get()) << other.mask << " seed " << other.seed;
+  RingCase other_scale = c;
+  other_scale.q_scale = 64;
+  for (const RingCase& other : {other_seed, other_mask, other_precision, other_scale}) {
+    EXPECT_NE(reference_of(other).get(), zigzag.get()) << other.label() << " seed " << other.seed;
   }
   EXPECT_NE(*reference_of(other_seed), *zigzag);
-  EXPECT_EQ(computed, 4);
-  EXPECT_EQ(cache.entries(), 4u);
-  EXPECT_EQ(cache.bytes(), 4 * static_cast<std::int64_t>(zigzag->size() * sizeof(double)));
+  EXPECT_NE(*reference_of(other_scale), *zigzag);
+  EXPECT_EQ(computed, 5);
+  EXPECT_EQ(cache.entries(), 5u);
+  EXPECT_EQ(cache.bytes(), 5 * static_cast<std::int64_t>(zigzag->size() * sizeof(double)));
 }
 
 TEST(ReferenceCache, BoundedByBytesLeastRecentlyUsedFirst) {

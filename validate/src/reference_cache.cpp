@@ -5,7 +5,7 @@
 namespace stripesim::validate {
 
 ReferenceKey ReferenceKey::of(const RingCase& c, ReferenceOf what) {
-  return {c.seq_len, c.heads, c.kv_heads, c.head_dim, c.mask, c.seed, c.precision, what};
+  return {c.seq_len, c.heads, c.kv_heads, c.head_dim, c.mask, c.seed, c.q_scale, c.precision, what};
 }
 
 DenseReference ReferenceCache::get(const RingCase& ring_case, const std::function<std::vector<double>()>& compute,

@@ -56,8 +56,8 @@ Count precision_bytes(Precision precision) {
 }
 
 std::string RingCase::label() const {
-  return fmt::format("{} n={} N={} {} {}{}{}", layout, seq_len, devices, mask, tile.to_string(), cp == "ring" ? "" : " cp=" + cp,
-                     backward ? " fwdbwd" : "");
+  return fmt::format("{} n={} N={} {} {}{}{}{}", layout, seq_len, devices, mask, tile.to_string(), cp == "ring" ? "" : " cp=" + cp,
+                     backward ? " fwdbwd" : "", q_scale == 1 ? "" : fmt::format(" q x{:g}", q_scale));
 }
 
 void check_ring_case(const RingCase& c) {

@@ -74,6 +74,7 @@ RingProblem::RingProblem(const RingPlan& plan) : case_(plan.ring_case), mask_(pl
   }
   // Distinct streams for Q, K and V, all from the case's seed.
   q_ = random_values(n * case_.heads * case_.head_dim, case_.seed * 3 + 0);
+  for (double& value : q_) value *= case_.q_scale;
   k_ = random_values(n * case_.kv_heads * case_.head_dim, case_.seed * 3 + 1);
   v_ = random_values(n * case_.kv_heads * case_.head_dim, case_.seed * 3 + 2);
   // dO's stream sits in the other half of the seed space, apart from every seed's Q, K, V.

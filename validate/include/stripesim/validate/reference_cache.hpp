@@ -21,7 +21,7 @@ namespace stripesim::validate {
 // (reference_gradients).
 enum class ReferenceOf { output, gradients };
 
-// Exactly what a reference depends on: the inputs (sizes and seed), the mask, and the precision
+// Exactly what a reference depends on: the inputs (sizes, seed and Q's scale), the mask, and the precision
 // the inputs are rounded to. The host (fp32, fp64) and GPU (bf16, fp16) backends compute in
 // disjoint precisions, so one key never stands for both kinds of reference.
 struct ReferenceKey {
@@ -31,6 +31,7 @@ struct ReferenceKey {
   Count head_dim = 0;
   std::string mask;  // the spec as given: two spellings of one mask are two entries, never a wrong hit
   std::uint64_t seed = 0;
+  double q_scale = 1;
   Precision precision = Precision::fp32;
   ReferenceOf what = ReferenceOf::output;
 

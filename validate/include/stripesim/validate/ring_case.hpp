@@ -57,6 +57,10 @@ struct RingCase {
   Count head_dim = 64;
   Precision precision = Precision::fp32;
   std::uint64_t seed = 1;  // the random Q, K, V
+  // Q's values times this (1: Q, K and V uniform in [-1, 1), scores within a few units). A wide
+  // range of scores, as trained models have, makes rows' maxima jump from key tile to key tile:
+  // what the kernels' rescaling of their accumulators is for. The tests set it; labels show it.
+  double q_scale = 1;
   GpuKernel gpu_kernel = GpuKernel::flash;  // GPU backends only
   // Context parallelism (simulate --cp): ring, allgather (K/V gathered, one call per device) or
   // ulysses (all-to-all to heads, full-sequence attention per device). The cpu and mpi
