@@ -173,10 +173,12 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   const auto held = [&](double bytes, ZeroStage sharded_from) { return s.zero >= sharded_from ? bytes / copies : bytes; };
   const double largest_unit = std::max(flops.matmul_per_token, flops.lm_head_per_token) / 2.0 / mp;
   const bool gathers = s.zero == ZeroStage::weights && copies > 1;  // one copy holds its weights whole
-  e.memory.weights = held(kWeightBytesPerParameter * parameters, ZeroStage::weights) + (gathers ? 2.0 * kWeightBytesPerParameter * largest_unit : 0.0);
+  e.memory.weights = held(kWeightBytesPerParameter * parameters, ZeroStage::weights) +
+                     (gathers ? 2.0 * kWeightBytesPerParameter * largest_unit : 0.0);
   if (s.backward) {
     e.memory.gradients_and_optimizer =
-        held(kGradientBytesPerParameter * parameters, ZeroStage::gradients) + held(kOptimizerBytesPerParameter * parameters, ZeroStage::optimizer);
+        held(kGradientBytesPerParameter * parameters, ZeroStage::gradients) +
+        held(kOptimizerBytesPerParameter * parameters, ZeroStage::optimizer);
     const double layer_input_bytes =
         activation_bytes_per_token(m, s.mesh.model_parallel, kLayerInputBytesPerDmodel) * local_tokens;
     const double kept = s.recompute ? layer_input_bytes * layers + layer_bytes : layer_bytes * layers;

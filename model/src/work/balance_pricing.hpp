@@ -129,7 +129,7 @@ class Pricing {
 // Pieces of at most `chunk` blocks out of the blocks not `spread`: runs between free cuts (and
 // spread blocks), the longer ones cut into near-equal parts at the boundary near each target
 // that the fewest tiles cross.
-[[nodiscard]] std::vector<Piece> cut_pieces(const Pricing& pricing, const std::vector<Position>& blocks, const std::vector<bool>& spread,
-                              Count n, Count chunk);
+[[nodiscard]] std::vector<Piece> cut_pieces(const Pricing& pricing, const std::vector<Position>& blocks,
+                                            const std::vector<bool>& spread, Count n, Count chunk);
 
 }  // namespace stripesim::model::balance
