@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
 
 #include "bad_input_table.hpp"
 
@@ -324,6 +326,16 @@ TEST(CliSimulate, StepTableSaysWhatTheTimeCoversAndCsvIsDeterministic) {
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("scope: a training step of 1b (22 layers), fwdbwd"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("MFU"), std::string::npos);
+  // Mixed-precision Adam's 16 bytes a parameter (ZeRO, Rajbhandari et al. 2020: 2 of weights, 2 of
+  // gradients, 12 of optimizer state), and what each stage shards of them.
+  EXPECT_NE(table.out.find("(16 B per parameter), activations"), std::string::npos) << table.out;
+  for (const auto& [stage, share] : {std::pair{"1", "a 1/4 share of the 12 B of Adam state"},
+                                     std::pair{"2", "a 1/4 share of the 14 B of gradients and Adam state"},
+                                     std::pair{"3", "a 1/4 share of all 16, plus two layers' weights gathered"}}) {
+    const CliResult sharded = run_cli(std::string("simulate --model 1b --scope step -N 4 -n 64k --zero ") + stage);
+    EXPECT_NE(sharded.out.find(std::string("(16 B per parameter, ZeRO stage ") + stage + ": " + share + ")"), std::string::npos)
+        << sharded.out;
+  }
   const CliResult ring = run_cli("simulate -N 4 -n 64k");
   EXPECT_NE(ring.out.find("scope: the attention ring of one layer"), std::string::npos) << ring.out;
   const std::string csv_args = "simulate --model 1b --scope step -M 2 -N 4 -n 64k --format csv";
