@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "flash_rows.cuh"
 #include "kernel_common.cuh"
 #include "stripesim/validate/block_attention.hpp"
 #include "stripesim/validate/tile_schedule.hpp"
@@ -94,46 +95,6 @@ __device__ inline void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], std
   }
 }
 
-// Two floats as one register of two 16-bit values, the first in the low half (lower column).
-template <typename T>
-__device__ inline std::uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-  }
-}
-
-// 2^x with the hardware's approximation (2 ulp; 2^-inf = 0), as FlashAttention computes it.
-__device__ inline float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// x[0] op x[1] op ... op x[N - 1] as a balanced tree (log2 N dependent steps, not N - 1); the
-// array is overwritten.
-template <int N, typename Op>
-__device__ inline float tree_reduce(float (&x)[N], Op op) {
-#pragma unroll
-  for (int width = N; width > 1; width = (width + 1) / 2) {
-#pragma unroll
-    for (int i = 0; i < width / 2; ++i) x[i] = op(x[i], x[width - 1 - i]);
-  }
-  return x[0];
-}
-
-__device__ inline float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ inline float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
-
 template <typename T, int HeadDim, int TileQ, int TileK>
 __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) flash_attention_kernel(const BlockAttentionArgs args) {
   using L = FlashLayout<HeadDim, TileQ, TileK>;
@@ -143,10 +104,6 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
   constexpr int kKeyTiles8 = kSub / 8;      // n8 accumulator tiles of S per sub-tile
   constexpr int kDimTiles8 = HeadDim / 8;   // n8 accumulator tiles of O
   constexpr float kLog2e = 1.4426950408889634f;
-  // How far (log2 units) a row's maximum may pass its reference before the accumulators are
-  // rescaled: probabilities stay below 2^8 = 256, far inside bf16/fp16 and fp32 range.
-  constexpr float kRescaleSlack = 8.f;
-  const float kInf = __int_as_float(0x7f800000);
 
   extern __shared__ __align__(128) unsigned char smem[];
   T* const q_s = reinterpret_cast<T*>(smem + L::kQuery);
@@ -199,26 +156,12 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
     high_s[i] = i < q_count ? args.query_highest[q0 + i] : -1;  // a missing row allows nothing
   }
 
-  // This thread's rows: m16 tile m, row group + 8 r. State from global memory.
-  float row_max[kM][2], sum_share[kM][2], out[kM][kDimTiles8][4];
-#pragma unroll
-  for (int m = 0; m < kM; ++m) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = warp_row0 + 16 * m + group + 8 * r;
-      const bool real = row < q_count;
-      const std::int64_t state_row = (q0 + row) * args.heads + head;
-      row_max[m][r] = real ? args.row_max[state_row] : -kInf;
-      sum_share[m][r] = real && quad == 0 ? args.row_sum[state_row] : 0.f;  // summed over the quad at the end
-#pragma unroll
-      for (int j = 0; j < kDimTiles8; ++j) {
-        float2 acc = make_float2(0.f, 0.f);
-        if (real) acc = *reinterpret_cast<const float2*>(args.out_acc + state_row * HeadDim + 8 * j + 2 * quad);
-        out[m][j][2 * r] = acc.x;
-        out[m][j][2 * r + 1] = acc.y;
-      }
-    }
-  }
+  // This thread's rows, their state from global memory.
+  FlashRows<kM, kDimTiles8> rows;
+  rows.warp_row0 = warp_row0;
+  rows.group = group;
+  rows.quad = quad;
+  rows.load(args, q0, head, q_count);
 
   unsigned partial_seen = 0;
   for (int e = first; e < last; ++e) {
@@ -268,78 +211,8 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
         __pipeline_commit();  // an empty group when there is no next tile keeps the wait counts right
       }
 
-      if (masked) {
-#pragma unroll
-        for (int j = 0; j < kKeyTiles8; ++j) {
-#pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            const int column = key0 + 8 * j + 2 * quad + c;
-            const bool real = column < k_count;
-            const std::int64_t p = real ? args.key_positions[k0 + column] : 0;
-#pragma unroll
-            for (int m = 0; m < kM; ++m) {
-#pragma unroll
-              for (int r = 0; r < 2; ++r) {
-                const int row = warp_row0 + 16 * m + group + 8 * r;
-                if (!(real && low_s[row] <= p && p <= high_s[row])) s[m][j][2 * r + c] = -kInf;
-              }
-            }
-          }
-        }
-      }
-
-      // Online softmax on registers, in log2 units. The rows' reference maximum moves only when
-      // a row's maximum passes it by more than kRescaleSlack (then for the whole warp, which
-      // rescales its accumulators together): until then probabilities are up to 2^slack, exact
-      // all the same, since the sum and the output share the reference and the state's
-      // row_max + log2(row_sum) is the same log-sum-exp. Most tiles after a row's first few skip
-      // the 2 x HeadDim multiplications of the rescale. Maxima and sums as pairwise trees: a
-      // chain of 16 dependent instructions per row stalls a warp that has few to switch to.
-      float tile_max[kM][2];
-      bool move = false;
-#pragma unroll
-      for (int m = 0; m < kM; ++m) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float partial[kKeyTiles8];
-#pragma unroll
-          for (int j = 0; j < kKeyTiles8; ++j) partial[j] = fmaxf(s[m][j][2 * r], s[m][j][2 * r + 1]);
-          tile_max[m][r] = quad_max(tree_reduce<kKeyTiles8>(partial, [](float a, float b) { return fmaxf(a, b); })) * scale_log2;
-          // A row that has seen no allowed key has -inf: any finite maximum moves it.
-          move = move || tile_max[m][r] > row_max[m][r] + kRescaleSlack;
-        }
-      }
-      move = __any_sync(0xffffffffu, move);
-#pragma unroll
-      for (int m = 0; m < kM; ++m) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float alpha = 1.f;
-          if (move) {
-            const float new_max = fmaxf(row_max[m][r], tile_max[m][r]);
-            // Still -inf (nothing allowed yet): 2^(-inf - 0) = 0 scales the empty state, not NaN.
-            alpha = fast_exp2(row_max[m][r] - (new_max == -kInf ? 0.f : new_max));
-            row_max[m][r] = new_max;
-          }
-          // A row still at -inf sees only masked scores: subtracting 0 gives 2^-inf = 0, not NaN.
-          const float base = row_max[m][r] == -kInf ? 0.f : row_max[m][r];
-          float partial[kKeyTiles8];
-#pragma unroll
-          for (int j = 0; j < kKeyTiles8; ++j) {
-#pragma unroll
-            for (int c = 0; c < 2; ++c) s[m][j][2 * r + c] = fast_exp2(fmaf(s[m][j][2 * r + c], scale_log2, -base));
-            partial[j] = s[m][j][2 * r] + s[m][j][2 * r + 1];
-          }
-          sum_share[m][r] = alpha * sum_share[m][r] + tree_reduce<kKeyTiles8>(partial, [](float a, float b) { return a + b; });
-          if (move) {
-#pragma unroll
-            for (int j = 0; j < kDimTiles8; ++j) {
-              out[m][j][2 * r] *= alpha;
-              out[m][j][2 * r + 1] *= alpha;
-            }
-          }
-        }
-      }
+      if (masked) rows.mask(s, args, k0, k_count, key0, low_s, high_s);
+      rows.softmax(s, scale_log2);
 
       if (sub == 0) {
         // V of this tile is in (with one sub-tile, the next K may still be on its way).
@@ -356,20 +229,15 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
       for (int kk = 0; kk < kSub / 16; ++kk) {
         std::uint32_t p_frag[kM][4];
 #pragma unroll
-        for (int m = 0; m < kM; ++m) {
-          p_frag[m][0] = pack2<T>(s[m][2 * kk][0], s[m][2 * kk][1]);
-          p_frag[m][1] = pack2<T>(s[m][2 * kk][2], s[m][2 * kk][3]);
-          p_frag[m][2] = pack2<T>(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
-          p_frag[m][3] = pack2<T>(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
-        }
+        for (int m = 0; m < kM; ++m) probabilities_as_a<T>(p_frag[m], s, m, kk);
 #pragma unroll
         for (int jp = 0; jp < HeadDim / 16; ++jp) {
           std::uint32_t b[4];
           ldmatrix_x4_trans(b, v_lane + (key0 + kk * 16) * kRowBytes + jp * 32);
 #pragma unroll
           for (int m = 0; m < kM; ++m) {
-            mma_16816<T>(out[m][2 * jp], p_frag[m], b[0], b[1]);
-            mma_16816<T>(out[m][2 * jp + 1], p_frag[m], b[2], b[3]);
+            mma_16816<T>(rows.out[m][2 * jp], p_frag[m], b[0], b[1]);
+            mma_16816<T>(rows.out[m][2 * jp + 1], p_frag[m], b[2], b[3]);
           }
         }
       }
@@ -381,26 +249,7 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
     atomicAdd(&args.tile_counts[1], static_cast<unsigned long long>(partial_seen));
   }
 
-  // The state back, real rows only.
-#pragma unroll
-  for (int m = 0; m < kM; ++m) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = warp_row0 + 16 * m + group + 8 * r;
-      const float total = quad_sum(sum_share[m][r]);
-      if (row >= q_count) continue;
-      const std::int64_t state_row = (q0 + row) * args.heads + head;
-#pragma unroll
-      for (int j = 0; j < kDimTiles8; ++j) {
-        *reinterpret_cast<float2*>(args.out_acc + state_row * HeadDim + 8 * j + 2 * quad) =
-            make_float2(out[m][j][2 * r], out[m][j][2 * r + 1]);
-      }
-      if (quad == 0) {
-        args.row_max[state_row] = row_max[m][r];
-        args.row_sum[state_row] = total;
-      }
-    }
-  }
+  rows.store(args, q0, head, q_count);
 }
 
 // Launches (or, with args == nullptr, prepares) one compiled variant.
