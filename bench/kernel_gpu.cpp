@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
   app.add_option("--heads", o.heads, "Heads")->capture_default_str();
   app.add_option("--head-dim", o.head_dim, "64 or 128")->capture_default_str();
   app.add_option("--dtype", o.dtype, "bf16 or fp16")->capture_default_str();
-  app.add_option("--kernels", o.kernels, "Forward kernels: flash, wmma")->delimiter(',')->capture_default_str();
+  app.add_option("--kernels", o.kernels, "Forward kernels: flash, wmma, wgmma (Hopper only)")->delimiter(',')->capture_default_str();
   app.add_option("--backward-kernels", o.backward_kernels,
                  "Backward kernels to time too (after a flash forward): scalar, wmma [default: none]")
       ->delimiter(',');

@@ -39,7 +39,7 @@ struct ValidateOptions {
   std::string cp;
   std::string pass;  // --pass: fwd | fwdbwd
   std::string layouts, seq_lens, devices, tiles, heads, kv_heads, head_dim, dtype, seed;
-  std::string gpu_kernel;  // --gpu-kernel: flash | wmma (GPU backends only)
+  std::string gpu_kernel;  // --gpu-kernel: flash | wgmma | wmma (GPU backends only)
   std::string gpu_backward_kernel;  // --gpu-backward-kernel: scalar | wmma (GPU backends, --pass fwdbwd)
   std::vector<std::string> masks;
   std::string warmup = "1";
@@ -348,7 +348,8 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
   o.run.track(cmd->add_option("--dtype", o.dtype, "fp32 or fp64 (cpu), bf16 or fp16 (cuda, nccl) [default: fp32; GPU bf16]"));
   o.run.track(cmd->add_option("--seed", o.seed, "Seed of the random Q, K, V [default: 1]"));
   o.run.track(cmd->add_option("--gpu-kernel", o.gpu_kernel,
-                              "cuda, nccl: flash (FlashAttention-2 design, the default) or wmma (the simple kernel tests compare with)"));
+                              "cuda, nccl: flash (FlashAttention-2 design, the default), wgmma (the same on Hopper's warpgroup "
+                              "instructions; H100/H200 only) or wmma (the simple kernel tests compare with)"));
   o.run.track(cmd->add_option("--gpu-backward-kernel", o.gpu_backward_kernel,
                               "cuda with --pass fwdbwd: scalar (fp32, written to be right first; the default) or wmma (tensor cores, "
                               "FlashAttention-2's backward loop: about 50 TFLOP/s on an H100, scalar about 6)"));

@@ -711,7 +711,7 @@ std::vector<BadInput> validate_bad_inputs() {
       {"gpu_dtype_on_cpu", "validate --dtype bf16", "--dtype bf16: the cpu backend computes in fp32 or fp64"},
       {"unknown_dtype", "validate --dtype int8", "--dtype 'int8': expected fp64, fp32, bf16 or fp16"},
       {"gpu_kernel_on_cpu", "validate --gpu-kernel flash", "--gpu-kernel flash: only with --backend cuda or nccl"},
-      {"unknown_gpu_kernel", "validate --backend cuda --gpu-kernel fast", "--gpu-kernel 'fast': expected flash or wmma"},
+      {"unknown_gpu_kernel", "validate --backend cuda --gpu-kernel fast", "--gpu-kernel 'fast': expected flash, wmma or wgmma"},
       {"gpu_backward_kernel_on_cpu", "validate --pass fwdbwd --gpu-backward-kernel wmma",
        "--gpu-backward-kernel wmma: only with --backend cuda and --pass fwdbwd"},
       {"gpu_backward_kernel_forward_only", "validate --backend cuda --gpu-backward-kernel wmma",

@@ -35,6 +35,11 @@ namespace {
   do {                                                                         \
     if (gpu_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine";       \
   } while (false)
+#define SKIP_WITHOUT_HOPPER()                                                                    \
+  do {                                                                                           \
+    SKIP_WITHOUT_GPU();                                                                          \
+    if (!gpu_is_hopper()) GTEST_SKIP() << "the wgmma kernel needs a Hopper GPU (compute capability 9.0)"; \
+  } while (false)
 
 RingCase gpu_case(std::string layout, std::string mask, Count devices, Precision precision) {
   RingCase c;
@@ -199,6 +204,20 @@ TEST_P(CudaRingMatchesDense, Bf16AndFp16) {
 
 INSTANTIATE_TEST_SUITE_P(LayoutsTimesMasks, CudaRingMatchesDense, kLayoutsTimesMasks, param_name);
 
+// The wgmma kernel (Hopper only) in the ring, the all-gather and Ulysses.
+class CudaWgmmaMatchesDense : public ::testing::TestWithParam<LayoutMask> {};
+
+TEST_P(CudaWgmmaMatchesDense, Bf16AndFp16) {
+  SKIP_WITHOUT_HOPPER();
+  auto backend = make_cuda_backend();
+  for (const char* cp : {"ring", "allgather", "ulysses"}) {
+    SCOPED_TRACE(cp);
+    expect_matches_dense(*backend, GetParam(), 4, cp, GpuKernel::wgmma);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(LayoutsTimesMasks, CudaWgmmaMatchesDense, kLayoutsTimesMasks, param_name);
+
 // The all-gather (each device's queries against the gathered K/V in rank order, one call) and
 // Ulysses (a device's heads of the whole sequence; 2 K/V heads over 4 devices, so neighbours
 // share one) on the cuda backend, with either kernel (wmma classifies tiles itself).
@@ -264,20 +283,28 @@ void for_each_compiled_shape(Check&& check) {
   }
 }
 
+void expect_every_compiled_shape_matches_dense(GpuKernel kernel) {
+  auto backend = make_cuda_backend();
+  std::vector<double> reference;
+  for_each_compiled_shape([&](RingCase c, bool first) {
+    c.gpu_kernel = kernel;
+    const RingProblem problem(c);
+    if (first) reference = reference_attention(problem);
+    const OutputError error = compare_output(backend->run(problem, RunOptions{0, 1, 60}).output, reference);
+    EXPECT_LT(error.relative, output_tolerance(Precision::bf16)) << gpu_kernel_name(kernel) << " " << c.label()
+                                                                 << " head_dim " << c.head_dim;
+  });
+}
+
 TEST(CudaKernel, EveryCompiledShapeWithShortLastTiles) {
   SKIP_WITHOUT_GPU();
-  auto backend = make_cuda_backend();
-  for (const GpuKernel kernel : {GpuKernel::flash, GpuKernel::wmma}) {
-    std::vector<double> reference;
-    for_each_compiled_shape([&](RingCase c, bool first) {
-      c.gpu_kernel = kernel;
-      const RingProblem problem(c);
-      if (first) reference = reference_attention(problem);
-      const OutputError error = compare_output(backend->run(problem, RunOptions{0, 1, 60}).output, reference);
-      EXPECT_LT(error.relative, output_tolerance(Precision::bf16)) << gpu_kernel_name(kernel) << " " << c.label()
-                                                                   << " head_dim " << c.head_dim;
-    });
-  }
+  expect_every_compiled_shape_matches_dense(GpuKernel::flash);
+  expect_every_compiled_shape_matches_dense(GpuKernel::wmma);
+}
+
+TEST(CudaKernel, WgmmaEveryCompiledShapeWithShortLastTiles) {
+  SKIP_WITHOUT_HOPPER();
+  expect_every_compiled_shape_matches_dense(GpuKernel::wgmma);
 }
 
 // The two implementations compute the same thing: on every layout and mask their outputs agree
@@ -299,13 +326,32 @@ TEST(CudaKernel, FlashAgreesWithTheSimpleKernel) {
   }
 }
 
+// The wgmma kernel computes what the flash kernel does, in the same order within a key tile's
+// softmax (the products differ in their internal summation order only).
+TEST(CudaKernel, WgmmaAgreesWithFlash) {
+  SKIP_WITHOUT_HOPPER();
+  auto backend = make_cuda_backend();
+  for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+    for (const char* mask : {"causal", "bidirectional", "window:300", "documents:700,1000,348"}) {
+      for (const model::TileShape tile : {model::TileShape{64, 64}, model::TileShape{128, 128}}) {
+        RingCase c = gpu_case(layout, mask, 4, Precision::bf16);
+        c.tile = tile;
+        c.gpu_kernel = GpuKernel::flash;
+        const std::vector<double> flash = backend->run(RingProblem(c), RunOptions{0, 1, 60}).output;
+        c.gpu_kernel = GpuKernel::wgmma;
+        const std::vector<double> wgmma = backend->run(RingProblem(c), RunOptions{0, 1, 60}).output;
+        EXPECT_LT(compare_output(wgmma, flash).relative, 1e-2) << c.label();
+      }
+    }
+  }
+}
+
 // Scores spread over tens of units (Q times 64): rows' maxima jump by more than the flash
 // kernel's rescale slack (2^8) from key tile to key tile, within a call and between rounds, so
 // its accumulators are rescaled mid-row, which uniform inputs in [-1, 1) never make it do. Its
 // output still equals the dense reference (cuBLAS on the same rounded inputs) and the wmma
 // kernel's, which rescales at every tile.
-TEST(CudaKernel, FlashRescalesWhenRowMaximaJump) {
-  SKIP_WITHOUT_GPU();
+void expect_exact_when_row_maxima_jump(GpuKernel kernel) {
   auto backend = make_cuda_backend();
   for (const Precision precision : {Precision::bf16, Precision::fp16}) {
     for (const model::TileShape tile : {model::TileShape{64, 64}, model::TileShape{128, 128}}) {
@@ -314,18 +360,30 @@ TEST(CudaKernel, FlashRescalesWhenRowMaximaJump) {
           RingCase c = gpu_case(layout, mask, 4, precision);
           c.q_scale = 64;
           c.tile = tile;
-          c.gpu_kernel = GpuKernel::flash;
+          c.gpu_kernel = kernel;
           const RingProblem problem(c);
-          const std::vector<double> flash = backend->run(problem, RunOptions{0, 1, 60}).output;
-          const OutputError error = compare_output(flash, backend->dense_reference(problem, RunOptions{}));
-          EXPECT_LT(error.relative, output_tolerance(precision)) << c.label() << " " << precision_name(precision);
+          const std::vector<double> lazy = backend->run(problem, RunOptions{0, 1, 60}).output;
+          const OutputError error = compare_output(lazy, backend->dense_reference(problem, RunOptions{}));
+          EXPECT_LT(error.relative, output_tolerance(precision))
+              << gpu_kernel_name(kernel) << " " << c.label() << " " << precision_name(precision);
           c.gpu_kernel = GpuKernel::wmma;
           const std::vector<double> simple = backend->run(RingProblem(c), RunOptions{0, 1, 60}).output;
-          EXPECT_LT(compare_output(flash, simple).relative, 1e-2) << c.label() << " " << precision_name(precision);
+          EXPECT_LT(compare_output(lazy, simple).relative, 1e-2)
+              << gpu_kernel_name(kernel) << " " << c.label() << " " << precision_name(precision);
         }
       }
     }
   }
+}
+
+TEST(CudaKernel, FlashRescalesWhenRowMaximaJump) {
+  SKIP_WITHOUT_GPU();
+  expect_exact_when_row_maxima_jump(GpuKernel::flash);
+}
+
+TEST(CudaKernel, WgmmaRescalesWhenRowMaximaJump) {
+  SKIP_WITHOUT_HOPPER();
+  expect_exact_when_row_maxima_jump(GpuKernel::wgmma);
 }
 
 TEST(CudaKernel, ClassifiesTilesExactlyLikeTheWorkModel) {
@@ -337,8 +395,11 @@ TEST(CudaKernel, ClassifiesTilesExactlyLikeTheWorkModel) {
       c.tile = {64, 128};
       const RingProblem problem(c);
       const model::Work work = model::count_work(problem.layout(), problem.mask(), c.tile, 1);
-      // wmma classifies tiles itself; flash runs the host's schedule and counts what it ran.
-      for (const GpuKernel kernel : {GpuKernel::wmma, GpuKernel::flash}) {
+      // wmma classifies tiles itself; flash and wgmma (on Hopper) run the host's schedule and
+      // count what they ran.
+      std::vector<GpuKernel> kernels{GpuKernel::wmma, GpuKernel::flash};
+      if (gpu_is_hopper()) kernels.push_back(GpuKernel::wgmma);
+      for (const GpuKernel kernel : kernels) {
         c.gpu_kernel = kernel;
         const KernelTileCounts counts = count_kernel_tiles(RingProblem(c));
         for (Count r = 0; r < c.devices; ++r) {

@@ -11,6 +11,7 @@
 #include "block_attention.cuh"
 #include "block_attention_variants.hpp"
 #include "flash_attention.cuh"
+#include "wgmma_attention.cuh"
 #include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::validate::gpu {
@@ -28,14 +29,17 @@ std::size_t shared_bytes_of(const KernelShape& shape) {
 }
 
 cudaError_t dispatch(const KernelShape& shape, const BlockAttentionArgs* args, cudaStream_t stream) {
-  const bool flash = shape.kernel == GpuKernel::flash;
-  switch (shape.precision) {
-    case Precision::bf16:
-      return flash ? dispatch_flash_attention_bf16(shape, args, stream) : dispatch_block_attention_bf16(shape, args, stream);
-    case Precision::fp16:
-      return flash ? dispatch_flash_attention_fp16(shape, args, stream) : dispatch_block_attention_fp16(shape, args, stream);
-    default: return cudaErrorInvalidValue;
+  const bool bf16 = shape.precision == Precision::bf16;
+  if (!bf16 && shape.precision != Precision::fp16) return cudaErrorInvalidValue;
+  switch (shape.kernel) {
+    case GpuKernel::flash:
+      return bf16 ? dispatch_flash_attention_bf16(shape, args, stream) : dispatch_flash_attention_fp16(shape, args, stream);
+    case GpuKernel::wgmma:
+      return bf16 ? dispatch_wgmma_attention_bf16(shape, args, stream) : dispatch_wgmma_attention_fp16(shape, args, stream);
+    case GpuKernel::wmma:
+      return bf16 ? dispatch_block_attention_bf16(shape, args, stream) : dispatch_block_attention_fp16(shape, args, stream);
   }
+  return cudaErrorInvalidValue;
 }
 
 // Grid-stride loops: any count fits a grid of at most this many blocks.
@@ -108,7 +112,12 @@ void check_kernel_shape(const KernelShape& shape) {
 
 std::size_t kernel_shared_bytes(const KernelShape& shape) {
   check_kernel_shape(shape);
-  return shape.kernel == GpuKernel::flash ? shared_bytes_of<FlashLayout>(shape) : shared_bytes_of<BlockAttentionLayout>(shape);
+  switch (shape.kernel) {
+    case GpuKernel::flash: return shared_bytes_of<FlashLayout>(shape);
+    case GpuKernel::wgmma: return shared_bytes_of<WgmmaLayout>(shape);
+    case GpuKernel::wmma: return shared_bytes_of<BlockAttentionLayout>(shape);
+  }
+  return 0;
 }
 
 cudaError_t prepare_block_attention(const KernelShape& shape) { return dispatch(shape, nullptr, nullptr); }

@@ -15,5 +15,10 @@ cudaError_t dispatch_flash_attention_bf16(const KernelShape& shape, const BlockA
                                           cudaStream_t stream);
 cudaError_t dispatch_flash_attention_fp16(const KernelShape& shape, const BlockAttentionArgs* args,
                                           cudaStream_t stream);
+// Compiled for sm_90a only (wgmma_attention_*.cu): elsewhere the launch fails (no kernel image).
+cudaError_t dispatch_wgmma_attention_bf16(const KernelShape& shape, const BlockAttentionArgs* args,
+                                          cudaStream_t stream);
+cudaError_t dispatch_wgmma_attention_fp16(const KernelShape& shape, const BlockAttentionArgs* args,
+                                          cudaStream_t stream);
 
 }  // namespace stripesim::validate::gpu

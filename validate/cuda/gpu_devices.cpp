@@ -16,6 +16,14 @@ int gpu_count() noexcept {
   return count;
 }
 
+bool gpu_is_hopper() noexcept {
+  int major = 0, minor = 0;
+  if (gpu_count() == 0) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0) != cudaSuccess) return false;
+  return major == 9 && minor == 0;
+}
+
 namespace gpu {
 
 int visible_gpus() {
@@ -44,6 +52,18 @@ void prepare_gpu(int device, const KernelShape& shape, Count rank) {
   int optin = 0;
   check_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), rank,
              "cudaDeviceGetAttribute(max shared memory per block)");
+  if (shape.kernel == GpuKernel::wgmma) {
+    int major = 0, minor = 0;
+    check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), rank,
+               "cudaDeviceGetAttribute(compute capability)");
+    check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), rank,
+               "cudaDeviceGetAttribute(compute capability)");
+    if (major != 9 || minor != 0) {
+      throw model::InputError(fmt::format("--gpu-kernel wgmma: needs a Hopper GPU (compute capability 9.0); {} is {}.{} "
+                                          "(use --gpu-kernel flash)",
+                                          gpu_name(device), major, minor));
+    }
+  }
   const std::size_t needed = kernel_shared_bytes(shape);
   if (needed > static_cast<std::size_t>(optin)) {
     throw DeviceFailure(rank, "kernel shared memory check",

@@ -27,7 +27,7 @@ DeviceSchedules::DeviceSchedules(const RingProblem& problem, Count device, const
 DeviceSchedules::DeviceSchedules(const DeviceShard& queries, const std::vector<std::span<const Position>>& call_keys,
                                  bool backward, const KernelShape& shape, cudaStream_t stream, Count rank,
                                  const std::string& who, const Deadline& deadline) {
-  const bool forward = shape.kernel == GpuKernel::flash;
+  const bool forward = shape.kernel != GpuKernel::wmma;  // flash and wgmma run the host's schedule
   if (!forward && !backward) return;
   // One host image of every call's packed schedules, back to back.
   std::vector<std::int32_t> image;

@@ -20,10 +20,18 @@ Precision parse_precision(std::string_view text) {
 GpuKernel parse_gpu_kernel(std::string_view text) {
   if (text == "flash") return GpuKernel::flash;
   if (text == "wmma") return GpuKernel::wmma;
-  throw InputError(fmt::format("--gpu-kernel '{}': expected flash or wmma", text));
+  if (text == "wgmma") return GpuKernel::wgmma;
+  throw InputError(fmt::format("--gpu-kernel '{}': expected flash, wmma or wgmma", text));
 }
 
-std::string_view gpu_kernel_name(GpuKernel kernel) { return kernel == GpuKernel::flash ? "flash" : "wmma"; }
+std::string_view gpu_kernel_name(GpuKernel kernel) {
+  switch (kernel) {
+    case GpuKernel::flash: return "flash";
+    case GpuKernel::wmma: return "wmma";
+    case GpuKernel::wgmma: return "wgmma";
+  }
+  return "?";
+}
 
 GpuBackwardKernel parse_gpu_backward_kernel(std::string_view text) {
   if (text == "scalar") return GpuBackwardKernel::scalar;

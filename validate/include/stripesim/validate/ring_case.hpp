@@ -26,7 +26,7 @@ enum class Precision { fp64, fp32, bf16, fp16 };
 //           K/V pipeline); runs the host's TileSchedule, classifies nothing. The default.
 //   wmma  - the first, simple kernel (wmma fragments, scores and output in shared memory,
 //           classifies every tile itself); kept as the second implementation tests compare with.
-enum class GpuKernel { flash, wmma };
+enum class GpuKernel { flash, wmma, wgmma };  // wgmma: Hopper (compute capability 9.0) only
 [[nodiscard]] GpuKernel parse_gpu_kernel(std::string_view text);  // InputError naming --gpu-kernel
 [[nodiscard]] std::string_view gpu_kernel_name(GpuKernel kernel);
 

@@ -22,6 +22,9 @@ namespace stripesim::validate {
 
 // CUDA devices visible to this process; 0 when there is no driver or no device. Never throws.
 [[nodiscard]] int gpu_count() noexcept;
+// Whether GPU 0 is a Hopper GPU (compute capability 9.0), the only one the wgmma kernel runs on.
+// False without a GPU. Never throws.
+[[nodiscard]] bool gpu_is_hopper() noexcept;
 
 // The tiles the CUDA kernel itself classified at every [round * devices + device] (one head's
 // count; every head sees the same tiles): active tiles it computed and, of those, partial tiles

@@ -1,0 +1,224 @@
+#pragma once
+// The wgmma kernel: the flash kernel's algorithm (flash_attention.cuh) on Hopper's warpgroup
+// tensor-core instructions (wgmma, sm_90a only; wgmma_ops.cuh). The flash kernel's mma.sync
+// products are issued by each warp, 16 x 8 x 16 at a time, with every operand fragment loaded
+// into registers first; at 255 registers a thread only 2 warps share a scheduler and the issue
+// slots they leave bound the kernel near FlashAttention-2's speed. Here a warpgroup issues
+// 64 x TileK x 16 and 64 x HeadDim x 16 products that read Q, K and V straight from shared
+// memory and run asynchronously, and a 64-row block needs few enough registers and shared memory
+// for two blocks an SM, whose softmax and products interleave.
+//
+// One thread block = TileQ / 64 warpgroups, one tile of TileQ local queries of one head; warpgroup
+// g owns query rows [64 g, 64 g + 64), warp w of it rows [16 w, 16 w + 16) of those. Per key tile:
+//   S = Q K^T     HeadDim / 16 wgmma (A = Q and B = K from shared memory), into 64 x TileK fp32
+//                 accumulators in the m16n8 layout of the flash kernel;
+//   mask, online softmax, probabilities packed into A fragments: flash_rows.cuh, as the flash kernel;
+//   O += P V      TileK / 16 wgmma (A = P from registers, B = V from shared memory, transposed).
+// K and V come through shared memory with cp.async as in the flash kernel (V of tile i during
+// S of tile i, K of tile i + 1 during its softmax and P V), stored as core matrices
+// (wgmma_ops.cuh). The host's TileSchedule gives each query tile its key tiles, full ones before
+// partial ones; blocks start heaviest query tile first.
+//
+// Shared memory (T = 2-byte input type): Q TileQ x D, K and V TileK x D each, the query intervals
+// 2 x TileQ int64. 64x128 at D = 128: 81 KiB (two blocks an SM).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_pipeline_primitives.h>
+
+#include <cstdint>
+
+#include "flash_rows.cuh"
+#include "kernel_common.cuh"
+#include "stripesim/validate/block_attention.hpp"
+#include "stripesim/validate/tile_schedule.hpp"
+#include "wgmma_ops.cuh"
+
+namespace stripesim::validate::gpu {
+
+template <int HeadDim, int TileQ, int TileK>
+struct WgmmaLayout {
+  static constexpr int kWarpgroups = TileQ / 64;
+  static constexpr int kThreads = kWarpgroups * 128;
+  static constexpr std::uint32_t kRowGroupBytes = HeadDim * 16;  // 8 rows of a core-matrix tile
+  static constexpr std::size_t kQuery = 0;
+  static constexpr std::size_t kKeys = kQuery + std::size_t{TileQ} * HeadDim * 2;
+  static constexpr std::size_t kValues = kKeys + std::size_t{TileK} * HeadDim * 2;
+  static constexpr std::size_t kLowest = kValues + std::size_t{TileK} * HeadDim * 2;
+  static constexpr std::size_t kHighest = kLowest + std::size_t{TileQ} * 8;
+  static constexpr std::size_t kBytes = kHighest + std::size_t{TileQ} * 8;
+  static_assert(TileQ % 64 == 0 && (TileK == 64 || TileK == 128) && (HeadDim == 64 || HeadDim == 128),
+                "wgmma m64 with N = TileK and N = HeadDim of 64 or 128");
+};
+
+// Copies `rows` rows of HeadDim elements (row r at src + r * src_stride) into a core-matrix tile
+// (wgmma_ops.cuh) with cp.async, zero-filling rows [rows, tile_rows). Eight consecutive threads
+// fill one core matrix (128 contiguous bytes: no bank conflict); a warp reads 64 contiguous
+// bytes of each of 8 rows.
+template <typename T, int HeadDim, int Threads>
+__device__ inline void copy_rows_to_core_matrices_async(T* dst, const T* src, std::int64_t src_stride, int rows,
+                                                        int tile_rows) {
+  constexpr int kChunks = HeadDim / 8;  // 16-byte pieces per row = core matrices across
+  for (int idx = threadIdx.x; idx < tile_rows * kChunks; idx += Threads) {
+    const int in_core = idx % 8;
+    const int piece = (idx / 8) % kChunks;
+    const int row_group = idx / (8 * kChunks);
+    const int r = row_group * 8 + in_core;
+    const bool inside = r < rows;
+    // A zero-filled piece copies nothing, but still names a valid, aligned source address.
+    const T* from = src + (inside ? r * src_stride : 0) + piece * 8;
+    __pipeline_memcpy_async(dst + row_group * (8 * HeadDim) + piece * 64 + in_core * 8, from, 16, inside ? 0 : 16);
+  }
+}
+
+template <typename T, int HeadDim, int TileQ, int TileK>
+__global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
+    wgmma_attention_kernel(const BlockAttentionArgs args) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using L = WgmmaLayout<HeadDim, TileQ, TileK>;
+  constexpr int kKeyTiles8 = TileK / 8;     // n8 accumulator tiles of S
+  constexpr int kDimTiles8 = HeadDim / 8;   // n8 accumulator tiles of O
+  constexpr float kLog2e = 1.4426950408889634f;
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* const q_s = reinterpret_cast<T*>(smem + L::kQuery);
+  T* const k_s = reinterpret_cast<T*>(smem + L::kKeys);
+  T* const v_s = reinterpret_cast<T*>(smem + L::kValues);
+  std::int64_t* const low_s = reinterpret_cast<std::int64_t*>(smem + L::kLowest);
+  std::int64_t* const high_s = reinterpret_cast<std::int64_t*>(smem + L::kHighest);
+
+  const int warp = static_cast<int>(threadIdx.x) / 32;  // warp 4 g + w: warp w of warpgroup g
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int warpgroup = warp / 4;
+  const int head = static_cast<int>(blockIdx.x % static_cast<unsigned>(args.heads));
+  const int query_tile = args.tile_order[blockIdx.x / static_cast<unsigned>(args.heads)];
+  const int first = args.tile_offsets[query_tile];
+  const int last = args.tile_offsets[query_tile + 1];
+  if (first == last) return;  // no key tile: the state stays as it is
+
+  const int kv_head = head / (args.heads / args.kv_heads);
+  const std::int64_t q0 = static_cast<std::int64_t>(query_tile) * TileQ;
+  const int q_count = static_cast<int>(min64(TileQ, args.queries - q0));
+  const std::int64_t q_stride = static_cast<std::int64_t>(args.heads) * HeadDim;
+  const std::int64_t kv_stride = static_cast<std::int64_t>(args.kv_heads) * HeadDim;
+  const T* const k_head = static_cast<const T*>(args.k) + kv_head * HeadDim;
+  const T* const v_head = static_cast<const T*>(args.v) + kv_head * HeadDim;
+  const float scale_log2 = args.scale * kLog2e;
+
+  // Descriptors: this warpgroup's 64 rows of Q and all of K, both K-major (next 8 columns 128 B
+  // on, next 8 rows a row group on), advanced 2 core matrices (256 B) per 16 dimensions; V
+  // MN-major (next 8 dimensions 128 B on, next 8 keys a row group on), advanced 2 row groups per
+  // 16 keys.
+  const auto smem_address = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  const std::uint32_t q_address = smem_address + L::kQuery + warpgroup * 8 * L::kRowGroupBytes;
+  const std::uint32_t k_address = smem_address + L::kKeys;
+  const std::uint32_t v_address = smem_address + L::kValues;
+
+  copy_rows_to_core_matrices_async<T, HeadDim, L::kThreads>(
+      q_s, static_cast<const T*>(args.q) + q0 * q_stride + head * HeadDim, q_stride, q_count, TileQ);
+  __pipeline_commit();
+  auto key_start = [&](int entry) { return static_cast<std::int64_t>(entry & ~kPartialTile) * TileK; };
+  auto key_count = [&](std::int64_t k0) { return static_cast<int>(min64(TileK, args.keys - k0)); };
+  auto load_keys = [&](int e) {  // K of schedule entry e into shared memory
+    const std::int64_t k0 = key_start(args.tile_entries[e]);
+    copy_rows_to_core_matrices_async<T, HeadDim, L::kThreads>(k_s, k_head + k0 * kv_stride, kv_stride, key_count(k0), TileK);
+  };
+  load_keys(first);
+  __pipeline_commit();
+  for (int i = static_cast<int>(threadIdx.x); i < TileQ; i += L::kThreads) {
+    low_s[i] = i < q_count ? args.query_lowest[q0 + i] : 0;
+    high_s[i] = i < q_count ? args.query_highest[q0 + i] : -1;  // a missing row allows nothing
+  }
+
+  // This thread's rows (one m16 tile of the warp), their state from global memory.
+  FlashRows<1, kDimTiles8> rows;
+  rows.warp_row0 = warp * 16;
+  rows.group = lane / 4;
+  rows.quad = lane % 4;
+  rows.load(args, q0, head, q_count);
+
+  unsigned partial_seen = 0;
+  for (int e = first; e < last; ++e) {
+    const int entry = args.tile_entries[e];
+    const std::int64_t k0 = key_start(entry);
+    const int k_count = key_count(k0);
+    const bool masked = (entry & kPartialTile) != 0 || k_count < TileK;
+    partial_seen += (entry & kPartialTile) != 0 ? 1 : 0;
+
+    __pipeline_wait_prior(0);  // K of this tile (and, the first time, Q) is in
+    fence_shared_for_wgmma();
+    __syncthreads();  // ... for every thread; every warpgroup is done with the last tile's V
+    copy_rows_to_core_matrices_async<T, HeadDim, L::kThreads>(v_s, v_head + k0 * kv_stride, kv_stride, k_count, TileK);
+    __pipeline_commit();
+
+    // S = Q K^T, the first product overwriting the accumulators.
+    float s[1][kKeyTiles8][4];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < HeadDim / 16; ++kk) {
+      wgmma_ss<T, TileK>(s[0], wgmma_descriptor(q_address + kk * 256, 128, L::kRowGroupBytes),
+                         wgmma_descriptor(k_address + kk * 256, 128, L::kRowGroupBytes), kk > 0 ? 1u : 0u);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_hold(s[0]);
+    __syncthreads();  // every warpgroup has read all of K: the next tile's K may land
+    if (e + 1 < last) load_keys(e + 1);
+    __pipeline_commit();  // an empty group when there is no next tile keeps the wait counts right
+
+    if (masked) rows.mask(s, args, k0, k_count, 0, low_s, high_s);
+    rows.softmax(s, scale_log2);
+
+    // O += P V, once V is in (the next K may still be on its way).
+    std::uint32_t p[TileK / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < TileK / 16; ++kk) probabilities_as_a<T>(p[kk], s, 0, kk);
+    __pipeline_wait_prior(1);
+    fence_shared_for_wgmma();
+    __syncthreads();
+    wgmma_hold(rows.out[0]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < TileK / 16; ++kk) {
+      wgmma_rs_transposed_b<T, HeadDim>(rows.out[0], p[kk],
+                                        wgmma_descriptor(v_address + kk * 2 * L::kRowGroupBytes, L::kRowGroupBytes, 128));
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_hold(rows.out[0]);
+  }
+
+  if (args.tile_counts != nullptr && head == 0 && threadIdx.x == 0) {
+    atomicAdd(&args.tile_counts[0], static_cast<unsigned long long>(last - first));
+    atomicAdd(&args.tile_counts[1], static_cast<unsigned long long>(partial_seen));
+  }
+
+  rows.store(args, q0, head, q_count);
+#elif defined(__CUDA_ARCH__)
+  __trap();  // built for a GPU without wgmma: fail loudly rather than leave the state untouched
+#endif
+}
+
+// Launches (or, with args == nullptr, prepares) one compiled variant.
+template <typename T, int HeadDim, int TileQ, int TileK>
+cudaError_t run_wgmma_attention(const BlockAttentionArgs* args, cudaStream_t stream) {
+  using L = WgmmaLayout<HeadDim, TileQ, TileK>;
+  std::int64_t blocks = 0;
+  if (args != nullptr) {
+    if (args->tile_order == nullptr || args->tile_offsets == nullptr || args->tile_entries == nullptr) {
+      return cudaErrorInvalidValue;  // the wgmma kernel runs the host's schedule only
+    }
+    blocks = (args->queries + TileQ - 1) / TileQ * args->heads;  // (query tile, head) on one axis
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+  }
+  return prepare_or_launch(&wgmma_attention_kernel<T, HeadDim, TileQ, TileK>, args, dim3(static_cast<unsigned>(blocks)),
+                           L::kThreads, L::kBytes, stream);
+}
+
+template <typename T>
+cudaError_t dispatch_wgmma_attention(const KernelShape& shape, const BlockAttentionArgs* args, cudaStream_t stream) {
+  return with_compiled_variant(
+      shape, [&]<int HeadDim, int TileQ, int TileK>() { return run_wgmma_attention<T, HeadDim, TileQ, TileK>(args, stream); },
+      cudaErrorInvalidValue);
+}
+
+}  // namespace stripesim::validate::gpu
