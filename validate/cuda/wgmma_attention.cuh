@@ -35,38 +35,44 @@
 
 namespace stripesim::validate::gpu {
 
+// Element (row, col) of a 128-byte-swizzled tile of TileRows rows (wgmma_ops.cuh), in elements.
+template <int TileRows>
+__device__ __forceinline__ int swizzled_offset(int row, int col) {
+  const int atom = col / 64;
+  const int chunk = (col % 64) / 8;
+  return atom * TileRows * 64 + row * 64 + ((chunk ^ (row % 8)) * 8) + col % 8;
+}
+
 template <int HeadDim, int TileQ, int TileK>
 struct WgmmaLayout {
   static constexpr int kWarpgroups = TileQ / 64;
   static constexpr int kThreads = kWarpgroups * 128;
-  static constexpr std::uint32_t kRowGroupBytes = HeadDim * 16;  // 8 rows of a core-matrix tile
+  static constexpr int kAtomColumns = 64;  // a 128-byte swizzle atom spans 64 columns of 16 bits
   static constexpr std::size_t kQuery = 0;
   static constexpr std::size_t kKeys = kQuery + std::size_t{TileQ} * HeadDim * 2;
   static constexpr std::size_t kValues = kKeys + std::size_t{TileK} * HeadDim * 2;
   static constexpr std::size_t kLowest = kValues + std::size_t{TileK} * HeadDim * 2;
   static constexpr std::size_t kHighest = kLowest + std::size_t{TileQ} * 8;
-  static constexpr std::size_t kBytes = kHighest + std::size_t{TileQ} * 8;
+  // Plus the slack to start the tiles on a 1024-byte boundary, where the swizzle atoms must begin.
+  static constexpr std::size_t kBytes = kHighest + std::size_t{TileQ} * 8 + 1024;
   static_assert(TileQ % 64 == 0 && (TileK == 64 || TileK == 128) && (HeadDim == 64 || HeadDim == 128),
                 "wgmma m64 with N = TileK and N = HeadDim of 64 or 128");
+  static_assert(kKeys % 1024 == 0 && kValues % 1024 == 0, "swizzle atoms start on 1024-byte boundaries");
 };
 
-// Copies `rows` rows of HeadDim elements (row r at src + r * src_stride) into a core-matrix tile
-// (wgmma_ops.cuh) with cp.async, zero-filling rows [rows, tile_rows). Eight consecutive threads
-// fill one core matrix (128 contiguous bytes: no bank conflict); a warp reads 64 contiguous
-// bytes of each of 8 rows.
-template <typename T, int HeadDim, int Threads>
-__device__ inline void copy_rows_to_core_matrices_async(T* dst, const T* src, std::int64_t src_stride, int rows,
-                                                        int tile_rows) {
-  constexpr int kChunks = HeadDim / 8;  // 16-byte pieces per row = core matrices across
-  for (int idx = threadIdx.x; idx < tile_rows * kChunks; idx += Threads) {
-    const int in_core = idx % 8;
-    const int piece = (idx / 8) % kChunks;
-    const int row_group = idx / (8 * kChunks);
-    const int r = row_group * 8 + in_core;
+// Copies `rows` rows of HeadDim elements (row r at src + r * src_stride) into a 128-byte-swizzled
+// tile of TileRows rows (wgmma_ops.cuh) with cp.async, zero-filling rows [rows, TileRows). A warp
+// reads two whole rows and writes four 128-byte atom rows (no bank conflict).
+template <typename T, int HeadDim, int TileRows, int Threads>
+__device__ inline void copy_rows_swizzled_async(T* dst, const T* src, std::int64_t src_stride, int rows) {
+  constexpr int kChunks = HeadDim / 8;  // 16-byte pieces per row
+  for (int idx = threadIdx.x; idx < TileRows * kChunks; idx += Threads) {
+    const int r = idx / kChunks;
+    const int piece = idx % kChunks;
     const bool inside = r < rows;
     // A zero-filled piece copies nothing, but still names a valid, aligned source address.
     const T* from = src + (inside ? r * src_stride : 0) + piece * 8;
-    __pipeline_memcpy_async(dst + row_group * (8 * HeadDim) + piece * 64 + in_core * 8, from, 16, inside ? 0 : 16);
+    __pipeline_memcpy_async(dst + swizzled_offset<TileRows>(r, piece * 8), from, 16, inside ? 0 : 16);
   }
 }
 
@@ -79,7 +85,9 @@ __global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
   constexpr int kDimTiles8 = HeadDim / 8;   // n8 accumulator tiles of O
   constexpr float kLog2e = 1.4426950408889634f;
 
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem_unaligned[];
+  const auto unaligned_address = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_unaligned));
+  unsigned char* const smem = smem_unaligned + ((1024 - unaligned_address % 1024) % 1024);
   T* const q_s = reinterpret_cast<T*>(smem + L::kQuery);
   T* const k_s = reinterpret_cast<T*>(smem + L::kKeys);
   T* const v_s = reinterpret_cast<T*>(smem + L::kValues);
@@ -104,23 +112,23 @@ __global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
   const T* const v_head = static_cast<const T*>(args.v) + kv_head * HeadDim;
   const float scale_log2 = args.scale * kLog2e;
 
-  // Descriptors: this warpgroup's 64 rows of Q and all of K, both K-major (next 8 columns 128 B
-  // on, next 8 rows a row group on), advanced 2 core matrices (256 B) per 16 dimensions; V
-  // MN-major (next 8 dimensions 128 B on, next 8 keys a row group on), advanced 2 row groups per
-  // 16 keys.
+  // Descriptors (wgmma_ops.cuh): this warpgroup's 64 rows of Q and all of K, K-major, 16
+  // dimensions a step: 32 bytes on within an atom, the next atom every 64; V MN-major, 16 keys
+  // a step (two 8-row groups, 2 KiB), its atoms of 64 dimensions TileK x 128 B apart.
   const auto smem_address = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
-  const std::uint32_t q_address = smem_address + L::kQuery + warpgroup * 8 * L::kRowGroupBytes;
+  const std::uint32_t q_address = smem_address + L::kQuery + warpgroup * 64 * 128;
   const std::uint32_t k_address = smem_address + L::kKeys;
   const std::uint32_t v_address = smem_address + L::kValues;
+  auto k_step = [](int kk, int tile_rows) { return (kk / 4) * tile_rows * 128 + (kk % 4) * 32; };
 
-  copy_rows_to_core_matrices_async<T, HeadDim, L::kThreads>(
-      q_s, static_cast<const T*>(args.q) + q0 * q_stride + head * HeadDim, q_stride, q_count, TileQ);
+  copy_rows_swizzled_async<T, HeadDim, TileQ, L::kThreads>(
+      q_s, static_cast<const T*>(args.q) + q0 * q_stride + head * HeadDim, q_stride, q_count);
   __pipeline_commit();
   auto key_start = [&](int entry) { return static_cast<std::int64_t>(entry & ~kPartialTile) * TileK; };
   auto key_count = [&](std::int64_t k0) { return static_cast<int>(min64(TileK, args.keys - k0)); };
   auto load_keys = [&](int e) {  // K of schedule entry e into shared memory
     const std::int64_t k0 = key_start(args.tile_entries[e]);
-    copy_rows_to_core_matrices_async<T, HeadDim, L::kThreads>(k_s, k_head + k0 * kv_stride, kv_stride, key_count(k0), TileK);
+    copy_rows_swizzled_async<T, HeadDim, TileK, L::kThreads>(k_s, k_head + k0 * kv_stride, kv_stride, key_count(k0));
   };
   load_keys(first);
   __pipeline_commit();
@@ -147,7 +155,7 @@ __global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
     __pipeline_wait_prior(0);  // K of this tile (and, the first time, Q) is in
     fence_shared_for_wgmma();
     __syncthreads();  // ... for every thread; every warpgroup is done with the last tile's V
-    copy_rows_to_core_matrices_async<T, HeadDim, L::kThreads>(v_s, v_head + k0 * kv_stride, kv_stride, k_count, TileK);
+    copy_rows_swizzled_async<T, HeadDim, TileK, L::kThreads>(v_s, v_head + k0 * kv_stride, kv_stride, k_count);
     __pipeline_commit();
 
     // S = Q K^T, the first product overwriting the accumulators.
@@ -155,8 +163,8 @@ __global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < HeadDim / 16; ++kk) {
-      wgmma_ss<T, TileK>(s[0], wgmma_descriptor(q_address + kk * 256, 128, L::kRowGroupBytes),
-                         wgmma_descriptor(k_address + kk * 256, 128, L::kRowGroupBytes), kk > 0 ? 1u : 0u);
+      wgmma_ss<T, TileK>(s[0], wgmma_swizzled_descriptor(q_address + k_step(kk, TileQ), 16, 1024),
+                         wgmma_swizzled_descriptor(k_address + k_step(kk, TileK), 16, 1024), kk > 0 ? 1u : 0u);
     }
     wgmma_commit();
     wgmma_wait<0>();
@@ -180,7 +188,7 @@ __global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
 #pragma unroll
     for (int kk = 0; kk < TileK / 16; ++kk) {
       wgmma_rs_transposed_b<T, HeadDim>(rows.out[0], p[kk],
-                                        wgmma_descriptor(v_address + kk * 2 * L::kRowGroupBytes, L::kRowGroupBytes, 128));
+                                        wgmma_swizzled_descriptor(v_address + kk * 16 * 128, TileK * 128, 1024));
     }
     wgmma_commit();
     wgmma_wait<0>();

@@ -29,6 +29,17 @@ __device__ inline std::uint64_t wgmma_descriptor(std::uint32_t address, std::uin
          static_cast<std::uint64_t>((stride_bytes & 0x3FFFFu) >> 4) << 32;  // base offset 0, swizzle 0: none
 }
 
+// The same for a 128-byte-swizzled operand (swizzle mode 1). Its atoms are 8 rows of 128 bytes
+// (64 16-bit elements) whose 16-byte chunk c of row r sits at chunk c ^ (r % 8); they start on
+// 1024-byte boundaries (base offset 0), and a start address inside an atom (the next 16 columns
+// of K) is swizzled by the hardware as the data was. K-major: the stride byte offset is the next
+// 8 rows (1024 B in a tile of atoms stacked by row), the leading one unused (16). MN-major: the
+// stride byte offset is the next 8 rows along K, the leading one the next atom along N.
+__device__ inline std::uint64_t wgmma_swizzled_descriptor(std::uint32_t address, std::uint32_t leading_bytes,
+                                                          std::uint32_t stride_bytes) {
+  return wgmma_descriptor(address, leading_bytes, stride_bytes) | std::uint64_t{1} << 62;
+}
+
 // Orders this thread's register writes before the warpgroup's next wgmma reads them (accumulators
 // rescaled, probabilities packed).
 __device__ inline void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
