@@ -62,17 +62,26 @@ struct WgmmaLayout {
 
 // Copies `rows` rows of HeadDim elements (row r at src + r * src_stride) into a 128-byte-swizzled
 // tile of TileRows rows (wgmma_ops.cuh) with cp.async, zero-filling rows [rows, TileRows). A warp
-// reads two whole rows and writes four 128-byte atom rows (no bank conflict).
+// reads whole rows and writes whole 128-byte atom rows (no bank conflict). A thread copies the
+// same 16-byte piece of every kRowsPerPass-th row: a multiple of 8 rows apart, so its swizzled
+// place in the row is the same each time and its addresses advance by constants.
 template <typename T, int HeadDim, int TileRows, int Threads>
 __device__ inline void copy_rows_swizzled_async(T* dst, const T* src, std::int64_t src_stride, int rows) {
   constexpr int kChunks = HeadDim / 8;  // 16-byte pieces per row
-  for (int idx = threadIdx.x; idx < TileRows * kChunks; idx += Threads) {
-    const int r = idx / kChunks;
-    const int piece = idx % kChunks;
-    const bool inside = r < rows;
+  constexpr int kRowsPerPass = Threads / kChunks;
+  static_assert(Threads % kChunks == 0 && kRowsPerPass % 8 == 0 && TileRows % kRowsPerPass == 0,
+                "every pass covers whole rows, a multiple of the swizzle's 8");
+  const int piece = static_cast<int>(threadIdx.x) % kChunks;
+  const int r0 = static_cast<int>(threadIdx.x) / kChunks;
+  T* to = dst + swizzled_offset<TileRows>(r0, piece * 8);
+  const T* from = src + r0 * src_stride + piece * 8;
+#pragma unroll
+  for (int pass = 0; pass < TileRows / kRowsPerPass; ++pass) {
+    const bool inside = r0 + pass * kRowsPerPass < rows;
     // A zero-filled piece copies nothing, but still names a valid, aligned source address.
-    const T* from = src + (inside ? r * src_stride : 0) + piece * 8;
-    __pipeline_memcpy_async(dst + swizzled_offset<TileRows>(r, piece * 8), from, 16, inside ? 0 : 16);
+    __pipeline_memcpy_async(to, inside ? from : src, 16, inside ? 0 : 16);
+    to += kRowsPerPass * 64;
+    from += kRowsPerPass * src_stride;
   }
 }
 
@@ -116,10 +125,12 @@ __global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
   // dimensions a step: 32 bytes on within an atom, the next atom every 64; V MN-major, 16 keys
   // a step (two 8-row groups, 2 KiB), its atoms of 64 dimensions TileK x 128 B apart.
   const auto smem_address = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
-  const std::uint32_t q_address = smem_address + L::kQuery + warpgroup * 64 * 128;
-  const std::uint32_t k_address = smem_address + L::kKeys;
-  const std::uint32_t v_address = smem_address + L::kValues;
-  auto k_step = [](int kk, int tile_rows) { return (kk / 4) * tile_rows * 128 + (kk % 4) * 32; };
+  // Built once; a step adds its byte offset / 16 to the address field (no carry: shared
+  // addresses are below 2^18).
+  const std::uint64_t q_descriptor = wgmma_swizzled_descriptor(smem_address + L::kQuery + warpgroup * 64 * 128, 16, 1024);
+  const std::uint64_t k_descriptor = wgmma_swizzled_descriptor(smem_address + L::kKeys, 16, 1024);
+  const std::uint64_t v_descriptor = wgmma_swizzled_descriptor(smem_address + L::kValues, TileK * 128, 1024);
+  constexpr auto step = [](int kk, int tile_rows) { return std::uint64_t((kk / 4) * tile_rows * 128 + (kk % 4) * 32) >> 4; };
 
   copy_rows_swizzled_async<T, HeadDim, TileQ, L::kThreads>(
       q_s, static_cast<const T*>(args.q) + q0 * q_stride + head * HeadDim, q_stride, q_count);
@@ -163,8 +174,7 @@ __global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < HeadDim / 16; ++kk) {
-      wgmma_ss<T, TileK>(s[0], wgmma_swizzled_descriptor(q_address + k_step(kk, TileQ), 16, 1024),
-                         wgmma_swizzled_descriptor(k_address + k_step(kk, TileK), 16, 1024), kk > 0 ? 1u : 0u);
+      wgmma_ss<T, TileK>(s[0], q_descriptor + step(kk, TileQ), k_descriptor + step(kk, TileK), kk > 0 ? 1u : 0u);
     }
     wgmma_commit();
     wgmma_wait<0>();
@@ -187,8 +197,7 @@ __global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < TileK / 16; ++kk) {
-      wgmma_rs_transposed_b<T, HeadDim>(rows.out[0], p[kk],
-                                        wgmma_swizzled_descriptor(v_address + kk * 16 * 128, TileK * 128, 1024));
+      wgmma_rs_transposed_b<T, HeadDim>(rows.out[0], p[kk], v_descriptor + ((kk * 16 * 128) >> 4));
     }
     wgmma_commit();
     wgmma_wait<0>();
