@@ -258,7 +258,8 @@ int finish_report(const ValidateOptions& opts, validate::ValidationReport& repor
     inputs.base = validate::base_hardware(catalog, opts.hardware, report.backend, report.device);
     inputs.given = given_profile;
     inputs.kernel = [&](const model::HardwareProfile& hardware) {
-      return validate::validator_kernel(catalog, opts.kernel, report.backend, validate::kernels_case(report.results), hardware);
+      return validate::validator_kernel(catalog, opts.kernel, report.backend, validate::kernels_case(report.results), hardware,
+                                        /*costs_fitted=*/!given_profile.has_value());
     };
     inputs.hold_out = opts.compare;
     validate::predict_and_compare(report, inputs, report.concurrent_devices);

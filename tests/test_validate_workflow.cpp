@@ -80,6 +80,24 @@ TEST(ValidateWorkflow, ProfilesFromTheFlagTheHostOrTheDriversDeviceName) {
   EXPECT_EQ(validator_kernel(catalog(), "", "cuda", run, h100).name, "stripesim-wmma");
   run.gpu_kernel = GpuKernel::flash;
   EXPECT_EQ(validator_kernel(catalog(), "", "nccl", run, h100).name, "stripesim-flash");
+  run.gpu_kernel = GpuKernel::wgmma;
+  const model::HardwareProfile h200 = catalog().hardware("h200");
+  const sim::KernelProfile measured = validator_kernel(catalog(), "", "cuda", run, h200);
+  EXPECT_EQ(measured.name, "stripesim-wgmma");
+  EXPECT_EQ(measured.placement.blocks_per_sm, 1);  // its own fit: one 2-warpgroup block an SM at 128x128
+  // No H100 run of it yet: a fit starts from the flash kernel's costs; a prediction without one is refused.
+  const sim::KernelProfile from_flash = validator_kernel(catalog(), "", "cuda", run, h100, /*costs_fitted=*/true);
+  const sim::KernelProfile flash = validator_kernel(catalog(), "stripesim-flash", "cuda", run, h100);
+  EXPECT_EQ(from_flash.name, "stripesim-wgmma");
+  EXPECT_EQ(from_flash.forward.full_tile_us, flash.forward.full_tile_us);
+  EXPECT_NE(from_flash.description.find("fitted from the h100-sxm stripesim-flash profile"), std::string::npos);
+  try {
+    (void)validator_kernel(catalog(), "", "cuda", run, h100);
+    ADD_FAILURE() << "a wgmma prediction priced at flash's costs";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "--gpu-kernel wgmma: no stripesim-wgmma kernel profile for h100-sxm yet; drop --profile to fit one "
+                           "on this run, or give --kernel");
+  }
 }
 
 // The time model places as many backward blocks as the run's backward kernel launches: the

@@ -43,11 +43,29 @@ model::HardwareProfile base_hardware(const model::ConfigCatalog& catalog, const 
 }
 
 sim::KernelProfile validator_kernel(const model::ConfigCatalog& catalog, const std::string& kernel, std::string_view backend,
-                                    const RingCase& run, const model::HardwareProfile& hardware) {
+                                    const RingCase& run, const model::HardwareProfile& hardware, bool costs_fitted) {
   const std::string name = !kernel.empty()            ? kernel
                            : is_gpu_backend(backend) ? "stripesim-" + std::string(gpu_kernel_name(run.gpu_kernel))
                                                      : "";
-  sim::KernelProfile profile = sim::load_kernel_profile(name, catalog.root(), hardware);
+  const bool wgmma_default = kernel.empty() && is_gpu_backend(backend) && run.gpu_kernel == GpuKernel::wgmma;
+  sim::KernelProfile profile = [&] {
+    try {
+      return sim::load_kernel_profile(name, catalog.root(), hardware);
+    } catch (const model::InputError&) {
+      if (!wgmma_default) throw;
+      if (!costs_fitted) {
+        throw model::InputError(fmt::format("--gpu-kernel wgmma: no stripesim-wgmma kernel profile for {} yet; drop "
+                                            "--profile to fit one on this run, or give --kernel",
+                                            hardware.name));
+      }
+      sim::KernelProfile flash = sim::load_kernel_profile("stripesim-flash", catalog.root(), hardware);
+      flash.name = name;
+      flash.description = fmt::format("stripesim's wgmma validation kernel (validate/cuda/wgmma_attention.cuh), fitted "
+                                      "from the {} stripesim-flash profile's costs: none was measured for it on {} yet",
+                                      hardware.name, hardware.name);
+      return flash;
+    }
+  }();
   if (kernel.empty() && is_gpu_backend(backend) && run.backward) {
     profile.backward_block_keys = gpu_backward_block_keys(run.gpu_backward_kernel);
   }

@@ -35,11 +35,15 @@ namespace stripesim::validate {
 
 // The kernel profile the validator's own runs are fitted from: `kernel` where given, else the
 // kernel the backend runs (the CPU backend's loops: the hardware's default; on a GPU
-// stripesim-flash or stripesim-wmma, as `run` (a case of the run) says), its backward blocks
-// holding the keys the run's backward kernel gives them.
+// stripesim-flash, stripesim-wgmma or stripesim-wmma, as `run` (a case of the run) says), its
+// backward blocks holding the keys the run's backward kernel gives them. The wgmma kernel runs
+// the flash kernel's algorithm: on hardware with no stripesim-wgmma profile yet (measured on an
+// H200 only), a run whose costs are fitted (`costs_fitted`) starts from stripesim-flash's, named
+// and described as the wgmma kernel's; a prediction without a fit is refused (InputError), since
+// it would price the wgmma kernel at the flash kernel's speed.
 [[nodiscard]] sim::KernelProfile validator_kernel(const model::ConfigCatalog& catalog, const std::string& kernel,
                                                   std::string_view backend, const RingCase& run,
-                                                  const model::HardwareProfile& hardware);
+                                                  const model::HardwareProfile& hardware, bool costs_fitted = false);
 
 // The case whose kernels a run's predictions describe (validator_kernel, check_backward_costs_known):
 // its first backward case where it has one (runs merged with --from may put a forward-only run
