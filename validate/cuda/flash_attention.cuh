@@ -252,26 +252,15 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
   rows.store(args, q0, head, q_count);
 }
 
-// Launches (or, with args == nullptr, prepares) one compiled variant.
-template <typename T, int HeadDim, int TileQ, int TileK>
-cudaError_t run_flash_attention(const BlockAttentionArgs* args, cudaStream_t stream) {
-  using L = FlashLayout<HeadDim, TileQ, TileK>;
-  std::int64_t blocks = 0;
-  if (args != nullptr) {
-    if (args->tile_order == nullptr || args->tile_offsets == nullptr || args->tile_entries == nullptr) {
-      return cudaErrorInvalidValue;  // the flash kernel runs the host's schedule only
-    }
-    blocks = (args->queries + TileQ - 1) / TileQ * args->heads;  // (query tile, head) on one axis
-    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
-  }
-  return prepare_or_launch(&flash_attention_kernel<T, HeadDim, TileQ, TileK>, args, dim3(static_cast<unsigned>(blocks)),
-                           L::kThreads, L::kBytes, stream);
-}
-
+// Launches (or, with args == nullptr, prepares) the compiled variant of `shape`.
 template <typename T>
 cudaError_t dispatch_flash_attention(const KernelShape& shape, const BlockAttentionArgs* args, cudaStream_t stream) {
   return with_compiled_variant(
-      shape, [&]<int HeadDim, int TileQ, int TileK>() { return run_flash_attention<T, HeadDim, TileQ, TileK>(args, stream); },
+      shape,
+      [&]<int HeadDim, int TileQ, int TileK>() {
+        using L = FlashLayout<HeadDim, TileQ, TileK>;
+        return prepare_or_launch_scheduled<TileQ>(&flash_attention_kernel<T, HeadDim, TileQ, TileK>, args, L::kThreads, L::kBytes, stream);
+      },
       cudaErrorInvalidValue);
 }
 

@@ -57,6 +57,22 @@ cudaError_t prepare_or_launch(Kernel* kernel, const BlockAttentionArgs* args, di
   return cudaGetLastError();
 }
 
+// A kernel that runs the host's TileSchedule (the flash and wgmma kernels): one block per (query
+// tile of TileQ rows, head) on one grid axis. Launches it, or with args == nullptr prepares it.
+template <int TileQ, typename Kernel>
+cudaError_t prepare_or_launch_scheduled(Kernel* kernel, const BlockAttentionArgs* args, int threads,
+                                        std::size_t shared_bytes, cudaStream_t stream) {
+  std::int64_t blocks = 0;
+  if (args != nullptr) {
+    if (args->tile_order == nullptr || args->tile_offsets == nullptr || args->tile_entries == nullptr) {
+      return cudaErrorInvalidValue;  // it runs the host's schedule only
+    }
+    blocks = (args->queries + TileQ - 1) / TileQ * args->heads;
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+  }
+  return prepare_or_launch(kernel, args, dim3(static_cast<unsigned>(blocks)), threads, shared_bytes, stream);
+}
+
 // The compiled variants of both kernels: head_dim {64, 128} x tile {64, 128}^2. Calls
 // `variant.template operator()<HeadDim, TileQ, TileK>()` for the one `shape` names, or returns
 // `otherwise` for a shape outside them (check_kernel_shape rejects those first).
