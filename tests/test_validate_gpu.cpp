@@ -346,11 +346,11 @@ TEST(CudaKernel, WgmmaAgreesWithFlash) {
   }
 }
 
-// Scores spread over tens of units (Q times 64): rows' maxima jump by more than the flash
-// kernel's rescale slack (2^8) from key tile to key tile, within a call and between rounds, so
-// its accumulators are rescaled mid-row, which uniform inputs in [-1, 1) never make it do. Its
-// output still equals the dense reference (cuBLAS on the same rounded inputs) and the wmma
-// kernel's, which rescales at every tile.
+// Scores spread over tens of units (Q times 64): rows' maxima jump by more than the lazy rescale's
+// slack (2^8, flash_rows.cuh) from key tile to key tile, within a call and between rounds, so the
+// flash and wgmma kernels rescale their accumulators mid-row, which uniform inputs in [-1, 1)
+// never make them do. The output still equals the dense reference (cuBLAS on the same rounded
+// inputs) and the wmma kernel's, which rescales at every tile.
 void expect_exact_when_row_maxima_jump(GpuKernel kernel) {
   auto backend = make_cuda_backend();
   for (const Precision precision : {Precision::bf16, Precision::fp16}) {
