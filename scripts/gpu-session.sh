@@ -2,17 +2,22 @@
 # The GPU checks a one-GPU session runs, each under its own time limit, its log and output folder
 # packed into $OUT/results.tar.gz (or /tmp/gpu-session.tar.gz) after every step, so a step cut
 # short still leaves what the steps before it measured. Run from the repository root:
-#   STEPS="ncu bench fwdbwd16k head64" scripts/gpu-session.sh [BUNDLE_DIR]   (default build-gpurt)
-# with the bundle of scripts/gpu-bundle.sh. Steps (default: those four, about 9 minutes on an
-# H100 with their limits; the NCCL tests need 2 GPUs or more and are not here):
+#   STEPS="ncu bench fwdbwd16k head64 wgmma" scripts/gpu-session.sh [BUNDLE_DIR]   (default build-gpurt)
+# with the bundle of scripts/gpu-bundle.sh. Steps (default: those five, about 12 minutes on an
+# H100 with their limits; wgmma only on a Hopper GPU; the NCCL tests need 2 GPUs or more and are
+# not here):
 #   tests      every GPU test but NCCL's                                     (~130 s)
 #   ncu        Nsight Compute on one flash forward call, n = 16k, unmasked   (why it runs at
 #              0.46-0.50x of SDPA: issue stalls, shared-memory bank conflicts, achieved occupancy)
-#   bench      the kernels against PyTorch SDPA at n = 8k-32k (reports/validation/kernel-<gpu>.*)
+#   bench      the kernels against PyTorch SDPA at n = 8k-32k (reports/validation/kernel-<gpu>.*);
+#              the wgmma kernel beside flash on a Hopper GPU
 #   compare    the default GPU matrix, checks on (target: under 3 minutes)
 #   fwdbwd16k  forward + the tensor-core backward at n = 16k, predicted against measured
 #   head64     the default matrix at head size 64
 #   cp         ring, all-gather and Ulysses side by side at n = 16k
+#   wgmma      the wgmma kernel (Hopper only): its GPU tests, then the default GPU matrix on it,
+#              fitted from the card's stripesim-flash profile where it has no stripesim-wgmma one
+#              (cuda-wgmma/kernel.json is then that card's profile to ship)            (~150 s)
 #   lone64     the 64x64 flash call over a whole 16k sequence at 1, 2, 4, 8 and 16 heads, causal
 #              and unmasked (the shape of Ulysses' calls, predicted 9-11 % short at 2 and 4 heads),
 #              each printed beside the h100 stripesim-flash profile's prediction, plus Nsight
@@ -47,14 +52,16 @@ T=$B/tests/stripesim_validate_gpu_tests
 S=$B/cli/stripesim
 K=$B/bench/bench_kernel_gpu
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-for s in ${STEPS:-ncu bench fwdbwd16k head64}; do
+hopper=0
+[[ "$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)" == 9.0 ]] && hopper=1
+for s in ${STEPS:-ncu bench fwdbwd16k head64 wgmma}; do
   case "$s" in
     tests) step tests 200 "$T" --gtest_filter='-*Nccl*' ;;
     ncu) step ncu 150 "$ncu" --clock-control none --set full --kernel-name regex:flash_attention_kernel --launch-count 1 -o "$R/flash-16k-bidirectional" \
            "$K" --kernels flash --tiles 128x128 --masks bidirectional --seq-lens 16384 --reps 1 --warmup 0
          [[ -f "$R/flash-16k-bidirectional.ncu-rep" ]] && "$ncu" --import "$R/flash-16k-bidirectional.ncu-rep" --page details > "$R/ncu-details.txt" 2>&1
          pack ;;
-    bench) step bench 90 env KERNELS=flash BACKWARD_KERNELS=wmma BENCH_ARGS="--seq-lens 8192,16384,32768 --reps 10 --warmup 3" \
+    bench) step bench 120 env KERNELS=flash$([[ $hopper == 1 ]] && echo ,wgmma) BACKWARD_KERNELS=wmma BENCH_ARGS="--seq-lens 8192,16384,32768 --reps 10 --warmup 3" \
              scripts/gpu-kernel-bench.sh "$B"
            cp reports/validation/kernel-*.json reports/validation/kernel-*.md "$R"/ 2>/dev/null; pack ;;
     compare) step compare 200 "$S" validate --backend cuda --compare --out-dir "$R/cuda" ;;
@@ -62,6 +69,12 @@ for s in ${STEPS:-ncu bench fwdbwd16k head64}; do
                  --iterations 3 --out-dir "$R/cuda-fwdbwd-wmma-16k" ;;
     head64) step head64 150 "$S" validate --backend cuda --compare --head-dim 64 --out-dir "$R/cuda-head64" ;;
     cp) step cp 200 "$S" validate --backend cuda --cp ring,allgather,ulysses --compare --seq-len 16k --out-dir "$R/cuda-cp" ;;
+    wgmma) if [[ $hopper == 1 ]]; then
+             step wgmma-tests 90 "$T" --gtest_filter='CudaKernel.Wgmma*:*CudaWgmmaMatchesDense*'
+             step wgmma 150 "$S" validate --backend cuda --gpu-kernel wgmma --compare --out-dir "$R/cuda-wgmma"
+           else
+             echo "== wgmma: skipped, not a Hopper GPU (compute capability 9.0)" | tee "$R/wgmma.log"
+           fi ;;
     lone64) step lone64 150 bash -c '
         K=$1 S=$2 R=$3
         for h in 1 2 4 8 16; do
@@ -76,7 +89,7 @@ for s in ${STEPS:-ncu bench fwdbwd16k head64}; do
               "$K" --kernels flash --tiles 64x64 --masks causal --seq-lens 16384 --heads 2 --reps 1 --warmup 0
             [[ -f "$R/flash64-16k-causal-2heads.ncu-rep" ]] && "$ncu" --import "$R/flash64-16k-causal-2heads.ncu-rep" --page details > "$R/ncu64-details.txt" 2>&1
             pack ;;
-    *) echo "gpu-session.sh: unknown step '$s' (tests, ncu, bench, compare, fwdbwd16k, head64, cp, lone64)" >&2; exit 2 ;;
+    *) echo "gpu-session.sh: unknown step '$s' (tests, ncu, bench, compare, fwdbwd16k, head64, wgmma, cp, lone64)" >&2; exit 2 ;;
   esac
 done
 echo "== all steps done after $SECONDS s; results in $archive"
