@@ -39,19 +39,21 @@
 
 namespace stripesim::validate::gpu {
 
+// A 128-byte swizzle atom's row: 64 columns of 16 bits.
+constexpr int kAtomColumns = 64;
+
 // Element (row, col) of a 128-byte-swizzled tile of TileRows rows (wgmma_ops.cuh), in elements.
 template <int TileRows>
 __device__ __forceinline__ int swizzled_offset(int row, int col) {
-  const int atom = col / 64;
-  const int chunk = (col % 64) / 8;
-  return atom * TileRows * 64 + row * 64 + ((chunk ^ (row % 8)) * 8) + col % 8;
+  const int atom = col / kAtomColumns;
+  const int chunk = (col % kAtomColumns) / 8;
+  return atom * TileRows * kAtomColumns + row * kAtomColumns + ((chunk ^ (row % 8)) * 8) + col % 8;
 }
 
 template <int HeadDim, int TileQ, int TileK>
 struct WgmmaLayout {
   static constexpr int kWarpgroups = TileQ / 64;
   static constexpr int kThreads = kWarpgroups * 128;
-  static constexpr int kAtomColumns = 64;  // a 128-byte swizzle atom spans 64 columns of 16 bits
   static constexpr std::size_t kQuery = 0;
   static constexpr std::size_t kKeys = kQuery + std::size_t{TileQ} * HeadDim * 2;
   static constexpr std::size_t kValues = kKeys + std::size_t{TileK} * HeadDim * 2;
@@ -84,7 +86,7 @@ __device__ inline void copy_rows_swizzled_async(T* dst, const T* src, std::int64
     const bool inside = r0 + pass * kRowsPerPass < rows;
     // A zero-filled piece copies nothing, but still names a valid, aligned source address.
     __pipeline_memcpy_async(to, inside ? from : src, 16, inside ? 0 : 16);
-    to += kRowsPerPass * 64;
+    to += kRowsPerPass * kAtomColumns;
     from += kRowsPerPass * src_stride;
   }
 }
