@@ -16,12 +16,22 @@ int gpu_count() noexcept {
   return count;
 }
 
+namespace {
+
+// A device's compute capability into major and minor; the first error of the two queries.
+cudaError_t compute_capability(int device, int& major, int& minor) noexcept {
+  const cudaError_t status = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  return status != cudaSuccess ? status : cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+}
+
+// Hopper (H100, H200): the only compute capability the wgmma kernel is built for (sm_90a).
+bool is_hopper(int major, int minor) noexcept { return major == 9 && minor == 0; }
+
+}  // namespace
+
 bool gpu_is_hopper() noexcept {
   int major = 0, minor = 0;
-  if (gpu_count() == 0) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0) != cudaSuccess) return false;
-  return major == 9 && minor == 0;
+  return gpu_count() > 0 && compute_capability(0, major, minor) == cudaSuccess && is_hopper(major, minor);
 }
 
 namespace gpu {
@@ -54,11 +64,8 @@ void prepare_gpu(int device, const KernelShape& shape, Count rank) {
              "cudaDeviceGetAttribute(max shared memory per block)");
   if (shape.kernel == GpuKernel::wgmma) {
     int major = 0, minor = 0;
-    check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), rank,
-               "cudaDeviceGetAttribute(compute capability)");
-    check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), rank,
-               "cudaDeviceGetAttribute(compute capability)");
-    if (major != 9 || minor != 0) {
+    check_cuda(compute_capability(device, major, minor), rank, "cudaDeviceGetAttribute(compute capability)");
+    if (!is_hopper(major, minor)) {
       throw model::InputError(fmt::format("--gpu-kernel wgmma: needs a Hopper GPU (compute capability 9.0); {} is {}.{} "
                                           "(use --gpu-kernel flash)",
                                           gpu_name(device), major, minor));
