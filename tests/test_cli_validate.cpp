@@ -554,6 +554,33 @@ TEST(CliValidate, ShippedH200WgmmaProfilePredictsTheCasesItWasNotFittedOn) {
   EXPECT_LE(errors.back(), 0.08) << "worst forward call";
 }
 
+// Two runs of one workload keep their file's name: each is its own workload, named by as much of
+// its path as tells them apart, and each layout's speedup comes from its own file's contiguous
+// (taken for one workload, the second file's calls were scored against the first's). The same
+// file given twice would count its timings twice: refused.
+TEST(CliValidate, SameNamedMeasurementFilesStayApart) {
+  const std::string shared = measurements("sdpa/causal-fwd-n65536-N4.json");
+  const std::string retimed = measurements("sdpa-retimed/causal-fwd-n65536-N4.json");
+  const CliResult r = run_cli("validate --compare --no-fit --hardware h100 --kernel sdpa --measurements '" + shared +
+                              "' --measurements '" + retimed + "' --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  std::map<std::string, double> striped;
+  for (const auto& w : doc.at("workloads")) {
+    if (w.at("layout") == "striped") striped[w.at("group").get<std::string>()] = w.at("measured_speedup").get<double>();
+  }
+  ASSERT_EQ(striped.size(), 2u) << r.out.substr(0, 400);
+  // Each file's own lockstep times (contiguous 11732 and 12756 us, striped 7909 and 7907).
+  EXPECT_NEAR(striped.at("sdpa/causal-fwd-n65536-N4.json"), 1.483, 0.001);
+  EXPECT_NEAR(striped.at("sdpa-retimed/causal-fwd-n65536-N4.json"), 1.613, 0.001);
+
+  const CliResult twice = run_cli("validate --compare --no-fit --hardware h100 --kernel sdpa --measurements '" + shared +
+                                  "' --measurements '" + shared + "'");
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("causal-fwd-n65536-N4.json: given twice"), std::string::npos) << twice.err;
+  EXPECT_TRUE(twice.out.empty());
+}
+
 // The acceptance floor of the kernel cost model: leave one file out over the shipped H100
 // measurements, every held-out file predicted by a fit on the others.
 TEST(CliValidate, KernelFitOnShippedMeasurementsPredictsHeldOutFiles) {

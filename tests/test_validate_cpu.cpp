@@ -16,6 +16,7 @@
 #include "stripesim/validate/cpu_backend.hpp"
 #include "stripesim/validate/kernel_accuracy.hpp"
 #include "stripesim/validate/kernel_fit.hpp"
+#include "stripesim/validate/kernel_measurements.hpp"
 #include "stripesim/validate/reference_attention.hpp"
 #include "stripesim/validate/reference_cache.hpp"
 #include "stripesim/validate/validation_run.hpp"
@@ -396,6 +397,18 @@ TEST(ConsistencyFloor, EqualWorkSharesItsMedianMeasuredTime) {
   const AccuracySummary s = summarize_accuracy(floor);
   EXPECT_EQ(s.calls, 8);
   EXPECT_DOUBLE_EQ(s.max_abs_call_error, 30.0 / 130.0);
+}
+
+// A file is named by its name alone unless another given file shares it; then by as many folders
+// as it takes, each file as far as its own path goes.
+TEST(FileLabels, AsMuchOfEachPathAsTellsTheFilesApart) {
+  EXPECT_EQ(file_labels({"runs/a/x.json", "runs/b/x.json", "y.json"}),
+            (std::vector<std::string>{"a/x.json", "b/x.json", "y.json"}));
+  EXPECT_EQ(file_labels({"a/x.json", "b/a/x.json", "./c//x.json"}),
+            (std::vector<std::string>{"a/x.json", "b/a/x.json", "c/x.json"}));
+  EXPECT_EQ(file_labels({"/m/h100/sdpa/x.json", "/m/h200/sdpa/x.json"}),
+            (std::vector<std::string>{"h100/sdpa/x.json", "h200/sdpa/x.json"}));
+  EXPECT_THROW((void)file_labels({"a/x.json", "a/../a/x.json"}), model::InputError);
 }
 
 // A kernel that trims striped's blocks from later devices to q[1:] x k[:-1], timed exactly as

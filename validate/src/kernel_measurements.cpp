@@ -50,11 +50,50 @@ std::vector<double> square_table(const nlohmann::json& value, const std::string&
   return out;
 }
 
-std::string group_of(const std::string& path) { return std::filesystem::path(path).filename().string(); }
+// The last `parts` components of a path, joined by '/'.
+std::string path_tail(const std::vector<std::string>& components, size_t parts) {
+  std::string out;
+  for (size_t i = components.size() - std::min(parts, components.size()); i < components.size(); ++i) {
+    out += (out.empty() ? "" : "/") + components[i];
+  }
+  return out;
+}
 
 }  // namespace
 
-std::vector<MeasuredWorkload> read_measurements(const std::string& path) {
+std::vector<std::string> file_labels(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::vector<std::string>> components;
+  std::vector<fs::path> identities;
+  for (const std::string& path : paths) {
+    std::error_code ignored;  // a missing file is reported, by name, where it is read
+    const fs::path identity = fs::weakly_canonical(fs::path(path), ignored);
+    if (std::find(identities.begin(), identities.end(), identity) != identities.end()) {
+      throw InputError(fmt::format("--measurements, --block-costs {}: given twice (its timings would count twice)", path));
+    }
+    identities.push_back(identity);
+    std::vector<std::string> parts;
+    for (const fs::path& part : fs::path(path).lexically_normal()) {
+      if (!part.empty() && part != "/") parts.push_back(part.string());
+    }
+    components.push_back(std::move(parts));
+  }
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    size_t parts = 1;
+    const auto clashes = [&](size_t n) {
+      for (size_t j = 0; j < paths.size(); ++j) {
+        if (j != i && path_tail(components[j], n) == path_tail(components[i], n)) return true;
+      }
+      return false;
+    };
+    while (parts < components[i].size() && clashes(parts)) ++parts;
+    labels.push_back(path_tail(components[i], parts));
+  }
+  return labels;
+}
+
+std::vector<MeasuredWorkload> read_measurements(const std::string& path, const std::string& group) {
   const std::string label = "--measurements " + path;
   const nlohmann::json doc = model::read_json_file(path, label);
   const JsonFields f(doc, label);
@@ -63,7 +102,7 @@ std::vector<MeasuredWorkload> read_measurements(const std::string& path) {
     throw InputError(fmt::format("{}: expected \"stripesim.measurements/1\"", f.where("schema")));
   }
   MeasuredWorkload base;
-  base.group = group_of(path);
+  base.group = group;
   base.kernel = f.string("kernel");
   base.device = f.string("device");
   const JsonFields w(f.raw("workload"), f.where("workload"));
@@ -109,7 +148,7 @@ std::vector<MeasuredWorkload> read_measurements(const std::string& path) {
   return out;
 }
 
-std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const std::string& kernel) {
+std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const std::string& kernel, const std::string& group) {
   const std::string label = "--block-costs " + path;
   const nlohmann::json doc = model::read_json_file(path, label);
   const JsonFields f(doc, label);
@@ -123,7 +162,7 @@ std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const st
   for (size_t i = 0; i < rows.size(); ++i) {
     const JsonFields r(rows[i], fmt::format("{} rows[{}]", label, i));
     MeasuredWorkload base;
-    base.group = group_of(path);
+    base.group = group;
     base.kernel = kernel;
     base.device = f.string("device");
     base.seq_len = r.positive_count("c");

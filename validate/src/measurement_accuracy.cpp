@@ -13,12 +13,15 @@ MeasurementAccuracyPlan plan_measurement_accuracy(const MeasurementAccuracyReque
                                                   const model::ConfigCatalog& catalog) {
   MeasurementAccuracyPlan plan;
   plan.request = request;
+  std::vector<std::string> files = request.measurements;
+  files.insert(files.end(), request.block_costs.begin(), request.block_costs.end());
+  const std::vector<std::string> labels = file_labels(files);
   std::vector<MeasuredWorkload> workloads;
-  for (const auto& file : request.measurements) {
-    for (auto& w : read_measurements(file)) workloads.push_back(std::move(w));
+  for (size_t i = 0; i < request.measurements.size(); ++i) {
+    for (auto& w : read_measurements(files[i], labels[i])) workloads.push_back(std::move(w));
   }
-  for (const auto& file : request.block_costs) {
-    for (auto& w : read_block_costs(file, request.block_costs_kernel)) workloads.push_back(std::move(w));
+  for (size_t i = request.measurements.size(); i < files.size(); ++i) {
+    for (auto& w : read_block_costs(files[i], request.block_costs_kernel, labels[i])) workloads.push_back(std::move(w));
   }
   if (workloads.empty()) throw model::InputError("--measurements, --block-costs: the files hold no workload");
   const std::optional<model::HardwareProfile> device =

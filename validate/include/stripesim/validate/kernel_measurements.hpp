@@ -18,7 +18,7 @@ namespace stripesim::validate {
 using model::Count;
 
 struct MeasuredWorkload {
-  std::string group;   // the file it came from: leave-one-out holds a whole group back
+  std::string group;   // the file it came from (file_labels): leave-one-out holds a whole group back
   std::string kernel;  // as the file names it
   std::string device;
   Count seq_len = 0;
@@ -40,10 +40,19 @@ struct MeasuredWorkload {
   [[nodiscard]] std::string label() const;
 };
 
-// Throws model::InputError naming the file and the field for anything malformed.
-[[nodiscard]] std::vector<MeasuredWorkload> read_measurements(const std::string& path);
+// The names that tell the given files apart in reports and leave-one-out groups, one per path:
+// the file's name, with as many of its folders before it as it takes to differ from every other
+// file's (two runs' causal-fwd-n65536-N4.json read from h100/sdpa/ and from rerun/ are
+// "sdpa/causal-fwd-n65536-N4.json" and "rerun/causal-fwd-n65536-N4.json"; same-named files would
+// otherwise be taken for one workload). Throws model::InputError for a file given twice.
+[[nodiscard]] std::vector<std::string> file_labels(const std::vector<std::string>& paths);
+
+// Throws model::InputError naming the file and the field for anything malformed. `group`: the
+// file's label (file_labels).
+[[nodiscard]] std::vector<MeasuredWorkload> read_measurements(const std::string& path, const std::string& group);
 // `kernel`: which columns of the file to read ("sdpa", "flex": the column prefix).
-[[nodiscard]] std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const std::string& kernel);
+[[nodiscard]] std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const std::string& kernel,
+                                                             const std::string& group);
 
 // The lockstep time sum_r max_d of a [round][device] table of call times.
 [[nodiscard]] double lockstep_us(const std::vector<double>& us, Count devices);
