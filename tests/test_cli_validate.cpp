@@ -487,7 +487,8 @@ TEST(CliValidate, FromSeveralRunsFitsThemTogether) {
 // backward (a kernel unchanged since), fitted on two 2026-11-25 runs, a third one (4k fwdbwd).
 // A saved validator run (`validate --compare`) rescored with a shipped H200 profile: the relative
 // error of every timed call of the cases the run held out of its fit, sorted.
-std::vector<double> held_out_call_errors(const std::string& run, const std::string& profile) {
+std::vector<double> held_out_call_errors(const std::string& run, const std::string& profile,
+                                         const std::string& hardware = "h200") {
   const std::string source = STRIPESIM_SOURCE_DIR;
   const auto saved = nlohmann::json::parse(slurp(run));
   std::set<std::string> held_out;
@@ -496,7 +497,7 @@ std::vector<double> held_out_call_errors(const std::string& run, const std::stri
   }
   EXPECT_EQ(held_out.size(), 18u) << run;
   const CliResult r = run_cli("validate --compare --from '" + run + "' --kernel '" + profile + "' --profile '" + source +
-                              "/configs/hardware/h200.json' --format json");
+                              "/configs/hardware/" + hardware + ".json' --format json");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::vector<double> errors;
   if (r.exit_code != 0) return errors;
@@ -552,6 +553,23 @@ TEST(CliValidate, ShippedH200WgmmaProfilePredictsTheCasesItWasNotFittedOn) {
   ASSERT_EQ(errors.size(), 434u);
   EXPECT_LE(errors[errors.size() / 2], 0.025) << "median forward call";
   EXPECT_LE(errors.back(), 0.08) << "worst forward call";
+}
+
+// The H100's validator profiles, fitted on the calibration half of the default matrix of each
+// kernel (the second H100 lease of 2026-11-27), predict the 434 calls of the 18 cases held out.
+TEST(CliValidate, ShippedH100ValidatorProfilesPredictTheCasesTheyWereNotFittedOn) {
+  const std::string source = STRIPESIM_SOURCE_DIR;
+  const std::string run = source + "/reports/validation/h100-2026-11-27-wgmma/";
+  const std::vector<double> flash =
+      held_out_call_errors(run + "cuda/validate.json", source + "/configs/kernels/h100/stripesim-flash.json", "h100-sxm");
+  ASSERT_EQ(flash.size(), 434u);
+  EXPECT_LE(flash[flash.size() / 2], 0.015) << "median forward call";
+  EXPECT_LE(flash.back(), 0.09) << "worst forward call";
+  const std::vector<double> wgmma =
+      held_out_call_errors(run + "cuda-wgmma/validate.json", source + "/configs/kernels/h100/stripesim-wgmma.json", "h100-sxm");
+  ASSERT_EQ(wgmma.size(), 434u);
+  EXPECT_LE(wgmma[wgmma.size() / 2], 0.025) << "median forward call";
+  EXPECT_LE(wgmma.back(), 0.08) << "worst forward call";
 }
 
 // Two runs of one workload keep their file's name: each is its own workload, named by as much of

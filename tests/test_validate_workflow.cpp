@@ -2,7 +2,10 @@
 // predictions start from, which cases a fit sees, and the predictions on a real CPU run.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -81,23 +84,32 @@ TEST(ValidateWorkflow, ProfilesFromTheFlagTheHostOrTheDriversDeviceName) {
   run.gpu_kernel = GpuKernel::flash;
   EXPECT_EQ(validator_kernel(catalog(), "", "nccl", run, h100).name, "stripesim-flash");
   run.gpu_kernel = GpuKernel::wgmma;
-  const model::HardwareProfile h200 = catalog().hardware("h200");
-  const sim::KernelProfile measured = validator_kernel(catalog(), "", "cuda", run, h200);
-  EXPECT_EQ(measured.name, "stripesim-wgmma");
-  EXPECT_EQ(measured.placement.blocks_per_sm, 1);  // its own fit: one 2-warpgroup block an SM at 128x128
-  // No H100 run of it yet: a fit starts from the flash kernel's costs; a prediction without one is refused.
-  const sim::KernelProfile from_flash = validator_kernel(catalog(), "", "cuda", run, h100, /*costs_fitted=*/true);
-  const sim::KernelProfile flash = validator_kernel(catalog(), "stripesim-flash", "cuda", run, h100);
+  for (const char* measured_on : {"h200", "h100"}) {
+    const sim::KernelProfile measured = validator_kernel(catalog(), "", "cuda", run, catalog().hardware(measured_on));
+    EXPECT_EQ(measured.name, "stripesim-wgmma");
+    EXPECT_EQ(measured.placement.blocks_per_sm, 1) << measured_on;  // its own fit: one 2-warpgroup block an SM at 128x128
+    EXPECT_EQ(measured.description.find("fitted from"), std::string::npos) << measured_on;
+  }
+  // A card whose kernels folder has the flash kernel's profile and not this one's (an H100 before
+  // its wgmma run): a fit starts from the flash kernel's costs; a prediction without one is refused.
+  const std::filesystem::path root = std::filesystem::temp_directory_path() / ("stripesim_flash_only_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(root / "kernels" / "h100");
+  std::filesystem::copy_file(catalog().root() + "/kernels/h100/stripesim-flash.json", root / "kernels/h100/stripesim-flash.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  const model::ConfigCatalog flash_only(root.string());
+  const sim::KernelProfile from_flash = validator_kernel(flash_only, "", "cuda", run, h100, /*costs_fitted=*/true);
+  const sim::KernelProfile flash = validator_kernel(flash_only, "stripesim-flash", "cuda", run, h100);
   EXPECT_EQ(from_flash.name, "stripesim-wgmma");
   EXPECT_EQ(from_flash.forward.full_tile_us, flash.forward.full_tile_us);
   EXPECT_NE(from_flash.description.find("fitted from the h100-sxm stripesim-flash profile"), std::string::npos);
   try {
-    (void)validator_kernel(catalog(), "", "cuda", run, h100);
+    (void)validator_kernel(flash_only, "", "cuda", run, h100);
     ADD_FAILURE() << "a wgmma prediction priced at flash's costs";
   } catch (const model::InputError& e) {
     EXPECT_STREQ(e.what(), "--gpu-kernel wgmma: no stripesim-wgmma kernel profile for h100-sxm yet; drop --profile to fit one "
                            "on this run, or give --kernel");
   }
+  std::filesystem::remove_all(root);
 }
 
 // The time model places as many backward blocks as the run's backward kernel launches: the
