@@ -474,6 +474,12 @@ TEST(KernelTime, SmsShareTheirThroughputAmongTheBlocksTheyHold) {
   const model::QueryTileProfile five = rows({{5, 0}, {1, 0}, {2, 0}, {1, 0}, {4, 0}});
   EXPECT_DOUBLE_EQ(one_sm(2, five, 2), 3.5);
   EXPECT_DOUBLE_EQ(one_sm(1, five, 2), 5.0);
+  // Places freed at one moment are filled breadth first, as the first wave: six equal blocks on
+  // two SMs of 2 run four at rate 1 until 1, then the last two one an SM, alone at rate 2: 1.5
+  // (paired up on the first SM they would take until 2). Fixed slots: 2.
+  const model::QueryTileProfile six(6, {1, 0});
+  EXPECT_DOUBLE_EQ(one_sm(2, six, 2), 1.5);
+  EXPECT_DOUBLE_EQ(one_sm(1, six, 2), 2.0);
 }
 
 // An SM that speeds up a lone block only (SmSharing::lone_block): its blocks run at a full SM's
@@ -503,7 +509,7 @@ TEST(KernelTime, AnSmThatSpeedsUpALoneBlockOnly) {
 
 // The SM-sharing placement against a plain time-stepped simulation of the same rules (every SM's
 // blocks advance at min(lone, B / k) per unit of time, or at 1 until one is left alone at lone;
-// a freed place takes the next block), on
+// a freed place takes the next block, places freed in one step one an SM in turn), on
 // causal-like profiles; and its features, priced with the costs they were placed with, are the time.
 TEST(KernelTime, SharedSmsMatchATimeSteppedSimulation) {
   KernelProfile k = unit_kernel();
@@ -536,13 +542,23 @@ TEST(KernelTime, SharedSmsMatchATimeSteppedSimulation) {
     double t = 0;
     while (std::any_of(left.begin(), left.end(), [](const auto& sm) { return !sm.empty(); })) {
       t += dt;
-      for (auto& sm : left) {
+      std::vector<size_t> freed(left.size(), 0);
+      for (size_t i = 0; i < left.size(); ++i) {
+        auto& sm = left[i];
         if (sm.empty()) continue;
         const double rate = sharing == SmSharing::lone_block ? (sm.size() == 1 ? 2.0 : 1.0) : std::min(2.0, 3.0 / static_cast<double>(sm.size()));
         for (double& w : sm) w -= rate * dt;
-        const auto freed = static_cast<size_t>(std::count_if(sm.begin(), sm.end(), [](double w) { return w <= 1e-12; }));
+        freed[i] = static_cast<size_t>(std::count_if(sm.begin(), sm.end(), [](double w) { return w <= 1e-12; }));
         std::erase_if(sm, [](double w) { return w <= 1e-12; });
-        for (size_t f = 0; f < freed && next < work.size(); ++f) sm.push_back(work[next++]);
+      }
+      for (bool placed = true; placed && next < work.size();) {
+        placed = false;
+        for (size_t i = 0; i < left.size() && next < work.size(); ++i) {
+          if (freed[i] == 0) continue;
+          --freed[i];
+          left[i].push_back(work[next++]);
+          placed = true;
+        }
       }
     }
     EXPECT_NEAR(us, t, 2e-3) << block_order_name(order) << " " << sm_sharing_name(sharing);

@@ -210,24 +210,43 @@ KernelFeatures KernelTimeModel::shared_sm_load(const BlockPlacement& placement, 
   for (Count i = 0; i < sms; ++i) {
     if (!sm[static_cast<size_t>(i)].residents.empty()) events.push({event_at(sm[static_cast<size_t>(i)]), i});
   }
+  std::vector<Count> freeing;  // the SMs whose blocks finish at one moment, lowest first
   while (!events.empty()) {
-    const auto [time, i] = events.top();
-    events.pop();
-    Sm& s = sm[static_cast<size_t>(i)];
-    const Microseconds reached = next_finish(s);
-    const double k = static_cast<double>(s.residents.size());
-    const double g = rate(s.residents.size());
-    for (const Resident& r : s.residents) {
-      const Microseconds work = work_of(r.block);
-      if (work > 0) add(s.load, r.block, (reached - s.clock) / (k * g * work));
+    const Microseconds time = events.top().first;
+    freeing.clear();
+    while (!events.empty() && events.top().first == time) {
+      freeing.push_back(events.top().second);
+      events.pop();
     }
-    s.clock = reached;
-    s.time = time;
-    const auto done = std::remove_if(s.residents.begin(), s.residents.end(), [&](const Resident& r) { return r.finish <= reached; });
-    const auto freed = static_cast<size_t>(s.residents.end() - done);
-    s.residents.erase(done, s.residents.end());
-    for (size_t f = 0; f < freed && next < blocks; ++f) take_next(s);
-    if (!s.residents.empty()) events.push({event_at(s), i});
+    for (const Count i : freeing) {
+      Sm& s = sm[static_cast<size_t>(i)];
+      const Microseconds reached = next_finish(s);
+      const double k = static_cast<double>(s.residents.size());
+      const double g = rate(s.residents.size());
+      for (const Resident& r : s.residents) {
+        const Microseconds work = work_of(r.block);
+        if (work > 0) add(s.load, r.block, (reached - s.clock) / (k * g * work));
+      }
+      s.clock = reached;
+      s.time = time;
+      std::erase_if(s.residents, [&](const Resident& r) { return r.finish <= reached; });
+    }
+    // Places freed at one moment are filled as the first wave was, breadth first: one block to
+    // each such SM in turn (equal blocks end together, and their successors spread over the SMs
+    // instead of pairing up on the first ones, where a lone block would run no faster).
+    for (bool placed = true; placed && next < blocks;) {
+      placed = false;
+      for (const Count i : freeing) {
+        Sm& s = sm[static_cast<size_t>(i)];
+        if (next < blocks && static_cast<Count>(s.residents.size()) < per_sm) {
+          take_next(s);
+          placed = true;
+        }
+      }
+    }
+    for (const Count i : freeing) {
+      if (!sm[static_cast<size_t>(i)].residents.empty()) events.push({event_at(sm[static_cast<size_t>(i)]), i});
+    }
   }
   const auto last = std::max_element(sm.begin(), sm.end(), [](const Sm& a, const Sm& b) { return a.time < b.time; });
   return last->load;
