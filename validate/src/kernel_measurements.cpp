@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
@@ -158,6 +159,12 @@ std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const st
   }
   const nlohmann::json& rows = f.raw("rows");
   if (!rows.is_array() || rows.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("rows")));
+  // Rows of several head counts are told apart by theirs too: each (c, heads) is its own group.
+  std::set<std::string> head_counts;
+  for (const auto& row : rows) {
+    if (row.is_object() && row.contains("heads")) head_counts.insert(row["heads"].dump());
+  }
+  const bool several_heads = head_counts.size() > 1;
   std::vector<MeasuredWorkload> out;
   for (size_t i = 0; i < rows.size(); ++i) {
     const JsonFields r(rows[i], fmt::format("{} rows[{}]", label, i));
@@ -181,7 +188,8 @@ std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const st
         m.mask = mask;
         m.pass = pass;
         m.us = {r.positive_number(key)};
-        m.group = fmt::format("{} c={} {} {}", base.group, base.seq_len, shape, pass_name);
+        m.group = several_heads ? fmt::format("{} c={} h={} {} {}", base.group, base.seq_len, base.heads, shape, pass_name)
+                                : fmt::format("{} c={} {} {}", base.group, base.seq_len, shape, pass_name);
         out.push_back(std::move(m));
       }
     }
