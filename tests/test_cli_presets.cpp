@@ -64,38 +64,47 @@ TEST(HardwarePresets, KernelProfilesAreTheH100ProfileScaledByPeakPerSm) {
   EXPECT_NEAR(config("kernels/b200/sdpa.json").at("forward").at("full_tile_us").get<double>(), 0.8097, 1e-4);
 }
 
-// The A100 and H100 fa2 profiles are FlashAttention-2's own shape, measured on an H200
-// (configs/kernels/h200/fa2.json: placement, the ratios between its costs, trimmed factors),
+// The A100 fa2 profile is FlashAttention-2's own shape, measured on an H100
+// (configs/kernels/h100/fa2.json: placement, the ratios between its costs, trimmed factors),
 // each pass's costs multiplied by one factor so that the call the public rates were reported for
-// runs at that rate: on an A100 16k tokens, 16 heads of 128, no mask, at 220 TFLOP/s forward and
-// 170 backward (the FlashAttention-2 paper); on an H100 8k tokens x 2 sequences at 370 and 318
-// (the FlashAttention-3 paper). Backward FLOPs are 2.5x the forward's.
+// runs at that rate: 16k tokens, 16 heads of 128, no mask, at 220 TFLOP/s forward and 170
+// backward (the FlashAttention-2 paper). Backward FLOPs are 2.5x the forward's. The H100's, fitted
+// on PyTorch's build of it, runs the FlashAttention-3 paper's call for the flash_attn package (8k
+// tokens x 2 sequences: 370 and 318) 5-7 % slower (351 and 298); the H200's is fitted as well,
+// to the same placement: the same kernel on the same SMs.
 TEST(HardwarePresets, Fa2ProfilesAreTheMeasuredShapeAtPublishedRates) {
+  const auto h100 = config("kernels/h100/fa2.json");
   const auto h200 = config("kernels/h200/fa2.json");
+  ASSERT_TRUE(h100.at("calibrated").get<bool>());
   ASSERT_TRUE(h200.at("calibrated").get<bool>());
+  for (const char* field : {"tile", "tiling", "blocks_per_sm", "block_order", "lone_block_speedup", "backward_placement"}) {
+    EXPECT_EQ(h100.at(field), h200.at(field)) << field;
+  }
   struct Published {
     const char* hardware;
     const char* call;  // simulate flags of the published call
-    double flop, forward_tflops, backward_tflops;
+    double flop, forward_tflops, backward_tflops, slowest;  // slowest: the least fraction of the rates allowed
   };
   const double per_token_pair = 4.0 * 128 * 16;  // 16 heads of 128
-  for (const Published& p : {Published{"a100", "-n 16k", per_token_pair * 16384.0 * 16384, 220, 170},
-                             Published{"h100", "-n 8k --batch 2", 2 * per_token_pair * 8192.0 * 8192, 370, 318}}) {
+  for (const Published& p : {Published{"a100", "-n 16k", per_token_pair * 16384.0 * 16384, 220, 170, 0.99},
+                             Published{"h100", "-n 8k --batch 2", 2 * per_token_pair * 8192.0 * 8192, 370, 318, 0.9}}) {
     const auto fa2 = config(std::string("kernels/") + p.hardware + "/fa2.json");
-    EXPECT_FALSE(fa2.at("calibrated").get<bool>()) << p.hardware;
-    for (const char* field : {"tile", "tiling", "blocks_per_sm", "block_order", "backward_placement", "trims_below_diagonal", "merge"}) {
-      EXPECT_EQ(fa2.at(field), h200.at(field)) << p.hardware << " " << field;
-    }
-    // One factor per pass over every cost; the trimmed factor is a ratio and stays.
-    for (const char* pass : {"forward", "backward"}) {
-      const double factor = fa2.at(pass).at("full_tile_us").get<double>() / h200.at(pass).at("full_tile_us").get<double>();
-      for (const char* cost : {"launch_us", "block_us", "partial_tile_us"}) {
-        const double expected = h200.at(pass).at(cost).get<double>() * factor;
-        EXPECT_NEAR(fa2.at(pass).at(cost).get<double>(), expected, 1e-6 * expected + 1e-6) << p.hardware << " " << pass << " " << cost;
+    if (std::string(p.hardware) == "a100") {
+      EXPECT_FALSE(fa2.at("calibrated").get<bool>());
+      for (const char* field : {"tile", "tiling", "blocks_per_sm", "block_order", "lone_block_speedup", "backward_placement", "trims_below_diagonal", "merge"}) {
+        EXPECT_EQ(fa2.at(field), h100.at(field)) << field;
       }
-      EXPECT_NEAR(fa2.at(pass).at("trimmed_factor").get<double>(), h200.at(pass).at("trimmed_factor").get<double>(), 1e-6);
+      // One factor per pass over every cost; the trimmed factor is a ratio and stays.
+      for (const char* pass : {"forward", "backward"}) {
+        const double factor = fa2.at(pass).at("full_tile_us").get<double>() / h100.at(pass).at("full_tile_us").get<double>();
+        for (const char* cost : {"launch_us", "block_us", "partial_tile_us"}) {
+          const double expected = h100.at(pass).at(cost).get<double>() * factor;
+          EXPECT_NEAR(fa2.at(pass).at(cost).get<double>(), expected, 1e-6 * expected + 1e-6) << pass << " " << cost;
+        }
+        EXPECT_NEAR(fa2.at(pass).at("trimmed_factor").get<double>(), h100.at(pass).at("trimmed_factor").get<double>(), 1e-6);
+      }
     }
-    // The published call at the published rates.
+    // The published call at the published rates (the A100's), or a little under them.
     std::map<std::string, double> time_us;
     for (const char* pass : {"fwd", "fwdbwd"}) {
       const CliResult r = run_cli(std::string("simulate --hardware ") + p.hardware + " --kernel fa2 -N 1 " + p.call +
@@ -104,9 +113,11 @@ TEST(HardwarePresets, Fa2ProfilesAreTheMeasuredShapeAtPublishedRates) {
       ASSERT_EQ(r.exit_code, 0) << r.err;
       time_us[pass] = nlohmann::json::parse(r.out).at("results").at(0).at("time_us").get<double>();
     }
-    EXPECT_NEAR(p.flop / time_us["fwd"] / 1e6, p.forward_tflops, 0.01 * p.forward_tflops) << p.hardware;
-    EXPECT_NEAR(2.5 * p.flop / (time_us["fwdbwd"] - time_us["fwd"]) / 1e6, p.backward_tflops, 0.01 * p.backward_tflops)
-        << p.hardware;
+    const double forward = p.flop / time_us["fwd"] / 1e6, backward = 2.5 * p.flop / (time_us["fwdbwd"] - time_us["fwd"]) / 1e6;
+    EXPECT_LE(forward, 1.01 * p.forward_tflops) << p.hardware;
+    EXPECT_GE(forward, p.slowest * p.forward_tflops) << p.hardware;
+    EXPECT_LE(backward, 1.01 * p.backward_tflops) << p.hardware;
+    EXPECT_GE(backward, p.slowest * p.backward_tflops) << p.hardware;
   }
 }
 

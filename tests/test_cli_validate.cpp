@@ -346,18 +346,19 @@ TEST(CliValidate, TheH100RunsErrorsPerContextParallelism) {
   EXPECT_EQ(nlohmann::json::parse(again.out).at("errors_by_cp"), by_cp);
 }
 
-// The H100's FlashAttention-2 profile is derived (the H200's fitted shape at the H100's speeds),
-// never fitted on an H100; the six H100 files timed on 2026-11-27 score it as shipped (--no-fit):
-// its speedups land as close as a fit on the H100's own files, each held out, does, and its call
-// times within 6 % median (a fit on them would gain 1-2 points).
-TEST(CliValidate, NoFitScoresTheDerivedH100Fa2ProfileOnFilesItNeverSaw) {
+// The H200's FlashAttention-2 profile, fitted on H200 ring files and H100 single calls, never on
+// an H100 ring: the six H100 ring files timed on 2026-11-27 score it as shipped (--no-fit). The
+// same SMs and clocks run the same kernel: its speedups land as close as a fit on the H100's own
+// files, each held out, does, and its call times within 1 % median, 6 % worst.
+TEST(CliValidate, NoFitScoresTheH200Fa2ProfileOnH100FilesItNeverSaw) {
   std::string files;
   for (const char* f : {"causal-fwd-n16384-N2", "causal-fwd-n32768-N4", "causal-fwd-n65536-N4", "causal-fwd-n65536-N8",
                         "causal-fwdbwd-n32768-N4", "causal-fwdbwd-n65536-N4"}) {
     files += " --measurements " + measurements(std::string("fa2/") + f + ".json");
   }
+  const std::string h200 = std::string(STRIPESIM_SOURCE_DIR) + "/configs/kernels/h200/fa2.json";
   const fs::path dir = fresh_dir("no_fit");
-  const CliResult as_given = run_cli("validate --compare --no-fit --hardware h100 --kernel fa2" + files + " --out-dir '" +
+  const CliResult as_given = run_cli("validate --compare --no-fit --hardware h100 --kernel '" + h200 + "'" + files + " --out-dir '" +
                                      dir.string() + "' --format json");
   ASSERT_EQ(as_given.exit_code, 0) << as_given.err;
   const auto doc = nlohmann::json::parse(as_given.out);
@@ -365,20 +366,21 @@ TEST(CliValidate, NoFitScoresTheDerivedH100Fa2ProfileOnFilesItNeverSaw) {
   EXPECT_FALSE(doc.contains("fit")) << "nothing was fitted";
   EXPECT_FALSE(fs::exists(dir / "kernel.json")) << "no fitted profile to write";
   EXPECT_TRUE(fs::exists(dir / "accuracy.md"));
-  const auto shipped = nlohmann::json::parse(slurp(std::string(STRIPESIM_SOURCE_DIR) + "/configs/kernels/h100/fa2.json"));
+  const auto shipped = nlohmann::json::parse(slurp(h200));
   EXPECT_EQ(doc.at("kernel").at("forward"), shipped.at("forward")) << "the profile as shipped";
+  EXPECT_EQ(shipped.at("sources").at("costs").get<std::string>().find("measurements/h100/fa2"), std::string::npos) << "not fitted on them";
   const auto& s = doc.at("summary");
   EXPECT_EQ(s.at("speedups"), 12);
   EXPECT_LT(s.at("mean_abs_speedup_error").get<double>(), 0.03);
   EXPECT_LT(s.at("max_abs_speedup_error").get<double>(), 0.08);
-  EXPECT_LT(s.at("median_abs_call_error").get<double>(), 0.06);
+  EXPECT_LT(s.at("median_abs_call_error").get<double>(), 0.01);
+  EXPECT_LT(s.at("max_abs_call_error").get<double>(), 0.06);
   for (const auto& w : doc.at("workloads")) EXPECT_TRUE(w.at("held_out").get<bool>()) << w.at("group");
   const CliResult refit = run_cli("validate --compare --hardware h100 --kernel fa2" + files + " --format json");
   ASSERT_EQ(refit.exit_code, 0) << refit.err;
   const auto refit_doc = nlohmann::json::parse(refit.out);
   const auto& held_out = refit_doc.at("summary");
   EXPECT_NEAR(s.at("mean_abs_speedup_error").get<double>(), held_out.at("mean_abs_speedup_error").get<double>(), 0.01);
-  EXPECT_LT(held_out.at("median_abs_call_error").get<double>(), s.at("median_abs_call_error").get<double>());
 }
 
 // The CPU backend's ring measured at head sizes 16, 32, 64 and 128 (committed with the project):
@@ -646,10 +648,11 @@ TEST(CliValidate, ShippedSdpaProfilePredictsWorkloadsRetimedOnAnotherH100) {
 
 // One FlashAttention-2 call over a whole sequence at 1 to 32 heads (Ulysses' call: the full
 // sequence on H/U heads), timed on an H100 (configs/measurements/h100/block-costs-fa2-sdpa-heads.json).
-// The shipped fa2 profile, one block an SM (the H200 ring files' fit: 16 heads, where one or two
-// blocks an SM fit alike), gives the few-headed causal calls at 32k and 128k tokens 8-22 % short.
-// Fitted with them, the calls choose two blocks an SM with a lone block at the whole SM's rate (the
-// kernel's 255 registers a thread x 128 threads leave room for two), and predict them within 10 %.
+// A causal call at few heads leaves SMs with one block or none. The fa2 profile shipped until
+// 2026-11-27 (one block an SM: the H200 ring files at 16 heads fit one or two alike) gave those
+// calls 8-22 % short. Fitted with them, the profile takes two blocks an SM with a lone block at
+// the whole SM's rate (the kernel's 255 registers a thread x 128 threads leave room for two), and
+// predicts them within 10 %; the fit run here finds that placement again.
 TEST(CliValidate, FewHeadedLongCallsPinFlashAttention2sPlacement) {
   const std::string calls = measurements("block-costs-fa2-sdpa-heads.json");
   const auto few_headed_causal_errors = [&](const std::string& kernel) {
@@ -669,8 +672,8 @@ TEST(CliValidate, FewHeadedLongCallsPinFlashAttention2sPlacement) {
   };
   const std::vector<double> shipped = few_headed_causal_errors("fa2");
   ASSERT_EQ(shipped.size(), 6u);  // 32k and 128k x 1, 2, 4 heads
-  EXPECT_LT(shipped.back(), -0.07);
-  EXPECT_LT(shipped.front(), -0.15);
+  EXPECT_GT(shipped.front(), -0.10);
+  EXPECT_LT(shipped.back(), 0.10);
 
   const fs::path dir = fresh_dir("fa2-heads");
   fs::create_directories(dir);
