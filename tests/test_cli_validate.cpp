@@ -26,6 +26,19 @@ std::string measurements(const std::string& file) {
   return std::string(STRIPESIM_SOURCE_DIR) + "/configs/measurements/h100/" + file;
 }
 
+// " --measurements 'PATH'" for every file of a folder of configs/measurements/ ("h100/fa2"), in
+// name order; with `names`, for those files only.
+std::string measurement_flags(const std::string& folder, const std::set<std::string>& names = {}) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(std::string(STRIPESIM_SOURCE_DIR) + "/configs/measurements/" + folder)) {
+    if (names.empty() || names.contains(entry.path().filename().string())) files.push_back(entry.path());
+  }
+  std::ranges::sort(files);
+  std::string flags;
+  for (const fs::path& file : files) flags += " --measurements '" + file.string() + "'";
+  return flags;
+}
+
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("stripesim_validate_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -351,11 +364,7 @@ TEST(CliValidate, TheH100RunsErrorsPerContextParallelism) {
 // same SMs and clocks run the same kernel: its speedups land as close as a fit on the H100's own
 // files, each held out, does, and its call times within 1 % median, 6 % worst.
 TEST(CliValidate, NoFitScoresTheH200Fa2ProfileOnH100FilesItNeverSaw) {
-  std::string files;
-  for (const char* f : {"causal-fwd-n16384-N2", "causal-fwd-n32768-N4", "causal-fwd-n65536-N4", "causal-fwd-n65536-N8",
-                        "causal-fwdbwd-n32768-N4", "causal-fwdbwd-n65536-N4"}) {
-    files += " --measurements " + measurements(std::string("fa2/") + f + ".json");
-  }
+  const std::string files = measurement_flags("h100/fa2");
   const std::string h200 = std::string(STRIPESIM_SOURCE_DIR) + "/configs/kernels/h200/fa2.json";
   const fs::path dir = fresh_dir("no_fit");
   const CliResult as_given = run_cli("validate --compare --no-fit --hardware h100 --kernel '" + h200 + "'" + files + " --out-dir '" +
@@ -607,23 +616,19 @@ TEST(CliValidate, SameNamedMeasurementFilesStayApart) {
 // H200 (same SMs and clocks) within 0.05 where both timed a workload, while the shared files lie
 // up to 0.14 from it (striped forward at 64k x 4: 1.48 against 1.62).
 TEST(CliValidate, ShippedSdpaProfilePredictsWorkloadsRetimedOnAnotherH100) {
-  const auto speedups = [](const std::string& hardware, const std::string& folder, const std::string& names) {
-    std::string files;
-    for (const auto& entry : fs::directory_iterator(std::string(STRIPESIM_SOURCE_DIR) + "/configs/measurements/" + folder)) {
-      const std::string name = entry.path().filename().string();
-      if (names.empty() || names.find(name) != std::string::npos) files += " --measurements '" + entry.path().string() + "'";
-    }
-    const CliResult r = run_cli("validate --compare --no-fit --hardware " + hardware + " --kernel sdpa" + files + " --format json");
+  const auto speedups = [](const std::string& hardware, const std::string& folder, const std::set<std::string>& names) {
+    const CliResult r = run_cli("validate --compare --no-fit --hardware " + hardware + " --kernel sdpa" + measurement_flags(folder, names) +
+                                " --format json");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
   };
-  const auto retimed = speedups("h100", "h100/sdpa-retimed", "");
+  const auto retimed = speedups("h100", "h100/sdpa-retimed", {});
   ASSERT_TRUE(retimed.contains("summary"));
   EXPECT_EQ(retimed.at("summary").at("speedups"), 10);
   EXPECT_LE(retimed.at("summary").at("mean_abs_speedup_error").get<double>(), 0.045);
   EXPECT_LE(retimed.at("summary").at("max_abs_speedup_error").get<double>(), 0.15);
 
-  const std::string shared_names = "causal-fwd-n65536-N4.json causal-fwdbwd-n32768-N4.json causal-fwdbwd-n65536-N4.json";
+  const std::set<std::string> shared_names = {"causal-fwd-n65536-N4.json", "causal-fwdbwd-n32768-N4.json", "causal-fwdbwd-n65536-N4.json"};
   const auto measured = [](const nlohmann::json& doc) {
     std::map<std::string, double> out;  // "file layout" -> measured speedup
     for (const auto& w : doc.value("workloads", nlohmann::json::array())) {
@@ -677,9 +682,7 @@ TEST(CliValidate, FewHeadedLongCallsPinFlashAttention2sPlacement) {
 
   const fs::path dir = fresh_dir("fa2-heads");
   fs::create_directories(dir);
-  std::string ring;
-  for (const auto& entry : fs::directory_iterator(measurements("fa2"))) ring += " --measurements '" + entry.path().string() + "'";
-  const CliResult fit = run_cli("validate --calibrate --hardware h100 --kernel fa2 --block-order launch,longest_first" + ring +
+  const CliResult fit = run_cli("validate --calibrate --hardware h100 --kernel fa2 --block-order launch,longest_first" + measurement_flags("h100/fa2") +
                                 " --block-costs '" + calls + "' --block-costs-kernel fa2 --kernel-out '" + (dir / "fa2.json").string() + "'");
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   const auto fitted = nlohmann::json::parse(slurp(dir / "fa2.json"));
@@ -697,9 +700,7 @@ TEST(CliValidate, FewHeadedLongCallsPinFlashAttention2sPlacement) {
 // shipped profile gives its layout speedups within 0.056 mean, 0.064 worst (the one-block-an-SM
 // profile shipped before: 0.071 / 0.105).
 TEST(CliValidate, ShippedFa2ProfilePredictsAFiveHeadRingItNeverSaw) {
-  std::string files;
-  for (const auto& entry : fs::directory_iterator(measurements("fa2-5heads"))) files += " --measurements '" + entry.path().string() + "'";
-  const CliResult r = run_cli("validate --compare --no-fit --hardware h100 --kernel fa2" + files + " --format json");
+  const CliResult r = run_cli("validate --compare --no-fit --hardware h100 --kernel fa2" + measurement_flags("h100/fa2-5heads") + " --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   const auto& s = doc.at("summary");
@@ -717,15 +718,10 @@ TEST(CliValidate, KernelFitOnShippedMeasurementsPredictsHeldOutFiles) {
     // reports/kernels/h100-sdpa (the two timed on 2026-11-27 score the shipped profile instead;
     // a fit that adds them, forward only, moves the backward's partial tile to 6 full tiles:
     // causal files do not pin that split).
-    std::string files;
-    for (const auto& entry : fs::directory_iterator(measurements(kernel))) {
-      const std::string name = entry.path().filename().string();
-      if (kernel == "sdpa" && name != "causal-fwd-n32768-N4.json" && name != "causal-fwd-n65536-N4.json" &&
-          name != "causal-fwdbwd-n32768-N4.json" && name != "causal-fwdbwd-n65536-N4.json") {
-        continue;
-      }
-      files += " --measurements " + entry.path().string();
-    }
+    const std::string files =
+        kernel == "sdpa" ? measurement_flags("h100/sdpa", {"causal-fwd-n32768-N4.json", "causal-fwd-n65536-N4.json",
+                                                           "causal-fwdbwd-n32768-N4.json", "causal-fwdbwd-n65536-N4.json"})
+                         : measurement_flags("h100/flex");
     const CliResult r = run_cli("validate --compare --hardware h100 --kernel " + kernel + files + " --block-costs " +
                                 measurements("block-costs-sdpa-flex.json") + " --block-costs-kernel " + kernel + " --format json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
