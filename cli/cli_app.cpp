@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
@@ -111,6 +112,7 @@ int run_cli(int argc, char** argv, std::FILE* errors, RunMode mode) {
     print_error(errors, hint.empty() ? fmt::format("{} (see stripesim --help)", e.what()) : hint);
     return kExitBadInput;
   }
+  int status = kExitOk;
   try {
     run_analyze();  // each runs only if its subcommand was given
     run_tms();
@@ -120,10 +122,8 @@ int run_cli(int argc, char** argv, std::FILE* errors, RunMode mode) {
     run_calibrate_step();
     run_layout();
     run_report();
-    const int check_status = run_check();  // 1 when a metric moved
-    if (check_status != 0) return check_status;
-    const int validate_status = run_validate();  // 1 when an output missed its tolerance
-    if (validate_status != 0) return validate_status;
+    status = run_check();  // 1 when a metric moved
+    if (status == kExitOk) status = run_validate();  // 1 when an output missed its tolerance
   } catch (const model::InputError& e) {
     print_error(errors, e.what());
     return kExitBadInput;
@@ -139,7 +139,12 @@ int run_cli(int argc, char** argv, std::FILE* errors, RunMode mode) {
     print_error(errors, fmt::format("internal error: {}", e.what()));
     return kExitInternal;
   }
-  return kExitOk;
+  // What a command printed must reach its reader: a full disk or a closed pipe is not success.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    print_error(errors, "standard output: write failed (disk full or closed pipe?)");
+    return kExitBadInput;
+  }
+  return status;
 }
 
 }  // namespace stripesim::cli

@@ -35,15 +35,35 @@ void create_output_folder(const std::string& dir, const std::string& flag) {
   if (ec || !fs::is_directory(dir, ec)) throw model::InputError(fmt::format("{} '{}': cannot create the folder", flag, dir));
 }
 
+namespace {
+
+// Writes to a path that is not a regular file (a terminal, /dev/null, a pipe) directly: the
+// write-beside-then-rename that keeps a regular file whole would replace the device itself.
+void write_in_place(const std::string& text, const std::string& path, const std::string& flag) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw model::InputError(fmt::format("{} '{}': cannot open for writing", flag, path));
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.flush();
+  if (!out) throw model::InputError(fmt::format("{} '{}': write failed", flag, path));
+}
+
+}  // namespace
+
 void write_output(const std::string& text, const std::string& path, const std::string& flag) {
   if (path.empty() || path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    const size_t written = std::fwrite(text.data(), 1, text.size(), stdout);
+    if (written != text.size() || std::fflush(stdout) != 0) {
+      throw model::InputError("standard output: write failed (disk full or closed pipe?)");
+    }
     return;
   }
   check_output_path(path, flag);
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+    write_in_place(text, path, flag);
+    return;
+  }
   const std::string temporary = fmt::format("{}.tmp{}", path, ::getpid());
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);

@@ -4,6 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
 #include "bad_input_table.hpp"
 
 namespace stripesim::testing {
@@ -116,6 +120,36 @@ TEST(CliNames, ModelHardwareAndLayoutNamesMatchCaseAside) {
   ASSERT_EQ(layouts.exit_code, 0) << layouts.err;
   EXPECT_EQ(nlohmann::json::parse(layouts.out).at("results"),
             nlohmann::json::parse(run_cli("analyze -n 16k -N 4 --layouts contiguous,zigzag --format json").out).at("results"));
+}
+
+// A full disk is not success: output that could not be written exits 2 with one line, whether
+// it went to a file (-o) or to standard output; and a path that is a device (/dev/null,
+// /dev/full, a terminal) is written in place, never replaced by a regular file.
+TEST(CliBadInput, OutputThatCannotBeWrittenIsAnError) {
+  namespace fs = std::filesystem;
+  if (!fs::is_character_file("/dev/full")) GTEST_SKIP() << "no /dev/full on this machine";
+  const CliResult to_file = run_cli("analyze -n 1k -N 4 --format json -o /dev/full");
+  EXPECT_EQ(to_file.exit_code, 2) << to_file.err;
+  EXPECT_NE(to_file.err.find("--output '/dev/full': write failed"), std::string::npos) << to_file.err;
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  const CliResult trace = run_cli("simulate -n 16k -N 4 --topology ideal --trace /dev/full");
+  EXPECT_EQ(trace.exit_code, 2) << trace.err;
+  EXPECT_NE(trace.err.find("--trace '/dev/full': write failed"), std::string::npos) << trace.err;
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));
+
+  const fs::path err_path = fs::temp_directory_path() / ("stripesim_full_err_" + std::to_string(::getpid()));
+  for (const std::string& args : {std::string("analyze -n 1k -N 4 --format json"), "check --baseline '" + std::string(STRIPESIM_SOURCE_DIR) +
+                                                                          "/reports/baseline/imbalance.json'"}) {
+    const std::string command = std::string("'") + STRIPESIM_BINARY + "' " + args + " >/dev/full 2>'" + err_path.string() + "'";
+    const int status = std::system(command.c_str());
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2) << args;
+    EXPECT_EQ(slurp(err_path), "stripesim: error: standard output: write failed (disk full or closed pipe?)\n") << args;
+  }
+  fs::remove(err_path);
+
+  const CliResult to_null = run_cli("analyze -n 1k -N 4 --format json -o /dev/null");
+  EXPECT_EQ(to_null.exit_code, 0) << to_null.err;
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
 }
 
 TEST(CliBadInput, MissingSubcommand) {
