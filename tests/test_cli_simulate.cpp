@@ -1,7 +1,9 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -17,6 +19,40 @@ TEST(CliSimulate, TableByDefault) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("N = 8 devices on nvswitch:8"), std::string::npos) << r.out;
   for (const char* layout : {"contiguous", "striped", "zigzag"}) EXPECT_NE(r.out.find(layout), std::string::npos);
+}
+
+// Forward and backward: the table's busy, idle and exposed columns are each device's totals over
+// both passes (so idle = time - busy holds per device), the worst device's for idle and exposed.
+TEST(CliSimulate, FwdbwdTableSumsIdleAndExposedTimeOverThePasses) {
+  const std::string flags = "simulate --hardware h100 -N 4 -n 64k --pass fwdbwd --layouts contiguous,zigzag";
+  const CliResult json = run_cli(flags + " --format json");
+  const CliResult table = run_cli(flags);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  const nlohmann::json doc = nlohmann::json::parse(json.out);
+  for (const nlohmann::json& result : doc.at("results")) {
+    const auto layout = result.at("layout").get<std::string>();
+    const double time = result.at("time_us").get<double>();
+    ASSERT_EQ(result.at("passes").size(), 2u);
+    double max_idle = 0, max_exposed = 0;
+    for (size_t d = 0; d < 4; ++d) {
+      double busy = 0, idle = 0, exposed = 0;
+      for (const nlohmann::json& pass : result.at("passes")) {
+        const nlohmann::json& device = pass.at("devices").at(d);
+        busy += device.at("busy_us").get<double>();
+        idle += device.at("idle_us").get<double>();
+        exposed += device.at("exposed_comm_us").get<double>();
+      }
+      EXPECT_NEAR(busy + idle, time, 1e-6 * time) << layout << " device " << d;
+      max_idle = std::max(max_idle, idle);
+      max_exposed = std::max(max_exposed, exposed);
+    }
+    const size_t row = table.out.find("\n" + layout + " ");
+    ASSERT_NE(row, std::string::npos) << table.out;
+    const std::string line = table.out.substr(row + 1, table.out.find('\n', row + 1) - row - 1);
+    EXPECT_NE(line.find(fmt::format("{:.3f} ms", max_idle / 1e3)), std::string::npos) << line;
+    EXPECT_NE(line.find(fmt::format("{:.3f} ms", max_exposed / 1e3)), std::string::npos) << line;
+  }
 }
 
 // A hostfile of two 4-slot hosts places GPUs as cluster:2x4 does: the same ring, the same time.

@@ -337,17 +337,23 @@ std::string simulation_table(const sim::Simulation& s) {
   out += fmt::format("{:<22} {:>12} {:>10} {:>12} {:>12} {:>16} {:>10} {:>10}\n", "layout", "time (ms)", "vs contig",
                      "mean busy", "max idle", "max exposed comm", "K/V MiB", "events");
   for (const auto& r : s.results) {
-    double busy = 0, idle = 0, exposed = 0;
+    // A device's idle and exposed time add up over the passes (forward, then backward), as its
+    // busy time does, so idle stays time - busy; the column is the worst device's total.
+    double busy = 0;
+    std::vector<double> device_idle, device_exposed;
     std::uint64_t events = 0;
     for (const auto& t : r.passes) {
-      std::vector<double> device_busy(static_cast<size_t>(t.devices)), device_idle(device_busy), device_exposed(device_busy);
+      device_idle.resize(std::max(device_idle.size(), t.device_summary.size()));
+      device_exposed.resize(device_idle.size());
       for (size_t d = 0; d < t.device_summary.size(); ++d) {
         busy += t.device_summary[d].busy_us / static_cast<double>(t.devices);
-        idle = std::max(idle, t.device_summary[d].idle_us);
-        exposed = std::max(exposed, t.device_summary[d].exposed_comm_us);
+        device_idle[d] += t.device_summary[d].idle_us;
+        device_exposed[d] += t.device_summary[d].exposed_comm_us;
       }
       events += t.events;
     }
+    const double idle = device_idle.empty() ? 0.0 : *std::max_element(device_idle.begin(), device_idle.end());
+    const double exposed = device_exposed.empty() ? 0.0 : *std::max_element(device_exposed.begin(), device_exposed.end());
     out += fmt::format("{:<22} {:>12.3f} {:>9.2f}x {:>9.3f} ms {:>9.3f} ms {:>13.3f} ms {:>10.1f} {:>10}\n", r.layout,
                        r.time_us / 1e3, r.speedup_vs_contiguous, busy / 1e3, idle / 1e3, exposed / 1e3,
                        r.kv_memory_bytes / (1024.0 * 1024.0), events);
