@@ -134,6 +134,14 @@ TEST(ContextParallel, ShapesWorkedByHand) {
   const CpShape h = cp_shape(parse_context_parallel("hybrid:2x4", 8, "--cp"), s, 2);
   EXPECT_EQ(h.streams, 16);
   EXPECT_EQ(h.ring_hop_bytes, 2 * 2 * 8192 * 4 * row);
+  // Its memory: Q, K, V and O of 16 heads and 4 K/V heads over 2 blocks, and one ring buffer
+  // beside the all-to-all's K/V (which is the ring's first block).
+  EXPECT_DOUBLE_EQ(h.memory_bytes, static_cast<double>(2 * 8192 * (2 * 16 + 2 * 4) * row + h.ring_hop_bytes));
+  // The degenerate hybrids hold what the algorithm they are holds.
+  EXPECT_DOUBLE_EQ(cp_shape(parse_context_parallel("hybrid:1x8", 8, "--cp"), s, 2).memory_bytes, ring.memory_bytes);
+  EXPECT_DOUBLE_EQ(cp_shape(parse_context_parallel("hybrid:8x1", 8, "--cp"), s, 2).memory_bytes, u.memory_bytes);
+  EXPECT_DOUBLE_EQ(cp_shape(parse_context_parallel("hybrid:1x8", 8, "--cp"), s, 3).memory_bytes,
+                   cp_shape(ContextParallel{}, s, 3).memory_bytes);
 
   EXPECT_THROW((void)cp_shape(parse_context_parallel("allgather:3", 8, "--cp"), s, 2), model::InputError);
   const AttentionShape odd{65536, 8, 1, 12, 12, 128, 2};

@@ -169,10 +169,18 @@ CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_bu
       out.qkv_pair_bytes = c * (h + 2 * out.kv_heads) * row;
       out.out_pair_bytes = c * h * row;
       // Q, K, V and O of the device's heads over the U local blocks of its group.
-      out.memory_bytes = static_cast<double>(u * c * (2 * h + 2 * out.kv_heads) * row);
+      const auto alltoall_bytes = static_cast<double>(u * c * (2 * h + 2 * out.kv_heads) * row);
+      out.memory_bytes = alltoall_bytes;
       if (cp.algorithm == CpAlgorithm::hybrid) {
         out.ring_hop_bytes = 2 * u * c * out.kv_heads * row;
-        out.memory_bytes += static_cast<double>(kv_buffers * out.ring_hop_bytes);
+        const Count ring = s.devices / u;
+        if (u == 1) {
+          // No all-to-all: the ring's own buffers, as --cp ring holds them.
+          out.memory_bytes = static_cast<double>(kv_buffers * out.ring_hop_bytes);
+        } else if (ring > 1) {
+          // The all-to-all's K/V is the ring's first block; the other buffers come beside it.
+          out.memory_bytes += static_cast<double>((kv_buffers - 1) * out.ring_hop_bytes);
+        }
       }
       break;
     }
