@@ -15,6 +15,7 @@
 #include "stripesim/model/flops/tms.hpp"
 #include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/work_model.hpp"
@@ -56,6 +57,7 @@ double parse_weight(const std::string& text) {
   if (ec != std::errc() || end != text.data() + text.size() || !(weight > 0) || !std::isfinite(weight)) {
     throw model::InputError(fmt::format("--attention-weight '{}': must be a positive number", text));
   }
+  model::require_physical_range(weight, fmt::format("--attention-weight '{}'", text));
   return weight;
 }
 

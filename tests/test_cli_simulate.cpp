@@ -409,6 +409,15 @@ TEST(CliCalibrateStep, RefusesAnExperimentWithoutStepOrMeasurements) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("bad_measured_speedups.csv line 3 speedup 'fast': expected a number"), std::string::npos)
       << bad.err;
+  // One measurement a point, and none faster than N devices can be.
+  for (const auto& [file, message] :
+       {std::pair{"duplicate_measured_experiment.json", "duplicate_measured_speedups.csv line 4: the same point as line 2"},
+        std::pair{"impossible_measured_experiment.json",
+                  "impossible_measured_speedups.csv line 2: speedup 1e308 is above the 2 devices"}}) {
+    const CliResult r = run_cli(std::string("calibrate-step --experiment '") + STRIPESIM_SOURCE_DIR + "/tests/data/" + file + "'");
+    EXPECT_EQ(r.exit_code, 2) << file;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
 }
 
 TEST(CliSweep, StepSweepRefusesStepFieldsThatThePointsSet) {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_file.hpp"
@@ -34,6 +35,7 @@ std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line != kMeasuredHeader) throw InputError(fmt::format("{} line 1: expected the header {}", label, kMeasuredHeader));
   std::vector<MeasuredSpeedup> rows;
+  std::vector<int> lines;  // each row's line in the file
   for (int number = 2; std::getline(in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
@@ -48,7 +50,20 @@ std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path) {
     m.seq_len = model::parse_count(f[4], where + " seq_len");
     m.speedup = model::parse_number(f[5], where + " speedup");
     if (!(m.speedup > 0)) throw InputError(fmt::format("{}: speedup '{}' is not a positive number", where, f[5]));
+    // Striped does the same work as contiguous spread over N devices: at most N times faster.
+    if (m.speedup > static_cast<double>(m.devices)) {
+      throw InputError(fmt::format("{}: speedup {} is above the {} devices (no layout is faster than that)", where, f[5], m.devices));
+    }
+    const auto point = std::tie(m.hardware, m.model, m.model_parallel, m.devices, m.seq_len);
+    const auto same = std::find_if(rows.begin(), rows.end(), [&](const MeasuredSpeedup& r) {
+      return std::tie(r.hardware, r.model, r.model_parallel, r.devices, r.seq_len) == point;
+    });
+    if (same != rows.end()) {
+      throw InputError(fmt::format("{}: the same point as line {} (one measurement a point)", where,
+                                   lines[static_cast<size_t>(same - rows.begin())]));
+    }
     rows.push_back(std::move(m));
+    lines.push_back(number);
   }
   if (rows.empty()) throw InputError(fmt::format("{}: no rows", label));
   return rows;

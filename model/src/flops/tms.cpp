@@ -81,7 +81,7 @@ TmsResult run_tms(const TmsPlan& plan, WorkMetricsCache* cache) {
   result.non_attention_per_device = c * result.flops.non_attention_per_token * result.multipliers.matmul / m;
   const double attention_per_pair =
       result.attention_flop_weight * result.flops.attention_per_pair * result.multipliers.attention / m;
-  const double tile_area = static_cast<double>(result.tile.query * result.tile.key);
+  const double tile_area = static_cast<double>(result.tile.query) * static_cast<double>(result.tile.key);
 
   const std::vector<std::string> names = tms_layouts(request);
   for (size_t i = 0; i < names.size(); ++i) {

@@ -83,11 +83,20 @@ Count JsonFields::positive_count_or(const std::string& key, Count fallback, Coun
   return has(key) ? positive_count(key, at_most) : fallback;
 }
 
+void require_physical_range(double number, const std::string& what, bool zero_allowed) {
+  if (zero_allowed && number == 0) return;
+  if (!(number >= kSmallestPositiveValue && number <= kLargestValue)) {
+    throw InputError(fmt::format("{}: {:g} is outside [{:g}, {:g}], the range a physical value here can take", what, number,
+                                 kSmallestPositiveValue, kLargestValue));
+  }
+}
+
 double JsonFields::positive_number(const std::string& key) const {
   const auto& value = raw(key);
   if (!value.is_number()) throw InputError(fmt::format("{}: expected a number, got {}", where(key), value.dump()));
   const double number = value.get<double>();
   if (!(number > 0)) throw InputError(fmt::format("{}: must be positive, got {}", where(key), value.dump()));
+  require_physical_range(number, where(key));
   return number;
 }
 
@@ -107,6 +116,7 @@ double JsonFields::non_negative_number_or(const std::string& key, double fallbac
   if (!value.is_number()) throw InputError(fmt::format("{}: expected a number, got {}", where(key), value.dump()));
   const double number = value.get<double>();
   if (!(number >= 0)) throw InputError(fmt::format("{}: must not be negative, got {}", where(key), value.dump()));
+  require_physical_range(number, where(key), /*zero_allowed=*/true);
   return number;
 }
 

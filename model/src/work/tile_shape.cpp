@@ -18,6 +18,8 @@ TileShape parse_tile_shape(std::string_view spec) {
   if (q.empty() || k.empty()) throw fail("expected TQxTK, e.g. 2048x4096");
   TileShape tile{parse_count(q, InputName(Input::tile, "query size")), parse_count(k, InputName(Input::tile, "key size"))};
   if (tile.query < 1 || tile.key < 1) throw fail("both tile sides must be at least 1");
+  // No sequence is longer than 2^31 tokens, and a tile's area must fit in 64 bits.
+  if (tile.query > kMaxSeqLen || tile.key > kMaxSeqLen) throw fail("tile sides must be at most 2^31 (the longest sequence)");
   return tile;
 }
 

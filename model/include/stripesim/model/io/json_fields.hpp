@@ -14,6 +14,16 @@
 
 namespace stripesim::model {
 
+// The range a number read as a physical quantity (a time in us, a rate, a size in bytes, a
+// ratio) may take. Outside it, products and quotients downstream turn into inf, 0 or NaN
+// (a bandwidth of 5e-324 GB/s made every hop free; a launch of 1e308 us made every time inf),
+// so such a number is refused where it is read. Zero stays allowed where the field allows it.
+inline constexpr double kSmallestPositiveValue = 1e-9;
+inline constexpr double kLargestValue = 1e12;
+// Throws InputError "`what`: VALUE is outside [1e-09, 1e+12] ..." unless the number lies in that
+// range (or is 0 with `zero_allowed`).
+void require_physical_range(double number, const std::string& what, bool zero_allowed = false);
+
 class JsonFields {
  public:
   // `label` names the document in messages ("configs/models/1b.json").
