@@ -90,6 +90,23 @@ TEST(BaselineRules, JudgeByLimitThenToleranceThenDirection) {
   for (Outcome o : {Outcome::within, Outcome::improved, Outcome::within_limit}) EXPECT_FALSE(failed(o));
 }
 
+// Every matching limit applies: two make a band, and a value outside either side fails with the
+// side it broke; inside, the rule names both.
+TEST(BaselineRules, EveryMatchingLimitApplies) {
+  CheckRules rules;
+  rules.limits = {parse_metric_limit("imbalance>=1", "--limit"), parse_metric_limit("imbalance<=1.2", "--limit")};
+  std::string rule;
+  EXPECT_EQ(judge(rules, "zigzag.tiles.imbalance", 1.0, 1.1, rule), Outcome::within_limit);
+  EXPECT_EQ(rule, "imbalance>=1,imbalance<=1.2");
+  EXPECT_EQ(judge(rules, "zigzag.tiles.imbalance", 1.0, 1.3, rule), Outcome::over_limit);
+  EXPECT_EQ(rule, "imbalance<=1.2");
+  EXPECT_EQ(judge(rules, "zigzag.tiles.imbalance", 1.0, 0.9, rule), Outcome::over_limit);
+  EXPECT_EQ(rule, "imbalance>=1");
+  // Contradictory limits cannot both hold: every value fails one.
+  rules.limits = {parse_metric_limit("imbalance<=1", "--limit"), parse_metric_limit("imbalance>=2", "--limit")};
+  for (double now : {0.5, 1.0, 1.5, 2.0, 3.0}) EXPECT_EQ(judge(rules, "a.imbalance", 1.0, now, rule), Outcome::over_limit) << now;
+}
+
 TEST(BaselineRules, MetricsSelection) {
   CheckRules rules;
   EXPECT_TRUE(selected(rules, "anything"));

@@ -8,32 +8,50 @@
 
 namespace stripesim::output {
 
+namespace {
+
+nlohmann::ordered_json plan_row(size_t rank, const sim::PlanCandidate& c) {
+  const sim::StepEstimate& e = *c.step;
+  const sim::StepBreakdown& b = e.breakdown;
+  return {{"rank", rank},
+          {"tokens_per_second", e.tokens_per_second},
+          {"step_us", e.time_us},
+          {"model_parallel", c.mesh.model_parallel},
+          {"context_parallel", c.mesh.devices},
+          {"data_parallel", c.mesh.data_parallel},
+          {"cp", c.cp},
+          {"layout", c.layout},
+          {"mfu", e.mfu},
+          {"memory_bytes", e.memory.total()},
+          {"attention_compute_us", b.attention_compute_us},
+          {"attention_comm_us", b.attention_comm_us},
+          {"attention_idle_us", b.attention_idle_us},
+          {"model_parallel_comm_us", b.model_parallel_comm_us},
+          {"gradient_comm_us", b.gradient_comm_us},
+          {"bound_us", c.bound_us},
+          {"reason", c.reason}};
+}
+
+}  // namespace
+
 std::vector<nlohmann::ordered_json> plan_rows(const sim::Plan& plan) {
   std::vector<nlohmann::ordered_json> rows;
-  for (size_t i = 0; i < plan.ranked.size(); ++i) {
-    const sim::PlanCandidate& c = plan.ranked[i];
-    const sim::StepEstimate& e = *c.step;
-    const sim::StepBreakdown& b = e.breakdown;
-    rows.push_back({{"rank", i + 1},
-                    {"tokens_per_second", e.tokens_per_second},
-                    {"step_us", e.time_us},
-                    {"model_parallel", c.mesh.model_parallel},
-                    {"context_parallel", c.mesh.devices},
-                    {"data_parallel", c.mesh.data_parallel},
-                    {"cp", c.cp},
-                    {"layout", c.layout},
-                    {"mfu", e.mfu},
-                    {"memory_bytes", e.memory.total()},
-                    {"attention_compute_us", b.attention_compute_us},
-                    {"attention_comm_us", b.attention_comm_us},
-                    {"attention_idle_us", b.attention_idle_us},
-                    {"model_parallel_comm_us", b.model_parallel_comm_us},
-                    {"gradient_comm_us", b.gradient_comm_us},
-                    {"bound_us", c.bound_us},
-                    {"reason", c.reason}});
-  }
+  for (size_t i = 0; i < plan.ranked.size(); ++i) rows.push_back(plan_row(i + 1, plan.ranked[i]));
   return rows;
 }
+
+namespace {
+
+// The CSV of a plan where nothing fits is its header alone: a reader gets the columns, no rows.
+std::string plan_csv(const sim::Plan& plan) {
+  if (!plan.ranked.empty()) return rows_to_csv(plan_rows(plan));
+  sim::PlanCandidate none;
+  none.step.emplace();
+  const std::string one_row = rows_to_csv({plan_row(1, none)});
+  return one_row.substr(0, one_row.find('\n') + 1);
+}
+
+}  // namespace
 
 nlohmann::ordered_json to_json(const sim::Plan& plan) {
   const sim::PlanRequest& r = plan.request;
@@ -106,7 +124,7 @@ std::string render(const sim::Plan& plan, OutputFormat format) {
   switch (format) {
     case OutputFormat::table: return plan_table(plan);
     case OutputFormat::json: return to_json(plan).dump(2) + "\n";
-    case OutputFormat::csv: return rows_to_csv(plan_rows(plan));
+    case OutputFormat::csv: return plan_csv(plan);
     case OutputFormat::markdown: break;
   }
   throw not_offered(format);

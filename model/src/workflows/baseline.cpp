@@ -174,6 +174,8 @@ BaselineComparePlan plan_compare_with_baseline(const nlohmann::json& baseline, c
     (void)kind_of(kinds, e.string("command"), e.where("command"));
     const auto& recorded = e.raw("metrics");
     if (!recorded.is_object()) throw InputError(fmt::format("{}: expected an object of numbers", e.where("metrics")));
+    // An entry with nothing recorded would pass every check without checking anything.
+    if (recorded.empty()) throw InputError(fmt::format("{}: records no metric", e.where("metrics")));
     for (const auto& [metric, value] : recorded.items()) {
       if (!value.is_number()) throw InputError(fmt::format("{}: metric \"{}\" is not a number", e.where("metrics"), metric));
       names.push_back(metric);

@@ -1,9 +1,12 @@
 #include "stripesim/model/workflows/baseline_rules.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fnmatch.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/size_parse.hpp"
@@ -90,11 +93,20 @@ bool selected(const CheckRules& rules, std::string_view metric) {
 
 Outcome judge(const CheckRules& rules, std::string_view metric, double baseline, std::optional<double> now,
               std::string& rule) {
+  // Every limit that matches applies (imbalance>=1,imbalance<=1.2 is a band): the first one
+  // broken is the rule reported, else all of them.
+  std::vector<std::string> matched;
   for (const MetricLimit& limit : rules.limits) {
     if (!metric_matches(limit.pattern, metric)) continue;
-    rule = limit.to_string();
-    if (!now) return Outcome::missing;
-    return (limit.at_most ? *now <= limit.value : *now >= limit.value) ? Outcome::within_limit : Outcome::over_limit;
+    matched.push_back(limit.to_string());
+    if (now && !(limit.at_most ? *now <= limit.value : *now >= limit.value)) {
+      rule = matched.back();
+      return Outcome::over_limit;
+    }
+  }
+  if (!matched.empty()) {
+    rule = fmt::format("{}", fmt::join(matched, ","));
+    return now ? Outcome::within_limit : Outcome::missing;
   }
   double tolerance = rules.tolerance;
   for (const auto& [pattern, value] : rules.tolerances) {
