@@ -75,7 +75,7 @@ std::pair<model::AnalyzeConfig, model::InputOrigins> resolve_config(const Analyz
   if (o.given.given("--tile")) config.tile = model::parse_tile_shape(o.tile);
   if (o.given.given("--tiling")) config.tiling = model::parse_tiling(o.tiling);
   if (o.given.given("--mask")) config.mask = o.mask;
-  if (o.given.given("--layouts")) config.layouts = model::split_list(o.layouts, "--layouts");
+  if (o.given.given("--layouts")) config.layouts = model::split_distinct_list(o.layouts, "--layouts");
   if (o.pad_documents) config.pad_documents = true;
   return {config, origins};
 }

@@ -61,7 +61,7 @@ model::AnalyzeConfig resolve_config(const LayoutOptions& o) {
   if (o.given.given("--tile")) config.tile = model::parse_tile_shape(o.tile);
   if (o.given.given("--tiling")) config.tiling = model::parse_tiling(o.tiling);
   if (o.given.given("--mask")) config.mask = o.mask;
-  config.layouts = model::split_list(o.layout, "--layout");
+  config.layouts = model::split_distinct_list(o.layout, "--layout");
   config.pad_documents = o.pad_documents;
   return config;
 }

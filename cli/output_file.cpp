@@ -25,7 +25,23 @@ void check_output_path(const std::string& path, const std::string& flag) {
 }
 
 void check_output_paths(const std::vector<std::pair<std::string, std::string>>& paths_and_flags) {
-  for (const auto& [path, flag] : paths_and_flags) check_output_path(path, flag);
+  namespace fs = std::filesystem;
+  for (size_t i = 0; i < paths_and_flags.size(); ++i) {
+    const auto& [path, flag] = paths_and_flags[i];
+    check_output_path(path, flag);
+    if (path.empty() || path == "-") continue;
+    // Two outputs into one file: the second would overwrite the first.
+    std::error_code ec;
+    const fs::path here = fs::weakly_canonical(path, ec);
+    for (size_t j = 0; j < i; ++j) {
+      const auto& [other, other_flag] = paths_and_flags[j];
+      if (other.empty() || other == "-" || ec) continue;
+      std::error_code other_ec;
+      if (fs::weakly_canonical(other, other_ec) == here && !other_ec) {
+        throw model::InputError(fmt::format("{} '{}', {} '{}': the same file; give each its own", other_flag, other, flag, path));
+      }
+    }
+  }
 }
 
 void create_output_folder(const std::string& dir, const std::string& flag) {

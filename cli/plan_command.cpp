@@ -74,9 +74,9 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
     request.top = model::parse_count(opts.top, "--top");
     if (!opts.batch.empty()) base.batch = model::parse_count(opts.batch, "--batch");
     if (!opts.mask.empty()) base.mask = opts.mask;
-    if (!opts.layouts.empty()) base.layouts = model::split_list(opts.layouts, "--layouts");
+    if (!opts.layouts.empty()) base.layouts = model::split_distinct_list(opts.layouts, "--layouts");
     if (!opts.kernel.empty()) base.kernel = opts.kernel;
-    if (!opts.algorithms.empty()) request.algorithms = model::split_list(opts.algorithms, "--algorithms");
+    if (!opts.algorithms.empty()) request.algorithms = model::split_distinct_list(opts.algorithms, "--algorithms");
     if (!opts.memory_gib.empty()) request.memory_gib = model::parse_number(opts.memory_gib, "--memory-gib");
     base.pad_documents = opts.pad_documents;
     base.recompute = opts.recompute;

@@ -38,7 +38,18 @@ std::function<void()> register_report_command(CLI::App& app, RunMode mode) {
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     std::vector<report::ReportInput> inputs;
-    for (const auto& path : options->inputs) inputs.push_back({path, model::read_json_file(path, "report input")});
+    for (size_t i = 0; i < options->inputs.size(); ++i) {
+      const std::string& path = options->inputs[i];
+      // The same document twice would only draw every figure twice.
+      for (size_t j = 0; j < i; ++j) {
+        std::error_code ec, other_ec;
+        if (std::filesystem::weakly_canonical(path, ec) == std::filesystem::weakly_canonical(options->inputs[j], other_ec) &&
+            !ec && !other_ec) {
+          throw model::InputError(fmt::format("report input '{}': given twice (as '{}')", path, options->inputs[j]));
+        }
+      }
+      inputs.push_back({path, model::read_json_file(path, "report input")});
+    }
     // Everything is rendered in memory first: a bad input leaves no partial report behind.
     const auto files = report::build_report(inputs);
     if (mode == RunMode::parse_only) return;

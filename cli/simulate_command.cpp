@@ -152,7 +152,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     count("--seq-len", opts.seq_len, config.seq_len);
     count("--devices", opts.devices, config.devices);
     count("--kv-buffers", opts.kv_buffers, config.kv_buffers);
-    if (given("--layouts")) config.layouts = model::split_list(opts.layouts, "--layouts");
+    if (given("--layouts")) config.layouts = model::split_distinct_list(opts.layouts, "--layouts");
     if (given("--tile")) config.tile = model::parse_tile_shape(opts.tile);
     if (given("--tiling")) config.tiling = model::parse_tiling(opts.tiling);
     if (given("--kernel")) config.kernel = opts.kernel;

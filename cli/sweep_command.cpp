@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -13,6 +14,7 @@
 #include "preset_help.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/io/name_match.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/workflows/balance_sweep.hpp"
@@ -62,10 +64,17 @@ constexpr const char* kSweepExamples = R"(Examples:
       where each layout stops being balanced (imbalance per layout, mask and size)
   stripesim sweep --experiment configs/experiments/documents.json --output reports/documents/documents.csv)";
 
+// Each item parsed; two that parse to the same value (32k and 32768) would only repeat rows.
 template <typename T, typename Parse>
 std::vector<T> parse_list(const std::string& text, const std::string& flag, Parse parse) {
   std::vector<T> items;
-  for (const auto& item : model::split_list(text, flag)) items.push_back(parse(item));
+  for (const auto& item : model::split_list(text, flag)) {
+    T value = parse(item);
+    if (std::find(items.begin(), items.end(), value) != items.end()) {
+      throw model::InputError(fmt::format("{} '{}': given twice in the list", flag, item));
+    }
+    items.push_back(std::move(value));
+  }
   return items;
 }
 
@@ -74,11 +83,11 @@ model::SweepSpec spec_from_flags(const SweepOptions& o) {
   spec.convention = model::parse_flop_convention(o.convention);
   spec.pass = model::parse_training_pass(o.pass);
   spec.recompute = o.recompute;
-  if (!o.layouts.empty()) spec.extra_layouts = model::split_list(o.layouts, "--layouts");
-  if (!o.columns.empty()) spec.columns = model::split_list(o.columns, "--columns");
+  if (!o.layouts.empty()) spec.extra_layouts = model::split_distinct_list(o.layouts, "--layouts");
+  if (!o.columns.empty()) spec.columns = model::split_distinct_list(o.columns, "--columns");
   model::SweepGroup g;
-  g.hardware = model::split_list(o.hardware, "--hardware");
-  g.models = model::split_list(o.models, "--models");
+  g.hardware = model::split_distinct_list(o.hardware, "--hardware");
+  g.models = model::split_distinct_list(o.models, "--models");
   if (!o.meshes.empty()) {
     g.meshes = parse_list<model::Mesh>(o.meshes, "--meshes", [](const std::string& s) { return model::parse_mesh(s, "--meshes"); });
   } else {
@@ -107,13 +116,18 @@ model::BalanceSweepSpec balance_spec_from_flags(const SweepOptions& o) {
                                         [](const std::string& s) { return model::parse_count(s, "--seq-lens"); });
   g.devices = parse_list<model::Count>(o.devices, "--devices",
                                        [](const std::string& s) { return model::parse_count(s, "--devices"); });
-  g.masks = model::split_list(o.masks, "--masks");
+  g.masks = model::split_distinct_list(o.masks, "--masks");
   g.tiles.clear();
-  for (const auto& tile : model::split_list(o.tiles == "default" ? "128x128" : o.tiles, "--tiles")) {
+  for (const auto& tile : model::split_distinct_list(o.tiles == "default" ? "128x128" : o.tiles, "--tiles")) {
     g.tiles.push_back(model::parse_tile_shape(tile));
   }
-  if (!o.layouts.empty()) g.layouts = model::split_list(o.layouts, "--layouts");
+  if (!o.layouts.empty()) g.layouts = model::split_distinct_list(o.layouts, "--layouts");
   g.pad_documents = o.pad_documents;
+  if (g.pad_documents && std::none_of(g.masks.begin(), g.masks.end(), [](const std::string& m) {
+        return model::lowercase(m).starts_with("documents:");
+      })) {
+    throw model::InputError("--pad-documents: needs a documents mask among --masks (it pads documents)");
+  }
   spec.groups.push_back(std::move(g));
   return spec;
 }
@@ -209,6 +223,13 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
     if (const CLI::Option* flag = balance ? opts.tms_only.first_given() : opts.balance_only.first_given()) {
       throw model::InputError(fmt::format("{}: only with --kind {} (this sweep is --kind {})", flag->get_name(),
                                           balance ? "tms" : "balance", balance ? "balance" : "tms"));
+    }
+    if (!opts.meshes.empty()) {
+      for (const char* name : {"--devices", "--model-parallel"}) {
+        if (cmd->get_option(name)->count() > 0) {
+          throw model::InputError(fmt::format("{}: not with --meshes (each MxN mesh names its own degrees)", name));
+        }
+      }
     }
     if (balance) {
       model::BalanceSweepSpec spec = experiment.is_object() ? model::balance_spec_from_json(experiment, label)

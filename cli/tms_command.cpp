@@ -100,7 +100,7 @@ std::function<void()> register_tms_command(CLI::App& app, RunMode mode) {
     request.pass = model::parse_training_pass(opts.pass);
     request.recompute = opts.recompute;
     if (!opts.attention_weight.empty()) request.attention_flop_weight = parse_weight(opts.attention_weight);
-    if (!opts.layouts.empty()) request.extra_layouts = model::split_list(opts.layouts, "--layouts");
+    if (!opts.layouts.empty()) request.extra_layouts = model::split_distinct_list(opts.layouts, "--layouts");
     request.mask = opts.mask;
     const model::TmsPlan plan = model::plan_tms(request);
     if (mode == RunMode::parse_only) return;

@@ -96,7 +96,13 @@ constexpr const char* kValidateExamples = R"(Examples:
 
 std::vector<model::Count> count_list(const std::string& text, const char* flag) {
   std::vector<model::Count> out;
-  for (const auto& item : model::split_list(text, flag)) out.push_back(model::parse_count(item, flag));
+  for (const auto& item : model::split_list(text, flag)) {
+    const model::Count value = model::parse_count(item, flag);
+    if (std::find(out.begin(), out.end(), value) != out.end()) {
+      throw model::InputError(fmt::format("{} '{}': given twice in the list", flag, item));
+    }
+    out.push_back(value);
+  }
   return out;
 }
 
@@ -114,15 +120,15 @@ validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
   }
   validate::ValidateMatrix m = validate::default_matrix(o.backend, o.compare || o.calibrate, backward);
   const bool gpu = validate::is_gpu_backend(o.backend);
-  if (!o.layouts.empty()) m.layouts = model::split_list(o.layouts, "--layouts");
+  if (!o.layouts.empty()) m.layouts = model::split_distinct_list(o.layouts, "--layouts");
   if (!o.masks.empty()) m.masks = o.masks;
-  if (!o.cp.empty()) m.cps = model::split_list(o.cp, "--cp");
+  if (!o.cp.empty()) m.cps = model::split_distinct_list(o.cp, "--cp");
   for (const std::string& cp : m.cps) validate::check_backend_runs(o.backend, cp);  // before any case runs
   if (!o.devices.empty()) m.devices = count_list(o.devices, "--devices");
   if (!o.seq_lens.empty()) m.seq_lens = count_list(o.seq_lens, "--seq-len");
   if (!o.tiles.empty()) {
     m.tiles.clear();
-    for (const auto& t : model::split_list(o.tiles, "--tile")) m.tiles.push_back(model::parse_tile_shape(t));
+    for (const auto& t : model::split_distinct_list(o.tiles, "--tile")) m.tiles.push_back(model::parse_tile_shape(t));
   }
   if (!o.heads.empty()) {
     m.heads = model::parse_count(o.heads, "--heads");

@@ -341,6 +341,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"plan_unknown_kernel", "plan --model 1b -n 64k --kernel fa9", "--kernel 'fa9': no such kernel for hardware h100-sxm"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return info.param.name; });
 
+// Where nothing fits, the CSV still has its columns (the header of a plan that ranks choices).
+TEST(CliPlan, CsvOfAPlanWhereNothingFitsIsItsHeader) {
+  const CliResult none = run_cli("plan --model 1b --gpus 8 -n 64k --memory-gib 0.001 --format csv");
+  const CliResult some = run_cli("plan --model 1b --gpus 8 -n 64k --format csv");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  ASSERT_EQ(some.exit_code, 0) << some.err;
+  ASSERT_NE(some.out.find('\n'), std::string::npos);
+  EXPECT_EQ(none.out, some.out.substr(0, some.out.find('\n') + 1));
+  EXPECT_TRUE(none.out.starts_with("rank,tokens_per_second,")) << none.out;
+}
+
 TEST(CliPlan, RanksChoicesAndCsvIsDeterministic) {
   const std::string args = "plan --model 1b --hardware h100 --gpus 8 -n 64k --top 3";
   const CliResult table = run_cli(args);

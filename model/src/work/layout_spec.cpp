@@ -30,6 +30,16 @@ std::vector<std::string> split_list(std::string_view text, const InputName& what
   return items;
 }
 
+std::vector<std::string> split_distinct_list(std::string_view text, const InputName& what) {
+  std::vector<std::string> items = split_list(text, what);
+  for (size_t i = 1; i < items.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (lowercase(items[i]) == lowercase(items[j])) throw what.error(items[i], "given twice in the list", Shown::quoted);
+    }
+  }
+  return items;
+}
+
 std::string layout_file(std::string_view spec) {
   constexpr std::string_view kPermutation = "permutation:";
   if (spec.size() <= kPermutation.size() || lowercase(spec.substr(0, kPermutation.size())) != kPermutation) return "";

@@ -78,6 +78,9 @@ class LayoutPlan {
 
 // Splits "a,b,c" into its non-empty items; an empty item is an InputError naming `what`.
 [[nodiscard]] std::vector<std::string> split_list(std::string_view text, const InputName& what);
+// split_list for a list of names, where an item given twice (case aside, as names match) would
+// only repeat rows of the output: that is an InputError naming the item.
+[[nodiscard]] std::vector<std::string> split_distinct_list(std::string_view text, const InputName& what);
 // The file a layout spec reads ("permutation:FILE", the name case aside), or empty.
 [[nodiscard]] std::string layout_file(std::string_view spec);
 

@@ -18,6 +18,7 @@ struct Mesh {
 
   [[nodiscard]] std::string to_string() const;  // "MxN" (and "xD" when D > 1)
   [[nodiscard]] Count gpus() const { return model_parallel * devices * data_parallel; }
+  friend bool operator==(const Mesh&, const Mesh&) = default;
   [[nodiscard]] Count gpu(Count replica, Count position, Count rank) const {
     return (replica * devices + position) * model_parallel + rank;
   }
