@@ -299,7 +299,11 @@ std::vector<ReportFile> build_report(const std::vector<ReportInput>& inputs) {
         validated = true;
       }
     } catch (const nlohmann::json::exception& e) {
-      throw model::InputError(fmt::format("report input '{}': not a complete {} document ({})", in.path, kind, e.what()));
+      // The library's message without its "[json.exception.out_of_range.403] " prefix.
+      const std::string what = e.what();
+      const size_t bracket = what.starts_with("[json.exception.") ? what.find("] ") : std::string::npos;
+      throw model::InputError(fmt::format("report input '{}': not a complete {} document ({})", in.path, kind,
+                                          bracket == std::string::npos ? what : what.substr(bracket + 2)));
     }
   }
   if (!validated && latency_inputs) {

@@ -91,7 +91,7 @@ NodePlacement read_hostfile(const std::string& path, const std::string& label) {
       throw InputError(fmt::format("{}: host '{}' is already listed on line {} (give it one line with all its slots)", where,
                                    host, it->second));
     }
-    std::optional<Count> slots;
+    std::optional<Count> slots, max_slots;
     while (words >> word) {
       const auto equals = word.find('=');
       const std::string key = word.substr(0, equals);
@@ -100,9 +100,13 @@ NodePlacement read_hostfile(const std::string& path, const std::string& label) {
                                      where, word));
       }
       const Count value = model::parse_count(word.substr(equals + 1), fmt::format("{} {}", where, key));
-      if (key == "slots") slots = value;
+      (key == "slots" ? slots : max_slots) = value;
     }
     if (!slots || *slots < 1) throw InputError(fmt::format("{}: host '{}' needs slots=N with N >= 1 (its GPUs)", where, host));
+    if (max_slots && *max_slots < *slots) {
+      throw InputError(fmt::format("{}: host '{}' has max_slots={} below slots={} (more slots than it may hold)", where, host, *max_slots,
+                                   *slots));
+    }
     if (p.gpus() + *slots > kMaxPlacedGpus) {
       throw InputError(fmt::format("{}: the hostfile holds more than {} slots", where, kMaxPlacedGpus));
     }

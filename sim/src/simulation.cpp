@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <tuple>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
@@ -238,6 +239,13 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
                                     {"--head-dim", config.head_dim}, {"--batch", config.batch},
                                     {"--model-parallel", config.model_parallel}}) {
     if (value < 1) throw InputError(fmt::format("{} {}: must be at least 1", flag, value));
+  }
+  // Beyond any model trained (128 heads, heads of 256) by far, and bounded so that the kernel
+  // time model's blocks (batch x heads x query tiles a call) stay countable in seconds.
+  constexpr Count kMaxHeads = 1024, kMaxHeadDim = 1024, kMaxBatch = 1024;
+  for (const auto& [flag, value, most] : {std::tuple{"--heads", config.heads, kMaxHeads}, {"--kv-heads", config.kv_heads, kMaxHeads},
+                                          {"--head-dim", config.head_dim, kMaxHeadDim}, {"--batch", config.batch, kMaxBatch}}) {
+    if (value > most) throw InputError(fmt::format("{} {}: must be between 1 and {}", flag, value, most));
   }
   if (config.kv_buffers < 2) {
     throw InputError(fmt::format("--kv-buffers {}: must be at least 2 (the block in use and the one arriving)",

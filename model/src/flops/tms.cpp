@@ -37,6 +37,13 @@ void check_request_settings(const TmsRequest& request) {
   if (request.recompute && request.pass == TrainingPass::forward) {
     throw InputError("--recompute: only with --pass fwdbwd (it is the backward that recomputes the forward)");
   }
+  // TMS counts every (round, device) of every layout: N^2 block pairs, as simulate does, so the
+  // same bound (16384 devices took minutes and gigabytes).
+  constexpr Count kMaxTmsDevices = 4096;
+  if (request.devices < 1 || request.devices > kMaxTmsDevices) {
+    throw InputError(Input::devices, std::to_string(request.devices),
+                     fmt::format("must be between 1 and {} (TMS counts all N x N block pairs)", kMaxTmsDevices));
+  }
   if (request.model_parallel < 1) {
     throw InputError(Input::model_parallel, std::to_string(request.model_parallel), "must be at least 1");
   }

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <limits>
+
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 
@@ -42,11 +45,18 @@ std::string JsonFields::string_or(const std::string& key, std::string fallback) 
   return has(key) ? string(key) : fallback;
 }
 
+Count json_count(const nlohmann::json& integer, const std::string& what) {
+  if (integer.is_number_unsigned() && integer.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<Count>::max())) {
+    throw InputError(fmt::format("{}: {} is too large (at most 2^63 - 1)", what, integer.dump()));
+  }
+  return integer.get<Count>();
+}
+
 Count JsonFields::positive_count(const std::string& key, Count at_most) const {
   const auto& value = raw(key);
   Count count = 0;
   if (value.is_number_integer()) {
-    count = value.get<Count>();
+    count = json_count(value, where(key));
   } else if (value.is_string()) {
     count = parse_count(value.get<std::string>(), where(key));
   } else {
@@ -69,7 +79,7 @@ std::vector<Count> JsonFields::count_list(const std::string& key) const {
   for (size_t i = 0; i < value.size(); ++i) {
     const auto& item = value[i];
     if (item.is_number_integer()) {
-      counts.push_back(item.get<Count>());
+      counts.push_back(json_count(item, where_item(key, i)));
     } else if (item.is_string()) {
       counts.push_back(parse_count(item.get<std::string>(), where_item(key, i)));
     } else {

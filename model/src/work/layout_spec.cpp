@@ -258,7 +258,7 @@ Layout load_permutation_file(const std::string& path, Count seq_len, Count devic
       if (!p.is_number_integer()) {
         throw InputError(fmt::format("{}: block {} holds {}, expected integer positions", label, d, p.dump()));
       }
-      out.push_back(p.get<Position>());
+      out.push_back(json_count(p, fmt::format("{}: block {}", label, d)));
     }
   }
   return Layout::permutation(positions, seq_len, path);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/io/spec_syntax.hpp"
@@ -102,7 +103,7 @@ std::vector<Count> read_document_lengths(const std::string& path) {
       if (!item.is_number_integer()) {
         throw InputError(fmt::format("{}: holds {}, expected integer document lengths", label, item.dump()));
       }
-      lengths.push_back(item.get<Count>());
+      lengths.push_back(json_count(item, label));
     }
     return lengths;
   }

@@ -24,6 +24,10 @@ inline constexpr double kLargestValue = 1e12;
 // range (or is 0 with `zero_allowed`).
 void require_physical_range(double number, const std::string& what, bool zero_allowed = false);
 
+// A JSON integer as a Count: one above 2^63 - 1 (which would wrap to a negative count) is an
+// InputError naming `what`.
+[[nodiscard]] Count json_count(const nlohmann::json& integer, const std::string& what);
+
 class JsonFields {
  public:
   // `label` names the document in messages ("configs/models/1b.json").
