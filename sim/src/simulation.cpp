@@ -235,21 +235,19 @@ Topology simulation_topology(const SimulateConfig& config, const model::ConfigCa
 
 SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
   if (config.layouts.empty()) throw InputError(model::Input::layouts, "", "needs at least one layout");
-  for (const auto& [flag, value] : {std::pair{"--heads", config.heads}, {"--kv-heads", config.kv_heads},
-                                    {"--head-dim", config.head_dim}, {"--batch", config.batch},
-                                    {"--model-parallel", config.model_parallel}}) {
-    if (value < 1) throw InputError(fmt::format("{} {}: must be at least 1", flag, value));
-  }
+  using model::Input;
+  if (config.model_parallel < 1) throw InputError(Input::model_parallel, std::to_string(config.model_parallel), "must be at least 1");
   // Beyond any model trained (128 heads, heads of 256) by far, and bounded so that the kernel
   // time model's blocks (batch x heads x query tiles a call) stay countable in seconds.
   constexpr Count kMaxHeads = 1024, kMaxHeadDim = 1024, kMaxBatch = 1024;
-  for (const auto& [flag, value, most] : {std::tuple{"--heads", config.heads, kMaxHeads}, {"--kv-heads", config.kv_heads, kMaxHeads},
-                                          {"--head-dim", config.head_dim, kMaxHeadDim}, {"--batch", config.batch, kMaxBatch}}) {
-    if (value > most) throw InputError(fmt::format("{} {}: must be between 1 and {}", flag, value, most));
+  for (const auto& [input, value, most] : {std::tuple{Input::heads, config.heads, kMaxHeads}, {Input::kv_heads, config.kv_heads, kMaxHeads},
+                                           {Input::head_dim, config.head_dim, kMaxHeadDim}, {Input::batch, config.batch, kMaxBatch}}) {
+    if (value < 1) throw InputError(input, std::to_string(value), "must be at least 1");
+    if (value > most) throw InputError(input, std::to_string(value), fmt::format("must be between 1 and {}", most));
   }
   if (config.kv_buffers < 2) {
-    throw InputError(fmt::format("--kv-buffers {}: must be at least 2 (the block in use and the one arriving)",
-                                 config.kv_buffers));
+    throw InputError(Input::kv_buffers, std::to_string(config.kv_buffers),
+                     "must be at least 2 (the block in use and the one arriving)");
   }
   constexpr Count kMaxSimulatedDevices = 4096;
   if (config.devices < 1 || config.devices > kMaxSimulatedDevices) {
@@ -268,7 +266,9 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
     head_dim = sim.transformer->head_dim;
   }
   check_scope(config, sim);
-  if (heads % kv_heads != 0) throw InputError(fmt::format("--heads {}: must be a multiple of --kv-heads {}", heads, kv_heads));
+  if (heads % kv_heads != 0) {
+    throw InputError(Input::heads, std::to_string(heads), fmt::format("must be a multiple of --kv-heads {}", kv_heads));
+  }
   sim.heads_per_device = split_heads(heads, config.model_parallel, "heads", false);
   sim.kv_heads_per_device = split_heads(kv_heads, config.model_parallel, "K/V heads", true);
   sim.head_dim = head_dim;

@@ -14,6 +14,11 @@ std::string_view flag_of(Input input) {
     case Input::tile: return "--tile";
     case Input::hardware: return "--hardware";
     case Input::model: return "--model";
+    case Input::heads: return "--heads";
+    case Input::kv_heads: return "--kv-heads";
+    case Input::head_dim: return "--head-dim";
+    case Input::batch: return "--batch";
+    case Input::kv_buffers: return "--kv-buffers";
   }
   return "";  // past the last Input (every_input stops there)
 }
