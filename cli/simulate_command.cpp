@@ -179,6 +179,13 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
                                           opts.rounds ? "--rounds" : "--summary-only", opts.format));
     }
     sim::SimulationPlan plan = origins.run([&] { return sim::plan_simulation(config, model::ConfigCatalog(config_dir())); });
+    // N^2 records a layout and pass, a few hundred bytes of JSON each: at 2048 devices that is
+    // gigabytes held in memory at once, more than a reader can use.
+    constexpr model::Count kMostRecordedDevices = 1024;
+    if (opts.rounds && plan.simulation.config.devices > kMostRecordedDevices) {
+      throw model::InputError(fmt::format("--rounds: at most {} devices (N x N per-(round, device) records; --devices {})",
+                                          kMostRecordedDevices, plan.simulation.config.devices));
+    }
     if (mode == RunMode::parse_only) return;
     const sim::Simulation result = origins.run([&] { return sim::run_simulation(std::move(plan)); });
     // Write the trace first: if it fails, nothing has been written.

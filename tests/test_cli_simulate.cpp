@@ -342,6 +342,14 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadInput>& info) { return info.param.name; });
 
 // Where nothing fits, the CSV still has its columns (the header of a plan that ranks choices).
+// A search of one algorithm says so in its reasons, not that the others did not fit.
+TEST(CliPlan, OneAlgorithmSearchedIsSaidSo) {
+  const CliResult r = run_cli("plan --model 1b --gpus 8 -n 64k --algorithms ring --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("the only algorithm searched (--algorithms)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("the only algorithm that fits"), std::string::npos) << r.out;
+}
+
 TEST(CliPlan, CsvOfAPlanWhereNothingFitsIsItsHeader) {
   const CliResult none = run_cli("plan --model 1b --gpus 8 -n 64k --memory-gib 0.001 --format csv");
   const CliResult some = run_cli("plan --model 1b --gpus 8 -n 64k --format csv");

@@ -72,7 +72,7 @@ std::string label(const PlanCandidate& c) { return fmt::format("{} {} on {}", c.
 
 // Against the best choice of another algorithm (or, for the best of its algorithm, the next best
 // of any): the part of the step where the difference is largest, per GPU-step of equal tokens.
-std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ranked, double memory_gib) {
+std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ranked, double memory_gib, bool one_searched) {
   const PlanCandidate* other = nullptr;
   for (const PlanCandidate& r : ranked) {
     if (&r != &c && family(r.cp) != family(c.cp)) {
@@ -81,7 +81,9 @@ std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ra
     }
   }
   const std::string memory = fmt::format("memory {:.1f} of {:.0f} GiB", c.step->memory.total() / kBytesPerGib, memory_gib);
-  if (other == nullptr) return fmt::format("the only algorithm that fits; {}", memory);
+  if (other == nullptr) {
+    return fmt::format("{}; {}", one_searched ? "the only algorithm searched (--algorithms)" : "the only algorithm that fits", memory);
+  }
   const bool ahead = c.step->tokens_per_second >= other->step->tokens_per_second;
   // Compare the time each spends on the same tokens: a step of D sequences per GPU group.
   const double scale_c = 1.0 / static_cast<double>(c.mesh.data_parallel);
@@ -255,7 +257,8 @@ Plan run_plan(const PlanSearch& search) {
   });
   for (Entry& e : entries) out.ranked.push_back(std::move(e.candidate));
   const size_t explained = std::min(out.ranked.size(), static_cast<size_t>(request.top));
-  for (size_t i = 0; i < explained; ++i) out.ranked[i].reason = explain(out.ranked[i], out.ranked, out.memory_gib);
+  const bool one_searched = request.algorithms.size() == 1;
+  for (size_t i = 0; i < explained; ++i) out.ranked[i].reason = explain(out.ranked[i], out.ranked, out.memory_gib, one_searched);
   // One kernel profile prices every mesh: simulate's note of the choices shown, naming their ranks.
   Count most = 0;
   std::vector<std::string> ranks;
