@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "config_dir.hpp"
+#include "distinct_list.hpp"
 #include "file_flags.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
@@ -64,18 +65,9 @@ constexpr const char* kSweepExamples = R"(Examples:
       where each layout stops being balanced (imbalance per layout, mask and size)
   stripesim sweep --experiment configs/experiments/documents.json --output reports/documents/documents.csv)";
 
-// Each item parsed; two that parse to the same value (32k and 32768) would only repeat rows.
 template <typename T, typename Parse>
 std::vector<T> parse_list(const std::string& text, const std::string& flag, Parse parse) {
-  std::vector<T> items;
-  for (const auto& item : model::split_list(text, flag)) {
-    T value = parse(item);
-    if (std::find(items.begin(), items.end(), value) != items.end()) {
-      throw model::InputError(fmt::format("{} '{}': given twice in the list", flag, item));
-    }
-    items.push_back(std::move(value));
-  }
-  return items;
+  return parse_distinct_list<T>(text, flag, parse);
 }
 
 model::SweepSpec spec_from_flags(const SweepOptions& o) {

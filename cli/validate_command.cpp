@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "config_dir.hpp"
+#include "distinct_list.hpp"
 #include "file_flags.hpp"
 #include "output_file.hpp"
 #include "output_format.hpp"
@@ -95,15 +96,7 @@ constexpr const char* kValidateExamples = R"(Examples:
       the shipped profile, as it is, against timings it was never fitted on)";
 
 std::vector<model::Count> count_list(const std::string& text, const char* flag) {
-  std::vector<model::Count> out;
-  for (const auto& item : model::split_list(text, flag)) {
-    const model::Count value = model::parse_count(item, flag);
-    if (std::find(out.begin(), out.end(), value) != out.end()) {
-      throw model::InputError(fmt::format("{} '{}': given twice in the list", flag, item));
-    }
-    out.push_back(value);
-  }
-  return out;
+  return parse_distinct_list<model::Count>(text, flag, [&](const std::string& item) { return model::parse_count(item, flag); });
 }
 
 // The matrix: flags where given, else the backend's defaults.
