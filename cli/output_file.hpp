@@ -17,6 +17,9 @@ void write_output(const std::string& text, const std::string& path, const std::s
 void check_output_path(const std::string& path, const std::string& flag = "--output");
 void check_output_paths(const std::vector<std::pair<std::string, std::string>>& paths_and_flags);
 
+// Whether two paths name one file (after resolving '.', '..' and links; the file need not exist).
+[[nodiscard]] bool same_file(const std::string& a, const std::string& b);
+
 // Creates the folder `dir` (and its parents) for a command's files; throws model::InputError
 // naming `flag` when it cannot.
 void create_output_folder(const std::string& dir, const std::string& flag = "--out-dir");

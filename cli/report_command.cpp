@@ -42,9 +42,7 @@ std::function<void()> register_report_command(CLI::App& app, RunMode mode) {
       const std::string& path = options->inputs[i];
       // The same document twice would only draw every figure twice.
       for (size_t j = 0; j < i; ++j) {
-        std::error_code ec, other_ec;
-        if (std::filesystem::weakly_canonical(path, ec) == std::filesystem::weakly_canonical(options->inputs[j], other_ec) &&
-            !ec && !other_ec) {
+        if (same_file(options->inputs[j], path)) {
           throw model::InputError(fmt::format("report input '{}': given twice (as '{}')", path, options->inputs[j]));
         }
       }
