@@ -436,6 +436,39 @@ TEST(Simulation, AnH800RunsTheH100sKernelsOverSlowerLinks) {
   EXPECT_NEAR(slowest_hop_us("h800") / slowest_hop_us("h100"), 450.0 / 200.0, 0.02);
 }
 
+// A kernel profile carries the device it was measured on: priced on another device (an H100's
+// cuDNN on a TPU) the result says so, once, naming both; on its own hardware, an alias of it, or
+// hardware that takes its kernels from the profile's (an H800 on the H100's), it says nothing.
+TEST(Simulation, AKernelMeasuredOnAnotherDeviceIsNoted) {
+  const auto notes_of = [](const char* hardware, const std::string& kernel) {
+    SimulateConfig c;
+    c.hardware = hardware;
+    c.kernel = kernel;
+    c.seq_len = 32768;
+    c.devices = 4;
+    c.layouts = {"striped"};
+    return simulation_notes(run_simulation(c, catalog()));
+  };
+  const std::string h100_sdpa = (std::filesystem::path(catalog().root()) / "kernels" / "h100" / "sdpa.json").string();
+  const std::vector<std::string> on_tpu = notes_of("tpu-v4", h100_sdpa);
+  ASSERT_EQ(on_tpu.size(), 1u);
+  EXPECT_EQ(on_tpu.front(),
+            "kernel sdpa: measured on h100-sxm (its field \"hardware\"), priced here on tpu-v4: every call costs what it cost "
+            "on h100-sxm, whatever this device's rates; give a kernel profile of tpu-v4 or fit one (README, \"Kernels, and how "
+            "accurate is it\")");
+  EXPECT_TRUE(notes_of("h100", h100_sdpa).empty());
+  EXPECT_TRUE(notes_of("h100-sxm", "sdpa").empty());
+  EXPECT_TRUE(notes_of("h800", h100_sdpa).empty()) << "the H800 runs the H100's kernels (kernels_from)";
+  EXPECT_TRUE(notes_of("h800", "flex").empty());
+  // A profile that names the hardware by an alias, in another case, is the same device's.
+  nlohmann::json doc = to_json(load_kernel_profile("sdpa", catalog().root(), catalog().hardware("h100")));
+  doc["hardware"] = "H100";
+  const KernelProfile aliased = kernel_profile_from_json(doc, "k.json");
+  EXPECT_FALSE(kernel_hardware_note(aliased, catalog().hardware("h100-sxm"), catalog()).has_value());
+  EXPECT_FALSE(kernel_hardware_note(aliased, catalog().hardware("h800"), catalog()).has_value());
+  EXPECT_TRUE(kernel_hardware_note(aliased, catalog().hardware("h200"), catalog()).has_value());
+}
+
 // sdpa as ring-flash-attention drives it: striped's blocks from a later device run trimmed, so
 // every round after the first holds a trimmed call at its pass's factor beside one that is not.
 TEST(Simulation, StripedRoundsAfterTheFirstHoldTrimmedCalls) {

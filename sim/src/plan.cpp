@@ -269,6 +269,7 @@ Plan run_plan(const PlanSearch& search) {
   }
   const auto planned = std::find_if(search.meshes.begin(), search.meshes.end(), [](const PlannedMesh& m) { return m.plan.has_value(); });
   if (planned != search.meshes.end()) {
+    if (planned->plan->simulation.kernel_note) out.notes.push_back(*planned->plan->simulation.kernel_note);
     if (std::optional<std::string> note = partial_tiles_note(planned->plan->simulation.kernel, most)) {
       out.notes.push_back(fmt::format("{}: the {} {}", *note, ranks.size() == 1 ? "choice ranked" : "choices ranked", fmt::join(ranks, ", ")));
     }

@@ -9,6 +9,7 @@
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/io/name_match.hpp"
 #include "stripesim/model/work/document_layouts.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
@@ -258,6 +259,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   sim.config = config;
   sim.hardware = config.hardware_profile ? *config.hardware_profile : catalog.hardware(config.hardware);
   sim.kernel = config.kernel_profile ? *config.kernel_profile : load_kernel_profile(config.kernel, catalog.root(), sim.hardware);
+  sim.kernel_note = kernel_hardware_note(sim.kernel, sim.hardware, catalog);
   Count heads = config.heads, kv_heads = config.kv_heads, head_dim = config.head_dim;
   if (!config.model.empty()) {
     sim.transformer = catalog.model(config.model);
@@ -479,10 +481,35 @@ std::optional<std::string> elementwise_cost_note(const model::HardwareProfile& h
       hardware.name, hardware.elementwise_bytes_per_dmodel, source);
 }
 
+std::optional<std::string> kernel_hardware_note(const KernelProfile& kernel, const model::HardwareProfile& hardware,
+                                                const model::ConfigCatalog& catalog) {
+  // A kernel measured on this hardware carries its name or an alias; one of the hardware whose
+  // kernels it runs as they are (kernels_from, e.g. the H800's H100 profiles) carries that one's.
+  std::vector<std::string> names{hardware.name};
+  names.insert(names.end(), hardware.aliases.begin(), hardware.aliases.end());
+  if (!hardware.kernels_from.empty()) {
+    names.push_back(hardware.kernels_from);
+    try {
+      const model::HardwareProfile source = catalog.hardware(hardware.kernels_from);
+      names.push_back(source.name);
+      names.insert(names.end(), source.aliases.begin(), source.aliases.end());
+    } catch (const model::InputError&) {
+      // A folder of kernels without a hardware profile of that name: the folder's name is all there is.
+    }
+  }
+  const std::string measured_on = model::lowercase(kernel.hardware);
+  if (std::ranges::any_of(names, [&](const std::string& n) { return model::lowercase(n) == measured_on; })) return std::nullopt;
+  return fmt::format(
+      "kernel {}: measured on {} (its field \"hardware\"), priced here on {}: every call costs what it cost on {}, "
+      "whatever this device's rates; give a kernel profile of {} or fit one (README, \"Kernels, and how accurate is it\")",
+      kernel.name, kernel.hardware, hardware.name, kernel.hardware, hardware.name);
+}
+
 std::vector<std::string> simulation_notes(const Simulation& sim) {
   Count most = 0;
   for (const LayoutSimulation& r : sim.results) most = std::max(most, r.most_partial_tiles);
   std::vector<std::string> notes;
+  if (sim.kernel_note) notes.push_back(*sim.kernel_note);
   if (std::optional<std::string> note = partial_tiles_note(sim.kernel, most)) notes.push_back(std::move(*note));
   if (sim.step_shape) {
     if (std::optional<std::string> note = elementwise_cost_note(sim.hardware)) notes.push_back(std::move(*note));

@@ -97,6 +97,7 @@ struct Simulation {
   SimulateConfig config;
   model::HardwareProfile hardware;
   KernelProfile kernel;
+  std::optional<std::string> kernel_note;  // kernel_hardware_note: measured on another device
   Topology topology = Topology::nvswitch(1, 1, 0);  // replaced by the plan's
   std::vector<Count> ring_order;  // GPU at each ring position
   std::vector<Route> hops;
@@ -161,7 +162,7 @@ void place_on_topology(SimulationPlan& plan);
 [[nodiscard]] std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& simulation);
 
 // What a reader of the result should know that its numbers do not show, a sentence each: that
-// some call holds query tiles of several partial tiles (a window's two edges, documents cut by
+// the kernel profile was measured on another device (kernel_hardware_note); that some call holds query tiles of several partial tiles (a window's two edges, documents cut by
 // fixed tiles) while the kernel's fit never timed one (partial_tile_cost_identified), so their
 // time rests on how the fit split a masked block's cost; at scope layer or step, that the
 // hardware's element-wise cost was fitted to one code base (elementwise_cost_note). Empty when
@@ -171,6 +172,11 @@ void place_on_topology(SimulationPlan& plan);
 // speedups (its source says "fitted by: stripesim calibrate-step ..."; the shipped A100's is the
 // Striped Attention paper's JAX code's) prices any other code as that one: said, or none.
 [[nodiscard]] std::optional<std::string> elementwise_cost_note(const model::HardwareProfile& hardware);
+// A kernel profile measured on another device than `hardware` (its "hardware" is neither the
+// hardware's name, an alias, nor that of the hardware it takes its kernels from) prices every
+// call at that device's speed: said, or none.
+[[nodiscard]] std::optional<std::string> kernel_hardware_note(const KernelProfile& kernel, const model::HardwareProfile& hardware,
+                                                              const model::ConfigCatalog& catalog);
 // The note above for calls of `kernel` whose query tiles hold up to `most_partial_tiles` partial
 // tiles (simulate and plan alike), or none when the fit timed such tiles or no call holds two.
 [[nodiscard]] std::optional<std::string> partial_tiles_note(const KernelProfile& kernel, Count most_partial_tiles);
