@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "bad_input_table.hpp"
@@ -83,6 +86,66 @@ TEST(CliReport, DrawsEveryBlockStripedWidth) {
   const std::string svg = slurp(dir / "r" / "attention-matrix-0.svg");
   EXPECT_NE(svg.find(">block-striped:16<"), std::string::npos);
   EXPECT_NE(svg.find(">zigzag<"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++count;
+  return count;
+}
+
+// Figures stay a size a browser opens whatever N. The heatmaps bin rounds and devices into at
+// most 128 cells a side, each at the bin's mean (N = 192: 2 x 2 bins, checked against the
+// analysis' own numbers). The timeline draws rounds too thin to tell apart as one bar: a ring of
+// 1000 rounds of 1 us (0.72 px each on 720 px) comes out as bars of 3 rounds, covering them all,
+// while the same ring's first 10 rounds alone keep a bar each.
+TEST(CliReport, LargeRingsDrawBoundedFigures) {
+  const auto dir = fresh_dir("stripesim_report_large");
+  const std::string analysis = (dir / "a.json").string();
+  ASSERT_EQ(run_cli("analyze -n 48k -N 192 --layouts contiguous,zigzag --format json -o '" + analysis + "'").exit_code, 0);
+  ASSERT_EQ(run_cli("report '" + analysis + "' --out-dir '" + (dir / "a").string() + "'").exit_code, 0);
+  const std::string heatmap = slurp(dir / "a" / "work-elements-0.svg");
+  EXPECT_NE(heatmap.find("each cell the mean of 2 x 2"), std::string::npos);
+  EXPECT_EQ(occurrences(heatmap, "<title>rounds "), 2u * 96 * 96);
+  const nlohmann::json doc = nlohmann::json::parse(slurp(analysis));
+  const auto& elements = doc.at("results").at(0).at("unmasked_elements");
+  const auto at = [&](size_t round, size_t device) { return elements.at(round).at(device).get<double>(); };
+  const double mean = (at(0, 0) + at(0, 1) + at(1, 0) + at(1, 1)) / 4;
+  const double largest = std::max({at(0, 0), at(0, 1), at(1, 0), at(1, 1)});
+  EXPECT_NE(heatmap.find(fmt::format("<title>rounds 0-1, devices 0-1: mean {:.0f}, largest {}</title>", mean,
+                                     static_cast<long long>(largest))),
+            std::string::npos);
+
+  // A simulate document whose one ring is replaced by `rounds` rounds of 1 us on both devices.
+  const std::string simulated = (dir / "s.json").string();
+  ASSERT_EQ(run_cli("simulate -n 4k -N 2 --layouts zigzag --rounds --format json -o '" + simulated + "'").exit_code, 0);
+  const nlohmann::json real = nlohmann::json::parse(slurp(simulated));
+  const auto timeline_of = [&](int rounds) {
+    nlohmann::json sim = real;
+    nlohmann::json& ring = sim.at("results").at(0);
+    ring["time_us"] = rounds;
+    nlohmann::json cells = nlohmann::json::array();
+    for (int r = 0; r < rounds; ++r) {
+      const nlohmann::json cell = {{"arrival_us", r}, {"compute_start_us", r}, {"compute_end_us", r + 0.99},
+                                   {"send_start_us", r}, {"send_end_us", r + 0.5}};
+      cells.push_back({cell, cell});
+    }
+    ring.at("passes").at(0)["rounds"] = cells;
+    const std::string file = (dir / fmt::format("s{}.json", rounds)).string();
+    std::ofstream(file) << sim.dump();
+    const std::string out = (dir / fmt::format("r{}", rounds)).string();
+    EXPECT_EQ(run_cli("report '" + file + "' --out-dir '" + out + "'").exit_code, 0);
+    return slurp(std::filesystem::path(out) / "timeline-0.svg");
+  };
+  const std::string thousand = timeline_of(1000);
+  EXPECT_EQ(occurrences(thousand, "<title>forward rounds "), 2u * 333) << "333 bars of 3 rounds a device";
+  EXPECT_EQ(occurrences(thousand, "<title>forward round "), 2u) << "round 999 alone, on each device";
+  EXPECT_NE(thousand.find("<title>forward rounds 0-2 device 0: compute 0.0-3.0 us</title>"), std::string::npos);
+  EXPECT_NE(thousand.find("<title>forward rounds 996-998 device 1: compute 996.0-999.0 us</title>"), std::string::npos);
+  const std::string ten = timeline_of(10);
+  EXPECT_EQ(occurrences(ten, "<title>forward round "), 2u * 10);
+  EXPECT_EQ(occurrences(ten, "<title>forward rounds "), 0u);
   std::filesystem::remove_all(dir);
 }
 

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
@@ -48,18 +52,49 @@ std::string short_count(double value) {
 std::string work_heatmap_svg(const nlohmann::json& analyze, const std::string& matrix) {
   const auto& results = analyze.at("results");
   const Count devices = analyze.at("config").at("devices").get<Count>();
-  const double cell = std::clamp(360.0 / static_cast<double>(devices), 2.0, 40.0);
-  const double panel = cell * static_cast<double>(devices);
+  // At most kMaxCells cells a side: beyond, each cell is a bin of `bin` x `bin` (rounds, devices)
+  // drawn at its mean (2048 devices drew 4M cells a layout, 560 MB of SVG). The mean keeps the
+  // picture's total work; the tooltip gives the bin's largest value too.
+  constexpr Count kMaxCells = 128;
+  const Count bin = (devices + kMaxCells - 1) / kMaxCells;
+  const Count cells = (devices + bin - 1) / bin;
+  const auto binned = [&](const nlohmann::json& values) {
+    std::vector<std::vector<std::pair<double, double>>> mean_max(static_cast<size_t>(cells),
+                                                                  std::vector<std::pair<double, double>>(static_cast<size_t>(cells)));
+    for (Count row = 0; row < cells; ++row) {
+      for (Count col = 0; col < cells; ++col) {
+        double sum = 0, most = 0;
+        Count count = 0;
+        for (Count round = row * bin; round < std::min(devices, (row + 1) * bin); ++round) {
+          for (Count d = col * bin; d < std::min(devices, (col + 1) * bin); ++d) {
+            const double v = values[static_cast<size_t>(round)][static_cast<size_t>(d)].get<double>();
+            sum += v;
+            most = std::max(most, v);
+            ++count;
+          }
+        }
+        mean_max[static_cast<size_t>(row)][static_cast<size_t>(col)] = {sum / static_cast<double>(count), most};
+      }
+    }
+    return mean_max;
+  };
+  std::vector<std::vector<std::vector<std::pair<double, double>>>> panels;
   double peak = 1;
   for (const auto& r : results) {
-    for (const auto& row : r.at(matrix)) {
-      for (const auto& v : row) peak = std::max(peak, v.get<double>());
+    panels.push_back(binned(r.at(matrix)));
+    for (const auto& row : panels.back()) {
+      for (const auto& [mean, most] : row) peak = std::max(peak, mean);
     }
   }
+  const double cell = std::clamp(360.0 / static_cast<double>(cells), 2.0, 40.0);
+  const double panel = cell * static_cast<double>(cells);
   const double width = kMargin + static_cast<double>(results.size()) * (panel + kMargin);
   const double height = panel + 3 * kMargin + 20;
   SvgCanvas svg(width, height);
-  svg.text(kMargin, 22, fmt::format("{} per round (rows) and device (columns); darker is more work, scale shared", matrix), 13);
+  svg.text(kMargin, 22,
+           fmt::format("{} per round (rows) and device (columns){}; darker is more work, scale shared", matrix,
+                       bin > 1 ? fmt::format(", each cell the mean of {} x {}", bin, bin) : ""),
+           13);
   const std::string unit = matrix == "unmasked_elements" ? "elements" : "tiles";
   for (size_t l = 0; l < results.size(); ++l) {
     const auto& r = results[l];
@@ -68,14 +103,18 @@ std::string work_heatmap_svg(const nlohmann::json& analyze, const std::string& m
     const double speedup = r.at("metrics").at(unit).at("lockstep_speedup").get<double>();
     svg.text(x0, y0 - 8, fmt::format("{} (lockstep {:.2f}x)", r.at("layout").get<std::string>(), speedup), 12, "start",
              "#222", true);
-    for (Count round = 0; round < devices; ++round) {
-      for (Count d = 0; d < devices; ++d) {
-        const double value = r.at(matrix)[static_cast<size_t>(round)][static_cast<size_t>(d)].get<double>();
-        const double x = x0 + static_cast<double>(d) * cell;
-        const double y = y0 + static_cast<double>(round) * cell;
-        svg.rect(x, y, cell, cell, heat_colour(value / peak), devices <= 32 ? "#ffffff" : "none",
-                 fmt::format("round {}, device {}: {}", round, d, static_cast<long long>(value)));
-        if (devices <= 10) {
+    for (Count row = 0; row < cells; ++row) {
+      for (Count col = 0; col < cells; ++col) {
+        const auto [value, most] = panels[l][static_cast<size_t>(row)][static_cast<size_t>(col)];
+        const double x = x0 + static_cast<double>(col) * cell;
+        const double y = y0 + static_cast<double>(row) * cell;
+        const std::string tooltip =
+            bin == 1 ? fmt::format("round {}, device {}: {}", row, col, static_cast<long long>(value))
+                     : fmt::format("rounds {}-{}, devices {}-{}: mean {:.0f}, largest {}", row * bin,
+                                   std::min(devices, (row + 1) * bin) - 1, col * bin, std::min(devices, (col + 1) * bin) - 1,
+                                   value, static_cast<long long>(most));
+        svg.rect(x, y, cell, cell, heat_colour(value / peak), cells <= 32 ? "#ffffff" : "none", tooltip);
+        if (cells <= 10) {
           svg.text(x + cell / 2, y + cell / 2 + 4, short_count(value), std::min(10.0, cell / 3.5), "middle",
                    value / peak > 0.5 ? "#ffffff" : "#222");
         }
@@ -232,26 +271,45 @@ std::string timeline_svg(const nlohmann::json& simulate) {
     for (const auto& pass : r.at("passes")) {
       if (!pass.contains("rounds")) continue;
       const auto& rounds = pass.at("rounds");
-      for (size_t round = 0; round < rounds.size(); ++round) {
-        for (Count d = 0; d < shown; ++d) {
-          const auto& cell = rounds[round][static_cast<size_t>(d)];
-          const double y = y0 + static_cast<double>(d) * row_h;
-          const double start = cell.at("compute_start_us").get<double>();
-          const double stop = cell.at("compute_end_us").get<double>();
-          if (stop > start) {
-            svg.rect(px(start), y + 1, px(stop) - px(start), row_h * 0.62, "#4e79a7", "#ffffff",
-                     fmt::format("{} round {} device {}: compute {:.1f}-{:.1f} us", pass.at("pass").get<std::string>(),
-                                 round, d, start, stop));
+      const std::string pass_name = pass.at("pass").get<std::string>();
+      for (Count d = 0; d < shown; ++d) {
+        const double y = y0 + static_cast<double>(d) * row_h;
+        // Rounds too thin to tell apart (a run under 2 px, the next within a pixel) are drawn
+        // as one bar: a thousand rounds on 720 px drew a rectangle each (95 MB at 1024 devices).
+        // Wider rounds keep their own bar, and the white edge between them.
+        const auto bars = [&](const char* begin, const char* finish, bool skip_empty, const auto& draw) {
+          std::optional<std::tuple<double, double, size_t, size_t>> run;  // start, stop, first and last round
+          for (size_t round = 0; round <= rounds.size(); ++round) {
+            std::optional<std::pair<double, double>> span;
+            if (round < rounds.size()) {
+              const auto& cell = rounds[round][static_cast<size_t>(d)];
+              if (cell.contains(begin) && !cell.at(begin).is_null()) span = {{cell.at(begin).get<double>(), cell.at(finish).get<double>()}};
+              if (span && skip_empty && span->second <= span->first) span.reset();  // no compute that round
+            }
+            if (span && run && px(span->first) - px(std::get<1>(*run)) < 1 && px(std::get<1>(*run)) - px(std::get<0>(*run)) < 2) {
+              std::get<1>(*run) = std::max(std::get<1>(*run), span->second);
+              std::get<3>(*run) = round;
+              continue;
+            }
+            if (run) std::apply(draw, *run);
+            run.reset();
+            if (span) run = {{span->first, span->second, round, round}};
           }
-          const auto bar = [&](const char* begin, const char* finish, const char* colour, double offset) {
-            if (!cell.contains(begin) || cell.at(begin).is_null()) return;
-            const double a = cell.at(begin).get<double>();
-            const double b = cell.at(finish).get<double>();
+        };
+        const auto rounds_text = [](size_t first, size_t last) {
+          return first == last ? fmt::format("round {}", first) : fmt::format("rounds {}-{}", first, last);
+        };
+        bars("compute_start_us", "compute_end_us", true, [&](double start, double stop, size_t first, size_t last) {
+          svg.rect(px(start), y + 1, px(stop) - px(start), row_h * 0.62, "#4e79a7", "#ffffff",
+                   fmt::format("{} {} device {}: compute {:.1f}-{:.1f} us", pass_name, rounds_text(first, last), d, start, stop));
+        });
+        const auto send = [&](const char* colour, double offset) {
+          return [&, colour, offset](double a, double b, size_t, size_t) {
             svg.rect(px(a), y + row_h * offset, std::max(px(b) - px(a), 0.5), row_h * 0.15, colour);
           };
-          bar("send_start_us", "send_end_us", "#f28e2b", 0.66);
-          bar("grad_send_start_us", "grad_send_end_us", "#b07aa1", 0.82);
-        }
+        };
+        bars("send_start_us", "send_end_us", false, send("#f28e2b", 0.66));
+        bars("grad_send_start_us", "grad_send_end_us", false, send("#b07aa1", 0.82));
       }
     }
     if (l + 1 == results.size()) {
