@@ -109,7 +109,8 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
                 "Pad every document of a documents mask to a multiple of 2N (doc-zigzag, doc-striped need it)");
   cmd->add_flag("--skip-unread-hops", o.skip_unread_hops,
                 "Ring, hybrid: a K/V block no later device reads (windows, documents) is not sent on");
-  cmd->add_flag("--recompute", o.recompute, "Scope layer or step: the backward recomputes the forward (activation checkpointing)");
+  o.given.track(cmd->add_flag("--recompute", o.recompute,
+                              "Scope layer or step: the backward recomputes the forward (activation checkpointing)"));
   cmd->add_flag("--summary-only", o.summary_only, "JSON: leave out the per-(round, device) records");
   cmd->add_flag("--rounds", o.rounds, "JSON: include the per-(round, device) records above 64 devices too "
                 "[default: only up to 64 devices]");
@@ -119,9 +120,11 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     sim::SimulateConfig config;
     const auto given = [&](std::string_view flag) { return opts.given.given(flag); };
     model::InputOrigins origins;  // the file's inputs no flag overrides, for errors about them
+    bool gives_kv_heads = false;
     if (!opts.experiment.empty()) {
       const std::string label = "--experiment " + opts.experiment;
       const nlohmann::json doc = model::read_json_file(opts.experiment, label);
+      gives_kv_heads = doc.is_object() && doc.contains("kv_heads");
       config = sim::simulate_config_from_json(doc, label, config);
       origins = model::InputOrigins::of_file(doc, label, [&](model::Input input) { return opts.given.overrides(input); });
     }
@@ -137,7 +140,8 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
       }
     }
     count("--heads", opts.heads, config.heads);
-    if (given("--heads") && !given("--kv-heads") && config.model.empty()) config.kv_heads = config.heads;
+    // --kv-heads defaults to --heads, unless the experiment file gives its K/V heads.
+    if (given("--heads") && !given("--kv-heads") && config.model.empty() && !gives_kv_heads) config.kv_heads = config.heads;
     count("--kv-heads", opts.kv_heads, config.kv_heads);
     count("--head-dim", opts.head_dim, config.head_dim);
     count("--batch", opts.batch, config.batch);

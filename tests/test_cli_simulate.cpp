@@ -228,6 +228,22 @@ TEST(CliSimulate, ExperimentFileAndFlagsOverrideIt) {
   EXPECT_FALSE(doc.at("results")[0].at("passes")[0].contains("rounds"));
 }
 
+// K/V heads default to the heads, from a file as from the flags: "heads": 32 alone is multi-head
+// attention (it was 32 heads over the default 16 K/V heads, a GQA nobody asked for); a file's
+// own "kv_heads" stands when --heads is given beside it.
+TEST(CliSimulate, AFilesHeadsAloneMeanAsManyKvHeads) {
+  const auto heads_of = [](const std::string& flags) {
+    const CliResult r = run_cli("simulate " + flags + " --format json --summary-only");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto config = nlohmann::json::parse(r.out).at("config");
+    return std::pair{config.at("heads_per_device").get<int>(), config.at("kv_heads_per_device").get<int>()};
+  };
+  EXPECT_EQ(heads_of("--experiment " + data("simulate_heads_only.json")), std::pair(32, 32));
+  EXPECT_EQ(heads_of("--heads 32 -n 32k"), std::pair(32, 32));
+  EXPECT_EQ(heads_of("--experiment " + data("simulate_kv_heads_only.json") + " --heads 32"), std::pair(32, 8));
+  EXPECT_EQ(heads_of("--experiment " + data("simulate_heads_only.json") + " --kv-heads 4"), std::pair(32, 4));
+}
+
 class CliSimulateBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliSimulateBadInput, OneLineExitTwoNoOutput) {
@@ -249,6 +265,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"experiment_layout_overridden", "simulate --experiment " + data("simulate_misspelt_layout.json") +
                                                      " --layouts striped -n 1001",
                  "--seq-len 1001: layout striped needs it divisible by N = 4"},
+        // Every input a file gives is named at its field, the ring's and the cluster's too.
+        BadInput{"experiment_cp", "simulate --experiment " + data("simulate_cp_not_the_group.json"),
+                 "simulate_cp_not_the_group.json field \"cp\" = 'hybrid:3x4': U x R = 12 must be the 8 devices of the group"},
+        BadInput{"experiment_sync", "simulate --experiment " + data("simulate_lockstep_without_ring.json"),
+                 "simulate_lockstep_without_ring.json field \"sync\" = lockstep: sets how a ring's rounds wait; --cp ulysses has no ring"},
+        BadInput{"experiment_topology", "simulate --experiment " + data("simulate_topology_too_small.json"),
+                 "simulate_topology_too_small.json field \"topology\" = cluster:2x2: has 4 GPUs, fewer than --devices 8"},
+        BadInput{"experiment_cp_overridden", "simulate --experiment " + data("simulate_cp_not_the_group.json") + " --cp hybrid:5x2",
+                 "--cp 'hybrid:5x2': U x R = 10 must be the 8 devices of the group"},
         BadInput{"unknown_cp", "simulate --cp rings", "--cp 'rings': expected ring, allgather[:G], ulysses or hybrid:UxR"},
         BadInput{"hybrid_not_the_group", "simulate --cp hybrid:3x3", "--cp 'hybrid:3x3': U x R = 9 must be the 8 devices"},
         BadInput{"ulysses_heads_do_not_divide", "simulate --cp ulysses --heads 12",

@@ -84,20 +84,20 @@ TEST(Collectives, GroupsBesideShareTheLinksTheyCross) {
 }
 
 TEST(ContextParallel, ParsesEveryFormAndRefusesTheRest) {
-  EXPECT_EQ(parse_context_parallel("ring", 8, "--cp").algorithm, CpAlgorithm::ring);
-  const ContextParallel ag = parse_context_parallel("allgather:4", 8, "--cp");
+  EXPECT_EQ(parse_context_parallel("ring", 8).algorithm, CpAlgorithm::ring);
+  const ContextParallel ag = parse_context_parallel("allgather:4", 8);
   EXPECT_EQ(ag.algorithm, CpAlgorithm::allgather);
   EXPECT_EQ(ag.head_groups, 4);
-  const ContextParallel u = parse_context_parallel("ulysses", 8, "--cp");
+  const ContextParallel u = parse_context_parallel("ulysses", 8);
   EXPECT_EQ(ulysses_degree(u, 8), 8);
   EXPECT_EQ(ring_degree(u, 8), 1);
-  const ContextParallel h = parse_context_parallel("hybrid:4x2", 8, "--cp");
+  const ContextParallel h = parse_context_parallel("hybrid:4x2", 8);
   EXPECT_EQ(ulysses_degree(h, 8), 4);
   EXPECT_EQ(ring_degree(h, 8), 2);
   EXPECT_EQ(to_string(h, 8), "hybrid:4x2");
   EXPECT_EQ(to_string(ag, 8), "allgather:4");
   for (const char* bad : {"rings", "allgather:0", "allgather:x", "hybrid:3x3", "hybrid:8", "ulysses:2", "ring:2", ""}) {
-    EXPECT_THROW((void)parse_context_parallel(bad, 8, "--cp"), model::InputError) << bad;
+    EXPECT_THROW((void)parse_context_parallel(bad, 8), model::InputError) << bad;
   }
 }
 
@@ -110,13 +110,13 @@ TEST(ContextParallel, ShapesWorkedByHand) {
   EXPECT_EQ(ring.streams, 32);
   EXPECT_DOUBLE_EQ(ring.memory_bytes, 2.0 * static_cast<double>(ring.ring_hop_bytes));
 
-  const CpShape ag = cp_shape(parse_context_parallel("allgather:4", 8, "--cp"), s, 2);
+  const CpShape ag = cp_shape(parse_context_parallel("allgather:4", 8), s, 2);
   EXPECT_EQ(ag.streams, 8);
   EXPECT_EQ(ag.gather_bytes, 2 * 8192 * 2 * row);
   EXPECT_DOUBLE_EQ(ag.memory_bytes, 2.0 * 8 * static_cast<double>(ag.gather_bytes));  // two gathered groups
 
   // Ulysses over 8: 4 query heads and one K/V head each (8 K/V heads split).
-  const CpShape u = cp_shape(parse_context_parallel("ulysses", 8, "--cp"), s, 2);
+  const CpShape u = cp_shape(parse_context_parallel("ulysses", 8), s, 2);
   EXPECT_EQ(u.streams, 4);
   EXPECT_EQ(u.kv_heads, 1);
   EXPECT_EQ(u.qkv_pair_bytes, 8192 * (4 + 2) * row);
@@ -126,28 +126,28 @@ TEST(ContextParallel, ShapesWorkedByHand) {
 
   // Ulysses over 16 with 8 K/V heads: each device gets one replicated K/V head.
   const AttentionShape wide{65536, 16, 1, 32, 8, 128, 2};
-  const CpShape replicated = cp_shape(parse_context_parallel("ulysses", 16, "--cp"), wide, 2);
+  const CpShape replicated = cp_shape(parse_context_parallel("ulysses", 16), wide, 2);
   EXPECT_EQ(replicated.kv_heads, 1);
   EXPECT_EQ(replicated.qkv_pair_bytes, 4096 * (2 + 2) * row);
 
   // hybrid 2x4: the ring carries the K/V of 2 local blocks with 4 K/V heads.
-  const CpShape h = cp_shape(parse_context_parallel("hybrid:2x4", 8, "--cp"), s, 2);
+  const CpShape h = cp_shape(parse_context_parallel("hybrid:2x4", 8), s, 2);
   EXPECT_EQ(h.streams, 16);
   EXPECT_EQ(h.ring_hop_bytes, 2 * 2 * 8192 * 4 * row);
   // Its memory: Q, K, V and O of 16 heads and 4 K/V heads over 2 blocks, and one ring buffer
   // beside the all-to-all's K/V (which is the ring's first block).
   EXPECT_DOUBLE_EQ(h.memory_bytes, static_cast<double>(2 * 8192 * (2 * 16 + 2 * 4) * row + h.ring_hop_bytes));
   // The degenerate hybrids hold what the algorithm they are holds.
-  EXPECT_DOUBLE_EQ(cp_shape(parse_context_parallel("hybrid:1x8", 8, "--cp"), s, 2).memory_bytes, ring.memory_bytes);
-  EXPECT_DOUBLE_EQ(cp_shape(parse_context_parallel("hybrid:8x1", 8, "--cp"), s, 2).memory_bytes, u.memory_bytes);
-  EXPECT_DOUBLE_EQ(cp_shape(parse_context_parallel("hybrid:1x8", 8, "--cp"), s, 3).memory_bytes,
+  EXPECT_DOUBLE_EQ(cp_shape(parse_context_parallel("hybrid:1x8", 8), s, 2).memory_bytes, ring.memory_bytes);
+  EXPECT_DOUBLE_EQ(cp_shape(parse_context_parallel("hybrid:8x1", 8), s, 2).memory_bytes, u.memory_bytes);
+  EXPECT_DOUBLE_EQ(cp_shape(parse_context_parallel("hybrid:1x8", 8), s, 3).memory_bytes,
                    cp_shape(ContextParallel{}, s, 3).memory_bytes);
 
-  EXPECT_THROW((void)cp_shape(parse_context_parallel("allgather:3", 8, "--cp"), s, 2), model::InputError);
+  EXPECT_THROW((void)cp_shape(parse_context_parallel("allgather:3", 8), s, 2), model::InputError);
   const AttentionShape odd{65536, 8, 1, 12, 12, 128, 2};
-  EXPECT_THROW((void)cp_shape(parse_context_parallel("ulysses", 8, "--cp"), odd, 2), model::InputError);
+  EXPECT_THROW((void)cp_shape(parse_context_parallel("ulysses", 8), odd, 2), model::InputError);
   const AttentionShape few_kv{65536, 8, 1, 24, 3, 128, 2};
-  EXPECT_THROW((void)cp_shape(parse_context_parallel("ulysses", 8, "--cp"), few_kv, 2), model::InputError);
+  EXPECT_THROW((void)cp_shape(parse_context_parallel("ulysses", 8), few_kv, 2), model::InputError);
 }
 
 TEST(ContextParallel, StagedPassWorkedByHand) {

@@ -25,13 +25,14 @@ std::optional<Count> parse_positive(std::string_view text) {
 // when there are fewer heads than members.
 Count kv_heads_after_alltoall(const ContextParallel& cp, const AttentionShape& s, Count u) {
   if (s.heads % u != 0) {
-    throw InputError(fmt::format("--cp {}: the all-to-all over {} devices needs the {} heads of a device divisible by {}",
-                                 to_string(cp, s.devices), u, s.heads, u));
+    throw InputError(model::Input::cp, to_string(cp, s.devices),
+                     fmt::format("the all-to-all over {} devices needs the {} heads of a device divisible by {}", u, s.heads, u));
   }
   if (s.kv_heads % u == 0) return s.kv_heads / u;
   if (u % s.kv_heads == 0) return 1;
-  throw InputError(fmt::format("--cp {}: the all-to-all over {} devices needs the {} K/V heads to divide it or be divisible by it",
-                               to_string(cp, s.devices), u, s.kv_heads));
+  throw InputError(model::Input::cp, to_string(cp, s.devices),
+                   fmt::format("the all-to-all over {} devices needs the {} K/V heads to divide it or be divisible by it", u,
+                               s.kv_heads));
 }
 
 // Total length of the intervals (sorted, merged) minus their overlap with `busy` (disjoint).
@@ -82,7 +83,10 @@ void summarise(RingTimeline& t) {
 
 }  // namespace
 
-ContextParallel parse_context_parallel(std::string_view text, Count devices, std::string_view what) {
+ContextParallel parse_context_parallel(std::string_view text, Count devices) {
+  const auto refuse = [&](std::string detail) {
+    return InputError(model::Input::cp, std::string(text), std::move(detail), model::Shown::quoted);
+  };
   const auto colon = text.find(':');
   const std::string_view name = text.substr(0, colon);
   const std::string_view arg = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
@@ -97,7 +101,7 @@ ContextParallel parse_context_parallel(std::string_view text, Count devices, std
     cp.algorithm = CpAlgorithm::allgather;
     if (colon == std::string_view::npos) return cp;
     const auto groups = parse_positive(arg);
-    if (!groups) throw InputError(fmt::format("{} '{}': allgather:G takes a positive number of head groups", what, text));
+    if (!groups) throw refuse("allgather:G takes a positive number of head groups");
     cp.head_groups = *groups;
     return cp;
   }
@@ -105,15 +109,13 @@ ContextParallel parse_context_parallel(std::string_view text, Count devices, std
     const auto x = arg.find('x');
     const auto u = x == std::string_view::npos ? std::nullopt : parse_positive(arg.substr(0, x));
     const auto r = x == std::string_view::npos ? std::nullopt : parse_positive(arg.substr(x + 1));
-    if (!u || !r) throw InputError(fmt::format("{} '{}': expected hybrid:UxR (Ulysses degree x ring degree)", what, text));
-    if (*u * *r != devices) {
-      throw InputError(fmt::format("{} '{}': U x R = {} must be the {} devices of the group", what, text, *u * *r, devices));
-    }
+    if (!u || !r) throw refuse("expected hybrid:UxR (Ulysses degree x ring degree)");
+    if (*u * *r != devices) throw refuse(fmt::format("U x R = {} must be the {} devices of the group", *u * *r, devices));
     cp.algorithm = CpAlgorithm::hybrid;
     cp.ulysses = *u;
     return cp;
   }
-  throw InputError(fmt::format("{} '{}': expected ring, allgather[:G], ulysses or hybrid:UxR", what, text));
+  throw refuse("expected ring, allgather[:G], ulysses or hybrid:UxR");
 }
 
 std::string to_string(const ContextParallel& cp, Count devices) {
@@ -150,7 +152,7 @@ CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_bu
     case CpAlgorithm::allgather: {
       const Count g = cp.head_groups;
       if (s.kv_heads % g != 0) {
-        throw InputError(fmt::format("--cp {}: {} head groups must divide the {} K/V heads of a device", to_string(cp, s.devices),
+        throw InputError(model::Input::cp, to_string(cp, s.devices), fmt::format("{} head groups must divide the {} K/V heads of a device",
                                      g, s.kv_heads));
       }
       out.streams = s.heads / g * s.batch;

@@ -324,8 +324,10 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
     std::sort(names.begin(), names.end());
     for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
   }
-  throw InputError(fmt::format("--kernel '{}': no such kernel for hardware {}{}", wanted, hardware.name,
-                               known.empty() ? " (it has no kernel profiles; give a JSON file)" : ", expected one of " + known));
+  throw InputError(model::Input::kernel, wanted,
+                   fmt::format("no such kernel for hardware {}{}", hardware.name,
+                               known.empty() ? " (it has no kernel profiles; give a JSON file)" : ", expected one of " + known),
+                   model::Shown::quoted);
 }
 
 }  // namespace stripesim::sim

@@ -46,10 +46,12 @@ nlohmann::ordered_json simulate_metrics(const SimulationPlan& plan, const std::v
 model::BaselineEntryKind simulate_baseline_kind(const model::ConfigCatalog& catalog) {
   return {"simulate", [&catalog](const nlohmann::json& written, const nlohmann::json& resolved, const std::string& where) {
             const SimulateConfig config = simulate_config_from_json(resolved, where);
+            const model::InputOrigins origins = model::entry_origins(written, where);
             return model::PlannedBaselineEntry{
                 simulate_label(config), written,
-                [plan = plan_simulation(config, catalog), names = simulate_config_from_json(written, where).layouts] {
-                  return simulate_metrics(plan, names);
+                [plan = origins.run([&] { return plan_simulation(config, catalog); }),
+                 names = simulate_config_from_json(written, where).layouts, origins] {
+                  return origins.run([&] { return simulate_metrics(plan, names); });
                 }};
           }};
 }

@@ -29,7 +29,7 @@ PassSelection parse_pass_selection(std::string_view text) {
   if (text == "fwd") return PassSelection::forward;
   if (text == "bwd") return PassSelection::backward;
   if (text == "fwdbwd") return PassSelection::forward_backward;
-  throw InputError(fmt::format("--pass '{}': expected fwd, bwd or fwdbwd", text));
+  throw InputError(model::Input::pass, std::string(text), "expected fwd, bwd or fwdbwd", model::Shown::quoted);
 }
 
 PassSelection default_pass(Scope scope) {
@@ -40,7 +40,7 @@ SyncMode parse_sync_mode(std::string_view text) {
   if (text == "async") return SyncMode::async;
   if (text == "lockstep") return SyncMode::lockstep;
   if (text == "serial") return SyncMode::serial;
-  throw InputError(fmt::format("--sync '{}': expected async, lockstep or serial", text));
+  throw InputError(model::Input::sync, std::string(text), "expected async, lockstep or serial", model::Shown::quoted);
 }
 
 const char* to_string(SyncMode mode) {
@@ -67,7 +67,7 @@ Bytes dtype_bytes(const std::string& dtype) {
   if (dtype == "fp32" || dtype == "tf32") return 4;
   if (dtype == "bf16" || dtype == "fp16") return 2;
   if (dtype == "fp8" || dtype == "int8") return 1;
-  throw InputError(fmt::format("--dtype '{}': expected fp32, tf32, bf16, fp16 or fp8", dtype));
+  throw InputError(model::Input::dtype, dtype, "expected fp32, tf32, bf16, fp16 or fp8", model::Shown::quoted);
 }
 
 namespace {
@@ -85,34 +85,33 @@ Count split_heads(Count heads, Count model_parallel, const char* what, bool repl
 // Scopes beyond the ring need the model's matmul shapes and the hardware's matmul rate.
 void check_scope(const SimulateConfig& config, const Simulation& sim) {
   if (config.scope == Scope::attention) {
-    if (config.recompute) throw InputError("--recompute: recomputation is part of a layer or a step (--scope layer|step)");
+    if (config.recompute) throw InputError(model::Input::recompute, "", "recomputation is part of a layer or a step (--scope layer|step)");
     if (config.zero != ZeroStage::none) {
-      throw InputError(fmt::format("--zero {}: shards the training state of a layer or a step (--scope layer or step)",
-                                   to_int(config.zero)));
+      throw InputError(model::Input::zero, std::to_string(to_int(config.zero)),
+                       "shards the training state of a layer or a step (--scope layer or step)");
     }
     return;
   }
   const char* scope = to_string(config.scope);
   if (!sim.transformer) {
-    throw InputError(fmt::format("--scope {}: needs --model (the layer's matmul shapes; --heads etc. describe attention only)",
-                                 scope));
+    throw InputError(model::Input::scope, scope, "needs --model (the layer's matmul shapes; --heads etc. describe attention only)");
   }
   if (!sim.hardware.matmul_efficiency) {
-    throw InputError(fmt::format("--scope {}: hardware {} has no matmul_efficiency to price the matmuls with", scope,
-                                 sim.hardware.name));
+    throw InputError(model::Input::scope, scope,
+                     fmt::format("hardware {} has no matmul_efficiency to price the matmuls with", sim.hardware.name));
   }
   if (config.scope == Scope::step && config.pass != PassSelection::forward_backward) {
-    throw InputError(fmt::format("--pass {}: a training step (--scope step) runs forward and backward; give fwdbwd or no --pass",
-                                 to_string(config.pass)));
+    throw InputError(model::Input::pass, to_string(config.pass),
+                     "a training step (--scope step) runs forward and backward; give fwdbwd or no --pass");
   }
   if (config.recompute && config.pass != PassSelection::forward_backward) {
-    throw InputError(fmt::format("--recompute: the backward recomputes the forward; needs --pass fwdbwd, not {}",
-                                 to_string(config.pass)));
+    throw InputError(model::Input::recompute, "",
+                     fmt::format("the backward recomputes the forward; needs --pass fwdbwd, not {}", to_string(config.pass)));
   }
   if (config.zero != ZeroStage::none && config.pass != PassSelection::forward_backward) {
-    throw InputError(fmt::format("--zero {}: shards what training keeps (optimizer states, gradients, weights); needs --pass "
-                                 "fwdbwd, not {}",
-                                 to_int(config.zero), to_string(config.pass)));
+    throw InputError(model::Input::zero, std::to_string(to_int(config.zero)),
+                     fmt::format("shards what training keeps (optimizer states, gradients, weights); needs --pass fwdbwd, not {}",
+                                 to_string(config.pass)));
   }
 }
 
@@ -122,7 +121,7 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
   const bool has_ring = ring_degree(cp, config.devices) > 1 || cp.algorithm == CpAlgorithm::ring;
   if (!has_ring) {
     if (config.sync == SyncMode::lockstep) {
-      throw InputError(fmt::format("--sync lockstep: sets how a ring's rounds wait; --cp {} has no ring", name));
+      throw InputError(model::Input::sync, "lockstep", fmt::format("sets how a ring's rounds wait; --cp {} has no ring", name));
     }
     if (config.kv_buffers != 2) {
       throw InputError(fmt::format("--kv-buffers {}: a ring's K/V buffers; --cp {} has no ring", config.kv_buffers, name));
@@ -133,7 +132,7 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
     throw InputError(fmt::format("--ring-order auto: orders the GPUs of a plain ring, not --cp {}", name));
   }
   if (cp.algorithm != CpAlgorithm::ring && (config.hop_bytes || config.grad_hop_bytes)) {
-    throw InputError(fmt::format("--cp {}: the validator's hop size applies to the ring only", name));
+    throw InputError(model::Input::cp, name, "the validator's hop size applies to the ring only");
   }
 }
 
@@ -188,13 +187,15 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
     }
   }
   base.heads = f.positive_count_or("heads", base.heads);
-  base.kv_heads = f.positive_count_or("kv_heads", base.kv_heads);
+  // As with the flags, K/V heads default to the heads (multi-head attention): a file giving
+  // "heads": 32 alone meant 32 K/V heads, not the default config's 16.
+  base.kv_heads = f.positive_count_or("kv_heads", f.has("heads") ? base.heads : base.kv_heads);
   base.head_dim = f.positive_count_or("head_dim", base.head_dim);
   base.batch = f.positive_count_or("batch", base.batch);
   base.model_parallel = f.positive_count_or("model_parallel", base.model_parallel);
   base.data_parallel = f.positive_count_or("data_parallel", base.data_parallel);
   if (f.has("scope")) {
-    base.scope = parse_scope(f.string("scope"));
+    base.scope = f.parsed("scope", parse_scope);
     if (!f.has("pass")) base.pass = default_pass(base.scope);
   }
   base.recompute = f.boolean_or("recompute", base.recompute);
@@ -211,11 +212,11 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   if (f.has("tiling")) base.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
   base.kernel = f.string_or("kernel", base.kernel);
   base.mask = f.string_or("mask", base.mask);
-  if (f.has("pass")) base.pass = parse_pass_selection(f.string("pass"));
+  if (f.has("pass")) base.pass = f.parsed("pass", parse_pass_selection);
   base.dtype = f.string_or("dtype", base.dtype);
   base.hardware = f.string_or("hardware", base.hardware);
   base.topology = f.string_or("topology", base.topology);
-  if (f.has("sync")) base.sync = parse_sync_mode(f.string("sync"));
+  if (f.has("sync")) base.sync = f.parsed("sync", parse_sync_mode);
   base.kv_buffers = f.positive_count_or("kv_buffers", base.kv_buffers);
   base.cp = f.string_or("cp", base.cp);
   base.skip_unread_hops = f.boolean_or("skip_unread_hops", base.skip_unread_hops);
@@ -291,7 +292,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
       throw InputError(fmt::format("--dtype {}: hardware {} lists no peak rate for it", precision, sim.hardware.name));
     }
   }
-  sim.cp = parse_context_parallel(config.cp, config.devices, "--cp");
+  sim.cp = parse_context_parallel(config.cp, config.devices);
   check_context_parallel(config, sim.cp);
   // Validate every layout and the mask before simulating anything.
   model::Mask mask = model::parse_mask(config.mask, config.seq_len);
@@ -330,11 +331,11 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
   sim.topology = simulation_topology(config, catalog, sim.hardware, sim.mesh.gpus());
   if (sim.topology.gpu_count() < sim.mesh.gpus()) {
-    throw InputError(one_ring ? fmt::format("--topology {}: has {} GPUs, fewer than --devices {}", sim.topology.name(),
-                                            sim.topology.gpu_count(), config.devices)
-                              : fmt::format("--topology {}: has {} GPUs, fewer than the mesh's -M {} x -N {} x -D {} = {}",
-                                            sim.topology.name(), sim.topology.gpu_count(), config.model_parallel,
-                                            config.devices, config.data_parallel, sim.mesh.gpus()));
+    throw InputError(model::Input::topology, sim.topology.name(),
+                     one_ring ? fmt::format("has {} GPUs, fewer than --devices {}", sim.topology.gpu_count(), config.devices)
+                              : fmt::format("has {} GPUs, fewer than the mesh's -M {} x -N {} x -D {} = {}",
+                                            sim.topology.gpu_count(), config.model_parallel, config.devices,
+                                            config.data_parallel, sim.mesh.gpus()));
   }
   return SimulationPlan{std::move(sim), std::move(mask), std::move(layouts)};
 }

@@ -13,7 +13,7 @@ Scope parse_scope(std::string_view text) {
   if (text == "attention") return Scope::attention;
   if (text == "layer") return Scope::layer;
   if (text == "step") return Scope::step;
-  throw model::InputError(fmt::format("--scope '{}': expected attention, layer or step", text));
+  throw model::InputError(model::Input::scope, std::string(text), "expected attention, layer or step", model::Shown::quoted);
 }
 
 const char* to_string(Scope scope) {

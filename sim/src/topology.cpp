@@ -260,9 +260,11 @@ GigabytesPerSecond parse_nic_rate(std::string_view text, const std::string& spec
   const auto [end, ec] = std::from_chars(first, last, gigabits);
   if (digits == std::string::npos || digits == 0 || ec != std::errc() || end != last || !(gigabits > 0) ||
       !std::isfinite(gigabits)) {
-    throw InputError(fmt::format("--topology '{}': nic={} is not a NIC rate, expected gigabits per second such as "
-                                 "nic=400gbps (NDR InfiniBand, 50 GB/s per direction)",
-                                 spec, text));
+    throw InputError(model::Input::topology, spec,
+                     fmt::format("nic={} is not a NIC rate, expected gigabits per second such as nic=400gbps (NDR InfiniBand, "
+                                 "50 GB/s per direction)",
+                                 text),
+                     model::Shown::quoted);
   }
   return gigabits / 8.0;
 }
@@ -285,14 +287,16 @@ ClusterOptions parse_cluster_options(std::string_view options, Count gpus_per_no
     } else if (key == "nics" && !out.nics_per_node && equals != std::string_view::npos) {
       const Count nics = model::parse_count(value, fmt::format("--topology '{}' nics", spec));
       if (nics < 1 || nics > gpus_per_node) {
-        throw InputError(fmt::format("--topology '{}': nics={} must be between 1 and the node's {} GPUs", spec, nics,
-                                     gpus_per_node));
+        throw InputError(model::Input::topology, spec, fmt::format("nics={} must be between 1 and the node's {} GPUs", nics, gpus_per_node),
+                         model::Shown::quoted);
       }
       out.nics_per_node = nics;
     } else {
-      throw InputError(fmt::format("--topology '{}': option '{}' is unknown or repeated, expected cluster:NxG followed "
-                                   "by :nic=RATE (e.g. 400gbps) and :nics=K (NICs per node), each at most once",
-                                   spec, option));
+      throw InputError(model::Input::topology, spec,
+                       fmt::format("option '{}' is unknown or repeated, expected cluster:NxG followed by :nic=RATE (e.g. "
+                                   "400gbps) and :nics=K (NICs per node), each at most once",
+                                   option),
+                       model::Shown::quoted);
     }
   }
   return out;
@@ -349,6 +353,7 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
                        std::optional<Microseconds> nvlink_latency_us, Count ideal_gpus) {
   const Microseconds nvlink_latency = nvlink_latency_us.value_or(kNvlinkLatencyUs);
   const std::string flag = "--topology";
+  const auto refuse = [&](const std::string& detail) { return InputError(model::Input::topology, spec, detail, model::Shown::quoted); };
   constexpr std::string_view kNvswitch = "nvswitch:";
   constexpr std::string_view kCluster = "cluster:";
   const std::string_view text = spec;
@@ -356,7 +361,7 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
   if (text.starts_with(kNvswitch)) {
     const Count gpus = model::parse_count(text.substr(kNvswitch.size()), flag + " nvswitch:G GPU count");
     if (gpus < 1 || gpus > kMaxGeneratedGpus) {
-      throw InputError(fmt::format("{} '{}': the GPU count must be between 1 and {}", flag, spec, kMaxGeneratedGpus));
+      throw refuse(fmt::format("the GPU count must be between 1 and {}", kMaxGeneratedGpus));
     }
     return Topology::nvswitch(gpus, nvlink, nvlink_latency);
   }
@@ -365,14 +370,13 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
     const std::string_view shape = rest.substr(0, rest.find(':'));
     const auto x = shape.find('x');
     if (x == std::string_view::npos) {
-      throw InputError(fmt::format("{} '{}': expected cluster:NxG, optionally :nic=RATE (e.g. 400gbps) and :nics=K", flag, spec));
+      throw refuse("expected cluster:NxG, optionally :nic=RATE (e.g. 400gbps) and :nics=K");
     }
     const Count nodes = model::parse_count(shape.substr(0, x), flag + " cluster node count");
     const Count gpus = model::parse_count(shape.substr(x + 1), flag + " cluster GPUs per node");
     // Each factor is bounded first: their product could overflow 64 bits (and wrap to a small number).
     if (nodes < 1 || gpus < 1 || nodes > kMaxGeneratedGpus || gpus > kMaxGeneratedGpus || nodes * gpus > kMaxGeneratedGpus) {
-      throw InputError(fmt::format("{} '{}': needs at least one node of one GPU and at most {} GPUs", flag, spec,
-                                   kMaxGeneratedGpus));
+      throw refuse(fmt::format("needs at least one node of one GPU and at most {} GPUs", kMaxGeneratedGpus));
     }
     const ClusterOptions options = parse_cluster_options(rest.substr(shape.size()), gpus, spec);
     return memoised(fmt::format("{}|{}|{}", spec, nvlink, nvlink_latency), [&] {
@@ -386,7 +390,7 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
   constexpr std::string_view kHostfile = "hostfile:";
   if (text.starts_with(kHostfile)) {
     const std::string path(text.substr(kHostfile.size()));
-    if (path.empty()) throw InputError(fmt::format("{} '{}': expected hostfile:FILE (lines 'HOST slots=N')", flag, spec));
+    if (path.empty()) throw refuse("expected hostfile:FILE (lines 'HOST slots=N')");
     return Topology::placed(read_hostfile(path, flag + " " + spec), spec, nvlink, nvlink_latency, kNicBandwidth, kNicLatencyUs);
   }
   std::string path = spec;
@@ -394,9 +398,8 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
     path = (std::filesystem::path(config_dir) / "topologies" / (spec + ".json")).string();
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
-      throw InputError(fmt::format("{} '{}': unknown, expected nvswitch:G, cluster:NxG, hostfile:FILE, a name in {}/topologies "
-                                   "or a JSON file",
-                                   flag, spec, config_dir));
+      throw refuse(fmt::format("unknown, expected nvswitch:G, cluster:NxG, hostfile:FILE, a name in {}/topologies or a JSON file",
+                               config_dir));
     }
   }
   return Topology::from_json(model::read_json_file(path, flag + " " + spec), flag + " " + spec);

@@ -86,7 +86,7 @@ void check_ring_case(const RingCase& c) {
     throw InputError(fmt::format("--kv-heads {}: must divide --heads {}", c.kv_heads, c.heads));
   }
   if (c.head_dim < 1 || c.head_dim > 512) throw InputError(fmt::format("--head-dim {}: expected 1 to 512", c.head_dim));
-  const sim::ContextParallel cp = sim::parse_context_parallel(c.cp, c.devices, "--cp");
+  const sim::ContextParallel cp = sim::parse_context_parallel(c.cp, c.devices);
   if (cp.algorithm == sim::CpAlgorithm::hybrid || cp.head_groups != 1) {
     throw InputError(fmt::format("--cp {}: the validator runs ring, allgather and ulysses", c.cp));
   }

@@ -8,7 +8,7 @@ UlyssesSplit ulysses_split(const RingProblem& problem, Count element_bytes) {
   const RingCase& c = problem.ring_case();
   const Count n = c.seq_len;
   const sim::CpShape shape =
-      sim::cp_shape(sim::parse_context_parallel("ulysses", c.devices, "--cp"),
+      sim::cp_shape(sim::parse_context_parallel("ulysses", c.devices),
                     sim::AttentionShape{n, c.devices, 1, c.heads, c.kv_heads, c.head_dim, element_bytes}, 2);
   UlyssesSplit split;
   split.per_device = c;

@@ -19,6 +19,15 @@ std::string_view flag_of(Input input) {
     case Input::head_dim: return "--head-dim";
     case Input::batch: return "--batch";
     case Input::kv_buffers: return "--kv-buffers";
+    case Input::pass: return "--pass";
+    case Input::sync: return "--sync";
+    case Input::scope: return "--scope";
+    case Input::dtype: return "--dtype";
+    case Input::kernel: return "--kernel";
+    case Input::topology: return "--topology";
+    case Input::cp: return "--cp";
+    case Input::recompute: return "--recompute";
+    case Input::zero: return "--zero";
   }
   return "";  // past the last Input (every_input stops there)
 }

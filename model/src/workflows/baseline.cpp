@@ -218,17 +218,27 @@ std::vector<BaselineEntryKind> model_baseline_kinds(const ConfigCatalog& catalog
                                           const std::string& where) {
                               const AnalyzeConfig config = analyze_config_from_json(resolved, {}, where);
                               const AnalyzeConfig as_written = analyze_config_from_json(written, {}, where);
+                              const InputOrigins origins = entry_origins(written, where);
                               return PlannedBaselineEntry{
                                   analyze_label(as_written), recorded_config(written, config.tiling),
-                                  [plan = plan_analysis(config), names = as_written.layouts] { return analyze_metrics(plan, names); }};
+                                  [plan = origins.run([&] { return plan_analysis(config); }), names = as_written.layouts, origins] {
+                                    return origins.run([&] { return analyze_metrics(plan, names); });
+                                  }};
                             }};
   BaselineEntryKind tms{"tms", [&catalog](const nlohmann::json& written, const nlohmann::json& resolved,
                                           const std::string& where) {
                           const TmsRequest request = tms_request_from_json(resolved, where, catalog);
+                          const InputOrigins origins = entry_origins(written, where);
                           return PlannedBaselineEntry{tms_label(request), recorded_config(written, request.tiling),
-                                                      [plan = plan_tms(request)] { return tms_metrics(plan); }};
+                                                      [plan = origins.run([&] { return plan_tms(request); }), origins] {
+                                                        return origins.run([&] { return tms_metrics(plan); });
+                                                      }};
                         }};
   return {std::move(analyze), std::move(tms)};
+}
+
+InputOrigins entry_origins(const nlohmann::json& written, const std::string& where) {
+  return InputOrigins::of_file(written, where, [](Input) { return false; });
 }
 
 nlohmann::json with_files_from(nlohmann::json config, const std::string& base_dir) {

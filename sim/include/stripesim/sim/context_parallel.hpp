@@ -32,8 +32,8 @@ struct ContextParallel {
 };
 
 // "ring", "allgather", "allgather:G", "ulysses", "hybrid:UxR" for a group of `devices`
-// (U x R must be `devices`). Throws model::InputError naming `what`.
-[[nodiscard]] ContextParallel parse_context_parallel(std::string_view text, Count devices, std::string_view what);
+// (U x R must be `devices`). Throws model::InputError about --cp (by kind: a file names its field).
+[[nodiscard]] ContextParallel parse_context_parallel(std::string_view text, Count devices);
 [[nodiscard]] std::string to_string(const ContextParallel& cp, Count devices);
 
 // The all-to-all degree (1 for ring and allgather) and the ring's (1 for allgather and ulysses).

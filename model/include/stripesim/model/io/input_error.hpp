@@ -14,7 +14,10 @@
 
 namespace stripesim::model {
 
-enum class Input { seq_len, devices, model_parallel, layouts, mask, tile, hardware, model, heads, kv_heads, head_dim, batch, kv_buffers };
+enum class Input {
+  seq_len, devices, model_parallel, layouts, mask, tile, hardware, model, heads, kv_heads, head_dim, batch, kv_buffers,
+  pass, sync, scope, dtype, kernel, topology, cp, recompute, zero
+};
 
 // The flag that gives `input` on the command line ("--seq-len").
 [[nodiscard]] std::string_view flag_of(Input input);

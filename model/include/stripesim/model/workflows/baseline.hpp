@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "stripesim/model/io/config_catalog.hpp"
+#include "stripesim/model/io/input_origins.hpp"
 #include "stripesim/model/workflows/baseline_rules.hpp"
 
 namespace stripesim::model {
@@ -37,6 +38,10 @@ struct BaselineEntryKind {
 // tiling it was counted under (an entry without one, from an older baseline, is rechecked under
 // fixed tiling, the only one there was).
 [[nodiscard]] std::vector<BaselineEntryKind> model_baseline_kinds(const ConfigCatalog& catalog);
+
+// Where an entry's inputs came from: an error about one (a length N does not divide, an unknown
+// layout) names `where` and the field, as an --experiment file's do, not the flag.
+[[nodiscard]] InputOrigins entry_origins(const nlohmann::json& written, const std::string& where);
 
 // The configuration with each file it names (a documents:FILE mask, permutation:FILE layouts, a
 // model, hardware, kernel or topology given as a JSON file) read from `base_dir` when relative.
