@@ -182,6 +182,9 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
       throw model::InputError(fmt::format("{}: only with --format json (the {} output has no per-round records)",
                                           opts.rounds ? "--rounds" : "--summary-only", opts.format));
     }
+    // The per-(round, device) records only for what prints them: a trace, or JSON with rounds.
+    const bool rounds = opts.rounds || (!opts.summary_only && config.devices <= sim::kRoundsByDefaultUpTo);
+    config.keep_rounds = !opts.trace.empty() || (rounds && output_format(opts.format) == OutputFormat::json);
     sim::SimulationPlan plan = origins.run([&] { return sim::plan_simulation(config, model::ConfigCatalog(config_dir())); });
     // N^2 records a layout and pass, a few hundred bytes of JSON each: at 2048 devices that is
     // gigabytes held in memory at once, more than a reader can use.
@@ -195,7 +198,6 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     // Write the trace first: if it fails, nothing has been written.
     check_output_paths({{opts.trace, "--trace"}, {opts.output, "--output"}});
     if (!opts.trace.empty()) write_output(output::chrome_trace(result).dump() + "\n", opts.trace, "--trace");
-    const bool rounds = opts.rounds || (!opts.summary_only && result.config.devices <= sim::kRoundsByDefaultUpTo);
     write_output(output::render(result, output_format(opts.format), rounds), opts.output);
   };
 }

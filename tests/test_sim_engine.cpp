@@ -176,6 +176,88 @@ TEST(RingSimulator, MoreBuffersNeverSlower) {
   }
 }
 
+// Each device's busy, exposed and idle time and finish, as the engine adds them up while it runs,
+// against the same quantities recomputed from its per-(round, device) records afterwards (the
+// definitions of ring_simulator.hpp); and a run that keeps no records gives the same numbers.
+// Every sync mode and pass, 2 to 10 buffers, hops that contend for links and hops skipped.
+TEST(RingSimulator, RunningSummariesEqualTheRecordsAndNeedNone) {
+  const auto from_records = [](const RingTimeline& t, SyncMode sync, std::vector<DeviceSummary>& out) {
+    const Count n = t.devices;
+    // The barrier before round r (lockstep): the last compute or hop of round r - 1 to end.
+    std::vector<Microseconds> barrier(static_cast<size_t>(n), t.start_us);
+    for (Count r = 0; r < n; ++r) {
+      for (Count d = 0; d < n; ++d) {
+        const RoundRecord& rec = t.at(r, d);
+        barrier[static_cast<size_t>(r)] =
+            std::max({barrier[static_cast<size_t>(r)], rec.compute_end_us, rec.send_end_us, rec.grad_send_end_us});
+      }
+    }
+    out.assign(static_cast<size_t>(n), DeviceSummary{});
+    for (Count d = 0; d < n; ++d) {
+      DeviceSummary& sum = out[static_cast<size_t>(d)];
+      Microseconds previous_end = t.start_us, finish = t.start_us, last_start = t.start_us;
+      for (Count r = 0; r < n; ++r) {
+        const RoundRecord& rec = t.at(r, d);
+        sum.busy_us += rec.compute_end_us - rec.compute_start_us;
+        if (r > 0) {
+          Microseconds ready = previous_end;
+          if (sync == SyncMode::lockstep) ready = std::max(ready, barrier[static_cast<size_t>(r - 1)]);
+          const Microseconds sent = t.at(r - 1, (d + n - 1) % n).send_start_us;
+          sum.exposed_comm_us += std::max(0.0, rec.arrival_us - std::max(ready, sent));
+        }
+        previous_end = rec.compute_end_us;
+        finish = std::max({finish, rec.compute_end_us, rec.send_end_us, rec.grad_send_end_us});
+        last_start = std::max({last_start, rec.send_start_us, rec.grad_send_start_us});
+      }
+      sum.exposed_comm_us += std::max(0.0, finish - std::max(previous_end, last_start));
+      sum.finish_us = finish;
+    }
+  };
+  for (const SyncMode sync : {SyncMode::async, SyncMode::lockstep, SyncMode::serial}) {
+    for (const RingPass pass : {RingPass::forward, RingPass::backward}) {
+      for (const Count n : {1, 3, 7}) {
+        for (const Count buffers : {2, 3, 10}) {
+          for (const bool skip : {false, true}) {
+            std::vector<Route> hops;
+            // Neighbours share a link direction (d and d + 1 both use link d / 2): hops contend.
+            for (Count d = 0; d < n; ++d) hops.push_back(wire(static_cast<std::uint32_t>(d / 2), 2.0, 20.0));
+            RingSetup s = ring(n, random_compute(n, 5), hops, sync);
+            s.pass = pass;
+            s.kv_buffers = buffers;
+            s.start_us = 3.0;
+            if (skip) {
+              s.send_needed.assign(static_cast<size_t>(n * n), true);
+              for (size_t i = 0; i < s.send_needed.size(); i += 3) s.send_needed[i] = false;
+            }
+            const std::string where = fmt::format("sync {} pass {} n {} buffers {} skip {}", static_cast<int>(sync),
+                                                  static_cast<int>(pass), n, buffers, skip);
+            std::vector<FifoServer> links(static_cast<size_t>(n));
+            const RingTimeline kept = simulate_ring(s, links);
+            s.keep_rounds = false;
+            std::vector<FifoServer> fresh(static_cast<size_t>(n));
+            const RingTimeline lean = simulate_ring(s, fresh);
+            ASSERT_EQ(kept.rounds.size(), static_cast<size_t>(n * n)) << where;
+            EXPECT_TRUE(lean.rounds.empty()) << where;
+            EXPECT_EQ(lean.end_us, kept.end_us) << where;
+            EXPECT_EQ(lean.events, kept.events) << where;
+            std::vector<DeviceSummary> expected;
+            from_records(kept, sync, expected);
+            for (Count d = 0; d < n; ++d) {
+              const auto i = static_cast<size_t>(d);
+              for (const RingTimeline* t : {&kept, &lean}) {
+                EXPECT_NEAR(t->device_summary[i].busy_us, expected[i].busy_us, 1e-9) << where << " d " << d;
+                EXPECT_NEAR(t->device_summary[i].exposed_comm_us, expected[i].exposed_comm_us, 1e-9) << where << " d " << d;
+                EXPECT_NEAR(t->device_summary[i].finish_us, expected[i].finish_us, 1e-9) << where << " d " << d;
+                EXPECT_NEAR(t->device_summary[i].idle_us, t->makespan_us() - expected[i].busy_us, 1e-9) << where << " d " << d;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(RingSimulator, RejectsImpossibleSetups) {
   std::vector<FifoServer> links;
   RingSetup s = ring(2, {0, 0, 0, 0}, {free_route(), free_route()}, SyncMode::async);

@@ -130,6 +130,7 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
         setup.pass = pass;
         setup.sync = config.sync;
         setup.kv_buffers = config.kv_buffers;
+        setup.keep_rounds = config.keep_rounds || sim.cp.algorithm == CpAlgorithm::hybrid;
         setup.start_us = start + to_heads(pass);
         setup.compute_us = kernel.call_times(work, kernel_pass(pass));
         // Each call's result is folded into the running one before the next call starts; the

@@ -138,6 +138,7 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
   PlanSearch search;
   search.request = request;
   SimulateConfig base = request.base;
+  base.keep_rounds = false;  // a plan ranks by the summaries
   base.scope = Scope::step;
   base.pass = PassSelection::forward_backward;
   model::HardwareProfile hardware = base.hardware_profile ? *base.hardware_profile : catalog.hardware(base.hardware);

@@ -22,13 +22,20 @@ class RingRun {
     out_.devices = n_;
     out_.pass = setup.pass;
     out_.start_us = setup.start_us;
-    out_.rounds.assign(devices * devices, RoundRecord{});
+    if (setup.keep_rounds) out_.rounds.assign(devices * devices, RoundRecord{});
+    out_.device_summary.assign(devices, DeviceSummary{.finish_us = setup.start_us});
+    previous_end_.assign(devices, setup.start_us);
+    last_transfer_start_.assign(devices, setup.start_us);
+    computes_.assign(devices, 0);
+    slots_ = std::min(setup.kv_buffers, n_);
+    waiting_.assign(devices * static_cast<size_t>(slots_), Arrival{});
     arrived_.assign(devices, 1);
     next_compute_.assign(devices, 0);
     computed_.assign(devices, 0);
     computing_.assign(devices, false);
     next_send_.assign(devices, 0);
     sent_.assign(devices, 0);
+    send_start_.assign(devices, kNever);
     sending_.assign(devices, false);
     next_grad_.assign(devices, 0);
     grad_arrived_.assign(devices, 0);
@@ -38,7 +45,9 @@ class RingRun {
     for (Count r = 0; r < n_; ++r) {
       pending_[static_cast<size_t>(r)] = n_ * (1 + (r <= n_ - 2 ? 1 : 0) + (backward_ ? 1 : 0));
     }
-    for (Count d = 0; d < n_; ++d) record(0, d).arrival_us = setup.start_us;
+    for (Count d = 0; d < n_; ++d) {
+      if (keep()) record(0, d).arrival_us = setup.start_us;
+    }
   }
 
   RingTimeline run() {
@@ -67,23 +76,20 @@ class RingRun {
     std::uint64_t items = 0;
     for (Count r = 0; r < n_; ++r) {
       for (Count d = 0; d < n_; ++d) {
-        RoundRecord& rec = record(r, d);
-        rec.compute_start_us = now_;
+        const Microseconds start = now_;
         now_ += s_.compute_us[static_cast<size_t>(r * n_ + d)];
-        rec.compute_end_us = now_;
+        computed(r, d, start, now_);
         ++items;
       }
       for (Count d = 0; d < n_ && r <= n_ - 2; ++d) {
-        RoundRecord& rec = record(r, d);
-        rec.send_end_us = now_ = transmit(kv_route(r, d), s_.kv_bytes);
-        rec.send_start_us = transmit_start_;
-        record(r + 1, next(d)).arrival_us = now_;
+        now_ = transmit(kv_route(r, d), s_.kv_bytes);
+        kv_scheduled(r, d, transmit_start_, now_);
+        arrived(r + 1, next(d), now_, transmit_start_);
         ++items;
       }
       for (Count d = 0; d < n_ && backward_; ++d) {
-        RoundRecord& rec = record(r, d);
-        rec.grad_send_end_us = now_ = transmit(grad_route(r, d), grad_bytes());
-        rec.grad_send_start_us = transmit_start_;
+        now_ = transmit(grad_route(r, d), grad_bytes());
+        grad_scheduled(r, d, transmit_start_, now_);
         ++items;
       }
     }
@@ -93,6 +99,62 @@ class RingRun {
   }
 
   RoundRecord& record(Count round, Count device) { return out_.rounds[static_cast<size_t>(round * n_ + device)]; }
+  [[nodiscard]] bool keep() const { return s_.keep_rounds; }
+
+  // What each device's summary needs, added up as the ring runs (summarise() finishes it), and
+  // the records when kept. Device d computes its rounds in order, so at compute(r, d) the block's
+  // arrival, the send that brought it, d's previous round and the barrier before r are all known.
+  void computed(Count r, Count d, Microseconds start, Microseconds end) {
+    const auto i = static_cast<size_t>(d);
+    DeviceSummary& sum = out_.device_summary[i];
+    sum.busy_us += end - start;
+    if (r > 0) {
+      Microseconds ready = previous_end_[i];
+      if (s_.sync == SyncMode::lockstep) ready = std::max(ready, barrier_us_[static_cast<size_t>(r - 1)]);
+      // Waiting counts as exposed communication only while the block is on the wire: before
+      // the upstream device could send it, the wait is imbalance (idle), not communication.
+      const Arrival& block = waiting(r, d);
+      sum.exposed_comm_us += std::max(0.0, block.arrival_us - std::max(ready, block.sent_us));
+    }
+    previous_end_[i] = end;
+    sum.finish_us = std::max(sum.finish_us, end);
+    ++computes_[i];
+    if (keep()) {
+      RoundRecord& rec = record(r, d);
+      rec.compute_start_us = start;
+      rec.compute_end_us = end;
+    }
+  }
+  void transferred(Count d, Microseconds start, Microseconds end) {
+    const auto i = static_cast<size_t>(d);
+    out_.device_summary[i].finish_us = std::max(out_.device_summary[i].finish_us, end);
+    last_transfer_start_[i] = std::max(last_transfer_start_[i], start);
+  }
+  void kv_scheduled(Count r, Count d, Microseconds start, Microseconds end) {
+    transferred(d, start, end);
+    if (keep()) {
+      record(r, d).send_start_us = start;
+      record(r, d).send_end_us = end;
+    }
+  }
+  void grad_scheduled(Count r, Count d, Microseconds start, Microseconds end) {
+    transferred(d, start, end);
+    if (keep()) {
+      record(r, d).grad_send_start_us = start;
+      record(r, d).grad_send_end_us = end;
+    }
+  }
+  // Block r is on d at `arrival`, sent at `sent`. At most min(B, N) blocks wait on a device before
+  // their compute starts (a send waits for a free buffer), so round r % min(B, N) is their slot.
+  void arrived(Count r, Count d, Microseconds arrival, Microseconds sent) {
+    waiting(r, d) = Arrival{arrival, sent};
+    if (keep()) record(r, d).arrival_us = arrival;
+  }
+  struct Arrival {
+    Microseconds arrival_us = kNever;
+    Microseconds sent_us = kNever;
+  };
+  Arrival& waiting(Count r, Count d) { return waiting_[static_cast<size_t>(d * slots_ + r % slots_)]; }
   [[nodiscard]] Count next(Count d) const { return (d + 1) % n_; }
   [[nodiscard]] Count previous(Count d) const { return (d + n_ - 1) % n_; }
   [[nodiscard]] bool barrier_passed(Count round) const { return s_.sync == SyncMode::async || barriers_done_ >= round; }
@@ -142,12 +204,11 @@ class RingRun {
     const auto i = static_cast<size_t>(d);
     const Count r = next_compute_[i];
     if (computing_[i] || r >= n_ || arrived_[i] <= r || !barrier_passed(r)) return;
-    RoundRecord& rec = record(r, d);
-    rec.compute_start_us = now_;
-    rec.compute_end_us = now_ + s_.compute_us[static_cast<size_t>(r * n_ + d)];
+    const Microseconds end = now_ + s_.compute_us[static_cast<size_t>(r * n_ + d)];
+    computed(r, d, now_, end);
     computing_[i] = true;
     ++next_compute_[i];
-    queue_.push(rec.compute_end_us, {EventKind::compute_done, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
+    queue_.push(end, {EventKind::compute_done, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
   }
 
   void try_send(Count d) {
@@ -155,12 +216,12 @@ class RingRun {
     const Count r = next_send_[i];
     if (sending_[i] || r > n_ - 2 || arrived_[i] <= r || !barrier_passed(r)) return;
     if (freed(next(d)) < r + 2 - s_.kv_buffers) return;  // no free buffer on the receiver yet
-    RoundRecord& rec = record(r, d);
-    rec.send_end_us = transmit(kv_route(r, d), s_.kv_bytes);
-    rec.send_start_us = transmit_start_;
+    const Microseconds end = transmit(kv_route(r, d), s_.kv_bytes);
+    kv_scheduled(r, d, transmit_start_, end);
+    send_start_[i] = transmit_start_;
     sending_[i] = true;
     ++next_send_[i];
-    queue_.push(rec.send_end_us, {EventKind::kv_sent, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
+    queue_.push(end, {EventKind::kv_sent, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
   }
 
   [[nodiscard]] Bytes grad_bytes() const { return s_.grad_bytes > 0 ? s_.grad_bytes : s_.kv_bytes; }
@@ -172,12 +233,11 @@ class RingRun {
     if (grad_sending_[i] || r > n_ - 1 || computed_[i] <= r || !barrier_passed(r)) return;
     // The accumulator must first arrive, if the previous position sent it here.
     if (r > 0 && grad_hop(r - 1, previous(d)) == GradHop::ring && grad_arrived_[i] < r) return;
-    RoundRecord& rec = record(r, d);
-    rec.grad_send_end_us = transmit(grad_route(r, d), grad_bytes());
-    rec.grad_send_start_us = transmit_start_;
+    const Microseconds end = transmit(grad_route(r, d), grad_bytes());
+    grad_scheduled(r, d, transmit_start_, end);
     grad_sending_[i] = true;
     ++next_grad_[i];
-    queue_.push(rec.grad_send_end_us, {EventKind::grad_sent, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
+    queue_.push(end, {EventKind::grad_sent, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
   }
 
   void try_everything(Count d) {
@@ -202,7 +262,7 @@ class RingRun {
     sending_[i] = false;
     ++sent_[i];
     ++arrived_[static_cast<size_t>(receiver)];
-    record(r + 1, receiver).arrival_us = now_;
+    arrived(r + 1, receiver, now_, send_start_[i]);
     try_compute(receiver);
     try_send(receiver);
     try_send(d);
@@ -235,34 +295,16 @@ class RingRun {
     }
   }
 
+  // The pass's end, and each device's last term: a transfer still on the wire after its last
+  // compute (a backward pass's final dK/dV hop) is exposed.
   void summarise() {
     out_.end_us = out_.start_us;
-    out_.device_summary.assign(static_cast<size_t>(n_), DeviceSummary{});
     for (Count d = 0; d < n_; ++d) {
-      DeviceSummary& sum = out_.device_summary[static_cast<size_t>(d)];
-      Microseconds previous_end = out_.start_us;
-      Microseconds finish = out_.start_us;
-      Microseconds last_transfer_start = out_.start_us;
-      for (Count r = 0; r < n_; ++r) {
-        const RoundRecord& rec = record(r, d);
-        if (rec.compute_end_us < 0) throw std::logic_error("ring simulation ended with a round not computed");
-        sum.busy_us += rec.compute_end_us - rec.compute_start_us;
-        Microseconds ready = previous_end;
-        if (s_.sync == SyncMode::lockstep && r > 0) ready = std::max(ready, barrier_us_[static_cast<size_t>(r - 1)]);
-        // Waiting counts as exposed communication only while the block is on the wire: before
-        // the upstream device could send it, the wait is imbalance (idle), not communication.
-        if (r > 0) {
-          const Microseconds sent = record(r - 1, previous(d)).send_start_us;
-          sum.exposed_comm_us += std::max(0.0, rec.arrival_us - std::max(ready, sent));
-        }
-        previous_end = rec.compute_end_us;
-        finish = std::max({finish, rec.compute_end_us, rec.send_end_us, rec.grad_send_end_us});
-        last_transfer_start = std::max({last_transfer_start, rec.send_start_us, rec.grad_send_start_us});
-      }
-      // The last transfer still on the wire after the last compute (a backward pass's final dK/dV hop).
-      sum.exposed_comm_us += std::max(0.0, finish - std::max(previous_end, last_transfer_start));
-      sum.finish_us = finish;
-      out_.end_us = std::max(out_.end_us, finish);
+      const auto i = static_cast<size_t>(d);
+      if (computes_[i] != n_) throw std::logic_error("ring simulation ended with a round not computed");
+      DeviceSummary& sum = out_.device_summary[i];
+      sum.exposed_comm_us += std::max(0.0, sum.finish_us - std::max(previous_end_[i], last_transfer_start_[i]));
+      out_.end_us = std::max(out_.end_us, sum.finish_us);
     }
     for (auto& sum : out_.device_summary) sum.idle_us = out_.makespan_us() - sum.busy_us;
   }
@@ -279,6 +321,11 @@ class RingRun {
   std::vector<bool> computing_, sending_, grad_sending_;
   std::vector<Microseconds> barrier_us_;
   std::vector<Count> pending_;
+  // The summary's running state (computed() and friends).
+  std::vector<Microseconds> previous_end_, last_transfer_start_, send_start_;
+  std::vector<Count> computes_;
+  Count slots_ = 1;
+  std::vector<Arrival> waiting_;
   Count barriers_done_ = 0;
 };
 

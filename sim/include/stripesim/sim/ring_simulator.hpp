@@ -53,6 +53,10 @@ struct RingSetup {
   // grad_home[s]: the route from the last reader of ring position s's block home to s (for its
   // GradHop::home; empty for a block without one).
   std::vector<Route> grad_home;
+  // Whether the timeline keeps its N x N per-(round, device) records: the per-device summaries
+  // never need them (they are added up as the ring runs), only what prints or traces each round
+  // does. At 1024 devices they are 56 MB a pass, whose first touch dominated the run.
+  bool keep_rounds = true;
 };
 
 // Which K/V hops of a ring carry a block some later device reads: [round * devices + device],
@@ -100,7 +104,7 @@ struct RingTimeline {
   RingPass pass = RingPass::forward;
   Microseconds start_us = 0;
   Microseconds end_us = 0;
-  std::vector<RoundRecord> rounds;  // [round * devices + device]
+  std::vector<RoundRecord> rounds;  // [round * devices + device]; empty unless RingSetup::keep_rounds
   std::vector<DeviceSummary> device_summary;
   std::vector<CollectiveInterval> collectives;
   std::uint64_t events = 0;

@@ -60,6 +60,10 @@ struct SimulateConfig {
   Count kv_buffers = 2;
   bool auto_ring_order = false;
   std::string cp = "ring";  // context parallelism (context_parallel.hpp)
+  // Whether each pass keeps its per-(round, device) records (RingTimeline::rounds), for what prints
+  // or traces them; without, only the per-device summaries (a hybrid's ring keeps them anyway:
+  // its all-to-alls are summarised over them).
+  bool keep_rounds = true;
   bool skip_unread_hops = false;  // ring, hybrid: a K/V block no later device reads is not sent on
   // Bytes each hop carries; default: K and V of one block. The validator's ring also hands on
   // the block's token positions.
