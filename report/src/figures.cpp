@@ -6,7 +6,6 @@
 #include <cmath>
 #include <map>
 #include <optional>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -46,6 +45,14 @@ std::string short_count(double value) {
   if (value >= 1e4) return fmt::format("{:.0f}k", value / 1e3);
   return fmt::format("{:.0f}", value);
 }
+
+// One bar of the timeline: a round, or a run of rounds too thin to draw apart.
+struct BarRun {
+  double start = 0;
+  double stop = 0;
+  size_t first_round = 0;
+  size_t last_round = 0;
+};
 
 }  // namespace
 
@@ -278,7 +285,8 @@ std::string timeline_svg(const nlohmann::json& simulate) {
         // as one bar: a thousand rounds on 720 px drew a rectangle each (95 MB at 1024 devices).
         // Wider rounds keep their own bar, and the white edge between them.
         const auto bars = [&](const char* begin, const char* finish, bool skip_empty, const auto& draw) {
-          std::optional<std::tuple<double, double, size_t, size_t>> run;  // start, stop, first and last round
+          BarRun run;
+          bool open = false;  // whether `run` holds rounds not drawn yet
           for (size_t round = 0; round <= rounds.size(); ++round) {
             std::optional<std::pair<double, double>> span;
             if (round < rounds.size()) {
@@ -286,26 +294,27 @@ std::string timeline_svg(const nlohmann::json& simulate) {
               if (cell.contains(begin) && !cell.at(begin).is_null()) span = {{cell.at(begin).get<double>(), cell.at(finish).get<double>()}};
               if (span && skip_empty && span->second <= span->first) span.reset();  // no compute that round
             }
-            if (span && run && px(span->first) - px(std::get<1>(*run)) < 1 && px(std::get<1>(*run)) - px(std::get<0>(*run)) < 2) {
-              std::get<1>(*run) = std::max(std::get<1>(*run), span->second);
-              std::get<3>(*run) = round;
+            if (span && open && px(span->first) - px(run.stop) < 1 && px(run.stop) - px(run.start) < 2) {
+              run.stop = std::max(run.stop, span->second);
+              run.last_round = round;
               continue;
             }
-            if (run) std::apply(draw, *run);
-            run.reset();
-            if (span) run = {{span->first, span->second, round, round}};
+            if (open) draw(run);
+            open = span.has_value();
+            if (span) run = BarRun{span->first, span->second, round, round};
           }
         };
         const auto rounds_text = [](size_t first, size_t last) {
           return first == last ? fmt::format("round {}", first) : fmt::format("rounds {}-{}", first, last);
         };
-        bars("compute_start_us", "compute_end_us", true, [&](double start, double stop, size_t first, size_t last) {
-          svg.rect(px(start), y + 1, px(stop) - px(start), row_h * 0.62, "#4e79a7", "#ffffff",
-                   fmt::format("{} {} device {}: compute {:.1f}-{:.1f} us", pass_name, rounds_text(first, last), d, start, stop));
+        bars("compute_start_us", "compute_end_us", true, [&](const BarRun& bar) {
+          svg.rect(px(bar.start), y + 1, px(bar.stop) - px(bar.start), row_h * 0.62, "#4e79a7", "#ffffff",
+                   fmt::format("{} {} device {}: compute {:.1f}-{:.1f} us", pass_name, rounds_text(bar.first_round, bar.last_round),
+                               d, bar.start, bar.stop));
         });
         const auto send = [&](const char* colour, double offset) {
-          return [&, colour, offset](double a, double b, size_t, size_t) {
-            svg.rect(px(a), y + row_h * offset, std::max(px(b) - px(a), 0.5), row_h * 0.15, colour);
+          return [&, colour, offset](const BarRun& bar) {
+            svg.rect(px(bar.start), y + row_h * offset, std::max(px(bar.stop) - px(bar.start), 0.5), row_h * 0.15, colour);
           };
         };
         bars("send_start_us", "send_end_us", false, send("#f28e2b", 0.66));

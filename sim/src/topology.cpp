@@ -250,6 +250,11 @@ struct ClusterOptions {
   std::optional<Count> nics_per_node;  // none: one per GPU
 };
 
+// What is wrong with the --topology (or a file's "topology") spec, shown quoted as it was given.
+InputError topology_error(const std::string& spec, const std::string& detail) {
+  return InputError(model::Input::topology, spec, detail, model::Shown::quoted);
+}
+
 // "400gbps" or "400gbit": NICs are sold by line rate in gigabits per second; links here are GB/s.
 GigabytesPerSecond parse_nic_rate(std::string_view text, const std::string& spec) {
   const std::string lower = model::lowercase(text);
@@ -260,11 +265,9 @@ GigabytesPerSecond parse_nic_rate(std::string_view text, const std::string& spec
   const auto [end, ec] = std::from_chars(first, last, gigabits);
   if (digits == std::string::npos || digits == 0 || ec != std::errc() || end != last || !(gigabits > 0) ||
       !std::isfinite(gigabits)) {
-    throw InputError(model::Input::topology, spec,
-                     fmt::format("nic={} is not a NIC rate, expected gigabits per second such as nic=400gbps (NDR InfiniBand, "
-                                 "50 GB/s per direction)",
-                                 text),
-                     model::Shown::quoted);
+    throw topology_error(spec, fmt::format("nic={} is not a NIC rate, expected gigabits per second such as nic=400gbps "
+                                           "(NDR InfiniBand, 50 GB/s per direction)",
+                                           text));
   }
   return gigabits / 8.0;
 }
@@ -287,16 +290,13 @@ ClusterOptions parse_cluster_options(std::string_view options, Count gpus_per_no
     } else if (key == "nics" && !out.nics_per_node && equals != std::string_view::npos) {
       const Count nics = model::parse_count(value, fmt::format("--topology '{}' nics", spec));
       if (nics < 1 || nics > gpus_per_node) {
-        throw InputError(model::Input::topology, spec, fmt::format("nics={} must be between 1 and the node's {} GPUs", nics, gpus_per_node),
-                         model::Shown::quoted);
+        throw topology_error(spec, fmt::format("nics={} must be between 1 and the node's {} GPUs", nics, gpus_per_node));
       }
       out.nics_per_node = nics;
     } else {
-      throw InputError(model::Input::topology, spec,
-                       fmt::format("option '{}' is unknown or repeated, expected cluster:NxG followed by :nic=RATE (e.g. "
-                                   "400gbps) and :nics=K (NICs per node), each at most once",
-                                   option),
-                       model::Shown::quoted);
+      throw topology_error(spec, fmt::format("option '{}' is unknown or repeated, expected cluster:NxG followed by "
+                                             ":nic=RATE (e.g. 400gbps) and :nics=K (NICs per node), each at most once",
+                                             option));
     }
   }
   return out;
@@ -353,7 +353,6 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
                        std::optional<Microseconds> nvlink_latency_us, Count ideal_gpus) {
   const Microseconds nvlink_latency = nvlink_latency_us.value_or(kNvlinkLatencyUs);
   const std::string flag = "--topology";
-  const auto refuse = [&](const std::string& detail) { return InputError(model::Input::topology, spec, detail, model::Shown::quoted); };
   constexpr std::string_view kNvswitch = "nvswitch:";
   constexpr std::string_view kCluster = "cluster:";
   const std::string_view text = spec;
@@ -361,7 +360,7 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
   if (text.starts_with(kNvswitch)) {
     const Count gpus = model::parse_count(text.substr(kNvswitch.size()), flag + " nvswitch:G GPU count");
     if (gpus < 1 || gpus > kMaxGeneratedGpus) {
-      throw refuse(fmt::format("the GPU count must be between 1 and {}", kMaxGeneratedGpus));
+      throw topology_error(spec, fmt::format("the GPU count must be between 1 and {}", kMaxGeneratedGpus));
     }
     return Topology::nvswitch(gpus, nvlink, nvlink_latency);
   }
@@ -370,13 +369,13 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
     const std::string_view shape = rest.substr(0, rest.find(':'));
     const auto x = shape.find('x');
     if (x == std::string_view::npos) {
-      throw refuse("expected cluster:NxG, optionally :nic=RATE (e.g. 400gbps) and :nics=K");
+      throw topology_error(spec, "expected cluster:NxG, optionally :nic=RATE (e.g. 400gbps) and :nics=K");
     }
     const Count nodes = model::parse_count(shape.substr(0, x), flag + " cluster node count");
     const Count gpus = model::parse_count(shape.substr(x + 1), flag + " cluster GPUs per node");
     // Each factor is bounded first: their product could overflow 64 bits (and wrap to a small number).
     if (nodes < 1 || gpus < 1 || nodes > kMaxGeneratedGpus || gpus > kMaxGeneratedGpus || nodes * gpus > kMaxGeneratedGpus) {
-      throw refuse(fmt::format("needs at least one node of one GPU and at most {} GPUs", kMaxGeneratedGpus));
+      throw topology_error(spec, fmt::format("needs at least one node of one GPU and at most {} GPUs", kMaxGeneratedGpus));
     }
     const ClusterOptions options = parse_cluster_options(rest.substr(shape.size()), gpus, spec);
     return memoised(fmt::format("{}|{}|{}", spec, nvlink, nvlink_latency), [&] {
@@ -390,7 +389,7 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
   constexpr std::string_view kHostfile = "hostfile:";
   if (text.starts_with(kHostfile)) {
     const std::string path(text.substr(kHostfile.size()));
-    if (path.empty()) throw refuse("expected hostfile:FILE (lines 'HOST slots=N')");
+    if (path.empty()) throw topology_error(spec, "expected hostfile:FILE (lines 'HOST slots=N')");
     return Topology::placed(read_hostfile(path, flag + " " + spec), spec, nvlink, nvlink_latency, kNicBandwidth, kNicLatencyUs);
   }
   std::string path = spec;
@@ -398,7 +397,7 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
     path = (std::filesystem::path(config_dir) / "topologies" / (spec + ".json")).string();
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
-      throw refuse(fmt::format("unknown, expected nvswitch:G, cluster:NxG, hostfile:FILE, a name in {}/topologies or a JSON file",
+      throw topology_error(spec, fmt::format("unknown, expected nvswitch:G, cluster:NxG, hostfile:FILE, a name in {}/topologies or a JSON file",
                                config_dir));
     }
   }
