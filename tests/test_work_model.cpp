@@ -117,6 +117,45 @@ TEST(WorkModel, EqualsBruteForceOnRandomConfigurations) {
   EXPECT_GT(checked, 2000);
 }
 
+// Block pairs are counted once per class of pairs that must count alike (block_pair_memo.hpp):
+// the same local shapes, and each pair of runs either related as wholes or at the same offset.
+// Layouts cut from structured ones, their chunks reordered on each device at random, give devices
+// of different shapes with a few runs each, the memo's keys collide only where the counts must
+// agree, and every (round, device) must still equal enumeration.
+TEST(WorkModel, PairsCountedOnceEqualBruteForce) {
+  std::mt19937_64 rng(77);
+  int checked = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const Count N = std::uniform_int_distribution<Count>(2, 6)(rng);
+    const Count n = 2 * N * std::uniform_int_distribution<Count>(2, 8)(rng);
+    const Count c = n / N;
+    const Layout base = trial % 3 == 0 ? Layout::striped(n, N) : trial % 3 == 1 ? Layout::zigzag(n, N) : Layout::contiguous(n, N);
+    std::vector<std::vector<Position>> blocks(static_cast<size_t>(N));
+    for (Count d = 0; d < N; ++d) {
+      // Up to three chunks of the device's local order, put back in a random order.
+      std::vector<Count> cuts{0, std::uniform_int_distribution<Count>(0, c)(rng), std::uniform_int_distribution<Count>(0, c)(rng), c};
+      std::sort(cuts.begin(), cuts.end());
+      std::vector<size_t> order{0, 1, 2};
+      std::shuffle(order.begin(), order.end(), rng);
+      for (const size_t chunk : order) {
+        for (Count l = cuts[chunk]; l < cuts[chunk + 1]; ++l) blocks[static_cast<size_t>(d)].push_back(base.position(d, l));
+      }
+    }
+    const Layout layout = Layout::permutation(blocks, n, "chunks of " + base.name());
+    const TileShape tile{std::uniform_int_distribution<Count>(1, c)(rng), std::uniform_int_distribution<Count>(1, c)(rng)};
+    for (const Mask& mask : {Mask::causal(n), Mask::bidirectional(n), Mask::window(n, std::uniform_int_distribution<Count>(1, n)(rng))}) {
+      for (const Layout* counted : {&base, &layout}) {
+        const std::string what = counted->name() + " " + mask.name() + " n=" + std::to_string(n) + " N=" + std::to_string(N) +
+                                 " tile=" + tile.to_string();
+        expect_same_work(count_work(*counted, mask, tile, 2, WorkDetail::query_tiles),
+                         testing::brute_force_work(*counted, mask, tile), what);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 240);
+}
+
 // Striped under a causal mask: K/V from a later device is the strictly lower triangle of the
 // local order, which ring-flash-attention runs as q[1:] x k[:-1] (c - 1 of each); K/V from the
 // device itself or an earlier one includes the diagonal and runs as it is. Contiguous and
@@ -262,7 +301,7 @@ TEST(WorkModel, PaperTileExamples) {
 
 TEST(WorkModel, ResultsDoNotDependOnThreads) {
   const Count n = 1 << 14, N = 16;
-  for (const Layout& layout : {Layout::zigzag(n, N), Layout::block_striped(n, N, 8)}) {
+  for (const Layout& layout : {Layout::zigzag(n, N), Layout::block_striped(n, N, 8), Layout::striped(n, N)}) {
     for (const Mask& mask : {Mask::causal(n), Mask::window(n, 1000), Mask::documents(n, {5000, 11000, 384})}) {
       const Work one = count_work(layout, mask, {64, 128}, 1, WorkDetail::query_tiles);
       const Work two = count_work(layout, mask, {64, 128}, 2, WorkDetail::query_tiles);

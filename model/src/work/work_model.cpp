@@ -6,6 +6,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "block_pair_memo.hpp"
 #include "device_block.hpp"
 #include "stripesim/model/work/parallel_for.hpp"
 
@@ -13,7 +14,9 @@ namespace stripesim::model {
 namespace {
 
 using detail::DeviceBlock;
+using detail::PairOutcome;
 using detail::PairScratch;
+using detail::ProfileHash;
 using detail::TileSummary;
 
 struct TileCounts {
@@ -214,18 +217,27 @@ Count trimmed_call_length(const std::optional<Run>& queries, const std::optional
   return offset < 0 && offset > -queries->length ? queries->length + offset : 0;
 }
 
-struct ProfileHash {
-  size_t operator()(const QueryTileProfile& profile) const {
-    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the counts
-    for (const QueryTileLoad& load : profile) {
-      for (const Count value : {load.full, load.partial}) {
-        h ^= static_cast<std::uint64_t>(value);
-        h *= 1099511628211ull;
-      }
-    }
-    return static_cast<size_t>(h);
+// One (round, device)'s work: `varlen`, when given, tiles each document on its own.
+void count_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, const VarlenTileCounter* varlen,
+                DeviceId query_device, DeviceId key_device, PairScratch& scratch, bool profiles, PairOutcome& out) {
+  out.rows.clear();
+  QueryTileProfile* row_sink = profiles ? &out.rows : nullptr;
+  TileCounts tiles;
+  if (const auto whole = causal_block_pair(queries, keys, mask, varlen != nullptr)) {
+    // Every pair allowed, or none (contiguous blocks, most of a ring): no need to look inside.
+    const auto query_tiles = static_cast<Count>(queries.query_tiles().size());
+    const auto key_tiles = *whole ? static_cast<Count>(keys.key_tiles().size()) : 0;
+    out.elements = *whole ? queries.size() * keys.size() : 0;
+    tiles = {query_tiles * key_tiles, 0};
+    if (row_sink) row_sink->assign(static_cast<size_t>(query_tiles), QueryTileLoad{key_tiles, 0});
+  } else {
+    out.elements = detail::count_range_pairs(queries, 0, queries.size(), keys, 0, keys.size(), mask, scratch);
+    tiles = varlen ? varlen->count(query_device, key_device, mask, scratch, row_sink)
+                   : count_tiles(queries, keys, mask, scratch, row_sink);
   }
-};
+  out.active = tiles.active;
+  out.partial = tiles.partial;
+}
 
 // One device column's distinct query tile profiles, in the order first seen.
 struct ColumnProfiles {
@@ -252,44 +264,63 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
   Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices), {}, {}, {}};
   const bool profiles = detail == WorkDetail::query_tiles;
   std::vector<ColumnProfiles> columns(profiles ? static_cast<size_t>(devices) : 0);
+  detail::BlockPairMemo memo(layout, mask, varlen.has_value());
   // Each device's column is written by one thread only, so the result never depends on threads.
-  parallel_for(static_cast<size_t>(devices), threads, [&](size_t column) {
-    const auto d = static_cast<Count>(column);
+  // What a thread keeps across the columns it counts.
+  struct Worker {
     PairScratch scratch;
-    QueryTileProfile rows;
+    PairOutcome counted;  // the pairs the memo does not hold
+    detail::BlockPairMemo::ThreadCache met;
+  };
+  parallel_for_each_with(static_cast<size_t>(devices), threads, [] { return Worker{}; }, [&](size_t column, Worker& worker) {
+    const auto d = static_cast<Count>(column);
+    PairScratch& scratch = worker.scratch;
+    PairOutcome& counted = worker.counted;
     std::unordered_map<QueryTileProfile, Count, ProfileHash> seen;
+    std::unordered_map<const QueryTileProfile*, Count> seen_in_memo;
+    const QueryTileProfile* previous = nullptr;
     const DeviceBlock& queries = *blocks[static_cast<size_t>(d)];
     for (Count r = 0; r < devices; ++r) {
-      const DeviceBlock& keys = *blocks[static_cast<size_t>(kv_source(d, r, devices))];
-      rows.clear();
-      QueryTileProfile* row_sink = profiles ? &rows : nullptr;
-      TileCounts tiles;
-      if (const auto whole = causal_block_pair(queries, keys, mask, varlen.has_value())) {
-        // Every pair allowed, or none (contiguous blocks, most of a ring): no need to look inside.
-        const auto query_tiles = static_cast<Count>(queries.query_tiles().size());
-        const auto key_tiles = *whole ? static_cast<Count>(keys.key_tiles().size()) : 0;
-        work.unmasked_elements.at(r, d) = *whole ? queries.size() * keys.size() : 0;
-        tiles = {query_tiles * key_tiles, 0};
-        if (row_sink) row_sink->assign(static_cast<size_t>(query_tiles), QueryTileLoad{key_tiles, 0});
+      const DeviceId source = kv_source(d, r, devices);
+      const auto count = [&](PairOutcome& out) {
+        count_pair(queries, *blocks[static_cast<size_t>(source)], mask, varlen ? &*varlen : nullptr, d, source, scratch,
+                   profiles, out);
+      };
+      const auto key = memo.key(d, source);
+      const PairOutcome* outcome = &counted;
+      if (key) {
+        outcome = &memo.find_or_count(*key, worker.met, count);
       } else {
-        work.unmasked_elements.at(r, d) =
-            detail::count_range_pairs(queries, 0, queries.size(), keys, 0, keys.size(), mask, scratch);
-        tiles = varlen ? varlen->count(d, kv_source(d, r, devices), mask, scratch, row_sink)
-                       : count_tiles(queries, keys, mask, scratch, row_sink);
+        count(counted);
       }
-      work.active_tiles.at(r, d) = tiles.active;
-      work.partial_tiles.at(r, d) = tiles.partial;
+      work.unmasked_elements.at(r, d) = outcome->elements;
+      work.active_tiles.at(r, d) = outcome->active;
+      work.partial_tiles.at(r, d) = outcome->partial;
       if (profiles) {
         // Rounds in a row mostly bring the same profile (every earlier block is all full to a
         // causal device, every later one empty): compared with the last one before any hashing.
+        // A memo's profile is known by its address, one per distinct profile, so the numbering
+        // is the same as by content.
         ColumnProfiles& column = columns[static_cast<size_t>(d)];
-        if (r > 0 && rows == column.distinct[static_cast<size_t>(column.index_by_round.back())]) {
+        const bool as_before =
+            r > 0 && (key ? outcome->distinct_rows == previous
+                          : outcome->rows == column.distinct[static_cast<size_t>(column.index_by_round.back())]);
+        previous = key ? outcome->distinct_rows : nullptr;
+        if (as_before) {
           column.index_by_round.push_back(column.index_by_round.back());
           continue;
         }
-        const auto [it, added] = seen.try_emplace(rows, static_cast<Count>(column.distinct.size()));
-        if (added) column.distinct.push_back(rows);
-        column.index_by_round.push_back(it->second);
+        const auto next = static_cast<Count>(column.distinct.size());
+        auto found = std::pair(next, true);
+        if (key) {
+          const auto [it, added] = seen_in_memo.try_emplace(outcome->distinct_rows, next);
+          found = {it->second, added};
+        } else {
+          const auto [it, added] = seen.try_emplace(outcome->rows, next);
+          found = {it->second, added};
+        }
+        if (found.second) column.distinct.push_back(outcome->rows);
+        column.index_by_round.push_back(found.first);
       }
     }
   });

@@ -1,0 +1,107 @@
+#pragma once
+// Block pairs of a ring that must count alike, counted once. Under a mask that depends only on
+// q - k (causal, window, bidirectional), the work of a (query block, key block) pair follows from
+// the blocks' shapes in local order (each run's stride, length and local start) and, for every
+// pair of runs, either how they relate as wholes (every pair allowed, or none) or, where the mask
+// cuts through them, the offset between their first positions. A striped ring has at most 2N - 1
+// such classes among its N^2 pairs (one per difference of devices), a causal zigzag or contiguous
+// ring three (keys all earlier, all later, or the device's own), so a 1024-device ring counts
+// thousands of pairs, not a million. Thread-safe: the columns of count_work look pairs up from several threads.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/work_matrix.hpp"
+
+namespace stripesim::model::detail {
+
+// What the work model records for one (round, device): the allowed pairs, the active and partial
+// tiles, and (when asked) each query tile's full and partial key tiles in local order.
+struct PairOutcome {
+  Count elements = 0;
+  Count active = 0;
+  Count partial = 0;
+  QueryTileProfile rows;
+  // Set by the memo: one address per distinct `rows` among its outcomes (a striped ring's 2N - 1
+  // pairs hold a handful of profiles), so profiles are told apart without comparing them.
+  const QueryTileProfile* distinct_rows = nullptr;
+};
+
+struct ProfileHash {
+  size_t operator()(const QueryTileProfile& profile) const;
+};
+
+class BlockPairMemo {
+ public:
+  // Pairs of more run pairs than this are counted as they come: their keys would cost about what
+  // counting does (permutations, balanced layouts).
+  static constexpr size_t kMaxRunPairs = 16;
+
+  // Empty memo (every key() none) unless the mask depends on q - k alone and tiles are fixed.
+  BlockPairMemo(const Layout& layout, const Mask& mask, bool varlen);
+
+  struct Key {
+    std::array<std::int64_t, 2 + kMaxRunPairs> values;  // the first `size` hold the key
+    std::uint8_t size = 0;
+    friend bool operator==(const Key& a, const Key& b) {
+      return a.size == b.size && std::equal(a.values.begin(), a.values.begin() + a.size, b.values.begin());
+    }
+  };
+
+  // The pair's key, or none when it is counted as it comes.
+  [[nodiscard]] std::optional<Key> key(DeviceId query_device, DeviceId key_device) const;
+
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
+  // The outcomes one thread has met, found again without taking a lock (two threads of a striped
+  // ring meet the same offsets at the same rounds and would wait on each other's shard).
+  using ThreadCache = std::unordered_map<Key, const PairOutcome*, KeyHash>;
+
+  // The outcome stored under `key`, counted by `count(PairOutcome&)` the first time. The
+  // reference stays valid as long as the memo. Two threads meeting a new key at once may both
+  // count it; the first stored is kept, and both counts are equal.
+  template <typename CountPair>
+  const PairOutcome& find_or_count(const Key& key, ThreadCache& cache, const CountPair& count) {
+    if (const auto it = cache.find(key); it != cache.end()) return *it->second;
+    Shard& shard = shards_[KeyHash{}(key) % shards_.size()];
+    const PairOutcome* found = nullptr;
+    {
+      const std::lock_guard lock(shard.mutex);
+      if (const auto it = shard.outcomes.find(key); it != shard.outcomes.end()) found = it->second.get();
+    }
+    if (!found) {
+      auto outcome = std::make_unique<PairOutcome>();
+      count(*outcome);
+      outcome->distinct_rows = &intern(outcome->rows);
+      const std::lock_guard lock(shard.mutex);
+      found = shard.outcomes.try_emplace(key, std::move(outcome)).first->second.get();
+    }
+    cache.emplace(key, found);
+    return *found;
+  }
+
+ private:
+  struct Shard {
+    std::mutex mutex;
+    std::unordered_map<Key, std::unique_ptr<PairOutcome>, KeyHash> outcomes;
+  };
+
+  const QueryTileProfile& intern(const QueryTileProfile& rows);
+
+  const Mask& mask_;
+  std::vector<std::vector<Run>> runs_;  // per device; empty when the memo is off
+  std::vector<std::int64_t> shape_;     // per device: the id of its runs' local shape
+  std::array<Shard, 64> shards_;
+  std::mutex profiles_mutex_;
+  std::unordered_set<QueryTileProfile, ProfileHash> profiles_;  // nodes: addresses stay valid
+};
+
+}  // namespace stripesim::model::detail
