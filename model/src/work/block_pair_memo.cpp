@@ -24,7 +24,8 @@ bool depends_on_offset_alone(MaskKind kind) {
 
 }  // namespace
 
-BlockPairMemo::BlockPairMemo(const Layout& layout, const Mask& mask, bool varlen) : mask_(mask) {
+BlockPairMemo::BlockPairMemo(const Layout& layout, const Mask& mask, bool varlen)
+    : mask_(mask), capacity_(4 * static_cast<size_t>(layout.devices())) {
   if (varlen || !depends_on_offset_alone(mask.kind())) return;
   const Count devices = layout.devices();
   std::map<std::vector<std::array<std::int64_t, 3>>, std::int64_t> shapes;
@@ -63,9 +64,9 @@ std::optional<BlockPairMemo::Key> BlockPairMemo::key(DeviceId query_device, Devi
   return key;
 }
 
-const QueryTileProfile& BlockPairMemo::intern(const QueryTileProfile& rows) {
+const QueryTileProfile& BlockPairMemo::intern(QueryTileProfile rows) {
   const std::lock_guard lock(profiles_mutex_);
-  return *profiles_.insert(rows).first;
+  return *profiles_.insert(std::move(rows)).first;
 }
 
 size_t ProfileHash::operator()(const QueryTileProfile& profile) const {

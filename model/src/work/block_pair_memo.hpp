@@ -8,6 +8,7 @@
 // ring three (keys all earlier, all later, or the device's own), so a 1024-device ring counts
 // thousands of pairs, not a million. Thread-safe: the columns of count_work look pairs up from several threads.
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,10 +29,12 @@ struct PairOutcome {
   Count elements = 0;
   Count active = 0;
   Count partial = 0;
-  QueryTileProfile rows;
-  // Set by the memo: one address per distinct `rows` among its outcomes (a striped ring's 2N - 1
-  // pairs hold a handful of profiles), so profiles are told apart without comparing them.
+  QueryTileProfile rows;  // moved into the memo's profiles once stored there
+  // Set by the memo: one address per distinct profile among its outcomes (a striped ring's 2N - 1
+  // classes hold a handful), so profiles are told apart without comparing them.
   const QueryTileProfile* distinct_rows = nullptr;
+
+  [[nodiscard]] const QueryTileProfile& profile() const { return distinct_rows ? *distinct_rows : rows; }
 };
 
 struct ProfileHash {
@@ -65,12 +68,13 @@ class BlockPairMemo {
   // ring meet the same offsets at the same rounds and would wait on each other's shard).
   using ThreadCache = std::unordered_map<Key, const PairOutcome*, KeyHash>;
 
-  // The outcome stored under `key`, counted by `count(PairOutcome&)` the first time. The
-  // reference stays valid as long as the memo. Two threads meeting a new key at once may both
-  // count it; the first stored is kept, and both counts are equal.
+  // The outcome stored under `key`, counted by `count(PairOutcome&)` the first time; null when
+  // the key is new and the memo full (the caller counts it). A stored outcome lives as long as
+  // the memo. Two threads meeting a new key at once may both count it; the first stored is kept,
+  // and both counts are equal.
   template <typename CountPair>
-  const PairOutcome& find_or_count(const Key& key, ThreadCache& cache, const CountPair& count) {
-    if (const auto it = cache.find(key); it != cache.end()) return *it->second;
+  const PairOutcome* find_or_count(const Key& key, ThreadCache& cache, const CountPair& count) {
+    if (const auto it = cache.find(key); it != cache.end()) return it->second;
     Shard& shard = shards_[KeyHash{}(key) % shards_.size()];
     const PairOutcome* found = nullptr;
     {
@@ -78,14 +82,18 @@ class BlockPairMemo {
       if (const auto it = shard.outcomes.find(key); it != shard.outcomes.end()) found = it->second.get();
     }
     if (!found) {
+      if (stored_.load(std::memory_order_relaxed) >= capacity_) return nullptr;
       auto outcome = std::make_unique<PairOutcome>();
       count(*outcome);
-      outcome->distinct_rows = &intern(outcome->rows);
+      outcome->distinct_rows = &intern(std::move(outcome->rows));
+      outcome->rows = {};
       const std::lock_guard lock(shard.mutex);
-      found = shard.outcomes.try_emplace(key, std::move(outcome)).first->second.get();
+      const auto [it, added] = shard.outcomes.try_emplace(key, std::move(outcome));
+      if (added) stored_.fetch_add(1, std::memory_order_relaxed);
+      found = it->second.get();
     }
     cache.emplace(key, found);
-    return *found;
+    return found;
   }
 
  private:
@@ -94,12 +102,17 @@ class BlockPairMemo {
     std::unordered_map<Key, std::unique_ptr<PairOutcome>, KeyHash> outcomes;
   };
 
-  const QueryTileProfile& intern(const QueryTileProfile& rows);
+  const QueryTileProfile& intern(QueryTileProfile rows);
 
   const Mask& mask_;
   std::vector<std::vector<Run>> runs_;  // per device; empty when the memo is off
   std::vector<std::int64_t> shape_;     // per device: the id of its runs' local shape
   std::array<Shard, 64> shards_;
+  // At most a few outcomes a device: the classes of the layouts the memo is for (2N - 1 striped,
+  // about 2W/c + 3 zigzag under a window of W) fit, and a layout whose pairs hardly repeat (blocks
+  // of few runs placed at random) keeps the memory of counting without it.
+  size_t capacity_;
+  std::atomic<size_t> stored_{0};
   std::mutex profiles_mutex_;
   std::unordered_set<QueryTileProfile, ProfileHash> profiles_;  // nodes: addresses stay valid
 };

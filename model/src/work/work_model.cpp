@@ -287,11 +287,11 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
                    profiles, out);
       };
       const auto key = memo.key(d, source);
-      const PairOutcome* outcome = &counted;
-      if (key) {
-        outcome = &memo.find_or_count(*key, worker.met, count);
-      } else {
+      const PairOutcome* outcome = key ? memo.find_or_count(*key, worker.met, count) : nullptr;
+      const bool memoised = outcome != nullptr;
+      if (!memoised) {
         count(counted);
+        outcome = &counted;
       }
       work.unmasked_elements.at(r, d) = outcome->elements;
       work.active_tiles.at(r, d) = outcome->active;
@@ -303,23 +303,23 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
         // is the same as by content.
         ColumnProfiles& column = columns[static_cast<size_t>(d)];
         const bool as_before =
-            r > 0 && (key ? outcome->distinct_rows == previous
-                          : outcome->rows == column.distinct[static_cast<size_t>(column.index_by_round.back())]);
-        previous = key ? outcome->distinct_rows : nullptr;
+            r > 0 && (memoised ? outcome->distinct_rows == previous
+                               : outcome->rows == column.distinct[static_cast<size_t>(column.index_by_round.back())]);
+        previous = memoised ? outcome->distinct_rows : nullptr;
         if (as_before) {
           column.index_by_round.push_back(column.index_by_round.back());
           continue;
         }
         const auto next = static_cast<Count>(column.distinct.size());
         auto found = std::pair(next, true);
-        if (key) {
+        if (memoised) {
           const auto [it, added] = seen_in_memo.try_emplace(outcome->distinct_rows, next);
           found = {it->second, added};
         } else {
           const auto [it, added] = seen.try_emplace(outcome->rows, next);
           found = {it->second, added};
         }
-        if (found.second) column.distinct.push_back(outcome->rows);
+        if (found.second) column.distinct.push_back(outcome->profile());
         column.index_by_round.push_back(found.first);
       }
     }
