@@ -25,43 +25,48 @@ bool depends_on_offset_alone(MaskKind kind) {
 }  // namespace
 
 BlockPairMemo::BlockPairMemo(const Layout& layout, const Mask& mask, bool varlen)
-    : mask_(mask), capacity_(4 * static_cast<size_t>(layout.devices())) {
+    : capacity_(4 * static_cast<size_t>(layout.devices())) {
   if (varlen || !depends_on_offset_alone(mask.kind())) return;
   const Count devices = layout.devices();
   std::map<std::vector<std::array<std::int64_t, 3>>, std::int64_t> shapes;
-  runs_.reserve(static_cast<size_t>(devices));
   shape_.reserve(static_cast<size_t>(devices));
+  run_begin_.push_back(0);
   for (Count d = 0; d < devices; ++d) {
-    runs_.push_back(layout.runs(d));
     std::vector<std::array<std::int64_t, 3>> shape;
-    for (const Run& run : runs_.back()) shape.push_back({run.stride, run.length, run.local_begin});
+    for (const Run& run : layout.runs(d)) {
+      shape.push_back({run.stride, run.length, run.local_begin});
+      reach_.push_back({run.first, mask.lowest_key(run.last()), mask.highest_key(run.first), mask.lowest_key(run.first),
+                        mask.highest_key(run.last())});
+      key_runs_.push_back({run.first, run.last()});
+    }
+    run_begin_.push_back(reach_.size());
     shape_.push_back(shapes.try_emplace(std::move(shape), static_cast<std::int64_t>(shapes.size())).first->second);
   }
 }
 
-std::optional<BlockPairMemo::Key> BlockPairMemo::key(DeviceId query_device, DeviceId key_device) const {
-  if (runs_.empty()) return std::nullopt;
-  const auto& queries = runs_[static_cast<size_t>(query_device)];
-  const auto& keys = runs_[static_cast<size_t>(key_device)];
-  if (queries.size() * keys.size() > kMaxRunPairs) return std::nullopt;
-  Key key;
-  key.values[key.size++] = shape_[static_cast<size_t>(query_device)];
-  key.values[key.size++] = shape_[static_cast<size_t>(key_device)];
-  for (const Run& q : queries) {
-    // Every key of [lowest_key(q.last), highest_key(q.first)] is seen by every query of the run,
-    // and none outside [lowest_key(q.first), highest_key(q.last)] by any (the ends never decrease).
-    const Position all_from = mask_.lowest_key(q.last());
-    const Position all_to = mask_.highest_key(q.first);
-    const Position any_from = mask_.lowest_key(q.first);
-    const Position any_to = mask_.highest_key(q.last());
-    for (const Run& k : keys) {
-      std::int64_t code = k.first - q.first;
-      if (k.first >= all_from && k.last() <= all_to) code = kEveryPairAllowed;
-      if (k.first > any_to || k.last() < any_from) code = kNoPairAllowed;
-      key.values[key.size++] = code;
+bool BlockPairMemo::key(DeviceId query_device, DeviceId key_device, Key& key) const {
+  if (run_begin_.empty()) return false;
+  const auto q = static_cast<size_t>(query_device);
+  const auto k = static_cast<size_t>(key_device);
+  const size_t query_runs = run_begin_[q + 1] - run_begin_[q];
+  const size_t key_runs = run_begin_[k + 1] - run_begin_[k];
+  if (query_runs * key_runs > kMaxRunPairs) return false;
+  auto& values = key.values;
+  std::uint8_t size = 0;
+  values[size++] = shape_[q];
+  values[size++] = shape_[k];
+  for (size_t i = run_begin_[q]; i < run_begin_[q + 1]; ++i) {
+    const Reach& queries = reach_[i];
+    for (size_t j = run_begin_[k]; j < run_begin_[k + 1]; ++j) {
+      const KeyRun& keys = key_runs_[j];
+      std::int64_t code = keys.first - queries.first;
+      if (keys.first >= queries.all_from && keys.last <= queries.all_to) code = kEveryPairAllowed;
+      if (keys.first > queries.any_to || keys.last < queries.any_from) code = kNoPairAllowed;
+      values[size++] = code;
     }
   }
-  return key;
+  key.size = size;
+  return true;
 }
 
 const QueryTileProfile& BlockPairMemo::intern(QueryTileProfile rows) {

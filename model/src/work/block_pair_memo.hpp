@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -58,8 +57,8 @@ class BlockPairMemo {
     }
   };
 
-  // The pair's key, or none when it is counted as it comes.
-  [[nodiscard]] std::optional<Key> key(DeviceId query_device, DeviceId key_device) const;
+  // Writes the pair's key to `key`; false when the pair is counted as it comes.
+  [[nodiscard]] bool key(DeviceId query_device, DeviceId key_device, Key& key) const;
 
   struct KeyHash {
     size_t operator()(const Key& key) const;
@@ -104,8 +103,25 @@ class BlockPairMemo {
 
   const QueryTileProfile& intern(QueryTileProfile rows);
 
-  const Mask& mask_;
-  std::vector<std::vector<Run>> runs_;  // per device; empty when the memo is off
+  // A query run's reach: every key in [all_from, all_to] is seen by each of its queries, none
+  // outside [any_from, any_to] by any (the mask's ends never decrease).
+  struct Reach {
+    Position first = 0;
+    Position all_from = 0;
+    Position all_to = 0;
+    Position any_from = 0;
+    Position any_to = 0;
+  };
+  struct KeyRun {
+    Position first = 0;
+    Position last = 0;
+  };
+
+  // Device d's runs are [run_begin_[d], run_begin_[d + 1]) of both (one array each, so that a
+  // ring of thousands of devices reads them without chasing a pointer per device).
+  std::vector<size_t> run_begin_;  // empty when the memo is off
+  std::vector<Reach> reach_;       // the runs as queries
+  std::vector<KeyRun> key_runs_;   // the runs as keys
   std::vector<std::int64_t> shape_;     // per device: the id of its runs' local shape
   std::array<Shard, 64> shards_;
   // At most a few outcomes a device: the classes of the layouts the memo is for (2N - 1 striped,

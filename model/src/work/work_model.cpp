@@ -271,6 +271,7 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
     PairScratch scratch;
     PairOutcome counted;  // the pairs the memo does not hold
     detail::BlockPairMemo::ThreadCache met;
+    detail::BlockPairMemo::Key key;
   };
   parallel_for_each_with(static_cast<size_t>(devices), threads, [] { return Worker{}; }, [&](size_t column, Worker& worker) {
     const auto d = static_cast<Count>(column);
@@ -286,8 +287,7 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
         count_pair(queries, *blocks[static_cast<size_t>(source)], mask, varlen ? &*varlen : nullptr, d, source, scratch,
                    profiles, out);
       };
-      const auto key = memo.key(d, source);
-      const PairOutcome* outcome = key ? memo.find_or_count(*key, worker.met, count) : nullptr;
+      const PairOutcome* outcome = memo.key(d, source, worker.key) ? memo.find_or_count(worker.key, worker.met, count) : nullptr;
       const bool memoised = outcome != nullptr;
       if (!memoised) {
         count(counted);
