@@ -32,12 +32,14 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
       rows_of[p] += std::clamp<Count>(shape.rows_per_device - first, 0, shape.call.tile.query);
     }
   }
-  for (Count d = 0; d < devices; ++d) {
-    bool started = false;
-    for (Count r = 0; r < rounds; ++r) {
+  // Round by round, so that the matrices are read in the order they are stored (devices apart
+  // by a whole row would each miss the cache at thousands of devices).
+  std::vector<char> started(static_cast<size_t>(devices), 0);  // whether the device has called yet
+  for (Count r = 0; r < rounds; ++r) {
+    for (Count d = 0; d < devices; ++d) {
       const auto i = static_cast<size_t>(r * devices + d);
       if (call_us[i] <= 0) continue;
-      if (started) {
+      if (started[static_cast<size_t>(d)]) {
         const Count rows = rows_of[static_cast<size_t>(work.query_tile_profile.at(r, d))];
         const bool trimmed = work.trimmed_length.rounds() > 0 && work.trimmed_length.at(r, d) > 0;
         const bool slice = pass == KernelPass::forward && (rows < shape.rows_per_device || trimmed);
@@ -45,7 +47,7 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
         const double bytes = per_element * static_cast<double>(rows) * streams * static_cast<double>(shape.call.head_dim);
         out[i] = transfer_time_us(static_cast<Bytes>(std::llround(bytes)), memory_bandwidth);
       }
-      started = true;
+      started[static_cast<size_t>(d)] = 1;
     }
   }
   return out;

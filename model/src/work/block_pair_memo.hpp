@@ -53,7 +53,11 @@ class BlockPairMemo {
     std::array<std::int64_t, 2 + kMaxRunPairs> values;  // the first `size` hold the key
     std::uint8_t size = 0;
     friend bool operator==(const Key& a, const Key& b) {
-      return a.size == b.size && std::equal(a.values.begin(), a.values.begin() + a.size, b.values.begin());
+      if (a.size != b.size) return false;
+      for (std::uint8_t i = 0; i < a.size; ++i) {  // a few values: a call to memcmp costs more
+        if (a.values[i] != b.values[i]) return false;
+      }
+      return true;
     }
   };
 

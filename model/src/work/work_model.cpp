@@ -347,8 +347,16 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
         if (added) work.profiles.push_back(std::move(column.distinct[i]));
         global_id[i] = it->second;
       }
-      for (Count r = 0; r < devices; ++r) {
-        work.query_tile_profile.at(r, d) = global_id[static_cast<size_t>(column.index_by_round[static_cast<size_t>(r)])];
+      for (Count& index : column.index_by_round) index = global_id[static_cast<size_t>(index)];
+    }
+    // Columns into rows a band of rounds at a time: the band's rows stay in the cache while every
+    // column writes into them (a column written whole touches a row per round).
+    constexpr Count kBand = 64;
+    for (Count band = 0; band < devices; band += kBand) {
+      const Count end = std::min(devices, band + kBand);
+      for (Count d = 0; d < devices; ++d) {
+        const auto& ids = columns[static_cast<size_t>(d)].index_by_round;
+        for (Count r = band; r < end; ++r) work.query_tile_profile.at(r, d) = ids[static_cast<size_t>(r)];
       }
     }
   }
