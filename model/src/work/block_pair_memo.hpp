@@ -6,7 +6,8 @@
 // cuts through them, the offset between their first positions. A striped ring has at most 2N - 1
 // such classes among its N^2 pairs (one per difference of devices), a causal zigzag or contiguous
 // ring three (keys all earlier, all later, or the device's own), so a 1024-device ring counts
-// thousands of pairs, not a million. Thread-safe: the columns of count_work look pairs up from several threads.
+// thousands of pairs, not a million. Thread-safe: count_work's columns look pairs up from
+// several threads.
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -46,7 +47,8 @@ class BlockPairMemo {
   // counting does (permutations, balanced layouts).
   static constexpr size_t kMaxRunPairs = 16;
 
-  // Empty memo (every key() none) unless the mask depends on q - k alone and tiles are fixed.
+  // An empty memo (key() always false) unless the mask depends on q - k alone and the tiles do
+  // not follow documents (varlen).
   BlockPairMemo(const Layout& layout, const Mask& mask, bool varlen);
 
   struct Key {

@@ -273,7 +273,8 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
     detail::BlockPairMemo::ThreadCache met;
     detail::BlockPairMemo::Key key;
   };
-  parallel_for_each_with(static_cast<size_t>(devices), threads, [] { return Worker{}; }, [&](size_t column, Worker& worker) {
+  const auto make_worker = [] { return Worker{}; };
+  parallel_for_each_with(static_cast<size_t>(devices), threads, make_worker, [&](size_t column, Worker& worker) {
     const auto d = static_cast<Count>(column);
     PairScratch& scratch = worker.scratch;
     PairOutcome& counted = worker.counted;
@@ -287,7 +288,8 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
         count_pair(queries, *blocks[static_cast<size_t>(source)], mask, varlen ? &*varlen : nullptr, d, source, scratch,
                    profiles, out);
       };
-      const PairOutcome* outcome = memo.key(d, source, worker.key) ? memo.find_or_count(worker.key, worker.met, count) : nullptr;
+      const PairOutcome* outcome =
+          memo.key(d, source, worker.key) ? memo.find_or_count(worker.key, worker.met, count) : nullptr;
       const bool memoised = outcome != nullptr;
       if (!memoised) {
         count(counted);
