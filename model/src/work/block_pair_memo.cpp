@@ -12,6 +12,12 @@ namespace {
 constexpr std::int64_t kEveryPairAllowed = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t kNoPairAllowed = kEveryPairAllowed + 1;
 
+// FNV-1a over 64-bit values, for both hashes below.
+constexpr std::uint64_t kFnvOffset = 1469598103934665603ull;
+constexpr std::uint64_t fnv1a(std::uint64_t h, std::int64_t value) {
+  return (h ^ static_cast<std::uint64_t>(value)) * 1099511628211ull;
+}
+
 bool depends_on_offset_alone(MaskKind kind) {
   switch (kind) {
     case MaskKind::causal:
@@ -75,23 +81,15 @@ const QueryTileProfile& BlockPairMemo::intern(QueryTileProfile rows) {
 }
 
 size_t ProfileHash::operator()(const QueryTileProfile& profile) const {
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the counts
-  for (const QueryTileLoad& load : profile) {
-    for (const Count value : {load.full, load.partial}) {
-      h ^= static_cast<std::uint64_t>(value);
-      h *= 1099511628211ull;
-    }
-  }
+  std::uint64_t h = kFnvOffset;
+  for (const QueryTileLoad& load : profile) h = fnv1a(fnv1a(h, load.full), load.partial);
   return static_cast<size_t>(h);
 }
 
 size_t BlockPairMemo::KeyHash::operator()(const Key& key) const {
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the values
-  for (size_t i = 0; i < key.size; ++i) {
-    h ^= static_cast<std::uint64_t>(key.values[i]);
-    h *= 1099511628211ull;
-  }
-  return static_cast<size_t>(h ^ (h >> 29));
+  std::uint64_t h = kFnvOffset;
+  for (size_t i = 0; i < key.size; ++i) h = fnv1a(h, key.values[i]);
+  return static_cast<size_t>(h ^ (h >> 29));  // the high bits folded in: shards take h % 64
 }
 
 }  // namespace stripesim::model::detail

@@ -312,17 +312,16 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
           column.index_by_round.push_back(column.index_by_round.back());
           continue;
         }
-        const auto next = static_cast<Count>(column.distinct.size());
-        auto found = std::pair(next, true);
+        const auto number = [&](auto& numbered, const auto& profile_id) {
+          const auto [it, added] = numbered.try_emplace(profile_id, static_cast<Count>(column.distinct.size()));
+          if (added) column.distinct.push_back(outcome->profile());
+          column.index_by_round.push_back(it->second);
+        };
         if (memoised) {
-          const auto [it, added] = seen_in_memo.try_emplace(outcome->distinct_rows, next);
-          found = {it->second, added};
+          number(seen_in_memo, outcome->distinct_rows);
         } else {
-          const auto [it, added] = seen.try_emplace(outcome->rows, next);
-          found = {it->second, added};
+          number(seen, outcome->rows);
         }
-        if (found.second) column.distinct.push_back(outcome->profile());
-        column.index_by_round.push_back(found.first);
       }
     }
   });
