@@ -267,15 +267,15 @@ INSTANTIATE_TEST_SUITE_P(
                  "--seq-len 1001: layout striped needs it divisible by N = 4"},
         // Every input a file gives is named at its field, the ring's and the cluster's too.
         BadInput{"experiment_cp", "simulate --experiment " + data("simulate_cp_not_the_group.json"),
-                 "simulate_cp_not_the_group.json field \"cp\" = 'hybrid:3x4': U x R = 12 must be the 8 devices of the group"},
+                 "simulate_cp_not_the_group.json field \"cp\" = 'hybrid:3x4': U x R = 12 must equal the 8 devices of the context-parallel group (-N)"},
         BadInput{"experiment_sync", "simulate --experiment " + data("simulate_lockstep_without_ring.json"),
                  "simulate_lockstep_without_ring.json field \"sync\" = lockstep: sets how a ring's rounds wait; --cp ulysses has no ring"},
         BadInput{"experiment_topology", "simulate --experiment " + data("simulate_topology_too_small.json"),
                  "simulate_topology_too_small.json field \"topology\" = cluster:2x2: has 4 GPUs, fewer than --devices 8"},
         BadInput{"experiment_cp_overridden", "simulate --experiment " + data("simulate_cp_not_the_group.json") + " --cp hybrid:5x2",
-                 "--cp 'hybrid:5x2': U x R = 10 must be the 8 devices of the group"},
+                 "--cp 'hybrid:5x2': U x R = 10 must equal the 8 devices of the context-parallel group (-N)"},
         BadInput{"unknown_cp", "simulate --cp rings", "--cp 'rings': expected ring, allgather[:G], ulysses or hybrid:UxR"},
-        BadInput{"hybrid_not_the_group", "simulate --cp hybrid:3x3", "--cp 'hybrid:3x3': U x R = 9 must be the 8 devices"},
+        BadInput{"hybrid_not_the_group", "simulate --cp hybrid:3x3", "--cp 'hybrid:3x3': U x R = 9 must equal the 8 devices"},
         BadInput{"ulysses_heads_do_not_divide", "simulate --cp ulysses --heads 12",
                  "--cp ulysses: the all-to-all over 8 devices needs the 12 heads of a device divisible by 8"},
         BadInput{"ring_setting_without_a_ring", "simulate --cp allgather --sync lockstep",
@@ -354,6 +354,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadInput{"plan_without_a_model", "plan --gpus 8", "--model is required"},
         BadInput{"plan_no_gpus", "plan --model 1b --gpus 0", "--gpus 0: must be between 1 and 32768"},
+        // Named by the plan's own flag, not the -M x -N x -D of the meshes it would try.
+        BadInput{"plan_more_gpus_than_the_topology", "plan --model 1b --topology cluster:2x4 --gpus 16",
+                 "--topology cluster:2x4: has 8 GPUs, fewer than --gpus 16"},
         BadInput{"plan_unknown_algorithm", "plan --model 1b --algorithms ring,rings",
                  "--algorithms 'rings': expected ring, allgather, ulysses or hybrid"},
         BadInput{"plan_negative_memory", "plan --model 1b --memory-gib -1", "--memory-gib -1: must be positive"},

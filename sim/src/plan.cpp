@@ -148,6 +148,13 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
   // Every mesh spreads over all the GPUs of the same topology: loaded once, the meshes share its
   // shortest-path trees (each mesh routes every GPU; per mesh, 4096 GPUs' trees held 134 MB).
   base.topology_graph = simulation_topology(base, catalog, hardware, request.gpus);
+  // Said here in the plan's own terms: every mesh would refuse it naming -M x -N x -D, flags a
+  // plan does not take.
+  if (base.topology_graph->gpu_count() < request.gpus) {
+    throw model::InputError(model::Input::topology, base.topology_graph->name(),
+                            fmt::format("has {} GPUs, fewer than --gpus {}", base.topology_graph->gpu_count(),
+                                        request.gpus));
+  }
 
   // Every (mesh, algorithm); the simulation's own checks decide what is possible.
   for (const Count n : divisors(request.gpus)) {
