@@ -383,14 +383,18 @@ def write_document(doc, path):
         raise
 
 
-def timing_text(warmup, iters):
-    return f"{warmup} warm-up calls, then the median of {iters} calls between CUDA events"
+def timing_text(warmup, iters, passes=1, what="every distinct call"):
+    timing = f"{warmup} warm-up calls, then the median of {iters} calls between CUDA events"
+    if passes > 1:
+        timing = f"{passes} passes over {what} in turn, each pass {timing}; the median of the passes"
+    return timing
 
 
-def flex_method(warmup, iters, tile, seed):
+def flex_method(warmup, iters, tile, seed, passes=1):
     return ("One GPU plays every ring device in turn: each (round, device) attention call of the ring (queries of "
             "device d against the K/V block that started on device (d - r) mod N, mask on original positions) is "
-            f"run alone; {timing_text(warmup, iters)}. fwdbwd times the forward plus the backward of that call "
+            f"run alone; {timing_text(warmup, iters, passes, 'every call of every layout')}. fwdbwd times the "
+            "forward plus the backward of that call "
             "(backward with a random output gradient). No communication is timed. flex_attention is compiled with "
             f"torch.compile; each call gets a BlockMask from create_block_mask with BLOCK_SIZE {tile} whose "
             "mask_mod reads the original positions of the queries and keys; active_blocks counts the blocks that "
@@ -399,10 +403,7 @@ def flex_method(warmup, iters, tile, seed):
 
 def sdpa_method(warmup, iters, backend, layouts, seed, passes=1, kernel="sdpa"):
     plan = "; ".join(SDPA_PLAN_TEXT[name] for name in layouts)
-    timing = timing_text(warmup, iters)
-    if passes > 1:
-        timing = (f"{passes} passes over every distinct call in turn, each pass {timing}; the median of the "
-                  "passes")
+    timing = timing_text(warmup, iters, passes)
     called = CALL_PLAN_FUNCTIONS[kernel] + (f" (backend {backend})" if kernel == "sdpa" else "")
     return (f"One GPU plays every ring device in turn, calling {called} the way ring-flash-attention drives "
             f"FlashAttention: {plan}. Each distinct call (causal "
@@ -437,7 +438,9 @@ def make_parser():
     parser.add_argument("--tile", help="flex BlockMask BLOCK_SIZE, default 128 (128x128)")
     parser.add_argument("--warmup", default="3")
     parser.add_argument("--iters", default="10")
-    parser.add_argument("--passes", default="3", help="sdpa, flash_attn, fa3: passes over the distinct calls (median)")
+    parser.add_argument("--passes", default="3",
+                        help="passes over every call in turn (flex: every call of every layout; sdpa, flash_attn, "
+                             "fa3: the distinct calls), the median of the passes")
     parser.add_argument("--seed", default="0")
     parser.add_argument("--sdpa-backend", default="auto", choices=SDPA_BACKENDS)
     parser.add_argument("--notes")
@@ -513,9 +516,6 @@ def parse_config(argv):
                              "up to 256")
     if args.kernel != "sdpa" and args.sdpa_backend != "auto":
         raise UsageError("--sdpa-backend: only for --kernel sdpa")
-    if args.kernel not in CALL_PLAN_KERNELS and args.passes != make_parser().get_default("passes"):
-        raise UsageError("--passes: only for --kernel sdpa, flash_attn or fa3 (flex times every call of the ring)")
-
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
         raise UsageError(f"--out {args.out}: the directory {out_dir} does not exist")
@@ -628,15 +628,18 @@ def measure(config):
         return torch.__version__, torch.cuda.get_device_name(cuda), layouts
     q_full, k_full, v_full = full(config.heads), full(config.kv_heads), full(config.kv_heads)
     flex = FlexKernel(torch, config, cuda)
-    layouts = {}
+    runs, active = {}, {}
     for name in config.layouts:
         index = [torch.tensor(block, device=cuda, dtype=torch.int32) for block in config.positions[name]]
         # Each device's rows in its local order: the tensors a real ring would hold.
         local_q = [q_full.index_select(2, i).contiguous() for i in index]
         local_k = [k_full.index_select(2, i).contiguous() for i in index]
         local_v = [v_full.index_select(2, i).contiguous() for i in index]
-        layouts[name] = flex.measure(index, local_q, local_k, local_v)
-        print(f"measure_kernels.py: {name} done", file=sys.stderr)
+        active[name] = flex.prepare(name, index, local_q, local_k, local_v, runs)
+        print(f"measure_kernels.py: {name}'s block masks built", file=sys.stderr)
+    timed = time_in_passes(torch, runs, config, before=flex.select)
+    layouts = {name: {"us": [[timed[(name, r, d)] for d in range(config.devices)] for r in range(config.devices)],
+                      "active_blocks": active[name]} for name in config.layouts}
     return torch.__version__, torch.cuda.get_device_name(cuda), layouts
 
 
@@ -693,17 +696,21 @@ class FlexKernel:
         tq, tk = config.tile
         self.block_mask = lambda: build(mask_mod, None, None, c, c, device=cuda, BLOCK_SIZE=(tq, tk))
         self.attention = torch.compile(flex_attention, dynamic=False)
+        self.positions = {}  # (layout, round, device) -> (query positions, key positions)
 
-    def measure(self, index, local_q, local_k, local_v):
+    def prepare(self, layout, index, local_q, local_k, local_v, runs):
+        """Adds a runner for every (round, device) call of `layout` to `runs`, keyed (layout, round,
+        device), and returns the layout's active_blocks table. The call's positions are kept for
+        `select`, which loads them before the call is timed: the kernel evaluates the mask_mod on
+        partial blocks, and the mask_mod reads the position buffers when the kernel runs."""
         torch, config = self.torch, self.config
         gqa = config.kv_heads != config.heads
-        us = [[0.0] * config.devices for _ in range(config.devices)]
         active = [[0] * config.devices for _ in range(config.devices)]
         for r in range(config.devices):
             for d in range(config.devices):
                 s = ring_source(d, r, config.devices)
-                self.q_pos.copy_(index[d])
-                self.k_pos.copy_(index[s])
+                self.positions[(layout, r, d)] = (index[d], index[s])
+                self.select((layout, r, d))
                 block_mask = self.block_mask()
                 # kv_num_blocks counts the partial blocks of each query-block row, full_kv_num_blocks the
                 # full ones; one head and batch entry (the mask is the same for all).
@@ -717,9 +724,13 @@ class FlexKernel:
                         return self.attention(q, k, v, block_mask=block_mask, enable_gqa=True)
                     return self.attention(q, k, v, block_mask=block_mask)
 
-                run = make_runner(torch, attend, local_q[d], local_k[s], local_v[s], config.pass_)
-                us[r][d] = time_call(torch, run, config.warmup, config.iters)
-        return {"us": us, "active_blocks": active}
+                runs[(layout, r, d)] = make_runner(torch, attend, local_q[d], local_k[s], local_v[s], config.pass_)
+        return active
+
+    def select(self, key):
+        q_index, k_index = self.positions[key]
+        self.q_pos.copy_(q_index)
+        self.k_pos.copy_(k_index)
 
 
 def sdpa_attention(config):
@@ -774,8 +785,7 @@ def package_version(kernel):
 
 def time_sdpa_calls(torch, config, cuda, dtype):
     """{call key: microseconds} for every distinct call of the file's layouts on the call-plan kernel
-    (sdpa, flash_attn, fa3): --passes passes over all of them in turn (so clock drift during the run
-    spreads over every call alike), the median of the passes' medians."""
+    (sdpa, flash_attn, fa3), timed by time_in_passes."""
     attention, heads_first = (sdpa_attention(config) if config.kernel == "sdpa"
                               else flash_package_attention(config.kernel))
     runs = {}
@@ -792,9 +802,19 @@ def time_sdpa_calls(torch, config, cuda, dtype):
             return attention(q, k, v, causal)
 
         runs[(causal, q_len, k_len)] = make_runner(torch, attend, q, k, v, config.pass_)
+    return time_in_passes(torch, runs, config)
+
+
+def time_in_passes(torch, runs, config, before=None):
+    """{key: microseconds} for every runner of `runs`: --passes passes over all of them in turn, so
+    clock drift or a slow stretch during the run spreads over every call alike instead of landing on
+    the few timed at that moment; the median of the passes' medians. `before(key)`, if given, runs
+    untimed ahead of each key's timing."""
     samples = {key: [] for key in runs}
     for p in range(config.passes):
         for key, run in runs.items():
+            if before is not None:
+                before(key)
             samples[key].append(time_call(torch, run, config.warmup, config.iters))
         print(f"measure_kernels.py: pass {p + 1} of {config.passes} done", file=sys.stderr)
     return {key: statistics.median(values) for key, values in samples.items()}
@@ -825,7 +845,7 @@ def main(argv):
     tile = f"{config.tile[0]}x{config.tile[1]}" if config.tile else None
     if config.kernel == "flex":
         kernel = f"torch {torch_version} flex_attention (torch.compile), BlockMask {tile}"
-        method = flex_method(config.warmup, config.iters, tile, config.seed)
+        method = flex_method(config.warmup, config.iters, tile, config.seed, config.passes)
     elif config.kernel == "sdpa":
         kernel = (f"torch {torch_version} scaled_dot_product_attention ({config.sdpa_backend} backend), "
                   "ring-flash-attention call pattern")

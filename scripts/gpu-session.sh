@@ -22,6 +22,12 @@
 #              and unmasked (the shape of Ulysses' calls, predicted 9-11 % short at 2 and 4 heads),
 #              each printed beside the h100 stripesim-flash profile's prediction, plus Nsight
 #              Compute on the 2-head causal call: how fast a lone 2-warp block runs     (~100 s)
+#   retime     PyTorch flex_attention timed again on the eleven shared H100 flex workloads (the ones
+#              configs/kernels/h100/flex.json is fitted on), in 3 interleaved passes over every call
+#              (bench/retime_measurements.py), the worst-scored ones first, then scored: the shipped
+#              profile on them (--no-fit) and each left out of a fit in turn. Settles whether the
+#              cells that set issue 12's worst speedup errors (a window call at twice the time of
+#              equal work, a documents call likewise) are the kernel or one slow stretch (~6-8 min)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B="${1:-build-gpurt}"
@@ -89,7 +95,21 @@ for s in ${STEPS:-ncu bench fwdbwd16k head64 wgmma}; do
               "$K" --kernels flash --tiles 64x64 --masks causal --seq-lens 16384 --heads 2 --reps 1 --warmup 0
             [[ -f "$R/flash64-16k-causal-2heads.ncu-rep" ]] && "$ncu" --import "$R/flash64-16k-causal-2heads.ncu-rep" --page details > "$R/ncu64-details.txt" 2>&1
             pack ;;
-    *) echo "gpu-session.sh: unknown step '$s' (tests, ncu, bench, compare, fwdbwd16k, head64, wgmma, cp, lone64)" >&2; exit 2 ;;
+    retime) F=configs/measurements/h100/flex
+            mkdir -p "$R/retimed-flex"
+            step retime 480 python3 bench/retime_measurements.py --out-dir "$R/retimed-flex" \
+              $F/window4096-fwd-n65536-N4.json $F/documents-seed3-fwd-n65536-N4.json $F/window4096-fwd-n32768-N4.json \
+              $F/documents-seed3-fwd-n32768-N4.json $F/causal-fwd-n32768-N2.json $F/causal-fwdbwd-n32768-N4.json \
+              $F/causal-fwd-n16384-N2.json $F/causal-fwd-n32768-N4.json $F/causal-fwd-n65536-N4.json \
+              $F/causal-fwdbwd-n32768-N2.json $F/causal-fwdbwd-n65536-N4.json
+            retimed=("$R"/retimed-flex/*.json)
+            if [[ -f "${retimed[0]}" ]]; then
+              step retime-shipped 60 "$S" validate --compare --no-fit --hardware h100 --kernel flex \
+                --measurements "${retimed[@]}" --out-dir "$R/retimed-flex-shipped"
+              step retime-loo 120 "$S" validate --compare --hardware h100 --kernel flex --measurements "${retimed[@]}" \
+                --block-costs $(dirname $F)/block-costs-sdpa-flex.json --block-costs-kernel flex --out-dir "$R/retimed-flex-loo"
+            fi ;;
+    *) echo "gpu-session.sh: unknown step '$s' (tests, ncu, bench, compare, fwdbwd16k, head64, wgmma, cp, lone64, retime)" >&2; exit 2 ;;
   esac
 done
 echo "== all steps done after $SECONDS s; results in $archive"

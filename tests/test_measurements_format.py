@@ -201,6 +201,12 @@ for kernel, tile, with_blocks in (("flex", "128x128", True), ("sdpa", None, Fals
         layouts[layout] = entry
     method = (harness.flex_method(3, 10, tile, 0) if kernel == "flex"
               else harness.sdpa_method(3, 10, "auto", ["contiguous", "striped", "zigzag"], 0, kernel=kernel))
+    # Passes over the calls, flex's as the call plans', are said in the method.
+    passes = (harness.flex_method(3, 10, tile, 0, passes=3) if kernel == "flex"
+              else harness.sdpa_method(3, 10, "auto", ["contiguous"], 0, passes=3, kernel=kernel))
+    expect("3 passes over every" in passes and "the median of the passes" in passes,
+           f"{kernel}'s method does not say its passes: {passes!r}")
+    expect("passes" not in method, f"{kernel}'s method names passes it did not make: {method!r}")
     if kernel != "flex":  # the method names the function each call-plan kernel times
         expect(harness.CALL_PLAN_FUNCTIONS[kernel] in method, f"sdpa_method ({kernel}): {method!r}")
     doc = harness.build_document("Synthetic GPU", f"torch 2.5.0 {kernel}", method, workload, layouts,
@@ -238,7 +244,7 @@ with tempfile.TemporaryDirectory() as scratch:
                        (["--kernel", "tpu", *base], "--kernel"),
                        (["--kernel", "flex", *base, "--warmup", "0"], "--warmup"),
                        (["--kernel", "sdpa", *base, "--passes", "0"], "--passes"),
-                       (["--kernel", "flex", *base, "--passes", "5"], "--passes"),
+                       (["--kernel", "flex", *base, "--passes", "0"], "--passes"),
                        # The FlashAttention package: the causal call plan, bf16 or fp16, heads up to 256.
                        (["--kernel", "flash_attn", *base, "--dtype", "fp32"], "--dtype"),
                        (["--kernel", "fa3", *base, "--head-dim", "320"], "--head-dim"),
@@ -254,6 +260,44 @@ with tempfile.TemporaryDirectory() as scratch:
 result = subprocess.run([sys.executable, script, "--self-test"], capture_output=True, text=True)
 expect(result.returncode == 0 and not result.stdout and not result.stderr,
        f"measure_kernels.py --self-test: exit {result.returncode}, {result.stdout!r} {result.stderr!r}")
+
+# ---- (c) bench/retime_measurements.py: every shipped file can be timed again as it was -------------
+# --check builds each file's measure_kernels.py command line and refuses any whose workload would come
+# back different (no torch needed).
+retime = os.path.join(source, "bench", "retime_measurements.py")
+ring_files = [path for path in files if os.path.relpath(path, source) in documents
+              and documents[os.path.relpath(path, source)]["schema"] == "stripesim.measurements/1"]
+with tempfile.TemporaryDirectory() as scratch:
+    result = subprocess.run([sys.executable, retime, "--check", "--out-dir", scratch, *ring_files],
+                            capture_output=True, text=True)
+    commands = result.stdout.splitlines()
+    expect(result.returncode == 0 and not result.stderr and len(commands) == len(ring_files),
+           f"retime_measurements.py --check: exit {result.returncode}, {len(commands)} commands for "
+           f"{len(ring_files)} files, stderr {result.stderr!r}")
+    for path, command in zip(ring_files, commands):
+        doc = documents[os.path.relpath(path, source)]
+        want_kernel = "--kernel flex" if "flex_attention" in doc["kernel"] else "--kernel sdpa --sdpa-backend"
+        expect(want_kernel in command and "--passes 3" in command and f"--mask {doc['workload']['mask']}" in command
+               and command.endswith(os.path.join(scratch, os.path.basename(path)) +
+                                    (f" --tile {doc['workload']['tile']}" if doc["workload"].get("tile") else "")),
+               f"retime_measurements.py --check {os.path.relpath(path, source)}: {command}")
+    expect(not os.listdir(scratch), f"retime_measurements.py --check wrote {os.listdir(scratch)}")
+    # Bad input: one line naming the file or flag, exit 2, nothing timed or written.
+    unknown_kernel = os.path.join(scratch, "unknown-kernel.json")
+    with open(unknown_kernel, "w") as f:
+        json.dump(dict(documents[os.path.relpath(ring_files[0], source)], kernel="triton 3.0 my_attention"), f)
+    block_costs = next(path for path in files if os.path.basename(path) == "block-costs-sdpa-flex.json")
+    for args, named in ((["--out-dir", scratch, block_costs], "block-costs-sdpa-flex.json"),
+                        (["--out-dir", scratch, unknown_kernel], "unknown-kernel.json"),
+                        (["--out-dir", scratch, os.path.join(scratch, "absent.json")], "absent.json"),
+                        (["--out-dir", os.path.join(scratch, "absent"), ring_files[0]], "--out-dir"),
+                        (["--out-dir", scratch, "--passes", "0", ring_files[0]], "--passes"),
+                        (["--out-dir", scratch], "FILE")):
+        result = subprocess.run([sys.executable, retime, *args], capture_output=True, text=True)
+        lines = result.stderr.strip().splitlines()
+        expect(result.returncode == 2 and len(lines) == 1 and named in lines[0] and not result.stdout,
+               f"retime_measurements.py {' '.join(args)}: exit {result.returncode}, stderr {result.stderr!r}")
+    expect(os.listdir(scratch) == ["unknown-kernel.json"], f"retime_measurements.py wrote {os.listdir(scratch)}")
 
 elapsed = time.monotonic() - started
 for failure in failures:
