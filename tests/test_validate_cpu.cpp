@@ -399,6 +399,24 @@ TEST(ConsistencyFloor, EqualWorkSharesItsMedianMeasuredTime) {
   EXPECT_DOUBLE_EQ(s.max_abs_call_error, 30.0 / 130.0);
 }
 
+// The report's drift column: the median of measured / predicted over the calls both time above
+// 0 (an untimed call, 0 us, and one predicted at 0 say nothing about the pace), absent when none.
+TEST(KernelAccuracy, MedianMeasuredOverPredictedSkipsCallsNotTimed) {
+  MeasuredWorkload w = causal_workload("g.json", "contiguous", 1024, 2, 1, sim::PassSelection::forward,
+                                       {120, 0, 90, 300});
+  WorkloadPrediction p;
+  p.workload = &w;
+  p.predicted_us = {100, 50, 100, 0};
+  const std::optional<double> ratio = median_measured_over_predicted(p);
+  ASSERT_TRUE(ratio.has_value());
+  EXPECT_DOUBLE_EQ(*ratio, (1.2 + 0.9) / 2);  // of 1.2 and 0.9; the 0 us call and the 0 prediction skipped
+  w.us = {120, 0, 90, 330};
+  p.predicted_us = {100, 50, 100, 300};
+  EXPECT_DOUBLE_EQ(*median_measured_over_predicted(p), 1.1);  // of 0.9, 1.1, 1.2
+  w.us = {0, 0, 0, 0};
+  EXPECT_FALSE(median_measured_over_predicted(p).has_value());
+}
+
 // A file is named by its name alone unless another given file shares it; then by as many folders
 // as it takes, each file as far as its own path goes.
 TEST(FileLabels, AsMuchOfEachPathAsTellsTheFilesApart) {

@@ -174,4 +174,14 @@ AccuracySummary summarize_accuracy(const std::vector<WorkloadPrediction>& predic
   return s;
 }
 
+std::optional<double> median_measured_over_predicted(const WorkloadPrediction& prediction) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < prediction.predicted_us.size(); ++i) {
+    const double measured = prediction.workload->us[i];
+    if (measured > 0 && prediction.predicted_us[i] > 0) ratios.push_back(measured / prediction.predicted_us[i]);
+  }
+  if (ratios.empty()) return std::nullopt;
+  return spread_of(std::move(ratios)).median;
+}
+
 }  // namespace stripesim::validate

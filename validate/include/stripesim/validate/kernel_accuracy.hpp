@@ -68,6 +68,12 @@ struct AccuracySummary {
 
 [[nodiscard]] AccuracySummary summarize_accuracy(const std::vector<WorkloadPrediction>& predictions);
 
+// The median over a workload's timed calls (measured and predicted above 0) of measured /
+// predicted; absent when none is. A layout whose calls all run some percent off while the other
+// layouts of its file do not was timed in another state of the GPU or host (clock, power, a
+// compile running beside it): the same kernel does not speed up or slow down by layout.
+[[nodiscard]] std::optional<double> median_measured_over_predicted(const WorkloadPrediction& prediction);
+
 // Its printers (JSON, Markdown): output/accuracy_printers.hpp.
 
 }  // namespace stripesim::validate
