@@ -112,6 +112,12 @@ def main(argv):
     failed = 0
     for path, command in zip(files, commands):
         print(f"retime_measurements.py: {path}", file=sys.stderr)
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            # Each file compiles flex_attention for its own mask_mod: cleared between files, the
+            # compiled variants cannot pile up to Dynamo's recompile limit, past which it would
+            # fall back to the eager kernel without a word (its on-disk caches still apply).
+            torch._dynamo.reset()
         if measure_kernels.main(command) != 0:
             failed += 1
     return 1 if failed else 0
