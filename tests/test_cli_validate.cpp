@@ -734,6 +734,18 @@ TEST(CliValidate, KernelFitOnShippedMeasurementsPredictsHeldOutFiles) {
     // at 16k tokens per device than at 8k, which one cost per tile cannot give both sizes, and
     // leaving one size out leaves one size to fit (retimed on another H100, it does not).
     const auto& floor = doc.at("consistency_floor");
+    // The committed report of the same run (reports/kernels/h100-KERNEL, which the README's table
+    // quotes) is this run's: a change to the time model or the fit that moves these numbers must
+    // regenerate it with its recorded command (the sdpa report once went stale this way).
+    std::ifstream committed_file(std::string(STRIPESIM_SOURCE_DIR) + "/reports/kernels/h100-" + kernel + "/accuracy.json");
+    ASSERT_TRUE(committed_file) << kernel;
+    const auto committed = nlohmann::json::parse(committed_file);
+    for (const char* field : {"median_abs_call_error", "max_abs_call_error", "mean_abs_speedup_error", "max_abs_speedup_error"}) {
+      EXPECT_NEAR(committed.at("summary").at(field).get<double>(), s.at(field).get<double>(), 1e-9)
+          << "reports/kernels/h100-" << kernel << " is stale: " << field;
+      EXPECT_NEAR(committed.at("consistency_floor").at(field).get<double>(), floor.at(field).get<double>(), 1e-9)
+          << "reports/kernels/h100-" << kernel << " is stale: floor " << field;
+    }
     EXPECT_LE(floor.at("mean_abs_speedup_error").get<double>(), s.at("mean_abs_speedup_error").get<double>()) << kernel;
     EXPECT_LE(s.at("mean_abs_speedup_error").get<double>() - floor.at("mean_abs_speedup_error").get<double>(),
               kernel == "sdpa" ? 0.06 : 0.03)
