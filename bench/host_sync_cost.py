@@ -38,10 +38,6 @@ SCHEMA = "stripesim.host-sync/1"
 DTYPES = ("bf16", "fp16")
 
 
-class UsageError(Exception):
-    """Bad command-line input: one line naming the flag, exit status 2."""
-
-
 # --------------------------------------------------------------------------------------------
 # The rounds (pure Python)
 # --------------------------------------------------------------------------------------------
@@ -50,7 +46,8 @@ def local_lengths(documents, devices):
     """Each document's tokens on one device of a zigzag ring (its chunk i and chunk 2N - 1 - i)."""
     for length in documents:
         if length % (2 * devices) != 0:
-            raise UsageError(f"--documents {length}: must divide by 2N = {2 * devices} (zigzag's chunks)")
+            raise measure_kernels.UsageError(
+                f"--documents {length}: must divide by 2N = {2 * devices} (zigzag's chunks)")
     return [length // devices for length in documents]
 
 
@@ -111,38 +108,32 @@ def parse_args(argv):
     while args:
         flag = args.pop(0)
         if flag not in values:
-            raise UsageError(f"{flag}: unknown flag ({', '.join(values)})")
+            raise measure_kernels.UsageError(f"{flag}: unknown flag ({', '.join(values)})")
         if not args:
-            raise UsageError(f"{flag}: needs a value")
+            raise measure_kernels.UsageError(f"{flag}: needs a value")
         values[flag] = args.pop(0)
     if values["--devices"] is None or values["--documents"] is None:
-        raise UsageError("--devices and --documents are required")
+        raise measure_kernels.UsageError("--devices and --documents are required")
 
     def positive(flag):
-        try:
-            number = measure_kernels.parse_count(values[flag], flag)
-        except measure_kernels.UsageError as error:
-            raise UsageError(str(error)) from error
+        number = measure_kernels.parse_count(values[flag], flag)
         if number < 1:
-            raise UsageError(f"{flag} {values[flag]}: must be at least 1")
+            raise measure_kernels.UsageError(f"{flag} {values[flag]}: must be at least 1")
         return number
 
     devices, heads, kv_heads, head_dim = (positive(f) for f in ("--devices", "--heads", "--kv-heads", "--head-dim"))
     warmup, iters = positive("--warmup"), positive("--iters")
     if heads % kv_heads != 0:
-        raise UsageError(f"--heads {heads}: must be a multiple of --kv-heads {kv_heads}")
+        raise measure_kernels.UsageError(f"--heads {heads}: must be a multiple of --kv-heads {kv_heads}")
     if values["--dtype"] not in DTYPES:
-        raise UsageError(f"--dtype {values['--dtype']}: expected one of {', '.join(DTYPES)}")
-    try:
-        documents = [measure_kernels.parse_count(x, "--documents") for x in values["--documents"].split(",")]
-    except measure_kernels.UsageError as error:
-        raise UsageError(str(error)) from error
+        raise measure_kernels.UsageError(f"--dtype {values['--dtype']}: expected one of {', '.join(DTYPES)}")
+    documents = [measure_kernels.parse_count(x, "--documents") for x in values["--documents"].split(",")]
     if not documents or min(documents) < 1:
-        raise UsageError(f"--documents {values['--documents']}: lengths must be at least 1")
+        raise measure_kernels.UsageError(f"--documents {values['--documents']}: lengths must be at least 1")
     lengths = local_lengths(documents, devices)
     out = values["--out"]
     if out is not None and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-        raise UsageError(f"--out {out}: its directory does not exist")
+        raise measure_kernels.UsageError(f"--out {out}: its directory does not exist")
     return {"devices": devices, "documents": documents, "lengths": lengths, "heads": heads, "kv_heads": kv_heads,
             "head_dim": head_dim, "dtype": values["--dtype"], "warmup": warmup, "iters": iters, "out": out}
 
@@ -254,21 +245,11 @@ def measure(config):
 
 
 def main(argv):
-    if argv == ["--self-test"]:
-        failures = self_test()
-        for failure in failures:
-            print(f"host_sync_cost.py --self-test: {failure}", file=sys.stderr)
-        return 1 if failures else 0
-    try:
-        config = parse_args(argv)
-    except UsageError as error:
-        print(f"host_sync_cost.py: {error}", file=sys.stderr)
-        return 2
-    try:
-        torch_version, device, ranks = measure(config)
-    except (ImportError, RuntimeError) as error:
-        print(f"host_sync_cost.py: timing needs PyTorch with CUDA: {error}", file=sys.stderr)
-        return 1
+    return measure_kernels.harness_main("host_sync_cost.py", argv, self_test, parse_args, time_and_write)
+
+
+def time_and_write(config):
+    torch_version, device, ranks = measure(config)
     workload = {key: config[key] for key in ("devices", "documents", "heads", "kv_heads", "head_dim", "dtype")}
     if config["out"]:
         with open(config["out"], "w", encoding="utf-8") as f:

@@ -820,28 +820,39 @@ def time_in_passes(torch, runs, config, before=None):
     return {key: statistics.median(values) for key, values in samples.items()}
 
 
-def main(argv):
+def harness_main(name, argv, self_test_, parse, run):
+    """The timing harnesses' entry (this file, host_sync_cost.py): `--self-test` alone runs
+    `self_test_` (exit 1 on a failure, without PyTorch); bad input from `parse(argv)` is one line
+    naming the flag, exit 2; else `run(config)`'s exit status, 1 where PyTorch or the GPU fails."""
     if "--self-test" in argv:
         if len(argv) != 1:
-            print("measure_kernels.py: --self-test: takes no other flags", file=sys.stderr)
+            print(f"{name}: --self-test: takes no other flags", file=sys.stderr)
             return 2
-        failures = self_test()
+        failures = self_test_()
         for failure in failures:
-            print(f"measure_kernels.py --self-test: {failure}", file=sys.stderr)
+            print(f"{name} --self-test: {failure}", file=sys.stderr)
         return 1 if failures else 0
     try:
-        config = parse_config(argv)
+        config = parse(argv)
     except UsageError as error:
-        print(f"measure_kernels.py: {error}", file=sys.stderr)
+        print(f"{name}: {error}", file=sys.stderr)
         return 2
     try:
-        torch_version, device, layouts = measure(config)
+        return run(config)
     except ImportError as error:
-        print(f"measure_kernels.py: timing needs PyTorch with CUDA (>= 2.5 for flex and sdpa): {error}", file=sys.stderr)
+        print(f"{name}: timing needs PyTorch with CUDA (>= 2.5 for flex and sdpa): {error}", file=sys.stderr)
         return 1
     except RuntimeError as error:
-        print(f"measure_kernels.py: {error}", file=sys.stderr)
+        print(f"{name}: {error}", file=sys.stderr)
         return 1
+
+
+def main(argv):
+    return harness_main("measure_kernels.py", argv, self_test, parse_config, time_and_write)
+
+
+def time_and_write(config):
+    torch_version, device, layouts = measure(config)
     tile = f"{config.tile[0]}x{config.tile[1]}" if config.tile else None
     if config.kernel == "flex":
         kernel = f"torch {torch_version} flex_attention (torch.compile), BlockMask {tile}"
