@@ -89,7 +89,8 @@ std::string to_markdown(const validate::KernelAccuracy& accuracy) {
                     100 * floor.median_abs_call_error, 100 * floor.max_abs_call_error, floor.mean_abs_speedup_error,
                     floor.max_abs_speedup_error);
   md += "- calls measured / predicted: the median over a layout's calls; one layout of a file off by itself "
-        "while the others are not points at the timing (clock, power, host), not at the kernel\n";
+        "while the others are not was timed in another state of the GPU or host (clock, power) or makes a kind "
+        "of call the model misses: calls of equal work in two layouts tell which\n";
   md += "\n| workload | layout | lockstep predicted (us) | measured (us) | speedup predicted | measured | error | "
         "calls measured / predicted |\n"
         "|---|---|---:|---:|---:|---:|---:|---:|\n";

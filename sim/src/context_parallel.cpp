@@ -110,7 +110,10 @@ ContextParallel parse_context_parallel(std::string_view text, Count devices) {
     const auto u = x == std::string_view::npos ? std::nullopt : parse_positive(arg.substr(0, x));
     const auto r = x == std::string_view::npos ? std::nullopt : parse_positive(arg.substr(x + 1));
     if (!u || !r) throw refuse("expected hybrid:UxR (Ulysses degree x ring degree)");
-    if (*u * *r != devices) throw refuse(fmt::format("U x R = {} must equal the {} devices of the context-parallel group (-N)", *u * *r, devices));
+    if (*u * *r != devices) {
+      throw refuse(
+          fmt::format("U x R = {} must equal the {} devices of the context-parallel group (-N)", *u * *r, devices));
+    }
     cp.algorithm = CpAlgorithm::hybrid;
     cp.ulysses = *u;
     return cp;

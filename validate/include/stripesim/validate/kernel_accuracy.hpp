@@ -70,8 +70,9 @@ struct AccuracySummary {
 
 // The median over a workload's timed calls (measured and predicted above 0) of measured /
 // predicted; absent when none is. A layout whose calls all run some percent off while the other
-// layouts of its file do not was timed in another state of the GPU or host (clock, power, a
-// compile running beside it): the same kernel does not speed up or slow down by layout.
+// layouts of its file do not was either timed in another state of the GPU or host (clock, power,
+// a compile running beside it) or makes a kind of call the model misses; calls of equal work in
+// two layouts (the consistency floor's classes) tell the two apart.
 [[nodiscard]] std::optional<double> median_measured_over_predicted(const WorkloadPrediction& prediction);
 
 // Its printers (JSON, Markdown): output/accuracy_printers.hpp.
