@@ -399,6 +399,32 @@ TEST(ConsistencyFloor, EqualWorkSharesItsMedianMeasuredTime) {
   EXPECT_DOUBLE_EQ(s.max_abs_call_error, 30.0 / 130.0);
 }
 
+// Equal work timed apart in two layouts of one file: at n = 1024, N = 2 and 128-token tiles a
+// zigzag chunk is one tile, so each zigzag device's own block has contiguous's diagonal profile
+// (one partial tile per query tile, 0 to 3 full ones); timed 1.25x as long there, the file is
+// reported (slow zigzag, fast contiguous, over that one kind of call); at 1.05x it is not.
+TEST(KernelAccuracy, EqualWorkTimedApartInTwoLayoutsIsReported) {
+  const model::HardwareProfile hw = synthetic_bf16_hardware(4);
+  sim::KernelProfile kernel;
+  kernel.tile = {128, 128};
+  const auto workload = [](std::string layout, std::vector<double> us) {
+    MeasuredWorkload w = causal_workload("g.json", std::move(layout), 1024, 2, 1, sim::PassSelection::forward, std::move(us));
+    w.tile = model::TileShape{128, 128};
+    return w;
+  };
+  std::vector<MeasuredWorkload> workloads = {workload("contiguous", {100, 100, 50, 300}),
+                                             workload("zigzag", {125, 125, 150, 150})};
+  const std::vector<LayoutDrift> drift = equal_work_drift(workloads, measured_calls(workloads, hw, kernel));
+  ASSERT_EQ(drift.size(), 1u);
+  EXPECT_EQ(drift[0].group, "g.json");
+  EXPECT_EQ(drift[0].slow_layout, "zigzag");
+  EXPECT_EQ(drift[0].fast_layout, "contiguous");
+  EXPECT_DOUBLE_EQ(drift[0].ratio, 1.25);
+  EXPECT_EQ(drift[0].classes, 1);
+  workloads[1].us[0] = workloads[1].us[1] = 105;
+  EXPECT_TRUE(equal_work_drift(workloads, measured_calls(workloads, hw, kernel)).empty());
+}
+
 // The report's drift column: the median of measured / predicted over the calls both time above
 // 0 (an untimed call, 0 us, and one predicted at 0 say nothing about the pace), absent when none.
 TEST(KernelAccuracy, MedianMeasuredOverPredictedSkipsCallsNotTimed) {

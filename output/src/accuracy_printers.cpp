@@ -37,6 +37,15 @@ nlohmann::ordered_json to_json(const validate::KernelAccuracy& accuracy) {
   }
   doc["summary"] = summary_json(validate::summarize_accuracy(predictions));
   doc["consistency_floor"] = summary_json(accuracy.floor);
+  nlohmann::ordered_json drift = nlohmann::ordered_json::array();
+  for (const validate::LayoutDrift& d : accuracy.drift) {
+    drift.push_back({{"group", d.group},
+                     {"slow_layout", d.slow_layout},
+                     {"fast_layout", d.fast_layout},
+                     {"ratio", d.ratio},
+                     {"classes", d.classes}});
+  }
+  doc["timing_drift"] = std::move(drift);
   nlohmann::ordered_json workloads = nlohmann::ordered_json::array();
   nlohmann::ordered_json points = nlohmann::ordered_json::array();
   for (const auto& p : predictions) {
@@ -88,6 +97,12 @@ std::string to_markdown(const validate::KernelAccuracy& accuracy) {
                     "{:.1f}%, worst {:.1f}%; speedup mean {:.3f}, worst {:.3f}\n",
                     100 * floor.median_abs_call_error, 100 * floor.max_abs_call_error, floor.mean_abs_speedup_error,
                     floor.max_abs_speedup_error);
+  for (const validate::LayoutDrift& d : accuracy.drift) {
+    md += fmt::format("- timing: {}: calls of equal work took {:.2f}x as long in {} as in {} (median over {} kind{} of "
+                      "call): its layouts were timed in different states of the GPU or host, and its speedups carry "
+                      "that; time it again (bench/retime_measurements.py)\n",
+                      d.group, d.ratio, d.slow_layout, d.fast_layout, d.classes, d.classes == 1 ? "" : "s");
+  }
   md += "- calls measured / predicted: the median over a layout's calls; one layout of a file off by itself "
         "while the others are not was timed in another state of the GPU or host (clock, power) or makes a kind "
         "of call the model misses: calls of equal work in two layouts tell which\n";

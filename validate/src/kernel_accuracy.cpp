@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "stripesim/validate/measurement_stats.hpp"
@@ -121,14 +122,23 @@ std::vector<WorkloadPrediction> leave_one_group_out(const std::vector<MeasuredWo
   return out;
 }
 
+namespace {
+
+// A class is a group's calls of equal work (work_key: pass, call shape, the (full, partial)
+// tiles of every query tile and the length a trimmed call runs at, a trimmed call being
+// another call for a kernel that trims).
+using ClassKey = std::pair<std::string, std::vector<double>>;
+
+ClassKey class_of(const std::vector<MeasuredWorkload>& workloads, const MeasuredCall& call) {
+  return {workloads[call.workload].group, work_key(call)};
+}
+
+}  // namespace
+
 std::vector<WorkloadPrediction> consistency_floor(const std::vector<MeasuredWorkload>& workloads,
                                                   const std::vector<MeasuredCall>& calls) {
-  // A class is a group's calls of equal work (work_key: pass, call shape, the (full, partial)
-  // tiles of every query tile and the length a trimmed call runs at, a trimmed call being
-  // another call for a kernel that trims).
-  using Key = std::pair<std::string, std::vector<double>>;
-  const auto key_of = [&](const MeasuredCall& call) { return Key{workloads[call.workload].group, work_key(call)}; };
-  std::map<Key, std::vector<double>> classes;
+  const auto key_of = [&](const MeasuredCall& call) { return class_of(workloads, call); };
+  std::map<ClassKey, std::vector<double>> classes;
   for (const MeasuredCall& call : calls) classes[key_of(call)].push_back(call.measured_us);
   std::vector<WorkloadPrediction> out(workloads.size());
   for (size_t i = 0; i < workloads.size(); ++i) {
@@ -145,6 +155,36 @@ std::vector<WorkloadPrediction> consistency_floor(const std::vector<MeasuredWork
     p.measured_lockstep_us = lockstep_us(p.workload->us, p.workload->devices);
   }
   fill_speedups(out);
+  return out;
+}
+
+std::vector<LayoutDrift> equal_work_drift(const std::vector<MeasuredWorkload>& workloads,
+                                          const std::vector<MeasuredCall>& calls, double threshold) {
+  // class -> layout -> its calls' times; a map keeps the groups and layouts in a fixed order.
+  std::map<ClassKey, std::map<std::string, std::vector<double>>> classes;
+  for (const MeasuredCall& call : calls) {
+    classes[class_of(workloads, call)][workloads[call.workload].layout].push_back(call.measured_us);
+  }
+  // (group, slow layout, fast layout) -> the ratio of their medians in every class both time.
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ratios;
+  for (const auto& [key, layouts] : classes) {
+    for (const auto& [a, a_times] : layouts) {
+      for (const auto& [b, b_times] : layouts) {
+        if (a != b) ratios[{key.first, a, b}].push_back(spread_of(a_times).median / spread_of(b_times).median);
+      }
+    }
+  }
+  std::map<std::string, LayoutDrift> worst;  // per group
+  for (const auto& [pair, r] : ratios) {
+    const auto& [group, slow, fast] = pair;
+    const double ratio = spread_of(r).median;
+    auto [it, fresh] = worst.try_emplace(group, LayoutDrift{group, slow, fast, ratio, static_cast<Count>(r.size())});
+    if (!fresh && ratio > it->second.ratio) it->second = LayoutDrift{group, slow, fast, ratio, static_cast<Count>(r.size())};
+  }
+  std::vector<LayoutDrift> out;
+  for (const auto& [group, drift] : worst) {
+    if (drift.ratio > threshold) out.push_back(drift);
+  }
   return out;
 }
 

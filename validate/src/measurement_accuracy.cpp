@@ -54,6 +54,7 @@ KernelAccuracy run_measurement_accuracy(const MeasurementAccuracyPlan& plan, con
   out.command = request.command;
   out.workloads = plan.workloads;
   out.floor = summarize_accuracy(consistency_floor(workloads, plan.calls));
+  out.drift = equal_work_drift(workloads, plan.calls);
   if (request.no_fit) {
     // The profile as it stands, scored on timings it was never fitted on: nothing is fitted.
     out.method = AccuracyMethod::profile_as_given;

@@ -25,6 +25,10 @@ struct WorkloadPrediction {
   bool held_out = false;
 };
 
+// Above it, equal work timed apart in two layouts of a file is reported (equal_work_drift): twice
+// the 5 % a call repeats within on one GPU ("How accurate is it"), so one noisy call does not.
+inline constexpr double kDriftThreshold = 1.10;
+
 struct AccuracySummary {
   Count calls = 0;  // timed calls (measured > 0) compared
   double median_abs_call_error = 0;
@@ -65,6 +69,23 @@ struct AccuracySummary {
 // `calls`: measured_calls(workloads, ...).
 [[nodiscard]] std::vector<WorkloadPrediction> consistency_floor(const std::vector<MeasuredWorkload>& workloads,
                                                                 const std::vector<MeasuredCall>& calls);
+
+// Two layouts of one file that timed calls of equal work apart: over the equal-work classes
+// both time (consistency_floor's), the median ratio of the slower's median time to the faster's.
+struct LayoutDrift {
+  std::string group;
+  std::string slow_layout;
+  std::string fast_layout;
+  double ratio = 1;
+  Count classes = 0;
+};
+
+// Per group, its two layouts whose equal-work calls lie furthest apart, where above `threshold`:
+// no kernel model can tell them apart, so the file's layouts were timed in different states of
+// the GPU or host, and their speedups carry it. `calls`: measured_calls(workloads, ...).
+[[nodiscard]] std::vector<LayoutDrift> equal_work_drift(const std::vector<MeasuredWorkload>& workloads,
+                                                        const std::vector<MeasuredCall>& calls,
+                                                        double threshold = kDriftThreshold);
 
 [[nodiscard]] AccuracySummary summarize_accuracy(const std::vector<WorkloadPrediction>& predictions);
 

@@ -56,6 +56,7 @@ struct KernelAccuracy {
   KernelFit fit;
   std::vector<WorkloadPrediction> predictions;  // point into `workloads`
   AccuracySummary floor;
+  std::vector<LayoutDrift> drift;  // equal_work_drift of the workloads
 };
 
 // Throws model::InputError for a file that does not read, a device no profile claims without
