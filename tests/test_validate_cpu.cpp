@@ -374,17 +374,19 @@ void time_with(const sim::KernelProfile& truth, const model::HardwareProfile& hw
   }
 }
 
+// One file's layout of a causal forward ring, n = 1024 on N = 2 devices, 128x128 tiles, timed `us`.
+MeasuredWorkload small_tiled_workload(std::string layout, std::vector<double> us) {
+  MeasuredWorkload w = causal_workload("g.json", std::move(layout), 1024, 2, 1, sim::PassSelection::forward, std::move(us));
+  w.tile = model::TileShape{128, 128};
+  return w;
+}
+
 TEST(ConsistencyFloor, EqualWorkSharesItsMedianMeasuredTime) {
   const model::HardwareProfile hw = synthetic_bf16_hardware(4);
   sim::KernelProfile kernel;
   kernel.tile = {128, 128};
-  const auto workload = [](std::string layout, std::vector<double> us) {
-    MeasuredWorkload w = causal_workload("g.json", std::move(layout), 1024, 2, 1, sim::PassSelection::forward, std::move(us));
-    w.tile = model::TileShape{128, 128};
-    return w;
-  };
-  const std::vector<MeasuredWorkload> workloads = {workload("contiguous", {100, 110, 50, 300}),
-                                                   workload("striped", {100, 100, 100, 130})};
+  const std::vector<MeasuredWorkload> workloads = {small_tiled_workload("contiguous", {100, 110, 50, 300}),
+                                                   small_tiled_workload("striped", {100, 100, 100, 130})};
   const auto floor = consistency_floor(workloads, measured_calls(workloads, hw, kernel));
   ASSERT_EQ(floor.size(), 2u);
   EXPECT_EQ(floor[0].predicted_us, (std::vector<double>{100, 100, 50, 300}));
@@ -407,13 +409,8 @@ TEST(KernelAccuracy, EqualWorkTimedApartInTwoLayoutsIsReported) {
   const model::HardwareProfile hw = synthetic_bf16_hardware(4);
   sim::KernelProfile kernel;
   kernel.tile = {128, 128};
-  const auto workload = [](std::string layout, std::vector<double> us) {
-    MeasuredWorkload w = causal_workload("g.json", std::move(layout), 1024, 2, 1, sim::PassSelection::forward, std::move(us));
-    w.tile = model::TileShape{128, 128};
-    return w;
-  };
-  std::vector<MeasuredWorkload> workloads = {workload("contiguous", {100, 100, 50, 300}),
-                                             workload("zigzag", {125, 125, 150, 150})};
+  std::vector<MeasuredWorkload> workloads = {small_tiled_workload("contiguous", {100, 100, 50, 300}),
+                                             small_tiled_workload("zigzag", {125, 125, 150, 150})};
   const std::vector<LayoutDrift> drift = equal_work_drift(workloads, measured_calls(workloads, hw, kernel));
   ASSERT_EQ(drift.size(), 1u);
   EXPECT_EQ(drift[0].group, "g.json");
