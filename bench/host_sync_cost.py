@@ -102,40 +102,29 @@ def rank_entry(rank, devices, documents, host_us, device_us):
 
 
 def parse_args(argv):
-    values = {"--devices": None, "--documents": None, "--heads": "32", "--kv-heads": "8", "--head-dim": "128",
-              "--dtype": "bf16", "--warmup": "3", "--iters": "20", "--out": None}
-    args = list(argv)
-    while args:
-        flag = args.pop(0)
-        if flag not in values:
-            raise measure_kernels.UsageError(f"{flag}: unknown flag ({', '.join(values)})")
-        if not args:
-            raise measure_kernels.UsageError(f"{flag}: needs a value")
-        values[flag] = args.pop(0)
-    if values["--devices"] is None or values["--documents"] is None:
-        raise measure_kernels.UsageError("--devices and --documents are required")
-
-    def positive(flag):
-        number = measure_kernels.parse_count(values[flag], flag)
-        if number < 1:
-            raise measure_kernels.UsageError(f"{flag} {values[flag]}: must be at least 1")
-        return number
-
-    devices, heads, kv_heads, head_dim = (positive(f) for f in ("--devices", "--heads", "--kv-heads", "--head-dim"))
-    warmup, iters = positive("--warmup"), positive("--iters")
+    parser = measure_kernels.OneLineParser(prog="host_sync_cost.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", required=True)
+    parser.add_argument("--documents", required=True)
+    parser.add_argument("--heads", default="32")
+    parser.add_argument("--kv-heads", default="8")
+    parser.add_argument("--head-dim", default="128")
+    parser.add_argument("--dtype", default="bf16", choices=DTYPES)
+    parser.add_argument("--warmup", default="3")
+    parser.add_argument("--iters", default="20")
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    positive = measure_kernels.parse_positive
+    devices, heads = positive(args.devices, "--devices"), positive(args.heads, "--heads")
+    kv_heads, head_dim = positive(args.kv_heads, "--kv-heads"), positive(args.head_dim, "--head-dim")
+    warmup, iters = positive(args.warmup, "--warmup"), positive(args.iters, "--iters")
     if heads % kv_heads != 0:
         raise measure_kernels.UsageError(f"--heads {heads}: must be a multiple of --kv-heads {kv_heads}")
-    if values["--dtype"] not in DTYPES:
-        raise measure_kernels.UsageError(f"--dtype {values['--dtype']}: expected one of {', '.join(DTYPES)}")
-    documents = [measure_kernels.parse_count(x, "--documents") for x in values["--documents"].split(",")]
-    if not documents or min(documents) < 1:
-        raise measure_kernels.UsageError(f"--documents {values['--documents']}: lengths must be at least 1")
+    documents = [positive(x, "--documents") for x in args.documents.split(",")]
     lengths = local_lengths(documents, devices)
-    out = values["--out"]
-    if out is not None and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-        raise measure_kernels.UsageError(f"--out {out}: its directory does not exist")
+    if args.out is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
+        raise measure_kernels.UsageError(f"--out {args.out}: its directory does not exist")
     return {"devices": devices, "documents": documents, "lengths": lengths, "heads": heads, "kv_heads": kv_heads,
-            "head_dim": head_dim, "dtype": values["--dtype"], "warmup": warmup, "iters": iters, "out": out}
+            "head_dim": head_dim, "dtype": args.dtype, "warmup": warmup, "iters": iters, "out": args.out}
 
 
 def self_test():

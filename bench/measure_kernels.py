@@ -416,14 +416,24 @@ def sdpa_method(warmup, iters, backend, layouts, seed, passes=1, kernel="sdpa"):
 # Command line (pure Python)
 # --------------------------------------------------------------------------------------------
 
-class _Parser(argparse.ArgumentParser):
-    # argparse prints its usage and exits; the harness promises one line naming the flag instead.
+class OneLineParser(argparse.ArgumentParser):
+    """argparse prints its usage and exits; the harnesses promise one line naming the flag instead
+    (this file, host_sync_cost.py, retime_measurements.py)."""
+
     def error(self, message):
         raise UsageError(message)
 
 
+def parse_positive(text, flag):
+    """A count of at least 1 (parse_count's form)."""
+    value = parse_count(text, flag)
+    if value < 1:
+        raise UsageError(f"{flag} {text}: must be at least 1")
+    return value
+
+
 def make_parser():
-    parser = _Parser(prog="measure_kernels.py", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="measure_kernels.py", description=__doc__.splitlines()[0])
     parser.add_argument("--kernel", choices=KERNELS)
     parser.add_argument("--seq-len")
     parser.add_argument("--devices")
@@ -462,27 +472,21 @@ def parse_config(argv):
         if value is None:
             raise UsageError(f"{flag}: required")
 
-    def positive(flag, text):
-        value = parse_count(text, flag)
-        if value < 1:
-            raise UsageError(f"{flag} {text}: must be at least 1")
-        return value
-
-    n = positive("--seq-len", args.seq_len)
-    devices = positive("--devices", args.devices)
+    n = parse_positive(args.seq_len, "--seq-len")
+    devices = parse_positive(args.devices, "--devices")
     if n % devices != 0:
         raise UsageError(f"--seq-len {n}: must be divisible by --devices {devices}")
     c = n // devices
-    heads = positive("--heads", args.heads)
-    kv_heads = positive("--kv-heads", args.kv_heads) if args.kv_heads is not None else heads
+    heads = parse_positive(args.heads, "--heads")
+    kv_heads = parse_positive(args.kv_heads, "--kv-heads") if args.kv_heads is not None else heads
     if heads % kv_heads != 0:
         raise UsageError(f"--kv-heads {kv_heads}: must divide --heads {heads}")
-    head_dim = positive("--head-dim", args.head_dim)
-    batch = positive("--batch", args.batch)
+    head_dim = parse_positive(args.head_dim, "--head-dim")
+    batch = parse_positive(args.batch, "--batch")
     # The first call of a configuration compiles (flex) or builds a plan (cuDNN): never time it.
-    warmup = positive("--warmup", args.warmup)
-    iters = positive("--iters", args.iters)
-    passes = positive("--passes", args.passes)
+    warmup = parse_positive(args.warmup, "--warmup")
+    iters = parse_positive(args.iters, "--iters")
+    passes = parse_positive(args.passes, "--passes")
     seed = parse_count(args.seed, "--seed")
     mask = parse_mask(args.mask, n)
 

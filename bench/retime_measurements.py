@@ -77,40 +77,25 @@ def checked_argv(path, out_dir, passes):
 
 
 def main(argv):
-    args = list(argv)
-    out_dir, passes, check = None, "3", False
-    files = []
+    parser = measure_kernels.OneLineParser(prog="retime_measurements.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--passes", default="3")
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("files", nargs="+", metavar="FILE")
     try:
-        while args:
-            flag = args.pop(0)
-            if flag in ("--out-dir", "--passes"):
-                if not args:
-                    raise measure_kernels.UsageError(f"{flag}: needs a value")
-                value = args.pop(0)
-                if flag == "--out-dir":
-                    out_dir = value
-                else:
-                    passes = value
-            elif flag == "--check":
-                check = True
-            elif flag.startswith("-"):
-                raise measure_kernels.UsageError(f"{flag}: unknown flag (--out-dir, --passes, --check)")
-            else:
-                files.append(flag)
-        if out_dir is None or not files:
-            raise measure_kernels.UsageError("--out-dir DIR and at least one FILE are required")
-        if not os.path.isdir(out_dir):
-            raise measure_kernels.UsageError(f"--out-dir {out_dir}: no such directory")
-        commands = [checked_argv(path, out_dir, passes) for path in files]
+        args = parser.parse_args(argv)
+        if not os.path.isdir(args.out_dir):
+            raise measure_kernels.UsageError(f"--out-dir {args.out_dir}: no such directory")
+        commands = [checked_argv(path, args.out_dir, args.passes) for path in args.files]
     except measure_kernels.UsageError as error:
         print(f"retime_measurements.py: {error}", file=sys.stderr)
         return 2
-    if check:
+    if args.check:
         for command in commands:
             print("bench/measure_kernels.py " + " ".join(command))
         return 0
     failed = 0
-    for path, command in zip(files, commands):
+    for path, command in zip(args.files, commands):
         print(f"retime_measurements.py: {path}", file=sys.stderr)
         torch = sys.modules.get("torch")
         if torch is not None:
