@@ -137,9 +137,8 @@ ClassKey class_of(const std::vector<MeasuredWorkload>& workloads, const Measured
 
 std::vector<WorkloadPrediction> consistency_floor(const std::vector<MeasuredWorkload>& workloads,
                                                   const std::vector<MeasuredCall>& calls) {
-  const auto key_of = [&](const MeasuredCall& call) { return class_of(workloads, call); };
   std::map<ClassKey, std::vector<double>> classes;
-  for (const MeasuredCall& call : calls) classes[key_of(call)].push_back(call.measured_us);
+  for (const MeasuredCall& call : calls) classes[class_of(workloads, call)].push_back(call.measured_us);
   std::vector<WorkloadPrediction> out(workloads.size());
   for (size_t i = 0; i < workloads.size(); ++i) {
     out[i].workload = &workloads[i];
@@ -148,7 +147,7 @@ std::vector<WorkloadPrediction> consistency_floor(const std::vector<MeasuredWork
   for (const MeasuredCall& call : calls) {
     const Count devices = workloads[call.workload].devices;
     out[call.workload].predicted_us[static_cast<size_t>(call.round * devices + call.device)] =
-        spread_of(classes.at(key_of(call))).median;
+        spread_of(classes.at(class_of(workloads, call))).median;
   }
   for (auto& p : out) {
     p.predicted_lockstep_us = lockstep_us(p.predicted_us, p.workload->devices);
@@ -168,18 +167,20 @@ std::vector<LayoutDrift> equal_work_drift(const std::vector<MeasuredWorkload>& w
   // (group, slow layout, fast layout) -> the ratio of their medians in every class both time.
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ratios;
   for (const auto& [key, layouts] : classes) {
-    for (const auto& [a, a_times] : layouts) {
-      for (const auto& [b, b_times] : layouts) {
-        if (a != b) ratios[{key.first, a, b}].push_back(spread_of(a_times).median / spread_of(b_times).median);
+    std::map<std::string, double> median;
+    for (const auto& [layout, times] : layouts) median[layout] = spread_of(times).median;
+    for (const auto& [a, a_median] : median) {
+      for (const auto& [b, b_median] : median) {
+        if (a != b) ratios[{key.first, a, b}].push_back(a_median / b_median);
       }
     }
   }
   std::map<std::string, LayoutDrift> worst;  // per group
   for (const auto& [pair, r] : ratios) {
     const auto& [group, slow, fast] = pair;
-    const double ratio = spread_of(r).median;
-    auto [it, fresh] = worst.try_emplace(group, LayoutDrift{group, slow, fast, ratio, static_cast<Count>(r.size())});
-    if (!fresh && ratio > it->second.ratio) it->second = LayoutDrift{group, slow, fast, ratio, static_cast<Count>(r.size())};
+    const LayoutDrift drift{group, slow, fast, spread_of(r).median, static_cast<Count>(r.size())};
+    const auto [it, fresh] = worst.try_emplace(group, drift);
+    if (!fresh && drift.ratio > it->second.ratio) it->second = drift;
   }
   std::vector<LayoutDrift> out;
   for (const auto& [group, drift] : worst) {
