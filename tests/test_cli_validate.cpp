@@ -894,6 +894,12 @@ std::vector<BadInput> validate_bad_inputs() {
        "layout \"contiguous\" field \"us\": expected 2 rows (one per round)"},
       {"measurements_blocks_disagree", "validate --calibrate --hardware h100 --kernel flex --measurements " +
        data("measurements_wrong_blocks.json"), "round 1 device 1: the file counts 2000 active blocks, stripesim 2080"},
+      // A value of a measurement file is named by its field, not by the flag that gives it to simulate.
+      {"measurements_misspelt_layout", "validate --compare --no-fit --hardware h100 --kernel flex --measurements " +
+       data("measurements_misspelt_layout.json"), "measurements_misspelt_layout.json field \"layouts\" = 'zigzg': unknown layout"},
+      {"measurements_head_dim_out_of_range", "validate --calibrate --hardware h100 --kernel flex --measurements " +
+       data("measurements_head_dim_out_of_range.json"),
+       "measurements_head_dim_out_of_range.json field \"workload.head_dim\" = 2048: must be between 1 and 1024"},
       {"block_costs_without_kernel", "validate --calibrate --hardware h100 --block-costs " +
        measurements("block-costs-sdpa-flex.json"), "--block-costs: needs --block-costs-kernel"},
       {"block_costs_unknown_kernel", "validate --calibrate --hardware h100 --block-costs " +

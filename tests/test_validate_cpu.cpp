@@ -401,6 +401,35 @@ TEST(ConsistencyFloor, EqualWorkSharesItsMedianMeasuredTime) {
   EXPECT_DOUBLE_EQ(s.max_abs_call_error, 30.0 / 130.0);
 }
 
+// A workload from a file is checked before any fit counts its blocks (a fit of 4096 heads ran for
+// minutes before the prediction refused it), and its errors name the file's field, not a flag.
+TEST(KernelFit, MeasuredCallsRefuseAShapeBeyondTheSimulatorsNamingTheFilesField) {
+  const model::HardwareProfile hw = synthetic_bf16_hardware(4);
+  sim::KernelProfile kernel;
+  kernel.tile = {128, 128};
+  MeasuredWorkload w = small_tiled_workload("contiguous", {100, 100, 50, 300});
+  w.origins = model::InputOrigins("--measurements f.json");
+  w.origins.add(model::Input::heads, "workload.heads");
+  w.origins.add(model::Input::layouts, "layouts");
+  w.heads = w.kv_heads = 4096;
+  try {
+    (void)measured_calls({w}, hw, kernel);
+    ADD_FAILURE() << "4096 heads accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "--measurements f.json field \"workload.heads\" = 4096: must be between 1 and 1024");
+  }
+  w.heads = w.kv_heads = 1;
+  w.layout = "zigzg";
+  try {
+    (void)measured_calls({w}, hw, kernel);
+    ADD_FAILURE() << "an unknown layout accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("--measurements f.json field \"layouts\" = 'zigzg': unknown layout")) << e.what();
+  }
+  w.layout = "zigzag";
+  EXPECT_EQ(measured_calls({w}, hw, kernel).size(), 4u);
+}
+
 // Equal work timed apart in two layouts of one file: at n = 1024, N = 2 and 128-token tiles a
 // zigzag chunk is one tile, so each zigzag device's own block has contiguous's diagonal profile
 // (one partial tile per query tile, 0 to 3 full ones); timed 1.25x as long there, the file is

@@ -235,18 +235,23 @@ Topology simulation_topology(const SimulateConfig& config, const model::ConfigCa
                        hardware.link_bandwidth, hardware.link_latency_us, gpus);
 }
 
+void check_attention_shape(Count heads, Count kv_heads, Count head_dim, Count batch) {
+  using model::Input;
+  // Beyond any model trained (128 heads, heads of 256) by far, and bounded so that the kernel
+  // time model's blocks (batch x heads x query tiles a call) stay countable in seconds.
+  constexpr Count kMaxHeads = 1024, kMaxHeadDim = 1024, kMaxBatch = 1024;
+  for (const auto& [input, value, most] : {std::tuple{Input::heads, heads, kMaxHeads}, {Input::kv_heads, kv_heads, kMaxHeads},
+                                           {Input::head_dim, head_dim, kMaxHeadDim}, {Input::batch, batch, kMaxBatch}}) {
+    if (value < 1) throw InputError(input, std::to_string(value), "must be at least 1");
+    if (value > most) throw InputError(input, std::to_string(value), fmt::format("must be between 1 and {}", most));
+  }
+}
+
 SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
   if (config.layouts.empty()) throw InputError(model::Input::layouts, "", "needs at least one layout");
   using model::Input;
   if (config.model_parallel < 1) throw InputError(Input::model_parallel, std::to_string(config.model_parallel), "must be at least 1");
-  // Beyond any model trained (128 heads, heads of 256) by far, and bounded so that the kernel
-  // time model's blocks (batch x heads x query tiles a call) stay countable in seconds.
-  constexpr Count kMaxHeads = 1024, kMaxHeadDim = 1024, kMaxBatch = 1024;
-  for (const auto& [input, value, most] : {std::tuple{Input::heads, config.heads, kMaxHeads}, {Input::kv_heads, config.kv_heads, kMaxHeads},
-                                           {Input::head_dim, config.head_dim, kMaxHeadDim}, {Input::batch, config.batch, kMaxBatch}}) {
-    if (value < 1) throw InputError(input, std::to_string(value), "must be at least 1");
-    if (value > most) throw InputError(input, std::to_string(value), fmt::format("must be between 1 and {}", most));
-  }
+  check_attention_shape(config.heads, config.kv_heads, config.head_dim, config.batch);
   if (config.kv_buffers < 2) {
     throw InputError(Input::kv_buffers, std::to_string(config.kv_buffers),
                      "must be at least 2 (the block in use and the one arriving)");

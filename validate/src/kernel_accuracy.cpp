@@ -76,7 +76,7 @@ std::vector<WorkloadPrediction> predict_workloads(const std::vector<MeasuredWork
     config.sync = sim::SyncMode::lockstep;
     WorkloadPrediction p;
     p.workload = &w;
-    p.predicted_us = call_times(sim::run_simulation(config, catalog));
+    p.predicted_us = w.origins.run([&] { return call_times(sim::run_simulation(config, catalog)); });
     // Both sides the same way: the lockstep time of each call's whole time (fwd + bwd).
     p.predicted_lockstep_us = lockstep_us(p.predicted_us, w.devices);
     p.measured_lockstep_us = lockstep_us(w.us, w.devices);

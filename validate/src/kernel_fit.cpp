@@ -28,15 +28,21 @@ std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& wo
   for (size_t i = 0; i < workloads.size(); ++i) {
     const MeasuredWorkload& w = workloads[i];
     const std::string where = w.label();
-    if (!hardware.peak_tflops.contains(w.dtype) || !hardware.peak_tflops.contains(kernel.dtype)) {
-      throw InputError(fmt::format("{}: dtype {}: hardware {} lists no peak rate for it", where, w.dtype, hardware.name));
+    if (!hardware.peak_tflops.contains(w.dtype)) {
+      throw w.origins.locate(InputError(model::Input::dtype, w.dtype, fmt::format("hardware {} lists no peak rate for it", hardware.name)));
+    }
+    if (!hardware.peak_tflops.contains(kernel.dtype)) {
+      throw InputError(fmt::format("kernel {}: dtype {}: hardware {} lists no peak rate for it", kernel.name, kernel.dtype, hardware.name));
     }
     const model::TileShape tile = w.tile.value_or(kernel.tile);
-    const model::Mask mask = model::parse_mask(w.mask, w.seq_len);
     // Counted as the measured kernel cuts its tiles.
-    const model::Layout layout =
-        model::parse_layout(w.layout, w.seq_len, w.devices, model::LayoutContext{&mask, tile, kernel.tiling});
-    const model::Work work = model::count_work(layout, mask, tile, 0, model::WorkDetail::query_tiles, kernel.tiling);
+    const model::Work work = w.origins.run([&] {
+      sim::check_attention_shape(w.heads, w.kv_heads, w.head_dim, w.batch);  // before a fit counts its blocks
+      const model::Mask mask = model::parse_mask(w.mask, w.seq_len);
+      const model::Layout layout =
+          model::parse_layout(w.layout, w.seq_len, w.devices, model::LayoutContext{&mask, tile, kernel.tiling});
+      return model::count_work(layout, mask, tile, 0, model::WorkDetail::query_tiles, kernel.tiling);
+    });
     const sim::KernelCallShape shape{w.heads * w.batch, w.head_dim, tile,
                                      hardware.peak_tflops.at(kernel.dtype) / hardware.peak_tflops.at(w.dtype)};
     for (Count r = 0; r < w.devices; ++r) {

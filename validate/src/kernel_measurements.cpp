@@ -13,6 +13,7 @@
 
 namespace stripesim::validate {
 
+using model::Input;
 using model::InputError;
 using model::JsonFields;
 
@@ -115,7 +116,14 @@ std::vector<MeasuredWorkload> read_measurements(const std::string& path, const s
   base.head_dim = w.positive_count("head_dim");
   base.batch = w.positive_count_or("batch", 1);
   base.dtype = w.string_or("dtype", "bf16");
-  if (w.has("tile")) base.tile = model::parse_tile_shape(w.string("tile"));
+  base.origins = model::InputOrigins(label);
+  for (const auto& [input, field] : {std::pair{Input::seq_len, "seq_len"}, {Input::devices, "devices"}, {Input::heads, "heads"},
+                                     {Input::kv_heads, "kv_heads"}, {Input::head_dim, "head_dim"}, {Input::batch, "batch"},
+                                     {Input::dtype, "dtype"}, {Input::tile, "tile"}, {Input::mask, "mask"}}) {
+    base.origins.add(input, fmt::format("workload.{}", field));
+  }
+  base.origins.add(Input::layouts, "layouts");
+  if (w.has("tile")) base.tile = base.origins.run([&] { return model::parse_tile_shape(w.string("tile")); });
   base.mask = w.string("mask");
   const std::string pass = w.string("pass");
   if (pass != "fwd" && pass != "bwd" && pass != "fwdbwd") {
@@ -178,6 +186,10 @@ std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const st
     base.kv_heads = base.heads;
     base.head_dim = r.positive_count("head_dim");
     base.layout = "contiguous";
+    base.origins = model::InputOrigins(label);
+    for (const auto& [input, field] : {std::pair{Input::seq_len, "c"}, {Input::heads, "heads"}, {Input::head_dim, "head_dim"}}) {
+      base.origins.add(input, fmt::format("rows[{}].{}", i, field));
+    }
     for (const auto& [shape, mask] : {std::pair{"full", "bidirectional"}, {"causal", "causal"}}) {
       for (const auto& [pass_name, pass] : {std::pair{"fwd", sim::PassSelection::forward}, {"fwdbwd", sim::PassSelection::forward_backward}}) {
         const std::string key = fmt::format("{}_{}_{}_us", kernel, shape, pass_name);

@@ -149,6 +149,9 @@ struct SimulationPlan {
 // --topology (default nvswitch:GPUS, links from `hardware`) loaded. Copies share their routes.
 [[nodiscard]] Topology simulation_topology(const SimulateConfig& config, const model::ConfigCatalog& catalog,
                                            const model::HardwareProfile& hardware, Count gpus);
+// Throws model::InputError (by kind: --heads, --kv-heads, --head-dim, --batch) for an attention
+// shape outside what the kernel time model counts in seconds: beyond any trained model by far.
+void check_attention_shape(Count heads, Count kv_heads, Count head_dim, Count batch);
 // Throws model::InputError for invalid configurations. Cheap: nothing is routed or counted, so
 // a parse-only run (cli/run_mode.hpp) checks any input quickly.
 [[nodiscard]] SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog);

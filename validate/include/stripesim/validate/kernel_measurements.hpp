@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "stripesim/model/io/input_origins.hpp"
 #include "stripesim/model/work/tile_shape.hpp"
 #include "stripesim/model/work/types.hpp"
 #include "stripesim/sim/simulation.hpp"
@@ -34,6 +35,10 @@ struct MeasuredWorkload {
   std::string layout;
   std::vector<double> us;                          // [round * devices + device]
   std::optional<std::vector<Count>> active_blocks;  // [round * devices + device]
+  // Where its inputs stand in the file, so that a value the work model or the simulator refuses
+  // is named by its field ('--measurements f.json field "workload.heads" = 4096: ...'), not by
+  // a flag the user never gave. Empty for workloads not read from a file (errors name flags).
+  model::InputOrigins origins;
 
   [[nodiscard]] double at(Count round, Count device) const { return us[static_cast<size_t>(round * devices + device)]; }
   // "causal-fwd-n32768-N4.json zigzag"
