@@ -373,6 +373,11 @@ def write_document(doc, path):
     """Written to a temporary file beside `path` and renamed, so a crash leaves no partial file."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".measure_kernels.", suffix=".tmp", dir=directory)
+    # mkstemp makes the file private (0600); the measurements are data to share, so they get the
+    # mode any new file would (0644 under the usual umask).
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
     try:
         with os.fdopen(fd, "w") as out:
             json.dump(doc, out, indent=1)

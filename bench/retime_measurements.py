@@ -10,7 +10,8 @@ Usage: python3 bench/retime_measurements.py --out-dir DIR [--passes 3] [--check]
   --check  only build and check every file's command line (no PyTorch needed): what CI runs.
 
 Each FILE's retimed copy is DIR/<its name>. Bad input (a missing or malformed file, a kernel or
-workload measure_kernels.py cannot time again, DIR missing): one line, exit 2, nothing timed.
+workload measure_kernels.py cannot time again, two FILEs of one name, DIR missing): one line,
+exit 2, nothing timed.
 """
 import json
 import os
@@ -86,6 +87,11 @@ def main(argv):
         args = parser.parse_args(argv)
         if not os.path.isdir(args.out_dir):
             raise measure_kernels.UsageError(f"--out-dir {args.out_dir}: no such directory")
+        names = [os.path.basename(path) for path in args.files]
+        for name in names:
+            if names.count(name) > 1:
+                raise measure_kernels.UsageError(f"{name}: given twice (as {', '.join(p for p in args.files if os.path.basename(p) == name)}); "
+                                                 "each retimed copy is --out-dir/NAME, so one would overwrite the other")
         commands = [checked_argv(path, args.out_dir, args.passes) for path in args.files]
     except measure_kernels.UsageError as error:
         print(f"retime_measurements.py: {error}", file=sys.stderr)

@@ -268,12 +268,18 @@ retime = os.path.join(source, "bench", "retime_measurements.py")
 ring_files = [path for path in files if os.path.relpath(path, source) in documents
               and documents[os.path.relpath(path, source)]["schema"] == "stripesim.measurements/1"]
 with tempfile.TemporaryDirectory() as scratch:
-    result = subprocess.run([sys.executable, retime, "--check", "--out-dir", scratch, *ring_files],
-                            capture_output=True, text=True)
-    commands = result.stdout.splitlines()
-    expect(result.returncode == 0 and not result.stderr and len(commands) == len(ring_files),
-           f"retime_measurements.py --check: exit {result.returncode}, {len(commands)} commands for "
-           f"{len(ring_files)} files, stderr {result.stderr!r}")
+    # A folder at a time: folders share file names, and one --out-dir takes one file of a name.
+    commands = []
+    for folder in sorted({os.path.dirname(path) for path in ring_files}):
+        inside = [path for path in ring_files if os.path.dirname(path) == folder]
+        result = subprocess.run([sys.executable, retime, "--check", "--out-dir", scratch, *inside],
+                                capture_output=True, text=True)
+        expect(result.returncode == 0 and not result.stderr and len(result.stdout.splitlines()) == len(inside),
+               f"retime_measurements.py --check {os.path.relpath(folder, source)}/*: exit {result.returncode}, "
+               f"{len(result.stdout.splitlines())} commands for {len(inside)} files, stderr {result.stderr!r}")
+        commands += result.stdout.splitlines()
+    ring_files = sorted(ring_files, key=lambda path: (os.path.dirname(path), ring_files.index(path)))
+    expect(len(commands) == len(ring_files), f"retime_measurements.py --check: {len(commands)} commands")
     for path, command in zip(ring_files, commands):
         doc = documents[os.path.relpath(path, source)]
         want_kernel = "--kernel flex" if "flex_attention" in doc["kernel"] else "--kernel sdpa --sdpa-backend"
@@ -292,6 +298,9 @@ with tempfile.TemporaryDirectory() as scratch:
                         (["--out-dir", scratch, os.path.join(scratch, "absent.json")], "absent.json"),
                         (["--out-dir", os.path.join(scratch, "absent"), ring_files[0]], "--out-dir"),
                         (["--out-dir", scratch, "--passes", "0", ring_files[0]], "--passes"),
+                        # Two files of one name would be retimed into one --out-dir/NAME.
+                        (["--out-dir", scratch] + [path for path in ring_files if path.endswith("/causal-fwd-n16384-N2.json")][:2],
+                         "causal-fwd-n16384-N2.json: given twice"),
                         (["--out-dir", scratch], "FILE")):
         result = subprocess.run([sys.executable, retime, *args], capture_output=True, text=True)
         lines = result.stderr.strip().splitlines()
