@@ -42,6 +42,35 @@ TEST(CliReport, WritesMarkdownAndFigures) {
   std::filesystem::remove_all(dir);
 }
 
+// Hand-edited inputs that broke the figures: a device count of 0 divided by zero (SIGFPE), a
+// work matrix shorter than its devices was read past its end (SIGSEGV), a sweep row at n_seq 0
+// put -inf on the log axis and never finished. Each is one line naming the file, exit 2, no report.
+TEST(CliReport, HandEditedInputsThatBrokeTheFiguresAreRefused) {
+  const auto dir = fresh_dir("stripesim_report_edited");
+  ASSERT_EQ(run_cli("analyze --seq-len 4k --devices 4 --tile 64x64 --format json -o '" + (dir / "a.json").string() + "'").exit_code, 0);
+  ASSERT_EQ(run_cli("sweep --seq-lens 8k,16k --devices 2 --format json -o '" + (dir / "s.json").string() + "'").exit_code, 0);
+  const auto edited = [&](const std::string& from, const std::string& name, const auto& edit) {
+    nlohmann::json doc = nlohmann::json::parse(slurp(dir / from));
+    edit(doc);
+    std::ofstream(dir / name) << doc.dump();
+    return (dir / name).string();
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {edited("a.json", "zero.json", [](nlohmann::json& d) { d["config"]["devices"] = 0; }),
+       "not a complete analyze document (config.devices is 0, expected at least 1)"},
+      {edited("a.json", "short.json", [](nlohmann::json& d) { d["results"][0]["active_tiles"][2] = nlohmann::json::array(); }),
+       "not a complete analyze document (array index 0 is out of range)"},
+      {edited("s.json", "n0.json", [](nlohmann::json& d) { d["rows"][0]["n_seq"] = 0; }),
+       "not a complete sweep document (rows: n_seq 0, expected at least 1)"}};
+  for (const auto& [input, message] : cases) {
+    const CliResult r = run_cli("report '" + input + "' --out-dir '" + (dir / "out").string() + "'");
+    EXPECT_EQ(r.exit_code, 2) << input;
+    EXPECT_EQ(r.err, "stripesim: error: report input '" + input + "': " + message + "\n");
+    EXPECT_FALSE(std::filesystem::exists(dir / "out")) << input;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliReport, CommittedDefaultReportIsComplete) {
   const std::filesystem::path dir = std::string(STRIPESIM_SOURCE_DIR) + "/reports/default";
   const std::string md = slurp(dir / "report.md");

@@ -46,6 +46,16 @@ std::string short_count(double value) {
   return fmt::format("{:.0f}", value);
 }
 
+// The document's config.devices: a count from 1 up (a hand-edited 0 divided by zero below, a
+// negative count sized the heat map's vectors), else the document is not a complete one.
+Count device_count(const nlohmann::json& document) {
+  const Count devices = document.at("config").at("devices").get<Count>();
+  if (devices < 1) {
+    throw nlohmann::json::other_error::create(501, fmt::format("config.devices is {}, expected at least 1", devices), &document);
+  }
+  return devices;
+}
+
 // One bar of the timeline: a round, or a run of rounds too thin to draw apart.
 struct BarRun {
   double start = 0;
@@ -58,7 +68,7 @@ struct BarRun {
 
 std::string work_heatmap_svg(const nlohmann::json& analyze, const std::string& matrix) {
   const auto& results = analyze.at("results");
-  const Count devices = analyze.at("config").at("devices").get<Count>();
+  const Count devices = device_count(analyze);
   // At most kMaxCells cells a side: beyond, each cell is a bin of `bin` x `bin` (rounds, devices)
   // drawn at its mean (2048 devices drew 4M cells a layout, 560 MB of SVG). The mean keeps the
   // picture's total work; the tooltip gives the bin's largest value too.
@@ -74,7 +84,7 @@ std::string work_heatmap_svg(const nlohmann::json& analyze, const std::string& m
         Count count = 0;
         for (Count round = row * bin; round < std::min(devices, (row + 1) * bin); ++round) {
           for (Count d = col * bin; d < std::min(devices, (col + 1) * bin); ++d) {
-            const double v = values[static_cast<size_t>(round)][static_cast<size_t>(d)].get<double>();
+            const double v = values.at(static_cast<size_t>(round)).at(static_cast<size_t>(d)).get<double>();
             sum += v;
             most = std::max(most, v);
             ++count;
@@ -192,6 +202,9 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
   for (const auto& row : sweep.at("rows")) {
     if (row.at("hardware") != hardware || row.at("model") != model_name) continue;
     by_mesh[row.at("mesh").get<std::string>()].push_back(&row);
+    if (!(row.at("n_seq").get<double>() >= 1)) {  // its log is the axis: 0 made it -inf, and the tick loop endless
+      throw nlohmann::json::other_error::create(501, fmt::format("rows: n_seq {}, expected at least 1", row.at("n_seq").dump()), &row);
+    }
     const double x = std::log2(row.at("n_seq").get<double>());
     lo_x = std::min(lo_x, x);
     hi_x = std::max(hi_x, x);
@@ -249,7 +262,7 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
 
 std::string timeline_svg(const nlohmann::json& simulate) {
   const auto& results = simulate.at("results");
-  const Count devices = simulate.at("config").at("devices").get<Count>();
+  const Count devices = device_count(simulate);
   const Count shown = std::min<Count>(devices, 64);
   const double row_h = std::clamp(240.0 / static_cast<double>(shown), 4.0, 22.0);
   const double plot_w = 720, x0 = 90;
@@ -290,7 +303,7 @@ std::string timeline_svg(const nlohmann::json& simulate) {
           for (size_t round = 0; round <= rounds.size(); ++round) {
             std::optional<std::pair<double, double>> span;
             if (round < rounds.size()) {
-              const auto& cell = rounds[round][static_cast<size_t>(d)];
+              const auto& cell = rounds.at(round).at(static_cast<size_t>(d));
               if (cell.contains(begin) && !cell.at(begin).is_null()) span = {{cell.at(begin).get<double>(), cell.at(finish).get<double>()}};
               if (span && skip_empty && span->second <= span->first) span.reset();  // no compute that round
             }
