@@ -209,7 +209,9 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
       }
       experiment = model::read_json_file(opts.experiment, label);
     }
-    const bool balance = experiment.is_object() ? experiment.value("kind", "tms") == "balance" : opts.kind == "balance";
+    // A file's "kind" of any other value or type is the TMS spec's to refuse, naming the field.
+    const bool balance = experiment.is_object() ? experiment.contains("kind") && experiment.at("kind") == "balance"
+                                                : opts.kind == "balance";
     // An experiment file's points name their fields; the flags' grid, its flags.
     const model::InputOrigins flags = experiment.is_object() ? model::InputOrigins() : grid_flags();
     if (const CLI::Option* flag = balance ? opts.tms_only.first_given() : opts.balance_only.first_given()) {

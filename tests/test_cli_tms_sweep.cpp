@@ -184,6 +184,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"tms_weight_not_number", "tms --attention-weight two", "--attention-weight 'two': must be a positive number"},
         BadInput{"sweep_bad_mesh", "sweep --meshes 2x", "--meshes '2x': expected MxN"},
         BadInput{"sweep_unknown_column", "sweep --columns tms,speed", "--columns 'speed': unknown column"},
+        // A "kind" of another type was read as a string and escaped as an internal error (exit 1).
+        BadInput{"sweep_kind_not_a_string", "sweep --experiment " + data("sweep_kind_not_a_string.json"),
+                 "sweep_kind_not_a_string.json field \"kind\": expected a string, got true"},
         BadInput{"sweep_experiment_missing", "sweep --experiment /nonexistent/e.json", "does not exist"},
         BadInput{"sweep_experiment_malformed", "sweep --experiment " + data("malformed_config.json"), "is not valid JSON"},
         BadInput{"sweep_experiment_unknown_field", "sweep --experiment " + data("unknown_field_config.json"),

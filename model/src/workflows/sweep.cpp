@@ -84,7 +84,10 @@ nlohmann::ordered_json select_columns(const nlohmann::ordered_json& row, const s
 
 SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& label) {
   const JsonFields f(doc, label);
-  f.allow_only({"description", "convention", "pass", "recompute", "tiling", "layouts", "columns", "groups"});
+  f.allow_only({"kind", "description", "convention", "pass", "recompute", "tiling", "layouts", "columns", "groups"});
+  if (f.has("kind") && f.string("kind") != "tms") {
+    throw InputError(fmt::format("{}: expected \"tms\" or \"balance\"", f.where("kind")));
+  }
   SweepSpec spec;
   spec.label = label;
   spec.description = f.string_or("description", "");
