@@ -1,7 +1,8 @@
 // libFuzzer target: every reader of a user-written JSON document (analyze configs, TMS and
 // balance experiments, model and hardware profiles, topologies, simulate experiments, permutation
-// blocks, kernel profiles, saved validate reports), and for small analyze configs the whole
-// analysis. The first byte picks the reader.
+// blocks, kernel profiles, saved validate reports, kernel measurements and block costs), and for
+// small analyze configs the whole analysis, for small measured workloads their calls counted and
+// priced. The first byte picks the reader (mod 12: bytes 0-9 pick what they picked under mod 10).
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,8 @@
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/simulation.hpp"
 #include "stripesim/sim/topology.hpp"
+#include "stripesim/validate/kernel_fit.hpp"
+#include "stripesim/validate/kernel_measurements.hpp"
 #include "stripesim/validate/saved_report.hpp"
 
 using namespace stripesim;
@@ -27,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const nlohmann::json doc = nlohmann::json::parse(data + 1, data + size, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return 0;
   try {
-    switch (data[0] % 10) {
+    switch (data[0] % 12) {
       case 0: {
         const model::AnalyzeConfig config = model::analyze_config_from_json(doc, {}, "fuzz");
         // Keep each run small: the fuzzer wants many inputs, not one huge analysis.
@@ -87,6 +90,30 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           }
         }
         (void)validate::read_saved_report(doc, "fuzz");
+        break;
+      }
+      case 10:
+      case 11: {
+        // A measurements file (10) or block costs (11, flex's columns), then, for small workloads,
+        // every call counted under the file's layout, mask and tile and priced, as a fit does.
+        const std::vector<validate::MeasuredWorkload> workloads =
+            data[0] % 12 == 10 ? validate::measurements_from_json(doc, "fuzz", "fuzz")
+                               : validate::block_costs_from_json(doc, "flex", "fuzz", "fuzz");
+        for (const auto& w : workloads) {
+          if (w.seq_len > 4096 || w.devices > 16 || w.mask.find('/') != std::string::npos ||
+              w.layout.find('/') != std::string::npos) {
+            return 0;
+          }
+        }
+        model::HardwareProfile hardware;
+        hardware.name = "fuzz";
+        hardware.peak_tflops = {{"bf16", 989.4}, {"fp16", 989.4}, {"fp32", 67.0}};
+        hardware.sms = 8;
+        sim::KernelProfile kernel;
+        kernel.tile = {128, 128};
+        for (const validate::MeasuredCall& call : validate::measured_calls(workloads, hardware, kernel)) {
+          (void)validate::predicted_us(call, kernel, hardware.sms);
+        }
         break;
       }
     }

@@ -97,7 +97,10 @@ std::vector<std::string> file_labels(const std::vector<std::string>& paths) {
 
 std::vector<MeasuredWorkload> read_measurements(const std::string& path, const std::string& group) {
   const std::string label = "--measurements " + path;
-  const nlohmann::json doc = model::read_json_file(path, label);
+  return measurements_from_json(model::read_json_file(path, label), label, group);
+}
+
+std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, const std::string& label, const std::string& group) {
   const JsonFields f(doc, label);
   f.allow_only({"schema", "device", "kernel", "method", "workload", "layouts", "torch", "notes"});
   if (f.string("schema") != "stripesim.measurements/1") {
@@ -159,7 +162,11 @@ std::vector<MeasuredWorkload> read_measurements(const std::string& path, const s
 
 std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const std::string& kernel, const std::string& group) {
   const std::string label = "--block-costs " + path;
-  const nlohmann::json doc = model::read_json_file(path, label);
+  return block_costs_from_json(model::read_json_file(path, label), kernel, label, group);
+}
+
+std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, const std::string& kernel, const std::string& label,
+                                                    const std::string& group) {
   const JsonFields f(doc, label);
   f.allow_only({"schema", "device", "torch", "method", "rows"});
   if (f.string("schema") != "stripesim.block-costs/1") {

@@ -5,6 +5,7 @@
 // a workload and, per layout, us[round][device] and optionally the BlockMask's active blocks)
 // and `stripesim.block-costs/1` (one c x c block, full or causal, per row and kernel column:
 // a one-device ring).
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,9 +56,14 @@ struct MeasuredWorkload {
 // Throws model::InputError naming the file and the field for anything malformed. `group`: the
 // file's label (file_labels).
 [[nodiscard]] std::vector<MeasuredWorkload> read_measurements(const std::string& path, const std::string& group);
+// The same on a document already parsed, its errors named by `label` ("--measurements f.json").
+[[nodiscard]] std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, const std::string& label,
+                                                                   const std::string& group);
 // `kernel`: which columns of the file to read ("sdpa", "flex": the column prefix).
 [[nodiscard]] std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const std::string& kernel,
                                                              const std::string& group);
+[[nodiscard]] std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, const std::string& kernel,
+                                                                  const std::string& label, const std::string& group);
 
 // The lockstep time sum_r max_d of a [round][device] table of call times.
 [[nodiscard]] double lockstep_us(const std::vector<double>& us, Count devices);
