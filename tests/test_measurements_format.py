@@ -269,21 +269,21 @@ ring_files = [path for path in files if os.path.relpath(path, source) in documen
               and documents[os.path.relpath(path, source)]["schema"] == "stripesim.measurements/1"]
 with tempfile.TemporaryDirectory() as scratch:
     # A folder at a time: folders share file names, and one --out-dir takes one file of a name.
-    commands = []
+    checked = []  # (file, its command line)
     for folder in sorted({os.path.dirname(path) for path in ring_files}):
         inside = [path for path in ring_files if os.path.dirname(path) == folder]
         result = subprocess.run([sys.executable, retime, "--check", "--out-dir", scratch, *inside],
                                 capture_output=True, text=True)
-        expect(result.returncode == 0 and not result.stderr and len(result.stdout.splitlines()) == len(inside),
+        commands = result.stdout.splitlines()
+        expect(result.returncode == 0 and not result.stderr and len(commands) == len(inside),
                f"retime_measurements.py --check {os.path.relpath(folder, source)}/*: exit {result.returncode}, "
-               f"{len(result.stdout.splitlines())} commands for {len(inside)} files, stderr {result.stderr!r}")
-        commands += result.stdout.splitlines()
-    ring_files = sorted(ring_files, key=lambda path: (os.path.dirname(path), ring_files.index(path)))
-    expect(len(commands) == len(ring_files), f"retime_measurements.py --check: {len(commands)} commands")
-    for path, command in zip(ring_files, commands):
+               f"{len(commands)} commands for {len(inside)} files, stderr {result.stderr!r}")
+        checked += zip(inside, commands)
+    expect(len(checked) == len(ring_files), f"retime_measurements.py --check: {len(checked)} commands")
+    for path, command in checked:
         doc = documents[os.path.relpath(path, source)]
         want_kernel = "--kernel flex" if "flex_attention" in doc["kernel"] else "--kernel sdpa --sdpa-backend"
-        expect(want_kernel in command and "--passes 3" in command and f"--mask {doc['workload']['mask']}" in command
+        expect(want_kernel in command and " --passes 3 " in command and f"--mask {doc['workload']['mask']}" in command
                and command.endswith(os.path.join(scratch, os.path.basename(path)) +
                                     (f" --tile {doc['workload']['tile']}" if doc["workload"].get("tile") else "")),
                f"retime_measurements.py --check {os.path.relpath(path, source)}: {command}")
