@@ -247,6 +247,17 @@ void check_attention_shape(Count heads, Count kv_heads, Count head_dim, Count ba
   }
 }
 
+double precision_slowdown(const model::HardwareProfile& hardware, const KernelProfile& kernel, const std::string& dtype) {
+  if (!hardware.peak_tflops.contains(dtype)) {
+    throw InputError(model::Input::dtype, dtype, fmt::format("hardware {} lists no peak rate for it", hardware.name));
+  }
+  if (!hardware.peak_tflops.contains(kernel.dtype)) {
+    throw InputError(fmt::format("kernel {}: dtype {}: hardware {} lists no peak rate for it", kernel.name, kernel.dtype,
+                                 hardware.name));
+  }
+  return hardware.peak_tflops.at(kernel.dtype) / hardware.peak_tflops.at(dtype);
+}
+
 SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
   if (config.layouts.empty()) throw InputError(model::Input::layouts, "", "needs at least one layout");
   using model::Input;
@@ -292,11 +303,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
   sim.dtype = config.dtype.empty() ? sim.kernel.dtype : config.dtype;
   (void)dtype_bytes(sim.dtype);  // rejects an unknown dtype before the hardware's rates are asked
-  for (const std::string& precision : {sim.dtype, sim.kernel.dtype}) {
-    if (!sim.hardware.peak_tflops.contains(precision)) {
-      throw InputError(fmt::format("--dtype {}: hardware {} lists no peak rate for it", precision, sim.hardware.name));
-    }
-  }
+  const double slowdown = precision_slowdown(sim.hardware, sim.kernel, sim.dtype);
   sim.cp = parse_context_parallel(config.cp, config.devices);
   check_context_parallel(config, sim.cp);
   // Validate every layout and the mask before simulating anything.
@@ -312,8 +319,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
                           AttentionShape{sim.config.seq_len, config.devices, config.batch, sim.heads_per_device,
                                          sim.kv_heads_per_device, head_dim, dtype_bytes(sim.dtype)},
                           config.kv_buffers);
-  sim.call_shape = {sim.cp_shape.streams, head_dim, sim.tile,
-                    sim.hardware.peak_tflops.at(sim.kernel.dtype) / sim.hardware.peak_tflops.at(sim.dtype)};
+  sim.call_shape = {sim.cp_shape.streams, head_dim, sim.tile, slowdown};
   // A hybrid's layout cuts the sequence into the ring's R blocks.
   const Count layout_devices = sim.cp.algorithm == CpAlgorithm::hybrid ? ring_degree(sim.cp, config.devices) : config.devices;
   std::vector<model::Layout> layouts;

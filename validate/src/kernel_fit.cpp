@@ -28,12 +28,7 @@ std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& wo
   for (size_t i = 0; i < workloads.size(); ++i) {
     const MeasuredWorkload& w = workloads[i];
     const std::string where = w.label();
-    if (!hardware.peak_tflops.contains(w.dtype)) {
-      throw w.origins.locate(InputError(model::Input::dtype, w.dtype, fmt::format("hardware {} lists no peak rate for it", hardware.name)));
-    }
-    if (!hardware.peak_tflops.contains(kernel.dtype)) {
-      throw InputError(fmt::format("kernel {}: dtype {}: hardware {} lists no peak rate for it", kernel.name, kernel.dtype, hardware.name));
-    }
+    const double slowdown = w.origins.run([&] { return sim::precision_slowdown(hardware, kernel, w.dtype); });
     const model::TileShape tile = w.tile.value_or(kernel.tile);
     // Counted as the measured kernel cuts its tiles.
     const model::Work work = w.origins.run([&] {
@@ -43,8 +38,7 @@ std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& wo
           model::parse_layout(w.layout, w.seq_len, w.devices, model::LayoutContext{&mask, tile, kernel.tiling});
       return model::count_work(layout, mask, tile, 0, model::WorkDetail::query_tiles, kernel.tiling);
     });
-    const sim::KernelCallShape shape{w.heads * w.batch, w.head_dim, tile,
-                                     hardware.peak_tflops.at(kernel.dtype) / hardware.peak_tflops.at(w.dtype)};
+    const sim::KernelCallShape shape{w.heads * w.batch, w.head_dim, tile, slowdown};
     for (Count r = 0; r < w.devices; ++r) {
       for (Count d = 0; d < w.devices; ++d) {
         const size_t cell = static_cast<size_t>(r * w.devices + d);

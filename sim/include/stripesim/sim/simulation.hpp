@@ -152,6 +152,12 @@ struct SimulationPlan {
 // Throws model::InputError (by kind: --heads, --kv-heads, --head-dim, --batch) for an attention
 // shape outside what the kernel time model counts in seconds: beyond any trained model by far.
 void check_attention_shape(Count heads, Count kv_heads, Count head_dim, Count batch);
+// How much slower the kernel runs a call in `dtype` than in its profile's own precision: the
+// hardware's peak rate for the profile's dtype over its rate for `dtype` (KernelCallShape's
+// precision_slowdown). Throws model::InputError by kind (--dtype) when the hardware lists no rate
+// for `dtype`, and naming the kernel when it lists none for the kernel's own.
+[[nodiscard]] double precision_slowdown(const model::HardwareProfile& hardware, const KernelProfile& kernel,
+                                        const std::string& dtype);
 // Throws model::InputError for invalid configurations. Cheap: nothing is routed or counted, so
 // a parse-only run (cli/run_mode.hpp) checks any input quickly.
 [[nodiscard]] SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog);
