@@ -80,7 +80,8 @@ const char* describe(AccuracyMethod method) {
   switch (method) {
     case AccuracyMethod::fit_on_everything: return "every workload predicted by the profile fitted on all of them";
     case AccuracyMethod::leave_one_group_out:
-      return "leave one group out: each file (or block-cost row) predicted by a profile fitted on all the others";
+      return "leave one group out: each file (or block-cost row) predicted by a profile fitted on all the others, "
+             "started cold (from tile counts, not from --kernel's costs)";
     case AccuracyMethod::profile_as_given:
       return "the kernel profile as given (--no-fit): every workload predicted by a profile fitted on none of them";
   }

@@ -68,10 +68,16 @@ struct FitOptions {
   // grid order, and under a causal mask key tile 0 is read by every query tile: longest first.
   // Unset: the forward's.
   std::optional<sim::BlockOrder> backward_block_order;
+  // Start from tile counts alone instead of the base profile's costs (kept for the passes no call
+  // timed). The fit lands in the valley of equally good fits nearest its start, so a fit scored
+  // on files it was not given (leave one out) must not start from costs fitted on those files.
+  bool cold_start = false;
 };
 
 // `base` gives the name, tile, head size and precision; costs and structure are fitted, the
 // empty-call flags are read off the data (a call with no work that took time was launched).
+// Unless options.cold_start, the fit starts from the base's costs and returns none that fit the
+// calls worse than the base does at its own placement.
 [[nodiscard]] KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base,
                                    const model::HardwareProfile& hardware, const FitOptions& options = {});
 
