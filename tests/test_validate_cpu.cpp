@@ -750,6 +750,39 @@ TEST(KernelFit, FindsHowATilesCostFollowsTheHeadSize) {
   EXPECT_GT(worst, 0.05) << "the head size's share of a tile matters on these calls";
 }
 
+// A cold start (leave-one-out's) resets only the passes the fit solves for: the main tile shape
+// timed forward only, a second shape forward and backward, the main backward keeps the base's
+// costs (a reset would leave it at one microsecond a tile), and the forward is found from tile
+// counts alone, whatever the base's forward costs.
+TEST(KernelFit, AColdStartResetsOnlyThePassesItFits) {
+  const model::HardwareProfile hw = synthetic_bf16_hardware(8);
+  sim::KernelProfile truth;
+  truth.tile = {128, 128};
+  truth.forward = {20.0, 1.0, 2.0, 3.0};
+  truth.backward = {60.0, 2.0, 5.0, 6.5};
+  std::vector<MeasuredWorkload> workloads;
+  for (const auto& [tile, pass] : {std::pair{model::TileShape{128, 128}, sim::PassSelection::forward},
+                                   std::pair{model::TileShape{64, 64}, sim::PassSelection::forward_backward}}) {
+    for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+      MeasuredWorkload w = causal_workload(std::string(layout) + "-" + tile.to_string(), layout, 4096, 4, 2, pass,
+                                           std::vector<double>(16, 1.0));
+      w.tile = tile;
+      workloads.push_back(std::move(w));
+    }
+  }
+  time_with(truth, hw, workloads);
+  const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
+  sim::KernelProfile base = truth;
+  base.forward = {7.0, 3.0, 9.0, 30.0};
+  FitOptions cold;
+  cold.cold_start = true;
+  const KernelFit fit = fit_kernel(calls, base, hw, cold);
+  EXPECT_EQ(fit.profile.backward, truth.backward) << "not timed at the main shape: the base's, untouched";
+  EXPECT_NEAR(fit.profile.forward.full_tile_us, 2.0, 1e-6);
+  base.forward = {1.0, 1.0, 1.0, 1.0};
+  EXPECT_EQ(fit_kernel(calls, base, hw, cold).profile.forward, fit.profile.forward) << "cold: the base's forward costs do not matter";
+}
+
 // A kernel built for two tile shapes whose small tile is not its large one scaled by FLOPs (more
 // blocks per SM, dearer per FLOP): calls timed at both shapes give each shape's costs and
 // structure back, every call is then predicted exactly, and the profile prices a call at its

@@ -508,12 +508,6 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
 
   sim::KernelProfile start = base;
   if (empty_seen) start.empty_calls_launch = start.empty_query_tiles_launch = empty_timed;
-  if (options.cold_start) {
-    for (const auto& [pass, costs] : {std::pair{&MeasuredCall::forward, &start.forward}, {&MeasuredCall::backward, &start.backward}}) {
-      const bool timed_pass = std::any_of(calls.begin(), calls.end(), [&](const MeasuredCall& c) { return c.measured_us > 0 && c.*pass; });
-      if (timed_pass) *costs = cold_start_costs(*costs);
-    }
-  }
   start.other_tiles.clear();  // refitted below from what was measured at each shape
   // Calls cut into several tile shapes: each shape measured is fitted on its own calls (a smaller
   // tile is not a FLOP-scaled larger one: it holds more blocks per SM and reuses less data).
@@ -525,6 +519,11 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
   };
   const std::vector<MeasuredCall>& main_calls = by_tile.size() > 1 && by_tile.contains(start.tile) ? by_tile.at(start.tile) : calls;
   const bool forward_timed = timed(main_calls, &MeasuredCall::forward), backward_timed = timed(main_calls, &MeasuredCall::backward);
+  // Cold: only the passes this fit solves for; another keeps the base's costs, as when warm.
+  if (options.cold_start) {
+    if (forward_timed) start.forward = cold_start_costs(start.forward);
+    if (backward_timed) start.backward = cold_start_costs(start.backward);
+  }
   StructureFit best = fit_structure(main_calls, start, hardware, forward_timed, backward_timed, options, options.cold_start);
   // Timed at several head sizes: how each pass's tile cost follows the head size, then the
   // placement again with it (kept only if it fits better).
