@@ -518,6 +518,15 @@ TEST(KernelFit, RecoversTheTrimmedFactorsOfAKernelThatTrims) {
                                    [](const MeasuredCall& c) { return c.trimmed_length != 0; }));
 }
 
+// A 128x128 kernel with a forward and a backward of their own (launch, block, full and partial tile).
+sim::KernelProfile two_pass_truth() {
+  sim::KernelProfile truth;
+  truth.tile = {128, 128};
+  truth.forward = {20.0, 1.0, 2.0, 3.0};
+  truth.backward = {60.0, 2.0, 5.0, 6.5};
+  return truth;
+}
+
 // Calls of causal rings (3 layouts, N = 4, 2 heads, at each n; forward unless asked) cut into
 // `truth`'s tile, timed by `truth` itself.
 std::vector<MeasuredCall> calls_timed_with(const sim::KernelProfile& truth, const model::HardwareProfile& hw,
@@ -536,19 +545,32 @@ std::vector<MeasuredCall> calls_timed_with(const sim::KernelProfile& truth, cons
   return measured_calls(workloads, hw, truth);
 }
 
+// The calls of the three layouts at n = 4096, N = 4, timed with `truth` at each (tile, pass) given.
+std::vector<MeasuredCall> calls_timed_at_tiles(const sim::KernelProfile& truth, const model::HardwareProfile& hw,
+                                               const std::vector<std::pair<model::TileShape, sim::PassSelection>>& timed) {
+  std::vector<MeasuredWorkload> workloads;
+  for (const auto& [tile, pass] : timed) {
+    for (const char* layout : {"contiguous", "striped", "zigzag"}) {
+      MeasuredWorkload w = causal_workload(std::string(layout) + "-" + tile.to_string() + "-" + sim::to_string(pass), layout,
+                                           4096, 4, 2, pass, std::vector<double>(16, 1.0));
+      w.tile = tile;
+      workloads.push_back(std::move(w));
+    }
+  }
+  time_with(truth, hw, workloads);
+  return measured_calls(workloads, hw, truth);
+}
+
 // A kernel that launches its forward blocks in grid order and its backward's longest first
 // (FlashAttention-2's grids under a causal mask), timed forward + backward together: told both
 // orders (--block-order launch,longest_first) the fit keeps them, places both passes so and meets
 // every call; its record says the order was given. Told a single order, the backward takes it too.
 TEST(KernelFit, KeepsTheBlockOrdersItIsGiven) {
   const model::HardwareProfile hw = synthetic_bf16_hardware(8);
-  sim::KernelProfile truth;
-  truth.tile = {128, 128};
+  sim::KernelProfile truth = two_pass_truth();
   truth.placement.order = sim::BlockOrder::launch;
   truth.backward_placement = sim::BlockPlacement{};
   truth.backward_placement->order = sim::BlockOrder::longest_first;
-  truth.forward = {20.0, 1.0, 2.0, 3.0};
-  truth.backward = {60.0, 2.0, 5.0, 6.5};
   const std::vector<MeasuredCall> calls = calls_timed_with(truth, hw, {4096, 8192}, sim::PassSelection::forward_backward);
   sim::KernelProfile start = truth;
   start.placement.order = sim::BlockOrder::longest_first;
@@ -756,22 +778,9 @@ TEST(KernelFit, FindsHowATilesCostFollowsTheHeadSize) {
 // counts alone, whatever the base's forward costs.
 TEST(KernelFit, AColdStartResetsOnlyThePassesItFits) {
   const model::HardwareProfile hw = synthetic_bf16_hardware(8);
-  sim::KernelProfile truth;
-  truth.tile = {128, 128};
-  truth.forward = {20.0, 1.0, 2.0, 3.0};
-  truth.backward = {60.0, 2.0, 5.0, 6.5};
-  std::vector<MeasuredWorkload> workloads;
-  for (const auto& [tile, pass] : {std::pair{model::TileShape{128, 128}, sim::PassSelection::forward},
-                                   std::pair{model::TileShape{64, 64}, sim::PassSelection::forward_backward}}) {
-    for (const char* layout : {"contiguous", "striped", "zigzag"}) {
-      MeasuredWorkload w = causal_workload(std::string(layout) + "-" + tile.to_string(), layout, 4096, 4, 2, pass,
-                                           std::vector<double>(16, 1.0));
-      w.tile = tile;
-      workloads.push_back(std::move(w));
-    }
-  }
-  time_with(truth, hw, workloads);
-  const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
+  const sim::KernelProfile truth = two_pass_truth();
+  const std::vector<MeasuredCall> calls = calls_timed_at_tiles(
+      truth, hw, {{{128, 128}, sim::PassSelection::forward}, {{64, 64}, sim::PassSelection::forward_backward}});
   sim::KernelProfile base = truth;
   base.forward = {7.0, 3.0, 9.0, 30.0};
   FitOptions cold;
@@ -789,29 +798,18 @@ TEST(KernelFit, AColdStartResetsOnlyThePassesItFits) {
 // own shape. Fitted as one shape, the same calls cannot all be met.
 TEST(KernelFit, FitsEachMeasuredTileShapeOnItsOwnCalls) {
   const model::HardwareProfile hw = synthetic_bf16_hardware(8);
-  sim::KernelProfile truth;
-  truth.tile = {128, 128};
-  truth.forward = {20.0, 1.0, 2.0, 3.0};
-  truth.backward = {60.0, 2.0, 5.0, 6.5};
+  sim::KernelProfile truth = two_pass_truth();
   truth.other_tiles.push_back({.tile = {64, 64},
                                .placement = {2, sim::BlockOrder::launch, 1},
                                .forward = {15.0, 0.5, 0.8, 1.1},
                                .backward = {40.0, 1.0, 1.6, 2.0},
                                .backward_placement = std::nullopt});
-  std::vector<MeasuredWorkload> workloads;
   // The main shape timed forward and forward+backward, the other forward only.
-  for (const auto& [tile, pass] : {std::pair{model::TileShape{128, 128}, sim::PassSelection::forward},
-                                   std::pair{model::TileShape{128, 128}, sim::PassSelection::forward_backward},
-                                   std::pair{model::TileShape{64, 64}, sim::PassSelection::forward}}) {
-    for (const char* layout : {"contiguous", "striped", "zigzag"}) {
-      MeasuredWorkload w = causal_workload(std::string(layout) + "-" + tile.to_string() + "-" + sim::to_string(pass), layout,
-                                           4096, 4, 2, pass, std::vector<double>(16, 1.0));
-      w.tile = tile;
-      workloads.push_back(std::move(w));
-    }
-  }
-  time_with(truth, hw, workloads);
-  const std::vector<MeasuredCall> calls = measured_calls(workloads, hw, truth);
+  const std::vector<MeasuredCall> calls =
+      calls_timed_at_tiles(truth, hw,
+                           {{{128, 128}, sim::PassSelection::forward},
+                            {{128, 128}, sim::PassSelection::forward_backward},
+                            {{64, 64}, sim::PassSelection::forward}});
   // The time model prices a 64x64 call with the variant, not with the main costs scaled.
   const auto small = std::ranges::find_if(calls, [](const MeasuredCall& c) { return c.shape.tile == model::TileShape{64, 64} && c.measured_us > 0; });
   ASSERT_NE(small, calls.end());
