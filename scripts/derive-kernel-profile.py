@@ -70,10 +70,9 @@ def main():
     target_path = pathlib.Path(args.target)
     target = json.loads(target_path.read_text())
 
-    derived = {key: (target[key] if key in OWN_FIELDS and key in target else copy.deepcopy(value))
-               for key, value in source.items() if key != "fit"}
+    derived = {key: copy.deepcopy(value) for key, value in source.items() if key != "fit"}
     derived["calibrated"] = False
-    for key in OWN_FIELDS:
+    for key in OWN_FIELDS:  # in the source's place where it has the key, so the key order is the source's
         if key in target:
             derived[key] = target[key]
     flop = call_flop(args.call)

@@ -345,7 +345,10 @@ std::vector<sim::BlockPlacement> placements_tried(const sim::KernelProfile& star
 // The costs and placements that fit `calls` best, from `start`. First one placement for both
 // passes; then, when backward calls were timed alone, the backward's own placement (a backward kernel has
 // its own occupancy: FlashAttention's runs fewer, larger blocks, this project's many of 32 keys),
-// then the forward's again with the backward's fixed.
+// then the forward's again with the backward's fixed. `cold`: the fitted passes' costs in `start`
+// are cold_start_costs, which only place the blocks of each chain's first fit and are no
+// candidate themselves (a separate flag, not options.cold_start: the refits that follow the
+// first, from fitted costs, are warm).
 StructureFit fit_structure(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& start,
                            const model::HardwareProfile& hardware, bool fit_forward, bool fit_backward,
                            const FitOptions& options, bool cold = false) {
