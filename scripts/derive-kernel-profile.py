@@ -13,7 +13,9 @@ The target file must exist: its name, hardware, description and sources are kept
         --target configs/kernels/a100/fa2.json --hardware a100 --call "-n 16k --heads 16" \\
         --forward-tflops 220 --backward-tflops 170
 
-prints the factors and rewrites --target (`--check`: exit 1 if it would change instead)."""
+prints the factors and rewrites --target (`--check`: exit 1 if it would change instead). Bad
+input (a missing or malformed profile, a --call without a size, a rate not above 0) gets one line
+and exit code 2."""
 import argparse
 import copy
 import json
@@ -31,6 +33,23 @@ OWN_FIELDS = ("name", "hardware", "description", "sources")
 BACKWARD_FLOP_RATIO = 2.5
 
 
+def refuse(message):
+    print(f"derive-kernel-profile.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_profile(path, flag):
+    try:
+        profile = json.loads(pathlib.Path(path).read_text())
+    except OSError as e:
+        refuse(f"{flag} {path}: {e.strerror}")
+    except json.JSONDecodeError as e:
+        refuse(f"{flag} {path}: not JSON ({e.msg}, line {e.lineno})")
+    if not isinstance(profile, dict) or not all(isinstance(profile.get(p), dict) for p in ("forward", "backward")):
+        refuse(f"{flag} {path}: not a kernel profile (no forward and backward costs)")
+    return profile
+
+
 def call_time_us(stripesim, profile, hardware, call, pass_name):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(profile, f)
@@ -40,7 +59,7 @@ def call_time_us(stripesim, profile, hardware, call, pass_name):
     out = subprocess.run(command, capture_output=True, text=True)
     pathlib.Path(f.name).unlink()
     if out.returncode != 0:
-        sys.exit(f"derive-kernel-profile.py: {' '.join(command)}: {out.stderr.strip()}")
+        refuse(f"stripesim simulate --pass {pass_name} --call '{call}': {out.stderr.strip().removeprefix('stripesim: error: ')}")
     return json.loads(out.stdout)["results"][0]["time_us"]
 
 
@@ -49,9 +68,14 @@ def call_flop(call):
     flags = dict(re.findall(r"(--?[a-z-]+)\s+(\S+)", call))
     n = flags.get("-n", flags.get("--seq-len"))
     if n is None:
-        sys.exit("derive-kernel-profile.py: --call: give the sequence length (-n)")
-    tokens = int(n[:-1]) * 1024 if n.endswith("k") else int(n)
-    heads, batch, head_dim = (int(flags.get(k, d)) for k, d in (("--heads", 16), ("--batch", 1), ("--head-dim", 128)))
+        refuse(f"--call '{call}': give the sequence length (-n)")
+    try:
+        tokens = int(n[:-1]) * 1024 if n.endswith("k") else int(n)
+        heads, batch, head_dim = (int(flags.get(k, d)) for k, d in (("--heads", 16), ("--batch", 1), ("--head-dim", 128)))
+    except ValueError:
+        refuse(f"--call '{call}': -n, --heads, --batch and --head-dim take whole numbers (-n also 16k)")
+    if min(tokens, heads, batch, head_dim) < 1:
+        refuse(f"--call '{call}': sizes must be at least 1")
     return 4.0 * tokens * tokens * heads * head_dim * batch
 
 
@@ -66,9 +90,12 @@ def main():
     parser.add_argument("--stripesim", default=str(STRIPESIM))
     parser.add_argument("--check", action="store_true", help="exit 1 if --target would change; write nothing")
     args = parser.parse_args()
-    source = json.loads(pathlib.Path(args.source).read_text())
+    for flag, rate in (("--forward-tflops", args.forward_tflops), ("--backward-tflops", args.backward_tflops)):
+        if not rate > 0:
+            refuse(f"{flag} {rate}: must be above 0")
+    source = read_profile(args.source, "--from")
     target_path = pathlib.Path(args.target)
-    target = json.loads(target_path.read_text())
+    target = read_profile(args.target, "--target")
 
     derived = {key: copy.deepcopy(value) for key, value in source.items() if key != "fit"}
     derived["calibrated"] = False
