@@ -70,7 +70,7 @@ TEST(HardwarePresets, KernelProfilesAreTheH100ProfileScaledByPeakPerSm) {
 // runs at that rate: 16k tokens, 16 heads of 128, no mask, at 220 TFLOP/s forward and 170
 // backward (the FlashAttention-2 paper). Backward FLOPs are 2.5x the forward's. The H100's, fitted
 // on PyTorch's build of it, runs the FlashAttention-3 paper's call for the flash_attn package (8k
-// tokens x 2 sequences: 370 and 318) 5-7 % slower (351 and 298); the H200's is fitted as well,
+// tokens x 2 sequences: 370 and 318) 5-7 % slower (352 and 298); the H200's is fitted as well,
 // to the same placement: the same kernel on the same SMs.
 TEST(HardwarePresets, Fa2ProfilesAreTheMeasuredShapeAtPublishedRates) {
   const auto h100 = config("kernels/h100/fa2.json");
