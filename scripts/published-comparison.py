@@ -15,19 +15,25 @@ projects report, cited in stripesim's README.
 
     scripts/published-comparison.py                 # every row, and the mean and worst error
     scripts/published-comparison.py --max-mean 0.06  # exit 1 when the mean error is above 0.06
+    scripts/published-comparison.py --readme README.md  # exit 1 where its tables say otherwise
 
-Run from anywhere after building (build/cli/stripesim); about 5 s."""
+Run from anywhere after building (build/cli/stripesim); about 12 s."""
 import argparse
 import csv
 import io
 import json
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 STRIPESIM = ROOT / "build" / "cli" / "stripesim"
+# The README section whose tables --readme checks.
+README_SECTION = "### Predicted against published measurements"
+# Where each hardware preset's kernel profiles live (the H800 runs the H100's).
+KERNEL_FOLDER = {"a100": "a100", "h800": "h100"}
 
 # The four packings ring-flash-attention's varlen benchmark cycles through (its per-GPU
 # cu_seqlens times 8).
@@ -132,15 +138,27 @@ def pieces_file(folder, lengths):
     return f"permutation:{path}"
 
 
+def without_merges(folder, hardware):
+    """The hardware's fa2 profile with the merges between calls priced at nothing, as a file."""
+    kernel = json.loads((ROOT / "configs" / "kernels" / KERNEL_FOLDER[hardware] / "fa2.json").read_text())
+    kernel["merge"] = {field: 0.0 for field in kernel["merge"]}
+    path = pathlib.Path(folder) / f"fa2-{hardware}-without-merges.json"
+    path.write_text(json.dumps(kernel))
+    return str(path)
+
+
 def ring_flash_attention(folder):
-    """Predicted ratios of ring-flash-attention's rows, keyed as PUBLISHED."""
+    """Predicted ratios of ring-flash-attention's rows, keyed as PUBLISHED, and those of its
+    Llama rows without merges (keyed the same, their shape "llama without merges")."""
     out = {}
-    ring = ["-N", "8", "-n", "64k", "--kernel", "fa2", "--layouts", "contiguous,zigzag,striped"]
+    ring = ["-N", "8", "-n", "64k", "--layouts", "contiguous,zigzag,striped"]
     for hardware in ("a100", "h800"):
         for pass_ in ("fwd", "fwdbwd"):
             common = ["--hardware", hardware, "--pass", pass_]
-            for label, shape in (("5 heads", ["--heads", "5", "--kv-heads", "5"]), ("llama", ["--model", "llama3-8b"])):
-                t = times(*common, *shape, *ring)
+            for label, shape, kernel in (("5 heads", ["--heads", "5", "--kv-heads", "5"], "fa2"),
+                                         ("llama", ["--model", "llama3-8b"], "fa2"),
+                                         ("llama without merges", ["--model", "llama3-8b"], without_merges(folder, hardware))):
+                t = times(*common, *shape, *ring, "--kernel", kernel)
                 for layout in ("zigzag", "striped"):
                     out[("ring-flash-attention", hardware, pass_, label, layout)] = t["contiguous"] / t[layout]
             # Varlen: throughput over the four packings is 4 over the sum of their times.
@@ -187,12 +205,87 @@ def usp_paper():
     return out
 
 
+def readme_cells(text):
+    """The predicted cells of the README's tables under "Predicted against published
+    measurements": (line number, key as in PUBLISHED, the cell's text), and the error cells as
+    (line number, key, text) with the key's last part "error"."""
+    lines = text.split("\n")
+    start = lines.index(README_SECTION)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("#")), len(lines))
+    header, cells = "", []
+
+    def split(text):
+        match = re.match(r"Ulysses (\d) x ring (\d)", text)
+        return f"hybrid:{match.group(1)}x{match.group(2)}" if match else "ring"
+
+    for number, line in enumerate(lines[start:end], start + 1):
+        if not line.startswith("|") or line.startswith("|---"):
+            continue
+        row = [cell.strip() for cell in line.strip("|").split("|")]
+        if row[1] in ("pass", "split", "layout") or row[0] in ("heads", "n", "split", "GPUs"):
+            header = line
+            continue
+        found = []  # (key, predicted cell, error cell)
+        if header.startswith("| GPUs |"):
+            hardware, pass_ = row[0].split("x ")[1].lower(), "fwd" if row[1] == "fwd" else "fwdbwd"
+            if "function" in header:
+                found.append((("ring-flash-attention", hardware, pass_, "varlen", row[2].split()[0]), 4, 5))
+            else:
+                shape = "llama" if "without merges" in header else "5 heads"
+                found.append((("ring-flash-attention", hardware, pass_, shape, row[2]), 4, 5))
+                if "without merges" in header:
+                    found.append((("ring-flash-attention", hardware, pass_, "llama without merges", row[2]), 6, None))
+        elif header.startswith("| split |"):
+            found.append((("usp", "a100", "fwd", f"8x128 {split(row[0])}", row[1]), 3, 4))
+        elif header.startswith("| heads |"):
+            found.append((("usp", "a100", "fwd", f"{row[0]}x32 {split(row[1])}", row[2]), 4, 5))
+        elif header.startswith("| n |"):
+            for layout, column in (("contiguous", 3), ("zigzag", 6)):
+                found.append((("usp-paper", "a100", "fwd", f"{row[0]} {split(row[1])}", layout), column, column + 1))
+        for key, predicted, error in found:
+            cells.append((number, key, row[predicted]))
+            if error is not None:
+                cells.append((number, (*key[:-1], key[-1], "error"), row[error]))
+    return cells
+
+
+def readme_mismatches(path, text, predicted):
+    """Where the README's tables say other than `predicted` at two decimals."""
+    out = []
+    for number, key, cell in readme_cells(text):
+        row = key[:-1] if key[-1] == "error" else key
+        if row not in predicted:
+            if key[-1] != "error":  # said once a row
+                out.append(f"{path}:{number}: {' '.join(row)}: a row stripesim has no prediction for")
+            continue
+        if key[-1] == "error":
+            value = predicted[key[:-1]] - PUBLISHED[key[:-1]]
+            expected = "0.00" if abs(value) < 0.005 else f"{value:+.2f}"
+        else:
+            expected = f"{predicted[key]:.2f}"
+        if cell != expected:
+            out.append(f"{path}:{number}: {' '.join(key)}: the table says {cell}, stripesim gives {expected}")
+    return out
+
+
 def main():
     global STRIPESIM
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-mean", type=float, help="exit 1 when the mean absolute error is above this")
     parser.add_argument("--stripesim", default=str(STRIPESIM), help="the stripesim executable (default: build/cli/stripesim)")
+    parser.add_argument("--readme", type=pathlib.Path,
+                        help="exit 1 where this README's tables of published measurements show other predictions")
     args = parser.parse_args()
+    readme = None
+    if args.readme is not None:
+        try:
+            readme = args.readme.read_text()
+        except (OSError, UnicodeDecodeError) as error:
+            print(f"published-comparison: --readme {args.readme}: cannot be read ({error.strerror if isinstance(error, OSError) else error})", file=sys.stderr)
+            return 2
+        if README_SECTION not in readme.split("\n"):
+            print(f"published-comparison: --readme {args.readme}: has no heading '{README_SECTION}'", file=sys.stderr)
+            return 2
     STRIPESIM = pathlib.Path(args.stripesim).resolve()
     with tempfile.TemporaryDirectory() as folder:
         predicted = ring_flash_attention(folder)
@@ -208,6 +301,13 @@ def main():
     if args.max_mean is not None and mean > args.max_mean:
         print(f"published-comparison: mean error {mean:.3f} is above --max-mean {args.max_mean}", file=sys.stderr)
         return 1
+    if readme is not None:
+        mismatches = readme_mismatches(args.readme, readme, predicted)
+        for mismatch in mismatches:
+            print(f"published-comparison: {mismatch}", file=sys.stderr)
+        if mismatches:
+            return 1
+        print(f"{args.readme}: its tables show these predictions")
     return 0
 
 
