@@ -245,7 +245,7 @@ def readme_cells(text):
         for key, predicted, error in found:
             cells.append((number, key, row[predicted]))
             if error is not None:
-                cells.append((number, (*key[:-1], key[-1], "error"), row[error]))
+                cells.append((number, (*key, "error"), row[error]))
     return cells
 
 
