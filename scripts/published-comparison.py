@@ -32,8 +32,6 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 STRIPESIM = ROOT / "build" / "cli" / "stripesim"
 # The README section whose tables --readme checks.
 README_SECTION = "### Predicted against published measurements"
-# Where each hardware preset's kernel profiles live (the H800 runs the H100's).
-KERNEL_FOLDER = {"a100": "a100", "h800": "h100"}
 
 # The four packings ring-flash-attention's varlen benchmark cycles through (its per-GPU
 # cu_seqlens times 8).
@@ -139,8 +137,12 @@ def pieces_file(folder, lengths):
 
 
 def without_merges(folder, hardware):
-    """The hardware's fa2 profile with the merges between calls priced at nothing, as a file."""
-    kernel = json.loads((ROOT / "configs" / "kernels" / KERNEL_FOLDER[hardware] / "fa2.json").read_text())
+    """The fa2 profile the hardware runs, as simulate reports it, with the merges between calls
+    priced at nothing, as a file."""
+    out = subprocess.run([STRIPESIM, "simulate", "--hardware", hardware, "--kernel", "fa2", "-N", "1", "-n", "1k",
+                          "--layouts", "contiguous", "--summary-only", "--format", "json"],
+                         check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT).stdout
+    kernel = json.loads(out)["kernel"]
     kernel["merge"] = {field: 0.0 for field in kernel["merge"]}
     path = pathlib.Path(folder) / f"fa2-{hardware}-without-merges.json"
     path.write_text(json.dumps(kernel))
