@@ -28,6 +28,8 @@
 #              profile on them (--no-fit) and each left out of a fit in turn. Settles whether the
 #              cells that set issue 12's worst speedup errors (a window call at twice the time of
 #              equal work, a documents call likewise) are the kernel or one slow stretch (~6-8 min)
+#   unseen     flex_attention on workloads no shipped file has (8 devices, n = 64k, causal and a
+#              8192-token window), to score a profile fitted on the retimed files     (~1-2 min)
 #   hostsync   bench/host_sync_cost.py on ring-flash-attention's benchmark packings (8 devices, 64k
 #              tokens, Llama-3.1 8B's heads): the GPU idle time per round that the varlen zigzag's
 #              host-built masks cost, against the 230-307 us a forward round the published ratios
@@ -107,7 +109,9 @@ for s in ${STEPS:-ncu bench fwdbwd16k head64 wgmma}; do
               $F/causal-fwd-n16384-N2.json $F/causal-fwd-n32768-N4.json $F/causal-fwd-n65536-N4.json \
               $F/causal-fwdbwd-n32768-N2.json $F/causal-fwdbwd-n65536-N4.json
             retimed=("$R"/retimed-flex/*.json)
-            if [[ -f "${retimed[0]}" ]]; then
+            # Scored here only on an H100 with the bundle carried (the files are that card's); elsewhere
+            # the retimed files come back to be scored on any machine (README, "How accurate is it").
+            if [[ -f "${retimed[0]}" && -x "$S" && "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" == *H100* ]]; then
               step retime-shipped 60 "$S" validate --compare --no-fit --hardware h100 --kernel flex \
                 --measurements "${retimed[@]}" --out-dir "$R/retimed-flex-shipped"
               step retime-loo 120 "$S" validate --compare --hardware h100 --kernel flex --measurements "${retimed[@]}" \
@@ -118,7 +122,13 @@ for s in ${STEPS:-ncu bench fwdbwd16k head64 wgmma}; do
           python3 bench/host_sync_cost.py --devices 8 --documents "$packing" --heads 32 --kv-heads 8 \
             --out "$1/hostsync-${packing//,/-}.json" || exit 1
         done' hostsync "$R" ;;
-    *) echo "gpu-session.sh: unknown step '$s' (tests, ncu, bench, compare, fwdbwd16k, head64, wgmma, cp, lone64, retime, hostsync)" >&2; exit 2 ;;
+    unseen) mkdir -p "$R/unseen-flex"
+            step unseen 150 bash -c '
+        for m in causal window:8192; do
+          python3 bench/measure_kernels.py --kernel flex --seq-len 65536 --devices 8 --heads 16 --kv-heads 16 --head-dim 128 \
+            --mask "$m" --pass fwd --tile 128x128 --passes 3 --out "$1/${m/:/}-fwd-n65536-N8.json" || exit 1
+        done' unseen "$R/unseen-flex" ;;
+    *) echo "gpu-session.sh: unknown step '$s' (tests, ncu, bench, compare, fwdbwd16k, head64, wgmma, cp, lone64, retime, hostsync, unseen)" >&2; exit 2 ;;
   esac
 done
 echo "== all steps done after $SECONDS s; results in $archive"
