@@ -28,8 +28,9 @@
 #              profile on them (--no-fit) and each left out of a fit in turn. Settles whether the
 #              cells that set issue 12's worst speedup errors (a window call at twice the time of
 #              equal work, a documents call likewise) are the kernel or one slow stretch (~6-8 min)
-#   unseen     flex_attention on workloads no shipped file has (8 devices, n = 64k, causal and a
-#              8192-token window), to score a profile fitted on the retimed files     (~1-2 min)
+#   unseen     flex_attention on the five workloads of configs/measurements/h200/flex-heldout (8
+#              devices, windows of 2048, 8192 and 16384 tokens, forward+backward at 64k x 8), which
+#              no shipped file has: to score a profile fitted on the retimed files   (~2-3 min)
 #   hostsync   bench/host_sync_cost.py on ring-flash-attention's benchmark packings (8 devices, 64k
 #              tokens, Llama-3.1 8B's heads): the GPU idle time per round that the varlen zigzag's
 #              host-built masks cost, against the 230-307 us a forward round the published ratios
@@ -123,11 +124,14 @@ for s in ${STEPS:-ncu bench fwdbwd16k head64 wgmma}; do
             --out "$1/hostsync-${packing//,/-}.json" || exit 1
         done' hostsync "$R" ;;
     unseen) mkdir -p "$R/unseen-flex"
-            step unseen 150 bash -c '
-        for m in causal window:8192; do
-          python3 bench/measure_kernels.py --kernel flex --seq-len 65536 --devices 8 --heads 16 --kv-heads 16 --head-dim 128 \
-            --mask "$m" --pass fwd --tile 128x128 --passes 3 --out "$1/${m/:/}-fwd-n65536-N8.json" || exit 1
-        done' unseen "$R/unseen-flex" ;;
+            # Each workload in its own process, as configs/measurements/h200/flex-heldout was timed.
+            step unseen 300 bash -c '
+        for w in "causal fwd 65536 8" "window:8192 fwd 65536 8" "causal fwdbwd 65536 8" "window:2048 fwd 32768 8" \
+                 "window:16384 fwd 65536 4"; do
+          set -- $w
+          python3 bench/measure_kernels.py --kernel flex --seq-len "$3" --devices "$4" --heads 16 --kv-heads 16 --head-dim 128 \
+            --mask "$1" --pass "$2" --tile 128x128 --passes 3 --out "$0/${1/:/}-$2-n$3-N$4.json" || exit 1
+        done' "$R/unseen-flex" ;;
     *) echo "gpu-session.sh: unknown step '$s' (tests, ncu, bench, compare, fwdbwd16k, head64, wgmma, cp, lone64, retime, hostsync, unseen)" >&2; exit 2 ;;
   esac
 done
