@@ -53,9 +53,13 @@ class KernelTimeModel {
     return pass == KernelPass::forward ? profile_.forward : profile_.backward;
   }
   // The features of one call, its blocks placed with `costs` (the profile's by default). The
-  // backward call is priced on the same query tile profile: its key-tile blocks see the mirror
-  // image of it for every mask counted here (causal, windows and documents are symmetric), each
-  // key tile split into the profile's backward blocks (backward_blocks_per_key_tile()).
+  // backward call is priced on the same query tile profile, each tile's blocks split into the
+  // profile's backward blocks (backward_blocks_per_key_tile()). Its key-tile blocks are that
+  // profile's mirror image for a causal block of contiguous or striped positions and for
+  // windows; for a zigzag half block or a block that documents cut into rectangles, the key
+  // tiles hold the same tiles in other numbers and lengths (a rectangle transposed), which the
+  // query tiles stand in for. flex_attention's backward grid also runs a second set of blocks,
+  // one per query tile for dQ, after the key tiles' (README, reports/validation/h200-2026-11-28).
   // `trimmed_length`: the call's length when the block is run trimmed (model::Work::trimmed_length).
   [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, KernelPass pass,
                                         Count trimmed_length = 0) const;
