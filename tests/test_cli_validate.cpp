@@ -747,6 +747,21 @@ TEST(CliValidate, FewHeadedLongCallsPinFlashAttention2sPlacement) {
   EXPECT_LT(refit.back(), 0.10);
 }
 
+// The committed report reports/kernels/FOLDER/accuracy.json (which the README quotes) is the run
+// `doc`: a change to the time model or the fit that moves these numbers must regenerate it with
+// its recorded command (the h100 sdpa report once went stale this way).
+void expect_committed_report_is(const std::string& folder, const nlohmann::json& doc) {
+  std::ifstream committed_file(std::string(STRIPESIM_SOURCE_DIR) + "/reports/kernels/" + folder + "/accuracy.json");
+  ASSERT_TRUE(committed_file) << folder;
+  const auto committed = nlohmann::json::parse(committed_file);
+  for (const char* part : {"summary", "consistency_floor"}) {
+    for (const char* field : {"median_abs_call_error", "max_abs_call_error", "mean_abs_speedup_error", "max_abs_speedup_error"}) {
+      EXPECT_NEAR(committed.at(part).at(field).get<double>(), doc.at(part).at(field).get<double>(), 1e-9)
+          << "reports/kernels/" << folder << " is stale: " << part << " " << field;
+    }
+  }
+}
+
 // `validate --compare ARGS --format json`, parsed, its layout speedups checked: `count` of them,
 // their error within `mean` on average and `worst` at most. An empty object if the run failed.
 nlohmann::json compare_speedups_within(const std::string& args, int count, double mean, double worst) {
@@ -783,7 +798,6 @@ TEST(CliValidate, RetimedH200FlexFilesAgreeWithThemselvesAndTheModel) {
   const auto doc = compare_speedups_within("--hardware h200 --kernel flex" + measurement_flags("h200/flex"), 22, 0.04, 0.14);
   ASSERT_TRUE(doc.contains("summary"));
   EXPECT_TRUE(doc.at("timing_drift").empty()) << doc.at("timing_drift").dump();
-  const auto& s = doc.at("summary");
   const auto& floor = doc.at("consistency_floor");
   EXPECT_LE(floor.at("mean_abs_speedup_error").get<double>(), 0.02);
   EXPECT_LE(floor.at("max_abs_speedup_error").get<double>(), 0.05);
@@ -795,12 +809,7 @@ TEST(CliValidate, RetimedH200FlexFilesAgreeWithThemselvesAndTheModel) {
     EXPECT_NEAR(w.at("predicted_speedup").get<double>(), w.at("measured_speedup").get<double>(), 0.05) << w.at("layout");
   }
   EXPECT_EQ(window_layouts, 2);
-  std::ifstream committed_file(std::string(STRIPESIM_SOURCE_DIR) + "/reports/kernels/h200-flex/accuracy.json");
-  ASSERT_TRUE(committed_file);
-  const auto committed = nlohmann::json::parse(committed_file);
-  for (const char* field : {"median_abs_call_error", "max_abs_call_error", "mean_abs_speedup_error", "max_abs_speedup_error"}) {
-    EXPECT_NEAR(committed.at("summary").at(field).get<double>(), s.at(field).get<double>(), 1e-9) << "reports/kernels/h200-flex is stale: " << field;
-  }
+  expect_committed_report_is("h200-flex", doc);
 }
 
 // Five flex workloads timed on the same H200 after the eleven above, in other processes, and kept
@@ -843,18 +852,7 @@ TEST(CliValidate, KernelFitOnShippedMeasurementsPredictsHeldOutFiles) {
     // at 16k tokens per device than at 8k, which one cost per tile cannot give both sizes, and
     // leaving one size out leaves one size to fit (retimed on another H100, it does not).
     const auto& floor = doc.at("consistency_floor");
-    // The committed report of the same run (reports/kernels/h100-KERNEL, which the README's table
-    // quotes) is this run's: a change to the time model or the fit that moves these numbers must
-    // regenerate it with its recorded command (the sdpa report once went stale this way).
-    std::ifstream committed_file(std::string(STRIPESIM_SOURCE_DIR) + "/reports/kernels/h100-" + kernel + "/accuracy.json");
-    ASSERT_TRUE(committed_file) << kernel;
-    const auto committed = nlohmann::json::parse(committed_file);
-    for (const char* field : {"median_abs_call_error", "max_abs_call_error", "mean_abs_speedup_error", "max_abs_speedup_error"}) {
-      EXPECT_NEAR(committed.at("summary").at(field).get<double>(), s.at(field).get<double>(), 1e-9)
-          << "reports/kernels/h100-" << kernel << " is stale: " << field;
-      EXPECT_NEAR(committed.at("consistency_floor").at(field).get<double>(), floor.at(field).get<double>(), 1e-9)
-          << "reports/kernels/h100-" << kernel << " is stale: floor " << field;
-    }
+    expect_committed_report_is("h100-" + kernel, doc);
     EXPECT_LE(floor.at("mean_abs_speedup_error").get<double>(), s.at("mean_abs_speedup_error").get<double>()) << kernel;
     EXPECT_LE(s.at("mean_abs_speedup_error").get<double>() - floor.at("mean_abs_speedup_error").get<double>(),
               kernel == "sdpa" ? 0.06 : 0.03)
