@@ -81,10 +81,12 @@ inline Count reference_trimmed_length(const model::Layout& layout, model::Device
 // Every count of count_work(..., WorkDetail::query_tiles, tiling), by enumeration: the matrices,
 // and each (round, device)'s per-query-tile profile (full and partial key tiles of every query
 // tile, documents in order, each in local order) in `profiles`, one entry per (round, device)
-// ([round * devices + device]).
+// ([round * devices + device]), and the same from the keys' side in `key_profiles` (every key
+// tile of the K/V block, in the same order, with its full and partial query tiles).
 struct BruteForceWork {
   model::Work work;
   std::vector<model::QueryTileProfile> profiles;
+  std::vector<model::KeyTileProfile> key_profiles;
 };
 
 inline BruteForceWork brute_force_work(const model::Layout& layout, const model::Mask& mask, model::TileShape tile,
@@ -92,7 +94,8 @@ inline BruteForceWork brute_force_work(const model::Layout& layout, const model:
   const Count devices = layout.devices();
   const Count c = layout.block_size();
   BruteForceWork out{{model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices),
-                      model::WorkMatrix(devices, devices), {}, {}, model::WorkMatrix(devices, devices)},
+                      model::WorkMatrix(devices, devices), {}, {}, model::WorkMatrix(devices, devices), {}},
+                     {},
                      {}};
   model::Work& work = out.work;
   for (Count r = 0; r < devices; ++r) {
@@ -114,21 +117,29 @@ inline BruteForceWork brute_force_work(const model::Layout& layout, const model:
         }
       }
       std::map<std::pair<Count, Count>, model::QueryTileLoad> loads;
+      std::map<std::pair<Count, Count>, model::QueryTileLoad> key_loads;
       for (const auto& id : query_tile_of) loads[id];
+      for (const auto& id : key_tile_of) key_loads[id];
       for (const auto& [id, cell] : tiles) {
         if (cell.first == 0) continue;
         ++work.active_tiles.at(r, d);
         auto& load = loads[id.first];
+        auto& key_load = key_loads[id.second];
         if (cell.first < cell.second) {
           ++work.partial_tiles.at(r, d);
           ++load.partial;
+          ++key_load.partial;
         } else {
           ++load.full;
+          ++key_load.full;
         }
       }
       model::QueryTileProfile profile;
       for (const auto& [id, load] : loads) profile.push_back(load);
       out.profiles.push_back(std::move(profile));
+      model::KeyTileProfile key_profile;
+      for (const auto& [id, load] : key_loads) key_profile.push_back(load);
+      out.key_profiles.push_back(std::move(key_profile));
     }
   }
   return out;

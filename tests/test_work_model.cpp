@@ -62,6 +62,9 @@ void expect_same_work(const Work& got, const testing::BruteForceWork& want, cons
     for (Count d = 0; d < devices; ++d) {
       const auto& profile = got.profiles.at(static_cast<size_t>(got.query_tile_profile.at(r, d)));
       EXPECT_EQ(profile, want.profiles.at(static_cast<size_t>(r * devices + d))) << what << " round " << r << " device " << d;
+      const auto& key_profile = got.profiles.at(static_cast<size_t>(got.key_tile_profile.at(r, d)));
+      EXPECT_EQ(key_profile, want.key_profiles.at(static_cast<size_t>(r * devices + d)))
+          << what << " key tiles, round " << r << " device " << d;
     }
   }
 }
@@ -224,6 +227,24 @@ TEST(WorkModel, VarlenTilesEveryDocumentOnItsOwn) {
   }
 }
 
+// The keys' side of a block (what a backward kernel's dK/dV blocks work through). Zigzag on 2
+// devices, n = 8, 2x2 tiles: device 0 holds {0, 1, 6, 7}, device 1 {2, 3, 4, 5}. At round 1
+// device 0's late queries see both of device 1's key tiles whole: one query tile of two full key
+// tiles, but two key tiles of one full query tile each. Device 1's queries see only device 0's
+// early key tile: two query tiles of one, one key tile of two, and an empty key tile.
+TEST(WorkModel, KeyTilesSeeZigzagHalfBlocksTransposed) {
+  const Work work = count_work(Layout::zigzag(8, 2), Mask::causal(8), {2, 2}, 1, WorkDetail::query_tiles);
+  const auto query_side = [&](Count r, Count d) { return work.profiles.at(static_cast<size_t>(work.query_tile_profile.at(r, d))); };
+  const auto key_side = [&](Count r, Count d) { return work.profiles.at(static_cast<size_t>(work.key_tile_profile.at(r, d))); };
+  EXPECT_EQ(query_side(1, 0), (QueryTileProfile{{0, 0}, {2, 0}}));
+  EXPECT_EQ(key_side(1, 0), (KeyTileProfile{{1, 0}, {1, 0}}));
+  EXPECT_EQ(query_side(1, 1), (QueryTileProfile{{1, 0}, {1, 0}}));
+  EXPECT_EQ(key_side(1, 1), (KeyTileProfile{{2, 0}, {0, 0}}));
+  // A device's own block: causal on both of its chunks, the same loads from either side, mirrored.
+  EXPECT_EQ(query_side(0, 1), (QueryTileProfile{{0, 1}, {1, 1}}));
+  EXPECT_EQ(key_side(0, 1), (KeyTileProfile{{1, 1}, {0, 1}}));
+}
+
 TEST(WorkModel, CausalTotalIsTriangleForEveryLayout) {
   std::mt19937_64 rng(5);
   for (const Count N : {1, 2, 3, 8, 16}) {
@@ -310,6 +331,7 @@ TEST(WorkModel, ResultsDoNotDependOnThreads) {
       EXPECT_EQ(one.active_tiles, two.active_tiles) << what;
       EXPECT_EQ(one.partial_tiles, two.partial_tiles) << what;
       EXPECT_EQ(one.query_tile_profile, two.query_tile_profile) << what;
+      EXPECT_EQ(one.key_tile_profile, two.key_tile_profile) << what;
       EXPECT_EQ(one.profiles, two.profiles) << what;
     }
   }

@@ -24,17 +24,21 @@
 namespace stripesim::model::detail {
 
 // What the work model records for one (round, device): the allowed pairs, the active and partial
-// tiles, and (when asked) each query tile's full and partial key tiles in local order.
+// tiles, and (when asked) each query tile's full and partial key tiles in local order, and each
+// key tile's full and partial query tiles.
 struct PairOutcome {
   Count elements = 0;
   Count active = 0;
   Count partial = 0;
-  QueryTileProfile rows;  // moved into the memo's profiles once stored there
+  QueryTileProfile rows;     // moved into the memo's profiles once stored there
+  KeyTileProfile columns;    // the same
   // Set by the memo: one address per distinct profile among its outcomes (a striped ring's 2N - 1
   // classes hold a handful), so profiles are told apart without comparing them.
   const QueryTileProfile* distinct_rows = nullptr;
+  const KeyTileProfile* distinct_columns = nullptr;
 
   [[nodiscard]] const QueryTileProfile& profile() const { return distinct_rows ? *distinct_rows : rows; }
+  [[nodiscard]] const KeyTileProfile& key_profile() const { return distinct_columns ? *distinct_columns : columns; }
 };
 
 struct ProfileHash {
@@ -92,6 +96,8 @@ class BlockPairMemo {
       count(*outcome);
       outcome->distinct_rows = &intern(std::move(outcome->rows));
       outcome->rows = {};
+      outcome->distinct_columns = &intern(std::move(outcome->columns));
+      outcome->columns = {};
       const std::lock_guard lock(shard.mutex);
       const auto [it, added] = shard.outcomes.try_emplace(key, std::move(outcome));
       if (added) stored_.fetch_add(1, std::memory_order_relaxed);

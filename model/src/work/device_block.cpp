@@ -22,8 +22,12 @@ DeviceBlock::DeviceBlock(const Layout& layout, DeviceId device, Count query_tile
 DeviceBlock::DeviceBlock(std::vector<Run> runs, Count query_tile, Count key_tile)
     : size_(total_length(runs)), runs_(std::move(runs)) {
   query_tiles_ = summarise_tiles(query_tile);
-  for (size_t t = 1; t < query_tiles_.size(); ++t) {
-    if (query_tiles_[t].min < query_tiles_[t - 1].min || query_tiles_[t].max < query_tiles_[t - 1].max) {
+  query_min_sorted_.reserve(query_tiles_.size());
+  query_max_sorted_.reserve(query_tiles_.size());
+  for (size_t t = 0; t < query_tiles_.size(); ++t) {
+    query_min_sorted_.push_back(query_tiles_[t].min);
+    query_max_sorted_.push_back(query_tiles_[t].max);
+    if (t > 0 && (query_tiles_[t].min < query_tiles_[t - 1].min || query_tiles_[t].max < query_tiles_[t - 1].max)) {
       query_tiles_monotone_ = false;
     }
   }
@@ -49,6 +53,10 @@ DeviceBlock::DeviceBlock(std::vector<Run> runs, Count query_tile, Count key_tile
   if (!key_tiles_monotone_) {
     std::sort(key_min_sorted_.begin(), key_min_sorted_.end());
     std::sort(key_max_sorted_.begin(), key_max_sorted_.end());
+  }
+  if (!query_tiles_monotone_) {
+    std::sort(query_min_sorted_.begin(), query_min_sorted_.end());
+    std::sort(query_max_sorted_.begin(), query_max_sorted_.end());
   }
 }
 

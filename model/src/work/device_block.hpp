@@ -32,6 +32,10 @@ class DeviceBlock {
   // Key tiles' min and max positions, each sorted on its own (for counting by binary search).
   [[nodiscard]] const std::vector<Position>& key_min_sorted() const { return key_min_sorted_; }
   [[nodiscard]] const std::vector<Position>& key_max_sorted() const { return key_max_sorted_; }
+  // Query tiles' min and max positions, each sorted on its own (a key tile's query tiles, counted
+  // by binary search: the backward's view of the block).
+  [[nodiscard]] const std::vector<Position>& query_min_sorted() const { return query_min_sorted_; }
+  [[nodiscard]] const std::vector<Position>& query_max_sorted() const { return query_max_sorted_; }
   // True when key tiles' min and max never decrease with the tile index (every structured
   // layout), so the tiles a query tile may touch form one index range.
   [[nodiscard]] bool key_tiles_monotone() const { return key_tiles_monotone_; }
@@ -53,6 +57,8 @@ class DeviceBlock {
   std::vector<TileSummary> key_tiles_;
   std::vector<Position> key_min_sorted_;
   std::vector<Position> key_max_sorted_;
+  std::vector<Position> query_min_sorted_;
+  std::vector<Position> query_max_sorted_;
   bool key_tiles_monotone_ = true;
   bool query_tiles_monotone_ = true;
   bool positions_increasing_ = true;  // local order is position order: slices need no sort

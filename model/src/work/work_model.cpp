@@ -29,11 +29,27 @@ Count count_at_or_below(const std::vector<Position>& sorted, Position x) {
 }
 
 // Causal: a tile is active iff its smallest key <= its largest query, and fully allowed iff its
-// largest key <= its smallest query. Both are exact, whatever the layout.
-TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& keys, QueryTileProfile* rows) {
+// largest key <= its smallest query. Both are exact, whatever the layout. `columns`, when given,
+// is the keys' side of the same tiles: each key tile's full and partial query tiles, added to.
+TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& keys, QueryTileProfile* rows,
+                              QueryTileLoad* columns) {
   TileCounts counts;
   const auto& key_min = keys.key_min_sorted();
   const auto& key_max = keys.key_max_sorted();
+  if (columns) {
+    // A key tile's query tiles: those whose largest query reaches its smallest key (active), and
+    // those whose smallest query reaches its largest key (full).
+    const auto& query_max = queries.query_max_sorted();
+    const auto& query_min = queries.query_min_sorted();
+    const auto query_tiles = static_cast<Count>(query_max.size());
+    const auto& key_tiles = keys.key_tiles();
+    for (size_t k = 0; k < key_tiles.size(); ++k) {
+      const Count active = query_tiles - (std::lower_bound(query_max.begin(), query_max.end(), key_tiles[k].min) - query_max.begin());
+      const Count full = query_tiles - (std::lower_bound(query_min.begin(), query_min.end(), key_tiles[k].max) - query_min.begin());
+      columns[k].full += full;
+      columns[k].partial += active - full;
+    }
+  }
   if (queries.query_tiles_monotone()) {
     // Query tiles' bounds only grow: both counts are pointers that only move forward.
     size_t active = 0;
@@ -65,8 +81,12 @@ class IntervalTileCounter {
   IntervalTileCounter(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, PairScratch& scratch)
       : queries_(queries), keys_(keys), mask_(mask), scratch_(scratch) {}
 
-  TileCounts count(QueryTileProfile* rows) {
+  // `columns`, when given, receives each key tile's full and partial query tiles (added to).
+  TileCounts count(QueryTileProfile* rows, QueryTileLoad* columns) {
     const auto& key_tiles = keys_.key_tiles();
+    columns_ = columns;
+    // Full key tiles come as index ranges: a difference array, summed once at the end.
+    if (columns_) full_starts_.assign(key_tiles.size() + 1, 0);
     for (const TileSummary& qt : queries_.query_tiles()) {
       const Count active_before = counts_.active;
       const Count partial_before = counts_.partial;
@@ -74,6 +94,10 @@ class IntervalTileCounter {
       const Count active = counts_.active - active_before;
       const Count partial = counts_.partial - partial_before;
       if (rows) rows->push_back({active - partial, partial});
+    }
+    if (columns_) {
+      Count running = 0;
+      for (size_t k = 0; k < key_tiles.size(); ++k) columns_[k].full += running += full_starts_[k];
     }
     return counts_;
   }
@@ -92,15 +116,21 @@ class IntervalTileCounter {
       full_first = std::clamp(full_first, first, last);
       full_last = std::clamp(full_last, full_first, last);
       counts_.active += full_last - full_first;
-      for (auto kt = first; kt != full_first; ++kt) count_exactly(qt, *kt);
-      for (auto kt = full_last; kt != last; ++kt) count_exactly(qt, *kt);
+      if (columns_) {
+        ++full_starts_[static_cast<size_t>(full_first - key_tiles.begin())];
+        --full_starts_[static_cast<size_t>(full_last - key_tiles.begin())];
+      }
+      for (auto kt = first; kt != full_first; ++kt) count_exactly(qt, *kt, static_cast<size_t>(kt - key_tiles.begin()));
+      for (auto kt = full_last; kt != last; ++kt) count_exactly(qt, *kt, static_cast<size_t>(kt - key_tiles.begin()));
     } else {
-      for (const TileSummary& kt : key_tiles) {
+      for (size_t k = 0; k < key_tiles.size(); ++k) {
+        const TileSummary& kt = key_tiles[k];
         if (kt.max < b.lo_min || kt.min > b.hi_max) continue;
         if (kt.min >= b.lo_max && kt.max <= b.hi_min) {
           ++counts_.active;
+          if (columns_) ++columns_[k].full;
         } else {
-          count_exactly(qt, kt);
+          count_exactly(qt, kt, k);
         }
       }
     }
@@ -114,10 +144,14 @@ class IntervalTileCounter {
     return {mask_.lowest_key(qt.min), mask_.lowest_key(qt.max), mask_.highest_key(qt.min), mask_.highest_key(qt.max)};
   }
 
-  void count_exactly(const TileSummary& qt, const TileSummary& kt) {
+  // Key tile `k` of the keys (`kt`) against query tile `qt`, pair by pair.
+  void count_exactly(const TileSummary& qt, const TileSummary& kt, size_t k) {
     const Count pairs = detail::count_range_pairs(queries_, qt.begin, qt.end, keys_, kt.begin, kt.end, mask_, scratch_);
-    if (pairs > 0) ++counts_.active;
-    if (pairs > 0 && pairs < qt.size() * kt.size()) ++counts_.partial;
+    if (pairs == 0) return;
+    ++counts_.active;
+    const bool partial = pairs < qt.size() * kt.size();
+    if (partial) ++counts_.partial;
+    if (columns_) ++(partial ? columns_[k].partial : columns_[k].full);
   }
 
   const DeviceBlock& queries_;
@@ -125,20 +159,26 @@ class IntervalTileCounter {
   const Mask& mask_;
   PairScratch& scratch_;
   TileCounts counts_;
+  QueryTileLoad* columns_ = nullptr;
+  std::vector<Count> full_starts_;
 };
 
-// `rows`, when given, receives each query tile's full and partial key tiles in local order.
+// `rows`, when given, receives each query tile's full and partial key tiles in local order;
+// `columns`, when given, points at the keys' key tiles (in local order) and has each one's full
+// and partial query tiles added to it.
 TileCounts count_tiles(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, PairScratch& scratch,
-                       QueryTileProfile* rows) {
+                       QueryTileProfile* rows, QueryTileLoad* columns) {
   switch (mask.kind()) {
     case MaskKind::bidirectional: {
       const auto key_tiles = static_cast<Count>(keys.key_tiles().size());
-      if (rows) rows->assign(queries.query_tiles().size(), QueryTileLoad{key_tiles, 0});
-      return {static_cast<Count>(queries.query_tiles().size()) * key_tiles, 0};
+      const auto query_tiles = static_cast<Count>(queries.query_tiles().size());
+      if (rows) rows->assign(static_cast<size_t>(query_tiles), QueryTileLoad{key_tiles, 0});
+      if (columns) std::for_each(columns, columns + key_tiles, [&](QueryTileLoad& load) { load.full += query_tiles; });
+      return {query_tiles * key_tiles, 0};
     }
-    case MaskKind::causal: return count_causal_tiles(queries, keys, rows);
+    case MaskKind::causal: return count_causal_tiles(queries, keys, rows, columns);
     case MaskKind::window:
-    case MaskKind::documents: return IntervalTileCounter(queries, keys, mask, scratch).count(rows);
+    case MaskKind::documents: return IntervalTileCounter(queries, keys, mask, scratch).count(rows, columns);
   }
   return {};
 }
@@ -156,10 +196,21 @@ class VarlenTileCounter {
     }
   }
 
+  // `columns`: the key device's key tiles, every document's in turn, as count_tiles fills them.
   TileCounts count(DeviceId query_device, DeviceId key_device, const Mask& mask, PairScratch& scratch,
-                   QueryTileProfile* rows) const {
+                   QueryTileProfile* rows, QueryTileProfile* columns) const {
     const auto& queries = shares_[static_cast<size_t>(query_device)];
     const auto& keys = shares_[static_cast<size_t>(key_device)];
+    // Where each key share's tiles start among the device's key tiles.
+    std::vector<size_t> key_offset;
+    if (columns) {
+      size_t total = 0;
+      for (const Share& key : keys) {
+        key_offset.push_back(total);
+        total += key.block.key_tiles().size();
+      }
+      columns->assign(total, QueryTileLoad{});
+    }
     TileCounts counts;
     auto key = keys.begin();
     for (const Share& query : queries) {  // both ordered by document: a merge
@@ -168,7 +219,8 @@ class VarlenTileCounter {
         if (rows) rows->insert(rows->end(), query.block.query_tiles().size(), QueryTileLoad{});
         continue;
       }
-      const TileCounts mine = count_tiles(query.block, key->block, mask, scratch, rows);
+      QueryTileLoad* share_columns = columns ? columns->data() + key_offset[static_cast<size_t>(key - keys.begin())] : nullptr;
+      const TileCounts mine = count_tiles(query.block, key->block, mask, scratch, rows, share_columns);
       counts.active += mine.active;
       counts.partial += mine.partial;
     }
@@ -221,29 +273,69 @@ Count trimmed_call_length(const std::optional<Run>& queries, const std::optional
 void count_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, const VarlenTileCounter* varlen,
                 DeviceId query_device, DeviceId key_device, PairScratch& scratch, bool profiles, PairOutcome& out) {
   out.rows.clear();
+  out.columns.clear();
   QueryTileProfile* row_sink = profiles ? &out.rows : nullptr;
   TileCounts tiles;
   if (const auto whole = causal_block_pair(queries, keys, mask, varlen != nullptr)) {
     // Every pair allowed, or none (contiguous blocks, most of a ring): no need to look inside.
     const auto query_tiles = static_cast<Count>(queries.query_tiles().size());
-    const auto key_tiles = *whole ? static_cast<Count>(keys.key_tiles().size()) : 0;
+    const auto key_tiles = static_cast<Count>(keys.key_tiles().size());
     out.elements = *whole ? queries.size() * keys.size() : 0;
-    tiles = {query_tiles * key_tiles, 0};
-    if (row_sink) row_sink->assign(static_cast<size_t>(query_tiles), QueryTileLoad{key_tiles, 0});
+    tiles = {*whole ? query_tiles * key_tiles : 0, 0};
+    if (profiles) {
+      out.rows.assign(static_cast<size_t>(query_tiles), QueryTileLoad{*whole ? key_tiles : 0, 0});
+      out.columns.assign(static_cast<size_t>(key_tiles), QueryTileLoad{*whole ? query_tiles : 0, 0});
+    }
   } else {
     out.elements = detail::count_range_pairs(queries, 0, queries.size(), keys, 0, keys.size(), mask, scratch);
-    tiles = varlen ? varlen->count(query_device, key_device, mask, scratch, row_sink)
-                   : count_tiles(queries, keys, mask, scratch, row_sink);
+    if (varlen) {
+      tiles = varlen->count(query_device, key_device, mask, scratch, row_sink, profiles ? &out.columns : nullptr);
+    } else {
+      if (profiles) out.columns.assign(keys.key_tiles().size(), QueryTileLoad{});
+      tiles = count_tiles(queries, keys, mask, scratch, row_sink, profiles ? out.columns.data() : nullptr);
+    }
   }
   out.active = tiles.active;
   out.partial = tiles.partial;
 }
 
-// One device column's distinct query tile profiles, in the order first seen.
+// One device column's distinct profiles (query and key tiles alike), in the order first seen,
+// and each round's query and key tile profile among them.
 struct ColumnProfiles {
   std::vector<QueryTileProfile> distinct;
   std::vector<Count> index_by_round;
+  std::vector<Count> key_index_by_round;
 };
+
+// Appends to `index_by_round` the number of `profile` among `column`'s distinct profiles, adding
+// it when new. Rounds in a row mostly bring the same profile (every earlier block is all full to
+// a causal device, every later one empty): it is compared with the last one before any hashing.
+// A memo's profile is known by its address (`memoised`; `previous`: the last round's memo
+// address, null when that round was counted apart or there was none), one per distinct profile,
+// so the numbering is the same as by content.
+void number_profile(ColumnProfiles& column, std::vector<Count>& index_by_round, const QueryTileProfile& profile,
+                    bool memoised, const QueryTileProfile* previous,
+                    std::unordered_map<QueryTileProfile, Count, ProfileHash>& seen,
+                    std::unordered_map<const QueryTileProfile*, Count>& seen_in_memo) {
+  if (!index_by_round.empty()) {
+    const bool as_before = memoised ? &profile == previous
+                                    : profile == column.distinct[static_cast<size_t>(index_by_round.back())];
+    if (as_before) {
+      index_by_round.push_back(index_by_round.back());
+      return;
+    }
+  }
+  const auto number = [&](auto& numbered, const auto& profile_id) {
+    const auto [it, added] = numbered.try_emplace(profile_id, static_cast<Count>(column.distinct.size()));
+    if (added) column.distinct.push_back(profile);
+    index_by_round.push_back(it->second);
+  };
+  if (memoised) {
+    number(seen_in_memo, &profile);
+  } else {
+    number(seen, profile);
+  }
+}
 
 }  // namespace
 
@@ -261,7 +353,7 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
   std::optional<VarlenTileCounter> varlen;
   if (tiling_matters(tiling, mask.kind())) varlen.emplace(layout, mask, tile, devices);
 
-  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices), {}, {}, {}};
+  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices), {}, {}, {}, {}};
   const bool profiles = detail == WorkDetail::query_tiles;
   std::vector<ColumnProfiles> columns(profiles ? static_cast<size_t>(devices) : 0);
   detail::BlockPairMemo memo(layout, mask, varlen.has_value());
@@ -281,6 +373,7 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
     std::unordered_map<QueryTileProfile, Count, ProfileHash> seen;
     std::unordered_map<const QueryTileProfile*, Count> seen_in_memo;
     const QueryTileProfile* previous = nullptr;
+    const KeyTileProfile* previous_keys = nullptr;
     const DeviceBlock& queries = *blocks[static_cast<size_t>(d)];
     for (Count r = 0; r < devices; ++r) {
       const DeviceId source = kv_source(d, r, devices);
@@ -299,29 +392,12 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
       work.active_tiles.at(r, d) = outcome->active;
       work.partial_tiles.at(r, d) = outcome->partial;
       if (profiles) {
-        // Rounds in a row mostly bring the same profile (every earlier block is all full to a
-        // causal device, every later one empty): compared with the last one before any hashing.
-        // A memo's profile is known by its address, one per distinct profile, so the numbering
-        // is the same as by content.
         ColumnProfiles& column = columns[static_cast<size_t>(d)];
-        const bool as_before =
-            r > 0 && (memoised ? outcome->distinct_rows == previous
-                               : outcome->rows == column.distinct[static_cast<size_t>(column.index_by_round.back())]);
+        number_profile(column, column.index_by_round, outcome->profile(), memoised, r > 0 ? previous : nullptr, seen, seen_in_memo);
+        number_profile(column, column.key_index_by_round, outcome->key_profile(), memoised, r > 0 ? previous_keys : nullptr,
+                       seen, seen_in_memo);
         previous = memoised ? outcome->distinct_rows : nullptr;
-        if (as_before) {
-          column.index_by_round.push_back(column.index_by_round.back());
-          continue;
-        }
-        const auto number = [&](auto& numbered, const auto& profile_id) {
-          const auto [it, added] = numbered.try_emplace(profile_id, static_cast<Count>(column.distinct.size()));
-          if (added) column.distinct.push_back(outcome->profile());
-          column.index_by_round.push_back(it->second);
-        };
-        if (memoised) {
-          number(seen_in_memo, outcome->distinct_rows);
-        } else {
-          number(seen, outcome->rows);
-        }
+        previous_keys = memoised ? outcome->distinct_columns : nullptr;
       }
     }
   });
@@ -339,6 +415,7 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
   if (profiles) {
     // Merge the columns in device order, so the numbering is the same on any thread count.
     work.query_tile_profile = WorkMatrix(devices, devices);
+    work.key_tile_profile = WorkMatrix(devices, devices);
     std::unordered_map<QueryTileProfile, Count, ProfileHash> global;
     for (Count d = 0; d < devices; ++d) {
       ColumnProfiles& column = columns[static_cast<size_t>(d)];
@@ -349,6 +426,7 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
         global_id[i] = it->second;
       }
       for (Count& index : column.index_by_round) index = global_id[static_cast<size_t>(index)];
+      for (Count& index : column.key_index_by_round) index = global_id[static_cast<size_t>(index)];
     }
     // Columns into rows a band of rounds at a time: the band's rows stay in the cache while every
     // column writes into them (a column written whole touches a row per round).
@@ -357,7 +435,11 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
       const Count end = std::min(devices, band + kBand);
       for (Count d = 0; d < devices; ++d) {
         const auto& ids = columns[static_cast<size_t>(d)].index_by_round;
-        for (Count r = band; r < end; ++r) work.query_tile_profile.at(r, d) = ids[static_cast<size_t>(r)];
+        const auto& key_ids = columns[static_cast<size_t>(d)].key_index_by_round;
+        for (Count r = band; r < end; ++r) {
+          work.query_tile_profile.at(r, d) = ids[static_cast<size_t>(r)];
+          work.key_tile_profile.at(r, d) = key_ids[static_cast<size_t>(r)];
+        }
       }
     }
   }

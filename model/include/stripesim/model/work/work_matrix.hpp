@@ -42,6 +42,13 @@ struct QueryTileLoad {
 
 // Every query tile of one (round, device), in local order (the order a kernel launches them).
 using QueryTileProfile = std::vector<QueryTileLoad>;
+// The same block seen from the keys' side, as a backward kernel that gives each key tile its own
+// block (dK and dV) works through it: every key tile of the K/V block, in its local order, with
+// its full and partial query tiles (QueryTileLoad's fields count query tiles here). Equal to a
+// QueryTileProfile as a multiset for causal blocks of contiguous or striped positions and for
+// windows; not for zigzag's half blocks or documents (a 2 x 1 rectangle of tiles is two blocks of
+// one from one side and one block of two from the other).
+using KeyTileProfile = QueryTileProfile;
 
 // The most partial tiles one query tile of `rows` holds. Causal-like masks give each at most its
 // diagonal; a window's far edge or documents cut by fixed tiles give more.
@@ -66,6 +73,9 @@ struct Work {
   // device: t = 1) has to be run on q[t:] x k[:-t], a call of L - t queries and keys, as
   // ring-flash-attention does; its tiles are the ones counted here, its length is not the block's.
   WorkMatrix trimmed_length;
+  // Only with WorkDetail::query_tiles: each (round, device)'s key tile profile (KeyTileProfile), an
+  // index into `profiles` as query_tile_profile is.
+  WorkMatrix key_tile_profile;
 };
 
 }  // namespace stripesim::model
