@@ -54,6 +54,19 @@ model::QueryTileProfile gathered_profile(const model::Work& work, Count device) 
   return sum;
 }
 
+// The same call from the keys' side: every block's key tiles in rank order, each with the query
+// tiles of `device` it meets (the round at which the ring brought that block to the device).
+model::KeyTileProfile gathered_key_profile(const model::Work& work, Count device) {
+  model::KeyTileProfile all;
+  const Count devices = work.key_tile_profile.devices();
+  for (Count source = 0; source < devices; ++source) {
+    const Count round = model::round_of(device, source, devices);
+    const auto& columns = work.profiles[static_cast<size_t>(work.key_tile_profile.at(round, device))];
+    all.insert(all.end(), columns.begin(), columns.end());
+  }
+  return all;
+}
+
 // The most partial tiles one query tile (a thread block) holds in any of `calls`.
 Count most_partial(const std::vector<model::QueryTileProfile>& calls) {
   Count most = 0;
@@ -164,11 +177,17 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
                                      : one_processor ? one_processor_collective_us(sim.topology, sim.cp_group, n, shape.gather_bytes)
                                                      : allgather_us(sim.topology, sim.cp_group, shape.gather_bytes, sim.cp_groups_beside);
       std::vector<model::QueryTileProfile> gathered;
-      for (Count d = 0; d < n; ++d) gathered.push_back(gathered_profile(work, d));
+      std::vector<model::KeyTileProfile> gathered_keys;
+      for (Count d = 0; d < n; ++d) {
+        gathered.push_back(gathered_profile(work, d));
+        gathered_keys.push_back(gathered_key_profile(work, d));
+      }
       if (most_partial_tiles != nullptr) *most_partial_tiles = most_partial(gathered);
       for (const RingPass pass : passes) {
         std::vector<Microseconds> call_us;
-        for (const auto& rows : gathered) call_us.push_back(kernel.call_us(rows, kernel_pass(pass)));
+        for (Count d = 0; d < n; ++d) {
+          call_us.push_back(kernel.call_us(gathered[static_cast<size_t>(d)], gathered_keys[static_cast<size_t>(d)], kernel_pass(pass)));
+        }
         std::vector<CollectiveStage> stages;
         for (Count g = 0; g < sim.cp.head_groups; ++g) {
           // The backward gathers K/V again and reduce-scatters dK/dV group by group.

@@ -115,6 +115,30 @@ std::optional<BlockPlacement> backward_placement_from_json(const model::JsonFiel
   return placement_from_json(f, slots);
 }
 
+// "backward_blocks" and, with the two-set grid only, "backward_dq_share" (a share strictly
+// between 0 and 1: either set of blocks does some of every tile's work).
+void backward_blocks_from_json(const model::JsonFields& f, KernelProfile& k) {
+  if (f.has("backward_blocks")) {
+    const std::string text = f.string("backward_blocks");
+    const auto known = {BackwardBlocks::query_tiles, BackwardBlocks::key_tiles, BackwardBlocks::key_tiles_then_query_tiles};
+    const auto it = std::find_if(known.begin(), known.end(), [&](BackwardBlocks b) { return text == backward_blocks_name(b); });
+    if (it == known.end()) {
+      throw InputError(fmt::format("{}: expected \"query_tiles\", \"key_tiles\" or \"key_tiles_then_query_tiles\", got \"{}\"",
+                                   f.where("backward_blocks"), text));
+    }
+    k.backward_blocks = *it;
+  }
+  if (!f.has("backward_dq_share")) return;
+  if (k.backward_blocks != BackwardBlocks::key_tiles_then_query_tiles) {
+    throw InputError(fmt::format("{}: applies only with \"backward_blocks\": \"key_tiles_then_query_tiles\"", f.where("backward_dq_share")));
+  }
+  k.backward_dq_share = f.positive_number("backward_dq_share");
+  if (k.backward_dq_share >= 1) {
+    throw InputError(fmt::format("{}: must be between 0 and 1 (the dQ blocks' share of a tile), got {}", f.where("backward_dq_share"),
+                                 k.backward_dq_share));
+  }
+}
+
 // The fields of SMs that share, written only where they do: profiles with fixed slots read as
 // they always have.
 void write_sharing(nlohmann::ordered_json& doc, const BlockPlacement& p) {
@@ -178,6 +202,15 @@ const char* sm_sharing_name(SmSharing sharing) {
   return "throughput";
 }
 
+const char* backward_blocks_name(BackwardBlocks blocks) {
+  switch (blocks) {
+    case BackwardBlocks::query_tiles: return "query_tiles";
+    case BackwardBlocks::key_tiles: return "key_tiles";
+    case BackwardBlocks::key_tiles_then_query_tiles: return "key_tiles_then_query_tiles";
+  }
+  return "query_tiles";
+}
+
 BlockOrder parse_block_order(std::string_view text, std::string_view what) {
   if (text == "launch") return BlockOrder::launch;
   if (text == "longest_first") return BlockOrder::longest_first;
@@ -195,8 +228,8 @@ const char* block_order_name(BlockOrder order) {
 KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const model::JsonFields f(doc, label);
   f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "lone_block_speedup", "sm_sharing", "slots",
-                "block_order", "backward_placement", "backward_block_keys", "empty_calls_launch", "empty_query_tiles_launch",
-                "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "other_tiles", "merge", "calibrated", "sources",
+                "block_order", "backward_placement", "backward_block_keys", "backward_blocks", "backward_dq_share",
+                "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "other_tiles", "merge", "calibrated", "sources",
                 "fit"});
   if (f.has("schema") && f.string("schema") != "stripesim.kernel/1") {
     throw InputError(fmt::format("{}: expected \"stripesim.kernel/1\"", f.where("schema")));
@@ -211,6 +244,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.placement = placement_from_json(f, k.slots);
   k.backward_placement = backward_placement_from_json(f, k.slots);
   if (f.has("backward_block_keys")) k.backward_block_keys = f.positive_count("backward_block_keys", Count{1} << 20);
+  backward_blocks_from_json(f, k);
   k.empty_calls_launch = f.boolean_or("empty_calls_launch", false);
   k.empty_query_tiles_launch = f.boolean_or("empty_query_tiles_launch", false);
   k.trims_below_diagonal = f.boolean_or("trims_below_diagonal", false);
@@ -291,6 +325,9 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
   write_sharing(doc, k.placement);
   if (k.backward_placement) doc["backward_placement"] = to_json(*k.backward_placement);
   if (k.backward_block_keys) doc["backward_block_keys"] = *k.backward_block_keys;
+  // Written where it is not the default, so that the profiles of before read byte for byte.
+  if (k.backward_blocks != BackwardBlocks::query_tiles) doc["backward_blocks"] = backward_blocks_name(k.backward_blocks);
+  if (k.backward_blocks == BackwardBlocks::key_tiles_then_query_tiles) doc["backward_dq_share"] = k.backward_dq_share;
   if (!k.sources.empty()) doc["sources"] = k.sources;
   if (!k.fit.empty()) doc["fit"] = k.fit;
   return doc;

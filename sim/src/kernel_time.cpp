@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 
@@ -66,51 +68,71 @@ bool KernelTimeModel::slowed_by_trim(Count trimmed_length) const {
 
 KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, KernelPass pass, const PassCosts& costs,
                                          Count trimmed_length) const {
-  const bool backward = pass == KernelPass::backward;
-  KernelFeatures f = placed_features(rows, costs, backward ? backward_placement(profile_) : profile_.placement,
-                                     backward ? backward_split_ : 1);
+  return features(rows, {}, pass, costs, trimmed_length);
+}
+
+KernelFeatures KernelTimeModel::features(const model::QueryTileProfile& rows, const model::KeyTileProfile& columns, KernelPass pass,
+                                         const PassCosts& costs, Count trimmed_length) const {
+  KernelFeatures f;
+  if (pass == KernelPass::forward) {
+    f = placed_features({{&rows}}, costs, profile_.placement);
+  } else {
+    // Without the key tiles' loads, the query tiles stand in for them (kernel_time.hpp).
+    const BackwardBlocks grid = columns.empty() && !rows.empty() ? BackwardBlocks::query_tiles : profile_.backward_blocks;
+    const double dq = profile_.backward_dq_share;
+    switch (grid) {
+      case BackwardBlocks::query_tiles: f = placed_features({{&rows, 1.0, backward_split_}}, costs, backward_placement(profile_)); break;
+      case BackwardBlocks::key_tiles: f = placed_features({{&columns, 1.0, backward_split_}}, costs, backward_placement(profile_)); break;
+      case BackwardBlocks::key_tiles_then_query_tiles:
+        f = placed_features({{&columns, 1.0 - dq, backward_split_}, {&rows, dq, 1}}, costs, backward_placement(profile_));
+        break;
+    }
+  }
   if (slowed_by_trim(trimmed_length)) {
     for (double* x : {&f.launches, &f.blocks, &f.full_tiles, &f.partial_tiles}) *x *= costs.trimmed_factor;
   }
   return f;
 }
 
-KernelFeatures KernelTimeModel::placed_features(const model::QueryTileProfile& rows, const PassCosts& costs,
-                                                const BlockPlacement& placement, Count blocks_per_row) const {
+KernelFeatures KernelTimeModel::placed_features(const std::vector<BlockSet>& sets, const PassCosts& costs,
+                                                const BlockPlacement& placement) const {
   const Count slots = profile_.slots.value_or(sms_ * placement.blocks_per_sm);
   Count active = 0;
-  for (const auto& row : rows) active += row.full + row.partial;
+  for (const auto& row : *sets.front().tiles) active += row.full + row.partial;
   KernelFeatures out;
   if (active == 0 && !profile_.empty_calls_launch) return out;  // the implementation skips the call
   out.launches = 1;
 
-  // The blocks of one stream, in grid order; every stream (head, sequence) repeats them. A row
-  // split over several blocks gives each an equal share of its tiles.
+  // The blocks of one stream, in grid order; every stream (head, sequence) repeats them. A tile
+  // split over several blocks gives each an equal share of its tiles; `tile_share` is the part
+  // of each of its tiles' work a block does, in the profile's tile units.
   struct Block {
     Count full, partial;
     Microseconds us;
+    double tile_share;
   };
-  const double tile_share = tile_scale(costs) / static_cast<double>(blocks_per_row);
   std::vector<Block> one_stream;
-  one_stream.reserve(rows.size() * static_cast<size_t>(blocks_per_row));
-  for (const auto& row : rows) {
-    if (row.full + row.partial == 0 && !profile_.empty_query_tiles_launch) continue;
-    const double tiles_us = static_cast<double>(row.full) * costs.full_tile_us + static_cast<double>(row.partial) * costs.partial_tile_us;
-    one_stream.insert(one_stream.end(), static_cast<size_t>(blocks_per_row),
-                      Block{row.full, row.partial, block_scale_ * costs.block_us + tile_share * tiles_us});
+  for (const BlockSet& set : sets) {
+    const double tile_share = tile_scale(costs) * set.share / static_cast<double>(set.split);
+    for (const auto& row : *set.tiles) {
+      if (row.full + row.partial == 0 && !profile_.empty_query_tiles_launch) continue;
+      const double tiles_us = static_cast<double>(row.full) * costs.full_tile_us + static_cast<double>(row.partial) * costs.partial_tile_us;
+      one_stream.insert(one_stream.end(), static_cast<size_t>(set.split),
+                        Block{row.full, row.partial, block_scale_ * costs.block_us + tile_share * tiles_us, tile_share});
+    }
   }
   if (one_stream.empty()) return out;
   const Count blocks = static_cast<Count>(one_stream.size()) * shape_.streams;
 
   auto add = [&](KernelFeatures& f, const Block& b, double share) {
     f.blocks += share * block_scale_;
-    f.full_tiles += share * tile_share * static_cast<double>(b.full);
-    f.partial_tiles += share * tile_share * static_cast<double>(b.partial);
+    f.full_tiles += share * b.tile_share * static_cast<double>(b.full);
+    f.partial_tiles += share * b.tile_share * static_cast<double>(b.partial);
   };
   // SMs that share their throughput (lone_block_speedup > 1) need SMs: fixed `slots` have none.
   const bool shares = placement.lone_block_speedup != 1 && !profile_.slots;
   const bool uniform = std::all_of(one_stream.begin(), one_stream.end(), [&](const Block& b) {
-    return b.full == one_stream.front().full && b.partial == one_stream.front().partial;
+    return b.full == one_stream.front().full && b.partial == one_stream.front().partial && b.tile_share == one_stream.front().tile_share;
   });
   // Fixed slots only: SMs that share speed up a wave's tail, so their blocks are always placed.
   if (!shares && (uniform || blocks <= slots)) {
@@ -254,15 +276,36 @@ KernelFeatures KernelTimeModel::shared_sm_load(const BlockPlacement& placement, 
 
 std::vector<Microseconds> KernelTimeModel::call_times(const model::Work& work, KernelPass pass) const {
   if (work.profiles.empty()) throw std::invalid_argument("KernelTimeModel::call_times: count the work with WorkDetail::query_tiles");
-  std::vector<Microseconds> per_profile;
-  per_profile.reserve(work.profiles.size());
-  for (const auto& rows : work.profiles) per_profile.push_back(call_us(rows, pass));
   const Count devices = work.query_tile_profile.devices();
+  const BackwardBlocks grid = pass == KernelPass::forward ? BackwardBlocks::query_tiles : profile_.backward_blocks;
+  // A call's time follows from its query tile profile, its key tile profile, or (two sets of
+  // backward blocks) both: computed once per distinct one, or per distinct pair.
+  std::vector<std::optional<Microseconds>> per_profile(work.profiles.size());
+  std::map<std::pair<Count, Count>, Microseconds> per_pair;
+  const auto time_of = [&](Count r, Count d) -> Microseconds {
+    const Count rows = work.query_tile_profile.at(r, d);
+    const auto& row_tiles = work.profiles[static_cast<size_t>(rows)];
+    if (grid == BackwardBlocks::query_tiles) {
+      auto& us = per_profile[static_cast<size_t>(rows)];
+      if (!us) us = call_us(row_tiles, pass);
+      return *us;
+    }
+    const Count columns = work.key_tile_profile.at(r, d);
+    const auto& column_tiles = work.profiles[static_cast<size_t>(columns)];
+    if (grid == BackwardBlocks::key_tiles) {
+      auto& us = per_profile[static_cast<size_t>(columns)];
+      if (!us) us = call_us(row_tiles, column_tiles, pass);
+      return *us;
+    }
+    const auto [it, added] = per_pair.try_emplace({rows, columns}, 0.0);
+    if (added) it->second = call_us(row_tiles, column_tiles, pass);
+    return it->second;
+  };
   std::vector<Microseconds> out(static_cast<size_t>(work.query_tile_profile.rounds() * devices));
   const double trimmed = costs(pass).trimmed_factor;
   for (Count r = 0; r < work.query_tile_profile.rounds(); ++r) {
     for (Count d = 0; d < devices; ++d) {
-      const Microseconds us = per_profile[static_cast<size_t>(work.query_tile_profile.at(r, d))];
+      const Microseconds us = time_of(r, d);
       // Every feature scales by the factor, so the time does (features()).
       const bool slowed = work.trimmed_length.rounds() > 0 && slowed_by_trim(work.trimmed_length.at(r, d));
       out[static_cast<size_t>(r * devices + d)] = slowed ? us * trimmed : us;

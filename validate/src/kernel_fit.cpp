@@ -53,6 +53,7 @@ std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& wo
         call.round = r;
         call.device = d;
         call.rows = work.profiles[static_cast<size_t>(work.query_tile_profile.at(r, d))];
+        call.columns = work.profiles[static_cast<size_t>(work.key_tile_profile.at(r, d))];
         if (kernel.trims_below_diagonal) call.trimmed_length = work.trimmed_length.at(r, d);
         call.shape = shape;
         call.forward = w.pass != sim::PassSelection::backward;
@@ -71,6 +72,9 @@ std::vector<double> work_key(const MeasuredCall& c) {
                           c.shape.precision_slowdown,              static_cast<double>(c.trimmed_length),
                           c.forward ? 1.0 : 0.0,                   c.backward ? 1.0 : 0.0};
   for (const auto& row : c.rows) key.insert(key.end(), {static_cast<double>(row.full), static_cast<double>(row.partial)});
+  if (!c.backward) return key;  // the key tiles' loads price the backward alone
+  key.push_back(-1);             // between the two profiles: no tile count is negative
+  for (const auto& column : c.columns) key.insert(key.end(), {static_cast<double>(column.full), static_cast<double>(column.partial)});
   return key;
 }
 
@@ -78,7 +82,7 @@ double predicted_us(const MeasuredCall& call, const sim::KernelProfile& kernel, 
   const sim::KernelTimeModel model(kernel, sms, call.shape);
   double us = 0;
   if (call.forward) us += model.call_us(call.rows, sim::KernelPass::forward, call.trimmed_length);
-  if (call.backward) us += model.call_us(call.rows, sim::KernelPass::backward, call.trimmed_length);
+  if (call.backward) us += model.call_us(call.rows, call.columns, sim::KernelPass::backward, call.trimmed_length);
   return us;
 }
 
@@ -117,7 +121,7 @@ std::vector<PlacedCall> place_calls(const std::vector<MeasuredCall>& calls, cons
     const MeasuredCall& call = calls[i];
     const sim::KernelTimeModel& m = models[call.workload];
     if (call.forward) out[i].forward = m.features(call.rows, sim::KernelPass::forward, costs.forward, call.trimmed_length);
-    if (call.backward) out[i].backward = m.features(call.rows, sim::KernelPass::backward, costs.backward, call.trimmed_length);
+    if (call.backward) out[i].backward = m.features(call.rows, call.columns, sim::KernelPass::backward, costs.backward, call.trimmed_length);
   }
   return out;
 }
@@ -171,7 +175,8 @@ void fit_trimmed_factors(const std::vector<MeasuredCall>& calls, const std::vect
     const sim::KernelTimeModel& m = models[call.workload];
     if (!m.slowed_by_trim(call.trimmed_length)) continue;
     const double f = call.forward ? sim::dot(m.features(call.rows, sim::KernelPass::forward, plain.forward), plain.forward) : 0.0;
-    const double b = call.backward ? sim::dot(m.features(call.rows, sim::KernelPass::backward, plain.backward), plain.backward) : 0.0;
+    const double b =
+        call.backward ? sim::dot(m.features(call.rows, call.columns, sim::KernelPass::backward, plain.backward), plain.backward) : 0.0;
     forward = forward || f > 0;
     backward = backward || b > 0;
     samples.push_back({f, b, call.measured_us, std::sqrt(huber_weight(error)) / call.measured_us});

@@ -35,6 +35,16 @@ enum class BlockOrder { launch, longest_first };
 // keeps the one that fits.
 enum class SmSharing { throughput, lone_block };
 
+// Which thread blocks a backward call runs, written "backward_blocks":
+//   query_tiles: one per query tile, priced with the query tiles' loads (stripesim's model until
+//     key tiles were counted; kept as the default so that profiles fitted with it read the same);
+//   key_tiles: one per key tile (dK and dV), each over the query tiles that key tile meets
+//     (model::KeyTileProfile), dQ added up across blocks (FlashAttention-2's and cuDNN's backward);
+//   key_tiles_then_query_tiles: a block per key tile for dK and dV, then a block per query tile for
+//     dQ, in one grid (PyTorch flex_attention's backward). Each tile's work is split between the
+//     two: backward_dq_share of it in the dQ blocks.
+enum class BackwardBlocks { query_tiles, key_tiles, key_tiles_then_query_tiles };
+
 // How a pass's thread blocks run on the SMs (written as the profile's fields of the same names,
 // "block_order" for `order`, "sm_sharing" for `sharing`): a backward kernel is a kernel of its
 // own, with its own occupancy and order.
@@ -129,6 +139,11 @@ struct KernelProfile {
   // blocks of 32 keys, so a call has tile.key / 32 times the blocks, each a share of the work:
   // that decides how the blocks fill the SMs.
   std::optional<Count> backward_block_keys;
+  BackwardBlocks backward_blocks = BackwardBlocks::query_tiles;
+  // With key_tiles_then_query_tiles: the share of a tile's backward work the dQ blocks do. A
+  // backward tile is seven matmuls' worth (recomputing Q K^T and dO V^T, then dV, dK and dQ);
+  // flex_attention's dQ blocks recompute both products and add dS K: three of the seven.
+  double backward_dq_share = 3.0 / 7.0;
   bool empty_calls_launch = false;        // a (round, device) with no active tile still makes the call
   bool empty_query_tiles_launch = false;  // a query tile with no active key tile still gets a block (writes output)
   // The kernel's causal mask always keeps the diagonal (FlashAttention's and cuDNN's): a block
@@ -170,6 +185,7 @@ inline constexpr const char* kPartialTilesNotIdentified = "not identified";
 // "launch" or "longest_first"; `what` names the input (a profile's field, a flag) in the message.
 [[nodiscard]] BlockOrder parse_block_order(std::string_view text, std::string_view what);
 [[nodiscard]] const char* sm_sharing_name(SmSharing sharing);
+[[nodiscard]] const char* backward_blocks_name(BackwardBlocks blocks);
 
 // `spec`: a JSON file (a path, or a name ending in .json), or a kernel name looked up in
 // `config_dir`/kernels/<hardware name or alias>/<spec>.json. Empty: the hardware's default kernel.

@@ -52,27 +52,32 @@ class KernelTimeModel {
   [[nodiscard]] const PassCosts& costs(KernelPass pass) const {
     return pass == KernelPass::forward ? profile_.forward : profile_.backward;
   }
-  // The features of one call, its blocks placed with `costs` (the profile's by default). The
-  // backward call is priced on the same query tile profile, each tile's blocks split into the
-  // profile's backward blocks (backward_blocks_per_key_tile()). Its key-tile blocks are that
-  // profile's mirror image for a causal block of contiguous or striped positions and for
-  // windows; for a zigzag half block or a block that documents cut into rectangles, the key
-  // tiles hold the same tiles in other numbers and lengths (a rectangle transposed), which the
-  // query tiles stand in for. flex_attention's backward grid also runs a second set of blocks,
-  // one per query tile for dQ, after the key tiles' (README, reports/validation/h200-2026-11-28).
+  // The features of one call, its blocks placed with `costs` (the profile's by default).
+  // `rows`: each query tile's key tiles (the forward's blocks); `columns`: each key tile's query
+  // tiles (model::Work::key_tile_profile), which the backward's blocks work through as the
+  // profile's backward_blocks says. Without `columns` the backward is priced on the query tiles
+  // whatever the profile says: exact as a set of block lengths for a causal block of contiguous or
+  // striped positions and for windows, whose masks look the same from the keys' side, a rectangle
+  // transposed for a zigzag half block or documents.
   // `trimmed_length`: the call's length when the block is run trimmed (model::Work::trimmed_length).
   [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, KernelPass pass,
                                         Count trimmed_length = 0) const;
   [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, KernelPass pass, const PassCosts& costs,
                                         Count trimmed_length = 0) const;
+  [[nodiscard]] KernelFeatures features(const model::QueryTileProfile& rows, const model::KeyTileProfile& columns, KernelPass pass,
+                                        const PassCosts& costs, Count trimmed_length = 0) const;
   [[nodiscard]] Microseconds call_us(const model::QueryTileProfile& rows, KernelPass pass, Count trimmed_length = 0) const {
     return dot(features(rows, pass, trimmed_length), costs(pass));
+  }
+  [[nodiscard]] Microseconds call_us(const model::QueryTileProfile& rows, const model::KeyTileProfile& columns, KernelPass pass,
+                                     Count trimmed_length = 0) const {
+    return dot(features(rows, columns, pass, costs(pass), trimmed_length), costs(pass));
   }
   // Whether this kernel runs a block trimmed to `trimmed_length` down a path slower than its
   // tiles (a length that ends inside the call's tile), so the pass's trimmed_factor applies.
   [[nodiscard]] bool slowed_by_trim(Count trimmed_length) const;
-  // The time of every (round, device) of a Work counted with WorkDetail::query_tiles, computed
-  // once per distinct profile: [round * devices + device].
+  // The time of every (round, device) of a Work counted with WorkDetail::query_tiles (its key
+  // tile profiles for the backward), computed once per distinct profile: [round * devices + device].
   [[nodiscard]] std::vector<Microseconds> call_times(const model::Work& work, KernelPass pass) const;
   // A tile's cost priced with `costs` (its score_head_dims) and a block's cost, relative to the
   // profile's (head size, tile, precision).
@@ -87,8 +92,16 @@ class KernelTimeModel {
   KernelProfile profile_;
   Count sms_;
   KernelCallShape shape_;
-  [[nodiscard]] KernelFeatures placed_features(const model::QueryTileProfile& rows, const PassCosts& costs,
-                                               const BlockPlacement& placement, Count blocks_per_row) const;
+  // One kind of block of a call: a block per tile of `tiles` (split into `split` equal blocks),
+  // each doing `share` of its tiles' work.
+  struct BlockSet {
+    const model::QueryTileProfile* tiles;
+    double share = 1;
+    Count split = 1;
+  };
+  // The blocks of every set, one set after another within a stream (head), as one grid.
+  [[nodiscard]] KernelFeatures placed_features(const std::vector<BlockSet>& sets, const PassCosts& costs,
+                                               const BlockPlacement& placement) const;
   // The load of the SM that finishes last when `blocks` blocks, in launch order, each of
   // work_of(i) (its time on a full SM), run on SMs that share their throughput
   // (BlockPlacement::lone_block_speedup); add(f, i, share) charges share of block i's features to f.

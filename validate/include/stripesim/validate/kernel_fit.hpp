@@ -29,6 +29,7 @@ struct MeasuredCall {
   Count round = 0;
   Count device = 0;
   model::QueryTileProfile rows;
+  model::KeyTileProfile columns;  // the backward's view of the same tiles (model::Work::key_tile_profile)
   Count trimmed_length = 0;  // model::Work::trimmed_length of its (round, device) when the kernel trims, else 0
   sim::KernelCallShape shape;
   bool forward = true;
@@ -36,7 +37,7 @@ struct MeasuredCall {
   double measured_us = 0;
 };
 
-// Every call of every workload, its query tile profile counted by the work model with the
+// Every call of every workload, its query and key tile profiles counted by the work model with the
 // workload's tile (or the kernel's when the file has none). Throws model::InputError when a
 // file's active_blocks disagree with the count (the file then lays out or masks differently).
 [[nodiscard]] std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& workloads,
@@ -44,7 +45,8 @@ struct MeasuredCall {
                                                        const sim::KernelProfile& kernel);
 
 // What decides a call's work: its shape, the passes it times, the length it runs trimmed at and
-// the (full, partial) tiles of every query tile. Calls with equal keys take equal time under any
+// the (full, partial) tiles of every query tile (and, when it times a backward, of every key
+// tile). Calls with equal keys take equal time under any
 // kernel profile.
 [[nodiscard]] std::vector<double> work_key(const MeasuredCall& call);
 
