@@ -792,10 +792,11 @@ TEST(CliValidate, ShippedFa2ProfilePredictsAFiveHeadRingItNeverSaw) {
 // the GPU (the report names no file, where it names three of the shared H100 files), the
 // consistency floor falls from 0.128 / 0.816 to 0.010 / 0.033, and the window n=64k layouts that
 // set the H100 files' worst error (measured 1.66x and 1.75x there, predicted 0.94x and 0.90x) come
-// out 0.98x and 0.93x, as predicted. Held out a file at a time: speedups 0.036 / 0.133 when this
-// was written (reports/kernels/h200-flex, which the README quotes, must be this run's).
+// out 0.98x and 0.93x, as predicted. Held out a file at a time: speedups 0.029 / 0.133 with flex's
+// backward priced on its own two sets of blocks (0.036 / 0.133 with the query tiles standing in);
+// reports/kernels/h200-flex, which the README quotes, must be this run's.
 TEST(CliValidate, RetimedH200FlexFilesAgreeWithThemselvesAndTheModel) {
-  const auto doc = compare_speedups_within("--hardware h200 --kernel flex" + measurement_flags("h200/flex"), 22, 0.04, 0.14);
+  const auto doc = compare_speedups_within("--hardware h200 --kernel flex" + measurement_flags("h200/flex"), 22, 0.033, 0.14);
   ASSERT_TRUE(doc.contains("summary"));
   EXPECT_TRUE(doc.at("timing_drift").empty()) << doc.at("timing_drift").dump();
   const auto& floor = doc.at("consistency_floor");
@@ -815,12 +816,13 @@ TEST(CliValidate, RetimedH200FlexFilesAgreeWithThemselvesAndTheModel) {
 // Five flex workloads timed on the same H200 after the eleven above, in other processes, and kept
 // out of every fit (configs/measurements/h200/flex-heldout): what users ask about and no shipped
 // file holds, 8 devices, windows of 2048, 8192 and 16384 tokens, forward+backward at 64k x 8. The
-// shipped H200 flex profile, fitted on the eleven, gives their layout speedups within 0.029 mean,
-// 0.097 worst (the floor: 0.05 / 0.10); their calls sit up to 18 % below the prediction, a
+// shipped H200 flex profile, fitted on the eleven, gives their layout speedups within 0.026 mean,
+// 0.075 worst (the floor: 0.05 / 0.10; 0.029 / 0.097 with the query tiles standing in for
+// the backward's key tiles); their calls sit up to 18 % below the prediction, a
 // run-to-run offset the speedups do not carry (the same 8k x 8k call took 1502-1523 us in the
 // first process, 1352-1442 us in these).
 TEST(CliValidate, ShippedH200FlexProfilePredictsWorkloadsItNeverSaw) {
-  const auto doc = compare_speedups_within("--no-fit --hardware h200 --kernel flex" + measurement_flags("h200/flex-heldout"), 10, 0.035, 0.10);
+  const auto doc = compare_speedups_within("--no-fit --hardware h200 --kernel flex" + measurement_flags("h200/flex-heldout"), 10, 0.03, 0.085);
   // None of them is a workload the profile was fitted on.
   for (const auto& w : doc.value("workloads", nlohmann::json::array())) {
     const std::string mask = w.at("mask").get<std::string>();
@@ -829,12 +831,12 @@ TEST(CliValidate, ShippedH200FlexProfilePredictsWorkloadsItNeverSaw) {
 }
 
 // All sixteen H200 flex files (the eleven and the five), each held out of a fit on the other
-// fifteen (README, "How accurate is it": 0.035 / 0.101, calls 3.6 % median when this was
-// written): the per-call floor, 5 %, holds, and the speedups stay near its 0.05 / 0.10.
+// fifteen (README, "How accurate is it": 0.033 / 0.094, calls 3.5 % median when this was
+// written): the per-call floor, 5 %, holds, and so does its 0.05 / 0.10 on the speedups.
 TEST(CliValidate, H200FlexFilesEachHeldOutOfTheOtherFifteen) {
   const auto doc = compare_speedups_within("--hardware h200 --kernel flex" + measurement_flags("h200/flex") +
                                                measurement_flags("h200/flex-heldout"),
-                                           32, 0.04, 0.11);
+                                           32, 0.037, 0.10);
   ASSERT_TRUE(doc.contains("summary"));
   EXPECT_LE(doc.at("summary").at("median_abs_call_error").get<double>(), 0.05);
 }
@@ -972,8 +974,11 @@ TEST(CliValidate, CausalOnlyFitMissesWindowsAndDocumentsWhereTheFullFitDoesNot) 
     }
     return sum / n;
   };
-  EXPECT_GT(lockstep_error(fitted.string()), 0.30);
-  EXPECT_LT(lockstep_error(shipped), 0.15);
+  // 18 % against 12 % (README "What causal timings cannot tell").
+  const double causal_only_error = lockstep_error(fitted.string());
+  const double full_fit_error = lockstep_error(shipped);
+  EXPECT_GT(causal_only_error, full_fit_error + 0.04);
+  EXPECT_LT(full_fit_error, 0.15);
   fs::remove_all(dir);
 }
 

@@ -6,6 +6,7 @@
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/metrics.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/sim/event_queue.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_order.hpp"
@@ -452,6 +453,65 @@ TEST(KernelTime, BackwardBlocksSplitAKeyTileIntoEqualShares) {
   k.backward_block_keys.reset();
   EXPECT_EQ(KernelTimeModel(k, 4, {1, 1, {4, 4}, 1}).backward_blocks_per_key_tile(), 1);
   EXPECT_DOUBLE_EQ(KernelTimeModel(k, 4, {1, 1, {4, 4}, 1}).call_us(r, KernelPass::backward), 1 + 4.0);
+}
+
+// The zigzag rectangle of tiles where one device's late query tile meets a whole block of two
+// key tiles: one query tile of two full key tiles, or two key tiles of one full query tile each.
+TEST(KernelTime, TheBackwardRunsTheBlocksTheProfileSays) {
+  KernelProfile k = unit_kernel();
+  k.backward = {10, 1, 2, 4};
+  const model::QueryTileProfile query_side = rows({{0, 0}, {2, 0}});
+  const model::KeyTileProfile key_side = rows({{1, 0}, {1, 0}});
+  const auto backward = [&](BackwardBlocks blocks, Count slots) {
+    k.backward_blocks = blocks;
+    return KernelTimeModel(k, slots, {1, 1, {1, 1}, 1}).call_us(query_side, key_side, KernelPass::backward);
+  };
+  // A slot for every block: the longest decides. Query tiles: one block of two tiles.
+  EXPECT_DOUBLE_EQ(backward(BackwardBlocks::query_tiles, 4), 10 + 1 + 2 * 2);
+  // Key tiles: two blocks of one tile side by side.
+  EXPECT_DOUBLE_EQ(backward(BackwardBlocks::key_tiles, 4), 10 + 1 + 2);
+  // Both sets (flex): the key tiles' blocks do 4/7 of each tile, the dQ block 3/7 of its two.
+  EXPECT_DOUBLE_EQ(backward(BackwardBlocks::key_tiles_then_query_tiles, 4), 10 + 1 + 2 * 2 * 3.0 / 7.0);
+  // One slot: every block in turn; the work is the same two tiles whichever side runs them, and
+  // the two sets pay a block cost for each of their three blocks.
+  EXPECT_DOUBLE_EQ(backward(BackwardBlocks::key_tiles, 1), 10 + 2 * 1 + 2 * 2);
+  EXPECT_DOUBLE_EQ(backward(BackwardBlocks::key_tiles_then_query_tiles, 1), 10 + 3 * 1 + 2 * 2);
+  // The share is the profile's: all of it in the dQ blocks would leave the key tiles' blocks empty.
+  k.backward_dq_share = 0.5;
+  EXPECT_DOUBLE_EQ(backward(BackwardBlocks::key_tiles_then_query_tiles, 4), 10 + 1 + 2 * 2 * 0.5);
+  // The features of the two sets still give the time as their dot product with the costs.
+  const KernelTimeModel two_sets(k, 4, {3, 1, {1, 1}, 1});
+  EXPECT_DOUBLE_EQ(dot(two_sets.features(query_side, key_side, KernelPass::backward, k.backward), k.backward),
+                   two_sets.call_us(query_side, key_side, KernelPass::backward));
+  // Without the key tiles' loads, the query tiles stand in for them; the forward never uses them.
+  EXPECT_DOUBLE_EQ(two_sets.call_us(query_side, KernelPass::backward), KernelTimeModel([&] {
+                     KernelProfile q = k;
+                     q.backward_blocks = BackwardBlocks::query_tiles;
+                     return q;
+                   }(), 4, {3, 1, {1, 1}, 1}).call_us(query_side, KernelPass::backward));
+  EXPECT_DOUBLE_EQ(two_sets.call_us(query_side, key_side, KernelPass::forward), two_sets.call_us(query_side, KernelPass::forward));
+}
+
+// call_times reads each (round, device)'s key tile profile from the work model: on a zigzag ring
+// the key tiles' blocks give other times than the query tiles' where half blocks meet.
+TEST(KernelTime, RingCallsPriceTheKeyTilesTheWorkModelCounted) {
+  const model::Work work = model::count_work(model::Layout::zigzag(64, 2), model::Mask::causal(64), {8, 8}, 1,
+                                             model::WorkDetail::query_tiles);
+  KernelProfile k = unit_kernel();
+  k.tile = {8, 8};
+  k.backward_blocks = BackwardBlocks::key_tiles;
+  const KernelTimeModel model(k, 2, {1, 1, {8, 8}, 1});
+  const std::vector<Microseconds> times = model.call_times(work, KernelPass::backward);
+  bool differs = false;
+  for (Count r = 0; r < 2; ++r) {
+    for (Count d = 0; d < 2; ++d) {
+      const auto& query_side = work.profiles[static_cast<size_t>(work.query_tile_profile.at(r, d))];
+      const auto& key_side = work.profiles[static_cast<size_t>(work.key_tile_profile.at(r, d))];
+      EXPECT_DOUBLE_EQ(times[static_cast<size_t>(r * 2 + d)], model.call_us(query_side, key_side, KernelPass::backward));
+      differs = differs || model.call_us(query_side, key_side, KernelPass::backward) != model.call_us(query_side, KernelPass::backward);
+    }
+  }
+  EXPECT_TRUE(differs) << "zigzag's half blocks look different from the keys' side";
 }
 
 TEST(KernelTime, FeaturesTimesCostsIsTheTimeAndShapesScale) {

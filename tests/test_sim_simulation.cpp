@@ -312,6 +312,40 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
   doc["backward_block_keys"] = 0;
   EXPECT_THROW((void)kernel_profile_from_json(doc, "k.json"), model::InputError);
   doc.erase("backward_block_keys");
+  // Which blocks the backward runs: the default (query tiles) is not written; the others
+  // round-trip, the dQ share only with the grid that has dQ blocks, strictly between 0 and 1.
+  EXPECT_FALSE(to_json(varlen).contains("backward_blocks"));
+  EXPECT_FALSE(to_json(varlen).contains("backward_dq_share"));
+  doc["backward_blocks"] = "key_tiles_then_query_tiles";
+  doc["backward_dq_share"] = 0.25;
+  const KernelProfile two_sets = kernel_profile_from_json(doc, "k.json");
+  EXPECT_EQ(two_sets.backward_blocks, BackwardBlocks::key_tiles_then_query_tiles);
+  const KernelProfile read_back = kernel_profile_from_json(nlohmann::json::parse(to_json(two_sets).dump()), "again");
+  EXPECT_EQ(read_back.backward_blocks, BackwardBlocks::key_tiles_then_query_tiles);
+  EXPECT_DOUBLE_EQ(read_back.backward_dq_share, 0.25);
+  const auto refused = [&](const char* what) {
+    try {
+      (void)kernel_profile_from_json(doc, "k.json");
+      ADD_FAILURE() << what << " was accepted";
+      return std::string{};
+    } catch (const model::InputError& e) {
+      return std::string(e.what());
+    }
+  };
+  doc["backward_dq_share"] = 1;
+  EXPECT_EQ(refused("a dQ share of 1"), "k.json field \"backward_dq_share\": must be between 0 and 1 (the dQ blocks' share of a tile), got 1");
+  doc["backward_dq_share"] = 0;
+  EXPECT_THROW((void)kernel_profile_from_json(doc, "k.json"), model::InputError);
+  doc["backward_blocks"] = "key_tiles";
+  doc["backward_dq_share"] = 0.5;
+  EXPECT_EQ(refused("a dQ share without dQ blocks"),
+            "k.json field \"backward_dq_share\": applies only with \"backward_blocks\": \"key_tiles_then_query_tiles\"");
+  doc.erase("backward_dq_share");
+  EXPECT_EQ(kernel_profile_from_json(doc, "k.json").backward_blocks, BackwardBlocks::key_tiles);
+  doc["backward_blocks"] = "rows";
+  EXPECT_EQ(refused("an unknown backward grid"),
+            "k.json field \"backward_blocks\": expected \"query_tiles\", \"key_tiles\" or \"key_tiles_then_query_tiles\", got \"rows\"");
+  doc.erase("backward_blocks");
   // Block slots are SMs x blocks per SM: each bounded, so their product is a sane count (2^62
   // blocks per SM used to overflow it into an internal error).
   for (const auto& [field, value, message] :
@@ -510,9 +544,13 @@ TEST(Simulation, StripedRoundsAfterTheFirstHoldTrimmedCalls) {
   const KernelTimeModel kernel(s.kernel, s.hardware.sms, s.call_shape);
   const model::Layout layout = model::Layout::striped(c.seq_len, 4);
   const model::Work w = model::count_work(layout, model::Mask::causal(c.seq_len), s.tile, 1, model::WorkDetail::query_tiles);
-  // Every block of striped has the same tiles: one causal profile.
-  ASSERT_EQ(w.profiles.size(), 1u);
-  const auto& rows = w.profiles.at(0);
+  // Every block of striped has the same tiles: one causal query tile profile (and its mirror
+  // image from the keys' side).
+  ASSERT_EQ(w.profiles.size(), 2u);
+  for (Count r = 0; r < 4; ++r) {
+    for (Count d = 0; d < 4; ++d) ASSERT_EQ(w.query_tile_profile.at(r, d), w.query_tile_profile.at(0, 0));
+  }
+  const auto& rows = w.profiles.at(static_cast<size_t>(w.query_tile_profile.at(0, 0)));
   // Rounds 1-3 hold both a trimmed call (devices before the source) and one that is not.
   double expected = 0;
   for (const KernelPass pass : {KernelPass::forward, KernelPass::backward}) {

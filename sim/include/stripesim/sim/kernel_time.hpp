@@ -1,5 +1,6 @@
 #pragma once
-// The time of one attention call, from the work model's per-query-tile profile and a kernel
+// The time of one attention call, from the work model's per-query-tile profile (and, for a
+// backward, its per-key-tile profile, as KernelProfile::backward_blocks says) and a kernel
 // profile. The kernel runs one thread block per query tile per head (per sequence); a block
 // lasts block_us plus its full and partial key tiles at their costs; the blocks are handed, in
 // the kernel's order, to sms * blocks_per_sm slots, each block to the slot that frees first (the
