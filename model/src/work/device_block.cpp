@@ -14,6 +14,24 @@ Count total_length(const std::vector<Run>& runs) {
   return size;
 }
 
+// The tiles' smallest and largest positions, each sorted on its own, into `mins` and `maxes`;
+// true when both already grow with the tile index (then no sort was needed).
+bool sorted_bounds(const std::vector<TileSummary>& tiles, std::vector<Position>& mins, std::vector<Position>& maxes) {
+  mins.reserve(tiles.size());
+  maxes.reserve(tiles.size());
+  bool monotone = true;
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    mins.push_back(tiles[t].min);
+    maxes.push_back(tiles[t].max);
+    if (t > 0 && (tiles[t].min < tiles[t - 1].min || tiles[t].max < tiles[t - 1].max)) monotone = false;
+  }
+  if (!monotone) {
+    std::sort(mins.begin(), mins.end());
+    std::sort(maxes.begin(), maxes.end());
+  }
+  return monotone;
+}
+
 }  // namespace
 
 DeviceBlock::DeviceBlock(const Layout& layout, DeviceId device, Count query_tile, Count key_tile)
@@ -22,25 +40,9 @@ DeviceBlock::DeviceBlock(const Layout& layout, DeviceId device, Count query_tile
 DeviceBlock::DeviceBlock(std::vector<Run> runs, Count query_tile, Count key_tile)
     : size_(total_length(runs)), runs_(std::move(runs)) {
   query_tiles_ = summarise_tiles(query_tile);
-  query_min_sorted_.reserve(query_tiles_.size());
-  query_max_sorted_.reserve(query_tiles_.size());
-  for (size_t t = 0; t < query_tiles_.size(); ++t) {
-    query_min_sorted_.push_back(query_tiles_[t].min);
-    query_max_sorted_.push_back(query_tiles_[t].max);
-    if (t > 0 && (query_tiles_[t].min < query_tiles_[t - 1].min || query_tiles_[t].max < query_tiles_[t - 1].max)) {
-      query_tiles_monotone_ = false;
-    }
-  }
+  query_tiles_monotone_ = sorted_bounds(query_tiles_, query_min_sorted_, query_max_sorted_);
   key_tiles_ = summarise_tiles(key_tile);
-  key_min_sorted_.reserve(key_tiles_.size());
-  key_max_sorted_.reserve(key_tiles_.size());
-  for (size_t t = 0; t < key_tiles_.size(); ++t) {
-    key_min_sorted_.push_back(key_tiles_[t].min);
-    key_max_sorted_.push_back(key_tiles_[t].max);
-    if (t > 0 && (key_tiles_[t].min < key_tiles_[t - 1].min || key_tiles_[t].max < key_tiles_[t - 1].max)) {
-      key_tiles_monotone_ = false;
-    }
-  }
+  key_tiles_monotone_ = sorted_bounds(key_tiles_, key_min_sorted_, key_max_sorted_);
   for (size_t r = 1; r < runs_.size(); ++r) {
     if (runs_[r].first <= runs_[r - 1].last()) positions_increasing_ = false;
   }
@@ -49,14 +51,6 @@ DeviceBlock::DeviceBlock(std::vector<Run> runs, Count query_tile, Count key_tile
     std::vector<Position> all;
     (void)sorted_positions(0, size_, all);  // sorted_all_ is still empty, so this fills `all`
     sorted_all_ = std::move(all);
-  }
-  if (!key_tiles_monotone_) {
-    std::sort(key_min_sorted_.begin(), key_min_sorted_.end());
-    std::sort(key_max_sorted_.begin(), key_max_sorted_.end());
-  }
-  if (!query_tiles_monotone_) {
-    std::sort(query_min_sorted_.begin(), query_min_sorted_.end());
-    std::sort(query_max_sorted_.begin(), query_max_sorted_.end());
   }
 }
 
