@@ -4,6 +4,7 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 
 #include "block_pair_memo.hpp"
@@ -307,34 +308,20 @@ struct ColumnProfiles {
   std::vector<Count> key_index_by_round;
 };
 
-// Appends to `index_by_round` the number of `profile` among `column`'s distinct profiles, adding
-// it when new. Rounds in a row mostly bring the same profile (every earlier block is all full to
-// a causal device, every later one empty): it is compared with the last one before any hashing.
-// A memo's profile is known by its address (`memoised`; `previous`: the last round's memo
-// address, null when that round was counted apart or there was none), one per distinct profile,
-// so the numbering is the same as by content.
-void number_profile(ColumnProfiles& column, std::vector<Count>& index_by_round, const QueryTileProfile& profile,
-                    bool memoised, const QueryTileProfile* previous,
-                    std::unordered_map<QueryTileProfile, Count, ProfileHash>& seen,
-                    std::unordered_map<const QueryTileProfile*, Count>& seen_in_memo) {
-  if (!index_by_round.empty()) {
-    const bool as_before = memoised ? &profile == previous
-                                    : profile == column.distinct[static_cast<size_t>(index_by_round.back())];
-    if (as_before) {
-      index_by_round.push_back(index_by_round.back());
-      return;
+// The number of `profile` among `column`'s distinct profiles, added when new. `numbered` knows
+// profiles by content (counted apart) or, for the memo's, by address: one address per distinct
+// profile, so the numbering is the same as by content.
+template <typename Numbered>
+Count number_profile(ColumnProfiles& column, const QueryTileProfile& profile, Numbered& numbered) {
+  const auto [it, added] = [&] {
+    if constexpr (std::is_pointer_v<typename Numbered::key_type>) {
+      return numbered.try_emplace(&profile, static_cast<Count>(column.distinct.size()));
+    } else {
+      return numbered.try_emplace(profile, static_cast<Count>(column.distinct.size()));
     }
-  }
-  const auto number = [&](auto& numbered, const auto& profile_id) {
-    const auto [it, added] = numbered.try_emplace(profile_id, static_cast<Count>(column.distinct.size()));
-    if (added) column.distinct.push_back(profile);
-    index_by_round.push_back(it->second);
-  };
-  if (memoised) {
-    number(seen_in_memo, &profile);
-  } else {
-    number(seen, profile);
-  }
+  }();
+  if (added) column.distinct.push_back(profile);
+  return it->second;
 }
 
 }  // namespace
@@ -372,8 +359,8 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
     PairOutcome& counted = worker.counted;
     std::unordered_map<QueryTileProfile, Count, ProfileHash> seen;
     std::unordered_map<const QueryTileProfile*, Count> seen_in_memo;
-    const QueryTileProfile* previous = nullptr;
-    const KeyTileProfile* previous_keys = nullptr;
+    const QueryTileProfile* previous_rows = nullptr;  // the last round's memo profiles, null when counted apart
+    const KeyTileProfile* previous_columns = nullptr;
     const DeviceBlock& queries = *blocks[static_cast<size_t>(d)];
     for (Count r = 0; r < devices; ++r) {
       const DeviceId source = kv_source(d, r, devices);
@@ -393,11 +380,21 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
       work.partial_tiles.at(r, d) = outcome->partial;
       if (profiles) {
         ColumnProfiles& column = columns[static_cast<size_t>(d)];
-        number_profile(column, column.index_by_round, outcome->profile(), memoised, r > 0 ? previous : nullptr, seen, seen_in_memo);
-        number_profile(column, column.key_index_by_round, outcome->key_profile(), memoised, r > 0 ? previous_keys : nullptr,
-                       seen, seen_in_memo);
-        previous = memoised ? outcome->distinct_rows : nullptr;
-        previous_keys = memoised ? outcome->distinct_columns : nullptr;
+        if (memoised && r > 0 && outcome->distinct_rows == previous_rows && outcome->distinct_columns == previous_columns) {
+          // Both profiles as the last round's (every earlier block all full to a causal device,
+          // every later one empty; striped's classes differ by offset, their profiles hardly):
+          // known by the memo's addresses, no lookup.
+          column.index_by_round.push_back(column.index_by_round.back());
+          column.key_index_by_round.push_back(column.key_index_by_round.back());
+        } else if (memoised) {
+          column.index_by_round.push_back(number_profile(column, outcome->profile(), seen_in_memo));
+          column.key_index_by_round.push_back(number_profile(column, outcome->key_profile(), seen_in_memo));
+        } else {
+          column.index_by_round.push_back(number_profile(column, outcome->rows, seen));
+          column.key_index_by_round.push_back(number_profile(column, outcome->columns, seen));
+        }
+        previous_rows = memoised ? outcome->distinct_rows : nullptr;
+        previous_columns = memoised ? outcome->distinct_columns : nullptr;
       }
     }
   });
