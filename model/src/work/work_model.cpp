@@ -190,9 +190,14 @@ class VarlenTileCounter {
  public:
   VarlenTileCounter(const Layout& layout, const Mask& mask, TileShape tile, Count devices) {
     shares_.resize(static_cast<size_t>(devices));
+    key_tiles_.resize(static_cast<size_t>(devices), 0);
     for (Count d = 0; d < devices; ++d) {
+      size_t& key_tiles = key_tiles_[static_cast<size_t>(d)];
       for (auto& share : detail::split_by_document(layout.runs(d), mask.document_starts())) {
-        shares_[static_cast<size_t>(d)].push_back({share.document, DeviceBlock(std::move(share.runs), tile.query, tile.key)});
+        DeviceBlock block(std::move(share.runs), tile.query, tile.key);
+        const size_t first_key_tile = key_tiles;
+        key_tiles += block.key_tiles().size();
+        shares_[static_cast<size_t>(d)].push_back({share.document, std::move(block), first_key_tile});
       }
     }
   }
@@ -202,16 +207,7 @@ class VarlenTileCounter {
                    QueryTileProfile* rows, QueryTileProfile* columns) const {
     const auto& queries = shares_[static_cast<size_t>(query_device)];
     const auto& keys = shares_[static_cast<size_t>(key_device)];
-    // Where each key share's tiles start among the device's key tiles.
-    std::vector<size_t> key_offset;
-    if (columns) {
-      size_t total = 0;
-      for (const Share& key : keys) {
-        key_offset.push_back(total);
-        total += key.block.key_tiles().size();
-      }
-      columns->assign(total, QueryTileLoad{});
-    }
+    if (columns) columns->assign(key_tiles_[static_cast<size_t>(key_device)], QueryTileLoad{});
     TileCounts counts;
     auto key = keys.begin();
     for (const Share& query : queries) {  // both ordered by document: a merge
@@ -220,7 +216,7 @@ class VarlenTileCounter {
         if (rows) rows->insert(rows->end(), query.block.query_tiles().size(), QueryTileLoad{});
         continue;
       }
-      QueryTileLoad* share_columns = columns ? columns->data() + key_offset[static_cast<size_t>(key - keys.begin())] : nullptr;
+      QueryTileLoad* share_columns = columns ? columns->data() + key->first_key_tile : nullptr;
       const TileCounts mine = count_tiles(query.block, key->block, mask, scratch, rows, share_columns);
       counts.active += mine.active;
       counts.partial += mine.partial;
@@ -232,8 +228,10 @@ class VarlenTileCounter {
   struct Share {
     size_t document;
     DeviceBlock block;
+    size_t first_key_tile;  // where its key tiles start among the device's
   };
   std::vector<std::vector<Share>> shares_;
+  std::vector<size_t> key_tiles_;  // per device: its key tiles, every document's together
 };
 
 // Under a causal mask with fixed tiles, whether every (query, key) pair of two blocks is allowed
