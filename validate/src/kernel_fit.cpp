@@ -297,6 +297,9 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
 // A 128x128 tile of head 128 leaves room for two; this project's 64x64 kernel (2 warps, 53 KB)
 // runs four, and fitted with at most two its small calls missed by 20 % on an H200.
 constexpr std::array<Count, 6> kBlocksPerSmTried{1, 2, 3, 4, 6, 8};
+// How often a fit started from a profile refits from its own result at most (each refit must fit
+// better than the last; two have been needed so far).
+constexpr int kMostRefits = 8;
 
 // The most blocks of `kernel` cut into `tile` an SM can hold: a flash-style block keeps at least
 // its query tile and one key and one value tile (TQ + 2 TK rows of the head) in shared memory.
@@ -532,25 +535,38 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
     if (forward_timed) start.forward = cold_start_costs(start.forward);
     if (backward_timed) start.backward = cold_start_costs(start.backward);
   }
-  StructureFit best = fit_structure(main_calls, start, hardware, forward_timed, backward_timed, options, options.cold_start);
-  // Timed at several head sizes: how each pass's tile cost follows the head size, then the
-  // placement again with it (kept only if it fits better).
+  // Timed at several head sizes: how each pass's tile cost follows the head size (kept only
+  // where it fits better).
   nlohmann::json score_head_dims = nlohmann::json::object();
   bool searched = false;
-  for (const auto& [name, timed_pass, costs] : {std::tuple{"forward", &MeasuredCall::forward, &sim::KernelProfile::forward},
-                                                std::tuple{"backward", &MeasuredCall::backward, &sim::KernelProfile::backward}}) {
-    const std::set<Count> dims = head_dims_timed(main_calls, timed_pass);
-    if (dims.size() < 2) {
-      score_head_dims[name] = fmt::format("kept from the base profile: timed at {} head size{}", dims.size(), dims.size() == 1 ? "" : "s");
-      continue;
+  const auto fit_head_sizes = [&](StructureFit fit) {
+    for (const auto& [name, timed_pass, costs] : {std::tuple{"forward", &MeasuredCall::forward, &sim::KernelProfile::forward},
+                                                  std::tuple{"backward", &MeasuredCall::backward, &sim::KernelProfile::backward}}) {
+      const std::set<Count> dims = head_dims_timed(main_calls, timed_pass);
+      if (dims.size() < 2) {
+        score_head_dims[name] = fmt::format("kept from the base profile: timed at {} head size{}", dims.size(), dims.size() == 1 ? "" : "s");
+        continue;
+      }
+      fit = fit_score_head_dims(main_calls, std::move(fit), sms, forward_timed, backward_timed, costs, *dims.rbegin());
+      score_head_dims[name] = fmt::format("fitted on head sizes {}", fmt::join(dims, ", "));
+      searched = true;
     }
-    best = fit_score_head_dims(main_calls, std::move(best), sms, forward_timed, backward_timed, costs, *dims.rbegin());
-    score_head_dims[name] = fmt::format("fitted on head sizes {}", fmt::join(dims, ", "));
-    searched = true;
-  }
-  if (searched) {
+    return fit;
+  };
+  StructureFit best =
+      fit_head_sizes(fit_structure(main_calls, start, hardware, forward_timed, backward_timed, options, options.cold_start));
+  // Where the calls' blocks land depends on the costs being fitted, so the chain of placements
+  // depends on where it starts: fitted again from its own output, a fit can find a better one
+  // (the H100 sdpa files, their backward on key tiles: one block an SM, then two). A fit started
+  // from a profile therefore refits from its result until that returns nothing better, so what it
+  // writes comes back unchanged when fitted again from itself. A cold start (leave one out) refits
+  // once, and only after a head-size search.
+  const int refits = options.cold_start ? (searched ? 1 : 0) : kMostRefits;
+  for (int i = 0; i < refits; ++i) {
     StructureFit again = fit_structure(main_calls, best.profile, hardware, forward_timed, backward_timed, options);
-    if (again.objective < best.objective) best = std::move(again);
+    if (!options.cold_start) again = fit_head_sizes(std::move(again));
+    if (!(again.objective < best.objective)) break;
+    best = std::move(again);
   }
   nlohmann::json tiles = nlohmann::json::array();
   std::vector<double> errors = best.errors;

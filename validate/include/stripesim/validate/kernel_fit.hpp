@@ -78,8 +78,9 @@ struct FitOptions {
 
 // `base` gives the name, tile, head size and precision; costs and structure are fitted, the
 // empty-call flags are read off the data (a call with no work that took time was launched).
-// Unless options.cold_start, the fit starts from the base's costs and returns none that fit the
-// calls worse than the base does at its own placement.
+// Unless options.cold_start, the fit starts from the base's costs, returns none that fit the
+// calls worse than the base does at its own placement, and refits from its own result until that
+// fits no better: what it returns, given back as `base`, comes back unchanged.
 [[nodiscard]] KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base,
                                    const model::HardwareProfile& hardware, const FitOptions& options = {});
 
