@@ -560,7 +560,8 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
   // (the H100 sdpa files, their backward on key tiles: one block an SM, then two). A fit started
   // from a profile therefore refits from its result until that returns nothing better, so what it
   // writes comes back unchanged when fitted again from itself. A cold start (leave one out) refits
-  // once, and only after a head-size search.
+  // once, and only after a head-size search: looped as well, it scored no better held out on the
+  // shipped files and took 2-3x as long (README, "Where a fit starts").
   const int refits = options.cold_start ? (searched ? 1 : 0) : kMostRefits;
   for (int i = 0; i < refits; ++i) {
     StructureFit again = fit_structure(main_calls, best.profile, hardware, forward_timed, backward_timed, options);
