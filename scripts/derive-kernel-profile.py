@@ -13,9 +13,16 @@ The target file must exist: its name, hardware, description and sources are kept
         --target configs/kernels/a100/fa2.json --hardware a100 --call "-n 16k --heads 16" \\
         --forward-tflops 220 --backward-tflops 170
 
-prints the factors and rewrites --target (`--check`: exit 1 if it would change instead). Bad
-input (a missing or malformed profile, a --call without a size, a rate not above 0) gets one line
-and exit code 2."""
+prints the factors and rewrites --target (`--check`: exit 1 if it would change instead).
+
+Where the shape comes from another kernel of the same kind (FlashAttention-3 from cuDNN's Hopper
+kernel, both warp-specialised and measured here only as cuDNN), what is the target kernel's own
+and not the shape's stays the target's: `--keep tiling,forward.score_head_dims,...` keeps those
+fields (top-level, or PASS.FIELD) as the target file has them, absent where it has none. Kept
+fields must not move the published call: a head-size share leaves a call at the profile's own head
+size unchanged, and tiling only moves packed documents. Bad input (a missing or malformed
+profile, a --call without a size, a rate not above 0, a --keep field that is not FIELD or
+PASS.FIELD) gets one line and exit code 2."""
 import argparse
 import copy
 import json
@@ -87,6 +94,7 @@ def main():
     parser.add_argument("--call", required=True, help="the published call as simulate flags (unmasked, one GPU)")
     parser.add_argument("--forward-tflops", type=float, required=True)
     parser.add_argument("--backward-tflops", type=float, required=True)
+    parser.add_argument("--keep", default="", help="FIELD or PASS.FIELD, comma-separated: kept as the target has them")
     parser.add_argument("--stripesim", default=str(STRIPESIM))
     parser.add_argument("--check", action="store_true", help="exit 1 if --target would change; write nothing")
     args = parser.parse_args()
@@ -102,6 +110,15 @@ def main():
     for key in OWN_FIELDS:  # in the source's place where it has the key, so the key order is the source's
         if key in target:
             derived[key] = target[key]
+    for field in filter(None, args.keep.split(",")):
+        path = field.split(".")
+        if len(path) > 2 or not all(path) or (len(path) == 2 and path[0] not in ("forward", "backward")):
+            refuse(f"--keep {field}: expected FIELD or PASS.FIELD (PASS forward or backward)")
+        into, mine = (derived, target) if len(path) == 1 else (derived[path[0]], target[path[0]])
+        if path[-1] in mine:
+            into[path[-1]] = copy.deepcopy(mine[path[-1]])
+        else:
+            into.pop(path[-1], None)
     flop = call_flop(args.call)
     forward_us = call_time_us(args.stripesim, derived, args.hardware, args.call, "fwd")
     backward_us = call_time_us(args.stripesim, derived, args.hardware, args.call, "fwdbwd") - forward_us

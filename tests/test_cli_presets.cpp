@@ -143,7 +143,8 @@ TEST(HardwarePresets, HeadSizeSharesAreTheLineThroughPublishedSpeeds) {
   };
   for (const Published& p : {Published{"h100", "fa2", 324, 370, 291, 322}, Published{"h200", "fa2", 324, 370, 291, 322},
                              Published{"a100", "fa2", 324, 370, 291, 322}, Published{"h100", "sdpa", 413, 595, 433, 516},
-                             Published{"h200", "sdpa", 413, 595, 433, 516}, Published{"h200", "fa3", 497, 648, 474, 561}}) {
+                             Published{"h200", "sdpa", 413, 595, 433, 516}, Published{"h100", "fa3", 497, 648, 474, 561},
+                             Published{"h200", "fa3", 497, 648, 474, 561}}) {
     const std::string what = std::string(p.hardware) + " " + p.kernel;
     const double forward = rate(p.hardware, p.kernel, 64, "fwd") / rate(p.hardware, p.kernel, 128, "fwd");
     EXPECT_NEAR(forward, p.forward_64 / p.forward_128, 0.02 * p.forward_64 / p.forward_128) << what;
@@ -161,6 +162,26 @@ TEST(HardwarePresets, HeadSizeSharesAreTheLineThroughPublishedSpeeds) {
     return nlohmann::json::parse(r.out).at("results").at(0).at("time_us").get<double>();
   };
   EXPECT_NEAR(ulysses_us(128) / ulysses_us(32), 58.13 / 20.983, 0.05 * 58.13 / 20.983);
+}
+
+// FlashAttention-3 is derived, not measured (cuDNN's H100 shape at the FlashAttention-3 paper's H100
+// rates, scripts/derive-kernel-profile.py): an unmasked 16k call of 16 heads of 128 runs at the
+// rates it was scaled to, 648 / 561 TFLOP/s forward / backward, and a causal one, which it was not
+// scaled to, near the 616 TFLOP/s the paper measured forward (-2.8 % as shipped).
+TEST(HardwarePresets, FlashAttention3RunsAtThePaperRatesAndNearItsCausalFigure) {
+  for (const char* hardware : {"h100", "h200", "h800"}) {
+    const auto us = [&](const char* mask, const char* pass) {
+      const CliResult r = run_cli(std::string("simulate --hardware ") + hardware + " --kernel fa3 -N 1 -n 16k --heads 16 " +
+                                  "--kv-heads 16 --mask " + mask + " --topology ideal --pass " + pass +
+                                  " --layouts contiguous --summary-only --format json");
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      return nlohmann::json::parse(r.out).at("results").at(0).at("time_us").get<double>();
+    };
+    const double flop = 4.0 * 16384.0 * 16384 * 16 * 128;  // forward, unmasked
+    EXPECT_NEAR(flop / us("bidirectional", "fwd") / 1e6, 648.0, 0.5) << hardware;
+    EXPECT_NEAR(2.5 * flop / (us("bidirectional", "fwdbwd") - us("bidirectional", "fwd")) / 1e6, 561.0, 0.5) << hardware;
+    EXPECT_NEAR(flop / 2 / us("causal", "fwd") / 1e6, 616.0, 0.04 * 616) << hardware;
+  }
 }
 
 TEST(HardwarePresets, TmsAndSimulateRunOnThem) {

@@ -1,7 +1,7 @@
 """scripts/derive-kernel-profile.py: a derivation written to a copy of the A100 profile runs the
 published call at the published rates (checked against the rates, not the script's own factors),
---check accepts what it wrote and refuses a changed file (exit 1), and bad input gets one line
-naming the flag and exit code 2, with the target untouched.
+--check accepts what it wrote and refuses a changed file (exit 1), --keep keeps the target's own
+fields, and bad input gets one line naming the flag and exit code 2, with the target untouched.
 Run by CTest: test_derive_kernel_profile.py STRIPESIM SOURCE_DIR."""
 import json
 import os
@@ -66,6 +66,32 @@ with tempfile.TemporaryDirectory() as tmp:
         lines = bad.stderr.strip().splitlines()
         expect(bad.returncode == 2 and len(lines) == 1 and names in lines[0], f"{flags}: {bad.returncode} {bad.stderr!r}")
     expect(open(target).read() == before, "a refused run changed the target")
+
+    # --keep: the target's own fields survive the derivation (absent where the target has none);
+    # anything but FIELD or PASS.FIELD is refused with one line and the target left alone.
+    own = json.load(open(target))
+    own["tiling"] = "fixed"
+    own["forward"]["score_head_dims"] = 7
+    own["backward"].pop("score_head_dims", None)
+    own["forward"]["score_head_dims_up_to"] = 512
+    json.dump(own, open(target, "w"), indent=2)
+    kept = run("--from", h100, "--target", target, *rates,
+               "--keep", "tiling,forward.score_head_dims,forward.score_head_dims_up_to,backward.score_head_dims")
+    expect(kept.returncode == 0, f"--keep: {kept.returncode} {kept.stderr}")
+    derived = json.load(open(target))
+    expect(derived["tiling"] == "fixed" and shipped["tiling"] == "varlen", "--keep tiling: the target's")
+    expect(derived["forward"]["score_head_dims"] == 7 and derived["forward"]["score_head_dims_up_to"] == 512,
+           "--keep forward.*: the target's")
+    expect("score_head_dims" not in derived["backward"] and "score_head_dims" in shipped["backward"],
+           "--keep backward.score_head_dims: absent as in the target, not the source's")
+    forward, backward = published_rates(target)
+    expect(abs(forward - 200) < 0.01 and abs(backward - 150) < 0.01, f"rates with --keep {forward} {backward}")
+    before = open(target).read()
+    for keep in ("forward.score_head_dims.x", "sideways.score_head_dims", ".tiling", "forward."):
+        bad = run("--from", h100, "--target", target, *rates, "--keep", keep)
+        lines = bad.stderr.strip().splitlines()
+        expect(bad.returncode == 2 and len(lines) == 1 and "--keep" in lines[0], f"--keep {keep}: {bad.returncode} {bad.stderr!r}")
+    expect(open(target).read() == before, "a refused --keep changed the target")
 
 for f in failures:
     print("FAIL:", f)
