@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
 #include <map>
 #include <string>
 
@@ -17,6 +18,19 @@ namespace {
 
 nlohmann::json config(const std::string& relative) {
   return nlohmann::json::parse(slurp(std::string(STRIPESIM_SOURCE_DIR) + "/configs/" + relative));
+}
+
+// The time in us of one call on one GPU, alone (ideal topology: no merge, no link): `sizes` are
+// simulate's size flags (-n, --heads, --kv-heads, --head-dim ...).
+double one_call_us(const std::string& hardware, const std::string& kernel, const std::string& sizes, const std::string& mask,
+                   const std::string& pass) {
+  const CliResult r = run_cli("simulate --hardware " + hardware + " --kernel " + kernel + " -N 1 " + sizes + " --mask " + mask +
+                              " --topology ideal --pass " + pass + " --layouts contiguous --summary-only --format json");
+  if (r.exit_code != 0) {
+    ADD_FAILURE() << r.err;
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  return nlohmann::json::parse(r.out).at("results").at(0).at("time_us").get<double>();
 }
 
 struct Preset {
@@ -107,11 +121,7 @@ TEST(HardwarePresets, Fa2ProfilesAreTheMeasuredShapeAtPublishedRates) {
     // The published call at the published rates (the A100's), or a little under them.
     std::map<std::string, double> time_us;
     for (const char* pass : {"fwd", "fwdbwd"}) {
-      const CliResult r = run_cli(std::string("simulate --hardware ") + p.hardware + " --kernel fa2 -N 1 " + p.call +
-                                  " --heads 16 --kv-heads 16 --head-dim 128 --mask bidirectional --topology ideal --pass " +
-                                  pass + " --layouts contiguous --summary-only --format json");
-      ASSERT_EQ(r.exit_code, 0) << r.err;
-      time_us[pass] = nlohmann::json::parse(r.out).at("results").at(0).at("time_us").get<double>();
+      time_us[pass] = one_call_us(p.hardware, "fa2", std::string(p.call) + " --heads 16 --kv-heads 16 --head-dim 128", "bidirectional", pass);
     }
     const double forward = p.flop / time_us["fwd"] / 1e6, backward = 2.5 * p.flop / (time_us["fwdbwd"] - time_us["fwd"]) / 1e6;
     EXPECT_LE(forward, 1.01 * p.forward_tflops) << p.hardware;
@@ -129,11 +139,8 @@ TEST(HardwarePresets, Fa2ProfilesAreTheMeasuredShapeAtPublishedRates) {
 // against 128 (58.1 and 21.0 iterations per second).
 TEST(HardwarePresets, HeadSizeSharesAreTheLineThroughPublishedSpeeds) {
   const auto rate = [](const std::string& hardware, const std::string& kernel, int head_dim, const char* pass) {
-    const CliResult r = run_cli("simulate --hardware " + hardware + " --kernel " + kernel + " -N 1 -n 16k --heads 16 --kv-heads 16 " +
-                                "--head-dim " + std::to_string(head_dim) + " --mask bidirectional --topology ideal --pass " + pass +
-                                " --layouts contiguous --summary-only --format json");
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    const double us = nlohmann::json::parse(r.out).at("results").at(0).at("time_us").get<double>();
+    const double us = one_call_us(hardware, kernel, "-n 16k --heads 16 --kv-heads 16 --head-dim " + std::to_string(head_dim),
+                                  "bidirectional", pass);
     return 4.0 * 16384.0 * 16384 * 16 * head_dim / us;  // forward FLOPs per us; a ratio is all that is used
   };
   struct Published {
@@ -171,11 +178,7 @@ TEST(HardwarePresets, HeadSizeSharesAreTheLineThroughPublishedSpeeds) {
 TEST(HardwarePresets, FlashAttention3RunsAtThePaperRatesAndNearItsCausalFigure) {
   for (const char* hardware : {"h100", "h200", "h800"}) {
     const auto us = [&](const char* mask, const char* pass) {
-      const CliResult r = run_cli(std::string("simulate --hardware ") + hardware + " --kernel fa3 -N 1 -n 16k --heads 16 " +
-                                  "--kv-heads 16 --mask " + mask + " --topology ideal --pass " + pass +
-                                  " --layouts contiguous --summary-only --format json");
-      EXPECT_EQ(r.exit_code, 0) << r.err;
-      return nlohmann::json::parse(r.out).at("results").at(0).at("time_us").get<double>();
+      return one_call_us(hardware, "fa3", "-n 16k --heads 16 --kv-heads 16", mask, pass);
     };
     const double flop = 4.0 * 16384.0 * 16384 * 16 * 128;  // forward, unmasked
     EXPECT_NEAR(flop / us("bidirectional", "fwd") / 1e6, 648.0, 0.5) << hardware;
