@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "stripesim/model/io/input_error.hpp"
@@ -27,6 +29,33 @@ TEST(EventQueue, OrdersByTimeThenByPushOrder) {
   while (!q.empty()) order.push_back(q.pop().payload);
   EXPECT_EQ(order, (std::vector<int>{2, 4, 1, 3}));
   EXPECT_EQ(q.pushed(), 4u);
+}
+
+// The queue orders by the bits of each time: check them against the doubles' own order over
+// magnitudes far apart, a subnormal, -0.0 (the same time as +0.0, so push order decides) and
+// the largest finite time, pushed in a scrambled order; the times come back exactly.
+TEST(EventQueue, OrdersTimesOfEveryMagnitudeAsTheDoublesDo) {
+  const std::vector<Microseconds> times{1e300, 0.0, 3.5, std::numeric_limits<double>::denorm_min(), 1e-300,
+                                        -0.0, 2.0, std::numeric_limits<double>::max(), 1.0, 1e15, 1.0 + 1e-15};
+  EventQueue<size_t> q;
+  for (size_t i = 0; i < times.size(); ++i) q.push(times[i], i);
+  std::vector<size_t> expected(times.size());
+  std::iota(expected.begin(), expected.end(), size_t{0});
+  std::ranges::stable_sort(expected, [&](size_t a, size_t b) { return times[a] < times[b]; });
+  std::vector<size_t> order;
+  while (!q.empty()) {
+    const auto event = q.pop();
+    EXPECT_EQ(event.time_us, times[event.payload]);
+    order.push_back(event.payload);
+  }
+  EXPECT_EQ(order, expected);
+}
+
+TEST(EventQueue, RefusesATimeBeforeZeroOrNotANumber) {
+  EventQueue<int> q;
+  EXPECT_THROW(q.push(-1e-9, 1), std::logic_error);
+  EXPECT_THROW(q.push(std::numeric_limits<double>::quiet_NaN(), 2), std::logic_error);
+  EXPECT_TRUE(q.empty());
 }
 
 RingSetup ring(Count n, std::vector<Microseconds> compute, std::vector<Route> hops, SyncMode sync) {

@@ -1,9 +1,11 @@
 #pragma once
 // A time-ordered event queue. Events at the same time come out in the order they were pushed
 // (a sequence number breaks ties), so a simulation is deterministic whatever the heap does.
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <queue>
+#include <stdexcept>
 #include <vector>
 
 #include "stripesim/sim/units.hpp"
@@ -17,22 +19,35 @@ class EventQueue {
     Microseconds time_us;
     std::uint64_t sequence;
     Payload payload;
-    friend bool operator>(const Event& a, const Event& b) {
-      return a.time_us != b.time_us ? a.time_us > b.time_us : a.sequence > b.sequence;
-    }
   };
 
-  void push(Microseconds time_us, Payload payload) { heap_.push(Event{time_us, pushed_++, payload}); }
+  void push(Microseconds time_us, Payload payload) {
+    if (!(time_us >= 0.0)) throw std::logic_error("event queue: an event before time zero");
+    heap_.push(Entry{order_key(time_us + 0.0, pushed_++), payload});
+  }
   [[nodiscard]] bool empty() const { return heap_.empty(); }
   Event pop() {
-    Event event = heap_.top();
+    const Entry top = heap_.top();
     heap_.pop();
-    return event;
+    return Event{std::bit_cast<Microseconds>(static_cast<std::uint64_t>(top.key >> 64)),
+                 static_cast<std::uint64_t>(top.key), top.payload};
   }
   [[nodiscard]] std::uint64_t pushed() const { return pushed_; }
 
  private:
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
+  // (time, sequence) as one unsigned 128-bit number: the bits of a non-negative double order as
+  // the double does (+0.0 stands for -0.0), so one integer comparison, without branches, orders
+  // the heap where two floating-point ones did (the engine's main cost is the heap's sifting).
+  __extension__ typedef unsigned __int128 Key;  // a GCC and Clang type; __extension__: not ISO C++
+  static Key order_key(Microseconds time_us, std::uint64_t sequence) {
+    return (static_cast<Key>(std::bit_cast<std::uint64_t>(time_us)) << 64) | sequence;
+  }
+  struct Entry {
+    Key key;
+    Payload payload;
+    friend bool operator>(const Entry& a, const Entry& b) { return a.key > b.key; }
+  };
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap_;
   std::uint64_t pushed_ = 0;
 };
 
