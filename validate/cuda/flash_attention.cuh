@@ -36,6 +36,7 @@
 
 #include "flash_rows.cuh"
 #include "kernel_common.cuh"
+#include "scheduled_block.cuh"
 #include "stripesim/validate/block_attention.hpp"
 #include "stripesim/validate/tile_schedule.hpp"
 
@@ -116,19 +117,10 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int group = lane / 4;  // accumulator rows group and group + 8 of each m16 tile
   const int quad = lane % 4;   // accumulator columns 2 quad, 2 quad + 1 of every n8 tile
-  const int head = static_cast<int>(blockIdx.x % static_cast<unsigned>(args.heads));
-  const int query_tile = args.tile_order[blockIdx.x / static_cast<unsigned>(args.heads)];
-  const int first = args.tile_offsets[query_tile];
-  const int last = args.tile_offsets[query_tile + 1];
-  if (first == last) return;  // no key tile: the state stays as it is
-
-  const int kv_head = head / (args.heads / args.kv_heads);
-  const std::int64_t q0 = static_cast<std::int64_t>(query_tile) * TileQ;
-  const int q_count = static_cast<int>(min64(TileQ, args.queries - q0));
-  const std::int64_t q_stride = static_cast<std::int64_t>(args.heads) * HeadDim;
-  const std::int64_t kv_stride = static_cast<std::int64_t>(args.kv_heads) * HeadDim;
-  const T* const k_head = static_cast<const T*>(args.k) + kv_head * HeadDim;
-  const T* const v_head = static_cast<const T*>(args.v) + kv_head * HeadDim;
+  using Block = ScheduledBlock<T, HeadDim, TileQ, TileK>;
+  const Block block(args);
+  if (block.idle()) return;
+  const auto& [head, first, last, q0, q_count, q_stride, kv_stride, k_head, v_head] = block;
   const float scale_log2 = args.scale * kLog2e;
   const int warp_row0 = warp * 16 * kM;  // this warp's rows: [warp_row0, warp_row0 + 16 kM)
   // The row each lane names for ldmatrix: Q rows of this warp (A operand), K rows as the
@@ -143,11 +135,9 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
   copy_rows_async<T, HeadDim, L::kThreads>(q_s, L::kStride, static_cast<const T*>(args.q) + q0 * q_stride + head * HeadDim,
                                            q_stride, q_count, TileQ);
   __pipeline_commit();
-  auto key_start = [&](int entry) { return static_cast<std::int64_t>(entry & ~kPartialTile) * TileK; };
-  auto key_count = [&](std::int64_t k0) { return static_cast<int>(min64(TileK, args.keys - k0)); };
   auto load_keys = [&](int e) {  // K of schedule entry e into shared memory
-    const std::int64_t k0 = key_start(args.tile_entries[e]);
-    copy_rows_async<T, HeadDim, L::kThreads>(k_s, L::kStride, k_head + k0 * kv_stride, kv_stride, key_count(k0), TileK);
+    const std::int64_t k0 = Block::key_start(args.tile_entries[e]);
+    copy_rows_async<T, HeadDim, L::kThreads>(k_s, L::kStride, k_head + k0 * kv_stride, kv_stride, Block::key_count(args, k0), TileK);
   };
   load_keys(first);
   __pipeline_commit();
@@ -166,8 +156,8 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
   unsigned partial_seen = 0;
   for (int e = first; e < last; ++e) {
     const int entry = args.tile_entries[e];
-    const std::int64_t k0 = key_start(entry);
-    const int k_count = key_count(k0);
+    const std::int64_t k0 = Block::key_start(entry);
+    const int k_count = Block::key_count(args, k0);
     const bool masked = (entry & kPartialTile) != 0 || k_count < TileK;
     partial_seen += (entry & kPartialTile) != 0 ? 1 : 0;
 
@@ -244,11 +234,7 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
     }
   }
 
-  if (args.tile_counts != nullptr && head == 0 && threadIdx.x == 0) {
-    atomicAdd(&args.tile_counts[0], static_cast<unsigned long long>(last - first));
-    atomicAdd(&args.tile_counts[1], static_cast<unsigned long long>(partial_seen));
-  }
-
+  block.count_tiles(args, partial_seen);
   rows.store(args, q0, head, q_count);
 }
 

@@ -33,6 +33,7 @@
 
 #include "flash_rows.cuh"
 #include "kernel_common.cuh"
+#include "scheduled_block.cuh"
 #include "stripesim/validate/block_attention.hpp"
 #include "stripesim/validate/tile_schedule.hpp"
 #include "wgmma_ops.cuh"
@@ -112,19 +113,10 @@ __global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
   const int warp = static_cast<int>(threadIdx.x) / 32;  // warp 4 g + w: warp w of warpgroup g
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int warpgroup = warp / 4;
-  const int head = static_cast<int>(blockIdx.x % static_cast<unsigned>(args.heads));
-  const int query_tile = args.tile_order[blockIdx.x / static_cast<unsigned>(args.heads)];
-  const int first = args.tile_offsets[query_tile];
-  const int last = args.tile_offsets[query_tile + 1];
-  if (first == last) return;  // no key tile: the state stays as it is
-
-  const int kv_head = head / (args.heads / args.kv_heads);
-  const std::int64_t q0 = static_cast<std::int64_t>(query_tile) * TileQ;
-  const int q_count = static_cast<int>(min64(TileQ, args.queries - q0));
-  const std::int64_t q_stride = static_cast<std::int64_t>(args.heads) * HeadDim;
-  const std::int64_t kv_stride = static_cast<std::int64_t>(args.kv_heads) * HeadDim;
-  const T* const k_head = static_cast<const T*>(args.k) + kv_head * HeadDim;
-  const T* const v_head = static_cast<const T*>(args.v) + kv_head * HeadDim;
+  using Block = ScheduledBlock<T, HeadDim, TileQ, TileK>;
+  const Block block(args);
+  if (block.idle()) return;
+  const auto& [head, first, last, q0, q_count, q_stride, kv_stride, k_head, v_head] = block;
   const float scale_log2 = args.scale * kLog2e;
 
   // Descriptors (wgmma_ops.cuh): this warpgroup's 64 rows of Q and all of K, K-major, 16
@@ -141,11 +133,9 @@ __global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
   copy_rows_swizzled_async<T, HeadDim, TileQ, L::kThreads>(
       q_s, static_cast<const T*>(args.q) + q0 * q_stride + head * HeadDim, q_stride, q_count);
   __pipeline_commit();
-  auto key_start = [&](int entry) { return static_cast<std::int64_t>(entry & ~kPartialTile) * TileK; };
-  auto key_count = [&](std::int64_t k0) { return static_cast<int>(min64(TileK, args.keys - k0)); };
   auto load_keys = [&](int e) {  // K of schedule entry e into shared memory
-    const std::int64_t k0 = key_start(args.tile_entries[e]);
-    copy_rows_swizzled_async<T, HeadDim, TileK, L::kThreads>(k_s, k_head + k0 * kv_stride, kv_stride, key_count(k0));
+    const std::int64_t k0 = Block::key_start(args.tile_entries[e]);
+    copy_rows_swizzled_async<T, HeadDim, TileK, L::kThreads>(k_s, k_head + k0 * kv_stride, kv_stride, Block::key_count(args, k0));
   };
   load_keys(first);
   __pipeline_commit();
@@ -164,8 +154,8 @@ __global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
   unsigned partial_seen = 0;
   for (int e = first; e < last; ++e) {
     const int entry = args.tile_entries[e];
-    const std::int64_t k0 = key_start(entry);
-    const int k_count = key_count(k0);
+    const std::int64_t k0 = Block::key_start(entry);
+    const int k_count = Block::key_count(args, k0);
     const bool masked = (entry & kPartialTile) != 0 || k_count < TileK;
     partial_seen += (entry & kPartialTile) != 0 ? 1 : 0;
 
@@ -210,11 +200,7 @@ __global__ void __launch_bounds__(WgmmaLayout<HeadDim, TileQ, TileK>::kThreads)
     wgmma_hold(rows.out[0]);
   }
 
-  if (args.tile_counts != nullptr && head == 0 && threadIdx.x == 0) {
-    atomicAdd(&args.tile_counts[0], static_cast<unsigned long long>(last - first));
-    atomicAdd(&args.tile_counts[1], static_cast<unsigned long long>(partial_seen));
-  }
-
+  block.count_tiles(args, partial_seen);
   rows.store(args, q0, head, q_count);
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for a GPU without wgmma: fail loudly rather than leave the state untouched
