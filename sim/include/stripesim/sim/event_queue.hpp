@@ -17,7 +17,6 @@ class EventQueue {
  public:
   struct Event {
     Microseconds time_us;
-    std::uint64_t sequence;
     Payload payload;
   };
 
@@ -29,8 +28,7 @@ class EventQueue {
   Event pop() {
     const Entry top = heap_.top();
     heap_.pop();
-    return Event{std::bit_cast<Microseconds>(static_cast<std::uint64_t>(top.key >> 64)),
-                 static_cast<std::uint64_t>(top.key), top.payload};
+    return Event{std::bit_cast<Microseconds>(static_cast<std::uint64_t>(top.key >> 64)), top.payload};
   }
   [[nodiscard]] std::uint64_t pushed() const { return pushed_; }
 
