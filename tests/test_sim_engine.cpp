@@ -37,8 +37,8 @@ TEST(EventQueue, OrdersByTimeThenByPushOrder) {
 TEST(EventQueue, OrdersTimesOfEveryMagnitudeAsTheDoublesDo) {
   const std::vector<Microseconds> times{1e300, 0.0, 3.5, std::numeric_limits<double>::denorm_min(), 1e-300,
                                         -0.0, 2.0, std::numeric_limits<double>::max(), 1.0, 1e15, 1.0 + 1e-15};
-  EventQueue<size_t> q;
-  for (size_t i = 0; i < times.size(); ++i) q.push(times[i], i);
+  EventQueue<std::uint32_t> q;
+  for (size_t i = 0; i < times.size(); ++i) q.push(times[i], static_cast<std::uint32_t>(i));
   std::vector<size_t> expected(times.size());
   std::iota(expected.begin(), expected.end(), size_t{0});
   std::ranges::stable_sort(expected, [&](size_t a, size_t b) { return times[a] < times[b]; });
@@ -49,6 +49,20 @@ TEST(EventQueue, OrdersTimesOfEveryMagnitudeAsTheDoublesDo) {
     order.push_back(event.payload);
   }
   EXPECT_EQ(order, expected);
+}
+
+// The payload rides in the low bits of the heap's key, below the sequence number: whatever its
+// bits, events at one time come out in push order, and every payload comes back as pushed.
+TEST(EventQueue, PayloadBitsNeitherOrderEventsNorChange) {
+  EventQueue<std::int32_t> q;
+  const std::vector<std::int32_t> payloads{-1, 0, std::numeric_limits<std::int32_t>::max(),
+                                           std::numeric_limits<std::int32_t>::min(), 7};
+  for (const std::int32_t p : payloads) q.push(2.0, p);
+  q.push(1.0, -1);
+  EXPECT_EQ(q.pop().time_us, 1.0);
+  std::vector<std::int32_t> order;
+  while (!q.empty()) order.push_back(q.pop().payload);
+  EXPECT_EQ(order, payloads);
 }
 
 TEST(EventQueue, RefusesATimeBeforeZeroOrNotANumber) {
@@ -296,6 +310,14 @@ TEST(RingSimulator, RejectsImpossibleSetups) {
   s.kv_buffers = 2;
   s.compute_us.pop_back();
   EXPECT_THROW((void)simulate_ring(s, links), std::invalid_argument);
+  // An event holds its device and round in 15 bits each: a larger ring is refused, not wrapped.
+  s.devices = 32769;
+  try {
+    (void)simulate_ring(s, links);
+    ADD_FAILURE() << "a ring of 32769 devices ran";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "simulate_ring: more than 32768 devices");
+  }
 }
 
 

@@ -8,10 +8,12 @@ namespace {
 
 enum class EventKind : std::uint8_t { compute_done, kv_sent, grad_sent };
 
+// An event's kind, device and round in 32 bits, so that the queue's entries stay 16 bytes.
 struct Payload {
-  EventKind kind;
-  std::uint32_t device;
-  std::uint32_t round;
+  static constexpr Count kMaxDevices = Count{1} << 15;
+  std::uint32_t kind : 2;
+  std::uint32_t device : 15;
+  std::uint32_t round : 15;
 };
 
 class RingRun {
@@ -59,7 +61,7 @@ class RingRun {
       now_ = event.time_us;
       const auto d = static_cast<Count>(event.payload.device);
       const auto r = static_cast<Count>(event.payload.round);
-      switch (event.payload.kind) {
+      switch (static_cast<EventKind>(event.payload.kind)) {
         case EventKind::compute_done: on_compute_done(d, r); break;
         case EventKind::kv_sent: on_kv_sent(d, r); break;
         case EventKind::grad_sent: on_grad_sent(d, r); break;
@@ -200,6 +202,10 @@ class RingRun {
     return start + route.latency_us + serialise;
   }
 
+  static Payload event(EventKind kind, Count d, Count r) {
+    return Payload{static_cast<std::uint32_t>(kind), static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)};
+  }
+
   void try_compute(Count d) {
     const auto i = static_cast<size_t>(d);
     const Count r = next_compute_[i];
@@ -208,7 +214,7 @@ class RingRun {
     computed(r, d, now_, end);
     computing_[i] = true;
     ++next_compute_[i];
-    queue_.push(end, {EventKind::compute_done, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
+    queue_.push(end, event(EventKind::compute_done, d, r));
   }
 
   void try_send(Count d) {
@@ -221,7 +227,7 @@ class RingRun {
     send_start_[i] = transmit_start_;
     sending_[i] = true;
     ++next_send_[i];
-    queue_.push(end, {EventKind::kv_sent, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
+    queue_.push(end, event(EventKind::kv_sent, d, r));
   }
 
   [[nodiscard]] Bytes grad_bytes() const { return s_.grad_bytes > 0 ? s_.grad_bytes : s_.kv_bytes; }
@@ -237,7 +243,7 @@ class RingRun {
     grad_scheduled(r, d, transmit_start_, end);
     grad_sending_[i] = true;
     ++next_grad_[i];
-    queue_.push(end, {EventKind::grad_sent, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(r)});
+    queue_.push(end, event(EventKind::grad_sent, d, r));
   }
 
   void try_everything(Count d) {
@@ -368,6 +374,7 @@ std::vector<GradHop> grad_hops_needed(const model::WorkMatrix& active_tiles) {
 
 RingTimeline simulate_ring(const RingSetup& setup, std::vector<FifoServer>& links) {
   if (setup.devices < 1) throw std::invalid_argument("simulate_ring: no devices");
+  if (setup.devices > Payload::kMaxDevices) throw std::invalid_argument("simulate_ring: more than 32768 devices");
   if (setup.kv_buffers < 2) throw std::invalid_argument("simulate_ring: at least 2 K/V buffers");
   if (static_cast<Count>(setup.compute_us.size()) != setup.devices * setup.devices ||
       static_cast<Count>(setup.hops.size()) != setup.devices ||

@@ -2,17 +2,22 @@
 // A time-ordered event queue. Events at the same time come out in the order they were pushed
 // (a sequence number breaks ties), so a simulation is deterministic whatever the heap does.
 #include <bit>
+#include <cstring>
 #include <cstdint>
 #include <functional>
 #include <queue>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "stripesim/sim/units.hpp"
 
 namespace stripesim::sim {
 
+// Payload: what an event carries, a trivially copyable type of at most 32 bits (the ring engine
+// packs its event's kind, device and round into one), stored in the heap's key itself.
 template <typename Payload>
+  requires std::is_trivially_copyable_v<Payload> && (sizeof(Payload) <= sizeof(std::uint32_t))
 class EventQueue {
  public:
   struct Event {
@@ -22,30 +27,33 @@ class EventQueue {
 
   void push(Microseconds time_us, Payload payload) {
     if (!(time_us >= 0.0)) throw std::logic_error("event queue: an event before time zero");
-    heap_.push(Entry{order_key(time_us + 0.0, pushed_++), payload});
+    if (pushed_ > kMaxSequence) throw std::logic_error("event queue: more than 2^32 events");
+    heap_.push(order_key(time_us + 0.0, pushed_++, payload));
   }
   [[nodiscard]] bool empty() const { return heap_.empty(); }
   Event pop() {
-    const Entry top = heap_.top();
+    const Key top = heap_.top();
     heap_.pop();
-    return Event{std::bit_cast<Microseconds>(static_cast<std::uint64_t>(top.key >> 64)), top.payload};
+    Event event{std::bit_cast<Microseconds>(static_cast<std::uint64_t>(top >> 64)), {}};
+    const auto bits = static_cast<std::uint32_t>(top);
+    std::memcpy(&event.payload, &bits, sizeof(Payload));
+    return event;
   }
   [[nodiscard]] std::uint64_t pushed() const { return pushed_; }
 
  private:
-  // (time, sequence) as one unsigned 128-bit number: the bits of a non-negative double order as
-  // the double does (+0.0 stands for -0.0), so one integer comparison, without branches, orders
-  // the heap where two floating-point ones did (the engine's main cost is the heap's sifting).
+  // (time, sequence, payload) as one unsigned 128-bit number: the bits of a non-negative double
+  // order as the double does (+0.0 stands for -0.0), the sequence is unique, so one integer
+  // comparison without branches orders the heap, and an entry is 16 bytes (the engine's main cost
+  // is the heap's sifting, which moves entries).
   __extension__ typedef unsigned __int128 Key;  // a GCC and Clang type; __extension__: not ISO C++
-  static Key order_key(Microseconds time_us, std::uint64_t sequence) {
-    return (static_cast<Key>(std::bit_cast<std::uint64_t>(time_us)) << 64) | sequence;
+  static constexpr std::uint64_t kMaxSequence = 0xffffffffULL;
+  static Key order_key(Microseconds time_us, std::uint64_t sequence, Payload payload) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &payload, sizeof(Payload));
+    return (static_cast<Key>(std::bit_cast<std::uint64_t>(time_us)) << 64) | (static_cast<Key>(sequence) << 32) | bits;
   }
-  struct Entry {
-    Key key;
-    Payload payload;
-    friend bool operator>(const Entry& a, const Entry& b) { return a.key > b.key; }
-  };
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap_;
+  std::priority_queue<Key, std::vector<Key>, std::greater<>> heap_;
   std::uint64_t pushed_ = 0;
 };
 
