@@ -39,6 +39,21 @@ void BM_RingEngine_Cluster128x8(benchmark::State& state) {
   state.counters["events"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
 
+// The routes of a ring of 1024 GPUs over 128 nodes (one shortest-path tree per GPU on a graph of
+// 2177 vertices), on a topology built afresh each time as simulate builds it: 0 the topology
+// alone, 1 with the ring routed.
+void BM_RingRoutes_Cluster128x8(benchmark::State& state) {
+  const model::Count n = 1024;
+  for (auto _ : state) {
+    const sim::Topology topology = sim::Topology::cluster(128, 8, 450, 1.0, 50, 1.5);
+    if (state.range(0) == 1) {
+      const std::vector<sim::Route> hops = sim::ring_routes(topology, sim::rank_ring_order(n));
+      benchmark::DoNotOptimize(hops.data());
+    }
+    benchmark::DoNotOptimize(topology.gpu_count());
+  }
+}
+
 void BM_Simulate_Cluster128x8(benchmark::State& state) {
   sim::SimulateConfig config;
   config.devices = 1024;
@@ -81,4 +96,5 @@ void BM_SimulateStep_Llama8B_M2xN64(benchmark::State& state) {
 
 BENCHMARK(BM_SimulateStep_Llama8B_M2xN64)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_RingEngine_Cluster128x8)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RingRoutes_Cluster128x8)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Simulate_Cluster128x8)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -372,6 +372,30 @@ TEST(Topology, CopiesShareOneNetwork) {
   EXPECT_EQ(copy.route(3, 4).links, t.route(3, 4).links);
 }
 
+// A large ring is routed on every core, each thread computing the shortest-path trees of its own
+// GPUs into the network the copies share: the same routes as one GPU at a time on a topology of
+// its own, whatever the threads' timing. The order is scrambled so that hops cross nodes.
+TEST(Topology, RingRoutedOnEveryCoreEqualsOneHopAtATime) {
+  const Count n = 512;
+  std::vector<Count> order(static_cast<size_t>(n));
+  for (Count p = 0; p < n; ++p) order[static_cast<size_t>(p)] = (p * 37) % n;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const Topology threaded = Topology::cluster(64, 8, 400, 1.0, 50, 1.5);
+    const Topology alone = Topology::cluster(64, 8, 400, 1.0, 50, 1.5);
+    const std::vector<Route> hops = ring_routes(threaded, order);
+    ASSERT_EQ(hops.size(), order.size());
+    for (size_t p = 0; p < order.size(); ++p) {
+      const Route expected = alone.route(order[p], order[(p + 1) % order.size()]);
+      ASSERT_EQ(hops[p].links, expected.links) << "hop " << p;
+      EXPECT_EQ(hops[p].latency_us, expected.latency_us) << "hop " << p;
+      EXPECT_EQ(hops[p].bandwidth, expected.bandwidth) << "hop " << p;
+      EXPECT_FALSE(hops[p].links.empty()) << "hop " << p;
+    }
+    // A hop to another node crosses the NICs and the fabric: four links.
+    EXPECT_EQ(hops[0].links.size(), 4u);
+  }
+}
+
 TEST(Topology, SharedLinksContend) {
   const Topology t = two_bridges();
   const Count n = 4;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <utility>
+
+#include "stripesim/model/work/parallel_for.hpp"
 
 namespace stripesim::sim {
 namespace {
@@ -68,22 +71,45 @@ std::vector<std::vector<Count>> gradient_groups(const model::Mesh& mesh) {
   return group_by(mesh, [](Count, Count, Count m) { return m; });
 }
 
-std::vector<Route> ring_routes(const Topology& topology, const std::vector<Count>& order) {
-  std::vector<Route> hops;
-  hops.reserve(order.size());
-  for (size_t p = 0; p < order.size(); ++p) hops.push_back(topology.route(order[p], order[(p + 1) % order.size()]));
+namespace {
+
+// The routes of every hop of every ring: hops[i][p] from rings[i][p] to the ring's next GPU. Each
+// hop routes from a GPU of its own, one shortest-path tree each (the cost of placing a large mesh):
+// on every core when there are enough of them to pay for the threads.
+std::vector<std::vector<Route>> rings_routes(const Topology& topology, const std::vector<std::vector<Count>>& rings) {
+  std::vector<std::vector<Route>> hops;
+  std::vector<std::pair<size_t, size_t>> all;  // (ring, position) of every hop
+  for (size_t i = 0; i < rings.size(); ++i) {
+    hops.emplace_back(rings[i].size());
+    for (size_t p = 0; p < rings[i].size(); ++p) all.emplace_back(i, p);
+  }
+  constexpr size_t kHopsWorthThreads = 256;
+  model::parallel_for(all.size(), all.size() >= kHopsWorthThreads ? 0 : 1, [&](size_t h) {
+    const auto [i, p] = all[h];
+    const std::vector<Count>& ring = rings[i];
+    hops[i][p] = topology.route(ring[p], ring[(p + 1) % ring.size()]);
+  });
   return hops;
+}
+
+}  // namespace
+
+std::vector<Route> ring_routes(const Topology& topology, const std::vector<Count>& order) {
+  return std::move(rings_routes(topology, {order}).front());
 }
 
 SharedRoutes shared_ring_routes(const Topology& topology, const std::vector<Count>& order,
                                 const std::vector<std::vector<Count>>& others) {
-  SharedRoutes out{ring_routes(topology, order), std::vector<Count>(order.size(), 1)};
+  std::vector<std::vector<Count>> rings{order};
+  rings.insert(rings.end(), others.begin(), others.end());
+  std::vector<std::vector<Route>> routes = rings_routes(topology, rings);
+  SharedRoutes out{std::move(routes.front()), std::vector<Count>(order.size(), 1)};
   std::map<std::uint32_t, Count> own, foreign;  // hops crossing each directed link
   for (const Route& hop : out.hops) {
     for (const auto link : hop.links) ++own[link];
   }
-  for (const auto& ring : others) {
-    for (const Route& hop : ring_routes(topology, ring)) {
+  for (size_t i = 1; i < routes.size(); ++i) {
+    for (const Route& hop : routes[i]) {
       for (const auto link : hop.links) {
         if (own.count(link) != 0) ++foreign[link];
       }

@@ -2,7 +2,7 @@
 
 #include <boost/graph/connected_components.hpp>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
-#include <boost/property_map/function_property_map.hpp>
+#include <boost/graph/dijkstra_shortest_paths_no_color_map.hpp>
 #include <boost/property_map/property_map.hpp>
 #include <fmt/format.h>
 
@@ -38,6 +38,9 @@ void Topology::build_graph() {
   Network& net = *net_;
   net.graph = Graph(net.nodes.size());
   for (std::size_t e = 0; e < net.links.size(); ++e) boost::add_edge(net.links[e].a, net.links[e].b, e, net.graph);
+  // Latency first; a tiny bandwidth term prefers the faster of two equally close paths.
+  net.weights.resize(net.links.size());
+  for (std::size_t e = 0; e < net.links.size(); ++e) net.weights[e] = net.links[e].latency_us + 1e-6 / net.links[e].bandwidth;
   net.trees.assign(net.gpus.size(), {});
 }
 
@@ -170,27 +173,29 @@ std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& t
   if (net_->ideal) return std::vector<Route>(to.size());
   Network& net = *net_;
   const std::size_t vertices = boost::num_vertices(net.graph);
-  // Latency first; a tiny bandwidth term prefers the faster of two equally close paths.
-  const auto weight = boost::make_function_property_map<Graph::edge_descriptor, double>(
-      [&net](const Graph::edge_descriptor& e) {
-        const TopologyLink& link = net.links[boost::get(boost::edge_index, net.graph, e)];
-        return link.latency_us + 1e-6 / link.bandwidth;
-      });
+  const auto weight = boost::make_iterator_property_map(net.weights.cbegin(), boost::get(boost::edge_index, net.graph));
   const std::size_t source = net.gpus[static_cast<std::size_t>(from)];
-  const std::vector<std::uint32_t>& predecessor = [&]() -> const std::vector<std::uint32_t>& {
+  // A tree, once stored, never changes: it is read without the lock, and computed without it, so
+  // that threads routing different GPUs do not wait on each other (two computing the same one
+  // get the same tree; the first stored is kept).
+  std::vector<std::uint32_t>& stored = net.trees[static_cast<std::size_t>(from)];
+  bool computed = false;
+  {
     const std::lock_guard lock(net.tree_mutex);
-    std::vector<std::uint32_t>& tree = net.trees[static_cast<std::size_t>(from)];
-    if (tree.empty()) {
-      std::vector<double> distance(vertices);
-      tree.resize(vertices);
-      boost::dijkstra_shortest_paths(
-          net.graph, source,
-          boost::weight_map(weight)
-              .distance_map(boost::make_iterator_property_map(distance.begin(), boost::get(boost::vertex_index, net.graph)))
-              .predecessor_map(boost::make_iterator_property_map(tree.begin(), boost::get(boost::vertex_index, net.graph))));
-    }
-    return tree;
-  }();
+    computed = !stored.empty();
+  }
+  if (!computed) {
+    std::vector<double> distance(vertices);
+    std::vector<std::uint32_t> tree(vertices);
+    const auto index = boost::get(boost::vertex_index, net.graph);
+    boost::dijkstra_shortest_paths_no_color_map(net.graph, source,
+                                                boost::weight_map(weight)
+                                                    .distance_map(boost::make_iterator_property_map(distance.begin(), index))
+                                                    .predecessor_map(boost::make_iterator_property_map(tree.begin(), index)));
+    const std::lock_guard lock(net.tree_mutex);
+    if (stored.empty()) stored = std::move(tree);
+  }
+  const std::vector<std::uint32_t>& predecessor = stored;
   std::vector<Route> routes;
   routes.reserve(to.size());
   for (const Count target_gpu : to) {
@@ -212,7 +217,7 @@ std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& t
       for (auto [it, end] = boost::out_edges(near, net.graph); it != end; ++it) {
         if (boost::target(*it, net.graph) != far) continue;
         const std::size_t e = boost::get(boost::edge_index, net.graph, *it);
-        if (best == net.links.size() || weight[*it] < net.links[best].latency_us + 1e-6 / net.links[best].bandwidth) best = e;
+        if (best == net.links.size() || net.weights[e] < net.weights[best]) best = e;
       }
       const TopologyLink& link = net.links[best];
       reversed.push_back(static_cast<std::uint32_t>(2 * best + (link.a == u ? 0 : 1)));

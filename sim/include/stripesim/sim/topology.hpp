@@ -108,6 +108,7 @@ class Topology {
     std::vector<TopologyLink> links;
     std::vector<std::size_t> gpus;  // node index of every GPU, in GPU order
     Graph graph;
+    std::vector<double> weights;  // by link: what a shortest path minimises (build_graph)
     // Every GPU's shortest-path tree (predecessor per vertex), computed when first asked: the
     // rings, all-to-alls and all-reduces beside a simulated one route every GPU of a mesh.
     std::mutex tree_mutex;
