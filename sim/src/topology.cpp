@@ -1,7 +1,6 @@
 #include "stripesim/sim/topology.hpp"
 
 #include <boost/graph/connected_components.hpp>
-#include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/dijkstra_shortest_paths_no_color_map.hpp>
 #include <boost/property_map/property_map.hpp>
 #include <fmt/format.h>

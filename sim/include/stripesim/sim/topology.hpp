@@ -110,7 +110,8 @@ class Topology {
     Graph graph;
     std::vector<double> weights;  // by link: what a shortest path minimises (build_graph)
     // Every GPU's shortest-path tree (predecessor per vertex), computed when first asked: the
-    // rings, all-to-alls and all-reduces beside a simulated one route every GPU of a mesh.
+    // rings, all-to-alls and all-reduces beside a simulated one route every GPU of a mesh. Trees
+    // are computed outside the lock (threads route different GPUs at once) and stored under it.
     std::mutex tree_mutex;
     // 4 bytes a vertex: a mesh of 32768 GPUs routes every GPU, 4.3 GB of trees.
     std::vector<std::vector<std::uint32_t>> trees;  // by GPU; empty until computed
