@@ -10,11 +10,13 @@ enum class EventKind : std::uint8_t { compute_done, kv_sent, grad_sent };
 
 // An event's kind, device and round in 32 bits, so that the queue's entries stay 16 bytes.
 struct Payload {
-  static constexpr Count kMaxDevices = Count{1} << 15;
+  static constexpr int kIndexBits = 15;  // a device's or a round's
+  static constexpr Count kMaxDevices = Count{1} << kIndexBits;
   std::uint32_t kind : 2;
-  std::uint32_t device : 15;
-  std::uint32_t round : 15;
+  std::uint32_t device : kIndexBits;
+  std::uint32_t round : kIndexBits;
 };
+static_assert(sizeof(Payload) == sizeof(std::uint32_t));
 
 class RingRun {
  public:
