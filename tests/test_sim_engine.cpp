@@ -396,6 +396,28 @@ TEST(Topology, RingRoutedOnEveryCoreEqualsOneHopAtATime) {
   }
 }
 
+// The automatic order of a 512-GPU cluster prices every GPU pair, one shortest-path tree per GPU
+// on every core. Whatever the threads do, the ring it returns holds each GPU once and keeps each
+// node's 8 GPUs together: 64 hops cross the fabric, the fewest a ring through 64 nodes can.
+TEST(Topology, AutoRingOrderOnEveryCoreKeepsNodesTogether) {
+  const Count nodes = 64;
+  const Count per_node = 8;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const Topology t = Topology::cluster(nodes, per_node, 400, 1.0, 50, 1.5);
+    const std::vector<Count> order = auto_ring_order(t, nodes * per_node, 1000000);
+    ASSERT_EQ(order.size(), static_cast<size_t>(nodes * per_node));
+    std::vector<Count> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, rank_ring_order(nodes * per_node));
+    EXPECT_EQ(order.front(), 0);
+    Count crossings = 0;
+    for (size_t p = 0; p < order.size(); ++p) {
+      if (order[p] / per_node != order[(p + 1) % order.size()] / per_node) ++crossings;
+    }
+    EXPECT_EQ(crossings, nodes);
+  }
+}
+
 TEST(Topology, SharedLinksContend) {
   const Topology t = two_bridges();
   const Count n = 4;

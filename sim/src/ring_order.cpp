@@ -10,6 +10,9 @@
 namespace stripesim::sim {
 namespace {
 
+// Below this many shortest-path trees to compute, threads cost more than they save.
+constexpr size_t kRoutesWorthThreads = 256;
+
 // Cost of a ring: (slowest hop, total) compared lexicographically.
 struct RingCost {
   Microseconds slowest = 0;
@@ -83,8 +86,7 @@ std::vector<std::vector<Route>> rings_routes(const Topology& topology, const std
     hops.emplace_back(rings[i].size());
     for (size_t p = 0; p < rings[i].size(); ++p) all.emplace_back(i, p);
   }
-  constexpr size_t kHopsWorthThreads = 256;
-  model::parallel_for(all.size(), all.size() >= kHopsWorthThreads ? 0 : 1, [&](size_t h) {
+  model::parallel_for(all.size(), all.size() >= kRoutesWorthThreads ? 0 : 1, [&](size_t h) {
     const auto [i, p] = all[h];
     const std::vector<Count>& ring = rings[i];
     hops[i][p] = topology.route(ring[p], ring[(p + 1) % ring.size()]);
@@ -132,11 +134,13 @@ std::vector<Count> auto_ring_order(const Topology& topology, Count devices, Byte
   std::vector<Count> order = rank_ring_order(devices);
   if (devices <= 2) return order;
   const auto n = static_cast<size_t>(devices);
+  // One shortest-path tree from every GPU: on every core when there are enough GPUs to pay for
+  // the threads (the same threshold as routing a ring's hops).
   std::vector<std::vector<Microseconds>> hop(n, std::vector<Microseconds>(n, 0));
-  for (size_t a = 0; a < n; ++a) {
+  model::parallel_for(n, n >= kRoutesWorthThreads ? 0 : 1, [&](size_t a) {
     const auto routes = topology.routes_from(static_cast<Count>(a), order);
     for (size_t b = 0; b < n; ++b) hop[a][b] = routes[b].transfer_us(hop_bytes);
-  }
+  });
   RingCost best_cost = ring_cost(order, hop);
   if (devices <= 9) {
     // Position 0 stays GPU 0 (a rotation of a ring is the same ring).
