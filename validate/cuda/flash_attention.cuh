@@ -158,8 +158,9 @@ __global__ void __launch_bounds__(FlashLayout<HeadDim, TileQ, TileK>::kThreads) 
     const int entry = args.tile_entries[e];
     const std::int64_t k0 = Block::key_start(entry);
     const int k_count = Block::key_count(args, k0);
-    const bool masked = (entry & kPartialTile) != 0 || k_count < TileK;
-    partial_seen += (entry & kPartialTile) != 0 ? 1 : 0;
+    const bool partial = Block::partial(entry);
+    const bool masked = partial || k_count < TileK;
+    partial_seen += partial ? 1 : 0;
 
     __pipeline_wait_prior(0);  // K of this tile (and, the first time, Q) is in
     __syncthreads();           // ... for every thread; every warp is done with the last tile's V

@@ -52,6 +52,8 @@ struct ScheduledBlock {
   [[nodiscard]] __device__ static std::int64_t key_start(int entry) {
     return static_cast<std::int64_t>(entry & ~kPartialTile) * TileK;
   }
+  // Whether schedule entry `entry` is a partial tile (the mask evaluated per element).
+  [[nodiscard]] __device__ static bool partial(int entry) { return (entry & kPartialTile) != 0; }
   [[nodiscard]] __device__ static int key_count(const BlockAttentionArgs& args, std::int64_t k0) {
     return static_cast<int>(min64(TileK, args.keys - k0));
   }
