@@ -6,8 +6,8 @@ ring-flash-attention's: 8 GPUs, Llama-3.1 8B's attention (and, in its earlier ve
 128), 8k tokens per GPU, FlashAttention-2 on an A100 and on an H800 (the `h800` preset: an H100
 with slower NVLink, running the H100's kernel profiles): each layout's
 or function's throughput over ring_attn (contiguous). USP's (long-context-attention): 8 A100s on
-NVLink, 128k tokens, batch 2, forward, 8 heads of 128 and 32, 8, 4 or 2 heads of 32: each
-Ulysses x ring split's throughput over Ulysses at its largest degree. The USP paper's (Fang and
+NVLink, 128k tokens, batch 2, forward, 8 heads of 128, 32, 8, 4 or 2 heads of 32, and 64 heads of
+32 over 8 K/V heads: each Ulysses x ring split's throughput over Ulysses at its largest degree. The USP paper's (Fang and
 Zhao 2024, arXiv 2405.07719, its table of attention on 8 A100-SXM4s on NVLink): 32 heads of 128,
 8 K/V heads, batch 1, forward, 32k and 128k tokens, basic (contiguous) and load-balanced (zigzag)
 rings, each split over Ulysses at degree 8. The published figures are the throughput ratios those
@@ -60,27 +60,17 @@ PUBLISHED = {}
 for (hardware, pass_, shape), (ring, zigzag, third) in RFA_ITERATIONS.items():
     for function, value in (("zigzag", zigzag), ("llama3" if shape == "varlen" else "striped", third)):
         PUBLISHED[("ring-flash-attention", hardware, pass_, shape, function)] = round(value / ring, 3)
-# USP: throughput over Ulysses at its largest degree (8, or the head count below 8), A100,
-# forward, 128k tokens, batch 2; the unpacked interface's columns.
-PUBLISHED.update({
-    ("usp", "a100", "fwd", "8x128 hybrid:4x2", "contiguous"): 0.74,
-    ("usp", "a100", "fwd", "8x128 hybrid:4x2", "zigzag"): 1.02,
-    ("usp", "a100", "fwd", "8x128 hybrid:4x2", "striped"): 0.98,
-    ("usp", "a100", "fwd", "8x128 hybrid:2x4", "contiguous"): 0.63,
-    ("usp", "a100", "fwd", "8x128 hybrid:2x4", "zigzag"): 1.01,
-    ("usp", "a100", "fwd", "8x128 hybrid:2x4", "striped"): 0.97,
-    ("usp", "a100", "fwd", "8x128 ring", "contiguous"): 0.54,
-    ("usp", "a100", "fwd", "8x128 ring", "zigzag"): 0.85,
-    ("usp", "a100", "fwd", "8x128 ring", "striped"): 0.81,
-})
 
-# The same table at head size 32: iterations per second of (contiguous, zigzag, striped) at each
-# Ulysses degree, per (heads, head size); the ratios are over the largest degree's contiguous.
+# USP's benchmark table (A100, forward, 128k tokens, batch 2, the unpacked interface's columns):
+# iterations per second of (contiguous, zigzag, striped) at each Ulysses degree, per (heads, K/V
+# heads, head size); the ratios are over the largest degree's contiguous (8, or the K/V heads).
 USP_ITERATIONS = {
-    (32, 32): {8: (15.867, 15.829, 15.834), 4: (10.929, 15.699, 15.486), 2: (9.176, 15.244, 15.055), 1: (7.922, 12.445, 12.608)},
-    (8, 32): {8: (58.13, 57.9, 57.937), 4: (41.026, 57.362, 56.217), 2: (35.23, 57.404, 55.849), 1: (31.658, 50.126, 49.559)},
-    (4, 32): {4: (75.021, 97.969, 99.684), 2: (66.733, 96.333, 95.844), 1: (60.022, 94.25, 89.582)},
-    (2, 32): {2: (111.209, 159.078, 151.074), 1: (109.662, 151.82, 142.977)},
+    (8, 8, 128): {8: (20.983, 21.002, 20.976), 4: (15.496, 21.464, 20.54), 2: (13.181, 21.201, 20.355), 1: (11.332, 17.778, 17.057)},
+    (32, 32, 32): {8: (15.867, 15.829, 15.834), 4: (10.929, 15.699, 15.486), 2: (9.176, 15.244, 15.055), 1: (7.922, 12.445, 12.608)},
+    (8, 8, 32): {8: (58.13, 57.9, 57.937), 4: (41.026, 57.362, 56.217), 2: (35.23, 57.404, 55.849), 1: (31.658, 50.126, 49.559)},
+    (4, 4, 32): {4: (75.021, 97.969, 99.684), 2: (66.733, 96.333, 95.844), 1: (60.022, 94.25, 89.582)},
+    (2, 2, 32): {2: (111.209, 159.078, 151.074), 1: (109.662, 151.82, 142.977)},
+    (64, 8, 32): {8: (8.375, 8.37, 8.371), 4: (5.562, 8.054, 8.033), 2: (4.74, 8.038, 7.923), 1: (4.38, 7.819, 7.416)},
 }
 LAYOUTS = ("contiguous", "zigzag", "striped")
 
@@ -96,13 +86,19 @@ def usp_split(ulysses, devices=8):
     return "ulysses" if ulysses == devices else "ring" if ulysses == 1 else f"hybrid:{ulysses}x{devices // ulysses}"
 
 
-for (heads, head_dim), rows in USP_ITERATIONS.items():
+def usp_shape(heads, kv_heads, head_dim):
+    """A USP row's shape as keyed in PUBLISHED: "8x128", or "64/8x32" where K/V heads are fewer."""
+    return f"{heads}x{head_dim}" if kv_heads == heads else f"{heads}/{kv_heads}x{head_dim}"
+
+
+for (heads, kv_heads, head_dim), rows in USP_ITERATIONS.items():
     top = max(rows)
     for ulysses, iterations in rows.items():
         for layout, value in zip(LAYOUTS, iterations):
             # Pure Ulysses runs no ring: its layouts are one computation (measured within 0.4 %).
             if ulysses != 8 and (ulysses != top or layout != "contiguous"):
-                PUBLISHED[("usp", "a100", "fwd", f"{heads}x{head_dim} {usp_split(ulysses)}", layout)] = round(value / rows[top][0], 3)
+                key = ("usp", "a100", "fwd", f"{usp_shape(heads, kv_heads, head_dim)} {usp_split(ulysses)}", layout)
+                PUBLISHED[key] = round(value / rows[top][0], 3)
 
 
 for seq_len, rows in USP_PAPER_ITERATIONS.items():
@@ -180,15 +176,16 @@ def usp():
     """Ulysses over U GPUs times a ring over 8 / U, every ring layout, over Ulysses at its largest
     degree (8, or the head count)."""
     out = {}
-    for heads, head_dim in [(8, 128), *USP_ITERATIONS]:
-        shape = ["--hardware", "a100", "--kernel", "fa2", "--heads", str(heads), "--kv-heads", str(heads), "--head-dim",
-                 str(head_dim), "--batch", "2", "-n", "128k", "-N", "8", "--pass", "fwd"]
-        degrees = [u for u in (8, 4, 2, 1) if u <= heads]
+    for heads, kv_heads, head_dim in USP_ITERATIONS:
+        shape = ["--hardware", "a100", "--kernel", "fa2", "--heads", str(heads), "--kv-heads", str(kv_heads),
+                 "--head-dim", str(head_dim), "--batch", "2", "-n", "128k", "-N", "8", "--pass", "fwd"]
+        degrees = [u for u in (8, 4, 2, 1) if u <= kv_heads]
         t = {u: times(*shape, "--cp", usp_split(u), "--layouts", ",".join(LAYOUTS)) for u in degrees}
         top = t[degrees[0]]["contiguous"]
         for ulysses in degrees:
             for layout, us in t[ulysses].items():
-                out[("usp", "a100", "fwd", f"{heads}x{head_dim} {usp_split(ulysses)}", layout)] = top / us
+                key = ("usp", "a100", "fwd", f"{usp_shape(heads, kv_heads, head_dim)} {usp_split(ulysses)}", layout)
+                out[key] = top / us
     return out
 
 
@@ -238,7 +235,9 @@ def readme_cells(text):
         elif header.startswith("| split |"):
             found.append((("usp", "a100", "fwd", f"8x128 {split(row[0])}", row[1]), 3, 4))
         elif header.startswith("| heads |"):
-            found.append((("usp", "a100", "fwd", f"{row[0]}x32 {split(row[1])}", row[2]), 4, 5))
+            heads = re.match(r"(\d+)(?: over (\d+) K/V)?$", row[0])
+            shape = usp_shape(heads.group(1), heads.group(2) or heads.group(1), 32)
+            found.append((("usp", "a100", "fwd", f"{shape} {split(row[1])}", row[2]), 4, 5))
         elif header.startswith("| n |"):
             for layout, column in (("contiguous", 3), ("zigzag", 6)):
                 found.append((("usp-paper", "a100", "fwd", f"{row[0]} {split(row[1])}", layout), column, column + 1))

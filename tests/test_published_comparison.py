@@ -1,5 +1,5 @@
 """scripts/published-comparison.py --readme, the checker itself (without running stripesim): every
-one of the 76 published rows is found in the README's tables with its predicted and error cells
+one of the 85 published rows is found in the README's tables with its predicted and error cells
 (and the Llama rows' "without merges" cell); predictions equal to the cells pass, a changed cell
 is named with its line, a row stripesim has no prediction for is named once; a README that cannot
 be read or lacks the section gets one line and exit code 2 before anything is simulated.
