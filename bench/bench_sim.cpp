@@ -5,6 +5,8 @@
 #include "stripesim/model/work/layout.hpp"
 #include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/work_model.hpp"
+#include "stripesim/sim/kernel_profile.hpp"
+#include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_order.hpp"
 #include "stripesim/sim/ring_simulator.hpp"
 #include "stripesim/sim/simulation.hpp"
@@ -71,6 +73,19 @@ void BM_Simulate_Cluster128x8(benchmark::State& state) {
   }
 }
 
+// One causal call placed block by block: 1M tokens' query tiles (8192 of 128, the diagonal block
+// of a Ulysses call over the whole sequence) on 16 heads, H100 cuDNN's profile (fixed slots): the
+// block scheduler's model that plan runs for every distinct call of every candidate.
+void BM_KernelTime_CausalCall1M(benchmark::State& state) {
+  const model::ConfigCatalog catalog(STRIPESIM_SOURCE_DIR "/configs");
+  const model::HardwareProfile h100 = catalog.hardware("h100");
+  const sim::KernelTimeModel kernel(sim::load_kernel_profile("sdpa", catalog.root(), h100), h100.sms, {16, 128, {128, 128}, 1});
+  model::QueryTileProfile rows(8192);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = {static_cast<model::Count>(i), 1};
+  for (auto _ : state) benchmark::DoNotOptimize(kernel.call_us(rows, sim::KernelPass::forward));
+  state.counters["blocks"] = static_cast<double>(rows.size() * 16);
+}
+
 // A whole training step of a 32-layer model (Llama-3-8B) on a 2 x 64 mesh of H100 nodes: every
 // layout, forward and backward, recomputation; the bar is under a second.
 void BM_SimulateStep_Llama8B_M2xN64(benchmark::State& state) {
@@ -98,3 +113,4 @@ BENCHMARK(BM_SimulateStep_Llama8B_M2xN64)->Unit(benchmark::kMillisecond)->UseRea
 BENCHMARK(BM_RingEngine_Cluster128x8)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_RingRoutes_Cluster128x8)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Simulate_Cluster128x8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_KernelTime_CausalCall1M)->Unit(benchmark::kMillisecond)->UseRealTime();

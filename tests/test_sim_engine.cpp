@@ -524,6 +524,43 @@ TEST(KernelTime, BlocksGoToTheSlotThatFreesFirst) {
   EXPECT_DOUBLE_EQ(KernelTimeModel(k, 2, {2, 1, {1, 1}, 1}).call_us(rows({{2, 0}, {2, 0}}), KernelPass::forward), 4.0);
 }
 
+// Hundreds of blocks of equal and unequal lengths (many ties: every length a multiple of 0.5 us)
+// over a few slots, in both orders: the call lasts what a list scheduler taking the
+// earliest-free slot (the lowest on a tie) by a linear scan gives, and its features price it.
+TEST(KernelTime, SlotsMatchAListSchedulerScanningEverySlot) {
+  KernelProfile k = unit_kernel();  // launch 5, block 0.5, full tile 1, partial tile 3
+  model::QueryTileProfile r;
+  std::uint32_t seed = 12345;
+  const auto next = [&](std::uint32_t range) {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<Count>((seed >> 16) % range);
+  };
+  for (int i = 0; i < 300; ++i) r.push_back({next(10), next(3)});
+  const Count streams = 3;
+  for (const Count slots : {1, 7, 64}) {
+    for (const BlockOrder order : {BlockOrder::launch, BlockOrder::longest_first}) {
+      k.placement.order = order;
+      const KernelTimeModel model(k, slots, {streams, 1, {1, 1}, 1});
+      std::vector<double> work;
+      for (Count s = 0; s < streams; ++s) {
+        for (const auto& row : r) {
+          // A query tile with no key tile launches no block (the profile's empty_query_tiles_launch).
+          if (row.full + row.partial > 0) work.push_back(0.5 + static_cast<double>(row.full) + 3.0 * static_cast<double>(row.partial));
+        }
+      }
+      if (order == BlockOrder::longest_first) std::stable_sort(work.begin(), work.end(), std::greater<>());
+      std::vector<double> free_at(static_cast<size_t>(slots), 0.0);
+      for (const double w : work) {
+        const auto first = std::min_element(free_at.begin(), free_at.end());  // the lowest of equal times
+        *first += w;
+      }
+      const double expected = 5 + *std::max_element(free_at.begin(), free_at.end());
+      EXPECT_DOUBLE_EQ(model.call_us(r, KernelPass::forward), expected) << slots << " slots, " << block_order_name(order);
+      EXPECT_NEAR(dot(model.features(r, KernelPass::forward), k.forward), expected, 1e-9) << slots << " slots";
+    }
+  }
+}
+
 TEST(KernelTime, BackwardBlocksSplitAKeyTileIntoEqualShares) {
   // Tiles of 4 keys, backward blocks of 2 keys: each row runs as 2 blocks with half its tiles.
   KernelProfile k = unit_kernel();

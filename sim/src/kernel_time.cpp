@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -12,8 +13,45 @@
 #include <fmt/format.h>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/sim/time_key.hpp"
 
 namespace stripesim::sim {
+namespace {
+
+// The block scheduler's slots as a binary min-heap of (the time a slot frees, the slot).
+class SlotHeap {
+ public:
+  // Every slot free at 0, in slot order (a heap as it stands).
+  explicit SlotHeap(Count slots) : keys_(static_cast<size_t>(slots)) {
+    for (Count s = 0; s < slots; ++s) keys_[static_cast<size_t>(s)] = time_key(0.0, static_cast<std::uint64_t>(s));
+  }
+  [[nodiscard]] Microseconds first_free_at() const { return key_time(keys_.front()); }
+  [[nodiscard]] Count first_free_slot() const { return static_cast<Count>(key_tie_break(keys_.front())); }
+  // The first free slot is taken until `until`: back into the heap in one sift-down from the top
+  // (a pop and a push would sift twice), the smaller child chosen without a branch.
+  void take_first_until(Microseconds until) {
+    const TimeKey value = time_key(until, key_tie_break(keys_.front()));
+    const size_t n = keys_.size();
+    size_t at = 0;
+    for (size_t child = 1; child < n; child = 2 * at + 1) {
+      TimeKey smaller = keys_[child];
+      if (child + 1 < n) {
+        const bool right = keys_[child + 1] < smaller;
+        child += right ? 1 : 0;
+        smaller = right ? keys_[child] : smaller;
+      }
+      if (!(smaller < value)) break;
+      keys_[at] = smaller;
+      at = child;
+    }
+    keys_[at] = value;
+  }
+
+ private:
+  std::vector<TimeKey> keys_;
+};
+
+}  // namespace
 
 Microseconds dot(const KernelFeatures& f, const PassCosts& c) {
   return f.launches * c.launch_us + f.blocks * c.block_us + f.full_tiles * c.full_tile_us +
@@ -175,18 +213,16 @@ KernelFeatures KernelTimeModel::placed_features(const std::vector<BlockSet>& set
   } else {
     // Each block goes to the slot that frees first (ties: the lowest slot), as the block
     // scheduler hands a new block to whichever SM has room.
-    using Slot = std::pair<Microseconds, Count>;
-    std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free_at;
-    for (Count s = 0; s < slots; ++s) free_at.push({0.0, s});
+    SlotHeap free_at(slots);
     std::vector<KernelFeatures> load(static_cast<size_t>(slots));
     std::vector<Microseconds> finish(static_cast<size_t>(slots), 0.0);
     for (const size_t i : order) {
-      const auto [t, s] = free_at.top();
-      free_at.pop();
+      const Microseconds t = free_at.first_free_at();
+      const auto s = static_cast<size_t>(free_at.first_free_slot());
       const Block& b = block_at(i);
-      add(load[static_cast<size_t>(s)], b, 1.0);
-      finish[static_cast<size_t>(s)] = t + b.us;
-      free_at.push({t + b.us, s});
+      add(load[s], b, 1.0);
+      finish[s] = t + b.us;
+      free_at.take_first_until(t + b.us);
     }
     last = load[static_cast<size_t>(std::max_element(finish.begin(), finish.end()) - finish.begin())];
   }
