@@ -7,8 +7,9 @@ ring-flash-attention's: 8 GPUs, Llama-3.1 8B's attention (and, in its earlier ve
 with slower NVLink, running the H100's kernel profiles): each layout's
 or function's throughput over ring_attn (contiguous). USP's (long-context-attention): 8 A100s on
 NVLink, 128k tokens, batch 2, forward, 8 heads of 128, 32, 8, 4 or 2 heads of 32, and 64 heads of
-32 over 8 K/V heads: each Ulysses x ring split's throughput over Ulysses at its largest degree. The USP paper's (Fang and
-Zhao 2024, arXiv 2405.07719, its table of attention on 8 A100-SXM4s on NVLink): 32 heads of 128,
+32 over 8 K/V heads: each Ulysses x ring split's throughput over Ulysses at its largest degree.
+The USP paper's (Fang and Zhao 2024, arXiv 2405.07719, its table of attention on 8 A100-SXM4s on
+NVLink): 32 heads of 128,
 8 K/V heads, batch 1, forward, 32k and 128k tokens, basic (contiguous) and load-balanced (zigzag)
 rings, each split over Ulysses at degree 8. The published figures are the throughput ratios those
 projects report, cited in stripesim's README.
