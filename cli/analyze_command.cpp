@@ -92,7 +92,8 @@ std::string mask_help() {
       help += (help.empty() ? "" : " | ") + std::string(each.syntax);
     }
   }
-  return help + " (each may end in :seed=S) [default: causal]";
+  return help + " (a distribution may end in :seed=S; any documents spec in :window=W, a sliding window inside every "
+                "document) [default: causal]";
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ inline bool reference_allows(const model::Mask& mask, Position q, Position k) {
         if (k >= start && k < end) doc_k = static_cast<Count>(j);
         start = end;
       }
-      return doc_q == doc_k && k <= q;
+      const bool in_window = mask.window_width() == 0 || q - k < mask.window_width();
+      return doc_q == doc_k && k <= q && in_window;
     }
   }
   return false;

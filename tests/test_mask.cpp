@@ -21,12 +21,23 @@ TEST(Mask, ParsesEveryKind) {
   EXPECT_EQ(docs.document_lengths(), (std::vector<Count>{30, 50, 20}));
   EXPECT_EQ(docs.document_starts(), (std::vector<Position>{0, 30, 80, 100}));
   EXPECT_EQ(parse_mask("documents:1k,3k", 4096).document_lengths(), (std::vector<Count>{1024, 3072}));
+  EXPECT_FALSE(docs.windowed());
+  // Any documents spec may end in :window=W: a sliding window inside every document.
+  const Mask windowed = parse_mask("documents:30,50,20:window=8", 100);
+  EXPECT_EQ(windowed.kind(), MaskKind::documents);
+  EXPECT_EQ(windowed.document_lengths(), (std::vector<Count>{30, 50, 20}));
+  EXPECT_EQ(windowed.window_width(), 8);
+  EXPECT_EQ(windowed.lowest_key(29), 22);  // the window binds
+  EXPECT_EQ(windowed.lowest_key(33), 30);  // the document's start binds
+  EXPECT_EQ(parse_mask("documents:fixed:1k:seed=3:window=2k", 4096).window_width(), 2048);
+  EXPECT_EQ(parse_mask("documents:fixed:1k:window=100", 4096).document_lengths(), (std::vector<Count>(4, 1024)));
 }
 
 TEST(Mask, IntervalsMatchTheDefinitions) {
   const Count n = 60;
   for (const Mask& mask : {Mask::causal(n), Mask::bidirectional(n), Mask::window(n, 7), Mask::window(n, 1000),
-                           Mask::documents(n, {10, 1, 29, 20})}) {
+                           Mask::documents(n, {10, 1, 29, 20}), Mask::documents(n, {10, 1, 29, 20}, 6),
+                           Mask::documents(n, {10, 1, 29, 20}, 1)}) {
     for (Position q = 0; q < n; ++q) {
       Position previous_lo = -1, previous_hi = -1;
       for (Position k = 0; k < n; ++k) {
@@ -45,7 +56,9 @@ TEST(Mask, IntervalsMatchTheDefinitions) {
 TEST(Mask, RejectsBadSpecs) {
   for (const char* bad : {"", "causal2", "window", "window:", "window:0", "window:-3", "window:abc", "documents",
                           "documents:", "documents:50,40", "documents:50,60", "documents:0,100", "documents:50,,50",
-                          "sliding:4", "documents:/nonexistent/lengths.txt"}) {
+                          "sliding:4", "documents:/nonexistent/lengths.txt", "documents:50,50:window=0",
+                          "documents:50,50:window=-2", "documents:50,50:window=", "documents:50,50:window=x",
+                          "documents:window=4", "documents::window=4", "documents:50,40:window=4"}) {
     EXPECT_THROW((void)parse_mask(bad, 100), InputError) << bad;
   }
 }
@@ -60,6 +73,10 @@ TEST(Mask, DocumentsFromFiles) {
   std::ofstream(bad) << "30\nfifty\n20\n";
   EXPECT_EQ(parse_mask("documents:" + lines.string(), 100).document_lengths(), (std::vector<Count>{30, 50, 20}));
   EXPECT_EQ(parse_mask("documents:" + json.string(), 100).document_lengths(), (std::vector<Count>{30, 50, 20}));
+  const Mask windowed = parse_mask("documents:" + json.string() + ":window=5", 100);
+  EXPECT_EQ(windowed.document_lengths(), (std::vector<Count>{30, 50, 20}));
+  EXPECT_EQ(windowed.window_width(), 5);
+  EXPECT_EQ(mask_file("documents:" + json.string() + ":window=5"), json.string());
   try {
     (void)parse_mask("documents:" + bad.string(), 100);
     FAIL();

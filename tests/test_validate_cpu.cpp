@@ -75,7 +75,9 @@ INSTANTIATE_TEST_SUITE_P(
                       LayoutMask{"contiguous", "documents:100,300,112"}, LayoutMask{"striped", "documents:100,300,112"},
                       LayoutMask{"zigzag", "documents:64,320,128"}, LayoutMask{"doc-zigzag", "documents:64,320,128"},
                       LayoutMask{"doc-striped", "documents:64,320,128"}, LayoutMask{"balanced", "documents:100,300,112"},
-                      LayoutMask{"balanced", "causal"}, LayoutMask{"ptrr:16", "documents:100,300,112"}),
+                      LayoutMask{"balanced", "causal"}, LayoutMask{"ptrr:16", "documents:100,300,112"},
+                      LayoutMask{"striped", "documents:100,300,112:window=60"},
+                      LayoutMask{"doc-zigzag", "documents:64,320,128:window=50"}),
     [](const ::testing::TestParamInfo<LayoutMask>& info) {
       std::string name = std::string(info.param.layout) + "_" + info.param.mask;
       for (char& ch : name) {
@@ -271,7 +273,7 @@ TEST(DenseReference, MatchesAHandComputedToken) {
 TEST(TileSkipping, KernelsRunExactlyWhereTheWorkModelCountsTiles) {
   auto backend = make_cpu_backend();
   for (const char* layout : {"contiguous", "striped", "zigzag"}) {
-    for (const char* mask : {"causal", "window:40", "documents:100,300,112"}) {
+    for (const char* mask : {"causal", "window:40", "documents:100,300,112", "documents:100,300,112:window=40"}) {
       const RingProblem problem(small_case(layout, mask));
       const model::Work work = model::count_work(problem.layout(), problem.mask(), problem.ring_case().tile, 1);
       const RingMeasurement m = backend->run(problem, RunOptions{0, 1, 60});

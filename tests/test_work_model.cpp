@@ -48,7 +48,15 @@ std::vector<Mask> all_masks(Count n, std::mt19937_64& rng) {
     left -= len;
   }
   masks.push_back(Mask::documents(n, lengths));
+  // Sliding windows inside the documents: narrower than some documents, wider than others.
+  masks.push_back(Mask::documents(n, lengths, std::uniform_int_distribution<Count>(1, std::max<Count>(1, n / 4))(rng)));
   return masks;
+}
+
+// The mask as a test names it: a documents mask's window included.
+std::string mask_label(const Mask& mask) {
+  return mask.windowed() && mask.kind() == MaskKind::documents ? mask.name() + ":window=" + std::to_string(mask.window_width())
+                                                                : mask.name();
 }
 
 // `got` counted with WorkDetail::query_tiles: its per-query-tile profiles (what the kernel time
@@ -106,7 +114,7 @@ TEST(WorkModel, EqualsBruteForceOnRandomConfigurations) {
     for (const Layout& layout : all_layouts(n, N, rng)) {
       for (const Mask& mask : all_masks(n, rng)) {
         for (const Tiling tiling : {Tiling::fixed, Tiling::varlen}) {
-          const std::string what = layout.name() + " " + mask.name() + " n=" + std::to_string(n) + " N=" +
+          const std::string what = layout.name() + " " + mask_label(mask) + " n=" + std::to_string(n) + " N=" +
                                    std::to_string(N) + " tile=" + tile.to_string() + " " + tiling_name(tiling);
           const Work got = count_work(layout, mask, tile, 0, WorkDetail::query_tiles, tiling);
           const testing::BruteForceWork want = testing::brute_force_work(layout, mask, tile, tiling);

@@ -124,6 +124,7 @@ std::string analysis_table(const model::Analysis& analysis, bool matrices) {
       model::tiling_matters(c.tiling, analysis.mask.kind()) ? " (varlen)" : "");
   if (analysis.mask.kind() == model::MaskKind::documents) {
     append(out, "{} documents", analysis.mask.document_lengths().size());
+    if (analysis.mask.windowed()) append(out, ", a window of {} tokens inside each", analysis.mask.window_width());
     if (c.pad_documents) {
       append(out, ", padded to multiples of 2N = {}: {} padding tokens ({:.2f}% of the sequence is waste)", 2 * c.devices,
              analysis.padding_tokens, 100.0 * static_cast<double>(analysis.padding_tokens) / static_cast<double>(analysis.seq_len));

@@ -77,8 +77,8 @@ struct QueryTile {
 __device__ inline QueryTile query_tile(const BlockBackwardArgs& a, int e, int tile_q) {
   const int entry = a.tile_entries[e];
   QueryTile t;
-  t.partial = (entry & kPartialTile) != 0;
-  t.begin = static_cast<std::int64_t>(entry & ~kPartialTile) * tile_q;
+  t.partial = entry_is_partial(entry);
+  t.begin = static_cast<std::int64_t>(entry_tile(entry)) * tile_q;
   t.end = min64(a.queries, t.begin + tile_q);
   return t;
 }

@@ -50,10 +50,10 @@ struct ScheduledBlock {
 
   // Schedule entry `entry`'s first key, and its keys (fewer than TileK in a short last tile).
   [[nodiscard]] __device__ static std::int64_t key_start(int entry) {
-    return static_cast<std::int64_t>(entry & ~kPartialTile) * TileK;
+    return static_cast<std::int64_t>(entry_tile(entry)) * TileK;
   }
   // Whether schedule entry `entry` is a partial tile (the mask evaluated per element).
-  [[nodiscard]] __device__ static bool partial(int entry) { return (entry & kPartialTile) != 0; }
+  [[nodiscard]] __device__ static bool partial(int entry) { return entry_is_partial(entry); }
   [[nodiscard]] __device__ static int key_count(const BlockAttentionArgs& args, std::int64_t k0) {
     return static_cast<int>(min64(TileK, args.keys - k0));
   }

@@ -44,7 +44,7 @@ std::vector<std::int32_t> heaviest_first(const std::vector<std::int32_t>& offset
   const size_t rows = offsets.size() - 1;
   std::vector<Count> weight(rows);
   for (size_t row = 0; row < rows; ++row) {
-    for (auto e = offsets[row]; e < offsets[row + 1]; ++e) weight[row] += (entries[static_cast<size_t>(e)] & kPartialTile) != 0 ? 3 : 2;
+    for (auto e = offsets[row]; e < offsets[row + 1]; ++e) weight[row] += entry_is_partial(entries[static_cast<size_t>(e)]) ? 3 : 2;
   }
   std::vector<std::int32_t> order(rows);
   std::iota(order.begin(), order.end(), 0);
@@ -92,7 +92,7 @@ TileSchedule build_tile_schedule(std::span<const Position> lowest, std::span<con
     for (Count kt = 0; kt < key_tiles; ++kt) {
       const TileClass c = classify(bounds, key_summaries[static_cast<size_t>(kt)], low, high);
       if (c == TileClass::full) schedule.entries.push_back(static_cast<std::int32_t>(kt));
-      if (c == TileClass::partial) partial_tiles.push_back(static_cast<std::int32_t>(kt) | kPartialTile);
+      if (c == TileClass::partial) partial_tiles.push_back(tile_entry(static_cast<std::int32_t>(kt), true));
     }
     schedule.entries.insert(schedule.entries.end(), partial_tiles.begin(), partial_tiles.end());
     schedule.partial += static_cast<Count>(partial_tiles.size());
@@ -106,9 +106,9 @@ TileSchedule by_key_tile(const TileSchedule& by_query, Count key_tiles) {
   // Counting sort of the entries by key tile, full ones first: two passes over the entries.
   std::vector<std::int32_t> full(static_cast<size_t>(key_tiles), 0), partial(static_cast<size_t>(key_tiles), 0);
   for (const std::int32_t e : by_query.entries) {
-    const auto kt = static_cast<size_t>(e & ~kPartialTile);
+    const auto kt = static_cast<size_t>(entry_tile(e));
     if (kt >= full.size()) throw std::invalid_argument("by_key_tile: an entry names a key tile beyond key_tiles");
-    ++((e & kPartialTile) != 0 ? partial : full)[kt];
+    ++(entry_is_partial(e) ? partial : full)[kt];
   }
   TileSchedule out;
   out.partial = by_query.partial;
@@ -120,10 +120,10 @@ TileSchedule by_key_tile(const TileSchedule& by_query, Count key_tiles) {
   for (size_t qt = 0; qt + 1 < by_query.offsets.size(); ++qt) {
     for (auto e = by_query.offsets[qt]; e < by_query.offsets[qt + 1]; ++e) {
       const std::int32_t entry = by_query.entries[static_cast<size_t>(e)];
-      const auto kt = static_cast<size_t>(entry & ~kPartialTile);
-      const bool is_partial = (entry & kPartialTile) != 0;
+      const auto kt = static_cast<size_t>(entry_tile(entry));
+      const bool is_partial = entry_is_partial(entry);
       out.entries[static_cast<size_t>((is_partial ? next_partial : next_full)[kt]++)] =
-          static_cast<std::int32_t>(qt) | (is_partial ? kPartialTile : 0);
+          tile_entry(static_cast<std::int32_t>(qt), is_partial);
     }
   }
   out.order = heaviest_first(out.offsets, out.entries);

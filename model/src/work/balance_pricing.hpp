@@ -96,16 +96,19 @@ class Pricing {
   }
 
   // Tiles that cross a cut at x (queries at or after x reading keys before x): what putting the
-  // two sides on different devices moves off round 0. Exact for documents; every boundary of a
-  // causal or window mask is crossed alike, so there it is 0 (cut where asked).
+  // two sides on different devices moves off round 0. Exact for documents (each query of the
+  // document from x on reads all of it before x); with a window, the queries [x, x + W - 1) that
+  // read a key before x times the key tiles query x reads there (the band's bounding rectangle).
+  // Every boundary of a causal or window mask is crossed alike, so there it is 0 (cut where asked).
   [[nodiscard]] Count crossing(Position x) const {
     if (mask_.kind() != MaskKind::documents) return 0;
-    const Position start = mask_.document_start(x);
-    if (start == x) return 0;
+    const Position first_key = mask_.lowest_key(x);
+    if (first_key >= x) return 0;
     const auto& starts = mask_.document_starts();
-    const Position end = *std::upper_bound(starts.begin(), starts.end(), x);
+    Position end = *std::upper_bound(starts.begin(), starts.end(), x);
+    if (mask_.windowed()) end = std::min(end, x + mask_.effective_window() - 1);
     const Position o = origin(x);
-    return ((x - 1 - o) / tile_.key - (start - o) / tile_.key + 1) * tiles_covering(end - x, tile_.query);
+    return ((x - 1 - o) / tile_.key - (first_key - o) / tile_.key + 1) * tiles_covering(end - x, tile_.query);
   }
 
   // No tile crosses x: it starts a tiling segment or no query from x on reads a key before it.

@@ -67,7 +67,7 @@ PaddedDocuments pad_documents(const Mask& mask, Count devices) {
   const auto padded = pad_document_lengths(mask.document_lengths(), 2 * devices);
   const Count padded_len = std::accumulate(padded.begin(), padded.end(), Count{0});
   if (padded_len > kMaxSeqLen) throw InputError("--pad-documents: the padded sequence exceeds 2^31 tokens");
-  return {Mask::documents(padded_len, padded), padded_len, padded_len - mask.seq_len()};
+  return {Mask::documents(padded_len, padded, mask.window_width()), padded_len, padded_len - mask.seq_len()};
 }
 
 void check_doc_zigzag_layout(const Mask& documents, Count devices) {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "stripesim/model/io/input_error.hpp"
@@ -23,16 +24,22 @@ Mask Mask::bidirectional(Count seq_len) { return Mask(MaskKind::bidirectional, s
 Mask Mask::window(Count seq_len, Count width) {
   if (width < 1) throw InputError(Input::mask, fmt::format("window:{}", width), "the window must be at least 1 token");
   Mask mask(MaskKind::window, seq_len);
-  mask.window_ = width;
-  // A window wider than the sequence is the causal mask; clamping keeps q - W far from overflow.
-  mask.effective_window_ = std::min(width, seq_len);
+  mask.set_window(width);
   return mask;
 }
 
-Mask Mask::documents(Count seq_len, std::vector<Count> lengths) {
+void Mask::set_window(Count width) {
+  window_ = width;
+  // A window wider than the sequence is the causal mask; clamping keeps q - W far from overflow.
+  effective_window_ = std::min(width, seq_len_);
+}
+
+Mask Mask::documents(Count seq_len, std::vector<Count> lengths, Count window) {
   const auto fail = [](const std::string& why) { return InputError(Input::mask, "documents", why); };
   if (lengths.empty()) throw fail("needs at least one document length");
+  if (window < 0) throw fail(fmt::format("window={}: the window must be at least 1 token", window));
   Mask mask(MaskKind::documents, seq_len);
+  if (window > 0) mask.set_window(window);
   mask.starts_.reserve(lengths.size() + 1);
   Count sum = 0;
   for (size_t j = 0; j < lengths.size(); ++j) {
@@ -72,8 +79,8 @@ Position Mask::lowest_key(Position q) const {
   switch (kind_) {
     case MaskKind::causal:
     case MaskKind::bidirectional: return 0;
-    case MaskKind::window: return std::max<Position>(0, q - effective_window_ + 1);
-    case MaskKind::documents: return document_start(q);
+    case MaskKind::window: return window_lowest_key(q);
+    case MaskKind::documents: return std::max(document_start(q), window_lowest_key(q));
   }
   return 0;
 }
@@ -121,12 +128,39 @@ std::vector<Count> read_document_lengths(const std::string& path) {
   return lengths;
 }
 
+// A documents spec (what follows "documents:") parted from its ":window=W" suffix, if any.
+struct WindowSuffix {
+  std::string_view documents;
+  std::optional<std::string_view> width;  // the text after "window=", absent without the suffix
+};
+
+WindowSuffix split_window_suffix(std::string_view rest) {
+  constexpr std::string_view kSuffix = ":window=";
+  const auto at = rest.rfind(kSuffix);
+  if (at == std::string_view::npos) return {rest, std::nullopt};
+  return {rest.substr(0, at), rest.substr(at + kSuffix.size())};
+}
+
+// The documents mask's window from the suffix's width, 0 when there is none.
+Count parse_document_window(std::string_view spec, std::optional<std::string_view> suffix) {
+  if (!suffix) return 0;
+  const std::string_view width = *suffix;
+  const auto fail = [&] {
+    return InputError(Input::mask, std::string(spec), "the window of documents:...:window=W must be at least 1 token",
+                      Shown::quoted);
+  };
+  if (width.starts_with('-')) throw fail();
+  const Count w = parse_count(width, InputName(Input::mask, "documents window=W width"));
+  if (w < 1) throw fail();
+  return w;
+}
+
 }  // namespace
 
 std::string mask_file(std::string_view spec) {
   constexpr std::string_view kDocuments = "documents:";
   if (!spec.starts_with(kDocuments) || spec.size() == kDocuments.size()) return "";
-  const std::string_view rest = spec.substr(kDocuments.size());
+  const std::string_view rest = split_window_suffix(spec.substr(kDocuments.size())).documents;
   return is_length_distribution(rest) || looks_like_length_list(rest) ? "" : std::string(rest);
 }
 
@@ -141,16 +175,20 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
     return Mask::window(seq_len, parse_count(width, InputName(Input::mask, "window:W width")));
   }
   if (spec.starts_with(kDocuments) && spec.size() > kDocuments.size()) {
-    const std::string_view rest = spec.substr(kDocuments.size());
-    if (is_length_distribution(rest)) return Mask::documents(seq_len, draw_document_lengths(rest, seq_len));
+    const auto [rest, width] = split_window_suffix(spec.substr(kDocuments.size()));
+    const Count window = parse_document_window(spec, width);
+    if (rest.empty() || rest.starts_with("window=")) {
+      throw InputError(Input::mask, std::string(spec), "documents needs its lengths before :window=W", Shown::quoted);
+    }
+    if (is_length_distribution(rest)) return Mask::documents(seq_len, draw_document_lengths(rest, seq_len), window);
     if (looks_like_length_list(rest)) {
       std::vector<Count> lengths;
       for (const auto& item : split_list(rest, InputName(Input::mask, "documents"))) {
         lengths.push_back(parse_count(item, InputName(Input::mask, "documents length")));
       }
-      return Mask::documents(seq_len, std::move(lengths));
+      return Mask::documents(seq_len, std::move(lengths), window);
     }
-    return Mask::documents(seq_len, read_document_lengths(mask_file(spec)));
+    return Mask::documents(seq_len, read_document_lengths(mask_file(spec)), window);
   }
   throw InputError(Input::mask, std::string(spec), "unknown mask, expected " + expected_list(kMaskSyntaxes), Shown::quoted);
 }

@@ -81,18 +81,27 @@ Count count_run_pairs(const Run& queries, const Run& keys, const Mask& mask) {
                                 queries.first - mask.effective_window() - keys.first, keys.length);
       break;
     case MaskKind::documents: {
-      // lowest_key is the document start: constant over the queries inside one document.
+      // lowest_key is the document start, constant over the queries inside one document, until a
+      // window's q - W + 1 passes it (from q = start + W on): from there the window's floor sum.
       const auto& starts = mask.document_starts();
       const Position first_q = queries.first;
       const Position last_q = queries.last();
+      const Count window = mask.windowed() ? mask.effective_window() : 0;
+      const auto first_at_or_after = [&](Position p) {
+        return p <= first_q ? Count{0} : std::min(queries.length, ceil_div_nonneg(p - first_q, queries.stride));
+      };
       auto doc = std::upper_bound(starts.begin(), starts.end(), first_q) - 1;
       for (; doc + 1 != starts.end() && *doc <= last_q; ++doc) {
         const Position start = *doc;
-        if (start <= keys.first) continue;  // no key of the run lies before this document
         const Position end = *(doc + 1);
-        const Count i_begin = start <= first_q ? 0 : ceil_div_nonneg(start - first_q, queries.stride);
-        const Count i_end = std::min(queries.length, ceil_div_nonneg(end - first_q, queries.stride));
-        if (i_end > i_begin) lower += (i_end - i_begin) * keys_at_or_below(keys, start - 1);
+        const Count i_begin = first_at_or_after(start);
+        const Count i_end = first_at_or_after(end);
+        const Count i_window = window > 0 ? std::clamp(first_at_or_after(start + window), i_begin, i_end) : i_end;
+        if (i_window > i_begin && start > keys.first) lower += (i_window - i_begin) * keys_at_or_below(keys, start - 1);
+        if (i_end > i_window) {
+          lower += clamped_floor_sum(i_end - i_window, keys.stride, queries.stride,
+                                     first_q + i_window * queries.stride - window - keys.first, keys.length);
+        }
       }
       break;
     }
@@ -115,7 +124,7 @@ Count count_sorted_pairs(std::span<const Position> queries_sorted, std::span<con
     Position lo = 0;
     if (documents) {
       while (starts[doc + 1] <= q) ++doc;
-      lo = starts[doc];
+      lo = std::max(starts[doc], mask.window_lowest_key(q));
     } else {
       lo = mask.lowest_key(q);
     }

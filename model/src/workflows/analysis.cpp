@@ -115,7 +115,10 @@ nlohmann::ordered_json mask_to_json(const Mask& mask, const std::string& spec) {
     case MaskKind::causal:
     case MaskKind::bidirectional: break;
     case MaskKind::window: out["window"] = mask.window_width(); break;
-    case MaskKind::documents: out["document_lengths"] = mask.document_lengths(); break;
+    case MaskKind::documents:
+      if (mask.windowed()) out["window"] = mask.window_width();
+      out["document_lengths"] = mask.document_lengths();
+      break;
   }
   return out;
 }

@@ -245,7 +245,11 @@ nlohmann::json with_files_from(nlohmann::json config, const std::string& base_di
   if (base_dir.empty() || !config.is_object()) return config;
   if (config.contains("mask") && config["mask"].is_string()) {
     const std::string spec = config["mask"].get<std::string>();
-    if (const std::string file = mask_file(spec); !file.empty()) config["mask"] = "documents:" + from_base(file, base_dir);
+    if (const std::string file = mask_file(spec); !file.empty()) {
+      // "documents:" FILE [":window=W"]: the file moves, a window suffix stays.
+      const size_t file_end = std::string_view("documents:").size() + file.size();
+      config["mask"] = "documents:" + from_base(file, base_dir) + spec.substr(file_end);
+    }
   }
   if (config.contains("layouts") && config["layouts"].is_array()) {
     for (auto& layout : config["layouts"]) {

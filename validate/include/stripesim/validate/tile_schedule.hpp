@@ -16,6 +16,23 @@ namespace stripesim::validate {
 // Set in an entry when the tile is partial (some pairs allowed, some not).
 inline constexpr std::int32_t kPartialTile = std::int32_t{1} << 30;
 
+// The CUDA kernels decode the same entries (validate/cuda), so the three helpers below are
+// host and device functions when nvcc compiles them.
+#if defined(__CUDACC__)
+#define STRIPESIM_HOST_DEVICE __host__ __device__
+#else
+#define STRIPESIM_HOST_DEVICE
+#endif
+
+// An entry: tile `tile`, with kPartialTile set when it is partial.
+STRIPESIM_HOST_DEVICE constexpr std::int32_t tile_entry(std::int32_t tile, bool partial) {
+  return partial ? (tile | kPartialTile) : tile;
+}
+// The tile an entry names.
+STRIPESIM_HOST_DEVICE constexpr std::int32_t entry_tile(std::int32_t entry) { return entry & ~kPartialTile; }
+// Whether an entry's tile is partial (the mask evaluated per element).
+STRIPESIM_HOST_DEVICE constexpr bool entry_is_partial(std::int32_t entry) { return (entry & kPartialTile) != 0; }
+
 struct TileSchedule {
   // Query tiles in launch order: most key tiles first (partial tiles weigh more), so that the
   // longest thread blocks start in the first wave and do not finish last.

@@ -2,6 +2,7 @@
 // Attention masks, as predicates on ORIGINAL positions (q, k). Every mask the model knows lets
 // query q see one interval of keys [lowest_key(q), highest_key(q)] whose ends never decrease
 // as q grows; the work model's closed forms and merges rely on exactly that.
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,18 +19,25 @@ class Mask {
   [[nodiscard]] static Mask bidirectional(Count seq_len);
   // Sliding window of W keys: 0 <= q - k < W.
   [[nodiscard]] static Mask window(Count seq_len, Count width);
-  // Packed documents with these lengths (summing to seq_len): causal inside each document.
-  [[nodiscard]] static Mask documents(Count seq_len, std::vector<Count> lengths);
+  // Packed documents with these lengths (summing to seq_len): causal inside each document and,
+  // with a window W >= 1, also 0 <= q - k < W (sliding-window attention over packed documents);
+  // window 0 is none.
+  [[nodiscard]] static Mask documents(Count seq_len, std::vector<Count> lengths, Count window = 0);
 
   [[nodiscard]] MaskKind kind() const { return kind_; }
   [[nodiscard]] Count seq_len() const { return seq_len_; }
+  // The window's width: window:W's, or a documents mask's own (0 when it has none).
   [[nodiscard]] Count window_width() const { return window_; }
   // The width that matters: a window wider than the sequence sees everything causal does.
   [[nodiscard]] Count effective_window() const { return effective_window_; }
+  // Whether some query's keys start after its document's start (or the sequence's): window:W,
+  // or documents with a window.
+  [[nodiscard]] bool windowed() const { return window_ > 0; }
   [[nodiscard]] const std::vector<Count>& document_lengths() const { return lengths_; }
   // Start of every document, then seq_len: document j is [starts[j], starts[j+1]).
   [[nodiscard]] const std::vector<Position>& document_starts() const { return starts_; }
-  // "causal", "bidirectional", "window:4096", "documents" (lengths are listed separately).
+  // "causal", "bidirectional", "window:4096", "documents" (lengths and a documents mask's window
+  // are listed separately).
   [[nodiscard]] std::string name() const;
 
   [[nodiscard]] bool allows(Position q, Position k) const { return lowest_key(q) <= k && k <= highest_key(q); }
@@ -45,21 +53,26 @@ class Mask {
   }
   // Start of the document holding q (documents mask only).
   [[nodiscard]] Position document_start(Position q) const;
+  // The lowest key a window lets q see, 0 without a window.
+  [[nodiscard]] Position window_lowest_key(Position q) const {
+    return windowed() ? std::max<Position>(0, q - effective_window_ + 1) : 0;
+  }
 
  private:
   Mask(MaskKind kind, Count seq_len) : kind_(kind), seq_len_(seq_len) {}
+  void set_window(Count width);
 
   MaskKind kind_;
   Count seq_len_;
-  Count window_ = 0;
+  Count window_ = 0;            // 0: no window
   Count effective_window_ = 0;  // min(window_, seq_len_)
   std::vector<Count> lengths_;
   std::vector<Position> starts_;
 };
 
 // causal | bidirectional | window:W | documents:L1,L2,... | documents:FILE (one length per
-// line, or a JSON array) | documents:DISTRIBUTION (see document_lengths.hpp). Lengths accept
-// k/M suffixes.
+// line, or a JSON array) | documents:DISTRIBUTION (see document_lengths.hpp); a documents spec
+// may end in :window=W. Lengths accept k/M suffixes.
 [[nodiscard]] Mask parse_mask(std::string_view spec, Count seq_len);
 // The file `spec` reads its document lengths from ("documents:FILE"), or empty when it reads none
 // (any other mask, a list of lengths, a distribution). parse_mask decides the same way.
