@@ -18,7 +18,7 @@ the K/V block that started on device (d - r) mod N, the mask evaluated on ORIGIN
 
 Usage: python3 bench/measure_kernels.py --kernel flex|sdpa|flash_attn|fa3 --seq-len 32768 --devices 4 --out FILE
        [--heads 16] [--kv-heads 16] [--head-dim 128] [--batch 1] [--dtype bf16|fp16|fp32]
-       [--mask causal|bidirectional|window:W|documents:L1,L2,...] [--pass fwd|fwdbwd]
+       [--mask causal|bidirectional|window:W|documents:L1,L2,...[:window=W]] [--pass fwd|fwdbwd]
        [--layouts contiguous,striped,zigzag,block-striped:S] [--tile 128|TQxTK] [--warmup 3]
        [--iters 10] [--seed 0] [--sdpa-backend auto|flash|cudnn|efficient|math] [--notes TEXT]
        python3 bench/measure_kernels.py --self-test
@@ -110,7 +110,8 @@ class Mask:
         if self.kind == "window":
             return f"window:{self.window}"
         if self.kind == "documents":
-            return "documents:" + ",".join(str(length) for length in self.lengths)
+            lengths = "documents:" + ",".join(str(length) for length in self.lengths)
+            return lengths + (f":window={self.window}" if self.window else "")
         return self.kind
 
     def key_interval(self, q):
@@ -121,7 +122,8 @@ class Mask:
             return 0, self.seq_len - 1
         if self.kind == "window":
             return max(0, q - self.window + 1), q
-        return self.starts[bisect.bisect_right(self.starts, q) - 1], q
+        start = self.starts[bisect.bisect_right(self.starts, q) - 1]
+        return (max(start, q - self.window + 1) if self.window else start), q
 
     def allows(self, q, k):
         lo, hi = self.key_interval(q)
@@ -137,15 +139,21 @@ def parse_mask(text, seq_len):
             raise UsageError(f"--mask '{text}': the window must be at least 1 token")
         return Mask("window", seq_len, window=width)
     if text.startswith("documents:"):
-        items = text[len("documents:"):].split(",")
-        lengths = [parse_count(item, "--mask documents:L1,L2,...") for item in items]
+        body, window = text[len("documents:"):], None
+        if ":window=" in body:  # a sliding window inside every document
+            body, width = body.rsplit(":window=", 1)
+            window = parse_count(width, "--mask documents:L1,L2,...:window=W")
+            if window < 1:
+                raise UsageError(f"--mask '{text}': the window must be at least 1 token")
+        lengths = [parse_count(item, "--mask documents:L1,L2,...") for item in body.split(",")]
         if any(length < 1 for length in lengths):
             raise UsageError(f"--mask '{text}': every document must hold at least 1 token")
         if sum(lengths) != seq_len:
             raise UsageError(f"--mask '{text}': the lengths add up to {sum(lengths)}, they must add up to "
                              f"--seq-len {seq_len}")
-        return Mask("documents", seq_len, lengths=lengths)
-    raise UsageError(f"--mask '{text}': unknown mask, expected causal, bidirectional, window:W or documents:L1,L2,...")
+        return Mask("documents", seq_len, window=window, lengths=lengths)
+    raise UsageError(f"--mask '{text}': unknown mask, expected causal, bidirectional, window:W, "
+                     "documents:L1,L2,... or documents:L1,L2,...:window=W")
 
 
 # --------------------------------------------------------------------------------------------
@@ -675,9 +683,16 @@ class FlexKernel:
             doc_of = torch.repeat_interleave(torch.arange(len(mask.lengths), device=cuda, dtype=torch.int32),
                                              torch.tensor(mask.lengths, device=cuda))
 
-            def mask_mod(b, h, q_idx, kv_idx):
-                qp, kp = q_pos[q_idx], k_pos[kv_idx]
-                return (kp <= qp) & (doc_of[kp] == doc_of[qp])
+            if mask.window:
+                width = mask.window
+
+                def mask_mod(b, h, q_idx, kv_idx):
+                    qp, kp = q_pos[q_idx], k_pos[kv_idx]
+                    return (kp <= qp) & (doc_of[kp] == doc_of[qp]) & (qp - kp < width)
+            else:
+                def mask_mod(b, h, q_idx, kv_idx):
+                    qp, kp = q_pos[q_idx], k_pos[kv_idx]
+                    return (kp <= qp) & (doc_of[kp] == doc_of[qp])
         elif mask.kind == "window":
             width = mask.window
 

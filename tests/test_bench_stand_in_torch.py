@@ -103,6 +103,12 @@ attention = flex_module.flex_attention.call_args_list
 expect(attention and all(c.kwargs.get("enable_gqa") is True for c in attention), "flex with GQA: enable_gqa=True")
 expect(torch.autograd.grad.call_count == 4 * (1 + 2), f"backward calls: {torch.autograd.grad.call_count}")
 
+# (b') flex over packed documents with a sliding window inside each: the spec kept whole.
+run(measure_kernels.main, ["--kernel", "flex", "--seq-len", "1024", "--devices", "2", "--heads", "4",
+                           "--mask", "documents:512,512:window=300", "--layouts", "striped", "--passes", "1",
+                           "--iters", "2", "--warmup", "1", "--out", os.path.join(out, "flex-doc-window.json")])
+expect(load("flex-doc-window.json")["workload"]["mask"] == "documents:512,512:window=300", "flex windowed documents: mask")
+
 # (c) SDPA on its flash backend, ring-flash-attention's calls: the backend chosen around each call,
 # causal and full calls, no call (0 us) where contiguous skips a later block.
 run(measure_kernels.main, ["--kernel", "sdpa", "--sdpa-backend", "flash", "--seq-len", "1024", "--devices", "4",

@@ -153,10 +153,25 @@ for n, devices in ((16, 2), (48, 4), (24, 3), (64, 8), (32, 16)):
                 expect(got == want, f"sdpa plan {layout} n={n} N={devices} r={r} d={d}: {call} computes "
                                     f"{len(got)} pairs, the mask allows {len(want)} (or different ones)")
 
+# A window inside packed documents, against its definition written out: same document, 0 <= q - k < W.
+windowed = harness.parse_mask("documents:5,20,11,28:window=6", 64)
+expect(windowed.spec() == "documents:5,20,11,28:window=6", f"windowed documents spec: {windowed.spec()}")
+doc_of = [j for j, length in enumerate((5, 20, 11, 28)) for _ in range(length)]
+for q in range(64):
+    for k in range(64):
+        expect(windowed.allows(q, k) == (doc_of[q] == doc_of[k] and 0 <= q - k < 6), f"windowed documents ({q}, {k})")
+for bad in ("documents:32,32:window=0", "documents:32,32:window=x", "documents:32,32:window="):
+    try:
+        harness.parse_mask(bad, 64)
+        expect(False, f"{bad}: accepted")
+    except harness.UsageError:
+        pass
+
 # The block counter against pair-by-pair counting, for every mask kind and uneven tiles.
 for n, devices, mask_text, tile in ((64, 4, "causal", (4, 4)), (64, 4, "window:9", (4, 8)),
                                     (64, 2, "documents:5,20,11,28", (8, 4)), (48, 3, "bidirectional", (4, 4)),
-                                    (96, 4, "window:1", (6, 6)), (96, 4, "causal", (8, 3))):
+                                    (96, 4, "window:1", (6, 6)), (96, 4, "causal", (8, 3)),
+                                    (64, 4, "documents:5,20,11,28:window=6", (4, 4))):
     mask = harness.parse_mask(mask_text, n)
     for layout in ("contiguous", "striped", "zigzag", "block-striped:2"):
         positions = harness.layout_positions(layout, n, devices)
