@@ -93,7 +93,8 @@ std::string mask_help() {
     }
   }
   return help + " (a distribution may end in :seed=S; any documents spec in :window=W, a sliding window inside every "
-                "document) [default: causal]";
+                "document; a listed length may be V+P, V tokens then P padding tokens that attend to nothing) "
+                "[default: causal]";
 }
 
 }  // namespace

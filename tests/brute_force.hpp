@@ -21,16 +21,20 @@ inline bool reference_allows(const model::Mask& mask, Position q, Position k) {
     case model::MaskKind::bidirectional: return true;
     case model::MaskKind::window: return q - k >= 0 && q - k < mask.window_width();
     case model::MaskKind::documents: {
-      // Same document (found by walking the lengths) and causal inside it.
+      // Same document (found by walking the lengths), neither token in its padding (the
+      // document's last tokens), causal inside it, and inside the window if there is one.
       Count doc_q = -1, doc_k = -1, start = 0;
+      bool padding = false;
       for (size_t j = 0; j < mask.document_lengths().size(); ++j) {
         const Count end = start + mask.document_lengths()[j];
+        const Count padding_from = end - mask.document_padding()[j];
         if (q >= start && q < end) doc_q = static_cast<Count>(j);
         if (k >= start && k < end) doc_k = static_cast<Count>(j);
+        padding |= (q >= padding_from && q < end) || (k >= padding_from && k < end);
         start = end;
       }
       const bool in_window = mask.window_width() == 0 || q - k < mask.window_width();
-      return doc_q == doc_k && k <= q && in_window;
+      return doc_q == doc_k && k <= q && in_window && !padding;
     }
   }
   return false;

@@ -31,13 +31,25 @@ TEST(Mask, ParsesEveryKind) {
   EXPECT_EQ(windowed.lowest_key(33), 30);  // the document's start binds
   EXPECT_EQ(parse_mask("documents:fixed:1k:seed=3:window=2k", 4096).window_width(), 2048);
   EXPECT_EQ(parse_mask("documents:fixed:1k:window=100", 4096).document_lengths(), (std::vector<Count>(4, 1024)));
+  // V+P: V tokens, then P padding tokens that attend to nothing and that nothing attends to.
+  const Mask padded = parse_mask("documents:30+2,48,18+2:window=8", 100);
+  EXPECT_EQ(padded.document_lengths(), (std::vector<Count>{32, 48, 20}));
+  EXPECT_EQ(padded.document_padding(), (std::vector<Count>{2, 0, 2}));
+  EXPECT_TRUE(padded.padded());
+  EXPECT_FALSE(windowed.padded());
+  EXPECT_TRUE(padded.allows(29, 22));
+  EXPECT_FALSE(padded.allows(30, 30));  // padding sees nothing
+  EXPECT_FALSE(padded.allows(31, 29));
+  EXPECT_EQ(padded.lowest_key(31), 32);
+  EXPECT_TRUE(padded.allows(32, 32));  // the next document starts after the padding
 }
 
 TEST(Mask, IntervalsMatchTheDefinitions) {
   const Count n = 60;
   for (const Mask& mask : {Mask::causal(n), Mask::bidirectional(n), Mask::window(n, 7), Mask::window(n, 1000),
                            Mask::documents(n, {10, 1, 29, 20}), Mask::documents(n, {10, 1, 29, 20}, 6),
-                           Mask::documents(n, {10, 1, 29, 20}, 1)}) {
+                           Mask::documents(n, {10, 1, 29, 20}, 1), Mask::documents(n, {10, 1, 29, 20}, 0, {3, 0, 28, 1}),
+                           Mask::documents(n, {10, 1, 29, 20}, 5, {9, 0, 4, 19})}) {
     for (Position q = 0; q < n; ++q) {
       Position previous_lo = -1, previous_hi = -1;
       for (Position k = 0; k < n; ++k) {
@@ -48,7 +60,8 @@ TEST(Mask, IntervalsMatchTheDefinitions) {
       EXPECT_GE(mask.highest_key(q), previous_hi);
       previous_lo = mask.lowest_key(q);
       previous_hi = mask.highest_key(q);
-      EXPECT_TRUE(mask.allows(q, q)) << "every query sees itself";
+      const bool padding = mask.kind() == MaskKind::documents && q >= mask.padding_start(mask.document_of(q));
+      EXPECT_EQ(mask.allows(q, q), !padding) << "every query but padding sees itself";
     }
   }
 }
@@ -58,7 +71,8 @@ TEST(Mask, RejectsBadSpecs) {
                           "documents:", "documents:50,40", "documents:50,60", "documents:0,100", "documents:50,,50",
                           "sliding:4", "documents:/nonexistent/lengths.txt", "documents:50,50:window=0",
                           "documents:50,50:window=-2", "documents:50,50:window=", "documents:50,50:window=x",
-                          "documents:window=4", "documents::window=4", "documents:50,40:window=4"}) {
+                          "documents:window=4", "documents::window=4", "documents:50,40:window=4", "documents:50+60",
+                          "documents:0+50,50", "documents:40+,60", "documents:+10,90", "documents:40+10+10,40"}) {
     EXPECT_THROW((void)parse_mask(bad, 100), InputError) << bad;
   }
 }

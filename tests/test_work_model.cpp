@@ -49,14 +49,27 @@ std::vector<Mask> all_masks(Count n, std::mt19937_64& rng) {
   }
   masks.push_back(Mask::documents(n, lengths));
   // Sliding windows inside the documents: narrower than some documents, wider than others.
-  masks.push_back(Mask::documents(n, lengths, std::uniform_int_distribution<Count>(1, std::max<Count>(1, n / 4))(rng)));
+  const Count window = std::uniform_int_distribution<Count>(1, std::max<Count>(1, n / 4))(rng);
+  masks.push_back(Mask::documents(n, lengths, window));
+  // Padding at the end of some documents (none, some or all but one of their tokens), with and
+  // without the window.
+  std::vector<Count> padding;
+  for (const Count len : lengths) {
+    padding.push_back(std::uniform_int_distribution<int>(0, 2)(rng) == 0 ? 0
+                                                                        : std::uniform_int_distribution<Count>(0, len - 1)(rng));
+  }
+  masks.push_back(Mask::documents(n, lengths, 0, padding));
+  masks.push_back(Mask::documents(n, lengths, window, padding));
   return masks;
 }
 
 // The mask as a test names it: a documents mask's window included.
 std::string mask_label(const Mask& mask) {
-  return mask.windowed() && mask.kind() == MaskKind::documents ? mask.name() + ":window=" + std::to_string(mask.window_width())
-                                                                : mask.name();
+  std::string label = mask.name();
+  if (mask.kind() != MaskKind::documents) return label;
+  if (mask.padded()) label += " padded";
+  if (mask.windowed()) label += ":window=" + std::to_string(mask.window_width());
+  return label;
 }
 
 // `got` counted with WorkDetail::query_tiles: its per-query-tile profiles (what the kernel time

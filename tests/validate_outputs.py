@@ -42,7 +42,9 @@ for args in (["analyze", "--format", "json"],
               "--layouts", "contiguous,striped,zigzag,block-striped:8", "--format", "json"],
              ["analyze", "--seq-len", "4k", "--devices", "4", "--mask", "documents:1k,3k", "--tile", "64x64", "--format", "json"],
              ["analyze", "--seq-len", "4k", "--devices", "4", "--mask", "documents:1k,3k", "--tile", "64x64", "--tiling",
-              "varlen", "--format", "json"]):
+              "varlen", "--format", "json"],
+             ["analyze", "--seq-len", "4k", "--devices", "4", "--mask", "documents:768+256,3k:window=512", "--tile", "64x64",
+              "--format", "json"]):
     analyze = check("analyze", run(*args), " ".join(args))
 check("tms", run("tms", "--format", "json"), "tms")
 check("tms", run("tms", "--model", "llama3-70b", "--hardware", "h100", "--convention", "exact", "--layouts",

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <numeric>
 
 #include "stripesim/model/work/work_model.hpp"
 #include "stripesim/output/rows.hpp"
@@ -125,6 +126,12 @@ std::string analysis_table(const model::Analysis& analysis, bool matrices) {
   if (analysis.mask.kind() == model::MaskKind::documents) {
     append(out, "{} documents", analysis.mask.document_lengths().size());
     if (analysis.mask.windowed()) append(out, ", a window of {} tokens inside each", analysis.mask.window_width());
+    if (analysis.mask.padded()) {
+      const auto& padding = analysis.mask.document_padding();
+      const Count tokens = std::accumulate(padding.begin(), padding.end(), Count{0});
+      append(out, ", {} padding tokens that attend to nothing ({:.2f}% of the sequence)", tokens,
+             100.0 * static_cast<double>(tokens) / static_cast<double>(analysis.seq_len));
+    }
     if (c.pad_documents) {
       append(out, ", padded to multiples of 2N = {}: {} padding tokens ({:.2f}% of the sequence is waste)", 2 * c.devices,
              analysis.padding_tokens, 100.0 * static_cast<double>(analysis.padding_tokens) / static_cast<double>(analysis.seq_len));

@@ -48,6 +48,14 @@ bool any_visible(const std::vector<std::pair<Position, Position>>& visible, cons
 RingPlan plan_ring_problem(RingCase ring_case) {
   check_ring_case(ring_case);
   model::Mask mask = model::parse_mask(ring_case.mask, ring_case.seq_len);
+  if (mask.padded()) {
+    // A padding row sees no key: its softmax has nothing to normalise, which the validator's
+    // kernels and its dense reference do not define.
+    throw model::InputError(model::Input::mask, ring_case.mask,
+                            "padding tokens (V+P lengths) are not validated: their rows attend to nothing; give the "
+                            "lengths without padding (analyze, simulate and plan take them)",
+                            model::Shown::quoted);
+  }
   model::LayoutPlan layout =
       model::plan_layout(ring_case.layout, ring_case.seq_len, ring_case.devices, model::LayoutContext{&mask, ring_case.tile});
   return RingPlan{std::move(ring_case), std::move(mask), std::move(layout)};

@@ -34,9 +34,11 @@ void Mask::set_window(Count width) {
   effective_window_ = std::min(width, seq_len_);
 }
 
-Mask Mask::documents(Count seq_len, std::vector<Count> lengths, Count window) {
+Mask Mask::documents(Count seq_len, std::vector<Count> lengths, Count window, std::vector<Count> padding) {
   const auto fail = [](const std::string& why) { return InputError(Input::mask, "documents", why); };
   if (lengths.empty()) throw fail("needs at least one document length");
+  if (padding.empty()) padding.assign(lengths.size(), 0);
+  if (padding.size() != lengths.size()) throw fail("needs one padding count per document");
   if (window < 0) throw fail(fmt::format("window={}: the window must be at least 1 token", window));
   Mask mask(MaskKind::documents, seq_len);
   if (window > 0) mask.set_window(window);
@@ -56,7 +58,15 @@ Mask Mask::documents(Count seq_len, std::vector<Count> lengths, Count window) {
     throw fail(fmt::format("the lengths add up to {}, they must add up to --seq-len {}", sum, seq_len));
   }
   mask.starts_.push_back(seq_len);
+  for (size_t j = 0; j < lengths.size(); ++j) {
+    if (padding[j] < 0 || padding[j] >= lengths[j]) {
+      throw fail(fmt::format("document {} of {} tokens has {} padding tokens: padding must leave at least 1 token", j,
+                             lengths[j], padding[j]));
+    }
+  }
   mask.lengths_ = std::move(lengths);
+  mask.padded_ = std::any_of(padding.begin(), padding.end(), [](Count p) { return p > 0; });
+  mask.padding_ = std::move(padding);
   return mask;
 }
 
@@ -70,9 +80,10 @@ std::string Mask::name() const {
   return {};
 }
 
-Position Mask::document_start(Position q) const {
-  const auto it = std::upper_bound(starts_.begin(), starts_.end(), q);
-  return *(it - 1);
+Position Mask::document_start(Position q) const { return starts_[document_of(q)]; }
+
+size_t Mask::document_of(Position q) const {
+  return static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), q) - starts_.begin() - 1);
 }
 
 Position Mask::lowest_key(Position q) const {
@@ -80,7 +91,11 @@ Position Mask::lowest_key(Position q) const {
     case MaskKind::causal:
     case MaskKind::bidirectional: return 0;
     case MaskKind::window: return window_lowest_key(q);
-    case MaskKind::documents: return std::max(document_start(q), window_lowest_key(q));
+    case MaskKind::documents: {
+      const size_t j = document_of(q);
+      if (q >= padding_start(j)) return q + 1;  // padding: an empty interval
+      return std::max(starts_[j], window_lowest_key(q));
+    }
   }
   return 0;
 }
@@ -89,16 +104,31 @@ namespace {
 
 bool looks_like_length_list(std::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char ch) {
-    return (ch >= '0' && ch <= '9') || ch == ',' || ch == 'k' || ch == 'K' || ch == 'm' || ch == 'M' ||
+    return (ch >= '0' && ch <= '9') || ch == ',' || ch == '+' || ch == 'k' || ch == 'K' || ch == 'm' || ch == 'M' ||
            ch == 'g' || ch == 'G';
   });
 }
 
-std::vector<Count> read_document_lengths(const std::string& path) {
+// Document lengths as a list or a file of lines gives them: each V, or V+P (V tokens, then P
+// padding tokens).
+struct DocumentList {
+  std::vector<Count> lengths;  // V + P
+  std::vector<Count> padding;  // P
+
+  void add(std::string_view item, const InputName& what) {
+    const auto plus = item.find('+');
+    const Count valid = parse_count(item.substr(0, plus), what);
+    const Count pad = plus == std::string_view::npos ? 0 : parse_count(item.substr(plus + 1), what);
+    lengths.push_back(valid + pad);
+    padding.push_back(pad);
+  }
+};
+
+DocumentList read_document_lengths(const std::string& path) {
   const std::string label = fmt::format("--mask documents:{}", path);
   const std::string text = read_text_file(path, label);
   const auto first = text.find_first_not_of(" \t\r\n");
-  std::vector<Count> lengths;
+  DocumentList list;
   if (first != std::string::npos && text[first] == '[') {
     nlohmann::json doc;
     try {
@@ -110,9 +140,10 @@ std::vector<Count> read_document_lengths(const std::string& path) {
       if (!item.is_number_integer()) {
         throw InputError(fmt::format("{}: holds {}, expected integer document lengths", label, item.dump()));
       }
-      lengths.push_back(json_count(item, label));
+      list.lengths.push_back(json_count(item, label));
     }
-    return lengths;
+    list.padding.assign(list.lengths.size(), 0);
+    return list;
   }
   std::istringstream lines(text);
   std::string line;
@@ -122,10 +153,9 @@ std::vector<Count> read_document_lengths(const std::string& path) {
     const auto begin = line.find_first_not_of(" \t\r");
     if (begin == std::string::npos || line[begin] == '#') continue;
     const auto end = line.find_last_not_of(" \t\r");
-    lengths.push_back(parse_count(std::string_view(line).substr(begin, end - begin + 1),
-                                  fmt::format("{} line {}", label, line_number)));
+    list.add(std::string_view(line).substr(begin, end - begin + 1), fmt::format("{} line {}", label, line_number));
   }
-  return lengths;
+  return list;
 }
 
 // A documents spec (what follows "documents:") parted from its ":window=W" suffix, if any.
@@ -181,14 +211,15 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
       throw InputError(Input::mask, std::string(spec), "documents needs its lengths before :window=W", Shown::quoted);
     }
     if (is_length_distribution(rest)) return Mask::documents(seq_len, draw_document_lengths(rest, seq_len), window);
+    DocumentList list;
     if (looks_like_length_list(rest)) {
-      std::vector<Count> lengths;
       for (const auto& item : split_list(rest, InputName(Input::mask, "documents"))) {
-        lengths.push_back(parse_count(item, InputName(Input::mask, "documents length")));
+        list.add(item, InputName(Input::mask, "documents length"));
       }
-      return Mask::documents(seq_len, std::move(lengths), window);
+    } else {
+      list = read_document_lengths(mask_file(spec));
     }
-    return Mask::documents(seq_len, read_document_lengths(mask_file(spec)), window);
+    return Mask::documents(seq_len, std::move(list.lengths), window, std::move(list.padding));
   }
   throw InputError(Input::mask, std::string(spec), "unknown mask, expected " + expected_list(kMaskSyntaxes), Shown::quoted);
 }

@@ -83,6 +83,7 @@ Count count_run_pairs(const Run& queries, const Run& keys, const Mask& mask) {
     case MaskKind::documents: {
       // lowest_key is the document start, constant over the queries inside one document, until a
       // window's q - W + 1 passes it (from q = start + W on): from there the window's floor sum.
+      // A padding query sees nothing: every key at or below it is below its lowest key.
       const auto& starts = mask.document_starts();
       const Position first_q = queries.first;
       const Position last_q = queries.last();
@@ -90,18 +91,20 @@ Count count_run_pairs(const Run& queries, const Run& keys, const Mask& mask) {
       const auto first_at_or_after = [&](Position p) {
         return p <= first_q ? Count{0} : std::min(queries.length, ceil_div_nonneg(p - first_q, queries.stride));
       };
-      auto doc = std::upper_bound(starts.begin(), starts.end(), first_q) - 1;
-      for (; doc + 1 != starts.end() && *doc <= last_q; ++doc) {
-        const Position start = *doc;
-        const Position end = *(doc + 1);
+      const auto keys_at_or_below_queries = [&](Count i_begin, Count i_end, Count offset) {
+        return clamped_floor_sum(i_end - i_begin, keys.stride, queries.stride,
+                                 first_q + i_begin * queries.stride - offset - keys.first, keys.length);
+      };
+      for (size_t doc = mask.document_of(first_q); doc + 1 < starts.size() && starts[doc] <= last_q; ++doc) {
+        const Position start = starts[doc];
         const Count i_begin = first_at_or_after(start);
-        const Count i_end = first_at_or_after(end);
-        const Count i_window = window > 0 ? std::clamp(first_at_or_after(start + window), i_begin, i_end) : i_end;
+        const Count i_padding = first_at_or_after(mask.padding_start(doc));
+        const Count i_end = first_at_or_after(starts[doc + 1]);
+        const Count i_window =
+            window > 0 ? std::clamp(first_at_or_after(start + window), i_begin, i_padding) : i_padding;
         if (i_window > i_begin && start > keys.first) lower += (i_window - i_begin) * keys_at_or_below(keys, start - 1);
-        if (i_end > i_window) {
-          lower += clamped_floor_sum(i_end - i_window, keys.stride, queries.stride,
-                                     first_q + i_window * queries.stride - window - keys.first, keys.length);
-        }
+        if (i_padding > i_window) lower += keys_at_or_below_queries(i_window, i_padding, window);
+        if (i_end > i_padding) lower += keys_at_or_below_queries(i_padding, i_end, 0);
       }
       break;
     }
@@ -124,7 +127,7 @@ Count count_sorted_pairs(std::span<const Position> queries_sorted, std::span<con
     Position lo = 0;
     if (documents) {
       while (starts[doc + 1] <= q) ++doc;
-      lo = std::max(starts[doc], mask.window_lowest_key(q));
+      lo = q >= mask.padding_start(doc) ? q + 1 : std::max(starts[doc], mask.window_lowest_key(q));
     } else {
       lo = mask.lowest_key(q);
     }

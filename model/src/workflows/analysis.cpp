@@ -118,6 +118,7 @@ nlohmann::ordered_json mask_to_json(const Mask& mask, const std::string& spec) {
     case MaskKind::documents:
       if (mask.windowed()) out["window"] = mask.window_width();
       out["document_lengths"] = mask.document_lengths();
+      if (mask.padded()) out["document_padding"] = mask.document_padding();
       break;
   }
   return out;

@@ -1,7 +1,8 @@
 #pragma once
 // Attention masks, as predicates on ORIGINAL positions (q, k). Every mask the model knows lets
 // query q see one interval of keys [lowest_key(q), highest_key(q)] whose ends never decrease
-// as q grows; the work model's closed forms and merges rely on exactly that.
+// as q grows; the work model's closed forms and merges rely on exactly that. A padding token
+// sees none: its interval is [q + 1, q], which keeps both ends in order.
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -21,8 +22,12 @@ class Mask {
   [[nodiscard]] static Mask window(Count seq_len, Count width);
   // Packed documents with these lengths (summing to seq_len): causal inside each document and,
   // with a window W >= 1, also 0 <= q - k < W (sliding-window attention over packed documents);
-  // window 0 is none.
-  [[nodiscard]] static Mask documents(Count seq_len, std::vector<Count> lengths, Count window = 0);
+  // window 0 is none. `padding`, when given (one count per document, each below its length):
+  // the document's last tokens are padding, which no query attends to and which attend to
+  // nothing (the layout and the transfers still carry them), as kernels given actual and padded
+  // lengths apart run them (TransformerEngine's THD format, cu_seqlens and cu_seqlens_padded).
+  [[nodiscard]] static Mask documents(Count seq_len, std::vector<Count> lengths, Count window = 0,
+                                      std::vector<Count> padding = {});
 
   [[nodiscard]] MaskKind kind() const { return kind_; }
   [[nodiscard]] Count seq_len() const { return seq_len_; }
@@ -33,7 +38,12 @@ class Mask {
   // Whether some query's keys start after its document's start (or the sequence's): window:W,
   // or documents with a window.
   [[nodiscard]] bool windowed() const { return window_ > 0; }
+  // Each document's tokens, its padding included.
   [[nodiscard]] const std::vector<Count>& document_lengths() const { return lengths_; }
+  // Each document's padding tokens (all 0 without padding; empty for any other mask).
+  [[nodiscard]] const std::vector<Count>& document_padding() const { return padding_; }
+  // Whether some document ends in padding.
+  [[nodiscard]] bool padded() const { return padded_; }
   // Start of every document, then seq_len: document j is [starts[j], starts[j+1]).
   [[nodiscard]] const std::vector<Position>& document_starts() const { return starts_; }
   // "causal", "bidirectional", "window:4096", "documents" (lengths and a documents mask's window
@@ -53,6 +63,10 @@ class Mask {
   }
   // Start of the document holding q (documents mask only).
   [[nodiscard]] Position document_start(Position q) const;
+  // Index of the document holding q (documents mask only).
+  [[nodiscard]] size_t document_of(Position q) const;
+  // Where document j's padding starts: its end without padding.
+  [[nodiscard]] Position padding_start(size_t document) const { return starts_[document + 1] - padding_[document]; }
   // The lowest key a window lets q see, 0 without a window.
   [[nodiscard]] Position window_lowest_key(Position q) const {
     return windowed() ? std::max<Position>(0, q - effective_window_ + 1) : 0;
@@ -67,12 +81,15 @@ class Mask {
   Count window_ = 0;            // 0: no window
   Count effective_window_ = 0;  // min(window_, seq_len_)
   std::vector<Count> lengths_;
+  std::vector<Count> padding_;
+  bool padded_ = false;
   std::vector<Position> starts_;
 };
 
 // causal | bidirectional | window:W | documents:L1,L2,... | documents:FILE (one length per
 // line, or a JSON array) | documents:DISTRIBUTION (see document_lengths.hpp); a documents spec
-// may end in :window=W. Lengths accept k/M suffixes.
+// may end in :window=W. Lengths accept k/M suffixes; in a list or a file of lines a length may be
+// V+P: V tokens, then P padding tokens.
 [[nodiscard]] Mask parse_mask(std::string_view spec, Count seq_len);
 // The file `spec` reads its document lengths from ("documents:FILE"), or empty when it reads none
 // (any other mask, a list of lengths, a distribution). parse_mask decides the same way.
