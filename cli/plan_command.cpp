@@ -20,7 +20,7 @@ namespace stripesim::cli {
 namespace {
 
 struct PlanOptions {
-  std::string model, hardware = "h100", topology, seq_len = "1M", gpus = "8", batch, mask, layouts, kernel, algorithms,
+  std::string model, hardware = "h100", topology, seq_len = "1M", gpus = "8", batch, mask, layouts, kernel, merges, algorithms,
               memory_gib, top = "10", zero;
   bool pad_documents = false;
   bool recompute = false;
@@ -52,6 +52,7 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
   cmd->add_option("--layouts", o.layouts, "Layouts to consider (see analyze) [default: contiguous,striped,zigzag]");
   cmd->add_option("--kernel", o.kernel, "Kernel profile [default: the hardware's]");
+  cmd->add_option("--merges", o.merges, sim::kMergesHelp);
   cmd->add_option("--algorithms", o.algorithms, "Comma-separated among ring, allgather, ulysses, hybrid (every UxR) "
                   "[default: all]");
   cmd->add_option("--memory-gib", o.memory_gib, "Memory per GPU [default: the hardware's]");
@@ -76,6 +77,10 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
     if (!opts.mask.empty()) base.mask = opts.mask;
     if (!opts.layouts.empty()) base.layouts = model::split_distinct_list(opts.layouts, "--layouts");
     if (!opts.kernel.empty()) base.kernel = opts.kernel;
+    if (!opts.merges.empty()) {
+      (void)sim::merge_style(opts.merges, "--merges");
+      base.merges = opts.merges;
+    }
     if (!opts.algorithms.empty()) request.algorithms = model::split_distinct_list(opts.algorithms, "--algorithms");
     if (!opts.memory_gib.empty()) request.memory_gib = model::parse_number(opts.memory_gib, "--memory-gib");
     base.pad_documents = opts.pad_documents;

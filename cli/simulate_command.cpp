@@ -29,7 +29,7 @@ struct SimulateOptions {
   std::string experiment;
   std::string model;
   std::string heads, kv_heads, head_dim, batch, model_parallel, data_parallel, seq_len, devices, scope, zero;
-  std::string layouts, tile, tiling, kernel, mask, pass, dtype, hardware, topology, sync, kv_buffers, ring_order, cp;
+  std::string layouts, tile, tiling, kernel, mask, pass, dtype, hardware, topology, sync, kv_buffers, ring_order, cp, merges;
   std::string format = "table";
   std::string output;
   std::string trace;
@@ -88,6 +88,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   add("--tiling", o.tiling, tiling_help.c_str());
   add("--kernel", o.kernel, "Kernel profile: a name in configs/kernels/<hardware>/ or a JSON file [default: the hardware's]");
   add("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
+  add("--merges", o.merges, sim::kMergesHelp);
   add("--pass", o.pass, "fwd, bwd or fwdbwd [default: fwd]");
   add("--dtype", o.dtype, "fp32, tf32, bf16, fp16, fp8: transfer size and peak rate [default: the hardware's attention precision]");
   add("--hardware", o.hardware, ("Hardware profile: " + hardware_choices() + " [default: a100]").c_str());
@@ -160,6 +161,10 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     if (given("--tile")) config.tile = model::parse_tile_shape(opts.tile);
     if (given("--tiling")) config.tiling = model::parse_tiling(opts.tiling);
     if (given("--kernel")) config.kernel = opts.kernel;
+    if (given("--merges")) {
+      (void)sim::merge_style(opts.merges, "--merges");
+      config.merges = opts.merges;
+    }
     if (given("--mask")) config.mask = opts.mask;
     if (opts.pad_documents) config.pad_documents = true;
     if (given("--pass")) config.pass = sim::parse_pass_selection(opts.pass);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <tuple>
 
 #include "stripesim/model/flops/hardware_profile.hpp"
@@ -638,6 +639,45 @@ TEST(RingMerge, TheRingPaysThemOnItsComputeStream) {
   EXPECT_THROW((void)kernel_profile_from_json(doc, "k.json"), model::InputError);
   doc["merge"] = {{"forward_bytes", 38}};
   EXPECT_THROW((void)kernel_profile_from_json(doc, "k.json"), model::InputError);
+}
+
+// --merges: the styles are the counted bytes, the shipped measured kernels merge as eager PyTorch
+// does, and a style replaces the profile's merge: contiguous in lockstep on free links, whose last
+// device merges three full blocks, moves by three merges' worth of the style's bytes.
+TEST(RingMerge, StylesReplaceTheProfilesMerge) {
+  EXPECT_EQ(merge_style("eager", "--merges"), (OutputMerge{38, 10, 8}));
+  EXPECT_EQ(merge_style("fused", "--merges"), (OutputMerge{10, 6, 0}));
+  EXPECT_EQ(merge_style("none", "--merges"), OutputMerge{});
+  EXPECT_THROW((void)merge_style("fast", "--merges"), model::InputError);
+  for (const auto& [hardware, kernel] : {std::pair{"h100", "sdpa"}, {"h100", "fa2"}, {"h100", "fa3"}, {"h100", "flex"},
+                                         {"h200", "sdpa"}, {"a100", "fa2"}, {"b200", "sdpa"}}) {
+    EXPECT_EQ(load_kernel_profile(kernel, catalog().root(), catalog().hardware(hardware)).merge,
+              merge_style("eager", "--merges"))
+        << hardware << " " << kernel;
+  }
+  SimulateConfig c = lockstep_on_free_links("h100", "sdpa", 16, 32 * 1024, {"contiguous"});
+  c.topology = switch_topology(4, 1e12, 0.0);
+  std::map<std::string, double> time_us;
+  for (const char* style : {"eager", "fused", "none"}) {
+    c.merges = style;
+    const Simulation s = run_simulation(c, catalog());
+    EXPECT_EQ(s.merges, style);
+    EXPECT_EQ(s.kernel.merge, merge_style(style, "--merges"));
+    time_us[style] = s.results[0].time_us;
+  }
+  const double per_byte = 8192.0 * 16 * 128 / (catalog().hardware("h100").memory_bandwidth * 1e3);
+  EXPECT_NEAR(time_us["eager"] - time_us["none"], 3 * 38 * per_byte, 1e-6);
+  EXPECT_NEAR(time_us["fused"] - time_us["none"], 3 * 10 * per_byte, 1e-6);
+  c.merges.clear();
+  EXPECT_NEAR(run_simulation(c, catalog()).results[0].time_us, time_us["eager"], 1e-9);
+  // From an experiment file too, refused there naming the field.
+  EXPECT_EQ(simulate_config_from_json(nlohmann::json{{"merges", "fused"}}, "e.json").merges, "fused");
+  try {
+    (void)simulate_config_from_json(nlohmann::json{{"merges", "fast"}}, "e.json");
+    FAIL();
+  } catch (const model::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"merges\" 'fast': expected eager, fused or none"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Simulation, ShippedTopologiesLoad) {

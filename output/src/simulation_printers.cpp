@@ -76,7 +76,8 @@ nlohmann::ordered_json to_json(const sim::Simulation& sim, bool rounds) {
                    {"kv_buffers", c.kv_buffers},
                    {"ring_order", c.auto_ring_order ? "auto" : "rank"},
                    {"cp", to_string(sim.cp, c.devices)},
-                   {"skip_unread_hops", c.skip_unread_hops}};
+                   {"skip_unread_hops", c.skip_unread_hops},
+                   {"merges", sim.merges.empty() ? "profile" : sim.merges}};
   doc["rounds_included"] = rounds;
   doc["kernel"] = to_json(sim.kernel);
   doc["kv_bytes_per_hop"] = sim.kv_bytes;
@@ -332,8 +333,9 @@ std::string simulation_table(const sim::Simulation& s) {
                      forward.full_tile_us * kernel.tile_scale(forward), forward.partial_tile_us * kernel.tile_scale(forward),
                      static_cast<double>(s.kv_bytes) / 1e6, slowest_hop);
   if (s.step_shape) return out + step_table(s) + notes_text(s);
-  out += fmt::format("scope: the attention ring of one layer{}\n\n",
-                     s.topology.is_ideal() ? ", the calls alone (ideal topology: hops take no time, no merge between calls)" : "");
+  out += fmt::format("scope: the attention ring of one layer{}{}\n\n",
+                     s.topology.is_ideal() ? ", the calls alone (ideal topology: hops take no time, no merge between calls)" : "",
+                     s.merges.empty() || s.topology.is_ideal() ? "" : fmt::format(", merges between calls {}", s.merges));
   out += fmt::format("{:<22} {:>12} {:>10} {:>12} {:>12} {:>16} {:>10} {:>10}\n", "layout", "time (ms)", "vs contig",
                      "mean busy", "max idle", "max exposed comm", "K/V MiB", "events");
   for (const auto& r : s.results) {

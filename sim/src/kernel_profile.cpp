@@ -367,4 +367,11 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
                    model::Shown::quoted);
 }
 
+OutputMerge merge_style(std::string_view name, std::string_view what) {
+  if (name == "eager") return {38, 10, 8};
+  if (name == "fused") return {10, 6, 0};
+  if (name == "none") return {};
+  throw model::InputError(fmt::format("{} '{}': expected {}", what, name, kMergeStyles));
+}
+
 }  // namespace stripesim::sim

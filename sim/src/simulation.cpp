@@ -179,7 +179,7 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   f.allow_only({"description", "model", "heads", "kv_heads", "head_dim", "batch", "model_parallel", "seq_len",
                 "devices", "layouts", "tile", "tiling", "kernel", "mask", "pad_documents", "pass", "dtype", "hardware",
                 "topology", "sync", "kv_buffers", "ring_order", "scope", "recompute", "zero", "data_parallel", "cp",
-                "skip_unread_hops"});
+                "skip_unread_hops", "merges"});
   base.model = f.string_or("model", base.model);
   for (const char* field : {"heads", "kv_heads", "head_dim"}) {
     if (f.has("model") && f.has(field)) {
@@ -211,6 +211,10 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   if (f.has("tile")) base.tile = f.parsed("tile", model::parse_tile_shape);
   if (f.has("tiling")) base.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
   base.kernel = f.string_or("kernel", base.kernel);
+  if (f.has("merges")) {
+    base.merges = f.string("merges");
+    (void)merge_style(base.merges, f.where("merges"));  // refused here, naming the field
+  }
   base.mask = f.string_or("mask", base.mask);
   if (f.has("pass")) base.pass = f.parsed("pass", parse_pass_selection);
   base.dtype = f.string_or("dtype", base.dtype);
@@ -277,6 +281,10 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   sim.hardware = config.hardware_profile ? *config.hardware_profile : catalog.hardware(config.hardware);
   sim.kernel = config.kernel_profile ? *config.kernel_profile : load_kernel_profile(config.kernel, catalog.root(), sim.hardware);
   sim.kernel_note = kernel_hardware_note(sim.kernel, sim.hardware, catalog);
+  if (!config.merges.empty()) {
+    sim.kernel.merge = merge_style(config.merges, "--merges");
+    sim.merges = config.merges;
+  }
   Count heads = config.heads, kv_heads = config.kv_heads, head_dim = config.head_dim;
   if (!config.model.empty()) {
     sim.transformer = catalog.model(config.model);

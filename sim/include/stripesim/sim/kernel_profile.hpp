@@ -105,6 +105,25 @@ struct OutputMerge {
   friend bool operator==(const OutputMerge&, const OutputMerge&) = default;
 };
 
+// The merges of the ring implementations users run, counted from the element-wise work each does
+// per element (README, "Merging the rounds"), for `--merges`:
+//   eager: ring-flash-attention's update_out_and_lse and PyTorch context parallelism's merger,
+//          unfused in eager PyTorch: 38 bytes an output element forward (the call's bf16 output to
+//          fp32, out - block_out, scaled by a per-row sigmoid, subtracted from out), 8 more where
+//          the call wrote a slice of the rows (merged apart, copied back), 10 a gradient element
+//          backward (bf16 added into fp32); the shipped sdpa, fa2, fa3 and flex profiles' own;
+//   fused: one fused pass a call (TransformerEngine's correction kernels, XLA's fusion of the
+//          same formula): the fp32 running output read and written and the call's bf16 output
+//          read, 10 bytes forward, slices written in place; bf16 gradients summed, 6 backward;
+//   none:  the kernel accumulates in place (this project's kernels, XLA's blockwise loop).
+// Anything else: an InputError naming `what`.
+[[nodiscard]] OutputMerge merge_style(std::string_view name, std::string_view what);
+inline constexpr std::string_view kMergeStyles = "eager, fused or none";
+inline constexpr const char* kMergesHelp =
+    "How the ring implementation folds each call's result into the running one between calls: eager "
+    "(ring-flash-attention, PyTorch context parallelism: 38 bytes an output element), fused "
+    "(TransformerEngine, XLA: 10) or none (the kernel accumulates in place) [default: the kernel profile's]";
+
 // The kernel at one more tile shape than its main one (a kernel built for several, as this
 // project's validator kernels are): that shape's own blocks per SM, block order and costs.
 struct TileVariant {

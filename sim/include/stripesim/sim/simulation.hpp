@@ -48,6 +48,9 @@ struct SimulateConfig {
   std::optional<model::Tiling> tiling;
   std::string kernel;                    // kernel profile name or JSON file; default: the hardware's
   std::optional<KernelProfile> kernel_profile;  // a profile in memory (a fit): overrides `kernel`
+  // How the ring implementation merges each call's result (merge_style: eager, fused, none);
+  // empty: the kernel profile's own `merge`.
+  std::string merges;
   std::string mask = "causal";
   bool pad_documents = false;  // pad every document to a multiple of 2N (doc-zigzag, doc-striped)
   PassSelection pass = PassSelection::forward;
@@ -102,6 +105,7 @@ struct Simulation {
   model::HardwareProfile hardware;
   KernelProfile kernel;
   std::optional<std::string> kernel_note;  // kernel_hardware_note: measured on another device
+  std::string merges;  // the merge style given (--merges), empty when the kernel's own
   Topology topology = Topology::nvswitch(1, 1, 0);  // replaced by the plan's
   std::vector<Count> ring_order;  // GPU at each ring position
   std::vector<Route> hops;
