@@ -77,10 +77,7 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
     if (!opts.mask.empty()) base.mask = opts.mask;
     if (!opts.layouts.empty()) base.layouts = model::split_distinct_list(opts.layouts, "--layouts");
     if (!opts.kernel.empty()) base.kernel = opts.kernel;
-    if (!opts.merges.empty()) {
-      (void)sim::merge_style(opts.merges, "--merges");
-      base.merges = opts.merges;
-    }
+    if (!opts.merges.empty()) base.merges = opts.merges;  // checked where each candidate's simulation applies it
     if (!opts.algorithms.empty()) request.algorithms = model::split_distinct_list(opts.algorithms, "--algorithms");
     if (!opts.memory_gib.empty()) request.memory_gib = model::parse_number(opts.memory_gib, "--memory-gib");
     base.pad_documents = opts.pad_documents;

@@ -161,10 +161,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     if (given("--tile")) config.tile = model::parse_tile_shape(opts.tile);
     if (given("--tiling")) config.tiling = model::parse_tiling(opts.tiling);
     if (given("--kernel")) config.kernel = opts.kernel;
-    if (given("--merges")) {
-      (void)sim::merge_style(opts.merges, "--merges");
-      config.merges = opts.merges;
-    }
+    if (given("--merges")) config.merges = opts.merges;  // checked where the simulation applies it
     if (given("--mask")) config.mask = opts.mask;
     if (opts.pad_documents) config.pad_documents = true;
     if (given("--pass")) config.pass = sim::parse_pass_selection(opts.pass);

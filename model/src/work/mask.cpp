@@ -91,11 +91,7 @@ Position Mask::lowest_key(Position q) const {
     case MaskKind::causal:
     case MaskKind::bidirectional: return 0;
     case MaskKind::window: return window_lowest_key(q);
-    case MaskKind::documents: {
-      const size_t j = document_of(q);
-      if (q >= padding_start(j)) return q + 1;  // padding: an empty interval
-      return std::max(starts_[j], window_lowest_key(q));
-    }
+    case MaskKind::documents: return document_lowest_key(q, document_of(q));
   }
   return 0;
 }
@@ -217,7 +213,7 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
         list.add(item, InputName(Input::mask, "documents length"));
       }
     } else {
-      list = read_document_lengths(mask_file(spec));
+      list = read_document_lengths(std::string(rest));  // what mask_file(spec) names
     }
     return Mask::documents(seq_len, std::move(list.lengths), window, std::move(list.padding));
   }

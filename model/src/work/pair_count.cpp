@@ -127,7 +127,7 @@ Count count_sorted_pairs(std::span<const Position> queries_sorted, std::span<con
     Position lo = 0;
     if (documents) {
       while (starts[doc + 1] <= q) ++doc;
-      lo = q >= mask.padding_start(doc) ? q + 1 : std::max(starts[doc], mask.window_lowest_key(q));
+      lo = mask.document_lowest_key(q, doc);
     } else {
       lo = mask.lowest_key(q);
     }

@@ -67,6 +67,12 @@ class Mask {
   [[nodiscard]] size_t document_of(Position q) const;
   // Where document j's padding starts: its end without padding.
   [[nodiscard]] Position padding_start(size_t document) const { return starts_[document + 1] - padding_[document]; }
+  // lowest_key(q) of a documents mask, given the document holding q (callers that walk the
+  // documents in order know it without a search).
+  [[nodiscard]] Position document_lowest_key(Position q, size_t document) const {
+    if (q >= padding_start(document)) return q + 1;  // padding: an empty interval
+    return std::max(starts_[document], window_lowest_key(q));
+  }
   // The lowest key a window lets q see, 0 without a window.
   [[nodiscard]] Position window_lowest_key(Position q) const {
     return windowed() ? std::max<Position>(0, q - effective_window_ + 1) : 0;
