@@ -42,6 +42,7 @@ std::vector<BadInput> bad_inputs() {
       {"zero_document_window", "--seq-len 1k --mask documents:512,512:window=0",
        "the window of documents:...:window=W must be at least 1 token"},
       {"window_without_documents", "--seq-len 1k --mask documents:window=64", "documents needs its lengths before :window=W"},
+      {"window_twice", "--seq-len 1k --mask documents:512,512:window=64:window=32", "documents takes one :window=W"},
       {"all_padding_document", "--seq-len 1k --mask documents:0+512,512", "padding must leave at least 1 token"},
       {"padding_given_twice", "--seq-len 1k --devices 4 --mask documents:500+12,512 --pad-documents",
        "already gives its padding (V+P lengths)"},

@@ -206,6 +206,10 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
     if (rest.empty() || rest.starts_with("window=")) {
       throw InputError(Input::mask, std::string(spec), "documents needs its lengths before :window=W", Shown::quoted);
     }
+    // A second suffix would otherwise be read as part of a lengths file's name.
+    if (rest.find(":window=") != std::string_view::npos) {
+      throw InputError(Input::mask, std::string(spec), "documents takes one :window=W", Shown::quoted);
+    }
     if (is_length_distribution(rest)) return Mask::documents(seq_len, draw_document_lengths(rest, seq_len), window);
     DocumentList list;
     if (looks_like_length_list(rest)) {
