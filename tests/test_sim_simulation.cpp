@@ -501,6 +501,40 @@ TEST(Simulation, AnH800RunsTheH100sKernelsOverSlowerLinks) {
   EXPECT_NEAR(slowest_hop_us("h800") / slowest_hop_us("h100"), 450.0 / 200.0, 0.02);
 }
 
+// An A800 is an A100 with slower NVLink, as an H800 is an H100: the A100's kernel profiles as they
+// are, the A100's die and memory, NVLink at 200 GB/s; it describes a PyTorch stack where the a100
+// preset keeps the Striped Attention paper's JAX one (bf16 attention, 128x128 tiles, 50 element-wise
+// bytes per token per d_model against 4016).
+TEST(Simulation, AnA800RunsTheA100sKernelsOverSlowerLinks) {
+  const model::HardwareProfile a800 = catalog().hardware("a800");
+  const model::HardwareProfile a100 = catalog().hardware("a100");
+  EXPECT_EQ(a800.name, "a800-sxm");
+  EXPECT_EQ(a800.kernels_from, "a100");
+  EXPECT_DOUBLE_EQ(a800.link_bandwidth, 200);
+  EXPECT_EQ(a800.sms, a100.sms);
+  EXPECT_DOUBLE_EQ(a800.memory_bandwidth, a100.memory_bandwidth);
+  EXPECT_EQ(a800.peak_tflops, a100.peak_tflops);
+  EXPECT_DOUBLE_EQ(a800.elementwise_bytes_per_dmodel, catalog().hardware("h800").elementwise_bytes_per_dmodel);
+  EXPECT_DOUBLE_EQ(a800.elementwise_bytes_per_dmodel, 50);
+  EXPECT_DOUBLE_EQ(a100.elementwise_bytes_per_dmodel, 4016);
+  for (const char* kernel : {"fa2", "blockwise"}) {
+    EXPECT_EQ(to_json(load_kernel_profile(kernel, catalog().root(), a800)), to_json(load_kernel_profile(kernel, catalog().root(), a100)))
+        << kernel;
+  }
+  const auto slowest_hop_us = [](const char* hardware) {
+    SimulateConfig c;
+    c.hardware = hardware;
+    c.seq_len = 65536;
+    c.devices = 8;
+    c.layouts = {"zigzag"};
+    const Simulation s = run_simulation(c, catalog());
+    Microseconds slowest = 0;
+    for (const auto& hop : s.hops) slowest = std::max(slowest, hop.transfer_us(s.kv_bytes));
+    return slowest;
+  };
+  EXPECT_NEAR(slowest_hop_us("a800") / slowest_hop_us("a100"), 300.0 / 200.0, 0.02);
+}
+
 // A kernel profile carries the device it was measured on: priced on another device (an H100's
 // cuDNN on a TPU) the result says so, once, naming both; on its own hardware, an alias of it, or
 // hardware that takes its kernels from the profile's (an H800 on the H100's), it says nothing.
