@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""stripesim's predictions for the settings of three published benchmarks (README "Predicted
-against published measurements"), beside the published figures, with the error of each.
+"""stripesim's predictions for the settings of three published benchmarks and of a paper's training
+steps (README "Predicted against published measurements"), beside the published figures, with the
+error of each.
 
 ring-flash-attention's: 8 GPUs, Llama-3.1 8B's attention (and, in its earlier version, 5 heads of
 128), 8k tokens per GPU, FlashAttention-2 on an A100 and on an H800 (the `h800` preset: an H100
@@ -11,14 +12,17 @@ NVLink, 128k tokens, batch 2, forward, 8 heads of 128, 32, 8, 4 or 2 heads of 32
 The USP paper's (Fang and Zhao 2024, arXiv 2405.07719, its table of attention on 8 A100-SXM4s on
 NVLink): 32 heads of 128,
 8 K/V heads, batch 1, forward, 32k and 128k tokens, basic (contiguous) and load-balanced (zigzag)
-rings, each split over Ulysses at degree 8. The published figures are the throughput ratios those
-projects report, cited in stripesim's README.
+rings, each split over Ulysses at degree 8. The same paper's training steps (its Tables 5 and 6:
+LLAMA2-7B on one node of 8 A800s, Llama-3 8B on two, Megatron-LM): each mesh of tensor parallelism
+x Ulysses x ring's TFLOP/s per GPU over the best mesh's at that length, on the `a800` preset. The
+published figures are the throughput ratios those projects report, cited in stripesim's README.
 
-    scripts/published-comparison.py                 # every row, and the mean and worst error
-    scripts/published-comparison.py --max-mean 0.06  # exit 1 when the mean error is above 0.06
+    scripts/published-comparison.py                 # every row, and each kind's mean and worst error
+    scripts/published-comparison.py --max-mean 0.06  # exit 1 when one attention layer's mean error is above 0.06
+    scripts/published-comparison.py --max-mean-steps 0.11  # the same for the training-step rows
     scripts/published-comparison.py --readme README.md  # exit 1 where its tables say otherwise
 
-Run from anywhere after building (build/cli/stripesim); about 12 s."""
+Run from anywhere after building (build/cli/stripesim); about 10 s."""
 import argparse
 import csv
 import io
@@ -81,6 +85,41 @@ USP_PAPER_ITERATIONS = {
     "32k": {8: (135.569, 136.375), 4: (103.525, 132.979), 2: (91.365, 132.979), 1: (81.985, 113.79)},
     "128k": {8: (2.782, 2.785), 4: (2.024, 2.771), 2: (1.73, 2.89), 1: (1.628, 2.91)},
 }
+
+
+# The USP paper's training steps (its Tables 5 and 6): Megatron-LM with TE's ring (dual-chunk,
+# i.e. zigzag) and the paper's Ulysses, sequence-parallel TP, ZeRO-1, no recomputation, on one and
+# on two RDMA-connected nodes of 8 A800s (NVLink 400 GB/s, 1.6 Tb/s a node between them).
+# Measured TFLOP/s per GPU of each (TP, Ulysses, ring) mesh, data parallelism filling the GPUs, per
+# (table, sequence length); ratios over the best mesh measured at that length.
+USP_PAPER_STEP_TFLOPS = {
+    ("5", "64k"): {(4, 2, 1): 154.49, (4, 1, 2): 151.40, (8, 1, 1): 141.85},
+    ("5", "30k"): {(2, 4, 1): 155.98, (2, 1, 4): 147.77, (4, 1, 1): 150.05, (1, 8, 1): 163.42, (1, 1, 8): 142.16,
+                   (8, 1, 1): 129.12},
+    ("6", "64k"): {(1, 8, 2): 136.31, (1, 4, 4): 137.48, (1, 2, 8): 129.44, (1, 1, 16): 121.83, (8, 1, 2): 129.75,
+                   (4, 2, 2): 122.45, (2, 4, 2): 87.67, (2, 2, 4): 89.35, (4, 1, 4): 122.57, (2, 1, 8): 101.35,
+                   (8, 1, 1): 141.20},
+    ("6", "80k"): {(1, 8, 2): 147.46, (1, 4, 4): 148.90, (1, 2, 8): 140.13, (1, 1, 16): 132.86, (8, 1, 2): 136.16,
+                   (4, 2, 2): 137.49, (2, 4, 2): 111.05, (2, 2, 4): 110.81, (4, 1, 4): 130.27, (2, 1, 8): 121.14,
+                   (8, 1, 1): 144.40},
+    ("6", "120k"): {(8, 1, 2): 145.92, (4, 2, 2): 152.51, (2, 4, 2): 136.63, (4, 1, 4): 150.96},
+}
+USP_PAPER_STEP_SETUP = {  # per table: model, GPUs, topology
+    "5": ("7b", 8, "nvswitch:8"),
+    "6": ("llama3-8b", 16, "cluster:2x8:nic=200gbps:nics=8"),
+}
+STEP_TABLE = "usp-paper-step"
+
+
+def mesh_name(mesh):
+    return "x".join(map(str, mesh))
+
+
+for (table, seq_len), rows in USP_PAPER_STEP_TFLOPS.items():
+    best = max(rows.values())
+    for mesh, tflops in rows.items():
+        if tflops != best:  # the reference is 1 by definition
+            PUBLISHED[(STEP_TABLE, "a800", "fwdbwd", f"table {table} {seq_len}", mesh_name(mesh))] = round(tflops / best, 3)
 
 
 def usp_split(ulysses, devices=8):
@@ -203,6 +242,33 @@ def usp_paper():
     return out
 
 
+def step_throughput(table, seq_len, mesh):
+    """A mesh's predicted training throughput (model FLOPs utilisation) in the paper's setting:
+    the ring zigzag as TE's dual-chunk layout with its fused merges, micro-batches of one sequence."""
+    model, gpus, topology = USP_PAPER_STEP_SETUP[table]
+    tp, ulysses, ring = mesh
+    out = subprocess.run([STRIPESIM, "simulate", "--scope", "step", "--hardware", "a800", "--topology", topology,
+                          "--model", model, "-n", seq_len, "-M", str(tp), "-N", str(ulysses * ring),
+                          "-D", str(gpus // (tp * ulysses * ring)),
+                          "--cp", "ring" if ulysses * ring == 1 else usp_split(ulysses, ulysses * ring),
+                          "--layouts", "zigzag", "--merges", "fused", "--zero", "1", "--format", "csv"],
+                         check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT).stdout
+    return float(next(csv.DictReader(io.StringIO(out)))["mfu"])
+
+
+def usp_paper_step():
+    """Each mesh's throughput over that of the best measured mesh at the same length."""
+    out = {}
+    for (table, seq_len), rows in USP_PAPER_STEP_TFLOPS.items():
+        best = max(rows, key=rows.get)
+        reference = step_throughput(table, seq_len, best)
+        for mesh in rows:
+            if mesh != best:
+                key = (STEP_TABLE, "a800", "fwdbwd", f"table {table} {seq_len}", mesh_name(mesh))
+                out[key] = step_throughput(table, seq_len, mesh) / reference
+    return out
+
+
 def readme_cells(text):
     """The predicted cells of the README's tables under "Predicted against published
     measurements": (line number, key as in PUBLISHED, the cell's text), and the error cells as
@@ -220,7 +286,7 @@ def readme_cells(text):
         if not line.startswith("|") or line.startswith("|---"):
             continue
         row = [cell.strip() for cell in line.strip("|").split("|")]
-        if row[1] in ("pass", "split", "layout") or row[0] in ("heads", "n", "split", "GPUs"):
+        if row[1] in ("pass", "split", "layout") or row[0] in ("heads", "n", "split", "GPUs", "table"):
             header = line
             continue
         found = []  # (key, predicted cell, error cell)
@@ -239,6 +305,10 @@ def readme_cells(text):
             heads = re.match(r"(\d+)(?: over (\d+) K/V)?$", row[0])
             shape = usp_shape(heads.group(1), heads.group(2) or heads.group(1), 32)
             found.append((("usp", "a100", "fwd", f"{shape} {split(row[1])}", row[2]), 4, 5))
+        elif header.startswith("| table |"):
+            if row[7] != "-":  # the reference mesh of its length reads 1 by definition
+                mesh = row[2].replace(" x ", "x")
+                found.append(((STEP_TABLE, "a800", "fwdbwd", f"table {row[0]} {row[1]}", mesh), 6, 7))
         elif header.startswith("| n |"):
             for layout, column in (("contiguous", 3), ("zigzag", 6)):
                 found.append((("usp-paper", "a100", "fwd", f"{row[0]} {split(row[1])}", layout), column, column + 1))
@@ -271,7 +341,10 @@ def readme_mismatches(path, text, predicted):
 def main():
     global STRIPESIM
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--max-mean", type=float, help="exit 1 when the mean absolute error is above this")
+    parser.add_argument("--max-mean", type=float,
+                        help="exit 1 when the mean absolute error of the layout and algorithm rows is above this")
+    parser.add_argument("--max-mean-steps", type=float,
+                        help="exit 1 when the mean absolute error of the training-step rows is above this")
     parser.add_argument("--stripesim", default=str(STRIPESIM), help="the stripesim executable (default: build/cli/stripesim)")
     parser.add_argument("--readme", type=pathlib.Path,
                         help="exit 1 where this README's tables of published measurements show other predictions")
@@ -291,16 +364,22 @@ def main():
         predicted = ring_flash_attention(folder)
     predicted.update(usp())
     predicted.update(usp_paper())
-    errors = []
+    predicted.update(usp_paper_step())
+    # Two summaries: one attention layer's layouts and algorithms, and whole training steps (the
+    # step model's matmuls, tensor parallelism and memory besides), each with its own guard.
+    errors = {"layout and algorithm": [], "training-step": []}
     for key, published in PUBLISHED.items():
         error = predicted[key] - published
-        errors.append(abs(error))
+        errors["training-step" if key[0] == STEP_TABLE else "layout and algorithm"].append(abs(error))
         print(f"{' '.join(key):60} published {published:.2f}  predicted {predicted[key]:.2f}  error {error:+.2f}")
-    mean, worst = sum(errors) / len(errors), max(errors)
-    print(f"{len(errors)} rows: mean error {mean:.3f}, worst {worst:.2f}")
-    if args.max_mean is not None and mean > args.max_mean:
-        print(f"published-comparison: mean error {mean:.3f} is above --max-mean {args.max_mean}", file=sys.stderr)
-        return 1
+    for (kind, values), limit, flag in zip(errors.items(), (args.max_mean, args.max_mean_steps),
+                                           ("--max-mean", "--max-mean-steps")):
+        mean, worst = sum(values) / len(values), max(values)
+        print(f"{len(values)} {kind} rows: mean error {mean:.3f}, worst {worst:.2f}")
+        if limit is not None and mean > limit:
+            print(f"published-comparison: mean error {mean:.3f} of the {kind} rows is above {flag} {limit}",
+                  file=sys.stderr)
+            return 1
     if readme is not None:
         mismatches = readme_mismatches(args.readme, readme, predicted)
         for mismatch in mismatches:
