@@ -458,6 +458,19 @@ TEST(Simulation, PrecisionSlowdownIsTheRatioOfPeakRates) {
   }
 }
 
+// The slowest K/V hop of a zigzag ring of 8 devices at 64k tokens on the hardware's NVLink.
+Microseconds slowest_ring_hop_us(const char* hardware) {
+  SimulateConfig c;
+  c.hardware = hardware;
+  c.seq_len = 65536;
+  c.devices = 8;
+  c.layouts = {"zigzag"};
+  const Simulation s = run_simulation(c, catalog());
+  Microseconds slowest = 0;
+  for (const auto& hop : s.hops) slowest = std::max(slowest, hop.transfer_us(s.kv_bytes));
+  return slowest;
+}
+
 // An H800 is an H100 with slower NVLink: its profile names the H100's kernel folder
 // (kernels_from) and gets every H100 kernel profile as it is; the field round-trips, and naming
 // itself (or nothing) is refused. On the same ring the H800's hops take 450 / 200 the time.
@@ -487,18 +500,7 @@ TEST(Simulation, AnH800RunsTheH100sKernelsOverSlowerLinks) {
     }
   }
   // The hops of the same ring: K/V at 200 GB/s against 450.
-  const auto slowest_hop_us = [](const char* hardware) {
-    SimulateConfig c;
-    c.hardware = hardware;
-    c.seq_len = 65536;
-    c.devices = 8;
-    c.layouts = {"zigzag"};
-    const Simulation s = run_simulation(c, catalog());
-    Microseconds slowest = 0;
-    for (const auto& hop : s.hops) slowest = std::max(slowest, hop.transfer_us(s.kv_bytes));
-    return slowest;
-  };
-  EXPECT_NEAR(slowest_hop_us("h800") / slowest_hop_us("h100"), 450.0 / 200.0, 0.02);
+  EXPECT_NEAR(slowest_ring_hop_us("h800") / slowest_ring_hop_us("h100"), 450.0 / 200.0, 0.02);
 }
 
 // An A800 is an A100 with slower NVLink, as an H800 is an H100: the A100's kernel profiles as they
@@ -521,18 +523,7 @@ TEST(Simulation, AnA800RunsTheA100sKernelsOverSlowerLinks) {
     EXPECT_EQ(to_json(load_kernel_profile(kernel, catalog().root(), a800)), to_json(load_kernel_profile(kernel, catalog().root(), a100)))
         << kernel;
   }
-  const auto slowest_hop_us = [](const char* hardware) {
-    SimulateConfig c;
-    c.hardware = hardware;
-    c.seq_len = 65536;
-    c.devices = 8;
-    c.layouts = {"zigzag"};
-    const Simulation s = run_simulation(c, catalog());
-    Microseconds slowest = 0;
-    for (const auto& hop : s.hops) slowest = std::max(slowest, hop.transfer_us(s.kv_bytes));
-    return slowest;
-  };
-  EXPECT_NEAR(slowest_hop_us("a800") / slowest_hop_us("a100"), 300.0 / 200.0, 0.02);
+  EXPECT_NEAR(slowest_ring_hop_us("a800") / slowest_ring_hop_us("a100"), 300.0 / 200.0, 0.02);
 }
 
 // A kernel profile carries the device it was measured on: priced on another device (an H100's
