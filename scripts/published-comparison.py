@@ -123,7 +123,8 @@ for (table, seq_len), rows in USP_PAPER_STEP_TFLOPS.items():
 
 
 def usp_split(ulysses, devices=8):
-    return "ulysses" if ulysses == devices else "ring" if ulysses == 1 else f"hybrid:{ulysses}x{devices // ulysses}"
+    """--cp for Ulysses over `ulysses` of `devices` GPUs times a ring over the rest (one GPU: a ring of one)."""
+    return "ring" if ulysses == 1 else "ulysses" if ulysses == devices else f"hybrid:{ulysses}x{devices // ulysses}"
 
 
 def usp_shape(heads, kv_heads, head_dim):
@@ -249,8 +250,7 @@ def step_throughput(table, seq_len, mesh):
     tp, ulysses, ring = mesh
     out = subprocess.run([STRIPESIM, "simulate", "--scope", "step", "--hardware", "a800", "--topology", topology,
                           "--model", model, "-n", seq_len, "-M", str(tp), "-N", str(ulysses * ring),
-                          "-D", str(gpus // (tp * ulysses * ring)),
-                          "--cp", "ring" if ulysses * ring == 1 else usp_split(ulysses, ulysses * ring),
+                          "-D", str(gpus // (tp * ulysses * ring)), "--cp", usp_split(ulysses, ulysses * ring),
                           "--layouts", "zigzag", "--merges", "fused", "--zero", "1", "--format", "csv"],
                          check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT).stdout
     return float(next(csv.DictReader(io.StringIO(out)))["mfu"])

@@ -2,6 +2,8 @@
 a stale time, a stale analyze ratio, a time beside a command that prints several layouts and a
 figure in a form it does not check each fail, named with their line. Run by CTest:
 test_readme_examples.py BINARY SOURCE_DIR."""
+import csv
+import io
 import pathlib
 import subprocess
 import sys
@@ -23,9 +25,8 @@ def check(text):
 
 def time_ms(args):
     out = subprocess.run([binary, *args.split(), "--format", "csv"], capture_output=True, text=True, check=True,
-                         cwd=source).stdout.splitlines()
-    header, row = out[0].split(","), out[1].split(",")
-    return float(row[header.index("time_us")]) / 1000
+                         cwd=source).stdout
+    return float(next(csv.DictReader(io.StringIO(out)))["time_us"]) / 1000
 
 
 ARGS = "simulate -N 4 -n 16k --layouts zigzag"
