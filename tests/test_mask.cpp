@@ -50,14 +50,14 @@ TEST(Mask, IntervalsMatchTheDefinitions) {
                            Mask::documents(n, {10, 1, 29, 20}), Mask::documents(n, {10, 1, 29, 20}, 6),
                            Mask::documents(n, {10, 1, 29, 20}, 1), Mask::documents(n, {10, 1, 29, 20}, 0, {3, 0, 28, 1}),
                            Mask::documents(n, {10, 1, 29, 20}, 5, {9, 0, 4, 19})}) {
+    Position previous_lo = -1, previous_hi = -1;
     for (Position q = 0; q < n; ++q) {
-      Position previous_lo = -1, previous_hi = -1;
       for (Position k = 0; k < n; ++k) {
         EXPECT_EQ(mask.allows(q, k), testing::reference_allows(mask, q, k)) << mask.name() << " " << q << "," << k;
       }
       // The interval ends never move left as q grows: the work model's merges depend on it.
-      EXPECT_GE(mask.lowest_key(q), previous_lo);
-      EXPECT_GE(mask.highest_key(q), previous_hi);
+      EXPECT_GE(mask.lowest_key(q), previous_lo) << mask.name() << " " << q;
+      EXPECT_GE(mask.highest_key(q), previous_hi) << mask.name() << " " << q;
       previous_lo = mask.lowest_key(q);
       previous_hi = mask.highest_key(q);
       const bool padding = mask.kind() == MaskKind::documents && q >= mask.padding_start(mask.document_of(q));
