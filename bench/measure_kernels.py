@@ -18,7 +18,7 @@ the K/V block that started on device (d - r) mod N, the mask evaluated on ORIGIN
 
 Usage: python3 bench/measure_kernels.py --kernel flex|sdpa|flash_attn|fa3 --seq-len 32768 --devices 4 --out FILE
        [--heads 16] [--kv-heads 16] [--head-dim 128] [--batch 1] [--dtype bf16|fp16|fp32]
-       [--mask causal|bidirectional|window:W|documents:L1,L2,...[:window=W]] [--pass fwd|fwdbwd]
+       [--mask causal|bidirectional|window:W|prefix:P|documents:L1,L2,...[:window=W]] [--pass fwd|fwdbwd]
        [--layouts contiguous,striped,zigzag,block-striped:S] [--tile 128|TQxTK] [--warmup 3]
        [--iters 10] [--seed 0] [--sdpa-backend auto|flash|cudnn|efficient|math] [--notes TEXT]
        python3 bench/measure_kernels.py --self-test
@@ -93,11 +93,12 @@ class Mask:
     here lets query q see one interval of keys [lo, hi] (empty when lo > hi), which is what makes the
     block counter below exact without enumerating pairs."""
 
-    def __init__(self, kind, seq_len, window=None, lengths=None):
+    def __init__(self, kind, seq_len, window=None, lengths=None, prefix=None):
         self.kind = kind
         self.seq_len = seq_len
         self.window = window
         self.lengths = lengths
+        self.prefix = prefix
         self.starts = []
         if kind == "documents":
             start = 0
@@ -109,6 +110,8 @@ class Mask:
         """The canonical --mask text written into workload.mask (integers, no suffixes)."""
         if self.kind == "window":
             return f"window:{self.window}"
+        if self.kind == "prefix":
+            return f"prefix:{self.prefix}"
         if self.kind == "documents":
             lengths = "documents:" + ",".join(str(length) for length in self.lengths)
             return lengths + (f":window={self.window}" if self.window else "")
@@ -122,6 +125,8 @@ class Mask:
             return 0, self.seq_len - 1
         if self.kind == "window":
             return max(0, q - self.window + 1), q
+        if self.kind == "prefix":  # the first P tokens see each other both ways
+            return 0, max(q, self.prefix - 1)
         start = self.starts[bisect.bisect_right(self.starts, q) - 1]
         return (max(start, q - self.window + 1) if self.window else start), q
 
@@ -138,6 +143,11 @@ def parse_mask(text, seq_len):
         if width < 1:
             raise UsageError(f"--mask '{text}': the window must be at least 1 token")
         return Mask("window", seq_len, window=width)
+    if text.startswith("prefix:"):
+        length = parse_count(text[len("prefix:"):], "--mask prefix:P")
+        if not 1 <= length <= seq_len:
+            raise UsageError(f"--mask '{text}': the prefix must hold 1 to --seq-len {seq_len} tokens")
+        return Mask("prefix", seq_len, prefix=length)
     if text.startswith("documents:"):
         body, window = text[len("documents:"):], None
         if ":window=" in body:  # a sliding window inside every document
@@ -152,7 +162,7 @@ def parse_mask(text, seq_len):
             raise UsageError(f"--mask '{text}': the lengths add up to {sum(lengths)}, they must add up to "
                              f"--seq-len {seq_len}")
         return Mask("documents", seq_len, window=window, lengths=lengths)
-    raise UsageError(f"--mask '{text}': unknown mask, expected causal, bidirectional, window:W, "
+    raise UsageError(f"--mask '{text}': unknown mask, expected causal, bidirectional, window:W, prefix:P, "
                      "documents:L1,L2,... or documents:L1,L2,...:window=W")
 
 
@@ -238,7 +248,7 @@ def count_active_blocks(mask, q_positions, k_positions, tq, tk):
         # A block holds an allowed pair iff its earliest key is not after its latest query.
         k_mins = sorted(min(block) for block in k_blocks)
         return sum(bisect.bisect_right(k_mins, max(block)) for block in q_blocks)
-    # Window and documents: the union of the block's key intervals, merged, tested against each key
+    # Window, prefix and documents: the union of the block's key intervals, merged, tested against each key
     # block's sorted positions by bisection; exact, and fast because the union has few pieces.
     sorted_k = [sorted(block) for block in k_blocks]
     active = 0
@@ -702,6 +712,12 @@ class FlexKernel:
         elif mask.kind == "causal":
             def mask_mod(b, h, q_idx, kv_idx):
                 return k_pos[kv_idx] <= q_pos[q_idx]
+        elif mask.kind == "prefix":
+            length = mask.prefix
+
+            def mask_mod(b, h, q_idx, kv_idx):
+                qp, kp = q_pos[q_idx], k_pos[kv_idx]
+                return (kp <= qp) | (kp < length)
         else:
             def mask_mod(b, h, q_idx, kv_idx):
                 return k_pos[kv_idx] >= 0

@@ -20,6 +20,8 @@ inline bool reference_allows(const model::Mask& mask, Position q, Position k) {
     case model::MaskKind::causal: return k <= q;
     case model::MaskKind::bidirectional: return true;
     case model::MaskKind::window: return q - k >= 0 && q - k < mask.window_width();
+    // Both inside the prefix, or causal.
+    case model::MaskKind::prefix: return (q < mask.prefix_length() && k < mask.prefix_length()) || k <= q;
     case model::MaskKind::documents: {
       // Same document (found by walking the lengths), neither token in its padding (the
       // document's last tokens), causal inside it, and inside the window if there is one.

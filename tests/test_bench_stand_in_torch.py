@@ -109,6 +109,13 @@ run(measure_kernels.main, ["--kernel", "flex", "--seq-len", "1024", "--devices",
                            "--iters", "2", "--warmup", "1", "--out", os.path.join(out, "flex-doc-window.json")])
 expect(load("flex-doc-window.json")["workload"]["mask"] == "documents:512,512:window=300", "flex windowed documents: mask")
 
+# (b'') flex under a prefix-LM mask: the spec kept, a BlockMask built for every (round, device) call.
+run(measure_kernels.main, ["--kernel", "flex", "--seq-len", "1024", "--devices", "2", "--heads", "4",
+                           "--mask", "prefix:768", "--layouts", "contiguous", "--passes", "1",
+                           "--iters", "2", "--warmup", "1", "--out", os.path.join(out, "flex-prefix.json")])
+expect(load("flex-prefix.json")["workload"]["mask"] == "prefix:768", "flex prefix: mask")
+expect(len(flex_module.create_block_mask.call_args_list) == 2 * 2, "flex prefix: a BlockMask a call")
+
 # (c) SDPA on its flash backend, ring-flash-attention's calls: the backend chosen around each call,
 # causal and full calls, no call (0 us) where contiguous skips a later block.
 run(measure_kernels.main, ["--kernel", "sdpa", "--sdpa-backend", "flash", "--seq-len", "1024", "--devices", "4",

@@ -196,6 +196,28 @@ TEST(CliAnalyze, HeaderNamesTheMask) {
   EXPECT_EQ(r.out.find("causal"), std::string::npos) << r.out;
 }
 
+// Prefix-LM: P^2 pairs inside the prefix, then every later query its q + 1 keys, whatever the layout;
+// under contiguous, device 0's own block lies inside the prefix: every tile of it full, none partial
+// (a causal mask leaves 136 of its 16 x 16 tiles active, 16 of them partial).
+TEST(CliAnalyze, PrefixMaskCountsThePrefixBothWays) {
+  const CliResult r = run_cli("analyze --seq-len 4096 --devices 4 --tile 64x64 --mask prefix:1k --format json "
+                              "--layouts contiguous,striped,zigzag,balanced");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("config").at("mask").at("prefix"), 1024);
+  const std::int64_t n = 4096, p = 1024;
+  for (const auto& result : doc.at("results")) {
+    EXPECT_EQ(result.at("metrics").at("elements").at("total"), p * p + (n * (n + 1) - p * (p + 1)) / 2) << result.at("layout");
+  }
+  const auto& contiguous = doc.at("results")[0];
+  EXPECT_EQ(contiguous.at("active_tiles")[0][0], 256);
+  EXPECT_EQ(contiguous.at("partial_tiles")[0][0], 0);
+  // Device 1's queries (1024..2047) are past the prefix: causal there, and they read all of device 0's block.
+  EXPECT_EQ(contiguous.at("active_tiles")[0][1], 136);
+  EXPECT_EQ(contiguous.at("active_tiles")[1][1], 256);
+  EXPECT_EQ(contiguous.at("partial_tiles")[1][1], 0);
+}
+
 TEST(CliAnalyze, OutputIsByteIdenticalAcrossRunsAndThreads) {
   for (const char* format : {"json", "csv", "table"}) {
     const std::string args = std::string("analyze --seq-len 96k --devices 12 --tile 128x256 --mask window:5000 "

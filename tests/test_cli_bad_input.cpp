@@ -36,6 +36,8 @@ std::vector<BadInput> bad_inputs() {
       {"unknown_mask", "--mask sliding:4", "--mask 'sliding:4': unknown mask"},
       {"zero_window", "--mask window:0", "the window must be at least 1 token"},
       {"negative_window", "--mask window:-5", "the window must be at least 1 token"},
+      {"prefix_past_the_sequence", "--seq-len 4k --mask prefix:5k", "--mask prefix:5120: the prefix must hold 1 to --seq-len 4096 tokens"},
+      {"zero_prefix", "--mask prefix:0", "the prefix must hold 1 to --seq-len"},
       {"documents_do_not_sum", "--mask documents:100k,100k", "they must add up to --seq-len 262144"},
       {"documents_overflow_n", "--mask documents:200k,200k", "add up to more than --seq-len"},
       {"zero_length_document", "--seq-len 1k --mask documents:0,1k", "every length must be at least 1"},

@@ -17,6 +17,15 @@ TEST(Mask, ParsesEveryKind) {
   EXPECT_EQ(w.kind(), MaskKind::window);
   EXPECT_EQ(w.window_width(), 4096);
   EXPECT_EQ(w.name(), "window:4096");
+  // Prefix-LM: the first P tokens see each other both ways, the rest causally.
+  const Mask prefix = parse_mask("prefix:1k", 4096);
+  EXPECT_EQ(prefix.kind(), MaskKind::prefix);
+  EXPECT_EQ(prefix.prefix_length(), 1024);
+  EXPECT_EQ(prefix.name(), "prefix:1024");
+  EXPECT_TRUE(prefix.allows(0, 1023));
+  EXPECT_FALSE(prefix.allows(0, 1024));
+  EXPECT_TRUE(prefix.allows(1024, 1024));
+  EXPECT_FALSE(prefix.allows(1024, 1025));
   const Mask docs = parse_mask("documents:30,50,20", 100);
   EXPECT_EQ(docs.document_lengths(), (std::vector<Count>{30, 50, 20}));
   EXPECT_EQ(docs.document_starts(), (std::vector<Position>{0, 30, 80, 100}));
@@ -49,7 +58,8 @@ TEST(Mask, IntervalsMatchTheDefinitions) {
   for (const Mask& mask : {Mask::causal(n), Mask::bidirectional(n), Mask::window(n, 7), Mask::window(n, 1000),
                            Mask::documents(n, {10, 1, 29, 20}), Mask::documents(n, {10, 1, 29, 20}, 6),
                            Mask::documents(n, {10, 1, 29, 20}, 1), Mask::documents(n, {10, 1, 29, 20}, 0, {3, 0, 28, 1}),
-                           Mask::documents(n, {10, 1, 29, 20}, 5, {9, 0, 4, 19})}) {
+                           Mask::documents(n, {10, 1, 29, 20}, 5, {9, 0, 4, 19}), Mask::prefix(n, 1), Mask::prefix(n, 17),
+                           Mask::prefix(n, n)}) {
     Position previous_lo = -1, previous_hi = -1;
     for (Position q = 0; q < n; ++q) {
       for (Position k = 0; k < n; ++k) {
@@ -72,7 +82,8 @@ TEST(Mask, RejectsBadSpecs) {
                           "sliding:4", "documents:/nonexistent/lengths.txt", "documents:50,50:window=0",
                           "documents:50,50:window=-2", "documents:50,50:window=", "documents:50,50:window=x",
                           "documents:window=4", "documents::window=4", "documents:50,40:window=4", "documents:50+60",
-                          "documents:0+50,50", "documents:40+,60", "documents:+10,90", "documents:40+10+10,40"}) {
+                          "documents:0+50,50", "documents:40+,60", "documents:+10,90", "documents:40+10+10,40",
+                          "prefix", "prefix:", "prefix:0", "prefix:-3", "prefix:101", "prefix:x"}) {
     EXPECT_THROW((void)parse_mask(bad, 100), InputError) << bad;
   }
 }

@@ -160,7 +160,14 @@ doc_of = [j for j, length in enumerate((5, 20, 11, 28)) for _ in range(length)]
 for q in range(64):
     for k in range(64):
         expect(windowed.allows(q, k) == (doc_of[q] == doc_of[k] and 0 <= q - k < 6), f"windowed documents ({q}, {k})")
-for bad in ("documents:32,32:window=0", "documents:32,32:window=x", "documents:32,32:window="):
+# Prefix-LM, against its definition: causal, and the first P tokens see each other both ways.
+prefix = harness.parse_mask("prefix:13", 64)
+expect(prefix.spec() == "prefix:13", f"prefix spec: {prefix.spec()}")
+for q in range(64):
+    for k in range(64):
+        expect(prefix.allows(q, k) == (k <= q or (q < 13 and k < 13)), f"prefix ({q}, {k})")
+for bad in ("documents:32,32:window=0", "documents:32,32:window=x", "documents:32,32:window=", "prefix:0", "prefix:65",
+            "prefix:x", "prefix:"):
     try:
         harness.parse_mask(bad, 64)
         expect(False, f"{bad}: accepted")
@@ -171,7 +178,8 @@ for bad in ("documents:32,32:window=0", "documents:32,32:window=x", "documents:3
 for n, devices, mask_text, tile in ((64, 4, "causal", (4, 4)), (64, 4, "window:9", (4, 8)),
                                     (64, 2, "documents:5,20,11,28", (8, 4)), (48, 3, "bidirectional", (4, 4)),
                                     (96, 4, "window:1", (6, 6)), (96, 4, "causal", (8, 3)),
-                                    (64, 4, "documents:5,20,11,28:window=6", (4, 4))):
+                                    (64, 4, "documents:5,20,11,28:window=6", (4, 4)), (64, 4, "prefix:13", (4, 8)),
+                                    (96, 4, "prefix:96", (6, 6))):
     mask = harness.parse_mask(mask_text, n)
     for layout in ("contiguous", "striped", "zigzag", "block-striped:2"):
         positions = harness.layout_positions(layout, n, devices)

@@ -77,7 +77,8 @@ INSTANTIATE_TEST_SUITE_P(
                       LayoutMask{"doc-striped", "documents:64,320,128"}, LayoutMask{"balanced", "documents:100,300,112"},
                       LayoutMask{"balanced", "causal"}, LayoutMask{"ptrr:16", "documents:100,300,112"},
                       LayoutMask{"striped", "documents:100,300,112:window=60"},
-                      LayoutMask{"doc-zigzag", "documents:64,320,128:window=50"}),
+                      LayoutMask{"doc-zigzag", "documents:64,320,128:window=50"}, LayoutMask{"zigzag", "prefix:150"},
+                      LayoutMask{"striped", "prefix:150"}, LayoutMask{"balanced", "prefix:150"}),
     [](const ::testing::TestParamInfo<LayoutMask>& info) {
       std::string name = std::string(info.param.layout) + "_" + info.param.mask;
       for (char& ch : name) {
@@ -273,7 +274,7 @@ TEST(DenseReference, MatchesAHandComputedToken) {
 TEST(TileSkipping, KernelsRunExactlyWhereTheWorkModelCountsTiles) {
   auto backend = make_cpu_backend();
   for (const char* layout : {"contiguous", "striped", "zigzag"}) {
-    for (const char* mask : {"causal", "window:40", "documents:100,300,112", "documents:100,300,112:window=40"}) {
+    for (const char* mask : {"causal", "window:40", "documents:100,300,112", "documents:100,300,112:window=40", "prefix:150"}) {
       const RingProblem problem(small_case(layout, mask));
       const model::Work work = model::count_work(problem.layout(), problem.mask(), problem.ring_case().tile, 1);
       const RingMeasurement m = backend->run(problem, RunOptions{0, 1, 60});
@@ -1213,7 +1214,7 @@ TEST(ReferenceGradients, AreTheDerivativesOfTheLoss) {
 TEST(BackwardRing, GradientsEqualDenseForEveryLayoutAndMask) {
   auto backend = make_cpu_backend();
   for (const char* layout : {"contiguous", "striped", "zigzag", "block-striped:8"}) {
-    for (const char* mask : {"causal", "bidirectional", "window:70", "documents:100,300,112"}) {
+    for (const char* mask : {"causal", "bidirectional", "window:70", "documents:100,300,112", "prefix:150"}) {
       for (const Precision precision : {Precision::fp32, Precision::fp64}) {
         RingCase c = small_case(layout, mask, precision);
         c.backward = true;

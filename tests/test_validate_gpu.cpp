@@ -174,7 +174,8 @@ const auto kLayoutsTimesMasks = ::testing::Values(
     LayoutMask{"striped", "window:300"}, LayoutMask{"zigzag", "window:300"}, LayoutMask{"block-striped:8", "window:300"},
     LayoutMask{"contiguous", "documents:700,1000,348"}, LayoutMask{"striped", "documents:700,1000,348"},
     LayoutMask{"zigzag", "documents:700,1000,348"}, LayoutMask{"block-striped:8", "documents:700,1000,348"},
-    LayoutMask{"striped", "documents:700,1000,348:window=300"});
+    LayoutMask{"striped", "documents:700,1000,348:window=300"}, LayoutMask{"zigzag", "prefix:700"},
+    LayoutMask{"striped", "prefix:700"});
 
 // Runs `backend` in bf16 and fp16 on N devices and checks the output against dense attention.
 void expect_matches_dense(RingBackend& backend, const LayoutMask& param, Count devices, const std::string& cp = "ring",

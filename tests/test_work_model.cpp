@@ -40,7 +40,8 @@ std::vector<Layout> all_layouts(Count n, Count N, std::mt19937_64& rng) {
 
 std::vector<Mask> all_masks(Count n, std::mt19937_64& rng) {
   std::vector<Mask> masks{Mask::causal(n), Mask::bidirectional(n),
-                          Mask::window(n, std::uniform_int_distribution<Count>(1, n)(rng)), Mask::window(n, 1)};
+                          Mask::window(n, std::uniform_int_distribution<Count>(1, n)(rng)), Mask::window(n, 1),
+                          Mask::prefix(n, std::uniform_int_distribution<Count>(1, n)(rng)), Mask::prefix(n, n)};
   std::vector<Count> lengths;
   for (Count left = n; left > 0;) {
     const Count len = std::min(left, std::uniform_int_distribution<Count>(1, std::max<Count>(1, n / 3))(rng));
@@ -167,7 +168,8 @@ TEST(WorkModel, PairsCountedOnceEqualBruteForce) {
     }
     const Layout layout = Layout::permutation(blocks, n, "chunks of " + base.name());
     const TileShape tile{std::uniform_int_distribution<Count>(1, c)(rng), std::uniform_int_distribution<Count>(1, c)(rng)};
-    for (const Mask& mask : {Mask::causal(n), Mask::bidirectional(n), Mask::window(n, std::uniform_int_distribution<Count>(1, n)(rng))}) {
+    for (const Mask& mask : {Mask::causal(n), Mask::bidirectional(n), Mask::window(n, std::uniform_int_distribution<Count>(1, n)(rng)),
+                             Mask::prefix(n, std::uniform_int_distribution<Count>(1, n)(rng))}) {
       for (const Layout* counted : {&base, &layout}) {
         const std::string what = counted->name() + " " + mask.name() + " n=" + std::to_string(n) + " N=" + std::to_string(N) +
                                  " tile=" + tile.to_string();
@@ -177,7 +179,7 @@ TEST(WorkModel, PairsCountedOnceEqualBruteForce) {
       }
     }
   }
-  EXPECT_EQ(checked, 240);
+  EXPECT_EQ(checked, 320);
 }
 
 // Striped under a causal mask: K/V from a later device is the strictly lower triangle of the

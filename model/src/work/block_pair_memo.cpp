@@ -24,6 +24,7 @@ bool depends_on_offset_alone(MaskKind kind) {
     case MaskKind::window:
     case MaskKind::bidirectional: return true;
     case MaskKind::documents: return false;  // where the documents start is not an offset
+    case MaskKind::prefix: return false;     // nor where the prefix ends
   }
   return false;
 }

@@ -28,6 +28,16 @@ Mask Mask::window(Count seq_len, Count width) {
   return mask;
 }
 
+Mask Mask::prefix(Count seq_len, Count prefix_length) {
+  if (prefix_length < 1 || prefix_length > seq_len) {
+    throw InputError(Input::mask, fmt::format("prefix:{}", prefix_length),
+                     fmt::format("the prefix must hold 1 to --seq-len {} tokens", seq_len));
+  }
+  Mask mask(MaskKind::prefix, seq_len);
+  mask.prefix_ = prefix_length;
+  return mask;
+}
+
 void Mask::set_window(Count width) {
   window_ = width;
   // A window wider than the sequence is the causal mask; clamping keeps q - W far from overflow.
@@ -75,6 +85,7 @@ std::string Mask::name() const {
     case MaskKind::causal: return "causal";
     case MaskKind::bidirectional: return "bidirectional";
     case MaskKind::window: return fmt::format("window:{}", window_);
+    case MaskKind::prefix: return fmt::format("prefix:{}", prefix_);
     case MaskKind::documents: return "documents";
   }
   return {};
@@ -89,7 +100,8 @@ size_t Mask::document_of(Position q) const {
 Position Mask::lowest_key(Position q) const {
   switch (kind_) {
     case MaskKind::causal:
-    case MaskKind::bidirectional: return 0;
+    case MaskKind::bidirectional:
+    case MaskKind::prefix: return 0;
     case MaskKind::window: return window_lowest_key(q);
     case MaskKind::documents: return document_lowest_key(q, document_of(q));
   }
@@ -194,7 +206,16 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
   if (spec == "causal") return Mask::causal(seq_len);
   if (spec == "bidirectional") return Mask::bidirectional(seq_len);
   constexpr std::string_view kWindow = "window:";
+  constexpr std::string_view kPrefix = "prefix:";
   constexpr std::string_view kDocuments = "documents:";
+  if (spec.starts_with(kPrefix)) {
+    const std::string_view length = spec.substr(kPrefix.size());
+    if (length.starts_with('-')) {
+      throw InputError(Input::mask, std::string(spec), fmt::format("the prefix must hold 1 to --seq-len {} tokens", seq_len),
+                       Shown::quoted);
+    }
+    return Mask::prefix(seq_len, parse_count(length, InputName(Input::mask, "prefix:P length")));
+  }
   if (spec.starts_with(kWindow)) {
     const std::string_view width = spec.substr(kWindow.size());
     if (width.starts_with('-')) throw InputError(Input::mask, std::string(spec), "the window must be at least 1 token", Shown::quoted);

@@ -69,12 +69,24 @@ Count count_run_pairs(const Run& queries, const Run& keys, const Mask& mask) {
     case MaskKind::documents:
       upper = clamped_floor_sum(queries.length, keys.stride, queries.stride, queries.first - keys.first, keys.length);
       break;
+    case MaskKind::prefix: {
+      // Queries inside the prefix see every key of it; from q = P on, the causal floor sum.
+      const Position p = mask.prefix_length();
+      const Count in_prefix = queries.first >= p ? 0 : std::min(queries.length, ceil_div_nonneg(p - queries.first, queries.stride));
+      upper = in_prefix * keys_at_or_below(keys, p - 1);
+      if (in_prefix < queries.length) {
+        upper += clamped_floor_sum(queries.length - in_prefix, keys.stride, queries.stride,
+                                   queries.first + in_prefix * queries.stride - keys.first, keys.length);
+      }
+      break;
+    }
   }
   // Minus the keys below lowest_key(q).
   Count lower = 0;
   switch (mask.kind()) {
     case MaskKind::causal:
-    case MaskKind::bidirectional: break;
+    case MaskKind::bidirectional:
+    case MaskKind::prefix: break;
     case MaskKind::window:
       // Keys at or below q - W.
       lower = clamped_floor_sum(queries.length, keys.stride, queries.stride,

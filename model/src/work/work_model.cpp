@@ -74,7 +74,7 @@ TileCounts count_causal_tiles(const DeviceBlock& queries, const DeviceBlock& key
   return counts;
 }
 
-// Window and documents masks: bounds from the tile summaries decide most tiles (surely empty,
+// Window, prefix and documents masks: bounds from the tile summaries decide most tiles (surely empty,
 // surely fully allowed); the rest are counted exactly, because a sparse tile (striped, say) can
 // fall between the window's edges without holding a single allowed pair.
 class IntervalTileCounter {
@@ -179,6 +179,7 @@ TileCounts count_tiles(const DeviceBlock& queries, const DeviceBlock& keys, cons
     }
     case MaskKind::causal: return count_causal_tiles(queries, keys, rows, columns);
     case MaskKind::window:
+    case MaskKind::prefix:
     case MaskKind::documents: return IntervalTileCounter(queries, keys, mask, scratch).count(rows, columns);
   }
   return {};

@@ -115,6 +115,7 @@ nlohmann::ordered_json mask_to_json(const Mask& mask, const std::string& spec) {
     case MaskKind::causal:
     case MaskKind::bidirectional: break;
     case MaskKind::window: out["window"] = mask.window_width(); break;
+    case MaskKind::prefix: out["prefix"] = mask.prefix_length(); break;
     case MaskKind::documents:
       if (mask.windowed()) out["window"] = mask.window_width();
       out["document_lengths"] = mask.document_lengths();

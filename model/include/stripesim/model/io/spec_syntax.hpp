@@ -23,7 +23,7 @@ inline constexpr SpecSyntax kLayoutSyntaxes[] = {
 
 inline constexpr SpecSyntax kMaskSyntaxes[] = {
     {"causal", "causal"},        {"bidirectional", "bidirectional"},    {"window", "window:W"},
-    {"documents", "documents:L1,L2,..."}, {"documents", "documents:FILE"}, {"documents", "documents:DISTRIBUTION"}};
+    {"prefix", "prefix:P"},      {"documents", "documents:L1,L2,..."}, {"documents", "documents:FILE"}, {"documents", "documents:DISTRIBUTION"}};
 
 // The document length distributions of documents:DISTRIBUTION (each may end in :seed=S).
 inline constexpr SpecSyntax kDistributionSyntaxes[] = {{"fixed", "fixed:L"},

@@ -12,7 +12,7 @@
 
 namespace stripesim::model {
 
-enum class MaskKind { causal, bidirectional, window, documents };
+enum class MaskKind { causal, bidirectional, window, documents, prefix };
 
 class Mask {
  public:
@@ -28,6 +28,10 @@ class Mask {
   // lengths apart run them (TransformerEngine's THD format, cu_seqlens and cu_seqlens_padded).
   [[nodiscard]] static Mask documents(Count seq_len, std::vector<Count> lengths, Count window = 0,
                                       std::vector<Count> padding = {});
+  // Prefix-LM: the first P tokens (an image, a prompt) attend to each other both ways, every later
+  // token causally to all before it: query q sees [0, max(q, P - 1)]. P = 1 is causal, P = n
+  // bidirectional.
+  [[nodiscard]] static Mask prefix(Count seq_len, Count prefix_length);
 
   [[nodiscard]] MaskKind kind() const { return kind_; }
   [[nodiscard]] Count seq_len() const { return seq_len_; }
@@ -35,6 +39,8 @@ class Mask {
   [[nodiscard]] Count window_width() const { return window_; }
   // The width that matters: a window wider than the sequence sees everything causal does.
   [[nodiscard]] Count effective_window() const { return effective_window_; }
+  // The bidirectional prefix's length P (0 for any other mask).
+  [[nodiscard]] Count prefix_length() const { return prefix_; }
   // Whether some query's keys start after its document's start (or the sequence's): window:W,
   // or documents with a window.
   [[nodiscard]] bool windowed() const { return window_ > 0; }
@@ -46,7 +52,7 @@ class Mask {
   [[nodiscard]] bool padded() const { return padded_; }
   // Start of every document, then seq_len: document j is [starts[j], starts[j+1]).
   [[nodiscard]] const std::vector<Position>& document_starts() const { return starts_; }
-  // "causal", "bidirectional", "window:4096", "documents" (lengths and a documents mask's window
+  // "causal", "bidirectional", "window:4096", "prefix:1024", "documents" (lengths and a documents mask's window
   // are listed separately).
   [[nodiscard]] std::string name() const;
 
@@ -55,6 +61,7 @@ class Mask {
   [[nodiscard]] Position highest_key(Position q) const {
     switch (kind_) {
       case MaskKind::bidirectional: return seq_len_ - 1;
+      case MaskKind::prefix: return std::max(q, prefix_ - 1);
       case MaskKind::causal:
       case MaskKind::window:
       case MaskKind::documents: return q;
@@ -86,13 +93,14 @@ class Mask {
   Count seq_len_;
   Count window_ = 0;            // 0: no window
   Count effective_window_ = 0;  // min(window_, seq_len_)
+  Count prefix_ = 0;            // prefix: P, the bidirectional prefix
   std::vector<Count> lengths_;
   std::vector<Count> padding_;
   bool padded_ = false;
   std::vector<Position> starts_;
 };
 
-// causal | bidirectional | window:W | documents:L1,L2,... | documents:FILE (one length per
+// causal | bidirectional | window:W | prefix:P | documents:L1,L2,... | documents:FILE (one length per
 // line, or a JSON array) | documents:DISTRIBUTION (see document_lengths.hpp); a documents spec
 // may end in :window=W. Lengths accept k/M suffixes; in a list or a file of lines a length may be
 // V+P: V tokens, then P padding tokens.
