@@ -457,7 +457,7 @@ TEST(CliValidate, LeaveOneOutScoresDoNotDependOnTheStartingProfilesCosts) {
   }
   std::ofstream(dir / "dear.json") << dear.dump(2);
   std::vector<nlohmann::json> scored;
-  for (const std::string kernel : {std::string("fa2"), "'" + (dir / "dear.json").string() + "'"}) {
+  for (const std::string& kernel : {std::string("fa2"), "'" + (dir / "dear.json").string() + "'"}) {
     const CliResult r = run_cli("validate --compare --hardware h100 --kernel " + kernel + files + " --format json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     scored.push_back(nlohmann::json::parse(r.out));
@@ -1126,6 +1126,51 @@ TEST(CliValidate, ABadKernelOutLeavesNoOutDirBehind) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "stripesim: error: --kernel-out '/nonexistent/kernel.json': directory '/nonexistent' does not exist\n");
   EXPECT_FALSE(fs::exists(dir));
+}
+
+// A measurement file under a prefix-LM mask, written from what simulate prices each (round, device)
+// call at (--topology ideal: the calls alone) and analyze's active tiles, is accepted (its
+// active_blocks checked against the count) and predicted back exactly by validate: one kernel time
+// model behind both commands, for the mask no shared measurement has.
+TEST(CliValidate, PrefixMeasurementsArePredictedAsSimulatePricesThem) {
+  const std::string shape = "-n 8192 -N 4 --mask prefix:3000 --layouts contiguous,striped,zigzag";
+  const CliResult sim = run_cli("simulate --hardware h100 --kernel flex --heads 4 " + shape +
+                                " --sync lockstep --topology ideal --rounds --format json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const CliResult counts = run_cli("analyze --tile 128x128 --format json " + shape);
+  ASSERT_EQ(counts.exit_code, 0) << counts.err;
+  const auto predicted = nlohmann::json::parse(sim.out);
+  const auto analysed = nlohmann::json::parse(counts.out);
+  nlohmann::json doc{{"schema", "stripesim.measurements/1"},
+                     {"device", "none: simulate's own prices"},
+                     {"kernel", "flex as configs/kernels/h100/flex.json prices it"},
+                     {"method", "simulate --topology ideal --rounds: each call's compute time"},
+                     {"workload",
+                      {{"seq_len", 8192}, {"devices", 4}, {"heads", 4}, {"kv_heads", 4}, {"head_dim", 128}, {"batch", 1},
+                       {"dtype", "bf16"}, {"tile", "128x128"}, {"pass", "fwd"}, {"mask", "prefix:3000"}}}};
+  for (size_t l = 0; l < 3; ++l) {
+    nlohmann::json us = nlohmann::json::array();
+    for (const auto& round : predicted.at("results")[l].at("passes")[0].at("rounds")) {
+      nlohmann::json row = nlohmann::json::array();
+      for (const auto& call : round) row.push_back(call.at("compute_end_us").get<double>() - call.at("compute_start_us").get<double>());
+      us.push_back(row);
+    }
+    doc["layouts"][predicted.at("results")[l].at("layout").get<std::string>()] = {
+        {"us", us}, {"active_blocks", analysed.at("results")[l].at("active_tiles")}};
+  }
+  const fs::path dir = fs::temp_directory_path() / "stripesim_prefix_measurements";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "prefix.json") << doc.dump();
+  const CliResult r = run_cli("validate --compare --no-fit --hardware h100 --kernel flex --measurements '" +
+                              (dir / "prefix.json").string() + "' --out-dir '" + (dir / "out").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "accuracy.json")).at("summary");
+  EXPECT_EQ(summary.at("calls"), 48);
+  EXPECT_LT(summary.at("max_abs_call_error").get<double>(), 1e-9);
+  EXPECT_EQ(summary.at("speedups"), 2);
+  EXPECT_LT(summary.at("max_abs_speedup_error").get<double>(), 1e-9);
+  fs::remove_all(dir);
 }
 
 }  // namespace
