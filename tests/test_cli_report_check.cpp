@@ -118,6 +118,21 @@ TEST(CliReport, DrawsEveryBlockStripedWidth) {
   std::filesystem::remove_all(dir);
 }
 
+// A prefix keeps its share of the sequence in the small example: 2k of 8k tokens, 8 of its 32. Query
+// 0 then reads key 7 (inside the prefix) and not key 8; under the causal mask it would read key 0 alone.
+TEST(CliReport, SmallExampleKeepsThePrefixShare) {
+  const auto dir = fresh_dir("stripesim_report_prefix");
+  const std::string json = (dir / "a.json").string();
+  ASSERT_EQ(run_cli("analyze --seq-len 8k --devices 4 --mask prefix:2k --format json -o '" + json + "'").exit_code, 0);
+  const CliResult r = run_cli("report '" + json + "' --out-dir '" + (dir / "r").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(slurp(dir / "r" / "report.md").find("(n = 32, N = 4, prefix:8 mask)"), std::string::npos);
+  const std::string svg = slurp(dir / "r" / "attention-matrix-0.svg");
+  EXPECT_NE(svg.find("<title>q 0 k 7: device"), std::string::npos);
+  EXPECT_EQ(svg.find("<title>q 0 k 8: device"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 size_t occurrences(const std::string& text, const std::string& what) {
   size_t count = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++count;

@@ -80,7 +80,14 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
     }
     layouts.push_back(name);
   }
-  const std::string mask = c.at("mask").at("kind").get<std::string>() == "bidirectional" ? "bidirectional" : "causal";
+  // The example keeps the mask's kind where one size fits any n: a prefix keeps its share of the
+  // sequence (at least one token); windows and documents, whose lengths do not scale, draw causal.
+  const auto& analysed_mask = c.at("mask");
+  std::string mask = analysed_mask.at("kind").get<std::string>() == "bidirectional" ? "bidirectional" : "causal";
+  if (analysed_mask.contains("prefix")) {
+    const long long prefix = analysed_mask.at("prefix").get<long long>() * example_n / c.at("seq_len").get<long long>();
+    mask = fmt::format("prefix:{}", std::clamp(prefix, 1LL, example_n));
+  }
   if (!layouts.empty()) {
     const std::string attention = fmt::format("attention-matrix-{}.svg", tag);
     files.push_back({attention, attention_matrix_svg(layouts, example_n, devices, mask)});
