@@ -8,7 +8,11 @@ Two forms are checked, wherever they stand in a ```sh block:
 
 Shell variables assigned earlier in the block (`C="--hardware b200 ..."`) are expanded. Any other
 comment with a number beside a `stripesim simulate` line is refused, so a figure cannot be added
-unchecked. Run by CTest: readme_examples.py BINARY SOURCE_DIR [README] (the README defaults to
+unchecked. A third form checks printed output: a block right after a line
+
+    <!-- output of: stripesim ARGS -->
+
+(invisible where the README is rendered) must hold only lines the command prints, each whole. Run by CTest: readme_examples.py BINARY SOURCE_DIR [README] (the README defaults to
 SOURCE_DIR's; commands run from SOURCE_DIR)."""
 import csv
 import io
@@ -90,6 +94,32 @@ for number, line in enumerate(lines, 1):
         failures.append(f"README line {number}: {error}\n  {text}")
     if text.startswith("stripesim "):
         previous = expand(text, variables)
+
+# Output blocks: every non-blank line of the block is a line the command prints (trailing blanks aside).
+OUTPUT_OF = re.compile(r"^<!-- output of: (stripesim .*) -->$")
+for number, line in enumerate(lines, 1):
+    marker = OUTPUT_OF.match(line.strip())
+    if not marker:
+        continue
+    command = marker.group(1)
+    if number >= len(lines) or not lines[number].startswith("```"):
+        failures.append(f"README line {number}: an 'output of' line must stand right before a ``` block")
+        continue
+    block = []
+    for following in lines[number + 1:]:
+        if following.startswith("```"):
+            break
+        block.append(following.rstrip())
+    result = subprocess.run([binary, *shlex.split(command)[1:]], capture_output=True, text=True, cwd=source, timeout=600)
+    printed = {printed_line.rstrip() for printed_line in result.stdout.split("\n")}
+    missing = [(number + 2 + i, text) for i, text in enumerate(block) if text and text not in printed]
+    checked += 1
+    if result.returncode != 0:
+        failures.append(f"README line {number}: exit {result.returncode}: {result.stderr.strip()[:300]}\n  {command}")
+    elif missing:
+        at, text = missing[0]
+        failures.append(f"README line {at}: the CLI no longer prints this line ({len(missing)} of {len(block)} differ)\n"
+                        f"  {text}\n  {command}")
 
 if checked < minimum:
     failures.append(f"found only {checked} figures in the README's examples; expected at least {minimum}")

@@ -1,6 +1,7 @@
 """tests/readme_examples.py, the checker itself, on READMEs written here: figures that match pass;
 a stale time, a stale analyze ratio, a time beside a command that prints several layouts and a
-figure in a form it does not check each fail, named with their line. Run by CTest:
+figure in a form it does not check each fail, named with their line; so do a printed output block
+that no longer matches and a marker standing apart from its block. Run by CTest:
 test_readme_examples.py BINARY SOURCE_DIR."""
 import csv
 import io
@@ -33,6 +34,10 @@ ARGS = "simulate -N 4 -n 16k --layouts zigzag"
 true_ms = f"{time_ms(ARGS):.1f}"
 stale_ms = f"{float(true_ms) + 0.1:.1f}"
 VAR = 'C="-N 4 -n 16k"\n'
+# Two lines `stripesim simulate` prints for ARGS: its table's header and its zigzag row.
+OUTPUT = [line.rstrip() for line in subprocess.run([binary, *ARGS.split()], capture_output=True, text=True, check=True,
+                                                    cwd=source).stdout.split("\n")
+          if line.startswith(("layout ", "zigzag "))]
 ANALYZE = "stripesim analyze -n 64k -N 4 --tile 128x128 --mask documents:16k,16k,16k,16k:window=8k\n"
 
 cases = [
@@ -48,6 +53,13 @@ cases = [
      ["README line 2: a figure in this comment is not of the checked form"]),
     ("outside a sh block", f"```\nstripesim {ARGS}   # {stale_ms} ms\n```\n```sh\n{ANALYZE}"
                            "#  tiles lockstep vs contiguous: zigzag 0.75x\n```\n", 0, []),
+    # Printed output: lines the command prints pass, blank lines aside; a line it no longer prints
+    # fails with its own line number; the marker must stand right before its block.
+    ("printed output", f"<!-- output of: stripesim {ARGS} -->\n```\n{OUTPUT[0]}\n\n{OUTPUT[1]}\n```\n{ANALYZE}", 0, []),
+    ("stale printed output", f"<!-- output of: stripesim {ARGS} -->\n```\n{OUTPUT[0]}\n{OUTPUT[1]}x\n```\n", 1,
+     ["README line 4: the CLI no longer prints this line (1 of 2 differ)"]),
+    ("a marker without its block", f"<!-- output of: stripesim {ARGS} -->\n\n```\n{OUTPUT[0]}\n```\n", 1,
+     ["README line 1: an 'output of' line must stand right before a ``` block"]),
 ]
 for name, text, code, says in cases:
     got, out = check(text)
