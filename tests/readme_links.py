@@ -41,6 +41,7 @@ failures, checked = [], 0
 for name in FILES:
     path = os.path.join(source, name)
     if not os.path.exists(path):
+        failures.append(f"{name}: listed here but not in the repository")
         continue
     text = open(path, encoding="utf-8").read()
     known = anchors(text)

@@ -154,6 +154,8 @@ if mode == "nodes":
         fail("expected 12 hops inside nodes and 12 between them in the calibration half")
     if calibration["inter_node_hop_bandwidth_gbps"] <= 0:
         fail("expected a fitted network bandwidth")
+    if not doc["comparisons"] or len(doc["comparisons"]) != len(doc["cases"]):
+        fail(f"expected a comparison for every case, got {len(doc['comparisons'])} for {len(doc['cases'])}")
     for c in doc["comparisons"]:
         if min(c["handoff_measured_us"], c["handoff_predicted_us"], c["inter_node_handoff_measured_us"],
                c["inter_node_handoff_predicted_us"]) <= 0:
@@ -206,7 +208,10 @@ if mode == "collectives":
                              timeout=120)
     if cpu_run.returncode != 0:
         fail(f"the cpu backend on the same matrix failed: {cpu_run.stderr}")
-    for mine, cpu in zip(doc["cases"], json.loads(cpu_run.stdout)["cases"]):
+    cpu_cases = json.loads(cpu_run.stdout)["cases"]
+    if len(cpu_cases) != len(doc["cases"]):
+        fail(f"expected the cpu backend to run the same {len(doc['cases'])} cases, it ran {len(cpu_cases)}")
+    for mine, cpu in zip(doc["cases"], cpu_cases):
         same = ("label", "cp", "handoff_bytes", "unmasked_pairs", "active_tiles")
         if mine.keys() != cpu.keys() or any(mine[k] != cpu[k] for k in same):
             fail(f"case {mine['label']}: expected the cpu backend's fields and values of {same}")
@@ -253,6 +258,8 @@ if mode == "fwdbwd":
 calibration = doc["calibration"]
 if calibration["handoff_samples"] != 2 * 3 * 4 or calibration["hop_bandwidth_gbps"] <= 0:
     fail("expected the hand-off fitted on the calibration half's 24 hops")
+if not doc["comparisons"] or len(doc["comparisons"]) != len(doc["cases"]):
+    fail(f"expected a comparison for every case, got {len(doc['comparisons'])} for {len(doc['cases'])}")
 if any(c["handoff_measured_us"] <= 0 or c["handoff_predicted_us"] <= 0 for c in doc["comparisons"]):
     fail("expected every case's hop predicted and measured")
 # Bad input: a ring size other than the job's is refused by every rank, before anything runs.

@@ -199,9 +199,14 @@ TEST(RingSimulator, BackwardSendsGradientsHome) {
   s.pass = RingPass::backward;
   std::vector<FifoServer> links(static_cast<size_t>(2 * n));
   const RingTimeline t = simulate_ring(s, links);
-  // dK/dV make N hops; each waits for the previous one, and shares its link with the K/V stream.
-  EXPECT_GE(t.makespan_us(), n * 1000.0);
-  for (Count d = 0; d < n; ++d) EXPECT_GE(t.at(n - 1, d).grad_send_end_us, 0) << "final hop home";
+  // dK/dV make N hops; each waits for the previous one, and shares its link with the K/V stream:
+  // with no compute, the N - 1 K/V hops and the N dK/dV hops leave each link one after another,
+  // 2N - 1 hops of 1000 us, the last the final hop home.
+  EXPECT_DOUBLE_EQ(t.makespan_us(), (2 * n - 1) * 1000.0);
+  for (Count d = 0; d < n; ++d) {
+    EXPECT_DOUBLE_EQ(t.at(n - 1, d).grad_send_start_us, (2 * n - 2) * 1000.0) << "final hop home, device " << d;
+    EXPECT_DOUBLE_EQ(t.at(n - 1, d).grad_send_end_us, (2 * n - 1) * 1000.0) << "final hop home, device " << d;
+  }
 }
 
 TEST(RingSimulator, MoreBuffersNeverSlower) {

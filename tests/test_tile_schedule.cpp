@@ -136,9 +136,21 @@ TEST(TileSchedule, ByKeyTileListsTheSameTilesKeyTileByKeyTile) {
           }
         }
         EXPECT_EQ(backward, forward) << layout << " " << mask << " round " << r;
+        ASSERT_EQ(by_key.order.size(), static_cast<size_t>(key_tiles));
         std::vector<std::int32_t> sorted = by_key.order;
         std::sort(sorted.begin(), sorted.end());
         for (Count kt = 0; kt < key_tiles; ++kt) EXPECT_EQ(sorted[static_cast<size_t>(kt)], kt);
+        // The busiest key tiles first: by their tiles' work, a partial tile weighing more than a full one.
+        const auto work = [&](std::int32_t kt) {
+          Count sum = 0;
+          for (auto e = by_key.offsets[static_cast<size_t>(kt)]; e < by_key.offsets[static_cast<size_t>(kt) + 1]; ++e) {
+            sum += (by_key.entries[static_cast<size_t>(e)] & kPartialTile) != 0 ? 3 : 2;
+          }
+          return sum;
+        };
+        for (size_t i = 1; i < by_key.order.size(); ++i) {
+          EXPECT_GE(work(by_key.order[i - 1]), work(by_key.order[i])) << layout << " " << mask << " round " << r;
+        }
       }
     }
   }

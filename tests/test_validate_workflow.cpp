@@ -222,6 +222,7 @@ TEST(ValidateWorkflow, PredictsEveryCaseFromAFitOnHalfOrFromAGivenProfile) {
   ValidationReport given = report;
   predict_and_compare(given, inputs, backend->concurrent_devices());
   EXPECT_FALSE(given.calibration.has_value());
+  ASSERT_EQ(given.comparisons.size(), report.results.size());
   for (const CaseComparison& c : given.comparisons) EXPECT_EQ(c.role, CaseRole::checked);
 }
 
