@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
@@ -115,6 +117,36 @@ TEST(CliReport, DrawsEveryBlockStripedWidth) {
   const std::string svg = slurp(dir / "r" / "attention-matrix-0.svg");
   EXPECT_NE(svg.find(">block-striped:16<"), std::string::npos);
   EXPECT_NE(svg.find(">zigzag<"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// The report's simulated-ring table shows simulate's own columns: over a forward and a backward
+// pass a device's idle time adds up (the report once took the worst single pass instead).
+TEST(CliReport, SimulatedRingColumnsAreSimulatesOwn) {
+  const auto dir = fresh_dir("stripesim_report_fwdbwd");
+  const std::string args = "simulate -n 32k -N 4 --hardware h100 --pass fwdbwd --layouts contiguous";
+  const std::string json = (dir / "s.json").string();
+  ASSERT_EQ(run_cli(args + " --format json -o '" + json + "'").exit_code, 0);
+  const CliResult table = run_cli(args);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  const auto row = table.out.substr(table.out.find("\ncontiguous ") + 1);
+  std::istringstream cells(row.substr(0, row.find('\n')));
+  std::string layout, time, speedup, busy, ms1, idle, ms2, exposed;
+  cells >> layout >> time >> speedup >> busy >> ms1 >> idle >> ms2 >> exposed;
+  const auto doc = nlohmann::json::parse(slurp(dir / "s.json"));
+  const auto& result = doc.at("results")[0];
+  EXPECT_EQ(fmt::format("{:.3f}", result.at("max_idle_us").get<double>() / 1e3), idle);
+  EXPECT_EQ(fmt::format("{:.3f}", result.at("max_exposed_comm_us").get<double>() / 1e3), exposed);
+  // Two passes: the summed idle exceeds either pass's worst device alone.
+  double worst_single_pass = 0;
+  for (const auto& pass : result.at("passes")) {
+    for (const auto& d : pass.at("devices")) worst_single_pass = std::max(worst_single_pass, d.at("idle_us").get<double>());
+  }
+  EXPECT_GT(result.at("max_idle_us").get<double>(), worst_single_pass);
+  ASSERT_EQ(run_cli("report '" + json + "' --out-dir '" + (dir / "r").string() + "'").exit_code, 0);
+  EXPECT_NE(slurp(dir / "r" / "report.md").find(fmt::format("| contiguous | {} | 1.00x | {} | {} |", time, idle, exposed)),
+            std::string::npos)
+      << slurp(dir / "r" / "report.md");
   std::filesystem::remove_all(dir);
 }
 

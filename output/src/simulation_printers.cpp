@@ -161,10 +161,14 @@ nlohmann::ordered_json to_json(const sim::Simulation& sim, bool rounds) {
       }
       passes.push_back(std::move(pass));
     }
+    const sim::RingTotals totals = sim::ring_totals(r);
     nlohmann::ordered_json result{{"layout", r.layout},
                                   {"time_us", r.time_us},
                                   {"speedup_vs_contiguous", r.speedup_vs_contiguous},
-                                  {"kv_memory_bytes", r.kv_memory_bytes}};
+                                  {"kv_memory_bytes", r.kv_memory_bytes},
+                                  {"mean_busy_us", totals.mean_busy_us},
+                                  {"max_idle_us", totals.max_idle_us},
+                                  {"max_exposed_comm_us", totals.max_exposed_comm_us}};
     if (r.step) result["step"] = step_json(*r.step);
     result["passes"] = std::move(passes);
     results.push_back(std::move(result));
@@ -339,26 +343,11 @@ std::string simulation_table(const sim::Simulation& s) {
   out += fmt::format("{:<22} {:>12} {:>10} {:>12} {:>12} {:>16} {:>10} {:>10}\n", "layout", "time (ms)", "vs contig",
                      "mean busy", "max idle", "max exposed comm", "K/V MiB", "events");
   for (const auto& r : s.results) {
-    // A device's idle and exposed time add up over the passes (forward, then backward), as its
-    // busy time does, so idle stays time - busy; the column is the worst device's total.
-    double busy = 0;
-    std::vector<double> device_idle, device_exposed;
-    std::uint64_t events = 0;
-    for (const auto& t : r.passes) {
-      device_idle.resize(std::max(device_idle.size(), t.device_summary.size()));
-      device_exposed.resize(device_idle.size());
-      for (size_t d = 0; d < t.device_summary.size(); ++d) {
-        busy += t.device_summary[d].busy_us / static_cast<double>(t.devices);
-        device_idle[d] += t.device_summary[d].idle_us;
-        device_exposed[d] += t.device_summary[d].exposed_comm_us;
-      }
-      events += t.events;
-    }
-    const double idle = device_idle.empty() ? 0.0 : *std::max_element(device_idle.begin(), device_idle.end());
-    const double exposed = device_exposed.empty() ? 0.0 : *std::max_element(device_exposed.begin(), device_exposed.end());
+    const sim::RingTotals totals = sim::ring_totals(r);
     out += fmt::format("{:<22} {:>12.3f} {:>9.2f}x {:>9.3f} ms {:>9.3f} ms {:>13.3f} ms {:>10.1f} {:>10}\n", r.layout,
-                       r.time_us / 1e3, r.speedup_vs_contiguous, busy / 1e3, idle / 1e3, exposed / 1e3,
-                       r.kv_memory_bytes / (1024.0 * 1024.0), events);
+                       r.time_us / 1e3, r.speedup_vs_contiguous, totals.mean_busy_us / 1e3, totals.max_idle_us / 1e3,
+                       totals.max_exposed_comm_us / 1e3,
+                       r.kv_memory_bytes / (1024.0 * 1024.0), totals.events);
   }
   out += "\nvs contig = contiguous time / this time; busy = computing; idle = time - busy;\n"
          "exposed comm = waiting for a K/V block while it is on the wire, plus transfers still running after the\n"

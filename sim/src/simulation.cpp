@@ -537,6 +537,26 @@ std::vector<std::string> simulation_notes(const Simulation& sim) {
   return notes;
 }
 
+RingTotals ring_totals(const LayoutSimulation& layout) {
+  RingTotals totals;
+  std::vector<double> device_idle, device_exposed;
+  for (const RingTimeline& t : layout.passes) {
+    device_idle.resize(std::max(device_idle.size(), t.device_summary.size()));
+    device_exposed.resize(device_idle.size());
+    for (size_t d = 0; d < t.device_summary.size(); ++d) {
+      totals.mean_busy_us += t.device_summary[d].busy_us / static_cast<double>(t.devices);
+      device_idle[d] += t.device_summary[d].idle_us;
+      device_exposed[d] += t.device_summary[d].exposed_comm_us;
+    }
+    totals.events += t.events;
+  }
+  if (!device_idle.empty()) {
+    totals.max_idle_us = *std::max_element(device_idle.begin(), device_idle.end());
+    totals.max_exposed_comm_us = *std::max_element(device_exposed.begin(), device_exposed.end());
+  }
+  return totals;
+}
+
 std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& sim) {
   std::vector<nlohmann::ordered_json> rows;
   const SimulateConfig& c = sim.config;

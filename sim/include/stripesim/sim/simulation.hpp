@@ -173,6 +173,18 @@ void place_on_topology(SimulationPlan& plan);
 [[nodiscard]] Simulation run_simulation(SimulationPlan plan);
 [[nodiscard]] Simulation run_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog);
 
+// A layout's ring as the table's columns sum it up. A device's idle and exposed time add up over
+// the passes (forward, then backward), as its busy time does, so idle stays time - busy: the max
+// columns are the worst device's totals, and mean busy is the devices' mean of their summed busy
+// time. The table, the JSON's results and the report's table all read these.
+struct RingTotals {
+  Microseconds mean_busy_us = 0;
+  Microseconds max_idle_us = 0;
+  Microseconds max_exposed_comm_us = 0;
+  std::uint64_t events = 0;
+};
+[[nodiscard]] RingTotals ring_totals(const LayoutSimulation& layout);
+
 // One flat row per layout (the same keys in each): the scope's time, speedup and, for a layer or
 // a step, its breakdown, throughput, MFU and memory. The CSV's rows and the simulate baseline's
 // metrics. The printers (table, JSON, CSV, Chrome trace): output/simulation_printers.hpp.
