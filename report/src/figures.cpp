@@ -11,6 +11,7 @@
 
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/report/svg.hpp"
 
 namespace stripesim::report {
@@ -175,7 +176,7 @@ std::string attention_matrix_svg(const std::vector<std::string>& layouts, Count 
       for (Count k = 0; k < seq_len; ++k) {
         if (!mask.allows(q, k)) continue;
         const auto key = layout.locate(k);
-        const Count round = ((query.device - key.device) % devices + devices) % devices;
+        const Count round = model::round_of(query.device, key.device, devices);
         const double x = x0 + static_cast<double>(k) * cell;
         const double y = y0 + static_cast<double>(q) * cell;
         svg.rect(x, y, cell, cell, device_colour(query.device), "#ffffff",

@@ -30,7 +30,7 @@ std::vector<Route> grad_home_routes(const Simulation& sim, const std::vector<Gra
   for (Count r = 0; r < n; ++r) {
     for (Count d = 0; d < n; ++d) {
       if (hops[static_cast<size_t>(r * n + d)] != GradHop::home) continue;
-      const Count owner = (d - r + n) % n;
+      const Count owner = model::kv_source(d, r, n);
       home[static_cast<size_t>(owner)] =
           sim.topology.route(sim.ring_order[static_cast<size_t>(d)], sim.ring_order[static_cast<size_t>(owner)]);
     }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "stripesim/model/work/work_model.hpp"
+
 namespace stripesim::sim {
 namespace {
 
@@ -186,7 +188,7 @@ class RingRun {
     static const Route kStays;
     switch (grad_hop(round, d)) {
       case GradHop::ring: return s_.hops[static_cast<size_t>(d)];
-      case GradHop::home: return s_.grad_home[static_cast<size_t>((d - round % n_ + n_) % n_)];
+      case GradHop::home: return s_.grad_home[static_cast<size_t>(model::kv_source(d, round, n_))];
       case GradHop::none: return kStays;
     }
     return kStays;
@@ -347,7 +349,7 @@ std::vector<bool> hops_read_downstream(const model::WorkMatrix& active_tiles) {
   for (Count source = 0; source < devices; ++source) {
     bool read_later = false;
     for (Count r = devices - 1; r >= 0; --r) {
-      const Count d = (source + r) % devices;
+      const Count d = model::kv_holder(source, r, devices);
       needed[static_cast<size_t>(r * devices + d)] = read_later;
       if (active_tiles.at(r, d) > 0) read_later = true;
     }
@@ -361,14 +363,15 @@ std::vector<GradHop> grad_hops_needed(const model::WorkMatrix& active_tiles) {
   for (Count source = 0; source < devices; ++source) {
     Count first = devices, last = -1;  // the rounds of the block's first and last readers
     for (Count r = 0; r < devices; ++r) {
-      if (active_tiles.at(r, (source + r) % devices) == 0) continue;
+      if (active_tiles.at(r, model::kv_holder(source, r, devices)) == 0) continue;
       first = std::min(first, r);
       last = r;
     }
-    for (Count r = first; r < last; ++r) hops[static_cast<size_t>(r * devices + (source + r) % devices)] = GradHop::ring;
+    for (Count r = first; r < last; ++r) hops[static_cast<size_t>(r * devices + model::kv_holder(source, r, devices))] = GradHop::ring;
     // The last reader sends it home; the owner itself (round 0) already holds it.
     if (last > 0) {
-      hops[static_cast<size_t>(last * devices + (source + last) % devices)] = last == devices - 1 ? GradHop::ring : GradHop::home;
+      hops[static_cast<size_t>(last * devices + model::kv_holder(source, last, devices))] =
+          last == devices - 1 ? GradHop::ring : GradHop::home;
     }
   }
   return hops;

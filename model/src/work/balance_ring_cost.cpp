@@ -102,7 +102,15 @@ std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t de
   std::vector<size_t> order(devices);
   std::iota(order.begin(), order.end(), size_t{0});
   if (devices < 3) return order;  // two devices meet in the same rounds whatever their numbers
-  const auto cell = [&](size_t d, size_t r) { return work[order[d] * devices + order[(d + devices - r) % devices]]; };
+  // Ring positions as the work model numbers them (kv_source, kv_holder), in this loop's size_t.
+  const auto ring = static_cast<Count>(devices);
+  const auto source_of = [ring](size_t d, size_t r) {
+    return static_cast<size_t>(kv_source(static_cast<DeviceId>(d), static_cast<Count>(r), ring));
+  };
+  const auto holder_of = [ring](size_t source, size_t r) {
+    return static_cast<size_t>(kv_holder(static_cast<DeviceId>(source), static_cast<Count>(r), ring));
+  };
+  const auto cell = [&](size_t d, size_t r) { return work[order[d] * devices + order[source_of(d, r)]]; };
   constexpr size_t kKept = 5;  // more than the 4 cells a swap changes in a round
   struct Top {
     std::array<std::pair<Count, size_t>, kKept> cells{};  // (work, query number), largest first
@@ -139,7 +147,7 @@ std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t de
         std::swap(order[x], order[y]);
         Count sum = 0;
         for (size_t r = 0; r < devices && sum < best; ++r) {
-          const std::array<size_t, 4> changed{x, y, (x + r) % devices, (y + r) % devices};
+          const std::array<size_t, 4> changed{x, y, holder_of(x, r), holder_of(y, r)};
           Count most = 0;
           for (size_t i = 0; i < top[r].size; ++i) {
             if (std::find(changed.begin(), changed.end(), top[r].cells[i].second) == changed.end()) {

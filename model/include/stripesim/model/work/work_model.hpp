@@ -14,6 +14,11 @@ namespace stripesim::model {
   return ((device - round) % devices + devices) % devices;
 }
 
+// The other way round: the device that holds the K/V block of `source` at `round`.
+[[nodiscard]] constexpr DeviceId kv_holder(DeviceId source, Count round, Count devices) {
+  return ((source + round) % devices + devices) % devices;
+}
+
 // Its inverse: the round at which device `query_device` holds the K/V block of `key_device`.
 [[nodiscard]] constexpr Count round_of(DeviceId query_device, DeviceId key_device, Count devices) {
   return ((query_device - key_device) % devices + devices) % devices;
