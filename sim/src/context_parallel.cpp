@@ -144,12 +144,14 @@ Count ring_degree(const ContextParallel& cp, Count devices) {
 CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_buffers) {
   const Count c = s.seq_len / s.devices;  // tokens per device before any all-to-all
   const Bytes row = s.head_dim * s.element * s.batch;  // one token of one head, every sequence
+  // K and V of `tokens` tokens over `kv_heads` heads: what a ring hop or a gathered group carries.
+  const auto kv_bytes = [row](Count tokens, Count kv_heads) { return 2 * tokens * kv_heads * row; };
   CpShape out;
   out.streams = s.heads * s.batch;
   out.kv_heads = s.kv_heads;
   switch (cp.algorithm) {
     case CpAlgorithm::ring:
-      out.ring_hop_bytes = 2 * c * s.kv_heads * row;
+      out.ring_hop_bytes = kv_bytes(c, s.kv_heads);
       out.memory_bytes = static_cast<double>(kv_buffers * out.ring_hop_bytes);
       break;
     case CpAlgorithm::allgather: {
@@ -160,7 +162,7 @@ CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_bu
       }
       out.streams = s.heads / g * s.batch;
       out.kv_heads = s.kv_heads / g;
-      out.gather_bytes = 2 * c * out.kv_heads * row;
+      out.gather_bytes = kv_bytes(c, out.kv_heads);
       // One gathered group in use and, with more than one group, the next arriving.
       out.memory_bytes = static_cast<double>(std::min<Count>(g, 2) * s.devices * out.gather_bytes);
       break;
@@ -177,7 +179,7 @@ CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_bu
       const auto alltoall_bytes = static_cast<double>(u * c * (2 * h + 2 * out.kv_heads) * row);
       out.memory_bytes = alltoall_bytes;
       if (cp.algorithm == CpAlgorithm::hybrid) {
-        out.ring_hop_bytes = 2 * u * c * out.kv_heads * row;
+        out.ring_hop_bytes = kv_bytes(u * c, out.kv_heads);
         const Count ring = s.devices / u;
         if (u == 1) {
           // No all-to-all: the ring's own buffers, as --cp ring holds them.

@@ -14,7 +14,7 @@ struct BackwardSizes {
 
 BackwardSizes backward_sizes(const BlockGeometry& g) {
   const std::int64_t row = align_up(g.rows() * 4);
-  return {align_up(g.q_bytes()), row, row, align_up(g.rows() * g.head_dim * 4), align_up(2 * g.tokens * g.kv_heads * g.head_dim * 4)};
+  return {align_up(g.q_bytes()), row, row, align_up(g.rows() * g.head_dim * 4), align_up(BackwardSlots::grad_bytes(g))};
 }
 
 }  // namespace

@@ -27,7 +27,11 @@ struct BackwardSlots {
   BlockGeometry geometry;
 
   [[nodiscard]] std::int64_t grad_floats() const { return geometry.tokens * geometry.kv_heads * geometry.head_dim; }
-  [[nodiscard]] std::int64_t grad_bytes() const { return 2 * grad_floats() * 4; }  // dK and dV
+  // dK and dV in fp32: the accumulator a hand-off moves, and what each of the two is allocated.
+  [[nodiscard]] static std::int64_t grad_bytes(const BlockGeometry& g) {
+    return accumulator_bytes<float>(g.tokens, g.kv_heads * g.head_dim);
+  }
+  [[nodiscard]] std::int64_t grad_bytes() const { return grad_bytes(geometry); }
   [[nodiscard]] float* dk(int s) const { return grad[s]; }
   [[nodiscard]] float* dv(int s) const { return grad[s] + grad_floats(); }
   // The backward kernel's arguments on the forward's K/V slot `kv` and accumulator `g`.

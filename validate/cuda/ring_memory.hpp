@@ -16,6 +16,7 @@
 
 #include "device_resources.hpp"
 #include "stripesim/validate/block_attention.hpp"
+#include "stripesim/validate/handoff_bytes.hpp"
 #include "stripesim/validate/ring_problem.hpp"
 
 namespace stripesim::validate::gpu {
@@ -23,16 +24,20 @@ namespace stripesim::validate::gpu {
 // The slot holding the block a device computes on at `round`.
 [[nodiscard]] constexpr int kv_slot(Count round) { return round == 0 ? 0 : 1 + static_cast<int>(round % 2); }
 
+// The GPU ring's inputs (Q, K, V) are bf16 or fp16: two bytes an element, whichever.
+inline constexpr std::int64_t kInputBytes = 2;
+using InputElement = std::uint16_t;  // its size, for handoff_bytes.hpp
+
 struct BlockGeometry {
   Count tokens = 0;  // c = n / N
   Count heads = 0;
   Count kv_heads = 0;
   Count head_dim = 0;
   [[nodiscard]] static BlockGeometry of(const RingProblem& problem);
-  [[nodiscard]] std::int64_t q_bytes() const { return tokens * heads * head_dim * 2; }
-  [[nodiscard]] std::int64_t kv_bytes() const { return tokens * kv_heads * head_dim * 2; }  // K or V alone
+  [[nodiscard]] std::int64_t q_bytes() const { return tokens * heads * head_dim * kInputBytes; }
+  [[nodiscard]] std::int64_t kv_bytes() const { return tokens * kv_heads * head_dim * kInputBytes; }  // K or V alone
   // One slot: K, V and positions; what a hand-off moves.
-  [[nodiscard]] std::int64_t slot_bytes() const { return 2 * kv_bytes() + tokens * 8; }
+  [[nodiscard]] std::int64_t slot_bytes() const { return block_bytes<InputElement>(tokens, kv_heads * head_dim); }
   [[nodiscard]] std::int64_t rows() const { return tokens * heads; }  // softmax rows
 };
 

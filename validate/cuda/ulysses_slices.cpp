@@ -5,8 +5,7 @@
 namespace stripesim::validate::gpu {
 namespace {
 
-constexpr std::int64_t kInputBytes = 2;   // bf16 / fp16
-constexpr std::int64_t kOutputBytes = 4;  // the output is fp32
+constexpr std::int64_t kOutputBytes = 4;  // the output is fp32 (the inputs: kInputBytes, ring_memory.hpp)
 
 // Device `receiver`'s heads in a shard's Q, K and V: what the shard sends it.
 std::array<RowSlice, 3> shard_inputs(const DeviceSlots& shard, const UlyssesSplit& split, Count receiver) {

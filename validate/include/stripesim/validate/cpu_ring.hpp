@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "stripesim/validate/handoff_bytes.hpp"
 #include "stripesim/validate/ring_backend.hpp"
 #include "stripesim/validate/ring_problem.hpp"
 
@@ -304,17 +305,9 @@ void write_rows(const DeviceState<T>& s, const std::vector<Position>& positions,
   place_rows(normalised(s, c.head_dim).data(), positions, heads, first_head, c.heads, c.head_dim, output);
 }
 
-// The bytes of one K/V block as it travels: K and V of every K/V head and the positions.
-template <typename T>
-std::int64_t block_bytes(Count block_len, Count kv_row) {
-  return block_len * (2 * kv_row * static_cast<Count>(sizeof(T)) + static_cast<Count>(sizeof(Position)));
-}
-
-// The bytes of one dK/dV accumulator as it travels: dK and dV of every K/V head, in T.
-template <typename T>
-std::int64_t accumulator_bytes(Count block_len, Count kv_row) {
-  return 2 * block_len * kv_row * static_cast<Count>(sizeof(T));
-}
+// What a hand-off carries (handoff_bytes.hpp), as the CPU and MPI rings name it.
+using validate::accumulator_bytes;
+using validate::block_bytes;
 
 // Keeps one iteration's [round * devices + device] kernel and hand-off times and its wall time in
 // `m`, unless it was a warm-up iteration.
