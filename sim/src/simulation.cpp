@@ -139,7 +139,6 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
 // Scope layer or step: all of the step but the attention passes, from the planned mesh.
 StepShape plan_step(const Simulation& sim, const model::Mask& mask) {
   const model::Run sequence{0, 1, sim.config.seq_len, 0};
-  constexpr Bytes kActivationBytes = 2;  // bf16 activations and gradients
   StepShape step;
   step.scope = sim.config.scope;
   step.forward = sim.config.pass != PassSelection::backward;
@@ -160,11 +159,14 @@ StepShape plan_step(const Simulation& sim, const model::Mask& mask) {
     return collective_us(sim.topology, groups.front(), bytes, Groups(groups.begin() + 1, groups.end()));
   };
   step.activation_allreduce_us = first_beside_rest(allreduce_us, model_parallel_groups(sim.mesh),
-                                                   local_tokens * sim.transformer->d_model * kActivationBytes);
+                                                   local_tokens * sim.transformer->d_model *
+                                                       static_cast<Bytes>(kActivationBytesPerElement));
   const Groups copies = gradient_groups(sim.mesh);
-  const Bytes weight_bytes =
-      static_cast<Bytes>(parameters_per_device(*sim.transformer, sim.mesh.model_parallel)) * kActivationBytes;
-  step.gradient_allreduce_us = first_beside_rest(allreduce_us, copies, weight_bytes);
+  // The gradients reduced and, sharded (ZeRO), the updated weights gathered: the memory model's bytes.
+  const auto parameters = static_cast<Bytes>(parameters_per_device(*sim.transformer, sim.mesh.model_parallel));
+  const Bytes gradient_bytes = parameters * static_cast<Bytes>(kGradientBytesPerParameter);
+  const Bytes weight_bytes = parameters * static_cast<Bytes>(kWeightBytesPerParameter);
+  step.gradient_allreduce_us = first_beside_rest(allreduce_us, copies, gradient_bytes);
   if (step.zero != ZeroStage::none) {
     const auto members = static_cast<Bytes>(copies.front().size());
     step.weight_allgather_us = first_beside_rest(allgather_us, copies, (weight_bytes + members - 1) / members);

@@ -54,7 +54,7 @@ namespace {
 // Recomputation keeps only the layer's bf16 input, split likewise (2 / t), and rebuilds one layer
 // at a time.
 constexpr double kLayerActivationBytesPerDmodel = 34;
-constexpr double kLayerInputBytesPerDmodel = 2;
+constexpr double kLayerInputBytesPerDmodel = kActivationBytesPerElement;
 
 double activation_bytes_per_token(const model::TransformerModel& m, Count model_parallel, double bytes_per_dmodel) {
   return static_cast<double>(m.d_model) * bytes_per_dmodel / static_cast<double>(model_parallel);
@@ -102,10 +102,9 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   const Microseconds layer_matmul_forward = flops.matmul_per_token * local_tokens / mp / rate_flops_per_us;
   // Element-wise work is split over the model-parallel group with the activations it touches
   // (the paper's JAX code shards hidden states over its model axis, Megatron's sequence
-  // parallelism does likewise); bytes / (GB/s * 1e3) is microseconds.
-  const Microseconds layer_elementwise_forward = s.hardware.elementwise_bytes_per_dmodel *
-                                                 static_cast<double>(m.d_model) * local_tokens / mp /
-                                                 (s.hardware.memory_bandwidth * 1e3);
+  // parallelism does likewise), at the memory bandwidth.
+  const Microseconds layer_elementwise_forward = transfer_time_us(
+      s.hardware.elementwise_bytes_per_dmodel * static_cast<double>(m.d_model) * local_tokens / mp, s.hardware.memory_bandwidth);
   const Microseconds head_matmul_forward = flops.lm_head_per_token * local_tokens / mp / rate_flops_per_us;
   // The backward's work as a multiple of the forward's: the FLOP model's training multipliers
   // (2: input and weight gradients), used for the matmuls, the element-wise work and model FLOPs.

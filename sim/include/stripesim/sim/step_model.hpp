@@ -46,6 +46,8 @@ enum class ZeroStage { none = 0, optimizer = 1, gradients = 2, weights = 3 };
 inline constexpr double kWeightBytesPerParameter = 2;
 inline constexpr double kGradientBytesPerParameter = 2;
 inline constexpr double kOptimizerBytesPerParameter = 12;
+// Activations and their gradients travel and are kept in bf16.
+inline constexpr double kActivationBytesPerElement = 2;
 // What each stage shards, as the --zero flags of simulate and plan describe it.
 inline constexpr std::string_view kZeroStagesHelp =
     "the training state the N x D copies of the weights shard among them: 0 none (DDP), 1 optimizer states "

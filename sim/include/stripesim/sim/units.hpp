@@ -12,9 +12,9 @@ using GigabytesPerSecond = double;
 // Memory sizes are quoted in GiB (hardware profiles' memory_gib).
 inline constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
 
-// 1 GB/s moves 10^3 bytes per microsecond.
-[[nodiscard]] constexpr Microseconds transfer_time_us(Bytes bytes, GigabytesPerSecond bandwidth) {
-  return static_cast<double>(bytes) / (bandwidth * 1e3);
+// 1 GB/s moves 10^3 bytes per microsecond (bytes as a count, or as an estimate in double).
+[[nodiscard]] constexpr Microseconds transfer_time_us(double bytes, GigabytesPerSecond bandwidth) {
+  return bytes / (bandwidth * 1e3);
 }
 
 }  // namespace stripesim::sim
