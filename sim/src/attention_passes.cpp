@@ -93,7 +93,7 @@ RingTimeline compute_only(const RingSetup& setup) {
     sum.finish_us = now;
     t.end_us = std::max(t.end_us, now);
   }
-  for (auto& sum : t.device_summary) sum.idle_us = t.makespan_us() - sum.busy_us;
+  t.settle_idle();
   return t;
 }
 

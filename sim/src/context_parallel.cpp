@@ -78,7 +78,7 @@ void summarise(RingTimeline& t) {
     sum.exposed_comm_us = uncovered(std::move(comm), busy);
     t.end_us = std::max(t.end_us, sum.finish_us);
   }
-  for (auto& sum : t.device_summary) sum.idle_us = t.makespan_us() - sum.busy_us;
+  t.settle_idle();
 }
 
 }  // namespace

@@ -316,7 +316,7 @@ class RingRun {
       sum.exposed_comm_us += std::max(0.0, sum.finish_us - std::max(previous_end_[i], last_transfer_start_[i]));
       out_.end_us = std::max(out_.end_us, sum.finish_us);
     }
-    for (auto& sum : out_.device_summary) sum.idle_us = out_.makespan_us() - sum.busy_us;
+    out_.settle_idle();
   }
 
   const RingSetup& s_;

@@ -115,6 +115,11 @@ struct RingTimeline {
     return rounds[static_cast<size_t>(round * devices + device)];
   }
   [[nodiscard]] Microseconds makespan_us() const { return end_us - start_us; }
+  // Each device's idle time, once its busy time and the pass's end are known: the pass's span
+  // minus what it computed (every kind of pass reports idle so).
+  void settle_idle() {
+    for (DeviceSummary& sum : device_summary) sum.idle_us = makespan_us() - sum.busy_us;
+  }
 };
 
 // `links` holds one FIFO server per directed link of the topology; it carries over between
