@@ -83,6 +83,9 @@ std::vector<BadInput> bad_inputs() {
       {"doc_zigzag_indivisible", "--seq-len 1000 --devices 4 --mask documents:300,700 --layouts doc-zigzag",
        "document 0 has length 300, not divisible by 2N = 8 (add --pad-documents"},
       {"pad_without_documents", "--pad-documents", "--pad-documents: needs a documents mask"},
+      // Given by a file, the padding is named by the file's field, not by a flag the user never gave.
+      {"experiment_pad_without_documents", "--experiment " + data("pad_documents_without_documents.json"),
+       "pad_documents_without_documents.json field \"pad_documents\": needs a documents mask"},
       {"unknown_distribution", "--mask documents:gamma:3:4", "--mask documents:gamma:3:4: file 'gamma:3:4' does not exist"},
       {"bad_lognormal", "--mask documents:lognormal:512", "documents:lognormal:512: expected lognormal:MEAN:SIGMA"},
       {"bad_uniform", "--mask documents:uniform:900-100", "needs 1 <= A <= B"},
@@ -154,6 +157,12 @@ TEST(CliBadInput, OutputThatCannotBeWrittenIsAnError) {
     EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2) << args;
     EXPECT_EQ(slurp(err_path), "stripesim: error: standard output: write failed (disk full or closed pipe?)\n") << args;
   }
+  // A reader that stops early: the pipe closes under the writer (64 MB of layout, 10 bytes read).
+  const std::string piped = "set -o pipefail; '" + std::string(STRIPESIM_BINARY) +
+                            "' layout --layout zigzag -n 4M -N 2 --format csv 2>'" + err_path.string() + "' | head -c 10 >/dev/null";
+  const int piped_status = std::system(("bash -c \"" + piped + "\"").c_str());
+  EXPECT_EQ(WIFEXITED(piped_status) ? WEXITSTATUS(piped_status) : -1, 2) << "a closed pipe";
+  EXPECT_EQ(slurp(err_path), "stripesim: error: standard output: write failed (disk full or closed pipe?)\n");
   fs::remove(err_path);
 
   const CliResult to_null = run_cli("analyze -n 1k -N 4 --format json -o /dev/null");

@@ -28,6 +28,7 @@ std::string_view flag_of(Input input) {
     case Input::cp: return "--cp";
     case Input::recompute: return "--recompute";
     case Input::zero: return "--zero";
+    case Input::pad_documents: return "--pad-documents";
   }
   return "";  // past the last Input (every_input stops there)
 }

@@ -62,9 +62,10 @@ std::vector<Count> pad_document_lengths(const std::vector<Count>& lengths, Count
 }
 
 PaddedDocuments pad_documents(const Mask& mask, Count devices) {
-  if (mask.kind() != MaskKind::documents) throw InputError("--pad-documents: needs a documents mask");
+  if (mask.kind() != MaskKind::documents) throw InputError(Input::pad_documents, "", "needs a documents mask");
   if (mask.padded()) {
-    throw InputError("--pad-documents: the documents mask already gives its padding (V+P lengths); give one or the other");
+    throw InputError(Input::pad_documents, "",
+                     "the documents mask already gives its padding (V+P lengths); give one or the other");
   }
   if (devices < 1) throw InputError(Input::devices, std::to_string(devices), "must be at least 1");
   const auto padded = pad_document_lengths(mask.document_lengths(), 2 * devices);

@@ -1,6 +1,7 @@
 #include "stripesim/model/workflows/balance_sweep.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -78,7 +79,15 @@ BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
         if (documents || !layout.starts_with("doc-")) config.layouts.push_back(layout);
       }
       config.pad_documents = g.pad_documents && documents;
-      plan.points.push_back(origins.run([&] { return plan_analysis(config); }));
+      plan.points.push_back(origins.run([&] {
+        if (config.layouts.empty() && !g.layouts.empty()) {
+          throw InputError(Input::layouts, fmt::format("{}", fmt::join(g.layouts, ",")),
+                           fmt::format("per-document layouts apply to documents masks only, and '{}' is not one; "
+                                       "list a layout for it too",
+                                       config.mask));
+        }
+        return plan_analysis(config);
+      }));
     });
   }
   return plan;
