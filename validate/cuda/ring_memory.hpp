@@ -24,9 +24,9 @@ namespace stripesim::validate::gpu {
 // The slot holding the block a device computes on at `round`.
 [[nodiscard]] constexpr int kv_slot(Count round) { return round == 0 ? 0 : 1 + static_cast<int>(round % 2); }
 
-// The GPU ring's inputs (Q, K, V) are bf16 or fp16: two bytes an element, whichever.
-inline constexpr std::int64_t kInputBytes = 2;
-using InputElement = std::uint16_t;  // its size, for handoff_bytes.hpp
+// The GPU ring's inputs (Q, K, V) are bf16 or fp16: an element of this size, whichever.
+using InputElement = std::uint16_t;
+inline constexpr std::int64_t kInputBytes = sizeof(InputElement);
 
 struct BlockGeometry {
   Count tokens = 0;  // c = n / N
