@@ -31,10 +31,11 @@
 #   unseen     flex_attention on the five workloads of configs/measurements/h200/flex-heldout (8
 #              devices, windows of 2048, 8192 and 16384 tokens, forward+backward at 64k x 8), which
 #              no shipped file has: to score a profile fitted on the retimed files   (~2-3 min)
-#   prefix     flex_attention under prefix-LM masks (prefix:16384 and prefix:32768 at 64k x 4,
-#              prefix:8192 at 64k x 8, forward), which no fit has seen, each scored with the shipped
-#              flex profile of the card (h100 or h200, --no-fit): the first measurement of the mask
-#              (~2 min)
+#   prefix     flex_attention under prefix-LM masks (prefix:8192 at 32k x 4, prefix:16384 at 64k x 8,
+#              forward; configs/measurements/h200/flex-prefix holds an H200's), scored with the
+#              shipped flex profile of the card (h100 or h200, --no-fit)   (~1 min warm; a cold
+#              machine's first torch.compile takes minutes: on 2026-11-29 three 64k workloads did
+#              not finish in 200 s there, and these two took 23 s and 30 s once warm)
 #   hostsync   bench/host_sync_cost.py on ring-flash-attention's benchmark packings (8 devices, 64k
 #              tokens, Llama-3.1 8B's heads): the GPU idle time per round that the varlen zigzag's
 #              host-built masks cost, against the 230-307 us a forward round the published ratios
@@ -137,8 +138,8 @@ for s in ${STEPS:-ncu bench fwdbwd16k head64 wgmma}; do
             --mask "$1" --pass "$2" --tile 128x128 --passes 3 --out "$0/${1/:/}-$2-n$3-N$4.json" || exit 1
         done' "$R/unseen-flex" ;;
     prefix) mkdir -p "$R/prefix-flex"
-            step prefix 200 bash -c '
-        for w in "prefix:16384 65536 4" "prefix:32768 65536 4" "prefix:8192 65536 8"; do
+            step prefix 400 bash -c '
+        for w in "prefix:8192 32768 4" "prefix:16384 65536 8"; do
           set -- $w
           python3 bench/measure_kernels.py --kernel flex --seq-len "$2" --devices "$3" --heads 16 --kv-heads 16 --head-dim 128 \
             --mask "$1" --pass fwd --tile 128x128 --passes 3 --out "$0/${1/:/}-fwd-n$2-N$3.json" || exit 1
