@@ -15,6 +15,7 @@
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/sim/golden_section.hpp"
 
 namespace stripesim::sim {
 
@@ -235,16 +236,8 @@ Candidate best_bytes(std::vector<PointRing>& points, const std::vector<double>& 
       best_i = i;
     }
   }
-  double a = at(std::max(0, best_i - 1)), b = at(std::min(kGrid, best_i + 1));
-  const double phi = (std::sqrt(5.0) - 1) / 2;
-  for (int k = 0; k < 40; ++k) {
-    const double x1 = b - phi * (b - a), x2 = a + phi * (b - a);
-    if (mean_abs_error(points, measured, rows, x1) <= mean_abs_error(points, measured, rows, x2)) {
-      b = x2;
-    } else {
-      a = x1;
-    }
-  }
+  const auto [a, b] = golden_section([&](double bytes) { return mean_abs_error(points, measured, rows, bytes); },
+                                      at(std::max(0, best_i - 1)), at(std::min(kGrid, best_i + 1)), 40);
   const double e = mean_abs_error(points, measured, rows, (a + b) / 2);
   if (e < best.mean_abs_error) best = {0, (a + b) / 2, e};
   return best;

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/sim/golden_section.hpp"
 #include "stripesim/sim/simulation.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
@@ -461,22 +462,9 @@ StructureFit fit_score_head_dims(const std::vector<MeasuredCall>& calls, Structu
   std::vector<double> objective;
   for (const double s : kScoreHeadDimsTried) objective.push_back(try_at(s));
   const size_t at = static_cast<size_t>(std::min_element(objective.begin(), objective.end()) - objective.begin());
-  double lo = kScoreHeadDimsTried[at == 0 ? 0 : at - 1];
-  double hi = kScoreHeadDimsTried[std::min(at + 1, kScoreHeadDimsTried.size() - 1)];
-  const double golden = (std::sqrt(5.0) - 1) / 2;
-  double a = hi - golden * (hi - lo), b = lo + golden * (hi - lo);
-  double fa = try_at(a), fb = try_at(b);
-  for (int i = 0; i < 12; ++i) {
-    if (fa < fb) {
-      hi = b, b = a, fb = fa;
-      a = hi - golden * (hi - lo);
-      fa = try_at(a);
-    } else {
-      lo = a, a = b, fa = fb;
-      b = lo + golden * (hi - lo);
-      fb = try_at(b);
-    }
-  }
+  const double lo = kScoreHeadDimsTried[at == 0 ? 0 : at - 1];
+  const double hi = kScoreHeadDimsTried[std::min(at + 1, kScoreHeadDimsTried.size() - 1)];
+  (void)sim::golden_section(try_at, lo, hi, 12);  // try_at keeps the best fit it meets
   return best;
 }
 
