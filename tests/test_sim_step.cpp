@@ -10,6 +10,7 @@
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_file.hpp"
+#include "stripesim/sim/golden_section.hpp"
 #include "stripesim/sim/simulation.hpp"
 #include "stripesim/sim/step_sweep.hpp"
 
@@ -341,6 +342,24 @@ TEST(StepModel, MeasuredSpeedupFilesAreCheckedLineByLine) {
   ASSERT_EQ(rows.size(), 17u);
   EXPECT_EQ(rows.front().devices, 2);
   EXPECT_EQ(rows.back().seq_len, 196608);
+}
+
+// The fits' line search: the bracket closes on the minimum at 0.618 a step, one evaluation a step.
+TEST(GoldenSection, NarrowsTheBracketOntoTheMinimumWithOneEvaluationAStep) {
+  int evaluations = 0;
+  const auto f = [&](double x) {
+    ++evaluations;
+    return (x - 3.7) * (x - 3.7) + std::abs(x - 3.7);  // a kink at the minimum, as mean errors have
+  };
+  const auto [lo, hi] = golden_section(f, 0.0, 10.0, 30);
+  EXPECT_EQ(evaluations, 32);
+  EXPECT_LE(lo, 3.7);
+  EXPECT_GE(hi, 3.7);
+  EXPECT_NEAR(hi - lo, 10.0 * std::pow((std::sqrt(5.0) - 1) / 2, 30), 1e-9);
+  // A minimum at the bracket's end is approached, not passed.
+  const auto [edge_lo, edge_hi] = golden_section([](double x) { return x; }, 2.0, 5.0, 20);
+  EXPECT_EQ(edge_lo, 2.0);
+  EXPECT_LT(edge_hi - 2.0, 3.0 * std::pow(0.62, 20));
 }
 
 }  // namespace
