@@ -64,11 +64,12 @@ std::function<void()> register_calibrate_step_command(CLI::App& app, RunMode mod
                                         fit.held_out_mean_abs_error);
     fit.hardware.sources["elementwise_bytes_per_dmodel"] = how;
     fit.kernel.sources["partial_tile_us"] = fmt::format("{:.2f} x the full tile, forward and backward; {}", fit.partial_ratio, how);
-    // Profiles first, the report last: a failed write leaves no report claiming a fit.
-    check_output_paths({{opts.hardware_out, "--hardware-out"}, {opts.kernel_out, "--kernel-out"}, {opts.output, "--output"}});
-    if (!opts.hardware_out.empty()) write_output(model::to_json(fit.hardware).dump(2) + "\n", opts.hardware_out, "--hardware-out");
-    if (!opts.kernel_out.empty()) write_output(sim::to_json(fit.kernel).dump(2) + "\n", opts.kernel_out, "--kernel-out");
-    write_output(output::render(fit, output_format(opts.format)), opts.output);
+    // All or nothing: a failed write leaves neither a profile nor a report claiming a fit.
+    OutputFiles outputs;
+    if (!opts.hardware_out.empty()) outputs.add(model::to_json(fit.hardware).dump(2) + "\n", opts.hardware_out, "--hardware-out");
+    if (!opts.kernel_out.empty()) outputs.add(sim::to_json(fit.kernel).dump(2) + "\n", opts.kernel_out, "--kernel-out");
+    outputs.add(output::render(fit, output_format(opts.format)), opts.output);
+    outputs.commit();
   };
 }
 

@@ -132,8 +132,10 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
       const auto plan = model::plan_write_baseline(experiment_doc, label, kinds, experiment_dir);
       if (mode == RunMode::parse_only) return 0;
       const auto doc = model::write_baseline(plan);
-      write_output(doc.dump(2) + "\n", opts.write_baseline, "--write-baseline");
-      fmt::print("baseline of {} metrics written to {}\n", model::baseline_metric_count(doc), opts.write_baseline);
+      OutputFiles outputs;
+      outputs.add(doc.dump(2) + "\n", opts.write_baseline, "--write-baseline");
+      outputs.add(fmt::format("baseline of {} metrics written to {}\n", model::baseline_metric_count(doc), opts.write_baseline), "-");
+      outputs.commit();
       return 0;
     }
     if (opts.baseline.empty()) throw model::InputError("check: give --baseline FILE, or --write-baseline FILE --experiment FILE");
@@ -145,7 +147,9 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
     const auto plan = model::plan_compare_with_baseline(doc, label, kinds, rules, base_dir);
     if (mode == RunMode::parse_only) return 0;
     const auto checked = model::compare_with_baseline(plan);
-    if (!opts.junit.empty()) write_output(report::junit_xml(checked, opts.baseline), opts.junit, "--junit");
+    // The JUnit file and what is printed, both or neither (OutputFiles flushes the printed lines).
+    OutputFiles outputs;
+    if (!opts.junit.empty()) outputs.add(report::junit_xml(checked, opts.baseline), opts.junit, "--junit");
     const auto bad = those(checked, model::failed);
     const auto improved = those(checked, [](model::Outcome o) { return o == model::Outcome::improved; });
     const auto limited = std::ranges::count(checked, model::Outcome::within_limit, &model::CheckedMetric::outcome);
@@ -155,6 +159,7 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
                  improved.empty() ? ""
                                   : fmt::format(" or improved ({} improved: record them with --write-baseline)", improved.size()));
       if (!improved.empty()) print_table(improved);
+      outputs.commit();
       return 0;
     }
     fmt::print("check: {} of {} metrics checked got worse, went missing or broke a limit\n", bad.size(), checked.size());
@@ -163,6 +168,7 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
       fmt::print("\n{} more improved:\n", improved.size());
       print_table(improved);
     }
+    outputs.commit();
     return 1;
   };
 }

@@ -46,13 +46,6 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
   }
 }
 
-void create_output_folder(const std::string& dir, const std::string& flag) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir, ec)) throw model::InputError(fmt::format("{} '{}': cannot create the folder", flag, dir));
-}
-
 namespace {
 
 // Writes `text` whole into `target` (the path itself, or a file beside it that then replaces
@@ -72,30 +65,77 @@ void write_file(const std::string& target, const std::string& text, const std::s
 
 }  // namespace
 
-void write_output(const std::string& text, const std::string& path, const std::string& flag) {
-  if (path.empty() || path == "-") {
-    const size_t written = std::fwrite(text.data(), 1, text.size(), stdout);
-    if (written != text.size() || std::fflush(stdout) != 0) {
-      throw model::InputError("standard output: write failed (disk full or closed pipe?)");
-    }
-    return;
-  }
-  check_output_path(path, flag);
+void OutputFiles::add(std::string text, std::string path, std::string flag) {
+  outputs_.push_back({std::move(text), std::move(path), std::move(flag)});
+}
+
+void OutputFiles::add_folder(std::string dir, std::string flag) { folders_.emplace_back(std::move(dir), std::move(flag)); }
+
+void OutputFiles::commit() {
   namespace fs = std::filesystem;
   std::error_code ec;
-  // A path that is not a regular file (a terminal, /dev/null, a pipe) is written directly: the
-  // write-beside-then-rename that keeps a regular file whole would replace the device itself.
-  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
-    write_file(path, text, path, flag);
-    return;
+  std::vector<fs::path> created;  // folders made here, parents before children
+  std::vector<std::pair<std::string, const Output*>> staged;  // (file beside the path, output)
+  const auto undo = [&] {
+    for (const auto& [temporary, output] : staged) fs::remove(temporary, ec);
+    for (auto it = created.rbegin(); it != created.rend(); ++it) fs::remove(*it, ec);  // only if empty
+  };
+  try {
+    for (const auto& [dir, flag] : folders_) {
+      std::vector<fs::path> missing;
+      for (fs::path p = fs::path(dir).lexically_normal(); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+        missing.push_back(p);
+        if (p == p.parent_path()) break;
+      }
+      fs::create_directories(dir, ec);
+      if (ec || !fs::is_directory(dir, ec)) throw model::InputError(fmt::format("{} '{}': cannot create the folder", flag, dir));
+      created.insert(created.end(), missing.rbegin(), missing.rend());
+    }
+    std::vector<std::pair<std::string, std::string>> paths;
+    for (const Output& o : outputs_) paths.emplace_back(o.path, o.flag);
+    check_output_paths(paths);
+    // Regular files are staged beside their paths. A path that is not a regular file (a
+    // terminal, /dev/null, a pipe) is written directly, after them: renaming onto it would
+    // replace the device itself.
+    std::vector<const Output*> direct;
+    for (const Output& o : outputs_) {
+      const bool to_stdout = o.path.empty() || o.path == "-";
+      if (to_stdout || (fs::exists(o.path, ec) && !fs::is_regular_file(o.path, ec))) {
+        direct.push_back(&o);
+        continue;
+      }
+      staged.emplace_back(fmt::format("{}.tmp{}", o.path, ::getpid()), &o);
+      write_file(staged.back().first, o.text, o.path, o.flag);
+    }
+    for (const Output* o : direct) {
+      if (!o->path.empty() && o->path != "-") {
+        write_file(o->path, o->text, o->path, o->flag);
+      } else if (std::fwrite(o->text.data(), 1, o->text.size(), stdout) != o->text.size()) {
+        throw model::InputError("standard output: write failed (disk full or closed pipe?)");
+      }
+    }
+    // What the command printed itself (a summary line) is output too.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+      throw model::InputError("standard output: write failed (disk full or closed pipe?)");
+    }
+    for (size_t i = 0; i < staged.size(); ++i) {
+      const auto& [temporary, output] = staged[i];
+      fs::rename(temporary, output->path, ec);
+      if (ec) {
+        staged.erase(staged.begin(), staged.begin() + static_cast<std::ptrdiff_t>(i));
+        throw model::InputError(fmt::format("{} '{}': cannot replace the file", output->flag, output->path));
+      }
+    }
+  } catch (...) {
+    undo();
+    throw;
   }
-  const std::string temporary = fmt::format("{}.tmp{}", path, ::getpid());
-  write_file(temporary, text, path, flag);
-  fs::rename(temporary, path, ec);
-  if (ec) {
-    fs::remove(temporary, ec);
-    throw model::InputError(fmt::format("{} '{}': cannot replace the file", flag, path));
-  }
+}
+
+void write_output(const std::string& text, const std::string& path, const std::string& flag) {
+  OutputFiles one;
+  one.add(text, path, flag);
+  one.commit();
 }
 
 }  // namespace stripesim::cli

@@ -1,5 +1,5 @@
 #pragma once
-// Writing a command's output: to stdout, or to a file that appears whole or not at all
+// Writing a command's outputs: to stdout, or to files that appear whole or not at all
 // (written beside its destination, then renamed), so a failure never leaves a partial file.
 #include <string>
 #include <utility>
@@ -7,8 +7,31 @@
 
 namespace stripesim::cli {
 
-// Throws model::InputError naming `flag` (the option that gave the path) and `path` when it
-// cannot be written.
+// A command's outputs, written together so that a failure anywhere (a full disk, a device or a
+// closed pipe as one of them) leaves none of its files behind: commit() creates the folders,
+// writes every regular file beside its path, then the outputs that cannot be staged (standard
+// output, a device such as /dev/null), flushes what the command has printed, and only then
+// renames the staged files into place. On failure it removes what it staged and the folders it
+// created, and throws model::InputError naming the flag and path that failed.
+class OutputFiles {
+ public:
+  // `path` "" or "-" is standard output.
+  void add(std::string text, std::string path, std::string flag = "--output");
+  // A folder the files added under it go into, created by commit() (and removed again, if it
+  // made it and a write fails).
+  void add_folder(std::string dir, std::string flag = "--out-dir");
+  void commit();
+
+ private:
+  struct Output {
+    std::string text, path, flag;
+  };
+  std::vector<Output> outputs_;
+  std::vector<std::pair<std::string, std::string>> folders_;  // (dir, flag)
+};
+
+// One output alone: OutputFiles with one file. Throws model::InputError naming `flag` (the
+// option that gave the path) and `path` when it cannot be written.
 void write_output(const std::string& text, const std::string& path, const std::string& flag = "--output");
 
 // The checks write_output makes before it writes (not a directory, its folder exists), for
@@ -20,8 +43,5 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
 // Whether two paths name one file (after resolving '.', '..' and links; the file need not exist).
 [[nodiscard]] bool same_file(const std::string& a, const std::string& b);
 
-// Creates the folder `dir` (and its parents) for a command's files; throws model::InputError
-// naming `flag` when it cannot.
-void create_output_folder(const std::string& dir, const std::string& flag = "--out-dir");
 
 }  // namespace stripesim::cli

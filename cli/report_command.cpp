@@ -52,10 +52,13 @@ std::function<void()> register_report_command(CLI::App& app, RunMode mode) {
     const auto files = report::build_report(inputs);
     if (mode == RunMode::parse_only) return;
     namespace fs = std::filesystem;
-    create_output_folder(options->out_dir);
-    for (const auto& file : files) write_output(file.content, (fs::path(options->out_dir) / file.name).string(), "--out-dir");
-    fmt::print("report written to {} ({})\n", (fs::path(options->out_dir) / "report.md").string(),
-               report::count_of(files.size() - 1, "figure"));
+    OutputFiles outputs;
+    outputs.add_folder(options->out_dir);
+    for (const auto& file : files) outputs.add(file.content, (fs::path(options->out_dir) / file.name).string(), "--out-dir");
+    outputs.add(fmt::format("report written to {} ({})\n", (fs::path(options->out_dir) / "report.md").string(),
+                            report::count_of(files.size() - 1, "figure")),
+                "-");
+    outputs.commit();
   };
 }
 

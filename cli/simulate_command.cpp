@@ -197,10 +197,10 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     }
     if (mode == RunMode::parse_only) return;
     const sim::Simulation result = origins.run([&] { return sim::run_simulation(std::move(plan)); });
-    // Write the trace first: if it fails, nothing has been written.
-    check_output_paths({{opts.trace, "--trace"}, {opts.output, "--output"}});
-    if (!opts.trace.empty()) write_output(output::chrome_trace(result).dump() + "\n", opts.trace, "--trace");
-    write_output(output::render(result, output_format(opts.format), rounds), opts.output);
+    OutputFiles outputs;  // the trace and the result, both or neither
+    if (!opts.trace.empty()) outputs.add(output::chrome_trace(result).dump() + "\n", opts.trace, "--trace");
+    outputs.add(output::render(result, output_format(opts.format), rounds), opts.output);
+    outputs.commit();
   };
 }
 

@@ -214,16 +214,17 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   if (mode == RunMode::parse_only) return 0;
   const validate::KernelAccuracy accuracy = validate::run_measurement_accuracy(plan, catalog);
   const validate::KernelFit& fit = accuracy.fit;
-  check_output_paths({{o.calibrate ? o.kernel_out : "", "--kernel-out"}, {o.output, "--output"}});
+  OutputFiles outputs;
   if (!o.out_dir.empty()) {
     namespace fs = std::filesystem;
-    create_output_folder(o.out_dir);
-    if (!o.no_fit) write_output(sim::to_json(fit.profile).dump(2) + "\n", (fs::path(o.out_dir) / "kernel.json").string(), "--out-dir");
-    write_output(output::render(accuracy, OutputFormat::markdown), (fs::path(o.out_dir) / "accuracy.md").string(), "--out-dir");
-    write_output(output::render(accuracy, OutputFormat::json), (fs::path(o.out_dir) / "accuracy.json").string(), "--out-dir");
+    outputs.add_folder(o.out_dir);
+    if (!o.no_fit) outputs.add(sim::to_json(fit.profile).dump(2) + "\n", (fs::path(o.out_dir) / "kernel.json").string(), "--out-dir");
+    outputs.add(output::render(accuracy, OutputFormat::markdown), (fs::path(o.out_dir) / "accuracy.md").string(), "--out-dir");
+    outputs.add(output::render(accuracy, OutputFormat::json), (fs::path(o.out_dir) / "accuracy.json").string(), "--out-dir");
   }
-  if (o.calibrate && !o.kernel_out.empty()) write_output(sim::to_json(fit.profile).dump(2) + "\n", o.kernel_out, "--kernel-out");
-  write_output(output::render(accuracy, output_format(o.format)), o.output);
+  if (o.calibrate && !o.kernel_out.empty()) outputs.add(sim::to_json(fit.profile).dump(2) + "\n", o.kernel_out, "--kernel-out");
+  outputs.add(output::render(accuracy, output_format(o.format)), o.output);
+  outputs.commit();
   return 0;
 }
 
@@ -264,27 +265,27 @@ int finish_report(const ValidateOptions& opts, validate::ValidationReport& repor
     validate::predict_and_compare(report, inputs, report.concurrent_devices);
   }
 
-  check_output_paths({{opts.calibrate ? opts.profile_out : "", "--profile-out"},
-                      {opts.calibrate ? opts.kernel_out : "", "--kernel-out"},
-                      {opts.output, "--output"}});
+  OutputFiles outputs;
   if (!opts.out_dir.empty()) {
     namespace fs = std::filesystem;
-    create_output_folder(opts.out_dir);
+    const auto in_dir = [&](const char* name) { return (fs::path(opts.out_dir) / name).string(); };
+    outputs.add_folder(opts.out_dir);
     if (report.calibration) {
-      write_output(model::to_json(report.calibration->profile).dump(2) + "\n", (fs::path(opts.out_dir) / "profile.json").string(), "--out-dir");
-      write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", (fs::path(opts.out_dir) / "kernel.json").string(), "--out-dir");
+      outputs.add(model::to_json(report.calibration->profile).dump(2) + "\n", in_dir("profile.json"), "--out-dir");
+      outputs.add(sim::to_json(report.calibration->kernel).dump(2) + "\n", in_dir("kernel.json"), "--out-dir");
     }
     if (report.topology) {  // the fitted network: simulate --topology DIR/topology.json --hardware DIR/profile.json
-      write_output(report.topology->to_json().dump(2) + "\n", (fs::path(opts.out_dir) / "topology.json").string(), "--out-dir");
+      outputs.add(report.topology->to_json().dump(2) + "\n", in_dir("topology.json"), "--out-dir");
     }
-    write_output(output::render(report, OutputFormat::markdown), (fs::path(opts.out_dir) / "validate.md").string(), "--out-dir");
-    write_output(output::render(report, OutputFormat::json), (fs::path(opts.out_dir) / "validate.json").string(), "--out-dir");
+    outputs.add(output::render(report, OutputFormat::markdown), in_dir("validate.md"), "--out-dir");
+    outputs.add(output::render(report, OutputFormat::json), in_dir("validate.json"), "--out-dir");
   }
   if (opts.calibrate && !opts.profile_out.empty()) {
-    write_output(model::to_json(report.calibration->profile).dump(2) + "\n", opts.profile_out, "--profile-out");
+    outputs.add(model::to_json(report.calibration->profile).dump(2) + "\n", opts.profile_out, "--profile-out");
   }
-  if (opts.calibrate && !opts.kernel_out.empty()) write_output(sim::to_json(report.calibration->kernel).dump(2) + "\n", opts.kernel_out, "--kernel-out");
-  write_output(output::render(report, output_format(opts.format)), opts.output);
+  if (opts.calibrate && !opts.kernel_out.empty()) outputs.add(sim::to_json(report.calibration->kernel).dump(2) + "\n", opts.kernel_out, "--kernel-out");
+  outputs.add(output::render(report, output_format(opts.format)), opts.output);
+  outputs.commit();
   bool all_passed = true;
   for (const auto& r : report.results) all_passed = all_passed && r.passed;
   if (!all_passed) {

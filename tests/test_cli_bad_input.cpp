@@ -2,11 +2,14 @@
 // nothing on stdout and no output file. Each row here is also a row of the README's table.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "bad_input_table.hpp"
 
@@ -168,6 +171,61 @@ TEST(CliBadInput, OutputThatCannotBeWrittenIsAnError) {
   const CliResult to_null = run_cli("analyze -n 1k -N 4 --format json -o /dev/null");
   EXPECT_EQ(to_null.exit_code, 0) << to_null.err;
   EXPECT_TRUE(fs::is_character_file("/dev/null"));
+}
+
+// A command with several outputs writes all of them or none: when the last one fails (a full
+// device as --output, or standard output), the files written before it are gone and so are the
+// folders the command made for them.
+TEST(CliBadInput, AFailedOutputTakesTheCommandsOtherFilesWithIt) {
+  namespace fs = std::filesystem;
+  if (!fs::is_character_file("/dev/full")) GTEST_SKIP() << "no /dev/full on this machine";
+  const fs::path dir = fs::temp_directory_path() / ("stripesim_all_or_none_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string d = dir.string();
+  const std::string analyze_json = d + "/analyze.json";
+  ASSERT_EQ(run_cli("analyze -n 4k -N 4 --tile 64x64 --format json -o '" + analyze_json + "'").exit_code, 0);
+  const std::string experiment = std::string(STRIPESIM_SOURCE_DIR) + "/configs/experiments/";
+  struct Case {
+    std::string args, stdout_to, failed;  // stdout_to: "" keeps it, else where it goes
+  };
+  const std::vector<Case> cases = {
+      {"simulate -n 32k -N 4 --trace '" + d + "/trace.json' -o /dev/full", "", "--output '/dev/full'"},
+      {"simulate -n 32k -N 4 --trace '" + d + "/trace.json'", "/dev/full", "standard output"},
+      {"calibrate-step --experiment '" + experiment + "paper-measured.json' --hardware-out '" + d + "/hw.json' --kernel-out /dev/full",
+       "", "--kernel-out '/dev/full'"},
+      {"validate -n 256 -N 2 --tile 32x32 --iterations 1 --warmup 0 --layouts zigzag --out-dir '" + d + "/new/validated' -o /dev/full",
+       "", "--output '/dev/full'"},
+      {"report '" + analyze_json + "' --out-dir '" + d + "/report'", "/dev/full", "standard output"},
+      {"check --write-baseline '" + d + "/baseline.json' --experiment '" + experiment + "baseline.json'", "/dev/full",
+       "standard output"},
+      {"check --baseline '" + std::string(STRIPESIM_SOURCE_DIR) + "/reports/baseline/imbalance.json' --junit '" + d + "/junit.xml'",
+       "/dev/full", "standard output"},
+  };
+  const std::string err_path = d + "/stderr";
+  for (const Case& c : cases) {
+    const std::string command = std::string("'") + STRIPESIM_BINARY + "' " + c.args + (c.stdout_to.empty() ? " >/dev/null" : " >" + c.stdout_to) +
+                                " 2>'" + err_path + "'";
+    const int status = std::system(command.c_str());
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2) << c.args;
+    const std::string err = slurp(err_path);
+    EXPECT_TRUE(err.starts_with("stripesim: error: " + c.failed)) << c.args << "\n" << err;
+    std::vector<std::string> left;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name != "analyze.json" && name != "stderr") left.push_back(name);
+    }
+    EXPECT_TRUE(left.empty()) << c.args << ": left " << fmt::format("{}", fmt::join(left, ", "));
+  }
+  // The same commands with somewhere to write succeed and write every file.
+  const CliResult report = run_cli("report '" + analyze_json + "' --out-dir '" + d + "/report'");
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_TRUE(fs::exists(d + "/report/report.md"));
+  EXPECT_NE(report.out.find("report written to"), std::string::npos);
+  const CliResult traced = run_cli("simulate -n 32k -N 4 --trace '" + d + "/trace.json' -o '" + d + "/simulate.txt'");
+  EXPECT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_TRUE(fs::exists(d + "/trace.json") && fs::exists(d + "/simulate.txt"));
+  fs::remove_all(dir);
 }
 
 TEST(CliBadInput, MissingSubcommand) {
