@@ -81,6 +81,21 @@ std::string unknown_name_hint(const CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+// An option given an empty value (`--topology ""`, `-o ''`, often a shell variable that was not
+// set) would otherwise mean the same as leaving it out. "" when every value given has text.
+std::string empty_value_error(const CLI::App& app) {
+  for (const CLI::App* command : app.get_subcommands()) {
+    for (const CLI::Option* option : command->get_options()) {
+      // Absent, a flag, or a positional input (whose command names it better: "report input ''").
+      if (option->count() == 0 || option->get_type_size() == 0 || !option->nonpositional()) continue;
+      for (const std::string& value : option->results()) {
+        if (value.empty()) return fmt::format("{}: an empty value; give one or leave the option out", option->get_name());
+      }
+    }
+  }
+  return "";
+}
+
 void print_error(std::FILE* errors, std::string message) {
   std::replace(message.begin(), message.end(), '\n', ' ');
   fmt::print(errors, "stripesim: error: {}\n", message);
@@ -110,6 +125,10 @@ int run_cli(int argc, char** argv, std::FILE* errors, RunMode mode) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     const std::string hint = unknown_name_hint(app, argc, argv);
     print_error(errors, hint.empty() ? fmt::format("{} (see stripesim --help)", e.what()) : hint);
+    return kExitBadInput;
+  }
+  if (const std::string empty = empty_value_error(app); !empty.empty()) {
+    print_error(errors, empty);
     return kExitBadInput;
   }
   int status = kExitOk;
