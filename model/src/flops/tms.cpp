@@ -47,6 +47,13 @@ void check_request_settings(const TmsRequest& request) {
   if (request.model_parallel < 1) {
     throw InputError(Input::model_parallel, std::to_string(request.model_parallel), "must be at least 1");
   }
+  // The three are always there: given again, a layout would print as a second, identical row.
+  for (const std::string& extra : request.extra_layouts) {
+    const std::optional<LayoutKind> kind = layout_kind_of(extra);
+    if (kind == LayoutKind::contiguous || kind == LayoutKind::striped || kind == LayoutKind::zigzag) {
+      throw InputError(Input::layouts, extra, "is always compared (contiguous, striped, zigzag); list only layouts beyond them");
+    }
+  }
   if (request.model.heads % request.model_parallel != 0) {
     throw InputError(Input::model_parallel, std::to_string(request.model_parallel),
                      fmt::format("must divide the model's {} heads", request.model.heads));

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <filesystem>
 #include <limits>
 
@@ -139,19 +141,48 @@ nlohmann::ordered_json write_baseline(const BaselineWritePlan& plan) {
 
 namespace {
 
-// Every pattern of `rules` must name at least one metric of the baseline.
+// Every pattern of `rules` must have work to do, or it would be silently unused: a --metrics
+// pattern names a metric of the baseline, a --limit one that is checked, and a --tolerance
+// pattern decides the tolerance of a checked metric (one no limit judges and no earlier
+// tolerance pattern takes: "the first match wins").
 void check_patterns_match(const CheckRules& rules, const std::vector<std::string>& names) {
-  const auto check = [&](const std::string& pattern, std::string_view flag) {
-    for (const auto& name : names) {
-      if (metric_matches(pattern, name)) return;
-    }
-    throw InputError(fmt::format("{} '{}': matches no metric of the baseline (metric names look like "
-                                 "zigzag.tiles.imbalance; a pattern matches the whole name or its last parts, * is a wildcard)",
-                                 flag, pattern));
+  const auto matches_any = [](const std::string& pattern, const std::vector<std::string>& among) {
+    return std::ranges::any_of(among, [&](const std::string& name) { return metric_matches(pattern, name); });
   };
-  for (const auto& pattern : rules.metrics) check(pattern, "--metrics");
-  for (const auto& [pattern, value] : rules.tolerances) check(pattern, "--tolerance");
-  for (const auto& limit : rules.limits) check(limit.pattern, "--limit");
+  const auto no_metric = [](std::string_view flag, std::string_view item) {
+    return InputError(fmt::format("{} '{}': matches no metric of the baseline (metric names look like "
+                                  "zigzag.tiles.imbalance; a pattern matches the whole name or its last parts, * is a wildcard)",
+                                  flag, item));
+  };
+  for (const auto& pattern : rules.metrics) {
+    if (!matches_any(pattern, names)) throw no_metric("--metrics", pattern);
+  }
+  std::vector<std::string> checked;
+  std::ranges::copy_if(names, std::back_inserter(checked), [&](const std::string& name) { return selected(rules, name); });
+  for (const auto& limit : rules.limits) {
+    if (matches_any(limit.pattern, checked)) continue;
+    if (!matches_any(limit.pattern, names)) throw no_metric("--limit", limit.pattern);
+    throw InputError(fmt::format("--limit '{}': matches no metric --metrics selects", limit.to_string()));
+  }
+  std::vector<bool> decides(rules.tolerances.size(), false);
+  for (const auto& name : checked) {
+    if (std::ranges::any_of(rules.limits, [&](const MetricLimit& limit) { return metric_matches(limit.pattern, name); })) continue;
+    for (size_t i = 0; i < rules.tolerances.size(); ++i) {
+      if (metric_matches(rules.tolerances[i].first, name)) {
+        decides[i] = true;
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < rules.tolerances.size(); ++i) {
+    const auto& [pattern, value] = rules.tolerances[i];
+    const std::string item = fmt::format("{}={:g}", pattern, value);
+    if (decides[i]) continue;
+    if (!matches_any(pattern, names)) throw no_metric("--tolerance", pattern);
+    throw InputError(fmt::format("--tolerance '{}': decides no metric's tolerance (each metric it matches is left out by "
+                                 "--metrics, judged by a --limit, or takes an earlier --tolerance pattern's)",
+                                 item));
+  }
 }
 
 }  // namespace
