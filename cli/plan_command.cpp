@@ -76,6 +76,7 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
     if (!opts.batch.empty()) base.batch = model::parse_count(opts.batch, "--batch");
     if (!opts.mask.empty()) base.mask = opts.mask;
     if (!opts.layouts.empty()) base.layouts = model::split_distinct_list(opts.layouts, "--layouts");
+    request.layouts_given = !opts.layouts.empty();
     if (!opts.kernel.empty()) base.kernel = opts.kernel;
     if (!opts.merges.empty()) base.merges = opts.merges;  // checked where each candidate's simulation applies it
     if (!opts.algorithms.empty()) request.algorithms = model::split_distinct_list(opts.algorithms, "--algorithms");

@@ -248,10 +248,11 @@ def step_throughput(table, seq_len, mesh):
     the ring zigzag as TE's dual-chunk layout with its fused merges, micro-batches of one sequence."""
     model, gpus, topology = USP_PAPER_STEP_SETUP[table]
     tp, ulysses, ring = mesh
+    merges = ["--merges", "fused"] if ring > 1 else []  # pure Ulysses makes one call: nothing to merge
     out = subprocess.run([STRIPESIM, "simulate", "--scope", "step", "--hardware", "a800", "--topology", topology,
                           "--model", model, "-n", seq_len, "-M", str(tp), "-N", str(ulysses * ring),
                           "-D", str(gpus // (tp * ulysses * ring)), "--cp", usp_split(ulysses, ulysses * ring),
-                          "--layouts", "zigzag", "--merges", "fused", "--zero", "1", "--format", "csv"],
+                          "--layouts", "zigzag", *merges, "--zero", "1", "--format", "csv"],
                          check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT).stdout
     return float(next(csv.DictReader(io.StringIO(out)))["mfu"])
 

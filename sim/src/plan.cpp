@@ -116,6 +116,17 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
     }
   }
   if (request.algorithms.empty()) throw model::InputError("--algorithms: needs at least one");
+  // What only some algorithms use must be used by one of those searched, or it does nothing.
+  const auto searched = [&](std::string_view algorithm) { return std::ranges::find(request.algorithms, algorithm) != request.algorithms.end(); };
+  if (!request.base.merges.empty()) (void)merge_style(request.base.merges, "--merges");
+  if (!request.base.merges.empty() && !searched("ring") && !searched("hybrid")) {
+    throw model::InputError(fmt::format("--merges {}: prices folding a ring's calls into one output; --algorithms {} run no ring",
+                                        request.base.merges, fmt::join(request.algorithms, ",")));
+  }
+  if (request.layouts_given && request.algorithms == std::vector<std::string>{"ulysses"}) {
+    throw model::InputError("--layouts: Ulysses gives every GPU the whole sequence of its heads, whatever the layout; "
+                            "search another algorithm beside it, or leave --layouts out");
+  }
   (void)catalog.model(request.base.model);
   if (!request.base.hardware_profile) (void)catalog.hardware(request.base.hardware);
   if (request.memory_gib && !(*request.memory_gib > 0)) {
@@ -168,6 +179,8 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
           c.cp = spec;
           // One device, or Ulysses (the kernel sees the sequence in order): the layout plays no part.
           if (n == 1 || spec == "ulysses") c.layouts = {"contiguous"};
+          // Merges fold a ring's calls together: the collectives make one call a head group.
+          if (spec == "ulysses" || spec == "allgather") c.merges.clear();
           search.meshes.push_back(PlannedMesh{std::move(c), std::nullopt, ""});
         }
       }

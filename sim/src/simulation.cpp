@@ -127,6 +127,11 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
       throw InputError(fmt::format("--kv-buffers {}: a ring's K/V buffers; --cp {} has no ring", config.kv_buffers, name));
     }
     if (config.skip_unread_hops) throw InputError(fmt::format("--skip-unread-hops: a ring's hops; --cp {} has no ring", name));
+    if (!config.merges.empty()) {
+      throw InputError(fmt::format("--merges {}: prices folding a ring's calls into one output; --cp {} has no ring (one call a "
+                                   "head group)",
+                                   config.merges, name));
+    }
   }
   if (cp.algorithm != CpAlgorithm::ring && config.auto_ring_order) {
     throw InputError(fmt::format("--ring-order auto: orders the GPUs of a plain ring, not --cp {}", name));

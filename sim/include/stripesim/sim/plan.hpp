@@ -26,6 +26,7 @@ struct PlanRequest {
   SimulateConfig base;  // model, hardware, topology, kernel, seq_len, batch, mask, layouts
   Count gpus = 8;
   std::vector<std::string> algorithms{"ring", "allgather", "ulysses", "hybrid"};
+  bool layouts_given = false;  // base.layouts named by the user, not the default
   std::optional<double> memory_gib;  // default: the hardware's
   Count top = 10;
   unsigned threads = 0;  // 0: every hardware thread
