@@ -241,6 +241,23 @@ TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("field \"cases[1]\" field \"rounds[1]\" field \"partial_tiles\": 999 in the file"), std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(dir / "bad")) << "no partial output";
+  // The fields a reader sees but the fit recomputes: a total that is not its rounds' sum, or a
+  // value of the wrong type, is refused too.
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> edits = {
+      {[](nlohmann::json& d) { d["cases"][0]["active_tiles"] = d["cases"][0]["active_tiles"].get<int>() + 1; },
+       "field \"cases[0]\" field \"active_tiles\": "},
+      {[](nlohmann::json& d) { d["cases"][2]["unmasked_pairs"] = "12"; }, "field \"cases[2]\" field \"unmasked_pairs\": expected a number"},
+      {[](nlohmann::json& d) { d["cases"][0]["label"] = nullptr; }, "field \"label\": expected a string, got null"},
+      {[](nlohmann::json& d) { d["all_passed"] = "true"; }, "field \"all_passed\": expected true or false"},
+  };
+  for (const auto& [edit, message] : edits) {
+    auto edited = a;
+    edit(edited);
+    std::ofstream(dir / "edited.json") << edited.dump();
+    const CliResult refused = run_cli("validate --compare --from '" + (dir / "edited.json").string() + "'");
+    EXPECT_EQ(refused.exit_code, 2) << message;
+    EXPECT_NE(refused.err.find(message), std::string::npos) << refused.err;
+  }
   const CliResult runs = run_cli("validate --compare --from '" + saved.string() + "' --tile 32x32");
   EXPECT_EQ(runs.exit_code, 2);
   EXPECT_NE(runs.err.find("--tile: not with --from"), std::string::npos) << runs.err;

@@ -29,7 +29,8 @@ double lockstep_us(const std::vector<double>& us, Count devices) {
 
 namespace {
 
-// A [devices][devices] table of non-negative numbers (integers when `integers`).
+// A [devices][devices] table of non-negative numbers: integers when `integers`, else times in us
+// within the physical range.
 std::vector<double> square_table(const nlohmann::json& value, const std::string& where, Count devices, bool integers) {
   const auto bad = [&](const std::string& why) { return InputError(fmt::format("{}: {}", where, why)); };
   if (!value.is_array() || static_cast<Count>(value.size()) != devices) {
@@ -46,6 +47,7 @@ std::vector<double> square_table(const nlohmann::json& value, const std::string&
       }
       const double x = cell.get<double>();
       if (!(x >= 0) || !std::isfinite(x)) throw bad(fmt::format("values must be finite and >= 0, got {}", cell.dump()));
+      if (!integers) model::require_physical_range(x, where, /*zero_allowed=*/true);  // a time in us
       out.push_back(x);
     }
   }

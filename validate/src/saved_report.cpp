@@ -151,7 +151,16 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
                                    : (doubles ? cpu_ring::accumulator_bytes<double>(block, kv_row) : cpu_ring::accumulator_bytes<float>(block, kv_row));
   }
   r.summary.wall = spread_from(f, "wall_us");
+  (void)f.string_or("label", "");  // written for readers, recomputed here: checked for its type only
   read_cells(f, r);
+  // The case's totals are its cells' sums: a file that says otherwise was edited or is another's.
+  for (const auto& [key, counted] : {std::pair{"unmasked_pairs", &r.work.unmasked_elements}, {"active_tiles", &r.work.active_tiles}}) {
+    if (!f.has(key)) continue;
+    const auto recorded = static_cast<std::int64_t>(required_non_negative(f, key));
+    if (recorded != counted->total()) {
+      throw InputError(fmt::format("{}: {} in the file, {} summed over its rounds", f.where(key), recorded, counted->total()));
+    }
+  }
   return r;
 }
 
@@ -189,6 +198,9 @@ ValidationReport read_saved_report(const nlohmann::json& doc, const std::string&
   f.allow_only({"schema", "command", "backend", "device", "placement", "warmup", "iterations", "concurrent_devices", "all_passed",
                 "profile", "kernel", "calibration", "topology", "errors", "errors_by_cp", "notes", "comparisons", "cases"});
   ValidationReport report;
+  // Written for readers and recomputed from the cases: checked for their types only.
+  (void)f.string_or("command", "");
+  (void)f.boolean_or("all_passed", false);
   report.backend = f.string("backend");
   if (report.backend != "cpu" && report.backend != "mpi" && report.backend != "cuda" && report.backend != "nccl") {
     throw InputError(fmt::format("{} '{}': expected cpu, mpi, cuda or nccl", f.where("backend"), report.backend));
