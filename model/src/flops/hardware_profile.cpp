@@ -1,9 +1,15 @@
 #include "stripesim/model/flops/hardware_profile.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/io/name_match.hpp"
 
 namespace stripesim::model {
 
@@ -19,7 +25,15 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   h.aliases = f.string_list_or("aliases", {});
   h.device_names = f.string_list_or("device_names", {});
   const JsonFields peaks(f.raw("peak_tflops"), f.where("peak_tflops"));
-  for (const auto& [precision, value] : f.raw("peak_tflops").items()) h.peak_tflops[precision] = peaks.positive_number(precision);
+  // A rate under a misspelt name would sit unused beside the real one.
+  static const std::vector<std::string> kPrecisions{"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp6", "fp4", "int4"};
+  for (const auto& [precision, value] : f.raw("peak_tflops").items()) {
+    if (std::ranges::find(kPrecisions, precision) == kPrecisions.end()) {
+      throw InputError(fmt::format("{}: unknown precision \"{}\"{}, expected one of {}", f.where("peak_tflops"), precision,
+                                   did_you_mean(precision, kPrecisions), fmt::join(kPrecisions, ", ")));
+    }
+    h.peak_tflops[precision] = peaks.positive_number(precision);
+  }
   h.matmul_precision = f.string_or("matmul_precision", "bf16");
   h.attention_precision = f.string_or("attention_precision", h.matmul_precision);
   for (const auto& precision : {h.matmul_precision, h.attention_precision}) {
