@@ -284,6 +284,15 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
     k.merge.backward_bytes_per_element = m.non_negative_number_or("backward_bytes_per_element", 0.0);
     k.merge.forward_slice_bytes_per_element = m.non_negative_number_or("forward_slice_bytes_per_element", 0.0);
   }
+  // Records for readers, kept as written; the fit's "partial_tiles" is also read (simulate's note).
+  for (const char* record : {"sources", "fit"}) {
+    if (f.has(record) && !f.raw(record).is_object()) {
+      throw model::InputError(fmt::format("{}: expected an object, got {}", f.where(record), f.raw(record).dump()));
+    }
+  }
+  if (f.has("fit") && f.raw("fit").contains("partial_tiles") && !f.raw("fit").at("partial_tiles").is_string()) {
+    throw model::InputError(fmt::format("{}: \"partial_tiles\" must be a string (what the timings identify)", f.where("fit")));
+  }
   k.sources = f.has("sources") ? f.raw("sources") : nlohmann::json::object();
   k.fit = f.has("fit") ? f.raw("fit") : nlohmann::json::object();
   return k;
