@@ -222,6 +222,22 @@ void check_permutation_header(const JsonFields& fields, Count seq_len, Count dev
     throw InputError(fmt::format("{}: the layout is for {} devices but --devices is {}", fields.where("devices"),
                                  fields.positive_count("devices"), devices));
   }
+  // How it was exported, kept for readers: checked for its form, not against this run (a layout
+  // may be studied under another tile or mask), so that a damaged header is not taken for one.
+  (void)fields.string_or("description", "");
+  (void)fields.string_or("layout", "");
+  if (fields.has("tiling")) (void)parse_tiling(fields.string("tiling"), fields.where("tiling"));
+  for (const char* record : {"tile", "mask", "padding"}) {
+    if (fields.has(record) && !fields.raw(record).is_object()) {
+      throw InputError(fmt::format("{}: expected an object, got {}", fields.where(record), fields.raw(record).dump()));
+    }
+  }
+  if (fields.has("tile")) {
+    const JsonFields tile(fields.raw("tile"), fields.where("tile"));
+    tile.allow_only({"query", "key"});
+    (void)tile.positive_count("query"), (void)tile.positive_count("key");
+  }
+  if (fields.has("mask")) (void)JsonFields(fields.raw("mask"), fields.where("mask")).string("spec");
   if (fields.has("block_size") && devices > 0 && fields.positive_count("block_size") != seq_len / devices) {
     throw InputError(fmt::format("{}: {} tokens per device, but {} tokens over {} devices are {} each",
                                  fields.where("block_size"), fields.positive_count("block_size"), seq_len, devices,
