@@ -46,7 +46,8 @@ TEST(CliReport, WritesMarkdownAndFigures) {
 
 // Hand-edited inputs that broke the figures: a device count of 0 divided by zero (SIGFPE), a
 // work matrix shorter than its devices was read past its end (SIGSEGV), a sweep row at n_seq 0
-// put -inf on the log axis and never finished. Each is one line naming the file, exit 2, no report.
+// put -inf on the log axis and never finished. Each is one line naming the file and the field
+// (a JSON pointer into it), exit 2, no report.
 TEST(CliReport, HandEditedInputsThatBrokeTheFiguresAreRefused) {
   const auto dir = fresh_dir("stripesim_report_edited");
   ASSERT_EQ(run_cli("analyze --seq-len 4k --devices 4 --tile 64x64 --format json -o '" + (dir / "a.json").string() + "'").exit_code, 0);
@@ -59,11 +60,18 @@ TEST(CliReport, HandEditedInputsThatBrokeTheFiguresAreRefused) {
   };
   const std::vector<std::pair<std::string, std::string>> cases = {
       {edited("a.json", "zero.json", [](nlohmann::json& d) { d["config"]["devices"] = 0; }),
-       "not a complete analyze document (config.devices is 0, expected at least 1)"},
+       "field \"/config/devices\": expected at least 1, got 0 (not a complete analyze document)"},
       {edited("a.json", "short.json", [](nlohmann::json& d) { d["results"][0]["active_tiles"][2] = nlohmann::json::array(); }),
-       "not a complete analyze document (array index 0 is out of range)"},
+       "field \"/results/0/active_tiles/2/0\": missing (not a complete analyze document)"},
       {edited("s.json", "n0.json", [](nlohmann::json& d) { d["rows"][0]["n_seq"] = 0; }),
-       "not a complete sweep document (rows: n_seq 0, expected at least 1)"}};
+       "field \"/rows/0/n_seq\": expected at least 1, got 0 (not a complete sweep document)"},
+      // A value of the wrong type is named where it sits, not only by its type.
+      {edited("a.json", "type.json", [](nlohmann::json& d) { d["results"][1]["metrics"]["tiles"]["idle_fraction"] = "x"; }),
+       "field \"/results/1/metrics/tiles/idle_fraction\": expected a number, got \"x\" (not a complete analyze document)"},
+      {edited("a.json", "huge.json", [](nlohmann::json& d) { d["config"]["devices"] = 1e308; }),
+       "field \"/config/devices\": expected an integer, got 1e+308 (not a complete analyze document)"},
+      {edited("s.json", "rows.json", [](nlohmann::json& d) { d["rows"] = 5; }),
+       "field \"/rows\": expected an array, got 5 (not a complete sweep document)"}};
   for (const auto& [input, message] : cases) {
     const CliResult r = run_cli("report '" + input + "' --out-dir '" + (dir / "out").string() + "'");
     EXPECT_EQ(r.exit_code, 2) << input;

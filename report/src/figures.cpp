@@ -13,6 +13,7 @@
 #include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/work_model.hpp"
 #include "stripesim/report/svg.hpp"
+#include "json_read.hpp"
 
 namespace stripesim::report {
 
@@ -50,10 +51,9 @@ std::string short_count(double value) {
 // The document's config.devices: a count from 1 up (a hand-edited 0 divided by zero below, a
 // negative count sized the heat map's vectors), else the document is not a complete one.
 Count device_count(const nlohmann::json& document) {
-  const Count devices = document.at("config").at("devices").get<Count>();
-  if (devices < 1) {
-    throw nlohmann::json::other_error::create(501, fmt::format("config.devices is {}, expected at least 1", devices), &document);
-  }
+  const nlohmann::json& config = field(document, "config");
+  const Count devices = read<Count>(config, "devices");
+  if (devices < 1) throw FieldError(&config, "devices", fmt::format("expected at least 1, got {}", devices));
   return devices;
 }
 
@@ -68,7 +68,7 @@ struct BarRun {
 }  // namespace
 
 std::string work_heatmap_svg(const nlohmann::json& analyze, const std::string& matrix) {
-  const auto& results = analyze.at("results");
+  const auto& results = array_field(analyze, "results");
   const Count devices = device_count(analyze);
   // At most kMaxCells cells a side: beyond, each cell is a bin of `bin` x `bin` (rounds, devices)
   // drawn at its mean (2048 devices drew 4M cells a layout, 560 MB of SVG). The mean keeps the
@@ -85,7 +85,7 @@ std::string work_heatmap_svg(const nlohmann::json& analyze, const std::string& m
         Count count = 0;
         for (Count round = row * bin; round < std::min(devices, (row + 1) * bin); ++round) {
           for (Count d = col * bin; d < std::min(devices, (col + 1) * bin); ++d) {
-            const double v = values.at(static_cast<size_t>(round)).at(static_cast<size_t>(d)).get<double>();
+            const double v = read_item<double>(element(values, static_cast<size_t>(round)), static_cast<size_t>(d));
             sum += v;
             most = std::max(most, v);
             ++count;
@@ -99,7 +99,7 @@ std::string work_heatmap_svg(const nlohmann::json& analyze, const std::string& m
   std::vector<std::vector<std::vector<std::pair<double, double>>>> panels;
   double peak = 1;
   for (const auto& r : results) {
-    panels.push_back(binned(r.at(matrix)));
+    panels.push_back(binned(field(r, matrix)));
     for (const auto& row : panels.back()) {
       for (const auto& [mean, most] : row) peak = std::max(peak, mean);
     }
@@ -118,8 +118,8 @@ std::string work_heatmap_svg(const nlohmann::json& analyze, const std::string& m
     const auto& r = results[l];
     const double x0 = kMargin + static_cast<double>(l) * (panel + kMargin);
     const double y0 = 2 * kMargin;
-    const double speedup = r.at("metrics").at(unit).at("lockstep_speedup").get<double>();
-    svg.text(x0, y0 - 8, fmt::format("{} (lockstep {:.2f}x)", r.at("layout").get<std::string>(), speedup), 12, "start",
+    const double speedup = read<double>(field(field(r, "metrics"), unit), "lockstep_speedup");
+    svg.text(x0, y0 - 8, fmt::format("{} (lockstep {:.2f}x)", read<std::string>(r, "layout"), speedup), 12, "start",
              "#222", true);
     for (Count row = 0; row < cells; ++row) {
       for (Count col = 0; col < cells; ++col) {
@@ -200,16 +200,16 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
   const auto mesh_order = [](const std::string& a, const std::string& b) { return natural_less(a, b); };
   std::map<std::string, std::vector<const nlohmann::json*>, decltype(mesh_order)> by_mesh(mesh_order);
   double lo_x = 1e300, hi_x = -1e300, hi_y = 1.0;
-  for (const auto& row : sweep.at("rows")) {
-    if (row.at("hardware") != hardware || row.at("model") != model_name) continue;
-    by_mesh[row.at("mesh").get<std::string>()].push_back(&row);
-    if (!(row.at("n_seq").get<double>() >= 1)) {  // its log is the axis: 0 made it -inf, and the tick loop endless
-      throw nlohmann::json::other_error::create(501, fmt::format("rows: n_seq {}, expected at least 1", row.at("n_seq").dump()), &row);
+  for (const auto& row : array_field(sweep, "rows")) {
+    if (field(row, "hardware") != hardware || field(row, "model") != model_name) continue;
+    by_mesh[read<std::string>(row, "mesh")].push_back(&row);
+    if (!(read<double>(row, "n_seq") >= 1)) {  // its log is the axis: 0 made it -inf, and the tick loop endless
+      throw FieldError(&row, "n_seq", fmt::format("expected at least 1, got {}", field(row, "n_seq").dump()));
     }
-    const double x = std::log2(row.at("n_seq").get<double>());
+    const double x = std::log2(read<double>(row, "n_seq"));
     lo_x = std::min(lo_x, x);
     hi_x = std::max(hi_x, x);
-    hi_y = std::max(hi_y, row.at("tms").get<double>());
+    hi_y = std::max(hi_y, read<double>(row, "tms"));
   }
   const double width = 640, height = 400, plot_w = 480, plot_h = 300, x0 = 70, y0 = 40;
   SvgCanvas svg(width, height);
@@ -240,9 +240,9 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
   for (const auto& [mesh, rows] : by_mesh) {
     std::vector<std::pair<double, double>> solid, dashed;
     for (const auto* row : rows) {
-      const double x = px(std::log2(row->at("n_seq").get<double>()));
-      solid.emplace_back(x, py(row->at("tms").get<double>()));
-      if (row->contains("tms_tiles")) dashed.emplace_back(x, py(row->at("tms_tiles").get<double>()));
+      const double x = px(std::log2(read<double>(*row, "n_seq")));
+      solid.emplace_back(x, py(read<double>(*row, "tms")));
+      if (row->contains("tms_tiles")) dashed.emplace_back(x, py(read<double>(*row, "tms_tiles")));
     }
     std::sort(solid.begin(), solid.end());
     std::sort(dashed.begin(), dashed.end());
@@ -262,14 +262,14 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
 }
 
 std::string timeline_svg(const nlohmann::json& simulate) {
-  const auto& results = simulate.at("results");
+  const auto& results = array_field(simulate, "results");
   const Count devices = device_count(simulate);
   const Count shown = std::min<Count>(devices, 64);
   const double row_h = std::clamp(240.0 / static_cast<double>(shown), 4.0, 22.0);
   const double plot_w = 720, x0 = 90;
   const double panel_h = row_h * static_cast<double>(shown) + 50;
   double end = 0;
-  for (const auto& r : results) end = std::max(end, r.at("time_us").get<double>());
+  for (const auto& r : results) end = std::max(end, read<double>(r, "time_us"));
   const double height = 50 + static_cast<double>(results.size()) * panel_h + 30;
   SvgCanvas svg(x0 + plot_w + 30, height);
   svg.text(x0, 22,
@@ -282,17 +282,17 @@ std::string timeline_svg(const nlohmann::json& simulate) {
     const auto& r = results[l];
     const double y0 = 50 + static_cast<double>(l) * panel_h;
     svg.text(x0, y0 - 6,
-             fmt::format("{}: {:.3f} ms ({:.2f}x contiguous)", r.at("layout").get<std::string>(),
-                         r.at("time_us").get<double>() / 1e3, r.at("speedup_vs_contiguous").get<double>()),
+             fmt::format("{}: {:.3f} ms ({:.2f}x contiguous)", read<std::string>(r, "layout"),
+                         read<double>(r, "time_us") / 1e3, read<double>(r, "speedup_vs_contiguous")),
              12, "start", "#222", true);
     svg.rect(x0, y0, plot_w, row_h * static_cast<double>(shown), "#f4f4f4", "#cccccc");
     for (Count d = 0; d < shown; ++d) {
       if (shown <= 16 || d % 8 == 0) svg.text(x0 - 6, y0 + (static_cast<double>(d) + 0.75) * row_h, fmt::format("d{}", d), std::min(10.0, row_h), "end");
     }
-    for (const auto& pass : r.at("passes")) {
+    for (const auto& pass : array_field(r, "passes")) {
       if (!pass.contains("rounds")) continue;
-      const auto& rounds = pass.at("rounds");
-      const std::string pass_name = pass.at("pass").get<std::string>();
+      const auto& rounds = array_field(pass, "rounds");
+      const std::string pass_name = read<std::string>(pass, "pass");
       for (Count d = 0; d < shown; ++d) {
         const double y = y0 + static_cast<double>(d) * row_h;
         // Rounds too thin to tell apart (a run under 2 px, the next within a pixel) are drawn
@@ -304,8 +304,9 @@ std::string timeline_svg(const nlohmann::json& simulate) {
           for (size_t round = 0; round <= rounds.size(); ++round) {
             std::optional<std::pair<double, double>> span;
             if (round < rounds.size()) {
-              const auto& cell = rounds.at(round).at(static_cast<size_t>(d));
-              if (cell.contains(begin) && !cell.at(begin).is_null()) span = {{cell.at(begin).get<double>(), cell.at(finish).get<double>()}};
+              const auto& cell = element(element(rounds, round), static_cast<size_t>(d));
+              if (!cell.is_object()) throw FieldError(&cell, "", "expected an object (a round's record), got " + cell.dump());
+              if (cell.contains(begin) && !field(cell, begin).is_null()) span = {{read<double>(cell, begin), read<double>(cell, finish)}};
               if (span && skip_empty && span->second <= span->first) span.reset();  // no compute that round
             }
             if (span && open && px(span->first) - px(run.stop) < 1 && px(run.stop) - px(run.start) < 2) {
@@ -347,9 +348,9 @@ std::string timeline_svg(const nlohmann::json& simulate) {
 }
 
 std::string predicted_vs_measured_svg(const nlohmann::json& validate) {
-  const auto& points = validate.at("comparisons");
+  const auto& points = array_field(validate, "comparisons");
   double hi = 0;
-  for (const auto& p : points) hi = std::max({hi, p.at("predicted_us").get<double>(), p.at("measured_us").get<double>()});
+  for (const auto& p : points) hi = std::max({hi, read<double>(p, "predicted_us"), read<double>(p, "measured_us")});
   hi = hi > 0 ? hi * 1.05 : 1;
   const double size = 360, x0 = 70, y0 = 40;
   SvgCanvas svg(x0 + size + 40, y0 + size + 50);
@@ -363,7 +364,7 @@ std::string predicted_vs_measured_svg(const nlohmann::json& validate) {
   }
   svg.line(px(0), py(0), px(hi), py(hi), "#888888", 1.0, "4,4");
   for (const auto& p : points) {
-    svg.circle(px(p.at("predicted_us").get<double>()), py(p.at("measured_us").get<double>()), 4, "#e15759");
+    svg.circle(px(read<double>(p, "predicted_us")), py(read<double>(p, "measured_us")), 4, "#e15759");
   }
   return svg.finish();
 }

@@ -13,6 +13,7 @@
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/report/figures.hpp"
+#include "json_read.hpp"
 
 namespace stripesim::report {
 namespace {
@@ -32,22 +33,22 @@ std::string tiling_of(const nlohmann::json& config) { return config.value("tilin
 
 void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
   const auto& doc = in.document;
-  const auto& c = doc.at("config");
+  const auto& c = field(doc, "config");
   const std::string tag = slug(std::to_string(files.size()));
   append(md, "## Work per round and device (`{}`)\n\n", in.path);
-  append(md, "n = {} tokens on N = {} devices (c = {}), tiles {}x{} ({} tiling), mask {}.\n\n", c.at("seq_len").get<long long>(),
-         c.at("devices").get<long long>(), c.at("block_size").get<long long>(), c.at("tile").at("query").get<long long>(),
-         c.at("tile").at("key").get<long long>(), tiling_of(c), c.at("mask").at("spec").get<std::string>());
+  append(md, "n = {} tokens on N = {} devices (c = {}), tiles {}x{} ({} tiling), mask {}.\n\n", read<long long>(c, "seq_len"),
+         read<long long>(c, "devices"), read<long long>(c, "block_size"), read<long long>(field(c, "tile"), "query"),
+         read<long long>(field(c, "tile"), "key"), tiling_of(c), read<std::string>(field(c, "mask"), "spec"));
   md += "| layout | speedup | imbalance | lockstep speedup | idle | vs contiguous | tile lockstep speedup | tile idle | tiles vs contiguous |\n";
   md += "|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& r : doc.at("results")) {
-    const auto& e = r.at("metrics").at("elements");
-    const auto& t = r.at("metrics").at("tiles");
+  for (const auto& r : array_field(doc, "results")) {
+    const auto& e = field(field(r, "metrics"), "elements");
+    const auto& t = field(field(r, "metrics"), "tiles");
     append(md, "| {} | {:.2f}x | {:.2f}x | {:.2f}x | {:.1f}% | {:.2f}x | {:.2f}x | {:.1f}% | {:.2f}x |\n",
-           r.at("layout").get<std::string>(), e.at("speedup").get<double>(), e.at("imbalance").get<double>(),
-           e.at("lockstep_speedup").get<double>(), 100 * e.at("idle_fraction").get<double>(),
-           e.at("lockstep_speedup_vs_contiguous").get<double>(), t.at("lockstep_speedup").get<double>(),
-           100 * t.at("idle_fraction").get<double>(), t.at("lockstep_speedup_vs_contiguous").get<double>());
+           read<std::string>(r, "layout"), read<double>(e, "speedup"), read<double>(e, "imbalance"),
+           read<double>(e, "lockstep_speedup"), 100 * read<double>(e, "idle_fraction"),
+           read<double>(e, "lockstep_speedup_vs_contiguous"), read<double>(t, "lockstep_speedup"),
+           100 * read<double>(t, "idle_fraction"), read<double>(t, "lockstep_speedup_vs_contiguous"));
   }
   const std::string elements = fmt::format("work-elements-{}.svg", tag);
   const std::string tiles = fmt::format("work-tiles-{}.svg", tag);
@@ -61,17 +62,17 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
   // divides. A block-striped layout whose stripe needs more than kMaxExampleTokens per device is
   // left out, and the text says so.
   constexpr long long kMaxExampleTokens = 32;
-  const long long devices = std::min<long long>(c.at("devices").get<long long>(), 4);
+  const long long devices = std::min<long long>(read<long long>(c, "devices"), 4);
   long long example_n = 8 * devices;
   std::vector<std::string> layouts;
   std::vector<std::string> left_out;
-  for (const auto& r : doc.at("results")) {
-    const std::string name = r.at("layout").get<std::string>();
+  for (const auto& r : array_field(doc, "results")) {
+    const std::string name = read<std::string>(r, "layout");
     const std::optional<model::LayoutKind> kind = model::layout_kind_of(name);
     if (!kind || !model::same_shape_at_every_size(*kind)) continue;
     if (*kind == model::LayoutKind::block_striped) {
       // Its stripe, read by the layout parser at the analyzed size (where it was valid).
-      const long long stripe = model::parse_layout(name, c.at("seq_len").get<long long>(), c.at("devices").get<long long>()).stripe();
+      const long long stripe = model::parse_layout(name, read<long long>(c, "seq_len"), read<long long>(c, "devices")).stripe();
       if (stripe > kMaxExampleTokens) {
         left_out.push_back(name);
         continue;
@@ -82,10 +83,10 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
   }
   // The example keeps the mask's kind where one size fits any n: a prefix keeps its share of the
   // sequence (at least one token); windows and documents, whose lengths do not scale, draw causal.
-  const auto& analysed_mask = c.at("mask");
-  std::string mask = analysed_mask.at("kind").get<std::string>() == "bidirectional" ? "bidirectional" : "causal";
+  const auto& analysed_mask = field(c, "mask");
+  std::string mask = read<std::string>(analysed_mask, "kind") == "bidirectional" ? "bidirectional" : "causal";
   if (analysed_mask.contains("prefix")) {
-    const long long prefix = analysed_mask.at("prefix").get<long long>() * example_n / c.at("seq_len").get<long long>();
+    const long long prefix = read<long long>(analysed_mask, "prefix") * example_n / read<long long>(c, "seq_len");
     mask = fmt::format("prefix:{}", std::clamp(prefix, 1LL, example_n));
   }
   if (!layouts.empty()) {
@@ -105,32 +106,32 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
 
 void tms_section(const ReportInput& in, std::string& md) {
   const auto& doc = in.document;
-  const auto& c = doc.at("config");
+  const auto& c = field(doc, "config");
   append(md, "## Theoretical maximum speedup (`{}`)\n\n", in.path);
   append(md, "Model {} on {}: N = {} sequence-parallel, M = {} model-parallel, n = {} tokens, tiles {}x{}, {} convention, "
              "attention FLOP weight {:g}.\n\n",
-         c.at("model").at("name").get<std::string>(), c.at("hardware").get<std::string>(), c.at("devices").get<long long>(),
-         c.at("model_parallel").get<long long>(), c.at("seq_len").get<long long>(), c.at("tile").at("query").get<long long>(),
-         c.at("tile").at("key").get<long long>(), c.at("convention").get<std::string>(),
-         doc.at("flops").at("attention_flop_weight").get<double>());
+         read<std::string>(field(c, "model"), "name"), read<std::string>(c, "hardware"), read<long long>(c, "devices"),
+         read<long long>(c, "model_parallel"), read<long long>(c, "seq_len"), read<long long>(field(c, "tile"), "query"),
+         read<long long>(field(c, "tile"), "key"), read<std::string>(c, "convention"),
+         read<double>(field(doc, "flops"), "attention_flop_weight"));
   md += "| layout | TMS | tile-aware TMS | lockstep pairs | lockstep tiles | imbalance |\n|---|---|---|---|---|---|\n";
-  for (const auto& l : doc.at("layouts")) {
-    append(md, "| {} | {:.3f}x | {:.3f}x | {} | {} | {:.3f}x |\n", l.at("layout").get<std::string>(),
-           l.at("tms").get<double>(), l.at("tms_tiles").get<double>(), l.at("lockstep_pairs").get<long long>(),
-           l.at("lockstep_tiles").get<long long>(), l.at("imbalance").get<double>());
+  for (const auto& l : array_field(doc, "layouts")) {
+    append(md, "| {} | {:.3f}x | {:.3f}x | {} | {} | {:.3f}x |\n", read<std::string>(l, "layout"),
+           read<double>(l, "tms"), read<double>(l, "tms_tiles"), read<long long>(l, "lockstep_pairs"),
+           read<long long>(l, "lockstep_tiles"), read<double>(l, "imbalance"));
   }
   md += "\n";
 }
 
 void sweep_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
-  const auto& rows = in.document.at("rows");
+  const auto& rows = array_field(in.document, "rows");
   append(md, "## TMS against sequence length (`{}`)\n\n", in.path);
   if (rows.empty() || !rows[0].contains("tms") || !rows[0].contains("mesh") || !rows[0].contains("n_seq")) {
     md += "The sweep has no `tms`, `mesh` and `n_seq` columns to plot.\n\n";
     return;
   }
   std::set<std::pair<std::string, std::string>> pairs;
-  for (const auto& row : rows) pairs.emplace(row.at("hardware").get<std::string>(), row.at("model").get<std::string>());
+  for (const auto& row : rows) pairs.emplace(read<std::string>(row, "hardware"), read<std::string>(row, "model"));
   for (const auto& [hardware, model] : pairs) {
     const std::string name = fmt::format("tms-{}-{}.svg", slug(hardware), slug(model));
     files.push_back({name, tms_curves_svg(in.document, hardware, model)});
@@ -140,21 +141,21 @@ void sweep_section(const ReportInput& in, std::string& md, std::vector<ReportFil
 
 void simulate_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
   const auto& doc = in.document;
-  const auto& c = doc.at("config");
+  const auto& c = field(doc, "config");
   append(md, "## Simulated ring (`{}`)\n\n", in.path);
   append(md, "n = {} tokens on N = {} devices of {} on {}, pass {}, sync {}, {} K/V buffers, tiles {}x{} ({} tiling).\n\n",
-         c.at("seq_len").get<long long>(), c.at("devices").get<long long>(), c.at("hardware").get<std::string>(),
-         c.at("topology").get<std::string>(), c.at("pass").get<std::string>(), c.at("sync").get<std::string>(),
-         c.at("kv_buffers").get<long long>(), c.at("tile").at("query").get<long long>(),
-         c.at("tile").at("key").get<long long>(), tiling_of(c));
+         read<long long>(c, "seq_len"), read<long long>(c, "devices"), read<std::string>(c, "hardware"),
+         read<std::string>(c, "topology"), read<std::string>(c, "pass"), read<std::string>(c, "sync"),
+         read<long long>(c, "kv_buffers"), read<long long>(field(c, "tile"), "query"),
+         read<long long>(field(c, "tile"), "key"), tiling_of(c));
   md += "| layout | time (ms) | vs contiguous | max idle (ms) | max exposed comm (ms) |\n|---|---|---|---|---|\n";
   bool has_rounds = false;
-  for (const auto& r : doc.at("results")) {
-    for (const auto& pass : r.at("passes")) has_rounds = has_rounds || pass.contains("rounds");
+  for (const auto& r : array_field(doc, "results")) {
+    for (const auto& pass : array_field(r, "passes")) has_rounds = has_rounds || pass.contains("rounds");
     // The worst device's totals over the passes, as simulate's table gives them (sim::ring_totals).
-    append(md, "| {} | {:.3f} | {:.2f}x | {:.3f} | {:.3f} |\n", r.at("layout").get<std::string>(),
-           r.at("time_us").get<double>() / 1e3, r.at("speedup_vs_contiguous").get<double>(),
-           r.at("max_idle_us").get<double>() / 1e3, r.at("max_exposed_comm_us").get<double>() / 1e3);
+    append(md, "| {} | {:.3f} | {:.2f}x | {:.3f} | {:.3f} |\n", read<std::string>(r, "layout"),
+           read<double>(r, "time_us") / 1e3, read<double>(r, "speedup_vs_contiguous"),
+           read<double>(r, "max_idle_us") / 1e3, read<double>(r, "max_exposed_comm_us") / 1e3);
   }
   if (has_rounds) {
     const std::string name = fmt::format("timeline-{}.svg", files.size());
@@ -167,10 +168,10 @@ void simulate_section(const ReportInput& in, std::string& md, std::vector<Report
 
 // Imbalance sweeps: one table per (n, N), a row per mask, a column per layout.
 void balance_section(const ReportInput& in, std::string& md) {
-  const auto& rows = in.document.at("rows");
+  const auto& rows = array_field(in.document, "rows");
   append(md, "## Balance across masks and sizes (`{}`)\n\n", in.path);
-  if (in.document.contains("description")) append(md, "{}\n\n", in.document.at("description").get<std::string>());
-  if (in.document.contains("tiling")) append(md, "Tiles cut with {} tiling.\n\n", in.document.at("tiling").get<std::string>());
+  if (in.document.contains("description")) append(md, "{}\n\n", read<std::string>(in.document, "description"));
+  if (in.document.contains("tiling")) append(md, "Tiles cut with {} tiling.\n\n", read<std::string>(in.document, "tiling"));
   md += "Each cell, in active tiles over the best possible (the fewest tiles any of these layouts needs, spread "
         "evenly): the busiest device (a ring without a barrier) / the sum over rounds of the busiest device (a "
         "barrier every round, lockstep). 1.00 / 1.00 is perfect; **bold** marks the least busy device, and the lowest "
@@ -178,9 +179,9 @@ void balance_section(const ReportInput& in, std::string& md) {
   std::vector<std::pair<long long, long long>> sizes;
   std::vector<std::string> layouts;
   for (const auto& row : rows) {
-    const std::pair<long long, long long> size{row.at("n_seq").get<long long>(), row.at("devices").get<long long>()};
+    const std::pair<long long, long long> size{read<long long>(row, "n_seq"), read<long long>(row, "devices")};
     if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) sizes.push_back(size);
-    const std::string layout = row.at("layout").get<std::string>();
+    const std::string layout = read<std::string>(row, "layout");
     if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end()) layouts.push_back(layout);
   }
   for (const auto& [n, devices] : sizes) {
@@ -191,26 +192,26 @@ void balance_section(const ReportInput& in, std::string& md) {
     md += "\n";
     std::vector<std::string> masks;
     for (const auto& row : rows) {
-      if (row.at("n_seq").get<long long>() != n || row.at("devices").get<long long>() != devices) continue;
-      const std::string mask = row.at("mask").get<std::string>();
+      if (read<long long>(row, "n_seq") != n || read<long long>(row, "devices") != devices) continue;
+      const std::string mask = read<std::string>(row, "mask");
       if (std::find(masks.begin(), masks.end(), mask) == masks.end()) masks.push_back(mask);
     }
     for (const auto& mask : masks) {
       std::map<std::string, const nlohmann::json*> by_layout;
       for (const auto& row : rows) {
-        if (row.at("n_seq").get<long long>() == n && row.at("devices").get<long long>() == devices && row.at("mask") == mask) {
-          by_layout[row.at("layout").get<std::string>()] = &row;
+        if (read<long long>(row, "n_seq") == n && read<long long>(row, "devices") == devices && field(row, "mask") == mask) {
+          by_layout[read<std::string>(row, "layout")] = &row;
         }
       }
       double best = 1e300;
       double best_lockstep = 1e300;
       for (const auto& [layout, row] : by_layout) {
-        best = std::min(best, row->at("tiles_vs_bound").get<double>());
+        best = std::min(best, read<double>(*row, "tiles_vs_bound"));
         best_lockstep = std::min(best_lockstep, row->value("tiles_lockstep_vs_bound", 1e300));
       }
       const auto& any = *by_layout.begin()->second;
-      append(md, "| `{}` | {} | {:.2f}% |", mask, any.at("documents").get<long long>(),
-             100 * any.at("padding_fraction").get<double>());
+      append(md, "| `{}` | {} | {:.2f}% |", mask, read<long long>(any, "documents"),
+             100 * read<double>(any, "padding_fraction"));
       for (const auto& layout : layouts) {
         const auto it = by_layout.find(layout);
         if (it == by_layout.end()) {
@@ -218,7 +219,7 @@ void balance_section(const ReportInput& in, std::string& md) {
           continue;
         }
         // Rounded as shown, so that equal cells are marked alike.
-        const double vs_bound = it->second->at("tiles_vs_bound").get<double>();
+        const double vs_bound = read<double>(*it->second, "tiles_vs_bound");
         const double lockstep = it->second->value("tiles_lockstep_vs_bound", 0.0);
         const std::string busiest = fmt::format("{:.3f}", vs_bound);
         const std::string round_sum = fmt::format("{:.3f}", lockstep);
@@ -238,23 +239,23 @@ void validate_section(const ReportInput& in, std::string& md, std::vector<Report
   append(md, "![predicted against measured latency]({})\n\n", name);
   const auto& doc = in.document;
   if (doc.contains("summary")) {  // a kernel profile scored on measured workloads
-    const auto& s = doc.at("summary");
+    const auto& s = field(doc, "summary");
     append(md, "Kernel {}: per (round, device) call median error {:.1f}%, worst {:.1f}%; lockstep speedup over contiguous "
                "mean error {:.3f}, worst {:.3f} ({}).\n\n",
-           doc.at("kernel").at("name").get<std::string>(), 100 * s.at("median_abs_call_error").get<double>(),
-           100 * s.at("max_abs_call_error").get<double>(), s.at("mean_abs_speedup_error").get<double>(),
-           s.at("max_abs_speedup_error").get<double>(), doc.at("method").get<std::string>());
+           read<std::string>(field(doc, "kernel"), "name"), 100 * read<double>(s, "median_abs_call_error"),
+           100 * read<double>(s, "max_abs_call_error"), read<double>(s, "mean_abs_speedup_error"),
+           read<double>(s, "max_abs_speedup_error"), read<std::string>(doc, "method"));
   }
   if (doc.contains("backend") && doc.contains("device")) {
-    append(md, "Backend {} on {}.\n\n", doc.at("backend").get<std::string>(), doc.at("device").get<std::string>());
+    append(md, "Backend {} on {}.\n\n", read<std::string>(doc, "backend"), read<std::string>(doc, "device"));
   }
   if (doc.contains("errors")) {
     md += "| cases | count | median abs error (total) | worst (total) | median abs error (kernel) | worst (kernel) |\n"
           "|---|---:|---:|---:|---:|---:|\n";
-    for (const auto& [role, e] : doc.at("errors").items()) {
-      append(md, "| {} | {} | {:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% |\n", role, e.at("cases").get<long long>(),
-             100 * e.at("median_abs_total_error").get<double>(), 100 * e.at("max_abs_total_error").get<double>(),
-             100 * e.at("median_abs_kernel_error").get<double>(), 100 * e.at("max_abs_kernel_error").get<double>());
+    for (const auto& [role, e] : field(doc, "errors").items()) {
+      append(md, "| {} | {} | {:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% |\n", role, read<long long>(e, "cases"),
+             100 * read<double>(e, "median_abs_total_error"), 100 * read<double>(e, "max_abs_total_error"),
+             100 * read<double>(e, "median_abs_kernel_error"), 100 * read<double>(e, "max_abs_kernel_error"));
     }
     md += "\n";
   }
@@ -263,8 +264,8 @@ void validate_section(const ReportInput& in, std::string& md, std::vector<Report
 }  // namespace
 
 std::string schema_kind(const nlohmann::json& document) {
-  if (!document.is_object() || !document.contains("schema") || !document.at("schema").is_string()) return "";
-  const std::string schema = document.at("schema").get<std::string>();
+  if (!document.is_object() || !document.contains("schema") || !field(document, "schema").is_string()) return "";
+  const std::string schema = read<std::string>(document, "schema");
   for (const char* kind : {"analyze", "tms", "sweep", "simulate", "validate", "balance", "kernel-accuracy"}) {
     if (schema == fmt::format("stripesim.{}/1", kind)) return kind;
   }
@@ -282,7 +283,7 @@ std::vector<ReportFile> build_report(const std::vector<ReportInput>& inputs) {
                                           "sweep, simulate or validate)",
                                           in.path));
     }
-    append(md, "- `{}` ({})\n", in.path, in.document.at("schema").get<std::string>());
+    append(md, "- `{}` ({})\n", in.path, read<std::string>(in.document, "schema"));
   }
   md += "\n";
   bool validated = false;
@@ -300,6 +301,10 @@ std::vector<ReportFile> build_report(const std::vector<ReportInput>& inputs) {
         validate_section(in, md, figures);
         validated = true;
       }
+    } catch (const FieldError& e) {
+      const std::string path = json_path(in.document, e.node) + (e.key.empty() ? "" : "/" + e.key);
+      throw model::InputError(fmt::format("report input '{}': field \"{}\": {} (not a complete {} document)", in.path,
+                                          path.empty() ? "/" : path, e.what(), kind));
     } catch (const nlohmann::json::exception& e) {
       // The library's message without its "[json.exception.out_of_range.403] " prefix.
       const std::string what = e.what();
