@@ -81,6 +81,24 @@ TEST(CliReport, HandEditedInputsThatBrokeTheFiguresAreRefused) {
   std::filesystem::remove_all(dir);
 }
 
+// A validator run that predicted nothing has nothing for the report's figure: it says which run
+// would have, rather than that a field is missing.
+TEST(CliReport, AValidateRunWithoutPredictionsSaysWhatWouldHaveThem) {
+  const auto dir = fresh_dir("stripesim_report_plain_validate");
+  ASSERT_EQ(run_cli("validate -n 256 -N 2 --tile 32x32 --iterations 1 --warmup 0 --layouts zigzag,striped --out-dir '" + (dir / "run").string() + "'")
+                .exit_code,
+            0);
+  const std::string saved = (dir / "run" / "validate.json").string();
+  const CliResult r = run_cli("report '" + saved + "' --out-dir '" + (dir / "out").string() + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("a validate run without --compare or --calibrate has no predictions"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+  ASSERT_EQ(run_cli("validate --compare --from '" + saved + "' --out-dir '" + (dir / "compared").string() + "'").exit_code, 0);
+  const CliResult compared = run_cli("report '" + (dir / "compared" / "validate.json").string() + "' --out-dir '" + (dir / "out").string() + "'");
+  EXPECT_EQ(compared.exit_code, 0) << compared.err;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliReport, CommittedDefaultReportIsComplete) {
   const std::filesystem::path dir = std::string(STRIPESIM_SOURCE_DIR) + "/reports/default";
   const std::string md = slurp(dir / "report.md");

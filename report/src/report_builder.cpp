@@ -233,6 +233,11 @@ void balance_section(const ReportInput& in, std::string& md) {
 }
 
 void validate_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
+  if (in.document.is_object() && !in.document.contains("comparisons")) {
+    throw model::InputError(fmt::format("report input '{}': a validate run without --compare or --calibrate has no predictions to "
+                                        "draw against its timings (stripesim validate --compare --from {} writes one that has)",
+                                        in.path, in.path));
+  }
   append(md, "## Predicted against measured (`{}`)\n\n", in.path);
   const std::string name = fmt::format("predicted-vs-measured-{}.svg", files.size());
   files.push_back({name, predicted_vs_measured_svg(in.document)});

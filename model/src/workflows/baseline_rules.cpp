@@ -47,7 +47,7 @@ void parse_tolerances(const std::vector<std::string>& items, CheckRules& rules, 
   for (const std::string& item : items) {
     const size_t eq = item.find('=');
     const std::string_view value_text = eq == std::string::npos ? std::string_view(item) : std::string_view(item).substr(eq + 1);
-    const double value = parse_number(value_text, fmt::format("{} '{}'", flag, item));
+    const double value = parse_number(value_text, std::string(flag));  // names the value: "--tolerance 'abc'"
     if (value < 0) throw InputError(fmt::format("{} '{}': must be a non-negative number (relative difference)", flag, item));
     if (eq == std::string::npos) {
       if (default_given) throw InputError(fmt::format("{} '{}': a second tolerance for every metric (give one, and PATTERN=T for others)", flag, item));
