@@ -60,6 +60,9 @@ model::CheckRules check_rules(const CheckOptions& o) {
   for (const auto& text : o.limits) rules.limits.push_back(model::parse_metric_limit(text, "--limit"));
   for (const auto& pattern : o.metrics) {
     if (pattern.empty()) throw model::InputError("--metrics: an empty metric pattern");
+    if (std::ranges::find(rules.metrics, pattern) != rules.metrics.end()) {
+      throw model::InputError(fmt::format("--metrics '{}': given twice in the list", pattern));
+    }
     rules.metrics.push_back(pattern);
   }
   return rules;

@@ -28,6 +28,9 @@ void JsonFields::allow_only(const std::vector<std::string_view>& known) const {
       throw InputError(fmt::format("{}: unknown field \"{}\" (known: {})", label_, key, names));
     }
   }
+  // Every file that allows a "description" means free text for its readers, which some readers
+  // never parse: its type is checked here, once for all of them.
+  if (object_.contains("description")) (void)string("description");
 }
 
 const nlohmann::json& JsonFields::raw(const std::string& key) const {

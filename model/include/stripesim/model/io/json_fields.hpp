@@ -33,7 +33,7 @@ class JsonFields {
   // `label` names the document in messages ("configs/models/1b.json").
   JsonFields(const nlohmann::json& object, std::string label);
 
-  // Throws if the object holds a field not in `known`.
+  // Throws if the object holds a field not in `known`, or a "description" that is not a string.
   void allow_only(std::initializer_list<std::string_view> known) const;
   void allow_only(const std::vector<std::string_view>& known) const;
 
