@@ -447,7 +447,8 @@ TEST(LayoutPlan, RaisesEveryInputErrorBeforeBuilding) {
   };
   const std::vector<Case> bad{{"doc-zigzag", 4, &causal}, {"doc-zigzag", 3, &docs}, {"doc-striped", 3, &docs},
                               {"ptrr:0", 4, &docs},       {"ptrr", 4, &odd},         {"balanced:0", 4, &docs},
-                              {"balanced", 4, &odd},      {"balanced", 0, &docs},     {"balanced:x", 4, &docs}};
+                              {"balanced", 4, &odd},      {"balanced", 0, &docs},     {"balanced:x", 4, &docs},
+                              {"ptrr:401", 4, &docs}};  // a block longer than a device's 400 tokens deals nothing
   for (const Case& c : bad) {
     const auto message = [&](auto&& call) {
       try {

@@ -161,6 +161,11 @@ LayoutPlan plan_layout(std::string_view typed, Count seq_len, Count devices, con
       plan.size_ = colon == typed.npos ? context.tile.query
                                        : parse_count(argument, InputName(Input::layouts, "ptrr:BLOCK block size"));
       check_ptrr_layout(mask, devices, plan.size_);
+      // A block given longer than a device's share deals nothing: each device keeps a contiguous run.
+      if (colon != typed.npos && devices > 0 && plan.size_ > mask.seq_len() / devices) {
+        throw InputError(Input::layouts, std::string(typed),
+                         fmt::format("the block must be at most n/N = {} (a device's share)", mask.seq_len() / devices));
+      }
       break;
     case LayoutKind::balanced:
       if (colon != typed.npos) {
