@@ -187,6 +187,12 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
                 "devices", "layouts", "tile", "tiling", "kernel", "mask", "pad_documents", "pass", "dtype", "hardware",
                 "topology", "sync", "kv_buffers", "ring_order", "scope", "recompute", "zero", "data_parallel", "cp",
                 "skip_unread_hops", "merges"});
+  // As with the flags, an empty name would mean the default (or, for the model, none).
+  for (const char* field : {"model", "kernel", "mask", "dtype", "hardware", "topology", "cp", "merges"}) {
+    if (f.has(field) && f.string(field).empty()) {
+      throw InputError(fmt::format("{}: an empty value; give one or leave the field out", f.where(field)));
+    }
+  }
   base.model = f.string_or("model", base.model);
   for (const char* field : {"heads", "kv_heads", "head_dim"}) {
     if (f.has("model") && f.has(field)) {
