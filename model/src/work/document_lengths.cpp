@@ -49,11 +49,12 @@ std::vector<Count> draw_document_lengths(std::string_view spec, Count seq_len) {
   const auto part = [&](const char* name) { return InputName(Input::mask, mask + " " + name); };
   std::vector<std::string> parts = split(spec, ':');
   std::uint64_t seed = 1;
+  const std::string& kind = parts.front();
   if (parts.size() > 1 && parts.back().starts_with("seed=")) {
+    if (kind == "fixed") throw fail("fixed lengths draw nothing at random: a seed changes nothing");
     seed = static_cast<std::uint64_t>(parse_count(parts.back().substr(5), part("seed")));
     parts.pop_back();
   }
-  const std::string& kind = parts.front();
   const auto expect = [&](size_t count, const char* form) {
     if (parts.size() != count) throw fail(fmt::format("expected {}", form));
   };
