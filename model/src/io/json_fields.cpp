@@ -76,6 +76,12 @@ const nlohmann::json& JsonFields::non_empty_array(const std::string& key) const 
   return value;
 }
 
+const nlohmann::json& JsonFields::object(const std::string& key) const {
+  const auto& value = raw(key);
+  if (!value.is_object()) throw InputError(fmt::format("{}: expected an object, got {}", where(key), value.dump()));
+  return value;
+}
+
 std::vector<Count> JsonFields::count_list(const std::string& key) const {
   const auto& value = non_empty_array(key);
   std::vector<Count> counts;

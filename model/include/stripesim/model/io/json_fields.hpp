@@ -76,6 +76,8 @@ class JsonFields {
 
   // The array at key, which must hold at least one item.
   [[nodiscard]] const nlohmann::json& non_empty_array(const std::string& key) const;
+  // The object at key (a record kept for readers is still checked for its form).
+  [[nodiscard]] const nlohmann::json& object(const std::string& key) const;
   // The non-empty array at key of integers or strings like "128k" (range checks are the caller's);
   // an error names the item (field "seq_lens[1]").
   [[nodiscard]] std::vector<Count> count_list(const std::string& key) const;
