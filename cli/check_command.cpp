@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "config_dir.hpp"
+#include "distinct_list.hpp"
 #include "output_file.hpp"
 #include "run_mode.hpp"
 #include "stripesim/model/io/input_error.hpp"
@@ -58,11 +59,9 @@ model::CheckRules check_rules(const CheckOptions& o) {
   model::CheckRules rules;
   model::parse_tolerances(o.tolerance, rules, "--tolerance");
   for (const auto& text : o.limits) rules.limits.push_back(model::parse_metric_limit(text, "--limit"));
+  require_distinct(o.metrics, "--metrics", "given twice in the list");
   for (const auto& pattern : o.metrics) {
     if (pattern.empty()) throw model::InputError("--metrics: an empty metric pattern");
-    if (std::ranges::find(rules.metrics, pattern) != rules.metrics.end()) {
-      throw model::InputError(fmt::format("--metrics '{}': given twice in the list", pattern));
-    }
     rules.metrics.push_back(pattern);
   }
   return rules;

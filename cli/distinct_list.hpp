@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,14 @@ std::vector<T> parse_distinct_list(const std::string& text, const std::string& f
     items.push_back(std::move(value));
   }
   return items;
+}
+
+// The values of a repeated flag, or of a list CLI11 split: one given twice would only repeat
+// work or rows; refused, naming it ("--mask 'causal': given twice").
+inline void require_distinct(const std::vector<std::string>& items, const std::string& flag, std::string_view how = "given twice") {
+  for (auto it = items.begin(); it != items.end(); ++it) {
+    if (std::find(items.begin(), it, *it) != it) throw model::InputError(fmt::format("{} '{}': {}", flag, *it, how));
+  }
 }
 
 }  // namespace stripesim::cli

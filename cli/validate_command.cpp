@@ -114,9 +114,7 @@ validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
   validate::ValidateMatrix m = validate::default_matrix(o.backend, o.compare || o.calibrate, backward);
   const bool gpu = validate::is_gpu_backend(o.backend);
   if (!o.layouts.empty()) m.layouts = model::split_distinct_list(o.layouts, "--layouts");
-  for (auto it = o.masks.begin(); it != o.masks.end(); ++it) {  // a mask given twice would run its cases twice
-    if (std::find(o.masks.begin(), it, *it) != it) throw model::InputError(fmt::format("--mask '{}': given twice", *it));
-  }
+  require_distinct(o.masks, "--mask");
   if (!o.masks.empty()) m.masks = o.masks;
   if (!o.cp.empty()) m.cps = model::split_distinct_list(o.cp, "--cp");
   for (const std::string& cp : m.cps) validate::check_backend_runs(o.backend, cp);  // before any case runs

@@ -232,9 +232,7 @@ void check_permutation_header(const JsonFields& fields, Count seq_len, Count dev
   (void)fields.string_or("description", "");
   (void)fields.string_or("layout", "");
   if (fields.has("tiling")) (void)parse_tiling(fields.string("tiling"), fields.where("tiling"));
-  for (const char* record : {"tile", "mask", "padding"}) {
-    if (fields.has(record)) (void)fields.object(record);
-  }
+  if (fields.has("padding")) (void)fields.object("padding");
   if (fields.has("tile")) {
     const JsonFields tile(fields.object("tile"), fields.where("tile"));
     tile.allow_only({"query", "key"});

@@ -166,13 +166,7 @@ void check_patterns_match(const CheckRules& rules, const std::vector<std::string
   }
   std::vector<bool> decides(rules.tolerances.size(), false);
   for (const auto& name : checked) {
-    if (std::ranges::any_of(rules.limits, [&](const MetricLimit& limit) { return metric_matches(limit.pattern, name); })) continue;
-    for (size_t i = 0; i < rules.tolerances.size(); ++i) {
-      if (metric_matches(rules.tolerances[i].first, name)) {
-        decides[i] = true;
-        break;
-      }
-    }
+    if (const std::optional<size_t> i = deciding_tolerance(rules, name)) decides[*i] = true;
   }
   for (size_t i = 0; i < rules.tolerances.size(); ++i) {
     const auto& [pattern, value] = rules.tolerances[i];

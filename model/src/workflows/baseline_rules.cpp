@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -91,6 +92,18 @@ bool selected(const CheckRules& rules, std::string_view metric) {
   return false;
 }
 
+bool limited(const CheckRules& rules, std::string_view metric) {
+  return std::ranges::any_of(rules.limits, [&](const MetricLimit& limit) { return metric_matches(limit.pattern, metric); });
+}
+
+std::optional<size_t> deciding_tolerance(const CheckRules& rules, std::string_view metric) {
+  if (limited(rules, metric)) return std::nullopt;
+  for (size_t i = 0; i < rules.tolerances.size(); ++i) {
+    if (metric_matches(rules.tolerances[i].first, metric)) return i;
+  }
+  return std::nullopt;
+}
+
 Outcome judge(const CheckRules& rules, std::string_view metric, double baseline, std::optional<double> now,
               std::string& rule) {
   // Every limit that matches applies (imbalance>=1,imbalance<=1.2 is a band): the first one
@@ -108,13 +121,8 @@ Outcome judge(const CheckRules& rules, std::string_view metric, double baseline,
     rule = fmt::format("{}", fmt::join(matched, ","));
     return now ? Outcome::within_limit : Outcome::missing;
   }
-  double tolerance = rules.tolerance;
-  for (const auto& [pattern, value] : rules.tolerances) {
-    if (metric_matches(pattern, metric)) {
-      tolerance = value;
-      break;
-    }
-  }
+  const std::optional<size_t> decided_by = deciding_tolerance(rules, metric);
+  const double tolerance = decided_by ? rules.tolerances[*decided_by].second : rules.tolerance;
   rule = fmt::format("tolerance {:g}", tolerance);
   if (!now) return Outcome::missing;
   if (std::abs(*now - baseline) <= tolerance * std::abs(baseline)) return Outcome::within;

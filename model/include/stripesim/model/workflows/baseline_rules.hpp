@@ -46,6 +46,11 @@ enum class Outcome { within, improved, moved, missing, within_limit, over_limit 
 
 // Whether `rules` select the metric at all.
 [[nodiscard]] bool selected(const CheckRules& rules, std::string_view metric);
+// Whether a limit judges the metric (then no tolerance does).
+[[nodiscard]] bool limited(const CheckRules& rules, std::string_view metric);
+// The tolerance pattern that decides the metric's tolerance (the first that matches), if no
+// limit judges it; none for the default tolerance.
+[[nodiscard]] std::optional<size_t> deciding_tolerance(const CheckRules& rules, std::string_view metric);
 // The judgement of one selected metric; `now` empty when today's run no longer has it. `rule`
 // receives what it was judged by ("tolerance 1e-06", "imbalance<=1.1").
 [[nodiscard]] Outcome judge(const CheckRules& rules, std::string_view metric, double baseline, std::optional<double> now,
