@@ -110,14 +110,13 @@ void OutputFiles::commit() {
     for (const Output* o : direct) {
       if (!o->path.empty() && o->path != "-") {
         write_file(o->path, o->text, o->path, o->flag);
-      } else if (std::fwrite(o->text.data(), 1, o->text.size(), stdout) != o->text.size()) {
-        throw model::InputError("standard output: write failed (disk full or closed pipe?)");
+      } else {
+        // A short write sets stdout's error flag, which the flush below reports.
+        (void)std::fwrite(o->text.data(), 1, o->text.size(), stdout);
       }
     }
     // What the command printed itself (a summary line) is output too.
-    if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
-      throw model::InputError("standard output: write failed (disk full or closed pipe?)");
-    }
+    flush_standard_output();
     for (size_t i = 0; i < staged.size(); ++i) {
       const auto& [temporary, output] = staged[i];
       fs::rename(temporary, output->path, ec);
@@ -129,6 +128,12 @@ void OutputFiles::commit() {
   } catch (...) {
     undo();
     throw;
+  }
+}
+
+void flush_standard_output() {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    throw model::InputError("standard output: write failed (disk full or closed pipe?)");
   }
 }
 

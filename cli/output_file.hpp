@@ -34,6 +34,10 @@ class OutputFiles {
 // option that gave the path) and `path` when it cannot be written.
 void write_output(const std::string& text, const std::string& path, const std::string& flag = "--output");
 
+// Flushes standard output and throws model::InputError when it did not take everything written
+// to it (a full disk, a closed pipe): what a command printed must reach its reader.
+void flush_standard_output();
+
 // The checks write_output makes before it writes (not a directory, its folder exists), for
 // every output of a command at once: run before the first file is written, so one bad path
 // leaves no other file behind. Each pair is (path, the flag that gave it); "" and "-" pass.
