@@ -147,15 +147,18 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
                              &e.breakdown.attention_idle_us, &e.breakdown.model_parallel_comm_us}) {
     *part *= layers;
   }
-  // Model FLOPs: forward 1, backward 2 (recomputation is not useful work).
+  // Model FLOPs: forward 1, backward 2 (recomputation is not useful work). A step (forward and
+  // backward always) counts the whole model, its LM head included; a layer scope its one layer.
   const double pass_multiplier = (s.forward ? 1.0 : 0.0) + (s.backward ? backward : 0.0);
-  const double sequences = static_cast<double>(s.batch);
-  e.model_flops = pass_multiplier * layers *
-                  (flops.matmul_per_token * static_cast<double>(s.seq_len) * sequences + flops.attention_per_pair * s.unmasked_pairs * sequences);
+  const double tokens = static_cast<double>(s.seq_len) * static_cast<double>(s.batch);
+  const double pairs = s.unmasked_pairs * static_cast<double>(s.batch);
   if (s.scope == Scope::step) {
     e.breakdown.matmul_us += (1 + backward) * head_matmul_forward;
     e.breakdown.gradient_comm_us = exposed_gradient_comm_us(s, layers * layer_forward, layers * layer_backward);
-    e.model_flops += (1 + backward) * flops.lm_head_per_token * static_cast<double>(s.seq_len) * sequences;
+    const model::FlopCounts whole = model::count_flops(m, model::FlopConvention::exact);
+    e.model_flops = pass_multiplier * (whole.non_attention_per_token * tokens + whole.attention_per_pair * pairs);
+  } else {
+    e.model_flops = pass_multiplier * (flops.matmul_per_token * tokens + flops.attention_per_pair * pairs);
   }
   e.time_us = e.breakdown.total_us();
   e.tokens_per_second = static_cast<double>(s.seq_len * s.batch * s.mesh.data_parallel) / (e.time_us * 1e-6);
