@@ -130,6 +130,7 @@ std::vector<SweepPoint> expand(const SweepSpec& spec) {
       point.origins.add(Input::seq_len, field("seq_lens", s));
       if (group.tiles[t]) point.origins.add(Input::tile, field("tiles", t));
       point.origins.add_list(Input::layouts, "layouts", spec.extra_layouts);
+      point.group = g;
       points.push_back(std::move(point));
     });
   }
@@ -152,8 +153,6 @@ std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vecto
   std::map<std::string, TransformerModel> models;
   // Two names of one profile in a group ("h100" and its alias "h100-sxm", "1b" and the path of
   // its file) would only repeat that profile's rows: refused, naming the second.
-  std::vector<size_t> group_of;  // expand() lists each group's points in turn
-  for (size_t g = 0; g < spec.groups.size(); ++g) group_of.insert(group_of.end(), grid_points(axes(spec.groups[g])), g);
   std::map<std::tuple<size_t, Input, std::string>, std::string> given_as;  // (group, input, profile) -> name given
   const auto once = [&](size_t group, Input input, const std::string& profile, const std::string& given) {
     const auto [it, fresh] = given_as.emplace(std::tuple{group, input, profile}, given);
@@ -161,13 +160,12 @@ std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vecto
       throw InputError(input, given, fmt::format("names profile {}, as '{}' does: one profile listed twice", profile, it->second), Shown::quoted);
     }
   };
-  for (size_t i = 0; i < points.size(); ++i) {
-    const SweepPoint& p = points[i];
+  for (const SweepPoint& p : points) {
     p.origins.run([&] {
       if (!hardware.contains(p.hardware)) hardware.emplace(p.hardware, catalog.hardware(p.hardware));
       if (!models.contains(p.model)) models.emplace(p.model, catalog.model(p.model));
-      once(group_of.at(i), Input::hardware, hardware.at(p.hardware).name, p.hardware);
-      once(group_of.at(i), Input::model, models.at(p.model).name, p.model);
+      once(p.group, Input::hardware, hardware.at(p.hardware).name, p.hardware);
+      once(p.group, Input::model, models.at(p.model).name, p.model);
     });
   }
   std::vector<TmsRequest> requests;

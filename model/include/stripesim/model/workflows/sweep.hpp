@@ -51,6 +51,7 @@ struct SweepPoint {
   Count seq_len = 0;
   std::optional<TileShape> tile;
   InputOrigins origins;  // where each came from in the experiment file
+  size_t group = 0;      // its index in the spec's groups
 };
 
 // The groups' Cartesian products, in grid order (the order of run_sweep's rows).
