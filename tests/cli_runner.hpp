@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include "temp_path.hpp"
 
 namespace stripesim::testing {
 
@@ -27,8 +28,8 @@ inline std::string slurp(const std::filesystem::path& path) {
 // `args` is appended to the command line as is (the caller quotes what needs quoting).
 inline CliResult run_cli(const std::string& args) {
   static int counter = 0;
-  const auto dir = std::filesystem::temp_directory_path();
-  const std::string tag = std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  const auto dir = temp_dir();
+  const std::string tag = std::to_string(counter++);
   const auto out_path = dir / ("stripesim_cli_out_" + tag);
   const auto err_path = dir / ("stripesim_cli_err_" + tag);
   const std::string command = std::string("'") + STRIPESIM_BINARY + "' " + args + " >'" + out_path.string() + "' 2>'" +

@@ -15,6 +15,7 @@
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/work_model.hpp"
+#include "temp_path.hpp"
 
 namespace stripesim::testing {
 namespace {
@@ -232,7 +233,7 @@ TEST(CliAnalyze, OutputIsByteIdenticalAcrossRunsAndThreads) {
 }
 
 TEST(CliAnalyze, WritesOutputFile) {
-  const auto path = std::filesystem::temp_directory_path() / "stripesim_cli_written.json";
+  const auto path = temp_path("stripesim_cli_written.json");
   std::filesystem::remove(path);
   const CliResult r = run_cli("analyze --seq-len 1k --devices 4 --tile 32x32 --format json --output '" + path.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -242,7 +243,7 @@ TEST(CliAnalyze, WritesOutputFile) {
 }
 
 TEST(CliAnalyze, ConfigFileAndFlagsOverrideIt) {
-  const auto path = std::filesystem::temp_directory_path() / "stripesim_cli_config.json";
+  const auto path = temp_path("stripesim_cli_config.json");
   std::ofstream(path) << R"({"seq_len": "4k", "devices": 4, "tile": "64x64", "layouts": ["zigzag"], "mask": "causal"})";
   const CliResult r = run_cli("analyze --config '" + path.string() + "' --devices 8 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -322,7 +323,7 @@ TEST(CliAnalyze, VarlenTilingCountsEveryDocumentOnItsOwn) {
   EXPECT_NE(run_cli(table_args + " --tiling varlen").out.find("tiles 128x128 (varlen)\n"), std::string::npos);
   EXPECT_EQ(run_cli(table_args).out.find("varlen"), std::string::npos);
   // A config file names it too.
-  const auto path = std::filesystem::temp_directory_path() / "stripesim_cli_tiling_config.json";
+  const auto path = temp_path("stripesim_cli_tiling_config.json");
   std::ofstream(path) << R"({"seq_len": "16k", "devices": 4, "tile": "128x128", "tiling": "varlen", "pad_documents": true,
                              "mask": "documents:lognormal:1024:1.2:seed=17", "layouts": ["contiguous", "doc-zigzag"]})";
   EXPECT_EQ(run_cli("analyze --config '" + path.string() + "' --format json").out, varlen.out);

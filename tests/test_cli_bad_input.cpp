@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bad_input_table.hpp"
+#include "temp_path.hpp"
 
 namespace stripesim::testing {
 namespace {
@@ -100,7 +101,7 @@ class CliBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliBadInput, OneLineExitTwoNoOutput) {
   const BadInput& input = GetParam();
-  const auto output = std::filesystem::temp_directory_path() / (std::string("stripesim_bad_") + input.name + ".json");
+  const auto output = temp_path(std::string("stripesim_bad_") + input.name + ".json");
   std::filesystem::remove(output);
   const bool writes_elsewhere = input.args.find("--output") != std::string::npos;
   const std::string args =
@@ -152,7 +153,7 @@ TEST(CliBadInput, OutputThatCannotBeWrittenIsAnError) {
   EXPECT_NE(trace.err.find("--trace '/dev/full': write failed"), std::string::npos) << trace.err;
   EXPECT_TRUE(fs::is_character_file("/dev/full"));
 
-  const fs::path err_path = fs::temp_directory_path() / ("stripesim_full_err_" + std::to_string(::getpid()));
+  const fs::path err_path = temp_path("stripesim_full_err_");
   for (const std::string& args : {std::string("analyze -n 1k -N 4 --format json"), "check --baseline '" + std::string(STRIPESIM_SOURCE_DIR) +
                                                                           "/reports/baseline/imbalance.json'"}) {
     const std::string command = std::string("'") + STRIPESIM_BINARY + "' " + args + " >/dev/full 2>'" + err_path.string() + "'";
@@ -179,7 +180,7 @@ TEST(CliBadInput, OutputThatCannotBeWrittenIsAnError) {
 TEST(CliBadInput, AFailedOutputTakesTheCommandsOtherFilesWithIt) {
   namespace fs = std::filesystem;
   if (!fs::is_character_file("/dev/full")) GTEST_SKIP() << "no /dev/full on this machine";
-  const fs::path dir = fs::temp_directory_path() / ("stripesim_all_or_none_" + std::to_string(::getpid()));
+  const fs::path dir = temp_path("stripesim_all_or_none_");
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string d = dir.string();

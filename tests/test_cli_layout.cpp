@@ -14,6 +14,7 @@
 
 #include "bad_input_table.hpp"
 #include "cli_runner.hpp"
+#include "temp_path.hpp"
 
 namespace stripesim::testing {
 namespace {
@@ -21,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path scratch(const std::string& name) {
-  return fs::temp_directory_path() / ("stripesim_cli_layout_" + std::to_string(::getpid()) + "_" + name);
+  return temp_path("stripesim_cli_layout_" + name);
 }
 
 // "COMMAND LAYOUT FLAGS [OUTPUT]"

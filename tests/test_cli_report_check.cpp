@@ -10,12 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "bad_input_table.hpp"
+#include "temp_path.hpp"
 
 namespace stripesim::testing {
 namespace {
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / name;
+  const auto dir = temp_path(name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -262,7 +263,7 @@ TEST(CliCheck, PassesOnTheCommittedBaselineAndFailsWhenANumberMoves) {
   auto doc = nlohmann::json::parse(slurp(baseline));
   doc["entries"][0]["metrics"]["contiguous.elements.imbalance"] = 1.5;
   doc["entries"][0]["metrics"]["zigzag.elements.no_such_metric"] = 1.0;
-  const auto moved = std::filesystem::temp_directory_path() / "stripesim_moved_baseline.json";
+  const auto moved = temp_path("stripesim_moved_baseline.json");
   std::ofstream(moved) << doc.dump();
   const CliResult bad = run_cli("check --baseline '" + moved.string() + "'");
   EXPECT_EQ(bad.exit_code, 1);
@@ -281,7 +282,7 @@ TEST(CliCheck, ImprovementsPassAndAreListed) {
   auto doc = nlohmann::json::parse(slurp(baseline));
   doc["entries"][0]["metrics"]["contiguous.elements.imbalance"] = 2.5;  // today 1.8746
   doc["entries"][0]["metrics"]["zigzag.elements.speedup"] = 4.0;        // today 8
-  const auto improved = std::filesystem::temp_directory_path() / "stripesim_improved_baseline.json";
+  const auto improved = temp_path("stripesim_improved_baseline.json");
   std::ofstream(improved) << doc.dump();
   const CliResult ok = run_cli("check --baseline '" + improved.string() + "'");
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
@@ -342,7 +343,7 @@ TEST(CliCheck, MetricsLimitsAndPerMetricTolerances) {
   auto doc = nlohmann::json::parse(slurp(baseline));
   const double spread = doc["entries"][0]["metrics"]["contiguous.elements.spread"].get<double>();
   doc["entries"][0]["metrics"]["contiguous.elements.spread"] = spread / 1.3;
-  const auto file = std::filesystem::temp_directory_path() / "stripesim_spread_baseline.json";
+  const auto file = temp_path("stripesim_spread_baseline.json");
   std::ofstream(file) << doc.dump();
   EXPECT_EQ(run_cli("check --baseline '" + file.string() + "'").exit_code, 1);
   const CliResult loose = run_cli("check --baseline '" + file.string() + "' --tolerance 1e-6,spread=0.5");

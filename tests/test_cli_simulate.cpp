@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "bad_input_table.hpp"
+#include "temp_path.hpp"
 
 namespace stripesim::testing {
 namespace {
@@ -58,7 +59,7 @@ TEST(CliSimulate, FwdbwdTableSumsIdleAndExposedTimeOverThePasses) {
 // A hostfile of two 4-slot hosts places GPUs as cluster:2x4 does: the same ring, the same time.
 // A 5 + 3 split moves GPU 4 onto the first host: hop 3 -> 4 stays on NVLink, 4 -> 5 crosses.
 TEST(CliSimulate, HostfileTopologyPlacesGpusAsMpirunPlacesRanks) {
-  const auto dir = std::filesystem::temp_directory_path();
+  const auto dir = temp_dir();
   const std::string even = (dir / "stripesim-cli-hosts-even").string();
   const std::string uneven = (dir / "stripesim-cli-hosts-uneven").string();
   std::ofstream(even) << "gpu-a slots=4\ngpu-b slots=4\n";
@@ -122,7 +123,7 @@ TEST(CliSimulate, TheKernelProfileSetsTheTiling) {
   // The same profile told to tile fixed prices more tiles: the field, not the name, decides.
   auto profile = nlohmann::json::parse(slurp(std::string(STRIPESIM_SOURCE_DIR) + "/configs/kernels/h200/fa3.json"));
   profile["tiling"] = "fixed";
-  const auto path = std::filesystem::temp_directory_path() / "stripesim_fa3_fixed.json";
+  const auto path = temp_path("stripesim_fa3_fixed.json");
   std::ofstream(path) << profile.dump();
   const auto fixed = nlohmann::json::parse(run_cli(args + " --kernel '" + path.string() + "'").out);
   std::filesystem::remove(path);
@@ -162,7 +163,7 @@ TEST(CliSimulate, JsonHasRoundsDevicesAndHops) {
 }
 
 TEST(CliSimulate, TraceOpensAsChromeTraceAndOutputIsDeterministic) {
-  const auto trace = std::filesystem::temp_directory_path() / "stripesim_cli_trace.json";
+  const auto trace = temp_path("stripesim_cli_trace.json");
   std::filesystem::remove(trace);
   const std::string args = "simulate --seq-len 32k --devices 8 --topology pcie-8gpu --ring-order auto --sync lockstep "
                            "--format json --trace '" + trace.string() + "'";
@@ -183,7 +184,7 @@ TEST(CliSimulate, TraceOpensAsChromeTraceAndOutputIsDeterministic) {
 // The trace is written before the output, so both paths are checked first: a bad --output
 // leaves no trace behind.
 TEST(CliSimulate, ABadOutputLeavesNoTraceBehind) {
-  const auto trace = std::filesystem::temp_directory_path() / "stripesim_cli_orphan_trace.json";
+  const auto trace = temp_path("stripesim_cli_orphan_trace.json");
   std::filesystem::remove(trace);
   const CliResult r = run_cli("simulate --seq-len 32k --devices 4 --trace '" + trace.string() + "' --output /nonexistent/out.txt");
   EXPECT_EQ(r.exit_code, 2);
@@ -247,7 +248,7 @@ TEST(CliSimulate, AFilesHeadsAloneMeanAsManyKvHeads) {
 class CliSimulateBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliSimulateBadInput, OneLineExitTwoNoOutput) {
-  const auto output = std::filesystem::temp_directory_path() / (std::string("stripesim_sim_bad_") + GetParam().name);
+  const auto output = temp_path(std::string("stripesim_sim_bad_") + GetParam().name);
   std::filesystem::remove(output);
   const CliResult r = run_cli(GetParam().args + " --output '" + output.string() + "' --trace '" + output.string() + ".trace'");
   expect_rejected(r, GetParam());
@@ -342,7 +343,7 @@ INSTANTIATE_TEST_SUITE_P(
 class CliPlanBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliPlanBadInput, OneLineExitTwoNoOutput) {
-  const auto output = std::filesystem::temp_directory_path() / (std::string("stripesim_plan_bad_") + GetParam().name + ".csv");
+  const auto output = temp_path(std::string("stripesim_plan_bad_") + GetParam().name + ".csv");
   std::filesystem::remove(output);
   const CliResult r = run_cli(GetParam().args + " --format csv --output '" + output.string() + "'");
   expect_rejected(r, GetParam());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bad_input_table.hpp"
+#include "temp_path.hpp"
 
 namespace stripesim::testing {
 namespace {
@@ -40,7 +41,7 @@ std::string measurement_flags(const std::string& folder, const std::set<std::str
 }
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("stripesim_validate_" + name + "_" + std::to_string(::getpid()));
+  const fs::path dir = temp_path("stripesim_validate_" + name);
   fs::remove_all(dir);
   return dir;
 }
@@ -1187,7 +1188,7 @@ TEST(CliValidate, PrefixMeasurementsArePredictedAsSimulatePricesThem) {
     doc["layouts"][predicted.at("results")[l].at("layout").get<std::string>()] = {
         {"us", us}, {"active_blocks", analysed.at("results")[l].at("active_tiles")}};
   }
-  const fs::path dir = fs::temp_directory_path() / "stripesim_prefix_measurements";
+  const fs::path dir = temp_path("stripesim_prefix_measurements");
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "prefix.json") << doc.dump();

@@ -11,6 +11,7 @@
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/layout.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
+#include "temp_path.hpp"
 
 namespace stripesim::model {
 namespace {
@@ -168,7 +169,7 @@ TEST(Layout, RejectsPermutationsThatAreNotBijections) {
 class LayoutSpecFiles : public ::testing::Test {
  protected:
   std::string write(const std::string& name, const std::string& text) {
-    const auto path = std::filesystem::temp_directory_path() / ("stripesim_test_" + name);
+    const auto path = temp_path("stripesim_test_" + name);
     std::ofstream(path) << text;
     paths_.push_back(path);
     return path.string();

@@ -11,6 +11,7 @@
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/workflows/layout_export.hpp"
+#include "temp_path.hpp"
 
 namespace stripesim::model {
 namespace {
@@ -30,7 +31,7 @@ AnalyzeConfig config_of(const std::string& layout, Count seq_len, Count devices,
 class LayoutExportFiles : public ::testing::Test {
  protected:
   std::string write(const std::string& name, const std::string& text) {
-    const auto path = std::filesystem::temp_directory_path() / ("stripesim_layout_export_" + name);
+    const auto path = temp_path("stripesim_layout_export_" + name);
     std::ofstream(path, std::ios::binary) << text;
     paths_.push_back(path);
     return path.string();

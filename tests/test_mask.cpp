@@ -6,6 +6,7 @@
 #include "brute_force.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/mask.hpp"
+#include "temp_path.hpp"
 
 namespace stripesim::model {
 namespace {
@@ -89,7 +90,7 @@ TEST(Mask, RejectsBadSpecs) {
 }
 
 TEST(Mask, DocumentsFromFiles) {
-  const auto dir = std::filesystem::temp_directory_path();
+  const auto dir = temp_dir();
   const auto lines = dir / "stripesim_test_docs.txt";
   const auto json = dir / "stripesim_test_docs.json";
   const auto bad = dir / "stripesim_test_docs_bad.txt";

@@ -9,12 +9,13 @@
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/sim/node_placement.hpp"
 #include "stripesim/sim/topology.hpp"
+#include "temp_path.hpp"
 
 namespace stripesim::sim {
 namespace {
 
 std::string write_hostfile(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("stripesim-hostfile-" + name);
+  const auto path = temp_path("stripesim-hostfile-" + name);
   std::ofstream(path) << text;
   return path.string();
 }

@@ -19,6 +19,7 @@
 #include "stripesim/sim/ring_merge.hpp"
 #include "stripesim/sim/simulation.hpp"
 #include "stripesim/output/simulation_printers.hpp"
+#include "temp_path.hpp"
 
 namespace stripesim::sim {
 namespace {
@@ -36,8 +37,7 @@ std::string switch_topology(Count gpus, double bandwidth, double latency) {
   for (Count g = 0; g < gpus; ++g) {
     doc["links"].push_back({{"a", fmt::format("g{}", g)}, {"b", "sw"}, {"bandwidth_gbps", bandwidth}, {"latency_us", latency}});
   }
-  const auto path = std::filesystem::temp_directory_path() /
-                    fmt::format("stripesim_topology_{}_{}.json", gpus, static_cast<long long>(bandwidth * 1000));
+  const auto path = temp_path(fmt::format("stripesim_topology_{}_{}.json", gpus, static_cast<long long>(bandwidth * 1000)));
   std::ofstream(path) << doc.dump();
   return path.string();
 }

@@ -13,6 +13,7 @@
 #include "stripesim/validate/cpu_backend.hpp"
 #include "stripesim/validate/validate_workflow.hpp"
 #include "stripesim/validate/validation_run.hpp"
+#include "temp_path.hpp"
 
 namespace stripesim::validate {
 namespace {
@@ -92,7 +93,7 @@ TEST(ValidateWorkflow, ProfilesFromTheFlagTheHostOrTheDriversDeviceName) {
   }
   // A card whose kernels folder has the flash kernel's profile and not this one's (an H100 before
   // its wgmma run): a fit starts from the flash kernel's costs; a prediction without one is refused.
-  const std::filesystem::path root = std::filesystem::temp_directory_path() / ("stripesim_flash_only_" + std::to_string(::getpid()));
+  const std::filesystem::path root = temp_path("stripesim_flash_only_");
   std::filesystem::create_directories(root / "kernels" / "h100");
   std::filesystem::copy_file(catalog().root() + "/kernels/h100/stripesim-flash.json", root / "kernels/h100/stripesim-flash.json",
                              std::filesystem::copy_options::overwrite_existing);
