@@ -106,13 +106,13 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
   cmd->footer(kAnalyzeExamples);
   cmd->add_option("--experiment", o.experiment_file,
                   "JSON file with seq_len, devices, tile, tiling, layouts, mask, pad_documents (flags given here "
-                  "override it), as simulate and sweep take theirs");
+                  "override it), as simulate takes its");
   cmd->add_option("--config", o.config_file, "The same as --experiment (its older name)");
   o.given.track(cmd->add_option("--layouts", o.layouts,
                                 "Comma-separated: " + model::joined_syntaxes(model::kLayoutSyntaxes, ", ") +
                                     " [default: contiguous,striped,zigzag]"));
   o.given.track(cmd->add_option("--devices,-N", o.devices, "Devices in the ring N [default: 8]"));
-  o.given.track(cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k = 1024, M = 1048576 [default: 256k]"));
+  o.given.track(cmd->add_option("--seq-len,-n", o.seq_len, fmt::format("Sequence length n; {} [default: 256k]", model::kCountSuffixes)));
   o.given.track(cmd->add_option("--tile", o.tile, "Kernel tile TQxTK [default: 2048x4096, the paper's A100 tile]"));
   o.given.track(cmd->add_option("--tiling", o.tiling, std::string(model::kTilingHelp) + " [default: fixed]"));
   o.given.track(cmd->add_option("--mask", o.mask, mask_help()));

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <regex>
 #include <string>
 
 #include "analyze_command.hpp"
@@ -45,10 +46,11 @@ constexpr const char* kExamples = R"(Examples:
                                             which context parallelism, layout and mesh trains fastest
   stripesim layout --layout zigzag -n 32k -N 8 -o zigzag.json
                                             each device's original positions, for training code
-  stripesim report analyze.json simulate.json --out-dir my-report
-                                            Markdown and SVG figures from the JSON above
+  stripesim report work.json --out-dir my-report
+                                            Markdown and SVG figures from work.json above (or
+                                            tms, sweep, simulate and validate JSON)
   stripesim check --baseline reports/baseline/imbalance.json
-                                            CI: exit 1 when an imbalance or speedup moved
+                                            CI: exit 1 when an imbalance or speedup got worse
   stripesim <command> --help                every flag, with more examples)";
 
 // CLI11 reports tokens it did not expect; a person who typed `analyse` or `--device` wants the
@@ -80,6 +82,18 @@ std::string unknown_name_hint(const CLI::App& app, int argc, char** argv) {
     }
   }
   return "";
+}
+
+// CLI11's own wording of a parse error, where it has a clearer one: a single-valued option given
+// twice ("--seq-len: At Most 1 required but received 2") says so.
+std::string parse_error_message(const CLI::ParseError& e) {
+  static const std::regex repeated(R"(^(\S+): At Most 1 required but received (\d+)$)");
+  const std::string message = e.what();
+  std::smatch match;
+  if (std::regex_match(message, match, repeated)) {
+    return fmt::format("{}: given {} times; it takes one value", match[1].str(), match[2].str());
+  }
+  return message;
 }
 
 // An option given an empty value (`--topology ""`, `-o ''`, often a shell variable that was not
@@ -125,7 +139,7 @@ int run_cli(int argc, char** argv, std::FILE* errors, RunMode mode) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     const std::string hint = unknown_name_hint(app, argc, argv);
-    print_error(errors, hint.empty() ? fmt::format("{} (see stripesim --help)", e.what()) : hint);
+    print_error(errors, hint.empty() ? fmt::format("{} (see stripesim --help)", parse_error_message(e)) : hint);
     return kExitBadInput;
   }
   if (const std::string empty = empty_value_error(app); !empty.empty()) {

@@ -41,8 +41,8 @@ constexpr const char* kLayoutExamples = R"(Examples:
   stripesim layout --layout doc-zigzag -n 1000 -N 4 --mask documents:300,700 --pad-documents --format csv
       one row per token: device,local_index,position
 
-Give the flags the layout was analysed with: balanced and ptrr depend on --tile and --tiling,
-doc-zigzag, doc-striped and balanced on --mask and --pad-documents.)";
+Give the flags the layout was analysed with: balanced and ptrr depend on --tile, balanced on --tiling,
+and doc-zigzag, doc-striped, balanced and ptrr on --mask and --pad-documents.)";
 
 std::string format_help() {
   std::string help = "Output format:";
@@ -78,7 +78,7 @@ std::function<void()> register_layout_command(CLI::App& app, RunMode mode) {
                   "One layout, as analyze --layouts takes them: contiguous, striped, zigzag, block-striped:S, "
                   "permutation:FILE, doc-zigzag, doc-striped, ptrr[:BLOCK], balanced[:CHUNK]")
       ->required();
-  cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k = 1024, M = 1048576")->required();
+  cmd->add_option("--seq-len,-n", o.seq_len, fmt::format("Sequence length n; {}", model::kCountSuffixes))->required();
   cmd->add_option("--devices,-N", o.devices, "Devices in the ring N")->required();
   o.given.track(cmd->add_option("--tile", o.tile,
                                 "Kernel tile TQxTK balanced and ptrr price work in [default: 2048x4096, as analyze]"));

@@ -15,6 +15,7 @@
 #include "stripesim/output/plan_printers.hpp"
 #include "stripesim/sim/plan.hpp"
 #include "stripesim/sim/step_model.hpp"
+#include "stripesim/sim/topology.hpp"
 
 namespace stripesim::cli {
 namespace {
@@ -44,10 +45,10 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
   cmd->footer(kPlanExamples);
   cmd->add_option("--model", o.model, "Model config (required: the step's matmuls and memory): " + model_choices())->required();
   cmd->add_option("--hardware", o.hardware, "Hardware profile: " + hardware_choices())->capture_default_str();
-  cmd->add_option("--topology", o.topology, "nvswitch:G, cluster:NxG[:nic=RATE][:nics=K], a name in configs/topologies or a "
-                  "JSON file (see simulate --help) [default: nvswitch:GPUS]");
+  cmd->add_option("--topology", o.topology,
+                  fmt::format("{} (see simulate --help) [default: nvswitch:GPUS]", sim::kTopologySpecs));
   cmd->add_option("--gpus,-G", o.gpus, "GPUs to use: every M x N x D = GPUS is considered")->capture_default_str();
-  cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length; k and M suffixes")->capture_default_str();
+  cmd->add_option("--seq-len,-n", o.seq_len, fmt::format("Sequence length n; {}", model::kCountSuffixes))->capture_default_str();
   cmd->add_option("--batch", o.batch, "Sequences per model replica per step [default: 1]");
   cmd->add_option("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
   cmd->add_option("--layouts", o.layouts, "Layouts to consider (see analyze) [default: contiguous,striped,zigzag]");

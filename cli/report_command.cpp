@@ -30,10 +30,10 @@ constexpr const char* kReportExamples = R"(Examples:
 
 std::function<void()> register_report_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<ReportOptions>();
-  CLI::App* cmd = app.add_subcommand("report", "Markdown report with SVG figures from analyze, tms, sweep, simulate JSON");
+  CLI::App* cmd = app.add_subcommand("report", "Markdown report with SVG figures from analyze, tms, sweep, simulate or validate JSON");
   cmd->footer(kReportExamples);
   cmd->add_option("inputs", options->inputs, "JSON files written by analyze, tms, sweep, simulate or validate")->required();
-  cmd->add_option("--out-dir,-o", options->out_dir, "Folder for report.md and its figures (created if missing)")
+  cmd->add_option("--out-dir,-o", options->out_dir, "Folder (not a file) for report.md and its figures, created if missing")
       ->capture_default_str();
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;

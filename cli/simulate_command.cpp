@@ -78,24 +78,25 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   add("--scope", o.scope, "What the time covers: attention (one layer's ring), layer (projections, MLP, ring, "
       "collectives) or step (every layer and the LM head, forward and backward) [default: attention]");
   add("--zero", o.zero, fmt::format("Scope layer or step, ZeRO stage: {}", sim::kZeroStagesHelp).c_str());
-  add("--seq-len,-n", o.seq_len, "Sequence length; k and M suffixes [default: 256k]");
+  add("--seq-len,-n", o.seq_len, fmt::format("Sequence length n; {} [default: 256k]", model::kCountSuffixes).c_str());
   add("--devices,-N", o.devices, "Devices in the ring [default: 8]");
   add("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
   add("--tile", o.tile, "Kernel tile TQxTK [default: the kernel's]");
   const std::string tiling_help = std::string(model::kTilingHelp) +
-                                  " Set by the kernel profile (a100 fa2 and h200 fa3: varlen; the others fixed); given, it "
+                                  " Set by the kernel profile (fa2 and fa3: varlen, as on a100, a800 and h200 by default; the others fixed); given, it "
                                   "must be the kernel's [default: the kernel's]";
   add("--tiling", o.tiling, tiling_help.c_str());
   add("--kernel", o.kernel, "Kernel profile: a name in configs/kernels/<hardware>/ or a JSON file [default: the hardware's]");
   add("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
   add("--merges", o.merges, sim::kMergesHelp);
-  add("--pass", o.pass, "fwd, bwd or fwdbwd [default: fwd]");
+  add("--pass", o.pass, "fwd, bwd or fwdbwd [default: fwd; --scope step: fwdbwd]");
   add("--dtype", o.dtype, "fp32, tf32, bf16, fp16, fp8: transfer size and peak rate [default: the hardware's attention precision]");
   add("--hardware", o.hardware, ("Hardware profile: " + hardware_choices() + " [default: a100]").c_str());
   add("--topology", o.topology,
       "nvswitch:G, cluster:NxG[:nic=RATE][:nics=K] (N nodes of G GPUs; NIC line rate, e.g. 200gbps, and NICs per "
-      "node [default: 400gbps, one per GPU]), ideal (free links and the calls alone, no merge between them: what one GPU measures timing each call), a name in configs/topologies or a JSON "
-      "file [default: nvswitch:N]");
+      "node [default: 400gbps, one per GPU]), hostfile:FILE (an Open MPI hostfile: its nodes and slots), ideal (free links and "
+      "the calls alone, no merge between them: what one GPU measures timing each call), a name in configs/topologies or a "
+      "JSON file [default: nvswitch:N]");
   add("--sync", o.sync, "async (no barrier), lockstep (a barrier after every round) or serial (one processor runs every device in "
       "turn, hand-offs included: the CPU validator) [default: async]");
   add("--kv-buffers", o.kv_buffers, "K/V buffers per device, at least 2 [default: 2, double buffering]");

@@ -169,7 +169,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   o.grid.track(cmd->add_option("--devices,-N", o.devices, "Comma-separated sequence-parallel degrees")->capture_default_str());
   o.grid.track(cmd->add_option("--model-parallel,-M", o.model_parallel, "Comma-separated model-parallel degrees")
                    ->capture_default_str());
-  o.grid.track(cmd->add_option("--seq-lens", o.seq_lens, "Comma-separated sequence lengths")->capture_default_str());
+  o.grid.track(cmd->add_option("--seq-lens", o.seq_lens, fmt::format("Comma-separated sequence lengths; {}", model::kCountSuffixes))->capture_default_str());
   o.grid.track(cmd->add_option("--tiles", o.tiles, "Comma-separated tiles TQxTK, or default (the hardware's)")->capture_default_str());
   cmd->add_option("--tiling", o.tiling,
                   std::string(model::kTilingHelp) +

@@ -73,7 +73,7 @@ std::function<void()> register_tms_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--hardware", o.hardware, "Hardware: " + hardware_choices())->capture_default_str();
   cmd->add_option("--devices,-N", o.devices, "Sequence-parallel degree N (devices in the ring)")->capture_default_str();
   cmd->add_option("--model-parallel,-M", o.model_parallel, "Model-parallel degree M (cancels in TMS)")->capture_default_str();
-  cmd->add_option("--seq-len,-n", o.seq_len, "Sequence length n; k and M suffixes")->capture_default_str();
+  cmd->add_option("--seq-len,-n", o.seq_len, fmt::format("Sequence length n; {}", model::kCountSuffixes))->capture_default_str();
   cmd->add_option("--tile", o.tile, "Kernel tile TQxTK for the tile-aware TMS [default: the hardware's]");
   cmd->add_option("--tiling", o.tiling, model::kTilingHelp)->capture_default_str();
   cmd->add_option("--convention", o.convention, "FLOP accounting")->check(CLI::IsMember({"paper", "exact"}))->capture_default_str();

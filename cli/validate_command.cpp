@@ -340,10 +340,10 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
   o.run.track(cmd->add_option("--pass", o.pass,
                               "fwd, or fwdbwd: the backward ring after the forward (dK/dV travelling home with their block), "
                               "checked against dense gradients and timed per round; cpu, mpi and cuda backends, --cp ring [default: fwd]"));
-  o.run.track(cmd->add_option("--seq-len,-n", o.seq_lens, "Sequence lengths, comma-separated; k suffix [default: 2048; GPU 16k, with --pass fwdbwd 8k; --compare and --calibrate: 1k,2k; GPU 16k,32k, with --pass fwdbwd 8k,16k]"));
+  o.run.track(cmd->add_option("--seq-len,-n", o.seq_lens, fmt::format("Sequence lengths, comma-separated; {} [default: 2048; GPU 16k, with --pass fwdbwd 8k; --compare and --calibrate: 1k,2k; GPU 16k,32k, with --pass fwdbwd 8k,16k]", model::kCountSuffixes)));
   o.run.track(cmd->add_option("--devices,-N", o.devices,
-                              "Ring sizes, comma-separated [default: 4; with --compare 2,4,8; mpi: the number of ranks]"));
-  o.run.track(cmd->add_option("--tile", o.tiles, "Kernel tiles TQxTK, comma-separated [default: 64x64; GPU 128x128]"));
+                              "Ring sizes, comma-separated [default: 4; --compare and --calibrate: 2,4,8; mpi: the number of ranks]"));
+  o.run.track(cmd->add_option("--tile", o.tiles, "Kernel tiles TQxTK, comma-separated [default: 64x64; GPU 128x128; --compare and --calibrate: 32x32,64x64; GPU 64x64,128x128]"));
   o.run.track(cmd->add_option("--heads", o.heads, "Query heads [default: 2; GPU 16]"));
   o.run.track(cmd->add_option("--kv-heads", o.kv_heads, "K/V heads, dividing --heads [default: 1; GPU 16]"));
   o.run.track(cmd->add_option("--head-dim", o.head_dim, "Head size [default: 32; GPU 128]"));

@@ -401,7 +401,7 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
     path = (std::filesystem::path(config_dir) / "topologies" / (spec + ".json")).string();
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
-      throw topology_error(spec, fmt::format("unknown, expected nvswitch:G, cluster:NxG, hostfile:FILE, a name in {}/topologies or a JSON file",
+      throw topology_error(spec, fmt::format("unknown, expected nvswitch:G, cluster:NxG, hostfile:FILE, ideal, a name in {}/topologies or a JSON file",
                                config_dir));
     }
   }

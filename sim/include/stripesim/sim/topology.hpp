@@ -124,6 +124,9 @@ class Topology {
 // path to a JSON file.
 // Generated topologies take NVLink bandwidth from `nvlink` (the hardware profile's link) and
 // a 400 Gb/s (50 GB/s) NIC per GPU.
+// The specs load_topology takes, as help texts and its error list them.
+inline constexpr const char* kTopologySpecs = "nvswitch:G, cluster:NxG[:nic=RATE][:nics=K], hostfile:FILE, ideal, a name in configs/topologies or a JSON file";
+
 [[nodiscard]] Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink,
                                      std::optional<Microseconds> nvlink_latency_us = std::nullopt, Count ideal_gpus = 1);
 

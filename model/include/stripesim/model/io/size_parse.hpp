@@ -9,6 +9,9 @@
 
 namespace stripesim::model {
 
+// The suffixes parse_count takes, as help texts state them.
+inline constexpr const char* kCountSuffixes = "suffixes k = 1024, M = 1048576, G = 2^30";
+
 [[nodiscard]] Count parse_count(std::string_view text, const InputName& what);
 [[nodiscard]] double parse_number(std::string_view text, const InputName& what);
 
