@@ -41,7 +41,8 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
       if (call_us[i] <= 0) continue;
       if (started[static_cast<size_t>(d)]) {
         const Count rows = rows_of[static_cast<size_t>(work.query_tile_profile.at(r, d))];
-        const bool trimmed = work.trimmed_length.rounds() > 0 && work.trimmed_length.at(r, d) > 0;
+        // A trimmed call (q[t:] x k[:-t]) writes a slice only where the kernel is called so.
+        const bool trimmed = kernel.trims_below_diagonal && work.trimmed_length.rounds() > 0 && work.trimmed_length.at(r, d) > 0;
         const bool slice = pass == KernelPass::forward && (rows < shape.rows_per_device || trimmed);
         const double per_element = bytes_per_element + (slice ? kernel.merge.forward_slice_bytes_per_element : 0.0);
         const double bytes = per_element * static_cast<double>(rows) * streams * static_cast<double>(shape.call.head_dim);
