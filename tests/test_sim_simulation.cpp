@@ -630,9 +630,19 @@ TEST(RingMerge, EveryCallAfterTheFirstAtTheMemoryBandwidth) {
       }
     }
   }
-  // No bytes: nothing to merge (the kernel accumulates in place).
   const model::Work w = model::count_work(model::Layout::striped(n, devices), model::Mask::causal(n), {128, 128}, 1,
                                           model::WorkDetail::query_tiles);
+  // A kernel that runs every block whole under its mask (flex, trims_below_diagonal false)
+  // writes every row of a striped block from a later device: no slice to copy back.
+  KernelProfile whole = k;
+  whole.trims_below_diagonal = false;
+  const KernelTimeModel whole_kernel(whole, 132, {16, 128, {128, 128}, 1});
+  const std::vector<Microseconds> whole_merges =
+      merge_times(w, whole_kernel.call_times(w, KernelPass::forward), whole, KernelPass::forward, shape, bandwidth);
+  for (Count r = 1; r < devices; ++r) {
+    for (Count d = 0; d < devices; ++d) EXPECT_NEAR(whole_merges[static_cast<size_t>(r * devices + d)], full_forward, 1e-9);
+  }
+  // No bytes: nothing to merge (the kernel accumulates in place).
   k.merge = {};
   for (const Microseconds us : merge_times(w, std::vector<Microseconds>(16, 1.0), k, KernelPass::forward, shape, bandwidth)) {
     EXPECT_EQ(us, 0);
