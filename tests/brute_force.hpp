@@ -85,6 +85,17 @@ inline Count reference_trimmed_length(const model::Layout& layout, model::Device
   return 0;
 }
 
+// Whether `mask` allows exactly causal's pairs (k <= q), pair by pair: the masks a kernel runs as
+// the causal one, whatever they are called.
+inline bool reference_is_causal(const model::Mask& mask) {
+  for (Position q = 0; q < mask.seq_len(); ++q) {
+    for (Position k = 0; k < mask.seq_len(); ++k) {
+      if (reference_allows(mask, q, k) != (k <= q)) return false;
+    }
+  }
+  return true;
+}
+
 // Every count of count_work(..., WorkDetail::query_tiles, tiling), by enumeration: the matrices,
 // and each (round, device)'s per-query-tile profile (full and partial key tiles of every query
 // tile, documents in order, each in local order) in `profiles`, one entry per (round, device)
@@ -105,10 +116,11 @@ inline BruteForceWork brute_force_work(const model::Layout& layout, const model:
                      {},
                      {}};
   model::Work& work = out.work;
+  const bool causal = reference_is_causal(mask);
   for (Count r = 0; r < devices; ++r) {
     for (Count d = 0; d < devices; ++d) {
       const Count source = ((d - r) % devices + devices) % devices;
-      if (mask.kind() == model::MaskKind::causal) work.trimmed_length.at(r, d) = reference_trimmed_length(layout, d, source);
+      if (causal) work.trimmed_length.at(r, d) = reference_trimmed_length(layout, d, source);
       const auto query_tile_of = reference_tiles(layout, mask, d, tile.query, tiling);
       const auto key_tile_of = reference_tiles(layout, mask, source, tile.key, tiling);
       using TileId = std::pair<std::pair<Count, Count>, std::pair<Count, Count>>;

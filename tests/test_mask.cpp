@@ -77,6 +77,30 @@ TEST(Mask, IntervalsMatchTheDefinitions) {
   }
 }
 
+// is_causal() against the definition: the mask allows exactly the pairs k <= q, checked pair by
+// pair (reference_is_causal, on the masks' definitions in brute_force.hpp).
+TEST(Mask, IsCausalExactlyWhenItAllowsCausalsPairs) {
+  const Count n = 12;
+  std::vector<Mask> masks{Mask::causal(n), Mask::bidirectional(n), Mask::bidirectional(1)};
+  for (Count w = 1; w <= 2 * n; ++w) masks.push_back(Mask::window(n, w));
+  for (Count p = 1; p <= n; ++p) masks.push_back(Mask::prefix(n, p));
+  for (Count w : {Count{0}, Count{3}, n - 1, n, 2 * n}) {
+    masks.push_back(Mask::documents(n, {n}, w));
+    masks.push_back(Mask::documents(n, {4, 8}, w));
+  }
+  masks.push_back(Mask::documents(n, {n}, 0, {2}));
+  masks.push_back(Mask::documents(n, {4, 8}, 0, {0, 3}));
+  int causal_count = 0;
+  for (const Mask& m : masks) {
+    const bool same = testing::reference_is_causal(m);
+    EXPECT_EQ(m.is_causal(), same) << m.name() << " window " << m.window_width();
+    causal_count += same ? 1 : 0;
+  }
+  // causal, bidirectional over one token, window 12..24, prefix:1, one document without padding
+  // (no window, or one of 12 or 24)
+  EXPECT_EQ(causal_count, 1 + 1 + 13 + 1 + 3);
+}
+
 TEST(Mask, RejectsBadSpecs) {
   for (const char* bad : {"", "causal2", "window", "window:", "window:0", "window:-3", "window:abc", "documents",
                           "documents:", "documents:50,40", "documents:50,60", "documents:0,100", "documents:50,,50",

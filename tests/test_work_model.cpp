@@ -185,7 +185,8 @@ TEST(WorkModel, PairsCountedOnceEqualBruteForce) {
 // Striped under a causal mask: K/V from a later device is the strictly lower triangle of the
 // local order, which ring-flash-attention runs as q[1:] x k[:-1] (c - 1 of each); K/V from the
 // device itself or an earlier one includes the diagonal and runs as it is. Contiguous and
-// zigzag never need a trim; no other mask is trimmed.
+// zigzag never need a trim; no mask that allows other pairs than causal is trimmed (a window of n
+// or more is causal: MasksThatAreCausalTrimAsCausalDoes).
 TEST(WorkModel, StripedBlocksFromLaterDevicesAreTrimmedByOne) {
   for (const Count N : {Count{4}, Count{1024}}) {
     const Count n = 1024 * N;
@@ -203,9 +204,28 @@ TEST(WorkModel, StripedBlocksFromLaterDevicesAreTrimmedByOne) {
       EXPECT_EQ(count_work(other, Mask::causal(n), {128, 128}, 0, WorkDetail::query_tiles).trimmed_length.total(), 0)
           << other.name();
     }
-    EXPECT_EQ(count_work(Layout::striped(n, N), Mask::window(n, 4096), {128, 128}, 0, WorkDetail::query_tiles)
+    EXPECT_EQ(count_work(Layout::striped(n, N), Mask::window(n, n / 2), {128, 128}, 0, WorkDetail::query_tiles)
                   .trimmed_length.total(),
               0);
+  }
+}
+
+// A mask that allows exactly causal's pairs under another name (a window of n or more, prefix:1,
+// one document) is the causal call a kernel runs: its striped blocks are trimmed the same way.
+TEST(WorkModel, MasksThatAreCausalTrimAsCausalDoes) {
+  const Count n = 4096, N = 4;
+  const Work causal = count_work(Layout::striped(n, N), Mask::causal(n), {128, 128}, 0, WorkDetail::query_tiles);
+  ASSERT_EQ(causal.trimmed_length.total(), 6 * 1023);
+  for (const Mask& same : {Mask::window(n, n), Mask::window(n, 3 * n), Mask::prefix(n, 1), Mask::documents(n, {n}),
+                           Mask::documents(n, {n}, n)}) {
+    const Work w = count_work(Layout::striped(n, N), same, {128, 128}, 0, WorkDetail::query_tiles);
+    EXPECT_EQ(w.trimmed_length, causal.trimmed_length) << same.name();
+    EXPECT_EQ(w.partial_tiles, causal.partial_tiles) << same.name();
+  }
+  for (const Mask& other : {Mask::window(n, n - 1), Mask::prefix(n, 2), Mask::documents(n, {n / 2, n / 2}),
+                            Mask::documents(n, {n}, n - 1), Mask::documents(n, {n}, 0, {1})}) {
+    EXPECT_EQ(count_work(Layout::striped(n, N), other, {128, 128}, 0, WorkDetail::query_tiles).trimmed_length.total(), 0)
+        << other.name();
   }
 }
 

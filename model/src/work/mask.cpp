@@ -80,6 +80,17 @@ Mask Mask::documents(Count seq_len, std::vector<Count> lengths, Count window, st
   return mask;
 }
 
+bool Mask::is_causal() const {
+  switch (kind_) {
+    case MaskKind::causal: return true;
+    case MaskKind::bidirectional: return seq_len_ <= 1;
+    case MaskKind::window: return effective_window_ == seq_len_;
+    case MaskKind::prefix: return prefix_ == 1;
+    case MaskKind::documents: return lengths_.size() == 1 && !padded_ && (window_ == 0 || effective_window_ == seq_len_);
+  }
+  return false;
+}
+
 std::string Mask::name() const {
   switch (kind_) {
     case MaskKind::causal: return "causal";

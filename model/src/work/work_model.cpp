@@ -239,7 +239,7 @@ class VarlenTileCounter {
 // (true: the latest key is no later than the earliest query) or none is (false: the earliest key
 // comes after the latest query); empty when it is neither, or another mask or tiling.
 std::optional<bool> causal_block_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, bool varlen) {
-  if (mask.kind() != MaskKind::causal || varlen || queries.size() == 0 || keys.size() == 0) return std::nullopt;
+  if (!mask.is_causal() || varlen || queries.size() == 0 || keys.size() == 0) return std::nullopt;
   // Every block lists its positions' tile bounds sorted: the block's first and last position.
   const Position query_first = queries.key_min_sorted().front();
   const Position query_last = queries.key_max_sorted().back();
@@ -398,7 +398,7 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
     }
   });
   if (profiles) work.trimmed_length = WorkMatrix(devices, devices);  // no trims but under a causal mask
-  if (profiles && mask.kind() == MaskKind::causal) {
+  if (profiles && mask.is_causal()) {
     std::vector<std::optional<Run>> runs;
     for (Count d = 0; d < devices; ++d) runs.push_back(single_run(layout, d));
     for (Count r = 0; r < devices; ++r) {

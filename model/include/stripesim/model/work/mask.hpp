@@ -34,6 +34,10 @@ class Mask {
   [[nodiscard]] static Mask prefix(Count seq_len, Count prefix_length);
 
   [[nodiscard]] MaskKind kind() const { return kind_; }
+  // Whether it allows exactly the pairs causal does, whatever it is called: causal, a window of
+  // n tokens or more, prefix:1, one document without padding (and a window, if any, of n or more).
+  // A kernel runs such a mask as the causal one it is.
+  [[nodiscard]] bool is_causal() const;
   [[nodiscard]] Count seq_len() const { return seq_len_; }
   // The window's width: window:W's, or a documents mask's own (0 when it has none).
   [[nodiscard]] Count window_width() const { return window_; }
