@@ -107,8 +107,33 @@ struct BruteForceWork {
   std::vector<model::KeyTileProfile> key_profiles;
 };
 
+// With CallSlicing::runs, a call holds the span of each side's runs that have an allowed pair
+// with the other side (from the first such run to the last), tiled from the span's start, by
+// its definition (tile_shape.hpp): where the kernel cuts fixed tiles (not varlen documents), at
+// most model::kMaxSlicedRuns runs a side, some side of more than one run, and some work.
+inline std::pair<Count, Count> reference_span_with_work(const model::Layout& layout, const model::Mask& mask,
+                                                        Count device, Count other, bool device_is_queries) {
+  Count begin = 0, end = 0;
+  bool found = false;
+  for (const model::Run& run : layout.runs(device)) {
+    bool work = false;
+    for (Count i = 0; i < run.length && !work; ++i) {
+      for (Count l = 0; l < layout.block_size() && !work; ++l) {
+        const Position mine = run.at(i), theirs = layout.position(other, l);
+        work = device_is_queries ? reference_allows(mask, mine, theirs) : reference_allows(mask, theirs, mine);
+      }
+    }
+    if (!work) continue;
+    if (!found) begin = run.local_begin;
+    end = run.local_begin + run.length;
+    found = true;
+  }
+  return {begin, end};
+}
+
 inline BruteForceWork brute_force_work(const model::Layout& layout, const model::Mask& mask, model::TileShape tile,
-                                       model::Tiling tiling = model::Tiling::fixed) {
+                                       model::Tiling tiling = model::Tiling::fixed,
+                                       model::CallSlicing slicing = model::CallSlicing::whole) {
   const Count devices = layout.devices();
   const Count c = layout.block_size();
   BruteForceWork out{{model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices),
@@ -121,8 +146,26 @@ inline BruteForceWork brute_force_work(const model::Layout& layout, const model:
     for (Count d = 0; d < devices; ++d) {
       const Count source = ((d - r) % devices + devices) % devices;
       if (causal) work.trimmed_length.at(r, d) = reference_trimmed_length(layout, d, source);
-      const auto query_tile_of = reference_tiles(layout, mask, d, tile.query, tiling);
-      const auto key_tile_of = reference_tiles(layout, mask, source, tile.key, tiling);
+      auto query_tile_of = reference_tiles(layout, mask, d, tile.query, tiling);
+      auto key_tile_of = reference_tiles(layout, mask, source, tile.key, tiling);
+      const bool varlen_documents = tiling == model::Tiling::varlen && mask.kind() == model::MaskKind::documents;
+      const size_t query_runs = layout.runs(d).size(), key_runs = layout.runs(source).size();
+      bool any_work = false;
+      for (Count ql = 0; ql < c && !any_work; ++ql) {
+        for (Count kl = 0; kl < c && !any_work; ++kl) any_work = reference_allows(mask, layout.position(d, ql), layout.position(source, kl));
+      }
+      if (slicing == model::CallSlicing::runs && !varlen_documents && any_work && (query_runs > 1 || key_runs > 1) &&
+          query_runs <= model::kMaxSlicedRuns && key_runs <= model::kMaxSlicedRuns) {
+        // Each side's span with work, tiled from its start; what is outside it is in no tile.
+        const auto slice = [&](std::vector<std::pair<Count, Count>>& tile_of, std::pair<Count, Count> span, Count side) {
+          for (Count l = 0; l < c; ++l) {
+            tile_of[static_cast<size_t>(l)] = l >= span.first && l < span.second ? std::pair<Count, Count>{0, (l - span.first) / side}
+                                                                                 : std::pair<Count, Count>{-1, 0};
+          }
+        };
+        slice(query_tile_of, reference_span_with_work(layout, mask, d, source, true), tile.query);
+        slice(key_tile_of, reference_span_with_work(layout, mask, source, d, false), tile.key);
+      }
       using TileId = std::pair<std::pair<Count, Count>, std::pair<Count, Count>>;
       std::map<TileId, std::pair<Count, Count>> tiles;  // -> (allowed, size)
       for (Count ql = 0; ql < c; ++ql) {
@@ -130,6 +173,7 @@ inline BruteForceWork brute_force_work(const model::Layout& layout, const model:
           const bool allowed = reference_allows(mask, layout.position(d, ql), layout.position(source, kl));
           work.unmasked_elements.at(r, d) += allowed ? 1 : 0;
           if (tiling == model::Tiling::varlen && query_tile_of[ql].first != key_tile_of[kl].first) continue;
+          if (query_tile_of[ql].first < 0 || key_tile_of[kl].first < 0) continue;  // outside the call's slices
           auto& cell = tiles[{query_tile_of[ql], key_tile_of[kl]}];
           cell.first += allowed ? 1 : 0;
           cell.second += 1;
@@ -137,8 +181,12 @@ inline BruteForceWork brute_force_work(const model::Layout& layout, const model:
       }
       std::map<std::pair<Count, Count>, model::QueryTileLoad> loads;
       std::map<std::pair<Count, Count>, model::QueryTileLoad> key_loads;
-      for (const auto& id : query_tile_of) loads[id];
-      for (const auto& id : key_tile_of) key_loads[id];
+      for (const auto& id : query_tile_of) {
+        if (id.first >= 0) loads[id];
+      }
+      for (const auto& id : key_tile_of) {
+        if (id.first >= 0) key_loads[id];
+      }
       for (const auto& [id, cell] : tiles) {
         if (cell.first == 0) continue;
         ++work.active_tiles.at(r, d);

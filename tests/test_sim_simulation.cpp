@@ -205,6 +205,25 @@ SimulateConfig lockstep_on_free_links(std::string hardware, std::string kernel, 
   return c;
 }
 
+// A kernel driven as ring-flash-attention drives it is called on zigzag's halves, tiled from the
+// half: a ring whose halves end inside a tile (13.25 tiles at n = 13568 on 4 devices) costs
+// between the rings of 13 and 14 tiles a half, not a partial tile a row more (whole blocks cut
+// a tile across the half: 2.40 ms against 2.58, above the 2.42 of 14 tiles, forward+backward on
+// the H100 sdpa profile).
+TEST(KernelTime, ZigzagHalvesEndingInsideATileCostBetweenTheirNeighbours) {
+  const auto time_at = [](Count n) {
+    SimulateConfig c = lockstep_on_free_links("h100", "sdpa", 16, n, {"zigzag"});
+    c.pass = PassSelection::forward_backward;
+    c.kernel_profile = load_kernel_profile("sdpa", catalog().root(), catalog().hardware("h100"));
+    EXPECT_TRUE(c.kernel_profile->trims_below_diagonal);
+    EXPECT_EQ(call_slicing(*c.kernel_profile), model::CallSlicing::runs);
+    return run_simulation(c, catalog()).results.at(0).time_us;
+  };
+  const double below = time_at(13312), between = time_at(13568), above = time_at(14336);
+  EXPECT_LT(below, between);
+  EXPECT_LT(between, above);
+}
+
 // The kernel profile says how the kernel cuts its tiles, and the ring is priced in those tiles:
 // FlashAttention-3 (varlen) on packed documents, with free links and a barrier every round, takes
 // sum_r max_d of its calls over the work model's varlen tiles, and less than the fixed tiles would.

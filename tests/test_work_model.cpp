@@ -128,18 +128,21 @@ TEST(WorkModel, EqualsBruteForceOnRandomConfigurations) {
     for (const Layout& layout : all_layouts(n, N, rng)) {
       for (const Mask& mask : all_masks(n, rng)) {
         for (const Tiling tiling : {Tiling::fixed, Tiling::varlen}) {
-          const std::string what = layout.name() + " " + mask_label(mask) + " n=" + std::to_string(n) + " N=" +
-                                   std::to_string(N) + " tile=" + tile.to_string() + " " + tiling_name(tiling);
-          const Work got = count_work(layout, mask, tile, 0, WorkDetail::query_tiles, tiling);
-          const testing::BruteForceWork want = testing::brute_force_work(layout, mask, tile, tiling);
-          expect_same_work(got, want, what);
-          expect_same_trims(got, want, layout, what);
-          ++checked;
+          for (const CallSlicing slicing : {CallSlicing::whole, CallSlicing::runs}) {
+            const std::string what = layout.name() + " " + mask_label(mask) + " n=" + std::to_string(n) + " N=" +
+                                     std::to_string(N) + " tile=" + tile.to_string() + " " + tiling_name(tiling) +
+                                     (slicing == CallSlicing::runs ? " sliced" : "");
+            const Work got = count_work(layout, mask, tile, 0, WorkDetail::query_tiles, tiling, slicing);
+            const testing::BruteForceWork want = testing::brute_force_work(layout, mask, tile, tiling, slicing);
+            expect_same_work(got, want, what);
+            expect_same_trims(got, want, layout, what);
+            ++checked;
+          }
         }
       }
     }
   }
-  EXPECT_GT(checked, 2000);
+  EXPECT_GT(checked, 4000);
 }
 
 // Block pairs are counted once per class of pairs that must count alike (block_pair_memo.hpp):
@@ -171,15 +174,17 @@ TEST(WorkModel, PairsCountedOnceEqualBruteForce) {
     for (const Mask& mask : {Mask::causal(n), Mask::bidirectional(n), Mask::window(n, std::uniform_int_distribution<Count>(1, n)(rng)),
                              Mask::prefix(n, std::uniform_int_distribution<Count>(1, n)(rng))}) {
       for (const Layout* counted : {&base, &layout}) {
-        const std::string what = counted->name() + " " + mask.name() + " n=" + std::to_string(n) + " N=" + std::to_string(N) +
-                                 " tile=" + tile.to_string();
-        expect_same_work(count_work(*counted, mask, tile, 2, WorkDetail::query_tiles),
-                         testing::brute_force_work(*counted, mask, tile), what);
-        ++checked;
+        for (const CallSlicing slicing : {CallSlicing::whole, CallSlicing::runs}) {
+          const std::string what = counted->name() + " " + mask.name() + " n=" + std::to_string(n) + " N=" + std::to_string(N) +
+                                   " tile=" + tile.to_string() + (slicing == CallSlicing::runs ? " sliced" : "");
+          expect_same_work(count_work(*counted, mask, tile, 2, WorkDetail::query_tiles, Tiling::fixed, slicing),
+                           testing::brute_force_work(*counted, mask, tile, Tiling::fixed, slicing), what);
+          ++checked;
+        }
       }
     }
   }
-  EXPECT_EQ(checked, 320);
+  EXPECT_EQ(checked, 640);
 }
 
 // Striped under a causal mask: K/V from a later device is the strictly lower triangle of the
@@ -226,6 +231,37 @@ TEST(WorkModel, MasksThatAreCausalTrimAsCausalDoes) {
                             Mask::documents(n, {n}, n - 1), Mask::documents(n, {n}, 0, {1})}) {
     EXPECT_EQ(count_work(Layout::striped(n, N), other, {128, 128}, 0, WorkDetail::query_tiles).trimmed_length.total(), 0)
         << other.name();
+  }
+}
+
+// Zigzag with halves of 13.25 tiles (n = 27136, N = 8, 128x128): ring-flash-attention calls
+// q x k[:c/2] or q[c/2:] x k after round 0, slices tiled from the half. Whole blocks cut a tile
+// across the half, which holds both halves' tokens and so applies the mask: one partial tile in
+// every query tile's row (keys) or a row of partial tiles (queries). Sliced, none: 27 x 14 full.
+TEST(WorkModel, ZigzagHalvesAreTiledFromTheHalfWhenSliced) {
+  const Count n = 27136, N = 8;
+  const Layout zigzag = Layout::zigzag(n, N);
+  const Work whole = count_work(zigzag, Mask::causal(n), {128, 128}, 0, WorkDetail::query_tiles);
+  const Work sliced = count_work(zigzag, Mask::causal(n), {128, 128}, 0, WorkDetail::query_tiles, Tiling::fixed, CallSlicing::runs);
+  for (Count r = 0; r < N; ++r) {
+    for (Count d = 0; d < N; ++d) {
+      EXPECT_EQ(sliced.unmasked_elements.at(r, d), whole.unmasked_elements.at(r, d));
+      if (r == 0) {
+        // One causal call over the device's block, as it is.
+        EXPECT_EQ(sliced.active_tiles.at(r, d), whole.active_tiles.at(r, d));
+        EXPECT_EQ(sliced.partial_tiles.at(r, d), whole.partial_tiles.at(r, d));
+        continue;
+      }
+      EXPECT_EQ(whole.active_tiles.at(r, d), 27 * 14) << r << " " << d;
+      EXPECT_EQ(whole.partial_tiles.at(r, d), 27) << r << " " << d;
+      EXPECT_EQ(sliced.active_tiles.at(r, d), 27 * 14) << r << " " << d;
+      EXPECT_EQ(sliced.partial_tiles.at(r, d), 0) << r << " " << d;
+      // A later device's K/V reaches the late half only: 14 query tiles of 27 key tiles.
+      const bool later = kv_source(d, r, N) > d;
+      const auto& rows = sliced.profiles.at(static_cast<size_t>(sliced.query_tile_profile.at(r, d)));
+      EXPECT_EQ(rows.size(), later ? 14u : 27u) << r << " " << d;
+      EXPECT_EQ(rows.front(), (QueryTileLoad{later ? 27 : 14, 0})) << r << " " << d;
+    }
   }
 }
 

@@ -123,8 +123,10 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
 
   // Ulysses attends the whole sequence, in order, on its heads: the layout plays no part.
   const model::Layout whole = model::Layout::contiguous(config.seq_len, 1);
+  // An all-gather's one call holds all of a device's queries against the whole gathered K/V.
+  const model::CallSlicing slicing = sim.cp.algorithm == CpAlgorithm::allgather ? model::CallSlicing::whole : call_slicing(sim.kernel);
   const model::Work work = model::count_work(sim.cp.algorithm == CpAlgorithm::ulysses ? whole : layout, mask, sim.tile, 0,
-                                             model::WorkDetail::query_tiles, sim.tiling);
+                                             model::WorkDetail::query_tiles, sim.tiling, slicing);
   // An all-gather's call holds every round's tiles of a query tile at once.
   if (most_partial_tiles != nullptr && sim.cp.algorithm != CpAlgorithm::allgather) *most_partial_tiles = most_partial(work.profiles);
   std::vector<RingTimeline> out;

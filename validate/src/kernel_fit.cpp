@@ -38,7 +38,7 @@ std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& wo
       const model::Mask mask = model::parse_mask(w.mask, w.seq_len);
       const model::Layout layout =
           model::parse_layout(w.layout, w.seq_len, w.devices, model::LayoutContext{&mask, tile, kernel.tiling});
-      return model::count_work(layout, mask, tile, 0, model::WorkDetail::query_tiles, kernel.tiling);
+      return model::count_work(layout, mask, tile, 0, model::WorkDetail::query_tiles, kernel.tiling, sim::call_slicing(kernel));
     });
     const sim::KernelCallShape shape{w.heads * w.batch, w.head_dim, tile, slowdown};
     for (Count r = 0; r < w.devices; ++r) {

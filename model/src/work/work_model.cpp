@@ -269,9 +269,38 @@ Count trimmed_call_length(const std::optional<Run>& queries, const std::optional
   return offset < 0 && offset > -queries->length ? queries->length + offset : 0;
 }
 
-// One (round, device)'s work: `varlen`, when given, tiles each document on its own.
+// The local span [begin, end) of `block`'s runs that have an allowed pair with `other`'s local
+// range [0, other.size()) (queries against keys when `block_is_queries`, else keys against
+// queries): from the first such run to the last. Empty (0, 0) when none has.
+std::pair<Count, Count> span_with_work(const DeviceBlock& block, const DeviceBlock& other, bool block_is_queries,
+                                       const Mask& mask, PairScratch& scratch) {
+  Count begin = 0, end = 0;
+  bool found = false;
+  for (const Run& run : block.runs()) {
+    const Count from = run.local_begin, to = run.local_begin + run.length;
+    const Count pairs = block_is_queries ? detail::count_range_pairs(block, from, to, other, 0, other.size(), mask, scratch)
+                                         : detail::count_range_pairs(other, 0, other.size(), block, from, to, mask, scratch);
+    if (pairs == 0) continue;
+    if (!found) begin = from;
+    end = to;
+    found = true;
+  }
+  return {begin, end};
+}
+
+// `block`'s local range [begin, end) as a block of its own, tiled from `begin`.
+DeviceBlock slice_block(const DeviceBlock& block, Count begin, Count end, TileShape tile) {
+  std::vector<Run> runs;
+  block.clip_runs(begin, end, runs);
+  for (Run& run : runs) run.local_begin -= begin;
+  return DeviceBlock(std::move(runs), tile.query, tile.key);
+}
+
+// One (round, device)'s work: `varlen`, when given, tiles each document on its own; `slicing`
+// runs says the call holds only the runs with work (tile_shape.hpp).
 void count_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask& mask, const VarlenTileCounter* varlen,
-                DeviceId query_device, DeviceId key_device, PairScratch& scratch, bool profiles, PairOutcome& out) {
+                CallSlicing slicing, TileShape tile, DeviceId query_device, DeviceId key_device, PairScratch& scratch,
+                bool profiles, PairOutcome& out) {
   out.rows.clear();
   out.columns.clear();
   QueryTileProfile* row_sink = profiles ? &out.rows : nullptr;
@@ -288,8 +317,18 @@ void count_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask&
     }
   } else {
     out.elements = detail::count_range_pairs(queries, 0, queries.size(), keys, 0, keys.size(), mask, scratch);
+    const bool sliceable = slicing == CallSlicing::runs && !varlen && out.elements > 0 &&
+                           (queries.runs().size() > 1 || keys.runs().size() > 1) &&
+                           queries.runs().size() <= kMaxSlicedRuns && keys.runs().size() <= kMaxSlicedRuns;
+    const auto [q_begin, q_end] = sliceable ? span_with_work(queries, keys, true, mask, scratch) : std::pair<Count, Count>{0, queries.size()};
+    const auto [k_begin, k_end] = sliceable ? span_with_work(keys, queries, false, mask, scratch) : std::pair<Count, Count>{0, keys.size()};
     if (varlen) {
       tiles = varlen->count(query_device, key_device, mask, scratch, row_sink, profiles ? &out.columns : nullptr);
+    } else if (q_begin > 0 || q_end < queries.size() || k_begin > 0 || k_end < keys.size()) {
+      const DeviceBlock sliced_queries = slice_block(queries, q_begin, q_end, tile);
+      const DeviceBlock sliced_keys = slice_block(keys, k_begin, k_end, tile);
+      if (profiles) out.columns.assign(sliced_keys.key_tiles().size(), QueryTileLoad{});
+      tiles = count_tiles(sliced_queries, sliced_keys, mask, scratch, row_sink, profiles ? out.columns.data() : nullptr);
     } else {
       if (profiles) out.columns.assign(keys.key_tiles().size(), QueryTileLoad{});
       tiles = count_tiles(queries, keys, mask, scratch, row_sink, profiles ? out.columns.data() : nullptr);
@@ -329,7 +368,7 @@ Count number_profile(ColumnProfiles& column, const QueryTileProfile& profile, Nu
 bool tiling_matters(Tiling tiling, MaskKind mask) { return tiling == Tiling::varlen && mask == MaskKind::documents; }
 
 Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads, WorkDetail detail,
-                Tiling tiling) {
+                Tiling tiling, CallSlicing slicing) {
   if (mask.seq_len() != layout.seq_len()) throw std::invalid_argument("count_work: mask and layout disagree on n");
   if (tile.query < 1 || tile.key < 1) throw std::invalid_argument("count_work: tile sides must be positive");
   const Count devices = layout.devices();
@@ -364,8 +403,8 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
     for (Count r = 0; r < devices; ++r) {
       const DeviceId source = kv_source(d, r, devices);
       const auto count = [&](PairOutcome& out) {
-        count_pair(queries, *blocks[static_cast<size_t>(source)], mask, varlen ? &*varlen : nullptr, d, source, scratch,
-                   profiles, out);
+        count_pair(queries, *blocks[static_cast<size_t>(source)], mask, varlen ? &*varlen : nullptr, slicing, tile, d,
+                   source, scratch, profiles, out);
       };
       const PairOutcome* outcome =
           memo.key(d, source, worker.key) ? memo.find_or_count(worker.key, worker.met, count) : nullptr;

@@ -195,6 +195,12 @@ inline constexpr const char* kPartialTilesNotIdentified = "not identified";
 // False when the profile's fit says its partial-tile cost was not identified; true otherwise
 // (identified, or no fit record: an uncalibrated profile says so of all its costs).
 [[nodiscard]] bool partial_tile_cost_identified(const KernelProfile& kernel);
+// What each of the kernel's calls holds: a kernel driven as ring-flash-attention drives it (its
+// causal mask keeps the diagonal, trims_below_diagonal) is also called on the slices with work
+// (zigzag's halves), tiled from their own start; any other kernel on whole blocks.
+[[nodiscard]] inline model::CallSlicing call_slicing(const KernelProfile& kernel) {
+  return kernel.trims_below_diagonal ? model::CallSlicing::runs : model::CallSlicing::whole;
+}
 // The backward's placement: its own when the profile gives one, else the forward's.
 [[nodiscard]] BlockPlacement backward_placement(const KernelProfile& kernel);
 

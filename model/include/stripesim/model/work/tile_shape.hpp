@@ -36,6 +36,17 @@ inline constexpr const char* kTilingHelp =
     "and keys tiled on their own (FlashAttention and cuDNN varlen, TransformerEngine THD). They differ only under "
     "a documents mask.";
 
+// How a ring implementation hands a (round, device)'s block pair to the kernel:
+//   whole  the whole local query block against the whole K/V block, under the mask (FlexAttention
+//          with a BlockMask, this project's validator kernels);
+//   runs   only the local runs of positions that have work, as slices: from the first query run
+//          with an allowed pair to the last, against the same span of key runs, each tiled from
+//          its own first index (ring-flash-attention's zigzag calls q x k[:c/2] and q[c/2:] x k,
+//          whose tiles start at the half, not at the block's start). Blocks of one run are whole.
+// The two differ only where a run has no work, and the tiles' count only where a run boundary
+// falls inside a tile (zigzag's halves when c / 2 is not a multiple of the tile).
+enum class CallSlicing { whole, runs };
+
 // "fixed" | "varlen"; anything else is an InputError naming `what`.
 [[nodiscard]] Tiling parse_tiling(std::string_view name, std::string_view what = "--tiling");
 [[nodiscard]] const char* tiling_name(Tiling tiling);

@@ -30,9 +30,13 @@ enum class WorkDetail {
 };
 
 // `threads` = 0 uses the machine's hardware concurrency; results never depend on it. `tiling`
-// says how the kernel cuts tiles (tile_shape.hpp); the allowed pairs do not depend on it.
+// says how the kernel cuts tiles and `slicing` what each call holds (tile_shape.hpp); the allowed
+// pairs depend on neither. Slicing applies to fixed tiles (a varlen kernel under a documents
+// mask already tiles each document's share on its own) and blocks of at most kMaxSlicedRuns runs.
+inline constexpr size_t kMaxSlicedRuns = 8;
 [[nodiscard]] Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned threads = 0,
-                              WorkDetail detail = WorkDetail::totals, Tiling tiling = Tiling::fixed);
+                              WorkDetail detail = WorkDetail::totals, Tiling tiling = Tiling::fixed,
+                              CallSlicing slicing = CallSlicing::whole);
 
 // Whether `tiling` counts other tiles than fixed tiling under a mask of kind `mask`: varlen under
 // a documents mask (any other mask is one document). Outputs for people name the tiling only then.
