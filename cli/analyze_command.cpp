@@ -111,7 +111,7 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
   o.given.track(cmd->add_option("--layouts", o.layouts,
                                 "Comma-separated: " + model::joined_syntaxes(model::kLayoutSyntaxes, ", ") +
                                     " [default: contiguous,striped,zigzag]"));
-  o.given.track(cmd->add_option("--devices,-N", o.devices, "Devices in the ring N [default: 8]"));
+  o.given.track(cmd->add_option("--devices,-N", o.devices, "Devices in the ring N, 1..2048 [default: 8]"));
   o.given.track(cmd->add_option("--seq-len,-n", o.seq_len, fmt::format("Sequence length n; {} [default: 256k]", model::kCountSuffixes)));
   o.given.track(cmd->add_option("--tile", o.tile, "Kernel tile TQxTK [default: 2048x4096, the paper's A100 tile]"));
   o.given.track(cmd->add_option("--tiling", o.tiling, std::string(model::kTilingHelp) + " [default: fixed]"));

@@ -52,7 +52,7 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--batch", o.batch, "Sequences per model replica per step [default: 1]");
   cmd->add_option("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
   cmd->add_option("--layouts", o.layouts, "Layouts to consider (see analyze) [default: contiguous,striped,zigzag]");
-  cmd->add_option("--kernel", o.kernel, "Kernel profile [default: the hardware's]");
+  cmd->add_option("--kernel", o.kernel, "Kernel profile: a name in configs/kernels/<hardware>/ or a JSON file [default: the hardware's]");
   cmd->add_option("--merges", o.merges, sim::kMergesHelp);
   cmd->add_option("--algorithms", o.algorithms, "Comma-separated among ring, allgather, ulysses, hybrid (every UxR) "
                   "[default: all]");

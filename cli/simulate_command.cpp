@@ -72,14 +72,14 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   add("--heads", o.heads, "Query heads [default: 16]");
   add("--kv-heads", o.kv_heads, "K/V heads [default: --heads]");
   add("--head-dim", o.head_dim, "Head size [default: 128]");
-  add("--batch", o.batch, "Sequences per step [default: 1]");
+  add("--batch", o.batch, "Sequences per model replica per step [default: 1]");
   add("--model-parallel,-M", o.model_parallel, "Model-parallel degree: heads per device = heads / M [default: 1]");
   add("--data-parallel,-D", o.data_parallel, "Data-parallel replicas of the M x N mesh [default: 1]");
   add("--scope", o.scope, "What the time covers: attention (one layer's ring), layer (projections, MLP, ring, "
       "collectives) or step (every layer and the LM head, forward and backward) [default: attention]");
   add("--zero", o.zero, fmt::format("Scope layer or step, ZeRO stage: {}", sim::kZeroStagesHelp).c_str());
   add("--seq-len,-n", o.seq_len, fmt::format("Sequence length n; {} [default: 256k]", model::kCountSuffixes).c_str());
-  add("--devices,-N", o.devices, "Devices in the ring [default: 8]");
+  add("--devices,-N", o.devices, "Devices in the ring N, 1..4096 [default: 8]");
   add("--layouts", o.layouts, "Comma-separated layouts (see analyze) [default: contiguous,striped,zigzag]");
   add("--tile", o.tile, "Kernel tile TQxTK [default: the kernel's]");
   const std::string tiling_help = std::string(model::kTilingHelp) +

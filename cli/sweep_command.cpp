@@ -166,7 +166,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   o.grid.track(cmd->add_option("--models", o.models, "Comma-separated models, each " + model_choices())->capture_default_str());
   o.grid.track(cmd->add_option("--meshes", o.meshes,
                                "Comma-separated MxN meshes (model x sequence parallel); else --model-parallel x --devices"));
-  o.grid.track(cmd->add_option("--devices,-N", o.devices, "Comma-separated sequence-parallel degrees")->capture_default_str());
+  o.grid.track(cmd->add_option("--devices,-N", o.devices, "Comma-separated devices in the ring N (sequence-parallel degrees)")->capture_default_str());
   o.grid.track(cmd->add_option("--model-parallel,-M", o.model_parallel, "Comma-separated model-parallel degrees")
                    ->capture_default_str());
   o.grid.track(cmd->add_option("--seq-lens", o.seq_lens, fmt::format("Comma-separated sequence lengths; {}", model::kCountSuffixes))->capture_default_str());

@@ -71,7 +71,7 @@ std::function<void()> register_tms_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--model", o.model, "Model: " + model_choices())
       ->capture_default_str();
   cmd->add_option("--hardware", o.hardware, "Hardware: " + hardware_choices())->capture_default_str();
-  cmd->add_option("--devices,-N", o.devices, "Sequence-parallel degree N (devices in the ring)")->capture_default_str();
+  cmd->add_option("--devices,-N", o.devices, "Devices in the ring N (the sequence-parallel degree), 1..4096")->capture_default_str();
   cmd->add_option("--model-parallel,-M", o.model_parallel, "Model-parallel degree M (cancels in TMS)")->capture_default_str();
   cmd->add_option("--seq-len,-n", o.seq_len, fmt::format("Sequence length n; {}", model::kCountSuffixes))->capture_default_str();
   cmd->add_option("--tile", o.tile, "Kernel tile TQxTK for the tile-aware TMS [default: the hardware's]");
