@@ -269,23 +269,29 @@ Count trimmed_call_length(const std::optional<Run>& queries, const std::optional
   return offset < 0 && offset > -queries->length ? queries->length + offset : 0;
 }
 
-// The local span [begin, end) of `block`'s runs that have an allowed pair with `other`'s local
-// range [0, other.size()) (queries against keys when `block_is_queries`, else keys against
-// queries): from the first such run to the last. Empty (0, 0) when none has.
-std::pair<Count, Count> span_with_work(const DeviceBlock& block, const DeviceBlock& other, bool block_is_queries,
-                                       const Mask& mask, PairScratch& scratch) {
-  Count begin = 0, end = 0;
-  bool found = false;
+// A local span [begin, end) of a block's runs, and the allowed pairs its runs hold.
+struct RunSpan {
+  Count begin = 0;
+  Count end = 0;
+  Count pairs = 0;
+};
+
+// The span of `block`'s runs that have an allowed pair with all of `other` (queries against keys
+// when `block_is_queries`, else keys against queries): from the first such run to the last, and
+// the pairs of every run (the pair's whole count: the runs cut the block). {0, 0, 0} when none has.
+RunSpan span_with_work(const DeviceBlock& block, const DeviceBlock& other, bool block_is_queries, const Mask& mask,
+                       PairScratch& scratch) {
+  RunSpan span;
   for (const Run& run : block.runs()) {
     const Count from = run.local_begin, to = run.local_begin + run.length;
     const Count pairs = block_is_queries ? detail::count_range_pairs(block, from, to, other, 0, other.size(), mask, scratch)
                                          : detail::count_range_pairs(other, 0, other.size(), block, from, to, mask, scratch);
     if (pairs == 0) continue;
-    if (!found) begin = from;
-    end = to;
-    found = true;
+    if (span.pairs == 0) span.begin = from;
+    span.end = to;
+    span.pairs += pairs;
   }
-  return {begin, end};
+  return span;
 }
 
 // `block`'s local range [begin, end) as a block of its own, tiled from `begin`.
@@ -316,22 +322,31 @@ void count_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask&
       out.columns.assign(static_cast<size_t>(key_tiles), QueryTileLoad{*whole ? query_tiles : 0, 0});
     }
   } else {
-    out.elements = detail::count_range_pairs(queries, 0, queries.size(), keys, 0, keys.size(), mask, scratch);
-    const bool sliceable = slicing == CallSlicing::runs && !varlen && out.elements > 0 &&
-                           (queries.runs().size() > 1 || keys.runs().size() > 1) &&
+    const bool sliceable = slicing == CallSlicing::runs && !varlen && (queries.runs().size() > 1 || keys.runs().size() > 1) &&
                            queries.runs().size() <= kMaxSlicedRuns && keys.runs().size() <= kMaxSlicedRuns;
-    const auto [q_begin, q_end] = sliceable ? span_with_work(queries, keys, true, mask, scratch) : std::pair<Count, Count>{0, queries.size()};
-    const auto [k_begin, k_end] = sliceable ? span_with_work(keys, queries, false, mask, scratch) : std::pair<Count, Count>{0, keys.size()};
+    // Sliceable, the query runs' spans count the pairs on the way.
+    const RunSpan query_span =
+        sliceable ? span_with_work(queries, keys, true, mask, scratch)
+                  : RunSpan{0, queries.size(), detail::count_range_pairs(queries, 0, queries.size(), keys, 0, keys.size(), mask, scratch)};
+    out.elements = query_span.pairs;
+    // A pair with no work keeps its blocks whole (no call is made of it).
+    const bool sliced = sliceable && out.elements > 0;
+    const RunSpan key_span = sliced ? span_with_work(keys, queries, false, mask, scratch) : RunSpan{0, keys.size(), out.elements};
     if (varlen) {
       tiles = varlen->count(query_device, key_device, mask, scratch, row_sink, profiles ? &out.columns : nullptr);
-    } else if (q_begin > 0 || q_end < queries.size() || k_begin > 0 || k_end < keys.size()) {
-      const DeviceBlock sliced_queries = slice_block(queries, q_begin, q_end, tile);
-      const DeviceBlock sliced_keys = slice_block(keys, k_begin, k_end, tile);
-      if (profiles) out.columns.assign(sliced_keys.key_tiles().size(), QueryTileLoad{});
-      tiles = count_tiles(sliced_queries, sliced_keys, mask, scratch, row_sink, profiles ? out.columns.data() : nullptr);
     } else {
-      if (profiles) out.columns.assign(keys.key_tiles().size(), QueryTileLoad{});
-      tiles = count_tiles(queries, keys, mask, scratch, row_sink, profiles ? out.columns.data() : nullptr);
+      // The call's blocks: the sliced spans where they are not the whole blocks.
+      std::optional<DeviceBlock> sliced_queries, sliced_keys;
+      if (sliced && (query_span.begin > 0 || query_span.end < queries.size())) {
+        sliced_queries.emplace(slice_block(queries, query_span.begin, query_span.end, tile));
+      }
+      if (sliced && (key_span.begin > 0 || key_span.end < keys.size())) {
+        sliced_keys.emplace(slice_block(keys, key_span.begin, key_span.end, tile));
+      }
+      const DeviceBlock& call_queries = sliced_queries ? *sliced_queries : queries;
+      const DeviceBlock& call_keys = sliced_keys ? *sliced_keys : keys;
+      if (profiles) out.columns.assign(call_keys.key_tiles().size(), QueryTileLoad{});
+      tiles = count_tiles(call_queries, call_keys, mask, scratch, row_sink, profiles ? out.columns.data() : nullptr);
     }
   }
   out.active = tiles.active;
