@@ -119,14 +119,14 @@ class Topology {
   std::shared_ptr<Network> net_ = std::make_shared<Network>();
 };
 
+// The specs load_topology takes, as help texts list them.
+inline constexpr const char* kTopologySpecs = "nvswitch:G, cluster:NxG[:nic=RATE][:nics=K], hostfile:FILE, ideal, a name in configs/topologies or a JSON file";
+
 // "nvswitch:G", "cluster:NxG", "hostfile:FILE" (an Open MPI hostfile, node_placement.hpp),
 // "ideal" (as many GPUs as `ideal_gpus`, free links), a name in `config_dir`/topologies, or a
 // path to a JSON file.
 // Generated topologies take NVLink bandwidth from `nvlink` (the hardware profile's link) and
 // a 400 Gb/s (50 GB/s) NIC per GPU.
-// The specs load_topology takes, as help texts and its error list them.
-inline constexpr const char* kTopologySpecs = "nvswitch:G, cluster:NxG[:nic=RATE][:nics=K], hostfile:FILE, ideal, a name in configs/topologies or a JSON file";
-
 [[nodiscard]] Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink,
                                      std::optional<Microseconds> nvlink_latency_us = std::nullopt, Count ideal_gpus = 1);
 
