@@ -1,5 +1,6 @@
 """scripts/published-comparison.py --readme, the checker itself (without running stripesim): every
-one of the 115 published rows (85 of one attention layer, 30 of training steps) is found in the README's tables with its predicted and error cells
+one of the 123 published rows (85 of one attention layer, 30 of training steps, 8 read off
+MagiAttention's charts) is found in the README's tables with its predicted and error cells
 (and the Llama rows' "without merges" cell); predictions equal to the cells pass, a changed cell
 is named with its line, a row stripesim has no prediction for is named once; a README that cannot
 be read or lacks the section gets one line and exit code 2 before anything is simulated.
@@ -35,7 +36,9 @@ merges = {key for key in rows if key[3] == "llama without merges"}
 expect(len(merges) == 8, f"the 8 Llama rows' 'without merges' cells, found {len(merges)}")
 expect(len(rows) == len(comparison.PUBLISHED) + 8, "no other rows")
 steps = {key for key in comparison.PUBLISHED if key[0] == comparison.STEP_TABLE}
-expect(len(steps) == 30 and len(comparison.PUBLISHED) == 115, f"30 training-step rows of 115, found {len(steps)} of {len(comparison.PUBLISHED)}")
+charts = {key for key in comparison.PUBLISHED if key[0] == comparison.MAGI_TABLE}
+expect(len(steps) == 30 and len(charts) == 8 and len(comparison.PUBLISHED) == 123,
+       f"30 training-step and 8 chart rows of 123, found {len(steps)} and {len(charts)} of {len(comparison.PUBLISHED)}")
 
 # Predictions that are the cells themselves: no predicted cell disagrees (the error cells may,
 # by a rounding: they were taken from unrounded predictions).
