@@ -137,7 +137,8 @@ inline BruteForceWork brute_force_work(const model::Layout& layout, const model:
   const Count devices = layout.devices();
   const Count c = layout.block_size();
   BruteForceWork out{{model::WorkMatrix(devices, devices), model::WorkMatrix(devices, devices),
-                      model::WorkMatrix(devices, devices), {}, {}, model::WorkMatrix(devices, devices), {}},
+                      model::WorkMatrix(devices, devices), {}, {}, model::WorkMatrix(devices, devices), {},
+                      model::WorkMatrix(devices, devices)},
                      {},
                      {}};
   model::Work& work = out.work;
@@ -163,7 +164,9 @@ inline BruteForceWork brute_force_work(const model::Layout& layout, const model:
                                                                                  : std::pair<Count, Count>{-1, 0};
           }
         };
-        slice(query_tile_of, reference_span_with_work(layout, mask, d, source, true), tile.query);
+        const auto query_span = reference_span_with_work(layout, mask, d, source, true);
+        if (query_span.first > 0 || query_span.second < c) work.call_queries.at(r, d) = query_span.second - query_span.first;
+        slice(query_tile_of, query_span, tile.query);
         slice(key_tile_of, reference_span_with_work(layout, mask, source, d, false), tile.key);
       }
       using TileId = std::pair<std::pair<Count, Count>, std::pair<Count, Count>>;

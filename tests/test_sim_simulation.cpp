@@ -668,6 +668,39 @@ TEST(RingMerge, EveryCallAfterTheFirstAtTheMemoryBandwidth) {
   }
 }
 
+// A sliced call (CallSlicing::runs, as ring-flash-attention calls zigzag's late half: q[c/2:] x k)
+// writes its own queries: where c/2 = 1696 ends inside a 128-query tile, the merge covers 1696
+// rows, not the 14 tiles' 1792 (nor, counted whole, the 15 tiles with work from the block's
+// start). Calls on all the queries (q x k[:c/2], the first) and aligned halves are as before.
+TEST(RingMerge, ASlicedHalfMergesTheRowsItHolds) {
+  const Count devices = 4, rows = 3392, n = devices * rows;  // c / 2 = 1696 = 13 x 128 + 32
+  KernelProfile k = load_kernel_profile("sdpa", catalog().root(), catalog().hardware("h100"));
+  k.merge = {38, 10, 8};
+  const GigabytesPerSecond bandwidth = 3350;
+  const MergeShape shape{rows, {16, 128, {128, 128}}, 4};
+  const auto forward_us = [&](Count merged_rows) { return (38.0 + 8) * merged_rows * 16 * 128 / (bandwidth * 1e3); };
+  const model::Layout layout = model::Layout::zigzag(n, devices);
+  const model::Work w = model::count_work(layout, model::Mask::causal(n), {128, 128}, 1, model::WorkDetail::query_tiles,
+                                          model::Tiling::fixed, model::CallSlicing::runs);
+  const KernelTimeModel kernel(k, 132, {16, 128, {128, 128}, 1});
+  const std::vector<Microseconds> merges = merge_times(w, kernel.call_times(w, KernelPass::forward), k, KernelPass::forward, shape, bandwidth);
+  int late_halves = 0;
+  for (Count r = 1; r < devices; ++r) {
+    for (Count d = 0; d < devices; ++d) {
+      const Microseconds got = merges[static_cast<size_t>(r * devices + d)];
+      if (r > d) {  // K/V from a later device: the late half of the queries, 1696 of them
+        ASSERT_EQ(w.call_queries.at(r, d), rows / 2) << "r" << r << " d" << d;
+        EXPECT_NEAR(got, forward_us(rows / 2), 1e-9) << "r" << r << " d" << d;
+        ++late_halves;
+      } else {  // every query against the early half of the keys: the whole block, no slice
+        EXPECT_EQ(w.call_queries.at(r, d), 0) << "r" << r << " d" << d;
+        EXPECT_NEAR(got, 38.0 * rows * 16 * 128 / (bandwidth * 1e3), 1e-9) << "r" << r << " d" << d;
+      }
+    }
+  }
+  EXPECT_EQ(late_halves, 6);
+}
+
 // The simulated ring pays the merges on its compute stream; the validator, which predicts calls
 // timed one by one, does not (validate's simulate_config clears them).
 TEST(RingMerge, TheRingPaysThemOnItsComputeStream) {

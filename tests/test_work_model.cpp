@@ -79,6 +79,7 @@ void expect_same_work(const Work& got, const testing::BruteForceWork& want, cons
   EXPECT_EQ(got.unmasked_elements, want.work.unmasked_elements) << what;
   EXPECT_EQ(got.active_tiles, want.work.active_tiles) << what;
   EXPECT_EQ(got.partial_tiles, want.work.partial_tiles) << what;
+  EXPECT_EQ(got.call_queries, want.work.call_queries) << what << ": a sliced call's queries";
   const Count devices = got.active_tiles.devices();
   for (Count r = 0; r < devices; ++r) {
     for (Count d = 0; d < devices; ++d) {

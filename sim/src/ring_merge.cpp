@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 namespace stripesim::sim {
@@ -21,17 +22,30 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
                              ? static_cast<double>(shape.call.streams)
                              : static_cast<double>(shape.call.streams + 2 * shape.kv_streams);
 
-  // The rows a call writes: its query tiles that have work (every tile where the kernel gives
-  // empty ones a block too), the last tile holding what is left of the device's queries.
-  std::vector<Count> rows_of(work.profiles.size(), 0);
-  for (size_t p = 0; p < work.profiles.size(); ++p) {
-    const model::QueryTileProfile& tiles = work.profiles[p];
+  // The rows a call of `queries` writes: its query tiles that have work (every tile where the
+  // kernel gives empty ones a block too), the last tile holding what is left of its queries.
+  const auto rows_written = [&](const model::QueryTileProfile& tiles, Count queries) {
+    Count rows = 0;
     for (size_t q = 0; q < tiles.size(); ++q) {
       if (tiles[q].full + tiles[q].partial == 0 && !kernel.empty_query_tiles_launch) continue;
       const Count first = static_cast<Count>(q) * shape.call.tile.query;
-      rows_of[p] += std::clamp<Count>(shape.rows_per_device - first, 0, shape.call.tile.query);
+      rows += std::clamp<Count>(queries - first, 0, shape.call.tile.query);
     }
-  }
+    return rows;
+  };
+  // Calls of the device's whole block, per profile; sliced calls (model::Work::call_queries), per
+  // profile and length, as they come (a few: zigzag's halves).
+  std::vector<Count> rows_of(work.profiles.size(), 0);
+  for (size_t p = 0; p < work.profiles.size(); ++p) rows_of[p] = rows_written(work.profiles[p], shape.rows_per_device);
+  std::map<std::pair<Count, Count>, Count> sliced_rows_of;
+  const auto rows_of_call = [&](Count r, Count d) {
+    const Count profile = work.query_tile_profile.at(r, d);
+    const Count queries = work.call_queries.rounds() > 0 ? work.call_queries.at(r, d) : 0;
+    if (queries == 0) return rows_of[static_cast<size_t>(profile)];
+    const auto [it, added] = sliced_rows_of.try_emplace({profile, queries}, 0);
+    if (added) it->second = rows_written(work.profiles[static_cast<size_t>(profile)], queries);
+    return it->second;
+  };
   // Round by round, so that the matrices are read in the order they are stored (devices apart
   // by a whole row would each miss the cache at thousands of devices).
   std::vector<char> started(static_cast<size_t>(devices), 0);  // whether the device has called yet
@@ -40,7 +54,7 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
       const auto i = static_cast<size_t>(r * devices + d);
       if (call_us[i] <= 0) continue;
       if (started[static_cast<size_t>(d)]) {
-        const Count rows = rows_of[static_cast<size_t>(work.query_tile_profile.at(r, d))];
+        const Count rows = rows_of_call(r, d);
         // A trimmed call (q[t:] x k[:-t]) writes a slice only where the kernel is called so.
         const bool trimmed = kernel.trims_below_diagonal && work.trimmed_length.rounds() > 0 && work.trimmed_length.at(r, d) > 0;
         const bool slice = pass == KernelPass::forward && (rows < shape.rows_per_device || trimmed);

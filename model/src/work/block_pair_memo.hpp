@@ -30,6 +30,7 @@ struct PairOutcome {
   Count elements = 0;
   Count active = 0;
   Count partial = 0;
+  Count call_queries = 0;    // a sliced call's queries (CallSlicing::runs), 0: the device's whole block
   QueryTileProfile rows;     // moved into the memo's profiles once stored there
   KeyTileProfile columns;    // the same
   // Set by the memo: one address per distinct profile among its outcomes (a striped ring's 2N - 1

@@ -309,6 +309,7 @@ void count_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask&
                 bool profiles, PairOutcome& out) {
   out.rows.clear();
   out.columns.clear();
+  out.call_queries = 0;
   QueryTileProfile* row_sink = profiles ? &out.rows : nullptr;
   TileCounts tiles;
   if (const auto whole = causal_block_pair(queries, keys, mask, varlen != nullptr)) {
@@ -339,6 +340,7 @@ void count_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask&
       std::optional<DeviceBlock> sliced_queries, sliced_keys;
       if (sliced && (query_span.begin > 0 || query_span.end < queries.size())) {
         sliced_queries.emplace(slice_block(queries, query_span.begin, query_span.end, tile));
+        out.call_queries = query_span.end - query_span.begin;
       }
       if (sliced && (key_span.begin > 0 || key_span.end < keys.size())) {
         sliced_keys.emplace(slice_block(keys, key_span.begin, key_span.end, tile));
@@ -393,8 +395,9 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
   std::optional<VarlenTileCounter> varlen;
   if (tiling_matters(tiling, mask.kind())) varlen.emplace(layout, mask, tile, devices);
 
-  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices), {}, {}, {}, {}};
+  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices), {}, {}, {}, {}, {}};
   const bool profiles = detail == WorkDetail::query_tiles;
+  if (profiles) work.call_queries = WorkMatrix(devices, devices);
   std::vector<ColumnProfiles> columns(profiles ? static_cast<size_t>(devices) : 0);
   detail::BlockPairMemo memo(layout, mask, varlen.has_value());
   // Each device's column is written by one thread only, so the result never depends on threads.
@@ -432,6 +435,7 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
       work.active_tiles.at(r, d) = outcome->active;
       work.partial_tiles.at(r, d) = outcome->partial;
       if (profiles) {
+        work.call_queries.at(r, d) = outcome->call_queries;
         ColumnProfiles& column = columns[static_cast<size_t>(d)];
         if (memoised && r > 0 && outcome->distinct_rows == previous_rows && outcome->distinct_columns == previous_columns) {
           // Both profiles as the last round's (every earlier block all full to a causal device,

@@ -76,6 +76,11 @@ struct Work {
   // Only with WorkDetail::query_tiles: each (round, device)'s key tile profile (KeyTileProfile), an
   // index into `profiles` as query_tile_profile is.
   WorkMatrix key_tile_profile;
+  // Only with WorkDetail::query_tiles and CallSlicing::runs: the queries of each (round, device)'s
+  // call where it is sliced to the runs with work (its query tiles, counted from the slice's first
+  // query, are the profile's), 0 where the call holds the device's whole block. The rows the call
+  // writes are these, not its tiles' (a slice ending inside a tile writes part of it).
+  WorkMatrix call_queries;
 };
 
 }  // namespace stripesim::model
