@@ -414,14 +414,17 @@ def main():
     # Three summaries, each with its own guard: one attention layer's layouts and algorithms, whole
     # training steps (the step model's matmuls, tensor parallelism and memory besides), and the
     # algorithms of MagiAttention's benchmark (read off its charts, added after every fit).
-    kind_of = {STEP_TABLE: "training-step", MAGI_TABLE: "MagiAttention chart"}
-    errors = {"layout and algorithm": [], "training-step": [], "MagiAttention chart": []}
+    # Per table of its own (None: every other table's rows): the kind's name, its guard and flag.
+    kinds = {None: ("layout and algorithm", args.max_mean, "--max-mean"),
+             STEP_TABLE: ("training-step", args.max_mean_steps, "--max-mean-steps"),
+             MAGI_TABLE: ("MagiAttention chart", args.max_mean_charts, "--max-mean-charts")}
+    errors = {table: [] for table in kinds}
     for key, published in PUBLISHED.items():
         error = predicted[key] - published
-        errors[kind_of.get(key[0], "layout and algorithm")].append(abs(error))
+        errors[key[0] if key[0] in kinds else None].append(abs(error))
         print(f"{' '.join(key):60} published {published:.2f}  predicted {predicted[key]:.2f}  error {error:+.2f}")
-    for (kind, values), limit, flag in zip(errors.items(), (args.max_mean, args.max_mean_steps, args.max_mean_charts),
-                                           ("--max-mean", "--max-mean-steps", "--max-mean-charts")):
+    for table, (kind, limit, flag) in kinds.items():
+        values = errors[table]
         mean, worst = sum(values) / len(values), max(values)
         print(f"{len(values)} {kind} rows: mean error {mean:.3f}, worst {worst:.2f}")
         if limit is not None and mean > limit:
