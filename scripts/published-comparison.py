@@ -17,13 +17,16 @@ LLAMA2-7B on one node of 8 A800s, Llama-3 8B on two, Megatron-LM): each mesh of 
 x Ulysses x ring's TFLOP/s per GPU over the best mesh's at that length, on the `a800` preset.
 MagiAttention's (its blog's distributed benchmark, charts only): one node of 8 H100s,
 FlashAttention-3, 64 heads over 8 K/V heads, 8k tokens a GPU, causal and full masks, forward and
-backward timed apart: Ring P2P's and Ring AllGather's TFLOP/s per GPU over Ulysses'. The
-published figures are the throughput ratios those projects report, cited in stripesim's README.
+backward timed apart: Ring P2P's and Ring AllGather's TFLOP/s per GPU over Ulysses'; and its
+kernel benchmark's single calls (one H100, FlashAttention-3, cuDNN and FlashAttention-2, 4k to
+128k tokens, no mask), compared as rates, by relative error. The published figures are the
+throughput ratios (and those rates) the projects report, cited in stripesim's README.
 
     scripts/published-comparison.py                 # every row, and each kind's mean and worst error
     scripts/published-comparison.py --max-mean 0.06  # exit 1 when one attention layer's mean error is above 0.06
     scripts/published-comparison.py --max-mean-steps 0.11  # the same for the training-step rows
     scripts/published-comparison.py --max-mean-charts 0.11  # the same for MagiAttention's chart rows
+    scripts/published-comparison.py --max-mean-kernels 0.08  # the mean relative error of its kernel rates
     scripts/published-comparison.py --readme README.md  # exit 1 where its tables say otherwise
 
 Run from anywhere after building (build/cli/stripesim); about 10 s."""
@@ -105,6 +108,24 @@ MAGI_TFLOPS = {
 }
 MAGI_TABLE = "magiattention"
 
+# MagiAttention's single-GPU kernel benchmark (its repository at commit bb1434d1, "updated exps",
+# assets/ffa_exp/attn with fulll mask/attn-{fwd,bwd} with full mask/flops_report.csv, produced by
+# exps/attn/benchmarks/bench_full.py): one call, batch 1, 48 query heads over 8 K/V heads of 128,
+# bf16, no mask, forward and backward timed apart, the median TFLOP/s (forward FLOPs 4 n^2 h d,
+# backward 2.5 times that) on one H100, per (pass, tokens) of (FlashAttention-3, cuDNN through
+# TransformerEngine's fused attention, FlashAttention-2), to one decimal. Compared with the
+# `fa3`, `sdpa` and `fa2` profiles' rates by relative error.
+MAGI_KERNEL_TFLOPS = {
+    ("fwd", "4k"): (691.9, 561.0, 370.7), ("fwd", "8k"): (662.8, 563.5, 366.6), ("fwd", "16k"): (672.2, 577.2, 379.3),
+    ("fwd", "24k"): (689.7, 597.2, 384.5), ("fwd", "32k"): (689.6, 597.5, 380.4), ("fwd", "48k"): (691.8, 590.8, 375.5),
+    ("fwd", "64k"): (681.1, 594.8, 356.6), ("fwd", "96k"): (671.3, 561.4, 358.0), ("fwd", "128k"): (646.9, 561.8, 363.7),
+    ("bwd", "4k"): (520.8, 475.6, 291.7), ("bwd", "8k"): (574.9, 487.3, 306.9), ("bwd", "16k"): (604.8, 518.6, 318.7),
+    ("bwd", "24k"): (619.5, 525.2, 295.8), ("bwd", "32k"): (546.4, 476.5, 322.2), ("bwd", "48k"): (594.1, 500.6, 320.6),
+    ("bwd", "64k"): (616.2, 513.9, 321.1), ("bwd", "96k"): (588.9, 511.7, 321.5), ("bwd", "128k"): (580.5, 471.8, 321.4),
+}
+MAGI_KERNELS = ("fa3", "sdpa", "fa2")  # the profiles of the three columns
+KERNEL_TABLE = "magiattention-kernels"
+
 
 # The USP paper's training steps (its Tables 5 and 6): Megatron-LM with TE's ring (dual-chunk,
 # i.e. zigzag) and the paper's Ulysses, sequence-parallel TP, ZeRO-1, no recomputation, on one and
@@ -171,6 +192,11 @@ for seq_len, rows in USP_PAPER_ITERATIONS.items():
 for (mask, pass_), (ulysses_tflops, *others) in MAGI_TFLOPS.items():
     for scheme, value in zip(("ring", "allgather"), others):
         PUBLISHED[(MAGI_TABLE, "h100", pass_, mask, scheme)] = round(value / ulysses_tflops, 3)
+
+
+for (pass_, tokens), rates in MAGI_KERNEL_TFLOPS.items():
+    for kernel, rate in zip(MAGI_KERNELS, rates):
+        PUBLISHED[(KERNEL_TABLE, "h100", pass_, tokens, kernel)] = rate
 
 
 def times(*flags):
@@ -283,6 +309,21 @@ def magiattention():
     return out
 
 
+def magiattention_kernels():
+    """Each profile's TFLOP/s for one unmasked call as the kernel benchmark timed it: the call
+    alone (`--topology ideal`: nothing but the call), its FLOPs counted as the benchmark counts them."""
+    out = {}
+    for pass_, tokens in MAGI_KERNEL_TFLOPS:
+        n = int(tokens[:-1]) * 1024
+        flops = 4.0 * n * n * 48 * 128 * (2.5 if pass_ == "bwd" else 1.0)
+        for kernel in MAGI_KERNELS:
+            us = times("--hardware", "h100", "--kernel", kernel, "--heads", "48", "--kv-heads", "8", "--head-dim", "128",
+                       "-n", tokens, "-N", "1", "--pass", pass_, "--mask", "bidirectional", "--layouts", "contiguous",
+                       "--topology", "ideal")["contiguous"]
+            out[(KERNEL_TABLE, "h100", pass_, tokens, kernel)] = flops / us / 1e6
+    return out
+
+
 def step_throughput(table, seq_len, mesh):
     """A mesh's predicted training throughput (model FLOPs utilisation) in the paper's setting:
     the ring zigzag as TE's dual-chunk layout with its fused merges, micro-batches of one sequence."""
@@ -352,6 +393,9 @@ def readme_cells(text):
                 found.append(((STEP_TABLE, "a800", "fwdbwd", f"table {row[0]} {row[1]}", mesh), 6, 7))
         elif header.startswith("| mask |"):
             found.append(((MAGI_TABLE, "h100", row[1], row[0], row[2]), 4, 5))
+        elif header.startswith("| tokens |"):  # per kernel: its published rate, the predicted one, the error
+            for column, kernel in enumerate(MAGI_KERNELS):
+                found.append(((KERNEL_TABLE, "h100", row[1], row[0], kernel), 3 + 3 * column, 4 + 3 * column))
         elif header.startswith("| n |"):
             for layout, column in (("contiguous", 3), ("zigzag", 6)):
                 found.append((("usp-paper", "a100", "fwd", f"{row[0]} {split(row[1])}", layout), column, column + 1))
@@ -371,9 +415,14 @@ def readme_mismatches(path, text, predicted):
             if key[-1] != "error":  # said once a row
                 out.append(f"{path}:{number}: {' '.join(row)}: a row stripesim has no prediction for")
             continue
-        if key[-1] == "error":
+        if key[-1] == "error" and key[0] == KERNEL_TABLE:  # relative, in per cent
+            value = 100 * (predicted[row] / PUBLISHED[row] - 1)
+            expected = "0.0 %" if abs(value) < 0.05 else f"{value:+.1f} %"
+        elif key[-1] == "error":
             value = predicted[row] - PUBLISHED[row]
             expected = "0.00" if abs(value) < 0.005 else f"{value:+.2f}"
+        elif key[0] == KERNEL_TABLE:  # TFLOP/s
+            expected = f"{predicted[key]:.0f}"
         else:
             expected = f"{predicted[key]:.2f}"
         if cell != expected:
@@ -390,6 +439,8 @@ def main():
                         help="exit 1 when the mean absolute error of the training-step rows is above this")
     parser.add_argument("--max-mean-charts", type=float,
                         help="exit 1 when the mean absolute error of the MagiAttention chart rows is above this")
+    parser.add_argument("--max-mean-kernels", type=float,
+                        help="exit 1 when the mean relative error of the single-call kernel rates is above this")
     parser.add_argument("--stripesim", default=str(STRIPESIM), help="the stripesim executable (default: build/cli/stripesim)")
     parser.add_argument("--readme", type=pathlib.Path,
                         help="exit 1 where this README's tables of published measurements show other predictions")
@@ -411,22 +462,31 @@ def main():
     predicted.update(usp_paper())
     predicted.update(usp_paper_step())
     predicted.update(magiattention())
-    # Three summaries, each with its own guard: one attention layer's layouts and algorithms, whole
-    # training steps (the step model's matmuls, tensor parallelism and memory besides), and the
-    # algorithms of MagiAttention's benchmark (read off its charts, added after every fit).
+    predicted.update(magiattention_kernels())
+    # Four summaries, each with its own guard: one attention layer's layouts and algorithms, whole
+    # training steps (the step model's matmuls, tensor parallelism and memory besides), the
+    # algorithms of MagiAttention's benchmark (read off its charts, added after every fit), and
+    # single calls of its kernel benchmark (rates, not ratios: their error is relative).
     # Per table of its own (None: every other table's rows): the kind's name, its guard and flag.
     kinds = {None: ("layout and algorithm", args.max_mean, "--max-mean"),
              STEP_TABLE: ("training-step", args.max_mean_steps, "--max-mean-steps"),
-             MAGI_TABLE: ("MagiAttention chart", args.max_mean_charts, "--max-mean-charts")}
+             MAGI_TABLE: ("MagiAttention chart", args.max_mean_charts, "--max-mean-charts"),
+             KERNEL_TABLE: ("single-call kernel rate", args.max_mean_kernels, "--max-mean-kernels")}
     errors = {table: [] for table in kinds}
     for key, published in PUBLISHED.items():
-        error = predicted[key] - published
+        if key[0] == KERNEL_TABLE:
+            error = predicted[key] / published - 1
+            line = f"published {published:.1f}  predicted {predicted[key]:.1f}  error {100 * error:+.1f} %"
+        else:
+            error = predicted[key] - published
+            line = f"published {published:.2f}  predicted {predicted[key]:.2f}  error {error:+.2f}"
         errors[key[0] if key[0] in kinds else None].append(abs(error))
-        print(f"{' '.join(key):60} published {published:.2f}  predicted {predicted[key]:.2f}  error {error:+.2f}")
+        print(f"{' '.join(key):60} {line}")
     for table, (kind, limit, flag) in kinds.items():
         values = errors[table]
         mean, worst = sum(values) / len(values), max(values)
-        print(f"{len(values)} {kind} rows: mean error {mean:.3f}, worst {worst:.2f}")
+        relative = " (relative)" if table == KERNEL_TABLE else ""
+        print(f"{len(values)} {kind} rows: mean error {mean:.3f}{relative}, worst {worst:.2f}")
         if limit is not None and mean > limit:
             print(f"published-comparison: mean error {mean:.3f} of the {kind} rows is above {flag} {limit}",
                   file=sys.stderr)

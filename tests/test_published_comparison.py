@@ -1,6 +1,6 @@
 """scripts/published-comparison.py --readme, the checker itself (without running stripesim): every
-one of the 123 published rows (85 of one attention layer, 30 of training steps, 8 read off
-MagiAttention's charts) is found in the README's tables with its predicted and error cells
+one of the 177 published rows (85 of one attention layer, 30 of training steps, 8 read off
+MagiAttention's charts, 54 single-call kernel rates of its kernel benchmark) is found in the README's tables with its predicted and error cells
 (and the Llama rows' "without merges" cell); predictions equal to the cells pass, a changed cell
 is named with its line, a row stripesim has no prediction for is named once; a README that cannot
 be read or lacks the section gets one line and exit code 2 before anything is simulated.
@@ -37,8 +37,10 @@ expect(len(merges) == 8, f"the 8 Llama rows' 'without merges' cells, found {len(
 expect(len(rows) == len(comparison.PUBLISHED) + 8, "no other rows")
 steps = {key for key in comparison.PUBLISHED if key[0] == comparison.STEP_TABLE}
 charts = {key for key in comparison.PUBLISHED if key[0] == comparison.MAGI_TABLE}
-expect(len(steps) == 30 and len(charts) == 8 and len(comparison.PUBLISHED) == 123,
-       f"30 training-step and 8 chart rows of 123, found {len(steps)} and {len(charts)} of {len(comparison.PUBLISHED)}")
+kernels = {key for key in comparison.PUBLISHED if key[0] == comparison.KERNEL_TABLE}
+expect(len(steps) == 30 and len(charts) == 8 and len(kernels) == 54 and len(comparison.PUBLISHED) == 177,
+       f"30 training-step, 8 chart and 54 kernel rows of 177, found {len(steps)}, {len(charts)} and {len(kernels)} "
+       f"of {len(comparison.PUBLISHED)}")
 
 # Predictions that are the cells themselves: no predicted cell disagrees (the error cells may,
 # by a rounding: they were taken from unrounded predictions).
