@@ -465,7 +465,7 @@ def main():
     predicted.update(magiattention_kernels())
     # Four summaries, each with its own guard: one attention layer's layouts and algorithms, whole
     # training steps (the step model's matmuls, tensor parallelism and memory besides), the
-    # algorithms of MagiAttention's benchmark (read off its charts, added after every fit), and
+    # algorithms of MagiAttention's benchmark (read off its charts, never fitted to), and
     # single calls of its kernel benchmark (rates, not ratios: their error is relative).
     # Per table of its own (None: every other table's rows): the kind's name, its guard and flag.
     kinds = {None: ("layout and algorithm", args.max_mean, "--max-mean"),

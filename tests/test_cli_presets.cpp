@@ -171,19 +171,20 @@ TEST(HardwarePresets, HeadSizeSharesAreTheLineThroughPublishedSpeeds) {
   EXPECT_NEAR(ulysses_us(128) / ulysses_us(32), 58.13 / 20.983, 0.05 * 58.13 / 20.983);
 }
 
-// FlashAttention-3 is derived, not measured (cuDNN's H100 shape at the FlashAttention-3 paper's H100
-// rates, scripts/derive-kernel-profile.py): an unmasked 16k call of 16 heads of 128 runs at the
-// rates it was scaled to, 648 / 561 TFLOP/s forward / backward, and a causal one, which it was not
-// scaled to, near the 616 TFLOP/s the paper measured forward (-2.8 % as shipped).
-TEST(HardwarePresets, FlashAttention3RunsAtThePaperRatesAndNearItsCausalFigure) {
+// FlashAttention-3 is fitted on the calls MagiAttention's kernel benchmark published for an H100
+// (not timed here), and every Hopper preset runs it: a 16k call of 48 heads over 8 K/V heads of
+// 128 at the benchmark's rates within 3 % (687 / 589 TFLOP/s unmasked forward / backward, 674
+// causal forward); the FlashAttention-3 paper's 2024 build ran slower (648 / 561, 616 causal at
+// 16 heads), which the profile, fitted on a later build, is not held to.
+TEST(HardwarePresets, FlashAttention3RunsAtItsPublishedRatesOnEveryHopper) {
   for (const char* hardware : {"h100", "h200", "h800"}) {
     const auto us = [&](const char* mask, const char* pass) {
-      return one_call_us(hardware, "fa3", "-n 16k --heads 16 --kv-heads 16", mask, pass);
+      return one_call_us(hardware, "fa3", "-n 16k --heads 48 --kv-heads 8", mask, pass);
     };
-    const double flop = 4.0 * 16384.0 * 16384 * 16 * 128;  // forward, unmasked
-    EXPECT_NEAR(flop / us("bidirectional", "fwd") / 1e6, 648.0, 0.5) << hardware;
-    EXPECT_NEAR(2.5 * flop / (us("bidirectional", "fwdbwd") - us("bidirectional", "fwd")) / 1e6, 561.0, 0.5) << hardware;
-    EXPECT_NEAR(flop / 2 / us("causal", "fwd") / 1e6, 616.0, 0.04 * 616) << hardware;
+    const double flop = 4.0 * 16384.0 * 16384 * 48 * 128;  // forward, unmasked, as the benchmark counts it
+    EXPECT_NEAR(flop / us("bidirectional", "fwd") / 1e6, 687.0, 0.03 * 687) << hardware;
+    EXPECT_NEAR(2.5 * flop / (us("bidirectional", "fwdbwd") - us("bidirectional", "fwd")) / 1e6, 589.0, 0.03 * 589) << hardware;
+    EXPECT_NEAR(flop * (16385.0 / 16384) / 2 / us("causal", "fwd") / 1e6, 674.0, 0.03 * 674) << hardware;
   }
 }
 

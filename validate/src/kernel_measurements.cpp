@@ -192,12 +192,18 @@ std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, c
     base.seq_len = r.positive_count("c");
     base.devices = 1;
     base.heads = r.positive_count("heads");
-    base.kv_heads = base.heads;
+    base.kv_heads = r.positive_count_or("kv_heads", base.heads);  // GQA's K/V heads, where the row gives them
     base.head_dim = r.positive_count("head_dim");
     base.layout = "contiguous";
     base.origins = model::InputOrigins(label);
     for (const auto& [input, field] : {std::pair{Input::seq_len, "c"}, {Input::heads, "heads"}, {Input::head_dim, "head_dim"}}) {
       base.origins.add(input, fmt::format("rows[{}].{}", i, field));
+    }
+    if (r.has("kv_heads")) {
+      if (base.heads % base.kv_heads != 0) {
+        throw InputError(fmt::format("{}: heads {} is not a multiple of kv_heads {}", r.where("kv_heads"), base.heads, base.kv_heads));
+      }
+      base.origins.add(Input::kv_heads, fmt::format("rows[{}].kv_heads", i));
     }
     for (const auto& [shape, mask] : {std::pair{"full", "bidirectional"}, {"causal", "causal"}}) {
       for (const auto& [pass_name, pass] : {std::pair{"fwd", sim::PassSelection::forward}, {"fwdbwd", sim::PassSelection::forward_backward}}) {
