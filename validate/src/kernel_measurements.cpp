@@ -63,6 +63,12 @@ std::string path_tail(const std::vector<std::string>& components, size_t parts) 
   return out;
 }
 
+// Grouped-query attention shares each K/V head among heads / kv_heads query heads; a file whose
+// counts do not divide describes no kernel call.
+void require_kv_heads_divide(Count heads, Count kv_heads, const std::string& where) {
+  if (heads % kv_heads != 0) throw InputError(fmt::format("{}: heads {} is not a multiple of kv_heads {}", where, heads, kv_heads));
+}
+
 }  // namespace
 
 std::vector<std::string> file_labels(const std::vector<std::string>& paths) {
@@ -138,9 +144,7 @@ std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, 
   if (base.seq_len % base.devices != 0) {
     throw InputError(fmt::format("{}: seq_len {} is not a multiple of devices {}", f.where("workload"), base.seq_len, base.devices));
   }
-  if (base.heads % base.kv_heads != 0) {
-    throw InputError(fmt::format("{}: heads {} is not a multiple of kv_heads {}", f.where("workload"), base.heads, base.kv_heads));
-  }
+  require_kv_heads_divide(base.heads, base.kv_heads, f.where("workload"));
   const nlohmann::json& layouts = f.raw("layouts");
   if (!layouts.is_object() || layouts.empty()) throw InputError(fmt::format("{}: expected an object of layouts", f.where("layouts")));
   std::vector<MeasuredWorkload> out;
@@ -200,9 +204,7 @@ std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, c
       base.origins.add(input, fmt::format("rows[{}].{}", i, field));
     }
     if (r.has("kv_heads")) {
-      if (base.heads % base.kv_heads != 0) {
-        throw InputError(fmt::format("{}: heads {} is not a multiple of kv_heads {}", r.where("kv_heads"), base.heads, base.kv_heads));
-      }
+      require_kv_heads_divide(base.heads, base.kv_heads, r.where("kv_heads"));
       base.origins.add(Input::kv_heads, fmt::format("rows[{}].kv_heads", i));
     }
     for (const auto& [shape, mask] : {std::pair{"full", "bidirectional"}, {"causal", "causal"}}) {
