@@ -293,7 +293,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"dtype_without_peak", "simulate --hardware tpu-v4 --dtype fp32", "--dtype fp32: hardware tpu-v4 lists no peak rate"},
         BadInput{"bad_ring_order", "simulate --ring-order best", "--ring-order 'best': expected rank or auto"},
         BadInput{"zero_heads", "simulate --heads 0", "--heads 0: must be at least 1"},
-        BadInput{"heads_kv_mismatch", "simulate --heads 6 --kv-heads 4", "--heads 6: must be a multiple of --kv-heads 4"},
+        BadInput{"heads_kv_mismatch", "simulate --heads 6 --kv-heads 4", "--kv-heads 4: must divide the 6 heads"},
         BadInput{"model_parallel_heads", "simulate --model-parallel 3", "--model-parallel 3: must divide the 16 heads"},
         // --model sets the attention shape: a flag or field that would change it is refused, not ignored.
         BadInput{"model_and_heads", "simulate --model llama3-8b --heads 64",

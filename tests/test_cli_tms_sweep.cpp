@@ -175,7 +175,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"misspelt_hardware", "tms --hardware h10", "--hardware 'h10': unknown (did you mean 'h100'?)"},
         BadInput{"unknown_hardware", "tms --hardware gaudi3", "--hardware 'gaudi3': unknown"},
         BadInput{"model_file_missing", "tms --model /nonexistent/m.json", "does not exist"},
-        BadInput{"model_file_invalid", "tms --model " + data("invalid_model.json"), "heads 16 must be a multiple of kv_heads 5"},
+        BadInput{"model_file_invalid", "tms --model " + data("invalid_model.json"), "field \"kv_heads\" = 5: must divide the 16 heads"},
         BadInput{"model_parallel_heads", "tms --model-parallel 3", "--model-parallel 3: must divide the model's 16 heads"},
         BadInput{"tms_zigzag_divisibility", "tms --devices 8 --seq-len 1000", "layout zigzag needs it divisible by 2N = 16"},
         BadInput{"tms_bad_convention", "tms --convention rough", "--convention"},

@@ -311,7 +311,7 @@ TEST(CliValidate, BlockCostsKvHeadsMustDivideTheHeads) {
   const CliResult r = run_cli("validate --calibrate --hardware h100 --kernel fa3 --block-costs '" + file.string() +
                               "' --block-costs-kernel fa3 --kernel-out '" + out.string() + "'");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("rows[0] field \"kv_heads\": heads 48 is not a multiple of kv_heads 5"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rows[0] field \"kv_heads\" = 5: must divide the 48 heads"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
   EXPECT_FALSE(fs::exists(out));
   fs::remove(file);
@@ -1163,7 +1163,7 @@ std::vector<BadInput> validate_bad_inputs() {
        "--pass fwdbwd: the nccl backend runs the forward only; the backward ring runs on --backend cpu, mpi or cuda"},
       {"pass_backward_allgather", "validate --pass fwdbwd --cp allgather",
        "--pass fwdbwd with --cp allgather: the validator's backward runs the ring (--cp ring)"},
-      {"kv_heads_not_dividing", "validate --heads 4 --kv-heads 3", "--kv-heads 3: must divide --heads 4"},
+      {"kv_heads_not_dividing", "validate --heads 4 --kv-heads 3", "--kv-heads 3: must divide the 4 heads"},
       {"zero_iterations", "validate --iterations 0", "--iterations 0: must be between 1 and 1000"},
       {"zero_timeout", "validate --timeout 0", "--timeout 0: must be 1 to 86400 seconds"},
       {"profile_without_compare", "validate --profile configs/hardware/cpu.json", "--profile: only with --compare"},

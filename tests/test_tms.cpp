@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "stripesim/model/flops/attention_heads.hpp"
 #include "stripesim/model/flops/tms.hpp"
 #include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/model/io/input_error.hpp"
@@ -15,6 +17,37 @@ namespace {
 const ConfigCatalog& catalog() {
   static const ConfigCatalog shipped(std::string(STRIPESIM_SOURCE_DIR) + "/configs");
   return shipped;
+}
+
+// The one rule for splitting heads over a group (tensor parallelism, Ulysses), brute-forced: a
+// share exists when the group divides the heads, or, for K/V heads, when the heads divide the group.
+TEST(AttentionHeads, SplitEvenlyOrReplicateKvHeads) {
+  for (Count heads = 1; heads <= 64; ++heads) {
+    for (Count group = 1; group <= 64; ++group) {
+      const bool divides = heads % group == 0;
+      const bool replicates = !divides && group % heads == 0;
+      EXPECT_EQ(heads_per_member(heads, group, false), divides ? std::optional(heads / group) : std::nullopt);
+      EXPECT_EQ(heads_per_member(heads, group, true),
+                divides ? std::optional(heads / group) : replicates ? std::optional<Count>(1) : std::nullopt)
+          << heads << " heads over " << group;
+    }
+  }
+  EXPECT_EQ(heads_per_member(8, 32, true), 1);   // Llama-3's 8 K/V heads over an all-to-all of 32
+  EXPECT_EQ(heads_per_member(8, 12, true), std::nullopt);
+  EXPECT_EQ(heads_per_member(0, 4, true), std::nullopt);
+}
+
+TEST(AttentionHeads, KvHeadsMustDivideTheHeads) {
+  EXPECT_NO_THROW(require_kv_heads_divide(32, 8));
+  EXPECT_NO_THROW(require_kv_heads_divide(5, 5));
+  try {
+    require_kv_heads_divide(6, 4);
+    FAIL() << "6 heads over 4 K/V heads accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--kv-heads 4: must divide the 6 heads");
+    EXPECT_EQ(e.input(), Input::kv_heads);  // by kind, so a file's reader names its field
+  }
+  EXPECT_THROW(require_kv_heads_divide(6, 0), InputError);
 }
 
 TmsRequest request(const std::string& model, const std::string& hardware, Count devices, Count seq_len) {

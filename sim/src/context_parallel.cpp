@@ -6,6 +6,7 @@
 #include <charconv>
 #include <optional>
 
+#include "stripesim/model/flops/attention_heads.hpp"
 #include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::sim {
@@ -28,8 +29,7 @@ Count kv_heads_after_alltoall(const ContextParallel& cp, const AttentionShape& s
     throw InputError(model::Input::cp, to_string(cp, s.devices),
                      fmt::format("the all-to-all over {} devices needs the {} heads of a device divisible by {}", u, s.heads, u));
   }
-  if (s.kv_heads % u == 0) return s.kv_heads / u;
-  if (u % s.kv_heads == 0) return 1;
+  if (const std::optional<Count> share = model::heads_per_member(s.kv_heads, u, /*replicate=*/true)) return *share;
   throw InputError(model::Input::cp, to_string(cp, s.devices),
                    fmt::format("the all-to-all over {} devices needs the {} K/V heads to divide it or be divisible by it", u,
                                s.kv_heads));

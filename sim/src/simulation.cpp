@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
+#include "stripesim/model/flops/attention_heads.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/name_match.hpp"
@@ -76,8 +78,7 @@ namespace {
 // Query heads split over the model-parallel group; K/V heads may also be replicated when the
 // group outnumbers them (each device keeps the one its query heads read), as Megatron does.
 Count split_heads(Count heads, Count model_parallel, const char* what, bool replicate) {
-  if (heads % model_parallel == 0) return heads / model_parallel;
-  if (replicate && model_parallel % heads == 0) return 1;
+  if (const std::optional<Count> share = model::heads_per_member(heads, model_parallel, replicate)) return *share;
   throw InputError(model::Input::model_parallel, std::to_string(model_parallel),
                    fmt::format("must divide the {} {}{}", heads, what, replicate ? " (or be a multiple of it)" : ""));
 }
@@ -306,9 +307,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
     head_dim = sim.transformer->head_dim;
   }
   check_scope(config, sim);
-  if (heads % kv_heads != 0) {
-    throw InputError(Input::heads, std::to_string(heads), fmt::format("must be a multiple of --kv-heads {}", kv_heads));
-  }
+  model::require_kv_heads_divide(heads, kv_heads);
   sim.heads_per_device = split_heads(heads, config.model_parallel, "heads", false);
   sim.kv_heads_per_device = split_heads(kv_heads, config.model_parallel, "K/V heads", true);
   sim.head_dim = head_dim;

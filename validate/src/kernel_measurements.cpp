@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "stripesim/model/flops/attention_heads.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/json_file.hpp"
@@ -61,12 +62,6 @@ std::string path_tail(const std::vector<std::string>& components, size_t parts) 
     out += (out.empty() ? "" : "/") + components[i];
   }
   return out;
-}
-
-// Grouped-query attention shares each K/V head among heads / kv_heads query heads; a file whose
-// counts do not divide describes no kernel call.
-void require_kv_heads_divide(Count heads, Count kv_heads, const std::string& where) {
-  if (heads % kv_heads != 0) throw InputError(fmt::format("{}: heads {} is not a multiple of kv_heads {}", where, heads, kv_heads));
 }
 
 }  // namespace
@@ -136,15 +131,11 @@ std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, 
   base.origins.add(Input::layouts, "layouts");
   if (w.has("tile")) base.tile = base.origins.run([&] { return model::parse_tile_shape(w.string("tile")); });
   base.mask = w.string("mask");
-  const std::string pass = w.string("pass");
-  if (pass != "fwd" && pass != "bwd" && pass != "fwdbwd") {
-    throw InputError(fmt::format("{}: expected fwd, bwd or fwdbwd, got \"{}\"", w.where("pass"), pass));
-  }
-  base.pass = sim::parse_pass_selection(pass);
+  base.pass = w.parsed("pass", sim::parse_pass_selection);
   if (base.seq_len % base.devices != 0) {
     throw InputError(fmt::format("{}: seq_len {} is not a multiple of devices {}", f.where("workload"), base.seq_len, base.devices));
   }
-  require_kv_heads_divide(base.heads, base.kv_heads, f.where("workload"));
+  JsonFields::located(w.where("kv_heads"), [&] { model::require_kv_heads_divide(base.heads, base.kv_heads); });
   const nlohmann::json& layouts = f.raw("layouts");
   if (!layouts.is_object() || layouts.empty()) throw InputError(fmt::format("{}: expected an object of layouts", f.where("layouts")));
   std::vector<MeasuredWorkload> out;
@@ -204,7 +195,7 @@ std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, c
       base.origins.add(input, fmt::format("rows[{}].{}", i, field));
     }
     if (r.has("kv_heads")) {
-      require_kv_heads_divide(base.heads, base.kv_heads, r.where("kv_heads"));
+      JsonFields::located(r.where("kv_heads"), [&] { model::require_kv_heads_divide(base.heads, base.kv_heads); });
       base.origins.add(Input::kv_heads, fmt::format("rows[{}].kv_heads", i));
     }
     for (const auto& [shape, mask] : {std::pair{"full", "bidirectional"}, {"causal", "causal"}}) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "stripesim/model/flops/attention_heads.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/sim/context_parallel.hpp"
 
@@ -82,9 +83,7 @@ void check_ring_case(const RingCase& c) {
     throw InputError(fmt::format("--seq-len {} is not divisible by --devices {}", c.seq_len, c.devices));
   }
   if (c.heads < 1 || c.heads > 256) throw InputError(fmt::format("--heads {}: expected 1 to 256", c.heads));
-  if (c.kv_heads < 1 || c.heads % c.kv_heads != 0) {
-    throw InputError(fmt::format("--kv-heads {}: must divide --heads {}", c.kv_heads, c.heads));
-  }
+  model::require_kv_heads_divide(c.heads, c.kv_heads);
   if (c.head_dim < 1 || c.head_dim > 512) throw InputError(fmt::format("--head-dim {}: expected 1 to 512", c.head_dim));
   const sim::ContextParallel cp = sim::parse_context_parallel(c.cp, c.devices);
   if (cp.algorithm == sim::CpAlgorithm::hybrid || cp.head_groups != 1) {

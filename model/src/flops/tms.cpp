@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "stripesim/model/flops/attention_heads.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
@@ -54,7 +55,7 @@ void check_request_settings(const TmsRequest& request) {
       throw InputError(Input::layouts, extra, "is always compared (contiguous, striped, zigzag); list only layouts beyond them");
     }
   }
-  if (request.model.heads % request.model_parallel != 0) {
+  if (!heads_per_member(request.model.heads, request.model_parallel, /*replicate=*/false)) {
     throw InputError(Input::model_parallel, std::to_string(request.model_parallel),
                      fmt::format("must divide the model's {} heads", request.model.heads));
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "stripesim/model/flops/attention_heads.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
 
@@ -19,9 +20,7 @@ TransformerModel transformer_model_from_json(const nlohmann::json& doc, const st
   m.layers = f.positive_count("layers");
   m.heads = f.positive_count("heads");
   m.kv_heads = f.positive_count_or("kv_heads", m.heads);
-  if (m.heads % m.kv_heads != 0) {
-    throw InputError(fmt::format("{}: heads {} must be a multiple of kv_heads {}", label, m.heads, m.kv_heads));
-  }
+  JsonFields::located(f.where("kv_heads"), [&] { require_kv_heads_divide(m.heads, m.kv_heads); });
   if (!f.has("head_dim") && m.d_model % m.heads != 0) {
     throw InputError(fmt::format("{}: d_model {} is not divisible by heads {}; give head_dim", label, m.d_model, m.heads));
   }

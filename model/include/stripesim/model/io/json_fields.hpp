@@ -88,11 +88,8 @@ class JsonFields {
   }
   [[nodiscard]] const std::string& label() const { return label_; }
 
- private:
-  // The string at array[index] (the array at key), or an error naming that item.
-  [[nodiscard]] std::string string_item(const nlohmann::json& array, const std::string& key, size_t index) const;
-
-  // work(), an InputError it raises by kind named at `where`.
+  // work(), an InputError it raises by kind named at `where` (a check shared with the flags,
+  // run on a file's field).
   template <typename Work>
   static auto located(const std::string& where, Work&& work) {
     try {
@@ -101,6 +98,10 @@ class JsonFields {
       throw e.at(where);
     }
   }
+
+ private:
+  // The string at array[index] (the array at key), or an error naming that item.
+  [[nodiscard]] std::string string_item(const nlohmann::json& array, const std::string& key, size_t index) const;
 
   const nlohmann::json& object_;
   std::string label_;

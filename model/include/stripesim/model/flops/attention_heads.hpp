@@ -1,0 +1,21 @@
+#pragma once
+// How attention heads share K/V heads and split over a group of devices (tensor parallelism,
+// Ulysses' all-to-all): one rule for the model files, the simulator and the validator.
+#include <optional>
+
+#include "stripesim/model/work/types.hpp"
+
+namespace stripesim::model {
+
+// Grouped-query attention shares each K/V head among heads / kv_heads query heads, so kv_heads
+// must divide heads; throws InputError by kind (Input::kv_heads), which a caller reading a file
+// locates at its field.
+void require_kv_heads_divide(Count heads, Count kv_heads);
+
+// The heads each member of a group of `group` devices holds: an equal share; or, with
+// `replicate` (K/V heads), one each when the group is a multiple of the heads, each device keeping
+// the K/V head its query heads read (Megatron and DeepSpeed-Ulysses replicate them so).
+// nullopt: the heads cannot be split over that group.
+[[nodiscard]] std::optional<Count> heads_per_member(Count heads, Count group, bool replicate);
+
+}  // namespace stripesim::model
