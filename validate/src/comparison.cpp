@@ -8,6 +8,7 @@
 #include "stripesim/sim/simulation.hpp"
 #include "stripesim/validate/calibration.hpp"
 #include "stripesim/validate/kernel_accuracy.hpp"
+#include "stripesim/validate/kernel_measurements.hpp"
 #include "stripesim/validate/measurement_stats.hpp"
 
 namespace stripesim::validate {
@@ -57,7 +58,7 @@ CaseComparison compare_case(const CaseResult& result, const CasePrediction& pred
   out.role = role;
   out.prediction = prediction;
   out.measured_total_us = result.summary.wall.median;
-  out.total_error = out.measured_total_us > 0 ? (prediction.total_us - out.measured_total_us) / out.measured_total_us : 0;
+  out.total_error = out.measured_total_us > 0 ? relative_error(prediction.total_us, out.measured_total_us) : 0;
   std::vector<double> intra, inter;
   for (const HandoffSample& hop : handoff_samples(result, placement)) {
     if (hop.measured_us > 0) (hop.path == HopPath::inter_node ? inter : intra).push_back(hop.measured_us);
@@ -65,15 +66,12 @@ CaseComparison compare_case(const CaseResult& result, const CasePrediction& pred
   if (!intra.empty()) out.handoff_measured_us = spread_of(intra).median;
   if (!inter.empty()) out.inter_node_handoff_measured_us = spread_of(inter).median;
   const Count devices = result.ring_case.devices;
+  std::vector<double> measured_us;  // [round][device], as the prediction's
   for (Count r = 0; r < devices; ++r) {
-    double predicted = 0, measured = 0;
-    for (Count d = 0; d < devices; ++d) {
-      predicted = std::max(predicted, prediction.kernel_us[static_cast<size_t>(r * devices + d)]);
-      measured = std::max(measured, result.summary.call_us(r, d));
-    }
-    out.round_predicted_us.push_back(predicted);
-    out.round_measured_us.push_back(measured);
+    for (Count d = 0; d < devices; ++d) measured_us.push_back(result.summary.call_us(r, d));
   }
+  out.round_predicted_us = round_maxima(prediction.kernel_us, devices);
+  out.round_measured_us = round_maxima(measured_us, devices);
   return out;
 }
 
@@ -83,26 +81,26 @@ ErrorSummary summarize_errors(const std::vector<CaseResult>& results, const std:
   std::vector<double> totals, kernels;
   for (size_t i = 0; i < comparisons.size(); ++i) {
     if (comparisons[i].role != role || (!cp.empty() && results[i].ring_case.cp != cp)) continue;
-    totals.push_back(std::abs(comparisons[i].total_error));
+    totals.push_back(comparisons[i].total_error);
     const Count devices = results[i].ring_case.devices;
     for (Count r = 0; r < devices; ++r) {
       for (Count d = 0; d < devices; ++d) {
         const double measured = results[i].summary.call_us(r, d);
         if (measured <= 0) continue;  // skipped block: 0 predicted, 0 measured
         const double predicted = comparisons[i].prediction.kernel_us[static_cast<size_t>(r * devices + d)];
-        kernels.push_back(std::abs(predicted - measured) / measured);
+        kernels.push_back(relative_error(predicted, measured));
       }
     }
   }
   s.cases = static_cast<Count>(totals.size());
   s.kernels = static_cast<Count>(kernels.size());
   if (!totals.empty()) {
-    const Spread t = spread_of(totals);
+    const Spread t = magnitude_spread(totals);
     s.median_abs_total_error = t.median;
     s.max_abs_total_error = t.max;
   }
   if (!kernels.empty()) {
-    const Spread k = spread_of(kernels);
+    const Spread k = magnitude_spread(kernels);
     s.median_abs_kernel_error = k.median;
     s.max_abs_kernel_error = k.max;
   }

@@ -199,13 +199,13 @@ AccuracySummary summarize_accuracy(const std::vector<WorkloadPrediction>& predic
   for (const auto& p : predictions) {
     for (size_t i = 0; i < p.predicted_us.size(); ++i) {
       const double measured = p.workload->us[i];
-      if (measured > 0) calls.push_back(std::abs(p.predicted_us[i] - measured) / measured);
+      if (measured > 0) calls.push_back(relative_error(p.predicted_us[i], measured));
     }
     if (p.predicted_speedup && p.measured_speedup) speedups.push_back(std::abs(*p.predicted_speedup - *p.measured_speedup));
   }
   s.calls = static_cast<Count>(calls.size());
   if (!calls.empty()) {
-    const Spread c = spread_of(calls);
+    const Spread c = magnitude_spread(calls);
     s.median_abs_call_error = c.median;
     s.max_abs_call_error = c.max;
   }

@@ -135,7 +135,7 @@ std::vector<double> relative_errors(const std::vector<MeasuredCall>& calls, cons
     const MeasuredCall& call = calls[i];
     if (call.measured_us <= 0) continue;
     const double us = sim::dot(placed[i].forward, costs.forward) + sim::dot(placed[i].backward, costs.backward);
-    errors.push_back((us - call.measured_us) / call.measured_us);
+    errors.push_back(relative_error(us, call.measured_us));
   }
   return errors;
 }
@@ -476,13 +476,6 @@ std::string given_block_order(const FitOptions& options) {
   return out + ")";
 }
 
-// Median and worst of the errors' magnitudes.
-Spread magnitude_spread(const std::vector<double>& errors) {
-  std::vector<double> magnitudes;
-  for (const double e : errors) magnitudes.push_back(std::abs(e));
-  return spread_of(magnitudes);
-}
-
 }  // namespace
 
 KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelProfile& base, const model::HardwareProfile& hardware,
@@ -594,7 +587,7 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
     // Every call as the profile now prices it: at its own shape.
     errors.clear();
     for (const MeasuredCall& call : calls) {
-      if (call.measured_us > 0) errors.push_back((predicted_us(call, best.profile, sms) - call.measured_us) / call.measured_us);
+      if (call.measured_us > 0) errors.push_back(relative_error(predicted_us(call, best.profile, sms), call.measured_us));
     }
   }
   KernelFit out;

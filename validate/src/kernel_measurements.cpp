@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <numeric>
 #include <set>
 
 #include "stripesim/model/flops/attention_heads.hpp"
@@ -20,12 +21,17 @@ using model::JsonFields;
 
 std::string MeasuredWorkload::label() const { return fmt::format("{} {}", group, layout); }
 
-double lockstep_us(const std::vector<double>& us, Count devices) {
-  double total = 0;
+std::vector<double> round_maxima(const std::vector<double>& us, Count devices) {
+  std::vector<double> out;
   for (Count r = 0; r * devices < static_cast<Count>(us.size()); ++r) {
-    total += *std::max_element(us.begin() + r * devices, us.begin() + (r + 1) * devices);
+    out.push_back(*std::max_element(us.begin() + r * devices, us.begin() + (r + 1) * devices));
   }
-  return total;
+  return out;
+}
+
+double lockstep_us(const std::vector<double>& us, Count devices) {
+  const std::vector<double> rounds = round_maxima(us, devices);
+  return std::accumulate(rounds.begin(), rounds.end(), 0.0);
 }
 
 namespace {

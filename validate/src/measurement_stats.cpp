@@ -1,6 +1,8 @@
 #include "stripesim/validate/measurement_stats.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
 
 namespace stripesim::validate {
 
@@ -10,6 +12,15 @@ Spread spread_of(std::vector<double> values) {
   const size_t mid = values.size() / 2;
   const double median = values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
   return {median, values.front(), values.back()};
+}
+
+double relative_error(double predicted, double measured) { return (predicted - measured) / measured; }
+
+Spread magnitude_spread(const std::vector<double>& errors) {
+  std::vector<double> magnitudes;
+  magnitudes.reserve(errors.size());
+  for (const double e : errors) magnitudes.push_back(std::abs(e));
+  return spread_of(std::move(magnitudes));
 }
 
 namespace {

@@ -16,6 +16,11 @@ struct Spread {
 // Of a non-empty sample; the median of an even count is the mean of the middle two.
 [[nodiscard]] Spread spread_of(std::vector<double> values);
 
+// A prediction's error relative to a timing that took time (measured > 0): (predicted - measured) / measured.
+[[nodiscard]] double relative_error(double predicted, double measured);
+// The median, smallest and worst of the errors' magnitudes: how a fit or a comparison reports them.
+[[nodiscard]] Spread magnitude_spread(const std::vector<double>& errors);
+
 struct MeasurementSummary {
   Count devices = 0;
   std::vector<Spread> kernel;   // [round * devices + device]
