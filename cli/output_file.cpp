@@ -8,11 +8,18 @@
 #include <fstream>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
 
 namespace stripesim::cli {
 
+namespace {
+
+bool to_standard_output(const std::string& path) { return path.empty() || path == "-"; }
+
+}  // namespace
+
 void check_output_path(const std::string& path, const std::string& flag) {
-  if (path.empty() || path == "-") return;
+  if (to_standard_output(path)) return;
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -34,11 +41,11 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
   for (size_t i = 0; i < paths_and_flags.size(); ++i) {
     const auto& [path, flag] = paths_and_flags[i];
     check_output_path(path, flag);
-    if (path.empty() || path == "-") continue;
+    if (to_standard_output(path)) continue;
     // Two outputs into one file: the second would overwrite the first.
     for (size_t j = 0; j < i; ++j) {
       const auto& [other, other_flag] = paths_and_flags[j];
-      if (other.empty() || other == "-") continue;
+      if (to_standard_output(other)) continue;
       if (same_file(other, path)) {
         throw model::InputError(fmt::format("{} '{}', {} '{}': the same file; give each its own", other_flag, other, flag, path));
       }
@@ -47,6 +54,35 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
 }
 
 namespace {
+
+// Whether `path` leads, by itself or through links, into /dev or /proc (/dev/stdout is a link to
+// /proc/self/fd/1): a device or stream, written directly even when a regular file is behind it.
+bool device_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path at = fs::absolute(path);
+  std::error_code ec;
+  for (int hops = 0; hops < 40; ++hops) {
+    const std::string text = at.lexically_normal().string();
+    if (text.starts_with("/dev/") || text.starts_with("/proc/")) return true;
+    if (!fs::is_symlink(fs::symlink_status(at, ec))) return false;
+    const fs::path target = fs::read_symlink(at, ec);
+    if (ec) return false;
+    at = target.is_absolute() ? target : at.parent_path() / target;
+  }
+  return false;
+}
+
+// Refuses an output onto a file the command read: writing it would destroy an input (a
+// baseline, an experiment, a measurement file), unless a profile output refits a profile.
+void check_not_an_input(const std::string& path, const std::string& flag, OutputKind kind) {
+  for (const model::FileRead& read : model::files_read()) {
+    if (kind == OutputKind::profile && read.use == model::FileUse::profile) continue;
+    if (same_file(read.path, path)) {
+      throw model::InputError(
+          fmt::format("{} '{}': the command reads this file ({}); give the output another path", flag, path, read.label));
+    }
+  }
+}
 
 // Writes `text` whole into `target` (the path itself, or a file beside it that then replaces
 // it), naming `path` in its errors; a partial file beside the path is removed.
@@ -65,8 +101,8 @@ void write_file(const std::string& target, const std::string& text, const std::s
 
 }  // namespace
 
-void OutputFiles::add(std::string text, std::string path, std::string flag) {
-  outputs_.push_back({std::move(text), std::move(path), std::move(flag)});
+void OutputFiles::add(std::string text, std::string path, std::string flag, OutputKind kind) {
+  outputs_.push_back({std::move(text), std::move(path), std::move(flag), kind});
 }
 
 void OutputFiles::add_folder(std::string dir, std::string flag) { folders_.emplace_back(std::move(dir), std::move(flag)); }
@@ -94,21 +130,22 @@ void OutputFiles::commit() {
     std::vector<std::pair<std::string, std::string>> paths;
     for (const Output& o : outputs_) paths.emplace_back(o.path, o.flag);
     check_output_paths(paths);
-    // Regular files are staged beside their paths. A path that is not a regular file (a
-    // terminal, /dev/null, a pipe) is written directly, after them: renaming onto it would
-    // replace the device itself.
+    // Regular files are staged beside their paths (beside the file a link names, so the link
+    // stays). A path that is not a regular file (a terminal, /dev/null, a pipe, /dev/stdout) is
+    // written directly, after them: renaming onto it would replace the device itself.
     std::vector<const Output*> direct;
     for (const Output& o : outputs_) {
-      const bool to_stdout = o.path.empty() || o.path == "-";
-      if (to_stdout || (fs::exists(o.path, ec) && !fs::is_regular_file(o.path, ec))) {
+      if (to_standard_output(o.path) || device_path(o.path) || (fs::exists(o.path, ec) && !fs::is_regular_file(o.path, ec))) {
         direct.push_back(&o);
         continue;
       }
-      staged.emplace_back(fmt::format("{}.tmp{}", o.path, ::getpid()), &o);
+      check_not_an_input(o.path, o.flag, o.kind);
+      const std::string destination = fs::weakly_canonical(o.path, ec).string();
+      staged.emplace_back(fmt::format("{}.tmp{}", ec ? o.path : destination, ::getpid()), &o);
       write_file(staged.back().first, o.text, o.path, o.flag);
     }
     for (const Output* o : direct) {
-      if (!o->path.empty() && o->path != "-") {
+      if (!to_standard_output(o->path)) {
         write_file(o->path, o->text, o->path, o->flag);
       } else {
         // A short write sets stdout's error flag, which the flush below reports.
@@ -119,7 +156,8 @@ void OutputFiles::commit() {
     flush_standard_output();
     for (size_t i = 0; i < staged.size(); ++i) {
       const auto& [temporary, output] = staged[i];
-      fs::rename(temporary, output->path, ec);
+      // The staged file's name less its suffix: the path, or the file its link names.
+      fs::rename(temporary, temporary.substr(0, temporary.rfind(".tmp")), ec);
       if (ec) {
         staged.erase(staged.begin(), staged.begin() + static_cast<std::ptrdiff_t>(i));
         throw model::InputError(fmt::format("{} '{}': cannot replace the file", output->flag, output->path));

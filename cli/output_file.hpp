@@ -13,10 +13,15 @@ namespace stripesim::cli {
 // output, a device such as /dev/null), flushes what the command has printed, and only then
 // renames the staged files into place. On failure it removes what it staged and the folders it
 // created, and throws model::InputError naming the flag and path that failed.
+// What an output is: a result, or a kernel or hardware profile that a fit writes and may write
+// over the profile it started from (the refit in place of a shipped profile's "fitted by").
+enum class OutputKind { result, profile };
+
 class OutputFiles {
  public:
-  // `path` "" or "-" is standard output.
-  void add(std::string text, std::string path, std::string flag = "--output");
+  // `path` "" or "-" is standard output. No output may overwrite a file the command read
+  // (model::files_read), but a profile output may replace a profile read.
+  void add(std::string text, std::string path, std::string flag = "--output", OutputKind kind = OutputKind::result);
   // A folder the files added under it go into, created by commit() (and removed again, if it
   // made it and a write fails).
   void add_folder(std::string dir, std::string flag = "--out-dir");
@@ -25,6 +30,7 @@ class OutputFiles {
  private:
   struct Output {
     std::string text, path, flag;
+    OutputKind kind = OutputKind::result;
   };
   std::vector<Output> outputs_;
   std::vector<std::pair<std::string, std::string>> folders_;  // (dir, flag)

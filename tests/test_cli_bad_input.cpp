@@ -8,6 +8,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -81,6 +83,9 @@ std::vector<BadInput> bad_inputs() {
       {"unknown_flag", "--frobnicate", "--frobnicate: unknown option of analyze"},
       {"config_missing", "--config /nonexistent/config.json", "does not exist"},
       {"config_malformed", "--config " + data("malformed_config.json"), "is not valid JSON"},
+      {"experiment_key_twice", "--experiment " + data("duplicate_key_config.json"), "duplicate_key_config.json': key \"seq_len\" is given twice in one object"},
+      {"experiment_number_overflow", "--experiment " + data("number_overflow_config.json"),
+       "number_overflow_config.json': number overflow parsing '1e400', beyond what a double holds"},
       {"config_unknown_field", "--config " + data("unknown_field_config.json"), "unknown field \"tiles\""},
       {"threads_negative", "--threads -1", "--threads: Value -1 not in range 0 to 1024"},
       {"doc_zigzag_without_documents", "--layouts doc-zigzag", "--layouts doc-zigzag: needs a documents mask"},
@@ -226,6 +231,76 @@ TEST(CliBadInput, AFailedOutputTakesTheCommandsOtherFilesWithIt) {
   const CliResult traced = run_cli("simulate -n 32k -N 4 --trace '" + d + "/trace.json' -o '" + d + "/simulate.txt'");
   EXPECT_EQ(traced.exit_code, 0) << traced.err;
   EXPECT_TRUE(fs::exists(d + "/trace.json") && fs::exists(d + "/simulate.txt"));
+  fs::remove_all(dir);
+}
+
+// An output onto a file the command reads would destroy that input (a baseline, an experiment,
+// a model, a measurement file): refused with exit 2 and the file untouched. A fit's profile
+// output may refit the profile it started from, as the shipped profiles' "fitted by" commands do.
+TEST(CliBadInput, AnOutputNeverOverwritesAnInput) {
+  namespace fs = std::filesystem;
+  const fs::path dir = temp_path("stripesim_output_onto_input_");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string d = dir.string(), source = STRIPESIM_SOURCE_DIR;
+  for (const auto& [from, to] : {std::pair{"/reports/baseline/imbalance.json", "/b.json"}, {"/configs/experiments/baseline.json", "/e.json"},
+                                 {"/configs/models/llama3-8b.json", "/m.json"}, {"/configs/kernels/h100/fa3.json", "/k.json"},
+                                 {"/configs/measurements/h100/block-costs-fa3-magiattention.json", "/costs.json"}}) {
+    fs::copy_file(source + from, d + to);
+  }
+  struct Case {
+    std::string args, error;
+  };
+  const std::vector<Case> cases = {
+      {"check --baseline '" + d + "/b.json' --junit '" + d + "/b.json'",
+       "--junit '" + d + "/b.json': the command reads this file (--baseline " + d + "/b.json)"},
+      {"check --write-baseline '" + d + "/e.json' --experiment '" + d + "/e.json'",
+       "--write-baseline '" + d + "/e.json': the command reads this file (--experiment " + d + "/e.json)"},
+      {"tms --model '" + d + "/m.json' -o '" + d + "/./m.json'",
+       "--output '" + d + "/./m.json': the command reads this file (--model " + d + "/m.json)"},
+      {"simulate --hardware h100 --kernel '" + d + "/k.json' -o '" + d + "/k.json'",
+       "--output '" + d + "/k.json': the command reads this file (--kernel " + d + "/k.json)"},
+      {"validate --calibrate --hardware h100 --kernel fa3 --block-costs '" + d + "/costs.json' --block-costs-kernel fa3 --kernel-out '" + d +
+           "/costs.json'",
+       "--kernel-out '" + d + "/costs.json': the command reads this file (--block-costs " + d + "/costs.json)"},
+  };
+  std::map<std::string, std::string> before;
+  for (const auto& entry : fs::directory_iterator(dir)) before[entry.path().string()] = slurp(entry.path());
+  for (const Case& c : cases) {
+    const CliResult r = run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args;
+    EXPECT_EQ(r.err, "stripesim: error: " + c.error + "; give the output another path\n") << c.args;
+  }
+  for (const auto& [path, text] : before) EXPECT_EQ(slurp(path), text) << path << " was overwritten";
+  // The refit in place: --kernel's file is the profile --kernel-out replaces.
+  const CliResult refit = run_cli("validate --calibrate --hardware h100 --kernel '" + d + "/k.json' --block-costs '" + d +
+                                  "/costs.json' --block-costs-kernel fa3 --kernel-out '" + d + "/k.json'");
+  EXPECT_EQ(refit.exit_code, 0) << refit.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(d + "/k.json"))["name"], "fa3");
+  fs::remove_all(dir);
+}
+
+// An output path that is a link is written through: the link stays and the file it names gets
+// the output. /dev/stdout, a link into /proc, is written as the stream it is, even when the
+// shell sent standard output to a regular file (renaming onto it would replace /dev/stdout).
+TEST(CliBadInput, AnOutputThroughALinkKeepsTheLink) {
+  namespace fs = std::filesystem;
+  const fs::path dir = temp_path("stripesim_output_link_");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path target = dir / "target.json", link = dir / "link.json";
+  { std::ofstream(target) << "old\n"; }
+  fs::create_symlink(target, link);
+  const CliResult r = run_cli("analyze -n 1k -N 2 --format json -o '" + link.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(nlohmann::json::parse(slurp(target))["config"]["seq_len"], 1024);
+  if (fs::is_symlink("/dev/stdout")) {
+    const CliResult to_stdout = run_cli("analyze -n 1k -N 2 --format json -o /dev/stdout");  // stdout: a regular file
+    EXPECT_EQ(to_stdout.exit_code, 0) << to_stdout.err;
+    EXPECT_TRUE(fs::is_symlink("/dev/stdout")) << "/dev/stdout was replaced by a file";
+    EXPECT_EQ(nlohmann::json::parse(to_stdout.out)["config"]["seq_len"], 1024);
+  }
   fs::remove_all(dir);
 }
 

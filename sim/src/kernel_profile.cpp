@@ -348,7 +348,7 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
                                  hardware.name));
   }
   if (model::is_config_path(wanted)) {
-    return kernel_profile_from_json(model::read_json_file(wanted, "--kernel " + wanted), "--kernel " + wanted);
+    return kernel_profile_from_json(model::read_json_file(wanted, "--kernel " + wanted, model::FileUse::profile), "--kernel " + wanted);
   }
   namespace fs = std::filesystem;
   std::vector<std::string> folders{hardware.name};
@@ -360,7 +360,7 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) continue;
     const fs::path file = dir / (wanted + ".json");
-    if (fs::exists(file, ec)) return kernel_profile_from_json(model::read_json_file(file.string(), file.string()), file.string());
+    if (fs::exists(file, ec)) return kernel_profile_from_json(model::read_json_file(file.string(), file.string(), model::FileUse::profile), file.string());
     std::vector<std::string> names;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
       if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());

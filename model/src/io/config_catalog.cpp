@@ -39,7 +39,9 @@ std::vector<std::filesystem::path> config_files(const std::string& root, const s
 template <typename Config, typename Parse>
 Config find(const std::string& root, const std::string& kind, Input input, const std::string& wanted, Parse parse) {
   const std::string flag(flag_of(input));
-  if (is_config_path(wanted)) return parse(read_json_file(wanted, flag + " " + wanted), flag + " " + wanted);
+  // A hardware profile may be refitted in place (calibrate-step --hardware-out); a model may not.
+  const FileUse use = input == Input::hardware ? FileUse::profile : FileUse::input;
+  if (is_config_path(wanted)) return parse(read_json_file(wanted, flag + " " + wanted, use), flag + " " + wanted);
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(root) / kind;
   std::error_code ec;
@@ -50,7 +52,7 @@ Config find(const std::string& root, const std::string& kind, Input input, const
   }
   std::vector<std::string> names, every_name;
   for (const auto& file : config_files(root, kind)) {
-    Config config = parse(read_json_file(file.string(), file.string()), file.string());
+    Config config = parse(read_json_file(file.string(), file.string(), use), file.string());
     std::vector<std::string> answers_to = all_names(config);
     answers_to.push_back(file.stem().string());
     if (std::ranges::any_of(answers_to, [&](const std::string& name) { return same_name(name, wanted); })) return config;
@@ -108,7 +110,8 @@ std::optional<HardwareProfile> ConfigCatalog::hardware_for_device(std::string_vi
   std::optional<HardwareProfile> best;
   size_t best_length = 0;
   for (const auto& file : config_files(root_, "hardware")) {
-    HardwareProfile profile = hardware_profile_from_json(read_json_file(file.string(), file.string()), file.string());
+    HardwareProfile profile =
+        hardware_profile_from_json(read_json_file(file.string(), file.string(), FileUse::profile), file.string());
     for (const std::string& name : profile.device_names) {
       if (name.size() > best_length && device.find(lowercase(name)) != std::string::npos) {
         best_length = name.size();

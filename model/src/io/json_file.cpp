@@ -4,13 +4,36 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::model {
 
-std::string read_text_file(const std::string& path, std::string_view label) {
+namespace {
+
+// The process's reads: layouts' permutation files may be read on the threads that count them.
+struct ReadLog {
+  std::mutex mutex;
+  std::vector<FileRead> reads;
+};
+
+ReadLog& read_log() {
+  static ReadLog log;
+  return log;
+}
+
+}  // namespace
+
+std::vector<FileRead> files_read() {
+  ReadLog& log = read_log();
+  const std::lock_guard lock(log.mutex);
+  return log.reads;
+}
+
+std::string read_text_file(const std::string& path, std::string_view label, FileUse use) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{}: file '{}' does not exist", label, path));
   if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: '{}' is a directory, expected a file", label, path));
@@ -19,16 +42,42 @@ std::string read_text_file(const std::string& path, std::string_view label) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw InputError(fmt::format("{}: error while reading '{}'", label, path));
+  ReadLog& log = read_log();
+  {
+    const std::lock_guard lock(log.mutex);
+    log.reads.push_back({path, std::string(label), use});
+  }
   return text.str();
 }
 
-nlohmann::json read_json_file(const std::string& path, std::string_view label) {
-  const std::string text = read_text_file(path, label);
+nlohmann::json parse_json_text(const std::string& text, std::string_view what) {
+  using Event = nlohmann::json::parse_event_t;
+  std::vector<std::set<std::string>> keys;  // of each object open at this point
+  std::string twice;
+  const nlohmann::json::parser_callback_t note_keys = [&](int, Event event, nlohmann::json& parsed) {
+    if (event == Event::object_start) keys.emplace_back();
+    if (event == Event::object_end) keys.pop_back();
+    if (event == Event::key && !keys.back().insert(parsed.get<std::string>()).second && twice.empty()) twice = parsed.get<std::string>();
+    return true;
+  };
+  nlohmann::json doc;
   try {
-    return nlohmann::json::parse(text);
+    doc = nlohmann::json::parse(text, note_keys);
   } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("{}: '{}' is not valid JSON (at byte {})", label, path, e.byte));
+    throw InputError(fmt::format("{} is not valid JSON (at byte {})", what, e.byte));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // "[json.exception.out_of_range.406] number overflow parsing '1e400'": the part after the tag.
+    const std::string message = e.what();
+    const size_t tag_end = message.find("] ");
+    throw InputError(fmt::format("{}: {}, beyond what a double holds", what,
+                                 tag_end == std::string::npos ? message : message.substr(tag_end + 2)));
   }
+  if (!twice.empty()) throw InputError(fmt::format("{}: key \"{}\" is given twice in one object", what, twice));
+  return doc;
+}
+
+nlohmann::json read_json_file(const std::string& path, std::string_view label, FileUse use) {
+  return parse_json_text(read_text_file(path, label, use), fmt::format("{}: '{}'", label, path));
 }
 
 }  // namespace stripesim::model

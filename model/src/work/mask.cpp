@@ -149,12 +149,7 @@ DocumentList read_document_lengths(const std::string& path) {
   const auto first = text.find_first_not_of(" \t\r\n");
   DocumentList list;
   if (first != std::string::npos && text[first] == '[') {
-    nlohmann::json doc;
-    try {
-      doc = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw InputError(fmt::format("{}: not a valid JSON array (at byte {})", label, e.byte));
-    }
+    const nlohmann::json doc = parse_json_text(text, label);
     for (const auto& item : doc) {
       if (!item.is_number_integer()) {
         throw InputError(fmt::format("{}: holds {}, expected integer document lengths", label, item.dump()));

@@ -1,16 +1,36 @@
 #pragma once
 // Reading a JSON document from disk with errors that name the file (missing, unreadable,
-// malformed), so every config and input file fails the same clear way.
+// malformed), so every config and input file fails the same clear way. Every file read is
+// remembered, so that a command's outputs can refuse to overwrite one of its own inputs.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace stripesim::model {
 
+// What a file read is to its command: an input that no output may replace, or a kernel or
+// hardware profile, which a fit's profile output (--kernel-out, --profile-out, --hardware-out)
+// may refit in place.
+enum class FileUse { input, profile };
+
 // Reads and parses `path`; `label` prefixes error messages ("permutation:perm.json").
-[[nodiscard]] nlohmann::json read_json_file(const std::string& path, std::string_view label);
+[[nodiscard]] nlohmann::json read_json_file(const std::string& path, std::string_view label, FileUse use = FileUse::input);
 
 // The whole text of `path`, or an InputError naming `label` when it cannot be read.
-[[nodiscard]] std::string read_text_file(const std::string& path, std::string_view label);
+[[nodiscard]] std::string read_text_file(const std::string& path, std::string_view label, FileUse use = FileUse::input);
+
+// Parses `text`, read from a file that `what` names ("--baseline b.json: 'b.json'"), refusing
+// what JSON parsers let through unsaid: a key given twice in one object (the last would win),
+// and a number no double holds (1e400).
+[[nodiscard]] nlohmann::json parse_json_text(const std::string& text, std::string_view what);
+
+struct FileRead {
+  std::string path;   // as given
+  std::string label;  // as its errors name it
+  FileUse use = FileUse::input;
+};
+// Every file this process has read so far, in order (thread-safe).
+[[nodiscard]] std::vector<FileRead> files_read();
 
 }  // namespace stripesim::model
