@@ -294,6 +294,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"bad_ring_order", "simulate --ring-order best", "--ring-order 'best': expected rank or auto"},
         BadInput{"zero_heads", "simulate --heads 0", "--heads 0: must be at least 1"},
         BadInput{"heads_kv_mismatch", "simulate --heads 6 --kv-heads 4", "--kv-heads 4: must divide the 6 heads"},
+        BadInput{"kv_bytes_beyond_64_bits",
+                 "simulate -n 2G -N 2 --heads 1024 --kv-heads 1024 --head-dim 1024 --batch 1024 --dtype fp32 --topology ideal",
+                 "the sequence's K/V would be 1.84e+19 bytes, beyond the 2^53 (9 PB) stripesim counts exactly"},
         BadInput{"model_parallel_heads", "simulate --model-parallel 3", "--model-parallel 3: must divide the 16 heads"},
         // --model sets the attention shape: a flag or field that would change it is refused, not ignored.
         BadInput{"model_and_heads", "simulate --model llama3-8b --heads 64",

@@ -142,6 +142,16 @@ Count ring_degree(const ContextParallel& cp, Count devices) {
 }
 
 CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_buffers) {
+  // Every hop, gather and all-to-all below moves at most the whole sequence's K/V, counted in 64
+  // bits; the flags' ranges together reach 2^64, so a shape beyond 2^53 bytes (9 PB, exact in a
+  // double too) is refused rather than wrapped.
+  const double whole_kv = 2.0 * static_cast<double>(s.seq_len) * static_cast<double>(s.kv_heads) *
+                          static_cast<double>(s.head_dim) * static_cast<double>(s.element) * static_cast<double>(s.batch);
+  if (whole_kv > 0x1p53) {
+    throw InputError(fmt::format("--seq-len {} x --batch {} x --kv-heads {} x --head-dim {}: the sequence's K/V would be {:.3g} bytes, "
+                                 "beyond the 2^53 (9 PB) stripesim counts exactly",
+                                 s.seq_len, s.batch, s.kv_heads, s.head_dim, whole_kv));
+  }
   const Count c = s.seq_len / s.devices;  // tokens per device before any all-to-all
   const Bytes row = s.head_dim * s.element * s.batch;  // one token of one head, every sequence
   // K and V of `tokens` tokens over `kv_heads` heads: what a ring hop or a gathered group carries.
