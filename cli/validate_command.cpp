@@ -415,6 +415,9 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
       throw model::InputError("--no-fit: only with --measurements or --block-costs (a run's --compare predicts with --profile)");
     }
     if (!opts.from.empty()) return run_on_saved_report(cmd, opts, mode);
+    if (!opts.block_costs_kernel.empty() && opts.block_costs.empty()) {
+      throw model::InputError("--block-costs-kernel: only with --block-costs");
+    }
     if (!opts.measurements.empty() || !opts.block_costs.empty()) {
       if (const CLI::Option* flag = opts.run.first_given()) {
         throw model::InputError(fmt::format("{}: not with --measurements or --block-costs (nothing runs: the files are the timings)",
@@ -422,7 +425,6 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
       }
       return run_on_measurements(cmd, opts, mode);
     }
-    if (!opts.block_costs_kernel.empty()) throw model::InputError("--block-costs-kernel: only with --block-costs");
     validate::ValidateMatrix matrix = build_matrix(opts);
     // mpi without --devices: N is the job's size, known once MPI is up (below). Until then the
     // cases are checked at N = 1, which every length and head count divides, so that the default

@@ -364,6 +364,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"plan_unknown_algorithm", "plan --model 1b --algorithms ring,rings",
                  "--algorithms 'rings': expected ring, allgather, ulysses or hybrid"},
         BadInput{"plan_negative_memory", "plan --model 1b --memory-gib -1", "--memory-gib -1: must be positive"},
+        BadInput{"plan_memory_beyond_physical", "plan --model 1b --memory-gib 1e308", "--memory-gib: 1e+308 is outside [1e-09, 1e+12]"},
         BadInput{"plan_zero_stage_unknown", "plan --model 1b --zero two",
                  "--zero 'two': expected 0 (nothing sharded), 1 (optimizer states), 2 (and gradients) or 3 (and weights)"},
         // What no mesh can run is the request's error, not an empty plan.

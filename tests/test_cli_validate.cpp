@@ -1119,6 +1119,8 @@ std::vector<BadInput> validate_bad_inputs() {
       {"hardware_without_fit", "validate --kernel flex", "--kernel: only with --calibrate or --compare"},
       {"measurements_with_run_flag", "validate --calibrate --hardware h100 --measurements /nonexistent/m.json --iterations 3",
        "--iterations: not with --measurements or --block-costs (nothing runs: the files are the timings)"},
+      {"block_costs_kernel_without_block_costs", "validate --calibrate --hardware h100 --measurements /nonexistent/m.json --block-costs-kernel sdpa",
+       "--block-costs-kernel: only with --block-costs"},
       {"block_costs_with_backend", "validate --calibrate --hardware h100 --block-costs /nonexistent/b.json --backend cuda",
        "--backend: not with --measurements or --block-costs"},
       {"measurements_short_table", "validate --calibrate --hardware h100 --measurements " + data("measurements_short_table.json"),

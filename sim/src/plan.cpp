@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/work/document_layouts.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
@@ -132,6 +133,7 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
   if (request.memory_gib && !(*request.memory_gib > 0)) {
     throw model::InputError(fmt::format("--memory-gib {}: must be positive", *request.memory_gib));
   }
+  if (request.memory_gib) model::require_physical_range(*request.memory_gib, "--memory-gib");
   // The mask is the same whatever the mesh: a bad one is the request's error, not every mesh's.
   model::Mask mask = model::parse_mask(request.base.mask, request.base.seq_len);
   if (request.base.pad_documents) mask = model::pad_documents(mask, 1).mask;  // refuses any mask but documents

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/name_match.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 
 namespace stripesim::model {
@@ -145,6 +146,18 @@ std::vector<std::string> JsonFields::string_list_or(const std::string& key, std:
   if (!value.is_array()) throw InputError(fmt::format("{}: expected an array of strings", where(key)));
   std::vector<std::string> items;
   for (size_t i = 0; i < value.size(); ++i) items.push_back(string_item(value, key, i));
+  return items;
+}
+
+std::vector<std::string> JsonFields::distinct_string_list_or(const std::string& key, std::vector<std::string> fallback) const {
+  std::vector<std::string> items = string_list_or(key, std::move(fallback));
+  for (size_t i = 1; i < items.size() && has(key); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (lowercase(items[i]) == lowercase(items[j])) {
+        throw InputError(fmt::format("{}: '{}' given twice in the list", where_item(key, i), items[i]));
+      }
+    }
+  }
   return items;
 }
 

@@ -29,10 +29,10 @@ BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::st
     BalanceGroup group;
     group.seq_lens = g.count_list("seq_lens");
     group.devices = g.count_list("devices");
-    group.masks = g.string_list_or("masks", {});
+    group.masks = g.distinct_string_list_or("masks", {});
     if (group.masks.empty()) throw InputError(fmt::format("{}: expected a non-empty array", g.where("masks")));
     if (g.has("tiles")) group.tiles = g.parsed_list("tiles", parse_tile_shape);
-    group.layouts = g.string_list_or("layouts", group.layouts);
+    group.layouts = g.distinct_string_list_or("layouts", group.layouts);
     group.pad_documents = g.boolean_or("pad_documents", group.pad_documents);
     spec.groups.push_back(std::move(group));
   }

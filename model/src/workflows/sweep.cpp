@@ -96,8 +96,8 @@ SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& lab
   spec.pass = parse_training_pass(f.string_or("pass", "fwdbwd"));
   spec.recompute = f.boolean_or("recompute", spec.recompute);
   if (f.has("tiling")) spec.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
-  spec.extra_layouts = f.string_list_or("layouts", {});
-  spec.columns = f.string_list_or("columns", {});
+  spec.extra_layouts = f.distinct_string_list_or("layouts", {});
+  spec.columns = f.distinct_string_list_or("columns", {});
   const auto& groups = f.non_empty_array("groups");
   for (size_t i = 0; i < groups.size(); ++i) {
     spec.groups.push_back(group_from_json(groups[i], fmt::format("{} group {}", label, i)));
