@@ -1123,6 +1123,13 @@ std::vector<BadInput> validate_bad_inputs() {
        "--block-costs-kernel: only with --block-costs"},
       {"block_costs_with_backend", "validate --calibrate --hardware h100 --block-costs /nonexistent/b.json --backend cuda",
        "--backend: not with --measurements or --block-costs"},
+      {"measurements_layout_twice", "validate --calibrate --hardware h100 --measurements " + data("measurements_layout_twice.json"),
+       "field \"layouts\": layout \"zigzag\" given twice (as \"Zigzag\"): its timings would count twice"},
+      {"block_costs_misspelt_column", "validate --calibrate --hardware h100 --kernel sdpa --block-costs-kernel sdpa --block-costs " +
+       data("block_costs_misspelt_column.json"), "rows[0]: unknown field \"sdpa_fulll_fwd_us\""},
+      {"block_costs_row_twice", "validate --calibrate --hardware h100 --kernel sdpa --block-costs-kernel sdpa --block-costs " +
+       data("block_costs_row_twice.json"),
+       "rows[1]: times the block of rows[0] again (c 1024, heads 16, kv_heads 16, head_dim 128): its timings would count twice"},
       {"measurements_short_table", "validate --calibrate --hardware h100 --measurements " + data("measurements_short_table.json"),
        "layout \"contiguous\" field \"us\": expected 2 rows (one per round)"},
       {"measurements_blocks_disagree", "validate --calibrate --hardware h100 --kernel flex --measurements " +

@@ -361,6 +361,10 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
     throw InputError("--ring-order auto: orders the GPUs of a single ring; the mesh places rings of -M or -D above 1");
   }
   sim.topology = simulation_topology(config, catalog, sim.hardware, sim.mesh.gpus());
+  if (sim.topology.is_ideal() && !config.merges.empty()) {
+    throw InputError(fmt::format("--merges {}: prices the merges between a ring's calls; --topology ideal prices the calls alone",
+                                 config.merges));
+  }
   if (sim.topology.gpu_count() < sim.mesh.gpus()) {
     throw InputError(model::Input::topology, sim.topology.name(),
                      one_ring ? fmt::format("has {} GPUs, fewer than --devices {}", sim.topology.gpu_count(), config.devices)

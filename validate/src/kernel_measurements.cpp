@@ -6,12 +6,14 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <regex>
 #include <set>
 
 #include "stripesim/model/flops/attention_heads.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/io/name_match.hpp"
 
 namespace stripesim::validate {
 
@@ -146,6 +148,12 @@ std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, 
   if (!layouts.is_object() || layouts.empty()) throw InputError(fmt::format("{}: expected an object of layouts", f.where("layouts")));
   std::vector<MeasuredWorkload> out;
   for (const auto& [name, entry] : layouts.items()) {
+    for (const MeasuredWorkload& earlier : out) {
+      if (model::lowercase(earlier.layout) == model::lowercase(name)) {
+        throw InputError(fmt::format("{}: layout \"{}\" given twice (as \"{}\"): its timings would count twice", f.where("layouts"),
+                                     name, earlier.layout));
+      }
+    }
     const JsonFields l(entry, fmt::format("{} layout \"{}\"", label, name));
     l.allow_only({"us", "active_blocks"});
     MeasuredWorkload m = base;
@@ -184,8 +192,21 @@ std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, c
   }
   const bool several_heads = head_counts.size() > 1;
   std::vector<MeasuredWorkload> out;
+  // A row's fields: its block's shape and timing columns KERNEL_SHAPE_PASS_us (any kernel's: one
+  // file may time several), so a misspelt column is refused rather than never read.
+  static const std::regex timing_column("[A-Za-z0-9]+_(full|causal)_(fwd|fwdbwd|bwd)_us");
+  std::vector<std::string> blocks;  // each row's (c, heads, kv_heads, head_dim), to refuse a repeated one
   for (size_t i = 0; i < rows.size(); ++i) {
     const JsonFields r(rows[i], fmt::format("{} rows[{}]", label, i));
+    if (!rows[i].is_object()) throw InputError(fmt::format("{}: expected an object", r.label()));
+    for (const auto& [key, value] : rows[i].items()) {
+      const bool shape = key == "c" || key == "heads" || key == "kv_heads" || key == "head_dim" || key == "device" || key == "torch";
+      if (!shape && !std::regex_match(key, timing_column)) {
+        throw InputError(fmt::format("{}: unknown field \"{}\" (expected c, heads, kv_heads, head_dim, device, torch and "
+                                     "KERNEL_{{full,causal}}_{{fwd,fwdbwd,bwd}}_us columns)",
+                                     r.label(), key));
+      }
+    }
     MeasuredWorkload base;
     base.group = group;
     base.kernel = kernel;
@@ -203,6 +224,13 @@ std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, c
     if (r.has("kv_heads")) {
       JsonFields::located(r.where("kv_heads"), [&] { model::require_kv_heads_divide(base.heads, base.kv_heads); });
       base.origins.add(Input::kv_heads, fmt::format("rows[{}].kv_heads", i));
+    }
+    blocks.push_back(fmt::format("c {}, heads {}, kv_heads {}, head_dim {}", base.seq_len, base.heads, base.kv_heads, base.head_dim));
+    for (size_t j = 0; j + 1 < blocks.size(); ++j) {
+      if (blocks[j] == blocks.back()) {
+        throw InputError(fmt::format("{}: times the block of rows[{}] again ({}): its timings would count twice", r.label(), j,
+                                     blocks.back()));
+      }
     }
     for (const auto& [shape, mask] : {std::pair{"full", "bidirectional"}, {"causal", "causal"}}) {
       for (const auto& [pass_name, pass] : {std::pair{"fwd", sim::PassSelection::forward}, {"fwdbwd", sim::PassSelection::forward_backward}}) {
