@@ -24,6 +24,8 @@ std::vector<BadInput> bad_inputs() {
       {"zero_devices", "--devices 0", "--devices 0: must be between 1 and 2048"},
       {"too_many_devices", "--devices 65536 --seq-len 1G", "--devices 65536: must be between 1 and 2048 (analyze keeps N x N matrices per layout)"},
       {"zero_tile", "--tile 0x128", "both tile sides must be at least 1"},
+      {"tiles_beyond_memory", "-n 256M -N 8 --tile 1x1",
+       "--tile 1x1: 268435456 tokens make 268435456 tiles of 1 a side, more than the 67108864 (2^26, about 8 GB of counts) stripesim holds"},
       {"half_tile", "--tile 12x", "--tile '12x': expected TQxTK"},
       {"tile_not_a_number", "--tile axb", "--tile query size 'a'"},
       {"unknown_tiling", "--tiling diagonal", "--tiling 'diagonal': unknown tiling, expected fixed or varlen"},

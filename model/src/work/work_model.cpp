@@ -1,5 +1,7 @@
 #include "stripesim/model/work/work_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -9,6 +11,7 @@
 
 #include "block_pair_memo.hpp"
 #include "device_block.hpp"
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/parallel_for.hpp"
 
 namespace stripesim::model {
@@ -389,6 +392,18 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
   if (mask.seq_len() != layout.seq_len()) throw std::invalid_argument("count_work: mask and layout disagree on n");
   if (tile.query < 1 || tile.key < 1) throw std::invalid_argument("count_work: tile sides must be positive");
   const Count devices = layout.devices();
+  // Each tile of a device's queries and keys is summarised (about 120 bytes with the per-tile
+  // profiles): past 2^26 tiles a side (8 GB) a machine runs out of memory before the counts
+  // finish, so the sizes are refused up front, not by the kernel's OOM killer.
+  constexpr Count kMaxTilesASide = Count{1} << 26;
+  const Count smaller_side = std::min(tile.query, tile.key);
+  const Count tiles = devices * tiles_covering(layout.seq_len() / devices, smaller_side);
+  if (tiles > kMaxTilesASide) {
+    throw InputError(Input::tile, tile.to_string(),
+                     fmt::format("{} tokens make {} tiles of {} a side, more than the {} (2^26, about 8 GB of counts) stripesim "
+                                 "holds; give a larger tile",
+                                 layout.seq_len(), tiles, smaller_side, kMaxTilesASide));
+  }
 
   std::vector<std::optional<DeviceBlock>> blocks(static_cast<size_t>(devices));
   parallel_for(static_cast<size_t>(devices), threads, [&](size_t d) { blocks[d].emplace(layout, static_cast<Count>(d), tile.query, tile.key); });
