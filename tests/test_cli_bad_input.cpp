@@ -102,6 +102,8 @@ std::vector<BadInput> bad_inputs() {
       {"bad_lognormal", "--mask documents:lognormal:512", "documents:lognormal:512: expected lognormal:MEAN:SIGMA"},
       {"bad_uniform", "--mask documents:uniform:900-100", "needs 1 <= A <= B"},
       {"bad_balanced_chunk", "--layouts balanced:0", "--layouts 'balanced:0': the chunk must be at least 1 token"},
+      {"balanced_chunk_beyond_share", "-n 64k -N 4 --layouts balanced:1G",
+       "--layouts balanced:1073741824: the chunk must be at most a device's share, n / N = 16384 tokens"},
   };
 }
 

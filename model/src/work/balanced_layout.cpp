@@ -96,6 +96,11 @@ void check_balanced_layout(const Mask& mask, Count devices, Count chunk) {
   if (devices < 1) throw InputError(Input::devices, std::to_string(devices), "must be at least 1");
   require_seq_len_divisible(mask.seq_len(), devices, "balanced", "N");
   if (chunk < 0) throw InputError(Input::layouts, fmt::format("balanced:{}", chunk), "the chunk must be at least 1 token");
+  // A piece is dealt whole to one device: one longer than a device's share would be cut to it.
+  if (chunk > mask.seq_len() / devices) {
+    throw InputError(Input::layouts, fmt::format("balanced:{}", chunk),
+                     fmt::format("the chunk must be at most a device's share, n / N = {} tokens", mask.seq_len() / devices));
+  }
 }
 
 BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk, Tiling tiling) {
