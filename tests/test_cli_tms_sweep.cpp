@@ -188,6 +188,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"sweep_kind_not_a_string", "sweep --experiment " + data("sweep_kind_not_a_string.json"),
                  "sweep_kind_not_a_string.json field \"kind\": expected a string, got true"},
         BadInput{"sweep_experiment_missing", "sweep --experiment /nonexistent/e.json", "does not exist"},
+        BadInput{"sweep_seq_len_twice", "sweep --experiment " + data("sweep_seq_len_twice.json"),
+                 "group 0 field \"seq_lens[1]\": given twice in the list (as seq_lens[0])"},
         BadInput{"sweep_experiment_malformed", "sweep --experiment " + data("malformed_config.json"), "is not valid JSON"},
         BadInput{"sweep_experiment_unknown_field", "sweep --experiment " + data("unknown_field_config.json"),
                  "unknown field \"devices\""},

@@ -151,13 +151,7 @@ std::vector<std::string> JsonFields::string_list_or(const std::string& key, std:
 
 std::vector<std::string> JsonFields::distinct_string_list_or(const std::string& key, std::vector<std::string> fallback) const {
   std::vector<std::string> items = string_list_or(key, std::move(fallback));
-  for (size_t i = 1; i < items.size() && has(key); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (lowercase(items[i]) == lowercase(items[j])) {
-        throw InputError(fmt::format("{}: '{}' given twice in the list", where_item(key, i), items[i]));
-      }
-    }
-  }
+  if (has(key)) require_distinct(key, items, [](const std::string& name) { return lowercase(name); });
   return items;
 }
 

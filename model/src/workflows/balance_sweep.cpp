@@ -33,6 +33,9 @@ BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::st
     if (group.masks.empty()) throw InputError(fmt::format("{}: expected a non-empty array", g.where("masks")));
     if (g.has("tiles")) group.tiles = g.parsed_list("tiles", parse_tile_shape);
     group.layouts = g.distinct_string_list_or("layouts", group.layouts);
+    g.require_distinct("seq_lens", group.seq_lens);  // each axis of the grid once, as in a sweep
+    g.require_distinct("devices", group.devices);
+    g.require_distinct("tiles", group.tiles);
     group.pad_documents = g.boolean_or("pad_documents", group.pad_documents);
     spec.groups.push_back(std::move(group));
   }

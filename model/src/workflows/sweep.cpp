@@ -11,6 +11,7 @@
 #include "stripesim/model/flops/tms.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/io/name_match.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/parallel_for.hpp"
 #include "stripesim/model/workflows/grid.hpp"
@@ -39,6 +40,13 @@ SweepGroup group_from_json(const nlohmann::json& doc, const std::string& label) 
       return item == "default" ? std::optional<TileShape>() : std::optional<TileShape>(parse_tile_shape(item));
     });
   }
+  // Each axis of the group's grid once: a repeated value would print its rows twice.
+  const auto name = [](const std::string& item) { return lowercase(item); };
+  f.require_distinct("hardware", g.hardware, name);
+  f.require_distinct("models", g.models, name);
+  f.require_distinct("meshes", g.meshes);
+  f.require_distinct("seq_lens", g.seq_lens);
+  f.require_distinct("tiles", g.tiles);
   return g;
 }
 

@@ -77,6 +77,24 @@ class JsonFields {
     return items;
   }
 
+  // Refuses an item of the list read from key that equals an earlier one after `key_of` (a
+  // grid's axis, a list of names: it would print the same rows twice, where the flags refuse
+  // it), naming both ("seq_lens[2]: given twice in the list (as seq_lens[0])").
+  template <typename Item, typename Key>
+  void require_distinct(const std::string& key, const std::vector<Item>& items, Key key_of) const {
+    for (size_t i = 1; i < items.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (key_of(items[i]) == key_of(items[j])) {
+          throw InputError(fmt::format("{}: given twice in the list (as {}[{}])", where_item(key, i), key, j));
+        }
+      }
+    }
+  }
+  template <typename Item>
+  void require_distinct(const std::string& key, const std::vector<Item>& items) const {
+    require_distinct(key, items, [](const Item& item) -> const Item& { return item; });
+  }
+
   // The array at key, which must hold at least one item.
   [[nodiscard]] const nlohmann::json& non_empty_array(const std::string& key) const;
   // The object at key (a record kept for readers is still checked for its form).
