@@ -101,6 +101,7 @@ std::vector<BadInput> bad_inputs() {
       {"unknown_distribution", "--mask documents:gamma:3:4", "--mask documents:gamma:3:4: file 'gamma:3:4' does not exist"},
       {"bad_lognormal", "--mask documents:lognormal:512", "documents:lognormal:512: expected lognormal:MEAN:SIGMA"},
       {"bad_uniform", "--mask documents:uniform:900-100", "needs 1 <= A <= B"},
+      {"layout_without_its_argument", "--layouts block-striped", "--layouts 'block-striped': expected block-striped:S (with its argument)"},
       {"bad_balanced_chunk", "--layouts balanced:0", "--layouts 'balanced:0': the chunk must be at least 1 token"},
       {"balanced_chunk_beyond_share", "-n 64k -N 4 --layouts balanced:1G",
        "--layouts balanced:1073741824: the chunk must be at most a device's share, n / N = 16384 tokens"},

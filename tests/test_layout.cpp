@@ -230,8 +230,23 @@ TEST(LayoutKinds, KindOfASpecAgreesWithTheParser) {
     } catch (const InputError& e) {
       message = e.what();
     }
-    EXPECT_EQ(message.find("unknown layout") != std::string::npos, !kind.has_value()) << spec << ": " << message;
+    // No kind: an unknown name, or a known one with an argument it does not take (or without
+    // the one it needs), answered with its syntax.
+    const bool refused_as_spec = message.find("unknown layout") != std::string::npos ||
+                                 message.find("takes no argument)") != std::string::npos ||
+                                 message.find("with its argument)") != std::string::npos;
+    EXPECT_EQ(refused_as_spec, !kind.has_value()) << spec << ": " << message;
   }
+  const auto message_of = [](const char* spec) {
+    try {
+      (void)plan_layout(spec, 64, 4);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("planned");
+  };
+  EXPECT_EQ(message_of("block-striped"), "--layouts 'block-striped': expected block-striped:S (with its argument)");
+  EXPECT_EQ(message_of("Zigzag:2"), "--layouts 'Zigzag:2': expected zigzag (it takes no argument)");
   std::set<LayoutKind> same_shape;
   for (const auto& [spec, kind] : specs) {
     if (kind && same_shape_at_every_size(*kind)) same_shape.insert(*kind);

@@ -125,6 +125,16 @@ LayoutPlan plan_layout(std::string_view typed, Count seq_len, Count devices, con
   const std::string_view argument = colon == typed.npos ? std::string_view() : spec.substr(colon + 1);
   const std::optional<LayoutKind> kind = layout_kind_of(spec);
   if (!kind) {
+    // A known layout with an argument it does not take, or without the one it needs.
+    const std::string head = lowercase(typed.substr(0, colon));
+    for (size_t i = 0; i < std::size(kLayoutKinds); ++i) {
+      if (head != kLayoutKinds[i].name) continue;
+      const bool takes_none = kLayoutKinds[i].argument == Argument::none;
+      throw InputError(Input::layouts, std::string(typed),
+                       fmt::format("expected {} ({})", kLayoutSyntaxes[i].syntax,
+                                   takes_none ? "it takes no argument" : "with its argument"),
+                       Shown::quoted);
+    }
     std::vector<std::string> names;
     for (const SpecSyntax& each : kLayoutSyntaxes) names.emplace_back(each.name);
     throw InputError(Input::layouts, std::string(typed),
