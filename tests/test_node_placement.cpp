@@ -54,6 +54,8 @@ TEST(NodePlacement, HostfileFillsSlotsInOrder) {
 
 TEST(NodePlacement, BadHostfilesAreNamed) {
   EXPECT_EQ(hostfile_rejection("a slots=2\nb\n"), "--topology hostfile:hosts line 2: host 'b' needs slots=N with N >= 1 (its GPUs)");
+  EXPECT_EQ(hostfile_rejection("a slots=4 slots=8\n"), "--topology hostfile:hosts line 1: host 'a' gives slots twice");
+  EXPECT_EQ(hostfile_rejection("a slots=4 max_slots=8 max-slots=9\n"), "--topology hostfile:hosts line 1: host 'a' gives max_slots twice");
   EXPECT_EQ(hostfile_rejection("a slots=2\na slots=2\n"),
             "--topology hostfile:hosts line 2: host 'a' is already listed on line 1 (give it one line with all its slots)");
   EXPECT_EQ(hostfile_rejection("a cpus=2\n"),

@@ -100,7 +100,9 @@ NodePlacement read_hostfile(const std::string& path, const std::string& label) {
                                      where, word));
       }
       const Count value = model::parse_count(word.substr(equals + 1), fmt::format("{} {}", where, key));
-      (key == "slots" ? slots : max_slots) = value;
+      std::optional<Count>& field = key == "slots" ? slots : max_slots;
+      if (field) throw InputError(fmt::format("{}: host '{}' gives {} twice", where, host, key == "slots" ? "slots" : "max_slots"));
+      field = value;
     }
     if (!slots || *slots < 1) throw InputError(fmt::format("{}: host '{}' needs slots=N with N >= 1 (its GPUs)", where, host));
     if (max_slots && *max_slots < *slots) {
