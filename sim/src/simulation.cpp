@@ -124,14 +124,15 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
     if (config.sync == SyncMode::lockstep) {
       throw InputError(model::Input::sync, "lockstep", fmt::format("sets how a ring's rounds wait; --cp {} has no ring", name));
     }
+    // By kind, so that a value from an --experiment file is named at its field.
     if (config.kv_buffers != 2) {
-      throw InputError(fmt::format("--kv-buffers {}: a ring's K/V buffers; --cp {} has no ring", config.kv_buffers, name));
+      throw InputError(model::Input::kv_buffers, std::to_string(config.kv_buffers),
+                       fmt::format("a ring's K/V buffers; --cp {} has no ring", name));
     }
-    if (config.skip_unread_hops) throw InputError(fmt::format("--skip-unread-hops: a ring's hops; --cp {} has no ring", name));
+    if (config.skip_unread_hops) throw InputError(model::Input::skip_unread_hops, "", fmt::format("a ring's hops; --cp {} has no ring", name));
     if (!config.merges.empty()) {
-      throw InputError(fmt::format("--merges {}: prices folding a ring's calls into one output; --cp {} has no ring (one call a "
-                                   "head group)",
-                                   config.merges, name));
+      throw InputError(model::Input::merges, config.merges,
+                       fmt::format("prices folding a ring's calls into one output; --cp {} has no ring (one call a head group)", name));
     }
   }
   if (cp.algorithm != CpAlgorithm::ring && config.auto_ring_order) {
@@ -362,8 +363,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
   sim.topology = simulation_topology(config, catalog, sim.hardware, sim.mesh.gpus());
   if (sim.topology.is_ideal() && !config.merges.empty()) {
-    throw InputError(fmt::format("--merges {}: prices the merges between a ring's calls; --topology ideal prices the calls alone",
-                                 config.merges));
+    throw InputError(model::Input::merges, config.merges, "prices the merges between a ring's calls; --topology ideal prices the calls alone");
   }
   if (sim.topology.gpu_count() < sim.mesh.gpus()) {
     throw InputError(model::Input::topology, sim.topology.name(),

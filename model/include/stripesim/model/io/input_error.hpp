@@ -16,7 +16,7 @@ namespace stripesim::model {
 
 enum class Input {
   seq_len, devices, model_parallel, layouts, mask, tile, hardware, model, heads, kv_heads, head_dim, batch, kv_buffers,
-  pass, sync, scope, dtype, kernel, topology, cp, recompute, zero, pad_documents
+  pass, sync, scope, dtype, kernel, topology, cp, recompute, zero, pad_documents, merges, skip_unread_hops
 };
 
 // The flag that gives `input` on the command line ("--seq-len").
