@@ -295,6 +295,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"zero_heads", "simulate --heads 0", "--heads 0: must be at least 1"},
         BadInput{"experiment_kv_buffers_without_a_ring", "simulate --experiment " + data("simulate_ulysses_kv_buffers.json"),
                  "simulate_ulysses_kv_buffers.json field \"kv_buffers\" = 3: a ring's K/V buffers; --cp ulysses has no ring"},
+        BadInput{"kernel_file_unknown_dtype", "simulate --hardware h100 --kernel " + data("kernel_unknown_dtype.json"),
+                 "kernel_unknown_dtype.json field \"dtype\" = 'fp4': expected fp32, tf32, bf16, fp16 or fp8"},
         BadInput{"merges_on_ideal_links", "simulate --topology ideal --merges eager",
                  "--merges eager: prices the merges between a ring's calls; --topology ideal prices the calls alone"},
         BadInput{"heads_kv_mismatch", "simulate --heads 6 --kv-heads 4", "--kv-heads 4: must divide the 6 heads"},

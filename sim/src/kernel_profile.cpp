@@ -9,6 +9,7 @@
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/json_file.hpp"
+#include "stripesim/sim/simulation.hpp"
 
 namespace stripesim::sim {
 
@@ -238,7 +239,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.name = f.string("name");
   k.hardware = f.string("hardware");
   k.description = f.string_or("description", "");
-  k.tile = model::parse_tile_shape(f.string("tile"));
+  k.tile = f.parsed("tile", model::parse_tile_shape);  // named at the file's field, not as --tile
   if (f.has("tiling")) k.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
   if (f.has("slots")) k.slots = f.positive_count("slots", model::kMaxSms * model::kMaxBlocksPerSm);
   k.placement = placement_from_json(f, k.slots);
@@ -250,6 +251,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.trims_below_diagonal = f.boolean_or("trims_below_diagonal", false);
   k.calibrated = f.boolean_or("calibrated", false);
   k.dtype = f.string_or("dtype", "bf16");
+  if (f.has("dtype")) (void)f.parsed("dtype", dtype_bytes);  // refused here, named at the field
   k.head_dim = f.positive_count_or("head_dim", 128);
   k.forward = pass_costs_from_json(f, "forward", k.head_dim);
   k.backward = pass_costs_from_json(f, "backward", k.head_dim);
@@ -262,7 +264,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
       v.allow_only({"tile", "blocks_per_sm", "lone_block_speedup", "sm_sharing", "block_order", "backward_placement", "forward",
                     "backward"});
       TileVariant variant;
-      variant.tile = model::parse_tile_shape(v.string("tile"));
+      variant.tile = v.parsed("tile", model::parse_tile_shape);
       const bool seen = variant.tile == k.tile || std::any_of(k.other_tiles.begin(), k.other_tiles.end(),
                                                               [&](const TileVariant& o) { return o.tile == variant.tile; });
       if (seen) {

@@ -47,7 +47,7 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   h.memory_bandwidth = f.positive_number("memory_bandwidth_gbps");
   h.link_bandwidth = f.positive_number("link_bandwidth_gbps");
   if (f.has("link_latency_us")) h.link_latency_us = f.non_negative_number_or("link_latency_us", 0.0);
-  if (f.has("default_tile")) h.default_tile = parse_tile_shape(f.string("default_tile"));
+  if (f.has("default_tile")) h.default_tile = f.parsed("default_tile", parse_tile_shape);
   h.sms = f.positive_count("sms", kMaxSms);
   if (f.has("shared_memory_per_sm_kib")) h.shared_memory_per_sm = 1024 * f.positive_count("shared_memory_per_sm_kib", Count{1} << 30);
   h.default_kernel = f.string_or("default_kernel", "");
