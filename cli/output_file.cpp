@@ -111,9 +111,14 @@ void OutputFiles::commit() {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<fs::path> created;  // folders made here, parents before children
-  std::vector<std::pair<std::string, const Output*>> staged;  // (file beside the path, output)
+  struct Staged {
+    std::string temporary;    // the file written beside its destination
+    std::string destination;  // the path, or the file its link names
+    const Output* output;
+  };
+  std::vector<Staged> staged;
   const auto undo = [&] {
-    for (const auto& [temporary, output] : staged) fs::remove(temporary, ec);
+    for (const Staged& s : staged) fs::remove(s.temporary, ec);
     for (auto it = created.rbegin(); it != created.rend(); ++it) fs::remove(*it, ec);  // only if empty
   };
   try {
@@ -140,9 +145,10 @@ void OutputFiles::commit() {
         continue;
       }
       check_not_an_input(o.path, o.flag, o.kind);
-      const std::string destination = fs::weakly_canonical(o.path, ec).string();
-      staged.emplace_back(fmt::format("{}.tmp{}", ec ? o.path : destination, ::getpid()), &o);
-      write_file(staged.back().first, o.text, o.path, o.flag);
+      std::string destination = fs::weakly_canonical(o.path, ec).string();
+      if (ec) destination = o.path;
+      staged.push_back({fmt::format("{}.tmp{}", destination, ::getpid()), destination, &o});
+      write_file(staged.back().temporary, o.text, o.path, o.flag);
     }
     for (const Output* o : direct) {
       if (!to_standard_output(o->path)) {
@@ -155,10 +161,9 @@ void OutputFiles::commit() {
     // What the command printed itself (a summary line) is output too.
     flush_standard_output();
     for (size_t i = 0; i < staged.size(); ++i) {
-      const auto& [temporary, output] = staged[i];
-      // The staged file's name less its suffix: the path, or the file its link names.
-      fs::rename(temporary, temporary.substr(0, temporary.rfind(".tmp")), ec);
+      fs::rename(staged[i].temporary, staged[i].destination, ec);
       if (ec) {
+        const Output* output = staged[i].output;
         staged.erase(staged.begin(), staged.begin() + static_cast<std::ptrdiff_t>(i));
         throw model::InputError(fmt::format("{} '{}': cannot replace the file", output->flag, output->path));
       }
