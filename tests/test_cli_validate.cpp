@@ -1130,6 +1130,8 @@ std::vector<BadInput> validate_bad_inputs() {
       {"block_costs_row_twice", "validate --calibrate --hardware h100 --kernel sdpa --block-costs-kernel sdpa --block-costs " +
        data("block_costs_row_twice.json"),
        "rows[1]: times the block of rows[0] again (c 1024, heads 16, kv_heads 16, head_dim 128): its timings would count twice"},
+      {"measurements_all_zero", "validate --calibrate --hardware h100 --kernel flex --measurements " + data("measurements_all_zero.json"),
+       "measurements_all_zero.json field \"layouts\": every call's time is 0: nothing was timed"},
       {"measurements_short_table", "validate --calibrate --hardware h100 --measurements " + data("measurements_short_table.json"),
        "layout \"contiguous\" field \"us\": expected 2 rows (one per round)"},
       {"measurements_blocks_disagree", "validate --calibrate --hardware h100 --kernel flex --measurements " +

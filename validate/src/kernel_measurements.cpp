@@ -168,6 +168,9 @@ std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, 
     }
     out.push_back(std::move(m));
   }
+  // A call that did not run is 0; a file with no call that ran holds nothing to fit or score.
+  const bool timed = std::ranges::any_of(out, [](const MeasuredWorkload& m) { return std::ranges::any_of(m.us, [](double us) { return us > 0; }); });
+  if (!timed) throw InputError(fmt::format("{}: every call's time is 0: nothing was timed", f.where("layouts")));
   return out;
 }
 
