@@ -32,3 +32,11 @@ inline std::filesystem::path temp_dir() {
 }
 
 inline std::filesystem::path temp_path(const std::string& name) { return temp_dir() / name; }
+
+// An empty folder `name` under the scratch folder (emptied if an earlier test left it).
+inline std::filesystem::path fresh_temp_dir(const std::string& name) {
+  const std::filesystem::path dir = temp_path(name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}

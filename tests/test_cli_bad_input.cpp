@@ -191,9 +191,7 @@ TEST(CliBadInput, OutputThatCannotBeWrittenIsAnError) {
 TEST(CliBadInput, AFailedOutputTakesTheCommandsOtherFilesWithIt) {
   namespace fs = std::filesystem;
   if (!fs::is_character_file("/dev/full")) GTEST_SKIP() << "no /dev/full on this machine";
-  const fs::path dir = temp_path("stripesim_all_or_none_");
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_temp_dir("stripesim_all_or_none_");
   const std::string d = dir.string();
   const std::string analyze_json = d + "/analyze.json";
   ASSERT_EQ(run_cli("analyze -n 4k -N 4 --tile 64x64 --format json -o '" + analyze_json + "'").exit_code, 0);
@@ -245,9 +243,7 @@ TEST(CliBadInput, AFailedOutputTakesTheCommandsOtherFilesWithIt) {
 // output may refit the profile it started from, as the shipped profiles' "fitted by" commands do.
 TEST(CliBadInput, AnOutputNeverOverwritesAnInput) {
   namespace fs = std::filesystem;
-  const fs::path dir = temp_path("stripesim_output_onto_input_");
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_temp_dir("stripesim_output_onto_input_");
   const std::string d = dir.string(), source = STRIPESIM_SOURCE_DIR;
   for (const auto& [from, to] : {std::pair{"/reports/baseline/imbalance.json", "/b.json"}, {"/configs/experiments/baseline.json", "/e.json"},
                                  {"/configs/models/llama3-8b.json", "/m.json"}, {"/configs/kernels/h100/fa3.json", "/k.json"},
@@ -291,9 +287,7 @@ TEST(CliBadInput, AnOutputNeverOverwritesAnInput) {
 // shell sent standard output to a regular file (renaming onto it would replace /dev/stdout).
 TEST(CliBadInput, AnOutputThroughALinkKeepsTheLink) {
   namespace fs = std::filesystem;
-  const fs::path dir = temp_path("stripesim_output_link_");
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_temp_dir("stripesim_output_link_");
   const fs::path target = dir / "target.json", link = dir / "link.json";
   { std::ofstream(target) << "old\n"; }
   fs::create_symlink(target, link);
