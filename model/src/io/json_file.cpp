@@ -6,6 +6,7 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <utility>
 #include <sstream>
 
 #include "stripesim/model/io/input_error.hpp"
@@ -15,9 +16,12 @@ namespace stripesim::model {
 namespace {
 
 // The process's reads: layouts' permutation files may be read on the threads that count them.
+// A file is logged once however often it is read (a catalog lookup rereads every shipped file
+// of its kind; a sweep looks up every point), so the outputs' check stays one pass over a few.
 struct ReadLog {
   std::mutex mutex;
   std::vector<FileRead> reads;
+  std::set<std::pair<std::string, FileUse>> logged;  // (path, use) of each entry of reads
 };
 
 ReadLog& read_log() {
@@ -45,7 +49,7 @@ std::string read_text_file(const std::string& path, std::string_view label, File
   ReadLog& log = read_log();
   {
     const std::lock_guard lock(log.mutex);
-    log.reads.push_back({path, std::string(label), use});
+    if (log.logged.emplace(path, use).second) log.reads.push_back({path, std::string(label), use});
   }
   return text.str();
 }
