@@ -332,7 +332,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"zero_stage_unknown", "simulate --model 1b --scope step --zero 4",
                  "--zero '4': expected 0 (nothing sharded), 1 (optimizer states), 2 (and gradients) or 3 (and weights)"},
         BadInput{"no_matmul_efficiency", "simulate --model 1b --scope layer --hardware cpu",
-                 "--scope layer: hardware cpu has no matmul_efficiency"},
+                 "--hardware cpu: has no matmul_efficiency to price a layer's or a step's matmuls with"},
         BadInput{"mesh_exceeds_topology", "simulate -M 2 --topology nvswitch:8",
                  "--topology nvswitch:8: has 8 GPUs, fewer than the mesh's -M 2 x -N 8 x -D 1 = 16"},
         BadInput{"zero_data_parallel", "simulate -D 0", "--data-parallel 0: must be at least 1"},

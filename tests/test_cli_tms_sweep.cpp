@@ -179,7 +179,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"model_parallel_heads", "tms --model-parallel 3", "--model-parallel 3: must divide the model's 16 heads"},
         BadInput{"tms_zigzag_divisibility", "tms --devices 8 --seq-len 1000", "layout zigzag needs it divisible by 2N = 16"},
         BadInput{"tms_bad_convention", "tms --convention rough", "--convention"},
-        BadInput{"tms_recompute_without_backward", "tms --recompute --pass fwd", "--recompute: only with --pass fwdbwd"},
+        BadInput{"tms_recompute_without_backward", "tms --recompute --pass fwd", "--recompute: only with pass fwdbwd (it is the backward that recomputes the forward)"},
         BadInput{"tms_bad_weight", "tms --attention-weight -1", "--attention-weight '-1': must be a positive number"},
         BadInput{"tms_weight_not_number", "tms --attention-weight two", "--attention-weight 'two': must be a positive number"},
         BadInput{"sweep_bad_mesh", "sweep --meshes 2x", "--meshes '2x': expected MxN"},
@@ -213,6 +213,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"sweep_point_not_divisible", "sweep --experiment " + data("sweep_point_not_divisible.json"),
                  "sweep_point_not_divisible.json field \"groups[0].seq_lens[1]\" = 1001: layout contiguous needs it divisible by "
                  "N = 4"},
+        // An experiment's settings are named at their field, not as flags never given.
+        BadInput{"sweep_recompute_forward", "sweep --experiment " + data("sweep_recompute_forward.json"),
+                 "sweep_recompute_forward.json field \"recompute\": only with pass fwdbwd (it is the backward that "
+                 "recomputes the forward)"},
+        BadInput{"sweep_unknown_pass", "sweep --experiment " + data("sweep_unknown_pass.json"),
+                 "sweep_unknown_pass.json field \"pass\" = 'bwd': expected fwd or fwdbwd"},
         BadInput{"balance_point_bad_mask", "sweep --experiment " + data("balance_point_bad_mask.json"),
                  "balance_point_bad_mask.json field \"groups[0].masks[1]\" = window:0: the window must be at least 1 token"},
         BadInput{"balance_experiment_fields", "sweep --experiment " + data("bad_balance_experiment.json"),

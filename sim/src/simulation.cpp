@@ -98,8 +98,9 @@ void check_scope(const SimulateConfig& config, const Simulation& sim) {
     throw InputError(model::Input::scope, scope, "needs --model (the layer's matmul shapes; --heads etc. describe attention only)");
   }
   if (!sim.hardware.matmul_efficiency) {
-    throw InputError(model::Input::scope, scope,
-                     fmt::format("hardware {} has no matmul_efficiency to price the matmuls with", sim.hardware.name));
+    // Named as the hardware: plan (always a step) has no --scope to blame.
+    throw InputError(model::Input::hardware, sim.hardware.name,
+                     "has no matmul_efficiency to price a layer's or a step's matmuls with");
   }
   if (config.scope == Scope::step && config.pass != PassSelection::forward_backward) {
     throw InputError(model::Input::pass, to_string(config.pass),

@@ -9,13 +9,19 @@ namespace stripesim::model {
 FlopConvention parse_flop_convention(std::string_view text) {
   if (text == "paper") return FlopConvention::paper;
   if (text == "exact") return FlopConvention::exact;
-  throw InputError(fmt::format("--convention '{}': expected paper or exact", text));
+  throw InputError(Input::convention, std::string(text), "expected paper or exact", Shown::quoted);
 }
 
 TrainingPass parse_training_pass(std::string_view text) {
   if (text == "fwd") return TrainingPass::forward;
   if (text == "fwdbwd") return TrainingPass::forward_backward;
-  throw InputError(fmt::format("--pass '{}': expected fwd or fwdbwd", text));
+  throw InputError(Input::pass, std::string(text), "expected fwd or fwdbwd", Shown::quoted);
+}
+
+void require_backward_for_recompute(TrainingPass pass, bool recompute) {
+  if (recompute && pass == TrainingPass::forward) {
+    throw InputError(Input::recompute, "", "only with pass fwdbwd (it is the backward that recomputes the forward)");
+  }
 }
 
 std::string to_string(FlopConvention convention) { return convention == FlopConvention::paper ? "paper" : "exact"; }

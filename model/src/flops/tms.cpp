@@ -35,9 +35,7 @@ namespace {
 
 // What plan_tms checks before the mask and the layouts: M, and that recomputation has a backward.
 void check_request_settings(const TmsRequest& request) {
-  if (request.recompute && request.pass == TrainingPass::forward) {
-    throw InputError("--recompute: only with --pass fwdbwd (it is the backward that recomputes the forward)");
-  }
+  require_backward_for_recompute(request.pass, request.recompute);
   // TMS counts every (round, device) of every layout: N^2 block pairs, as simulate does, so the
   // same bound (16384 devices took minutes and gigabytes).
   constexpr Count kMaxTmsDevices = 4096;

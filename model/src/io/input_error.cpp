@@ -31,6 +31,7 @@ std::string_view flag_of(Input input) {
     case Input::pad_documents: return "--pad-documents";
     case Input::merges: return "--merges";
     case Input::skip_unread_hops: return "--skip-unread-hops";
+    case Input::convention: return "--convention";
   }
   return "";  // past the last Input (every_input stops there)
 }

@@ -29,7 +29,7 @@ TmsRequest tms_request_from_json(const nlohmann::json& doc, const std::string& l
   q.seq_len = f.positive_count("seq_len");
   if (f.has("tile")) q.tile = parse_tile_shape(f.string("tile"));
   if (f.has("tiling")) q.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
-  q.convention = parse_flop_convention(f.string_or("convention", "paper"));
+  if (f.has("convention")) q.convention = f.parsed("convention", parse_flop_convention);
   return q;
 }
 

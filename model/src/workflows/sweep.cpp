@@ -100,9 +100,10 @@ SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& lab
   SweepSpec spec;
   spec.label = label;
   spec.description = f.string_or("description", "");
-  spec.convention = parse_flop_convention(f.string_or("convention", "paper"));
-  spec.pass = parse_training_pass(f.string_or("pass", "fwdbwd"));
+  if (f.has("convention")) spec.convention = f.parsed("convention", parse_flop_convention);
+  if (f.has("pass")) spec.pass = f.parsed("pass", parse_training_pass);
   spec.recompute = f.boolean_or("recompute", spec.recompute);
+  JsonFields::located(f.where("recompute"), [&] { require_backward_for_recompute(spec.pass, spec.recompute); });
   if (f.has("tiling")) spec.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
   spec.extra_layouts = f.distinct_string_list_or("layouts", {});
   spec.columns = f.distinct_string_list_or("columns", {});

@@ -28,6 +28,8 @@ enum class TrainingPass { forward, forward_backward };
 
 [[nodiscard]] FlopConvention parse_flop_convention(std::string_view text);
 [[nodiscard]] TrainingPass parse_training_pass(std::string_view text);
+// Activation recomputation is the backward's: refused with a forward-only pass.
+void require_backward_for_recompute(TrainingPass pass, bool recompute);
 [[nodiscard]] std::string to_string(FlopConvention convention);
 [[nodiscard]] std::string to_string(TrainingPass pass);
 
