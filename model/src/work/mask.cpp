@@ -60,12 +60,12 @@ Mask Mask::documents(Count seq_len, std::vector<Count> lengths, Count window, st
     }
     mask.starts_.push_back(sum);
     if (lengths[j] > seq_len - sum) {
-      throw fail(fmt::format("the lengths add up to more than --seq-len {}", seq_len));
+      throw fail(fmt::format("the lengths add up to more than the sequence length n = {}", seq_len));
     }
     sum += lengths[j];
   }
   if (sum != seq_len) {
-    throw fail(fmt::format("the lengths add up to {}, they must add up to --seq-len {}", sum, seq_len));
+    throw fail(fmt::format("the lengths add up to {}, they must add up to the sequence length n = {}", sum, seq_len));
   }
   mask.starts_.push_back(seq_len);
   for (size_t j = 0; j < lengths.size(); ++j) {
