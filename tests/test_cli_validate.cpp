@@ -1130,6 +1130,11 @@ std::vector<BadInput> validate_bad_inputs() {
       {"block_costs_row_twice", "validate --calibrate --hardware h100 --kernel sdpa --block-costs-kernel sdpa --block-costs " +
        data("block_costs_row_twice.json"),
        "rows[1]: times the block of rows[0] again (c 1024, heads 16, kv_heads 16, head_dim 128): its timings would count twice"},
+      // The format's required descriptions: a file that does not say what ran, or how, is refused.
+      {"measurements_without_method", "validate --calibrate --hardware h100 --kernel flex --measurements " +
+       data("measurements_without_method.json"), "measurements_without_method.json: missing field \"method\""},
+      {"measurements_empty_device", "validate --calibrate --hardware h100 --kernel flex --measurements " +
+       data("measurements_empty_device.json"), "measurements_empty_device.json field \"device\": must not be empty"},
       {"measurements_all_zero", "validate --calibrate --hardware h100 --kernel flex --measurements " + data("measurements_all_zero.json"),
        "measurements_all_zero.json field \"layouts\": every call's time is 0: nothing was timed"},
       {"measurements_short_table", "validate --calibrate --hardware h100 --measurements " + data("measurements_short_table.json"),

@@ -106,6 +106,19 @@ std::vector<std::string> file_labels(const std::vector<std::string>& paths) {
   return labels;
 }
 
+namespace {
+
+// What both formats require beside the timings: the device, how the calls were run and timed
+// (what makes two files comparable), the PyTorch version when given, notes as text.
+void require_descriptions(const JsonFields& f) {
+  (void)f.non_empty_string("device");
+  (void)f.non_empty_string("method");
+  if (f.has("torch")) (void)f.non_empty_string("torch");
+  if (f.has("notes")) (void)f.string("notes");
+}
+
+}  // namespace
+
 std::vector<MeasuredWorkload> read_measurements(const std::string& path, const std::string& group) {
   const std::string label = "--measurements " + path;
   return measurements_from_json(model::read_json_file(path, label), label, group);
@@ -119,7 +132,8 @@ std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, 
   }
   MeasuredWorkload base;
   base.group = group;
-  base.kernel = f.string("kernel");
+  base.kernel = f.non_empty_string("kernel");
+  require_descriptions(f);
   base.device = f.string("device");
   const JsonFields w(f.raw("workload"), f.where("workload"));
   w.allow_only({"seq_len", "devices", "heads", "kv_heads", "head_dim", "batch", "dtype", "tile", "mask", "pass"});
@@ -182,10 +196,11 @@ std::vector<MeasuredWorkload> read_block_costs(const std::string& path, const st
 std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, const std::string& kernel, const std::string& label,
                                                     const std::string& group) {
   const JsonFields f(doc, label);
-  f.allow_only({"schema", "device", "torch", "method", "rows"});
+  f.allow_only({"schema", "device", "torch", "method", "notes", "rows"});
   if (f.string("schema") != "stripesim.block-costs/1") {
     throw InputError(fmt::format("{}: expected \"stripesim.block-costs/1\"", f.where("schema")));
   }
+  require_descriptions(f);
   const nlohmann::json& rows = f.raw("rows");
   if (!rows.is_array() || rows.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("rows")));
   // Rows of several head counts are told apart by theirs too: each (c, heads) is its own group.

@@ -45,6 +45,12 @@ std::string JsonFields::string(const std::string& key) const {
   return value.get<std::string>();
 }
 
+std::string JsonFields::non_empty_string(const std::string& key) const {
+  std::string text = string(key);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw InputError(fmt::format("{}: must not be empty", where(key)));
+  return text;
+}
+
 std::string JsonFields::string_or(const std::string& key, std::string fallback) const {
   return has(key) ? string(key) : fallback;
 }

@@ -41,6 +41,8 @@ class JsonFields {
   [[nodiscard]] const nlohmann::json& raw(const std::string& key) const;
   [[nodiscard]] std::string string(const std::string& key) const;
   [[nodiscard]] std::string string_or(const std::string& key, std::string fallback) const;
+  // A string with something in it besides blanks (a name, a description a reader relies on).
+  [[nodiscard]] std::string non_empty_string(const std::string& key) const;
   // A positive integer, or a string with a k/M/G suffix; at most `at_most`.
   [[nodiscard]] Count positive_count(const std::string& key, Count at_most = std::numeric_limits<Count>::max()) const;
   [[nodiscard]] Count positive_count_or(const std::string& key, Count fallback,
