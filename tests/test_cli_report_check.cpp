@@ -72,7 +72,12 @@ TEST(CliReport, HandEditedInputsThatBrokeTheFiguresAreRefused) {
       {edited("a.json", "huge.json", [](nlohmann::json& d) { d["config"]["devices"] = 1e308; }),
        "field \"/config/devices\": expected an integer, got 1e+308 (not a complete analyze document)"},
       {edited("s.json", "rows.json", [](nlohmann::json& d) { d["rows"] = 5; }),
-       "field \"/rows\": expected an array, got 5 (not a complete sweep document)"}};
+       "field \"/rows\": expected an array, got 5 (not a complete sweep document)"},
+      // Nothing to draw, and a tile side of 0: no command writes either.
+      {edited("a.json", "empty.json", [](nlohmann::json& d) { d["results"] = nlohmann::json::array(); }),
+       "field \"/results\": expected at least one entry, got [] (not a complete analyze document)"},
+      {edited("a.json", "tile0.json", [](nlohmann::json& d) { d["config"]["tile"]["query"] = 0; }),
+       "field \"/config/tile/query\": expected at least 1, got 0 (not a complete analyze document)"}};
   for (const auto& [input, message] : cases) {
     const CliResult r = run_cli("report '" + input + "' --out-dir '" + (dir / "out").string() + "'");
     EXPECT_EQ(r.exit_code, 2) << input;

@@ -50,12 +50,7 @@ std::string short_count(double value) {
 
 // The document's config.devices: a count from 1 up (a hand-edited 0 divided by zero below, a
 // negative count sized the heat map's vectors), else the document is not a complete one.
-Count device_count(const nlohmann::json& document) {
-  const nlohmann::json& config = field(document, "config");
-  const Count devices = read<Count>(config, "devices");
-  if (devices < 1) throw FieldError(&config, "devices", fmt::format("expected at least 1, got {}", devices));
-  return devices;
-}
+Count device_count(const nlohmann::json& document) { return read_size(field(document, "config"), "devices"); }
 
 // One bar of the timeline: a round, or a run of rounds too thin to draw apart.
 struct BarRun {
@@ -68,7 +63,7 @@ struct BarRun {
 }  // namespace
 
 std::string work_heatmap_svg(const nlohmann::json& analyze, const std::string& matrix) {
-  const auto& results = array_field(analyze, "results");
+  const auto& results = non_empty_array_field(analyze, "results");
   const Count devices = device_count(analyze);
   // At most kMaxCells cells a side: beyond, each cell is a bin of `bin` x `bin` (rounds, devices)
   // drawn at its mean (2048 devices drew 4M cells a layout, 560 MB of SVG). The mean keeps the
@@ -200,13 +195,11 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
   const auto mesh_order = [](const std::string& a, const std::string& b) { return natural_less(a, b); };
   std::map<std::string, std::vector<const nlohmann::json*>, decltype(mesh_order)> by_mesh(mesh_order);
   double lo_x = 1e300, hi_x = -1e300, hi_y = 1.0;
-  for (const auto& row : array_field(sweep, "rows")) {
+  for (const auto& row : non_empty_array_field(sweep, "rows")) {
     if (field(row, "hardware") != hardware || field(row, "model") != model_name) continue;
     by_mesh[read<std::string>(row, "mesh")].push_back(&row);
-    if (!(read<double>(row, "n_seq") >= 1)) {  // its log is the axis: 0 made it -inf, and the tick loop endless
-      throw FieldError(&row, "n_seq", fmt::format("expected at least 1, got {}", field(row, "n_seq").dump()));
-    }
-    const double x = std::log2(read<double>(row, "n_seq"));
+    // Its log is the axis: 0 made it -inf, and the tick loop endless.
+    const double x = std::log2(static_cast<double>(read_size(row, "n_seq")));
     lo_x = std::min(lo_x, x);
     hi_x = std::max(hi_x, x);
     hi_y = std::max(hi_y, read<double>(row, "tms"));
@@ -262,7 +255,7 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
 }
 
 std::string timeline_svg(const nlohmann::json& simulate) {
-  const auto& results = array_field(simulate, "results");
+  const auto& results = non_empty_array_field(simulate, "results");
   const Count devices = device_count(simulate);
   const Count shown = std::min<Count>(devices, 64);
   const double row_h = std::clamp(240.0 / static_cast<double>(shown), 4.0, 22.0);
@@ -289,7 +282,7 @@ std::string timeline_svg(const nlohmann::json& simulate) {
     for (Count d = 0; d < shown; ++d) {
       if (shown <= 16 || d % 8 == 0) svg.text(x0 - 6, y0 + (static_cast<double>(d) + 0.75) * row_h, fmt::format("d{}", d), std::min(10.0, row_h), "end");
     }
-    for (const auto& pass : array_field(r, "passes")) {
+    for (const auto& pass : non_empty_array_field(r, "passes")) {
       if (!pass.contains("rounds")) continue;
       const auto& rounds = array_field(pass, "rounds");
       const std::string pass_name = read<std::string>(pass, "pass");
@@ -348,7 +341,7 @@ std::string timeline_svg(const nlohmann::json& simulate) {
 }
 
 std::string predicted_vs_measured_svg(const nlohmann::json& validate) {
-  const auto& points = array_field(validate, "comparisons");
+  const auto& points = non_empty_array_field(validate, "comparisons");
   double hi = 0;
   for (const auto& p : points) hi = std::max({hi, read<double>(p, "predicted_us"), read<double>(p, "measured_us")});
   hi = hi > 0 ? hi * 1.05 : 1;

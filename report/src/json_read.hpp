@@ -35,6 +35,14 @@ struct FieldError : std::runtime_error {
   return value;
 }
 
+// The same for a list the report draws one entry of per item (results, rows, layouts): an empty
+// one has nothing to draw, so the file is not one its command writes.
+[[nodiscard]] inline const nlohmann::json& non_empty_array_field(const nlohmann::json& parent, const std::string& key) {
+  const nlohmann::json& value = array_field(parent, key);
+  if (value.empty()) throw FieldError(&parent, key, "expected at least one entry, got []");
+  return value;
+}
+
 // Item `index` of an array, which must hold it.
 [[nodiscard]] inline const nlohmann::json& element(const nlohmann::json& array, size_t index) {
   if (!array.is_array()) throw FieldError(&array, "", "expected an array, got " + std::string(array.type_name()));
@@ -67,6 +75,14 @@ template <typename T>
 template <typename T>
 [[nodiscard]] T read(const nlohmann::json& parent, const std::string& key) {
   return value_as<T>(field(parent, key), &parent, key);
+}
+
+// `parent`'s field `key` as a size (tokens, devices, a tile side, buffers): an integer >= 1, as
+// every command writes it (a 0 would divide by zero where the report scales a figure).
+[[nodiscard]] inline long long read_size(const nlohmann::json& parent, const std::string& key) {
+  const long long size = read<long long>(parent, key);
+  if (size < 1) throw FieldError(&parent, key, "expected at least 1, got " + std::to_string(size));
+  return size;
 }
 
 // Item `index` of an array as T.

@@ -36,12 +36,12 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
   const auto& c = field(doc, "config");
   const std::string tag = slug(std::to_string(files.size()));
   append(md, "## Work per round and device (`{}`)\n\n", in.path);
-  append(md, "n = {} tokens on N = {} devices (c = {}), tiles {}x{} ({} tiling), mask {}.\n\n", read<long long>(c, "seq_len"),
-         read<long long>(c, "devices"), read<long long>(c, "block_size"), read<long long>(field(c, "tile"), "query"),
-         read<long long>(field(c, "tile"), "key"), tiling_of(c), read<std::string>(field(c, "mask"), "spec"));
+  append(md, "n = {} tokens on N = {} devices (c = {}), tiles {}x{} ({} tiling), mask {}.\n\n", read_size(c, "seq_len"),
+         read_size(c, "devices"), read_size(c, "block_size"), read_size(field(c, "tile"), "query"),
+         read_size(field(c, "tile"), "key"), tiling_of(c), read<std::string>(field(c, "mask"), "spec"));
   md += "| layout | speedup | imbalance | lockstep speedup | idle | vs contiguous | tile lockstep speedup | tile idle | tiles vs contiguous |\n";
   md += "|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& r : array_field(doc, "results")) {
+  for (const auto& r : non_empty_array_field(doc, "results")) {
     const auto& e = field(field(r, "metrics"), "elements");
     const auto& t = field(field(r, "metrics"), "tiles");
     append(md, "| {} | {:.2f}x | {:.2f}x | {:.2f}x | {:.1f}% | {:.2f}x | {:.2f}x | {:.1f}% | {:.2f}x |\n",
@@ -62,17 +62,17 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
   // divides. A block-striped layout whose stripe needs more than kMaxExampleTokens per device is
   // left out, and the text says so.
   constexpr long long kMaxExampleTokens = 32;
-  const long long devices = std::min<long long>(read<long long>(c, "devices"), 4);
+  const long long devices = std::min<long long>(read_size(c, "devices"), 4);
   long long example_n = 8 * devices;
   std::vector<std::string> layouts;
   std::vector<std::string> left_out;
-  for (const auto& r : array_field(doc, "results")) {
+  for (const auto& r : non_empty_array_field(doc, "results")) {
     const std::string name = read<std::string>(r, "layout");
     const std::optional<model::LayoutKind> kind = model::layout_kind_of(name);
     if (!kind || !model::same_shape_at_every_size(*kind)) continue;
     if (*kind == model::LayoutKind::block_striped) {
       // Its stripe, read by the layout parser at the analyzed size (where it was valid).
-      const long long stripe = model::parse_layout(name, read<long long>(c, "seq_len"), read<long long>(c, "devices")).stripe();
+      const long long stripe = model::parse_layout(name, read_size(c, "seq_len"), read_size(c, "devices")).stripe();
       if (stripe > kMaxExampleTokens) {
         left_out.push_back(name);
         continue;
@@ -86,7 +86,7 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
   const auto& analysed_mask = field(c, "mask");
   std::string mask = read<std::string>(analysed_mask, "kind") == "bidirectional" ? "bidirectional" : "causal";
   if (analysed_mask.contains("prefix")) {
-    const long long prefix = read<long long>(analysed_mask, "prefix") * example_n / read<long long>(c, "seq_len");
+    const long long prefix = read<long long>(analysed_mask, "prefix") * example_n / read_size(c, "seq_len");
     mask = fmt::format("prefix:{}", std::clamp(prefix, 1LL, example_n));
   }
   if (!layouts.empty()) {
@@ -110,12 +110,12 @@ void tms_section(const ReportInput& in, std::string& md) {
   append(md, "## Theoretical maximum speedup (`{}`)\n\n", in.path);
   append(md, "Model {} on {}: N = {} sequence-parallel, M = {} model-parallel, n = {} tokens, tiles {}x{}, {} convention, "
              "attention FLOP weight {:g}.\n\n",
-         read<std::string>(field(c, "model"), "name"), read<std::string>(c, "hardware"), read<long long>(c, "devices"),
-         read<long long>(c, "model_parallel"), read<long long>(c, "seq_len"), read<long long>(field(c, "tile"), "query"),
-         read<long long>(field(c, "tile"), "key"), read<std::string>(c, "convention"),
+         read<std::string>(field(c, "model"), "name"), read<std::string>(c, "hardware"), read_size(c, "devices"),
+         read_size(c, "model_parallel"), read_size(c, "seq_len"), read_size(field(c, "tile"), "query"),
+         read_size(field(c, "tile"), "key"), read<std::string>(c, "convention"),
          read<double>(field(doc, "flops"), "attention_flop_weight"));
   md += "| layout | TMS | tile-aware TMS | lockstep pairs | lockstep tiles | imbalance |\n|---|---|---|---|---|---|\n";
-  for (const auto& l : array_field(doc, "layouts")) {
+  for (const auto& l : non_empty_array_field(doc, "layouts")) {
     append(md, "| {} | {:.3f}x | {:.3f}x | {} | {} | {:.3f}x |\n", read<std::string>(l, "layout"),
            read<double>(l, "tms"), read<double>(l, "tms_tiles"), read<long long>(l, "lockstep_pairs"),
            read<long long>(l, "lockstep_tiles"), read<double>(l, "imbalance"));
@@ -124,7 +124,7 @@ void tms_section(const ReportInput& in, std::string& md) {
 }
 
 void sweep_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
-  const auto& rows = array_field(in.document, "rows");
+  const auto& rows = non_empty_array_field(in.document, "rows");
   append(md, "## TMS against sequence length (`{}`)\n\n", in.path);
   if (rows.empty() || !rows[0].contains("tms") || !rows[0].contains("mesh") || !rows[0].contains("n_seq")) {
     md += "The sweep has no `tms`, `mesh` and `n_seq` columns to plot.\n\n";
@@ -144,14 +144,14 @@ void simulate_section(const ReportInput& in, std::string& md, std::vector<Report
   const auto& c = field(doc, "config");
   append(md, "## Simulated ring (`{}`)\n\n", in.path);
   append(md, "n = {} tokens on N = {} devices of {} on {}, pass {}, sync {}, {} K/V buffers, tiles {}x{} ({} tiling).\n\n",
-         read<long long>(c, "seq_len"), read<long long>(c, "devices"), read<std::string>(c, "hardware"),
+         read_size(c, "seq_len"), read_size(c, "devices"), read<std::string>(c, "hardware"),
          read<std::string>(c, "topology"), read<std::string>(c, "pass"), read<std::string>(c, "sync"),
-         read<long long>(c, "kv_buffers"), read<long long>(field(c, "tile"), "query"),
-         read<long long>(field(c, "tile"), "key"), tiling_of(c));
+         read_size(c, "kv_buffers"), read_size(field(c, "tile"), "query"),
+         read_size(field(c, "tile"), "key"), tiling_of(c));
   md += "| layout | time (ms) | vs contiguous | max idle (ms) | max exposed comm (ms) |\n|---|---|---|---|---|\n";
   bool has_rounds = false;
-  for (const auto& r : array_field(doc, "results")) {
-    for (const auto& pass : array_field(r, "passes")) has_rounds = has_rounds || pass.contains("rounds");
+  for (const auto& r : non_empty_array_field(doc, "results")) {
+    for (const auto& pass : non_empty_array_field(r, "passes")) has_rounds = has_rounds || pass.contains("rounds");
     // The worst device's totals over the passes, as simulate's table gives them (sim::ring_totals).
     append(md, "| {} | {:.3f} | {:.2f}x | {:.3f} | {:.3f} |\n", read<std::string>(r, "layout"),
            read<double>(r, "time_us") / 1e3, read<double>(r, "speedup_vs_contiguous"),
@@ -168,7 +168,7 @@ void simulate_section(const ReportInput& in, std::string& md, std::vector<Report
 
 // Imbalance sweeps: one table per (n, N), a row per mask, a column per layout.
 void balance_section(const ReportInput& in, std::string& md) {
-  const auto& rows = array_field(in.document, "rows");
+  const auto& rows = non_empty_array_field(in.document, "rows");
   append(md, "## Balance across masks and sizes (`{}`)\n\n", in.path);
   if (in.document.contains("description")) append(md, "{}\n\n", read<std::string>(in.document, "description"));
   if (in.document.contains("tiling")) append(md, "Tiles cut with {} tiling.\n\n", read<std::string>(in.document, "tiling"));
@@ -179,7 +179,7 @@ void balance_section(const ReportInput& in, std::string& md) {
   std::vector<std::pair<long long, long long>> sizes;
   std::vector<std::string> layouts;
   for (const auto& row : rows) {
-    const std::pair<long long, long long> size{read<long long>(row, "n_seq"), read<long long>(row, "devices")};
+    const std::pair<long long, long long> size{read_size(row, "n_seq"), read_size(row, "devices")};
     if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) sizes.push_back(size);
     const std::string layout = read<std::string>(row, "layout");
     if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end()) layouts.push_back(layout);
@@ -192,14 +192,14 @@ void balance_section(const ReportInput& in, std::string& md) {
     md += "\n";
     std::vector<std::string> masks;
     for (const auto& row : rows) {
-      if (read<long long>(row, "n_seq") != n || read<long long>(row, "devices") != devices) continue;
+      if (read_size(row, "n_seq") != n || read_size(row, "devices") != devices) continue;
       const std::string mask = read<std::string>(row, "mask");
       if (std::find(masks.begin(), masks.end(), mask) == masks.end()) masks.push_back(mask);
     }
     for (const auto& mask : masks) {
       std::map<std::string, const nlohmann::json*> by_layout;
       for (const auto& row : rows) {
-        if (read<long long>(row, "n_seq") == n && read<long long>(row, "devices") == devices && field(row, "mask") == mask) {
+        if (read_size(row, "n_seq") == n && read_size(row, "devices") == devices && field(row, "mask") == mask) {
           by_layout[read<std::string>(row, "layout")] = &row;
         }
       }
