@@ -55,15 +55,17 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
 
 namespace {
 
-// Whether `path` leads, by itself or through links, into /dev or /proc (/dev/stdout is a link to
-// /proc/self/fd/1): a device or stream, written directly even when a regular file is behind it.
-bool device_path(const std::string& path) {
+// Whether `path` leads, by itself or through links, into /proc (/dev/stdout is a link to
+// /proc/self/fd/1): a process's stream, written directly even when a regular file is behind it
+// (renaming onto the link would replace /dev/stdout). Other paths under /dev are devices, which
+// are not regular files, or files on a file system like any other (/dev/shm), staged as those.
+bool stream_path(const std::string& path) {
   namespace fs = std::filesystem;
   fs::path at = fs::absolute(path);
   std::error_code ec;
   for (int hops = 0; hops < 40; ++hops) {
     const std::string text = at.lexically_normal().string();
-    if (text.starts_with("/dev/") || text.starts_with("/proc/")) return true;
+    if (text.starts_with("/proc/")) return true;
     if (!fs::is_symlink(fs::symlink_status(at, ec))) return false;
     const fs::path target = fs::read_symlink(at, ec);
     if (ec) return false;
@@ -140,7 +142,7 @@ void OutputFiles::commit() {
     // written directly, after them: renaming onto it would replace the device itself.
     std::vector<const Output*> direct;
     for (const Output& o : outputs_) {
-      if (to_standard_output(o.path) || device_path(o.path) || (fs::exists(o.path, ec) && !fs::is_regular_file(o.path, ec))) {
+      if (to_standard_output(o.path) || stream_path(o.path) || (fs::exists(o.path, ec) && !fs::is_regular_file(o.path, ec))) {
         direct.push_back(&o);
         continue;
       }

@@ -1,5 +1,7 @@
 // Every bad input gets one line on stderr naming the input and the constraint, exit code 2,
 // nothing on stdout and no output file. Each row here is also a row of the README's table.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -300,6 +302,18 @@ TEST(CliBadInput, AnOutputThroughALinkKeepsTheLink) {
     EXPECT_EQ(to_stdout.exit_code, 0) << to_stdout.err;
     EXPECT_TRUE(fs::is_symlink("/dev/stdout")) << "/dev/stdout was replaced by a file";
     EXPECT_EQ(nlohmann::json::parse(to_stdout.out)["config"]["seq_len"], 1024);
+  }
+  // A file under /dev that is a file (shared memory) is staged and renamed as any other: written
+  // whole, nothing left beside it.
+  if (fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0) {
+    const fs::path shm = fs::path("/dev/shm") / ("stripesim_output_shm_" + std::to_string(::getpid()));
+    fs::remove_all(shm);
+    fs::create_directories(shm);
+    const CliResult to_shm = run_cli("analyze -n 1k -N 2 --format json -o '" + (shm / "a.json").string() + "'");
+    EXPECT_EQ(to_shm.exit_code, 0) << to_shm.err;
+    EXPECT_EQ(nlohmann::json::parse(slurp(shm / "a.json"))["config"]["seq_len"], 1024);
+    EXPECT_EQ(std::distance(fs::directory_iterator(shm), fs::directory_iterator()), 1);
+    fs::remove_all(shm);
   }
   fs::remove_all(dir);
 }
