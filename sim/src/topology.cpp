@@ -5,6 +5,7 @@
 #include <boost/property_map/property_map.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -65,6 +66,7 @@ Topology Topology::from_json(const nlohmann::json& doc, const std::string& label
   if (t.net_->gpus.empty()) throw InputError(fmt::format("{}: has no node of kind gpu", label));
   const auto& links = f.raw("links");
   if (!links.is_array()) throw InputError(fmt::format("{}: expected an array", f.where("links")));
+  std::map<std::pair<std::size_t, std::size_t>, size_t> joined;  // (a, b), a < b: the link that joins them
   for (size_t i = 0; i < links.size(); ++i) {
     const model::JsonFields l(links[i], fmt::format("{} link {}", label, i));
     l.allow_only({"a", "b", "bandwidth_gbps", "latency_us"});
@@ -77,6 +79,13 @@ Topology Topology::from_json(const nlohmann::json& doc, const std::string& label
     const std::size_t a = endpoint("a");
     const std::size_t b = endpoint("b");
     if (a == b) throw InputError(fmt::format("{}: links a node to itself", l.label()));
+    // A route crosses one link between two nodes (the cheapest), so a second one would never
+    // carry a byte, nor add its bandwidth to the first's.
+    if (const auto [it, first] = joined.emplace(std::minmax(a, b), i); !first) {
+      throw InputError(fmt::format("{}: joins \"{}\" and \"{}\" again (as link {}); a route crosses one link between two "
+                                   "nodes, so give one link with their bandwidths added",
+                                   l.label(), l.string("a"), l.string("b"), it->second));
+    }
     t.add_link(a, b, l.positive_number("bandwidth_gbps"), l.non_negative_number_or("latency_us", 0.0));
   }
   t.build_graph();
@@ -208,8 +217,9 @@ std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& t
     std::vector<std::uint32_t> reversed;
     while (v != source) {
       const std::size_t u = predecessor[v];
-      // The cheapest of the parallel links between u and v is the one Dijkstra used; looked for
-      // from the end with fewer links (a switch has one per GPU it serves).
+      // The link between u and v that Dijkstra used (the cheapest, were there several; a file's
+      // second one is refused), looked for from the end with fewer links (a switch has one per
+      // GPU it serves).
       std::size_t best = net.links.size();
       const bool from_u = boost::out_degree(u, net.graph) <= boost::out_degree(v, net.graph);
       const std::size_t near = from_u ? u : v, far = from_u ? v : u;
