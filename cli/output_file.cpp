@@ -74,6 +74,15 @@ bool stream_path(const std::string& path) {
   return false;
 }
 
+// Whether `path` is written as it is rather than staged beside it: standard output, a stream,
+// or anything else that is not a regular file (a terminal, /dev/null, a pipe), which renaming
+// onto would replace.
+bool written_directly(const std::string& path) {
+  std::error_code ec;
+  return to_standard_output(path) || stream_path(path) ||
+         (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec));
+}
+
 // Refuses an output onto a file the command read: writing it would destroy an input (a
 // baseline, an experiment, a measurement file), unless a profile output refits a profile.
 void check_not_an_input(const std::string& path, const std::string& flag, OutputKind kind) {
@@ -104,6 +113,9 @@ void write_file(const std::string& target, const std::string& text, const std::s
 }  // namespace
 
 void OutputFiles::add(std::string text, std::string path, std::string flag, OutputKind kind) {
+  // Refused here, not only at commit(), so that nothing the command prints after adding it
+  // (a summary line) precedes the refusal; commit() checks again for files read since.
+  if (!written_directly(path)) check_not_an_input(path, flag, kind);
   outputs_.push_back({std::move(text), std::move(path), std::move(flag), kind});
 }
 
@@ -142,7 +154,7 @@ void OutputFiles::commit() {
     // written directly, after them: renaming onto it would replace the device itself.
     std::vector<const Output*> direct;
     for (const Output& o : outputs_) {
-      if (to_standard_output(o.path) || stream_path(o.path) || (fs::exists(o.path, ec) && !fs::is_regular_file(o.path, ec))) {
+      if (written_directly(o.path)) {
         direct.push_back(&o);
         continue;
       }

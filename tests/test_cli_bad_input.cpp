@@ -274,6 +274,7 @@ TEST(CliBadInput, AnOutputNeverOverwritesAnInput) {
     const CliResult r = run_cli(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args;
     EXPECT_EQ(r.err, "stripesim: error: " + c.error + "; give the output another path\n") << c.args;
+    EXPECT_EQ(r.out, "") << c.args;  // nor a summary line before the refusal
   }
   for (const auto& [path, text] : before) EXPECT_EQ(slurp(path), text) << path << " was overwritten";
   // The refit in place: --kernel's file is the profile --kernel-out replaces.
