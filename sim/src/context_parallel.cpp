@@ -148,9 +148,11 @@ CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_bu
   const double whole_kv = 2.0 * static_cast<double>(s.seq_len) * static_cast<double>(s.kv_heads) *
                           static_cast<double>(s.head_dim) * static_cast<double>(s.element) * static_cast<double>(s.batch);
   if (whole_kv > 0x1p53) {
-    throw InputError(fmt::format("--seq-len {} x --batch {} x --kv-heads {} x --head-dim {}: the sequence's K/V would be {:.3g} bytes, "
-                                 "beyond the 2^53 (9 PB) stripesim counts exactly",
-                                 s.seq_len, s.batch, s.kv_heads, s.head_dim, whole_kv));
+    // Named by the sequence length (by kind, so a file's field is named where it came from).
+    throw InputError(model::Input::seq_len, std::to_string(s.seq_len),
+                     fmt::format("with batch {}, {} K/V heads of {} and {}-byte elements, the sequence's K/V would be {:.3g} "
+                                 "bytes, beyond the 2^53 (9 PB) stripesim counts exactly",
+                                 s.batch, s.kv_heads, s.head_dim, s.element, whole_kv));
   }
   const Count c = s.seq_len / s.devices;  // tokens per device before any all-to-all
   const Bytes row = s.head_dim * s.element * s.batch;  // one token of one head, every sequence
