@@ -221,6 +221,9 @@ INSTANTIATE_TEST_SUITE_P(
                  "sweep_unknown_pass.json field \"pass\" = 'bwd': expected fwd or fwdbwd"},
         BadInput{"balance_point_bad_mask", "sweep --experiment " + data("balance_point_bad_mask.json"),
                  "balance_point_bad_mask.json field \"groups[0].masks[1]\" = window:0: the window must be at least 1 token"},
+        BadInput{"balance_missing_documents", "sweep --experiment " + data("balance_missing_documents.json"),
+                 "balance_missing_documents.json field \"groups[0].masks[1]\" = documents:no_such_lengths.txt: file "
+                 "'no_such_lengths.txt' does not exist"},
         BadInput{"balance_experiment_fields", "sweep --experiment " + data("bad_balance_experiment.json"),
                  "unknown field \"mask\""},
         BadInput{"tms_unknown_tiling", "tms --tiling diagonal", "--tiling 'diagonal': unknown tiling, expected fixed or varlen"},

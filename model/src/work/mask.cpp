@@ -144,7 +144,7 @@ struct DocumentList {
 };
 
 DocumentList read_document_lengths(const std::string& path) {
-  const std::string label = fmt::format("--mask documents:{}", path);
+  const std::string label = "--mask documents:" + path;  // the caller reads it off its errors
   const std::string text = read_text_file(path, label);
   const auto first = text.find_first_not_of(" \t\r\n");
   DocumentList list;
@@ -244,7 +244,19 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
         list.add(item, InputName(Input::mask, "documents length"));
       }
     } else {
-      list = read_document_lengths(std::string(rest));  // what mask_file(spec) names
+      // What mask_file(spec) names. Its errors name the flag's value; raised again by kind, so
+      // that a value from a file (an experiment's point) is named at its field instead.
+      const std::string path(rest), label = "--mask documents:" + path;
+      try {
+        list = read_document_lengths(path);
+      } catch (const InputError& e) {
+        std::string_view detail = e.what();
+        if (e.input() || !detail.starts_with(label)) throw;
+        detail.remove_prefix(label.size());
+        if (detail.starts_with(":")) detail.remove_prefix(1);
+        if (detail.starts_with(" ")) detail.remove_prefix(1);
+        throw InputError(Input::mask, "documents:" + path, std::string(detail));
+      }
     }
     return Mask::documents(seq_len, std::move(list.lengths), window, std::move(list.padding));
   }
