@@ -8,6 +8,7 @@
 #include "output_file.hpp"
 #include "output_format.hpp"
 #include "run_mode.hpp"
+#include "threads_option.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/input_origins.hpp"
 #include "stripesim/model/io/json_file.hpp"
@@ -123,8 +124,7 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
                 "per layout");
   cmd->add_flag("--pad-documents", o.pad_documents,
                 "Pad every document to a multiple of 2N (doc-zigzag, doc-striped need it); padding is waste");
-  cmd->add_option("--threads", o.threads, "Worker threads, 0 = one per core (results never depend on it)")
-      ->check(CLI::Range(0u, 1024u));
+  add_threads_option(cmd, o.threads, "Worker threads, 0 = one per core (results never depend on it)");
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     const AnalyzeOptions& opts = *options;

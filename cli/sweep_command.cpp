@@ -14,6 +14,7 @@
 #include "output_format.hpp"
 #include "preset_help.hpp"
 #include "run_mode.hpp"
+#include "threads_option.hpp"
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/name_match.hpp"
 #include "stripesim/model/io/size_parse.hpp"
@@ -185,8 +186,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   o.grid.track(cmd->add_flag("--recompute", o.recompute, "Count activation recomputation"));
   add_format_option(cmd, o.format, output::kSweepFormats, "Output format");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
-  cmd->add_option("--threads", o.threads, "Worker threads, 0 = one per core (output never depends on it)")
-      ->check(CLI::Range(0u, 1024u));
+  add_threads_option(cmd, o.threads, "Worker threads, 0 = one per core (output never depends on it)");
   for (const char* name : {"--hardware", "--models", "--meshes", "--model-parallel", "--columns", "--convention", "--pass",
                            "--recompute"}) {
     o.tms_only.track(cmd->get_option(name));
