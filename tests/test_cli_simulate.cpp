@@ -219,6 +219,24 @@ TEST(CliSimulate, NotesWhenCallsHoldMorePartialTilesThanTheFitTimed) {
   }
 }
 
+// Ulysses' rows agree to the byte whatever the layout (each device attends the whole sequence on
+// its heads): the table says why rather than leave them to read as a finding about the layouts.
+TEST(CliSimulate, UlyssesSaysItsLayoutsAreOneComputation) {
+  const std::string base = "simulate -n 32k -N 4 --cp ulysses --format json --summary-only";
+  const CliResult several = run_cli(base + " --layouts contiguous,zigzag");
+  ASSERT_EQ(several.exit_code, 0) << several.err;
+  const auto doc = nlohmann::json::parse(several.out);
+  ASSERT_EQ(doc.at("results").size(), 2u);
+  EXPECT_EQ(doc["results"][0].at("time_us"), doc["results"][1].at("time_us"));
+  ASSERT_EQ(doc.at("notes").size(), 1u);
+  EXPECT_TRUE(doc["notes"][0].get<std::string>().starts_with("--cp ulysses: every device attends the whole sequence")) << doc["notes"];
+  for (const std::string& quiet : {base + " --layouts zigzag", std::string("simulate -n 32k -N 4 --format json --summary-only")}) {
+    const CliResult r = run_cli(quiet);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(nlohmann::json::parse(r.out).contains("notes")) << quiet;
+  }
+}
+
 TEST(CliSimulate, ExperimentFileAndFlagsOverrideIt) {
   const CliResult r = run_cli(std::string("simulate --experiment '") + STRIPESIM_SOURCE_DIR +
                               "/configs/experiments/simulate-dgx-h100-x2.json' --devices 8 --format json --summary-only");

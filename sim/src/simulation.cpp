@@ -548,6 +548,11 @@ std::vector<std::string> simulation_notes(const Simulation& sim) {
   std::vector<std::string> notes;
   if (sim.kernel_note) notes.push_back(*sim.kernel_note);
   if (std::optional<std::string> note = partial_tiles_note(sim.kernel, most)) notes.push_back(std::move(*note));
+  // Rows that agree to the byte would otherwise read as a finding about the layouts.
+  if (sim.cp.algorithm == CpAlgorithm::ulysses && sim.results.size() > 1) {
+    notes.push_back("--cp ulysses: every device attends the whole sequence on its own heads, so the layouts are one computation "
+                    "and their rows agree; a layout matters to a ring (--cp ring, or hybrid:UxR's)");
+  }
   if (sim.step_shape) {
     if (std::optional<std::string> note = elementwise_cost_note(sim.hardware)) notes.push_back(std::move(*note));
   }
