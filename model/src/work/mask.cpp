@@ -143,8 +143,8 @@ struct DocumentList {
   }
 };
 
-DocumentList read_document_lengths(const std::string& path) {
-  const std::string label = "--mask documents:" + path;  // the caller reads it off its errors
+// Its errors begin with `label`.
+DocumentList read_document_lengths(const std::string& path, const std::string& label) {
   const std::string text = read_text_file(path, label);
   const auto first = text.find_first_not_of(" \t\r\n");
   DocumentList list;
@@ -248,7 +248,7 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
       // that a value from a file (an experiment's point) is named at its field instead.
       const std::string path(rest), label = "--mask documents:" + path;
       try {
-        list = read_document_lengths(path);
+        list = read_document_lengths(path, label);
       } catch (const InputError& e) {
         std::string_view detail = e.what();
         if (e.input() || !detail.starts_with(label)) throw;
