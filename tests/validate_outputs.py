@@ -44,7 +44,9 @@ for args in (["analyze", "--format", "json"],
              ["analyze", "--seq-len", "4k", "--devices", "4", "--mask", "documents:1k,3k", "--tile", "64x64", "--tiling",
               "varlen", "--format", "json"],
              ["analyze", "--seq-len", "4k", "--devices", "4", "--mask", "documents:768+256,3k:window=512", "--tile", "64x64",
-              "--format", "json"]):
+              "--format", "json"],
+             ["analyze", "--seq-len", "16k", "--devices", "4", "--mask", "documents:1000,15384", "--tile", "64x64",
+              "--layouts", "doc-zigzag,doc-striped", "--pad-documents", "--format", "json"]):
     analyze = check("analyze", run(*args), " ".join(args))
 check("tms", run("tms", "--format", "json"), "tms")
 check("tms", run("tms", "--model", "llama3-70b", "--hardware", "h100", "--convention", "exact", "--layouts",
@@ -78,6 +80,11 @@ simulate_csv = list(csv.DictReader(io.StringIO(run("simulate", "--model", "1b", 
 if [row["layout"] for row in simulate_csv] != ["contiguous", "striped", "zigzag"] or "mfu" not in simulate_csv[0]:
     failures.append(f"simulate --scope step --format csv: expected a row per layout with mfu, got {simulate_csv[:1]}")
 check("layout", run("layout", "--layout", "zigzag", "-n", "64", "-N", "4"), "layout zigzag")
+check("layout", run("layout", "--layout", "doc-striped", "-n", "4k", "-N", "2", "--mask", "documents:1000+24,3072"),
+      "layout over padded documents")
+check("plan", run("plan", "--model", "1b", "--hardware", "h100", "--gpus", "4", "-n", "16k", "--mask",
+                  "documents:lognormal:1000:1.0:seed=1", "--layouts", "contiguous,doc-zigzag", "--pad-documents",
+                  "--format", "json"), "plan over padded documents")
 check("layout", run("layout", "--layout", "balanced", "-n", "1000", "-N", "4", "--tile", "16x16", "--mask", "documents:300,700",
                     "--pad-documents"), "layout balanced --pad-documents")
 check("layout", run("layout", "--layout", "striped", "-n", "4k", "-N", "8", "--mask", "window:512"), "layout window")
