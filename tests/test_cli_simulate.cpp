@@ -219,6 +219,23 @@ TEST(CliSimulate, NotesWhenCallsHoldMorePartialTilesThanTheFitTimed) {
   }
 }
 
+// --pad-documents' padding is computed (the time prices it) but is no useful work: a step's
+// throughput counts the tokens given and its model FLOPs the documents' own pairs, the same as
+// the unpadded sequence's (1001 + 15383 tokens, padded to multiples of 2N = 8: 8 more).
+TEST(CliSimulate, PaddingIsNotCountedAsUsefulWork) {
+  const std::string base = "simulate --model 1b --scope step -n 16k -N 4 --mask documents:1001,15383 --format json --summary-only";
+  const CliResult padded = run_cli(base + " --layouts doc-zigzag --pad-documents");
+  const CliResult plain = run_cli(base + " --layouts contiguous");
+  ASSERT_EQ(padded.exit_code, 0) << padded.err;
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const auto p = nlohmann::json::parse(padded.out), u = nlohmann::json::parse(plain.out);
+  ASSERT_EQ(p["config"].at("seq_len"), 16392);
+  ASSERT_EQ(p["config"].at("padding_tokens"), 8);
+  const auto& step = p["results"][0].at("step");
+  EXPECT_DOUBLE_EQ(step.at("model_flops").get<double>(), u["results"][0]["step"].at("model_flops").get<double>());
+  EXPECT_NEAR(step.at("tokens_per_second").get<double>() * step.at("time_us").get<double>() * 1e-6, 16384.0, 1e-6);
+}
+
 // Ulysses' rows agree to the byte whatever the layout (each device attends the whole sequence on
 // its heads): the table says why rather than leave them to read as a finding about the layouts.
 TEST(CliSimulate, UlyssesSaysItsLayoutsAreOneComputation) {

@@ -146,7 +146,6 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
 
 // Scope layer or step: all of the step but the attention passes, from the planned mesh.
 StepShape plan_step(const Simulation& sim, const model::Mask& mask) {
-  const model::Run sequence{0, 1, sim.config.seq_len, 0};
   StepShape step;
   step.scope = sim.config.scope;
   step.forward = sim.config.pass != PassSelection::backward;
@@ -157,8 +156,13 @@ StepShape plan_step(const Simulation& sim, const model::Mask& mask) {
   step.hardware = sim.hardware;
   step.mesh = sim.mesh;
   step.seq_len = sim.config.seq_len;
+  step.padding_tokens = sim.padding_tokens;
   step.batch = sim.config.batch;
-  step.unmasked_pairs = static_cast<double>(model::count_run_pairs(sequence, sequence, mask));
+  // The useful pairs are the documents' own: with --pad-documents, those of the mask as given.
+  const Count useful_len = sim.config.seq_len - sim.padding_tokens;
+  const model::Run sequence{0, 1, useful_len, 0};
+  step.unmasked_pairs = static_cast<double>(model::count_run_pairs(
+      sequence, sequence, sim.padding_tokens > 0 ? model::parse_mask(sim.config.mask, useful_len) : mask));
   step.kv_memory_bytes = sim.cp_shape.memory_bytes;
   step.kv_backward_memory_bytes = sim.cp_shape.backward_memory_bytes;
   const Count local_tokens = sim.config.seq_len / sim.config.devices * sim.config.batch;

@@ -150,7 +150,9 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   // Model FLOPs: forward 1, backward 2 (recomputation is not useful work). A step (forward and
   // backward always) counts the whole model, its LM head included; a layer scope its one layer.
   const double pass_multiplier = (s.forward ? 1.0 : 0.0) + (s.backward ? backward : 0.0);
-  const double tokens = static_cast<double>(s.seq_len) * static_cast<double>(s.batch);
+  // Useful work: padding tokens are computed (the passes above price them) but carry none.
+  const Count useful_tokens = (s.seq_len - s.padding_tokens) * s.batch;
+  const double tokens = static_cast<double>(useful_tokens);
   const double pairs = s.unmasked_pairs * static_cast<double>(s.batch);
   if (s.scope == Scope::step) {
     e.breakdown.matmul_us += (1 + backward) * head_matmul_forward;
@@ -161,7 +163,7 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
     e.model_flops = pass_multiplier * (flops.matmul_per_token * tokens + flops.attention_per_pair * pairs);
   }
   e.time_us = e.breakdown.total_us();
-  e.tokens_per_second = static_cast<double>(s.seq_len * s.batch * s.mesh.data_parallel) / (e.time_us * 1e-6);
+  e.tokens_per_second = static_cast<double>(useful_tokens * s.mesh.data_parallel) / (e.time_us * 1e-6);
   const double replica_devices = static_cast<double>(s.mesh.model_parallel * s.mesh.devices);
   e.mfu = e.model_flops / (replica_devices * e.time_us * s.hardware.peak_tflops.at(s.hardware.matmul_precision) * 1e6);
 

@@ -103,9 +103,10 @@ struct StepShape {
   model::TransformerModel model;
   model::HardwareProfile hardware;  // with matmul_efficiency
   model::Mesh mesh;
-  Count seq_len = 0;
+  Count seq_len = 0;         // as computed, --pad-documents' padding included
+  Count padding_tokens = 0;  // of seq_len: computed, but no useful work (not in throughput or MFU)
   Count batch = 1;
-  double unmasked_pairs = 0;  // of one sequence, under the mask
+  double unmasked_pairs = 0;  // of one sequence without its padding, under the mask: the useful pairs
   double kv_memory_bytes = 0;           // K/V and their buffers for the forward (CpShape)
   double kv_backward_memory_bytes = 0;  // ... and with the backward's gradients beside them
   Microseconds activation_allreduce_us = 0;  // one all-reduce of a layer's activations in the model-parallel group
