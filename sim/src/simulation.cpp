@@ -145,7 +145,7 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
 }
 
 // Scope layer or step: all of the step but the attention passes, from the planned mesh.
-StepShape plan_step(const Simulation& sim, const model::Mask& mask) {
+StepShape plan_step(const Simulation& sim) {
   StepShape step;
   step.scope = sim.config.scope;
   step.forward = sim.config.pass != PassSelection::backward;
@@ -158,11 +158,7 @@ StepShape plan_step(const Simulation& sim, const model::Mask& mask) {
   step.seq_len = sim.config.seq_len;
   step.padding_tokens = sim.padding_tokens;
   step.batch = sim.config.batch;
-  // The useful pairs are the documents' own: with --pad-documents, those of the mask as given.
-  const Count useful_len = sim.config.seq_len - sim.padding_tokens;
-  const model::Run sequence{0, 1, useful_len, 0};
-  step.unmasked_pairs = static_cast<double>(model::count_run_pairs(
-      sequence, sequence, sim.padding_tokens > 0 ? model::parse_mask(sim.config.mask, useful_len) : mask));
+  step.unmasked_pairs = static_cast<double>(sim.useful_pairs);
   step.kv_memory_bytes = sim.cp_shape.memory_bytes;
   step.kv_backward_memory_bytes = sim.cp_shape.backward_memory_bytes;
   const Count local_tokens = sim.config.seq_len / sim.config.devices * sim.config.batch;
@@ -335,6 +331,10 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   // Validate every layout and the mask before simulating anything.
   model::Mask mask = model::parse_mask(config.mask, config.seq_len);
   sim.mask_kind = mask.kind();
+  if (config.scope != Scope::attention) {
+    const model::Run sequence{0, 1, config.seq_len, 0};
+    sim.useful_pairs = model::count_run_pairs(sequence, sequence, mask);  // before the padding below
+  }
   if (config.pad_documents) {
     model::PaddedDocuments padded = model::pad_documents(mask, config.devices);
     mask = std::move(padded.mask);
@@ -455,7 +455,7 @@ void place_on_topology(SimulationPlan& plan) {
   SharedRoutes routes = shared_ring_routes(sim.topology, sim.ring_order, concurrent_rings(sim, cp_groups));
   sim.hops = std::move(routes.hops);
   sim.hops_shared_by = std::move(routes.shared_by);
-  if (sim.config.scope != Scope::attention) sim.step_shape = plan_step(sim, plan.mask);
+  if (sim.config.scope != Scope::attention) sim.step_shape = plan_step(sim);
   sim.placed = true;
 }
 

@@ -122,6 +122,9 @@ struct Simulation {
   Bytes kv_bytes = 0;
   Bytes grad_bytes = 0;  // a dK/dV hop (ring, backward); 0: kv_bytes
   Count padding_tokens = 0;  // added by pad_documents; config.seq_len includes them
+  // Unmasked pairs of one sequence as given, before any padding: a layer's or step's useful
+  // attention work (counted for those scopes only).
+  Count useful_pairs = 0;
   ContextParallel cp;
   CpShape cp_shape;
   // The group's GPUs (ring order; hybrid: each all-to-all group is U consecutive ones) and the
