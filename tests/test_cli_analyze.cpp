@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "csv_cells.hpp"
 #include "stripesim/model/io/spec_syntax.hpp"
 #include "stripesim/model/work/document_layouts.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
@@ -41,13 +42,6 @@ TEST(CliAnalyze, ReadmeFlagTableListsEveryLayoutAndMask) {
   // And the parser's error lists the same.
   const CliResult r = run_cli("analyze --layouts diagonal");
   EXPECT_NE(r.err.find("expected " + model::expected_list(model::kLayoutSyntaxes)), std::string::npos) << r.err;
-}
-
-std::vector<std::string> split_commas(const std::string& line) {
-  std::vector<std::string> cells;
-  std::istringstream in(line);
-  for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
-  return cells;
 }
 
 TEST(CliAnalyze, DefaultRunPrintsThePaperComparison) {
@@ -122,9 +116,9 @@ TEST(CliAnalyze, CsvSummaryHasOneRowPerLayoutWithTheJsonMetrics) {
             "tiles_total,tiles_lockstep,tiles_slowest_device,tiles_imbalance,tiles_spread,tiles_cv,"
             "tiles_speedup,tiles_lockstep_speedup,tiles_idle_fraction,tiles_lockstep_speedup_vs_contiguous,"
             "tiles_vs_bound,tiles_lockstep_vs_bound,best");
-  const std::vector<std::string> columns = split_commas(header);
+  const std::vector<std::string> columns = csv_cells(header);
   std::vector<std::vector<std::string>> rows;
-  while (std::getline(lines, line)) rows.push_back(split_commas(line));
+  while (std::getline(lines, line)) rows.push_back(csv_cells(line));
   ASSERT_EQ(rows.size(), 2u);
   // The blog's numbers: contiguous 2098176 pairs, lockstep and slowest device both the last
   // device's 256 * 257 / 2 + 7 * 256 * 256 = 491648 (4.27x).

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 
 #include "bad_input_table.hpp"
+#include "csv_cells.hpp"
 #include "temp_path.hpp"
 
 namespace stripesim::testing {
@@ -472,9 +474,42 @@ TEST(CliSimulate, StepTableSaysWhatTheTimeCoversAndCsvIsDeterministic) {
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   EXPECT_EQ(a.out.substr(0, a.out.find('\n')),
-            "layout,scope,model,hardware,model_parallel,devices,data_parallel,seq_len,pass,cp,time_us,speedup_vs_contiguous,kv_memory_bytes,"
-            "tokens_per_second,mfu,matmul_us,elementwise_us,attention_compute_us,attention_comm_us,attention_idle_us,"
+            "layout,scope,model,hardware,model_parallel,devices,data_parallel,seq_len,pass,cp,mask,topology,time_us,speedup_vs_contiguous,"
+            "kv_memory_bytes,mean_busy_us,max_idle_us,max_exposed_comm_us,tokens_per_second,mfu,matmul_us,elementwise_us,attention_compute_us,attention_comm_us,attention_idle_us,"
             "model_parallel_comm_us,gradient_comm_us,memory_bytes,exceeds_memory");
+}
+
+// The CSV is what users stack across runs: each row names its mask and topology and carries the
+// ring totals the JSON's results give (the same numbers, not a second computation of them).
+TEST(CliSimulate, CsvRowsCarryTheMaskTopologyAndRingTotalsOfTheJson) {
+  const std::string args = "simulate -N 4 -n 32k --mask documents:8k,24k --topology pcie-8gpu --pass fwdbwd";
+  const CliResult json = run_cli(args + " --format json --summary-only"), csv = run_cli(args + " --format csv");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  std::istringstream lines(csv.out);
+  std::string header_line, line;
+  std::getline(lines, header_line);
+  const auto header = csv_cells(header_line);
+  auto column = [&header](const std::string& name) {
+    const auto at = std::ranges::find(header, name);
+    EXPECT_NE(at, header.end()) << name;
+    return static_cast<size_t>(at - header.begin());
+  };
+  size_t rows = 0;
+  for (; std::getline(lines, line); ++rows) {
+    const auto cells = csv_cells(line);
+    ASSERT_EQ(cells.size(), header.size()) << line;
+    const auto& result = doc.at("results").at(rows);
+    EXPECT_EQ(cells[column("layout")], result.at("layout").get<std::string>());
+    EXPECT_EQ(cells[column("mask")], "documents:8k,24k");
+    EXPECT_EQ(cells[column("topology")], doc.at("config").at("topology").get<std::string>());
+    for (const char* total : {"mean_busy_us", "max_idle_us", "max_exposed_comm_us"})
+      EXPECT_DOUBLE_EQ(std::stod(cells[column(total)]), result.at(total).get<double>()) << total << " " << line;
+  }
+  EXPECT_EQ(rows, 3u);
+  // Contiguous leaves devices idle under documents; the totals are real numbers, not zeros.
+  EXPECT_GT(doc.at("results").at(0).at("max_idle_us").get<double>(), 0.0);
 }
 
 TEST(CliSimulate, PerRoundRecordsAreOptInAbove64Devices) {

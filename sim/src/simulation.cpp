@@ -592,8 +592,13 @@ std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& sim) {
                                {"model_parallel", c.model_parallel}, {"devices", c.devices},
                                {"data_parallel", c.data_parallel},   {"seq_len", c.seq_len},
                                {"pass", to_string(c.pass)},   {"cp", to_string(sim.cp, c.devices)},
+                               {"mask", c.mask},              {"topology", sim.topology.name()},
                                {"time_us", r.time_us},        {"speedup_vs_contiguous", r.speedup_vs_contiguous},
                                {"kv_memory_bytes", r.kv_memory_bytes}};
+    const RingTotals totals = ring_totals(r);
+    row["mean_busy_us"] = totals.mean_busy_us;
+    row["max_idle_us"] = totals.max_idle_us;
+    row["max_exposed_comm_us"] = totals.max_exposed_comm_us;
     if (sim.step_shape) {
       const StepEstimate& e = *r.step;
       row["tokens_per_second"] = e.tokens_per_second;

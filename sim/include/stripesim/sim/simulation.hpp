@@ -188,8 +188,10 @@ struct RingTotals {
 };
 [[nodiscard]] RingTotals ring_totals(const LayoutSimulation& layout);
 
-// One flat row per layout (the same keys in each): the scope's time, speedup and, for a layer or
-// a step, its breakdown, throughput, MFU and memory. The CSV's rows and the simulate baseline's
+// One flat row per layout (the same keys in each): the configuration (mask and topology included,
+// so that rows of several runs can be stacked), the scope's time, speedup, K/V memory and ring
+// totals (ring_totals, as the JSON's results give them) and, for a layer or a step, its
+// breakdown, throughput, MFU and memory. The CSV's rows and the simulate baseline's
 // metrics. The printers (table, JSON, CSV, Chrome trace): output/simulation_printers.hpp.
 [[nodiscard]] std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& simulation);
 
