@@ -79,7 +79,7 @@ std::function<void()> register_layout_command(CLI::App& app, RunMode mode) {
                   "permutation:FILE, doc-zigzag, doc-striped, ptrr[:BLOCK], balanced[:CHUNK]")
       ->required();
   cmd->add_option("--seq-len,-n", o.seq_len, fmt::format("Sequence length n; {}", model::kCountSuffixes))->required();
-  cmd->add_option("--devices,-N", o.devices, "Devices in the ring N, 1..2048")->required();
+  cmd->add_option("--devices,-N", o.devices, fmt::format("Devices in the ring N, 1..{}", model::kMaxDevices))->required();
   o.given.track(cmd->add_option("--tile", o.tile,
                                 "Kernel tile TQxTK balanced and ptrr price work in [default: 2048x4096, as analyze]"));
   o.given.track(cmd->add_option("--tiling", o.tiling, std::string(model::kTilingHelp) + " [default: fixed]"));

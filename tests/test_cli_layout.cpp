@@ -172,6 +172,26 @@ TEST(CliLayout, JsonCsvAndNpyHoldTheSamePositions) {
   for (size_t p = 0; p < n; ++p) EXPECT_EQ(seen[p], 1) << "position " << p;
 }
 
+// A layout is exported for every ring simulate runs (up to 4096 devices) and beyond: the export
+// keeps no N x N matrix, so analyze's bound of 2048 does not hold it; a Layout's own bound does.
+TEST(CliLayout, ExportsRingsLargerThanAnalyzeCounts) {
+  const nlohmann::json json = run_json("layout --layout zigzag -n 64k -N 4096");
+  ASSERT_FALSE(json.is_null());
+  ASSERT_EQ(json.at("devices").get<size_t>(), 4096u);
+  const auto& blocks = json.at("blocks");
+  ASSERT_EQ(blocks.size(), 4096u);
+  // Zigzag by its definition: 2N chunks of n/2N tokens, device d holds chunks d and 2N-1-d.
+  const size_t chunk = 65536 / 8192;
+  for (size_t d = 0; d < 4096; ++d) {
+    ASSERT_EQ(blocks[d].size(), 2 * chunk);
+    for (size_t l = 0; l < chunk; ++l) {
+      ASSERT_EQ(blocks[d][l].get<size_t>(), d * chunk + l) << d;
+      ASSERT_EQ(blocks[d][chunk + l].get<size_t>(), (8191 - d) * chunk + l) << d;
+    }
+  }
+  EXPECT_EQ(run_cli("analyze -n 64k -N 4096 --layouts zigzag").exit_code, 2);
+}
+
 TEST(CliLayout, JsonSaysWhatItIs) {
   const nlohmann::json doc =
       run_json("layout --layout doc-zigzag -n 1000 -N 4 --mask documents:300,700 --pad-documents --tile 16x16");
@@ -257,6 +277,8 @@ std::vector<BadInput> bad_layout_inputs() {
       {"no_layout", "-n 64 -N 4", "--layout is required"},
       {"no_seq_len", "--layout zigzag -N 4", "--seq-len is required"},
       {"no_devices", "--layout zigzag -n 64", "--devices is required"},
+      {"zero_devices", "--layout zigzag -n 64 -N 0", "--devices 0: must be between 1 and 65536"},
+      {"too_many_devices", "--layout zigzag -n 1M -N 65537", "--devices 65537: must be between 1 and 65536"},
       {"seq_len_not_a_number", "--layout zigzag -n abc -N 4", "--seq-len 'abc'"},
       {"unknown_format", "--layout zigzag -n 64 -N 4 --format xml",
        "--format 'xml': unknown layout format, expected json, csv or npy"},

@@ -35,6 +35,11 @@ AnalysisPlan plan_analysis(const AnalyzeConfig& config) {
     throw InputError(Input::devices, std::to_string(config.devices),
                      fmt::format("must be between 1 and {} (analyze keeps N x N matrices per layout)", kMaxAnalyzeDevices));
   }
+  return plan_layouts(config);
+}
+
+AnalysisPlan plan_layouts(const AnalyzeConfig& config) {
+  if (config.layouts.empty()) throw InputError(Input::layouts, "", "needs at least one layout");
   // Validate the mask and every layout before the first count.
   AnalysisPlan plan{config, parse_mask(config.mask, config.seq_len), config.seq_len, 0, {}};
   if (config.pad_documents) {

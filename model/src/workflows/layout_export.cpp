@@ -39,7 +39,7 @@ LayoutExport plan_layout_export(const AnalyzeConfig& config) {
   // The layout parsers name analyze's flag; here the user typed --layout.
   const auto plan = [&] {
     try {
-      return plan_analysis(config);
+      return plan_layouts(config);  // no N x N matrices here: only a Layout's own device bound
     } catch (const InputError& e) {
       if (e.input() != Input::layouts) throw;
       throw e.renamed("--layout");

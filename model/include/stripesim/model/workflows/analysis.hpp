@@ -76,8 +76,13 @@ struct AnalysisPlan {
   std::vector<LayoutPlan> layouts;
 };
 
-// Validates everything (sizes, specs, files) and builds the mask; throws InputError.
+// Validates everything (sizes, specs, files) and builds the mask; throws InputError. Up to
+// kMaxAnalyzeDevices: the analysis keeps N x N matrices per layout.
 [[nodiscard]] AnalysisPlan plan_analysis(const AnalyzeConfig& config);
+
+// The same checks and plan without the analysis's device bound (a Layout's own holds): for what
+// builds the layouts alone and keeps no matrices (`layout`'s export).
+[[nodiscard]] AnalysisPlan plan_layouts(const AnalyzeConfig& config);
 // Builds the plan's layouts and counts their work, one layout at a time; run_analysis(config) is
 // run_analysis(plan_analysis(config)).
 [[nodiscard]] Analysis run_analysis(const AnalysisPlan& plan, unsigned threads = 0);
