@@ -173,10 +173,17 @@ void refine(const Pricing& pricing, Assignment& a, Count block) {
   const TileShape tile = pricing.tile();
   const Count max_crossing = 2 * tiles_covering(block, tile.query) * tiles_covering(block, tile.key);
   const auto devices = a.load.size();
+  // Each device's offers, priced once and again only when a swap changes its pieces: a swap
+  // touches two devices, so repricing all N every iteration made refining O(N^2) pricings.
+  std::vector<std::optional<std::vector<Offer>>> offered(devices);
+  const auto offers_of = [&](size_t d) -> const std::vector<Offer>& {
+    if (!offered[d]) offered[d] = offers(pricing, a.owned[d], block, max_crossing);
+    return *offered[d];
+  };
   for (size_t iteration = 0; iteration < 64 * devices; ++iteration) {
     const auto busiest = static_cast<size_t>(std::max_element(a.load.begin(), a.load.end()) - a.load.begin());
     const Count top = a.load[busiest];
-    const auto mine = offers(pricing, a.owned[busiest], block, max_crossing);
+    const std::vector<Offer>& mine = offers_of(busiest);
     // The busiest device's offers by (length, cost): for each other device, the best partner of
     // each of its offers is one lookup.
     struct Choice {
@@ -191,7 +198,7 @@ void refine(const Pricing& pricing, Assignment& a, Count block) {
     for (size_t e = 0; e < devices; ++e) {
       if (e == busiest || a.load[e] >= top) continue;
       const Count gap = top - a.load[e];
-      for (const Offer& y : offers(pricing, a.owned[e], block, max_crossing)) {
+      for (const Offer& y : offers_of(e)) {
         // Partner x on the busiest device: same length, cost in (y.cost, y.cost + gap); the peak
         // max(top - x + y, load_e + x - y) is smallest with x - y nearest gap / 2.
         const auto above = by_shape.lower_bound({y.length, y.cost + gap / 2});
@@ -212,6 +219,8 @@ void refine(const Pricing& pricing, Assignment& a, Count block) {
     const Piece receive = take(pricing, a.owned[best->device], best->receive);
     a.owned[busiest].push_back(receive);
     a.owned[best->device].push_back(give);
+    offered[busiest].reset();
+    offered[best->device].reset();
     a.load[busiest] += receive.cost - give.cost;
     a.load[best->device] += give.cost - receive.cost;
   }
