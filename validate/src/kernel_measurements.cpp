@@ -72,6 +72,15 @@ std::string path_tail(const std::vector<std::string>& components, size_t parts) 
   return out;
 }
 
+// What both formats require beside the timings: the device, how the calls were run and timed
+// (what makes two files comparable), the PyTorch version when given, notes as text.
+void require_descriptions(const JsonFields& f) {
+  (void)f.non_empty_string("device");
+  (void)f.non_empty_string("method");
+  if (f.has("torch")) (void)f.non_empty_string("torch");
+  if (f.has("notes")) (void)f.string("notes");
+}
+
 }  // namespace
 
 std::vector<std::string> file_labels(const std::vector<std::string>& paths) {
@@ -105,19 +114,6 @@ std::vector<std::string> file_labels(const std::vector<std::string>& paths) {
   }
   return labels;
 }
-
-namespace {
-
-// What both formats require beside the timings: the device, how the calls were run and timed
-// (what makes two files comparable), the PyTorch version when given, notes as text.
-void require_descriptions(const JsonFields& f) {
-  (void)f.non_empty_string("device");
-  (void)f.non_empty_string("method");
-  if (f.has("torch")) (void)f.non_empty_string("torch");
-  if (f.has("notes")) (void)f.string("notes");
-}
-
-}  // namespace
 
 std::vector<MeasuredWorkload> read_measurements(const std::string& path, const std::string& group) {
   const std::string label = "--measurements " + path;

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <mutex>
 #include <set>
-#include <utility>
 #include <sstream>
+#include <utility>
 
 #include "stripesim/model/io/input_error.hpp"
 
