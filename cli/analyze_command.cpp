@@ -34,7 +34,7 @@ struct AnalyzeOptions {
   std::string output;
   bool matrices = false;
   bool pad_documents = false;
-  unsigned threads = 0;
+  std::string threads = "0";  // parse_threads reads it
   FileFlags given;  // the options the file gives too: given here, they override it
 };
 
@@ -128,13 +128,14 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     const AnalyzeOptions& opts = *options;
+    const unsigned threads = parse_threads(opts.threads);
     if (opts.matrices && output_format(opts.format) == OutputFormat::json) {
       throw model::InputError("--matrices: only with --format table or csv (the JSON always holds the matrices)");
     }
     const auto resolved = resolve_config(opts);  // {config, origins}
     const model::AnalysisPlan plan = resolved.second.run([&] { return model::plan_analysis(resolved.first); });
     if (mode == RunMode::parse_only) return;
-    const model::Analysis analysis = model::run_analysis(plan, opts.threads);
+    const model::Analysis analysis = model::run_analysis(plan, threads);
     write_output(output::render(analysis, output_format(opts.format), opts.matrices), opts.output);
   };
 }

@@ -48,7 +48,7 @@ struct SweepOptions {
   bool recompute = false;
   std::string format = "csv";
   std::string output;
-  unsigned threads = 0;
+  std::string threads = "0";  // parse_threads reads it
   FileFlags grid;  // the flags an experiment file replaces: refused beside it
   FileFlags tms_only, balance_only;  // the grid flags of one kind of sweep: refused under the other
 };
@@ -195,6 +195,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;
     const SweepOptions& opts = *options;
+    const unsigned threads = parse_threads(opts.threads);
     const std::optional<model::Tiling> tiling_flag =
         opts.tiling.empty() ? std::nullopt : std::optional<model::Tiling>(model::parse_tiling(opts.tiling));
     output::SweepTable sweep;
@@ -231,7 +232,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
       spec.tiling = sweep.tiling = tiling_flag.value_or(spec.tiling);
       const model::BalanceSweepPlan plan = flags.run([&] { return model::plan_balance_sweep(spec); });
       if (mode == RunMode::parse_only) return;
-      sweep.rows = model::run_balance_sweep(plan, progress_bar(), opts.threads);
+      sweep.rows = model::run_balance_sweep(plan, progress_bar(), threads);
       sweep.description = spec.description;
       sweep.schema = model::kBalanceSchema;
     } else if (sim::is_step_sweep(experiment)) {
@@ -252,7 +253,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
       const model::ConfigCatalog catalog(config_dir());
       const model::SweepPlan plan = flags.run([&] { return model::plan_sweep(spec, catalog); });
       if (mode == RunMode::parse_only) return;
-      sweep.rows = model::run_sweep(plan, progress_bar(), opts.threads);
+      sweep.rows = model::run_sweep(plan, progress_bar(), threads);
       sweep.description = spec.description;
     }
     write_output(output::render(sweep, output_format(opts.format)), opts.output);
