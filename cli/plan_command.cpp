@@ -21,7 +21,7 @@ namespace stripesim::cli {
 namespace {
 
 struct PlanOptions {
-  std::string model, hardware = "h100", topology, seq_len = "1M", gpus = "8", batch, mask, layouts, kernel, merges, algorithms,
+  std::string model, hardware = "h100", topology, seq_len = "1M", gpus, batch, mask, layouts, kernel, merges, algorithms,
               memory_gib, top = "10", zero;
   bool pad_documents = false;
   bool recompute = false;
@@ -47,7 +47,8 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--hardware", o.hardware, "Hardware profile: " + hardware_choices())->capture_default_str();
   cmd->add_option("--topology", o.topology,
                   fmt::format("{} (see simulate --help) [default: nvswitch:GPUS]", sim::kTopologySpecs));
-  cmd->add_option("--gpus,-G", o.gpus, "GPUs to use: every M x N x D = GPUS is considered")->capture_default_str();
+  cmd->add_option("--gpus,-G", o.gpus,
+                  "GPUs to use: every M x N x D = GPUS is considered [default: every GPU of --topology; without one, 8]");
   cmd->add_option("--seq-len,-n", o.seq_len, fmt::format("Sequence length n; {}", model::kCountSuffixes))->capture_default_str();
   cmd->add_option("--batch", o.batch, "Sequences per model replica per step [default: 1]");
   cmd->add_option("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
@@ -72,7 +73,8 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
     base.hardware = opts.hardware;
     base.topology = opts.topology;
     base.seq_len = model::parse_count(opts.seq_len, "--seq-len");
-    request.gpus = model::parse_count(opts.gpus, "--gpus");
+    if (!opts.gpus.empty()) request.gpus = model::parse_count(opts.gpus, "--gpus");
+    request.gpus_from_topology = opts.gpus.empty() && !opts.topology.empty();
     request.top = model::parse_count(opts.top, "--top");
     if (!opts.batch.empty()) base.batch = model::parse_count(opts.batch, "--batch");
     if (!opts.mask.empty()) base.mask = opts.mask;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -404,6 +405,8 @@ INSTANTIATE_TEST_SUITE_P(
         // Named by the plan's own flag, not the -M x -N x -D of the meshes it would try.
         BadInput{"plan_more_gpus_than_the_topology", "plan --model 1b --topology cluster:2x4 --gpus 16",
                  "--topology cluster:2x4: has 8 GPUs, fewer than --gpus 16"},
+        BadInput{"plan_topology_beyond_a_plan", "plan --model 1b --topology cluster:8192x8",
+                 "--topology cluster:8192x8: has 65536 GPUs, more than a plan searches (32768); give --gpus"},
         BadInput{"plan_unknown_algorithm", "plan --model 1b --algorithms ring,rings",
                  "--algorithms 'rings': expected ring, allgather, ulysses or hybrid"},
         BadInput{"plan_negative_memory", "plan --model 1b --memory-gib -1", "--memory-gib -1: must be positive"},
@@ -424,6 +427,32 @@ TEST(CliPlan, OneAlgorithmSearchedIsSaidSo) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("the only algorithm searched (--algorithms)"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("the only algorithm that fits"), std::string::npos) << r.out;
+}
+
+// A plan given a topology and no --gpus searches every GPU of it (a user naming cluster:2x2 means
+// its four GPUs); --gpus asks for part of it; without a topology the default is 8 on nvswitch:8.
+TEST(CliPlan, GpusDefaultToEveryGpuOfTheTopology) {
+  const auto plan_gpus = [](const std::string& args) {
+    const CliResult r = run_cli("plan --model 1b -n 64k --format json " + args);
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+    if (r.exit_code != 0) return std::int64_t{0};
+    const auto doc = nlohmann::json::parse(r.out);
+    // Every ranked mesh spreads over exactly the GPUs the request names.
+    for (const auto& choice : doc.at("ranked")) {
+      EXPECT_EQ(choice.at("model_parallel").get<std::int64_t>() * choice.at("context_parallel").get<std::int64_t>() *
+                    choice.at("data_parallel").get<std::int64_t>(),
+                doc.at("request").at("gpus").get<std::int64_t>())
+          << args;
+    }
+    EXPECT_FALSE(doc.at("ranked").empty()) << args;
+    return doc.at("request").at("gpus").get<std::int64_t>();
+  };
+  EXPECT_EQ(plan_gpus("--topology cluster:2x2"), 4);
+  EXPECT_EQ(plan_gpus("--topology cluster:2x2 --gpus 2"), 2);
+  EXPECT_EQ(plan_gpus(""), 8);
+  EXPECT_EQ(plan_gpus("--topology ideal"), 8);
+  const CliResult table = run_cli("plan --model 1b -n 64k --topology cluster:2x2");
+  EXPECT_NE(table.out.find("on 4 GPUs (cluster:2x2)"), std::string::npos) << table.out;
 }
 
 TEST(CliPlan, CsvOfAPlanWhereNothingFitsIsItsHeader) {

@@ -161,23 +161,28 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
   // Every mesh spreads over all the GPUs of the same topology: loaded once, the meshes share its
   // shortest-path trees (each mesh routes every GPU; per mesh, 4096 GPUs' trees held 134 MB).
   base.topology_graph = simulation_topology(base, catalog, hardware, request.gpus);
+  const Count gpus = request.gpus_from_topology ? base.topology_graph->gpu_count() : request.gpus;
+  search.request.gpus = gpus;
+  if (gpus > kMaxMeshGpus) {
+    throw model::InputError(model::Input::topology, base.topology_graph->name(),
+                            fmt::format("has {} GPUs, more than a plan searches ({}); give --gpus", gpus, kMaxMeshGpus));
+  }
   // Said here in the plan's own terms: every mesh would refuse it naming -M x -N x -D, flags a
   // plan does not take.
-  if (base.topology_graph->gpu_count() < request.gpus) {
+  if (base.topology_graph->gpu_count() < gpus) {
     throw model::InputError(model::Input::topology, base.topology_graph->name(),
-                            fmt::format("has {} GPUs, fewer than --gpus {}", base.topology_graph->gpu_count(),
-                                        request.gpus));
+                            fmt::format("has {} GPUs, fewer than --gpus {}", base.topology_graph->gpu_count(), gpus));
   }
 
   // Every (mesh, algorithm); the simulation's own checks decide what is possible.
-  for (const Count n : divisors(request.gpus)) {
-    for (const Count m : divisors(request.gpus / n)) {
+  for (const Count n : divisors(gpus)) {
+    for (const Count m : divisors(gpus / n)) {
       for (const std::string& algorithm : request.algorithms) {
         for (const std::string& spec : cp_specs(algorithm, n)) {
           SimulateConfig c = base;
           c.model_parallel = m;
           c.devices = n;
-          c.data_parallel = request.gpus / n / m;
+          c.data_parallel = gpus / n / m;
           c.cp = spec;
           // One device, or Ulysses (the kernel sees the sequence in order): the layout plays no part.
           if (n == 1 || spec == "ulysses") c.layouts = {"contiguous"};

@@ -25,6 +25,9 @@ namespace stripesim::sim {
 struct PlanRequest {
   SimulateConfig base;  // model, hardware, topology, kernel, seq_len, batch, mask, layouts
   Count gpus = 8;
+  // --gpus not given beside a --topology: every GPU of the topology (plan_search sets gpus to its
+  // count); a plan on part of a cluster is asked for with --gpus.
+  bool gpus_from_topology = false;
   std::vector<std::string> algorithms{"ring", "allgather", "ulysses", "hybrid"};
   bool layouts_given = false;  // base.layouts named by the user, not the default
   std::optional<double> memory_gib;  // default: the hardware's
