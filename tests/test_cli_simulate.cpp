@@ -257,6 +257,28 @@ TEST(CliSimulate, UlyssesSaysItsLayoutsAreOneComputation) {
   }
 }
 
+// A topology larger than the mesh leaves GPUs idle: said, since dgx-h100-x2 beside the default
+// -N 8 prices a ring on one node; a mesh that fills it says nothing.
+TEST(CliSimulate, NotesGpusTheMeshLeavesIdle) {
+  const std::string base = "simulate --hardware h100 -n 32k --topology dgx-h100-x2 --format json --summary-only";
+  const CliResult part = run_cli(base);
+  ASSERT_EQ(part.exit_code, 0) << part.err;
+  const auto doc = nlohmann::json::parse(part.out);
+  ASSERT_EQ(doc.at("notes").size(), 1u) << doc["notes"];
+  EXPECT_EQ(doc["notes"][0].get<std::string>().substr(0, 78),
+            "topology dgx-h100-x2: the mesh (-M 1 x -N 8 x -D 1) uses 8 of its 16 GPUs, the");
+  // The GPUs it names are the ones the devices run on.
+  for (const auto& device : doc["results"][0]["passes"][0]["devices"]) EXPECT_LT(device.at("gpu").get<int>(), 16);
+  for (const std::string& full : {base + " -N 16", base + " -N 8 -D 2", base + " -M 2 -N 8"}) {
+    const CliResult r = run_cli(full);
+    ASSERT_EQ(r.exit_code, 0) << full << r.err;
+    EXPECT_FALSE(nlohmann::json::parse(r.out).contains("notes")) << full;
+  }
+  EXPECT_NE(run_cli("simulate --hardware h100 -n 32k --topology cluster:2x8 -N 4").out.find(
+                "note: topology cluster:2x8: the mesh (-M 1 x -N 4 x -D 1) uses 4 of its 16 GPUs"),
+            std::string::npos);
+}
+
 TEST(CliSimulate, ExperimentFileAndFlagsOverrideIt) {
   const CliResult r = run_cli(std::string("simulate --experiment '") + STRIPESIM_SOURCE_DIR +
                               "/configs/experiments/simulate-dgx-h100-x2.json' --devices 8 --format json --summary-only");

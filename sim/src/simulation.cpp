@@ -552,6 +552,14 @@ std::vector<std::string> simulation_notes(const Simulation& sim) {
   std::vector<std::string> notes;
   if (sim.kernel_note) notes.push_back(*sim.kernel_note);
   if (std::optional<std::string> note = partial_tiles_note(sim.kernel, most)) notes.push_back(std::move(*note));
+  // A topology named for its size (dgx-h100-x2, cluster:4x8) beside the default -N 8 would
+  // otherwise price a ring on one of its nodes while the user pictures all of them.
+  if (const Count gpus = sim.topology.gpu_count(); gpus > sim.mesh.gpus()) {
+    notes.push_back(fmt::format("topology {}: the mesh (-M {} x -N {} x -D {}) uses {} of its {} GPUs, the others idle; "
+                                "-N, -M and -D set how many (each device's \"gpu\" in the JSON names the ones used)",
+                                sim.topology.name(), sim.mesh.model_parallel, sim.mesh.devices, sim.mesh.data_parallel,
+                                sim.mesh.gpus(), gpus));
+  }
   // Rows that agree to the byte would otherwise read as a finding about the layouts.
   if (sim.cp.algorithm == CpAlgorithm::ulysses && sim.results.size() > 1) {
     notes.push_back("--cp ulysses: every device attends the whole sequence on its own heads, so the layouts are one computation "
