@@ -279,6 +279,21 @@ TEST(CliSimulate, NotesGpusTheMeshLeavesIdle) {
             std::string::npos);
 }
 
+// The table's header gives the heads a device attends once Ulysses has re-sharded them: H/U, and
+// the K/V heads divided as far as they go (8 K/V heads over U = 8: one each; 16 over 4: four).
+TEST(CliSimulate, HeaderGivesTheHeadsAttendedAfterTheAllToAll) {
+  const CliResult hybrid = run_cli("simulate --model llama3-8b --hardware h100 -N 16 -n 64k --cp hybrid:8x2");
+  ASSERT_EQ(hybrid.exit_code, 0) << hybrid.err;
+  EXPECT_NE(hybrid.out.find("32 heads x 128 (K/V heads 8) per device (4 heads, K/V heads 1, after the all-to-all), batch 1"),
+            std::string::npos)
+      << hybrid.out;
+  const CliResult ulysses = run_cli("simulate -N 4 -n 64k --cp ulysses --batch 2");
+  EXPECT_NE(ulysses.out.find("(K/V heads 16) per device (4 heads, K/V heads 4, after the all-to-all), batch 2"), std::string::npos)
+      << ulysses.out;
+  // A ring re-shards nothing.
+  EXPECT_NE(run_cli("simulate -N 4 -n 64k").out.find("16 heads x 128 (K/V heads 16) per device, batch 1"), std::string::npos);
+}
+
 TEST(CliSimulate, ExperimentFileAndFlagsOverrideIt) {
   const CliResult r = run_cli(std::string("simulate --experiment '") + STRIPESIM_SOURCE_DIR +
                               "/configs/experiments/simulate-dgx-h100-x2.json' --devices 8 --format json --summary-only");
