@@ -29,7 +29,6 @@ AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig 
 }
 
 AnalysisPlan plan_analysis(const AnalyzeConfig& config) {
-  if (config.layouts.empty()) throw InputError(Input::layouts, "", "needs at least one layout");
   // Three N x N matrices per layout are kept and printed: beyond this they need gigabytes.
   if (config.devices < 1 || config.devices > kMaxAnalyzeDevices) {
     throw InputError(Input::devices, std::to_string(config.devices),

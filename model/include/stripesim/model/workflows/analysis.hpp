@@ -83,6 +83,7 @@ struct AnalysisPlan {
 // The same checks and plan without the analysis's device bound (a Layout's own holds): for what
 // builds the layouts alone and keeps no matrices (`layout`'s export).
 [[nodiscard]] AnalysisPlan plan_layouts(const AnalyzeConfig& config);
+
 // Builds the plan's layouts and counts their work, one layout at a time; run_analysis(config) is
 // run_analysis(plan_analysis(config)).
 [[nodiscard]] Analysis run_analysis(const AnalysisPlan& plan, unsigned threads = 0);
