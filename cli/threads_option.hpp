@@ -21,11 +21,12 @@ inline CLI::Option* add_threads_option(CLI::App* cmd, std::string& threads, cons
 inline unsigned parse_threads(const std::string& text) {
   const bool digits =
       !text.empty() && text.size() <= 4 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (!digits || std::stoul(text) > kMaxThreads) {
+  const unsigned long value = digits ? std::stoul(text) : 0;
+  if (!digits || value > kMaxThreads) {
     throw model::InputName("--threads").error(
         text, "expected a whole number from 0 (one per core) to " + std::to_string(kMaxThreads), model::Shown::quoted);
   }
-  return static_cast<unsigned>(std::stoul(text));
+  return static_cast<unsigned>(value);
 }
 
 }  // namespace stripesim::cli

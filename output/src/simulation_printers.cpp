@@ -161,14 +161,11 @@ nlohmann::ordered_json to_json(const sim::Simulation& sim, bool rounds) {
       }
       passes.push_back(std::move(pass));
     }
-    const sim::RingTotals totals = sim::ring_totals(r);
     nlohmann::ordered_json result{{"layout", r.layout},
                                   {"time_us", r.time_us},
                                   {"speedup_vs_contiguous", r.speedup_vs_contiguous},
-                                  {"kv_memory_bytes", r.kv_memory_bytes},
-                                  {"mean_busy_us", totals.mean_busy_us},
-                                  {"max_idle_us", totals.max_idle_us},
-                                  {"max_exposed_comm_us", totals.max_exposed_comm_us}};
+                                  {"kv_memory_bytes", r.kv_memory_bytes}};
+    sim::append_ring_totals(result, sim::ring_totals(r));
     if (r.step) result["step"] = step_json(*r.step);
     result["passes"] = std::move(passes);
     results.push_back(std::move(result));

@@ -591,6 +591,12 @@ RingTotals ring_totals(const LayoutSimulation& layout) {
   return totals;
 }
 
+void append_ring_totals(nlohmann::ordered_json& row, const RingTotals& totals) {
+  row["mean_busy_us"] = totals.mean_busy_us;
+  row["max_idle_us"] = totals.max_idle_us;
+  row["max_exposed_comm_us"] = totals.max_exposed_comm_us;
+}
+
 std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& sim) {
   std::vector<nlohmann::ordered_json> rows;
   const SimulateConfig& c = sim.config;
@@ -603,10 +609,7 @@ std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& sim) {
                                {"mask", c.mask},              {"topology", sim.topology.name()},
                                {"time_us", r.time_us},        {"speedup_vs_contiguous", r.speedup_vs_contiguous},
                                {"kv_memory_bytes", r.kv_memory_bytes}};
-    const RingTotals totals = ring_totals(r);
-    row["mean_busy_us"] = totals.mean_busy_us;
-    row["max_idle_us"] = totals.max_idle_us;
-    row["max_exposed_comm_us"] = totals.max_exposed_comm_us;
+    append_ring_totals(row, ring_totals(r));
     if (sim.step_shape) {
       const StepEstimate& e = *r.step;
       row["tokens_per_second"] = e.tokens_per_second;

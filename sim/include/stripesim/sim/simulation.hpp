@@ -187,6 +187,9 @@ struct RingTotals {
   std::uint64_t events = 0;
 };
 [[nodiscard]] RingTotals ring_totals(const LayoutSimulation& layout);
+// Appends the totals a row or a JSON result shows (mean_busy_us, max_idle_us,
+// max_exposed_comm_us), under the same keys in both.
+void append_ring_totals(nlohmann::ordered_json& row, const RingTotals& totals);
 
 // One flat row per layout (the same keys in each): the configuration (mask and topology included,
 // so that rows of several runs can be stacked), the scope's time, speedup, K/V memory and ring
