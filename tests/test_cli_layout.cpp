@@ -279,6 +279,8 @@ std::vector<BadInput> bad_layout_inputs() {
       {"no_devices", "--layout zigzag -n 64", "--devices is required"},
       {"zero_devices", "--layout zigzag -n 64 -N 0", "--devices 0: must be between 1 and 65536"},
       {"too_many_devices", "--layout zigzag -n 1M -N 65537", "--devices 65537: must be between 1 and 65536"},
+      {"balanced_beyond_its_pair_pricing", "--layout balanced -n 1M -N 8192",
+       "--devices 8192: layout balanced takes at most 4096 devices (it prices every pair of devices)"},
       {"seq_len_not_a_number", "--layout zigzag -n abc -N 4", "--seq-len 'abc'"},
       {"unknown_format", "--layout zigzag -n 64 -N 4 --format xml",
        "--format 'xml': unknown layout format, expected json, csv or npy"},

@@ -116,6 +116,22 @@ void expect_same_trims(const Work& got, const testing::BruteForceWork& want, con
 }
 
 // The property the whole tool rests on: the fast counts equal enumeration of every pair and tile.
+// kv_source and kv_holder wrap in-range devices and rounds with a compare and anything else with
+// modular arithmetic: both paths give the ring's positions mod N, and each inverts the other.
+TEST(WorkModel, KvSourceAndHolderAreTheRingPositionsModN) {
+  for (Count n = 1; n <= 9; ++n) {
+    for (DeviceId d = -2 * n; d < 2 * n; ++d) {
+      for (Count r = -2 * n; r < 2 * n; ++r) {
+        const auto mod = [n](Count v) { return ((v % n) + n) % n; };
+        ASSERT_EQ(kv_source(d, r, n), mod(d - r)) << "d " << d << " r " << r << " N " << n;
+        ASSERT_EQ(kv_holder(d, r, n), mod(d + r)) << "d " << d << " r " << r << " N " << n;
+        EXPECT_EQ(kv_holder(kv_source(d, r, n), r, n), mod(d));
+        EXPECT_EQ(round_of(mod(d), kv_source(d, r, n), n), mod(r));
+      }
+    }
+  }
+}
+
 TEST(WorkModel, EqualsBruteForceOnRandomConfigurations) {
   std::mt19937_64 rng(2023);
   int checked = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <numeric>
 
 #include "stripesim/model/work/metrics.hpp"
@@ -111,24 +112,68 @@ std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t de
     return static_cast<size_t>(kv_holder(static_cast<DeviceId>(source), static_cast<Count>(r), ring));
   };
   const auto cell = [&](size_t d, size_t r) { return work[order[d] * devices + order[source_of(d, r)]]; };
-  constexpr size_t kKept = 5;  // more than the 4 cells a swap changes in a round
+  // The work by key device: a swap of x and y reads, round by round, rows x and y (the queries of
+  // x and y) and columns x and y (the queries on x's and y's pieces); as rows of the transpose the
+  // columns stay in cache, where a column walk misses on every round of a large ring.
+  std::vector<Count> by_key(work.size());
+  for (size_t q = 0; q < devices; ++q) {
+    for (size_t k = 0; k < devices; ++k) by_key[k * devices + q] = work[q * devices + k];
+  }
+  // Cell of query number holder_of(s, r), which meets the pieces of number s in round r.
+  const auto cell_on = [&](size_t s, size_t r) { return by_key[order[s] * devices + order[holder_of(s, r)]]; };
+  // Each round lists its largest cells, largest first, and a floor no unlisted cell exceeds. A swap
+  // changes at most 4 cells of a round, so with 5 listed the largest unchanged one is listed. After
+  // a kept swap the changed cells leave the list and come back at their new values where they top
+  // the floor; a round is read again only when fewer than 5 remain.
+  constexpr size_t kKept = 8;
+  constexpr size_t kNeeded = 5;
+  constexpr Count kNothingUnlisted = std::numeric_limits<Count>::min();
   struct Top {
     std::array<std::pair<Count, size_t>, kKept> cells{};  // (work, query number), largest first
     size_t size = 0;
+    Count floor = kNothingUnlisted;
+    // Lists c in order; a cell that falls off the end lifts the floor.
+    void insert(std::pair<Count, size_t> c) {
+      size_t at = size < kKept ? size++ : kKept;
+      if (at == kKept) {
+        if (cells[kKept - 1].first >= c.first) {
+          floor = std::max(floor, c.first);
+          return;
+        }
+        floor = std::max(floor, cells[kKept - 1].first);
+      }
+      while (at > 0 && cells[at - 1].first < c.first) {
+        if (at < kKept) cells[at] = cells[at - 1];
+        --at;
+      }
+      cells[at] = c;
+    }
   };
   std::vector<Top> top(devices);
   const auto rank_round = [&](size_t r) {
     Top t;
-    for (size_t d = 0; d < devices; ++d) {
-      const std::pair<Count, size_t> c{cell(d, r), d};
-      size_t at = t.size < kKept ? t.size++ : kKept;
-      while (at > 0 && t.cells[at - 1].first < c.first) {
-        if (at < kKept) t.cells[at] = t.cells[at - 1];
-        --at;
-      }
-      if (at < kKept) t.cells[at] = c;
-    }
+    for (size_t d = 0; d < devices; ++d) t.insert({cell(d, r), d});
     top[r] = t;
+  };
+  const auto changed_in = [&](size_t x, size_t y, size_t r) {
+    return std::array<size_t, 4>{x, y, holder_of(x, r), holder_of(y, r)};
+  };
+  // After numbers x and y swapped: the round's changed cells at their new values.
+  const auto rerank_changed = [&](size_t x, size_t y, size_t r) {
+    const std::array<size_t, 4> changed = changed_in(x, y, r);
+    Top& t = top[r];
+    const auto kept = std::remove_if(t.cells.begin(), t.cells.begin() + static_cast<std::ptrdiff_t>(t.size), [&](const auto& c) {
+      return std::find(changed.begin(), changed.end(), c.second) != changed.end();
+    });
+    t.size = static_cast<size_t>(kept - t.cells.begin());
+    for (size_t i = 0; i < changed.size(); ++i) {
+      if (std::find(changed.begin(), changed.begin() + static_cast<std::ptrdiff_t>(i), changed[i]) !=
+          changed.begin() + static_cast<std::ptrdiff_t>(i)) {
+        continue;  // the same number twice (x + r = y, say)
+      }
+      if (const Count c = cell(changed[i], r); c > t.floor) t.insert({c, changed[i]});
+    }
+    if (t.size < kNeeded && t.floor != kNothingUnlisted) rank_round(r);
   };
   for (size_t r = 0; r < devices; ++r) rank_round(r);
   const auto total = [&] {
@@ -147,7 +192,7 @@ std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t de
         std::swap(order[x], order[y]);
         Count sum = 0;
         for (size_t r = 0; r < devices && sum < best; ++r) {
-          const std::array<size_t, 4> changed{x, y, holder_of(x, r), holder_of(y, r)};
+          const std::array<size_t, 4> changed = changed_in(x, y, r);
           Count most = 0;
           for (size_t i = 0; i < top[r].size; ++i) {
             if (std::find(changed.begin(), changed.end(), top[r].cells[i].second) == changed.end()) {
@@ -155,13 +200,13 @@ std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t de
               break;
             }
           }
-          for (const size_t d : changed) most = std::max(most, cell(d, r));
+          most = std::max({most, cell(x, r), cell(y, r), cell_on(x, r), cell_on(y, r)});
           sum += most;
         }
         if (sum < best) {
           best = sum;
           improved = true;
-          for (size_t r = 0; r < devices; ++r) rank_round(r);
+          for (size_t r = 0; r < devices; ++r) rerank_changed(x, y, r);
         } else {
           std::swap(order[x], order[y]);
         }

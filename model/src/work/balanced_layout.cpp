@@ -94,6 +94,13 @@ constexpr Count kMostReadsPolished = Count{1} << 20;
 
 void check_balanced_layout(const Mask& mask, Count devices, Count chunk) {
   if (devices < 1) throw InputError(Input::devices, std::to_string(devices), "must be at least 1");
+  // It prices every pair of devices (N x N work, several copies): 4096 devices take 1.1 GB and
+  // 86 s on 16M tokens; 65536 would need tens of GB before its first swap.
+  constexpr Count kMostBalancedDevices = 4096;
+  if (devices > kMostBalancedDevices) {
+    throw InputError(Input::devices, std::to_string(devices),
+                     fmt::format("layout balanced takes at most {} devices (it prices every pair of devices)", kMostBalancedDevices));
+  }
   require_seq_len_divisible(mask.seq_len(), devices, "balanced", "N");
   if (chunk < 0) throw InputError(Input::layouts, fmt::format("balanced:{}", chunk), "the chunk must be at least 1 token");
   // A piece is dealt whole to one device: one longer than a device's share would be cut to it.
