@@ -20,6 +20,13 @@ std::vector<Count> random_work(size_t devices, Count most, std::mt19937_64& rng)
   return work;
 }
 
+// The devices as numbered: order[number] = number.
+std::vector<size_t> as_numbered(size_t devices) {
+  std::vector<size_t> order(devices);
+  std::iota(order.begin(), order.end(), size_t{0});
+  return order;
+}
+
 // Small rings end in a local optimum (their swap budget is far from spent): a permutation that no
 // swap of two numbers improves, priced from scratch, and no worse than the devices as numbered.
 // Rings larger than the 8 cells a round lists exercise the list's refills.
@@ -32,8 +39,7 @@ TEST(BalanceNumbering, EndsWhereNoSwapLowersTheLockstepPricedFromScratch) {
         const std::vector<size_t> order = lockstep_numbering(work, devices);
         std::vector<size_t> sorted = order;
         std::ranges::sort(sorted);
-        std::vector<size_t> identity(devices);
-        std::iota(identity.begin(), identity.end(), size_t{0});
+        const std::vector<size_t> identity = as_numbered(devices);
         ASSERT_EQ(sorted, identity) << "not a permutation, N " << devices;
         const Count found = numbered_cost(work, order).lockstep;
         EXPECT_LE(found, numbered_cost(work, identity).lockstep) << "N " << devices;
@@ -56,8 +62,7 @@ TEST(BalanceNumbering, KeepsEveryDevicesLoad) {
   std::mt19937_64 rng(7);
   const size_t devices = 40;
   const std::vector<Count> work = random_work(devices, 500, rng);
-  std::vector<size_t> identity(devices);
-  std::iota(identity.begin(), identity.end(), size_t{0});
+  const std::vector<size_t> identity = as_numbered(devices);
   const std::vector<size_t> order = lockstep_numbering(work, devices);
   EXPECT_EQ(numbered_cost(work, order).busiest, numbered_cost(work, identity).busiest);
   EXPECT_LT(numbered_cost(work, order).lockstep, numbered_cost(work, identity).lockstep);

@@ -115,7 +115,6 @@ void expect_same_trims(const Work& got, const testing::BruteForceWork& want, con
   }
 }
 
-// The property the whole tool rests on: the fast counts equal enumeration of every pair and tile.
 // kv_source and kv_holder wrap in-range devices and rounds with a compare and anything else with
 // modular arithmetic: both paths give the ring's positions mod N, and each inverts the other.
 TEST(WorkModel, KvSourceAndHolderAreTheRingPositionsModN) {
@@ -132,6 +131,7 @@ TEST(WorkModel, KvSourceAndHolderAreTheRingPositionsModN) {
   }
 }
 
+// The property the whole tool rests on: the fast counts equal enumeration of every pair and tile.
 TEST(WorkModel, EqualsBruteForceOnRandomConfigurations) {
   std::mt19937_64 rng(2023);
   int checked = 0;

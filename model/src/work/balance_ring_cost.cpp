@@ -119,8 +119,8 @@ std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t de
   for (size_t q = 0; q < devices; ++q) {
     for (size_t k = 0; k < devices; ++k) by_key[k * devices + q] = work[q * devices + k];
   }
-  // Cell of query number holder_of(s, r), which meets the pieces of number s in round r.
-  const auto cell_on = [&](size_t s, size_t r) { return by_key[order[s] * devices + order[holder_of(s, r)]]; };
+  // The cell of query number `holder`, which meets the pieces of number s in this round.
+  const auto cell_on = [&](size_t s, size_t holder) { return by_key[order[s] * devices + order[holder]]; };
   // Each round lists its largest cells, largest first, and a floor no unlisted cell exceeds. A swap
   // changes at most 4 cells of a round, so with 5 listed the largest unchanged one is listed. After
   // a kept swap the changed cells leave the list and come back at their new values where they top
@@ -160,18 +160,17 @@ std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t de
   };
   // After numbers x and y swapped: the round's changed cells at their new values.
   const auto rerank_changed = [&](size_t x, size_t y, size_t r) {
-    const std::array<size_t, 4> changed = changed_in(x, y, r);
+    // Each changed number once: x + r may be y, say.
+    std::array<size_t, 4> changed = changed_in(x, y, r);
+    std::ranges::sort(changed);
+    const auto changed_end = std::unique(changed.begin(), changed.end());
     Top& t = top[r];
     const auto kept = std::remove_if(t.cells.begin(), t.cells.begin() + static_cast<std::ptrdiff_t>(t.size), [&](const auto& c) {
-      return std::find(changed.begin(), changed.end(), c.second) != changed.end();
+      return std::find(changed.begin(), changed_end, c.second) != changed_end;
     });
     t.size = static_cast<size_t>(kept - t.cells.begin());
-    for (size_t i = 0; i < changed.size(); ++i) {
-      if (std::find(changed.begin(), changed.begin() + static_cast<std::ptrdiff_t>(i), changed[i]) !=
-          changed.begin() + static_cast<std::ptrdiff_t>(i)) {
-        continue;  // the same number twice (x + r = y, say)
-      }
-      if (const Count c = cell(changed[i], r); c > t.floor) t.insert({c, changed[i]});
+    for (auto d = changed.begin(); d != changed_end; ++d) {
+      if (const Count c = cell(*d, r); c > t.floor) t.insert({c, *d});
     }
     if (t.size < kNeeded && t.floor != kNothingUnlisted) rank_round(r);
   };
@@ -200,7 +199,7 @@ std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t de
               break;
             }
           }
-          most = std::max({most, cell(x, r), cell(y, r), cell_on(x, r), cell_on(y, r)});
+          most = std::max({most, cell(x, r), cell(y, r), cell_on(x, changed[2]), cell_on(y, changed[3])});
           sum += most;
         }
         if (sum < best) {
