@@ -103,6 +103,36 @@ TEST(DocumentLayouts, AgreeWithBruteForce) {
   }
 }
 
+// Many documents cut into long pieces: a device's block has dozens of runs, too many to pair
+// every query run with every key run, while each query run reaches only the few key runs of its
+// own document (the reachable-runs path of count_range_pairs), and the tiles hold a piece or two.
+// Windows and padding move the reachable range's lower end.
+TEST(DocumentLayouts, ManyPiecesAgreeWithBruteForce) {
+  std::mt19937_64 rng(29);
+  for (int trial = 0; trial < 6; ++trial) {
+    const Count N = std::uniform_int_distribution<Count>(2, 3)(rng);
+    std::vector<Count> lengths, padding;
+    for (int j = std::uniform_int_distribution<int>(10, 16)(rng); j > 0; --j) {
+      lengths.push_back(2 * N * std::uniform_int_distribution<Count>(4, 24)(rng));
+      padding.push_back(trial % 2 == 1 ? std::uniform_int_distribution<Count>(0, 6)(rng) : 0);
+    }
+    const Count n = std::accumulate(lengths.begin(), lengths.end(), Count{0});
+    const Count window = trial % 3 == 2 ? std::uniform_int_distribution<Count>(3, 40)(rng) : 0;
+    const Mask docs = Mask::documents(n, lengths, window, padding);
+    for (const TileShape tile : {TileShape{16, 16}, TileShape{64, 32}}) {
+      for (const char* spec : {"doc-zigzag", "doc-striped"}) {
+        const Layout layout = parse_layout(spec, n, N, LayoutContext{&docs, tile});
+        const std::string what = std::string(spec) + " trial " + std::to_string(trial) + " tile " + tile.to_string();
+        const Work got = count_work(layout, docs, tile, 1, WorkDetail::query_tiles, Tiling::fixed);
+        const Work want = testing::brute_force_work(layout, docs, tile, Tiling::fixed).work;
+        EXPECT_EQ(got.unmasked_elements, want.unmasked_elements) << what;
+        EXPECT_EQ(got.active_tiles, want.active_tiles) << what;
+        EXPECT_EQ(got.partial_tiles, want.partial_tiles) << what;
+      }
+    }
+  }
+}
+
 // Documents {4, 4, 8}, blocks of 4: prices 1, 1, 1 (the long document's first half), 2 (its
 // second half reaches both halves). Heaviest first, ties in sequence order: blocks 3, 0, 1, 2,
 // dealt 0, 1, 1, 0 (snake). Device 0 holds blocks 2 and 3, device 1 blocks 0 and 1.

@@ -137,13 +137,41 @@ Count count_range_pairs(const DeviceBlock& queries, Count q_begin, Count q_end, 
   const std::vector<Run>& key_runs = runs_of(keys, k_begin, k_end, scratch.key_runs);
   // A run pair costs a floor_sum (tens of operations); a merge about two per position.
   constexpr Count kRunPairCost = 16;
+  const Count merge_cost = 2 * ((q_end - q_begin) + (k_end - k_begin));
   const auto run_pairs = static_cast<Count>(query_runs.size() * key_runs.size());
-  if (run_pairs * kRunPairCost <= 2 * ((q_end - q_begin) + (k_end - k_begin))) {
+  if (run_pairs * kRunPairCost <= merge_cost) {
     Count pairs = 0;
     for (const Run& q : query_runs) {
       for (const Run& k : key_runs) pairs += count_run_pairs(q, k, mask);
     }
     return pairs;
+  }
+  if (keys.positions_increasing()) {
+    // A query run's keys lie in [lowest_key(first), highest_key(last)] (both ends never decrease
+    // with q, mask.hpp): with the key runs in position order, the runs that reach that interval are
+    // one index range, and every other pair holds nothing. Packed documents split into pieces
+    // (doc-zigzag's 2N a document) meet a handful of pieces per query run, not every run.
+    Count reachable = 0;
+    scratch.reach.clear();
+    for (const Run& q : query_runs) {
+      const Position lo = mask.lowest_key(q.first);
+      const Position hi = mask.highest_key(q.last());
+      const auto first = std::ranges::partition_point(key_runs, [&](const Run& k) { return k.last() < lo; });
+      const auto last = std::ranges::partition_point(key_runs, [&](const Run& k) { return k.first <= hi; });
+      const auto from = first - key_runs.begin();
+      const auto to = std::max(from, last - key_runs.begin());
+      scratch.reach.push_back({from, to});
+      reachable += to - from;
+    }
+    if (reachable * kRunPairCost <= merge_cost) {
+      Count pairs = 0;
+      for (size_t i = 0; i < query_runs.size(); ++i) {
+        for (auto k = scratch.reach[i].first; k < scratch.reach[i].second; ++k) {
+          pairs += count_run_pairs(query_runs[i], key_runs[static_cast<size_t>(k)], mask);
+        }
+      }
+      return pairs;
+    }
   }
   return count_sorted_pairs(queries.sorted_positions(q_begin, q_end, scratch.query_positions),
                             keys.sorted_positions(k_begin, k_end, scratch.key_positions), mask);

@@ -3,7 +3,9 @@
 // every query tile and key tile cut from it (smallest and largest position, size). Tile
 // activity for the causal mask needs only those summaries; other masks fall back to exact
 // counts on the few tiles the summaries cannot decide.
+#include <cstddef>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "stripesim/model/work/layout.hpp"
@@ -41,6 +43,10 @@ class DeviceBlock {
   [[nodiscard]] bool key_tiles_monotone() const { return key_tiles_monotone_; }
   // The same for query tiles: then one merge-like sweep counts a whole block pair.
   [[nodiscard]] bool query_tiles_monotone() const { return query_tiles_monotone_; }
+
+  // True when local order is position order: the runs (and any slice of them) are disjoint and
+  // sorted by their first and by their last position alike.
+  [[nodiscard]] bool positions_increasing() const { return positions_increasing_; }
 
   // The runs restricted to local indices [begin, end), appended to `out`.
   void clip_runs(Count begin, Count end, std::vector<Run>& out) const;
@@ -84,6 +90,7 @@ struct PairScratch {
   std::vector<Run> key_runs;
   std::vector<Position> query_positions;
   std::vector<Position> key_positions;
+  std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> reach;  // each query run's key runs [from, to)
 };
 
 [[nodiscard]] Count count_range_pairs(const DeviceBlock& queries, Count q_begin, Count q_end, const DeviceBlock& keys,

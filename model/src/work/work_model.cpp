@@ -228,6 +228,15 @@ class VarlenTileCounter {
     return counts;
   }
 
+  // A device's query tiles and key tiles, every document's together: the rows and columns that
+  // count() fills for it.
+  [[nodiscard]] size_t query_tiles(DeviceId device) const {
+    size_t tiles = 0;
+    for (const Share& share : shares_[static_cast<size_t>(device)]) tiles += share.block.query_tiles().size();
+    return tiles;
+  }
+  [[nodiscard]] size_t key_tiles(DeviceId device) const { return key_tiles_[static_cast<size_t>(device)]; }
+
  private:
   struct Share {
     size_t document;
@@ -336,7 +345,15 @@ void count_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask&
     // A pair with no work keeps its blocks whole (no call is made of it).
     const bool sliced = sliceable && out.elements > 0;
     const RunSpan key_span = sliced ? span_with_work(keys, queries, false, mask, scratch) : RunSpan{0, keys.size(), out.elements};
-    if (varlen) {
+    if (out.elements == 0) {
+      // No allowed pair, no active tile (packed documents: most pairs of a large ring): every
+      // query tile's row and key tile's column empty, without looking at a tile.
+      tiles = {0, 0};
+      if (profiles) {
+        out.rows.assign(varlen ? varlen->query_tiles(query_device) : queries.query_tiles().size(), QueryTileLoad{});
+        out.columns.assign(varlen ? varlen->key_tiles(key_device) : keys.key_tiles().size(), QueryTileLoad{});
+      }
+    } else if (varlen) {
       tiles = varlen->count(query_device, key_device, mask, scratch, row_sink, profiles ? &out.columns : nullptr);
     } else {
       // The call's blocks: the sliced spans where they are not the whole blocks.
