@@ -91,6 +91,9 @@ class IntervalTileCounter {
     columns_ = columns;
     // Full key tiles come as index ranges: a difference array, summed once at the end.
     if (columns_) full_starts_.assign(key_tiles.size() + 1, 0);
+    // Query tiles whose bounds never decrease give key intervals whose ends never decrease either
+    // (mask.hpp): each end of the candidate and full ranges then only moves forward.
+    sweep_ = queries_.query_tiles_monotone() ? std::optional<Ends>(Ends{}) : std::nullopt;
     for (const TileSummary& qt : queries_.query_tiles()) {
       const Count active_before = counts_.active;
       const Count partial_before = counts_.partial;
@@ -110,13 +113,24 @@ class IntervalTileCounter {
   void count_query_tile(const TileSummary& qt, const std::vector<TileSummary>& key_tiles) {
     const Bounds b = bounds(qt);
     if (keys_.key_tiles_monotone()) {
-      // Candidates: kmax >= lo_min and kmin <= hi_max, an index range.
-      const auto first = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.max < b.lo_min; });
-      const auto last = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.min <= b.hi_max; });
-      if (first >= last) return;
-      // Fully allowed: kmin >= lo_max and kmax <= hi_min, a sub-range of the candidates.
-      auto full_first = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.min < b.lo_max; });
-      auto full_last = std::ranges::partition_point(key_tiles, [&](const TileSummary& kt) { return kt.max <= b.hi_min; });
+      // Candidates: kmax >= lo_min and kmin <= hi_max, an index range; fully allowed: kmin >=
+      // lo_max and kmax <= hi_min, a sub-range of the candidates. Each end is where a predicate
+      // that holds for a prefix of the key tiles stops holding.
+      const auto lows_max = [&](const TileSummary& kt) { return kt.max < b.lo_min; };
+      const auto highs_min = [&](const TileSummary& kt) { return kt.min <= b.hi_max; };
+      const auto below_full = [&](const TileSummary& kt) { return kt.min < b.lo_max; };
+      const auto within_full = [&](const TileSummary& kt) { return kt.max <= b.hi_min; };
+      const auto end_of = [&](size_t Ends::*end, const auto& holds) {
+        if (!sweep_) return std::ranges::partition_point(key_tiles, holds);
+        size_t& at = (*sweep_).*end;
+        while (at < key_tiles.size() && holds(key_tiles[at])) ++at;
+        return key_tiles.begin() + static_cast<std::ptrdiff_t>(at);
+      };
+      const auto first = end_of(&Ends::first, lows_max);
+      const auto last = end_of(&Ends::last, highs_min);
+      if (first >= last) return;  // a sweep's full ends catch up at the next tile: they only grow
+      auto full_first = end_of(&Ends::full_first, below_full);
+      auto full_last = end_of(&Ends::full_last, within_full);
       full_first = std::clamp(full_first, first, last);
       full_last = std::clamp(full_last, full_first, last);
       counts_.active += full_last - full_first;
@@ -124,8 +138,8 @@ class IntervalTileCounter {
         ++full_starts_[static_cast<size_t>(full_first - key_tiles.begin())];
         --full_starts_[static_cast<size_t>(full_last - key_tiles.begin())];
       }
-      for (auto kt = first; kt != full_first; ++kt) count_exactly(qt, *kt, static_cast<size_t>(kt - key_tiles.begin()));
-      for (auto kt = full_last; kt != last; ++kt) count_exactly(qt, *kt, static_cast<size_t>(kt - key_tiles.begin()));
+      for (auto kt = first; kt != full_first; ++kt) count_exactly(qt, *kt, static_cast<size_t>(kt - key_tiles.begin()), b);
+      for (auto kt = full_last; kt != last; ++kt) count_exactly(qt, *kt, static_cast<size_t>(kt - key_tiles.begin()), b);
     } else {
       for (size_t k = 0; k < key_tiles.size(); ++k) {
         const TileSummary& kt = key_tiles[k];
@@ -134,7 +148,7 @@ class IntervalTileCounter {
           ++counts_.active;
           if (columns_) ++columns_[k].full;
         } else {
-          count_exactly(qt, kt, k);
+          count_exactly(qt, kt, k, b);
         }
       }
     }
@@ -143,17 +157,29 @@ class IntervalTileCounter {
   struct Bounds {
     Position lo_min, lo_max, hi_min, hi_max;  // key interval ends at the tile's smallest/largest query
   };
+  // Where the candidate and full key-tile ranges of the last query tile ended (a sweep).
+  struct Ends {
+    size_t first = 0, last = 0, full_first = 0, full_last = 0;
+  };
 
   [[nodiscard]] Bounds bounds(const TileSummary& qt) const {
     return {mask_.lowest_key(qt.min), mask_.lowest_key(qt.max), mask_.highest_key(qt.min), mask_.highest_key(qt.max)};
   }
 
-  // Key tile `k` of the keys (`kt`) against query tile `qt`, pair by pair.
-  void count_exactly(const TileSummary& qt, const TileSummary& kt, size_t k) {
-    const Count pairs = detail::count_range_pairs(queries_, qt.begin, qt.end, keys_, kt.begin, kt.end, mask_, scratch_);
-    if (pairs == 0) return;
+  // Key tile `k` of the keys (`kt`) against query tile `qt` (whose key intervals `b` are): its
+  // corners first, pair by pair only when they agree. Each corner is a real (query, key) pair of
+  // the two tiles, so one allowed corner makes the tile active and one masked corner partial.
+  void count_exactly(const TileSummary& qt, const TileSummary& kt, size_t k, const Bounds& b) {
+    const auto seen_by_first = [&](Position key) { return b.lo_min <= key && key <= b.hi_min; };
+    const auto seen_by_last = [&](Position key) { return b.lo_max <= key && key <= b.hi_max; };
+    const int allowed_corners = seen_by_first(kt.min) + seen_by_first(kt.max) + seen_by_last(kt.min) + seen_by_last(kt.max);
+    bool partial = true;
+    if (allowed_corners == 0 || allowed_corners == 4) {
+      const Count pairs = detail::count_range_pairs(queries_, qt.begin, qt.end, keys_, kt.begin, kt.end, mask_, scratch_);
+      if (pairs == 0) return;
+      partial = pairs < qt.size() * kt.size();
+    }
     ++counts_.active;
-    const bool partial = pairs < qt.size() * kt.size();
     if (partial) ++counts_.partial;
     if (columns_) ++(partial ? columns_[k].partial : columns_[k].full);
   }
@@ -165,6 +191,7 @@ class IntervalTileCounter {
   TileCounts counts_;
   QueryTileLoad* columns_ = nullptr;
   std::vector<Count> full_starts_;
+  std::optional<Ends> sweep_;  // set while the query tiles are monotone
 };
 
 // `rows`, when given, receives each query tile's full and partial key tiles in local order;
