@@ -151,17 +151,28 @@ Count count_range_pairs(const DeviceBlock& queries, Count q_begin, Count q_end, 
     // with q, mask.hpp): with the key runs in position order, the runs that reach that interval are
     // one index range, and every other pair holds nothing. Packed documents split into pieces
     // (doc-zigzag's 2N a document) meet a handful of pieces per query run, not every run.
+    // Query runs in position order too: both ends only move forward, swept like a merge.
+    const bool sweep = queries.positions_increasing();
+    LowestKeyWalk lowest_key(mask);
+    std::ptrdiff_t below = 0, reached = 0;  // the sweep's ends
+    const auto key_count = static_cast<std::ptrdiff_t>(key_runs.size());
     Count reachable = 0;
     scratch.reach.clear();
     for (const Run& q : query_runs) {
-      const Position lo = mask.lowest_key(q.first);
+      const Position lo = sweep ? lowest_key(q.first) : mask.lowest_key(q.first);
       const Position hi = mask.highest_key(q.last());
-      const auto first = std::ranges::partition_point(key_runs, [&](const Run& k) { return k.last() < lo; });
-      const auto last = std::ranges::partition_point(key_runs, [&](const Run& k) { return k.first <= hi; });
-      const auto from = first - key_runs.begin();
-      const auto to = std::max(from, last - key_runs.begin());
-      scratch.reach.push_back({from, to});
-      reachable += to - from;
+      const auto below_lo = [&](const Run& k) { return k.last() < lo; };
+      const auto up_to_hi = [&](const Run& k) { return k.first <= hi; };
+      if (sweep) {
+        while (below < key_count && below_lo(key_runs[static_cast<size_t>(below)])) ++below;
+        while (reached < key_count && up_to_hi(key_runs[static_cast<size_t>(reached)])) ++reached;
+      } else {
+        below = std::ranges::partition_point(key_runs, below_lo) - key_runs.begin();
+        reached = std::ranges::partition_point(key_runs, up_to_hi) - key_runs.begin();
+      }
+      const auto to = std::max(below, reached);
+      scratch.reach.push_back({below, to});
+      reachable += to - below;
     }
     if (reachable * kRunPairCost <= merge_cost) {
       Count pairs = 0;

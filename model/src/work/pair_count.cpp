@@ -130,19 +130,10 @@ Count count_sorted_pairs(std::span<const Position> queries_sorted, std::span<con
   size_t below_lo = 0;  // keys <  lowest_key(q)
   const size_t key_count = keys_sorted.size();
   Count pairs = 0;
-  // Documents: the document of q only moves forward, so follow it instead of searching.
-  const bool documents = mask.kind() == MaskKind::documents;
-  const auto& starts = mask.document_starts();
-  size_t doc = 0;
+  LowestKeyWalk lowest_key(mask);
   for (const Position q : queries_sorted) {
     const Position hi = mask.highest_key(q);
-    Position lo = 0;
-    if (documents) {
-      while (starts[doc + 1] <= q) ++doc;
-      lo = mask.document_lowest_key(q, doc);
-    } else {
-      lo = mask.lowest_key(q);
-    }
+    const Position lo = lowest_key(q);
     while (below_hi < key_count && keys_sorted[below_hi] <= hi) ++below_hi;
     while (below_lo < key_count && keys_sorted[below_lo] < lo) ++below_lo;
     if (below_hi > below_lo) pairs += static_cast<Count>(below_hi - below_lo);

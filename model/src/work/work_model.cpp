@@ -94,6 +94,7 @@ class IntervalTileCounter {
     // Query tiles whose bounds never decrease give key intervals whose ends never decrease either
     // (mask.hpp): each end of the candidate and full ranges then only moves forward.
     sweep_ = queries_.query_tiles_monotone() ? std::optional<Ends>(Ends{}) : std::nullopt;
+    if (sweep_) walks_.emplace(mask_);
     for (const TileSummary& qt : queries_.query_tiles()) {
       const Count active_before = counts_.active;
       const Count partial_before = counts_.partial;
@@ -162,7 +163,8 @@ class IntervalTileCounter {
     size_t first = 0, last = 0, full_first = 0, full_last = 0;
   };
 
-  [[nodiscard]] Bounds bounds(const TileSummary& qt) const {
+  [[nodiscard]] Bounds bounds(const TileSummary& qt) {
+    if (walks_) return {walks_->at_min(qt.min), walks_->at_max(qt.max), mask_.highest_key(qt.min), mask_.highest_key(qt.max)};
     return {mask_.lowest_key(qt.min), mask_.lowest_key(qt.max), mask_.highest_key(qt.min), mask_.highest_key(qt.max)};
   }
 
@@ -192,6 +194,12 @@ class IntervalTileCounter {
   QueryTileLoad* columns_ = nullptr;
   std::vector<Count> full_starts_;
   std::optional<Ends> sweep_;  // set while the query tiles are monotone
+  // The sweep's lowest keys at the tiles' smallest and at their largest queries.
+  struct Walks {
+    explicit Walks(const Mask& mask) : at_min(mask), at_max(mask) {}
+    LowestKeyWalk at_min, at_max;
+  };
+  std::optional<Walks> walks_;
 };
 
 // `rows`, when given, receives each query tile's full and partial key tiles in local order;

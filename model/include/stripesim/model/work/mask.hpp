@@ -4,6 +4,7 @@
 // as q grows; the work model's closed forms and merges rely on exactly that. A padding token
 // sees none: its interval is [q + 1, q], which keeps both ends in order.
 #include <algorithm>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -102,6 +103,28 @@ class Mask {
   std::vector<Count> padding_;
   bool padded_ = false;
   std::vector<Position> starts_;
+};
+
+// lowest_key over queries that never decrease, as sweeps ask it: a documents mask's document is
+// searched for once and then followed forward (searched again only past the next start).
+class LowestKeyWalk {
+ public:
+  explicit LowestKeyWalk(const Mask& mask) : mask_(mask) {}
+  [[nodiscard]] Position operator()(Position q) {
+    if (mask_.kind() != MaskKind::documents) return mask_.lowest_key(q);
+    const auto& starts = mask_.document_starts();
+    if (!started_ || starts[document_ + 1] <= q) {
+      const auto from = starts.begin() + static_cast<std::ptrdiff_t>(started_ ? document_ + 1 : 0);
+      document_ = static_cast<size_t>(std::upper_bound(from, starts.end(), q) - starts.begin() - 1);
+      started_ = true;
+    }
+    return mask_.document_lowest_key(q, document_);
+  }
+
+ private:
+  const Mask& mask_;
+  size_t document_ = 0;
+  bool started_ = false;
 };
 
 // causal | bidirectional | window:W | prefix:P | documents:L1,L2,... | documents:FILE (one length per
