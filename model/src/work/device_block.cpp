@@ -150,8 +150,8 @@ Count count_range_pairs(const DeviceBlock& queries, Count q_begin, Count q_end, 
     // A query run's keys lie in [lowest_key(first), highest_key(last)] (both ends never decrease
     // with q, mask.hpp): with the key runs in position order, the runs that reach that interval are
     // one index range, and every other pair holds nothing. Packed documents split into pieces
-    // (doc-zigzag's 2N a document) meet a handful of pieces per query run, not every run.
-    // Query runs in position order too: both ends only move forward, swept like a merge.
+    // (doc-zigzag's 2N a document) meet a handful of pieces per query run, not every run. With
+    // the query runs in position order too, both ends of the range only move forward (a sweep).
     const bool sweep = queries.positions_increasing();
     LowestKeyWalk lowest_key(mask);
     std::ptrdiff_t below = 0, reached = 0;  // the sweep's ends

@@ -93,8 +93,7 @@ class IntervalTileCounter {
     if (columns_) full_starts_.assign(key_tiles.size() + 1, 0);
     // Query tiles whose bounds never decrease give key intervals whose ends never decrease either
     // (mask.hpp): each end of the candidate and full ranges then only moves forward.
-    sweep_ = queries_.query_tiles_monotone() ? std::optional<Ends>(Ends{}) : std::nullopt;
-    if (sweep_) walks_.emplace(mask_);
+    if (queries_.query_tiles_monotone()) sweep_.emplace(mask_);
     for (const TileSummary& qt : queries_.query_tiles()) {
       const Count active_before = counts_.active;
       const Count partial_before = counts_.partial;
@@ -117,21 +116,21 @@ class IntervalTileCounter {
       // Candidates: kmax >= lo_min and kmin <= hi_max, an index range; fully allowed: kmin >=
       // lo_max and kmax <= hi_min, a sub-range of the candidates. Each end is where a predicate
       // that holds for a prefix of the key tiles stops holding.
-      const auto lows_max = [&](const TileSummary& kt) { return kt.max < b.lo_min; };
-      const auto highs_min = [&](const TileSummary& kt) { return kt.min <= b.hi_max; };
-      const auto below_full = [&](const TileSummary& kt) { return kt.min < b.lo_max; };
-      const auto within_full = [&](const TileSummary& kt) { return kt.max <= b.hi_min; };
-      const auto end_of = [&](size_t Ends::*end, const auto& holds) {
+      const auto ends_too_early = [&](const TileSummary& kt) { return kt.max < b.lo_min; };
+      const auto starts_in_time = [&](const TileSummary& kt) { return kt.min <= b.hi_max; };
+      const auto starts_before_full = [&](const TileSummary& kt) { return kt.min < b.lo_max; };
+      const auto ends_within_full = [&](const TileSummary& kt) { return kt.max <= b.hi_min; };
+      const auto end_of = [&](size_t Sweep::*end, const auto& holds) {
         if (!sweep_) return std::ranges::partition_point(key_tiles, holds);
         size_t& at = (*sweep_).*end;
         while (at < key_tiles.size() && holds(key_tiles[at])) ++at;
         return key_tiles.begin() + static_cast<std::ptrdiff_t>(at);
       };
-      const auto first = end_of(&Ends::first, lows_max);
-      const auto last = end_of(&Ends::last, highs_min);
+      const auto first = end_of(&Sweep::first, ends_too_early);
+      const auto last = end_of(&Sweep::last, starts_in_time);
       if (first >= last) return;  // a sweep's full ends catch up at the next tile: they only grow
-      auto full_first = end_of(&Ends::full_first, below_full);
-      auto full_last = end_of(&Ends::full_last, within_full);
+      auto full_first = end_of(&Sweep::full_first, starts_before_full);
+      auto full_last = end_of(&Sweep::full_last, ends_within_full);
       full_first = std::clamp(full_first, first, last);
       full_last = std::clamp(full_last, full_first, last);
       counts_.active += full_last - full_first;
@@ -158,13 +157,18 @@ class IntervalTileCounter {
   struct Bounds {
     Position lo_min, lo_max, hi_min, hi_max;  // key interval ends at the tile's smallest/largest query
   };
-  // Where the candidate and full key-tile ranges of the last query tile ended (a sweep).
-  struct Ends {
+  // A sweep over monotone query tiles: where the last tile's candidate and full key-tile ranges
+  // ended, and the lowest keys at the tiles' smallest and at their largest queries.
+  struct Sweep {
+    explicit Sweep(const Mask& mask) : lowest_at_min(mask), lowest_at_max(mask) {}
     size_t first = 0, last = 0, full_first = 0, full_last = 0;
+    LowestKeyWalk lowest_at_min, lowest_at_max;
   };
 
   [[nodiscard]] Bounds bounds(const TileSummary& qt) {
-    if (walks_) return {walks_->at_min(qt.min), walks_->at_max(qt.max), mask_.highest_key(qt.min), mask_.highest_key(qt.max)};
+    if (sweep_) {
+      return {sweep_->lowest_at_min(qt.min), sweep_->lowest_at_max(qt.max), mask_.highest_key(qt.min), mask_.highest_key(qt.max)};
+    }
     return {mask_.lowest_key(qt.min), mask_.lowest_key(qt.max), mask_.highest_key(qt.min), mask_.highest_key(qt.max)};
   }
 
@@ -193,13 +197,7 @@ class IntervalTileCounter {
   TileCounts counts_;
   QueryTileLoad* columns_ = nullptr;
   std::vector<Count> full_starts_;
-  std::optional<Ends> sweep_;  // set while the query tiles are monotone
-  // The sweep's lowest keys at the tiles' smallest and at their largest queries.
-  struct Walks {
-    explicit Walks(const Mask& mask) : at_min(mask), at_max(mask) {}
-    LowestKeyWalk at_min, at_max;
-  };
-  std::optional<Walks> walks_;
+  std::optional<Sweep> sweep_;  // set when the query tiles are monotone
 };
 
 // `rows`, when given, receives each query tile's full and partial key tiles in local order;
