@@ -221,6 +221,12 @@ TileCounts count_tiles(const DeviceBlock& queries, const DeviceBlock& keys, cons
   return {};
 }
 
+// Whether a documents mask allows, inside document `document`, exactly the pairs causal does.
+bool causal_inside(const Mask& mask, size_t document) {
+  return mask.document_padding()[document] == 0 &&
+         (!mask.windowed() || mask.effective_window() >= mask.document_lengths()[document]);
+}
+
 // A documents mask under varlen tiling: each document's local queries against the same document's
 // local keys, tiled on their own (no tile mixes documents), summed over the documents both hold.
 class VarlenTileCounter {
@@ -254,7 +260,12 @@ class VarlenTileCounter {
         continue;
       }
       QueryTileLoad* share_columns = columns ? columns->data() + key->first_key_tile : nullptr;
-      const TileCounts mine = count_tiles(query.block, key->block, mask, scratch, rows, share_columns);
+      // Inside one document without padding, a window no shorter than it cuts nothing: the mask
+      // is causal there, counted by the causal sweep (a striped ring meets every document on
+      // every pair of devices).
+      const TileCounts mine = causal_inside(mask, query.document)
+                                  ? count_causal_tiles(query.block, key->block, rows, share_columns)
+                                  : count_tiles(query.block, key->block, mask, scratch, rows, share_columns);
       counts.active += mine.active;
       counts.partial += mine.partial;
     }
