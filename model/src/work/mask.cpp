@@ -86,7 +86,7 @@ bool Mask::is_causal() const {
     case MaskKind::bidirectional: return seq_len_ <= 1;
     case MaskKind::window: return effective_window_ == seq_len_;
     case MaskKind::prefix: return prefix_ == 1;
-    case MaskKind::documents: return lengths_.size() == 1 && !padded_ && (window_ == 0 || effective_window_ == seq_len_);
+    case MaskKind::documents: return lengths_.size() == 1 && causal_inside(0);
   }
   return false;
 }

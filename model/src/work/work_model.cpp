@@ -221,12 +221,6 @@ TileCounts count_tiles(const DeviceBlock& queries, const DeviceBlock& keys, cons
   return {};
 }
 
-// Whether a documents mask allows, inside document `document`, exactly the pairs causal does.
-bool causal_inside(const Mask& mask, size_t document) {
-  return mask.document_padding()[document] == 0 &&
-         (!mask.windowed() || mask.effective_window() >= mask.document_lengths()[document]);
-}
-
 // A documents mask under varlen tiling: each document's local queries against the same document's
 // local keys, tiled on their own (no tile mixes documents), summed over the documents both hold.
 class VarlenTileCounter {
@@ -234,12 +228,14 @@ class VarlenTileCounter {
   VarlenTileCounter(const Layout& layout, const Mask& mask, TileShape tile, Count devices) {
     shares_.resize(static_cast<size_t>(devices));
     key_tiles_.resize(static_cast<size_t>(devices), 0);
+    query_tiles_.resize(static_cast<size_t>(devices), 0);
     for (Count d = 0; d < devices; ++d) {
       size_t& key_tiles = key_tiles_[static_cast<size_t>(d)];
       for (auto& share : detail::split_by_document(layout.runs(d), mask.document_starts())) {
         DeviceBlock block(std::move(share.runs), tile.query, tile.key);
         const size_t first_key_tile = key_tiles;
         key_tiles += block.key_tiles().size();
+        query_tiles_[static_cast<size_t>(d)] += block.query_tiles().size();
         shares_[static_cast<size_t>(d)].push_back({share.document, std::move(block), first_key_tile});
       }
     }
@@ -263,7 +259,7 @@ class VarlenTileCounter {
       // Inside one document without padding, a window no shorter than it cuts nothing: the mask
       // is causal there, counted by the causal sweep (a striped ring meets every document on
       // every pair of devices).
-      const TileCounts mine = causal_inside(mask, query.document)
+      const TileCounts mine = mask.causal_inside(query.document)
                                   ? count_causal_tiles(query.block, key->block, rows, share_columns)
                                   : count_tiles(query.block, key->block, mask, scratch, rows, share_columns);
       counts.active += mine.active;
@@ -274,11 +270,7 @@ class VarlenTileCounter {
 
   // A device's query tiles and key tiles, every document's together: the rows and columns that
   // count() fills for it.
-  [[nodiscard]] size_t query_tiles(DeviceId device) const {
-    size_t tiles = 0;
-    for (const Share& share : shares_[static_cast<size_t>(device)]) tiles += share.block.query_tiles().size();
-    return tiles;
-  }
+  [[nodiscard]] size_t query_tiles(DeviceId device) const { return query_tiles_[static_cast<size_t>(device)]; }
   [[nodiscard]] size_t key_tiles(DeviceId device) const { return key_tiles_[static_cast<size_t>(device)]; }
 
  private:
@@ -288,7 +280,8 @@ class VarlenTileCounter {
     size_t first_key_tile;  // where its key tiles start among the device's
   };
   std::vector<std::vector<Share>> shares_;
-  std::vector<size_t> key_tiles_;  // per device: its key tiles, every document's together
+  std::vector<size_t> key_tiles_;    // per device: its key tiles, every document's together
+  std::vector<size_t> query_tiles_;  // and its query tiles
 };
 
 // Under a causal mask with fixed tiles, whether every (query, key) pair of two blocks is allowed

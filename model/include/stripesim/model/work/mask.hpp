@@ -73,6 +73,11 @@ class Mask {
     }
     return q;
   }
+  // Whether document j allows exactly the pairs causal does inside it: no padding, and a window,
+  // if any, no shorter than the document (documents mask only).
+  [[nodiscard]] bool causal_inside(size_t document) const {
+    return padding_[document] == 0 && (!windowed() || effective_window_ >= lengths_[document]);
+  }
   // Start of the document holding q (documents mask only).
   [[nodiscard]] Position document_start(Position q) const;
   // Index of the document holding q (documents mask only).
