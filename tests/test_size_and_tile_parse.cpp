@@ -70,6 +70,11 @@ TEST(NameMatch, CaseAsideAndTheNearestNameWithinAQuarter) {
   EXPECT_EQ(did_you_mean("13b", {"1b", "3b", "7b"}), "");
   EXPECT_EQ(did_you_mean("h10", {"a100", "h100", "h200"}), " (did you mean 'h100'?)");
   EXPECT_EQ(did_you_mean("x", {}), "");
+  // A name cut short is offered its one completion, never a guess among several or from two letters.
+  EXPECT_EQ(did_you_mean("--memory", {"--memory-gib", "--model", "--mask"}), " (did you mean '--memory-gib'?)");
+  EXPECT_EQ(did_you_mean("doc", {"doc-zigzag", "doc-striped", "zigzag"}), "");
+  EXPECT_EQ(did_you_mean("--me", {"--memory-gib", "--model"}), "");
+  EXPECT_EQ(did_you_mean("ZIG", {"striped", "zigzag"}), " (did you mean 'zigzag'?)");
 }
 
 }  // namespace

@@ -49,7 +49,18 @@ std::string did_you_mean(std::string_view wanted, const std::vector<std::string>
   }
   if (best == nullptr) return "";
   const size_t allowed = std::max(want.size(), best->size()) / 4;  // none for names of three letters or fewer
-  return best_distance <= allowed ? fmt::format(" (did you mean '{}'?)", *best) : "";
+  if (best_distance <= allowed) return fmt::format(" (did you mean '{}'?)", *best);
+  // A name cut short ("--memory" for "--memory-gib") is far in edits but unambiguous when it
+  // begins exactly one known name; three letters (dashes aside) make it more than a guess.
+  const size_t letters = want.size() - std::min(want.find_first_not_of('-'), want.size());
+  if (letters < 3) return "";
+  const std::string* completion = nullptr;
+  for (const std::string& name : known) {
+    if (!lowercase(name).starts_with(want)) continue;
+    if (completion != nullptr) return "";
+    completion = &name;
+  }
+  return completion != nullptr ? fmt::format(" (did you mean '{}'?)", *completion) : "";
 }
 
 }  // namespace stripesim::model
