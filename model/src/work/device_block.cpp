@@ -138,13 +138,19 @@ Count count_range_pairs(const DeviceBlock& queries, Count q_begin, Count q_end, 
   // A run pair costs a floor_sum (tens of operations); a merge about two per position.
   constexpr Count kRunPairCost = 16;
   const Count merge_cost = 2 * ((q_end - q_begin) + (k_end - k_begin));
-  const auto run_pairs = static_cast<Count>(query_runs.size() * key_runs.size());
-  if (run_pairs * kRunPairCost <= merge_cost) {
+  const auto key_count = static_cast<std::ptrdiff_t>(key_runs.size());
+  // Query run i against the key runs [reach(i).first, reach(i).second).
+  const auto sum_run_pairs = [&](const auto& reach) {
     Count pairs = 0;
-    for (const Run& q : query_runs) {
-      for (const Run& k : key_runs) pairs += count_run_pairs(q, k, mask);
+    for (size_t i = 0; i < query_runs.size(); ++i) {
+      const auto [from, to] = reach(i);
+      for (auto k = from; k < to; ++k) pairs += count_run_pairs(query_runs[i], key_runs[static_cast<size_t>(k)], mask);
     }
     return pairs;
+  };
+  const auto run_pairs = static_cast<Count>(query_runs.size()) * key_count;
+  if (run_pairs * kRunPairCost <= merge_cost) {
+    return sum_run_pairs([&](size_t) { return std::pair<std::ptrdiff_t, std::ptrdiff_t>{0, key_count}; });
   }
   if (keys.positions_increasing()) {
     // A query run's keys lie in [lowest_key(first), highest_key(last)] (both ends never decrease
@@ -155,7 +161,6 @@ Count count_range_pairs(const DeviceBlock& queries, Count q_begin, Count q_end, 
     const bool sweep = queries.positions_increasing();
     LowestKeyWalk lowest_key(mask);
     std::ptrdiff_t below = 0, reached = 0;  // the sweep's ends
-    const auto key_count = static_cast<std::ptrdiff_t>(key_runs.size());
     Count reachable = 0;
     scratch.reach.clear();
     for (const Run& q : query_runs) {
@@ -174,15 +179,7 @@ Count count_range_pairs(const DeviceBlock& queries, Count q_begin, Count q_end, 
       scratch.reach.push_back({below, to});
       reachable += to - below;
     }
-    if (reachable * kRunPairCost <= merge_cost) {
-      Count pairs = 0;
-      for (size_t i = 0; i < query_runs.size(); ++i) {
-        for (auto k = scratch.reach[i].first; k < scratch.reach[i].second; ++k) {
-          pairs += count_run_pairs(query_runs[i], key_runs[static_cast<size_t>(k)], mask);
-        }
-      }
-      return pairs;
-    }
+    if (reachable * kRunPairCost <= merge_cost) return sum_run_pairs([&](size_t i) { return scratch.reach[i]; });
   }
   return count_sorted_pairs(queries.sorted_positions(q_begin, q_end, scratch.query_positions),
                             keys.sorted_positions(k_begin, k_end, scratch.key_positions), mask);
