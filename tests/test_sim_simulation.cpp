@@ -15,6 +15,7 @@
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/work_model.hpp"
+#include "stripesim/model/work/parallel_for.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_merge.hpp"
 #include "stripesim/sim/simulation.hpp"
@@ -777,6 +778,46 @@ TEST(Simulation, ShippedTopologiesLoad) {
   const Topology x2 = load_topology("dgx-h100-x2", catalog().root(), 300);
   EXPECT_DOUBLE_EQ(x2.route(7, 8).bandwidth, 50);
   EXPECT_DOUBLE_EQ(x2.route(0, 7).bandwidth, 450);
+}
+
+// Plans sharing a cache share each layout alike: meshes differing in -M (and -D) alone hold one
+// layout object, built once, equal to the layout built on its own; another -N, or the same spec
+// padded for other devices, is another layout.
+TEST(Simulation, PlansWithOneCacheShareTheirLayouts) {
+  LayoutCache cache;
+  SimulateConfig c = small_config();
+  c.mask = "documents:lognormal:2048:1.2:seed=3";
+  c.pad_documents = true;
+  c.layouts = {"balanced", "zigzag"};
+  c.topology = "cluster:2x8";
+  const SimulationPlan one = plan_simulation(c, catalog(), &cache);
+  c.model_parallel = 2;
+  const SimulationPlan two = plan_simulation(c, catalog(), &cache);
+  c.model_parallel = 1;
+  c.devices = 4;
+  const SimulationPlan four = plan_simulation(c, catalog(), &cache);
+  ASSERT_EQ(one.layouts.size(), 2u);
+  EXPECT_EQ(one.layouts[0], two.layouts[0]);
+  EXPECT_EQ(one.layouts[1], two.layouts[1]);
+  EXPECT_NE(one.layouts[0], four.layouts[0]);
+  EXPECT_EQ(four.layouts[0]->get().devices(), 4);
+  // Built once, whichever threads ask: every caller gets the one object.
+  std::vector<const model::Layout*> got(8);
+  model::parallel_for(got.size(), 4, [&](size_t i) { got[i] = &two.layouts[0]->get(); });
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [&](const model::Layout* l) { return l == got.front(); }));
+  // What was shared is what a plan of its own builds.
+  c.devices = 8;
+  const SimulationPlan alone = plan_simulation(c, catalog());
+  const model::Layout& shared = one.layouts[0]->get();
+  const model::Layout& own = alone.layouts[0]->get();
+  EXPECT_EQ(shared.name(), own.name());
+  for (Count d = 0; d < 8; ++d) {
+    for (Count l = 0; l < shared.seq_len() / 8; ++l) ASSERT_EQ(shared.position(d, l), own.position(d, l)) << d << " " << l;
+  }
+  // Planning checks every spec before anything is built.
+  c.layouts = {"doc-zigzag"};
+  c.pad_documents = false;
+  EXPECT_THROW((void)plan_simulation(c, catalog(), &cache), model::InputError);
 }
 
 }  // namespace

@@ -193,10 +193,12 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
       }
     }
   }
+  // Meshes that differ in -M and -D alone ring the same layouts: each is built once.
+  LayoutCache layouts;
   model::parallel_for(search.meshes.size(), threads_of(request), [&](size_t i) {
     PlannedMesh& mesh = search.meshes[i];
     try {
-      mesh.plan = plan_simulation(mesh.config, catalog);
+      mesh.plan = plan_simulation(mesh.config, catalog, &layouts);
       place_on_topology(*mesh.plan);
     } catch (const model::InputError& e) {
       mesh.plan.reset();
@@ -242,7 +244,6 @@ Plan run_plan(const PlanSearch& search) {
       e.layout = l;
       e.candidate.mesh = sim.mesh;
       e.candidate.cp = mesh.config.cp;
-      e.candidate.layout = mesh.plan->layouts[l].name();
       entries.push_back(std::move(e));
     }
   }
@@ -254,9 +255,11 @@ Plan run_plan(const PlanSearch& search) {
     std::uint64_t events = 0;
     // The partial-tile note is about the choices shown, which are simulated: bounds do not scan for it.
     Count* most_partial = detail == PassDetail::simulated ? &e.candidate.most_partial_tiles : nullptr;
-    return estimate_step(*sim.step_shape, simulate_attention_passes(sim, p.layouts[e.layout], p.mask, kernel, events, detail, most_partial));
+    return estimate_step(*sim.step_shape, simulate_attention_passes(sim, p.layouts[e.layout]->get(), p.mask, kernel, events, detail, most_partial));
   };
   model::parallel_for(entries.size(), threads, [&](size_t i) {
+    // Builds the layout (planned, not built, until a mesh within memory asks for it).
+    entries[i].candidate.layout = search.meshes[entries[i].mesh].plan->layouts[entries[i].layout]->get().name();
     const StepEstimate bound = passes_of(entries[i], PassDetail::bound);
     entries[i].candidate.bound_us = bound.time_us;
     entries[i].bound_tokens_per_second = bound.tokens_per_second;

@@ -278,7 +278,7 @@ double precision_slowdown(const model::HardwareProfile& hardware, const KernelPr
   return hardware.peak_tflops.at(kernel.dtype) / hardware.peak_tflops.at(dtype);
 }
 
-SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog) {
+SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog, LayoutCache* shared_layouts) {
   if (config.layouts.empty()) throw InputError(model::Input::layouts, "", "needs at least one layout");
   using model::Input;
   if (config.model_parallel < 1) throw InputError(Input::model_parallel, std::to_string(config.model_parallel), "must be at least 1");
@@ -348,10 +348,20 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   sim.call_shape = {sim.cp_shape.streams, head_dim, sim.tile, slowdown};
   // A hybrid's layout cuts the sequence into the ring's R blocks.
   const Count layout_devices = sim.cp.algorithm == CpAlgorithm::hybrid ? ring_degree(sim.cp, config.devices) : config.devices;
-  std::vector<model::Layout> layouts;
+  std::vector<std::shared_ptr<const LazyLayout>> layouts;
   for (const auto& spec : config.layouts) {
-    layouts.push_back(
-        model::parse_layout(spec, sim.config.seq_len, layout_devices, model::LayoutContext{&mask, sim.tile, sim.tiling}));
+    model::LayoutPlan planned =
+        model::plan_layout(spec, sim.config.seq_len, layout_devices, model::LayoutContext{&mask, sim.tile, sim.tiling});
+    if (shared_layouts == nullptr) {
+      layouts.push_back(std::make_shared<const LazyLayout>(std::move(planned)));
+      continue;
+    }
+    // What the layout depends on: the mask as padded here follows from the spec, the length and
+    // the devices it was padded for.
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", spec, config.mask, config.seq_len,
+                                        config.pad_documents ? config.devices : 0, layout_devices, sim.tile.to_string(),
+                                        model::tiling_name(sim.tiling));
+    layouts.push_back(shared_layouts->get(key, std::move(planned)));
   }
 
   if (config.data_parallel < 1) throw InputError(fmt::format("--data-parallel {}: must be at least 1", config.data_parallel));
@@ -468,7 +478,8 @@ Simulation run_simulation(SimulationPlan plan) {
   Simulation& sim = plan.simulation;
   const SimulateConfig& config = sim.config;
   const model::Mask& mask = plan.mask;
-  const std::vector<model::Layout>& layouts = plan.layouts;
+  std::vector<const model::Layout*> layouts;
+  for (const auto& lazy : plan.layouts) layouts.push_back(&lazy->get());
   const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
 
   auto simulate_layout = [&](const model::Layout& layout, std::uint64_t& events) {
@@ -485,10 +496,9 @@ Simulation run_simulation(SimulationPlan plan) {
   };
 
   // Speedups are over contiguous: simulated too when not asked for.
-  std::vector<const model::Layout*> jobs;
-  for (const model::Layout& layout : layouts) jobs.push_back(&layout);
-  const auto asked = std::ranges::find_if(layouts, [](const auto& l) { return l.kind() == model::LayoutKind::contiguous; });
-  const model::Layout contiguous = model::Layout::contiguous(config.seq_len, layouts.front().devices());
+  std::vector<const model::Layout*> jobs = layouts;
+  const auto asked = std::ranges::find_if(layouts, [](const model::Layout* l) { return l->kind() == model::LayoutKind::contiguous; });
+  const model::Layout contiguous = model::Layout::contiguous(config.seq_len, layouts.front()->devices());
   if (asked == layouts.end()) jobs.push_back(&contiguous);
   // Layouts are independent: simulated side by side, each into its own slot.
   std::vector<LayoutSimulation> results(jobs.size());

@@ -2,6 +2,7 @@
 // The `simulate` workflow: a workload (model shape, batch, sequence, layouts, tile, mask), a
 // hardware profile and a topology; for every layout the work model's tiles become kernel
 // durations and the ring is simulated pass by pass.
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "stripesim/model/work/tile_shape.hpp"
 #include "stripesim/sim/context_parallel.hpp"
 #include "stripesim/sim/kernel_time.hpp"
+#include "stripesim/sim/layout_cache.hpp"
 #include "stripesim/sim/ring_simulator.hpp"
 #include "stripesim/sim/step_model.hpp"
 
@@ -149,7 +151,7 @@ struct Simulation {
 struct SimulationPlan {
   Simulation simulation;
   model::Mask mask;
-  std::vector<model::Layout> layouts;
+  std::vector<std::shared_ptr<const LazyLayout>> layouts;  // checked; built when run (shared through a LayoutCache)
 };
 
 // The topology a simulation of a mesh of `gpus` GPUs runs on: the config's own in memory, else its
@@ -166,8 +168,11 @@ void check_attention_shape(Count heads, Count kv_heads, Count head_dim, Count ba
 [[nodiscard]] double precision_slowdown(const model::HardwareProfile& hardware, const KernelProfile& kernel,
                                         const std::string& dtype);
 // Throws model::InputError for invalid configurations. Cheap: nothing is routed or counted, so
-// a parse-only run (cli/run_mode.hpp) checks any input quickly.
-[[nodiscard]] SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog);
+// a parse-only run (cli/run_mode.hpp) checks any input quickly; the layouts are checked, and built
+// when first simulated. Plans given one `layouts` cache share each layout that is alike (the same
+// spec, padded mask, devices, tile and tiling).
+[[nodiscard]] SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog,
+                                             LayoutCache* layouts = nullptr);
 // The groups, the ring order (searched with --ring-order auto), every route and, for a layer or a
 // step, the step's shape (its all-reduces routed over the model-parallel and gradient groups):
 // what running needs, done once (run_simulation does it when not done).
