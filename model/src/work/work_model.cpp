@@ -6,8 +6,8 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
-#include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "block_pair_memo.hpp"
 #include "device_block.hpp"
@@ -420,18 +420,48 @@ struct ColumnProfiles {
   std::vector<Count> key_index_by_round;
 };
 
-// The number of `profile` among `column`'s distinct profiles, added when new. `numbered` knows
-// profiles by content (counted apart) or, for the memo's, by address: one address per distinct
-// profile, so the numbering is the same as by content.
-template <typename Numbered>
-Count number_profile(ColumnProfiles& column, const QueryTileProfile& profile, Numbered& numbered) {
-  const auto [it, added] = [&] {
-    if constexpr (std::is_pointer_v<typename Numbered::key_type>) {
-      return numbered.try_emplace(&profile, static_cast<Count>(column.distinct.size()));
-    } else {
-      return numbered.try_emplace(profile, static_cast<Count>(column.distinct.size()));
-    }
-  }();
+// Profiles numbered by content in the order they come, each held once, in `held`: the set holds
+// the numbers and hashes and compares through `held`, so a profile is looked up as it is (C++20's
+// heterogeneous lookup), not copied into a key. A thousand devices' columns of packed documents
+// are a million profiles.
+class ProfileNumbering {
+ public:
+  explicit ProfileNumbering(std::vector<QueryTileProfile>& held) : held_(held), numbers_(0, Hash{&held}, Equal{&held}) {}
+
+  // The number of `profile`, copied (or moved) to the end of `held` when new.
+  template <typename Profile>
+  Count number(Profile&& profile) {
+    if (const auto it = numbers_.find(profile); it != numbers_.end()) return *it;
+    held_.push_back(std::forward<Profile>(profile));
+    const auto added = static_cast<Count>(held_.size() - 1);
+    numbers_.insert(added);
+    return added;
+  }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    const std::vector<QueryTileProfile>* held;
+    size_t operator()(const QueryTileProfile& p) const { return ProfileHash{}(p); }
+    size_t operator()(Count i) const { return ProfileHash{}((*held)[static_cast<size_t>(i)]); }
+  };
+  struct Equal {
+    using is_transparent = void;
+    const std::vector<QueryTileProfile>* held;
+    const QueryTileProfile& of(const QueryTileProfile& p) const { return p; }
+    const QueryTileProfile& of(Count i) const { return (*held)[static_cast<size_t>(i)]; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const { return of(a) == of(b); }
+  };
+  std::vector<QueryTileProfile>& held_;
+  std::unordered_set<Count, Hash, Equal> numbers_;
+};
+
+// The number of a memo's profile among `column`'s, added when new: the memo holds one address per
+// distinct profile, so numbering by address is numbering by content.
+Count number_memo_profile(ColumnProfiles& column, const QueryTileProfile& profile,
+                          std::unordered_map<const QueryTileProfile*, Count>& numbered) {
+  const auto [it, added] = numbered.try_emplace(&profile, static_cast<Count>(column.distinct.size()));
   if (added) column.distinct.push_back(profile);
   return it->second;
 }
@@ -482,7 +512,8 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
     const auto d = static_cast<Count>(column);
     PairScratch& scratch = worker.scratch;
     PairOutcome& counted = worker.counted;
-    std::unordered_map<QueryTileProfile, Count, ProfileHash> seen;
+    std::optional<ProfileNumbering> seen;  // the profiles counted apart, by content
+    if (profiles) seen.emplace(columns[column].distinct);
     std::unordered_map<const QueryTileProfile*, Count> seen_in_memo;
     const QueryTileProfile* previous_rows = nullptr;  // the last round's memo profiles, null when counted apart
     const KeyTileProfile* previous_columns = nullptr;
@@ -513,11 +544,11 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
           column.index_by_round.push_back(column.index_by_round.back());
           column.key_index_by_round.push_back(column.key_index_by_round.back());
         } else if (memoised) {
-          column.index_by_round.push_back(number_profile(column, outcome->profile(), seen_in_memo));
-          column.key_index_by_round.push_back(number_profile(column, outcome->key_profile(), seen_in_memo));
+          column.index_by_round.push_back(number_memo_profile(column, outcome->profile(), seen_in_memo));
+          column.key_index_by_round.push_back(number_memo_profile(column, outcome->key_profile(), seen_in_memo));
         } else {
-          column.index_by_round.push_back(number_profile(column, outcome->rows, seen));
-          column.key_index_by_round.push_back(number_profile(column, outcome->columns, seen));
+          column.index_by_round.push_back(seen->number(outcome->rows));
+          column.key_index_by_round.push_back(seen->number(outcome->columns));
         }
         previous_rows = memoised ? outcome->distinct_rows : nullptr;
         previous_columns = memoised ? outcome->distinct_columns : nullptr;
@@ -539,15 +570,11 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
     // Merge the columns in device order, so the numbering is the same on any thread count.
     work.query_tile_profile = WorkMatrix(devices, devices);
     work.key_tile_profile = WorkMatrix(devices, devices);
-    std::unordered_map<QueryTileProfile, Count, ProfileHash> global;
+    ProfileNumbering global(work.profiles);
     for (Count d = 0; d < devices; ++d) {
       ColumnProfiles& column = columns[static_cast<size_t>(d)];
       std::vector<Count> global_id(column.distinct.size());
-      for (size_t i = 0; i < column.distinct.size(); ++i) {
-        const auto [it, added] = global.try_emplace(column.distinct[i], static_cast<Count>(work.profiles.size()));
-        if (added) work.profiles.push_back(std::move(column.distinct[i]));
-        global_id[i] = it->second;
-      }
+      for (size_t i = 0; i < column.distinct.size(); ++i) global_id[i] = global.number(std::move(column.distinct[i]));
       for (Count& index : column.index_by_round) index = global_id[static_cast<size_t>(index)];
       for (Count& index : column.key_index_by_round) index = global_id[static_cast<size_t>(index)];
     }
