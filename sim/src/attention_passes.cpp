@@ -99,8 +99,36 @@ RingTimeline compute_only(const RingSetup& setup) {
 
 }  // namespace
 
+namespace {
+
+// An all-gather's one call holds all of a device's queries against the whole gathered K/V.
+model::CallSlicing slicing_of(const Simulation& sim) {
+  return sim.cp.algorithm == CpAlgorithm::allgather ? model::CallSlicing::whole : call_slicing(sim.kernel);
+}
+
+}  // namespace
+
+model::Work count_call_work(const Simulation& sim, const model::Layout& layout, const model::Mask& mask) {
+  // Ulysses attends the whole sequence, in order, on its heads: the layout plays no part.
+  if (sim.cp.algorithm == CpAlgorithm::ulysses) {
+    return model::count_work(model::Layout::contiguous(sim.config.seq_len, 1), mask, sim.tile, 0,
+                             model::WorkDetail::query_tiles, sim.tiling, slicing_of(sim));
+  }
+  return model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::query_tiles, sim.tiling, slicing_of(sim));
+}
+
+int work_key(const Simulation& sim) {
+  return 2 * static_cast<int>(slicing_of(sim)) + (sim.cp.algorithm == CpAlgorithm::ulysses ? 1 : 0);
+}
+
 std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const model::Layout& layout,
                                                     const model::Mask& mask, const KernelTimeModel& kernel,
+                                                    std::uint64_t& events, PassDetail detail, Count* most_partial_tiles) {
+  return simulate_attention_passes(sim, layout, count_call_work(sim, layout, mask), kernel, events, detail, most_partial_tiles);
+}
+
+std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const model::Layout& layout,
+                                                    const model::Work& work, const KernelTimeModel& kernel,
                                                     std::uint64_t& events, PassDetail detail, Count* most_partial_tiles) {
   const bool bound = detail == PassDetail::bound;
   const SimulateConfig& config = sim.config;
@@ -121,12 +149,6 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
   const auto to_heads = [&](RingPass p) { return p == RingPass::forward ? qkv_us : out_us; };
   const auto from_heads = [&](RingPass p) { return p == RingPass::forward ? out_us : qkv_us; };
 
-  // Ulysses attends the whole sequence, in order, on its heads: the layout plays no part.
-  const model::Layout whole = model::Layout::contiguous(config.seq_len, 1);
-  // An all-gather's one call holds all of a device's queries against the whole gathered K/V.
-  const model::CallSlicing slicing = sim.cp.algorithm == CpAlgorithm::allgather ? model::CallSlicing::whole : call_slicing(sim.kernel);
-  const model::Work work = model::count_work(sim.cp.algorithm == CpAlgorithm::ulysses ? whole : layout, mask, sim.tile, 0,
-                                             model::WorkDetail::query_tiles, sim.tiling, slicing);
   // An all-gather's call holds every round's tiles of a query tile at once.
   if (most_partial_tiles != nullptr && sim.cp.algorithm != CpAlgorithm::allgather) *most_partial_tiles = most_partial(work.profiles);
   std::vector<RingTimeline> out;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -248,22 +249,45 @@ Plan run_plan(const PlanSearch& search) {
     }
   }
 
-  auto passes_of = [&](Entry& e, PassDetail detail) {
-    const SimulationPlan& p = *search.meshes[e.mesh].plan;
-    const Simulation& sim = p.simulation;
+  auto passes_of = [&](Entry& e, PassDetail detail, const model::Layout& layout, const model::Work& work) {
+    const Simulation& sim = search.meshes[e.mesh].plan->simulation;
     const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
     std::uint64_t events = 0;
     // The partial-tile note is about the choices shown, which are simulated: bounds do not scan for it.
     Count* most_partial = detail == PassDetail::simulated ? &e.candidate.most_partial_tiles : nullptr;
-    return estimate_step(*sim.step_shape, simulate_attention_passes(sim, p.layouts[e.layout]->get(), p.mask, kernel, events, detail, most_partial));
+    return estimate_step(*sim.step_shape, simulate_attention_passes(sim, layout, work, kernel, events, detail, most_partial));
   };
-  model::parallel_for(entries.size(), threads, [&](size_t i) {
-    // Builds the layout (planned, not built, until a mesh within memory asks for it).
-    entries[i].candidate.layout = search.meshes[entries[i].mesh].plan->layouts[entries[i].layout]->get().name();
-    const StepEstimate bound = passes_of(entries[i], PassDetail::bound);
-    entries[i].candidate.bound_us = bound.time_us;
-    entries[i].bound_tokens_per_second = bound.tokens_per_second;
-  });
+  // Entries that ring one layout (the same mask with it) and slice their calls alike price the
+  // same work, whatever their -M, -D and heads: counted once for the group and held while the
+  // group's entries run, a group a thread (so no more counts are held than threads).
+  const auto for_each_by_work = [&](size_t first, size_t count, PassDetail detail) {
+    std::map<std::pair<const LazyLayout*, int>, std::vector<size_t>> groups;
+    for (size_t i = first; i < first + count; ++i) {
+      const SimulationPlan& p = *search.meshes[entries[i].mesh].plan;
+      groups[{p.layouts[entries[i].layout].get(), work_key(p.simulation)}].push_back(i);
+    }
+    std::vector<const std::vector<size_t>*> members;
+    for (const auto& [key, group] : groups) members.push_back(&group);
+    model::parallel_for(members.size(), threads, [&](size_t g) {
+      const Entry& first_entry = entries[members[g]->front()];
+      const SimulationPlan& p = *search.meshes[first_entry.mesh].plan;
+      // Builds the layout (planned, not built, until a mesh within memory asks for it).
+      const model::Layout& layout = p.layouts[first_entry.layout]->get();
+      const model::Work work = count_call_work(p.simulation, layout, p.mask);
+      for (const size_t i : *members[g]) {
+        Entry& e = entries[i];
+        if (detail == PassDetail::simulated) {
+          e.candidate.step = passes_of(e, detail, layout, work);
+          continue;
+        }
+        e.candidate.layout = layout.name();
+        const StepEstimate bound = passes_of(e, detail, layout, work);
+        e.candidate.bound_us = bound.time_us;
+        e.bound_tokens_per_second = bound.tokens_per_second;
+      }
+    });
+  };
+  for_each_by_work(0, entries.size(), PassDetail::bound);
   // Best bound first (ties in enumeration order), simulated a batch at a time until no bound left
   // can beat the top choices found.
   std::stable_sort(entries.begin(), entries.end(),
@@ -276,7 +300,7 @@ Plan run_plan(const PlanSearch& search) {
       break;
     }
     const size_t batch = std::min(entries.size() - next, static_cast<size_t>(std::max(1u, threads)));
-    model::parallel_for(batch, threads, [&](size_t i) { entries[next + i].candidate.step = passes_of(entries[next + i], PassDetail::simulated); });
+    for_each_by_work(next, batch, PassDetail::simulated);
     for (size_t i = 0; i < batch; ++i) best.push_back(entries[next + i].candidate.step->tokens_per_second);
     std::sort(best.begin(), best.end(), std::greater<>());
     next += batch;

@@ -7,6 +7,7 @@
 
 #include "stripesim/model/work/layout.hpp"
 #include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/work_model.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/simulation.hpp"
 
@@ -18,6 +19,16 @@ enum class PassDetail {
               // its timelines hold the per-device summaries, no rounds
 };
 
+// The work whose calls the passes price, per query tile: the layout's (Ulysses: the whole sequence
+// on one device, whose heads attend it in order; an all-gather: each device's queries against the
+// whole K/V in one call). It depends on the layout, the mask, the tiling and how the algorithm
+// slices its calls, not on the heads, the mesh or the topology: simulations that share those
+// share it (plan's meshes that differ in -M and -D alone), see work_key.
+[[nodiscard]] model::Work count_call_work(const Simulation& sim, const model::Layout& layout, const model::Mask& mask);
+// What of `sim` count_call_work depends on besides the layout and the mask: equal keys over one
+// layout and mask count equal work.
+[[nodiscard]] int work_key(const Simulation& sim);
+
 // `sim` is planned (its groups, routes and shapes set); `events` counts what was simulated;
 // `most_partial_tiles`, when given, gets the most partial tiles one query tile of one call holds
 // (one thread block's masked tiles: what the kernel's partial-tile cost prices).
@@ -26,5 +37,10 @@ enum class PassDetail {
                                                                   std::uint64_t& events,
                                                                   PassDetail detail = PassDetail::simulated,
                                                                   Count* most_partial_tiles = nullptr);
+// The same with the work counted already (count_call_work of `layout`).
+[[nodiscard]] std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const model::Layout& layout,
+                                                                  const model::Work& work, const KernelTimeModel& kernel,
+                                                                  std::uint64_t& events, PassDetail detail,
+                                                                  Count* most_partial_tiles);
 
 }  // namespace stripesim::sim
