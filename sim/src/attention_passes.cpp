@@ -97,10 +97,6 @@ RingTimeline compute_only(const RingSetup& setup) {
   return t;
 }
 
-}  // namespace
-
-namespace {
-
 // An all-gather's one call holds all of a device's queries against the whole gathered K/V.
 model::CallSlicing slicing_of(const Simulation& sim) {
   return sim.cp.algorithm == CpAlgorithm::allgather ? model::CallSlicing::whole : call_slicing(sim.kernel);
