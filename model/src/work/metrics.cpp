@@ -37,30 +37,36 @@ Metrics compute_metrics(const WorkMatrix& work) {
 Count free_link_ring_time(const WorkMatrix& work, Count kv_buffers) {
   if (kv_buffers < 2) throw std::invalid_argument("free_link_ring_time: at least 2 K/V buffers");
   const Count n = work.devices();
-  const auto at = [n](Count round, Count device) { return static_cast<size_t>(round * n + device); };
+  const Count rounds = work.rounds();
   // Per (round, device): when the block is there, computed, and forwarded (the last round is not).
-  std::vector<Count> held(static_cast<size_t>(work.rounds() * n), 0);
-  std::vector<Count> done(held.size(), 0);
-  std::vector<Count> sent(held.size(), 0);
+  // A round reads back no further than round r + 1 - kv_buffers, so only that many rounds are
+  // kept, a row each, reused in turn: searches price thousands of large rings, where N x N of each
+  // would cost more to allocate and zero than to compute.
+  const Count kept = std::max<Count>(2, std::min(kv_buffers, rounds));
+  const auto at = [n, kept](Count round, Count device) { return static_cast<size_t>((round % kept) * n + device); };
+  const auto next_at = [n](Count round, Count device) { return static_cast<size_t>((round % 2) * n + device); };
+  std::vector<Count> held(static_cast<size_t>(2 * n), 0);
+  std::vector<Count> done(static_cast<size_t>(kept * n), 0);
+  std::vector<Count> sent(done.size(), 0);
   const auto released = [&](Count round, Count device) {
-    return round + 1 < work.rounds() ? std::max(done[at(round, device)], sent[at(round, device)]) : done[at(round, device)];
+    return round + 1 < rounds ? std::max(done[at(round, device)], sent[at(round, device)]) : done[at(round, device)];
   };
-  for (Count r = 0; r < work.rounds(); ++r) {
+  for (Count r = 0; r < rounds; ++r) {
     for (Count d = 0; d < n; ++d) {
-      done[at(r, d)] = std::max(held[at(r, d)], r > 0 ? done[at(r - 1, d)] : 0) + work.at(r, d);
+      done[at(r, d)] = std::max(held[next_at(r, d)], r > 0 ? done[at(r - 1, d)] : 0) + work.at(r, d);
     }
-    if (r + 1 == work.rounds()) break;
+    if (r + 1 == rounds) break;
     for (Count d = 0; d < n; ++d) {
       const Count next = (d + 1) % n;
-      Count send = held[at(r, d)];
+      Count send = held[next_at(r, d)];
       if (r > 0) send = std::max(send, sent[at(r - 1, d)]);
       if (const Count freed = r + 1 - kv_buffers; freed >= 0) send = std::max(send, released(freed, next));
       sent[at(r, d)] = send;
-      held[at(r + 1, next)] = send;
+      held[next_at(r + 1, next)] = send;
     }
   }
   Count finish = 0;
-  for (Count d = 0; d < n; ++d) finish = std::max(finish, done[at(work.rounds() - 1, d)]);
+  for (Count d = 0; d < n; ++d) finish = std::max(finish, done[at(rounds - 1, d)]);
   return finish;
 }
 
