@@ -256,24 +256,30 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   // the best there is (every device reads its neighbours' blocks alike, round after round). Under
   // a causal mask it is the zigzag of blocks the spread candidates already are.
   if (on_grid && (mask.kind() == MaskKind::documents || mask.kind() == MaskKind::window)) {
-    const Layout ptrr = ptrr_layout(mask, devices, block);
+    const PtrrDeal ptrr = ptrr_deal(mask, devices, block);
     Assignment a(devices);
     for (Count d = 0; d < devices; ++d) {
-      // Its runs of consecutive positions, cut where the tail starts.
+      // Its runs of consecutive positions (its blocks, then its part of the tail), cut where the
+      // tail starts.
       const auto add = [&](Position begin, Position end) {
         const bool in_tail = begin >= body;
-        const Piece piece{begin, end - begin,
-                          pricing.cost(begin, end - begin)};
+        const Piece piece{begin, end - begin, pricing.cost(begin, end - begin)};
         (in_tail ? a.pinned : a.owned)[static_cast<size_t>(d)].push_back(piece);
         a.load[static_cast<size_t>(d)] += piece.cost;
       };
-      Position begin = ptrr.position(d, 0);
-      for (Count l = 1; l <= c; ++l) {
-        const Position p = l < c ? ptrr.position(d, l) : -1;
-        if (p == ptrr.position(d, l - 1) + 1 && p != body) continue;
-        add(begin, ptrr.position(d, l - 1) + 1);
-        begin = p;
-      }
+      std::optional<std::pair<Position, Position>> run;
+      const auto extend = [&](Position begin, Position end) {
+        if (run && begin == run->second && begin != body) {
+          run->second = end;
+          return;
+        }
+        if (run) add(run->first, run->second);
+        run = {begin, end};
+      };
+      for (const Count b : ptrr.blocks[static_cast<size_t>(d)]) extend(b * block, (b + 1) * block);
+      const Position tail_run = ptrr.body + d * ptrr.fragment;
+      if (ptrr.fragment > 0) extend(tail_run, tail_run + ptrr.fragment);
+      if (run) add(run->first, run->second);
     }
     round_robin = cost_of(pricing, a);  // the bar, whether or not it is proposed
     round_robin_at = consider(std::move(a), block);

@@ -19,40 +19,44 @@ void check_ptrr_layout(const Mask& mask, Count devices, Count block) {
   require_seq_len_divisible(mask.seq_len(), devices, "ptrr", "N");
 }
 
-Layout ptrr_layout(const Mask& mask, Count devices, Count block) {
+PtrrDeal ptrr_deal(const Mask& mask, Count devices, Count block) {
   check_ptrr_layout(mask, devices, block);
   const Count n = mask.seq_len();
   const Count c = n / devices;
   // When B does not divide n / N, the sequence's last N x (n / N mod B) tokens are cut into one
   // run per device (last in its local order, so they shift no other tile); the blocks before
   // them go round robin.
-  const Count fragment = c % block;
-  const Position body = n - devices * fragment;
-  const Count blocks = body / block;
+  PtrrDeal deal{std::vector<std::vector<Count>>(static_cast<size_t>(devices)), block, 0, c % block};
+  deal.body = n - devices * deal.fragment;
+  const Count blocks = deal.body / block;
   std::vector<Count> price(static_cast<size_t>(blocks));
   for (Count b = 0; b < blocks; ++b) price[static_cast<size_t>(b)] = key_blocks_reached(mask, b * block, (b + 1) * block, block);
   std::vector<Count> order(static_cast<size_t>(blocks));
   std::iota(order.begin(), order.end(), Count{0});
   std::stable_sort(order.begin(), order.end(), [&](Count x, Count y) { return price[static_cast<size_t>(x)] > price[static_cast<size_t>(y)]; });
-
-  std::vector<std::vector<Count>> dealt(static_cast<size_t>(devices));
   for (Count i = 0; i < blocks; ++i) {
     const Count lap = i / devices;
     const Count seat = i % devices;
-    dealt[static_cast<size_t>(lap % 2 == 0 ? seat : devices - 1 - seat)].push_back(order[static_cast<size_t>(i)]);
+    deal.blocks[static_cast<size_t>(lap % 2 == 0 ? seat : devices - 1 - seat)].push_back(order[static_cast<size_t>(i)]);
   }
+  for (auto& mine : deal.blocks) std::sort(mine.begin(), mine.end());
+  return deal;
+}
+
+Layout ptrr_layout(const Mask& mask, Count devices, Count block) {
+  const PtrrDeal deal = ptrr_deal(mask, devices, block);
+  const Count c = mask.seq_len() / devices;
   std::vector<std::vector<Position>> positions(static_cast<size_t>(devices));
-  for (size_t d = 0; d < dealt.size(); ++d) {
-    std::sort(dealt[d].begin(), dealt[d].end());
+  for (size_t d = 0; d < deal.blocks.size(); ++d) {
     auto& mine = positions[d];
     mine.reserve(static_cast<size_t>(c));
-    for (const Count b : dealt[d]) {
+    for (const Count b : deal.blocks[d]) {
       for (Position p = b * block; p < (b + 1) * block; ++p) mine.push_back(p);
     }
-    const Position run = body + static_cast<Count>(d) * fragment;
-    for (Position p = run; p < run + fragment; ++p) mine.push_back(p);
+    const Position run = deal.body + static_cast<Count>(d) * deal.fragment;
+    for (Position p = run; p < run + deal.fragment; ++p) mine.push_back(p);
   }
-  return Layout::from_blocks(positions, n, fmt::format("ptrr:{}", block), LayoutKind::ptrr);
+  return Layout::from_blocks(positions, mask.seq_len(), fmt::format("ptrr:{}", block), LayoutKind::ptrr);
 }
 
 }  // namespace stripesim::model

@@ -5,6 +5,8 @@
 // order) and dealt to devices in snake order (0, 1, ..., N-1, N-1, ..., 0, 0, 1, ...), every
 // device then holding its blocks in sequence order. With B the tile of a fixed-tiling kernel each
 // local tile is one block of the original sequence, so the total work is the sequence's own.
+#include <vector>
+
 #include "stripesim/model/work/layout.hpp"
 #include "stripesim/model/work/mask.hpp"
 
@@ -14,6 +16,17 @@ namespace stripesim::model {
 // of [begin, end) reach: the union of their key intervals is one interval for every mask the
 // model knows (mask.hpp). Keys before the origin (another tiling segment) are not counted.
 [[nodiscard]] Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count block, Position origin = 0);
+
+// The blocks the balancer deals each device, in sequence order (block b is tokens [b B, (b + 1) B)),
+// and where the blocks end: when B does not divide n / N, device d's last n / N mod B tokens are
+// the run [body + d * fragment, body + (d + 1) * fragment).
+struct PtrrDeal {
+  std::vector<std::vector<Count>> blocks;  // per device
+  Count block = 0;
+  Position body = 0;
+  Count fragment = 0;
+};
+[[nodiscard]] PtrrDeal ptrr_deal(const Mask& mask, Count devices, Count block);
 
 // N must divide n (InputError otherwise). When B does not divide n / N (documents padded to 2N,
 // say), the last N x (n / N mod B) tokens are cut into one run per device, after its blocks.
