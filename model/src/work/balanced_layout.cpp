@@ -276,9 +276,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
         if (run) add(run->first, run->second);
         run = {begin, end};
       };
-      for (const Count b : ptrr.blocks[static_cast<size_t>(d)]) extend(b * block, (b + 1) * block);
-      const Position tail_run = ptrr.body + d * ptrr.fragment;
-      if (ptrr.fragment > 0) extend(tail_run, tail_run + ptrr.fragment);
+      ptrr.for_each_run(d, block, extend);
       if (run) add(run->first, run->second);
     }
     round_robin = cost_of(pricing, a);  // the bar, whether or not it is proposed

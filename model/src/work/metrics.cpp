@@ -44,7 +44,7 @@ Count free_link_ring_time(const WorkMatrix& work, Count kv_buffers) {
   // would cost more to allocate and zero than to compute.
   const Count kept = std::max<Count>(2, std::min(kv_buffers, rounds));
   const auto at = [n, kept](Count round, Count device) { return static_cast<size_t>((round % kept) * n + device); };
-  const auto next_at = [n](Count round, Count device) { return static_cast<size_t>((round % 2) * n + device); };
+  const auto held_at = [n](Count round, Count device) { return static_cast<size_t>((round % 2) * n + device); };
   std::vector<Count> held(static_cast<size_t>(2 * n), 0);
   std::vector<Count> done(static_cast<size_t>(kept * n), 0);
   std::vector<Count> sent(done.size(), 0);
@@ -53,16 +53,16 @@ Count free_link_ring_time(const WorkMatrix& work, Count kv_buffers) {
   };
   for (Count r = 0; r < rounds; ++r) {
     for (Count d = 0; d < n; ++d) {
-      done[at(r, d)] = std::max(held[next_at(r, d)], r > 0 ? done[at(r - 1, d)] : 0) + work.at(r, d);
+      done[at(r, d)] = std::max(held[held_at(r, d)], r > 0 ? done[at(r - 1, d)] : 0) + work.at(r, d);
     }
     if (r + 1 == rounds) break;
     for (Count d = 0; d < n; ++d) {
       const Count next = (d + 1) % n;
-      Count send = held[next_at(r, d)];
+      Count send = held[held_at(r, d)];
       if (r > 0) send = std::max(send, sent[at(r - 1, d)]);
       if (const Count freed = r + 1 - kv_buffers; freed >= 0) send = std::max(send, released(freed, next));
       sent[at(r, d)] = send;
-      held[next_at(r + 1, next)] = send;
+      held[held_at(r + 1, next)] = send;
     }
   }
   Count finish = 0;

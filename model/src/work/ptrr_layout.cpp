@@ -26,7 +26,7 @@ PtrrDeal ptrr_deal(const Mask& mask, Count devices, Count block) {
   // When B does not divide n / N, the sequence's last N x (n / N mod B) tokens are cut into one
   // run per device (last in its local order, so they shift no other tile); the blocks before
   // them go round robin.
-  PtrrDeal deal{std::vector<std::vector<Count>>(static_cast<size_t>(devices)), block, 0, c % block};
+  PtrrDeal deal{std::vector<std::vector<Count>>(static_cast<size_t>(devices)), 0, c % block};
   deal.body = n - devices * deal.fragment;
   const Count blocks = deal.body / block;
   std::vector<Count> price(static_cast<size_t>(blocks));
@@ -47,14 +47,12 @@ Layout ptrr_layout(const Mask& mask, Count devices, Count block) {
   const PtrrDeal deal = ptrr_deal(mask, devices, block);
   const Count c = mask.seq_len() / devices;
   std::vector<std::vector<Position>> positions(static_cast<size_t>(devices));
-  for (size_t d = 0; d < deal.blocks.size(); ++d) {
-    auto& mine = positions[d];
+  for (Count d = 0; d < devices; ++d) {
+    auto& mine = positions[static_cast<size_t>(d)];
     mine.reserve(static_cast<size_t>(c));
-    for (const Count b : deal.blocks[d]) {
-      for (Position p = b * block; p < (b + 1) * block; ++p) mine.push_back(p);
-    }
-    const Position run = deal.body + static_cast<Count>(d) * deal.fragment;
-    for (Position p = run; p < run + deal.fragment; ++p) mine.push_back(p);
+    deal.for_each_run(d, block, [&](Position begin, Position end) {
+      for (Position p = begin; p < end; ++p) mine.push_back(p);
+    });
   }
   return Layout::from_blocks(positions, mask.seq_len(), fmt::format("ptrr:{}", block), LayoutKind::ptrr);
 }

@@ -17,14 +17,20 @@ namespace stripesim::model {
 // model knows (mask.hpp). Keys before the origin (another tiling segment) are not counted.
 [[nodiscard]] Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count block, Position origin = 0);
 
-// The blocks the balancer deals each device, in sequence order (block b is tokens [b B, (b + 1) B)),
-// and where the blocks end: when B does not divide n / N, device d's last n / N mod B tokens are
-// the run [body + d * fragment, body + (d + 1) * fragment).
+// The blocks the balancer deals each device, in sequence order, and where the blocks end: when B
+// does not divide n / N, device d's last n / N mod B tokens are its run of the tail.
 struct PtrrDeal {
   std::vector<std::vector<Count>> blocks;  // per device
-  Count block = 0;
   Position body = 0;
   Count fragment = 0;
+
+  // Calls f(begin, end) for each of device d's runs of tokens in its local order: its blocks of
+  // `block` tokens, then its run of the tail, if any.
+  template <typename F>
+  void for_each_run(Count d, Count block, F&& f) const {
+    for (const Count b : blocks[static_cast<size_t>(d)]) f(b * block, (b + 1) * block);
+    if (fragment > 0) f(body + d * fragment, body + (d + 1) * fragment);
+  }
 };
 [[nodiscard]] PtrrDeal ptrr_deal(const Mask& mask, Count devices, Count block);
 
