@@ -111,16 +111,22 @@ std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t de
   const auto holder_of = [ring](size_t source, size_t r) {
     return static_cast<size_t>(kv_holder(static_cast<DeviceId>(source), static_cast<Count>(r), ring));
   };
-  const auto cell = [&](size_t d, size_t r) { return work[order[d] * devices + order[source_of(d, r)]]; };
-  // The work by key device: a swap of x and y reads, round by round, rows x and y (the queries of
-  // x and y) and columns x and y (the queries on x's and y's pieces); as rows of the transpose the
-  // columns stay in cache, where a column walk misses on every round of a large ring.
+  // The work in number order, by query number (rows) and by key number (the transpose): a swap of
+  // x and y changes, round by round, cells of rows x and y (their queries) and of columns x and y
+  // (the queries that meet their pieces), read as rows x and y of the two matrices, each in order
+  // over the rounds (d - r, holder s + r). Read through `order` instead, every round of a large
+  // ring jumped about the work. A kept swap exchanges two rows and two columns of each.
+  std::vector<Count> by_query = work;
   std::vector<Count> by_key(work.size());
   for (size_t q = 0; q < devices; ++q) {
     for (size_t k = 0; k < devices; ++k) by_key[k * devices + q] = work[q * devices + k];
   }
-  // The cell of query number `holder`, which meets the pieces of number s in this round.
-  const auto cell_on = [&](size_t s, size_t holder) { return by_key[order[s] * devices + order[holder]]; };
+  const auto cell = [&](size_t d, size_t r) { return by_query[d * devices + source_of(d, r)]; };
+  const auto swap_numbers = [&](std::vector<Count>& m, size_t x, size_t y) {
+    std::swap_ranges(m.begin() + static_cast<std::ptrdiff_t>(x * devices), m.begin() + static_cast<std::ptrdiff_t>((x + 1) * devices),
+                     m.begin() + static_cast<std::ptrdiff_t>(y * devices));
+    for (size_t i = 0; i < devices; ++i) std::swap(m[i * devices + x], m[i * devices + y]);
+  };
   // Each round lists its largest cells, largest first, and a floor no unlisted cell exceeds. A swap
   // changes at most 4 cells of a round, so with 5 listed the largest unchanged one is listed. After
   // a kept swap the changed cells leave the list and come back at their new values where they top
@@ -188,7 +194,12 @@ std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t de
     for (size_t x = 0; x < devices && tried < kEvaluations; ++x) {
       for (size_t y = x + 1; y < devices && tried < kEvaluations; ++y) {
         ++tried;
-        std::swap(order[x], order[y]);
+        // The changed cells as they would be with x and y swapped, read from the matrices as they
+        // are: number x's row is y's there, a column x or y the other's; the cell of query number
+        // changed[2] (x + r), which meets x's pieces, is row x of the transpose at column x + r.
+        const auto swapped = [x, y](size_t i) { return i == x ? y : i == y ? x : i; };
+        const size_t row_x = y * devices;
+        const size_t row_y = x * devices;
         Count sum = 0;
         for (size_t r = 0; r < devices && sum < best; ++r) {
           const std::array<size_t, 4> changed = changed_in(x, y, r);
@@ -199,15 +210,17 @@ std::vector<size_t> lockstep_numbering(const std::vector<Count>& work, size_t de
               break;
             }
           }
-          most = std::max({most, cell(x, r), cell(y, r), cell_on(x, changed[2]), cell_on(y, changed[3])});
+          most = std::max({most, by_query[row_x + swapped(source_of(x, r))], by_query[row_y + swapped(source_of(y, r))],
+                           by_key[row_x + swapped(changed[2])], by_key[row_y + swapped(changed[3])]});
           sum += most;
         }
         if (sum < best) {
           best = sum;
           improved = true;
-          for (size_t r = 0; r < devices; ++r) rerank_changed(x, y, r);
-        } else {
           std::swap(order[x], order[y]);
+          swap_numbers(by_query, x, y);
+          swap_numbers(by_key, x, y);
+          for (size_t r = 0; r < devices; ++r) rerank_changed(x, y, r);
         }
       }
     }
