@@ -49,6 +49,7 @@
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/document_layouts.hpp"
 #include "stripesim/model/work/metrics.hpp"
+#include "stripesim/model/work/parallel_for.hpp"
 #include "stripesim/model/work/ptrr_layout.hpp"
 #include "stripesim/model/work/work_model.hpp"
 
@@ -185,30 +186,52 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   const bool bounded_pieces = tiling_matters(tiling, mask.kind());
   const Count most_pieces = (fragment > 0 ? 3 : 2) * devices;
   std::vector<Candidate> unbounded;
-  // Proposes a, and a with its devices renumbered; returns where a is among the candidates, if
-  // it is proposed.
-  const auto consider = [&](Assignment a, Count chunk_tokens) -> std::optional<size_t> {
+  // a priced, and a with its devices renumbered in sequence order where that is another
+  // numbering; nothing when it cuts a document into more pieces than a varlen call takes (then
+  // `too_many_pieces` holds a). Independent of every other candidate: built side by side.
+  struct Priced {
+    std::vector<Candidate> candidates;
+    std::optional<Assignment> too_many_pieces;
+  };
+  const auto price = [&](Assignment a, Count chunk_tokens) {
+    Priced out;
     if (bounded_pieces && most_pieces_of_a_document(pricing, a) > most_pieces) {
-      if (candidates.empty() && unbounded.empty()) {
-        unbounded.push_back({std::move(a), chunk_tokens, {}});
-      }
-      return std::nullopt;
+      out.too_many_pieces = std::move(a);
+      return out;
     }
-    const size_t first = candidates.size();
-    // And its devices numbered in sequence order, where that is another numbering.
     const std::vector<size_t> order = ring_order(a);
     std::optional<Assignment> ordered;
     if (!std::ranges::is_sorted(order)) ordered = renumbered(a, order);
     for (Assignment* each : {&a, ordered ? &*ordered : nullptr}) {
       if (each == nullptr) continue;
       const PairWork pair = pair_work(pricing, *each);
-      candidates.push_back({std::move(*each), chunk_tokens, cost_of(pair, devices), pair.reads});
+      out.candidates.push_back({std::move(*each), chunk_tokens, cost_of(pair, devices), pair.reads});
     }
+    return out;
+  };
+  // Proposes what price() made of a candidate; returns where it is among the candidates, if it is
+  // proposed. One that cuts documents too finely is kept only if nothing was proposed before it.
+  const auto propose = [&](Priced priced, Count chunk_tokens) -> std::optional<size_t> {
+    if (priced.too_many_pieces) {
+      if (candidates.empty() && unbounded.empty()) {
+        unbounded.push_back({std::move(*priced.too_many_pieces), chunk_tokens, {}});
+      }
+      return std::nullopt;
+    }
+    const size_t first = candidates.size();
+    for (Candidate& each : priced.candidates) candidates.push_back(std::move(each));
     return first;
   };
+  const auto consider = [&](Assignment a, Count chunk_tokens) { return propose(price(std::move(a), chunk_tokens), chunk_tokens); };
   std::optional<RingCost> round_robin;  // PyTorch's balancer of the same blocks, where priced
   std::optional<size_t> round_robin_at;  // and where it is among the candidates, where proposed
-  std::vector<std::vector<bool>> spreads_tried;
+  std::vector<std::vector<bool>> spreads_tried;  // which blocks each spread spreads
+  std::vector<Assignment> spread_assignments;      // and its spread documents' chunks, dealt
+  struct Cut {
+    size_t spread;  // into spreads_tried
+    Count size;     // blocks a piece holds at most
+  };
+  std::vector<Cut> cuts;  // the candidates cut from the blocks left, in the order tried
   // Which documents are spread: those costing more than `heavy` of a device's share (0: none;
   // 1e-9: every one that can be), with or without `head`: where a document may be cut into any
   // number of pieces, the blocks 2N chunks cannot share evenly, its first (the cheapest), can be
@@ -236,16 +259,25 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
       std::fill(spread.begin() + static_cast<std::ptrdiff_t>(from + head), spread.begin() + static_cast<std::ptrdiff_t>(to), true);
     }
     if (std::find(spreads_tried.begin(), spreads_tried.end(), spread) != spreads_tried.end()) continue;
-    spreads_tried.push_back(spread);
     const bool all_spread = std::find(spread.begin(), spread.end(), false) == spread.end();
     for (const Count size : sizes) {
       if (all_spread && size != sizes.front()) break;  // nothing left to cut
-      Assignment a = spread_only;
-      deal(pricing, cut_pieces(pricing, blocks, spread, body, size), c, block, a);
-      refine(pricing, a, block);
-      consider(std::move(a), size * block);
+      cuts.push_back({spreads_tried.size(), size});
     }
+    spreads_tried.push_back(spread);
+    spread_assignments.push_back(std::move(spread_only));
   }
+  // Each (spread, piece size) dealt, refined and priced on a thread of its own, then proposed in
+  // the order tried: the same candidates whatever the threads.
+  std::vector<Priced> cut_candidates(cuts.size());
+  parallel_for(cuts.size(), 0, [&](size_t i) {
+    const auto [spread, size] = cuts[i];
+    Assignment a = spread_assignments[spread];
+    deal(pricing, cut_pieces(pricing, blocks, spreads_tried[spread], body, size), c, block, a);
+    refine(pricing, a, block);
+    cut_candidates[i] = price(std::move(a), size * block);
+  });
+  for (size_t i = 0; i < cuts.size(); ++i) propose(std::move(cut_candidates[i]), cuts[i].size * block);
   // Layouts cut on the sequence's block grid are priced exactly where that grid is the tiling's:
   // under fixed tiling, and under varlen when every document starts on it (documents padded to a
   // multiple of B). Two of them are candidates then.
