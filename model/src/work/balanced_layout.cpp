@@ -356,9 +356,8 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   std::vector<size_t> identity(static_cast<size_t>(devices));
   std::iota(identity.begin(), identity.end(), size_t{0});
   std::vector<const Candidate*> polished;
-  const auto polish = [&](Candidate* each) {
-    if (std::ranges::find(polished, each) != polished.end()) return;
-    polished.push_back(each);
+  // Polishes a candidate no other polish touches (the feasible ones are distinct: side by side).
+  const auto polish_alone = [&](Candidate* each) {
     // The lockstep is at least the busiest device's work: a candidate there has nothing to gain.
     if (each->cost.lockstep <= each->cost.busiest) return;
     std::vector<Count> work;
@@ -381,7 +380,13 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
       each->cost = numbered;
     }
   };
-  for (Candidate* each : feasible) polish(each);
+  const auto polish = [&](Candidate* each) {
+    if (std::ranges::find(polished, each) != polished.end()) return;
+    polished.push_back(each);
+    polish_alone(each);
+  };
+  polished.assign(feasible.begin(), feasible.end());
+  parallel_for(feasible.size(), 0, [&](size_t i) { polish_alone(feasible[i]); });
   Candidate* best = *std::min_element(feasible.begin(), feasible.end(), lower_lockstep);
   // Then the lowest lockstep among the candidates no slower than that pick without a barrier
   // (free links; within kBusiestSlack) wins, a little busier or not: faster however the ring runs
