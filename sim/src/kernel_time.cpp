@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/parallel_for.hpp"
 #include "stripesim/sim/time_key.hpp"
 
 namespace stripesim::sim {
@@ -313,38 +315,52 @@ KernelFeatures KernelTimeModel::shared_sm_load(const BlockPlacement& placement, 
 std::vector<Microseconds> KernelTimeModel::call_times(const model::Work& work, KernelPass pass) const {
   if (work.profiles.empty()) throw std::invalid_argument("KernelTimeModel::call_times: count the work with WorkDetail::query_tiles");
   const Count devices = work.query_tile_profile.devices();
+  const Count rounds = work.query_tile_profile.rounds();
   const BackwardBlocks grid = pass == KernelPass::forward ? BackwardBlocks::query_tiles : profile_.backward_blocks;
   // A call's time follows from its query tile profile, its key tile profile, or (two sets of
-  // backward blocks) both: computed once per distinct one, or per distinct pair.
-  std::vector<std::optional<Microseconds>> per_profile(work.profiles.size());
-  std::map<std::pair<Count, Count>, Microseconds> per_pair;
-  const auto time_of = [&](Count r, Count d) -> Microseconds {
-    const Count rows = work.query_tile_profile.at(r, d);
-    const auto& row_tiles = work.profiles[static_cast<size_t>(rows)];
-    if (grid == BackwardBlocks::query_tiles) {
-      auto& us = per_profile[static_cast<size_t>(rows)];
-      if (!us) us = call_us(row_tiles, pass);
-      return *us;
-    }
-    const Count columns = work.key_tile_profile.at(r, d);
-    const auto& column_tiles = work.profiles[static_cast<size_t>(columns)];
-    if (grid == BackwardBlocks::key_tiles) {
-      auto& us = per_profile[static_cast<size_t>(columns)];
-      if (!us) us = call_us(row_tiles, column_tiles, pass);
-      return *us;
-    }
-    const auto [it, added] = per_pair.try_emplace({rows, columns}, 0.0);
-    if (added) it->second = call_us(row_tiles, column_tiles, pass);
-    return it->second;
+  // backward blocks) both: each distinct one, or distinct pair, is placed once.
+  struct Call {
+    Count rows, columns;  // the profiles of the first (round, device) that makes it
   };
-  std::vector<Microseconds> out(static_cast<size_t>(work.query_tile_profile.rounds() * devices));
-  const double trimmed = costs(pass).trimmed_factor;
-  for (Count r = 0; r < work.query_tile_profile.rounds(); ++r) {
+  std::vector<Call> calls;
+  std::vector<size_t> call_at(static_cast<size_t>(rounds * devices));
+  constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  std::vector<size_t> by_profile(grid == BackwardBlocks::key_tiles_then_query_tiles ? 0 : work.profiles.size(), kNone);
+  std::map<std::pair<Count, Count>, size_t> by_pair;
+  for (Count r = 0; r < rounds; ++r) {
     for (Count d = 0; d < devices; ++d) {
-      const Microseconds us = time_of(r, d);
+      const Count rows = work.query_tile_profile.at(r, d);
+      const Count columns = grid == BackwardBlocks::query_tiles ? -1 : work.key_tile_profile.at(r, d);
+      size_t& at = grid == BackwardBlocks::key_tiles_then_query_tiles
+                       ? by_pair.try_emplace({rows, columns}, kNone).first->second
+                       : by_profile[static_cast<size_t>(grid == BackwardBlocks::query_tiles ? rows : columns)];
+      if (at == kNone) {
+        at = calls.size();
+        calls.push_back({rows, columns});
+      }
+      call_at[static_cast<size_t>(r * devices + d)] = at;
+    }
+  }
+  // Thousands of distinct calls (a large ring under packed documents) are placed on every core;
+  // a handful (structured layouts) cost less than starting the threads.
+  Count blocks = 0;
+  for (const Call& call : calls) blocks += static_cast<Count>(work.profiles[static_cast<size_t>(call.rows)].size());
+  constexpr Count kBlocksWorthThreads = Count{1} << 16;
+  std::vector<Microseconds> call_us_of(calls.size());
+  model::parallel_for(calls.size(), blocks * shape_.streams >= kBlocksWorthThreads ? 0 : 1, [&](size_t i) {
+    const model::QueryTileProfile& rows = work.profiles[static_cast<size_t>(calls[i].rows)];
+    call_us_of[i] = grid == BackwardBlocks::query_tiles
+                        ? call_us(rows, pass)
+                        : call_us(rows, work.profiles[static_cast<size_t>(calls[i].columns)], pass);
+  });
+  std::vector<Microseconds> out(static_cast<size_t>(rounds * devices));
+  const double trimmed = costs(pass).trimmed_factor;
+  for (Count r = 0; r < rounds; ++r) {
+    for (Count d = 0; d < devices; ++d) {
+      const auto at = static_cast<size_t>(r * devices + d);
       // Every feature scales by the factor, so the time does (features()).
       const bool slowed = work.trimmed_length.rounds() > 0 && slowed_by_trim(work.trimmed_length.at(r, d));
-      out[static_cast<size_t>(r * devices + d)] = slowed ? us * trimmed : us;
+      out[at] = slowed ? call_us_of[call_at[at]] * trimmed : call_us_of[call_at[at]];
     }
   }
   return out;
