@@ -93,15 +93,15 @@ constexpr Count kMovesTried = 4096;
 // alone takes a second to build and whose polish takes seconds for under 0.1 % of lockstep.
 constexpr Count kMostReadsPolished = Count{1} << 20;
 
-// Candidates priced side by side each hold, at their peak, two N x N arrays of pair work
-// (pair_work, then numbered_cost's matrix): as many run at once as fit in kScratchBytes, so that
-// a many-core machine does not multiply a large ring's arrays by its cores (4096 devices: 256 MiB
-// a candidate, 4 at once).
+// Candidates built side by side each hold a few N x N arrays of pair work at their peak (priced:
+// pair_work's and numbered_cost's; polished: the work, lockstep_numbering's two copies of it in
+// number order): as many run at once as fit in kScratchBytes, so that a many-core machine does not
+// multiply a large ring's arrays by its cores (4096 devices: 128 MiB an array, 4 priced at once).
 constexpr double kScratchBytes = 1024.0 * 1024.0 * 1024.0;
-unsigned threads_within_scratch(Count devices) {
-  const double per_candidate = 2.0 * static_cast<double>(sizeof(Count)) * static_cast<double>(devices) * static_cast<double>(devices);
+unsigned threads_within_scratch(Count devices, int arrays) {
+  const double per_job = arrays * static_cast<double>(sizeof(Count)) * static_cast<double>(devices) * static_cast<double>(devices);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(std::clamp(std::floor(kScratchBytes / per_candidate), 1.0, static_cast<double>(cores)));
+  return static_cast<unsigned>(std::clamp(std::floor(kScratchBytes / per_job), 1.0, static_cast<double>(cores)));
 }
 
 }  // namespace
@@ -283,7 +283,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   // Each (spread, piece size) dealt, refined and priced on a thread of its own, then proposed in
   // the order tried: the same candidates whatever the threads.
   std::vector<Priced> cut_candidates(cuts.size());
-  parallel_for(cuts.size(), threads_within_scratch(devices), [&](size_t i) {
+  parallel_for(cuts.size(), threads_within_scratch(devices, 2), [&](size_t i) {
     const auto [spread, size] = cuts[i];
     Assignment a = spread_assignments[spread];
     deal(pricing, cut_pieces(pricing, blocks, spreads_tried[spread], body, size), c, block, a);
@@ -399,7 +399,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
     polish_alone(each);
   };
   polished.assign(feasible.begin(), feasible.end());
-  parallel_for(feasible.size(), 0, [&](size_t i) { polish_alone(feasible[i]); });
+  parallel_for(feasible.size(), threads_within_scratch(devices, 3), [&](size_t i) { polish_alone(feasible[i]); });
   Candidate* best = *std::min_element(feasible.begin(), feasible.end(), lower_lockstep);
   // Then the lowest lockstep among the candidates no slower than that pick without a barrier
   // (free links; within kBusiestSlack) wins, a little busier or not: faster however the ring runs
