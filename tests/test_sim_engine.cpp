@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <set>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/metrics.hpp"
 #include "stripesim/model/work/work_model.hpp"
 #include "stripesim/sim/event_queue.hpp"
@@ -660,6 +662,44 @@ TEST(KernelTime, RingCallsPriceTheKeyTilesTheWorkModelCounted) {
     }
   }
   EXPECT_TRUE(differs) << "zigzag's half blocks look different from the keys' side";
+}
+
+// Rings whose calls are many and distinct (narrow stripes over packed documents of uneven
+// lengths) have them placed on several threads: every (round, device) still gets its own call's
+// time, under each grid of backward blocks (here a query tile profile meets two key tile
+// profiles, so a key-tile grid keyed on the query side would price one of them wrongly).
+TEST(KernelTime, ManyDistinctCallsPlacedSideBySideKeepEachCallsTime) {
+  const Count n = 16384, devices = 8;
+  const model::Mask mask = model::parse_mask("documents:lognormal:1500:1.0:seed=5", n);
+  const model::Work work = model::count_work(model::parse_layout("block-striped:32", n, devices), mask, {64, 64}, 1,
+                                             model::WorkDetail::query_tiles);
+  const Count streams = 256;
+  // Enough blocks over the distinct calls for call_times to start threads (2^16), twice over.
+  std::set<Count> calls;
+  for (Count r = 0; r < devices; ++r) {
+    for (Count d = 0; d < devices; ++d) calls.insert(work.query_tile_profile.at(r, d));
+  }
+  Count blocks = 0;
+  for (const Count call : calls) blocks += static_cast<Count>(work.profiles[static_cast<size_t>(call)].size()) * streams;
+  ASSERT_GE(blocks, Count{1} << 17);
+  for (const BackwardBlocks grid : {BackwardBlocks::query_tiles, BackwardBlocks::key_tiles, BackwardBlocks::key_tiles_then_query_tiles}) {
+    KernelProfile k = unit_kernel();
+    k.tile = {64, 64};
+    k.backward_blocks = grid;
+    k.backward_dq_share = 0.25;
+    const KernelTimeModel model(k, 16, {streams, 1, {64, 64}, 1});
+    for (const KernelPass pass : {KernelPass::forward, KernelPass::backward}) {
+      const std::vector<Microseconds> times = model.call_times(work, pass);
+      for (Count r = 0; r < devices; ++r) {
+        for (Count d = 0; d < devices; ++d) {
+          const auto& query_side = work.profiles[static_cast<size_t>(work.query_tile_profile.at(r, d))];
+          const auto& key_side = work.profiles[static_cast<size_t>(work.key_tile_profile.at(r, d))];
+          const Microseconds alone = pass == KernelPass::forward ? model.call_us(query_side, pass) : model.call_us(query_side, key_side, pass);
+          ASSERT_DOUBLE_EQ(times[static_cast<size_t>(r * devices + d)], alone) << "round " << r << ", device " << d;
+        }
+      }
+    }
+  }
 }
 
 TEST(KernelTime, FeaturesTimesCostsIsTheTimeAndShapesScale) {
