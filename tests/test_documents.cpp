@@ -221,6 +221,27 @@ TEST(Balancer, LandsOnTheBoundWithTheSequencesOwnTiles) {
   }
 }
 
+// Its candidates are dealt, priced and polished side by side: the pick is the same on one thread
+// as on several, under each mask and tiling it searches differently.
+TEST(Balancer, TheSameLayoutOnOneThreadAsOnSeveral) {
+  const Count n = 1 << 18, N = 16;
+  for (const char* spec : {"documents:lognormal:2048:1.2:seed=9", "documents:lognormal:700:1.0:seed=4:window=256", "window:3000", "causal"}) {
+    const Mask mask = parse_mask(spec, n);
+    for (const Tiling tiling : {Tiling::fixed, Tiling::varlen}) {
+      const BalanceResult one = balanced_layout(mask, N, {128, 128}, 0, tiling, 1);
+      const BalanceResult several = balanced_layout(mask, N, {128, 128}, 0, tiling, 5);
+      EXPECT_EQ(several.chunk, one.chunk) << spec;
+      EXPECT_EQ(several.slowest_estimate, one.slowest_estimate) << spec;
+      EXPECT_EQ(several.lockstep_estimate, one.lockstep_estimate) << spec;
+      for (Count d = 0; d < N; ++d) {
+        for (Count l = 0; l < n / N; ++l) {
+          ASSERT_EQ(several.layout.position(d, l), one.layout.position(d, l)) << spec << ": device " << d << ", index " << l;
+        }
+      }
+    }
+  }
+}
+
 // The bar, on a few of the mixes it names: under fixed 128x128 tiling `balanced` is no
 // busier than PyTorch's round robin (within 0.5 %) and lower on lockstep.
 TEST(Balancer, BeatsRoundRobinOnTheBusiestDeviceAndOnLockstep) {

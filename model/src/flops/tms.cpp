@@ -24,7 +24,8 @@ std::pair<Metrics, Metrics> WorkMetricsCache::get(const TmsPlan& plan, size_t in
     const std::lock_guard lock(mutex_);
     if (const auto it = entries_.find(key); it != entries_.end()) return it->second;
   }
-  const Work work = count_work(plan.layouts[index].build(), plan.mask, plan.tile, 1, WorkDetail::totals, q.tiling);
+  // One thread: the sweep runs its points side by side.
+  const Work work = count_work(plan.layouts[index].build(1), plan.mask, plan.tile, 1, WorkDetail::totals, q.tiling);
   std::pair<Metrics, Metrics> metrics{compute_metrics(work.unmasked_elements), compute_metrics(work.active_tiles)};
   const std::lock_guard lock(mutex_);
   entries_.emplace(key, metrics);

@@ -98,10 +98,11 @@ constexpr Count kMostReadsPolished = Count{1} << 20;
 // number order): as many run at once as fit in kScratchBytes, so that a many-core machine does not
 // multiply a large ring's arrays by its cores (4096 devices: 128 MiB an array, 4 priced at once).
 constexpr double kScratchBytes = 1024.0 * 1024.0 * 1024.0;
-unsigned threads_within_scratch(Count devices, int arrays) {
+// At most `threads` (0: one per core).
+unsigned threads_within_scratch(Count devices, int arrays, unsigned threads) {
   const double per_job = arrays * static_cast<double>(sizeof(Count)) * static_cast<double>(devices) * static_cast<double>(devices);
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(std::clamp(std::floor(kScratchBytes / per_job), 1.0, static_cast<double>(cores)));
+  const unsigned most = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::clamp(std::floor(kScratchBytes / per_job), 1.0, static_cast<double>(most)));
 }
 
 }  // namespace
@@ -124,7 +125,7 @@ void check_balanced_layout(const Mask& mask, Count devices, Count chunk) {
   }
 }
 
-BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk, Tiling tiling) {
+BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk, Tiling tiling, unsigned threads) {
   check_balanced_layout(mask, devices, chunk);
   const Count n = mask.seq_len();
   const Count c = n / devices;
@@ -283,7 +284,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
   // Each (spread, piece size) dealt, refined and priced on a thread of its own, then proposed in
   // the order tried: the same candidates whatever the threads.
   std::vector<Priced> cut_candidates(cuts.size());
-  parallel_for(cuts.size(), threads_within_scratch(devices, 2), [&](size_t i) {
+  parallel_for(cuts.size(), threads_within_scratch(devices, 2, threads), [&](size_t i) {
     const auto [spread, size] = cuts[i];
     Assignment a = spread_assignments[spread];
     deal(pricing, cut_pieces(pricing, blocks, spreads_tried[spread], body, size), c, block, a);
@@ -399,7 +400,7 @@ BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, C
     polish_alone(each);
   };
   polished.assign(feasible.begin(), feasible.end());
-  parallel_for(feasible.size(), threads_within_scratch(devices, 3), [&](size_t i) { polish_alone(feasible[i]); });
+  parallel_for(feasible.size(), threads_within_scratch(devices, 3, threads), [&](size_t i) { polish_alone(feasible[i]); });
   Candidate* best = *std::min_element(feasible.begin(), feasible.end(), lower_lockstep);
   // Then the lowest lockstep among the candidates no slower than that pick without a barrier
   // (free links; within kBusiestSlack) wins, a little busier or not: faster however the ring runs

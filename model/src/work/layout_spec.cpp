@@ -197,13 +197,13 @@ Layout parse_layout(std::string_view spec, Count seq_len, Count devices, const L
   return plan_layout(spec, seq_len, devices, context).build();
 }
 
-Layout LayoutPlan::build() const& {
+Layout LayoutPlan::build(unsigned threads) const& {
   if (built_) return *built_;
   switch (computed_) {
     case LayoutKind::doc_zigzag: return doc_zigzag_layout(*mask_, devices_);
     case LayoutKind::doc_striped: return doc_striped_layout(*mask_, devices_);
     case LayoutKind::ptrr: return ptrr_layout(*mask_, devices_, size_);
-    case LayoutKind::balanced: return balanced_layout(*mask_, devices_, tile_, size_, tiling_).layout;
+    case LayoutKind::balanced: return balanced_layout(*mask_, devices_, tile_, size_, tiling_, threads).layout;
     case LayoutKind::contiguous:  // held built
     case LayoutKind::striped:
     case LayoutKind::zigzag:
@@ -213,9 +213,9 @@ Layout LayoutPlan::build() const& {
   throw std::logic_error("LayoutPlan: a structured layout that was not built");
 }
 
-Layout LayoutPlan::build() && {
+Layout LayoutPlan::build(unsigned threads) && {
   if (built_) return std::move(*built_);
-  return build();
+  return build(threads);
 }
 
 namespace {

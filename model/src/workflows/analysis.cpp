@@ -85,7 +85,7 @@ Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
   const Count n = analysis.seq_len;
   std::optional<Work> contiguous;
   for (const LayoutPlan& planned : plan.layouts) {
-    const Layout layout = planned.build();
+    const Layout layout = planned.build(threads);
     LayoutResult result{
         layout.name(), count_work(layout, analysis.mask, config.tile, threads, WorkDetail::totals, config.tiling), {}, {},
         0, 0, 0, 0, {}};

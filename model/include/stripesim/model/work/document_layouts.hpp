@@ -35,8 +35,10 @@ struct BalanceResult {
 // tail starts on its document's block grid, as with documents padded to a multiple of the
 // block), close otherwise (a piece cut inside a block shifts the tiles after it). `chunk` = 0 lets the
 // balancer choose the piece size (it tries a device's share and its halvings down to a block).
+// Its candidates are built on up to `threads` threads (0: one per core); the result never depends
+// on how many.
 [[nodiscard]] BalanceResult balanced_layout(const Mask& mask, Count devices, TileShape tile, Count chunk = 0,
-                                            Tiling tiling = Tiling::fixed);
+                                            Tiling tiling = Tiling::fixed, unsigned threads = 0);
 void check_balanced_layout(const Mask& mask, Count devices, Count chunk);
 
 // What a varlen kernel is handed per device: the pieces of documents it holds, a piece being a

@@ -58,8 +58,10 @@ class LayoutPlan;
 // mode, computes none of them and running it computes each once.
 class LayoutPlan {
  public:
-  [[nodiscard]] Layout build() const&;
-  [[nodiscard]] Layout build() &&;
+  // `threads`: how many a computed layout may use (0: one per core; balanced prices its
+  // candidates side by side), the output the same whatever the number.
+  [[nodiscard]] Layout build(unsigned threads = 0) const&;
+  [[nodiscard]] Layout build(unsigned threads = 0) &&;
 
  private:
   friend LayoutPlan plan_layout(std::string_view, Count, Count, const LayoutContext&);
