@@ -8,7 +8,6 @@
 #include <exception>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
@@ -21,9 +20,7 @@
 namespace stripesim::sim {
 namespace {
 
-unsigned threads_of(const PlanRequest& request) {
-  return request.threads ? request.threads : std::thread::hardware_concurrency();
-}
+unsigned threads_of(const PlanRequest& request) { return model::threads_or_cores(request.threads); }
 
 std::vector<Count> divisors(Count n) {
   std::vector<Count> out;

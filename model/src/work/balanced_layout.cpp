@@ -42,7 +42,6 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <thread>
 
 #include "balance_assignment.hpp"
 #include "balance_pricing.hpp"
@@ -101,8 +100,7 @@ constexpr double kScratchBytes = 1024.0 * 1024.0 * 1024.0;
 // At most `threads` (0: one per core).
 unsigned threads_within_scratch(Count devices, int arrays, unsigned threads) {
   const double per_job = arrays * static_cast<double>(sizeof(Count)) * static_cast<double>(devices) * static_cast<double>(devices);
-  const unsigned most = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(std::clamp(std::floor(kScratchBytes / per_job), 1.0, static_cast<double>(most)));
+  return static_cast<unsigned>(std::clamp(std::floor(kScratchBytes / per_job), 1.0, static_cast<double>(threads_or_cores(threads))));
 }
 
 }  // namespace

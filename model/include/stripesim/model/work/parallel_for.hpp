@@ -10,6 +10,11 @@
 
 namespace stripesim::model {
 
+// How many threads a count of `threads` means: 0 is one per core (at least one).
+[[nodiscard]] inline unsigned threads_or_cores(unsigned threads) {
+  return threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
 // job(i, state) for every i in [0, count) on up to `threads` threads (0: the machine's hardware
 // concurrency), the calling thread among them; indices are handed out in order. Each thread makes
 // its own `state` with make_state() (caches and buffers that live across its jobs: what a job
@@ -18,8 +23,7 @@ namespace stripesim::model {
 // ran, so the error is the same whatever the timing.
 template <typename MakeState, typename Job>
 void parallel_for_each_with(std::size_t count, unsigned threads, const MakeState& make_state, const Job& job) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  const auto workers = static_cast<unsigned>(std::clamp<std::size_t>(count, 1, threads));
+  const auto workers = static_cast<unsigned>(std::clamp<std::size_t>(count, 1, threads_or_cores(threads)));
   std::vector<std::exception_ptr> failures(count);
   std::atomic<std::size_t> next{0};
   auto work = [&] {
