@@ -98,6 +98,43 @@ TEST(Plan, EveryChoiceIsWhatSimulateSaysOfIt) {
   }
 }
 
+// A choice's calls are priced for its bound and, within the budget, kept for its simulation:
+// whether they are kept (all, none, some: a budget of one 8-GPU ring's prices) changes nothing
+// in the plan, under packed documents with every algorithm and `balanced` among the layouts.
+TEST(Plan, KeepingTheBoundsPricesForTheSimulationsChangesNothing) {
+  PlanRequest r = small_request();
+  r.gpus = 8;
+  r.base.seq_len = 32 * 1024;
+  r.base.mask = "documents:lognormal:2048:1.2:seed=4";
+  r.base.pad_documents = true;
+  r.base.layouts = {"contiguous", "zigzag", "balanced"};
+  r.layouts_given = true;
+  r.top = 6;
+  const auto plan_with = [&](double budget) {
+    PlanRequest each = r;
+    each.kept_prices_bytes = budget;
+    return run_plan(plan_search(each, catalog()));
+  };
+  const Plan priced_again = plan_with(0);
+  ASSERT_GT(priced_again.ranked.size(), 6u);  // simulated past the top: the bound prunes after it
+  for (const double budget : {2.0 * 8 * 8 * sizeof(double), 1e12}) {
+    const Plan kept = plan_with(budget);
+    EXPECT_EQ(kept.bounded_out, priced_again.bounded_out) << budget;
+    ASSERT_EQ(kept.ranked.size(), priced_again.ranked.size()) << budget;
+    for (size_t i = 0; i < kept.ranked.size(); ++i) {
+      const PlanCandidate& a = kept.ranked[i];
+      const PlanCandidate& b = priced_again.ranked[i];
+      EXPECT_EQ(a.cp + " " + a.layout + " " + a.mesh.to_string(), b.cp + " " + b.layout + " " + b.mesh.to_string()) << i;
+      EXPECT_EQ(a.step->time_us, b.step->time_us) << i;
+      EXPECT_EQ(a.step->breakdown.attention_comm_us, b.step->breakdown.attention_comm_us) << i;
+      EXPECT_EQ(a.step->breakdown.attention_idle_us, b.step->breakdown.attention_idle_us) << i;
+      EXPECT_EQ(a.bound_us, b.bound_us) << i;
+      EXPECT_EQ(a.most_partial_tiles, b.most_partial_tiles) << i;
+      EXPECT_EQ(a.reason, b.reason) << i;
+    }
+  }
+}
+
 // simulate's note on calls of several partial tiles per query tile under a fit that never timed
 // one (h100 sdpa: causal files only) reaches the plan, naming the choices shown that hold them:
 // an all-gather of striped queries (a 128-query tile spans 128 N positions, so N key tiles of the

@@ -97,6 +97,14 @@ RingTimeline compute_only(const RingSetup& setup) {
   return t;
 }
 
+// The passes a simulation runs, in order.
+std::vector<RingPass> passes_of(const SimulateConfig& config) {
+  std::vector<RingPass> passes;
+  if (config.pass != PassSelection::backward) passes.push_back(RingPass::forward);
+  if (config.pass != PassSelection::forward) passes.push_back(RingPass::backward);
+  return passes;
+}
+
 // An all-gather's one call holds all of a device's queries against the whole gathered K/V.
 model::CallSlicing slicing_of(const Simulation& sim) {
   return sim.cp.algorithm == CpAlgorithm::allgather ? model::CallSlicing::whole : call_slicing(sim.kernel);
@@ -126,13 +134,79 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
 std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const model::Layout& layout,
                                                     const model::Work& work, const KernelTimeModel& kernel,
                                                     std::uint64_t& events, PassDetail detail, Count* most_partial_tiles) {
+  const PricedPasses priced = price_attention_passes(sim, layout, work, kernel);
+  if (most_partial_tiles != nullptr) *most_partial_tiles = priced.most_partial_tiles;
+  return run_attention_passes(sim, priced, events, detail);
+}
+
+double PricedPasses::bytes() const {
+  double sum = 0;
+  for (const PricedPass& p : passes) {
+    sum += static_cast<double>(p.call_us.size() * sizeof(Microseconds) + p.send_needed.size() / 8 + p.grad_hops.size() * sizeof(GradHop));
+    for (const Route& route : p.grad_home) sum += static_cast<double>(sizeof(Route) + route.links.size() * sizeof(std::uint32_t));
+  }
+  return sum;
+}
+
+PricedPasses price_attention_passes(const Simulation& sim, const model::Layout& layout, const model::Work& work,
+                                    const KernelTimeModel& kernel) {
+  const SimulateConfig& config = sim.config;
+  const Count n = config.devices;
+  PricedPasses out;
+  // An all-gather's call holds every round's tiles of a query tile at once.
+  if (sim.cp.algorithm != CpAlgorithm::allgather) out.most_partial_tiles = most_partial(work.profiles);
+  std::vector<model::QueryTileProfile> gathered;
+  std::vector<model::KeyTileProfile> gathered_keys;
+  if (sim.cp.algorithm == CpAlgorithm::allgather) {
+    for (Count d = 0; d < n; ++d) {
+      gathered.push_back(gathered_profile(work, d));
+      gathered_keys.push_back(gathered_key_profile(work, d));
+    }
+    out.most_partial_tiles = most_partial(gathered);
+  }
+  for (const RingPass pass : passes_of(config)) {
+    PricedPass& priced = out.passes.emplace_back();
+    priced.pass = pass;
+    switch (sim.cp.algorithm) {
+      case CpAlgorithm::ring:
+      case CpAlgorithm::hybrid: {
+        priced.call_us = kernel.call_times(work, kernel_pass(pass));
+        // Each call's result is folded into the running one before the next call starts; the
+        // ideal topology prices the calls alone, as a single GPU timing them one by one sees them.
+        if (!sim.topology.is_ideal()) {
+          const MergeShape merge_shape{config.seq_len / layout.devices(), sim.call_shape, sim.cp_shape.kv_heads * config.batch};
+          const std::vector<Microseconds> merge_us =
+              merge_times(work, priced.call_us, sim.kernel, kernel_pass(pass), merge_shape, sim.hardware.memory_bandwidth);
+          for (size_t i = 0; i < merge_us.size(); ++i) priced.call_us[i] += merge_us[i];
+        }
+        if (config.skip_unread_hops) {
+          priced.send_needed = hops_read_downstream(work.active_tiles);
+          if (pass == RingPass::backward) {
+            priced.grad_hops = grad_hops_needed(work.active_tiles);
+            priced.grad_home = grad_home_routes(sim, priced.grad_hops);
+          }
+        }
+        break;
+      }
+      case CpAlgorithm::allgather:
+        for (Count d = 0; d < n; ++d) {
+          priced.call_us.push_back(kernel.call_us(gathered[static_cast<size_t>(d)], gathered_keys[static_cast<size_t>(d)], kernel_pass(pass)));
+        }
+        break;
+      case CpAlgorithm::ulysses:
+        priced.call_us = {kernel.call_times(work, kernel_pass(pass)).front()};
+        break;
+    }
+  }
+  return out;
+}
+
+std::vector<RingTimeline> run_attention_passes(const Simulation& sim, const PricedPasses& priced, std::uint64_t& events,
+                                               PassDetail detail) {
   const bool bound = detail == PassDetail::bound;
   const SimulateConfig& config = sim.config;
   const CpShape& shape = sim.cp_shape;
   const Count n = config.devices;
-  std::vector<RingPass> passes;
-  if (config.pass != PassSelection::backward) passes.push_back(RingPass::forward);
-  if (config.pass != PassSelection::forward) passes.push_back(RingPass::backward);
   // One processor playing every device runs each collective as copies, one after another.
   const bool one_processor = config.sync == SyncMode::serial;
   const auto alltoall_time = [&](Bytes pair_bytes) {
@@ -145,16 +219,17 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
   const auto to_heads = [&](RingPass p) { return p == RingPass::forward ? qkv_us : out_us; };
   const auto from_heads = [&](RingPass p) { return p == RingPass::forward ? out_us : qkv_us; };
 
-  // An all-gather's call holds every round's tiles of a query tile at once.
-  if (most_partial_tiles != nullptr && sim.cp.algorithm != CpAlgorithm::allgather) *most_partial_tiles = most_partial(work.profiles);
   std::vector<RingTimeline> out;
   Microseconds start = 0;
-  switch (sim.cp.algorithm) {
-    case CpAlgorithm::ring:
-    case CpAlgorithm::hybrid: {
-      const MergeShape merge_shape{config.seq_len / layout.devices(), sim.call_shape, shape.kv_heads * config.batch};
-      std::vector<FifoServer> links(sim.topology.directed_link_count());
-      for (const RingPass pass : passes) {
+  std::vector<FifoServer> links(sim.cp.algorithm == CpAlgorithm::ring || sim.cp.algorithm == CpAlgorithm::hybrid
+                                    ? sim.topology.directed_link_count()
+                                    : 0);
+  for (const PricedPass& p : priced.passes) {
+    const RingPass pass = p.pass;
+    RingTimeline t;
+    switch (sim.cp.algorithm) {
+      case CpAlgorithm::ring:
+      case CpAlgorithm::hybrid: {
         RingSetup setup;
         setup.devices = ring_degree(sim.cp, n);
         setup.hops = sim.hops;
@@ -165,77 +240,42 @@ std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const
         setup.kv_buffers = config.kv_buffers;
         setup.keep_rounds = config.keep_rounds || sim.cp.algorithm == CpAlgorithm::hybrid;
         setup.start_us = start + to_heads(pass);
-        setup.compute_us = kernel.call_times(work, kernel_pass(pass));
-        // Each call's result is folded into the running one before the next call starts; the
-        // ideal topology prices the calls alone, as a single GPU timing them one by one sees them.
-        if (!sim.topology.is_ideal()) {
-          const std::vector<Microseconds> merge_us =
-              merge_times(work, setup.compute_us, sim.kernel, kernel_pass(pass), merge_shape, sim.hardware.memory_bandwidth);
-          for (size_t i = 0; i < merge_us.size(); ++i) setup.compute_us[i] += merge_us[i];
-        }
-        if (config.skip_unread_hops) {
-          setup.send_needed = hops_read_downstream(work.active_tiles);
-          if (pass == RingPass::backward) {
-            setup.grad_hops = grad_hops_needed(work.active_tiles);
-            setup.grad_home = grad_home_routes(sim, setup.grad_hops);
-          }
-        }
-        RingTimeline t = bound ? compute_only(setup) : simulate_ring(setup, links);
-        events += t.events;
+        setup.compute_us = p.call_us;
+        setup.send_needed = p.send_needed;
+        setup.grad_hops = p.grad_hops;
+        setup.grad_home = p.grad_home;
+        t = bound ? compute_only(setup) : simulate_ring(setup, links);
         // A bound has no all-to-alls to wrap (they take no time in it) and no rounds to re-summarise.
         if (sim.cp.algorithm == CpAlgorithm::hybrid && !bound) {
           t = wrap_ring_in_alltoalls(std::move(t), start, to_heads(pass), from_heads(pass), to_heads_name(pass),
                                      from_heads_name(pass));
         }
-        start = t.end_us;
-        out.push_back(std::move(t));
+        break;
       }
-      break;
-    }
-    case CpAlgorithm::allgather: {
-      const Microseconds gather_us = bound           ? 0.0
-                                     : one_processor ? one_processor_collective_us(sim.topology, sim.cp_group, n, shape.gather_bytes)
-                                                     : allgather_us(sim.topology, sim.cp_group, shape.gather_bytes, sim.cp_groups_beside);
-      std::vector<model::QueryTileProfile> gathered;
-      std::vector<model::KeyTileProfile> gathered_keys;
-      for (Count d = 0; d < n; ++d) {
-        gathered.push_back(gathered_profile(work, d));
-        gathered_keys.push_back(gathered_key_profile(work, d));
-      }
-      if (most_partial_tiles != nullptr) *most_partial_tiles = most_partial(gathered);
-      for (const RingPass pass : passes) {
-        std::vector<Microseconds> call_us;
-        for (Count d = 0; d < n; ++d) {
-          call_us.push_back(kernel.call_us(gathered[static_cast<size_t>(d)], gathered_keys[static_cast<size_t>(d)], kernel_pass(pass)));
-        }
+      case CpAlgorithm::allgather: {
+        const Microseconds gather_us = bound           ? 0.0
+                                       : one_processor ? one_processor_collective_us(sim.topology, sim.cp_group, n, shape.gather_bytes)
+                                                       : allgather_us(sim.topology, sim.cp_group, shape.gather_bytes, sim.cp_groups_beside);
         std::vector<CollectiveStage> stages;
         for (Count g = 0; g < sim.cp.head_groups; ++g) {
           // The backward gathers K/V again and reduce-scatters dK/dV group by group.
-          stages.push_back({fmt::format("all-gather K/V {}", g), gather_us, call_us,
+          stages.push_back({fmt::format("all-gather K/V {}", g), gather_us, p.call_us,
                             pass == RingPass::backward ? fmt::format("reduce-scatter dK/dV {}", g) : std::string{},
                             pass == RingPass::backward ? gather_us : 0.0});
         }
-        RingTimeline t = simulate_collective_pass(pass, start, stages, one_processor);
-        events += t.events;
-        start = t.end_us;
-        out.push_back(std::move(t));
+        t = simulate_collective_pass(pass, start, stages, one_processor);
+        break;
       }
-      break;
+      case CpAlgorithm::ulysses:
+        t = simulate_collective_pass(pass, start,
+                                     {{to_heads_name(pass), to_heads(pass), std::vector<Microseconds>(static_cast<size_t>(n), p.call_us.front()),
+                                       from_heads_name(pass), from_heads(pass)}},
+                                     one_processor);
+        break;
     }
-    case CpAlgorithm::ulysses: {
-      for (const RingPass pass : passes) {
-        const Microseconds call = kernel.call_times(work, kernel_pass(pass)).front();
-        RingTimeline t = simulate_collective_pass(pass, start,
-                                                  {{to_heads_name(pass), to_heads(pass),
-                                                    std::vector<Microseconds>(static_cast<size_t>(n), call),
-                                                    from_heads_name(pass), from_heads(pass)}},
-                                                  one_processor);
-        events += t.events;
-        start = t.end_us;
-        out.push_back(std::move(t));
-      }
-      break;
-    }
+    events += t.events;
+    start = t.end_us;
+    out.push_back(std::move(t));
   }
   return out;
 }

@@ -48,6 +48,8 @@ struct Entry {
   size_t layout = 0;  // into its layouts
   PlanCandidate candidate;
   double bound_tokens_per_second = 0;
+  // Its calls as priced for its bound, kept (within PlanRequest::kept_prices_bytes) for its simulation.
+  std::optional<PricedPasses> priced;
 };
 
 // The parts of a step one choice can save against another, and what each says about it.
@@ -246,17 +248,13 @@ Plan run_plan(const PlanSearch& search) {
     }
   }
 
-  auto passes_of = [&](Entry& e, PassDetail detail, const model::Layout& layout, const model::Work& work) {
-    const Simulation& sim = search.meshes[e.mesh].plan->simulation;
-    const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
-    std::uint64_t events = 0;
-    // The partial-tile note is about the choices shown, which are simulated: bounds do not scan for it.
-    Count* most_partial = detail == PassDetail::simulated ? &e.candidate.most_partial_tiles : nullptr;
-    return estimate_step(*sim.step_shape, simulate_attention_passes(sim, layout, work, kernel, events, detail, most_partial));
-  };
   // Entries that ring one layout (the same mask with it) and slice their calls alike price the
   // same work, whatever their -M, -D and heads: counted once for the group and held while the
-  // group's entries run, a group a thread (so no more counts are held than threads).
+  // group's entries run, a group a thread (so no more counts are held than threads). An entry's
+  // calls, priced for its bound, are kept for its simulation within request.kept_prices_bytes (a
+  // 512-device ring's two passes take about 4.5 MB): under packed documents counting and pricing
+  // are most of what a choice costs.
+  std::atomic<double> kept_bytes{0};
   const auto for_each_by_work = [&](size_t first, size_t count, PassDetail detail) {
     std::map<std::pair<const LazyLayout*, int>, std::vector<size_t>> groups;
     for (size_t i = first; i < first + count; ++i) {
@@ -270,17 +268,31 @@ Plan run_plan(const PlanSearch& search) {
       const SimulationPlan& p = *search.meshes[first_entry.mesh].plan;
       // Builds the layout (planned, not built, until a mesh within memory asks for it).
       const model::Layout& layout = p.layouts[first_entry.layout]->get();
-      const model::Work work = count_call_work(p.simulation, layout, p.mask);
+      std::optional<model::Work> work;  // counted when an entry has no prices kept
       for (const size_t i : *members[g]) {
         Entry& e = entries[i];
+        const Simulation& sim = search.meshes[e.mesh].plan->simulation;
+        if (!e.priced) {
+          if (!work) work = count_call_work(sim, layout, p.mask);
+          e.priced = price_attention_passes(sim, layout, *work, KernelTimeModel(sim.kernel, sim.hardware.sms, sim.call_shape));
+        }
+        std::uint64_t events = 0;
+        const StepEstimate step = estimate_step(*sim.step_shape, run_attention_passes(sim, *e.priced, events, detail));
         if (detail == PassDetail::simulated) {
-          e.candidate.step = passes_of(e, detail, layout, work);
+          // The partial-tile note is about the choices shown, which are simulated.
+          e.candidate.most_partial_tiles = e.priced->most_partial_tiles;
+          e.candidate.step = step;
+          e.priced.reset();
           continue;
         }
         e.candidate.layout = layout.name();
-        const StepEstimate bound = passes_of(e, detail, layout, work);
-        e.candidate.bound_us = bound.time_us;
-        e.bound_tokens_per_second = bound.tokens_per_second;
+        e.candidate.bound_us = step.time_us;
+        e.bound_tokens_per_second = step.tokens_per_second;
+        const double bytes = e.priced->bytes();
+        if (kept_bytes.fetch_add(bytes) + bytes > request.kept_prices_bytes) {
+          kept_bytes.fetch_sub(bytes);
+          e.priced.reset();
+        }
       }
     });
   };

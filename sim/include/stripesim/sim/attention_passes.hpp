@@ -37,10 +37,35 @@ enum class PassDetail {
                                                                   std::uint64_t& events,
                                                                   PassDetail detail = PassDetail::simulated,
                                                                   Count* most_partial_tiles = nullptr);
-// The same with the work counted already (count_call_work of `layout`).
+// The same with the work counted already (count_call_work of `layout`): priced, then run.
 [[nodiscard]] std::vector<RingTimeline> simulate_attention_passes(const Simulation& sim, const model::Layout& layout,
                                                                   const model::Work& work, const KernelTimeModel& kernel,
                                                                   std::uint64_t& events, PassDetail detail,
                                                                   Count* most_partial_tiles);
+
+
+// A layer's attention calls priced from the counted work, pass by pass, before anything runs:
+// what is dear (placing every distinct call's blocks) done once, so that a plan bounds a choice
+// and later simulates it from the same prices.
+struct PricedPass {
+  RingPass pass = RingPass::forward;
+  // Ring, hybrid: each (round, device)'s call with its merge, [round * devices + device]; an
+  // all-gather: each device's one call; Ulysses: the one call every device makes.
+  std::vector<Microseconds> call_us;
+  // Ring, hybrid, where unread hops are skipped: RingSetup's.
+  std::vector<bool> send_needed;
+  std::vector<GradHop> grad_hops;
+  std::vector<Route> grad_home;
+};
+struct PricedPasses {
+  std::vector<PricedPass> passes;  // in the order they run
+  Count most_partial_tiles = 0;    // the most partial tiles one query tile of one call holds
+  [[nodiscard]] double bytes() const;  // about what holding them takes
+};
+[[nodiscard]] PricedPasses price_attention_passes(const Simulation& sim, const model::Layout& layout,
+                                                  const model::Work& work, const KernelTimeModel& kernel);
+// The passes run on the plan's topology (or, as a bound, each device's calls back to back).
+[[nodiscard]] std::vector<RingTimeline> run_attention_passes(const Simulation& sim, const PricedPasses& priced,
+                                                             std::uint64_t& events, PassDetail detail);
 
 }  // namespace stripesim::sim

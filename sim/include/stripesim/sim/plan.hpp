@@ -33,6 +33,10 @@ struct PlanRequest {
   std::optional<double> memory_gib;  // default: the hardware's
   Count top = 10;
   unsigned threads = 0;  // 0: every hardware thread
+  // A choice's calls are priced for its bound and kept for its simulation while all that is kept
+  // stays within this many bytes; past it a choice is priced again when simulated. Speed and
+  // memory only: the plan is the same whatever it is.
+  double kept_prices_bytes = 1024.0 * 1024.0 * 1024.0;
 };
 
 struct PlanCandidate {
