@@ -43,7 +43,6 @@ enum class PassDetail {
                                                                   std::uint64_t& events, PassDetail detail,
                                                                   Count* most_partial_tiles);
 
-
 // A layer's attention calls priced from the counted work, pass by pass, before anything runs:
 // what is dear (placing every distinct call's blocks) done once, so that a plan bounds a choice
 // and later simulates it from the same prices.
