@@ -153,16 +153,17 @@ PricedPasses price_attention_passes(const Simulation& sim, const model::Layout& 
   const SimulateConfig& config = sim.config;
   const Count n = config.devices;
   PricedPasses out;
-  // An all-gather's call holds every round's tiles of a query tile at once.
-  if (sim.cp.algorithm != CpAlgorithm::allgather) out.most_partial_tiles = most_partial(work.profiles);
   std::vector<model::QueryTileProfile> gathered;
   std::vector<model::KeyTileProfile> gathered_keys;
   if (sim.cp.algorithm == CpAlgorithm::allgather) {
+    // An all-gather's call holds every round's tiles of a query tile at once.
     for (Count d = 0; d < n; ++d) {
       gathered.push_back(gathered_profile(work, d));
       gathered_keys.push_back(gathered_key_profile(work, d));
     }
     out.most_partial_tiles = most_partial(gathered);
+  } else {
+    out.most_partial_tiles = most_partial(work.profiles);
   }
   for (const RingPass pass : passes_of(config)) {
     PricedPass& priced = out.passes.emplace_back();
