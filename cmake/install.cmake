@@ -1,5 +1,7 @@
 # `cmake --install build --prefix P` lays out under P:
 #   bin/stripesim                         the executable (finds P/share/stripesim/configs itself)
+#   lib/stripesim/libstripesim_gpu_backends.so  the GPU backends, which the executable loads for
+#                                         `validate --backend cuda|nccl` (built with CUDA)
 #   lib/libstripesim_*.a                  the libraries, as they are built (static unless BUILD_SHARED_LIBS)
 #   include/stripesim/{model,sim,...}/    their public headers
 #   lib/cmake/stripesim/                  the CMake package: find_package(stripesim CONFIG) gives
@@ -30,6 +32,10 @@ foreach(kind header_dir IN ZIP_LISTS stripesim_optional_kinds stripesim_optional
 endforeach()
 
 install(TARGETS stripesim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The GPU backends' module, where the executable looks for it (validate/CMakeLists.txt).
+if(TARGET stripesim_gpu_backends)
+  install(TARGETS stripesim_gpu_backends LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/stripesim)
+endif()
 install(TARGETS ${stripesim_installed_libraries}
         EXPORT stripesimTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

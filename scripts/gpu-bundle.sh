@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Packs what a GPU machine without this project's Debian packages needs to run the validator:
 #   scripts/gpu-bundle.sh [BUILD_DIR] [BUNDLE_DIR]      (defaults: build, build-gpurt)
-# BUNDLE_DIR/cli/stripesim, tests/stripesim_validate_gpu_tests and bench/bench_kernel_gpu,
-# stripped, and in BUNDLE_DIR/lib every shared library they load that such a machine may lack
-# (fmt, OpenMPI and what it loads). Left out: the C and C++ runtimes, and CUDA's, cuBLAS's and
-# NCCL's own libraries, which the GPU machine's driver, toolkit or PyTorch packages provide
-# (scripts/gpu-session.sh puts them on LD_LIBRARY_PATH). `build-*/` is ignored by git, so a
+# BUNDLE_DIR/cli/stripesim, the GPU backends' module it loads (lib/stripesim/, where the
+# executable looks for it, ../lib/stripesim from its folder), tests/stripesim_validate_gpu_tests
+# and bench/bench_kernel_gpu, stripped, and in BUNDLE_DIR/lib every shared library they load that
+# such a machine may lack (fmt, OpenMPI and what it loads). Left out: the C and C++ runtimes, and
+# CUDA's, cuBLAS's and NCCL's own libraries, which the GPU machine's driver, toolkit or PyTorch
+# packages provide (scripts/gpu-session.sh puts them on LD_LIBRARY_PATH). `build-*/` is ignored by git, so a
 # device call carries the bundle by naming it (`carry: build-gpurt`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
 bundle="${2:-build-gpurt}"
-binaries=(cli/stripesim tests/stripesim_validate_gpu_tests bench/bench_kernel_gpu)
+binaries=(cli/stripesim lib/stripesim/libstripesim_gpu_backends.so tests/stripesim_validate_gpu_tests bench/bench_kernel_gpu)
 for b in "${binaries[@]}"; do
   [[ -x "$build/$b" ]] || { echo "gpu-bundle.sh: $build/$b not found (configure with CUDA and build it)" >&2; exit 1; }
 done

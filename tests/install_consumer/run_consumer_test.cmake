@@ -7,9 +7,15 @@
 #      `stripesim analyze` on that case;
 #   3. the installed stripesim, with STRIPESIM_CONFIG_DIR unset, reads the prefix's configs: a
 #      model that exists only in the prefix (added here) is found, while the build tree's
-#      executable, which reads the source tree's configs/, does not know it.
+#      executable, which reads the source tree's configs/, does not know it;
+#   4. built with CUDA (-DGPU_MODULE=ON), the GPU backends are a module the installed stripesim
+#      loads for `validate --backend cuda` only: cuBLAS is not among the executable's own
+#      libraries (its initialisation would cost every command), and with no GPU visible the run
+#      fails in the backend (exit 3, rank 0), not in loading it; the module moved away, the same
+#      command names where it looked (exit 2).
 # cmake -DBUILD_DIR=... -DWORK_DIR=... -DCONFIG=... -DGENERATOR=... -DCXX_COMPILER=... -DCXX_FLAGS=...
-#       -DBUILD_TREE_STRIPESIM=... -P run_consumer_test.cmake
+#       -DBUILD_TREE_STRIPESIM=... -DGPU_MODULE=ON|OFF -DREADELF=... -DLIBDIR=...
+#       -P run_consumer_test.cmake
 foreach(var BUILD_DIR WORK_DIR GENERATOR CXX_COMPILER BUILD_TREE_STRIPESIM)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "run_consumer_test.cmake: -D${var}=... is required")
@@ -105,6 +111,29 @@ execute_process(COMMAND ${BUILD_TREE_STRIPESIM} simulate --model install-probe -
                 WORKING_DIRECTORY ${WORK_DIR} RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
 if(NOT rc EQUAL 2)
   message(FATAL_ERROR "the build tree's stripesim found the prefix's install-probe model (exit ${rc})")
+endif()
+
+# 4. The GPU backends' module.
+if(GPU_MODULE)
+  run_step(0 dynamic ${READELF} -d ${installed})
+  if(dynamic MATCHES "libcublas")
+    message(FATAL_ERROR "the installed stripesim links cuBLAS itself:\n${dynamic}")
+  endif()
+  set(module ${prefix}/${LIBDIR}/stripesim/libstripesim_gpu_backends.so)
+  if(NOT EXISTS ${module})
+    message(FATAL_ERROR "cmake --install did not install ${module}")
+  endif()
+  set(gpu_run ${CMAKE_COMMAND} -E env CUDA_VISIBLE_DEVICES= ${installed} validate --backend cuda --seq-len 256 --devices 2
+              --tile 64x64 --head-dim 64 --timeout 5)
+  execute_process(COMMAND ${gpu_run} WORKING_DIRECTORY ${WORK_DIR} RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 3 OR NOT err MATCHES "rank 0:")
+    message(FATAL_ERROR "installed stripesim validate --backend cuda without a GPU: exit ${rc} (expected 3, rank 0): ${err}")
+  endif()
+  file(RENAME ${module} ${module}.away)
+  execute_process(COMMAND ${gpu_run} WORKING_DIRECTORY ${WORK_DIR} RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "--backend cuda: cannot load the GPU backends' module [^ ]*/stripesim/libstripesim_gpu_backends.so ")
+    message(FATAL_ERROR "installed stripesim validate --backend cuda without its module: exit ${rc} (expected 2): ${err}")
+  endif()
 endif()
 
 message(STATUS "the installed package's consumer and the installed stripesim agree:\n${counted}")

@@ -1,11 +1,16 @@
 // The one place that knows which backends this build has: the CPU backend always, the GPU
 // backends when CMake found the CUDA toolkit (and NCCL), the mpi backend when it found MPI.
+// Compiled twice: linking the GPU backends (the library stripesim::validate_backends, and the
+// module that holds them), and, for the executable, loading that module when one is asked for
+// (STRIPESIM_GPU_MODULE_FROM_BIN, gpu_backend_loader.hpp).
 #include <fmt/format.h>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/validate/cpu_backend.hpp"
 #include "stripesim/validate/ring_backend.hpp"
-#ifdef STRIPESIM_WITH_CUDA
+#if defined(STRIPESIM_GPU_MODULE_FROM_BIN)
+#include "gpu_backend_loader.hpp"
+#elif defined(STRIPESIM_WITH_CUDA)
 #include "stripesim/validate/gpu_backends.hpp"
 #endif
 #ifdef STRIPESIM_WITH_MPI
@@ -16,7 +21,7 @@ namespace stripesim::validate {
 
 std::vector<std::string> built_backends() {
   std::vector<std::string> names{"cpu"};
-#ifdef STRIPESIM_WITH_CUDA
+#if defined(STRIPESIM_WITH_CUDA) || defined(STRIPESIM_GPU_MODULE_FROM_BIN)
   names.insert(names.end(), {"cuda", "nccl"});
 #endif
 #ifdef STRIPESIM_WITH_MPI
@@ -27,7 +32,9 @@ std::vector<std::string> built_backends() {
 
 std::unique_ptr<RingBackend> make_backend(std::string_view name) {
   if (name == "cpu") return make_cpu_backend();
-#ifdef STRIPESIM_WITH_CUDA
+#if defined(STRIPESIM_GPU_MODULE_FROM_BIN)
+  if (name == "cuda" || name == "nccl") return load_gpu_backend(name);
+#elif defined(STRIPESIM_WITH_CUDA)
   if (name == "cuda") return make_cuda_backend();
   if (name == "nccl") {
     if (!launched_as_mpi_rank()) return make_nccl_backend();
