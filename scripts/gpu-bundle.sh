@@ -6,8 +6,8 @@
 # and bench/bench_kernel_gpu, stripped, and in BUNDLE_DIR/lib every shared library they load that
 # such a machine may lack (fmt, OpenMPI and what it loads). Left out: the C and C++ runtimes, and
 # CUDA's, cuBLAS's and NCCL's own libraries, which the GPU machine's driver, toolkit or PyTorch
-# packages provide (scripts/gpu-session.sh puts them on LD_LIBRARY_PATH). `build-*/` is ignored by git, so a
-# device call carries the bundle by naming it (`carry: build-gpurt`).
+# packages provide (scripts/gpu-session.sh puts them on LD_LIBRARY_PATH). `build-*/` is ignored by
+# git, so a device call carries the bundle by naming it (`carry: build-gpurt`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
