@@ -11,16 +11,16 @@
 #include <string>
 #include <system_error>
 
+#include "stripesim/model/io/executable_path.hpp"
+
 namespace stripesim::cli {
 
 [[nodiscard]] inline std::string config_dir() {
   if (const char* env = std::getenv("STRIPESIM_CONFIG_DIR"); env != nullptr && *env != '\0') return env;
-  namespace fs = std::filesystem;
-  std::error_code ec;  // no /proc/self/exe (not Linux, no /proc): straight to the build-time folder
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path installed = (exe.parent_path() / STRIPESIM_INSTALLED_CONFIG_DIR).lexically_normal();
-    if (fs::is_directory(installed, ec)) return installed.string();
+  // No executable path (no /proc): straight to the build-time folder.
+  if (const auto installed = model::beside_executable(STRIPESIM_INSTALLED_CONFIG_DIR)) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(*installed, ec)) return installed->string();
   }
   return STRIPESIM_DEFAULT_CONFIG_DIR;
 }

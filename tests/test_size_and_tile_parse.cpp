@@ -2,6 +2,9 @@
 
 #include "stripesim/model/io/name_match.hpp"
 
+#include <filesystem>
+
+#include "stripesim/model/io/executable_path.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/tile_shape.hpp"
@@ -75,6 +78,16 @@ TEST(NameMatch, CaseAsideAndTheNearestNameWithinAQuarter) {
   EXPECT_EQ(did_you_mean("doc", {"doc-zigzag", "doc-striped", "zigzag"}), "");
   EXPECT_EQ(did_you_mean("--me", {"--memory-gib", "--model"}), "");
   EXPECT_EQ(did_you_mean("ZIG", {"striped", "zigzag"}), " (did you mean 'zigzag'?)");
+}
+
+TEST(BesideExecutable, ResolvesAgainstTheRunningBinarysFolder) {
+  // This test binary is built as build/tests/stripesim_model_tests.
+  const auto self = beside_executable("stripesim_model_tests");
+  ASSERT_TRUE(self.has_value());
+  EXPECT_TRUE(std::filesystem::is_regular_file(*self)) << self->string();
+  const auto up = beside_executable("../lib/./stripesim/x.so");
+  ASSERT_TRUE(up.has_value());
+  EXPECT_EQ(*up, self->parent_path().parent_path() / "lib" / "stripesim" / "x.so");  // normalised
 }
 
 }  // namespace

@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
-#include <system_error>
 
+#include "stripesim/model/io/executable_path.hpp"
 #include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::validate {
@@ -22,11 +22,7 @@ namespace {
 // for the build tree and an installed copy alike (the build puts the module where an install
 // does, relative to the executable); without /proc, the build tree's absolute path.
 std::filesystem::path gpu_module_path() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return STRIPESIM_GPU_MODULE_BUILT_AT;
-  return (exe.parent_path() / STRIPESIM_GPU_MODULE_FROM_BIN).lexically_normal();
+  return model::beside_executable(STRIPESIM_GPU_MODULE_FROM_BIN).value_or(STRIPESIM_GPU_MODULE_BUILT_AT);
 }
 
 }  // namespace
