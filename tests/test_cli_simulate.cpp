@@ -290,6 +290,11 @@ TEST(CliSimulate, HeaderGivesTheHeadsAttendedAfterTheAllToAll) {
   const CliResult ulysses = run_cli("simulate -N 4 -n 64k --cp ulysses --batch 2");
   EXPECT_NE(ulysses.out.find("(K/V heads 16) per device (4 heads, K/V heads 4, after the all-to-all), batch 2"), std::string::npos)
       << ulysses.out;
+  // One head is one head, held or attended.
+  const CliResult one = run_cli("simulate -N 8 -n 8k --cp ulysses --heads 8 --kv-heads 2");
+  EXPECT_NE(one.out.find("8 heads x 128 (K/V heads 2) per device (1 head, K/V heads 1, after the all-to-all)"), std::string::npos)
+      << one.out;
+  EXPECT_NE(run_cli("simulate -N 2 -n 8k --heads 1").out.find(" 1 head x 128 (K/V heads 1) per device, batch 1"), std::string::npos);
   // A ring re-shards nothing.
   EXPECT_NE(run_cli("simulate -N 4 -n 64k").out.find("16 heads x 128 (K/V heads 16) per device, batch 1"), std::string::npos);
 }

@@ -313,15 +313,16 @@ std::string notes_text(const sim::Simulation& s) {
 
 std::string simulation_table(const sim::Simulation& s) {
   const auto& c = s.config;
+  const auto heads = [](Count n) { return fmt::format("{} head{}", n, n == 1 ? "" : "s"); };
   // Ulysses re-shards heads: the heads a device attends are not the ones it holds.
   const std::string attended =
       sim::ulysses_degree(s.cp, c.devices) > 1
-          ? fmt::format(" ({} heads, K/V heads {}, after the all-to-all)", s.cp_shape.streams / c.batch, s.cp_shape.kv_heads)
+          ? fmt::format(" ({}, K/V heads {}, after the all-to-all)", heads(s.cp_shape.streams / c.batch), s.cp_shape.kv_heads)
           : "";
   std::string out = fmt::format(
-      "context parallelism {}: n = {} tokens, N = {} devices on {}, {} heads x {} (K/V heads {}) per device{}, batch {}, "
+      "context parallelism {}: n = {} tokens, N = {} devices on {}, {} x {} (K/V heads {}) per device{}, batch {}, "
       "tiles {}{}, {}, pass {}, sync {}, {} K/V buffers{}\n",
-      sim::to_string(s.cp, c.devices), c.seq_len, c.devices, s.topology.name(), s.heads_per_device, s.head_dim,
+      sim::to_string(s.cp, c.devices), c.seq_len, c.devices, s.topology.name(), heads(s.heads_per_device), s.head_dim,
       s.kv_heads_per_device, attended, c.batch, s.tile.to_string(), model::tiling_matters(s.tiling, s.mask_kind) ? " (varlen)" : "",
       s.dtype, sim::to_string(c.pass), sim::to_string(c.sync), c.kv_buffers,
       c.skip_unread_hops ? ", unread K/V blocks not sent on" : "");
