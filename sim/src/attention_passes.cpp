@@ -40,8 +40,9 @@ std::vector<Route> grad_home_routes(const Simulation& sim, const std::vector<Gra
 
 // One call on the whole gathered K/V: each query tile's key tiles over every block, the blocks
 // concatenated in rank order as the all-gather leaves them (so each key tile is one of the ring's).
-model::QueryTileProfile gathered_profile(const model::Work& work, Count device) {
-  model::QueryTileProfile sum;
+// Written into `sum`, which keeps its capacity from one device to the next.
+void gathered_profile(const model::Work& work, Count device, model::QueryTileProfile& sum) {
+  sum.clear();
   for (Count r = 0; r < work.query_tile_profile.rounds(); ++r) {
     const auto& rows = work.profiles[static_cast<size_t>(work.query_tile_profile.at(r, device))];
     if (sum.empty()) sum.resize(rows.size());
@@ -51,27 +52,18 @@ model::QueryTileProfile gathered_profile(const model::Work& work, Count device) 
       sum[q].partial += rows[q].partial;
     }
   }
-  return sum;
 }
 
 // The same call from the keys' side: every block's key tiles in rank order, each with the query
 // tiles of `device` it meets (the round at which the ring brought that block to the device).
-model::KeyTileProfile gathered_key_profile(const model::Work& work, Count device) {
-  model::KeyTileProfile all;
+void gathered_key_profile(const model::Work& work, Count device, model::KeyTileProfile& all) {
+  all.clear();
   const Count devices = work.key_tile_profile.devices();
   for (Count source = 0; source < devices; ++source) {
     const Count round = model::round_of(device, source, devices);
     const auto& columns = work.profiles[static_cast<size_t>(work.key_tile_profile.at(round, device))];
     all.insert(all.end(), columns.begin(), columns.end());
   }
-  return all;
-}
-
-// The most partial tiles one query tile (a thread block) holds in any of `calls`.
-Count most_partial(const std::vector<model::QueryTileProfile>& calls) {
-  Count most = 0;
-  for (const model::QueryTileProfile& rows : calls) most = std::max(most, model::most_partial_tiles(rows));
-  return most;
 }
 
 // Every device computing its rounds back to back from the start, waiting for nothing: the
@@ -153,21 +145,26 @@ PricedPasses price_attention_passes(const Simulation& sim, const model::Layout& 
   const SimulateConfig& config = sim.config;
   const Count n = config.devices;
   PricedPasses out;
-  std::vector<model::QueryTileProfile> gathered;
-  std::vector<model::KeyTileProfile> gathered_keys;
+  for (const RingPass pass : passes_of(config)) out.passes.emplace_back().pass = pass;
   if (sim.cp.algorithm == CpAlgorithm::allgather) {
-    // An all-gather's call holds every round's tiles of a query tile at once.
+    // An all-gather's call holds every round's tiles of a query tile at once: each device's whole
+    // sequence of tiles, built one device at a time (held for every device at once, 2048 devices
+    // at 1M tokens came to half a gigabyte).
+    model::QueryTileProfile rows;
+    model::KeyTileProfile columns;
     for (Count d = 0; d < n; ++d) {
-      gathered.push_back(gathered_profile(work, d));
-      gathered_keys.push_back(gathered_key_profile(work, d));
+      gathered_profile(work, d, rows);
+      gathered_key_profile(work, d, columns);
+      out.most_partial_tiles = std::max(out.most_partial_tiles, model::most_partial_tiles(rows));
+      for (PricedPass& priced : out.passes) priced.call_us.push_back(kernel.call_us(rows, columns, kernel_pass(priced.pass)));
     }
-    out.most_partial_tiles = most_partial(gathered);
-  } else {
-    out.most_partial_tiles = most_partial(work.profiles);
+    return out;
   }
-  for (const RingPass pass : passes_of(config)) {
-    PricedPass& priced = out.passes.emplace_back();
-    priced.pass = pass;
+  for (const model::QueryTileProfile& rows : work.profiles) {
+    out.most_partial_tiles = std::max(out.most_partial_tiles, model::most_partial_tiles(rows));
+  }
+  for (PricedPass& priced : out.passes) {
+    const RingPass pass = priced.pass;
     switch (sim.cp.algorithm) {
       case CpAlgorithm::ring:
       case CpAlgorithm::hybrid: {
@@ -189,10 +186,7 @@ PricedPasses price_attention_passes(const Simulation& sim, const model::Layout& 
         }
         break;
       }
-      case CpAlgorithm::allgather:
-        for (Count d = 0; d < n; ++d) {
-          priced.call_us.push_back(kernel.call_us(gathered[static_cast<size_t>(d)], gathered_keys[static_cast<size_t>(d)], kernel_pass(pass)));
-        }
+      case CpAlgorithm::allgather:  // priced above
         break;
       case CpAlgorithm::ulysses:
         priced.call_us = {kernel.call_times(work, kernel_pass(pass)).front()};
