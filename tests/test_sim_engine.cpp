@@ -553,7 +553,7 @@ TEST(KernelTime, SlotsMatchAListSchedulerScanningEverySlot) {
   };
   for (int i = 0; i < 300; ++i) r.push_back({next(10), next(3)});
   const Count streams = 3;
-  for (const Count slots : {1, 7, 64}) {
+  for (const Count slots : {1, 7, 64, 132}) {  // 7 and 132: slots that do not fill a power of two
     for (const BlockOrder order : {BlockOrder::launch, BlockOrder::longest_first}) {
       k.placement.order = order;
       const KernelTimeModel model(k, slots, {streams, 1, {1, 1}, 1});

@@ -20,37 +20,39 @@
 namespace stripesim::sim {
 namespace {
 
-// The block scheduler's slots as a binary min-heap of (the time a slot frees, the slot).
-class SlotHeap {
+// The block scheduler's slots as a tournament tree of (the time a slot frees, the slot): the
+// leaves are the slots (padded to a power of two with slots that never free), each inner node
+// the smaller of its two children, so the root is the first free slot. Taking a slot rewrites
+// its leaf and the nodes above it. A binary heap's sift-down chooses where to go next from a
+// comparison, so each level waits for the last one's load; here every sibling's address is
+// known in advance and only the comparisons form a chain (the placement loop's hot path).
+class SlotTournament {
  public:
-  // Every slot free at 0, in slot order (a heap as it stands).
-  explicit SlotHeap(Count slots) : keys_(static_cast<size_t>(slots)) {
-    for (Count s = 0; s < slots; ++s) keys_[static_cast<size_t>(s)] = time_key(0.0, static_cast<std::uint64_t>(s));
+  // Every slot free at 0.
+  explicit SlotTournament(Count slots) {
+    while (leaves_ < static_cast<size_t>(slots)) leaves_ *= 2;
+    nodes_.assign(2 * leaves_, ~TimeKey{0});
+    for (size_t s = 0; s < static_cast<size_t>(slots); ++s) nodes_[leaves_ + s] = time_key(0.0, s);
+    for (size_t i = leaves_ - 1; i >= 1; --i) nodes_[i] = std::min(nodes_[2 * i], nodes_[2 * i + 1]);
   }
-  [[nodiscard]] Microseconds first_free_at() const { return key_time(keys_.front()); }
-  [[nodiscard]] Count first_free_slot() const { return static_cast<Count>(key_tie_break(keys_.front())); }
-  // The first free slot is taken until `until`: back into the heap in one sift-down from the top
-  // (a pop and a push would sift twice), the smaller child chosen without a branch.
+  [[nodiscard]] Microseconds first_free_at() const { return key_time(nodes_[1]); }
+  [[nodiscard]] Count first_free_slot() const { return static_cast<Count>(key_tie_break(nodes_[1])); }
+  // The first free slot is taken until `until`.
   void take_first_until(Microseconds until) {
-    const TimeKey value = time_key(until, key_tie_break(keys_.front()));
-    const size_t n = keys_.size();
-    size_t at = 0;
-    for (size_t child = 1; child < n; child = 2 * at + 1) {
-      TimeKey smaller = keys_[child];
-      if (child + 1 < n) {
-        const bool right = keys_[child + 1] < smaller;
-        child += right ? 1 : 0;
-        smaller = right ? keys_[child] : smaller;
-      }
-      if (!(smaller < value)) break;
-      keys_[at] = smaller;
-      at = child;
+    const std::uint64_t slot = key_tie_break(nodes_[1]);
+    size_t at = leaves_ + static_cast<size_t>(slot);
+    TimeKey value = time_key(until, slot);
+    nodes_[at] = value;
+    for (; at > 1; at /= 2) {
+      const TimeKey sibling = nodes_[at ^ 1];
+      value = sibling < value ? sibling : value;
+      nodes_[at / 2] = value;
     }
-    keys_[at] = value;
   }
 
  private:
-  std::vector<TimeKey> keys_;
+  size_t leaves_ = 1;
+  std::vector<TimeKey> nodes_;  // 1-based: node i's children are 2i and 2i + 1; 0 unused
 };
 
 }  // namespace
@@ -215,7 +217,7 @@ KernelFeatures KernelTimeModel::placed_features(const std::vector<BlockSet>& set
   } else {
     // Each block goes to the slot that frees first (ties: the lowest slot), as the block
     // scheduler hands a new block to whichever SM has room.
-    SlotHeap free_at(slots);
+    SlotTournament free_at(slots);
     std::vector<KernelFeatures> load(static_cast<size_t>(slots));
     std::vector<Microseconds> finish(static_cast<size_t>(slots), 0.0);
     for (const size_t i : order) {
