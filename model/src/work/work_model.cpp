@@ -421,39 +421,52 @@ struct ColumnProfiles {
 };
 
 // Profiles numbered by content in the order they come, each held once, in `held`: the set holds
-// the numbers and hashes and compares through `held`, so a profile is looked up as it is (C++20's
-// heterogeneous lookup), not copied into a key. A thousand devices' columns of packed documents
+// the numbers, keeps each one's hash beside it and compares through `held`, so a profile is looked
+// up as it is (C++20's heterogeneous lookup), not copied into a key, and hashed once. A thousand devices' columns of packed documents
 // are a million profiles.
 class ProfileNumbering {
  public:
-  explicit ProfileNumbering(std::vector<QueryTileProfile>& held) : held_(held), numbers_(0, Hash{&held}, Equal{&held}) {}
+  explicit ProfileNumbering(std::vector<QueryTileProfile>& held)
+      : held_(held), numbers_(0, Hash{&hashes_}, Equal{&held}) {}
+  // The set's hash points at hashes_, a member: the numbering stays where it was made.
+  ProfileNumbering(const ProfileNumbering&) = delete;
+  ProfileNumbering& operator=(const ProfileNumbering&) = delete;
 
-  // The number of `profile`, copied (or moved) to the end of `held` when new.
+  // The number of `profile`, copied (or moved) to the end of `held` when new. Hashed once: the
+  // set takes a held profile's hash from `hashes_`.
   template <typename Profile>
   Count number(Profile&& profile) {
-    if (const auto it = numbers_.find(profile); it != numbers_.end()) return *it;
+    const Lookup lookup{&profile, ProfileHash{}(profile)};
+    if (const auto it = numbers_.find(lookup); it != numbers_.end()) return *it;
     held_.push_back(std::forward<Profile>(profile));
+    hashes_.resize(held_.size());  // others may add to `held` (a column's memo profiles): never looked up here
+    hashes_.back() = lookup.hash;
     const auto added = static_cast<Count>(held_.size() - 1);
     numbers_.insert(added);
     return added;
   }
 
  private:
+  struct Lookup {
+    const QueryTileProfile* profile;
+    size_t hash;
+  };
   struct Hash {
     using is_transparent = void;
-    const std::vector<QueryTileProfile>* held;
-    size_t operator()(const QueryTileProfile& p) const { return ProfileHash{}(p); }
-    size_t operator()(Count i) const { return ProfileHash{}((*held)[static_cast<size_t>(i)]); }
+    const std::vector<size_t>* hashes;
+    size_t operator()(const Lookup& l) const { return l.hash; }
+    size_t operator()(Count i) const { return (*hashes)[static_cast<size_t>(i)]; }
   };
   struct Equal {
     using is_transparent = void;
     const std::vector<QueryTileProfile>* held;
-    const QueryTileProfile& of(const QueryTileProfile& p) const { return p; }
+    const QueryTileProfile& of(const Lookup& l) const { return *l.profile; }
     const QueryTileProfile& of(Count i) const { return (*held)[static_cast<size_t>(i)]; }
     template <typename A, typename B>
     bool operator()(const A& a, const B& b) const { return of(a) == of(b); }
   };
   std::vector<QueryTileProfile>& held_;
+  std::vector<size_t> hashes_;  // hashes_[i]: the hash of held_[i], where this numbering added it
   std::unordered_set<Count, Hash, Equal> numbers_;
 };
 
