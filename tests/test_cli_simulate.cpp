@@ -299,6 +299,38 @@ TEST(CliSimulate, HeaderGivesTheHeadsAttendedAfterTheAllToAll) {
   EXPECT_NE(run_cli("simulate -N 4 -n 64k").out.find("16 heads x 128 (K/V heads 16) per device, batch 1"), std::string::npos);
 }
 
+// The header says what each context parallelism sends, in bytes counted here from the shapes:
+// 64k tokens on 16 devices (c = 4096), 32 heads over 8 K/V heads of 128 in bf16 (256 bytes a
+// head's row). Ulysses has no ring and names no hop.
+TEST(CliSimulate, HeaderGivesWhatEachAlgorithmSends) {
+  const std::string base = "simulate --hardware h100 --heads 32 --kv-heads 8 -n 64k -N 16 --topology cluster:2x8 --cp ";
+  const double c = 65536 / 16, row = 128 * 2;
+  const auto mb = [](double bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); };
+  const auto header = [&](const std::string& cp) {
+    const CliResult r = run_cli(base + cp);
+    EXPECT_EQ(r.exit_code, 0) << cp << r.err;
+    return r.out.substr(0, r.out.find("scope:"));
+  };
+  // The ring: each hop a device's K and V (8 K/V heads).
+  EXPECT_NE(header("ring").find("K/V per hop " + mb(2 * c * 8 * row) + ", slowest hop "), std::string::npos);
+  // Ulysses over 16: 2 query heads a device, the 8 K/V heads replicated to one each.
+  const std::string ulysses = header("ulysses");
+  EXPECT_NE(ulysses.find("all-to-all " + mb(c * (2 + 2 * 1) * row) + " of Q, K, V and " + mb(c * 2 * row) + " of output"), std::string::npos)
+      << ulysses;
+  EXPECT_EQ(ulysses.find("hop"), std::string::npos) << ulysses;
+  const std::string alltoall_only = header("hybrid:16x1");  // a ring of one: no hop either
+  EXPECT_NE(alltoall_only.find(ulysses.substr(ulysses.find("all-to-all"))), std::string::npos) << alltoall_only;
+  EXPECT_EQ(alltoall_only.find("hop"), std::string::npos) << alltoall_only;
+  // Hybrid 8 x 2: 4 heads and one K/V head a device; the ring carries its group's 8 blocks.
+  const std::string hybrid = header("hybrid:8x2");
+  EXPECT_NE(hybrid.find("K/V per ring hop " + mb(2 * 8 * c * 1 * row) + ", slowest hop "), std::string::npos) << hybrid;
+  EXPECT_NE(hybrid.find("all-to-all " + mb(c * (4 + 2 * 1) * row) + " of Q, K, V and " + mb(c * 4 * row) + " of output"), std::string::npos)
+      << hybrid;
+  // The all-gather in 4 head groups: each step a device's K and V of 2 K/V heads.
+  EXPECT_NE(header("allgather:4").find("all-gather " + mb(2 * c * 2 * row) + " of K/V from each device per head group (4 groups)"),
+            std::string::npos);
+}
+
 TEST(CliSimulate, ExperimentFileAndFlagsOverrideIt) {
   const CliResult r = run_cli(std::string("simulate --experiment '") + STRIPESIM_SOURCE_DIR +
                               "/configs/experiments/simulate-dgx-h100-x2.json' --devices 8 --format json --summary-only");

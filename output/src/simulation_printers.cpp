@@ -302,6 +302,30 @@ std::string step_table(const sim::Simulation& s) {
   return out;
 }
 
+// What the context parallelism sends: a ring's (or a hybrid's ring's) hops, an all-gather's
+// steps, an all-to-all's pairwise messages. Ulysses has no ring: its "hops" carry nothing.
+std::string traffic_text(const sim::Simulation& s) {
+  sim::Microseconds slowest_hop = 0;
+  for (const auto& hop : s.hops) slowest_hop = std::max(slowest_hop, hop.transfer_us(s.kv_bytes));
+  const auto mb = [](sim::Bytes b) { return static_cast<double>(b) / 1e6; };
+  const auto alltoall = [&] {
+    return fmt::format("all-to-all {:.1f} MB of Q, K, V and {:.1f} MB of output to each other device of a group",
+                       mb(s.cp_shape.qkv_pair_bytes), mb(s.cp_shape.out_pair_bytes));
+  };
+  switch (s.cp.algorithm) {
+    case CpAlgorithm::ring: break;
+    case CpAlgorithm::allgather:
+      return fmt::format("all-gather {:.1f} MB of K/V from each device{}, slowest step {:.1f} us", mb(s.kv_bytes),
+                         s.cp.head_groups > 1 ? fmt::format(" per head group ({} groups)", s.cp.head_groups) : "", slowest_hop);
+    case CpAlgorithm::ulysses: return alltoall();
+    case CpAlgorithm::hybrid:
+      if (sim::ulysses_degree(s.cp, s.config.devices) == 1) break;  // a ring alone
+      if (sim::ring_degree(s.cp, s.config.devices) == 1) return alltoall();
+      return fmt::format("K/V per ring hop {:.1f} MB, slowest hop {:.1f} us; {}", mb(s.kv_bytes), slowest_hop, alltoall());
+  }
+  return fmt::format("K/V per hop {:.1f} MB, slowest hop {:.1f} us", mb(s.kv_bytes), slowest_hop);
+}
+
 // One "note: ..." line per simulation note, after the table.
 std::string notes_text(const sim::Simulation& s) {
   std::string out;
@@ -329,16 +353,13 @@ std::string simulation_table(const sim::Simulation& s) {
   if (s.padding_tokens > 0) {
     out += fmt::format("documents padded to multiples of 2N: {} padding tokens included in n\n", s.padding_tokens);
   }
-  sim::Microseconds slowest_hop = 0;
-  for (const auto& hop : s.hops) slowest_hop = std::max(slowest_hop, hop.transfer_us(s.kv_bytes));
   // At the simulated tile: that shape's own costs when the profile lists it, else the main ones scaled.
   const sim::KernelTimeModel kernel(s.kernel, s.hardware.sms, s.call_shape);
   const sim::PassCosts& forward = kernel.costs(sim::KernelPass::forward);
-  out += fmt::format("hardware {}, kernel {} ({}): full tile {:.2f} us, partial {:.2f} us per slot; K/V per hop {:.1f} MB, "
-                     "slowest hop {:.1f} us\n",
-                     s.hardware.name, s.kernel.name, s.kernel.calibrated ? "calibrated" : "uncalibrated",
+  out += fmt::format("hardware {}, kernel {} ({}): full tile {:.2f} us, partial {:.2f} us per slot; {}\n", s.hardware.name,
+                     s.kernel.name, s.kernel.calibrated ? "calibrated" : "uncalibrated",
                      forward.full_tile_us * kernel.tile_scale(forward), forward.partial_tile_us * kernel.tile_scale(forward),
-                     static_cast<double>(s.kv_bytes) / 1e6, slowest_hop);
+                     traffic_text(s));
   if (s.step_shape) return out + step_table(s) + notes_text(s);
   out += fmt::format("scope: the attention ring of one layer{}{}\n\n",
                      s.topology.is_ideal() ? ", the calls alone (ideal topology: hops take no time, no merge between calls)" : "",
