@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
-#include <queue>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -20,28 +18,34 @@
 namespace stripesim::sim {
 namespace {
 
-// The block scheduler's slots as a tournament tree of (the time a slot frees, the slot): the
-// leaves are the slots (padded to a power of two with slots that never free), each inner node
-// the smaller of its two children, so the root is the first free slot. Taking a slot rewrites
-// its leaf and the nodes above it. A binary heap's sift-down chooses where to go next from a
-// comparison, so each level waits for the last one's load; here every sibling's address is
-// known in advance and only the comparisons form a chain (the placement loop's hot path).
-class SlotTournament {
+// The earliest of a fixed set of times, each with its index (a block scheduler's slot, an SM),
+// as a tournament tree of (time, index): the leaves are the indices (padded to a power of two
+// with ones that never come), each inner node the smaller of its two children, so the root is
+// the earliest, the lowest index on a tie. Setting an index rewrites its leaf and the nodes
+// above it. A binary heap's sift-down chooses where to go next from a comparison, so each level
+// waits for the last one's load; here every sibling's address is known in advance and only the
+// comparisons form a chain (the placement loops' hot path).
+class TimeTournament {
  public:
-  // Every slot free at 0.
-  explicit SlotTournament(Count slots) {
-    while (leaves_ < static_cast<size_t>(slots)) leaves_ *= 2;
-    nodes_.assign(2 * leaves_, ~TimeKey{0});
-    for (size_t s = 0; s < static_cast<size_t>(slots); ++s) nodes_[leaves_ + s] = time_key(0.0, s);
-    for (size_t i = leaves_ - 1; i >= 1; --i) nodes_[i] = std::min(nodes_[2 * i], nodes_[2 * i + 1]);
+  // Every index at `time`, or never (nullopt) until set.
+  TimeTournament(Count size, std::optional<Microseconds> time) {
+    while (leaves_ < static_cast<size_t>(size)) leaves_ *= 2;
+    nodes_.assign(2 * leaves_, kNever);
+    if (time) {
+      for (size_t s = 0; s < static_cast<size_t>(size); ++s) nodes_[leaves_ + s] = time_key(*time, s);
+      for (size_t i = leaves_ - 1; i >= 1; --i) nodes_[i] = std::min(nodes_[2 * i], nodes_[2 * i + 1]);
+    }
   }
-  [[nodiscard]] Microseconds first_free_at() const { return key_time(nodes_[1]); }
-  [[nodiscard]] Count first_free_slot() const { return static_cast<Count>(key_tie_break(nodes_[1])); }
-  // The first free slot is taken until `until`.
-  void take_first_until(Microseconds until) {
-    const std::uint64_t slot = key_tie_break(nodes_[1]);
-    size_t at = leaves_ + static_cast<size_t>(slot);
-    TimeKey value = time_key(until, slot);
+  [[nodiscard]] bool empty() const { return nodes_[1] == kNever; }
+  [[nodiscard]] Microseconds first_time() const { return key_time(nodes_[1]); }
+  [[nodiscard]] size_t first_index() const { return static_cast<size_t>(key_tie_break(nodes_[1])); }
+  void set(size_t index, Microseconds time) { rewrite(index, time_key(time, index)); }
+  void clear(size_t index) { rewrite(index, kNever); }
+
+ private:
+  static constexpr TimeKey kNever = ~TimeKey{0};
+  void rewrite(size_t index, TimeKey value) {
+    size_t at = leaves_ + index;
     nodes_[at] = value;
     for (; at > 1; at /= 2) {
       const TimeKey sibling = nodes_[at ^ 1];
@@ -49,11 +53,104 @@ class SlotTournament {
       nodes_[at / 2] = value;
     }
   }
-
- private:
   size_t leaves_ = 1;
   std::vector<TimeKey> nodes_;  // 1-based: node i's children are 2i and 2i + 1; 0 unused
 };
+
+// The load of the SM that finishes last when `blocks` blocks, in launch order, each of
+// work_of(i) (its time on a full SM), run on `sms` SMs that share their throughput
+// (BlockPlacement::lone_block_speedup); add(f, i, share) charges share of block i's features to f.
+// A template over the two callables: placing a packed-documents ring calls them for every block
+// of a million distinct calls.
+template <typename WorkOf, typename Add>
+KernelFeatures shared_sm_load(Count sms, const BlockPlacement& placement, size_t blocks, const WorkOf& work_of, const Add& add) {
+  // The block scheduler fills the SMs breadth first (block i to SM i mod sms) up to
+  // blocks_per_sm each, then hands the next block to whichever SM frees a place. An SM holding
+  // k blocks runs each at rate g(k) (BlockPlacement::block_rate: block time on a full SM per unit
+  // of time), so all its blocks advance alike: each SM keeps one work clock.
+  // An interval of an SM's time is charged to the blocks it ran, in proportion to the share of
+  // each block's work done in it, so that the features' dot product with the costs is the time.
+  const auto per_sm = static_cast<size_t>(placement.blocks_per_sm);
+  std::vector<double> rate(per_sm + 1, 0.0);
+  for (size_t k = 1; k <= per_sm; ++k) rate[k] = placement.block_rate(static_cast<Count>(k));
+  struct Resident {
+    Microseconds finish;  // on the SM's work clock
+    size_t block;
+  };
+  struct Sm {
+    Microseconds clock = 0, time = 0;
+    size_t held = 0;  // residents, in the order they came, at resident[sm * per_sm ...]
+    KernelFeatures load;
+  };
+  std::vector<Sm> sm(static_cast<size_t>(sms));
+  std::vector<Resident> resident(static_cast<size_t>(sms) * per_sm);
+  const auto residents_of = [&](size_t i) { return resident.begin() + static_cast<std::ptrdiff_t>(i * per_sm); };
+  size_t next = 0;
+  const auto take_next = [&](size_t i) {
+    Sm& s = sm[i];
+    residents_of(i)[static_cast<std::ptrdiff_t>(s.held++)] = {s.clock + work_of(next), next};
+    ++next;
+  };
+  for (size_t place = 0; place < per_sm && next < blocks; ++place) {
+    for (size_t i = 0; i < sm.size() && next < blocks; ++i) take_next(i);
+  }
+  const auto next_finish = [&](size_t i) {
+    const auto first = residents_of(i);
+    Microseconds earliest = first->finish;
+    for (size_t j = 1; j < sm[i].held; ++j) earliest = std::min(earliest, first[static_cast<std::ptrdiff_t>(j)].finish);
+    return earliest;
+  };
+  const auto event_at = [&](size_t i) { return sm[i].time + (next_finish(i) - sm[i].clock) / rate[sm[i].held]; };
+  // Each SM holding blocks has one event, the moment its next block ends: the earliest first,
+  // the lowest SM on a tie.
+  TimeTournament events(sms, std::nullopt);
+  for (size_t i = 0; i < sm.size(); ++i) {
+    if (sm[i].held > 0) events.set(i, event_at(i));
+  }
+  std::vector<size_t> freeing;  // the SMs whose blocks finish at one moment, lowest first
+  while (!events.empty()) {
+    const Microseconds time = events.first_time();
+    freeing.clear();
+    while (!events.empty() && events.first_time() == time) {
+      freeing.push_back(events.first_index());
+      events.clear(freeing.back());
+    }
+    for (const size_t i : freeing) {
+      Sm& s = sm[i];
+      const Microseconds reached = next_finish(i);
+      const double k = static_cast<double>(s.held);
+      const double g = rate[s.held];
+      const auto first = residents_of(i);
+      size_t kept = 0;
+      for (size_t j = 0; j < s.held; ++j) {
+        const Resident r = first[static_cast<std::ptrdiff_t>(j)];
+        const Microseconds work = work_of(r.block);
+        if (work > 0) add(s.load, r.block, (reached - s.clock) / (k * g * work));
+        if (!(r.finish <= reached)) first[static_cast<std::ptrdiff_t>(kept++)] = r;  // the rest keep their order
+      }
+      s.held = kept;
+      s.clock = reached;
+      s.time = time;
+    }
+    // Places freed at one moment are filled as the first wave was, breadth first: one block to
+    // each such SM in turn (equal blocks end together, and their successors spread over the SMs
+    // instead of pairing up on the first ones, where a lone block would run no faster).
+    for (bool placed = true; placed && next < blocks;) {
+      placed = false;
+      for (const size_t i : freeing) {
+        if (next < blocks && sm[i].held < per_sm) {
+          take_next(i);
+          placed = true;
+        }
+      }
+    }
+    for (const size_t i : freeing) {
+      if (sm[i].held > 0) events.set(i, event_at(i));
+    }
+  }
+  const auto last = std::max_element(sm.begin(), sm.end(), [](const Sm& a, const Sm& b) { return a.time < b.time; });
+  return last->load;
+}
 
 }  // namespace
 
@@ -212,21 +309,21 @@ KernelFeatures KernelTimeModel::placed_features(const std::vector<BlockSet>& set
   const auto block_at = [&](size_t j) -> const Block& { return one_stream[j]; };
   KernelFeatures last;
   if (shares) {
-    last = shared_sm_load(placement, order.size(), [&](size_t i) { return block_at(order[i]).us; },
+    last = shared_sm_load(sms_, placement, order.size(), [&](size_t i) { return block_at(order[i]).us; },
                           [&](KernelFeatures& f, size_t i, double share) { add(f, block_at(order[i]), share); });
   } else {
     // Each block goes to the slot that frees first (ties: the lowest slot), as the block
     // scheduler hands a new block to whichever SM has room.
-    SlotTournament free_at(slots);
+    TimeTournament free_at(slots, 0.0);
     std::vector<KernelFeatures> load(static_cast<size_t>(slots));
     std::vector<Microseconds> finish(static_cast<size_t>(slots), 0.0);
     for (const size_t i : order) {
-      const Microseconds t = free_at.first_free_at();
-      const auto s = static_cast<size_t>(free_at.first_free_slot());
+      const Microseconds t = free_at.first_time();
+      const size_t s = free_at.first_index();
       const Block& b = block_at(i);
       add(load[s], b, 1.0);
       finish[s] = t + b.us;
-      free_at.take_first_until(t + b.us);
+      free_at.set(s, t + b.us);
     }
     last = load[static_cast<size_t>(std::max_element(finish.begin(), finish.end()) - finish.begin())];
   }
@@ -234,84 +331,6 @@ KernelFeatures KernelTimeModel::placed_features(const std::vector<BlockSet>& set
   out.full_tiles = last.full_tiles;
   out.partial_tiles = last.partial_tiles;
   return out;
-}
-
-KernelFeatures KernelTimeModel::shared_sm_load(const BlockPlacement& placement, size_t blocks, const std::function<Microseconds(size_t)>& work_of,
-                                               const std::function<void(KernelFeatures&, size_t, double)>& add) const {
-  // The block scheduler fills the SMs breadth first (block i to SM i mod sms) up to
-  // blocks_per_sm each, then hands the next block to whichever SM frees a place. An SM holding
-  // k blocks runs each at rate g(k) (BlockPlacement::block_rate: block time on a full SM per unit
-  // of time), so all its blocks advance alike: each SM keeps one work clock.
-  // An interval of an SM's time is charged to the blocks it ran, in proportion to the share of
-  // each block's work done in it, so that the features' dot product with the costs is the time.
-  const Count per_sm = placement.blocks_per_sm;
-  const auto rate = [&](size_t k) { return placement.block_rate(static_cast<Count>(k)); };
-  struct Resident {
-    Microseconds finish;  // on the SM's work clock
-    size_t block;
-  };
-  struct Sm {
-    Microseconds clock = 0, time = 0;
-    std::vector<Resident> residents;
-    KernelFeatures load;
-  };
-  const Count sms = sms_;
-  std::vector<Sm> sm(static_cast<size_t>(sms));
-  size_t next = 0;
-  const auto take_next = [&](Sm& s) { s.residents.push_back({s.clock + work_of(next), next}); ++next; };
-  for (Count place = 0; place < per_sm && next < blocks; ++place) {
-    for (Count i = 0; i < sms && next < blocks; ++i) take_next(sm[static_cast<size_t>(i)]);
-  }
-  const auto next_finish = [](const Sm& s) {
-    return std::min_element(s.residents.begin(), s.residents.end(),
-                            [](const Resident& a, const Resident& b) { return a.finish < b.finish; })->finish;
-  };
-  const auto event_at = [&](const Sm& s) { return s.time + (next_finish(s) - s.clock) / rate(s.residents.size()); };
-  using Event = std::pair<Microseconds, Count>;  // ties: the lowest SM first
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
-  for (Count i = 0; i < sms; ++i) {
-    if (!sm[static_cast<size_t>(i)].residents.empty()) events.push({event_at(sm[static_cast<size_t>(i)]), i});
-  }
-  std::vector<Count> freeing;  // the SMs whose blocks finish at one moment, lowest first
-  while (!events.empty()) {
-    const Microseconds time = events.top().first;
-    freeing.clear();
-    while (!events.empty() && events.top().first == time) {
-      freeing.push_back(events.top().second);
-      events.pop();
-    }
-    for (const Count i : freeing) {
-      Sm& s = sm[static_cast<size_t>(i)];
-      const Microseconds reached = next_finish(s);
-      const double k = static_cast<double>(s.residents.size());
-      const double g = rate(s.residents.size());
-      for (const Resident& r : s.residents) {
-        const Microseconds work = work_of(r.block);
-        if (work > 0) add(s.load, r.block, (reached - s.clock) / (k * g * work));
-      }
-      s.clock = reached;
-      s.time = time;
-      std::erase_if(s.residents, [&](const Resident& r) { return r.finish <= reached; });
-    }
-    // Places freed at one moment are filled as the first wave was, breadth first: one block to
-    // each such SM in turn (equal blocks end together, and their successors spread over the SMs
-    // instead of pairing up on the first ones, where a lone block would run no faster).
-    for (bool placed = true; placed && next < blocks;) {
-      placed = false;
-      for (const Count i : freeing) {
-        Sm& s = sm[static_cast<size_t>(i)];
-        if (next < blocks && static_cast<Count>(s.residents.size()) < per_sm) {
-          take_next(s);
-          placed = true;
-        }
-      }
-    }
-    for (const Count i : freeing) {
-      if (!sm[static_cast<size_t>(i)].residents.empty()) events.push({event_at(sm[static_cast<size_t>(i)]), i});
-    }
-  }
-  const auto last = std::max_element(sm.begin(), sm.end(), [](const Sm& a, const Sm& b) { return a.time < b.time; });
-  return last->load;
 }
 
 std::vector<Microseconds> KernelTimeModel::call_times(const model::Work& work, KernelPass pass) const {

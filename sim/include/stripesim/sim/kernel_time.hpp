@@ -15,7 +15,6 @@
 // fits the costs to measured times on the same features.
 // A call the kernel runs trimmed to a length that ends inside a tile (kernel_profile.hpp) has
 // every feature scaled by the pass's trimmed_factor.
-#include <functional>
 #include <vector>
 
 #include "stripesim/model/work/work_matrix.hpp"
@@ -103,11 +102,6 @@ class KernelTimeModel {
   // The blocks of every set, one set after another within a stream (head), as one grid.
   [[nodiscard]] KernelFeatures placed_features(const std::vector<BlockSet>& sets, const PassCosts& costs,
                                                const BlockPlacement& placement) const;
-  // The load of the SM that finishes last when `blocks` blocks, in launch order, each of
-  // work_of(i) (its time on a full SM), run on SMs that share their throughput
-  // (BlockPlacement::lone_block_speedup); add(f, i, share) charges share of block i's features to f.
-  [[nodiscard]] KernelFeatures shared_sm_load(const BlockPlacement& placement, size_t blocks, const std::function<Microseconds(size_t)>& work_of,
-                                              const std::function<void(KernelFeatures&, size_t, double)>& add) const;
   double tile_area_;  // the call's tile over the profile's
   double block_scale_;
   Count backward_split_ = 1;
