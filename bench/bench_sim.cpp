@@ -2,6 +2,8 @@
 // 128 nodes, and the whole simulate workflow (work model + kernel costs + ring).
 #include <benchmark/benchmark.h>
 
+#include <string>
+
 #include "stripesim/model/work/layout.hpp"
 #include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/work_model.hpp"
@@ -74,17 +76,21 @@ void BM_Simulate_Cluster128x8(benchmark::State& state) {
 }
 
 // One causal call placed block by block: 1M tokens' query tiles (8192 of 128, the diagonal block
-// of a Ulysses call over the whole sequence) on 16 heads, H100 cuDNN's profile (fixed slots): the
-// block scheduler's model that plan runs for every distinct call of every candidate.
-void BM_KernelTime_CausalCall1M(benchmark::State& state) {
+// of a Ulysses call over the whole sequence) on 16 heads, on an H100 kernel profile: the block
+// scheduler's model that plan runs for every distinct call of every candidate.
+void place_causal_call_1m(benchmark::State& state, const std::string& kernel_name) {
   const model::ConfigCatalog catalog(STRIPESIM_SOURCE_DIR "/configs");
   const model::HardwareProfile h100 = catalog.hardware("h100");
-  const sim::KernelTimeModel kernel(sim::load_kernel_profile("sdpa", catalog.root(), h100), h100.sms, {16, 128, {128, 128}, 1});
+  const sim::KernelTimeModel kernel(sim::load_kernel_profile(kernel_name, catalog.root(), h100), h100.sms, {16, 128, {128, 128}, 1});
   model::QueryTileProfile rows(8192);
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = {static_cast<model::Count>(i), 1};
   for (auto _ : state) benchmark::DoNotOptimize(kernel.call_us(rows, sim::KernelPass::forward));
   state.counters["blocks"] = static_cast<double>(rows.size() * 16);
 }
+// cuDNN's profile (sdpa): fixed slots, one block an SM.
+void BM_KernelTime_CausalCall1M(benchmark::State& state) { place_causal_call_1m(state, "sdpa"); }
+// FlashAttention-2's (fa2): two blocks an SM sharing its throughput, a lone block at twice the rate.
+void BM_KernelTime_CausalCall1M_SharedSms(benchmark::State& state) { place_causal_call_1m(state, "fa2"); }
 
 // A whole training step of a 32-layer model (Llama-3-8B) on a 2 x 64 mesh of H100 nodes: every
 // layout, forward and backward, recomputation; the bar is under a second.
@@ -114,3 +120,4 @@ BENCHMARK(BM_RingEngine_Cluster128x8)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::k
 BENCHMARK(BM_RingRoutes_Cluster128x8)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Simulate_Cluster128x8)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_KernelTime_CausalCall1M)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_KernelTime_CausalCall1M_SharedSms)->Unit(benchmark::kMillisecond)->UseRealTime();
