@@ -849,50 +849,53 @@ TEST(KernelTime, SharedSmsMatchATimeSteppedSimulation) {
   const Count sms = 4;
   const model::QueryTileProfile r = rows({{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}});
   const Count streams = 3;
-  for (const auto& [order, sharing] : {std::pair{BlockOrder::launch, SmSharing::throughput}, std::pair{BlockOrder::longest_first, SmSharing::throughput},
-                                      std::pair{BlockOrder::launch, SmSharing::lone_block}, std::pair{BlockOrder::longest_first, SmSharing::lone_block}}) {
-    k.placement.order = order;
-    k.placement.sharing = sharing;
-    const KernelTimeModel model(k, sms, {streams, 1, {1, 1}, 1});
-    const double us = model.call_us(r, KernelPass::forward);
-    // The reference: block works in the kernel's order, dt steps.
-    std::vector<double> work;
-    for (Count s = 0; s < streams; ++s) {
-      for (const auto& row : r) work.push_back(0.5 + static_cast<double>(row.full) + 3.0 * static_cast<double>(row.partial));
-    }
-    if (order == BlockOrder::longest_first) std::stable_sort(work.begin(), work.end(), std::greater<>());
-    std::vector<std::vector<double>> left(static_cast<size_t>(sms));
-    size_t next = 0;
-    for (Count place = 0; place < k.placement.blocks_per_sm; ++place) {
-      for (auto& sm : left) {
-        if (next < work.size()) sm.push_back(work[next++]);
+  // 3 SMs too: SMs that do not fill a power of two.
+  for (const Count sm_count : {Count{3}, sms}) {
+    for (const auto& [order, sharing] : {std::pair{BlockOrder::launch, SmSharing::throughput}, std::pair{BlockOrder::longest_first, SmSharing::throughput},
+                                        std::pair{BlockOrder::launch, SmSharing::lone_block}, std::pair{BlockOrder::longest_first, SmSharing::lone_block}}) {
+      k.placement.order = order;
+      k.placement.sharing = sharing;
+      const KernelTimeModel model(k, sm_count, {streams, 1, {1, 1}, 1});
+      const double us = model.call_us(r, KernelPass::forward);
+      // The reference: block works in the kernel's order, dt steps.
+      std::vector<double> work;
+      for (Count s = 0; s < streams; ++s) {
+        for (const auto& row : r) work.push_back(0.5 + static_cast<double>(row.full) + 3.0 * static_cast<double>(row.partial));
       }
-    }
-    const double dt = 1e-4;
-    double t = 0;
-    while (std::any_of(left.begin(), left.end(), [](const auto& sm) { return !sm.empty(); })) {
-      t += dt;
-      std::vector<size_t> freed(left.size(), 0);
-      for (size_t i = 0; i < left.size(); ++i) {
-        auto& sm = left[i];
-        if (sm.empty()) continue;
-        const double rate = sharing == SmSharing::lone_block ? (sm.size() == 1 ? 2.0 : 1.0) : std::min(2.0, 3.0 / static_cast<double>(sm.size()));
-        for (double& w : sm) w -= rate * dt;
-        freed[i] = static_cast<size_t>(std::count_if(sm.begin(), sm.end(), [](double w) { return w <= 1e-12; }));
-        std::erase_if(sm, [](double w) { return w <= 1e-12; });
-      }
-      for (bool placed = true; placed && next < work.size();) {
-        placed = false;
-        for (size_t i = 0; i < left.size() && next < work.size(); ++i) {
-          if (freed[i] == 0) continue;
-          --freed[i];
-          left[i].push_back(work[next++]);
-          placed = true;
+      if (order == BlockOrder::longest_first) std::stable_sort(work.begin(), work.end(), std::greater<>());
+      std::vector<std::vector<double>> left(static_cast<size_t>(sm_count));
+      size_t next = 0;
+      for (Count place = 0; place < k.placement.blocks_per_sm; ++place) {
+        for (auto& sm : left) {
+          if (next < work.size()) sm.push_back(work[next++]);
         }
       }
+      const double dt = 1e-4;
+      double t = 0;
+      while (std::any_of(left.begin(), left.end(), [](const auto& sm) { return !sm.empty(); })) {
+        t += dt;
+        std::vector<size_t> freed(left.size(), 0);
+        for (size_t i = 0; i < left.size(); ++i) {
+          auto& sm = left[i];
+          if (sm.empty()) continue;
+          const double rate = sharing == SmSharing::lone_block ? (sm.size() == 1 ? 2.0 : 1.0) : std::min(2.0, 3.0 / static_cast<double>(sm.size()));
+          for (double& w : sm) w -= rate * dt;
+          freed[i] = static_cast<size_t>(std::count_if(sm.begin(), sm.end(), [](double w) { return w <= 1e-12; }));
+          std::erase_if(sm, [](double w) { return w <= 1e-12; });
+        }
+        for (bool placed = true; placed && next < work.size();) {
+          placed = false;
+          for (size_t i = 0; i < left.size() && next < work.size(); ++i) {
+            if (freed[i] == 0) continue;
+            --freed[i];
+            left[i].push_back(work[next++]);
+            placed = true;
+          }
+        }
+      }
+      EXPECT_NEAR(us, t, 2e-3) << sm_count << " SMs, " << block_order_name(order) << " " << sm_sharing_name(sharing);
+      EXPECT_NEAR(dot(model.features(r, KernelPass::forward), k.forward), us, 1e-9);
     }
-    EXPECT_NEAR(us, t, 2e-3) << block_order_name(order) << " " << sm_sharing_name(sharing);
-    EXPECT_NEAR(dot(model.features(r, KernelPass::forward), k.forward), us, 1e-9);
   }
   // Lone speed-up 1 is fixed slots: the same time as the slot placement it generalises.
   k.placement.sharing = SmSharing::throughput;
