@@ -304,8 +304,8 @@ TEST(CliSimulate, HeaderGivesTheHeadsAttendedAfterTheAllToAll) {
 // head's row). Ulysses has no ring and names no hop.
 TEST(CliSimulate, HeaderGivesWhatEachAlgorithmSends) {
   const std::string base = "simulate --hardware h100 --heads 32 --kv-heads 8 -n 64k -N 16 --topology cluster:2x8 --cp ";
-  const double c = 65536 / 16, row = 128 * 2;
-  const auto mb = [](double bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); };
+  const std::int64_t c = 65536 / 16, row = 128 * 2;
+  const auto mb = [](std::int64_t bytes) { return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6); };
   const auto header = [&](const std::string& cp) {
     const CliResult r = run_cli(base + cp);
     EXPECT_EQ(r.exit_code, 0) << cp << r.err;
@@ -329,6 +329,22 @@ TEST(CliSimulate, HeaderGivesWhatEachAlgorithmSends) {
   // The all-gather in 4 head groups: each step a device's K and V of 2 K/V heads.
   EXPECT_NE(header("allgather:4").find("all-gather " + mb(2 * c * 2 * row) + " of K/V from each device per head group (4 groups)"),
             std::string::npos);
+  // The JSON carries the same bytes (collective_bytes), and nothing of the kind for a ring.
+  const auto collective = [&](const std::string& cp) {
+    const CliResult r = run_cli(base + cp + " --format json");
+    EXPECT_EQ(r.exit_code, 0) << cp << r.err;
+    const nlohmann::json doc = nlohmann::json::parse(r.out);
+    return doc.contains("collective_bytes") ? doc.at("collective_bytes") : nlohmann::json();
+  };
+  EXPECT_TRUE(collective("ring").is_null());
+  EXPECT_TRUE(collective("hybrid:1x16").is_null());  // a ring alone
+  EXPECT_EQ(collective("ulysses"), (nlohmann::json{{"alltoall_group", 16},
+                                                   {"alltoall_qkv_bytes_per_pair", c * (2 + 2 * 1) * row},
+                                                   {"alltoall_output_bytes_per_pair", c * 2 * row}}));
+  EXPECT_EQ(collective("hybrid:8x2"), (nlohmann::json{{"alltoall_group", 8},
+                                                      {"alltoall_qkv_bytes_per_pair", c * (4 + 2 * 1) * row},
+                                                      {"alltoall_output_bytes_per_pair", c * 4 * row}}));
+  EXPECT_EQ(collective("allgather:4"), (nlohmann::json{{"allgather_bytes_per_device", 2 * c * 2 * row}, {"head_groups", 4}}));
 }
 
 TEST(CliSimulate, ExperimentFileAndFlagsOverrideIt) {

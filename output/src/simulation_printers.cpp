@@ -81,6 +81,15 @@ nlohmann::ordered_json to_json(const sim::Simulation& sim, bool rounds) {
   doc["rounds_included"] = rounds;
   doc["kernel"] = to_json(sim.kernel);
   doc["kv_bytes_per_hop"] = sim.kv_bytes;
+  // What the collectives move, as the table's header says it (traffic_text).
+  const Count ulysses = sim::ulysses_degree(sim.cp, c.devices);
+  if (sim.cp.algorithm == CpAlgorithm::allgather) {
+    doc["collective_bytes"] = {{"allgather_bytes_per_device", sim.cp_shape.gather_bytes}, {"head_groups", sim.cp.head_groups}};
+  } else if (ulysses > 1) {
+    doc["collective_bytes"] = {{"alltoall_group", ulysses},
+                               {"alltoall_qkv_bytes_per_pair", sim.cp_shape.qkv_pair_bytes},
+                               {"alltoall_output_bytes_per_pair", sim.cp_shape.out_pair_bytes}};
+  }
   nlohmann::ordered_json hops = nlohmann::ordered_json::array();
   for (size_t p = 0; p < sim.hops.size(); ++p) {
     const Route& route = sim.hops[p];
