@@ -421,9 +421,9 @@ struct ColumnProfiles {
 };
 
 // Profiles numbered by content in the order they come, each held once, in `held`: the set holds
-// the numbers, keeps each one's hash beside it and compares through `held`, so a profile is looked
-// up as it is (C++20's heterogeneous lookup), not copied into a key, and hashed once. A thousand devices' columns of packed documents
-// are a million profiles.
+// the numbers, keeps each one's hash beside it and compares through `held`, so a profile is
+// looked up as it is (C++20's heterogeneous lookup), not copied into a key, and hashed once. A
+// thousand devices' columns of packed documents are a million profiles.
 class ProfileNumbering {
  public:
   explicit ProfileNumbering(std::vector<QueryTileProfile>& held)
