@@ -39,6 +39,15 @@ class TimeTournament {
   [[nodiscard]] bool empty() const { return nodes_[1] == kNever; }
   [[nodiscard]] Microseconds first_time() const { return key_time(nodes_[1]); }
   [[nodiscard]] size_t first_index() const { return static_cast<size_t>(key_tie_break(nodes_[1])); }
+  // Whether another index is set to the first's time: the nodes the first beat on its way up
+  // hold every other index's earliest, and their addresses are known from the first's leaf, so
+  // the levels are compared side by side (the times' bits alone: the index breaks no tie here).
+  [[nodiscard]] bool first_is_tied() const {
+    const auto time_bits = static_cast<std::uint64_t>(nodes_[1] >> 64);
+    bool tied = false;
+    for (size_t at = leaves_ + first_index(); at > 1; at /= 2) tied |= static_cast<std::uint64_t>(nodes_[at ^ 1] >> 64) == time_bits;
+    return tied;
+  }
   void set(size_t index, Microseconds time) { rewrite(index, time_key(time, index)); }
   void clear(size_t index) { rewrite(index, kNever); }
 
@@ -111,9 +120,15 @@ KernelFeatures shared_sm_load(Count sms, const BlockPlacement& placement, size_t
   while (!events.empty()) {
     const Microseconds time = events.first_time();
     freeing.clear();
-    while (!events.empty() && events.first_time() == time) {
-      freeing.push_back(events.first_index());
+    freeing.push_back(events.first_index());
+    // Most moments free one SM, whose event is then set again in place; only a tie takes the
+    // SMs out of the tournament one by one to find the next.
+    if (events.first_is_tied()) {
       events.clear(freeing.back());
+      while (!events.empty() && events.first_time() == time) {
+        freeing.push_back(events.first_index());
+        events.clear(freeing.back());
+      }
     }
     for (const size_t i : freeing) {
       Sm& s = sm[i];
@@ -145,7 +160,11 @@ KernelFeatures shared_sm_load(Count sms, const BlockPlacement& placement, size_t
       }
     }
     for (const size_t i : freeing) {
-      if (sm[i].held > 0) events.set(i, event_at(i));
+      if (sm[i].held > 0) {
+        events.set(i, event_at(i));
+      } else if (freeing.size() == 1) {
+        events.clear(i);  // a lone SM was left in the tournament
+      }
     }
   }
   const auto last = std::max_element(sm.begin(), sm.end(), [](const Sm& a, const Sm& b) { return a.time < b.time; });
