@@ -555,6 +555,53 @@ TEST(CliPlan, CsvOfAPlanWhereNothingFitsIsItsHeader) {
   EXPECT_TRUE(none.out.starts_with("rank,tokens_per_second,")) << none.out;
 }
 
+// Refusals are listed by reason, the most choices first, each reason once whatever its numbers:
+// 72 GPUs (an NVL72 rack) for 64 heads and a power-of-two length refuse M = 3, 6, 9, ... as one
+// reason and every ring of 3, 9, ... devices as another. With nothing left that fits, the remedies
+// name a length more degrees divide.
+TEST(CliPlan, RefusalsComeByReasonMostChoicesFirst) {
+  const CliResult r = run_cli("plan --model llama3-70b --hardware b200 --topology nvswitch:72 -n 1M");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t listed = r.out.find("refused, by reason (choices, then the first of each kind):\n");
+  ASSERT_NE(listed, std::string::npos) << r.out;
+  std::istringstream lines(r.out.substr(listed));
+  std::string line;
+  std::getline(lines, line);
+  std::vector<std::pair<std::int64_t, std::string>> kinds;
+  while (std::getline(lines, line) && !line.empty()) {
+    std::istringstream fields(line);
+    std::int64_t choices = 0;
+    fields >> choices;
+    std::string example;
+    std::getline(fields >> std::ws, example);
+    kinds.emplace_back(choices, example);
+  }
+  ASSERT_GE(kinds.size(), 2u) << r.out;
+  std::int64_t refused = 0;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    refused += kinds[i].first;
+    if (i > 0) {
+      EXPECT_GE(kinds[i - 1].first, kinds[i].first) << r.out;
+    }
+  }
+  EXPECT_EQ(std::ranges::count_if(kinds, [](const auto& k) { return k.second.starts_with("--model-parallel"); }), 1) << r.out;
+  EXPECT_EQ(std::ranges::count_if(kinds, [](const auto& k) { return k.second.starts_with("--seq-len"); }), 1) << r.out;
+  // The counts add up to the refused choices the header gives.
+  EXPECT_NE(r.out.find(fmt::format("choices: {} refused by the simulation", refused)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a --seq-len that more context-parallel degrees divide, or fewer --gpus"), std::string::npos) << r.out;
+  const auto doc = nlohmann::json::parse(run_cli("plan --model llama3-70b --hardware b200 --topology nvswitch:72 -n 1M --format json").out);
+  ASSERT_EQ(doc.at("refusals").size(), kinds.size());
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    EXPECT_EQ(doc.at("refusals")[i].at("choices").get<std::int64_t>(), kinds[i].first);
+    EXPECT_EQ(doc.at("refusals")[i].at("example").get<std::string>(), kinds[i].second);
+    EXPECT_EQ(doc.at("refusal_examples")[i].get<std::string>(), kinds[i].second);
+  }
+  // A length every degree divides refuses no ring for its length.
+  const CliResult divisible = run_cli("plan --model llama3-70b --hardware b200 --topology nvswitch:72 -n 1179648");
+  ASSERT_EQ(divisible.exit_code, 0) << divisible.err;
+  EXPECT_EQ(divisible.out.find("  --seq-len"), std::string::npos) << divisible.out;
+}
+
 TEST(CliPlan, RanksChoicesAndCsvIsDeterministic) {
   const std::string args = "plan --model 1b --hardware h100 --gpus 8 -n 64k --top 3";
   const CliResult table = run_cli(args);

@@ -185,8 +185,22 @@ TEST(Plan, DropsWhatDoesNotFitAndRefusesBadRequests) {
   odd.top = 2;
   const Plan plan = run_plan(plan_search(odd, catalog()));
   EXPECT_GT(plan.refused, 0);
-  EXPECT_FALSE(plan.refusal_examples.empty());
   for (const PlanCandidate& c : plan.ranked) EXPECT_EQ(16 % c.mesh.model_parallel, 0);
+  // The refusals come by kind: model-parallel 3, 6 and 12 are one kind, Ulysses over 3, 6 and 12
+  // another; the kinds add up to every refused choice, most choices first.
+  Count refused = 0;
+  for (size_t i = 0; i < plan.refusals.size(); ++i) {
+    refused += plan.refusals[i].choices;
+    if (i > 0) {
+      EXPECT_GE(plan.refusals[i - 1].choices, plan.refusals[i].choices);
+    }
+  }
+  EXPECT_EQ(refused, plan.refused);
+  const auto kinds_of = [&](const std::string& text) {
+    return std::ranges::count_if(plan.refusals, [&](const RefusalKind& k) { return k.example.find(text) != std::string::npos; });
+  };
+  EXPECT_EQ(kinds_of("--model-parallel"), 1) << "M = 3, 6 and 12 refused for one reason";
+  EXPECT_GE(plan.refusals.size(), 2u);
 }
 
 TEST(Plan, ShardingTheTrainingStateFitsWhatDdpCannot) {

@@ -74,7 +74,16 @@ nlohmann::ordered_json to_json(const sim::Plan& plan) {
   doc["refused"] = plan.refused;
   doc["over_memory"] = plan.over_memory;
   doc["bounded_out"] = plan.bounded_out;
-  doc["refusal_examples"] = plan.refusal_examples;
+  // Every kind of refusal, most choices first: its first message and the choices it refused
+  // (`refusal_examples`, the messages alone, as before there were counts).
+  nlohmann::ordered_json examples = nlohmann::ordered_json::array();
+  nlohmann::ordered_json refusals = nlohmann::ordered_json::array();
+  for (const sim::RefusalKind& k : plan.refusals) {
+    examples.push_back(k.example);
+    refusals.push_back({{"example", k.example}, {"choices", k.choices}});
+  }
+  doc["refusal_examples"] = std::move(examples);
+  doc["refusals"] = std::move(refusals);
   doc["ranked"] = plan_rows(plan);
   if (!plan.notes.empty()) doc["notes"] = plan.notes;
   return doc;
@@ -95,6 +104,12 @@ std::string plan_table(const sim::Plan& plan) {
     if (!r.base.recompute) remedies.emplace_back("--recompute");
     if (r.base.zero != sim::ZeroStage::weights) remedies.emplace_back("a higher --zero (shard the training state)");
     remedies.emplace_back("a shorter sequence");
+    // GPU counts with odd factors (72 of an NVL72 rack) leave degrees a power-of-two length does not divide.
+    if (std::ranges::any_of(plan.refusals, [](const sim::RefusalKind& k) {
+          return k.example.starts_with("--seq-len") && k.example.find("divisible") != std::string::npos;
+        })) {
+      remedies.emplace_back("a --seq-len that more context-parallel degrees divide, or fewer --gpus (refused below)");
+    }
     out += fmt::format("nothing fits: give {}\n", fmt::join(remedies, ", "));
   } else {
     out += fmt::format("{:>4} {:>12} {:>10} {:>9} {:<14} {:<12} {:>6} {:>8} {:>9} {:>9}  {}\n", "rank", "tokens/s", "step ms",
@@ -111,9 +126,13 @@ std::string plan_table(const sim::Plan& plan) {
     }
   }
   for (const std::string& note : plan.notes) out += "note: " + note + "\n";
-  if (!plan.refusal_examples.empty()) {
-    out += "\nrefused, for example:\n";
-    for (const std::string& why : plan.refusal_examples) out += "  " + why + "\n";
+  if (!plan.refusals.empty()) {
+    // A kind per line, most choices first, the rest counted: the reason most choices fail first.
+    constexpr size_t kKindsShown = 8;
+    const size_t shown = std::min(plan.refusals.size(), kKindsShown);
+    out += fmt::format("\nrefused, by reason (choices, then the first of each kind{}):\n",
+                       shown < plan.refusals.size() ? fmt::format("; {} more kinds in --format json", plan.refusals.size() - shown) : "");
+    for (size_t i = 0; i < shown; ++i) out += fmt::format("{:>8}  {}\n", plan.refusals[i].choices, plan.refusals[i].example);
   }
   out += "\nM x N x D = model-, context- and data-parallel degrees; tokens/s over every GPU; attn comm and idle in ms\n"
          "per step on the slowest device; why: against the best choice of another algorithm.\n";

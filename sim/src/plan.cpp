@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
@@ -144,6 +147,23 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
   }
 }
 
+// A refusal's kind: its message up to the hint after a ';' (the nearest lengths that divide, ...),
+// every number left out, so that meshes refused for one reason at different degrees (M = 3, 6, 12
+// for heads that do not divide) count as one.
+std::string refusal_kind(const std::string& message) {
+  const std::string_view reason = std::string_view(message).substr(0, message.find(';'));
+  std::string kind;
+  for (size_t i = 0; i < reason.size(); ++i) {
+    const bool digit = std::isdigit(static_cast<unsigned char>(reason[i])) != 0;
+    if (!digit) {
+      kind += reason[i];
+    } else if (i == 0 || std::isdigit(static_cast<unsigned char>(reason[i - 1])) == 0) {
+      kind += '#';
+    }
+  }
+  return kind;
+}
+
 }  // namespace
 
 PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& catalog) {
@@ -221,15 +241,20 @@ Plan run_plan(const PlanSearch& search) {
   out.request = request;
   out.memory_gib = search.memory_gib;
   std::vector<Entry> entries;
+  std::vector<std::string> refusal_kinds;  // beside out.refusals
   for (size_t i = 0; i < search.meshes.size(); ++i) {
     const PlannedMesh& mesh = search.meshes[i];
     const Count layouts = static_cast<Count>(mesh.config.layouts.size());
     out.considered += layouts;
     if (!mesh.plan) {
       out.refused += layouts;
-      if (out.refusal_examples.size() < 8 && std::find(out.refusal_examples.begin(), out.refusal_examples.end(),
-                                                       mesh.refusal) == out.refusal_examples.end()) {
-        out.refusal_examples.push_back(mesh.refusal);
+      const std::string kind = refusal_kind(mesh.refusal);
+      const auto known = std::ranges::find(refusal_kinds, kind);
+      if (known == refusal_kinds.end()) {
+        refusal_kinds.push_back(kind);
+        out.refusals.push_back({mesh.refusal, layouts});
+      } else {
+        out.refusals[static_cast<size_t>(known - refusal_kinds.begin())].choices += layouts;
       }
       continue;
     }
@@ -247,6 +272,7 @@ Plan run_plan(const PlanSearch& search) {
       entries.push_back(std::move(e));
     }
   }
+  std::ranges::stable_sort(out.refusals, std::greater<>{}, &RefusalKind::choices);
 
   // Entries that ring one layout (the same mask with it) and slice their calls alike price the
   // same work, whatever their -M, -D and heads: counted once for the group and held while the

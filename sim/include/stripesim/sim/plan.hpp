@@ -49,6 +49,13 @@ struct PlanCandidate {
   Count most_partial_tiles = 0;      // simulated: the most partial tiles one query tile of a call holds
 };
 
+// The choices one kind of refusal turned away: a kind is a message with its numbers left out
+// ("--model-parallel 3: must divide the 64 heads" and "... 6: ..." are one kind).
+struct RefusalKind {
+  std::string example;  // the first such message
+  Count choices = 0;
+};
+
 struct Plan {
   PlanRequest request;
   double memory_gib = 0;
@@ -57,7 +64,7 @@ struct Plan {
   Count refused = 0;                  // the simulation refuses them (heads that do not divide, ...)
   Count over_memory = 0;
   Count bounded_out = 0;              // fit, but could not beat the top choices
-  std::vector<std::string> refusal_examples;  // distinct reasons, the first few
+  std::vector<RefusalKind> refusals;  // every kind of refusal, most choices first (ties: first met first)
   std::vector<std::string> notes;             // what simulate would note of the ranked choices (simulation_notes)
 };
 
