@@ -24,6 +24,7 @@ struct PlanOptions {
   std::string model, hardware = "h100", topology, seq_len = "1M", gpus, batch, mask, layouts, kernel, merges, algorithms,
               memory_gib, top = "10", zero;
   bool pad_documents = false;
+  bool pad_seq = false;
   bool recompute = false;
   std::string format = "table";
   std::string output;
@@ -60,6 +61,9 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--memory-gib", o.memory_gib, "Memory per GPU [default: the hardware's]");
   cmd->add_option("--top", o.top, "Choices shown (and ranked exactly) in the table")->capture_default_str();
   cmd->add_flag("--pad-documents", o.pad_documents, "Pad every document to a multiple of 2N (doc-zigzag, doc-striped)");
+  cmd->add_flag("--pad-seq", o.pad_seq, "Pad the sequence at its end to a multiple of 2N for each context-parallel degree N "
+                "(any mask but documents): degrees the length does not divide are planned too, the padding computed but "
+                "not counted as useful work");
   cmd->add_flag("--recompute", o.recompute, "The backward recomputes the forward (activation checkpointing)");
   cmd->add_option("--zero", o.zero, fmt::format("ZeRO stage, {}", sim::kZeroStagesHelp));
   add_format_option(cmd, o.format, output::kPlanFormats, "csv and json list every simulated choice");
@@ -85,6 +89,7 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
     if (!opts.algorithms.empty()) request.algorithms = model::split_distinct_list(opts.algorithms, "--algorithms");
     if (!opts.memory_gib.empty()) request.memory_gib = model::parse_number(opts.memory_gib, "--memory-gib");
     base.pad_documents = opts.pad_documents;
+    base.pad_seq = opts.pad_seq;
     base.recompute = opts.recompute;
     if (!opts.zero.empty()) base.zero = sim::parse_zero_stage(opts.zero);
     const model::ConfigCatalog catalog(config_dir());

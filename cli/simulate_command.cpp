@@ -36,6 +36,7 @@ struct SimulateOptions {
   bool summary_only = false;
   bool rounds = false;
   bool pad_documents = false;
+  bool pad_seq = false;
   bool recompute = false;
   bool skip_unread_hops = false;
   FileFlags given;  // the options the experiment file gives too: given here, they override it
@@ -109,6 +110,9 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--trace", o.trace, "Also write a Chrome trace (Perfetto) to FILE");
   cmd->add_flag("--pad-documents", o.pad_documents,
                 "Pad every document of a documents mask to a multiple of 2N (doc-zigzag, doc-striped need it)");
+  cmd->add_flag("--pad-seq", o.pad_seq,
+                "Pad the sequence at its end to a multiple of 2N, as a zigzag ring needs (any mask but documents): "
+                "the padding is computed, not counted as useful work");
   cmd->add_flag("--skip-unread-hops", o.skip_unread_hops,
                 "Ring, hybrid: a K/V block no later device reads (windows, documents) is not sent on");
   o.given.track(cmd->add_flag("--recompute", o.recompute,
@@ -165,6 +169,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     if (given("--merges")) config.merges = opts.merges;  // checked where the simulation applies it
     if (given("--mask")) config.mask = opts.mask;
     if (opts.pad_documents) config.pad_documents = true;
+    if (opts.pad_seq) config.pad_seq = true;
     if (given("--pass")) config.pass = sim::parse_pass_selection(opts.pass);
     if (given("--dtype")) config.dtype = opts.dtype;
     if (given("--hardware")) config.hardware = opts.hardware;

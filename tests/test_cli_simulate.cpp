@@ -107,6 +107,36 @@ TEST(CliSimulate, PadDocumentsLetsPerDocumentLayoutsRun) {
   EXPECT_NE(table.out.find("4 padding tokens included in n"), std::string::npos) << table.out;
 }
 
+// A length that 2N does not divide: --pad-seq pads the sequence at its end (1000 -> 1002 at N = 3),
+// computes the padding under the mask extended over it, and counts only the 1000 tokens as work.
+// Its step takes what the unpadded 1002 takes, and its throughput is 1000 / 1002 of that one's.
+TEST(CliSimulate, PadSeqPadsTheSequenceToAMultipleOf2N) {
+  const std::string shape = "simulate --scope step --model 1b --hardware h100 -N 3 --layouts contiguous,striped,zigzag --format csv";
+  const CliResult refused = run_cli(shape + " -n 1000");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("needs it divisible by N = 3"), std::string::npos) << refused.err;
+  const CliResult padded = run_cli(shape + " -n 1000 --pad-seq");
+  const CliResult longer = run_cli(shape + " -n 1002");
+  ASSERT_EQ(padded.exit_code, 0) << padded.err;
+  ASSERT_EQ(longer.exit_code, 0) << longer.err;
+  const auto p = csv_rows(padded.out);
+  const auto l = csv_rows(longer.out);
+  ASSERT_EQ(p.size(), 3u);
+  ASSERT_EQ(l.size(), 3u);
+  for (size_t i = 0; i < p.size(); ++i) {
+    EXPECT_EQ(p[i].at("seq_len"), "1002");
+    EXPECT_EQ(p[i].at("time_us"), l[i].at("time_us")) << p[i].at("layout");
+    EXPECT_NEAR(std::stod(p[i].at("tokens_per_second")), std::stod(l[i].at("tokens_per_second")) * 1000.0 / 1002.0,
+                1e-9 * std::stod(l[i].at("tokens_per_second")));
+  }
+  const CliResult table = run_cli("simulate -n 1000 -N 3 --heads 4 --pad-seq");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("sequence padded to a multiple of 2N: 2 padding tokens included in n"), std::string::npos) << table.out;
+  // A length 2N divides is not padded; a window extends over the padding as causal does.
+  EXPECT_EQ(run_cli(shape + " -n 1002 --pad-seq").out, longer.out);
+  EXPECT_EQ(run_cli("simulate -n 1000 -N 3 --heads 4 --pad-seq --mask window:256").exit_code, 0);
+}
+
 // The kernel profile sets the tiling: FlashAttention-3 on an H200 (as ring-flash-attention calls it
 // on packed documents, through flash_attn_varlen_func) counts every document's tiles on its own;
 // naming that tiling changes nothing, and this project's kernel on the same GPU tiles fixed.
@@ -442,6 +472,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"model_parallel_exceeds_heads", "simulate --model llama3-8b -M 64",
                  "--model-parallel 64: must divide the 32 heads"},
         BadInput{"pad_without_documents", "simulate --pad-documents", "--pad-documents: needs a documents mask"},
+        BadInput{"pad_seq_documents", "simulate -n 1000 -N 3 --mask documents:400,600 --pad-seq",
+                 "--pad-seq: pads one sequence at its end; a documents mask is padded document by document (--pad-documents)"},
+        BadInput{"pad_seq_and_pad_documents", "simulate -n 1000 -N 2 --mask documents:400,600 --pad-seq --pad-documents",
+                 "--pad-seq: pads the whole sequence, --pad-documents each document; give one or the other"},
+        BadInput{"experiment_pad_seq_documents",
+                 std::string("simulate --experiment '") + STRIPESIM_SOURCE_DIR + "/tests/data/pad_seq_documents_experiment.json'",
+                 "pad_seq_documents_experiment.json field \"pad_seq\": pads one sequence at its end"},
+        BadInput{"pad_seq_beyond_2g", "simulate -n 2147483647 -N 3 --pad-seq --topology ideal",
+                 "--pad-seq: the padded sequence of 2147483652 tokens exceeds 2^31"},
         BadInput{"topology_file_missing", "simulate --topology /nonexistent/t.json", "does not exist"},
         BadInput{"bad_topology_file", std::string("simulate --topology '") + STRIPESIM_SOURCE_DIR + "/tests/data/disconnected_topology.json'",
                  "GPU 1 (g1) is not connected to GPU 0"},
@@ -507,6 +546,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"plan_misspelt_layout", "plan --model 1b -n 64k --layouts zigzg", "--layouts 'zigzg': unknown layout"},
         BadInput{"plan_unknown_mask", "plan --model 1b -n 64k --mask diagonal", "--mask 'diagonal': unknown mask"},
         BadInput{"plan_pad_without_documents", "plan --model 1b -n 64k --pad-documents", "--pad-documents: needs a documents mask"},
+        BadInput{"plan_pad_seq_documents", "plan --model 1b -n 64k --pad-seq --mask documents:lognormal:4096:1.2:seed=1",
+                 "--pad-seq: pads one sequence at its end; a documents mask is padded document by document (--pad-documents)"},
         BadInput{"plan_unknown_kernel", "plan --model 1b -n 64k --kernel fa9", "--kernel 'fa9': no such kernel for hardware h100-sxm"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return info.param.name; });
 
@@ -588,7 +629,7 @@ TEST(CliPlan, RefusalsComeByReasonMostChoicesFirst) {
   EXPECT_EQ(std::ranges::count_if(kinds, [](const auto& k) { return k.second.starts_with("--seq-len"); }), 1) << r.out;
   // The counts add up to the refused choices the header gives.
   EXPECT_NE(r.out.find(fmt::format("choices: {} refused by the simulation", refused)), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("a --seq-len that more context-parallel degrees divide, or fewer --gpus"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--pad-seq, a --seq-len that more context-parallel degrees divide, or fewer --gpus"), std::string::npos) << r.out;
   const auto doc = nlohmann::json::parse(run_cli("plan --model llama3-70b --hardware b200 --topology nvswitch:72 -n 1M --format json").out);
   ASSERT_EQ(doc.at("refusals").size(), kinds.size());
   for (size_t i = 0; i < kinds.size(); ++i) {
@@ -600,6 +641,43 @@ TEST(CliPlan, RefusalsComeByReasonMostChoicesFirst) {
   const CliResult divisible = run_cli("plan --model llama3-70b --hardware b200 --topology nvswitch:72 -n 1179648");
   ASSERT_EQ(divisible.exit_code, 0) << divisible.err;
   EXPECT_EQ(divisible.out.find("  --seq-len"), std::string::npos) << divisible.out;
+}
+
+// --pad-seq plans the degrees a length does not divide: on 72 GPUs 1M tokens are padded, mesh by
+// mesh, to the next multiple of 2N (N = 3, 6, 9, ...), no mesh is refused for its length, and a
+// choice is what `simulate --pad-seq` says of it.
+TEST(CliPlan, PadSeqPlansTheDegreesTheLengthDoesNotDivide) {
+  const std::string args = "plan --model llama3-70b --hardware b200 --topology nvswitch:72 -n 1M --recompute --zero 1";
+  const CliResult r = run_cli(args + " --pad-seq --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  for (const auto& kind : doc.at("refusals")) {
+    EXPECT_FALSE(kind.at("example").get<std::string>().starts_with("--seq-len")) << kind;
+  }
+  ASSERT_FALSE(doc.at("ranked").empty());
+  bool odd_degree = false;
+  for (const auto& choice : doc.at("ranked")) {
+    const std::int64_t n = choice.at("seq_len").get<std::int64_t>();
+    const std::int64_t twice = 2 * choice.at("context_parallel").get<std::int64_t>();
+    EXPECT_EQ(n % twice, 0) << choice;
+    EXPECT_GE(n, std::int64_t{1} << 20);
+    EXPECT_LT(n, (std::int64_t{1} << 20) + twice) << choice;
+    odd_degree = odd_degree || choice.at("context_parallel").get<std::int64_t>() % 3 == 0;
+  }
+  EXPECT_TRUE(odd_degree) << "a degree of 3, 6 or 9 among the choices: 72 = 8 x 9";
+  const auto& top = doc.at("ranked")[0];
+  const CliResult one = run_cli(fmt::format(
+      "simulate --scope step --model llama3-70b --hardware b200 --topology nvswitch:72 -n 1M --recompute --zero 1 --pad-seq "
+      "-M {} -N {} -D {} --cp {} --layouts {} --format json --summary-only",
+      top.at("model_parallel").get<std::int64_t>(), top.at("context_parallel").get<std::int64_t>(),
+      top.at("data_parallel").get<std::int64_t>(), top.at("cp").get<std::string>(), top.at("layout").get<std::string>()));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto sim = nlohmann::json::parse(one.out);
+  EXPECT_EQ(sim.at("config").at("seq_len"), top.at("seq_len"));
+  EXPECT_EQ(sim.at("results")[0].at("step").at("tokens_per_second").get<double>(), top.at("tokens_per_second").get<double>());
+  // Without it those meshes are refused for their length, and the remedies name it.
+  const CliResult unpadded = run_cli(args);
+  EXPECT_NE(unpadded.out.find("  --seq-len 1048576: layout"), std::string::npos) << unpadded.out;
 }
 
 TEST(CliPlan, RanksChoicesAndCsvIsDeterministic) {
@@ -614,7 +692,7 @@ TEST(CliPlan, RanksChoicesAndCsvIsDeterministic) {
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   EXPECT_EQ(a.out.substr(0, a.out.find('\n')),
-            "rank,tokens_per_second,step_us,model_parallel,context_parallel,data_parallel,cp,layout,mfu,memory_bytes,"
+            "rank,tokens_per_second,step_us,model_parallel,context_parallel,data_parallel,cp,layout,seq_len,mfu,memory_bytes,"
             "attention_compute_us,attention_comm_us,attention_idle_us,model_parallel_comm_us,gradient_comm_us,bound_us,reason");
 }
 

@@ -93,7 +93,7 @@ TEST(InputOrigins, FlagsOfOtherNamesAndFilesOfFlags) {
 
 TEST(InputOrigins, EveryInputHasItsOwnFlag) {
   const std::vector<Input> inputs = every_input();
-  ASSERT_EQ(inputs.size(), 26u);
+  ASSERT_EQ(inputs.size(), 27u);
   EXPECT_EQ(inputs.front(), Input::seq_len);
   EXPECT_EQ(inputs.back(), Input::convention);
   std::set<std::string_view> flags;

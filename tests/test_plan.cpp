@@ -76,25 +76,40 @@ TEST(Plan, BoundedSearchRanksTheTopExactlyAsTheExhaustiveOne) {
   }
 }
 
+// Every choice re-simulated alone through simulate's path. With --pad-seq on 6 GPUs each mesh pads
+// to its own 2N: Ulysses 2 x ring 3 (N = 6) and a ring of 3 both lay out 3 ring blocks, of
+// 64k + 8 and 64k + 2 tokens, which the layouts shared between meshes must keep apart.
 TEST(Plan, EveryChoiceIsWhatSimulateSaysOfIt) {
-  PlanRequest r = small_request();
-  r.top = 5;
-  const Plan plan = run_plan(plan_search(r, catalog()));
-  ASSERT_FALSE(plan.ranked.empty());
-  for (size_t i = 0; i < 5 && i < plan.ranked.size(); ++i) {
-    const PlanCandidate& c = plan.ranked[i];
-    SimulateConfig config = r.base;
-    config.scope = Scope::step;
-    config.pass = PassSelection::forward_backward;
-    config.model_parallel = c.mesh.model_parallel;
-    config.devices = c.mesh.devices;
-    config.data_parallel = c.mesh.data_parallel;
-    config.cp = c.cp;
-    config.layouts = {c.layout};
-    const Simulation s = run_simulation(config, catalog());
-    EXPECT_DOUBLE_EQ(s.results[0].step->time_us, c.step->time_us) << c.cp << " " << c.layout;
-    EXPECT_FALSE(s.results[0].step->exceeds_memory);
-    EXPECT_EQ(s.results[0].most_partial_tiles, c.most_partial_tiles) << c.cp << " " << c.layout;
+  for (const bool pad_seq : {false, true}) {
+    PlanRequest r = small_request();
+    r.top = pad_seq ? 100 : 5;
+    r.gpus = pad_seq ? 6 : 4;
+    r.base.pad_seq = pad_seq;
+    const Plan plan = run_plan(plan_search(r, catalog()));
+    ASSERT_FALSE(plan.ranked.empty());
+    bool hybrid = false, ring_of_3 = false;
+    for (size_t i = 0; i < static_cast<size_t>(r.top) && i < plan.ranked.size(); ++i) {
+      const PlanCandidate& c = plan.ranked[i];
+      SimulateConfig config = r.base;
+      config.scope = Scope::step;
+      config.pass = PassSelection::forward_backward;
+      config.model_parallel = c.mesh.model_parallel;
+      config.devices = c.mesh.devices;
+      config.data_parallel = c.mesh.data_parallel;
+      config.cp = c.cp;
+      config.layouts = {c.layout};
+      const Simulation s = run_simulation(config, catalog());
+      EXPECT_DOUBLE_EQ(s.results[0].step->time_us, c.step->time_us) << c.cp << " " << c.layout << " N = " << c.mesh.devices;
+      EXPECT_FALSE(s.results[0].step->exceeds_memory);
+      EXPECT_EQ(s.results[0].most_partial_tiles, c.most_partial_tiles) << c.cp << " " << c.layout;
+      EXPECT_EQ(s.config.seq_len, c.seq_len);
+      EXPECT_EQ(c.seq_len % (2 * c.mesh.devices), pad_seq ? 0 : c.seq_len % (2 * c.mesh.devices));
+      hybrid = hybrid || c.cp == "hybrid:2x3";
+      ring_of_3 = ring_of_3 || (c.cp == "ring" && c.mesh.devices == 3);
+    }
+    if (pad_seq) {
+      EXPECT_TRUE(hybrid && ring_of_3) << "both kinds of 3-block ring among the choices";
+    }
   }
 }
 

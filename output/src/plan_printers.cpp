@@ -21,6 +21,7 @@ nlohmann::ordered_json plan_row(size_t rank, const sim::PlanCandidate& c) {
           {"data_parallel", c.mesh.data_parallel},
           {"cp", c.cp},
           {"layout", c.layout},
+          {"seq_len", c.seq_len},
           {"mfu", e.mfu},
           {"memory_bytes", e.memory.total()},
           {"attention_compute_us", b.attention_compute_us},
@@ -92,11 +93,11 @@ nlohmann::ordered_json to_json(const sim::Plan& plan) {
 std::string plan_table(const sim::Plan& plan) {
   const sim::PlanRequest& r = plan.request;
   std::string out = fmt::format(
-      "plan: {} on {} GPUs ({}), n = {}, batch {} per replica, mask {}, a training step (forward, backward, gradients){}{}\n"
+      "plan: {} on {} GPUs ({}), n = {}{}, batch {} per replica, mask {}, a training step (forward, backward, gradients){}{}\n"
       "{} choices: {} refused by the simulation, {} over {:.0f} GiB of memory, {} could not beat the top {} "
       "(bounded), {} simulated\n\n",
       r.base.model, r.gpus, r.base.topology.empty() ? fmt::format("nvswitch:{}", r.gpus) : r.base.topology, r.base.seq_len,
-      r.base.batch, r.base.mask, r.base.recompute ? ", recomputing the forward" : "",
+      r.base.pad_seq ? " (padded to a multiple of 2N for each degree N)" : "", r.base.batch, r.base.mask, r.base.recompute ? ", recomputing the forward" : "",
       r.base.zero == sim::ZeroStage::none ? "" : fmt::format(", ZeRO stage {}", sim::to_int(r.base.zero)), plan.considered, plan.refused, plan.over_memory, plan.memory_gib, plan.bounded_out, r.top,
       plan.ranked.size());
   if (plan.ranked.empty()) {
@@ -108,7 +109,9 @@ std::string plan_table(const sim::Plan& plan) {
     if (std::ranges::any_of(plan.refusals, [](const sim::RefusalKind& k) {
           return k.example.starts_with("--seq-len") && k.example.find("divisible") != std::string::npos;
         })) {
-      remedies.emplace_back("a --seq-len that more context-parallel degrees divide, or fewer --gpus (refused below)");
+      remedies.emplace_back(r.base.pad_seq ? "a --seq-len that more context-parallel degrees divide, or fewer --gpus (refused below)"
+                                           : "--pad-seq, a --seq-len that more context-parallel degrees divide, or fewer --gpus "
+                                             "(refused below)");
     }
     out += fmt::format("nothing fits: give {}\n", fmt::join(remedies, ", "));
   } else {

@@ -360,7 +360,8 @@ std::string simulation_table(const sim::Simulation& s) {
       s.dtype, sim::to_string(c.pass), sim::to_string(c.sync), c.kv_buffers,
       c.skip_unread_hops ? ", unread K/V blocks not sent on" : "");
   if (s.padding_tokens > 0) {
-    out += fmt::format("documents padded to multiples of 2N: {} padding tokens included in n\n", s.padding_tokens);
+    out += fmt::format("{} padded to {} of 2N: {} padding tokens included in n\n", c.pad_seq ? "sequence" : "documents",
+                       c.pad_seq ? "a multiple" : "multiples", s.padding_tokens);
   }
   // At the simulated tile: that shape's own costs when the profile lists it, else the main ones scaled.
   const sim::KernelTimeModel kernel(s.kernel, s.hardware.sms, s.call_shape);

@@ -140,6 +140,7 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
   // The mask is the same whatever the mesh: a bad one is the request's error, not every mesh's.
   model::Mask mask = model::parse_mask(request.base.mask, request.base.seq_len);
   if (request.base.pad_documents) mask = model::pad_documents(mask, 1).mask;  // refuses any mask but documents
+  (void)padded_seq_len(request.base, mask);  // --pad-seq: refuses documents, and --pad-documents beside it
   // So are the layouts' names: each built on one device (what fails there fails on every N), or
   // a misspelt one would only be missing from the meshes whose Ulysses ignores the layout.
   for (const std::string& layout : request.base.layouts) {
@@ -269,6 +270,7 @@ Plan run_plan(const PlanSearch& search) {
       e.layout = l;
       e.candidate.mesh = sim.mesh;
       e.candidate.cp = mesh.config.cp;
+      e.candidate.seq_len = sim.config.seq_len;
       entries.push_back(std::move(e));
     }
   }

@@ -117,6 +117,27 @@ void check_scope(const SimulateConfig& config, const Simulation& sim) {
   }
 }
 
+}  // namespace
+
+Count padded_seq_len(const SimulateConfig& config, const model::Mask& mask) {
+  if (!config.pad_seq) return config.seq_len;
+  if (config.pad_documents) {
+    throw InputError(model::Input::pad_seq, "", "pads the whole sequence, --pad-documents each document; give one or the other");
+  }
+  if (mask.kind() == model::MaskKind::documents) {
+    throw InputError(model::Input::pad_seq, "",
+                     "pads one sequence at its end; a documents mask is padded document by document (--pad-documents)");
+  }
+  const Count multiple = 2 * config.devices;
+  const Count padded = (config.seq_len + multiple - 1) / multiple * multiple;
+  if (padded > model::kMaxSeqLen) {
+    throw InputError(model::Input::pad_seq, "", fmt::format("the padded sequence of {} tokens exceeds 2^31", padded));
+  }
+  return padded;
+}
+
+namespace {
+
 // The ring's settings mean nothing to a collective; given with one, they are refused, not ignored.
 void check_context_parallel(const SimulateConfig& config, const ContextParallel& cp) {
   const std::string name = to_string(cp, config.devices);
@@ -187,7 +208,7 @@ StepShape plan_step(const Simulation& sim) {
 SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::string& label, SimulateConfig base) {
   const model::JsonFields f(doc, label);
   f.allow_only({"description", "model", "heads", "kv_heads", "head_dim", "batch", "model_parallel", "seq_len",
-                "devices", "layouts", "tile", "tiling", "kernel", "mask", "pad_documents", "pass", "dtype", "hardware",
+                "devices", "layouts", "tile", "tiling", "kernel", "mask", "pad_documents", "pad_seq", "pass", "dtype", "hardware",
                 "topology", "sync", "kv_buffers", "ring_order", "scope", "recompute", "zero", "data_parallel", "cp",
                 "skip_unread_hops", "merges"});
   // As with the flags, an empty name would mean the default (or, for the model, none).
@@ -221,6 +242,7 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
     base.zero = parse_zero_stage(text, f.where("zero"));
   }
   base.pad_documents = f.boolean_or("pad_documents", base.pad_documents);
+  base.pad_seq = f.boolean_or("pad_seq", base.pad_seq);
   base.seq_len = f.positive_count_or("seq_len", base.seq_len);
   base.devices = f.positive_count_or("devices", base.devices);
   base.layouts = f.distinct_string_list_or("layouts", base.layouts);
@@ -341,6 +363,12 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
     sim.config.seq_len = padded.seq_len;
     sim.padding_tokens = padded.padding_tokens;
   }
+  if (config.pad_seq) {
+    const Count padded = padded_seq_len(config, mask);
+    mask = model::parse_mask(config.mask, padded);
+    sim.config.seq_len = padded;
+    sim.padding_tokens = padded - config.seq_len;
+  }
   sim.cp_shape = cp_shape(sim.cp,
                           AttentionShape{sim.config.seq_len, config.devices, config.batch, sim.heads_per_device,
                                          sim.kv_heads_per_device, head_dim, dtype_bytes(sim.dtype)},
@@ -357,8 +385,9 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
       continue;
     }
     // What the layout depends on: the mask as padded here follows from the spec, the length and
-    // the devices it was padded for.
-    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", spec, config.mask, config.seq_len,
+    // the devices it was padded for; the length run (padded by --pad-seq for all N devices, where
+    // a hybrid's layout has only its ring's R).
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", spec, config.mask, config.seq_len, sim.config.seq_len,
                                         config.pad_documents ? config.devices : 0, layout_devices, sim.tile.to_string(),
                                         model::tiling_name(sim.tiling));
     layouts.push_back(shared_layouts->get(key, std::move(planned)));

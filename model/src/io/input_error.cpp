@@ -29,6 +29,7 @@ std::string_view flag_of(Input input) {
     case Input::recompute: return "--recompute";
     case Input::zero: return "--zero";
     case Input::pad_documents: return "--pad-documents";
+    case Input::pad_seq: return "--pad-seq";
     case Input::merges: return "--merges";
     case Input::skip_unread_hops: return "--skip-unread-hops";
     case Input::convention: return "--convention";

@@ -43,6 +43,7 @@ struct PlanCandidate {
   model::Mesh mesh;
   std::string cp;
   std::string layout;
+  Count seq_len = 0;  // the length simulated: --seq-len, padded with --pad-seq
   std::optional<StepEstimate> step;  // unset: not simulated (bounded out)
   Microseconds bound_us = 0;         // the lower bound the search ordered candidates by
   std::string reason;                // the top choices: why it wins or loses

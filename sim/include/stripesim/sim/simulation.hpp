@@ -55,6 +55,9 @@ struct SimulateConfig {
   std::string merges;
   std::string mask = "causal";
   bool pad_documents = false;  // pad every document to a multiple of 2N (doc-zigzag, doc-striped)
+  // Pad the sequence at its end to a multiple of 2N (what a zigzag ring of N devices needs), the
+  // mask extended over the padding: any mask but documents, which pad_documents pads one by one.
+  bool pad_seq = false;
   PassSelection pass = PassSelection::forward;
   std::string dtype;       // default: the hardware's attention precision
   std::string hardware = "a100";
@@ -77,6 +80,10 @@ struct SimulateConfig {
   // hand on accumulators in their own precision (fp32 on a GPU, twice a bf16 block).
   std::optional<Bytes> grad_hop_bytes;
 };
+
+// The length a simulation of `config` runs: its --seq-len, or with pad_seq the next multiple of
+// 2N. Refuses pad_seq beside pad_documents or with a documents mask (`mask`, config's parsed).
+[[nodiscard]] Count padded_seq_len(const SimulateConfig& config, const model::Mask& mask);
 
 // An experiment file: the same fields as the flags ("seq_len", "devices", "layouts", "pass":
 // "fwd"|"bwd"|"fwdbwd", "sync", "kv_buffers", "ring_order": "rank"|"auto", ...).
@@ -123,7 +130,7 @@ struct Simulation {
   Count head_dim = 0;
   Bytes kv_bytes = 0;
   Bytes grad_bytes = 0;  // a dK/dV hop (ring, backward); 0: kv_bytes
-  Count padding_tokens = 0;  // added by pad_documents; config.seq_len includes them
+  Count padding_tokens = 0;  // added by pad_documents or pad_seq; config.seq_len includes them
   // Unmasked pairs of one sequence as given, before any padding: a layer's or step's useful
   // attention work (counted for those scopes only).
   Count useful_pairs = 0;
