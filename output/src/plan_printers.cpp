@@ -106,9 +106,7 @@ std::string plan_table(const sim::Plan& plan) {
     if (r.base.zero != sim::ZeroStage::weights) remedies.emplace_back("a higher --zero (shard the training state)");
     remedies.emplace_back("a shorter sequence");
     // GPU counts with odd factors (72 of an NVL72 rack) leave degrees a power-of-two length does not divide.
-    if (std::ranges::any_of(plan.refusals, [](const sim::RefusalKind& k) {
-          return k.example.starts_with("--seq-len") && k.example.find("divisible") != std::string::npos;
-        })) {
+    if (std::ranges::any_of(plan.refusals, [](const sim::RefusalKind& k) { return k.input == model::Input::seq_len; })) {
       remedies.emplace_back(r.base.pad_seq ? "a --seq-len that more context-parallel degrees divide, or fewer --gpus (refused below)"
                                            : "--pad-seq, a --seq-len that more context-parallel degrees divide, or fewer --gpus "
                                              "(refused below)");

@@ -209,7 +209,7 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
           if (n == 1 || spec == "ulysses") c.layouts = {"contiguous"};
           // Merges fold a ring's calls together: the collectives make one call a head group.
           if (spec == "ulysses" || spec == "allgather") c.merges.clear();
-          search.meshes.push_back(PlannedMesh{std::move(c), std::nullopt, ""});
+          search.meshes.push_back(PlannedMesh{std::move(c), std::nullopt, "", std::nullopt});
         }
       }
     }
@@ -224,6 +224,7 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
     } catch (const model::InputError& e) {
       mesh.plan.reset();
       mesh.refusal = e.what();
+      mesh.refused_input = e.input();
     }
   });
   // Refused on every mesh: an input no mesh can run (a misspelt layout or kernel, a length no
@@ -253,7 +254,7 @@ Plan run_plan(const PlanSearch& search) {
       const auto known = std::ranges::find(refusal_kinds, kind);
       if (known == refusal_kinds.end()) {
         refusal_kinds.push_back(kind);
-        out.refusals.push_back({mesh.refusal, layouts});
+        out.refusals.push_back({mesh.refusal, layouts, mesh.refused_input});
       } else {
         out.refusals[static_cast<size_t>(known - refusal_kinds.begin())].choices += layouts;
       }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "stripesim/model/io/config_catalog.hpp"
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/sim/simulation.hpp"
 
 namespace stripesim::sim {
@@ -55,6 +56,7 @@ struct PlanCandidate {
 struct RefusalKind {
   std::string example;  // the first such message
   Count choices = 0;
+  std::optional<model::Input> input;  // the input it is about (--seq-len for a length N does not divide), if named
 };
 
 struct Plan {
@@ -74,6 +76,7 @@ struct PlannedMesh {
   SimulateConfig config;
   std::optional<SimulationPlan> plan;  // unset: refused
   std::string refusal;
+  std::optional<model::Input> refused_input;  // the input the refusal is about, where it names one
 };
 
 // The request checked, the model and hardware read (memory per device from --memory-gib or the
