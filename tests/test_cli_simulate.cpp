@@ -437,6 +437,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"hybrid_not_the_group", "simulate --cp hybrid:3x3", "--cp 'hybrid:3x3': U x R = 9 must equal the 8 devices"},
         BadInput{"ulysses_heads_do_not_divide", "simulate --cp ulysses --heads 12",
                  "--cp ulysses: the all-to-all over 8 devices needs the 12 heads of a device divisible by 8"},
+        BadInput{"ulysses_one_head", "simulate --cp ulysses --heads 1 -N 2",
+                 "--cp ulysses: the all-to-all over 2 devices needs the 1 head of a device divisible by 2"},
         BadInput{"ring_setting_without_a_ring", "simulate --cp allgather --sync lockstep",
                  "--sync lockstep: sets how a ring's rounds wait; --cp allgather has no ring"},
         BadInput{"unknown_topology", "simulate --topology torus", "--topology 'torus': unknown"},

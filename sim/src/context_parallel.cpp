@@ -27,7 +27,8 @@ std::optional<Count> parse_positive(std::string_view text) {
 Count kv_heads_after_alltoall(const ContextParallel& cp, const AttentionShape& s, Count u) {
   if (s.heads % u != 0) {
     throw InputError(model::Input::cp, to_string(cp, s.devices),
-                     fmt::format("the all-to-all over {} devices needs the {} heads of a device divisible by {}", u, s.heads, u));
+                     fmt::format("the all-to-all over {} devices needs the {} head{} of a device divisible by {}", u, s.heads,
+                                 s.heads == 1 ? "" : "s", u));
   }
   if (const std::optional<Count> share = model::heads_per_member(s.kv_heads, u, /*replicate=*/true)) return *share;
   throw InputError(model::Input::cp, to_string(cp, s.devices),
