@@ -128,8 +128,8 @@ Count padded_seq_len(const SimulateConfig& config, const model::Mask& mask) {
     throw InputError(model::Input::pad_seq, "",
                      "pads one sequence at its end; a documents mask is padded document by document (--pad-documents)");
   }
-  const Count multiple = 2 * config.devices;
-  const Count padded = (config.seq_len + multiple - 1) / multiple * multiple;
+  // The sequence is one document, padded as --pad-documents pads each.
+  const Count padded = model::pad_document_lengths({config.seq_len}, 2 * config.devices).front();
   if (padded > model::kMaxSeqLen) {
     throw InputError(model::Input::pad_seq, "", fmt::format("the padded sequence of {} tokens exceeds 2^31", padded));
   }
