@@ -653,6 +653,12 @@ TEST(CliPlan, PadSeqPlansTheDegreesTheLengthDoesNotDivide) {
   const CliResult r = run_cli(args + " --pad-seq --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
+  // The request says what was asked: the padding (its lengths are the rows'), the kernel as given.
+  EXPECT_TRUE(doc.at("request").at("pad_seq").get<bool>());
+  EXPECT_FALSE(doc.at("request").at("pad_documents").get<bool>());
+  EXPECT_EQ(doc.at("request").at("seq_len").get<std::int64_t>(), std::int64_t{1} << 20);
+  EXPECT_EQ(doc.at("request").at("kernel").get<std::string>(), "");
+  EXPECT_EQ(doc.at("request").at("merges").get<std::string>(), "profile");
   for (const auto& kind : doc.at("refusals")) {
     EXPECT_FALSE(kind.at("example").get<std::string>().starts_with("--seq-len")) << kind;
   }
