@@ -100,7 +100,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
       "JSON file [default: nvswitch:N]");
   add("--sync", o.sync, "async (no barrier), lockstep (a barrier after every round) or serial (one processor runs every device in "
       "turn, hand-offs included: the CPU validator) [default: async]");
-  add("--kv-buffers", o.kv_buffers, "K/V buffers per device, at least 2 [default: 2, double buffering]");
+  add("--kv-buffers", o.kv_buffers, "K/V buffers per device, 2 up to the ring's devices (one a block) [default: 2, double buffering]");
   add("--ring-order", o.ring_order, "rank or auto (minimise the slowest hop) [default: rank]");
   add("--cp", o.cp, "Context parallelism: ring (K/V passed around the ring), allgather[:G] (K/V all-gathered, in G head "
       "groups whose gathers overlap the previous group's attention), ulysses (all-to-all from sequence to heads) or "
@@ -177,12 +177,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     if (given("--sync")) config.sync = sim::parse_sync_mode(opts.sync);
     if (given("--cp")) config.cp = opts.cp;
     if (opts.skip_unread_hops) config.skip_unread_hops = true;
-    if (given("--ring-order")) {
-      if (opts.ring_order != "rank" && opts.ring_order != "auto") {
-        throw model::InputError(fmt::format("--ring-order '{}': expected rank or auto", opts.ring_order));
-      }
-      config.auto_ring_order = opts.ring_order == "auto";
-    }
+    if (given("--ring-order")) config.auto_ring_order = sim::parse_auto_ring_order(opts.ring_order);
     if (opts.rounds && opts.summary_only) {
       throw model::InputError("--rounds, --summary-only: one includes the per-(round, device) records, the other leaves them out");
     }

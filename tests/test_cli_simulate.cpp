@@ -515,7 +515,28 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"tiling_not_the_kernels", "simulate --hardware h200 --kernel fa3 --tiling fixed",
                  "--tiling fixed: kernel fa3 (h200) uses varlen tiling; give --tiling varlen or a kernel with fixed tiling"},
         BadInput{"tiling_not_the_default_kernels", "simulate --hardware h100 --tiling varlen",
-                 "--tiling varlen: kernel sdpa (h100-sxm) uses fixed tiling"}),
+                 "--tiling varlen: kernel sdpa (h100-sxm) uses fixed tiling"},
+        // Buffers beyond the ring's blocks hold nothing: counted as memory they once wrapped 64 bits.
+        BadInput{"more_buffers_than_blocks", "simulate --kv-buffers 9", "--kv-buffers 9: must be at most 8: a ring of 8 devices has that many K/V blocks"},
+        BadInput{"buffers_wrapping_64_bits", "simulate --kv-buffers 9223372036854775807", "--kv-buffers 9223372036854775807: must be at most 8"},
+        BadInput{"more_buffers_than_hybrid_blocks", "simulate --cp hybrid:2x4 --kv-buffers 5",
+                 "--kv-buffers 5: must be at most 4: a ring of 4 devices has that many K/V blocks"},
+        BadInput{"serial_hybrid", "simulate --cp hybrid:4x2 --sync serial",
+                 "--sync serial: one processor running every device in turn (the CPU validator) runs no --cp hybrid:4x2"},
+        BadInput{"auto_ring_order_ideal", "simulate --topology ideal --ring-order auto",
+                 "--ring-order auto: orders the ring's GPUs by their links; --topology ideal has none to order by"},
+        BadInput{"auto_ring_order_one_device", "simulate -N 1 --ring-order auto",
+                 "--ring-order auto: orders the ring's GPUs by their links; a ring of one device sends nothing"},
+        // Values from an experiment file are named at their fields, files a spec names included.
+        BadInput{"experiment_missing_hostfile", "simulate --experiment " + data("simulate_missing_hostfile.json"),
+                 "simulate_missing_hostfile.json field \"topology\" = hostfile:no-such-hostfile: file 'no-such-hostfile' does not exist"},
+        BadInput{"experiment_tiling_not_the_kernels", "simulate --experiment " + data("simulate_tiling_not_the_kernels.json"),
+                 "simulate_tiling_not_the_kernels.json field \"tiling\" = fixed: kernel fa2 (a100-80gb) uses varlen tiling"},
+        BadInput{"experiment_ring_order_without_a_ring", "simulate --experiment " + data("simulate_ulysses_ring_order.json"),
+                 "simulate_ulysses_ring_order.json field \"ring_order\" = auto: orders the GPUs of a plain ring, not --cp ulysses"},
+        BadInput{"unknown_default_kernel", "simulate --hardware " + data("hardware_unknown_default_kernel.json"),
+                 "hardware h100-no-default-kernel field \"default_kernel\" = 'nosuch': no such kernel for hardware "
+                 "h100-no-default-kernel, expected one of fa2"}),
     bad_input_name);
 
 class CliPlanBadInput : public ::testing::TestWithParam<BadInput> {};

@@ -93,9 +93,9 @@ TEST(InputOrigins, FlagsOfOtherNamesAndFilesOfFlags) {
 
 TEST(InputOrigins, EveryInputHasItsOwnFlag) {
   const std::vector<Input> inputs = every_input();
-  ASSERT_EQ(inputs.size(), 27u);
+  ASSERT_EQ(inputs.size(), 29u);
   EXPECT_EQ(inputs.front(), Input::seq_len);
-  EXPECT_EQ(inputs.back(), Input::convention);
+  EXPECT_EQ(inputs.back(), Input::ring_order);
   std::set<std::string_view> flags;
   for (const Input input : inputs) {
     EXPECT_TRUE(flag_of(input).starts_with("--")) << flag_of(input);

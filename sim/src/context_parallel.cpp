@@ -165,7 +165,7 @@ CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_bu
   switch (cp.algorithm) {
     case CpAlgorithm::ring:
       out.ring_hop_bytes = kv_bytes(c, s.kv_heads);
-      out.memory_bytes = static_cast<double>(kv_buffers * out.ring_hop_bytes);
+      out.memory_bytes = static_cast<double>(kv_buffers) * static_cast<double>(out.ring_hop_bytes);
       break;
     case CpAlgorithm::allgather: {
       const Count g = cp.head_groups;
@@ -196,10 +196,10 @@ CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_bu
         const Count ring = s.devices / u;
         if (u == 1) {
           // No all-to-all: the ring's own buffers, as --cp ring holds them.
-          out.memory_bytes = static_cast<double>(kv_buffers * out.ring_hop_bytes);
+          out.memory_bytes = static_cast<double>(kv_buffers) * static_cast<double>(out.ring_hop_bytes);
         } else if (ring > 1) {
           // The all-to-all's K/V is the ring's first block; the other buffers come beside it.
-          out.memory_bytes += static_cast<double>((kv_buffers - 1) * out.ring_hop_bytes);
+          out.memory_bytes += static_cast<double>(kv_buffers - 1) * static_cast<double>(out.ring_hop_bytes);
         }
       }
       break;

@@ -370,10 +370,14 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
     std::sort(names.begin(), names.end());
     for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
   }
-  throw InputError(model::Input::kernel, wanted,
-                   fmt::format("no such kernel for hardware {}{}", hardware.name,
-                               known.empty() ? " (it has no kernel profiles; give a JSON file)" : ", expected one of " + known),
-                   model::Shown::quoted);
+  const std::string detail = fmt::format("no such kernel for hardware {}{}", hardware.name,
+                                         known.empty() ? " (it has no kernel profiles; give a JSON file)" : ", expected one of " + known);
+  // Not asked for: the hardware profile's default, named as its field (no --kernel was given).
+  if (spec.empty()) {
+    throw InputError(fmt::format("hardware {} field \"default_kernel\" = '{}': {}; give --kernel NAME or mend the profile",
+                                 hardware.name, wanted, detail));
+  }
+  throw InputError(model::Input::kernel, wanted, detail, model::Shown::quoted);
 }
 
 OutputMerge merge_style(std::string_view name, std::string_view what) {

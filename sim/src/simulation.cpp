@@ -45,6 +45,11 @@ SyncMode parse_sync_mode(std::string_view text) {
   throw InputError(model::Input::sync, std::string(text), "expected async, lockstep or serial", model::Shown::quoted);
 }
 
+bool parse_auto_ring_order(std::string_view text) {
+  if (text == "rank" || text == "auto") return text == "auto";
+  throw InputError(model::Input::ring_order, std::string(text), "expected rank or auto", model::Shown::quoted);
+}
+
 const char* to_string(SyncMode mode) {
   switch (mode) {
     case SyncMode::async: return "async";
@@ -158,7 +163,23 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
     }
   }
   if (cp.algorithm != CpAlgorithm::ring && config.auto_ring_order) {
-    throw InputError(fmt::format("--ring-order auto: orders the GPUs of a plain ring, not --cp {}", name));
+    throw InputError(model::Input::ring_order, "auto", fmt::format("orders the GPUs of a plain ring, not --cp {}", name));
+  }
+  // Buffers beyond the ring's blocks hold nothing (every block is in by then), yet would be counted
+  // as memory: at most one a block.
+  const Count most_buffers = std::max<Count>(2, ring_degree(cp, config.devices));
+  if (has_ring && config.kv_buffers > most_buffers) {
+    throw InputError(model::Input::kv_buffers, std::to_string(config.kv_buffers),
+                     fmt::format("must be at most {}: a ring of {} device{} has that many K/V blocks", most_buffers,
+                                 ring_degree(cp, config.devices), ring_degree(cp, config.devices) == 1 ? "" : "s"));
+  }
+  // One processor running every device in turn is the CPU validator, which runs no hybrid; a
+  // hybrid's ring stands for U GPUs each, which a serial ring of R would not run.
+  if (cp.algorithm == CpAlgorithm::hybrid && config.sync == SyncMode::serial) {
+    throw InputError(model::Input::sync, "serial",
+                     fmt::format("one processor running every device in turn (the CPU validator) runs no --cp {}; give ring, "
+                                 "allgather or ulysses, or --sync async or lockstep",
+                                 name));
   }
   if (cp.algorithm != CpAlgorithm::ring && (config.hop_bytes || config.grad_hop_bytes)) {
     throw InputError(model::Input::cp, name, "the validator's hop size applies to the ring only");
@@ -262,11 +283,7 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   base.kv_buffers = f.positive_count_or("kv_buffers", base.kv_buffers);
   base.cp = f.string_or("cp", base.cp);
   base.skip_unread_hops = f.boolean_or("skip_unread_hops", base.skip_unread_hops);
-  if (f.has("ring_order")) {
-    const std::string order = f.string("ring_order");
-    if (order != "rank" && order != "auto") throw InputError(fmt::format("{}: expected rank or auto", f.where("ring_order")));
-    base.auto_ring_order = order == "auto";
-  }
+  if (f.has("ring_order")) base.auto_ring_order = f.parsed("ring_order", parse_auto_ring_order);
   return base;
 }
 
@@ -340,8 +357,8 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   // kernel never computes.
   sim.tiling = sim.kernel.tiling;
   if (config.tiling && *config.tiling != sim.kernel.tiling) {
-    throw InputError(fmt::format("--tiling {}: kernel {} ({}) uses {} tiling; give --tiling {} or a kernel with {} tiling",
-                                 model::tiling_name(*config.tiling), sim.kernel.name, sim.kernel.hardware,
+    throw InputError(model::Input::tiling, model::tiling_name(*config.tiling),
+                     fmt::format("kernel {} ({}) uses {} tiling; give --tiling {} or a kernel with {} tiling", sim.kernel.name, sim.kernel.hardware,
                                  model::tiling_name(sim.kernel.tiling), model::tiling_name(sim.kernel.tiling),
                                  model::tiling_name(*config.tiling)));
   }
@@ -403,9 +420,14 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   sim.mesh = model::Mesh{config.model_parallel, config.devices, config.data_parallel};
   const bool one_ring = sim.mesh.gpus() == config.devices;
   if (config.auto_ring_order && !one_ring) {
-    throw InputError("--ring-order auto: orders the GPUs of a single ring; the mesh places rings of -M or -D above 1");
+    throw InputError(model::Input::ring_order, "auto", "orders the GPUs of a single ring; the mesh places rings of -M or -D above 1");
   }
   sim.topology = simulation_topology(config, catalog, sim.hardware, sim.mesh.gpus());
+  if (config.auto_ring_order && (sim.topology.is_ideal() || config.devices == 1)) {
+    throw InputError(model::Input::ring_order, "auto",
+                     sim.topology.is_ideal() ? "orders the ring's GPUs by their links; --topology ideal has none to order by"
+                                             : "orders the ring's GPUs by their links; a ring of one device sends nothing");
+  }
   if (sim.topology.is_ideal() && !config.merges.empty()) {
     throw InputError(model::Input::merges, config.merges, "prices the merges between a ring's calls; --topology ideal prices the calls alone");
   }

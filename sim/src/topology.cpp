@@ -363,8 +363,10 @@ Topology memoised(const std::string& key, const std::function<Topology()>& build
 
 }  // namespace
 
-Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink,
-                       std::optional<Microseconds> nvlink_latency_us, Count ideal_gpus) {
+namespace {
+
+Topology load_topology_spec(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink,
+                            std::optional<Microseconds> nvlink_latency_us, Count ideal_gpus) {
   const Microseconds nvlink_latency = nvlink_latency_us.value_or(kNvlinkLatencyUs);
   const std::string flag = "--topology";
   constexpr std::string_view kNvswitch = "nvswitch:";
@@ -416,6 +418,24 @@ Topology load_topology(const std::string& spec, const std::string& config_dir, G
     }
   }
   return Topology::from_json(model::read_json_file(path, flag + " " + spec), flag + " " + spec);
+}
+
+}  // namespace
+
+Topology load_topology(const std::string& spec, const std::string& config_dir, GigabytesPerSecond nvlink,
+                       std::optional<Microseconds> nvlink_latency_us, Count ideal_gpus) {
+  try {
+    return load_topology_spec(spec, config_dir, nvlink, nvlink_latency_us, ideal_gpus);
+  } catch (const InputError& e) {
+    // The files a spec names (hostfiles, topology JSON) word their errors "--topology <spec> ...:
+    // <detail>"; raised again by kind, word for word, so that a spec from an --experiment file is
+    // named at its field.
+    const std::string message = e.what();
+    constexpr std::string_view kFlag = "--topology ";
+    const size_t colon = message.find(": ");
+    if (e.input() || !message.starts_with(kFlag) || colon == std::string::npos) throw;
+    throw InputError(model::Input::topology, message.substr(kFlag.size(), colon - kFlag.size()), message.substr(colon + 2));
+  }
 }
 
 }  // namespace stripesim::sim

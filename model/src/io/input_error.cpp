@@ -33,6 +33,8 @@ std::string_view flag_of(Input input) {
     case Input::merges: return "--merges";
     case Input::skip_unread_hops: return "--skip-unread-hops";
     case Input::convention: return "--convention";
+    case Input::tiling: return "--tiling";
+    case Input::ring_order: return "--ring-order";
   }
   return "";  // past the last Input (every_input stops there)
 }

@@ -91,6 +91,8 @@ struct SimulateConfig {
                                                        SimulateConfig base = {});
 [[nodiscard]] PassSelection parse_pass_selection(std::string_view text);
 [[nodiscard]] SyncMode parse_sync_mode(std::string_view text);
+// --ring-order: "auto" (true) or "rank" (false); anything else an InputError.
+[[nodiscard]] bool parse_auto_ring_order(std::string_view text);
 // A step runs forward and backward; an attention ring or a layer, the forward unless asked.
 [[nodiscard]] PassSelection default_pass(Scope scope);
 [[nodiscard]] const char* to_string(SyncMode mode);

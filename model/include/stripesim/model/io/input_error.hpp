@@ -16,7 +16,8 @@ namespace stripesim::model {
 
 enum class Input {
   seq_len, devices, model_parallel, layouts, mask, tile, hardware, model, heads, kv_heads, head_dim, batch, kv_buffers,
-  pass, sync, scope, dtype, kernel, topology, cp, recompute, zero, pad_documents, pad_seq, merges, skip_unread_hops, convention
+  pass, sync, scope, dtype, kernel, topology, cp, recompute, zero, pad_documents, pad_seq, merges, skip_unread_hops, convention,
+  tiling, ring_order
 };
 
 // The flag that gives `input` on the command line ("--seq-len").
