@@ -42,7 +42,7 @@ constexpr const char* kExamples = R"(Examples:
                                             the ring as a discrete-event simulation
   stripesim simulate --model 1b --scope step --devices 8 --seq-len 256k
                                             a whole training step, with its breakdown and MFU
-  stripesim plan --model llama3-8b --hardware h100 --topology cluster:4x8 --gpus 32 --seq-len 1M
+  stripesim plan --model llama3-8b --hardware h100 --topology cluster:4x8 --gpus 32 --seq-len 128k
                                             which context parallelism, layout and mesh trains fastest
   stripesim layout --layout zigzag -n 32k -N 8 -o zigzag.json
                                             each device's original positions, for training code

@@ -31,10 +31,11 @@ struct PlanOptions {
 };
 
 constexpr const char* kPlanExamples = R"(Examples:
-  stripesim plan --model llama3-8b --hardware h100 --topology cluster:4x8 --gpus 32 --seq-len 1M
+  stripesim plan --model llama3-8b --hardware h100 --topology cluster:4x8 --gpus 32 --seq-len 1M --recompute --zero 1
       every mesh M x N x D of 32 GPUs, ring / allgather / ulysses / hybrid, every layout: the ten fastest
-  stripesim plan --model llama3-70b --topology cluster:16x8 --gpus 128 -n 512k --memory-gib 80 --format csv
-  stripesim plan --model llama3-8b --topology dgx-h100-x2 --gpus 16 -n 256k --algorithms ring,ulysses \
+      (without --recompute and --zero 1, 1M tokens fit no mesh in 80 GiB: the table says what to change)
+  stripesim plan --model llama3-70b --topology cluster:16x8 --gpus 128 -n 512k --memory-gib 80 --recompute --zero 1 --format csv
+  stripesim plan --model llama3-8b --topology dgx-h100-x2 --gpus 16 -n 256k --algorithms ring,ulysses --recompute \
       --mask documents:lognormal:8192:1.0:seed=1 --layouts contiguous,zigzag,balanced
   stripesim plan --model llama3-70b --hardware b200 --topology nvswitch:72 -n 1M --pad-seq --recompute --zero 1
       a 72-GPU NVLink rack: each mesh pads 1M tokens to a multiple of 2N, so rings of 3, 6 and 9 are searched too)";

@@ -91,13 +91,13 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   add("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
   add("--merges", o.merges, sim::kMergesHelp);
   add("--pass", o.pass, "fwd, bwd or fwdbwd [default: fwd; --scope step: fwdbwd]");
-  add("--dtype", o.dtype, "fp32, tf32, bf16, fp16, fp8: transfer size and peak rate [default: the hardware's attention precision]");
+  add("--dtype", o.dtype, "fp32, tf32, bf16, fp16, fp8, int8: transfer size and peak rate [default: the kernel profile's precision]");
   add("--hardware", o.hardware, ("Hardware profile: " + hardware_choices() + " [default: a100]").c_str());
   add("--topology", o.topology,
       "nvswitch:G, cluster:NxG[:nic=RATE][:nics=K] (N nodes of G GPUs; NIC line rate, e.g. 200gbps, and NICs per "
       "node [default: 400gbps, one per GPU]), hostfile:FILE (an Open MPI hostfile: its nodes and slots), ideal (free links and "
       "the calls alone, no merge between them: what one GPU measures timing each call), a name in configs/topologies or a "
-      "JSON file [default: nvswitch:N]");
+      "JSON file [default: nvswitch:N, or nvswitch:M*N*D for a mesh of -M or -D above 1]");
   add("--sync", o.sync, "async (no barrier), lockstep (a barrier after every round) or serial (one processor runs every device in "
       "turn, hand-offs included: the CPU validator) [default: async]");
   add("--kv-buffers", o.kv_buffers, "K/V buffers per device, 2 up to the ring's devices (one a block) [default: 2, double buffering]");

@@ -270,7 +270,8 @@ TEST(CliSimulate, PaddingIsNotCountedAsUsefulWork) {
 }
 
 // Ulysses' rows agree to the byte whatever the layout (each device attends the whole sequence on
-// its heads): the table says why rather than leave them to read as a finding about the layouts.
+// its heads): the table says why rather than leave them, or one layout's row, to read as a finding
+// about the layouts.
 TEST(CliSimulate, UlyssesSaysItsLayoutsAreOneComputation) {
   const std::string base = "simulate -n 32k -N 4 --cp ulysses --format json --summary-only";
   const CliResult several = run_cli(base + " --layouts contiguous,zigzag");
@@ -280,7 +281,12 @@ TEST(CliSimulate, UlyssesSaysItsLayoutsAreOneComputation) {
   EXPECT_EQ(doc["results"][0].at("time_us"), doc["results"][1].at("time_us"));
   ASSERT_EQ(doc.at("notes").size(), 1u);
   EXPECT_TRUE(doc["notes"][0].get<std::string>().starts_with("--cp ulysses: every device attends the whole sequence")) << doc["notes"];
-  for (const std::string& quiet : {base + " --layouts zigzag", std::string("simulate -n 32k -N 4 --format json --summary-only")}) {
+  // One layout alone but contiguous reads as a choice of layout too: it says so as well.
+  const CliResult alone = run_cli(base + " --layouts zigzag");
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_EQ(nlohmann::json::parse(alone.out).at("notes"), doc.at("notes"));
+  EXPECT_EQ(nlohmann::json::parse(alone.out)["results"][0].at("time_us"), doc["results"][0].at("time_us"));
+  for (const std::string& quiet : {base + " --layouts contiguous", std::string("simulate -n 32k -N 4 --format json --summary-only")}) {
     const CliResult r = run_cli(quiet);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_FALSE(nlohmann::json::parse(r.out).contains("notes")) << quiet;
@@ -449,14 +455,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "--topology 'cluster:4294967296x4294967296': needs at least one node of one GPU and at most 65536 GPUs"},
         BadInput{"bad_sync", "simulate --sync sometimes", "--sync 'sometimes': expected async, lockstep or serial"},
         BadInput{"bad_pass", "simulate --pass sideways", "--pass 'sideways': expected fwd, bwd or fwdbwd"},
-        BadInput{"bad_dtype", "simulate --dtype fp4", "--dtype 'fp4': expected fp32, tf32, bf16, fp16 or fp8"},
+        BadInput{"bad_dtype", "simulate --dtype fp4", "--dtype 'fp4': expected fp32, tf32, bf16, fp16, fp8 or int8"},
         BadInput{"dtype_without_peak", "simulate --hardware tpu-v4 --dtype fp32", "--dtype fp32: hardware tpu-v4 lists no peak rate"},
         BadInput{"bad_ring_order", "simulate --ring-order best", "--ring-order 'best': expected rank or auto"},
         BadInput{"zero_heads", "simulate --heads 0", "--heads 0: must be at least 1"},
         BadInput{"experiment_kv_buffers_without_a_ring", "simulate --experiment " + data("simulate_ulysses_kv_buffers.json"),
                  "simulate_ulysses_kv_buffers.json field \"kv_buffers\" = 3: a ring's K/V buffers; --cp ulysses has no ring"},
         BadInput{"kernel_file_unknown_dtype", "simulate --hardware h100 --kernel " + data("kernel_unknown_dtype.json"),
-                 "kernel_unknown_dtype.json field \"dtype\" = 'fp4': expected fp32, tf32, bf16, fp16 or fp8"},
+                 "kernel_unknown_dtype.json field \"dtype\" = 'fp4': expected fp32, tf32, bf16, fp16, fp8 or int8"},
         BadInput{"merges_on_ideal_links", "simulate --topology ideal --merges eager",
                  "--merges eager: prices the merges between a ring's calls; --topology ideal prices the calls alone"},
         BadInput{"heads_kv_mismatch", "simulate --heads 6 --kv-heads 4", "--kv-heads 4: must divide the 6 heads"},

@@ -118,7 +118,7 @@ TEST(Mask, DocumentsFromFiles) {
   const auto lines = dir / "stripesim_test_docs.txt";
   const auto json = dir / "stripesim_test_docs.json";
   const auto bad = dir / "stripesim_test_docs_bad.txt";
-  std::ofstream(lines) << "# lengths\n30\n\n50\n20\n";
+  std::ofstream(lines) << "# lengths\n30\n\n50  # the long one\n20\n";
   std::ofstream(json) << "[30, 50, 20]";
   std::ofstream(bad) << "30\nfifty\n20\n";
   EXPECT_EQ(parse_mask("documents:" + lines.string(), 100).document_lengths(), (std::vector<Count>{30, 50, 20}));

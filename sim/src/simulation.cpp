@@ -74,7 +74,7 @@ Bytes dtype_bytes(const std::string& dtype) {
   if (dtype == "fp32" || dtype == "tf32") return 4;
   if (dtype == "bf16" || dtype == "fp16") return 2;
   if (dtype == "fp8" || dtype == "int8") return 1;
-  throw InputError(model::Input::dtype, dtype, "expected fp32, tf32, bf16, fp16 or fp8", model::Shown::quoted);
+  throw InputError(model::Input::dtype, dtype, "expected fp32, tf32, bf16, fp16, fp8 or int8", model::Shown::quoted);
 }
 
 namespace {
@@ -622,9 +622,12 @@ std::vector<std::string> simulation_notes(const Simulation& sim) {
                                 sim.mesh.gpus(), gpus));
   }
   // Rows that agree to the byte would otherwise read as a finding about the layouts.
-  if (sim.cp.algorithm == CpAlgorithm::ulysses && sim.results.size() > 1) {
-    notes.push_back("--cp ulysses: every device attends the whole sequence on its own heads, so the layouts are one computation "
-                    "and their rows agree; a layout matters to a ring (--cp ring, or hybrid:UxR's)");
+  // So would one layout asked for alone (plan refuses --layouts with Ulysses alone; simulate keeps
+  // the row, to be set beside a ring's of the same flags).
+  if (sim.cp.algorithm == CpAlgorithm::ulysses &&
+      (sim.results.size() > 1 || (!sim.results.empty() && sim.results.front().layout != "contiguous"))) {
+    notes.push_back("--cp ulysses: every device attends the whole sequence on its own heads, so every layout is one computation "
+                    "(contiguous's, to the byte); a layout matters to a ring (--cp ring, or hybrid:UxR's)");
   }
   if (sim.step_shape) {
     if (std::optional<std::string> note = elementwise_cost_note(sim.hardware)) notes.push_back(std::move(*note));

@@ -164,8 +164,9 @@ DocumentList read_document_lengths(const std::string& path, const std::string& l
   Count line_number = 0;
   while (std::getline(lines, line)) {
     ++line_number;
+    line.erase(std::min(line.find('#'), line.size()));  // a comment, on its own line or after a length
     const auto begin = line.find_first_not_of(" \t\r");
-    if (begin == std::string::npos || line[begin] == '#') continue;
+    if (begin == std::string::npos) continue;
     const auto end = line.find_last_not_of(" \t\r");
     list.add(std::string_view(line).substr(begin, end - begin + 1), fmt::format("{} line {}", label, line_number));
   }
