@@ -306,6 +306,27 @@ void check_attention_shape(Count heads, Count kv_heads, Count head_dim, Count ba
   }
 }
 
+namespace {
+
+// The kernel time model places every thread block of a call (streams x query tiles) on the SMs,
+// about 60 ns and 13 bytes a block (8 s and 1.7 GB at the bound, measured): bounded so that a
+// simulation stays within seconds and a gigabyte or two. A million tokens a call over 128 heads and a batch of 16 is 16.8M blocks.
+void check_blocks_per_call(const Simulation& sim, Count blocks_of_sequence) {
+  constexpr Count kMostBlocksPerCall = Count{1} << 27;
+  const Count queries = sim.config.seq_len / blocks_of_sequence;
+  const Count query_tiles = (queries + sim.tile.query - 1) / sim.tile.query;
+  const Count streams = sim.cp_shape.streams;
+  if (query_tiles > kMostBlocksPerCall / streams) {
+    throw InputError(fmt::format("-n {} over {} block{} of {} queries, {} stream{} (heads x batch) a call in {}-query tiles: one call "
+                                 "launches {} thread blocks, more than the {} the kernel time model places; give more --devices, "
+                                 "fewer --heads or a smaller --batch",
+                                 sim.config.seq_len, blocks_of_sequence, blocks_of_sequence == 1 ? "" : "s", queries, streams,
+                                 streams == 1 ? "" : "s", sim.tile.query, query_tiles * streams, kMostBlocksPerCall));
+  }
+}
+
+}  // namespace
+
 double precision_slowdown(const model::HardwareProfile& hardware, const KernelProfile& kernel, const std::string& dtype) {
   if (!hardware.peak_tflops.contains(dtype)) {
     throw InputError(model::Input::dtype, dtype, fmt::format("hardware {} lists no peak rate for it", hardware.name));
@@ -393,6 +414,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   sim.call_shape = {sim.cp_shape.streams, head_dim, sim.tile, slowdown};
   // A hybrid's layout cuts the sequence into the ring's R blocks.
   const Count layout_devices = sim.cp.algorithm == CpAlgorithm::hybrid ? ring_degree(sim.cp, config.devices) : config.devices;
+  check_blocks_per_call(sim, sim.cp.algorithm == CpAlgorithm::ulysses ? 1 : layout_devices);
   std::vector<std::shared_ptr<const LazyLayout>> layouts;
   for (const auto& spec : config.layouts) {
     model::LayoutPlan planned =
