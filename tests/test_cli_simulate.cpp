@@ -564,6 +564,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadInput{"plan_without_a_model", "plan --gpus 8", "--model is required"},
         BadInput{"plan_no_gpus", "plan --model 1b --gpus 0", "--gpus 0: must be between 1 and 32768"},
+        // Nothing to search is the request's error, not a plan where nothing fits.
+        BadInput{"plan_hybrid_on_one_gpu", "plan --model 1b --gpus 1 --algorithms hybrid",
+                 "--algorithms hybrid: no mesh of 1 GPU runs it (allgather and ulysses need a context-parallel degree of 2 or more, "
+                 "hybrid:UxR one of U x R with U and R of 2 or more); give more --gpus or add ring"},
+        BadInput{"plan_collectives_on_one_gpu", "plan --model 1b --gpus 1 --algorithms ulysses,allgather",
+                 "--algorithms ulysses,allgather: no mesh of 1 GPU runs any of them"},
         // Named by the plan's own flag, not the -M x -N x -D of the meshes it would try.
         BadInput{"plan_more_gpus_than_the_topology", "plan --model 1b --topology cluster:2x4 --gpus 16",
                  "--topology cluster:2x4: has 8 GPUs, fewer than --gpus 16"},

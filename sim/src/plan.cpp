@@ -214,6 +214,16 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
       }
     }
   }
+  // The collectives need a degree of 2 or more, a hybrid one of two factors of 2 or more: on too
+  // few GPUs (or a prime count, for a hybrid) there is nothing to search, the request's error,
+  // not a plan where nothing fits.
+  if (search.meshes.empty()) {
+    throw model::InputError(fmt::format("--algorithms {}: no mesh of {} GPU{} runs {} (allgather and ulysses need a context-parallel "
+                                        "degree of 2 or more, hybrid:UxR one of U x R with U and R of 2 or more); give more --gpus "
+                                        "or add ring",
+                                        fmt::join(request.algorithms, ","), gpus, gpus == 1 ? "" : "s",
+                                        request.algorithms.size() == 1 ? "it" : "any of them"));
+  }
   // Meshes that differ in -M and -D alone ring the same layouts: each is built once.
   LayoutCache layouts;
   model::parallel_for(search.meshes.size(), threads_of(request), [&](size_t i) {
