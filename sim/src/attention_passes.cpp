@@ -108,9 +108,9 @@ model::Work count_call_work(const Simulation& sim, const model::Layout& layout, 
   // Ulysses attends the whole sequence, in order, on its heads: the layout plays no part.
   if (sim.cp.algorithm == CpAlgorithm::ulysses) {
     return model::count_work(model::Layout::contiguous(sim.config.seq_len, 1), mask, sim.tile, 0,
-                             model::WorkDetail::query_tiles, sim.tiling, slicing_of(sim));
+                             model::WorkDetail::calls, sim.tiling, slicing_of(sim));
   }
-  return model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::query_tiles, sim.tiling, slicing_of(sim));
+  return model::count_work(layout, mask, sim.tile, 0, model::WorkDetail::calls, sim.tiling, slicing_of(sim));
 }
 
 int work_key(const Simulation& sim) {

@@ -414,10 +414,11 @@ void count_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask&
 
 // One device column's distinct profiles (query and key tiles alike), in the order first seen,
 // and each round's query and key tile profile among them.
+// A device's column of rounds numbers its profiles on its own (the matrices hold those numbers
+// until every column is counted, then the numbers of the whole Work).
 struct ColumnProfiles {
   std::vector<QueryTileProfile> distinct;
-  std::vector<Count> index_by_round;
-  std::vector<Count> key_index_by_round;
+  Count last_index = 0, last_key_index = 0;  // the round before's, in `distinct`
 };
 
 // Profiles numbered by content in the order they come, each held once, in `held`: the set holds
@@ -507,9 +508,19 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
   std::optional<VarlenTileCounter> varlen;
   if (tiling_matters(tiling, mask.kind())) varlen.emplace(layout, mask, tile, devices);
 
-  Work work{WorkMatrix(devices, devices), WorkMatrix(devices, devices), WorkMatrix(devices, devices), {}, {}, {}, {}, {}};
-  const bool profiles = detail == WorkDetail::query_tiles;
-  if (profiles) work.call_queries = WorkMatrix(devices, devices);
+  const bool profiles = detail != WorkDetail::totals;
+  const bool pair_totals = detail != WorkDetail::calls;
+  Work work;
+  work.active_tiles = WorkMatrix(devices, devices);
+  if (pair_totals) {
+    work.unmasked_elements = WorkMatrix(devices, devices);
+    work.partial_tiles = WorkMatrix(devices, devices);
+  }
+  if (profiles) {
+    work.call_queries = WorkMatrix(devices, devices);
+    work.query_tile_profile = WorkMatrix(devices, devices);
+    work.key_tile_profile = WorkMatrix(devices, devices);
+  }
   std::vector<ColumnProfiles> columns(profiles ? static_cast<size_t>(devices) : 0);
   detail::BlockPairMemo memo(layout, mask, varlen.has_value());
   // Each device's column is written by one thread only, so the result never depends on threads.
@@ -544,9 +555,11 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
         count(counted);
         outcome = &counted;
       }
-      work.unmasked_elements.at(r, d) = outcome->elements;
       work.active_tiles.at(r, d) = outcome->active;
-      work.partial_tiles.at(r, d) = outcome->partial;
+      if (pair_totals) {
+        work.unmasked_elements.at(r, d) = outcome->elements;
+        work.partial_tiles.at(r, d) = outcome->partial;
+      }
       if (profiles) {
         work.call_queries.at(r, d) = outcome->call_queries;
         ColumnProfiles& column = columns[static_cast<size_t>(d)];
@@ -554,15 +567,15 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
           // Both profiles as the last round's (every earlier block all full to a causal device,
           // every later one empty; striped's classes differ by offset, their profiles hardly):
           // known by the memo's addresses, no lookup.
-          column.index_by_round.push_back(column.index_by_round.back());
-          column.key_index_by_round.push_back(column.key_index_by_round.back());
         } else if (memoised) {
-          column.index_by_round.push_back(number_memo_profile(column, outcome->profile(), seen_in_memo));
-          column.key_index_by_round.push_back(number_memo_profile(column, outcome->key_profile(), seen_in_memo));
+          column.last_index = number_memo_profile(column, outcome->profile(), seen_in_memo);
+          column.last_key_index = number_memo_profile(column, outcome->key_profile(), seen_in_memo);
         } else {
-          column.index_by_round.push_back(seen->number(outcome->rows));
-          column.key_index_by_round.push_back(seen->number(outcome->columns));
+          column.last_index = seen->number(outcome->rows);
+          column.last_key_index = seen->number(outcome->columns);
         }
+        work.query_tile_profile.at(r, d) = column.last_index;
+        work.key_tile_profile.at(r, d) = column.last_key_index;
         previous_rows = memoised ? outcome->distinct_rows : nullptr;
         previous_columns = memoised ? outcome->distinct_columns : nullptr;
       }
@@ -581,27 +594,25 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
   }
   if (profiles) {
     // Merge the columns in device order, so the numbering is the same on any thread count.
-    work.query_tile_profile = WorkMatrix(devices, devices);
-    work.key_tile_profile = WorkMatrix(devices, devices);
     ProfileNumbering global(work.profiles);
+    std::vector<std::vector<Count>> global_id(static_cast<size_t>(devices));
     for (Count d = 0; d < devices; ++d) {
       ColumnProfiles& column = columns[static_cast<size_t>(d)];
-      std::vector<Count> global_id(column.distinct.size());
-      for (size_t i = 0; i < column.distinct.size(); ++i) global_id[i] = global.number(std::move(column.distinct[i]));
-      for (Count& index : column.index_by_round) index = global_id[static_cast<size_t>(index)];
-      for (Count& index : column.key_index_by_round) index = global_id[static_cast<size_t>(index)];
+      for (QueryTileProfile& profile : column.distinct) global_id[static_cast<size_t>(d)].push_back(global.number(std::move(profile)));
+      column.distinct = {};
     }
-    // Columns into rows a band of rounds at a time: the band's rows stay in the cache while every
-    // column writes into them (a column written whole touches a row per round).
+    // Each column's numbers into the Work's, a band of rounds at a time: the band's rows stay in
+    // the cache while every column rewrites its cells (a column whole touches a row per round).
     constexpr Count kBand = 64;
     for (Count band = 0; band < devices; band += kBand) {
       const Count end = std::min(devices, band + kBand);
       for (Count d = 0; d < devices; ++d) {
-        const auto& ids = columns[static_cast<size_t>(d)].index_by_round;
-        const auto& key_ids = columns[static_cast<size_t>(d)].key_index_by_round;
+        const std::vector<Count>& ids = global_id[static_cast<size_t>(d)];
         for (Count r = band; r < end; ++r) {
-          work.query_tile_profile.at(r, d) = ids[static_cast<size_t>(r)];
-          work.key_tile_profile.at(r, d) = key_ids[static_cast<size_t>(r)];
+          Count& index = work.query_tile_profile.at(r, d);
+          Count& key_index = work.key_tile_profile.at(r, d);
+          index = ids[static_cast<size_t>(index)];
+          key_index = ids[static_cast<size_t>(key_index)];
         }
       }
     }

@@ -60,23 +60,23 @@ using KeyTileProfile = QueryTileProfile;
 
 // The work matrices of one layout under one mask and tile shape.
 struct Work {
-  WorkMatrix unmasked_elements;  // allowed (q, k) pairs
+  WorkMatrix unmasked_elements;  // allowed (q, k) pairs (empty with WorkDetail::calls)
   WorkMatrix active_tiles;       // tiles holding at least one allowed pair
-  WorkMatrix partial_tiles;      // active tiles that also hold masked pairs
-  // Only with WorkDetail::query_tiles: each (round, device)'s query tile profile as an index into
+  WorkMatrix partial_tiles;      // active tiles that also hold masked pairs (empty with WorkDetail::calls)
+  // Only with WorkDetail::query_tiles or calls: each (round, device)'s query tile profile as an index into
   // `profiles`, where equal profiles are stored once (structured layouts have a handful).
   WorkMatrix query_tile_profile;
   std::vector<QueryTileProfile> profiles;
-  // Only with WorkDetail::query_tiles: the length of the call a kernel whose causal mask always
+  // Only with WorkDetail::query_tiles or calls: the length of the call a kernel whose causal mask always
   // keeps the diagonal makes for each (round, device), 0 when it runs the block as it is. Under a
   // causal mask a block whose mask starts t rows below the diagonal (striped, K/V from a later
   // device: t = 1) has to be run on q[t:] x k[:-t], a call of L - t queries and keys, as
   // ring-flash-attention does; its tiles are the ones counted here, its length is not the block's.
   WorkMatrix trimmed_length;
-  // Only with WorkDetail::query_tiles: each (round, device)'s key tile profile (KeyTileProfile), an
+  // Only with WorkDetail::query_tiles or calls: each (round, device)'s key tile profile (KeyTileProfile), an
   // index into `profiles` as query_tile_profile is.
   WorkMatrix key_tile_profile;
-  // Only with WorkDetail::query_tiles and CallSlicing::runs: the queries of each (round, device)'s
+  // Only with WorkDetail::query_tiles or calls and CallSlicing::runs: the queries of each (round, device)'s
   // call where it is sliced to the runs with work (its query tiles, counted from the slice's first
   // query, are the profile's), 0 where the call holds the device's whole block. The rows the call
   // writes are these, not its tiles' (a slice ending inside a tile writes part of it).

@@ -35,6 +35,9 @@ namespace stripesim::model {
 enum class WorkDetail {
   totals,       // the four matrices
   query_tiles,  // also every (round, device)'s per-query-tile profile (what a kernel time model schedules)
+  // The profiles and active tiles only: what the simulator prices, without the pair and partial
+  // tile totals it never reads (two N x N matrices of 64-bit counts: 270 MB at 4096 devices).
+  calls,
 };
 
 // `threads` = 0 uses the machine's hardware concurrency; results never depend on it. `tiling`
