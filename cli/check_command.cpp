@@ -69,20 +69,21 @@ model::CheckRules check_rules(const CheckOptions& o) {
 
 std::string number(double value) { return fmt::format("{:.10g}", value); }
 
-void print_table(const std::vector<model::CheckedMetric>& rows) {
+std::string metrics_table(const std::vector<model::CheckedMetric>& rows) {
   size_t width = 13;
   size_t metric_width = 6;
   for (const auto& m : rows) {
     width = std::max(width, m.configuration.size());
     metric_width = std::max(metric_width, m.metric.size());
   }
-  fmt::print("\n{:<{}}  {:<{}} {:>16} {:>16} {:>14}  {}\n", "configuration", width, "metric", metric_width, "baseline", "now",
-             "difference", "judged by");
+  std::string out = fmt::format("\n{:<{}}  {:<{}} {:>16} {:>16} {:>14}  {}\n", "configuration", width, "metric", metric_width,
+                                "baseline", "now", "difference", "judged by");
   for (const auto& m : rows) {
-    fmt::print("{:<{}}  {:<{}} {:>16} {:>16} {:>14}  {}\n", m.configuration, width, m.metric, metric_width,
-               number(m.baseline), m.now ? number(*m.now) : "missing",
-               m.now ? fmt::format("{:+.3g}", *m.now - m.baseline) : "-", m.rule);
+    out += fmt::format("{:<{}}  {:<{}} {:>16} {:>16} {:>14}  {}\n", m.configuration, width, m.metric, metric_width,
+                       number(m.baseline), m.now ? number(*m.now) : "missing",
+                       m.now ? fmt::format("{:+.3g}", *m.now - m.baseline) : "-", m.rule);
   }
+  return out;
 }
 
 // The checked metrics whose outcome `keep` accepts, in the baseline's order.
@@ -149,29 +150,28 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
     const auto plan = model::plan_compare_with_baseline(doc, label, kinds, rules, base_dir);
     if (mode == RunMode::parse_only) return 0;
     const auto checked = model::compare_with_baseline(plan);
-    // The JUnit file and what is printed, both or neither (OutputFiles flushes the printed lines).
+    // The JUnit file and what is printed, both or neither: the summary is standard output's file.
     OutputFiles outputs;
     if (!opts.junit.empty()) outputs.add(report::junit_xml(checked, opts.baseline), opts.junit, "--junit");
+    std::string summary;
     const auto bad = those(checked, model::failed);
     const auto improved = those(checked, [](model::Outcome o) { return o == model::Outcome::improved; });
     const auto limited = std::ranges::count(checked, model::Outcome::within_limit, &model::CheckedMetric::outcome);
     const std::string limits = limited == 0 ? "" : fmt::format(", {} within their limits", limited);
     if (bad.empty()) {
-      fmt::print("check: all {} metrics checked of {} within tolerance{}{}\n", checked.size(), opts.baseline, limits,
-                 improved.empty() ? ""
-                                  : fmt::format(" or improved ({} improved: record them with --write-baseline)", improved.size()));
-      if (!improved.empty()) print_table(improved);
-      outputs.commit();
-      return 0;
+      summary = fmt::format("check: all {} metrics checked of {} within tolerance{}{}\n", checked.size(), opts.baseline, limits,
+                            improved.empty() ? ""
+                                             : fmt::format(" or improved ({} improved: record them with --write-baseline)",
+                                                           improved.size()));
+      if (!improved.empty()) summary += metrics_table(improved);
+    } else {
+      summary = fmt::format("check: {} of {} metrics checked got worse, went missing or broke a limit\n", bad.size(), checked.size());
+      summary += metrics_table(bad);
+      if (!improved.empty()) summary += fmt::format("\n{} more improved:\n", improved.size()) + metrics_table(improved);
     }
-    fmt::print("check: {} of {} metrics checked got worse, went missing or broke a limit\n", bad.size(), checked.size());
-    print_table(bad);
-    if (!improved.empty()) {
-      fmt::print("\n{} more improved:\n", improved.size());
-      print_table(improved);
-    }
+    outputs.add(std::move(summary), "");
     outputs.commit();
-    return 1;
+    return bad.empty() ? 0 : 1;
   };
 }
 

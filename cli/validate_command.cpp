@@ -307,11 +307,19 @@ int run_on_saved_report(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   }
   if (!o.topology.empty()) throw model::InputError("--topology: not with --from (the file records where its ranks ran)");
   if (!o.calibrate && !o.compare) throw model::InputError("--from: needs --calibrate or --compare (what to do with the saved timings)");
+  model::refuse_repeated_files(o.from, "--from", "its timings would count twice");
   std::vector<validate::ValidationReport> runs;
   std::vector<std::string> labels;
+  std::vector<std::string> texts;
   for (const std::string& file : o.from) {
     labels.push_back("--from " + file);
-    runs.push_back(validate::read_saved_report(model::read_json_file(file, labels.back()), labels.back()));
+    texts.push_back(model::read_text_file(file, labels.back()));
+    // A copy of a file given before is the same run under another name.
+    if (const auto copy = std::find(texts.begin(), texts.end() - 1, texts.back()); copy != texts.end() - 1) {
+      throw model::InputError(fmt::format("{}: the same run as {} (byte for byte): its timings would count twice", labels.back(),
+                                          labels[static_cast<size_t>(copy - texts.begin())]));
+    }
+    runs.push_back(validate::read_saved_report(model::parse_json_text(texts.back(), labels.back()), labels.back()));
   }
   validate::ValidationReport report = validate::merge_saved_reports(std::move(runs), labels);
   const model::ConfigCatalog catalog(config_dir());
@@ -345,7 +353,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
                               "Ring sizes, comma-separated [default: 4; --compare and --calibrate: 2,4,8; mpi: the number of ranks]"));
   o.run.track(cmd->add_option("--tile", o.tiles, "Kernel tiles TQxTK, comma-separated [default: 64x64; GPU 128x128; --compare and --calibrate: 32x32,64x64; GPU 64x64,128x128]"));
   o.run.track(cmd->add_option("--heads", o.heads, "Query heads [default: 2; GPU 16]"));
-  o.run.track(cmd->add_option("--kv-heads", o.kv_heads, "K/V heads, dividing --heads [default: 1; GPU 16]"));
+  o.run.track(cmd->add_option("--kv-heads", o.kv_heads, "K/V heads, dividing --heads [default: as many as --heads; without --heads 1 (GPU 16)]"));
   o.run.track(cmd->add_option("--head-dim", o.head_dim, "Head size [default: 32; GPU 128]"));
   o.run.track(cmd->add_option("--dtype", o.dtype, "fp32 or fp64 (cpu), bf16 or fp16 (cuda, nccl) [default: fp32; GPU bf16]"));
   o.run.track(cmd->add_option("--seed", o.seed, "Seed of the random Q, K, V [default: 1]"));
@@ -414,10 +422,14 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     if (opts.no_fit && opts.measurements.empty() && opts.block_costs.empty()) {
       throw model::InputError("--no-fit: only with --measurements or --block-costs (a run's --compare predicts with --profile)");
     }
-    if (!opts.from.empty()) return run_on_saved_report(cmd, opts, mode);
     if (!opts.block_costs_kernel.empty() && opts.block_costs.empty()) {
       throw model::InputError("--block-costs-kernel: only with --block-costs");
     }
+    // The profile is the hardware predictions use: a --hardware beside it would go unread.
+    if (!opts.profile.empty() && !opts.hardware.empty()) {
+      throw model::InputError("--hardware, --profile: --profile is the hardware profile --compare predicts with; give one");
+    }
+    if (!opts.from.empty()) return run_on_saved_report(cmd, opts, mode);
     if (!opts.measurements.empty() || !opts.block_costs.empty()) {
       if (const CLI::Option* flag = opts.run.first_given()) {
         throw model::InputError(fmt::format("{}: not with --measurements or --block-costs (nothing runs: the files are the timings)",
@@ -433,6 +445,11 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     // Every problem's mask and layout checked now: a bad spec fails before anything runs.
     std::vector<validate::RingPlan> cases = validate::plan_matrix(matrix);
     const validate::RunOptions run = run_options(opts);
+    // Only a backend that waits on other devices (a GPU's work, a peer's messages) can hang.
+    if (cmd->count("--timeout") > 0 && opts.backend == "cpu") {
+      throw model::InputError("--timeout: the cpu backend runs every device in this process and waits on none; only with --backend "
+                              "cuda, nccl or mpi");
+    }
     const model::ConfigCatalog catalog(config_dir());
     const std::optional<model::HardwareProfile> given_profile = given_hardware_profile(opts);
     check_prediction_flags(opts, catalog, cases.size(), given_profile.has_value(), opts.backend,

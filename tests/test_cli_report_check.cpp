@@ -476,9 +476,10 @@ TEST(CliCheck, BaselineEntriesRecordTheirTiling) {
   const CliResult ok = run_cli("check --baseline '" + baseline + "'");
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   // Without the field the varlen entry is recounted under fixed tiling: its tile metrics move, its
-  // pair metrics do not; the fixed entry without it still passes.
+  // pair metrics do not; a fixed entry without it still passes (the tms one: the analyze entry of
+  // fixed tiling without its field would be the varlen one's configuration again, refused).
   doc["entries"][0]["config"].erase("tiling");
-  doc["entries"][1]["config"].erase("tiling");
+  doc["entries"][2]["config"].erase("tiling");
   std::ofstream(dir / "old.json") << doc.dump();
   const CliResult old = run_cli("check --baseline '" + (dir / "old.json").string() + "'");
   EXPECT_EQ(old.exit_code, 1);
@@ -490,6 +491,34 @@ TEST(CliCheck, BaselineEntriesRecordTheirTiling) {
   const CliResult bad = run_cli("check --baseline '" + (dir / "bad.json").string() + "'");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("entries[1] config field \"tiling\" 'diagonal': unknown tiling"), std::string::npos) << bad.err;
+  std::filesystem::remove_all(dir);
+}
+
+// A baseline's numbers are a contract: an entry given twice would be checked twice, a metric no
+// count, time or ratio can be is an edited file, and a run whose JUnit file cannot be written
+// prints nothing.
+TEST(CliCheck, RefusesRepeatedEntriesAndImpossibleMetrics) {
+  const auto dir = fresh_dir("stripesim_check_edited");
+  const auto base = nlohmann::json::parse(slurp(baseline_file()));
+  const std::string first_metric = base.at("entries")[0].at("metrics").begin().key();
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> edits{
+      {[](nlohmann::json& d) { d["entries"].push_back(d["entries"][0]); },
+       "the command and config of entries[0] again (its metrics would be checked twice)"},
+      {[&](nlohmann::json& d) { d["entries"][0]["metrics"][first_metric] = 1e308; }, "= 1e+308 is outside [0, 1e+18]"},
+      {[&](nlohmann::json& d) { d["entries"][0]["metrics"][first_metric] = -1; }, "= -1 is outside [0, 1e+18]"}};
+  for (const auto& [edit, message] : edits) {
+    auto edited = base;
+    edit(edited);
+    // Refused as the file is read, before any file its entries name is.
+    const auto path = dir / "edited.json";
+    std::ofstream(path) << edited.dump();
+    const CliResult r = run_cli("check --baseline '" + path.string() + "'");
+    EXPECT_EQ(r.exit_code, 2) << message;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+  const CliResult full = run_cli("check --baseline '" + baseline_file() + "' --junit /dev/full");
+  EXPECT_EQ(full.exit_code, 2);
+  EXPECT_TRUE(full.out.empty()) << full.out;
   std::filesystem::remove_all(dir);
 }
 

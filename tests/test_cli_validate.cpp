@@ -250,6 +250,13 @@ TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
       {[](nlohmann::json& d) { d["cases"][2]["unmasked_pairs"] = "12"; }, "field \"cases[2]\" field \"unmasked_pairs\": expected a number"},
       {[](nlohmann::json& d) { d["cases"][0]["label"] = nullptr; }, "field \"label\": expected a string, got null"},
       {[](nlohmann::json& d) { d["all_passed"] = "true"; }, "field \"all_passed\": expected true or false"},
+      // A verdict its errors do not give, and values the flags' checks refuse, named at their fields.
+      {[](nlohmann::json& d) { d["cases"][0]["correctness"]["relative_error"] = 1.0; },
+       "field \"cases[0]\" field \"correctness\" field \"passed\": true, but the errors recorded beside it are not below the "
+       "tolerance"},
+      {[](nlohmann::json& d) { d["cases"][0]["layout"] = "zigzg"; },
+       "field \"cases[0]\" field \"layout\" = 'zigzg': unknown layout (did you mean 'zigzag'?)"},
+      {[](nlohmann::json& d) { d["cases"][1]["tile"] = "0x4"; }, "field \"cases[1]\" field \"tile\" = '0x4': both tile sides"},
   };
   for (const auto& [edit, message] : edits) {
     auto edited = a;
@@ -257,6 +264,24 @@ TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
     std::ofstream(dir / "edited.json") << edited.dump();
     const CliResult refused = run_cli("validate --compare --from '" + (dir / "edited.json").string() + "'");
     EXPECT_EQ(refused.exit_code, 2) << message;
+    EXPECT_NE(refused.err.find(message), std::string::npos) << refused.err;
+  }
+  // One run given twice, by its path or as a copy, would count its timings twice.
+  fs::copy_file(saved, dir / "copy.json");
+  const CliResult twice = run_cli("validate --compare --from '" + saved.string() + "' --from '" + saved.string() + "'");
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("given twice (its timings would count twice)"), std::string::npos) << twice.err;
+  const CliResult copied = run_cli("validate --compare --from '" + saved.string() + "' --from '" + (dir / "copy.json").string() + "'");
+  EXPECT_EQ(copied.exit_code, 2);
+  EXPECT_NE(copied.err.find("copy.json: the same run as --from"), std::string::npos) << copied.err;
+  // Flags a saved run would not read are refused, not ignored.
+  const std::vector<std::pair<std::string, std::string>> unread{
+      {"--block-costs-kernel flex", "--block-costs-kernel: only with --block-costs"},
+      {"--profile '" + (dir / "run" / "profile.json").string() + "' --hardware h100",
+       "--hardware, --profile: --profile is the hardware profile --compare predicts with"}};
+  for (const auto& [flags, message] : unread) {
+    const CliResult refused = run_cli("validate --compare --from '" + saved.string() + "' " + flags);
+    EXPECT_EQ(refused.exit_code, 2) << flags;
     EXPECT_NE(refused.err.find(message), std::string::npos) << refused.err;
   }
   const CliResult runs = run_cli("validate --compare --from '" + saved.string() + "' --tile 32x32");
@@ -1182,6 +1207,7 @@ std::vector<BadInput> validate_bad_inputs() {
       {"kv_heads_not_dividing", "validate --heads 4 --kv-heads 3", "--kv-heads 3: must divide the 4 heads"},
       {"zero_iterations", "validate --iterations 0", "--iterations 0: must be between 1 and 1000"},
       {"zero_timeout", "validate --timeout 0", "--timeout 0: must be 1 to 86400 seconds"},
+      {"timeout_on_cpu", "validate --timeout 5 --seq-len 1k", "--timeout: the cpu backend runs every device in this process and waits on none"},
       {"profile_without_compare", "validate --profile configs/hardware/cpu.json", "--profile: only with --compare"},
       {"profile_out_without_calibrate", "validate --profile-out p.json", "--profile-out: only with --calibrate"},
       {"no_fit_on_a_run", "validate --compare --no-fit",

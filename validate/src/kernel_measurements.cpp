@@ -85,15 +85,9 @@ void require_descriptions(const JsonFields& f) {
 
 std::vector<std::string> file_labels(const std::vector<std::string>& paths) {
   namespace fs = std::filesystem;
+  model::refuse_repeated_files(paths, "--measurements, --block-costs", "its timings would count twice");
   std::vector<std::vector<std::string>> components;
-  std::vector<fs::path> identities;
   for (const std::string& path : paths) {
-    std::error_code ignored;  // a missing file is reported, by name, where it is read
-    const fs::path identity = fs::weakly_canonical(fs::path(path), ignored);
-    if (std::find(identities.begin(), identities.end(), identity) != identities.end()) {
-      throw InputError(fmt::format("--measurements, --block-costs {}: given twice (its timings would count twice)", path));
-    }
-    identities.push_back(identity);
     std::vector<std::string> parts;
     for (const fs::path& part : fs::path(path).lexically_normal()) {
       if (!part.empty() && part != "/") parts.push_back(part.string());
@@ -173,6 +167,14 @@ std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, 
       std::vector<Count> blocks;
       for (const double x : square_table(l.raw("active_blocks"), l.where("active_blocks"), m.devices, true)) {
         blocks.push_back(static_cast<Count>(x));
+      }
+      // 0 is a call that did not run; one with active blocks did (it had work to run).
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        if (blocks[i] > 0 && m.us[i] == 0) {
+          throw InputError(fmt::format("{}: round {}, device {} is 0 (a call that did not run), but its {} active blocks say it had "
+                                       "work; time it, or give active_blocks 0",
+                                       l.where("us"), static_cast<Count>(i) / m.devices, static_cast<Count>(i) % m.devices, blocks[i]));
+        }
       }
       m.active_blocks = std::move(blocks);
     }

@@ -61,6 +61,11 @@ void read_correctness(const JsonFields& c, CaseResult& r) {
     e.dv.relative = relative_from(g, "dv_relative_error");
     r.gradient_error = e;
   }
+  // The verdict is the errors' against the tolerance: a file that says otherwise was edited.
+  if (r.passed != r.within_tolerance()) {
+    throw InputError(fmt::format("{}: {}, but the errors recorded beside it are {} the tolerance {:g}", c.where("passed"),
+                                 r.passed ? "true" : "false", r.passed ? "not below" : "below", r.tolerance));
+  }
 }
 
 RingCase case_from(const JsonFields& f, const std::string& backend) {
@@ -134,9 +139,22 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
                 "seed", "gpu_kernel", "gpu_backward_kernel", "correctness", "handoff_bytes", "gradient_handoff_bytes", "wall_us", "unmasked_pairs",
                 "active_tiles", "role", "predicted_us", "measured_us", "error", "round_times", "rounds"});
   CaseResult r;
-  r.ring_case = case_from(f, backend);
-  const RingPlan plan = plan_ring_problem(r.ring_case);
-  r.work = model::count_work(plan.layout.build(), plan.mask, r.ring_case.tile, 1);
+  // The checks the flags share raise their errors by flag (--layouts 'zigzg'): named here at the
+  // case's field, since no flag was given.
+  try {
+    r.ring_case = case_from(f, backend);
+    const RingPlan plan = plan_ring_problem(r.ring_case);
+    r.work = model::count_work(plan.layout.build(), plan.mask, r.ring_case.tile, 1);
+  } catch (const InputError& e) {
+    using model::Input;
+    static const std::vector<std::pair<Input, const char*>> kFields{
+        {Input::layouts, "layout"}, {Input::mask, "mask"},   {Input::tile, "tile"},         {Input::cp, "cp"},
+        {Input::dtype, "dtype"},    {Input::pass, "pass"},   {Input::seq_len, "seq_len"},   {Input::devices, "devices"},
+        {Input::heads, "heads"},    {Input::kv_heads, "kv_heads"}, {Input::head_dim, "head_dim"}};
+    const auto field = std::ranges::find(kFields, e.input(), [](const auto& p) { return std::optional(p.first); });
+    if (field == kFields.end()) throw;
+    throw e.at(f.where(field->second));
+  }
   r.tolerance = output_tolerance(r.ring_case.precision);
   if (f.has("correctness")) read_correctness(JsonFields(f.raw("correctness"), f.where("correctness")), r);
   r.handoff_bytes = static_cast<std::int64_t>(required_non_negative(f, "handoff_bytes"));

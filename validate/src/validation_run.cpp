@@ -81,13 +81,12 @@ CaseResult run_case(RingBackend& backend, const RingPlan& plan, const RunOptions
     const DenseReference reference =
         shared_reference_cache().get(ring_case, [&] { return backend.dense_reference(problem, options); });
     result.error = compare_output(measurement.output, *reference);
-    result.passed = result.error.relative < result.tolerance;
     if (ring_case.backward) {
       const DenseReference gradients = shared_reference_cache().get(
           ring_case, [&] { return backend.dense_gradients(problem, options); }, ReferenceOf::gradients);
       result.gradient_error = compare_gradients(measurement.gradients, *gradients, ring_case);
-      result.passed = result.passed && result.gradient_error->worst_relative() < result.tolerance;
     }
+    result.passed = result.within_tolerance();
   }
   return result;
 }

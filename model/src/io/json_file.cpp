@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -35,6 +36,18 @@ std::vector<FileRead> files_read() {
   ReadLog& log = read_log();
   const std::lock_guard lock(log.mutex);
   return log.reads;
+}
+
+void refuse_repeated_files(const std::vector<std::string>& paths, std::string_view flags, std::string_view why) {
+  std::vector<std::filesystem::path> identities;
+  for (const std::string& path : paths) {
+    std::error_code ignored;  // a missing file is reported, by name, where it is read
+    const std::filesystem::path identity = std::filesystem::weakly_canonical(std::filesystem::path(path), ignored);
+    if (std::find(identities.begin(), identities.end(), identity) != identities.end()) {
+      throw InputError(fmt::format("{} {}: given twice ({})", flags, path, why));
+    }
+    identities.push_back(identity);
+  }
 }
 
 std::string read_text_file(const std::string& path, std::string_view label, FileUse use) {

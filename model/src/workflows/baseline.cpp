@@ -197,12 +197,24 @@ BaselineComparePlan plan_compare_with_baseline(const nlohmann::json& baseline, c
     const JsonFields e(entries[i], fmt::format("{} entries[{}]", label, i));
     e.allow_only({"command", "config", "metrics"});
     (void)kind_of(kinds, e.string("command"), e.where("command"));
+    // The same configuration twice would check (and count) its metrics twice.
+    for (size_t j = 0; j < i; ++j) {
+      if (entries[j].value("command", nlohmann::json()) == e.raw("command") && entries[j].value("config", nlohmann::json()) == e.raw("config")) {
+        throw InputError(fmt::format("{}: the command and config of entries[{}] again (its metrics would be checked twice)", e.label(), j));
+      }
+    }
     const auto& recorded = e.raw("metrics");
     if (!recorded.is_object()) throw InputError(fmt::format("{}: expected an object of numbers", e.where("metrics")));
     // An entry with nothing recorded would pass every check without checking anything.
     if (recorded.empty()) throw InputError(fmt::format("{}: records no metric", e.where("metrics")));
     for (const auto& [metric, value] : recorded.items()) {
       if (!value.is_number()) throw InputError(fmt::format("{}: metric \"{}\" is not a number", e.where("metrics"), metric));
+      // Every metric is a count, a time, a size or a ratio: none is negative, none reaches 1e18.
+      constexpr double kMostMetric = 1e18;
+      if (const double v = value.get<double>(); !(v >= 0 && v <= kMostMetric)) {
+        throw InputError(fmt::format("{}: metric \"{}\" = {:g} is outside [0, {:g}], where every count, time, size and ratio "
+                                     "checked lies", e.where("metrics"), metric, v, kMostMetric));
+      }
       names.push_back(metric);
     }
   }

@@ -54,6 +54,12 @@ struct CaseResult {
   std::int64_t handoff_bytes = 0;
   std::int64_t gradient_handoff_bytes = 0;  // a backward case: what one dK/dV hop moved
   model::Work work;  // the work model's counts for this case
+
+  // A checked case passes when its output's relative error, and a backward case's worst
+  // gradient's, are below the tolerance.
+  [[nodiscard]] bool within_tolerance() const {
+    return error.relative < tolerance && (!gradient_error || gradient_error->worst_relative() < tolerance);
+  }
 };
 
 // Every case of the matrix planned (plan_ring_problem), in expand_matrix's order: what parse-only

@@ -20,6 +20,10 @@ enum class FileUse { input, profile };
 // The whole text of `path`, or an InputError naming `label` when it cannot be read.
 [[nodiscard]] std::string read_text_file(const std::string& path, std::string_view label, FileUse use = FileUse::input);
 
+// Refuses a file of `paths` named twice (by any path to it: "a.json", "./a.json", a link) where
+// each file's contents would count once: "<flags> <path>: given twice (<why>)".
+void refuse_repeated_files(const std::vector<std::string>& paths, std::string_view flags, std::string_view why);
+
 // Parses `text`, read from a file that `what` names ("--baseline b.json: 'b.json'"), refusing
 // what JSON parsers let through unsaid: a key given twice in one object (the last would win),
 // and a number no double holds (1e400).
