@@ -176,7 +176,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"unknown_hardware", "tms --hardware gaudi3", "--hardware 'gaudi3': unknown"},
         BadInput{"model_file_missing", "tms --model /nonexistent/m.json", "does not exist"},
         BadInput{"model_file_invalid", "tms --model " + data("invalid_model.json"), "field \"kv_heads\" = 5: must divide the 16 heads"},
-        BadInput{"model_parallel_heads", "tms --model-parallel 3", "--model-parallel 3: must divide the model's 16 heads"},
+        BadInput{"model_parallel_heads", "tms --model-parallel 3", "--model-parallel 3: must divide the 16 heads"},
+        // K/V heads split (or replicated) as the simulator splits them: 7 of 4 K/V heads is neither.
+        BadInput{"model_parallel_kv_heads", "tms --model qwen2.5-7b --model-parallel 7",
+                 "--model-parallel 7: must divide the 4 K/V heads (or be a multiple of it)"},
         BadInput{"tms_zigzag_divisibility", "tms --devices 8 --seq-len 1000", "layout zigzag needs it divisible by 2N = 16"},
         BadInput{"tms_bad_convention", "tms --convention rough", "--convention"},
         BadInput{"tms_recompute_without_backward", "tms --recompute --pass fwd", "--recompute: only with pass fwdbwd (it is the backward that recomputes the forward)"},

@@ -234,6 +234,12 @@ TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
   const CliResult fit = run_cli("validate --calibrate --from '" + saved.string() + "' --kernel-out '" + (dir / "k.json").string() + "'");
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   EXPECT_GT(nlohmann::json::parse(slurp(dir / "k.json")).at("backward").at("full_tile_us").get<double>(), 0.0);
+  // Refitted from its own fit, a profile keeps its name ("-calibrated" once).
+  const CliResult refit = run_cli("validate --calibrate --from '" + saved.string() + "' --kernel '" + (dir / "k.json").string() +
+                                  "' --kernel-out '" + (dir / "k2.json").string() + "'");
+  ASSERT_EQ(refit.exit_code, 0) << refit.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir / "k2.json")).at("name"), nlohmann::json::parse(slurp(dir / "k.json")).at("name"));
+  EXPECT_TRUE(nlohmann::json::parse(slurp(dir / "k.json")).at("name").get<std::string>().ends_with("-calibrated"));
 
   auto tampered = a;
   tampered["cases"][1]["rounds"][1]["partial_tiles"] = 999;

@@ -79,14 +79,6 @@ Bytes dtype_bytes(const std::string& dtype) {
 
 namespace {
 
-// Heads of one model-parallel rank; K/V heads are replicated when there are fewer than M.
-// Query heads split over the model-parallel group; K/V heads may also be replicated when the
-// group outnumbers them (each device keeps the one its query heads read), as Megatron does.
-Count split_heads(Count heads, Count model_parallel, const char* what, bool replicate) {
-  if (const std::optional<Count> share = model::heads_per_member(heads, model_parallel, replicate)) return *share;
-  throw InputError(model::Input::model_parallel, std::to_string(model_parallel),
-                   fmt::format("must divide the {} {}{}", heads, what, replicate ? " (or be a multiple of it)" : ""));
-}
 
 // Scopes beyond the ring need the model's matmul shapes and the hardware's matmul rate.
 void check_scope(const SimulateConfig& config, const Simulation& sim) {
@@ -370,8 +362,8 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
   check_scope(config, sim);
   model::require_kv_heads_divide(heads, kv_heads);
-  sim.heads_per_device = split_heads(heads, config.model_parallel, "heads", false);
-  sim.kv_heads_per_device = split_heads(kv_heads, config.model_parallel, "K/V heads", true);
+  sim.heads_per_device = model::model_parallel_heads(heads, config.model_parallel, "heads", false);
+  sim.kv_heads_per_device = model::model_parallel_heads(kv_heads, config.model_parallel, "K/V heads", true);
   sim.head_dim = head_dim;
   sim.tile = config.tile.value_or(sim.kernel.tile);
   // The tiling is how the kernel works, not a setting of it: a different one would price tiles the

@@ -56,6 +56,12 @@ std::vector<HandoffSample> handoff_samples(const CaseResult& result, const sim::
 
 namespace {
 
+// A fitted profile's name: its start's with "-calibrated", once (a refit from a fit keeps it).
+std::string calibrated_name(const std::string& name) {
+  constexpr std::string_view kSuffix = "-calibrated";
+  return name.ends_with(kSuffix) ? name : name + std::string(kSuffix);
+}
+
 // Solves the weighted normal equations over the columns in `free` (the others are fixed at 0).
 // A tiny ridge keeps collinear columns (a launch overhead and a block overhead that never vary
 // apart) solvable; predictions, not the split between them, are what the fit is judged on.
@@ -162,7 +168,7 @@ Calibration calibrate(const std::vector<const CaseResult*>& cases, model::Hardwa
   const KernelFit fit = fit_kernel(calls, kernel, base);
   Calibration out;
   out.kernel = fit.profile;
-  out.kernel.name = fmt::format("{}-calibrated", kernel.name);
+  out.kernel.name = calibrated_name(kernel.name);
   out.kernel.hardware = base.name;
   out.kernel.sources = {{"calibrated_on", device},
                         {"costs", fmt::format("stripesim validate --calibrate: {} kernel samples, median fit error {:.1f}%",
@@ -178,7 +184,7 @@ Calibration calibrate(const std::vector<const CaseResult*>& cases, model::Hardwa
     h.link_latency_us = link.latency_us / sim::kLinksPerNodeHop;
   }
   if (!inter.empty()) out.inter_node = fit_link(inter);
-  h.name = fmt::format("{}-calibrated", h.name);
+  h.name = calibrated_name(h.name);
   h.aliases.clear();
   h.default_kernel = out.kernel.name;
   h.sources = {{"calibrated_on", device},

@@ -21,4 +21,10 @@ std::optional<Count> heads_per_member(Count heads, Count group, bool replicate) 
   return std::nullopt;
 }
 
+Count model_parallel_heads(Count heads, Count model_parallel, const char* what, bool replicate) {
+  if (const std::optional<Count> share = heads_per_member(heads, model_parallel, replicate)) return *share;
+  throw InputError(Input::model_parallel, std::to_string(model_parallel),
+                   fmt::format("must divide the {} {}{}", heads, what, replicate ? " (or be a multiple of it)" : ""));
+}
+
 }  // namespace stripesim::model

@@ -54,10 +54,9 @@ void check_request_settings(const TmsRequest& request) {
       throw InputError(Input::layouts, extra, "is always compared (contiguous, striped, zigzag); list only layouts beyond them");
     }
   }
-  if (!heads_per_member(request.model.heads, request.model_parallel, /*replicate=*/false)) {
-    throw InputError(Input::model_parallel, std::to_string(request.model_parallel),
-                     fmt::format("must divide the model's {} heads", request.model.heads));
-  }
+  // Split as the simulator splits them: query heads evenly, K/V heads evenly or replicated.
+  (void)model_parallel_heads(request.model.heads, request.model_parallel, "heads", /*replicate=*/false);
+  (void)model_parallel_heads(request.model.kv_heads, request.model_parallel, "K/V heads", /*replicate=*/true);
 }
 
 }  // namespace

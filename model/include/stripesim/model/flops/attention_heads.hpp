@@ -18,4 +18,9 @@ void require_kv_heads_divide(Count heads, Count kv_heads);
 // nullopt: the heads cannot be split over that group.
 [[nodiscard]] std::optional<Count> heads_per_member(Count heads, Count group, bool replicate);
 
+// The heads (`what`: "heads", "K/V heads") of one member of a tensor-parallel group of
+// `model_parallel` devices, as heads_per_member gives them; InputError by kind
+// (Input::model_parallel) when they cannot be split so.
+[[nodiscard]] Count model_parallel_heads(Count heads, Count model_parallel, const char* what, bool replicate);
+
 }  // namespace stripesim::model
