@@ -187,6 +187,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"tms_weight_not_number", "tms --attention-weight two", "--attention-weight 'two': must be a positive number"},
         BadInput{"sweep_bad_mesh", "sweep --meshes 2x", "--meshes '2x': expected MxN"},
         BadInput{"sweep_unknown_column", "sweep --columns tms,speed", "--columns 'speed': unknown column"},
+        // Named alike but for '-' and '_', two layouts would write one set of columns.
+        BadInput{"sweep_layout_columns_collide", "sweep --devices 2 --seq-lens 16 --layouts permutation:a-b.json,permutation:a_b.json",
+                 "--layouts 'permutation:a_b.json': its columns (tms_permutation_a_b_json, ...) would be those of 'permutation:a-b.json'"},
         // A "kind" of another type was read as a string and escaped as an internal error (exit 1).
         BadInput{"sweep_kind_not_a_string", "sweep --experiment " + data("sweep_kind_not_a_string.json"),
                  "sweep_kind_not_a_string.json field \"kind\": expected a string, got true"},

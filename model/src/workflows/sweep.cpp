@@ -201,6 +201,26 @@ std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vecto
 
 SweepPlan plan_sweep(const SweepSpec& spec, const ConfigCatalog& catalog) {
   SweepPlan plan{expand(spec), {}, spec.columns};
+  // A layout's columns are named after it with every other character than letters and digits
+  // made '_': two layouts named alike but for those would write one set of columns, the last's.
+  // (Checked as a point's: a file's list is named at its field.)
+  const auto columns_apart = [&] {
+    for (size_t i = 0; i < spec.extra_layouts.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (column_suffix(spec.extra_layouts[i]) == column_suffix(spec.extra_layouts[j])) {
+          throw InputError(Input::layouts, spec.extra_layouts[i],
+                           fmt::format("its columns (tms_{}, ...) would be those of '{}': name one file otherwise",
+                                       column_suffix(spec.extra_layouts[i]), spec.extra_layouts[j]),
+                           Shown::quoted);
+        }
+      }
+    }
+  };
+  if (plan.points.empty()) {
+    columns_apart();
+  } else {
+    plan.points.front().origins.run(columns_apart);
+  }
   const std::vector<TmsRequest> requests = resolve_requests(spec, plan.points, catalog);
   plan.requests.reserve(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
