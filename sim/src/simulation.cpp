@@ -79,7 +79,6 @@ Bytes dtype_bytes(const std::string& dtype) {
 
 namespace {
 
-
 // Scopes beyond the ring need the model's matmul shapes and the hardware's matmul rate.
 void check_scope(const SimulateConfig& config, const Simulation& sim) {
   if (config.scope == Scope::attention) {
@@ -302,7 +301,8 @@ namespace {
 
 // The kernel time model places every thread block of a call (streams x query tiles) on the SMs,
 // about 60 ns and 13 bytes a block (8 s and 1.7 GB at the bound, measured): bounded so that a
-// simulation stays within seconds and a gigabyte or two. A million tokens a call over 128 heads and a batch of 16 is 16.8M blocks.
+// simulation stays within seconds and a gigabyte or two. A million tokens a call over 128 heads
+// and a batch of 16 is 16.8M blocks.
 void check_blocks_per_call(const Simulation& sim, Count blocks_of_sequence) {
   constexpr Count kMostBlocksPerCall = Count{1} << 27;
   const Count queries = sim.config.seq_len / blocks_of_sequence;
