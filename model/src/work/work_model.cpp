@@ -412,10 +412,9 @@ void count_pair(const DeviceBlock& queries, const DeviceBlock& keys, const Mask&
   out.partial = tiles.partial;
 }
 
-// One device column's distinct profiles (query and key tiles alike), in the order first seen,
-// and each round's query and key tile profile among them.
-// A device's column of rounds numbers its profiles on its own (the matrices hold those numbers
-// until every column is counted, then the numbers of the whole Work).
+// One device column's distinct profiles (query and key tiles alike), in the order first seen:
+// the column numbers its rounds' profiles on its own (the matrices hold those numbers until every
+// column is counted, then the numbers of the whole Work).
 struct ColumnProfiles {
   std::vector<QueryTileProfile> distinct;
   Count last_index = 0, last_key_index = 0;  // the round before's, in `distinct`
