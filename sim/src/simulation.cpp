@@ -137,7 +137,8 @@ namespace {
 // The ring's settings mean nothing to a collective; given with one, they are refused, not ignored.
 void check_context_parallel(const SimulateConfig& config, const ContextParallel& cp) {
   const std::string name = to_string(cp, config.devices);
-  const bool has_ring = ring_degree(cp, config.devices) > 1 || cp.algorithm == CpAlgorithm::ring;
+  const Count ring = ring_degree(cp, config.devices);
+  const bool has_ring = ring > 1 || cp.algorithm == CpAlgorithm::ring;
   if (!has_ring) {
     if (config.sync == SyncMode::lockstep) {
       throw InputError(model::Input::sync, "lockstep", fmt::format("sets how a ring's rounds wait; --cp {} has no ring", name));
@@ -158,11 +159,11 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
   }
   // Buffers beyond the ring's blocks hold nothing (every block is in by then), yet would be counted
   // as memory: at most one a block.
-  const Count most_buffers = std::max<Count>(2, ring_degree(cp, config.devices));
+  const Count most_buffers = std::max<Count>(2, ring);
   if (has_ring && config.kv_buffers > most_buffers) {
     throw InputError(model::Input::kv_buffers, std::to_string(config.kv_buffers),
-                     fmt::format("must be at most {}: a ring of {} device{} has that many K/V blocks", most_buffers,
-                                 ring_degree(cp, config.devices), ring_degree(cp, config.devices) == 1 ? "" : "s"));
+                     fmt::format("must be at most {}: a ring of {} device{} has that many K/V blocks", most_buffers, ring,
+                                 ring == 1 ? "" : "s"));
   }
   // One processor running every device in turn is the CPU validator, which runs no hybrid; a
   // hybrid's ring stands for U GPUs each, which a serial ring of R would not run.
