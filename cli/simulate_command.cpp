@@ -114,7 +114,9 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
                 "Pad the sequence at its end to a multiple of 2N, as a zigzag ring needs (any mask but documents): "
                 "the padding is computed, not counted as useful work");
   cmd->add_flag("--skip-unread-hops", o.skip_unread_hops,
-                "Ring, hybrid: a K/V block no later device reads (windows, documents) is not sent on");
+                "Ring, hybrid: a K/V block no later device reads (windows, documents) is not sent on, and its "
+                "dK/dV goes home from its last reader (a hop that can make a link-bound backward slower: "
+                "simulate both)");
   o.given.track(cmd->add_flag("--recompute", o.recompute,
                               "Scope layer or step: the backward recomputes the forward (activation checkpointing)"));
   cmd->add_flag("--summary-only", o.summary_only, "JSON: leave out the per-(round, device) records");

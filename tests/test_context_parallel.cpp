@@ -375,6 +375,33 @@ TEST(ContextParallel, SkippingUnreadHopsSkipsGradientHopsToo) {
   EXPECT_NEAR(back.grad_send_end_us - back.grad_send_start_us, there.grad_send_end_us - there.grad_send_start_us, 1e-9);
 }
 
+// Zigzag under a 4k window at 64k over 8 NICs: only block 0 goes unread (after device 1). Its
+// accumulator's hop home, 1 -> 0, lands on device 0's incoming link in the round where the ring
+// sends device 7's accumulator there too: a comm-bound backward then waits one hop longer than
+// with every hop ridden (the ring sends one accumulator per link per round). The saving of the
+// option is the contiguous layout's, not this one's; the README says so.
+TEST(ContextParallel, AHopHomeSharesItsOwnersIncomingLinkWithTheRing) {
+  SimulateConfig c = gqa_config();
+  c.mask = "window:4096";
+  c.topology = "cluster:8x1:nic=100gbps";
+  c.layouts = {"zigzag"};
+  c.pass = PassSelection::backward;
+  const Simulation all = run_simulation(c, catalog());
+  c.skip_unread_hops = true;
+  const Simulation skipped = run_simulation(c, catalog());
+  const RingTimeline& every = all.results[0].passes[0];
+  const RingTimeline& fewer = skipped.results[0].passes[0];
+  const RoundRecord& home = fewer.at(1, 1);  // block 0's last reader sends it home
+  const RoundRecord& ring = fewer.at(1, 7);  // device 7's accumulator, into device 0 the same round
+  const double hop_us = home.grad_send_end_us - home.grad_send_start_us;
+  // Device 7's send waits for the home send to leave device 0's link, and the pass ends that much
+  // later: one hop's serialisation (its latency overlaps).
+  const double wait_us = ring.grad_send_start_us - home.grad_send_start_us;
+  EXPECT_GT(wait_us, 0.99 * hop_us);
+  EXPECT_LT(wait_us, hop_us);
+  EXPECT_NEAR(fewer.makespan_us() - every.makespan_us(), wait_us, 1e-6);
+}
+
 TEST(ContextParallel, RingSettingsAreRefusedWithoutARing) {
   SimulateConfig c = gqa_config();
   c.cp = "allgather";
