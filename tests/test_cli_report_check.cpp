@@ -45,6 +45,53 @@ TEST(CliReport, WritesMarkdownAndFigures) {
   std::filesystem::remove_all(dir);
 }
 
+// At --scope step a result's time is the step's while its idle and exposed communication are one
+// layer's attention: the report shows the two apart (a step table, then the layer's attention),
+// and the timeline's axis spans the attention passes it draws, not the step. Without a ring the
+// section names the algorithm and no K/V buffers.
+TEST(CliReport, AStepIsShownApartFromItsLayersAttention) {
+  const auto dir = fresh_dir("stripesim_report_step");
+  const std::string step = (dir / "step.json").string();
+  ASSERT_EQ(run_cli("simulate --model llama3-8b --hardware h100 -N 4 -n 16k --scope step --format json -o '" + step + "'").exit_code, 0);
+  const CliResult r = run_cli("report '" + step + "' --out-dir '" + (dir / "out").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string md = slurp(dir / "out" / "report.md");
+  EXPECT_NE(md.find("## Simulated training step, `--cp ring`"), std::string::npos) << md;
+  EXPECT_NE(md.find("| layout | time (ms) | vs contiguous | tokens/s | MFU | memory (GiB) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("One layer's attention, every pass:"), std::string::npos) << md;
+  const nlohmann::json doc = nlohmann::json::parse(slurp(step));
+  double widest_us = 0;  // the latest end of the passes drawn
+  for (const auto& result : doc["results"]) {
+    double passes_us = 0;
+    for (const auto& pass : result["passes"]) {
+      passes_us += pass["time_us"].get<double>();
+      widest_us = std::max(widest_us, pass["end_us"].get<double>());
+    }
+    EXPECT_LT(passes_us * 10, result["time_us"].get<double>());  // 32 layers, forward and backward
+    EXPECT_NE(md.find(fmt::format("| {} | {:.3f} | {:.3f} | {:.3f} |", result["layout"].get<std::string>(), passes_us / 1e3,
+                                  result["max_idle_us"].get<double>() / 1e3, result["max_exposed_comm_us"].get<double>() / 1e3)),
+              std::string::npos)
+        << md;
+    EXPECT_NE(md.find(fmt::format("| {} | {:.3f} | {:.2f}x |", result["layout"].get<std::string>(),
+                                  result["time_us"].get<double>() / 1e3, result["speedup_vs_contiguous"].get<double>())),
+              std::string::npos)
+        << md;
+  }
+  // The axis' last tick is the passes' span, which is not the step's tens of seconds.
+  const std::string svg = slurp(dir / "out" / "timeline-0.svg");
+  EXPECT_NE(svg.find("one layer's attention"), std::string::npos);
+  EXPECT_LT(widest_us, 1e6);
+  EXPECT_EQ(svg.find(fmt::format(">{:.0f}<", doc["results"][0]["time_us"].get<double>() / 1e3)), std::string::npos);
+
+  const std::string ulysses = (dir / "ulysses.json").string();
+  ASSERT_EQ(run_cli("simulate --cp ulysses -n 16k -N 4 --format json -o '" + ulysses + "'").exit_code, 0);
+  ASSERT_EQ(run_cli("report '" + ulysses + "' --out-dir '" + (dir / "out2").string() + "'").exit_code, 0);
+  const std::string md2 = slurp(dir / "out2" / "report.md");
+  EXPECT_NE(md2.find("## Simulated `--cp ulysses`"), std::string::npos) << md2;
+  EXPECT_EQ(md2.find("K/V buffers"), std::string::npos) << md2;
+  std::filesystem::remove_all(dir);
+}
+
 // Hand-edited inputs that broke the figures: a device count of 0 divided by zero (SIGFPE), a
 // work matrix shorter than its devices was read past its end (SIGSEGV), a sweep row at n_seq 0
 // put -inf on the log axis and never finished. Each is one line naming the file and the field

@@ -56,6 +56,9 @@ template <typename T>
   if constexpr (std::is_same_v<T, std::string>) {
     if (!value.is_string()) throw FieldError(node, key, "expected a string, got " + value.dump());
     return value.get<std::string>();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (!value.is_boolean()) throw FieldError(node, key, "expected true or false, got " + value.dump());
+    return value.get<bool>();
   } else if constexpr (std::is_floating_point_v<T>) {
     if (!value.is_number() || !std::isfinite(value.get<double>())) throw FieldError(node, key, "expected a number, got " + value.dump());
     return value.get<T>();
@@ -75,6 +78,12 @@ template <typename T>
 template <typename T>
 [[nodiscard]] T read(const nlohmann::json& parent, const std::string& key) {
   return value_as<T>(field(parent, key), &parent, key);
+}
+
+// `parent`'s field `key` as T, or `absent` where a file written before the field existed lacks it.
+template <typename T>
+[[nodiscard]] T read_or(const nlohmann::json& parent, const std::string& key, T absent) {
+  return parent.is_object() && parent.contains(key) ? read<T>(parent, key) : absent;
 }
 
 // `parent`'s field `key` as a size (tokens, devices, a tile side, buffers): an integer >= 1, as

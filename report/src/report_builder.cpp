@@ -29,7 +29,7 @@ std::string slug(std::string text) {
 }
 
 // How the kernel cuts tiles (fixed or varlen); documents written before tiling existed were fixed.
-std::string tiling_of(const nlohmann::json& config) { return config.value("tiling", std::string("fixed")); }
+std::string tiling_of(const nlohmann::json& config) { return read_or<std::string>(config, "tiling", "fixed"); }
 
 void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
   const auto& doc = in.document;
@@ -139,28 +139,60 @@ void sweep_section(const ReportInput& in, std::string& md, std::vector<ReportFil
   }
 }
 
+// What ran, in the words of simulate's --cp ("ring", "allgather:2", "ulysses", "hybrid:2x4"): files
+// written before --cp existed ran a ring.
+std::string cp_of(const nlohmann::json& config) { return read_or<std::string>(config, "cp", "ring"); }
+bool has_ring(const std::string& cp) { return cp == "ring" || cp.starts_with("hybrid"); }
+
 void simulate_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
   const auto& doc = in.document;
   const auto& c = field(doc, "config");
-  append(md, "## Simulated ring (`{}`)\n\n", in.path);
-  append(md, "n = {} tokens on N = {} devices of {} on {}, pass {}, sync {}, {} K/V buffers, tiles {}x{} ({} tiling).\n\n",
+  const std::string cp = cp_of(c);
+  const std::string scope = read_or<std::string>(c, "scope", "attention");
+  const bool whole = scope != "attention";  // a layer's or a step's time, of which attention is a part
+  append(md, "## Simulated {} (`{}`)\n\n",
+         whole ? fmt::format("training {}, `--cp {}`", scope, cp) : cp == "ring" ? std::string("ring") : fmt::format("`--cp {}`", cp),
+         in.path);
+  append(md, "n = {} tokens on N = {} devices of {} on {}, context parallelism {}, pass {}, sync {}{}, tiles {}x{} ({} tiling).\n\n",
          read_size(c, "seq_len"), read_size(c, "devices"), read<std::string>(c, "hardware"),
-         read<std::string>(c, "topology"), read<std::string>(c, "pass"), read<std::string>(c, "sync"),
-         read_size(c, "kv_buffers"), read_size(field(c, "tile"), "query"),
-         read_size(field(c, "tile"), "key"), tiling_of(c));
-  md += "| layout | time (ms) | vs contiguous | max idle (ms) | max exposed comm (ms) |\n|---|---|---|---|---|\n";
+         read<std::string>(c, "topology"), cp, read<std::string>(c, "pass"), read<std::string>(c, "sync"),
+         has_ring(cp) ? fmt::format(", {} K/V buffers", read_size(c, "kv_buffers")) : std::string(),
+         read_size(field(c, "tile"), "query"), read_size(field(c, "tile"), "key"), tiling_of(c));
+  const auto& results = non_empty_array_field(doc, "results");
+  if (whole) {
+    // The row's time is the layer's or step's; its idle and exposed communication are one
+    // layer's attention (simulate's JSON and CSV say so), shown apart so that neither is read as
+    // a share of the other.
+    md += "| layout | time (ms) | vs contiguous | tokens/s | MFU | memory (GiB) |\n|---|---|---|---|---|---|\n";
+    for (const auto& r : results) {
+      const auto& step = field(r, "step");
+      append(md, "| {} | {:.3f} | {:.2f}x | {:.0f} | {:.1f}% | {:.1f}{} |\n", read<std::string>(r, "layout"),
+             read<double>(r, "time_us") / 1e3, read<double>(r, "speedup_vs_contiguous"),
+             read<double>(step, "tokens_per_second"), 100 * read<double>(step, "mfu"),
+             read<double>(field(step, "memory_bytes"), "total") / (1024.0 * 1024 * 1024), read<bool>(step, "exceeds_memory") ? " (over)" : "");
+    }
+    md += "\nOne layer's attention, every pass:\n\n";
+  }
+  // The worst device's totals over the passes, as simulate's table gives them (sim::ring_totals).
+  md += whole ? "| layout | attention (ms) | max idle (ms) | max exposed comm (ms) |\n|---|---|---|---|\n"
+              : "| layout | time (ms) | vs contiguous | max idle (ms) | max exposed comm (ms) |\n|---|---|---|---|---|\n";
   bool has_rounds = false;
-  for (const auto& r : non_empty_array_field(doc, "results")) {
-    for (const auto& pass : non_empty_array_field(r, "passes")) has_rounds = has_rounds || pass.contains("rounds");
-    // The worst device's totals over the passes, as simulate's table gives them (sim::ring_totals).
-    append(md, "| {} | {:.3f} | {:.2f}x | {:.3f} | {:.3f} |\n", read<std::string>(r, "layout"),
-           read<double>(r, "time_us") / 1e3, read<double>(r, "speedup_vs_contiguous"),
+  for (const auto& r : results) {
+    double passes_us = 0;
+    for (const auto& pass : non_empty_array_field(r, "passes")) {
+      has_rounds = has_rounds || pass.contains("rounds");
+      passes_us += read<double>(pass, "time_us");
+    }
+    const std::string time = whole ? fmt::format("{:.3f}", passes_us / 1e3)
+                                   : fmt::format("{:.3f} | {:.2f}x", read<double>(r, "time_us") / 1e3,
+                                                 read<double>(r, "speedup_vs_contiguous"));
+    append(md, "| {} | {} | {:.3f} | {:.3f} |\n", read<std::string>(r, "layout"), time,
            read<double>(r, "max_idle_us") / 1e3, read<double>(r, "max_exposed_comm_us") / 1e3);
   }
   if (has_rounds) {
     const std::string name = fmt::format("timeline-{}.svg", files.size());
     files.push_back({name, timeline_svg(doc)});
-    append(md, "\n![simulated timeline per device]({})\n\n", name);
+    append(md, "\n![simulated timeline per device{}]({})\n\n", whole ? ", one layer's attention" : "", name);
   } else {
     md += "\nThe simulation was written with `--summary-only`: no per-round records to draw.\n\n";
   }
