@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "file_flags.hpp"
@@ -63,6 +64,18 @@ model::AnalyzeConfig resolve_config(const LayoutOptions& o) {
   if (o.given.given("--mask")) config.mask = o.mask;
   config.layouts = model::split_distinct_list(o.layout, "--layout");
   config.pad_documents = o.pad_documents;
+  // balanced and ptrr are cut for a kernel tile. analyze's default (2048x4096, the paper's) is not
+  // the tile of the flash kernels simulate and plan price (128x128): a layout exported at one and
+  // trained at the other can come out contiguous. The file is for a training run: say which.
+  for (const std::string& spec : config.layouts) {
+    const std::optional<model::LayoutKind> kind = model::layout_kind_of(spec);
+    const bool sized = spec.find(':') != std::string::npos;
+    if (!o.given.given("--tile") && (kind == model::LayoutKind::balanced || (kind == model::LayoutKind::ptrr && !sized))) {
+      throw model::InputError(fmt::format("--layout '{}': it is cut for a kernel tile, give --tile (the tile of the kernel "
+                                          "you train with, as simulate prints it: 128x128 for the shipped H100 profiles)",
+                                          spec));
+    }
+  }
   return config;
 }
 
@@ -81,7 +94,7 @@ std::function<void()> register_layout_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--seq-len,-n", o.seq_len, fmt::format("Sequence length n; {}", model::kCountSuffixes))->required();
   cmd->add_option("--devices,-N", o.devices, fmt::format("Devices in the ring N, 1..{}", model::kMaxDevices))->required();
   o.given.track(cmd->add_option("--tile", o.tile,
-                                "Kernel tile TQxTK balanced and ptrr price work in [default: 2048x4096, as analyze]"));
+                                "Kernel tile TQxTK balanced and ptrr price work in (required for them) [default: 2048x4096, as analyze]"));
   o.given.track(cmd->add_option("--tiling", o.tiling, std::string(model::kTilingHelp) + " [default: fixed]"));
   o.given.track(cmd->add_option("--mask", o.mask, "Attention mask (see analyze --help) [default: causal]"));
   cmd->add_flag("--pad-documents", o.pad_documents,
