@@ -19,6 +19,7 @@
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/ring_merge.hpp"
 #include "stripesim/sim/simulation.hpp"
+#include "stripesim/sim/topology.hpp"
 #include "stripesim/output/simulation_printers.hpp"
 #include "temp_path.hpp"
 
@@ -446,6 +447,28 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
   nlohmann::json many_sms = nlohmann::json::parse(to_json(catalog().hardware("h100")).dump());
   many_sms["sms"] = Count{1} << 40;
   EXPECT_THROW((void)model::hardware_profile_from_json(many_sms, "h.json"), model::InputError);
+}
+
+// Kernel and topology names are found case aside, as models and hardware are, and a near miss is
+// offered the name it misses.
+TEST(Simulation, KernelAndTopologyNamesAreFoundCaseAside) {
+  const model::HardwareProfile h100 = catalog().hardware("h100");
+  EXPECT_EQ(to_json(load_kernel_profile("FA2", catalog().root(), h100)), to_json(load_kernel_profile("fa2", catalog().root(), h100)));
+  try {
+    (void)load_kernel_profile("flexx", catalog().root(), h100);
+    ADD_FAILURE() << "flexx was accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(did you mean 'flex'?)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(load_topology("DGX-H100", catalog().root(), 450).gpu_count(), load_topology("dgx-h100", catalog().root(), 450).gpu_count());
+  EXPECT_EQ(load_topology("NVSwitch:4", catalog().root(), 450).gpu_count(), 4);
+  EXPECT_TRUE(load_topology("Ideal", catalog().root(), 450, std::nullopt, 4).is_ideal());
+  try {
+    (void)load_topology("dgx-h10", catalog().root(), 450);
+    ADD_FAILURE() << "dgx-h10 was accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(did you mean 'dgx-h100'?)"), std::string::npos) << e.what();
+  }
 }
 
 // A call in another precision runs at the hardware's peak for it over the kernel profile's own:

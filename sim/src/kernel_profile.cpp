@@ -1,6 +1,7 @@
 #include "stripesim/sim/kernel_profile.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/io/name_match.hpp"
 #include "stripesim/sim/simulation.hpp"
 
 namespace stripesim::sim {
@@ -356,22 +358,18 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
   std::vector<std::string> folders{hardware.name};
   folders.insert(folders.end(), hardware.aliases.begin(), hardware.aliases.end());
   if (!hardware.kernels_from.empty()) folders.push_back(hardware.kernels_from);
-  std::string known;
+  std::vector<std::string> known;
   for (const std::string& folder : folders) {
     const fs::path dir = fs::path(config_dir) / "kernels" / folder;
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) continue;
-    const fs::path file = dir / (wanted + ".json");
-    if (fs::exists(file, ec)) return kernel_profile_from_json(model::read_json_file(file.string(), file.string(), model::FileUse::profile), file.string());
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+    // Case aside, as hardware and models are found ("FA2", "Sdpa").
+    if (const auto file = model::find_json_by_stem(dir, wanted, known)) {
+      return kernel_profile_from_json(model::read_json_file(file->string(), file->string(), model::FileUse::profile), file->string());
     }
-    std::sort(names.begin(), names.end());
-    for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
   }
-  const std::string detail = fmt::format("no such kernel for hardware {}{}", hardware.name,
-                                         known.empty() ? " (it has no kernel profiles; give a JSON file)" : ", expected one of " + known);
+  const std::string detail =
+      known.empty() ? fmt::format("no such kernel for hardware {} (it has no kernel profiles; give a JSON file)", hardware.name)
+                    : fmt::format("no such kernel for hardware {}{}, expected one of {}", hardware.name,
+                                  model::did_you_mean(wanted, known), fmt::join(known, ", "));
   // Not asked for: the hardware profile's default, named as its field (no --kernel was given).
   if (spec.empty()) {
     throw InputError(fmt::format("hardware {} field \"default_kernel\" = '{}': {}; give --kernel NAME or mend the profile",

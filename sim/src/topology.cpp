@@ -4,6 +4,7 @@
 #include <boost/graph/dijkstra_shortest_paths_no_color_map.hpp>
 #include <boost/property_map/property_map.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -372,15 +373,18 @@ Topology load_topology_spec(const std::string& spec, const std::string& config_d
   constexpr std::string_view kNvswitch = "nvswitch:";
   constexpr std::string_view kCluster = "cluster:";
   const std::string_view text = spec;
-  if (text == "ideal") return Topology::ideal(ideal_gpus);
-  if (text.starts_with(kNvswitch)) {
+  // Keywords and names case aside, as models, hardware and kernels are found ("NVSwitch:8",
+  // "DGX-H100"); a hostfile's path and a JSON file's as given.
+  const std::string lower = model::lowercase(spec);
+  if (lower == "ideal") return Topology::ideal(ideal_gpus);
+  if (lower.starts_with(kNvswitch)) {
     const Count gpus = model::parse_count(text.substr(kNvswitch.size()), flag + " nvswitch:G GPU count");
     if (gpus < 1 || gpus > kMaxGeneratedGpus) {
       throw topology_error(spec, fmt::format("the GPU count must be between 1 and {}", kMaxGeneratedGpus));
     }
     return Topology::nvswitch(gpus, nvlink, nvlink_latency);
   }
-  if (text.starts_with(kCluster)) {
+  if (lower.starts_with(kCluster)) {
     const std::string_view rest = text.substr(kCluster.size());
     const std::string_view shape = rest.substr(0, rest.find(':'));
     const auto x = shape.find('x');
@@ -403,19 +407,23 @@ Topology load_topology_spec(const std::string& spec, const std::string& config_d
     });
   }
   constexpr std::string_view kHostfile = "hostfile:";
-  if (text.starts_with(kHostfile)) {
+  if (lower.starts_with(kHostfile)) {
     const std::string path(text.substr(kHostfile.size()));
     if (path.empty()) throw topology_error(spec, "expected hostfile:FILE (lines 'HOST slots=N')");
     return Topology::placed(read_hostfile(path, flag + " " + spec), spec, nvlink, nvlink_latency, kNicBandwidth, kNicLatencyUs);
   }
   std::string path = spec;
   if (!model::is_config_path(spec)) {
-    path = (std::filesystem::path(config_dir) / "topologies" / (spec + ".json")).string();
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-      throw topology_error(spec, fmt::format("unknown, expected nvswitch:G, cluster:NxG, hostfile:FILE, ideal, a name in {}/topologies or a JSON file",
-                               config_dir));
+    std::vector<std::string> names;
+    const auto file = model::find_json_by_stem(std::filesystem::path(config_dir) / "topologies", spec, names);
+    if (!file) {
+      std::vector<std::string> every_name = names;
+      every_name.insert(every_name.end(), {"ideal", "nvswitch:", "cluster:", "hostfile:"});
+      throw topology_error(spec, fmt::format("unknown{}, expected nvswitch:G, cluster:NxG, hostfile:FILE, ideal, a JSON file or "
+                                             "one of {}/topologies: {}",
+                                             model::did_you_mean(spec, every_name), config_dir, fmt::join(names, ", ")));
     }
+    path = file->string();
   }
   return Topology::from_json(model::read_json_file(path, flag + " " + spec), flag + " " + spec);
 }

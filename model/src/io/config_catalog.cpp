@@ -23,11 +23,11 @@ std::vector<std::string> all_names(const HardwareProfile& h) {
   return names;
 }
 
-// The JSON files of `root/kind`, in name order.
-std::vector<std::filesystem::path> config_files(const std::string& root, const std::string& kind) {
+// The JSON files of `dir`, in name order.
+std::vector<std::filesystem::path> config_files(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(root) / kind, ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     if (entry.path().extension() == ".json") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
@@ -51,7 +51,7 @@ Config find(const std::string& root, const std::string& kind, Input input, const
                      Shown::quoted);
   }
   std::vector<std::string> names, every_name;
-  for (const auto& file : config_files(root, kind)) {
+  for (const auto& file : config_files(std::filesystem::path(root) / kind)) {
     Config config = parse(read_json_file(file.string(), file.string(), use), file.string());
     std::vector<std::string> answers_to = all_names(config);
     answers_to.push_back(file.stem().string());
@@ -68,7 +68,7 @@ Config find(const std::string& root, const std::string& kind, Input input, const
 
 std::vector<ShippedConfig> shipped(const std::string& root, const std::string& kind) {
   std::vector<ShippedConfig> configs;
-  for (const auto& file : config_files(root, kind)) {
+  for (const auto& file : config_files(std::filesystem::path(root) / kind)) {
     ShippedConfig config{file.stem().string(), {}};
     std::ifstream in(file);
     const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -95,6 +95,16 @@ std::vector<ShippedConfig> shipped(const std::string& root, const std::string& k
 std::vector<ShippedConfig> ConfigCatalog::shipped_models() const { return shipped(root_, "models"); }
 std::vector<ShippedConfig> ConfigCatalog::shipped_hardware() const { return shipped(root_, "hardware"); }
 
+std::optional<std::filesystem::path> find_json_by_stem(const std::filesystem::path& dir, std::string_view wanted,
+                                                     std::vector<std::string>& stems) {
+  std::optional<std::filesystem::path> found;
+  for (const auto& file : config_files(dir)) {
+    stems.push_back(file.stem().string());
+    if (!found && same_name(file.stem().string(), wanted)) found = file;
+  }
+  return found;
+}
+
 bool is_config_path(std::string_view text) { return text.find('/') != std::string_view::npos || text.ends_with(".json"); }
 
 TransformerModel ConfigCatalog::model(const std::string& name_or_path) const {
@@ -109,7 +119,7 @@ std::optional<HardwareProfile> ConfigCatalog::hardware_for_device(std::string_vi
   const std::string device = lowercase(device_name);
   std::optional<HardwareProfile> best;
   size_t best_length = 0;
-  for (const auto& file : config_files(root_, "hardware")) {
+  for (const auto& file : config_files(std::filesystem::path(root_) / "hardware")) {
     HardwareProfile profile =
         hardware_profile_from_json(read_json_file(file.string(), file.string(), FileUse::profile), file.string());
     for (const std::string& name : profile.device_names) {

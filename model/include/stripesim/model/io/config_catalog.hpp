@@ -1,6 +1,7 @@
 #pragma once
 // The shipped configurations (configs/models, configs/hardware) looked up by name or alias,
 // or any JSON file given by path.
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,12 @@ namespace stripesim::model {
 // Whether a --model/--hardware/--kernel/--topology value names a file rather than a shipped
 // config: it has a '/' or ends in .json.
 [[nodiscard]] bool is_config_path(std::string_view text);
+
+// The .json file of `dir` whose stem is `wanted`, case aside ("FA2" finds fa2.json, as models and
+// hardware are found); none when no stem matches or `dir` is no folder. `stems` receives every
+// stem of the folder in name order, for the caller's list of known names.
+[[nodiscard]] std::optional<std::filesystem::path> find_json_by_stem(const std::filesystem::path& dir, std::string_view wanted,
+                                                                   std::vector<std::string>& stems);
 
 // A shipped config as help lists it: its file's stem and the other names its file gives it.
 struct ShippedConfig {
