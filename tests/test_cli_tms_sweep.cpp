@@ -186,6 +186,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"tms_bad_weight", "tms --attention-weight -1", "--attention-weight '-1': must be a positive number"},
         BadInput{"tms_weight_not_number", "tms --attention-weight two", "--attention-weight 'two': must be a positive number"},
         BadInput{"sweep_bad_mesh", "sweep --meshes 2x", "--meshes '2x': expected MxN"},
+        BadInput{"sweep_default_tile_twice", "sweep --devices 8 --seq-lens 256k --tiles default,2048x4096",
+                 "--tiles '2048x4096': is 2048x4096 on hardware a100-80gb, as 'default' is: one tile listed twice"},
         BadInput{"sweep_unknown_column", "sweep --columns tms,speed", "--columns 'speed': unknown column"},
         // Named alike but for '-' and '_', two layouts would write one set of columns.
         BadInput{"sweep_layout_columns_collide", "sweep --devices 2 --seq-lens 16 --layouts permutation:a-b.json,permutation:a_b.json",
@@ -194,6 +196,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"sweep_kind_not_a_string", "sweep --experiment " + data("sweep_kind_not_a_string.json"),
                  "sweep_kind_not_a_string.json field \"kind\": expected a string, got true"},
         BadInput{"sweep_experiment_missing", "sweep --experiment /nonexistent/e.json", "does not exist"},
+        BadInput{"sweep_misspelt_step", "sweep --experiment " + data("sweep_misspelt_step.json"),
+                 "unknown field \"steps\" (did you mean 'step'?) (known: kind, description, convention, pass, recompute, tiling, "
+                 "layouts, columns, groups, step, measured)"},
+        BadInput{"sweep_measured_without_step", "sweep --experiment " + data("sweep_measured_without_step.json"),
+                 "field \"measured\": only in a step sweep, beside a \"step\" object"},
         BadInput{"sweep_seq_len_twice", "sweep --experiment " + data("sweep_seq_len_twice.json"),
                  "group 0 field \"seq_lens[1]\": given twice in the list (as seq_lens[0])"},
         BadInput{"sweep_experiment_malformed", "sweep --experiment " + data("malformed_config.json"), "is not valid JSON"},

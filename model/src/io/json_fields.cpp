@@ -26,7 +26,8 @@ void JsonFields::allow_only(const std::vector<std::string_view>& known) const {
     if (!found) {
       std::string names;
       for (const auto k : known) names += (names.empty() ? "" : ", ") + std::string(k);
-      throw InputError(fmt::format("{}: unknown field \"{}\" (known: {})", label_, key, names));
+      const std::vector<std::string> known_names(known.begin(), known.end());
+      throw InputError(fmt::format("{}: unknown field \"{}\"{} (known: {})", label_, key, did_you_mean(key, known_names), names));
     }
   }
   // Every file that allows a "description" means free text for its readers, which some readers

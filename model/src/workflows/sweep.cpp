@@ -93,7 +93,11 @@ nlohmann::ordered_json select_columns(const nlohmann::ordered_json& row, const s
 
 SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& label) {
   const JsonFields f(doc, label);
-  f.allow_only({"kind", "description", "convention", "pass", "recompute", "tiling", "layouts", "columns", "groups"});
+  // A "step" object makes the file a step sweep (read by sim's step_sweep, never here); listed so
+  // that a misspelt one is offered, and "measured" belongs to it.
+  f.allow_only({"kind", "description", "convention", "pass", "recompute", "tiling", "layouts", "columns", "groups", "step",
+                "measured"});
+  if (f.has("measured")) throw InputError(fmt::format("{}: only in a step sweep, beside a \"step\" object", f.where("measured")));
   if (f.has("kind") && f.string("kind") != "tms") {
     throw InputError(fmt::format("{}: expected \"tms\" or \"balance\"", f.where("kind")));
   }
@@ -169,12 +173,26 @@ std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vecto
       throw InputError(input, given, fmt::format("names profile {}, as '{}' does: one profile listed twice", profile, it->second), Shown::quoted);
     }
   };
+  // Likewise a tile given as itself and as "default" on a hardware whose default it is.
+  std::map<std::tuple<size_t, std::string, Count, Count>, std::optional<TileShape>> tile_given_as;
+  const auto tile_name = [](const std::optional<TileShape>& tile) {
+    return tile ? fmt::format("{}x{}", tile->query, tile->key) : std::string("default");
+  };
   for (const SweepPoint& p : points) {
     p.origins.run([&] {
       if (!hardware.contains(p.hardware)) hardware.emplace(p.hardware, catalog.hardware(p.hardware));
       if (!models.contains(p.model)) models.emplace(p.model, catalog.model(p.model));
-      once(p.group, Input::hardware, hardware.at(p.hardware).name, p.hardware);
+      const HardwareProfile& h = hardware.at(p.hardware);
+      once(p.group, Input::hardware, h.name, p.hardware);
       once(p.group, Input::model, models.at(p.model).name, p.model);
+      const TileShape tile = p.tile.value_or(h.default_tile);
+      const auto [it, fresh] = tile_given_as.emplace(std::tuple{p.group, h.name, tile.query, tile.key}, p.tile);
+      if (!fresh && it->second.has_value() != p.tile.has_value()) {
+        throw InputError(Input::tile, tile_name(p.tile),
+                         fmt::format("is {}x{} on hardware {}, as '{}' is: one tile listed twice", tile.query, tile.key, h.name,
+                                     tile_name(it->second)),
+                         Shown::quoted);
+      }
     });
   }
   std::vector<TmsRequest> requests;
