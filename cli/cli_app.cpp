@@ -84,6 +84,17 @@ std::string unknown_name_hint(const CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+// Where the help for a parse error is: the command's own ("stripesim analyze --help", where its
+// flags are listed) when argv names one, else the top level's.
+std::string help_command(const CLI::App& app, int argc, char** argv) {
+  if (argc >= 2) {
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      if (sub->get_name() == argv[1]) return fmt::format("stripesim {} --help", sub->get_name());
+    }
+  }
+  return "stripesim --help";
+}
+
 // CLI11's own wording of a parse error, where it has a clearer one: a single-valued option given
 // twice ("--seq-len: At Most 1 required but received 2") says so.
 std::string parse_error_message(const CLI::ParseError& e) {
@@ -139,7 +150,7 @@ int run_cli(int argc, char** argv, std::FILE* errors, RunMode mode) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     const std::string hint = unknown_name_hint(app, argc, argv);
-    print_error(errors, hint.empty() ? fmt::format("{} (see stripesim --help)", parse_error_message(e)) : hint);
+    print_error(errors, hint.empty() ? fmt::format("{} (see {})", parse_error_message(e), help_command(app, argc, argv)) : hint);
     return kExitBadInput;
   }
   if (const std::string empty = empty_value_error(app); !empty.empty()) {

@@ -160,7 +160,8 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--experiment", o.experiment,
                   "JSON experiment file (configs/experiments/): the whole grid, in place of the grid flags (--tiling, "
                   "--threads, --format and --output still apply)");
-  o.grid.track(cmd->add_option("--masks", o.masks, "balance: comma-separated masks; a documents distribution's commas are not allowed")
+  o.grid.track(cmd->add_option("--masks", o.masks, "balance: comma-separated masks (a documents mask of listed lengths, documents:16k,48k, has commas of its "
+                                               "own: give it in an --experiment file)")
                    ->capture_default_str());
   o.grid.track(cmd->add_flag("--pad-documents", o.pad_documents, "balance: pad documents to multiples of 2N"));
   o.grid.track(cmd->add_option("--hardware", o.hardware, "Comma-separated hardware, each " + hardware_choices())->capture_default_str());
@@ -171,11 +172,12 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
   o.grid.track(cmd->add_option("--model-parallel,-M", o.model_parallel, "Comma-separated model-parallel degrees")
                    ->capture_default_str());
   o.grid.track(cmd->add_option("--seq-lens", o.seq_lens, fmt::format("Comma-separated sequence lengths; {}", model::kCountSuffixes))->capture_default_str());
-  o.grid.track(cmd->add_option("--tiles", o.tiles, "Comma-separated tiles TQxTK, or default (the hardware's)")->capture_default_str());
+  o.grid.track(cmd->add_option("--tiles", o.tiles, "Comma-separated tiles TQxTK, or default (tms: the hardware's; balance: 128x128)")->capture_default_str());
   cmd->add_option("--tiling", o.tiling,
                   std::string(model::kTilingHelp) +
                       " For every point; overrides an experiment's \"tiling\" [default: fixed]");
-  o.grid.track(cmd->add_option("--layouts", o.layouts, "Extra layouts beyond contiguous, striped, zigzag (block-striped:S, ...)"));
+  o.grid.track(cmd->add_option("--layouts", o.layouts, "tms: extra layouts beyond contiguous, striped, zigzag (block-striped:S, ...); balance: the layouts "
+                                                     "compared [balance default: contiguous,striped,zigzag,balanced]"));
   o.grid.track(cmd->add_option("--columns", o.columns, "Comma-separated columns to keep, in this order [default: all]"));
   o.grid.track(cmd->add_option("--convention", o.convention, "FLOP accounting")
                    ->check(CLI::IsMember({"paper", "exact"}))

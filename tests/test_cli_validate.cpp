@@ -493,6 +493,31 @@ TEST(CliValidate, NoFitScoresTheH200Fa2ProfileOnH100FilesItNeverSaw) {
   EXPECT_NEAR(s.at("mean_abs_speedup_error").get<double>(), held_out.at("mean_abs_speedup_error").get<double>(), 0.01);
 }
 
+// --no-fit scores a profile on files it may have been fitted on: the shipped H100 sdpa profile was
+// fitted on four of the six sdpa ring files (its sources.costs names them), not on the 64k x 8 and
+// 16k x 2 ones, nor on the retimed 64k x 4 file of the same name in another folder. Those four
+// are in-sample, said so in the report, the others held out; an absolute path names the same file
+// as the relative one the fit was run with.
+TEST(CliValidate, NoFitTellsInSampleFilesFromHeldOutOnes) {
+  const CliResult r = run_cli("validate --compare --no-fit --hardware h100 --kernel sdpa" + measurement_flags("h100/sdpa") +
+                              " --measurements '" + measurements("sdpa-retimed/causal-fwd-n65536-N4.json") + "' --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  std::map<std::string, bool> held_out;
+  for (const auto& w : doc.at("workloads")) held_out[w.at("group").get<std::string>()] = w.at("held_out").get<bool>();
+  const std::map<std::string, bool> expected{{"causal-fwd-n16384-N2.json", true},
+                                             {"causal-fwd-n32768-N4.json", false},
+                                             {"sdpa/causal-fwd-n65536-N4.json", false},
+                                             {"causal-fwd-n65536-N8.json", true},
+                                             {"causal-fwdbwd-n32768-N4.json", false},
+                                             {"causal-fwdbwd-n65536-N4.json", false},
+                                             {"sdpa-retimed/causal-fwd-n65536-N4.json", true}};
+  EXPECT_EQ(held_out, expected);
+  const CliResult md = run_cli("validate --compare --no-fit --hardware h100 --kernel sdpa" + measurement_flags("h100/sdpa"));
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("- in-sample: the profile was fitted on 4 of these 6 groups"), std::string::npos) << md.out.substr(0, 800);
+}
+
 // Fits `files` from `start` (a --kernel argument) into DIR/a.json, then from a.json into b.json:
 // the two must agree to the last digit. Returns a.json.
 nlohmann::json expect_refit_unchanged(const std::string& start, const std::string& files, const fs::path& dir) {

@@ -1,8 +1,10 @@
 #include "stripesim/output/accuracy_printers.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <optional>
+#include <set>
 
 namespace stripesim::output {
 
@@ -86,6 +88,21 @@ std::string to_markdown(const validate::KernelAccuracy& accuracy) {
   if (accuracy.method != validate::AccuracyMethod::profile_as_given) {
     md += fmt::format("- fit on everything: {} calls, median error {:.1f}%, worst {:.1f}%\n", fit.samples,
                       100 * fit.median_abs_error, 100 * fit.max_abs_error);
+  }
+  if (accuracy.method == validate::AccuracyMethod::profile_as_given) {
+    std::set<std::string> in_sample, files;
+    for (const auto& p : predictions) {
+      files.insert(p.workload->group);
+      if (!p.held_out) in_sample.insert(p.workload->group);
+    }
+    if (!in_sample.empty()) {
+      constexpr size_t kNamed = 8;  // a block-cost file is a group per row: name a few
+      const std::vector<std::string> named(in_sample.begin(), std::next(in_sample.begin(), static_cast<std::ptrdiff_t>(
+                                                                               std::min(kNamed, in_sample.size()))));
+      md += fmt::format("- in-sample: the profile was fitted on {} of these {} groups (files, block-cost rows: {}{}): "
+                        "their scores say how well it fits, not how well it predicts\n",
+                        in_sample.size(), files.size(), fmt::join(named, ", "), in_sample.size() > kNamed ? ", ..." : "");
+    }
   }
   md += fmt::format("- per (round, device) call: {} timed calls, median error {:.1f}%, worst {:.1f}%\n", s.calls,
                     100 * s.median_abs_call_error, 100 * s.max_abs_call_error);

@@ -3,11 +3,48 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
+#include <sstream>
 
 #include "stripesim/model/io/input_error.hpp"
 
 namespace stripesim::validate {
+
+namespace {
+
+std::vector<std::string> path_components(const std::filesystem::path& path) {
+  std::vector<std::string> parts;
+  for (const auto& part : path.lexically_normal()) {
+    if (!part.empty() && part != "/" && part != ".") parts.push_back(part.string());
+  }
+  return parts;
+}
+
+}  // namespace
+
+bool fitted_on(const sim::KernelProfile& profile, const std::string& path) {
+  // --calibrate writes the command that fitted the profile into sources.costs ("fitted by:
+  // stripesim validate --calibrate ... --measurements DIR/FILE ..."), its paths as typed where it
+  // ran. A file is the one named when that path, whole, ends the file's own full path: the same
+  // file from another folder, not merely a file of the same name (sdpa-retimed/ beside sdpa/).
+  if (!profile.sources.is_object() || !profile.sources.contains("costs") || !profile.sources["costs"].is_string()) return false;
+  const std::string& costs = profile.sources["costs"].get_ref<const std::string&>();
+  if (!costs.starts_with("fitted by: ")) return false;
+  std::error_code ec;
+  const std::vector<std::string> file = path_components(std::filesystem::weakly_canonical(path, ec));
+  if (ec || file.empty()) return false;
+  std::istringstream words(costs);
+  std::string flag, word;
+  while (words >> word) {
+    if (flag == "--measurements" || flag == "--block-costs") {
+      const std::vector<std::string> named = path_components(word);
+      if (!named.empty() && named.size() <= file.size() && std::equal(named.rbegin(), named.rend(), file.rbegin())) return true;
+    }
+    flag = word;
+  }
+  return false;
+}
 
 MeasurementAccuracyPlan plan_measurement_accuracy(const MeasurementAccuracyRequest& request,
                                                   const model::ConfigCatalog& catalog) {
@@ -17,11 +54,18 @@ MeasurementAccuracyPlan plan_measurement_accuracy(const MeasurementAccuracyReque
   files.insert(files.end(), request.block_costs.begin(), request.block_costs.end());
   const std::vector<std::string> labels = file_labels(files);
   std::vector<MeasuredWorkload> workloads;
+  std::vector<size_t> file_of;  // each workload's index in `files`
   for (size_t i = 0; i < request.measurements.size(); ++i) {
-    for (auto& w : read_measurements(files[i], labels[i])) workloads.push_back(std::move(w));
+    for (auto& w : read_measurements(files[i], labels[i])) {
+      workloads.push_back(std::move(w));
+      file_of.push_back(i);
+    }
   }
   for (size_t i = request.measurements.size(); i < files.size(); ++i) {
-    for (auto& w : read_block_costs(files[i], request.block_costs_kernel, labels[i])) workloads.push_back(std::move(w));
+    for (auto& w : read_block_costs(files[i], request.block_costs_kernel, labels[i])) {
+      workloads.push_back(std::move(w));
+      file_of.push_back(i);
+    }
   }
   if (workloads.empty()) throw model::InputError("--measurements, --block-costs: the files hold no workload");
   const std::optional<model::HardwareProfile> device =
@@ -32,6 +76,7 @@ MeasurementAccuracyPlan plan_measurement_accuracy(const MeasurementAccuracyReque
   }
   plan.hardware = *device;
   plan.base = sim::load_kernel_profile(request.kernel, catalog.root(), plan.hardware);
+  for (const size_t i : file_of) plan.in_sample.push_back(fitted_on(plan.base, files[i]));
   plan.calls = measured_calls(workloads, plan.hardware, plan.base);  // checks every file before fitting
   for (const auto& w : workloads) {
     if (std::find(plan.groups.begin(), plan.groups.end(), w.group) == plan.groups.end()) plan.groups.push_back(w.group);
@@ -60,7 +105,7 @@ KernelAccuracy run_measurement_accuracy(const MeasurementAccuracyPlan& plan, con
     out.method = AccuracyMethod::profile_as_given;
     out.fit.profile = plan.base;
     out.predictions = predict_workloads(workloads, plan.base, plan.hardware.name, catalog);
-    for (WorkloadPrediction& p : out.predictions) p.held_out = true;
+    for (size_t i = 0; i < out.predictions.size(); ++i) out.predictions[i].held_out = !plan.in_sample[i];
     return out;
   }
   // The fit on everything is the profile --calibrate writes; --compare also reports it beside the
@@ -83,7 +128,8 @@ const char* describe(AccuracyMethod method) {
       return "leave one group out: each file (or block-cost row) predicted by a profile fitted on all the others, "
              "started cold (from tile counts, not from --kernel's costs)";
     case AccuracyMethod::profile_as_given:
-      return "the kernel profile as given (--no-fit): every workload predicted by a profile fitted on none of them";
+      return "the kernel profile as given (--no-fit): nothing fitted; a workload whose file the profile's own fit "
+             "command names (sources.costs) is in-sample, the others held out";
   }
   return "";
 }

@@ -36,6 +36,7 @@ struct MeasurementAccuracyPlan {
   sim::KernelProfile base;
   std::vector<MeasuredCall> calls;  // every timed call, checked against the work model
   std::vector<std::string> groups;  // the files (and block-cost rows) in order: what --compare leaves out
+  std::vector<bool> in_sample;      // per workload: whether `base` was fitted on its file (fitted_on)
 };
 
 // How the profile that predicted each workload came to be.
@@ -58,6 +59,11 @@ struct KernelAccuracy {
   AccuracySummary floor;
   std::vector<LayoutDrift> drift;  // equal_work_drift of the workloads
 };
+
+// Whether `profile` was fitted on the measurement or block-cost file at `path`: whether the
+// command that fitted it, which --calibrate records in sources.costs, names that file. A --no-fit
+// score on such a file is in-sample, not held out.
+[[nodiscard]] bool fitted_on(const sim::KernelProfile& profile, const std::string& path);
 
 // Throws model::InputError for a file that does not read, a device no profile claims without
 // --hardware, a call the work model does not recognise, or --compare (without --no-fit) over
