@@ -69,7 +69,8 @@ std::function<void()> register_plan_command(CLI::App& app, RunMode mode) {
                 "not counted as useful work");
   cmd->add_flag("--recompute", o.recompute, "The backward recomputes the forward (activation checkpointing)");
   cmd->add_option("--zero", o.zero, fmt::format("ZeRO stage, {}", sim::kZeroStagesHelp));
-  add_format_option(cmd, o.format, output::kPlanFormats, "csv and json list every simulated choice");
+  add_format_option(cmd, o.format, output::kPlanFormats, "csv and json list every simulated choice, the rank given for the top (--top) alone: beyond it a "
+                    "choice bounded out of the search could fall between");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   return [cmd, options, mode] {
     if (!cmd->parsed()) return;

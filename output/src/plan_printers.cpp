@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "stripesim/output/rows.hpp"
 
@@ -10,10 +11,12 @@ namespace stripesim::output {
 
 namespace {
 
-nlohmann::ordered_json plan_row(size_t rank, const sim::PlanCandidate& c) {
+// `rank` none for a choice simulated while searching but outside the top: a choice bounded out
+// of the search could rank between it and the top, so its place is not known.
+nlohmann::ordered_json plan_row(std::optional<size_t> rank, const sim::PlanCandidate& c) {
   const sim::StepEstimate& e = *c.step;
   const sim::StepBreakdown& b = e.breakdown;
-  return {{"rank", rank},
+  return {{"rank", rank ? nlohmann::ordered_json(*rank) : nlohmann::ordered_json(nullptr)},
           {"tokens_per_second", e.tokens_per_second},
           {"step_us", e.time_us},
           {"model_parallel", c.mesh.model_parallel},
@@ -37,7 +40,10 @@ nlohmann::ordered_json plan_row(size_t rank, const sim::PlanCandidate& c) {
 
 std::vector<nlohmann::ordered_json> plan_rows(const sim::Plan& plan) {
   std::vector<nlohmann::ordered_json> rows;
-  for (size_t i = 0; i < plan.ranked.size(); ++i) rows.push_back(plan_row(i + 1, plan.ranked[i]));
+  const auto top = static_cast<size_t>(plan.request.top);
+  for (size_t i = 0; i < plan.ranked.size(); ++i) {
+    rows.push_back(plan_row(i < top ? std::optional<size_t>(i + 1) : std::nullopt, plan.ranked[i]));
+  }
   return rows;
 }
 
