@@ -753,6 +753,38 @@ TEST(CliPlan, TheReasonIsAgainstTheTrueBestOfAnotherAlgorithmWhateverTop) {
       << every[0];
 }
 
+// An odd length: zigzag divides it on no mesh, so without --pad-seq the request is refused with
+// the remedy named; with it each mesh pads to its own 2N, as simulate --pad-seq does (the check of
+// the layouts' names on one device pads too, instead of refusing the whole plan).
+TEST(CliPlan, PadSeqPlansAnOddLength) {
+  const std::string args = "plan --model llama3-8b --gpus 8 -n 131071 --recompute --zero 1 --top 3";
+  const CliResult unpadded = run_cli(args);
+  EXPECT_EQ(unpadded.exit_code, 2);
+  EXPECT_NE(unpadded.err.find("--seq-len 131071: layout zigzag needs it divisible by 2N = 2"), std::string::npos) << unpadded.err;
+  EXPECT_NE(unpadded.err.find("or give --pad-seq"), std::string::npos) << unpadded.err;
+  const CliResult padded = run_cli(args + " --pad-seq --format json");
+  ASSERT_EQ(padded.exit_code, 0) << padded.err;
+  const auto ranked = nlohmann::json::parse(padded.out).at("ranked");
+  ASSERT_FALSE(ranked.empty());
+  for (const auto& choice : ranked) {
+    const std::int64_t n = choice.at("seq_len").get<std::int64_t>();
+    EXPECT_EQ(n % (2 * choice.at("context_parallel").get<std::int64_t>()), 0) << choice;
+    EXPECT_GT(n, 131071);
+  }
+}
+
+// --merges prices a ring's merges; the all-gather and Ulysses choices ran without it (simulate
+// refuses it beside them), and a note names their ranks. The memory limit is shown as given.
+TEST(CliPlan, MergesAreSaidToSkipTheCollectivesAndTheLimitIsShownAsGiven) {
+  const CliResult r = run_cli("plan --model 1b --hardware h100 --gpus 8 -n 64k --merges fused --memory-gib 55.5 --top 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("over 55.5 GiB of memory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" of 55.5 GiB"), std::string::npos) << r.out;
+  const bool collective_shown = r.out.find(" allgather ") != std::string::npos || r.out.find(" ulysses ") != std::string::npos;
+  ASSERT_TRUE(collective_shown) << r.out;
+  EXPECT_NE(r.out.find("note: --merges fused prices a ring's merges: the choice"), std::string::npos) << r.out;
+}
+
 TEST(CliPlan, RanksChoicesAndCsvIsDeterministic) {
   const std::string args = "plan --model 1b --hardware h100 --gpus 8 -n 64k --top 3";
   const CliResult table = run_cli(args);

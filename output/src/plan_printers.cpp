@@ -104,7 +104,7 @@ std::string plan_table(const sim::Plan& plan) {
   const sim::PlanRequest& r = plan.request;
   std::string out = fmt::format(
       "plan: {} on {} GPUs ({}), n = {}{}, batch {} per replica, mask {}, a training step (forward, backward, gradients){}{}\n"
-      "{} choices: {} refused by the simulation, {} over {:.0f} GiB of memory, {} could not beat the top {} "
+      "{} choices: {} refused by the simulation, {} over {:g} GiB of memory, {} could not beat the top {} "
       "(bounded), {} simulated\n\n",
       r.base.model, r.gpus, r.base.topology.empty() ? fmt::format("nvswitch:{}", r.gpus) : r.base.topology, r.base.seq_len,
       r.base.pad_seq ? " (padded to a multiple of 2N for each degree N)" : "", r.base.batch, r.base.mask, r.base.recompute ? ", recomputing the forward" : "",

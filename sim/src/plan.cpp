@@ -86,7 +86,7 @@ std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ra
       break;
     }
   }
-  const std::string memory = fmt::format("memory {:.1f} of {:.0f} GiB", c.step->memory.total() / kBytesPerGib, memory_gib);
+  const std::string memory = fmt::format("memory {:.1f} of {:g} GiB", c.step->memory.total() / kBytesPerGib, memory_gib);
   if (other == nullptr) {
     return fmt::format("{}; {}", one_searched ? "the only algorithm searched (--algorithms)" : "the only algorithm that fits", memory);
   }
@@ -142,11 +142,22 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
   // The mask is the same whatever the mesh: a bad one is the request's error, not every mesh's.
   model::Mask mask = model::parse_mask(request.base.mask, request.base.seq_len);
   if (request.base.pad_documents) mask = model::pad_documents(mask, 1).mask;  // refuses any mask but documents
-  (void)padded_seq_len(request.base, mask);  // --pad-seq: refuses documents, and --pad-documents beside it
+  // --pad-seq: refuses documents, and --pad-documents beside it; on one device it pads to 2, as
+  // every mesh pads to its own 2N (an odd length is no layout's error then).
+  SimulateConfig one_device = request.base;
+  one_device.devices = 1;
+  const Count padded = padded_seq_len(one_device, mask);
+  if (request.base.pad_seq && padded != mask.seq_len()) mask = model::parse_mask(request.base.mask, padded);
   // So are the layouts' names: each built on one device (what fails there fails on every N), or
   // a misspelt one would only be missing from the meshes whose Ulysses ignores the layout.
   for (const std::string& layout : request.base.layouts) {
-    (void)model::parse_layout(layout, mask.seq_len(), 1, model::LayoutContext{&mask});
+    try {
+      (void)model::parse_layout(layout, mask.seq_len(), 1, model::LayoutContext{&mask});
+    } catch (const model::InputError& e) {
+      // A length no degree divides (an odd one for zigzag) is what --pad-seq mends, mesh by mesh.
+      if (e.input() != model::Input::seq_len || request.base.pad_seq) throw;
+      throw model::InputError(fmt::format("{}; or give --pad-seq (each mesh pads to its own 2N)", e.what()));
+    }
   }
 }
 
@@ -407,6 +418,21 @@ Plan run_plan(const PlanSearch& search) {
       out.notes.push_back(fmt::format("{}: the {} {}", *note, ranks.size() == 1 ? "choice ranked" : "choices ranked", fmt::join(ranks, ", ")));
     }
     if (std::optional<std::string> note = elementwise_cost_note(planned->plan->simulation.hardware)) out.notes.push_back(std::move(*note));
+  }
+  // --merges prices a ring's merges; the collectives' choices ran without it, and simulate refuses
+  // it beside them: say which of those shown to simulate without it.
+  if (!request.base.merges.empty()) {
+    std::vector<std::string> collective_ranks;
+    for (size_t i = 0; i < explained; ++i) {
+      const std::string f = family(out.ranked[i].cp);
+      if (f == "allgather" || f == "ulysses") collective_ranks.push_back(std::to_string(i + 1));
+    }
+    if (!collective_ranks.empty()) {
+      out.notes.push_back(fmt::format("--merges {} prices a ring's merges: the {} {} (all-gather or Ulysses, one call a head "
+                                      "group) ran without it, as simulate runs them (give it --cp ring or hybrid only)",
+                                      request.base.merges, collective_ranks.size() == 1 ? "choice ranked" : "choices ranked",
+                                      fmt::join(collective_ranks, ", ")));
+    }
   }
   return out;
 }
