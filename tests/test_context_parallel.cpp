@@ -142,6 +142,12 @@ TEST(ContextParallel, ShapesWorkedByHand) {
   EXPECT_DOUBLE_EQ(cp_shape(parse_context_parallel("hybrid:8x1", 8), s, 2).memory_bytes, u.memory_bytes);
   EXPECT_DOUBLE_EQ(cp_shape(parse_context_parallel("hybrid:1x8", 8), s, 3).memory_bytes,
                    cp_shape(ContextParallel{}, s, 3).memory_bytes);
+  // One device rings nothing: it holds its own K/V, one block whatever the buffers, as an
+  // all-gather over one device holds it.
+  const AttentionShape alone{65536, 1, 1, 32, 8, 128, 2};
+  const CpShape single = cp_shape(ContextParallel{}, alone, 2);
+  EXPECT_DOUBLE_EQ(single.memory_bytes, static_cast<double>(2 * 65536 * 8 * row));
+  EXPECT_DOUBLE_EQ(single.memory_bytes, cp_shape(parse_context_parallel("allgather", 1), alone, 2).memory_bytes);
 
   EXPECT_THROW((void)cp_shape(parse_context_parallel("allgather:3", 8), s, 2), model::InputError);
   const AttentionShape odd{65536, 8, 1, 12, 12, 128, 2};

@@ -165,7 +165,9 @@ CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_bu
   switch (cp.algorithm) {
     case CpAlgorithm::ring:
       out.ring_hop_bytes = kv_bytes(c, s.kv_heads);
-      out.memory_bytes = static_cast<double>(kv_buffers) * static_cast<double>(out.ring_hop_bytes);
+      // A ring of N holds at most its N blocks: one device alone receives nothing and holds its
+      // own K/V only (implementations post no receive buffer then), as the simulator's slots are.
+      out.memory_bytes = static_cast<double>(std::min(kv_buffers, s.devices)) * static_cast<double>(out.ring_hop_bytes);
       break;
     case CpAlgorithm::allgather: {
       const Count g = cp.head_groups;
