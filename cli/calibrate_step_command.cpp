@@ -58,10 +58,12 @@ std::function<void()> register_calibrate_step_command(CLI::App& app, RunMode mod
     const sim::StepFitPlan plan = sim::plan_step_fit(spec, catalog);
     if (mode == RunMode::parse_only) return;
     sim::StepFit fit = sim::fit_step(plan, catalog);
-    const std::string how = fmt::format("{} --experiment {} ({} measured speedups, mean absolute error {:.3f}, {:.3f} with "
-                                        "each sequence-parallel degree held out)",
-                                        sim::kElementwiseFitSource, opts.experiment, fit.rows.size(), fit.mean_abs_error,
-                                        fit.held_out_mean_abs_error);
+    const std::string held =
+        fit.held_out_mean_abs_error
+            ? fmt::format("{:.3f} with each sequence-parallel degree held out", *fit.held_out_mean_abs_error)
+            : std::string("one sequence-parallel degree: nothing held out");
+    const std::string how = fmt::format("{} --experiment {} ({} measured speedups, mean absolute error {:.3f}, {})",
+                                        sim::kElementwiseFitSource, opts.experiment, fit.rows.size(), fit.mean_abs_error, held);
     fit.hardware.sources["elementwise_bytes_per_dmodel"] = how;
     fit.kernel.sources["partial_tile_us"] = fmt::format("{:.2f} x the full tile, forward and backward; {}", fit.partial_ratio, how);
     // All or nothing: a failed write leaves neither a profile nor a report claiming a fit.

@@ -330,7 +330,7 @@ StepFit fit_step(const StepFitPlan& plan, const model::ConfigCatalog& catalog) {
   fit.kernel = with_partial_ratio(kernel, fit.partial_ratio);
   std::map<Count, std::vector<size_t>> by_devices;
   for (size_t i = 0; i < measured_rows.size(); ++i) by_devices[measured_rows[i].devices].push_back(i);
-  std::vector<double> held_out(measured_rows.size(), 0);
+  std::vector<std::optional<double>> held_out(measured_rows.size());
   for (const auto& [devices, rows] : by_devices) {
     std::vector<size_t> rest;
     for (size_t i = 0; i < measured_rows.size(); ++i) {
@@ -340,14 +340,22 @@ StepFit fit_step(const StepFitPlan& plan, const model::ConfigCatalog& catalog) {
     const Candidate other = search(rest);
     for (const size_t i : rows) held_out[i] = predicted_speedup(rings[other.ratio][i], other.bytes);
   }
+  // With two degrees or more every row is held out once; with one, none is (nothing to fit on).
+  if (by_devices.size() > 1) {
+    fit.held_out_mean_abs_error = 0;
+    fit.held_out_worst_abs_error = 0;
+  }
   for (size_t i = 0; i < measured_rows.size(); ++i) {
     const double predicted = predicted_speedup(rings[best.ratio][i], best.bytes);
     fit.rows.push_back({measured_rows[i], predicted, held_out[i]});
-    const double error = std::abs(predicted - measured[i]), held = std::abs(held_out[i] - measured[i]);
+    const double error = std::abs(predicted - measured[i]);
     fit.mean_abs_error += error / static_cast<double>(measured.size());
     fit.worst_abs_error = std::max(fit.worst_abs_error, error);
-    fit.held_out_mean_abs_error += held / static_cast<double>(measured.size());
-    fit.held_out_worst_abs_error = std::max(fit.held_out_worst_abs_error, held);
+    if (held_out[i] && fit.held_out_mean_abs_error) {
+      const double held = std::abs(*held_out[i] - measured[i]);
+      *fit.held_out_mean_abs_error += held / static_cast<double>(measured.size());
+      fit.held_out_worst_abs_error = std::max(*fit.held_out_worst_abs_error, held);
+    }
   }
   return fit;
 }

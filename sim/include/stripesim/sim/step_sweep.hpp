@@ -68,7 +68,9 @@ struct StepSweepPlan {
 struct StepFitRow {
   MeasuredSpeedup measured;
   double predicted = 0;
-  double held_out = 0;  // predicted by the fit without this row's sequence-parallel degree
+  // Predicted by the fit without this row's sequence-parallel degree; none where the rows hold one
+  // degree only (nothing left to fit on).
+  std::optional<double> held_out;
 };
 
 struct StepFit {
@@ -77,8 +79,9 @@ struct StepFit {
   double partial_ratio = 1;         // partial tile / full tile, forward and backward
   double mean_abs_error = 0;
   double worst_abs_error = 0;
-  double held_out_mean_abs_error = 0;  // leaving each sequence-parallel degree out in turn
-  double held_out_worst_abs_error = 0;
+  // Leaving each sequence-parallel degree out in turn; none with one degree.
+  std::optional<double> held_out_mean_abs_error;
+  std::optional<double> held_out_worst_abs_error;
   std::vector<StepFitRow> rows;
 };
 
