@@ -214,11 +214,12 @@ ValidationReport read_saved_report(const nlohmann::json& doc, const std::string&
   const JsonFields f(doc, label);
   if (f.string("schema") != kValidateSchema) throw InputError(fmt::format("{}: expected \"{}\"", f.where("schema"), kValidateSchema));
   f.allow_only({"schema", "command", "backend", "device", "placement", "warmup", "iterations", "concurrent_devices", "all_passed",
-                "profile", "kernel", "calibration", "topology", "errors", "errors_by_cp", "notes", "comparisons", "cases"});
+                "cases_checked", "profile", "kernel", "calibration", "topology", "errors", "errors_by_cp", "notes", "comparisons", "cases"});
   ValidationReport report;
   // Written for readers and recomputed from the cases: checked for their types only.
   (void)f.string_or("command", "");
   (void)f.boolean_or("all_passed", false);
+  if (f.has("cases_checked")) (void)required_non_negative(f, "cases_checked");
   report.backend = f.string("backend");
   if (report.backend != "cpu" && report.backend != "mpi" && report.backend != "cuda" && report.backend != "nccl") {
     throw InputError(fmt::format("{} '{}': expected cpu, mpi, cuda or nccl", f.where("backend"), report.backend));
