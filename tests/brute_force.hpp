@@ -53,15 +53,32 @@ inline Count reference_document(const model::Mask& mask, Position q) {
   return -1;
 }
 
+// Whether q is one of its document's padding tokens (V+P: the last P), walking the lengths.
+inline bool reference_is_padding(const model::Mask& mask, Position q) {
+  if (mask.kind() != model::MaskKind::documents) return false;
+  Count end = 0;
+  for (size_t j = 0; j < mask.document_lengths().size(); ++j) {
+    end += mask.document_lengths()[j];
+    if (q < end) return q >= end - mask.document_padding()[j];
+  }
+  return false;
+}
+
 // The tile every local index of `device` falls in, as (document, tile index), in ascending order
 // of both: fixed tiling cuts the local order (one pseudo-document); varlen cuts each document's
-// local tokens on their own, from its first local token.
+// local tokens on their own, from its first local token, its padding in no tile (a kernel given
+// the actual lengths apart from the padded ones never reads it): (-1, 0).
 inline std::vector<std::pair<Count, Count>> reference_tiles(const model::Layout& layout, const model::Mask& mask,
                                                             Count device, Count side, model::Tiling tiling) {
   std::map<Count, Count> seen_in_document;
   std::vector<std::pair<Count, Count>> tiles;
   for (Count l = 0; l < layout.block_size(); ++l) {
-    const Count doc = tiling == model::Tiling::varlen ? reference_document(mask, layout.position(device, l)) : 0;
+    const bool varlen = tiling == model::Tiling::varlen;
+    if (varlen && reference_is_padding(mask, layout.position(device, l))) {
+      tiles.emplace_back(-1, 0);
+      continue;
+    }
+    const Count doc = varlen ? reference_document(mask, layout.position(device, l)) : 0;
     tiles.emplace_back(doc, seen_in_document[doc]++ / side);
   }
   return tiles;

@@ -221,6 +221,25 @@ TileCounts count_tiles(const DeviceBlock& queries, const DeviceBlock& keys, cons
   return {};
 }
 
+// A document's local runs without its padding (V+P: the positions from padding_start on), their
+// local indices renumbered: a varlen kernel given the actual and the padded lengths apart
+// (TransformerEngine's THD with cu_seqlens and cu_seqlens_padded) tiles the actual tokens only,
+// so a tile reaching into the padding is a short full tile there, not a masked one. Runs ascend
+// (positive strides), so the padding is each run's tail.
+std::vector<Run> without_padding(std::vector<Run> runs, Position padding_start) {
+  std::vector<Run> kept;
+  Count local = 0;
+  for (Run run : runs) {
+    const Count before = run.first >= padding_start ? 0 : (padding_start - run.first + run.stride - 1) / run.stride;
+    run.length = std::min(run.length, before);
+    if (run.length == 0) continue;
+    run.local_begin = local;
+    local += run.length;
+    kept.push_back(run);
+  }
+  return kept;
+}
+
 // A documents mask under varlen tiling: each document's local queries against the same document's
 // local keys, tiled on their own (no tile mixes documents), summed over the documents both hold.
 class VarlenTileCounter {
@@ -232,6 +251,10 @@ class VarlenTileCounter {
     for (Count d = 0; d < devices; ++d) {
       size_t& key_tiles = key_tiles_[static_cast<size_t>(d)];
       for (auto& share : detail::split_by_document(layout.runs(d), mask.document_starts())) {
+        if (mask.document_padding()[share.document] > 0) {
+          share.runs = without_padding(std::move(share.runs), mask.padding_start(share.document));
+          if (share.runs.empty()) continue;  // all padding here: the kernel gets no token of it
+        }
         DeviceBlock block(std::move(share.runs), tile.query, tile.key);
         const size_t first_key_tile = key_tiles;
         key_tiles += block.key_tiles().size();
