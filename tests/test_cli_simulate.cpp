@@ -214,6 +214,36 @@ TEST(CliSimulate, TraceOpensAsChromeTraceAndOutputIsDeterministic) {
   std::filesystem::remove(trace);
 }
 
+// Complete events on one track must nest (the trace format; Perfetto drops those that overlap).
+// A link's events last its serialisation (the latency is flight, while the link already sends the
+// next message), and every device's collectives have a track of their own: a backward on shared
+// links, two rings of three buffers across nodes, and a hybrid's all-to-alls overlap nothing.
+TEST(CliSimulate, NoTwoEventsOfATraceTrackOverlap) {
+  const auto trace = temp_path("stripesim_cli_trace_tracks.json");
+  for (const std::string args : {"-n 32k -N 4 --pass fwdbwd",
+                                 "--topology dgx-h100-x2 -N 16 -n 64k --hardware h100 --pass fwdbwd --kv-buffers 3",
+                                 "--cp hybrid:2x4 --model llama3-8b --hardware h100 -n 64k -N 8 --pass fwdbwd"}) {
+    std::filesystem::remove(trace);
+    const CliResult r = run_cli("simulate " + args + " --trace '" + trace.string() + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(slurp(trace));
+    std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::pair<double, double>>> tracks;
+    for (const auto& e : doc.at("traceEvents")) {
+      if (e.at("ph") != "X") continue;
+      const double ts = e.at("ts").get<double>();
+      tracks[{e.at("pid").get<std::int64_t>(), e.at("tid").get<std::int64_t>()}].emplace_back(ts, ts + e.at("dur").get<double>());
+    }
+    ASSERT_FALSE(tracks.empty()) << args;
+    for (auto& [track, spans] : tracks) {
+      std::ranges::sort(spans);
+      for (size_t i = 1; i < spans.size(); ++i) {
+        EXPECT_GE(spans[i].first, spans[i - 1].second - 1e-9) << args << ": track " << track.first << "/" << track.second;
+      }
+    }
+  }
+  std::filesystem::remove(trace);
+}
+
 // The trace is written before the output, so both paths are checked first: a bad --output
 // leaves no trace behind.
 TEST(CliSimulate, ABadOutputLeavesNoTraceBehind) {

@@ -6,6 +6,8 @@
 #include <optional>
 #include <set>
 
+#include "stripesim/output/rows.hpp"
+
 namespace stripesim::output {
 
 namespace {
@@ -17,10 +19,6 @@ nlohmann::ordered_json summary_json(const validate::AccuracySummary& s) {
           {"speedups", s.speedups},
           {"mean_abs_speedup_error", s.mean_abs_speedup_error},
           {"max_abs_speedup_error", s.max_abs_speedup_error}};
-}
-
-nlohmann::ordered_json optional_number(const std::optional<double>& x) {
-  return x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
 }
 
 }  // namespace
@@ -63,9 +61,9 @@ nlohmann::ordered_json to_json(const validate::KernelAccuracy& accuracy) {
                          {"held_out", p.held_out},
                          {"predicted_lockstep_us", p.predicted_lockstep_us},
                          {"measured_lockstep_us", p.measured_lockstep_us},
-                         {"predicted_speedup", optional_number(p.predicted_speedup)},
-                         {"measured_speedup", optional_number(p.measured_speedup)},
-                         {"median_measured_over_predicted", optional_number(validate::median_measured_over_predicted(p))},
+                         {"predicted_speedup", optional_json(p.predicted_speedup)},
+                         {"measured_speedup", optional_json(p.measured_speedup)},
+                         {"median_measured_over_predicted", optional_json(validate::median_measured_over_predicted(p))},
                          {"predicted_us", p.predicted_us},
                          {"measured_us", w.us}});
     points.push_back({{"label", w.label()},

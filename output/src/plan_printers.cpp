@@ -16,7 +16,7 @@ namespace {
 nlohmann::ordered_json plan_row(std::optional<size_t> rank, const sim::PlanCandidate& c) {
   const sim::StepEstimate& e = *c.step;
   const sim::StepBreakdown& b = e.breakdown;
-  return {{"rank", rank ? nlohmann::ordered_json(*rank) : nlohmann::ordered_json(nullptr)},
+  return {{"rank", optional_json(rank)},
           {"tokens_per_second", e.tokens_per_second},
           {"step_us", e.time_us},
           {"model_parallel", c.mesh.model_parallel},

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "stripesim/model/work/work_model.hpp"
 #include "stripesim/output/rows.hpp"
@@ -193,7 +195,10 @@ nlohmann::ordered_json chrome_trace(const sim::Simulation& sim) {
   }
   Count next_thread = sim.config.devices;
   for (auto& [link, thread] : link_thread) thread = next_thread++;
+  // Collectives a track per device (each device's run one after another; side by side on one
+  // track they overlapped, which the trace format does not allow), then one for those of all.
   const Count collectives_thread = next_thread;
+  const auto collective_track = [&](Count device) { return device < 0 ? collectives_thread + sim.config.devices : collectives_thread + device; };
   for (size_t l = 0; l < sim.results.size(); ++l) {
     const sim::LayoutSimulation& r = sim.results[l];
     const auto pid = static_cast<Count>(l);
@@ -206,15 +211,19 @@ nlohmann::ordered_json chrome_trace(const sim::Simulation& sim) {
       events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", thread},
                         {"args", {{"name", "link " + sim.topology.directed_link_name(link)}}}});
     }
-    if (sim.cp.algorithm != CpAlgorithm::ring) {
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", collectives_thread},
-                        {"args", {{"name", "collectives"}}}});
+    std::set<Count> collective_devices;
+    for (const sim::RingTimeline& t : r.passes) {
+      for (const CollectiveInterval& x : t.collectives) collective_devices.insert(x.device);
+    }
+    for (const Count device : collective_devices) {
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", collective_track(device)},
+                        {"args", {{"name", device < 0 ? std::string("collectives") : fmt::format("device {} collectives", device)}}}});
     }
     for (const sim::RingTimeline& t : r.passes) {
       const std::string pass = to_string(t.pass);
       for (const CollectiveInterval& x : t.collectives) {
         events.push_back({{"name", x.device < 0 ? x.name : fmt::format("{} d{}", x.name, x.device)}, {"cat", "collective"},
-                          {"ph", "X"}, {"pid", pid}, {"tid", collectives_thread}, {"ts", x.start_us},
+                          {"ph", "X"}, {"pid", pid}, {"tid", collective_track(x.device)}, {"ts", x.start_us},
                           {"dur", x.end_us - x.start_us}});
       }
       for (Count round = 0; round < t.round_count(); ++round) {
@@ -225,12 +234,16 @@ nlohmann::ordered_json chrome_trace(const sim::Simulation& sim) {
                               {"pid", pid}, {"tid", d}, {"ts", rec.compute_start_us},
                               {"dur", rec.compute_end_us - rec.compute_start_us}});
           }
+          // A link is busy while the message is put on it (its serialisation); the hop's latency
+          // is flight, during which the link takes the next message (the simulator's queue). So
+          // a link's events end at start + serialisation and never overlap on its track.
+          const Route& hop = sim.hops[static_cast<size_t>(d)];
           auto transfer = [&](sim::Microseconds start, sim::Microseconds end, const char* what) {
-            if (start < 0) return;
-            for (const auto link : sim.hops[static_cast<size_t>(d)].links) {
+            if (start < 0 || end <= start) return;  // not sent (the last round, a skipped hop)
+            for (const auto link : hop.links) {
               events.push_back({{"name", fmt::format("{} {} r{} d{}", pass, what, round, d)}, {"cat", "transfer"},
                                 {"ph", "X"}, {"pid", pid}, {"tid", link_thread.at(link)}, {"ts", start},
-                                {"dur", end - start}});
+                                {"dur", std::max(0.0, end - start - hop.latency_us)}});
             }
           };
           transfer(rec.send_start_us, rec.send_end_us, "kv");

@@ -2,15 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "stripesim/output/rows.hpp"
+
 namespace stripesim::output {
-
-namespace {
-
-nlohmann::ordered_json optional_json(const std::optional<double>& x) {
-  return x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
-}
-
-}  // namespace
 
 nlohmann::ordered_json to_json(const sim::StepFit& fit) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();

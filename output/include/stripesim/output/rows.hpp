@@ -2,6 +2,7 @@
 // Flat rows (one JSON object per row, the same keys in the same order) as tidy CSV or as an
 // aligned table: how every grid (sweeps) and every per-layout summary is written.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,12 @@
 #include "stripesim/output/output_format.hpp"
 
 namespace stripesim::output {
+
+// A value that may be absent: the value, or null (an empty CSV cell).
+template <typename T>
+[[nodiscard]] nlohmann::ordered_json optional_json(const std::optional<T>& x) {
+  return x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
+}
 
 [[nodiscard]] std::string rows_to_csv(const std::vector<nlohmann::ordered_json>& rows);
 [[nodiscard]] std::string rows_to_table(const std::vector<nlohmann::ordered_json>& rows);
