@@ -83,17 +83,18 @@ void require_descriptions(const JsonFields& f) {
 
 }  // namespace
 
+std::vector<std::string> path_components(const std::filesystem::path& path) {
+  std::vector<std::string> parts;
+  for (const auto& part : path.lexically_normal()) {
+    if (!part.empty() && part != "/" && part != ".") parts.push_back(part.string());
+  }
+  return parts;
+}
+
 std::vector<std::string> file_labels(const std::vector<std::string>& paths) {
-  namespace fs = std::filesystem;
   model::refuse_repeated_files(paths, "--measurements, --block-costs", "its timings would count twice");
   std::vector<std::vector<std::string>> components;
-  for (const std::string& path : paths) {
-    std::vector<std::string> parts;
-    for (const fs::path& part : fs::path(path).lexically_normal()) {
-      if (!part.empty() && part != "/") parts.push_back(part.string());
-    }
-    components.push_back(std::move(parts));
-  }
+  for (const std::string& path : paths) components.push_back(path_components(path));
   std::vector<std::string> labels;
   for (size_t i = 0; i < paths.size(); ++i) {
     size_t parts = 1;

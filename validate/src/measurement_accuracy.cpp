@@ -11,18 +11,6 @@
 
 namespace stripesim::validate {
 
-namespace {
-
-std::vector<std::string> path_components(const std::filesystem::path& path) {
-  std::vector<std::string> parts;
-  for (const auto& part : path.lexically_normal()) {
-    if (!part.empty() && part != "/" && part != ".") parts.push_back(part.string());
-  }
-  return parts;
-}
-
-}  // namespace
-
 bool fitted_on(const sim::KernelProfile& profile, const std::string& path) {
   // --calibrate writes the command that fitted the profile into sources.costs ("fitted by:
   // stripesim validate --calibrate ... --measurements DIR/FILE ..."), its paths as typed where it

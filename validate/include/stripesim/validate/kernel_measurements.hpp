@@ -6,6 +6,7 @@
 // and `stripesim.block-costs/1` (one c x c block, full or causal, per row and kernel column:
 // a one-device ring).
 #include <nlohmann/json.hpp>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,8 @@ struct MeasuredWorkload {
 // "sdpa/causal-fwd-n65536-N4.json" and "rerun/causal-fwd-n65536-N4.json"; same-named files would
 // otherwise be taken for one workload). Throws model::InputError for a file given twice.
 [[nodiscard]] std::vector<std::string> file_labels(const std::vector<std::string>& paths);
+// A path's folders and name, lexically normalised, without the root or "." ("./a//b.json": a, b.json).
+[[nodiscard]] std::vector<std::string> path_components(const std::filesystem::path& path);
 
 // Throws model::InputError naming the file and the field for anything malformed. `group`: the
 // file's label (file_labels).
