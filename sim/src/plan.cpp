@@ -381,16 +381,17 @@ Plan run_plan(const PlanSearch& search) {
     top_families.insert(family(entries[order[i]].candidate.cp));
   }
   for (const std::string& top_family : top_families) {
+    double best_other = -1;  // the best simulated of the other algorithms, kept as more are
+    for (size_t i = 0; i < next; ++i) {
+      if (family(entries[i].candidate.cp) != top_family) best_other = std::max(best_other, entries[i].candidate.step->tokens_per_second);
+    }
     while (true) {
-      double best_other = -1;
-      for (size_t i = 0; i < next; ++i) {
-        if (family(entries[i].candidate.cp) != top_family) best_other = std::max(best_other, entries[i].candidate.step->tokens_per_second);
-      }
       const auto candidate = std::find_if(entries.begin() + static_cast<std::ptrdiff_t>(next), entries.end(),
                                           [&](const Entry& e) { return family(e.candidate.cp) != top_family; });
       if (candidate == entries.end() || candidate->bound_tokens_per_second < best_other) break;
       std::rotate(entries.begin() + static_cast<std::ptrdiff_t>(next), candidate, std::next(candidate));
       for_each_by_work(next, 1, PassDetail::simulated);
+      best_other = std::max(best_other, entries[next].candidate.step->tokens_per_second);
       ++next;
     }
   }
