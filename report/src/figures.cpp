@@ -263,7 +263,7 @@ std::string timeline_svg(const nlohmann::json& simulate) {
   const double panel_h = row_h * static_cast<double>(shown) + 50;
   // The axis spans the passes drawn: at --scope layer or step a result's time is the layer's or
   // step's, of which these passes (one layer's attention) are a part.
-  const bool whole = read_or<std::string>(field(simulate, "config"), "scope", "attention") != "attention";
+  const bool whole = scope_of(field(simulate, "config")) != "attention";
   const auto passes_end = [](const nlohmann::json& r) {
     double end = 0;
     for (const auto& pass : non_empty_array_field(r, "passes")) end = std::max(end, read<double>(pass, "end_us"));

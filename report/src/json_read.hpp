@@ -100,6 +100,10 @@ template <typename T>
   return value_as<T>(element(array, index), &array, std::to_string(index));
 }
 
+// A simulate document's scope ("attention", "layer", "step"; files written before scopes existed
+// simulated attention alone).
+[[nodiscard]] inline std::string scope_of(const nlohmann::json& config) { return read_or<std::string>(config, "scope", "attention"); }
+
 // Where `target` sits within `root`, as a JSON pointer ("/results/0/time_us"); "" for the root,
 // and "(unknown)" if it is not inside it.
 [[nodiscard]] std::string json_path(const nlohmann::json& root, const nlohmann::json* target);

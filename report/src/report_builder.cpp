@@ -148,7 +148,7 @@ void simulate_section(const ReportInput& in, std::string& md, std::vector<Report
   const auto& doc = in.document;
   const auto& c = field(doc, "config");
   const std::string cp = cp_of(c);
-  const std::string scope = read_or<std::string>(c, "scope", "attention");
+  const std::string scope = scope_of(c);
   const bool whole = scope != "attention";  // a layer's or a step's time, of which attention is a part
   append(md, "## Simulated {} (`{}`)\n\n",
          whole ? fmt::format("training {}, `--cp {}`", scope, cp) : cp == "ring" ? std::string("ring") : fmt::format("`--cp {}`", cp),
