@@ -61,6 +61,27 @@ TEST(CliValidate, DefaultChecksThreeLayoutsAgainstDenseAttention) {
   }
 }
 
+// all_passed speaks for the cases checked, which cases_checked counts: every case by default, none
+// under --no-check (whose validate.md says so instead of an empty table). A float64 ring is held
+// to 1e-10, against float64 dense attention, and lands far inside it.
+TEST(CliValidate, CasesCheckedSayWhatAllPassedCoversAndFp64IsHeldTight) {
+  const std::string args = "validate --seq-len 240 --devices 3 --layouts contiguous,zigzag --iterations 1";
+  const CliResult checked = run_cli(args + " --dtype fp64 --mask window:50 --pass fwdbwd --format json");
+  ASSERT_EQ(checked.exit_code, 0) << checked.err;
+  const auto doc = nlohmann::json::parse(checked.out);
+  EXPECT_TRUE(doc.at("all_passed").get<bool>());
+  EXPECT_EQ(doc.at("cases_checked").get<int>(), 2);
+  for (const auto& c : doc.at("cases")) {
+    EXPECT_DOUBLE_EQ(c.at("correctness").at("tolerance").get<double>(), 1e-10);
+    EXPECT_LT(c.at("correctness").at("relative_error").get<double>(), 1e-13);
+  }
+  const fs::path dir = fresh_dir("no_check");
+  const CliResult unchecked = run_cli(args + " --no-check --format json --out-dir '" + dir.string() + "'");
+  ASSERT_EQ(unchecked.exit_code, 0) << unchecked.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir / "validate.json")).at("cases_checked").get<int>(), 0);
+  EXPECT_NE(slurp(dir / "validate.md").find("Not checked (--no-check): no case's output was compared."), std::string::npos);
+}
+
 TEST(CliValidate, JsonRecordsEveryRoundAndDeviceWithTheWorkModelsCounts) {
   const CliResult r =
       run_cli("validate --seq-len 256 --devices 4 --layouts contiguous --tile 32x32 --iterations 2 --format json");
