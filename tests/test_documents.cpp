@@ -148,6 +148,11 @@ TEST(Ptrr, DealsBlocksByPriceInSnakeOrder) {
   }
   // The default block is the query tile; n / N must hold whole blocks.
   EXPECT_EQ(parse_layout("ptrr", 16, 2, LayoutContext{&docs, {4, 4}}).position(0, 0), 8);
+  // ... held to n / N: a 16-token query tile deals 8-token blocks, named as --layouts takes them.
+  const Layout held = parse_layout("ptrr", 16, 2, LayoutContext{&docs, {16, 16}});
+  EXPECT_EQ(held.name(), "ptrr:8");
+  const Layout given = parse_layout(held.name(), 16, 2, LayoutContext{&docs, {16, 16}});
+  for (Count l = 0; l < 8; ++l) EXPECT_EQ(held.position(0, l), given.position(0, l));
   const Mask odd_length = Mask::documents(15, {4, 4, 7});
   EXPECT_THROW((void)parse_layout("ptrr", 15, 2, LayoutContext{&odd_length, {4, 4}}), InputError);
   // A block that does not divide n / N = 8: the last 2 x (8 mod 5) = 6 tokens are one run of 3

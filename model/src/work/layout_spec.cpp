@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "stripesim/model/io/input_error.hpp"
@@ -168,8 +169,11 @@ LayoutPlan plan_layout(std::string_view typed, Count seq_len, Count devices, con
     case LayoutKind::doc_zigzag: check_doc_zigzag_layout(mask, devices); break;
     case LayoutKind::doc_striped: check_doc_striped_layout(mask, devices); break;
     case LayoutKind::ptrr:
-      plan.size_ = colon == typed.npos ? context.tile.query
-                                       : parse_count(argument, InputName(Input::layouts, "ptrr:BLOCK block size"));
+      // The default block, the query tile, is held to a device's share: a longer one deals nothing,
+      // and the name it prints (ptrr:B) must be one --layouts accepts.
+      plan.size_ = colon != typed.npos ? parse_count(argument, InputName(Input::layouts, "ptrr:BLOCK block size"))
+                   : devices > 0       ? std::min(context.tile.query, std::max<Count>(mask.seq_len() / devices, 1))
+                                       : context.tile.query;
       check_ptrr_layout(mask, devices, plan.size_);
       // A block given longer than a device's share deals nothing: each device keeps a contiguous run.
       if (colon != typed.npos && devices > 0 && plan.size_ > mask.seq_len() / devices) {
