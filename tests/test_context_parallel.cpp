@@ -195,6 +195,16 @@ TEST(ContextParallel, OneProcessorPlaysEveryDeviceInTurn) {
   const RingTimeline at_once = simulate_collective_pass(RingPass::forward, 0, {CollectiveStage{"in", 10, {5, 20}, "out", 4}});
   EXPECT_DOUBLE_EQ(at_once.at(0, 1).compute_start_us, 10);
   EXPECT_DOUBLE_EQ(at_once.end_us, 30 + 4);
+  // In head groups, one processor still does one thing at a time: stage g + 1's gather waits for
+  // stage g's calls and reduce, so the pass is every call and every collective end to end.
+  const std::vector<CollectiveStage> groups(3, CollectiveStage{"in", 10, {5, 20}, "out", 4});
+  const RingTimeline grouped = simulate_collective_pass(RingPass::backward, 0, groups, true);
+  EXPECT_DOUBLE_EQ(grouped.at(1, 0).arrival_us, 39 + 10);
+  EXPECT_DOUBLE_EQ(grouped.at(1, 0).compute_start_us, 49);
+  EXPECT_DOUBLE_EQ(grouped.end_us, 3 * (10 + 5 + 20 + 4));
+  for (size_t i = 1; i < grouped.collectives.size(); ++i) {
+    EXPECT_GE(grouped.collectives[i].start_us, grouped.collectives[i - 1].end_us) << i;
+  }
 }
 
 SimulateConfig gqa_config() {

@@ -222,9 +222,13 @@ RingTimeline simulate_collective_pass(RingPass pass, Microseconds start_us, cons
   t.rounds.assign(stages.size() * n, RoundRecord{});
   std::vector<Microseconds> stage_done(stages.size(), start_us);  // every device has computed the stage
   Microseconds in_free = start_us, out_free = start_us;
+  // One processor does everything in turn, the collectives too: a stage's gather waits for the
+  // stage before it to be computed and reduced, not only for the buffer two stages back.
+  Microseconds processor_free = start_us;
   for (size_t g = 0; g < stages.size(); ++g) {
     const CollectiveStage& stage = stages[g];
-    const Microseconds in_start = std::max(in_free, g >= 2 ? stage_done[g - 2] : start_us);
+    Microseconds in_start = std::max(in_free, g >= 2 ? stage_done[g - 2] : start_us);
+    if (one_processor) in_start = std::max(in_start, processor_free);
     in_free = in_start + stage.in_us;
     if (stage.in_us > 0) t.collectives.push_back({stage.in_name, in_start, in_free, -1});
     Microseconds done = in_free;
@@ -237,10 +241,12 @@ RingTimeline simulate_collective_pass(RingPass pass, Microseconds start_us, cons
       done = std::max(done, rec.compute_end_us);
     }
     stage_done[g] = done;
+    processor_free = done;
     if (stage.out_us > 0) {
       const Microseconds out_start = std::max(out_free, done);
       out_free = out_start + stage.out_us;
       t.collectives.push_back({stage.out_name, out_start, out_free, -1});
+      processor_free = out_free;
     }
   }
   t.events = stages.size() * (n + 2);
