@@ -64,6 +64,9 @@ TEST(NodePlacement, BadHostfilesAreNamed) {
   EXPECT_EQ(hostfile_rejection("# nothing\n"), "--topology hostfile:hosts: lists no host (expected lines 'HOST slots=N')");
   EXPECT_NE(hostfile_rejection("a slots=x\n").find("line 1 slots"), std::string::npos);
   EXPECT_EQ(hostfile_rejection("a slots=0\n"), "--topology hostfile:hosts line 1: host 'a' needs slots=N with N >= 1 (its GPUs)");
+  // A slot count that would wrap the running total past 2^63 is refused by the limit, not allocated.
+  EXPECT_EQ(hostfile_rejection("a slots=1\nb slots=9223372036854775807\n"),
+            "--topology hostfile:hosts line 2: the hostfile holds more than 65536 slots");
 }
 
 // The placed topology of cluster:NxG is cluster:NxG itself; a hostfile of unequal nodes routes

@@ -109,7 +109,7 @@ NodePlacement read_hostfile(const std::string& path, const std::string& label) {
       throw InputError(fmt::format("{}: host '{}' has max_slots={} below slots={} (more slots than it may hold)", where, host, *max_slots,
                                    *slots));
     }
-    if (p.gpus() + *slots > kMaxPlacedGpus) {
+    if (*slots > kMaxPlacedGpus - p.gpus()) {  // not p.gpus() + slots: a slot count near 2^63 would wrap
       throw InputError(fmt::format("{}: the hostfile holds more than {} slots", where, kMaxPlacedGpus));
     }
     p.hosts.push_back(host);
