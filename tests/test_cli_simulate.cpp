@@ -554,8 +554,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "--tiling varlen: kernel sdpa (h100-sxm) uses fixed tiling"},
         // A call of 2^31 queries over 1024 heads is 17G thread blocks: refused before they are placed.
         BadInput{"blocks_per_call", "simulate -n 2G -N 1 --heads 1024 --layouts contiguous",
-                 "-n 2147483648 over 1 block of 2147483648 queries, 1024 streams (heads x batch) a call in 128-query tiles: one call "
-                 "launches 17179869184 thread blocks, more than the 134217728 the kernel time model places"},
+                 "-n 2147483648 over 1 block of 2147483648 queries, 1024 streams (heads x batch) a call in 128x128 tiles: one forward "
+                 "call launches 17179869184 thread blocks, more than the 134217728 the kernel time model places"},
+        // The backward of stripesim-flash splits each 2048-key tile into blocks of its own: 2^33 of
+        // them here, where the forward's 2^27 would pass.
+        BadInput{"backward_blocks_per_call",
+                 "simulate --hardware h100 --kernel stripesim-flash -N 1 -n 256k --tile 2048x2048 --heads 1024 --batch 1024 "
+                 "--layouts contiguous --pass bwd",
+                 "one backward call launches 8589934592 thread blocks, more than the 134217728"},
         // Buffers beyond the ring's blocks hold nothing: counted as memory they once wrapped 64 bits.
         BadInput{"more_buffers_than_blocks", "simulate --kv-buffers 9", "--kv-buffers 9: must be at most 8: a ring of 8 devices has that many K/V blocks"},
         BadInput{"buffers_wrapping_64_bits", "simulate --kv-buffers 9223372036854775807", "--kv-buffers 9223372036854775807: must be at most 8"},

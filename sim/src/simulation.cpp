@@ -300,22 +300,33 @@ void check_attention_shape(Count heads, Count kv_heads, Count head_dim, Count ba
 
 namespace {
 
-// The kernel time model places every thread block of a call (streams x query tiles) on the SMs,
-// about 60 ns and 13 bytes a block (8 s and 1.7 GB at the bound, measured): bounded so that a
-// simulation stays within seconds and a gigabyte or two. A million tokens a call over 128 heads
-// and a batch of 16 is 16.8M blocks.
+// The kernel time model places every thread block of a call on the SMs, about 60 ns and 13 bytes
+// a block (8 s and 1.7 GB at the bound, measured): bounded so that a simulation stays within
+// seconds and a gigabyte or two. A million tokens a call over 128 heads and a batch of 16 is 16.8M
+// blocks. The forward launches streams x query tiles; a backward over key tiles launches each key
+// tile backward_blocks_per_key_tile() times (and the dQ pass its query tiles beside them).
 void check_blocks_per_call(const Simulation& sim, Count blocks_of_sequence) {
   constexpr Count kMostBlocksPerCall = Count{1} << 27;
   const Count queries = sim.config.seq_len / blocks_of_sequence;
+  // An all-gathered call reads the whole sequence's keys; the others read as many keys as queries.
+  const Count keys = sim.cp.algorithm == CpAlgorithm::allgather ? sim.config.seq_len : queries;
   const Count query_tiles = (queries + sim.tile.query - 1) / sim.tile.query;
+  const Count key_tiles = (keys + sim.tile.key - 1) / sim.tile.key;
   const Count streams = sim.cp_shape.streams;
-  if (query_tiles > kMostBlocksPerCall / streams) {
-    throw InputError(fmt::format("-n {} over {} block{} of {} queries, {} stream{} (heads x batch) a call in {}-query tiles: one call "
+  const auto refuse = [&](std::string_view pass, Count blocks) {
+    throw InputError(fmt::format("-n {} over {} block{} of {} queries, {} stream{} (heads x batch) a call in {}x{} tiles: one {} call "
                                  "launches {} thread blocks, more than the {} the kernel time model places; give more --devices, "
                                  "fewer --heads or a smaller --batch",
                                  sim.config.seq_len, blocks_of_sequence, blocks_of_sequence == 1 ? "" : "s", queries, streams,
-                                 streams == 1 ? "" : "s", sim.tile.query, query_tiles * streams, kMostBlocksPerCall));
-  }
+                                 streams == 1 ? "" : "s", sim.tile.query, sim.tile.key, pass, blocks, kMostBlocksPerCall));
+  };
+  if (query_tiles > kMostBlocksPerCall / streams) refuse("forward", query_tiles * streams);
+  if (sim.config.pass == PassSelection::forward) return;
+  const Count split = KernelTimeModel(sim.kernel, sim.hardware.sms, sim.call_shape).backward_blocks_per_key_tile();
+  const Count per_stream = sim.kernel.backward_blocks == BackwardBlocks::query_tiles ? query_tiles * split
+                           : sim.kernel.backward_blocks == BackwardBlocks::key_tiles ? key_tiles * split
+                                                                                      : key_tiles * split + query_tiles;
+  if (per_stream > kMostBlocksPerCall / streams) refuse("backward", per_stream * streams);
 }
 
 }  // namespace
