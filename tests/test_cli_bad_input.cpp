@@ -56,6 +56,9 @@ std::vector<BadInput> bad_inputs() {
       {"window_without_documents", "--seq-len 1k --mask documents:window=64", "documents needs its lengths before :window=W"},
       {"window_twice", "--seq-len 1k --mask documents:512,512:window=64:window=32", "documents takes one :window=W"},
       {"all_padding_document", "--seq-len 1k --mask documents:0+512,512", "padding must leave at least 1 token"},
+      // V and P each fit 64 bits; their sum does not (it wrapped negative).
+      {"document_length_wraps", "--seq-len 64 --mask documents:9223372036854775807+1",
+       "--mask documents length '9223372036854775807+1': V+P too large for a 64-bit count"},
       {"padding_given_twice", "--seq-len 1k --devices 4 --mask documents:500+12,512 --pad-documents",
        "already gives its padding (V+P lengths)"},
       {"documents_file_short", "--seq-len 4k --mask documents:" + data("short_documents.txt"), "add up to 3000"},
