@@ -159,15 +159,18 @@ CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_bu
   const Bytes row = s.head_dim * s.element * s.batch;  // one token of one head, every sequence
   // K and V of `tokens` tokens over `kv_heads` heads: what a ring hop or a gathered group carries.
   const auto kv_bytes = [row](Count tokens, Count kv_heads) { return 2 * tokens * kv_heads * row; };
+  // A ring of `ring` devices holds at most its `ring` blocks: one device alone receives nothing and
+  // holds its own K/V only (implementations post no receive buffer then), as the simulator's slots are.
+  const auto ring_buffer_bytes = [kv_buffers](Count ring, Bytes hop) {
+    return static_cast<double>(std::min(kv_buffers, ring)) * static_cast<double>(hop);
+  };
   CpShape out;
   out.streams = s.heads * s.batch;
   out.kv_heads = s.kv_heads;
   switch (cp.algorithm) {
     case CpAlgorithm::ring:
       out.ring_hop_bytes = kv_bytes(c, s.kv_heads);
-      // A ring of N holds at most its N blocks: one device alone receives nothing and holds its
-      // own K/V only (implementations post no receive buffer then), as the simulator's slots are.
-      out.memory_bytes = static_cast<double>(std::min(kv_buffers, s.devices)) * static_cast<double>(out.ring_hop_bytes);
+      out.memory_bytes = ring_buffer_bytes(s.devices, out.ring_hop_bytes);
       break;
     case CpAlgorithm::allgather: {
       const Count g = cp.head_groups;
@@ -198,7 +201,7 @@ CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_bu
         const Count ring = s.devices / u;
         if (u == 1) {
           // No all-to-all: the ring's own buffers, as --cp ring holds them.
-          out.memory_bytes = static_cast<double>(kv_buffers) * static_cast<double>(out.ring_hop_bytes);
+          out.memory_bytes = ring_buffer_bytes(ring, out.ring_hop_bytes);
         } else if (ring > 1) {
           // The all-to-all's K/V is the ring's first block; the other buffers come beside it.
           out.memory_bytes += static_cast<double>(kv_buffers - 1) * static_cast<double>(out.ring_hop_bytes);
