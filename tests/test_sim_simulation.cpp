@@ -602,6 +602,45 @@ TEST(Simulation, AKernelMeasuredOnAnotherDeviceIsNoted) {
   EXPECT_TRUE(kernel_hardware_note(aliased, catalog().hardware("h200"), catalog()).has_value());
 }
 
+// "Every call costs what it cost there" includes its waves: the blocks go on the SMs of the device
+// the profile was measured on (132 on the H100), not the pricing device's (304 on an MI300X,
+// where 2048 blocks took 7 waves instead of 16 and the call ran above the MI300X's peak).
+TEST(Simulation, AKernelOfAnotherDeviceRunsOnThatDevicesSms) {
+  const auto time_on = [](const char* hardware, const std::string& kernel) {
+    SimulateConfig c;
+    c.hardware = hardware;
+    c.kernel = kernel;
+    c.seq_len = 16384;
+    c.devices = 1;
+    c.heads = 16;
+    c.mask = "bidirectional";
+    c.topology = "ideal";
+    c.layouts = {"contiguous"};
+    const Simulation s = run_simulation(c, catalog());
+    EXPECT_EQ(s.kernel_sms, 132) << hardware;
+    return s.results.front().time_us;
+  };
+  const std::string h100_sdpa = (std::filesystem::path(catalog().root()) / "kernels" / "h100" / "sdpa.json").string();
+  const double on_h100 = time_on("h100", h100_sdpa);
+  for (const char* other : {"mi300x", "a100", "b200", "tpu-v4"}) EXPECT_DOUBLE_EQ(time_on(other, h100_sdpa), on_h100) << other;
+  // A device stripesim has no profile of: its SMs are unknown, so the pricing device's are used, and said.
+  nlohmann::json doc = to_json(load_kernel_profile("sdpa", catalog().root(), catalog().hardware("h100")));
+  doc["hardware"] = "my-gpu";
+  SimulateConfig c;
+  c.hardware = "mi300x";
+  c.kernel_profile = kernel_profile_from_json(doc, "k.json");
+  c.seq_len = 16384;
+  c.devices = 1;
+  c.layouts = {"contiguous"};
+  const Simulation unknown = run_simulation(c, catalog());
+  EXPECT_EQ(unknown.kernel_sms, 304);
+  ASSERT_TRUE(unknown.kernel_note.has_value());
+  EXPECT_NE(unknown.kernel_note->find("no hardware profile my-gpu is known to give its SMs: its blocks are placed on this "
+                                      "device's 304"),
+            std::string::npos)
+      << *unknown.kernel_note;
+}
+
 // sdpa as ring-flash-attention drives it: striped's blocks from a later device run trimmed, so
 // every round after the first holds a trimmed call at its pass's factor beside one that is not.
 TEST(Simulation, StripedRoundsAfterTheFirstHoldTrimmedCalls) {

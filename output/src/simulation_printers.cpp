@@ -377,7 +377,7 @@ std::string simulation_table(const sim::Simulation& s) {
                        c.pad_seq ? "a multiple" : "multiples", s.padding_tokens);
   }
   // At the simulated tile: that shape's own costs when the profile lists it, else the main ones scaled.
-  const sim::KernelTimeModel kernel(s.kernel, s.hardware.sms, s.call_shape);
+  const sim::KernelTimeModel kernel(s.kernel, s.kernel_sms, s.call_shape);
   const sim::PassCosts& forward = kernel.costs(sim::KernelPass::forward);
   out += fmt::format("hardware {}, kernel {} ({}): full tile {:.2f} us, partial {:.2f} us per slot; {}\n", s.hardware.name,
                      s.kernel.name, s.kernel.calibrated ? "calibrated" : "uncalibrated",

@@ -326,7 +326,7 @@ Plan run_plan(const PlanSearch& search) {
         const Simulation& sim = search.meshes[e.mesh].plan->simulation;
         if (!e.priced) {
           if (!work) work = count_call_work(sim, layout, p.mask);
-          e.priced = price_attention_passes(sim, layout, *work, KernelTimeModel(sim.kernel, sim.hardware.sms, sim.call_shape));
+          e.priced = price_attention_passes(sim, layout, *work, KernelTimeModel(sim.kernel, sim.kernel_sms, sim.call_shape));
         }
         std::uint64_t events = 0;
         const StepEstimate step = estimate_step(*sim.step_shape, run_attention_passes(sim, *e.priced, events, detail));

@@ -322,7 +322,7 @@ void check_blocks_per_call(const Simulation& sim, Count blocks_of_sequence) {
   };
   if (query_tiles > kMostBlocksPerCall / streams) refuse("forward", query_tiles * streams);
   if (sim.config.pass == PassSelection::forward) return;
-  const Count split = KernelTimeModel(sim.kernel, sim.hardware.sms, sim.call_shape).backward_blocks_per_key_tile();
+  const Count split = KernelTimeModel(sim.kernel, sim.kernel_sms, sim.call_shape).backward_blocks_per_key_tile();
   const Count per_stream = sim.kernel.backward_blocks == BackwardBlocks::query_tiles ? query_tiles * split
                            : sim.kernel.backward_blocks == BackwardBlocks::key_tiles ? key_tiles * split
                                                                                       : key_tiles * split + query_tiles;
@@ -361,6 +361,15 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   sim.hardware = config.hardware_profile ? *config.hardware_profile : catalog.hardware(config.hardware);
   sim.kernel = config.kernel_profile ? *config.kernel_profile : load_kernel_profile(config.kernel, catalog.root(), sim.hardware);
   sim.kernel_note = kernel_hardware_note(sim.kernel, sim.hardware, catalog);
+  sim.kernel_sms = sim.hardware.sms;
+  if (sim.kernel_note) {
+    try {
+      sim.kernel_sms = catalog.hardware(sim.kernel.hardware).sms;
+    } catch (const model::InputError&) {
+      *sim.kernel_note += fmt::format(" (no hardware profile {} is known to give its SMs: its blocks are placed on this device's {})",
+                                      sim.kernel.hardware, sim.hardware.sms);
+    }
+  }
   if (!config.merges.empty()) {
     sim.kernel.merge = merge_style(config.merges, "--merges");
     sim.merges = config.merges;
@@ -557,7 +566,7 @@ Simulation run_simulation(SimulationPlan plan) {
   const model::Mask& mask = plan.mask;
   std::vector<const model::Layout*> layouts;
   for (const auto& lazy : plan.layouts) layouts.push_back(&lazy->get());
-  const KernelTimeModel kernel(sim.kernel, sim.hardware.sms, sim.call_shape);
+  const KernelTimeModel kernel(sim.kernel, sim.kernel_sms, sim.call_shape);
 
   auto simulate_layout = [&](const model::Layout& layout, std::uint64_t& events) {
     LayoutSimulation result;

@@ -116,6 +116,9 @@ struct Simulation {
   model::HardwareProfile hardware;
   KernelProfile kernel;
   std::optional<std::string> kernel_note;  // kernel_hardware_note: measured on another device
+  // The SMs the kernel's thread blocks are placed on: the hardware's, or those of the device a
+  // profile of another one was measured on (its calls cost what they cost there, waves included).
+  Count kernel_sms = 0;
   std::string merges;  // the merge style given (--merges), empty when the kernel's own
   Topology topology = Topology::nvswitch(1, 1, 0);  // replaced by the plan's
   std::vector<Count> ring_order;  // GPU at each ring position
