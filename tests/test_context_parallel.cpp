@@ -149,6 +149,7 @@ TEST(ContextParallel, ShapesWorkedByHand) {
   EXPECT_DOUBLE_EQ(single.memory_bytes, static_cast<double>(2 * 65536 * 8 * row));
   EXPECT_DOUBLE_EQ(single.memory_bytes, cp_shape(parse_context_parallel("allgather", 1), alone, 2).memory_bytes);
   EXPECT_DOUBLE_EQ(single.memory_bytes, cp_shape(parse_context_parallel("hybrid:1x1", 1), alone, 2).memory_bytes);
+  EXPECT_DOUBLE_EQ(single.memory_bytes, cp_shape(parse_context_parallel("ulysses", 1), alone, 2).memory_bytes);
 
   EXPECT_THROW((void)cp_shape(parse_context_parallel("allgather:3", 8), s, 2), model::InputError);
   const AttentionShape odd{65536, 8, 1, 12, 12, 128, 2};

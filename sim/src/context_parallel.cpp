@@ -195,7 +195,8 @@ CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_bu
       out.out_pair_bytes = c * h * row;
       // Q, K, V and O of the device's heads over the U local blocks of its group.
       const auto alltoall_bytes = static_cast<double>(u * c * (2 * h + 2 * out.kv_heads) * row);
-      out.memory_bytes = alltoall_bytes;
+      // Over one device there is no all-to-all: it holds its own K/V, as a ring of one does.
+      out.memory_bytes = u == 1 ? static_cast<double>(kv_bytes(c, out.kv_heads)) : alltoall_bytes;
       if (cp.algorithm == CpAlgorithm::hybrid) {
         out.ring_hop_bytes = kv_bytes(u * c, out.kv_heads);
         const Count ring = s.devices / u;
