@@ -148,6 +148,20 @@ TEST(Ptrr, DealsBlocksByPriceInSnakeOrder) {
   }
   // The default block is the query tile; n / N must hold whole blocks.
   EXPECT_EQ(parse_layout("ptrr", 16, 2, LayoutContext{&docs, {4, 4}}).position(0, 0), 8);
+  // Padding reaches no key block: with V+P documents 2+10 and 5+1 in blocks of 3, blocks 1-3 are
+  // padding only (price 0), block 0 and 4 reach one key block, block 5 two. Dealt heaviest first
+  // in snake order: 5, 0, 4 to devices 0, 1, 2, then 1, 2, 3 to devices 2, 1, 0.
+  const Mask padded = Mask::documents(18, {12, 6}, 0, {10, 1});
+  EXPECT_EQ(key_blocks_reached(padded, 3, 6, 3), 0);
+  EXPECT_EQ(key_blocks_reached(padded, 9, 12, 3), 0);
+  EXPECT_EQ(key_blocks_reached(padded, 0, 3, 3), 1);
+  EXPECT_EQ(key_blocks_reached(padded, 12, 15, 3), 1);
+  EXPECT_EQ(key_blocks_reached(padded, 15, 18, 3), 2);
+  const Layout dealt = ptrr_layout(padded, 3, 3);
+  const std::vector<std::vector<Position>> expected{{9, 10, 11, 15, 16, 17}, {0, 1, 2, 6, 7, 8}, {3, 4, 5, 12, 13, 14}};
+  for (Count d = 0; d < 3; ++d) {
+    for (Count l = 0; l < 6; ++l) EXPECT_EQ(dealt.position(d, l), expected[static_cast<size_t>(d)][static_cast<size_t>(l)]) << d;
+  }
   // ... held to n / N: a 16-token query tile deals 8-token blocks, named as --layouts takes them.
   const Layout held = parse_layout("ptrr", 16, 2, LayoutContext{&docs, {16, 16}});
   EXPECT_EQ(held.name(), "ptrr:8");

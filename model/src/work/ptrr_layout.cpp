@@ -10,7 +10,17 @@
 namespace stripesim::model {
 
 Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count block, Position origin) {
-  return (mask.highest_key(end - 1) - origin) / block - (std::max(mask.lowest_key(begin), origin) - origin) / block + 1;
+  // Padding queries see no key: the reach runs from the first query that sees one to the last.
+  // A document's padding is its last tokens, and the next document's first token is never padding.
+  Position first = begin, last = end - 1;
+  if (mask.padded()) {
+    const size_t first_document = mask.document_of(first);
+    if (first >= mask.padding_start(first_document)) first = mask.document_starts()[first_document + 1];
+    const size_t last_document = mask.document_of(last);
+    if (last >= mask.padding_start(last_document)) last = mask.padding_start(last_document) - 1;
+    if (first > last) return 0;  // only padding: PyTorch's block mask gives it no key block
+  }
+  return (mask.highest_key(last) - origin) / block - (std::max(mask.lowest_key(first), origin) - origin) / block + 1;
 }
 
 void check_ptrr_layout(const Mask& mask, Count devices, Count block) {

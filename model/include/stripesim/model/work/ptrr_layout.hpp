@@ -15,6 +15,7 @@ namespace stripesim::model {
 // The key blocks of `block` tokens (counted from `origin`, where the tiling starts) the queries
 // of [begin, end) reach: the union of their key intervals is one interval for every mask the
 // model knows (mask.hpp). Keys before the origin (another tiling segment) are not counted.
+// Padding queries reach no key: a block of padding only reaches 0.
 [[nodiscard]] Count key_blocks_reached(const Mask& mask, Position begin, Position end, Count block, Position origin = 0);
 
 // The blocks the balancer deals each device, in sequence order, and where the blocks end: when B
