@@ -179,6 +179,34 @@ TEST(CliReport, SaysTheTiling) {
   std::filesystem::remove_all(dir);
 }
 
+// A balance sweep over two tiles: each tile has its own table, with its own ptrr (named for the
+// tile), and the padding given with the lengths (V+P) is counted (the 64x64 rows once took the
+// 256x256 rows' cells, and V+P padding showed 0.00%).
+TEST(CliReport, BalanceTablesPerTileWithTheirPadding) {
+  const auto dir = fresh_dir("stripesim_report_balance_tiles");
+  {
+    std::ofstream(dir / "e.json") << R"({"kind": "balance", "groups": [{"seq_lens": ["4k"], "devices": [4],
+      "masks": ["documents:1000+24,3072"], "tiles": ["64x64", "256x256"], "layouts": ["contiguous", "zigzag", "ptrr"]}]})";
+  }
+  const std::string json = (dir / "s.json").string();
+  ASSERT_EQ(run_cli("sweep --experiment '" + (dir / "e.json").string() + "' --format json -o '" + json + "'").exit_code, 0);
+  const auto rows = nlohmann::json::parse(slurp(json)).at("rows");
+  ASSERT_EQ(rows.size(), 6u);
+  for (const auto& row : rows) EXPECT_DOUBLE_EQ(row.at("padding_fraction").get<double>(), 24.0 / 4096) << row.dump();
+  const CliResult r = run_cli("report '" + json + "' --out-dir '" + (dir / "r").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string md = slurp(dir / "r" / "report.md");
+  const auto small = md.find("### n = 4096, N = 4, tiles 64x64");
+  const auto large = md.find("### n = 4096, N = 4, tiles 256x256");
+  ASSERT_NE(small, std::string::npos) << md;
+  ASSERT_NE(large, std::string::npos) << md;
+  const std::string small_table = md.substr(small, large - small);
+  EXPECT_NE(small_table.find("| contiguous | zigzag | ptrr:64 |"), std::string::npos) << small_table;
+  EXPECT_NE(small_table.find("| 0.59% | 1.976 / 1.976 | 1.195 / 1.585 |"), std::string::npos) << small_table;
+  EXPECT_NE(md.substr(large).find("| contiguous | zigzag | ptrr:256 |"), std::string::npos) << md;
+  std::filesystem::remove_all(dir);
+}
+
 // A report draws whatever analyze wrote: a stripe wider than the small example's blocks (here
 // 16 > 32/4) enlarges the example instead of failing, and one too wide to draw is named.
 TEST(CliReport, DrawsEveryBlockStripedWidth) {

@@ -237,6 +237,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"balance_missing_documents", "sweep --experiment " + data("balance_missing_documents.json"),
                  "balance_missing_documents.json field \"groups[0].masks[1]\" = documents:no_such_lengths.txt: file "
                  "'no_such_lengths.txt' does not exist"},
+        // pad_documents pads documents: a group with none is refused as the flag is, and beside V+P
+        // lengths it is named at its field.
+        BadInput{"balance_pad_without_documents", "sweep --experiment " + data("balance_pad_without_documents.json"),
+                 "balance_pad_without_documents.json group 0 field \"pad_documents\": needs a documents mask among \"masks\""},
+        BadInput{"balance_pad_with_given_padding", "sweep --experiment " + data("balance_pad_with_given_padding.json"),
+                 "balance_pad_with_given_padding.json field \"groups[0].pad_documents\": the documents mask already gives its "
+                 "padding (V+P lengths)"},
         BadInput{"balance_experiment_fields", "sweep --experiment " + data("bad_balance_experiment.json"),
                  "unknown field \"mask\""},
         BadInput{"tms_unknown_tiling", "tms --tiling diagonal", "--tiling 'diagonal': unknown tiling, expected fixed or varlen"},

@@ -198,42 +198,51 @@ void simulate_section(const ReportInput& in, std::string& md, std::vector<Report
   }
 }
 
-// Imbalance sweeps: one table per (n, N), a row per mask, a column per layout.
+// Imbalance sweeps: one table per (n, N, tile), a row per mask, a column per layout.
 void balance_section(const ReportInput& in, std::string& md) {
   const auto& rows = non_empty_array_field(in.document, "rows");
   append(md, "## Balance across masks and sizes (`{}`)\n\n", in.path);
-  if (in.document.contains("description")) append(md, "{}\n\n", read<std::string>(in.document, "description"));
+  if (in.document.contains("description") && !read<std::string>(in.document, "description").empty()) {
+    append(md, "{}\n\n", read<std::string>(in.document, "description"));
+  }
   if (in.document.contains("tiling")) append(md, "Tiles cut with {} tiling.\n\n", read<std::string>(in.document, "tiling"));
   md += "Each cell, in active tiles over the best possible (the fewest tiles any of these layouts needs, spread "
         "evenly): the busiest device (a ring without a barrier) / the sum over rounds of the busiest device (a "
         "barrier every round, lockstep). 1.00 / 1.00 is perfect; **bold** marks the least busy device, and the lowest "
         "lockstep is in italics.\n\n";
-  std::vector<std::pair<long long, long long>> sizes;
-  std::vector<std::string> layouts;
+  // One table per (n, N, tile): a tile's rows never fill another tile's cells, and each table has
+  // the columns of its own layouts (ptrr is named for its block, which follows the tile).
+  struct Size {
+    long long n, devices;
+    std::string tile;
+    bool operator==(const Size&) const = default;
+  };
+  const auto size_of = [](const nlohmann::json& row) {
+    return Size{read_size(row, "n_seq"), read_size(row, "devices"), read<std::string>(row, "tile")};
+  };
+  std::vector<Size> sizes;
   for (const auto& row : rows) {
-    const std::pair<long long, long long> size{read_size(row, "n_seq"), read_size(row, "devices")};
-    if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) sizes.push_back(size);
-    const std::string layout = read<std::string>(row, "layout");
-    if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end()) layouts.push_back(layout);
+    if (const Size size = size_of(row); std::find(sizes.begin(), sizes.end(), size) == sizes.end()) sizes.push_back(size);
   }
-  for (const auto& [n, devices] : sizes) {
-    append(md, "### n = {}, N = {}\n\n| mask | documents | padding |", n, devices);
+  for (const Size& size : sizes) {
+    std::vector<std::string> layouts;
+    std::vector<std::string> masks;
+    for (const auto& row : rows) {
+      if (size_of(row) != size) continue;
+      const std::string layout = read<std::string>(row, "layout");
+      if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end()) layouts.push_back(layout);
+      const std::string mask = read<std::string>(row, "mask");
+      if (std::find(masks.begin(), masks.end(), mask) == masks.end()) masks.push_back(mask);
+    }
+    append(md, "### n = {}, N = {}, tiles {}\n\n| mask | documents | padding |", size.n, size.devices, size.tile);
     for (const auto& layout : layouts) append(md, " {} |", layout);
     md += "\n|---|---|---|";
     for (size_t i = 0; i < layouts.size(); ++i) md += "---|";
     md += "\n";
-    std::vector<std::string> masks;
-    for (const auto& row : rows) {
-      if (read_size(row, "n_seq") != n || read_size(row, "devices") != devices) continue;
-      const std::string mask = read<std::string>(row, "mask");
-      if (std::find(masks.begin(), masks.end(), mask) == masks.end()) masks.push_back(mask);
-    }
     for (const auto& mask : masks) {
       std::map<std::string, const nlohmann::json*> by_layout;
       for (const auto& row : rows) {
-        if (read_size(row, "n_seq") == n && read_size(row, "devices") == devices && field(row, "mask") == mask) {
-          by_layout[read<std::string>(row, "layout")] = &row;
-        }
+        if (size_of(row) == size && field(row, "mask") == mask) by_layout[read<std::string>(row, "layout")] = &row;
       }
       double best = 1e300;
       double best_lockstep = 1e300;

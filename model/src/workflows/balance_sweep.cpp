@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/input_origins.hpp"
@@ -37,6 +38,9 @@ BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::st
     g.require_distinct("devices", group.devices);
     g.require_distinct("tiles", group.tiles);
     group.pad_documents = g.boolean_or("pad_documents", group.pad_documents);
+    if (group.pad_documents && std::ranges::none_of(group.masks, [](const std::string& m) { return m.starts_with("documents:"); })) {
+      throw InputError(fmt::format("{}: needs a documents mask among \"masks\"", g.where("pad_documents")));
+    }
     spec.groups.push_back(std::move(group));
   }
   return spec;
@@ -69,6 +73,7 @@ BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
       origins.add(Input::mask, field("masks", m));
       origins.add(Input::tile, field("tiles", t));
       origins.add_list(Input::layouts, fmt::format("groups[{}].layouts", group), g.layouts);
+      if (g.pad_documents) origins.add(Input::pad_documents, fmt::format("groups[{}].pad_documents", group));
       AnalyzeConfig config;
       config.layouts.clear();
       config.seq_len = g.seq_lens[s];
@@ -111,7 +116,10 @@ std::vector<nlohmann::ordered_json> run_balance_sweep(const BalanceSweepPlan& pl
       row["mask"] = config.mask;
       row["tile"] = config.tile.to_string();
       row["documents"] = a.mask.kind() == MaskKind::documents ? static_cast<Count>(a.mask.document_lengths().size()) : 0;
-      row["padding_fraction"] = static_cast<double>(a.padding_tokens) / static_cast<double>(a.seq_len);
+      // Padding added (--pad-documents) or given with the lengths (V+P): never both.
+      const std::vector<Count>& given = a.mask.document_padding();
+      const Count padding = a.padding_tokens + std::accumulate(given.begin(), given.end(), Count{0});
+      row["padding_fraction"] = static_cast<double>(padding) / static_cast<double>(a.seq_len);
       row["layout"] = r.layout;
       row["imbalance"] = r.elements.imbalance;
       row["tiles_imbalance"] = r.tiles.imbalance;
