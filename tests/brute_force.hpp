@@ -159,11 +159,14 @@ inline BruteForceWork brute_force_work(const model::Layout& layout, const model:
                      {},
                      {}};
   model::Work& work = out.work;
-  const bool causal = reference_is_causal(mask);
+  // Calls run causal (and trim) under causal's pairs, a window, and a prefix past its prefix.
+  const bool causal = reference_is_causal(mask) || mask.kind() == model::MaskKind::window || mask.kind() == model::MaskKind::prefix;
   for (Count r = 0; r < devices; ++r) {
     for (Count d = 0; d < devices; ++d) {
       const Count source = ((d - r) % devices + devices) % devices;
-      if (causal) work.trimmed_length.at(r, d) = reference_trimmed_length(layout, d, source);
+      Position last_query = 0;
+      for (Count l = 0; l < c; ++l) last_query = std::max(last_query, layout.position(d, l));
+      if (causal && last_query >= mask.prefix_length()) work.trimmed_length.at(r, d) = reference_trimmed_length(layout, d, source);
       auto query_tile_of = reference_tiles(layout, mask, d, tile.query, tiling);
       auto key_tile_of = reference_tiles(layout, mask, source, tile.key, tiling);
       const bool varlen_documents = tiling == model::Tiling::varlen && mask.kind() == model::MaskKind::documents;

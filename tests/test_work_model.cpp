@@ -207,8 +207,8 @@ TEST(WorkModel, PairsCountedOnceEqualBruteForce) {
 // Striped under a causal mask: K/V from a later device is the strictly lower triangle of the
 // local order, which ring-flash-attention runs as q[1:] x k[:-1] (c - 1 of each); K/V from the
 // device itself or an earlier one includes the diagonal and runs as it is. Contiguous and
-// zigzag never need a trim; no mask that allows other pairs than causal is trimmed (a window of n
-// or more is causal: MasksThatAreCausalTrimAsCausalDoes).
+// zigzag never need a trim; windows and prefixes trim as causal does, documents never
+// (MasksThatAreCausalTrimAsCausalDoes).
 TEST(WorkModel, StripedBlocksFromLaterDevicesAreTrimmedByOne) {
   for (const Count N : {Count{4}, Count{1024}}) {
     const Count n = 1024 * N;
@@ -226,9 +226,9 @@ TEST(WorkModel, StripedBlocksFromLaterDevicesAreTrimmedByOne) {
       EXPECT_EQ(count_work(other, Mask::causal(n), {128, 128}, 0, WorkDetail::query_tiles).trimmed_length.total(), 0)
           << other.name();
     }
-    EXPECT_EQ(count_work(Layout::striped(n, N), Mask::window(n, n / 2), {128, 128}, 0, WorkDetail::query_tiles)
-                  .trimmed_length.total(),
-              0);
+    // A window is a band on the same diagonal: its striped blocks are trimmed as causal's are.
+    EXPECT_EQ(count_work(Layout::striped(n, N), Mask::window(n, n / 2), {128, 128}, 0, WorkDetail::query_tiles).trimmed_length,
+              striped.trimmed_length);
   }
 }
 
@@ -244,8 +244,22 @@ TEST(WorkModel, MasksThatAreCausalTrimAsCausalDoes) {
     EXPECT_EQ(w.trimmed_length, causal.trimmed_length) << same.name();
     EXPECT_EQ(w.partial_tiles, causal.partial_tiles) << same.name();
   }
-  for (const Mask& other : {Mask::window(n, n - 1), Mask::prefix(n, 2), Mask::documents(n, {n / 2, n / 2}),
-                            Mask::documents(n, {n}, n - 1), Mask::documents(n, {n}, 0, {1})}) {
+  // A window or a prefix is run with the kernel's causal mask too (a band on the same diagonal; a
+  // prefix as unmasked calls inside it beside causal ones after it): one pair more (prefix:2) or
+  // less (a window of n - 1) keeps the trim, so it never prices less work dearer. Documents do not:
+  // one call holds several sequences, each with its own diagonal.
+  for (const Mask& near : {Mask::window(n, n - 1), Mask::window(n, 64), Mask::prefix(n, 2), Mask::prefix(n, n / 2)}) {
+    EXPECT_EQ(count_work(Layout::striped(n, N), near, {128, 128}, 0, WorkDetail::query_tiles).trimmed_length, causal.trimmed_length)
+        << near.name();
+  }
+  // A prefix holding a whole device's queries leaves it unmasked calls: nothing trimmed.
+  const Work mostly_prefix = count_work(Layout::striped(n, N), Mask::prefix(n, n - 2), {128, 128}, 0, WorkDetail::query_tiles);
+  for (Count r = 0; r < N; ++r) {
+    EXPECT_EQ(mostly_prefix.trimmed_length.at(r, 0), 0);
+    EXPECT_EQ(mostly_prefix.trimmed_length.at(r, 1), 0);
+    EXPECT_EQ(mostly_prefix.trimmed_length.at(r, 2), causal.trimmed_length.at(r, 2));
+  }
+  for (const Mask& other : {Mask::documents(n, {n / 2, n / 2}), Mask::documents(n, {n}, n - 1), Mask::documents(n, {n}, 0, {1})}) {
     EXPECT_EQ(count_work(Layout::striped(n, N), other, {128, 128}, 0, WorkDetail::query_tiles).trimmed_length.total(), 0)
         << other.name();
   }

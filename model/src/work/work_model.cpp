@@ -341,6 +341,16 @@ Count trimmed_call_length(const std::optional<Run>& queries, const std::optional
   return offset < 0 && offset > -queries->length ? queries->length + offset : 0;
 }
 
+// Whether a kernel whose causal mask keeps the diagonal runs the calls under this mask with it, so
+// that a block whose diagonal is masked is trimmed: a mask allowing causal's pairs, a window
+// (FlashAttention's and cuDNN's windows are bands on the same diagonal), and a prefix (no such
+// kernel takes one: the ring runs unmasked calls inside it and causal ones after it, priced as one
+// call of the block's tiles). Not documents: several sequences in one call, each with its own
+// diagonal.
+bool calls_run_causal(const Mask& mask) {
+  return mask.is_causal() || mask.kind() == MaskKind::window || mask.kind() == MaskKind::prefix;
+}
+
 // A local span [begin, end) of a block's runs, and the allowed pairs its runs hold.
 struct RunSpan {
   Count begin = 0;
@@ -603,14 +613,16 @@ Work count_work(const Layout& layout, const Mask& mask, TileShape tile, unsigned
       }
     }
   });
-  if (profiles) work.trimmed_length = WorkMatrix(devices, devices);  // no trims but under a causal mask
-  if (profiles && mask.is_causal()) {
+  if (profiles) work.trimmed_length = WorkMatrix(devices, devices);  // no trims but where calls run causal
+  if (profiles && calls_run_causal(mask)) {
     std::vector<std::optional<Run>> runs;
     for (Count d = 0; d < devices; ++d) runs.push_back(single_run(layout, d));
     for (Count r = 0; r < devices; ++r) {
       for (Count d = 0; d < devices; ++d) {
-        work.trimmed_length.at(r, d) =
-            trimmed_call_length(runs[static_cast<size_t>(d)], runs[static_cast<size_t>(kv_source(d, r, devices))]);
+        const std::optional<Run>& queries = runs[static_cast<size_t>(d)];
+        // Queries all inside a prefix make an unmasked call: nothing causal to trim.
+        if (queries && queries->first + (queries->length - 1) * queries->stride < mask.prefix_length()) continue;
+        work.trimmed_length.at(r, d) = trimmed_call_length(queries, runs[static_cast<size_t>(kv_source(d, r, devices))]);
       }
     }
   }
