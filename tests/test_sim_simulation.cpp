@@ -447,6 +447,22 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
   nlohmann::json many_sms = nlohmann::json::parse(to_json(catalog().hardware("h100")).dump());
   many_sms["sms"] = Count{1} << 40;
   EXPECT_THROW((void)model::hardware_profile_from_json(many_sms, "h.json"), model::InputError);
+  // A hardware profile's sources are records, but an object of them, and the one read (the
+  // element-wise cost's, for simulate's note) a string: not an internal error at the step.
+  const auto refusal = [](const nlohmann::json& sources) {
+    nlohmann::json doc = nlohmann::json::parse(to_json(catalog().hardware("h100")).dump());
+    doc["sources"] = sources;
+    try {
+      (void)model::hardware_profile_from_json(doc, "h.json");
+    } catch (const model::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal("some string"), "h.json field \"sources\": expected an object, got \"some string\"");
+  EXPECT_EQ(refusal({{"elementwise_bytes_per_dmodel", 50}}),
+            "h.json field \"sources\" field \"elementwise_bytes_per_dmodel\": expected a string, got 50");
+  EXPECT_EQ(refusal({{"peak_tflops", "a datasheet"}}), "accepted");
 }
 
 // Kernel and topology names are found case aside, as models and hardware are, and a near miss is

@@ -61,6 +61,11 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
     h.matmul_efficiency = efficiency;
   }
   h.elementwise_bytes_per_dmodel = f.non_negative_number_or("elementwise_bytes_per_dmodel", 0.0);
+  // Records for readers, kept as written; the element-wise cost's is also read (simulate's note).
+  if (f.has("sources")) {
+    const JsonFields sources(f.object("sources"), f.where("sources"));
+    if (sources.has("elementwise_bytes_per_dmodel")) (void)sources.string("elementwise_bytes_per_dmodel");
+  }
   h.sources = f.has("sources") ? f.raw("sources") : nlohmann::json::object();
   return h;
 }
