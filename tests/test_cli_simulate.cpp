@@ -564,6 +564,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "one backward call launches 8589934592 thread blocks, more than the 134217728"},
         // Buffers beyond the ring's blocks hold nothing: counted as memory they once wrapped 64 bits.
         BadInput{"more_buffers_than_blocks", "simulate --kv-buffers 9", "--kv-buffers 9: must be at most 8: a ring of 8 devices has that many K/V blocks"},
+        BadInput{"more_buffers_than_one_device", "simulate -N 1 --kv-buffers 3 -n 32k",
+                 "--kv-buffers 3: must be at most 2 (the default): a ring of 1 device holds its own K/V block only"},
         BadInput{"buffers_wrapping_64_bits", "simulate --kv-buffers 9223372036854775807", "--kv-buffers 9223372036854775807: must be at most 8"},
         BadInput{"more_buffers_than_hybrid_blocks", "simulate --cp hybrid:2x4 --kv-buffers 5",
                  "--kv-buffers 5: must be at most 4: a ring of 4 devices has that many K/V blocks"},

@@ -162,8 +162,8 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
   const Count most_buffers = std::max<Count>(2, ring);
   if (has_ring && config.kv_buffers > most_buffers) {
     throw InputError(model::Input::kv_buffers, std::to_string(config.kv_buffers),
-                     fmt::format("must be at most {}: a ring of {} device{} has that many K/V blocks", most_buffers, ring,
-                                 ring == 1 ? "" : "s"));
+                     ring == 1 ? std::string("must be at most 2 (the default): a ring of 1 device holds its own K/V block only")
+                               : fmt::format("must be at most {}: a ring of {} devices has that many K/V blocks", most_buffers, ring));
   }
   // One processor running every device in turn is the CPU validator, which runs no hybrid; a
   // hybrid's ring stands for U GPUs each, which a serial ring of R would not run.
