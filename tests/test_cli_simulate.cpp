@@ -625,7 +625,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"plan_pad_without_documents", "plan --model 1b -n 64k --pad-documents", "--pad-documents: needs a documents mask"},
         BadInput{"plan_pad_seq_documents", "plan --model 1b -n 64k --pad-seq --mask documents:lognormal:4096:1.2:seed=1",
                  "--pad-seq: pads one sequence at its end; a documents mask is padded document by document (--pad-documents)"},
-        BadInput{"plan_unknown_kernel", "plan --model 1b -n 64k --kernel fa9", "--kernel 'fa9': no such kernel for hardware h100-sxm"}),
+        BadInput{"plan_unknown_kernel", "plan --model 1b -n 64k --kernel fa9", "--kernel 'fa9': no such kernel for hardware h100-sxm"},
+        // plan has no --devices or --heads: the remedy names none of simulate's flags.
+        BadInput{"plan_blocks_per_call", "plan --model llama3-405b -n 2G --gpus 8 --algorithms ring --layouts zigzag",
+                 "more than the 134217728 the kernel time model places; spread the sequence over more devices, or use fewer "
+                 "heads or a smaller batch"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return info.param.name; });
 
 // Where nothing fits, the CSV still has its columns (the header of a plan that ranks choices).

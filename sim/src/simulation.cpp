@@ -315,8 +315,8 @@ void check_blocks_per_call(const Simulation& sim, Count blocks_of_sequence) {
   const Count streams = sim.cp_shape.streams;
   const auto refuse = [&](std::string_view pass, Count blocks) {
     throw InputError(fmt::format("-n {} over {} block{} of {} queries, {} stream{} (heads x batch) a call in {}x{} tiles: one {} call "
-                                 "launches {} thread blocks, more than the {} the kernel time model places; give more --devices, "
-                                 "fewer --heads or a smaller --batch",
+                                 "launches {} thread blocks, more than the {} the kernel time model places; spread the sequence over "
+                                 "more devices, or use fewer heads or a smaller batch",
                                  sim.config.seq_len, blocks_of_sequence, blocks_of_sequence == 1 ? "" : "s", queries, streams,
                                  streams == 1 ? "" : "s", sim.tile.query, sim.tile.key, pass, blocks, kMostBlocksPerCall));
   };
