@@ -618,6 +618,25 @@ TEST(Simulation, AKernelMeasuredOnAnotherDeviceIsNoted) {
   EXPECT_TRUE(kernel_hardware_note(aliased, catalog().hardware("h200"), catalog()).has_value());
 }
 
+// A ring of one device makes one call and sends nothing: --merges and --skip-unread-hops change
+// nothing there, and are said to, not ignored.
+TEST(Simulation, RingSettingsOnOneDeviceAreNotedAsChangingNothing) {
+  SimulateConfig c;
+  c.seq_len = 32768;
+  c.devices = 1;
+  c.layouts = {"contiguous"};
+  const Simulation plain = run_simulation(c, catalog());
+  EXPECT_TRUE(simulation_notes(plain).empty());
+  c.merges = "eager";
+  c.skip_unread_hops = true;
+  const Simulation given = run_simulation(c, catalog());
+  EXPECT_DOUBLE_EQ(given.results.front().time_us, plain.results.front().time_us);
+  const std::vector<std::string> notes = simulation_notes(given);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes.front(), "--merges eager and --skip-unread-hops: a ring of one device makes one call and sends nothing, so they "
+                           "change nothing here");
+}
+
 // "Every call costs what it cost there" includes its waves: the blocks go on the SMs of the device
 // the profile was measured on (132 on the H100), not the pricing device's (304 on an MI300X,
 // where 2048 blocks took 7 waves instead of 16 and the call ran above the MI300X's peak).

@@ -1,6 +1,7 @@
 #include "stripesim/sim/simulation.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -663,6 +664,15 @@ std::vector<std::string> simulation_notes(const Simulation& sim) {
       (sim.results.size() > 1 || (!sim.results.empty() && sim.results.front().layout != "contiguous"))) {
     notes.push_back("--cp ulysses: every device attends the whole sequence on its own heads, so every layout is one computation "
                     "(contiguous's, to the byte); a layout matters to a ring (--cp ring, or hybrid:UxR's)");
+  }
+  // A ring of one device makes one call and sends nothing: what prices its merges and hops is kept
+  // (a sweep or a plan sets it for every size) but said to change nothing.
+  if (sim.config.devices == 1 && (sim.config.skip_unread_hops || !sim.merges.empty())) {
+    std::vector<std::string> given;
+    if (!sim.merges.empty()) given.push_back("--merges " + sim.merges);
+    if (sim.config.skip_unread_hops) given.push_back("--skip-unread-hops");
+    notes.push_back(fmt::format("{}: a ring of one device makes one call and sends nothing, so {} nothing here",
+                                fmt::join(given, " and "), given.size() == 1 ? "it changes" : "they change"));
   }
   if (sim.step_shape) {
     if (std::optional<std::string> note = elementwise_cost_note(sim.hardware)) notes.push_back(std::move(*note));
