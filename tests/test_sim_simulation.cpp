@@ -637,6 +637,25 @@ TEST(Simulation, RingSettingsOnOneDeviceAreNotedAsChangingNothing) {
                            "change nothing here");
 }
 
+// A precision the kernel was not timed in is priced at the peaks' ratio, and said so.
+TEST(Simulation, APrecisionTheKernelWasNotTimedInIsNoted) {
+  SimulateConfig c;
+  c.hardware = "h100";
+  c.kernel = "fa2";
+  c.seq_len = 16384;
+  c.devices = 2;
+  c.layouts = {"contiguous"};
+  EXPECT_TRUE(simulation_notes(run_simulation(c, catalog())).empty());
+  c.dtype = "bf16";
+  EXPECT_TRUE(simulation_notes(run_simulation(c, catalog())).empty()) << "the profile's own precision";
+  c.dtype = "fp8";
+  const std::vector<std::string> notes = simulation_notes(run_simulation(c, catalog()));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes.front(), "kernel fa2 was timed in bf16: in fp8 its tiles cost 0.5x, the ratio of the hardware's peaks (bf16 "
+                           "against fp8), as if the kernel had a path in fp8 running at that rate; give a profile timed in fp8 "
+                           "where it has one");
+}
+
 // "Every call costs what it cost there" includes its waves: the blocks go on the SMs of the device
 // the profile was measured on (132 on the H100), not the pricing device's (304 on an MI300X,
 // where 2048 blocks took 7 waves instead of 16 and the call ran above the MI300X's peak).

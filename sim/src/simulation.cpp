@@ -665,6 +665,17 @@ std::vector<std::string> simulation_notes(const Simulation& sim) {
     notes.push_back("--cp ulysses: every device attends the whole sequence on its own heads, so every layout is one computation "
                     "(contiguous's, to the byte); a layout matters to a ring (--cp ring, or hybrid:UxR's)");
   }
+  // A precision the kernel was not timed in is priced by the peaks' ratio: right for a kernel with a
+  // path in it at the tensor cores' rate (cuDNN's fp8 forward runs 1.96x its bf16), not for one
+  // without (FlashAttention-2 has no fp8 kernel).
+  if (!sim.dtype.empty() && sim.dtype != sim.kernel.dtype) {
+    const double ratio = precision_slowdown(sim.hardware, sim.kernel, sim.dtype);
+    notes.push_back(fmt::format("kernel {} was timed in {}: in {} its tiles cost {:.2g}x, the ratio of the hardware's peaks ({} "
+                                "against {}), as if the kernel had a path in {} running at that rate; give a profile timed in "
+                                "{} where it has one",
+                                sim.kernel.name, sim.kernel.dtype, sim.dtype, ratio, sim.kernel.dtype, sim.dtype, sim.dtype,
+                                sim.dtype));
+  }
   // A ring of one device makes one call and sends nothing: what prices its merges and hops is kept
   // (a sweep or a plan sets it for every size) but said to change nothing.
   if (sim.config.devices == 1 && (sim.config.skip_unread_hops || !sim.merges.empty())) {
