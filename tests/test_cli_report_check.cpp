@@ -227,6 +227,22 @@ TEST(CliReport, DrawsEveryBlockStripedWidth) {
   std::filesystem::remove_all(dir);
 }
 
+// Layouts shaped by the workload (per-document, balanced) are not drawn in the small example, and
+// the report says which, as it does for a stripe too wide.
+TEST(CliReport, SaysWhichLayoutsTheSmallExampleLeavesOut) {
+  const auto dir = fresh_dir("stripesim_report_workload_layouts");
+  const std::string json = (dir / "a.json").string();
+  ASSERT_EQ(run_cli("analyze -n 4k -N 4 --tile 64x64 --mask documents:1024,3072 --layouts contiguous,doc-zigzag,balanced "
+                    "--format json -o '" + json + "'")
+                .exit_code,
+            0);
+  ASSERT_EQ(run_cli("report '" + json + "' --out-dir '" + (dir / "r").string() + "'").exit_code, 0);
+  const std::string md = slurp(dir / "r" / "report.md");
+  EXPECT_NE(md.find("Not drawn: doc-zigzag, balanced (shaped by the analysed mask, tile or file"), std::string::npos) << md;
+  EXPECT_NE(slurp(dir / "r" / "attention-matrix-0.svg").find(">contiguous<"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 // The report's simulated-ring table shows simulate's own columns: over a forward and a backward
 // pass a device's idle time adds up (the report once took the worst single pass instead).
 TEST(CliReport, SimulatedRingColumnsAreSimulatesOwn) {

@@ -66,10 +66,14 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
   long long example_n = 8 * devices;
   std::vector<std::string> layouts;
   std::vector<std::string> left_out;
+  std::vector<std::string> shaped_by_workload;  // drawn small they would not be the layout analysed
   for (const auto& r : non_empty_array_field(doc, "results")) {
     const std::string name = read<std::string>(r, "layout");
     const std::optional<model::LayoutKind> kind = model::layout_kind_of(name);
-    if (!kind || !model::same_shape_at_every_size(*kind)) continue;
+    if (!kind || !model::same_shape_at_every_size(*kind)) {
+      shaped_by_workload.push_back(name);
+      continue;
+    }
     if (*kind == model::LayoutKind::block_striped) {
       // Its stripe, read by the layout parser at the analyzed size (where it was valid).
       const long long stripe = model::parse_layout(name, read_size(c, "seq_len"), read_size(c, "devices")).stripe();
@@ -97,9 +101,14 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
                "the cell, or in its tooltip where cells are small).{}\n\n"
                "![attention matrix of a small example]({})\n\n",
            example_n, devices, mask,
-           left_out.empty() ? ""
-                            : fmt::format(" Not drawn: {} (a stripe wider than {} tokens per device).",
-                                          fmt::join(left_out, ", "), kMaxExampleTokens),
+           (left_out.empty() ? ""
+                             : fmt::format(" Not drawn: {} (a stripe wider than {} tokens per device).",
+                                           fmt::join(left_out, ", "), kMaxExampleTokens)) +
+               (shaped_by_workload.empty()
+                    ? ""
+                    : fmt::format(" Not drawn: {} (shaped by the analysed mask, tile or file, which a small example "
+                                  "does not have).",
+                                  fmt::join(shaped_by_workload, ", "))),
            attention);
   }
 }
