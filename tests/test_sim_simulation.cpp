@@ -656,6 +656,42 @@ TEST(Simulation, APrecisionTheKernelWasNotTimedInIsNoted) {
                            "where it has one");
 }
 
+// A head size the kernel is not built for (FlashAttention-2 and -3 stop at 256) is priced all the
+// same, and said to be no call that runs; at or below the bound, nothing to say.
+TEST(Simulation, AHeadSizeAboveTheKernelsBoundIsNoted) {
+  SimulateConfig c;
+  c.hardware = "h100";
+  c.kernel = "fa2";
+  c.seq_len = 16384;
+  c.devices = 2;
+  c.heads = 8;
+  c.kv_heads = 8;
+  c.layouts = {"contiguous"};
+  c.head_dim = 256;
+  EXPECT_TRUE(simulation_notes(run_simulation(c, catalog())).empty()) << "256 is the bound itself";
+  c.head_dim = 512;
+  const Simulation wide = run_simulation(c, catalog());
+  const std::vector<std::string> notes = simulation_notes(wide);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes.front(), "kernel fa2 is built for head sizes up to 256 (its field \"max_head_dim\"): no call of it runs at head "
+                           "size 512, its tiles are priced by extrapolating from the head size 128 it was timed at, as if one ran; "
+                           "give a kernel built for it");
+  c.kernel = "flex";  // no bound known: flex_attention compiles a kernel for the head size it is given
+  EXPECT_TRUE(simulation_notes(run_simulation(c, catalog())).empty());
+  EXPECT_FALSE(wide.kernel.max_head_dim == std::nullopt);
+  KernelProfile k = wide.kernel;
+  nlohmann::json doc = nlohmann::json::parse(to_json(k).dump());
+  EXPECT_EQ(doc.at("max_head_dim"), 256) << "written back, so a refit keeps it";
+  EXPECT_EQ(kernel_profile_from_json(doc, "again").max_head_dim, k.max_head_dim);
+  doc["max_head_dim"] = 64;
+  try {
+    (void)kernel_profile_from_json(doc, "k.json");
+    ADD_FAILURE() << "a bound below the head size the costs were timed at was accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "k.json field \"max_head_dim\": 64 is below the profile's head_dim 128, the size its costs were timed at");
+  }
+}
+
 // "Every call costs what it cost there" includes its waves: the blocks go on the SMs of the device
 // the profile was measured on (132 on the H100), not the pricing device's (304 on an MI300X,
 // where 2048 blocks took 7 waves instead of 16 and the call ran above the MI300X's peak).

@@ -232,7 +232,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   const model::JsonFields f(doc, label);
   f.allow_only({"schema", "name", "hardware", "description", "tile", "tiling", "blocks_per_sm", "lone_block_speedup", "sm_sharing", "slots",
                 "block_order", "backward_placement", "backward_block_keys", "backward_blocks", "backward_dq_share",
-                "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "forward", "backward", "other_tiles", "merge", "calibrated", "sources",
+                "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "max_head_dim", "forward", "backward", "other_tiles", "merge", "calibrated", "sources",
                 "fit"});
   if (f.has("schema") && f.string("schema") != "stripesim.kernel/1") {
     throw InputError(fmt::format("{}: expected \"stripesim.kernel/1\"", f.where("schema")));
@@ -255,6 +255,14 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.dtype = f.string_or("dtype", "bf16");
   if (f.has("dtype")) (void)f.parsed("dtype", dtype_bytes);  // refused here, named at the field
   k.head_dim = f.positive_count_or("head_dim", 128);
+  if (f.has("max_head_dim")) {
+    k.max_head_dim = f.positive_count("max_head_dim");
+    // Its costs were timed at head_dim: a kernel that cannot run that size was not timed at it.
+    if (*k.max_head_dim < k.head_dim) {
+      throw InputError(fmt::format("{}: {} is below the profile's head_dim {}, the size its costs were timed at",
+                                   f.where("max_head_dim"), *k.max_head_dim, k.head_dim));
+    }
+  }
   k.forward = pass_costs_from_json(f, "forward", k.head_dim);
   k.backward = pass_costs_from_json(f, "backward", k.head_dim);
   check_trimmed_factors(f, k.forward, k.backward, k.trims_below_diagonal);
@@ -313,9 +321,10 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
                                 {"empty_query_tiles_launch", k.empty_query_tiles_launch},
                                 {"trims_below_diagonal", k.trims_below_diagonal},
                                 {"dtype", k.dtype},
-                                {"head_dim", k.head_dim},
-                                {"forward", to_json(k.forward, k.trims_below_diagonal)},
-                                {"backward", to_json(k.backward, k.trims_below_diagonal)}};
+                                {"head_dim", k.head_dim}};
+  if (k.max_head_dim) doc["max_head_dim"] = *k.max_head_dim;
+  doc["forward"] = to_json(k.forward, k.trims_below_diagonal);
+  doc["backward"] = to_json(k.backward, k.trims_below_diagonal);
   for (const TileVariant& v : k.other_tiles) {
     nlohmann::ordered_json variant = {{"tile", v.tile.to_string()},
                                       {"blocks_per_sm", v.placement.blocks_per_sm},

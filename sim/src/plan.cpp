@@ -414,11 +414,13 @@ Plan run_plan(const PlanSearch& search) {
   }
   const auto planned = std::find_if(search.meshes.begin(), search.meshes.end(), [](const PlannedMesh& m) { return m.plan.has_value(); });
   if (planned != search.meshes.end()) {
-    if (planned->plan->simulation.kernel_note) out.notes.push_back(*planned->plan->simulation.kernel_note);
-    if (std::optional<std::string> note = partial_tiles_note(planned->plan->simulation.kernel, most)) {
+    const Simulation& simulation = planned->plan->simulation;
+    if (simulation.kernel_note) out.notes.push_back(*simulation.kernel_note);
+    if (std::optional<std::string> note = head_size_note(simulation.kernel, simulation.head_dim)) out.notes.push_back(std::move(*note));
+    if (std::optional<std::string> note = partial_tiles_note(simulation.kernel, most)) {
       out.notes.push_back(fmt::format("{}: the {} {}", *note, ranks.size() == 1 ? "choice ranked" : "choices ranked", fmt::join(ranks, ", ")));
     }
-    if (std::optional<std::string> note = elementwise_cost_note(planned->plan->simulation.hardware)) out.notes.push_back(std::move(*note));
+    if (std::optional<std::string> note = elementwise_cost_note(simulation.hardware)) out.notes.push_back(std::move(*note));
   }
   // --merges prices a ring's merges; the collectives' choices ran without it, and simulate refuses
   // it beside them: say which of those shown to simulate without it.

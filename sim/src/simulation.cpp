@@ -643,11 +643,19 @@ std::optional<std::string> kernel_hardware_note(const KernelProfile& kernel, con
       kernel.name, kernel.hardware, hardware.name, kernel.hardware, hardware.name);
 }
 
+std::optional<std::string> head_size_note(const KernelProfile& kernel, Count head_dim) {
+  if (!kernel.max_head_dim || head_dim <= *kernel.max_head_dim) return std::nullopt;
+  return fmt::format("kernel {} is built for head sizes up to {} (its field \"max_head_dim\"): no call of it runs at head size {}, "
+                     "its tiles are priced by extrapolating from the head size {} it was timed at, as if one ran; give a kernel built for it",
+                     kernel.name, *kernel.max_head_dim, head_dim, kernel.head_dim);
+}
+
 std::vector<std::string> simulation_notes(const Simulation& sim) {
   Count most = 0;
   for (const LayoutSimulation& r : sim.results) most = std::max(most, r.most_partial_tiles);
   std::vector<std::string> notes;
   if (sim.kernel_note) notes.push_back(*sim.kernel_note);
+  if (std::optional<std::string> note = head_size_note(sim.kernel, sim.head_dim)) notes.push_back(std::move(*note));
   if (std::optional<std::string> note = partial_tiles_note(sim.kernel, most)) notes.push_back(std::move(*note));
   // A topology named for its size (dgx-h100-x2, cluster:4x8) beside the default -N 8 would
   // otherwise price a ring on one of its nodes while the user pictures all of them.

@@ -172,6 +172,9 @@ struct KernelProfile {
   bool trims_below_diagonal = false;
   std::string dtype = "bf16";             // costs are for this precision and head size; others scale
   Count head_dim = 128;                   // by FLOPs (tiles: see score_head_dims) and by bytes (blocks)
+  // The largest head size the kernel is built for (FlashAttention-2 and -3: 256); unset: no
+  // bound known. A larger one is priced all the same, by FLOPs, with a note that no such call runs.
+  std::optional<Count> max_head_dim;
   PassCosts forward;
   PassCosts backward;  // the backward call alone: a forward+backward step costs forward + backward
   // Other tile shapes measured apart (each unlike `tile` and the others): a call cut into one of

@@ -231,6 +231,9 @@ void append_ring_totals(nlohmann::ordered_json& row, const RingTotals& totals);
 // call at that device's speed: said, or none.
 [[nodiscard]] std::optional<std::string> kernel_hardware_note(const KernelProfile& kernel, const model::HardwareProfile& hardware,
                                                               const model::ConfigCatalog& catalog);
+// A head size above the largest the kernel is built for (its max_head_dim) is priced by FLOPs
+// as if such a call ran: said (simulate and plan alike), or none.
+[[nodiscard]] std::optional<std::string> head_size_note(const KernelProfile& kernel, Count head_dim);
 // The note above for calls of `kernel` whose query tiles hold up to `most_partial_tiles` partial
 // tiles (simulate and plan alike), or none when the fit timed such tiles or no call holds two.
 [[nodiscard]] std::optional<std::string> partial_tiles_note(const KernelProfile& kernel, Count most_partial_tiles);
