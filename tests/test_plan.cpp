@@ -79,6 +79,30 @@ TEST(Plan, BoundedSearchRanksTheTopExactlyAsTheExhaustiveOne) {
 // Every choice re-simulated alone through simulate's path. With --pad-seq on 6 GPUs each mesh pads
 // to its own 2N: Ulysses 2 x ring 3 (N = 6) and a ring of 3 both lay out 3 ring blocks, of
 // 64k + 8 and 64k + 2 tokens, which the layouts shared between meshes must keep apart.
+// What is simulated (and so printed: the rows past the top, the count bounded out) does not
+// depend on how many threads simulate it: the same plan prints the same on every machine.
+TEST(Plan, TheThreadCountChangesNothingPrinted) {
+  PlanRequest r = small_request();
+  r.gpus = 16;
+  r.top = 3;
+  r.threads = 1;
+  const Plan one = run_plan(plan_search(r, catalog()));
+  EXPECT_GT(one.bounded_out, 0) << "a search the bound cuts short, where a batch's size shows";
+  for (const unsigned threads : {2u, 5u, 16u}) {
+    r.threads = threads;
+    const Plan many = run_plan(plan_search(r, catalog()));
+    EXPECT_EQ(many.bounded_out, one.bounded_out) << threads;
+    ASSERT_EQ(many.ranked.size(), one.ranked.size()) << threads;
+    for (size_t i = 0; i < one.ranked.size(); ++i) {
+      EXPECT_EQ(many.ranked[i].cp, one.ranked[i].cp) << threads << " " << i;
+      EXPECT_EQ(many.ranked[i].layout, one.ranked[i].layout) << threads << " " << i;
+      EXPECT_EQ(many.ranked[i].mesh.to_string(), one.ranked[i].mesh.to_string()) << threads << " " << i;
+      EXPECT_EQ(many.ranked[i].step->tokens_per_second, one.ranked[i].step->tokens_per_second) << threads << " " << i;
+      EXPECT_EQ(many.ranked[i].reason, one.ranked[i].reason) << threads << " " << i;
+    }
+  }
+}
+
 TEST(Plan, EveryChoiceIsWhatSimulateSaysOfIt) {
   for (const bool pad_seq : {false, true}) {
     PlanRequest r = small_request();

@@ -27,6 +27,11 @@ namespace {
 
 unsigned threads_of(const PlanRequest& request) { return model::threads_or_cores(request.threads); }
 
+// Choices simulated at once, best bound first, before the bound is checked again. A number of its
+// own, not the thread count: which choices get simulated is printed (the rows past the top, the
+// count bounded out), and the same plan must print the same on a laptop and a 64-core node.
+constexpr size_t kSimulatedAtOnce = 8;
+
 std::vector<Count> divisors(Count n) {
   std::vector<Count> out;
   for (Count d = 1; d <= n; ++d) {
@@ -360,7 +365,7 @@ Plan run_plan(const PlanSearch& search) {
         entries[next].bound_tokens_per_second < best[static_cast<size_t>(request.top) - 1]) {
       break;
     }
-    const size_t batch = std::min(entries.size() - next, static_cast<size_t>(std::max(1u, threads)));
+    const size_t batch = std::min(entries.size() - next, kSimulatedAtOnce);
     for_each_by_work(next, batch, PassDetail::simulated);
     for (size_t i = 0; i < batch; ++i) best.push_back(entries[next + i].candidate.step->tokens_per_second);
     std::sort(best.begin(), best.end(), std::greater<>());
