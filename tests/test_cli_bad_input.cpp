@@ -64,6 +64,9 @@ std::vector<BadInput> bad_inputs() {
       {"documents_file_short", "--seq-len 4k --mask documents:" + data("short_documents.txt"), "add up to 3000"},
       {"documents_file_missing", "--mask documents:/nonexistent/docs.txt", "does not exist"},
       {"seq_len_beyond_counts", "--seq-len 4G", "must be between 1 and 2^31"},
+      // Refused before the deal or the document list it would size is allocated (both ran out of memory).
+      {"seq_len_beyond_counts_ptrr", "--seq-len 4G --layouts ptrr", "--seq-len 4294967296: must be between 1 and 2^31"},
+      {"seq_len_beyond_counts_documents", "--seq-len 4G --mask documents:fixed:1", "--seq-len 4294967296: must be between 1 and 2^31"},
       {"seq_len_beyond_64_bits", "--seq-len 99999999999999999999", "too large for a 64-bit count"},
       {"seq_len_not_a_number", "--seq-len abc", "--seq-len 'abc'"},
       {"seq_len_zero", "--seq-len 0", "must be between 1 and 2^31"},

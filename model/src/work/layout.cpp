@@ -12,14 +12,18 @@ void require_devices(Count devices) {
   }
 }
 
-namespace {
-
-void require_sizes(Count seq_len, Count devices) {
-  require_devices(devices);
+void require_seq_len(Count seq_len) {
   if (seq_len < 1 || seq_len > kMaxSeqLen) {
     throw InputError(Input::seq_len, std::to_string(seq_len),
                      fmt::format("must be between 1 and 2^31 = {} so that every pair count fits in 64 bits", kMaxSeqLen));
   }
+}
+
+namespace {
+
+void require_sizes(Count seq_len, Count devices) {
+  require_devices(devices);
+  require_seq_len(seq_len);
 }
 
 }  // namespace

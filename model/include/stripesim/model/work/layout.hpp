@@ -36,6 +36,9 @@ struct Placement {
 void require_seq_len_divisible(Count seq_len, Count divisor, std::string_view layout, std::string_view what);
 // Throws InputError unless 1 <= devices <= kMaxDevices.
 void require_devices(Count devices);
+// Throws InputError unless 1 <= seq_len <= kMaxSeqLen: checked where a sequence is first taken
+// (its mask parsed, its layout built), before anything sized by it is allocated.
+void require_seq_len(Count seq_len);
 
 class Layout {
  public:
