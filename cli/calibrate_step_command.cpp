@@ -68,8 +68,8 @@ std::function<void()> register_calibrate_step_command(CLI::App& app, RunMode mod
     fit.kernel.sources["partial_tile_us"] = fmt::format("{:.2f} x the full tile, forward and backward; {}", fit.partial_ratio, how);
     // All or nothing: a failed write leaves neither a profile nor a report claiming a fit.
     OutputFiles outputs;
-    if (!opts.hardware_out.empty()) outputs.add(model::to_json(fit.hardware).dump(2) + "\n", opts.hardware_out, "--hardware-out", OutputKind::profile);
-    if (!opts.kernel_out.empty()) outputs.add(sim::to_json(fit.kernel).dump(2) + "\n", opts.kernel_out, "--kernel-out", OutputKind::profile);
+    if (!opts.hardware_out.empty()) outputs.add(model::to_json(fit.hardware).dump(2) + "\n", opts.hardware_out, "--hardware-out", OutputKind::hardware_profile);
+    if (!opts.kernel_out.empty()) outputs.add(sim::to_json(fit.kernel).dump(2) + "\n", opts.kernel_out, "--kernel-out", OutputKind::kernel_profile);
     outputs.add(output::render(fit, output_format(opts.format)), opts.output);
     outputs.commit();
   };

@@ -1,11 +1,15 @@
 #include "output_file.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <utility>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_file.hpp"
@@ -83,11 +87,30 @@ bool written_directly(const std::string& path) {
          (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec));
 }
 
+// A profile's "name" (and a kernel's "hardware"): what says two profile files are one profile.
+std::pair<std::string, std::string> profile_identity(const std::string& text) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return {};
+  const auto field = [&](const char* key) { return doc.contains(key) && doc[key].is_string() ? doc[key].get<std::string>() : ""; };
+  return {field("name"), field("hardware")};
+}
+
 // Refuses an output onto a file the command read: writing it would destroy an input (a
-// baseline, an experiment, a measurement file), unless a profile output refits a profile.
-void check_not_an_input(const std::string& path, const std::string& flag, OutputKind kind) {
-  for (const model::FileRead& read : model::files_read()) {
-    if (kind == OutputKind::profile && read.use == model::FileUse::profile) continue;
+// baseline, an experiment, a measurement file, a preset a lookup passed over, another profile
+// it priced with), unless a profile output refits that very profile: read as the profile of its
+// kind, with the same name (and, for a kernel, hardware) as `text`.
+void check_not_an_input(const std::string& path, const std::string& flag, OutputKind kind, const std::string& text) {
+  const std::vector<model::FileRead> reads = model::files_read();
+  const auto replaceable = [&](const model::FileRead& read) {
+    const bool of_kind = (kind == OutputKind::hardware_profile && read.use == model::FileUse::hardware_profile) ||
+                         (kind == OutputKind::kernel_profile && read.use == model::FileUse::kernel_profile);
+    if (!of_kind || !same_file(read.path, path)) return false;
+    std::ifstream in(path, std::ios::binary);
+    const std::string existing((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return profile_identity(existing) == profile_identity(text);
+  };
+  if (std::ranges::any_of(reads, replaceable)) return;
+  for (const model::FileRead& read : reads) {
     if (same_file(read.path, path)) {
       throw model::InputError(
           fmt::format("{} '{}': the command reads this file ({}); give the output another path", flag, path, read.label));
@@ -115,7 +138,7 @@ void write_file(const std::string& target, const std::string& text, const std::s
 void OutputFiles::add(std::string text, std::string path, std::string flag, OutputKind kind) {
   // Refused here, not only at commit(), so that nothing the command prints after adding it
   // (a summary line) precedes the refusal; commit() checks again for files read since.
-  if (!written_directly(path)) check_not_an_input(path, flag, kind);
+  if (!written_directly(path)) check_not_an_input(path, flag, kind, text);
   outputs_.push_back({std::move(text), std::move(path), std::move(flag), kind});
 }
 
@@ -158,7 +181,7 @@ void OutputFiles::commit() {
         direct.push_back(&o);
         continue;
       }
-      check_not_an_input(o.path, o.flag, o.kind);
+      check_not_an_input(o.path, o.flag, o.kind, o.text);
       std::string destination = fs::weakly_canonical(o.path, ec).string();
       if (ec) destination = o.path;
       staged.push_back({fmt::format("{}.tmp{}", destination, ::getpid()), destination, &o});

@@ -14,13 +14,15 @@ namespace stripesim::cli {
 // renames the staged files into place. On failure it removes what it staged and the folders it
 // created, and throws model::InputError naming the flag and path that failed.
 // What an output is: a result, or a kernel or hardware profile that a fit writes and may write
-// over the profile it started from (the refit in place of a shipped profile's "fitted by").
-enum class OutputKind { result, profile };
+// over the profile of its kind it started from (the refit in place of a shipped profile's
+// "fitted by"), never over another file the command read (a preset a lookup passed over, a
+// profile of the other kind).
+enum class OutputKind { result, hardware_profile, kernel_profile };
 
 class OutputFiles {
  public:
   // `path` "" or "-" is standard output. No output may overwrite a file the command read
-  // (model::files_read), but a profile output may replace a profile read.
+  // (model::files_read), but a profile output may replace the profile of its kind read.
   void add(std::string text, std::string path, std::string flag = "--output", OutputKind kind = OutputKind::result);
   // A folder the files added under it go into, created by commit() (and removed again, if it
   // made it and a write fails).

@@ -223,7 +223,7 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
     outputs.add(output::render(accuracy, OutputFormat::markdown), (fs::path(o.out_dir) / "accuracy.md").string(), "--out-dir");
     outputs.add(output::render(accuracy, OutputFormat::json), (fs::path(o.out_dir) / "accuracy.json").string(), "--out-dir");
   }
-  if (o.calibrate && !o.kernel_out.empty()) outputs.add(sim::to_json(fit.profile).dump(2) + "\n", o.kernel_out, "--kernel-out", OutputKind::profile);
+  if (o.calibrate && !o.kernel_out.empty()) outputs.add(sim::to_json(fit.profile).dump(2) + "\n", o.kernel_out, "--kernel-out", OutputKind::kernel_profile);
   outputs.add(output::render(accuracy, output_format(o.format)), o.output);
   outputs.commit();
   return 0;
@@ -235,7 +235,7 @@ int run_on_measurements(const CLI::App* cmd, const ValidateOptions& o, RunMode m
 std::optional<model::HardwareProfile> given_hardware_profile(const ValidateOptions& o) {
   if (o.profile.empty()) return std::nullopt;
   const std::string label = "--profile " + o.profile;
-  return model::hardware_profile_from_json(model::read_json_file(o.profile, label, model::FileUse::profile), label);
+  return model::hardware_profile_from_json(model::read_json_file(o.profile, label, model::FileUse::hardware_profile), label);
 }
 
 // Before anything runs or is read further: --hardware names a profile, --compare has a case to
@@ -282,9 +282,9 @@ int finish_report(const ValidateOptions& opts, validate::ValidationReport& repor
     outputs.add(output::render(report, OutputFormat::json), in_dir("validate.json"), "--out-dir");
   }
   if (opts.calibrate && !opts.profile_out.empty()) {
-    outputs.add(model::to_json(report.calibration->profile).dump(2) + "\n", opts.profile_out, "--profile-out", OutputKind::profile);
+    outputs.add(model::to_json(report.calibration->profile).dump(2) + "\n", opts.profile_out, "--profile-out", OutputKind::hardware_profile);
   }
-  if (opts.calibrate && !opts.kernel_out.empty()) outputs.add(sim::to_json(report.calibration->kernel).dump(2) + "\n", opts.kernel_out, "--kernel-out", OutputKind::profile);
+  if (opts.calibrate && !opts.kernel_out.empty()) outputs.add(sim::to_json(report.calibration->kernel).dump(2) + "\n", opts.kernel_out, "--kernel-out", OutputKind::kernel_profile);
   outputs.add(output::render(report, output_format(opts.format)), opts.output);
   outputs.commit();
   bool all_passed = true;

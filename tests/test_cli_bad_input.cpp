@@ -293,6 +293,55 @@ TEST(CliBadInput, AnOutputNeverOverwritesAnInput) {
   fs::remove_all(dir);
 }
 
+// A fit's profile output replaces only the profile it refits: read as a profile of its kind,
+// under the same name. Not a kernel profile the command read (--hardware-out onto it), not the
+// hardware profile (--kernel-out onto it), not a preset a catalog lookup read to pass it over.
+TEST(CliBadInput, AProfileOutputReplacesOnlyTheProfileItRefits) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_temp_dir("stripesim_profile_out_");
+  const std::string cfg = (dir / "configs").string();
+  fs::copy(std::string(STRIPESIM_SOURCE_DIR) + "/configs", cfg, fs::copy_options::recursive);
+  ASSERT_EQ(setenv("STRIPESIM_CONFIG_DIR", cfg.c_str(), 1), 0);
+  const std::string experiment = cfg + "/experiments/paper-measured.json";
+  const std::string measured = cfg + "/measurements/h100/flex/causal-fwd-n16384-N2.json";
+  struct Case {
+    std::string args, error;
+  };
+  const std::vector<Case> refused = {
+      // The step's kernel profile, read to price the step, is not a hardware profile.
+      {"calibrate-step --experiment '" + experiment + "' --hardware-out '" + cfg + "/kernels/a100/blockwise.json'",
+       "--hardware-out '" + cfg + "/kernels/a100/blockwise.json': the command reads this file"},
+      // The hardware profile the kernel was fitted for is not a kernel profile.
+      {"validate --calibrate --hardware h100 --kernel flex --measurements '" + measured + "' --kernel-out '" + cfg +
+           "/hardware/h100-sxm.json'",
+       "--kernel-out '" + cfg + "/hardware/h100-sxm.json': the command reads this file"},
+      // a100-80gb.json was read to find h800 (the files in order) and passed over.
+      {"validate --calibrate --hardware h800 --kernel fa2 --measurements '" + measured + "' --kernel-out '" + cfg +
+           "/hardware/a100-80gb.json'",
+       "--kernel-out '" + cfg + "/hardware/a100-80gb.json': the command reads this file"},
+  };
+  std::map<std::string, std::string> before;
+  for (const auto& entry : fs::recursive_directory_iterator(cfg)) {
+    if (entry.is_regular_file()) before[entry.path().string()] = slurp(entry.path());
+  }
+  for (const Case& c : refused) {
+    const CliResult r = run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args;
+    EXPECT_NE(r.err.find(c.error), std::string::npos) << c.args << "\n" << r.err;
+  }
+  for (const auto& [path, text] : before) EXPECT_EQ(slurp(path), text) << path << " was overwritten";
+  // The refits in place, as the shipped profiles' "fitted by" commands run them.
+  const CliResult kernel = run_cli("validate --calibrate --hardware h100 --kernel flex --measurements '" + measured +
+                                   "' --kernel-out '" + cfg + "/kernels/h100/flex.json'");
+  EXPECT_EQ(kernel.exit_code, 0) << kernel.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(cfg + "/kernels/h100/flex.json"))["name"], "flex");
+  const CliResult hardware = run_cli("calibrate-step --experiment '" + experiment + "' --hardware-out '" + cfg + "/hardware/a100-80gb.json'");
+  EXPECT_EQ(hardware.exit_code, 0) << hardware.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(cfg + "/hardware/a100-80gb.json"))["name"], "a100-80gb");
+  unsetenv("STRIPESIM_CONFIG_DIR");
+  fs::remove_all(dir);
+}
+
 // An output path that is a link is written through: the link stays and the file it names gets
 // the output. /dev/stdout, a link into /proc, is written as the stream it is, even when the
 // shell sent standard output to a regular file (renaming onto it would replace /dev/stdout).

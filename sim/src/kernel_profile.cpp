@@ -361,7 +361,7 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
                                  hardware.name));
   }
   if (model::is_config_path(wanted)) {
-    return kernel_profile_from_json(model::read_json_file(wanted, "--kernel " + wanted, model::FileUse::profile), "--kernel " + wanted);
+    return kernel_profile_from_json(model::read_json_file(wanted, "--kernel " + wanted, model::FileUse::kernel_profile), "--kernel " + wanted);
   }
   namespace fs = std::filesystem;
   std::vector<std::string> folders{hardware.name};
@@ -372,7 +372,7 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
     const fs::path dir = fs::path(config_dir) / "kernels" / folder;
     // Case aside, as hardware and models are found ("FA2", "Sdpa").
     if (const auto file = model::find_json_by_stem(dir, wanted, known)) {
-      return kernel_profile_from_json(model::read_json_file(file->string(), file->string(), model::FileUse::profile), file->string());
+      return kernel_profile_from_json(model::read_json_file(file->string(), file->string(), model::FileUse::kernel_profile), file->string());
     }
   }
   const std::string detail =

@@ -39,8 +39,9 @@ std::vector<std::filesystem::path> config_files(const std::filesystem::path& dir
 template <typename Config, typename Parse>
 Config find(const std::string& root, const std::string& kind, Input input, const std::string& wanted, Parse parse) {
   const std::string flag(flag_of(input));
-  // A hardware profile may be refitted in place (calibrate-step --hardware-out); a model may not.
-  const FileUse use = input == Input::hardware ? FileUse::profile : FileUse::input;
+  // The hardware profile picked may be refitted in place (calibrate-step --hardware-out); the
+  // others read to find it, and a model, may not.
+  const FileUse use = input == Input::hardware ? FileUse::hardware_profile : FileUse::input;
   if (is_config_path(wanted)) return parse(read_json_file(wanted, flag + " " + wanted, use), flag + " " + wanted);
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(root) / kind;
@@ -52,10 +53,13 @@ Config find(const std::string& root, const std::string& kind, Input input, const
   }
   std::vector<std::string> names, every_name;
   for (const auto& file : config_files(std::filesystem::path(root) / kind)) {
-    Config config = parse(read_json_file(file.string(), file.string(), use), file.string());
+    Config config = parse(read_json_file(file.string(), file.string(), FileUse::input), file.string());
     std::vector<std::string> answers_to = all_names(config);
     answers_to.push_back(file.stem().string());
-    if (std::ranges::any_of(answers_to, [&](const std::string& name) { return same_name(name, wanted); })) return config;
+    if (std::ranges::any_of(answers_to, [&](const std::string& name) { return same_name(name, wanted); })) {
+      if (use != FileUse::input) note_read_as(file.string(), file.string(), use);
+      return config;
+    }
     names.push_back(file.stem().string());
     every_name.insert(every_name.end(), answers_to.begin(), answers_to.end());
   }
@@ -118,17 +122,20 @@ HardwareProfile ConfigCatalog::hardware(const std::string& name_or_path) const {
 std::optional<HardwareProfile> ConfigCatalog::hardware_for_device(std::string_view device_name) const {
   const std::string device = lowercase(device_name);
   std::optional<HardwareProfile> best;
+  std::string best_file;
   size_t best_length = 0;
   for (const auto& file : config_files(std::filesystem::path(root_) / "hardware")) {
     HardwareProfile profile =
-        hardware_profile_from_json(read_json_file(file.string(), file.string(), FileUse::profile), file.string());
+        hardware_profile_from_json(read_json_file(file.string(), file.string(), FileUse::input), file.string());
     for (const std::string& name : profile.device_names) {
       if (name.size() > best_length && device.find(lowercase(name)) != std::string::npos) {
         best_length = name.size();
         best = profile;
+        best_file = file.string();
       }
     }
   }
+  if (best) note_read_as(best_file, best_file, FileUse::hardware_profile);  // the one picked, as find() marks it
   return best;
 }
 

@@ -59,12 +59,14 @@ std::string read_text_file(const std::string& path, std::string_view label, File
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw InputError(fmt::format("{}: error while reading '{}'", label, path));
-  ReadLog& log = read_log();
-  {
-    const std::lock_guard lock(log.mutex);
-    if (log.logged.emplace(path, use).second) log.reads.push_back({path, std::string(label), use});
-  }
+  note_read_as(path, label, use);
   return text.str();
+}
+
+void note_read_as(const std::string& path, std::string_view label, FileUse use) {
+  ReadLog& log = read_log();
+  const std::lock_guard lock(log.mutex);
+  if (log.logged.emplace(path, use).second) log.reads.push_back({path, std::string(label), use});
 }
 
 nlohmann::json parse_json_text(const std::string& text, std::string_view what) {

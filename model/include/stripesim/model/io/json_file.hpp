@@ -12,7 +12,10 @@ namespace stripesim::model {
 // What a file read is to its command: an input that no output may replace, or a kernel or
 // hardware profile, which a fit's profile output (--kernel-out, --profile-out, --hardware-out)
 // may refit in place.
-enum class FileUse { input, profile };
+// What a file was read as: an input no output may replace, or the hardware or kernel profile a
+// command prices with (the one a fit may be written over, as a profile of the same kind). A
+// catalog lookup reads every preset of a kind as input and the one it picked as its profile.
+enum class FileUse { input, hardware_profile, kernel_profile };
 
 // Reads and parses `path`; `label` prefixes error messages ("permutation:perm.json").
 [[nodiscard]] nlohmann::json read_json_file(const std::string& path, std::string_view label, FileUse use = FileUse::input);
@@ -36,5 +39,7 @@ struct FileRead {
 };
 // Every file this process has read so far, in order (thread-safe).
 [[nodiscard]] std::vector<FileRead> files_read();
+// Logs `path`, already read, as read for `use` too (the preset a catalog lookup picked).
+void note_read_as(const std::string& path, std::string_view label, FileUse use);
 
 }  // namespace stripesim::model
