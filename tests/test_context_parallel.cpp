@@ -3,6 +3,8 @@
 // algorithms against each other where they must agree.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/layout.hpp"
 #include "stripesim/model/work/mask.hpp"
@@ -164,14 +166,15 @@ TEST(ContextParallel, StagedPassWorkedByHand) {
   std::vector<CollectiveStage> stages(3, CollectiveStage{"in", 10, {5, 20}, "out", 4});
   const RingTimeline t = simulate_collective_pass(RingPass::backward, 0, stages);
   ASSERT_EQ(t.round_count(), 3);
-  // Gathers: [0,10], [10,20], then stage 2 waits for every device to finish stage 0 (30): [30,40].
+  // Gathers: [0,10], [10,20]; stage 2's waits for every device to finish stage 0 (30) and then,
+  // on the same links, for stage 0's reduce-scatter [30,34]: [34,44].
   EXPECT_DOUBLE_EQ(t.at(0, 1).compute_start_us, 10);
   EXPECT_DOUBLE_EQ(t.at(0, 1).compute_end_us, 30);
   EXPECT_DOUBLE_EQ(t.at(1, 1).compute_start_us, 30);
   EXPECT_DOUBLE_EQ(t.at(1, 1).compute_end_us, 50);
-  EXPECT_DOUBLE_EQ(t.at(2, 1).arrival_us, 40);
+  EXPECT_DOUBLE_EQ(t.at(2, 1).arrival_us, 44);
   EXPECT_DOUBLE_EQ(t.at(2, 1).compute_start_us, 50);
-  EXPECT_DOUBLE_EQ(t.at(2, 0).compute_start_us, 40);
+  EXPECT_DOUBLE_EQ(t.at(2, 0).compute_start_us, 44);
   // Reduce-scatters after each stage: [30,34], [50,54], [70,74].
   EXPECT_DOUBLE_EQ(t.end_us, 74);
   const DeviceSummary& slow = t.device_summary[1];
@@ -180,9 +183,13 @@ TEST(ContextParallel, StagedPassWorkedByHand) {
   EXPECT_DOUBLE_EQ(slow.exposed_comm_us, 14);
   const DeviceSummary& fast = t.device_summary[0];
   EXPECT_DOUBLE_EQ(fast.busy_us, 15);
-  // Device 0 computes [10,15], [20,25], [40,45]; collectives cover [0,20], [30,40], [50,54], [70,74]
-  // (38 us), of which only [10,15] runs under its compute.
-  EXPECT_DOUBLE_EQ(fast.exposed_comm_us, 38 - 5);
+  // Device 0 computes [10,15], [20,25], [44,49]; collectives cover [0,20], [30,44], [50,54], [70,74]
+  // (42 us), of which only [10,15] runs under its compute.
+  EXPECT_DOUBLE_EQ(fast.exposed_comm_us, 42 - 5);
+  // No two collectives overlap: the links carry one at a time.
+  std::vector<CollectiveInterval> events = t.collectives;
+  std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.start_us < b.start_us; });
+  for (size_t i = 1; i < events.size(); ++i) EXPECT_GE(events[i].start_us, events[i - 1].end_us) << i;
   EXPECT_DOUBLE_EQ(fast.idle_us, 74 - 15);
 }
 

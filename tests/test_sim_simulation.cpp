@@ -656,6 +656,29 @@ TEST(Simulation, APrecisionTheKernelWasNotTimedInIsNoted) {
                            "where it has one");
 }
 
+// An all-gather backward in head groups sends every device's K/V share to the others and its
+// dK/dV share back: 2 (N - 1) blocks over each device's one NIC, whatever the groups (the next
+// group's gather and this one's reduce-scatter share the link; side by side at full speed each,
+// 8 groups had come out at 88.7 ms, below this bound).
+TEST(Simulation, AnAllGatherBackwardSendsItsGatherAndReduceScatterOverOneLink) {
+  SimulateConfig c;
+  c.model = "llama3-8b";  // 8 K/V heads of 128: a block of 8k tokens is 33.5 MB in bf16
+  c.hardware = "h100";
+  c.topology = "cluster:8x1:nic=25gbps";
+  c.devices = 8;
+  c.seq_len = 64 * 1024;
+  c.pass = PassSelection::backward;
+  c.layouts = {"zigzag"};
+  const double block = 2.0 * 8192 * 8 * 128 * 2;
+  const double bound_us = 2 * 7 * block / 3.125e9 * 1e6;  // 150.3 ms
+  for (const char* cp : {"allgather", "allgather:2", "allgather:4", "allgather:8"}) {
+    c.cp = cp;
+    const double time_us = run_simulation(c, catalog()).results.front().time_us;
+    EXPECT_GE(time_us, bound_us) << cp;
+    EXPECT_LE(time_us, bound_us * 1.15) << cp << ": the links are the bottleneck, compute hides under them";
+  }
+}
+
 // A head size the kernel is not built for (FlashAttention-2 and -3 stop at 256) is priced all the
 // same, and said to be no call that runs; at or below the bound, nothing to say.
 TEST(Simulation, AHeadSizeAboveTheKernelsBoundIsNoted) {

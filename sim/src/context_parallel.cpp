@@ -225,21 +225,32 @@ RingTimeline simulate_collective_pass(RingPass pass, Microseconds start_us, cons
   const auto n = static_cast<size_t>(t.devices);
   t.rounds.assign(stages.size() * n, RoundRecord{});
   std::vector<Microseconds> stage_done(stages.size(), start_us);  // every device has computed the stage
-  Microseconds in_free = start_us, out_free = start_us;
+  std::vector<Microseconds> gathered(stages.size(), start_us);    // the stage's gather has arrived
+  // One clock for the links: a gather and a reduce-scatter both send every device's share to the
+  // others over the same links, so they run one after the other in the order they are issued
+  // (run side by side, they would share the bandwidth and end no sooner).
+  Microseconds link_free = start_us;
   // One processor does everything in turn, the collectives too: a stage's gather waits for the
   // stage before it to be computed and reduced, not only for the buffer two stages back.
   Microseconds processor_free = start_us;
+  const auto gather = [&](size_t g) {
+    Microseconds ready = g >= 2 ? stage_done[g - 2] : start_us;  // two buffers: this one's last stage computed
+    if (one_processor) ready = std::max(ready, processor_free);
+    const Microseconds begin = std::max(link_free, ready);
+    link_free = gathered[g] = begin + stages[g].in_us;
+    if (stages[g].in_us > 0) t.collectives.push_back({stages[g].in_name, begin, link_free, -1});
+  };
+  if (!stages.empty()) gather(0);
   for (size_t g = 0; g < stages.size(); ++g) {
     const CollectiveStage& stage = stages[g];
-    Microseconds in_start = std::max(in_free, g >= 2 ? stage_done[g - 2] : start_us);
-    if (one_processor) in_start = std::max(in_start, processor_free);
-    in_free = in_start + stage.in_us;
-    if (stage.in_us > 0) t.collectives.push_back({stage.in_name, in_start, in_free, -1});
-    Microseconds done = in_free;
+    // Issued as implementations issue it: the next stage's gather before this stage's attention,
+    // to run under it, so after the reduce-scatter of the stage before (one processor: in turn).
+    if (!one_processor && g + 1 < stages.size()) gather(g + 1);
+    Microseconds done = gathered[g];
     for (size_t d = 0; d < n; ++d) {
       RoundRecord& rec = t.rounds[g * n + d];
-      rec.arrival_us = in_free;
-      rec.compute_start_us = std::max(in_free, g > 0 ? t.rounds[(g - 1) * n + d].compute_end_us : start_us);
+      rec.arrival_us = gathered[g];
+      rec.compute_start_us = std::max(gathered[g], g > 0 ? t.rounds[(g - 1) * n + d].compute_end_us : start_us);
       if (one_processor) rec.compute_start_us = std::max(rec.compute_start_us, done);
       rec.compute_end_us = rec.compute_start_us + stage.compute_us[d];
       done = std::max(done, rec.compute_end_us);
@@ -247,11 +258,12 @@ RingTimeline simulate_collective_pass(RingPass pass, Microseconds start_us, cons
     stage_done[g] = done;
     processor_free = done;
     if (stage.out_us > 0) {
-      const Microseconds out_start = std::max(out_free, done);
-      out_free = out_start + stage.out_us;
-      t.collectives.push_back({stage.out_name, out_start, out_free, -1});
-      processor_free = out_free;
+      const Microseconds out_start = std::max(link_free, done);
+      link_free = out_start + stage.out_us;
+      t.collectives.push_back({stage.out_name, out_start, link_free, -1});
+      processor_free = link_free;
     }
+    if (one_processor && g + 1 < stages.size()) gather(g + 1);
   }
   t.events = stages.size() * (n + 2);
   summarise(t);

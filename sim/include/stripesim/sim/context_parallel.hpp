@@ -78,10 +78,12 @@ struct CollectiveStage {
   Microseconds out_us = 0;
 };
 
-// allgather and ulysses: the stages in order. Stage g's input collective starts once stage
-// g - 1's has finished and every device has finished computing stage g - 2 (two input buffers);
-// a device computes stage g once its input is in and it has finished stage g - 1; output
-// collectives run one after another. Rounds of the timeline are the stages.
+// allgather and ulysses: the stages in order. Stage g's input collective is issued before stage
+// g - 1 is computed and starts once every device has finished computing stage g - 2 (two input
+// buffers); a device computes stage g once its input is in and it has finished stage g - 1; a
+// stage's output collective starts once every device has computed it. Input and output
+// collectives share the links: one at a time, in the order issued. Rounds of the timeline are
+// the stages.
 // `one_processor`: one processor plays every device (the validator's cpu and cuda backends,
 // --sync serial): the devices compute one after another (the collectives' times are given as
 // that processor runs them: one_processor_collective_us).
