@@ -103,6 +103,31 @@ TEST(Plan, TheThreadCountChangesNothingPrinted) {
   }
 }
 
+// A reason's milliseconds are per sequence: a step trains D x batch of them, so with batch 2 the
+// gap it names is the breakdown's difference over 2D (it was over D, twice the time).
+TEST(Plan, AReasonsMillisecondsArePerSequence) {
+  PlanRequest r = small_request();
+  r.gpus = 8;
+  r.top = 3;
+  r.base.batch = 2;
+  const Plan plan = run_plan(plan_search(r, catalog()));
+  const PlanCandidate& top = plan.ranked.front();
+  const auto other = std::find_if(plan.ranked.begin(), plan.ranked.end(), [&](const PlanCandidate& c) {
+    return c.cp.substr(0, c.cp.find(':')) != top.cp.substr(0, top.cp.find(':'));
+  });
+  ASSERT_NE(other, plan.ranked.end());
+  const std::vector<std::pair<std::string, Microseconds StepBreakdown::*>> parts = {
+      {"less attention compute", &StepBreakdown::attention_compute_us}, {"less exposed attention", &StepBreakdown::attention_comm_us},
+      {"less attention idle", &StepBreakdown::attention_idle_us}, {"less model-parallel", &StepBreakdown::model_parallel_comm_us},
+      {"less exposed gradient", &StepBreakdown::gradient_comm_us}, {"less matmuls", &StepBreakdown::matmul_us},
+      {"less element-wise", &StepBreakdown::elementwise_us}};
+  const auto part = std::find_if(parts.begin(), parts.end(), [&](const auto& p) { return top.reason.find(p.first) != std::string::npos; });
+  ASSERT_NE(part, parts.end()) << top.reason;
+  const double gap_ms = ((other->step->breakdown.*part->second) / static_cast<double>(other->mesh.data_parallel * 2) -
+                         (top.step->breakdown.*part->second) / static_cast<double>(top.mesh.data_parallel * 2)) / 1e3;
+  EXPECT_NE(top.reason.find(fmt::format(": {:.2f} ms {}", gap_ms, part->first)), std::string::npos) << top.reason << " " << gap_ms;
+}
+
 TEST(Plan, EveryChoiceIsWhatSimulateSaysOfIt) {
   for (const bool pad_seq : {false, true}) {
     PlanRequest r = small_request();

@@ -316,7 +316,7 @@ std::string step_table(const sim::Simulation& s) {
                         : shape.zero == sim::ZeroStage::gradients
                             ? fmt::format("the {:g} B of gradients and Adam state",
                                           sim::kGradientBytesPerParameter + sim::kOptimizerBytesPerParameter)
-                            : fmt::format("all {:g}, plus two layers' weights gathered", state_bytes)));
+                            : fmt::format("all {:g}, plus two units of weights gathered whole (a layer's, or the LM head's where larger)", state_bytes)));
   if (over) {
     out += fmt::format("warning: '!' marks layouts whose memory per device exceeds the {} GiB of {}\n", s.hardware.memory_gib,
                        s.hardware.name);

@@ -82,8 +82,10 @@ std::string family(const std::string& cp) { return cp.substr(0, cp.find(':')); }
 std::string label(const PlanCandidate& c) { return fmt::format("{} {} on {}", c.cp, c.layout, c.mesh.to_string()); }
 
 // Against the best choice of another algorithm (or, for the best of its algorithm, the next best
-// of any): the part of the step where the difference is largest, per GPU-step of equal tokens.
-std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ranked, double memory_gib, bool one_searched) {
+// of any): the part of the step where the difference is largest, per sequence (a step trains
+// D x batch of them).
+std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ranked, double memory_gib, bool one_searched,
+                    Count batch) {
   const PlanCandidate* other = nullptr;
   for (const PlanCandidate& r : ranked) {
     if (&r != &c && family(r.cp) != family(c.cp)) {
@@ -93,12 +95,15 @@ std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ra
   }
   const std::string memory = fmt::format("memory {:.1f} of {:g} GiB", c.step->memory.total() / kBytesPerGib, memory_gib);
   if (other == nullptr) {
-    return fmt::format("{}; {}", one_searched ? "the only algorithm searched (--algorithms)" : "the only algorithm that fits", memory);
+    // The others searched had no choice that runs (refused) or fits (over memory): none was ranked.
+    return fmt::format("{}; {}", one_searched ? "the only algorithm searched (--algorithms)"
+                                              : "the only algorithm with a choice that runs and fits in memory",
+                       memory);
   }
   const bool ahead = c.step->tokens_per_second >= other->step->tokens_per_second;
-  // Compare the time each spends on the same tokens: a step of D sequences per GPU group.
-  const double scale_c = 1.0 / static_cast<double>(c.mesh.data_parallel);
-  const double scale_o = 1.0 / static_cast<double>(other->mesh.data_parallel);
+  // Compare the time each spends on the same tokens: a step of D x batch sequences.
+  const double scale_c = 1.0 / static_cast<double>(c.mesh.data_parallel * batch);
+  const double scale_o = 1.0 / static_cast<double>(other->mesh.data_parallel * batch);
   const Part* biggest = nullptr;
   double biggest_gap = 0;
   for (const Part& part : kParts) {
@@ -408,7 +413,7 @@ Plan run_plan(const PlanSearch& search) {
   for (Entry& e : entries) out.ranked.push_back(std::move(e.candidate));
   const size_t explained = std::min(out.ranked.size(), static_cast<size_t>(request.top));
   const bool one_searched = request.algorithms.size() == 1;
-  for (size_t i = 0; i < explained; ++i) out.ranked[i].reason = explain(out.ranked[i], out.ranked, out.memory_gib, one_searched);
+  for (size_t i = 0; i < explained; ++i) out.ranked[i].reason = explain(out.ranked[i], out.ranked, out.memory_gib, one_searched, request.base.batch);
   // One kernel profile prices every mesh: simulate's note of the choices shown, naming their ranks.
   Count most = 0;
   std::vector<std::string> ranks;
