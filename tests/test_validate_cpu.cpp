@@ -564,17 +564,51 @@ std::vector<MeasuredCall> calls_timed_at_tiles(const sim::KernelProfile& truth, 
   return measured_calls(workloads, hw, truth);
 }
 
+// Forward + backward calls time the sum of the passes: fitted on them alone, the forward is not
+// told apart from the backward and keeps the base profile's costs (fitted, it had come out at
+// 1e-6 us a tile with a trimmed factor of 1.8 million, the backward taking all of the time), the
+// backward takes the rest, and the record says so.
+TEST(KernelFit, ForwardBackwardSumsAloneKeepTheBasesForward) {
+  const model::HardwareProfile hw = synthetic_bf16_hardware(8);
+  const sim::KernelProfile truth = two_pass_truth();
+  const std::vector<MeasuredCall> calls = calls_timed_with(truth, hw, {4096, 8192}, sim::PassSelection::forward_backward);
+  sim::KernelProfile start = truth;
+  start.backward = {1, 1, 1, 1};
+  const KernelFit fit = fit_kernel(calls, start, hw, FitOptions{});
+  EXPECT_EQ(fit.profile.forward, truth.forward) << "kept, not fitted";
+  EXPECT_LT(fit.max_abs_error, 1e-6) << "the backward takes what the forward leaves";
+  EXPECT_NEAR(fit.profile.backward.full_tile_us, truth.backward.full_tile_us, 1e-6);
+  EXPECT_EQ(fit.profile.fit.at("forward").get<std::string>().substr(0, 46), "timed only inside forward+backward sums, which");
+  // A forward timed alone beside them is fitted, and the record has nothing to say of it.
+  sim::KernelProfile off = truth;
+  off.forward.full_tile_us *= 3;
+  std::vector<MeasuredCall> both = calls_timed_with(truth, hw, {4096}, sim::PassSelection::forward);
+  for (MeasuredCall call : calls) {
+    call.workload += both.back().workload + 1;
+    both.push_back(call);
+  }
+  const KernelFit fitted = fit_kernel(both, off, hw, FitOptions{});
+  EXPECT_NEAR(fitted.profile.forward.full_tile_us, truth.forward.full_tile_us, 1e-6);
+  EXPECT_FALSE(fitted.profile.fit.contains("forward"));
+}
+
 // A kernel that launches its forward blocks in grid order and its backward's longest first
-// (FlashAttention-2's grids under a causal mask), timed forward + backward together: told both
-// orders (--block-order launch,longest_first) the fit keeps them, places both passes so and meets
-// every call; its record says the order was given. Told a single order, the backward takes it too.
+// (FlashAttention-2's grids under a causal mask), timed forward alone and forward + backward:
+// told both orders (--block-order launch,longest_first) the fit keeps them, places both passes so
+// and meets every call; its record says the order was given. Told a single order, the backward
+// takes it too.
 TEST(KernelFit, KeepsTheBlockOrdersItIsGiven) {
   const model::HardwareProfile hw = synthetic_bf16_hardware(8);
   sim::KernelProfile truth = two_pass_truth();
   truth.placement.order = sim::BlockOrder::launch;
   truth.backward_placement = sim::BlockPlacement{};
   truth.backward_placement->order = sim::BlockOrder::longest_first;
-  const std::vector<MeasuredCall> calls = calls_timed_with(truth, hw, {4096, 8192}, sim::PassSelection::forward_backward);
+  std::vector<MeasuredCall> calls = calls_timed_with(truth, hw, {4096, 8192}, sim::PassSelection::forward);
+  const size_t forward_workloads = calls.back().workload + 1;
+  for (MeasuredCall call : calls_timed_with(truth, hw, {4096, 8192}, sim::PassSelection::forward_backward)) {
+    call.workload += forward_workloads;
+    calls.push_back(call);
+  }
   sim::KernelProfile start = truth;
   start.placement.order = sim::BlockOrder::longest_first;
   start.backward_placement.reset();

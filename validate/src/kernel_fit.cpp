@@ -156,16 +156,18 @@ double robust_loss(const std::vector<double>& errors) {
 
 // The trimmed factor of each pass, given the other costs: a trimmed call that ends inside a tile
 // takes f_fwd * F + f_bwd * B, its forward and backward times at factor 1, a linear fit on the
-// calls it applies to (weighted as the costs are). A pass with no such call keeps its factor.
+// calls it applies to (weighted as the costs are). A pass with no such call keeps its factor, as
+// does a pass not fitted (`fit_forward`, `fit_backward`) and a forward timed only within
+// forward+backward sums, which cannot tell the two factors apart.
 void fit_trimmed_factors(const std::vector<MeasuredCall>& calls, const std::vector<sim::KernelTimeModel>& models,
-                         const std::vector<double>& errors, Costs& costs) {
+                         const std::vector<double>& errors, Costs& costs, bool fit_forward, bool fit_backward) {
   const Costs plain = [&] {
     Costs c = costs;
     c.forward.trimmed_factor = c.backward.trimmed_factor = 1;
     return c;
   }();
   struct Sample {
-    double forward_us, backward_us, measured_us, weight;
+    double forward_us, backward_us, fixed_us, measured_us, weight;
   };
   std::vector<Sample> samples;
   bool forward = false, backward = false;
@@ -178,11 +180,16 @@ void fit_trimmed_factors(const std::vector<MeasuredCall>& calls, const std::vect
     const double f = call.forward ? sim::dot(m.features(call.rows, sim::KernelPass::forward, plain.forward), plain.forward) : 0.0;
     const double b =
         call.backward ? sim::dot(m.features(call.rows, call.columns, sim::KernelPass::backward, plain.backward), plain.backward) : 0.0;
-    forward = forward || f > 0;
-    backward = backward || b > 0;
-    samples.push_back({f, b, call.measured_us, std::sqrt(huber_weight(error)) / call.measured_us});
+    forward = forward || (fit_forward && f > 0 && !call.backward);
+    backward = backward || (fit_backward && b > 0);
+    samples.push_back({f, b, 0, call.measured_us, std::sqrt(huber_weight(error)) / call.measured_us});
   }
-  if (samples.empty()) return;
+  if (samples.empty() || (!forward && !backward)) return;
+  // A pass whose factor is not fitted keeps its own: its time moves to the left side.
+  for (Sample& s : samples) {
+    if (!forward) s.fixed_us += s.forward_us * costs.forward.trimmed_factor;
+    if (!backward) s.fixed_us += s.backward_us * costs.backward.trimmed_factor;
+  }
   // Only the passes some call informs are columns; the others keep their factor.
   std::vector<std::vector<double>> rows;
   std::vector<double> y, w;
@@ -191,7 +198,7 @@ void fit_trimmed_factors(const std::vector<MeasuredCall>& calls, const std::vect
     if (forward) row.push_back(s.forward_us);
     if (backward) row.push_back(s.backward_us);
     rows.push_back(std::move(row));
-    y.push_back(s.measured_us);
+    y.push_back(s.measured_us - s.fixed_us);
     w.push_back(s.weight);
   }
   const std::vector<double> factor = fit_non_negative(rows, y, w);
@@ -272,7 +279,7 @@ StructureFit fit_costs(const std::vector<MeasuredCall>& calls, sim::KernelProfil
     };
     take(fit_forward, next.forward);
     take(fit_backward, next.backward);
-    fit_trimmed_factors(calls, models, errors, next);
+    fit_trimmed_factors(calls, models, errors, next, fit_forward, fit_backward);
     placed = place_calls(calls, kind, models, next);
     std::vector<double> next_errors = relative_errors(calls, placed, next);
     const double objective = robust_loss(next_errors);
@@ -505,9 +512,14 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
   // tile is not a FLOP-scaled larger one: it holds more blocks per SM and reuses less data).
   std::map<model::TileShape, std::vector<MeasuredCall>> by_tile;
   for (const MeasuredCall& call : calls) by_tile[call.shape.tile].push_back(call);
-  // A pass is fitted on a group that timed it; otherwise it keeps the costs it starts from.
+  // A pass is fitted on a group that timed it; otherwise it keeps the costs it starts from. A
+  // forward+backward call times the sum of its passes: the forward is told apart only by calls
+  // that time it alone (fitted on sums alone, the forward had come out at 1e-6 us a tile, the
+  // backward taking all of it), and the backward then takes what the forward leaves.
   const auto timed = [](const std::vector<MeasuredCall>& group, bool MeasuredCall::*pass) {
-    return std::any_of(group.begin(), group.end(), [&](const MeasuredCall& c) { return c.measured_us > 0 && c.*pass; });
+    return std::any_of(group.begin(), group.end(), [&](const MeasuredCall& c) {
+      return c.measured_us > 0 && c.*pass && (pass == &MeasuredCall::backward || !c.backward);
+    });
   };
   const std::vector<MeasuredCall>& main_calls = by_tile.size() > 1 && by_tile.contains(start.tile) ? by_tile.at(start.tile) : calls;
   const bool forward_timed = timed(main_calls, &MeasuredCall::forward), backward_timed = timed(main_calls, &MeasuredCall::backward);
@@ -634,6 +646,10 @@ KernelFit fit_kernel(const std::vector<MeasuredCall>& calls, const sim::KernelPr
                                                "where backward calls were timed alone: the best fit kept",
                                                fmt::join(kBlocksPerSmTried, ", "),
                                                given_block_order(options))}};
+  // Only where the forward was timed inside forward+backward sums alone: the other records stay.
+  if (fit_forward && !forward_timed) {
+    out.profile.fit["forward"] = "timed only inside forward+backward sums, which do not tell it from the backward: kept from the base profile";
+  }
   // Only where some pass was timed at several head sizes: the other fits' records stay as they were.
   if (searched) out.profile.fit["score_head_dims"] = score_head_dims;
   if (!tiles.empty()) out.profile.fit["tiles"] = tiles;  // each shape fitted on its own calls

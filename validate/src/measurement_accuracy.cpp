@@ -113,8 +113,9 @@ const char* describe(AccuracyMethod method) {
   switch (method) {
     case AccuracyMethod::fit_on_everything: return "every workload predicted by the profile fitted on all of them";
     case AccuracyMethod::leave_one_group_out:
-      return "leave one group out: each file (or block-cost row) predicted by a profile fitted on all the others, "
-             "started cold (from tile counts, not from --kernel's costs)";
+      return "leave one group out: each file (or block-cost row's call of one mask and pass) predicted by a profile fitted "
+             "on all the others, started cold (from tile counts, not from --kernel's costs; a pass the others do not time, "
+             "or a forward they time only inside forward+backward sums, keeps --kernel's costs)";
     case AccuracyMethod::profile_as_given:
       return "the kernel profile as given (--no-fit): nothing fitted; a workload whose file the profile's own fit "
              "command names (sources.costs) is in-sample, the others held out";
