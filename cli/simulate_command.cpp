@@ -128,11 +128,16 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     sim::SimulateConfig config;
     const auto given = [&](std::string_view flag) { return opts.given.given(flag); };
     model::InputOrigins origins;  // the file's inputs no flag overrides, for errors about them
-    bool gives_kv_heads = false;
+    bool gives_kv_heads = false, gives_pass = false;
+    std::string file_shape_field;  // the experiment file's "heads", "kv_heads" or "head_dim", if any
     if (!opts.experiment.empty()) {
       const std::string label = "--experiment " + opts.experiment;
       const nlohmann::json doc = model::read_json_file(opts.experiment, label);
       gives_kv_heads = doc.is_object() && doc.contains("kv_heads");
+      gives_pass = doc.is_object() && doc.contains("pass");
+      for (const char* field : {"heads", "kv_heads", "head_dim"}) {
+        if (file_shape_field.empty() && doc.is_object() && doc.contains(field)) file_shape_field = fmt::format("{} field \"{}\"", label, field);
+      }
       config = sim::simulate_config_from_json(doc, label, config);
       origins = model::InputOrigins::of_file(doc, label, [&](model::Input input) { return opts.given.overrides(input); });
     }
@@ -140,6 +145,11 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
       if (given(flag)) target = model::parse_count(text, flag);
     };
     if (given("--model")) config.model = opts.model;
+    // As the file alone refuses "model" beside "heads": the flag would drop the file's shape.
+    if (given("--model") && !file_shape_field.empty()) {
+      throw model::InputError(fmt::format("--model {}: sets the heads and head size, and {} sets them too; give one or the other",
+                                          opts.model, file_shape_field));
+    }
     // A model config fixes the attention shape: a flag that would change it contradicts it.
     for (const char* flag : {"--heads", "--kv-heads", "--head-dim"}) {
       if (given(flag) && !config.model.empty()) {
@@ -157,7 +167,8 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     count("--data-parallel", opts.data_parallel, config.data_parallel);
     if (given("--scope")) {
       config.scope = sim::parse_scope(opts.scope);
-      if (!given("--pass")) config.pass = sim::default_pass(config.scope);
+      // The scope's default pass, unless a flag or the file gives one (then checked against the scope).
+      if (!given("--pass") && !gives_pass) config.pass = sim::default_pass(config.scope);
     }
     if (opts.recompute) config.recompute = true;
     if (given("--zero")) config.zero = sim::parse_zero_stage(opts.zero);

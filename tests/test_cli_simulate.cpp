@@ -439,6 +439,13 @@ TEST(CliSimulate, AFilesHeadsAloneMeanAsManyKvHeads) {
   EXPECT_EQ(heads_of("--experiment " + data("simulate_heads_only.json") + " --kv-heads 4"), std::pair(32, 4));
 }
 
+// --scope beside a file's "pass" keeps the file's pass (it took the scope's default, a forward).
+TEST(CliSimulate, AFilesPassStandsBesideScope) {
+  const CliResult r = run_cli("simulate --experiment " + data("simulate_forward_pass.json") + " --scope attention --format json --summary-only");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("config").at("pass"), "fwd");
+}
+
 class CliSimulateBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliSimulateBadInput, OneLineExitTwoNoOutput) {
@@ -454,6 +461,11 @@ INSTANTIATE_TEST_SUITE_P(
     Table, CliSimulateBadInput,
     ::testing::Values(
         BadInput{"one_buffer", "simulate --kv-buffers 1", "--kv-buffers 1: must be at least 2"},
+        // A flag does not silently drop what the file gives: --model beside its heads, --scope beside its pass.
+        BadInput{"model_beside_files_heads", "simulate --experiment " + data("simulate_heads_only.json") + " --model 1b",
+                 "simulate_heads_only.json field \"heads\" sets them too; give one or the other"},
+        BadInput{"scope_beside_files_pass", "simulate --experiment " + data("simulate_forward_pass.json") + " --scope step",
+                 "simulate_forward_pass.json field \"pass\" = fwd: a training step (--scope step) runs forward and backward"},
         // What the file gives is named at its field; what a flag overrides, by the flag.
         BadInput{"experiment_misspelt_layout", "simulate --experiment " + data("simulate_misspelt_layout.json"),
                  "simulate_misspelt_layout.json field \"layouts[1]\" = 'zigzg': unknown layout (did you mean 'zigzag'?)"},

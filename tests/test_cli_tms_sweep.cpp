@@ -176,6 +176,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"unknown_hardware", "tms --hardware gaudi3", "--hardware 'gaudi3': unknown"},
         BadInput{"model_file_missing", "tms --model /nonexistent/m.json", "does not exist"},
         BadInput{"model_file_invalid", "tms --model " + data("invalid_model.json"), "field \"kv_heads\" = 5: must divide the 16 heads"},
+        // The flags' bounds hold for a model file too (it ran, with 32 GB hops).
+        BadInput{"model_file_head_dim", "tms --model " + data("model_head_dim_too_large.json"),
+                 "field \"head_dim\": must be between 1 and 1024, got 4096"},
+        BadInput{"model_file_d_model", "tms --model " + data("model_d_model_too_large.json"),
+                 "field \"d_model\": d_model 1000000000 over 16 heads is a head size of 62500000, above the 1024 stripesim prices"},
         BadInput{"model_parallel_heads", "tms --model-parallel 3", "--model-parallel 3: must divide the 16 heads"},
         // K/V heads split (or replicated) as the simulator splits them: 7 of 4 K/V heads is neither.
         BadInput{"model_parallel_kv_heads", "tms --model qwen2.5-7b --model-parallel 7",

@@ -289,9 +289,7 @@ Topology simulation_topology(const SimulateConfig& config, const model::ConfigCa
 
 void check_attention_shape(Count heads, Count kv_heads, Count head_dim, Count batch) {
   using model::Input;
-  // Beyond any model trained (128 heads, heads of 256) by far, and bounded so that the kernel
-  // time model's blocks (batch x heads x query tiles a call) stay countable in seconds.
-  constexpr Count kMaxHeads = 1024, kMaxHeadDim = 1024, kMaxBatch = 1024;
+  using model::kMaxBatch, model::kMaxHeadDim, model::kMaxHeads;
   for (const auto& [input, value, most] : {std::tuple{Input::heads, heads, kMaxHeads}, {Input::kv_heads, kv_heads, kMaxHeads},
                                            {Input::head_dim, head_dim, kMaxHeadDim}, {Input::batch, batch, kMaxBatch}}) {
     if (value < 1) throw InputError(input, std::to_string(value), "must be at least 1");

@@ -18,13 +18,18 @@ TransformerModel transformer_model_from_json(const nlohmann::json& doc, const st
   m.d_model = f.positive_count("d_model");
   m.d_ff = f.positive_count("d_ff");
   m.layers = f.positive_count("layers");
-  m.heads = f.positive_count("heads");
-  m.kv_heads = f.positive_count_or("kv_heads", m.heads);
+  m.heads = f.positive_count("heads", kMaxHeads);
+  m.kv_heads = f.has("kv_heads") ? f.positive_count("kv_heads", kMaxHeads) : m.heads;
   JsonFields::located(f.where("kv_heads"), [&] { require_kv_heads_divide(m.heads, m.kv_heads); });
   if (!f.has("head_dim") && m.d_model % m.heads != 0) {
     throw InputError(fmt::format("{}: d_model {} is not divisible by heads {}; give head_dim", label, m.d_model, m.heads));
   }
-  m.head_dim = f.positive_count_or("head_dim", m.d_model / m.heads);
+  if (f.has("head_dim")) {
+    m.head_dim = f.positive_count("head_dim", kMaxHeadDim);
+  } else if ((m.head_dim = m.d_model / m.heads) > kMaxHeadDim) {
+    throw InputError(fmt::format("{}: d_model {} over {} heads is a head size of {}, above the {} stripesim prices", f.where("d_model"),
+                                 m.d_model, m.heads, m.head_dim, kMaxHeadDim));
+  }
   m.mlp = f.string_or("mlp", "swiglu");
   if (m.mlp != "swiglu" && m.mlp != "gelu") {
     throw InputError(fmt::format("{}: must be \"swiglu\" or \"gelu\", got \"{}\"", f.where("mlp"), m.mlp));

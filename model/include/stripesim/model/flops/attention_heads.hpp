@@ -7,6 +7,11 @@
 
 namespace stripesim::model {
 
+// Beyond any model trained (128 heads, heads of 256) by far, and bounded so that the kernel time
+// model's blocks (batch x heads x query tiles a call) stay countable in seconds: the flags, the
+// experiment, model and measurement files alike.
+inline constexpr Count kMaxHeads = 1024, kMaxHeadDim = 1024, kMaxBatch = 1024;
+
 // Grouped-query attention shares each K/V head among heads / kv_heads query heads, so kv_heads
 // must divide heads; throws InputError by kind (Input::kv_heads), which a caller reading a file
 // locates at its field.
