@@ -137,7 +137,7 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
       const auto doc = model::write_baseline(plan);
       OutputFiles outputs;
       outputs.add(doc.dump(2) + "\n", opts.write_baseline, "--write-baseline");
-      outputs.add(fmt::format("baseline of {} metrics written to {}\n", model::baseline_metric_count(doc), opts.write_baseline), "-");
+      outputs.add(fmt::format("baseline of {} metrics written to {}\n", model::baseline_metric_count(doc), opts.write_baseline), "");
       outputs.commit();
       return 0;
     }

@@ -42,10 +42,23 @@ bool same_file(const std::string& a, const std::string& b) {
 }
 
 void check_output_paths(const std::vector<std::pair<std::string, std::string>>& paths_and_flags) {
+  // What an output is called in an error: its flag and path, or (no path) the command's own output.
+  const auto named = [](const std::pair<std::string, std::string>& output) {
+    return output.first.empty() ? std::string("the command's output") : fmt::format("{} '{}'", output.second, output.first);
+  };
   for (size_t i = 0; i < paths_and_flags.size(); ++i) {
     const auto& [path, flag] = paths_and_flags[i];
     check_output_path(path, flag);
-    if (to_standard_output(path)) continue;
+    if (to_standard_output(path)) {
+      // Two outputs on standard output would run together (two JSON documents, XML and a table).
+      for (size_t j = 0; j < i; ++j) {
+        if (!to_standard_output(paths_and_flags[j].first)) continue;
+        const auto& given = path.empty() ? paths_and_flags[j] : paths_and_flags[i];
+        throw model::InputError(fmt::format("{} and {}: both go to standard output, where they would run together; give {} a file",
+                                            named(paths_and_flags[j]), named(paths_and_flags[i]), given.second));
+      }
+      continue;
+    }
     // Two outputs into one file: the second would overwrite the first.
     for (size_t j = 0; j < i; ++j) {
       const auto& [other, other_flag] = paths_and_flags[j];

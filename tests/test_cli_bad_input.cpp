@@ -293,6 +293,26 @@ TEST(CliBadInput, AnOutputNeverOverwritesAnInput) {
   fs::remove_all(dir);
 }
 
+// Two outputs on standard output would run together (a trace's JSON after the result's, JUnit XML
+// before a table): refused with one line, nothing printed.
+TEST(CliBadInput, TwoOutputsOnStandardOutputAreRefused) {
+  const std::string source = STRIPESIM_SOURCE_DIR;
+  for (const auto& [args, error] :
+       {std::pair<std::string, std::string>{"simulate -n 32k -N 4 --format json --trace -",
+                                            "--trace '-' and the command's output: both go to standard output, where they "
+                                            "would run together; give --trace a file"},
+        {"check --baseline '" + source + "/reports/baseline/imbalance.json' --junit -",
+         "--junit '-' and the command's output: both go to standard output, where they would run together; give --junit a file"},
+        {"calibrate-step --experiment '" + source + "/configs/experiments/paper-measured.json' --hardware-out - --kernel-out -",
+         "--hardware-out '-' and --kernel-out '-': both go to standard output, where they would run together; give --kernel-out a "
+         "file"}}) {
+    const CliResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(r.err, "stripesim: error: " + error + "\n") << args;
+    EXPECT_EQ(r.out, "") << args;
+  }
+}
+
 // A fit's profile output replaces only the profile it refits: read as a profile of its kind,
 // under the same name. Not a kernel profile the command read (--hardware-out onto it), not the
 // hardware profile (--kernel-out onto it), not a preset a catalog lookup read to pass it over.
