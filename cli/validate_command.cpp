@@ -310,16 +310,9 @@ int run_on_saved_report(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   model::refuse_repeated_files(o.from, "--from", "its timings would count twice");
   std::vector<validate::ValidationReport> runs;
   std::vector<std::string> labels;
-  std::vector<std::string> texts;
   for (const std::string& file : o.from) {
     labels.push_back("--from " + file);
-    texts.push_back(model::read_text_file(file, labels.back()));
-    // A copy of a file given before is the same run under another name.
-    if (const auto copy = std::find(texts.begin(), texts.end() - 1, texts.back()); copy != texts.end() - 1) {
-      throw model::InputError(fmt::format("{}: the same run as {} (byte for byte): its timings would count twice", labels.back(),
-                                          labels[static_cast<size_t>(copy - texts.begin())]));
-    }
-    runs.push_back(validate::read_saved_report(model::parse_json_text(texts.back(), labels.back()), labels.back()));
+    runs.push_back(validate::read_saved_report(model::read_json_file(file, labels.back()), labels.back()));
   }
   validate::ValidationReport report = validate::merge_saved_reports(std::move(runs), labels);
   const model::ConfigCatalog catalog(config_dir());

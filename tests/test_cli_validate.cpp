@@ -300,7 +300,7 @@ TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
   EXPECT_NE(twice.err.find("given twice (its timings would count twice)"), std::string::npos) << twice.err;
   const CliResult copied = run_cli("validate --compare --from '" + saved.string() + "' --from '" + (dir / "copy.json").string() + "'");
   EXPECT_EQ(copied.exit_code, 2);
-  EXPECT_NE(copied.err.find("copy.json: the same run as --from"), std::string::npos) << copied.err;
+  EXPECT_NE(copied.err.find("copy.json: the same contents as "), std::string::npos) << copied.err;
   // Flags a saved run would not read are refused, not ignored.
   const std::vector<std::pair<std::string, std::string>> unread{
       {"--block-costs-kernel flex", "--block-costs-kernel: only with --block-costs"},
@@ -1226,7 +1226,7 @@ std::vector<BadInput> validate_bad_inputs() {
       {"block_costs_with_backend", "validate --calibrate --hardware h100 --block-costs /nonexistent/b.json --backend cuda",
        "--backend: not with --measurements or --block-costs"},
       {"measurements_layout_twice", "validate --calibrate --hardware h100 --measurements " + data("measurements_layout_twice.json"),
-       "field \"layouts\": layout \"zigzag\" given twice (as \"Zigzag\"): its timings would count twice"},
+       "field \"layouts\": layout \"Zigzag\": layouts are named in lower case (\"zigzag\")"},
       {"block_costs_misspelt_column", "validate --calibrate --hardware h100 --kernel sdpa --block-costs-kernel sdpa --block-costs " +
        data("block_costs_misspelt_column.json"), "rows[0]: unknown field \"sdpa_fulll_fwd_us\""},
       {"block_costs_row_twice", "validate --calibrate --hardware h100 --kernel sdpa --block-costs-kernel sdpa --block-costs " +
@@ -1244,6 +1244,19 @@ std::vector<BadInput> validate_bad_inputs() {
       {"measurements_blocks_disagree", "validate --calibrate --hardware h100 --kernel flex --measurements " +
        data("measurements_wrong_blocks.json"), "round 1 device 1: the file counts 2000 active blocks, stripesim 2080"},
       // A value of a measurement file is named by its field, not by the flag that gives it to simulate.
+      // A 0 where stripesim counts work scored as infinitely fast; a capitalised "Contiguous" left
+      // the file's speedups out; a copy under another name counted its timings twice; a missing
+      // batch was taken as 1.
+      {"measurements_zero_call", "validate --compare --no-fit --hardware h100 --kernel flex --measurements " +
+       data("measurements_zero_call_without_blocks.json"),
+       "striped: round 1 device 0 is 0 (a call that did not run), but stripesim counts active tiles there"},
+      {"measurements_capitalised_layout", "validate --compare --no-fit --hardware h100 --kernel flex --measurements " +
+       data("measurements_capitalised_layout.json"), "field \"layouts\": layout \"Contiguous\": layouts are named in lower case (\"contiguous\")"},
+      {"measurements_copy", "validate --compare --hardware h100 --kernel flex --measurements " + data("measurements_one_run.json") +
+       " --measurements " + data("measurements_one_run_copy.json"),
+       "measurements_one_run_copy.json: the same contents as "},
+      {"measurements_without_batch", "validate --compare --no-fit --hardware h100 --kernel flex --measurements " +
+       data("measurements_without_batch.json"), "field \"workload\": missing field \"batch\""},
       {"measurements_misspelt_layout", "validate --compare --no-fit --hardware h100 --kernel flex --measurements " +
        data("measurements_misspelt_layout.json"), "measurements_misspelt_layout.json field \"layouts\" = 'zigzg': unknown layout"},
       {"measurements_head_dim_out_of_range", "validate --calibrate --hardware h100 --kernel flex --measurements " +

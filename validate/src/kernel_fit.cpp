@@ -87,11 +87,11 @@ double predicted_us(const MeasuredCall& call, const sim::KernelProfile& kernel, 
   return us;
 }
 
-namespace {
-
 bool has_work(const MeasuredCall& call) {
   return std::any_of(call.rows.begin(), call.rows.end(), [](const model::QueryTileLoad& l) { return l.full + l.partial > 0; });
 }
+
+namespace {
 
 struct Costs {
   sim::PassCosts forward, backward;

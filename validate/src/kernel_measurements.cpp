@@ -131,10 +131,11 @@ std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, 
   base.seq_len = w.positive_count("seq_len");
   base.devices = w.positive_count("devices");
   base.heads = w.positive_count("heads");
-  base.kv_heads = w.positive_count_or("kv_heads", base.heads);
+  // Every field the schema requires, as it requires it: a default would be a guess at the run.
+  base.kv_heads = w.positive_count("kv_heads");
   base.head_dim = w.positive_count("head_dim");
-  base.batch = w.positive_count_or("batch", 1);
-  base.dtype = w.string_or("dtype", "bf16");
+  base.batch = w.positive_count("batch");
+  base.dtype = w.non_empty_string("dtype");
   base.origins = model::InputOrigins(label);
   for (const auto& [input, field] : {std::pair{Input::seq_len, "seq_len"}, {Input::devices, "devices"}, {Input::heads, "heads"},
                                      {Input::kv_heads, "kv_heads"}, {Input::head_dim, "head_dim"}, {Input::batch, "batch"},
@@ -153,11 +154,12 @@ std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, 
   if (!layouts.is_object() || layouts.empty()) throw InputError(fmt::format("{}: expected an object of layouts", f.where("layouts")));
   std::vector<MeasuredWorkload> out;
   for (const auto& [name, entry] : layouts.items()) {
-    for (const MeasuredWorkload& earlier : out) {
-      if (model::lowercase(earlier.layout) == model::lowercase(name)) {
-        throw InputError(fmt::format("{}: layout \"{}\" given twice (as \"{}\"): its timings would count twice", f.where("layouts"),
-                                     name, earlier.layout));
-      }
+    // Named as the schema names layouts: the speedups find "contiguous" by its name (a file's
+    // "Contiguous" was read, and its speedups silently left out), and "zigzag" beside "Zigzag"
+    // would count one layout's timings twice.
+    if (const std::string kind = name.substr(0, name.find(':')); kind != model::lowercase(kind)) {
+      throw InputError(fmt::format("{}: layout \"{}\": layouts are named in lower case (\"{}{}\")", f.where("layouts"), name,
+                                   model::lowercase(kind), name.substr(kind.size())));
     }
     const JsonFields l(entry, fmt::format("{} layout \"{}\"", label, name));
     l.allow_only({"us", "active_blocks"});

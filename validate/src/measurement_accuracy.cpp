@@ -66,6 +66,16 @@ MeasurementAccuracyPlan plan_measurement_accuracy(const MeasurementAccuracyReque
   plan.base = sim::load_kernel_profile(request.kernel, catalog.root(), plan.hardware);
   for (const size_t i : file_of) plan.in_sample.push_back(fitted_on(plan.base, files[i]));
   plan.calls = measured_calls(workloads, plan.hardware, plan.base);  // checks every file before fitting
+  // A file's 0 is a call that did not run, which a call with work never is (a file without
+  // active_blocks is held to stripesim's own count): it would score as infinitely fast. (The
+  // validator's own runs leave untimed calls at 0; files time every call.)
+  for (const MeasuredCall& call : plan.calls) {
+    if (call.measured_us == 0 && has_work(call)) {
+      throw model::InputError(fmt::format("{}: round {} device {} is 0 (a call that did not run), but stripesim counts active tiles "
+                                          "there for this layout, mask and tile; time it",
+                                          workloads[call.workload].label(), call.round, call.device));
+    }
+  }
   for (const auto& w : workloads) {
     if (std::find(plan.groups.begin(), plan.groups.end(), w.group) == plan.groups.end()) plan.groups.push_back(w.group);
   }

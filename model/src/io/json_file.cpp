@@ -40,13 +40,25 @@ std::vector<FileRead> files_read() {
 
 void refuse_repeated_files(const std::vector<std::string>& paths, std::string_view flags, std::string_view why) {
   std::vector<std::filesystem::path> identities;
-  for (const std::string& path : paths) {
+  std::vector<std::string> texts;  // each file's contents ("" where it cannot be read)
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
     std::error_code ignored;  // a missing file is reported, by name, where it is read
     const std::filesystem::path identity = std::filesystem::weakly_canonical(std::filesystem::path(path), ignored);
     if (std::find(identities.begin(), identities.end(), identity) != identities.end()) {
       throw InputError(fmt::format("{} {}: given twice ({})", flags, path, why));
     }
     identities.push_back(identity);
+    // A copy under another name is the same file to whatever counts its contents.
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    if (in) text << in.rdbuf();
+    texts.push_back(text.str());
+    for (size_t j = 0; j < i && !texts.back().empty(); ++j) {
+      if (texts[j] == texts.back()) {
+        throw InputError(fmt::format("{} {}: the same contents as {}, byte for byte ({})", flags, path, paths[j], why));
+      }
+    }
   }
 }
 

@@ -44,6 +44,9 @@ struct MeasuredCall {
                                                        const model::HardwareProfile& hardware,
                                                        const sim::KernelProfile& kernel);
 
+// Whether stripesim counts an active tile in the call (a call without one need not run).
+[[nodiscard]] bool has_work(const MeasuredCall& call);
+
 // What decides a call's work: its shape, the passes it times, the length it runs trimmed at and
 // the (full, partial) tiles of every query tile (and, when it times a backward, of every key
 // tile). Calls with equal keys take equal time under any

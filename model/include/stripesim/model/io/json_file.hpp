@@ -24,7 +24,8 @@ enum class FileUse { input, hardware_profile, kernel_profile };
 [[nodiscard]] std::string read_text_file(const std::string& path, std::string_view label, FileUse use = FileUse::input);
 
 // Refuses a file of `paths` named twice (by any path to it: "a.json", "./a.json", a link) where
-// each file's contents would count once: "<flags> <path>: given twice (<why>)".
+// each file's contents would count once: "<flags> <path>: given twice (<why>)"; and a copy of an
+// earlier one, byte for byte: "<flags> <path>: the same contents as <earlier>, byte for byte (<why>)".
 void refuse_repeated_files(const std::vector<std::string>& paths, std::string_view flags, std::string_view why);
 
 // Parses `text`, read from a file that `what` names ("--baseline b.json: 'b.json'"), refusing
