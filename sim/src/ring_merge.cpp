@@ -18,9 +18,11 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
                                                                : kernel.merge.backward_bytes_per_element;
   if (bytes_per_element == 0) return out;
   if (memory_bandwidth <= 0) throw std::invalid_argument("merge_times: needs the device's memory bandwidth");
-  const double streams = pass == KernelPass::forward
-                             ? static_cast<double>(shape.call.streams)
-                             : static_cast<double>(shape.call.streams + 2 * shape.kv_streams);
+  // The forward merges the output of its query rows; the backward adds dQ into its query rows
+  // and dK, dV into its key rows (a zigzag call on the late half of the queries reads, and
+  // writes the gradients of, every key; one on the early half of the keys, half of them).
+  const auto streams = static_cast<double>(shape.call.streams);
+  const auto kv_streams = pass == KernelPass::forward ? 0.0 : static_cast<double>(2 * shape.kv_streams);
 
   // The rows a call of `queries` writes: its query tiles that have work (every tile where the
   // kernel gives empty ones a block too), the last tile holding what is left of its queries.
@@ -30,6 +32,16 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
       if (tiles[q].full + tiles[q].partial == 0 && !kernel.empty_query_tiles_launch) continue;
       const Count first = static_cast<Count>(q) * shape.call.tile.query;
       rows += std::clamp<Count>(queries - first, 0, shape.call.tile.query);
+    }
+    return rows;
+  };
+  // The key rows a call's dK, dV cover: its key tiles with work, the last one short where the
+  // block ends inside it.
+  const auto key_rows_written = [&](const model::QueryTileProfile& tiles) {
+    Count rows = 0;
+    for (size_t k = 0; k < tiles.size(); ++k) {
+      if (tiles[k].full + tiles[k].partial == 0) continue;
+      rows += std::clamp<Count>(shape.rows_per_device - static_cast<Count>(k) * shape.call.tile.key, 0, shape.call.tile.key);
     }
     return rows;
   };
@@ -59,7 +71,11 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
         const bool trimmed = kernel.trims_below_diagonal && work.trimmed_length.rounds() > 0 && work.trimmed_length.at(r, d) > 0;
         const bool slice = pass == KernelPass::forward && (rows < shape.rows_per_device || trimmed);
         const double per_element = bytes_per_element + (slice ? kernel.merge.forward_slice_bytes_per_element : 0.0);
-        const double bytes = per_element * static_cast<double>(rows) * streams * static_cast<double>(shape.call.head_dim);
+        const double key_rows =
+            kv_streams == 0 ? 0.0
+                            : static_cast<double>(key_rows_written(work.profiles[static_cast<size_t>(work.key_tile_profile.at(r, d))]));
+        const double elements = static_cast<double>(rows) * streams + key_rows * kv_streams;
+        const double bytes = per_element * elements * static_cast<double>(shape.call.head_dim);
         out[i] = transfer_time_us(static_cast<Bytes>(std::llround(bytes)), memory_bandwidth);
       }
       started[static_cast<size_t>(d)] = 1;
