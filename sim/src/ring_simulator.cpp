@@ -47,6 +47,7 @@ class RingRun {
     grad_arrived_.assign(devices, 0);
     grad_sending_.assign(devices, false);
     barrier_us_.assign(devices, kNever);
+    round_compute_end_.assign(devices, setup.start_us);
     pending_.assign(devices, 0);
     for (Count r = 0; r < n_; ++r) {
       pending_[static_cast<size_t>(r)] = n_ * (1 + (r <= n_ - 2 ? 1 : 0) + (backward_ ? 1 : 0));
@@ -116,12 +117,19 @@ class RingRun {
     sum.busy_us += end - start;
     if (r > 0) {
       Microseconds ready = previous_end_[i];
-      if (s_.sync == SyncMode::lockstep) ready = std::max(ready, barrier_us_[static_cast<size_t>(r - 1)]);
+      if (s_.sync == SyncMode::lockstep) {
+        // The barrier waits for every device's round r - 1 and for the round's transfers: the
+        // wait up to the last of those computes is imbalance (idle), past it communication.
+        const Microseconds barrier = barrier_us_[static_cast<size_t>(r - 1)];
+        sum.exposed_comm_us += std::max(0.0, barrier - std::max(ready, round_compute_end_[static_cast<size_t>(r - 1)]));
+        ready = std::max(ready, barrier);
+      }
       // Waiting counts as exposed communication only while the block is on the wire: before
       // the upstream device could send it, the wait is imbalance (idle), not communication.
       const Arrival& block = waiting(r, d);
       sum.exposed_comm_us += std::max(0.0, block.arrival_us - std::max(ready, block.sent_us));
     }
+    round_compute_end_[static_cast<size_t>(r)] = std::max(round_compute_end_[static_cast<size_t>(r)], end);
     previous_end_[i] = end;
     sum.finish_us = std::max(sum.finish_us, end);
     ++computes_[i];
@@ -330,6 +338,7 @@ class RingRun {
   std::vector<Count> arrived_, next_compute_, computed_, next_send_, sent_, next_grad_, grad_arrived_;
   std::vector<bool> computing_, sending_, grad_sending_;
   std::vector<Microseconds> barrier_us_;
+  std::vector<Microseconds> round_compute_end_;  // the last device's compute of each round ends
   std::vector<Count> pending_;
   // The summary's running state (computed() and friends).
   std::vector<Microseconds> previous_end_, last_transfer_start_, send_start_;
