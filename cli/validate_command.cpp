@@ -241,11 +241,18 @@ std::optional<model::HardwareProfile> given_hardware_profile(const ValidateOptio
 // Before anything runs or is read further: --hardware names a profile, --compare has a case to
 // predict besides one to fit on, or a --profile to predict with, and that profile's kernel costs
 // describe the kernels of the run (on `backend`; `kernels`: the case that names them).
-void check_prediction_flags(const ValidateOptions& o, const model::ConfigCatalog& catalog, size_t cases, bool given_profile,
-                            std::string_view backend, const validate::RingCase& kernels) {
+void check_prediction_flags(const ValidateOptions& o, const model::ConfigCatalog& catalog, size_t cases, size_t ring_cases,
+                            bool given_profile, std::string_view backend, const validate::RingCase& kernels) {
   if (!o.hardware.empty()) (void)catalog.hardware(o.hardware);
   if (o.compare && cases < 2 && !given_profile) {
     throw model::InputError("--compare: needs at least two cases (one to calibrate on, one to predict) or --profile");
+  }
+  // The fit's features are a ring's calls and hand-offs: all-gather and Ulysses cases are only
+  // predicted with what ring cases fitted (refused here, before the matrix runs for nothing).
+  if ((o.calibrate || (o.compare && !given_profile)) && ring_cases == 0) {
+    throw model::InputError(fmt::format("{}: fits on the ring cases' calls and hand-offs, and no case is a ring (--cp ring); add "
+                                        "ring to --cp{}",
+                                        o.calibrate ? "--calibrate" : "--compare", o.compare ? ", or give --profile" : ""));
   }
   if (o.compare) validate::check_backward_costs_known(given_profile, o.kernel, backend, kernels);
 }
@@ -317,7 +324,9 @@ int run_on_saved_report(const CLI::App* cmd, const ValidateOptions& o, RunMode m
   validate::ValidationReport report = validate::merge_saved_reports(std::move(runs), labels);
   const model::ConfigCatalog catalog(config_dir());
   const std::optional<model::HardwareProfile> given_profile = given_hardware_profile(o);
-  check_prediction_flags(o, catalog, report.results.size(), given_profile.has_value(), report.backend,
+  const auto ring_results = static_cast<size_t>(
+      std::ranges::count_if(report.results, [](const validate::CaseResult& r) { return r.ring_case.cp == "ring"; }));
+  check_prediction_flags(o, catalog, report.results.size(), ring_results, given_profile.has_value(), report.backend,
                          validate::kernels_case(report.results));
   if (mode == RunMode::parse_only) return 0;
   report.command = command_line(cmd);
@@ -445,7 +454,9 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     }
     const model::ConfigCatalog catalog(config_dir());
     const std::optional<model::HardwareProfile> given_profile = given_hardware_profile(opts);
-    check_prediction_flags(opts, catalog, cases.size(), given_profile.has_value(), opts.backend,
+    const auto ring_cases = static_cast<size_t>(
+        std::ranges::count_if(cases, [](const validate::RingPlan& c) { return c.ring_case.cp == "ring"; }));
+    check_prediction_flags(opts, catalog, cases.size(), ring_cases, given_profile.has_value(), opts.backend,
                            cases.front().ring_case);
     auto backend = validate::make_backend(opts.backend);  // mpi: MPI_Init_thread, finalised when it goes
     if (const auto ranks = backend->launched_devices()) {

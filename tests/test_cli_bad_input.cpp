@@ -102,8 +102,12 @@ std::vector<BadInput> bad_inputs() {
       {"threads_hex", "--threads 0x10", "--threads '0x10': expected a whole number from 0 (one per core) to 1024"},
       {"threads_not_a_number", "--threads abc", "--threads 'abc': expected a whole number from 0 (one per core) to 1024"},
       {"doc_zigzag_without_documents", "--layouts doc-zigzag", "--layouts doc-zigzag: needs a documents mask"},
+      {"seed_on_one_length", "--seq-len 1k --mask documents:uniform:7-7:seed=5",
+       "a range of one length draws nothing at random: a seed changes nothing"},
+      {"seed_without_spread", "--seq-len 1k --mask documents:lognormal:100:0:seed=5", "SIGMA 0 draws nothing at random"},
       {"doc_zigzag_indivisible", "--seq-len 1000 --devices 4 --mask documents:300,700 --layouts doc-zigzag",
-       "document 0 has length 300, not divisible by 2N = 8 (add --pad-documents"},
+       "document 0 has length 300, not divisible by 2N = 8 (pad every document: --pad-documents where the command takes it, "
+       "or lengths V+P in the mask, here 300+4)"},
       {"pad_without_documents", "--pad-documents", "--pad-documents: needs a documents mask"},
       // Given by a file, the padding is named by the file's field, not by a flag the user never gave.
       {"experiment_pad_without_documents", "--experiment " + data("pad_documents_without_documents.json"),

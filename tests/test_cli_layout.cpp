@@ -289,7 +289,7 @@ std::vector<BadInput> bad_layout_inputs() {
       {"misspelt_format", "--layout zigzag -n 64 -N 4 --format jsn", "(did you mean 'json'?)"},
       {"doc_zigzag_without_documents", "--layout doc-zigzag -n 64 -N 4", "--layout doc-zigzag: needs a documents mask"},
       {"doc_zigzag_indivisible", "--layout doc-zigzag -n 1000 -N 4 --mask documents:300,700",
-       "not divisible by 2N = 8 (add --pad-documents"},
+       "not divisible by 2N = 8 (pad every document: --pad-documents where the command takes it"},
       {"pad_without_documents", "--layout zigzag -n 64 -N 4 --pad-documents", "--pad-documents: needs a documents mask"},
       {"unknown_mask", "--layout zigzag -n 64 -N 4 --mask sliding:4", "--mask 'sliding:4': unknown mask"},
       {"permutation_missing", "--layout permutation:/nonexistent/perm.json -n 64 -N 4", "does not exist"},

@@ -1219,6 +1219,11 @@ std::vector<BadInput> validate_bad_inputs() {
       {"measurements_missing", "validate --calibrate --hardware h100 --measurements /nonexistent/m.json", "does not exist"},
       // Nothing runs on measured files: a flag that says how to run the ring would be ignored.
       {"hardware_without_fit", "validate --kernel flex", "--kernel: only with --calibrate or --compare"},
+      // The fit needs a ring's calls: refused before the matrix runs (it ran, then blamed masking).
+      {"compare_without_ring_case", "validate --compare --cp allgather -n 64,128 -N 2 --tile 16x16",
+       "--compare: fits on the ring cases' calls and hand-offs, and no case is a ring (--cp ring); add ring to --cp, or give --profile"},
+      {"calibrate_without_ring_case", "validate --calibrate --cp ulysses -n 64 -N 2 --tile 16x16",
+       "--calibrate: fits on the ring cases' calls and hand-offs, and no case is a ring (--cp ring); add ring to --cp"},
       {"measurements_with_run_flag", "validate --calibrate --hardware h100 --measurements /nonexistent/m.json --iterations 3",
        "--iterations: not with --measurements or --block-costs (nothing runs: the files are the timings)"},
       {"block_costs_kernel_without_block_costs", "validate --calibrate --hardware h100 --measurements /nonexistent/m.json --block-costs-kernel sdpa",

@@ -164,8 +164,9 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
     try {
       (void)model::parse_layout(layout, mask.seq_len(), 1, model::LayoutContext{&mask});
     } catch (const model::InputError& e) {
-      // A length no degree divides (an odd one for zigzag) is what --pad-seq mends, mesh by mesh.
-      if (e.input() != model::Input::seq_len || request.base.pad_seq) throw;
+      // A length no degree divides (an odd one for zigzag) is what --pad-seq mends, mesh by mesh;
+      // not under a documents mask, which --pad-seq refuses (--pad-documents pads its documents).
+      if (e.input() != model::Input::seq_len || request.base.pad_seq || mask.kind() == model::MaskKind::documents) throw;
       throw model::InputError(fmt::format("{}; or give --pad-seq (each mesh pads to its own 2N)", e.what()));
     }
   }

@@ -21,9 +21,10 @@ void require_lengths_divisible(const Mask& mask, Count multiple, const char* lay
   for (size_t j = 0; j < lengths.size(); ++j) {
     if (lengths[j] % multiple != 0) {
       throw InputError(Input::layouts, layout,
-                       fmt::format("document {} has length {}, not divisible by {} = {} (add --pad-documents to pad every "
-                                   "document)",
-                                   j, lengths[j], what, multiple));
+                       // tms and validate take no --pad-documents: the mask's V+P lengths pad anywhere.
+                       fmt::format("document {} has length {}, not divisible by {} = {} (pad every document: "
+                                   "--pad-documents where the command takes it, or lengths V+P in the mask, here {}+{})",
+                                   j, lengths[j], what, multiple, lengths[j], multiple - lengths[j] % multiple));
     }
   }
 }

@@ -50,7 +50,11 @@ std::vector<Count> draw_document_lengths(std::string_view spec, Count seq_len) {
   std::vector<std::string> parts = split(spec, ':');
   std::uint64_t seed = 1;
   const std::string& kind = parts.front();
-  if (parts.size() > 1 && parts.back().starts_with("seed=")) {
+  const bool seeded = parts.size() > 1 && parts.back().starts_with("seed=");
+  const auto refuse_seed_if = [&](bool nothing_random, const char* why) {
+    if (seeded && nothing_random) throw fail(fmt::format("{} draws nothing at random: a seed changes nothing", why));
+  };
+  if (seeded) {
     if (kind == "fixed") throw fail("fixed lengths draw nothing at random: a seed changes nothing");
     seed = static_cast<std::uint64_t>(parse_count(parts.back().substr(5), part("seed")));
     parts.pop_back();
@@ -72,12 +76,14 @@ std::vector<Count> draw_document_lengths(std::string_view spec, Count seq_len) {
     const Count lo = parse_count(range[0], part("lower bound"));
     const Count hi = parse_count(range[1], part("upper bound"));
     if (lo < 1 || hi < lo) throw fail("needs 1 <= A <= B");
+    refuse_seed_if(lo == hi, "a range of one length");
     draw = [&random, lo, hi] { return lo + static_cast<Count>(random.next() % static_cast<std::uint64_t>(hi - lo + 1)); };
   } else if (kind == "lognormal") {
     expect(3, "lognormal:MEAN:SIGMA");
     const double mean = static_cast<double>(parse_count(parts[1], part("mean")));
     const double sigma = parse_number(parts[2], part("sigma"));
     if (mean < 1 || sigma < 0 || sigma > 5) throw fail("needs MEAN >= 1 and 0 <= SIGMA <= 5");
+    refuse_seed_if(sigma == 0, "SIGMA 0");
     draw = [&random, mean, sigma] { return lognormal_draw(random, mean, sigma); };
   } else if (kind == "longtail") {
     expect(4, "longtail:SHORT:LONG:P");
