@@ -93,6 +93,8 @@ std::vector<BadInput> bad_inputs() {
       {"unknown_flag", "--frobnicate", "--frobnicate: unknown option of analyze"},
       {"config_missing", "--config /nonexistent/config.json", "does not exist"},
       {"config_malformed", "--config " + data("malformed_config.json"), "is not valid JSON"},
+      // The parser stopped at the NUL and took the document before it (exit 0).
+      {"config_nul_then_garbage", "--config " + data("nul_then_garbage.json"), "is not valid JSON (a NUL byte at byte 44)"},
       {"experiment_layout_twice", "--experiment " + data("layout_twice_config.json"), "field \"layouts[1]\": given twice in the list (as layouts[0])"},
       {"experiment_key_twice", "--experiment " + data("duplicate_key_config.json"), "duplicate_key_config.json': key \"seq_len\" is given twice in one object"},
       {"experiment_number_overflow", "--experiment " + data("number_overflow_config.json"),

@@ -82,6 +82,10 @@ void note_read_as(const std::string& path, std::string_view label, FileUse use) 
 }
 
 nlohmann::json parse_json_text(const std::string& text, std::string_view what) {
+  // The parser stops at a NUL byte and would take the text before it as the whole document.
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    throw InputError(fmt::format("{} is not valid JSON (a NUL byte at byte {})", what, nul + 1));
+  }
   using Event = nlohmann::json::parse_event_t;
   std::vector<std::set<std::string>> keys;  // of each object open at this point
   std::string twice;
