@@ -209,6 +209,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"sweep_seq_len_twice", "sweep --experiment " + data("sweep_seq_len_twice.json"),
                  "group 0 field \"seq_lens[1]\": given twice in the list (as seq_lens[0])"},
         BadInput{"sweep_experiment_malformed", "sweep --experiment " + data("malformed_config.json"), "is not valid JSON"},
+        // One point in two groups printed its rows twice; a per-document layout with no documents
+        // mask was left out of every row.
+        BadInput{"sweep_point_in_two_groups", "sweep --experiment " + data("sweep_point_in_two_groups.json"),
+                 "groups[0] and groups[1] both hold hardware a100-80gb, model 1b, mesh 1x8, n = 65536, tile 2048x4096: its row would "
+                 "print twice"},
+        BadInput{"balance_point_in_two_groups", "sweep --experiment " + data("balance_point_in_two_groups.json"),
+                 "groups[0] and groups[1] both hold n = 1024, N = 4, mask causal, tile 128x128, layout zigzag: its row would print twice"},
+        BadInput{"balance_doc_layout_without_documents", "sweep --kind balance --seq-lens 1k --devices 4 --masks causal --layouts doc-zigzag,contiguous",
+                 "--layouts 'doc-zigzag': is a per-document layout, and no mask of the sweep is a documents mask (it would be left out "
+                 "of every row)"},
         BadInput{"sweep_experiment_unknown_field", "sweep --experiment " + data("unknown_field_config.json"),
                  "unknown field \"devices\""},
         BadInput{"sweep_bad_seq_len", "sweep --seq-lens 16k,abc", "--seq-lens 'abc'"},

@@ -4,7 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <tuple>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/input_origins.hpp"
@@ -62,9 +64,22 @@ Count count_points(const BalanceSweepSpec& spec) {
 BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
   BalanceSweepPlan plan;
   plan.points.reserve(static_cast<size_t>(count_points(spec)));
+  // A point and layout of two groups would print its row twice.
+  std::map<std::tuple<Count, Count, std::string, Count, Count, bool, std::string>, size_t> first_group;
   for (size_t group = 0; group < spec.groups.size(); ++group) {
     const BalanceGroup& g = spec.groups[group];
     const auto field = [&](const char* name, size_t i) { return fmt::format("groups[{}].{}[{}]", group, name, i); };
+    // A per-document layout in a group without a documents mask would be left out of every row.
+    const bool any_documents = std::ranges::any_of(g.masks, [](const std::string& m) { return m.starts_with("documents:"); });
+    for (const std::string& layout : g.layouts) {
+      if (any_documents || !layout.starts_with("doc-")) continue;
+      InputOrigins origins(spec.label);
+      origins.add_list(Input::layouts, fmt::format("groups[{}].layouts", group), g.layouts);
+      origins.run([&] {
+        throw InputError(Input::layouts, layout, "is a per-document layout, and no mask of the sweep is a documents mask (it would "
+                                                 "be left out of every row)", Shown::quoted);
+      });
+    }
     for_each_grid_point(axes(g), [&](auto at) {
       const auto [s, d, m, t] = at;
       InputOrigins origins(spec.label);
@@ -87,6 +102,17 @@ BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
         if (documents || !layout.starts_with("doc-")) config.layouts.push_back(layout);
       }
       config.pad_documents = g.pad_documents && documents;
+      for (const std::string& layout : config.layouts) {
+        const auto [it, fresh] = first_group.emplace(
+            std::tuple{config.seq_len, config.devices, config.mask, config.tile.query, config.tile.key, config.pad_documents, layout},
+            group);
+        if (!fresh && it->second != group) {
+          throw InputError(fmt::format("{}: groups[{}] and groups[{}] both hold n = {}, N = {}, mask {}, tile {}, layout {}: its row "
+                                       "would print twice",
+                                       spec.label, it->second, group, config.seq_len, config.devices, config.mask,
+                                       config.tile.to_string(), layout));
+        }
+      }
       plan.points.push_back(origins.run([&] {
         if (config.layouts.empty() && !g.layouts.empty()) {
           throw InputError(Input::layouts, fmt::format("{}", fmt::join(g.layouts, ",")),

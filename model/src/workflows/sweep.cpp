@@ -195,6 +195,21 @@ std::vector<TmsRequest> resolve_requests(const SweepSpec& spec, const std::vecto
       }
     });
   }
+  // Within a group the axes are distinct; across groups the same point would print its row twice.
+  std::map<std::tuple<std::string, std::string, Count, Count, Count, Count, Count, Count>, size_t> first_group;
+  for (const SweepPoint& p : points) {
+    const HardwareProfile& h = hardware.at(p.hardware);
+    const TileShape tile = p.tile.value_or(h.default_tile);
+    const auto [it, fresh] = first_group.emplace(std::tuple{h.name, models.at(p.model).name, p.mesh.model_parallel, p.mesh.devices,
+                                                            p.mesh.data_parallel, p.seq_len, tile.query, tile.key},
+                                                 p.group);
+    if (!fresh && it->second != p.group) {
+      throw InputError(fmt::format("{}: groups[{}] and groups[{}] both hold hardware {}, model {}, mesh {}, n = {}, tile {}x{}: its "
+                                   "row would print twice",
+                                   spec.label, it->second, p.group, h.name, models.at(p.model).name, p.mesh.to_string(), p.seq_len,
+                                   tile.query, tile.key));
+    }
+  }
   std::vector<TmsRequest> requests;
   requests.reserve(points.size());
   for (const auto& p : points) {
