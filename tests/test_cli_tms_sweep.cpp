@@ -176,6 +176,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"unknown_hardware", "tms --hardware gaudi3", "--hardware 'gaudi3': unknown"},
         BadInput{"model_file_missing", "tms --model /nonexistent/m.json", "does not exist"},
         BadInput{"model_file_invalid", "tms --model " + data("invalid_model.json"), "field \"kv_heads\" = 5: must divide the 16 heads"},
+        // An empty name printed "hardware ,"; an alias twice was read as one.
+        BadInput{"hardware_file_empty_name", "tms --hardware " + data("hardware_empty_name.json"), "field \"name\": must not be empty"},
+        BadInput{"hardware_file_alias_twice", "tms --hardware " + data("hardware_alias_twice.json"),
+                 "field \"aliases[1]\": given twice in the list (as aliases[0])"},
         // The flags' bounds hold for a model file too (it ran, with 32 GB hops).
         BadInput{"model_file_head_dim", "tms --model " + data("model_head_dim_too_large.json"),
                  "field \"head_dim\": must be between 1 and 1024, got 4096"},

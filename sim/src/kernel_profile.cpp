@@ -238,7 +238,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
     throw InputError(fmt::format("{}: expected \"stripesim.kernel/1\"", f.where("schema")));
   }
   KernelProfile k;
-  k.name = f.string("name");
+  k.name = f.non_empty_string("name");
   k.hardware = f.string("hardware");
   k.description = f.string_or("description", "");
   k.tile = f.parsed("tile", model::parse_tile_shape);  // named at the file's field, not as --tile

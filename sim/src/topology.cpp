@@ -49,7 +49,7 @@ Topology Topology::from_json(const nlohmann::json& doc, const std::string& label
   const model::JsonFields f(doc, label);
   f.allow_only({"name", "description", "nodes", "links", "sources"});
   Topology t;
-  t.net_->name = f.string("name");
+  t.net_->name = f.non_empty_string("name");
   const auto& nodes = f.raw("nodes");
   if (!nodes.is_array() || nodes.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("nodes")));
   std::map<std::string, std::size_t> index;

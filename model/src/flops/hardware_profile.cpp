@@ -20,9 +20,9 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
                 "default_tile", "sms", "shared_memory_per_sm_kib", "default_kernel", "kernels_from", "matmul_efficiency", "elementwise_bytes_per_dmodel",
                 "sources"});
   HardwareProfile h;
-  h.name = f.string("name");
+  h.name = f.non_empty_string("name");
   h.description = f.string_or("description", "");
-  h.aliases = f.string_list_or("aliases", {});
+  h.aliases = f.distinct_string_list_or("aliases", {});
   h.device_names = f.string_list_or("device_names", {});
   const JsonFields peaks(f.raw("peak_tflops"), f.where("peak_tflops"));
   // A rate under a misspelt name would sit unused beside the real one.

@@ -13,7 +13,7 @@ TransformerModel transformer_model_from_json(const nlohmann::json& doc, const st
   f.allow_only({"name", "description", "vocab", "d_model", "d_ff", "layers", "heads", "kv_heads", "head_dim", "mlp",
                 "source"});
   TransformerModel m;
-  m.name = f.string("name");
+  m.name = f.non_empty_string("name");
   m.vocab = f.positive_count("vocab");
   m.d_model = f.positive_count("d_model");
   m.d_ff = f.positive_count("d_ff");
