@@ -39,7 +39,7 @@ TEST(Mask, ParsesEveryKind) {
   EXPECT_EQ(windowed.window_width(), 8);
   EXPECT_EQ(windowed.lowest_key(29), 22);  // the window binds
   EXPECT_EQ(windowed.lowest_key(33), 30);  // the document's start binds
-  EXPECT_EQ(parse_mask("documents:uniform:1k-1k:seed=3:window=2k", 4096).window_width(), 2048);
+  EXPECT_EQ(parse_mask("documents:uniform:1k-1k:window=2k", 4096).window_width(), 2048);
   EXPECT_EQ(parse_mask("documents:fixed:1k:window=100", 4096).document_lengths(), (std::vector<Count>(4, 1024)));
   // V+P: V tokens, then P padding tokens that attend to nothing and that nothing attends to.
   const Mask padded = parse_mask("documents:30+2,48,18+2:window=8", 100);
