@@ -637,14 +637,20 @@ TEST(Simulation, RingSettingsOnOneDeviceAreNotedAsChangingNothing) {
                            "change nothing here");
 }
 
-// A precision the kernel was not timed in is priced at the peaks' ratio, and said so.
-TEST(Simulation, APrecisionTheKernelWasNotTimedInIsNoted) {
+// One contiguous call pair of FlashAttention-2 on an H100: what the notes below are about.
+SimulateConfig fa2_on_h100() {
   SimulateConfig c;
   c.hardware = "h100";
   c.kernel = "fa2";
   c.seq_len = 16384;
   c.devices = 2;
   c.layouts = {"contiguous"};
+  return c;
+}
+
+// A precision the kernel was not timed in is priced at the peaks' ratio, and said so.
+TEST(Simulation, APrecisionTheKernelWasNotTimedInIsNoted) {
+  SimulateConfig c = fa2_on_h100();
   EXPECT_TRUE(simulation_notes(run_simulation(c, catalog())).empty());
   c.dtype = "bf16";
   EXPECT_TRUE(simulation_notes(run_simulation(c, catalog())).empty()) << "the profile's own precision";
@@ -682,14 +688,9 @@ TEST(Simulation, AnAllGatherBackwardSendsItsGatherAndReduceScatterOverOneLink) {
 // A head size the kernel is not built for (FlashAttention-2 and -3 stop at 256) is priced all the
 // same, and said to be no call that runs; at or below the bound, nothing to say.
 TEST(Simulation, AHeadSizeAboveTheKernelsBoundIsNoted) {
-  SimulateConfig c;
-  c.hardware = "h100";
-  c.kernel = "fa2";
-  c.seq_len = 16384;
-  c.devices = 2;
+  SimulateConfig c = fa2_on_h100();
   c.heads = 8;
   c.kv_heads = 8;
-  c.layouts = {"contiguous"};
   c.head_dim = 256;
   EXPECT_TRUE(simulation_notes(run_simulation(c, catalog())).empty()) << "256 is the bound itself";
   c.head_dim = 512;
