@@ -101,7 +101,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   add("--sync", o.sync, "async (no barrier), lockstep (a barrier after every round) or serial (one processor runs every device in "
       "turn, hand-offs included: the CPU validator) [default: async]");
   add("--kv-buffers", o.kv_buffers, "K/V buffers per device, 2 up to the ring's devices (one a block) [default: 2, double buffering]");
-  add("--ring-order", o.ring_order, "rank or auto (minimise the slowest hop) [default: rank]");
+  add("--ring-order", o.ring_order, "rank or auto (minimise the slowest hop, shared links queued) [default: rank]");
   add("--cp", o.cp, "Context parallelism: ring (K/V passed around the ring), allgather[:G] (K/V all-gathered, in G head "
       "groups whose gathers overlap the previous group's attention), ulysses (all-to-all from sequence to heads) or "
       "hybrid:UxR (Ulysses over U GPUs of a node times a ring over R) [default: ring]");

@@ -408,6 +408,44 @@ TEST(Topology, ASecondLinkBetweenTwoNodesIsRefused) {
   }
 }
 
+// Routes are chosen as NCCL chooses paths: the widest first. A slow direct link (a PCIe bridge,
+// 25 GB/s, 0.5 us) beside a switch of fast links (450 GB/s, 1 us each) loses: a 32 MB K/V block
+// takes 1.3 ms over the bridge and 73 us through the switch. Among equally wide routes the lowest
+// latency wins (switch A, 2 us, over switch B, 6 us).
+TEST(Topology, RoutesTakeTheWidestPathThenTheLowestLatency) {
+  nlohmann::json doc = {{"name", "bridged"},
+                        {"nodes", {{{"id", "gpu0"}, {"kind", "gpu"}}, {{"id", "gpu1"}, {"kind", "gpu"}},
+                                   {{"id", "gpu2"}, {"kind", "gpu"}}, {{"id", "swA"}, {"kind", "switch"}},
+                                   {{"id", "swB"}, {"kind", "switch"}}}},
+                        {"links", nlohmann::json::array()}};
+  const auto link = [&](const char* a, const char* b, double gbps, double us) {
+    doc["links"].push_back({{"a", a}, {"b", b}, {"bandwidth_gbps", gbps}, {"latency_us", us}});
+  };
+  link("gpu0", "gpu1", 25, 0.5);
+  link("gpu0", "swB", 450, 3);
+  link("gpu1", "swB", 450, 3);
+  link("gpu0", "swA", 450, 1);
+  link("gpu1", "swA", 450, 1);
+  link("gpu2", "gpu1", 25, 0.5);
+  const Topology t = Topology::from_json(doc, "bridged");
+  for (const auto& [from, to] : {std::pair<Count, Count>{0, 1}, {1, 0}}) {
+    const Route r = t.route(from, to);
+    ASSERT_EQ(r.links.size(), 2u) << from << "->" << to;
+    EXPECT_DOUBLE_EQ(r.bandwidth, 450);
+    EXPECT_DOUBLE_EQ(r.latency_us, 2.0);
+    EXPECT_EQ(t.directed_link_name(r.links[0]), fmt::format("gpu{}->swA", from));
+  }
+  const Bytes block = 32e6;
+  EXPECT_NEAR(t.route(0, 1).transfer_us(block), 2.0 + 32e6 / 450e3, 1e-9);
+  // gpu2 hangs off gpu1 by a bridge alone: every route from it is as narrow as that, so the
+  // rest of the way is the lowest latency's, gpu1's bridge to gpu0 (1 us, not 2.5 by switch A).
+  const Route narrow = t.route(2, 0);
+  ASSERT_EQ(narrow.links.size(), 2u);
+  EXPECT_DOUBLE_EQ(narrow.bandwidth, 25);
+  EXPECT_DOUBLE_EQ(narrow.latency_us, 1.0);
+  EXPECT_EQ(t.directed_link_name(narrow.links[1]), "gpu1->gpu0");
+}
+
 // Copies share one network, routes included (a plan holds a copy per mesh it searches).
 TEST(Topology, CopiesShareOneNetwork) {
   const Topology t = Topology::cluster(2, 4, 400, 1.0, 50, 1.5);
@@ -480,6 +518,38 @@ TEST(Topology, SharedLinksContend) {
   // The search finds an order without the queue.
   const auto order = auto_ring_order(t, n, 1000000);
   EXPECT_DOUBLE_EQ(run(order), 3 * 100.0);
+}
+
+// The search prices an order as the ring runs it, every hop at once. Here rank order's hops each
+// take a 20 GB/s route of their own (50 us for 1 MB, 54 us with latency). 0,2,1,3's hops are each
+// 0.5 us quicker alone, but two of them cross gpu0->sw and two sw->gpu0: priced alone, that order
+// won, and ran in 103.5 us a round. Priced with its queues it loses to rank order, which runs in
+// 54 us a round.
+TEST(Topology, AutoRingOrderPricesTheQueuesOfSharedLinks) {
+  nlohmann::json doc = {{"name", "queues"}, {"nodes", nlohmann::json::array()}, {"links", nlohmann::json::array()}};
+  for (int g = 0; g < 4; ++g) doc["nodes"].push_back({{"id", fmt::format("gpu{}", g)}, {"kind", "gpu"}});
+  doc["nodes"].push_back({{"id", "sw"}, {"kind", "switch"}});
+  const auto link = [&](const char* a, const char* b, double gbps, double us) {
+    doc["links"].push_back({{"a", a}, {"b", b}, {"bandwidth_gbps", gbps}, {"latency_us", us}});
+  };
+  link("gpu2", "gpu0", 10, 1);
+  link("gpu1", "gpu3", 10, 1);
+  link("gpu0", "sw", 20, 0.5);
+  link("gpu3", "sw", 50, 2);
+  link("gpu0", "gpu1", 100, 1);
+  link("sw", "gpu2", 20, 2);
+  const Topology t = Topology::from_json(doc, "queues");
+  const Count n = 4;
+  auto round_us = [&](const std::vector<Count>& order) {
+    RingSetup s = ring(n, std::vector<Microseconds>(static_cast<size_t>(n * n), 0), ring_routes(t, order), SyncMode::lockstep);
+    std::vector<FifoServer> links(t.directed_link_count());
+    return simulate_ring(s, links).makespan_us() / 3;
+  };
+  EXPECT_DOUBLE_EQ(round_us({0, 1, 2, 3}), 54.0);
+  EXPECT_DOUBLE_EQ(round_us({0, 2, 1, 3}), 103.5);
+  const auto order = auto_ring_order(t, n, 1000000);
+  EXPECT_EQ(order, rank_ring_order(n));
+  EXPECT_DOUBLE_EQ(round_us(order), 54.0);
 }
 
 // Rings beside the simulated one (other model-parallel ranks, replicas, a hybrid's other Ulysses

@@ -22,15 +22,42 @@ struct RingCost {
   }
 };
 
-RingCost ring_cost(const std::vector<Count>& order, const std::vector<std::vector<Microseconds>>& hop) {
-  RingCost cost;
-  for (size_t p = 0; p < order.size(); ++p) {
-    const Microseconds t = hop[static_cast<size_t>(order[p])][static_cast<size_t>(order[(p + 1) % order.size()])];
-    cost.slowest = std::max(cost.slowest, t);
-    cost.total += t;
+// A ring's hops all send at once, so an order is priced as the simulator runs it: the k hops
+// that cross a link direction queue on it, the last done after k blocks' time there, and a hop
+// lasts its route's latency plus its most loaded link's queue. Pricing each hop alone would
+// prefer an order whose fast hops share one slow link (two hops over one trunk take twice as
+// long as either alone).
+class RingPricer {
+ public:
+  RingPricer(const Topology& topology, Bytes hop_bytes)
+      : topology_(topology), bytes_(hop_bytes), load_(topology.directed_link_count(), 0) {}
+
+  // hops[p]: the route from ring position p to the next.
+  [[nodiscard]] RingCost operator()(const std::vector<const Route*>& hops) {
+    for (const Route* hop : hops) {
+      for (const auto link : hop->links) ++load_[link];
+    }
+    RingCost cost;
+    for (const Route* hop : hops) {
+      if (hop->links.empty()) continue;
+      Microseconds queue = 0;
+      for (const auto link : hop->links) {
+        queue = std::max(queue, static_cast<double>(load_[link]) * transfer_time_us(bytes_, topology_.link_of(link).bandwidth));
+      }
+      cost.slowest = std::max(cost.slowest, hop->latency_us + queue);
+      cost.total += hop->latency_us + queue;
+    }
+    for (const Route* hop : hops) {
+      for (const auto link : hop->links) load_[link] = 0;
+    }
+    return cost;
   }
-  return cost;
-}
+
+ private:
+  const Topology& topology_;
+  Bytes bytes_;
+  std::vector<Count> load_;  // by directed link: this ring's hops on it (zero between calls)
+};
 
 }  // namespace
 
@@ -134,19 +161,36 @@ std::vector<Count> auto_ring_order(const Topology& topology, Count devices, Byte
   std::vector<Count> order = rank_ring_order(devices);
   if (devices <= 2) return order;
   const auto n = static_cast<size_t>(devices);
-  // One shortest-path tree from every GPU: on every core when there are enough GPUs to pay for
-  // the threads (the same threshold as routing a ring's hops).
+  // 2-opt re-prices the ring for every candidate, O(N^3) a pass: kept for rings up to 128, whose
+  // every route between two GPUs is kept to price them (above, a ring's own hops are routed).
+  constexpr size_t kMaxTwoOptDevices = 128;
+  const bool search = n <= kMaxTwoOptDevices;
+  // Every GPU's routes to every other, one shortest-path tree each: on every core when there are
+  // enough GPUs to pay for the threads (the same threshold as routing a ring's hops). The nearest
+  // neighbour's step looks at one hop at a time, each alone on its links.
+  std::vector<std::vector<Route>> routes(search ? n : 0);
   std::vector<std::vector<Microseconds>> hop(n, std::vector<Microseconds>(n, 0));
   model::parallel_for(n, n >= kRoutesWorthThreads ? 0 : 1, [&](size_t a) {
-    const auto routes = topology.routes_from(static_cast<Count>(a), order);
-    for (size_t b = 0; b < n; ++b) hop[a][b] = routes[b].transfer_us(hop_bytes);
+    std::vector<Route> from = topology.routes_from(static_cast<Count>(a), order);
+    for (size_t b = 0; b < n; ++b) hop[a][b] = from[b].transfer_us(hop_bytes);
+    if (search) routes[a] = std::move(from);
   });
-  RingCost best_cost = ring_cost(order, hop);
+  RingPricer pricer(topology, hop_bytes);
+  std::vector<const Route*> hops(n);
+  const auto ring_cost = [&](const std::vector<Count>& ring) {
+    std::vector<Route> own;
+    if (!search) own = ring_routes(topology, ring);
+    for (size_t p = 0; p < n; ++p) {
+      hops[p] = search ? &routes[static_cast<size_t>(ring[p])][static_cast<size_t>(ring[(p + 1) % n])] : &own[p];
+    }
+    return pricer(hops);
+  };
+  RingCost best_cost = ring_cost(order);
   if (devices <= 9) {
     // Position 0 stays GPU 0 (a rotation of a ring is the same ring).
     std::vector<Count> candidate = order;
     while (std::next_permutation(candidate.begin() + 1, candidate.end())) {
-      const RingCost cost = ring_cost(candidate, hop);
+      const RingCost cost = ring_cost(candidate);
       if (cost < best_cost) {
         best_cost = cost;
         order = candidate;
@@ -167,20 +211,18 @@ std::vector<Count> auto_ring_order(const Topology& topology, Count devices, Byte
     used[next] = true;
     greedy.push_back(static_cast<Count>(next));
   }
-  if (ring_cost(greedy, hop) < best_cost) {
+  if (const RingCost cost = ring_cost(greedy); cost < best_cost) {
     order = greedy;
-    best_cost = ring_cost(order, hop);
+    best_cost = cost;
   }
-  // 2-opt re-prices the ring for every candidate, O(N^3) a pass: kept for rings up to 128.
-  constexpr size_t kMaxTwoOptDevices = 128;
-  if (n > kMaxTwoOptDevices) return order;
+  if (!search) return order;
   constexpr int kMaxPasses = 8;
   for (int pass = 0; pass < kMaxPasses; ++pass) {
     bool improved = false;
     for (size_t i = 1; i + 1 < n; ++i) {
       for (size_t j = i + 1; j < n; ++j) {
         std::reverse(order.begin() + static_cast<long>(i), order.begin() + static_cast<long>(j) + 1);
-        const RingCost cost = ring_cost(order, hop);
+        const RingCost cost = ring_cost(order);
         if (cost < best_cost) {
           best_cost = cost;
           improved = true;

@@ -39,9 +39,8 @@ void Topology::build_graph() {
   Network& net = *net_;
   net.graph = Graph(net.nodes.size());
   for (std::size_t e = 0; e < net.links.size(); ++e) boost::add_edge(net.links[e].a, net.links[e].b, e, net.graph);
-  // Latency first; a tiny bandwidth term prefers the faster of two equally close paths.
   net.weights.resize(net.links.size());
-  for (std::size_t e = 0; e < net.links.size(); ++e) net.weights[e] = net.links[e].latency_us + 1e-6 / net.links[e].bandwidth;
+  for (std::size_t e = 0; e < net.links.size(); ++e) net.weights[e] = {net.links[e].bandwidth, net.links[e].latency_us};
   net.trees.assign(net.gpus.size(), {});
 }
 
@@ -194,13 +193,18 @@ std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& t
     computed = !stored.empty();
   }
   if (!computed) {
-    std::vector<double> distance(vertices);
+    std::vector<RouteCost> distance(vertices);
     std::vector<std::uint32_t> tree(vertices);
     const auto index = boost::get(boost::vertex_index, net.graph);
-    boost::dijkstra_shortest_paths_no_color_map(net.graph, source,
-                                                boost::weight_map(weight)
-                                                    .distance_map(boost::make_iterator_property_map(distance.begin(), index))
-                                                    .predecessor_map(boost::make_iterator_property_map(tree.begin(), index)));
+    boost::dijkstra_shortest_paths_no_color_map(
+        net.graph, source,
+        boost::weight_map(weight)
+            .distance_map(boost::make_iterator_property_map(distance.begin(), index))
+            .predecessor_map(boost::make_iterator_property_map(tree.begin(), index))
+            .distance_compare(std::less<RouteCost>())
+            .distance_combine(&RouteCost::extended)
+            .distance_inf(RouteCost::unreachable())
+            .distance_zero(RouteCost::here()));
     const std::lock_guard lock(net.tree_mutex);
     if (stored.empty()) stored = std::move(tree);
   }

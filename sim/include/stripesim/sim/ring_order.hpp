@@ -1,7 +1,8 @@
 #pragma once
 // Which GPU sits at each ring position. Rank order by default; `auto` searches for the order
-// whose slowest hop (uncontended latency + bytes / bottleneck bandwidth) is fastest, then the
-// smallest total: exhaustively up to 9 GPUs, else nearest-neighbour and 2-opt.
+// whose slowest hop is fastest, then the smallest total, every hop sending at once (latency +
+// its busiest link's queue: the blocks of the hops crossing it over its bandwidth):
+// exhaustively up to 9 GPUs, else nearest-neighbour and 2-opt.
 #include <vector>
 
 #include "stripesim/model/workflows/mesh.hpp"

@@ -1,8 +1,11 @@
 #pragma once
 // The machine as a graph (Boost.Graph): GPUs, switches, NICs and host bridges joined by links
-// with a bandwidth per direction and a latency. Ring hops are routed along shortest-latency
-// paths; each direction of each link is a separate resource, so hops that share one contend.
+// with a bandwidth per direction and a latency. Ring hops are routed along the widest paths
+// (then the lowest latency), as NCCL routes; each direction of each link is a separate
+// resource, so hops that share one contend.
 #include <boost/graph/adjacency_list.hpp>
+#include <algorithm>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -84,7 +87,7 @@ class Topology {
   [[nodiscard]] std::string directed_link_name(std::uint32_t directed) const;
   [[nodiscard]] const TopologyLink& link_of(std::uint32_t directed) const { return net_->links[directed / 2]; }
 
-  // Shortest-latency routes from GPU `from` to each GPU in `to` (one Dijkstra run).
+  // The widest (then lowest-latency) routes from GPU `from` to each GPU in `to` (one Dijkstra run).
   [[nodiscard]] std::vector<Route> routes_from(Count from, const std::vector<Count>& to) const;
   [[nodiscard]] Route route(Count from, Count to) const { return routes_from(from, {to}).front(); }
 
@@ -96,6 +99,24 @@ class Topology {
   void add_link(std::size_t a, std::size_t b, GigabytesPerSecond bandwidth, Microseconds latency_us);
   void build_graph();
 
+  // What a route is chosen by, as NCCL chooses the paths it sends over: the widest bottleneck
+  // first (a K/V block is megabytes: its time is bytes over the narrowest link), then the lowest
+  // latency among equally wide routes. Latency alone would send a ring hop over a slow direct
+  // link (a PCIe bridge) beside a fast switched path of more links. Dijkstra extends a cost link
+  // by link (bottleneck min, latency sum); the widest bottleneck it finds is exact, and the latency
+  // the lowest among the routes through each vertex's widest prefix.
+  struct RouteCost {
+    GigabytesPerSecond bottleneck = 0;
+    Microseconds latency_us = 0;
+    [[nodiscard]] static RouteCost here() { return {std::numeric_limits<double>::infinity(), 0}; }
+    [[nodiscard]] static RouteCost unreachable() { return {0, std::numeric_limits<double>::infinity()}; }
+    [[nodiscard]] static RouteCost extended(RouteCost path, RouteCost link) {
+      return {std::min(path.bottleneck, link.bottleneck), path.latency_us + link.latency_us};
+    }
+    friend bool operator<(const RouteCost& a, const RouteCost& b) {
+      return a.bottleneck > b.bottleneck || (a.bottleneck == b.bottleneck && a.latency_us < b.latency_us);
+    }
+  };
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
                                       boost::property<boost::edge_index_t, std::size_t>>;
   // Everything a topology is, built once and never changed after: copies share it (every mesh
@@ -108,7 +129,7 @@ class Topology {
     std::vector<TopologyLink> links;
     std::vector<std::size_t> gpus;  // node index of every GPU, in GPU order
     Graph graph;
-    std::vector<double> weights;  // by link: what a shortest path minimises (build_graph)
+    std::vector<RouteCost> weights;  // by link: its bandwidth and latency, as routes compare them
     // Every GPU's shortest-path tree (predecessor per vertex), computed when first asked: the
     // rings, all-to-alls and all-reduces beside a simulated one route every GPU of a mesh. Trees
     // are computed outside the lock (threads route different GPUs at once) and stored under it.
