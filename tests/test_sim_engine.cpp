@@ -273,7 +273,8 @@ TEST(RingSimulator, RunningSummariesEqualTheRecordsAndNeedNone) {
     out.assign(static_cast<size_t>(n), DeviceSummary{});
     for (Count d = 0; d < n; ++d) {
       DeviceSummary& sum = out[static_cast<size_t>(d)];
-      Microseconds previous_end = t.start_us, finish = t.start_us, last_start = t.start_us;
+      Microseconds previous_end = t.start_us, finish = t.start_us;
+      std::vector<std::pair<Microseconds, Microseconds>> transfers;  // (issued, end) of those that took time
       for (Count r = 0; r < n; ++r) {
         const RoundRecord& rec = t.at(r, d);
         sum.busy_us += rec.compute_end_us - rec.compute_start_us;
@@ -285,14 +286,26 @@ TEST(RingSimulator, RunningSummariesEqualTheRecordsAndNeedNone) {
                                                      std::max(ready, computes_end[static_cast<size_t>(r - 1)]));
             ready = std::max(ready, barrier[static_cast<size_t>(r - 1)]);
           }
-          const Microseconds sent = t.at(r - 1, (d + n - 1) % n).send_start_us;
+          // From when the upstream device issued it: a queue on the link is communication.
+          const Microseconds sent = t.at(r - 1, (d + n - 1) % n).send_issued_us;
           sum.exposed_comm_us += std::max(0.0, rec.arrival_us - std::max(ready, sent));
         }
         previous_end = rec.compute_end_us;
-        finish = std::max({finish, rec.compute_end_us, rec.send_end_us, rec.grad_send_end_us});
-        last_start = std::max({last_start, rec.send_start_us, rec.grad_send_start_us});
+        finish = std::max(finish, rec.compute_end_us);
+        if (rec.send_end_us > rec.send_start_us) transfers.emplace_back(rec.send_issued_us, rec.send_end_us);
+        if (rec.grad_send_end_us > rec.grad_send_start_us) transfers.emplace_back(rec.grad_send_issued_us, rec.grad_send_end_us);
       }
-      sum.exposed_comm_us += std::max(0.0, finish - std::max(previous_end, last_start));
+      // After the last compute: every moment some transfer of d is issued and not yet arrived,
+      // found here on a grid of half microseconds (every time is a whole number of them: whole
+      // microseconds of compute, hops of 2 + 50 us), so the grid counts them exactly.
+      for (const auto& [from, to] : transfers) finish = std::max(finish, to);
+      constexpr double kStep = 0.5;
+      for (double at = previous_end; at + kStep <= finish + 1e-12; at += kStep) {
+        const double mid = at + kStep / 2;
+        if (std::any_of(transfers.begin(), transfers.end(), [&](const auto& tr) { return tr.first < mid && mid < tr.second; })) {
+          sum.exposed_comm_us += kStep;
+        }
+      }
       sum.finish_us = finish;
     }
   };

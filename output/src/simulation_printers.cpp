@@ -397,10 +397,11 @@ std::string simulation_table(const sim::Simulation& s) {
                        r.kv_memory_bytes / (1024.0 * 1024.0), totals.events);
   }
   out += "\nvs contig = contiguous time / this time; busy = computing; idle = time - busy;\n"
-         "exposed comm = waiting for a K/V block while it is on the wire, plus transfers still running after the\n"
-         "last compute (waiting for a block the upstream device has not sent yet is idle, not communication), plus\n"
+         "exposed comm = waiting for a K/V block once the upstream device sent it (queued on a link or on the wire),\n"
+         "plus transfers still running after the last compute (waiting for a block the upstream device has not sent\n"
+         "yet is idle, not communication), plus\n"
          "collectives (all-gather, reduce-scatter, all-to-all) the device is not computing under;\n"
-         "K/V MiB = K/V and their buffers on one device (gathered K/V, all-to-all buffers, dK/dV in a backward).\n";
+         "K/V MiB = K/V and their buffers on one device (gathered K/V, a Ulysses group's K/V, dK/dV in a backward).\n";
   return out + notes_text(s);
 }
 

@@ -7,6 +7,7 @@
 
 #include "stripesim/model/work/work_model.hpp"
 #include "stripesim/sim/collectives.hpp"
+#include "stripesim/sim/ring_order.hpp"
 #include "stripesim/sim/ring_merge.hpp"
 
 namespace stripesim::sim {
@@ -23,17 +24,28 @@ const char* from_heads_name(RingPass pass) {
   return pass == RingPass::forward ? "all-to-all O to sequence" : "all-to-all dQ/dK/dV to sequence";
 }
 
-// For every block with a GradHop::home, the route from its last reader's GPU to its owner's.
+// For every block with a GradHop::home, the route from its last reader's GPU to its owner's. The
+// hops home of one round leave together, beside the same hops of the rings beside this one
+// (other model-parallel ranks, replicas, a hybrid's other Ulysses ranks): on a link they share,
+// each gets its share of the bandwidth, as the ring's own hops do.
 std::vector<Route> grad_home_routes(const Simulation& sim, const std::vector<GradHop>& hops) {
   const auto n = static_cast<Count>(sim.ring_order.size());
   std::vector<Route> home(static_cast<size_t>(n));
   for (Count r = 0; r < n; ++r) {
+    std::vector<GpuPair> sent;
+    std::vector<std::vector<GpuPair>> beside(sim.rings_beside.size());
+    std::vector<Count> owners;
     for (Count d = 0; d < n; ++d) {
       if (hops[static_cast<size_t>(r * n + d)] != GradHop::home) continue;
-      const Count owner = model::kv_source(d, r, n);
-      home[static_cast<size_t>(owner)] =
-          sim.topology.route(sim.ring_order[static_cast<size_t>(d)], sim.ring_order[static_cast<size_t>(owner)]);
+      const auto from = static_cast<size_t>(d);
+      const auto to = static_cast<size_t>(model::kv_source(d, r, n));
+      sent.emplace_back(sim.ring_order[from], sim.ring_order[to]);
+      for (size_t k = 0; k < beside.size(); ++k) beside[k].emplace_back(sim.rings_beside[k][from], sim.rings_beside[k][to]);
+      owners.push_back(static_cast<Count>(to));
     }
+    if (sent.empty()) continue;
+    SharedRoutes routes = shared_routes(sim.topology, sent, beside);
+    for (size_t k = 0; k < owners.size(); ++k) home[static_cast<size_t>(owners[k])] = std::move(routes.hops[k]);
   }
   return home;
 }

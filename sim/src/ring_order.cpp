@@ -103,37 +103,43 @@ std::vector<std::vector<Count>> gradient_groups(const model::Mesh& mesh) {
 
 namespace {
 
-// The routes of every hop of every ring: hops[i][p] from rings[i][p] to the ring's next GPU. Each
-// hop routes from a GPU of its own, one shortest-path tree each (the cost of placing a large mesh):
-// on every core when there are enough of them to pay for the threads.
-std::vector<std::vector<Route>> rings_routes(const Topology& topology, const std::vector<std::vector<Count>>& rings) {
-  std::vector<std::vector<Route>> hops;
-  std::vector<std::pair<size_t, size_t>> all;  // (ring, position) of every hop
-  for (size_t i = 0; i < rings.size(); ++i) {
-    hops.emplace_back(rings[i].size());
-    for (size_t p = 0; p < rings[i].size(); ++p) all.emplace_back(i, p);
+// The routes of every transfer of every group: routes[i][k] from groups[i][k].first to .second.
+// Each routes from a GPU of its own, one shortest-path tree each (the cost of placing a large
+// mesh): on every core when there are enough of them to pay for the threads.
+std::vector<std::vector<Route>> pairs_routes(const Topology& topology, const std::vector<std::vector<GpuPair>>& groups) {
+  std::vector<std::vector<Route>> routes;
+  std::vector<std::pair<size_t, size_t>> all;  // (group, index) of every transfer
+  for (size_t i = 0; i < groups.size(); ++i) {
+    routes.emplace_back(groups[i].size());
+    for (size_t k = 0; k < groups[i].size(); ++k) all.emplace_back(i, k);
   }
   model::parallel_for(all.size(), all.size() >= kRoutesWorthThreads ? 0 : 1, [&](size_t h) {
-    const auto [i, p] = all[h];
-    const std::vector<Count>& ring = rings[i];
-    hops[i][p] = topology.route(ring[p], ring[(p + 1) % ring.size()]);
+    const auto [i, k] = all[h];
+    routes[i][k] = topology.route(groups[i][k].first, groups[i][k].second);
   });
+  return routes;
+}
+
+// A ring's hops as transfers: position p to the next.
+std::vector<GpuPair> ring_hops(const std::vector<Count>& ring) {
+  std::vector<GpuPair> hops;
+  for (size_t p = 0; p < ring.size(); ++p) hops.emplace_back(ring[p], ring[(p + 1) % ring.size()]);
   return hops;
 }
 
 }  // namespace
 
 std::vector<Route> ring_routes(const Topology& topology, const std::vector<Count>& order) {
-  return std::move(rings_routes(topology, {order}).front());
+  return std::move(pairs_routes(topology, {ring_hops(order)}).front());
 }
 
-SharedRoutes shared_ring_routes(const Topology& topology, const std::vector<Count>& order,
-                                const std::vector<std::vector<Count>>& others) {
-  std::vector<std::vector<Count>> rings{order};
-  rings.insert(rings.end(), others.begin(), others.end());
-  std::vector<std::vector<Route>> routes = rings_routes(topology, rings);
-  SharedRoutes out{std::move(routes.front()), std::vector<Count>(order.size(), 1)};
-  std::map<std::uint32_t, Count> own, foreign;  // hops crossing each directed link
+SharedRoutes shared_routes(const Topology& topology, const std::vector<GpuPair>& transfers,
+                           const std::vector<std::vector<GpuPair>>& others) {
+  std::vector<std::vector<GpuPair>> groups{transfers};
+  groups.insert(groups.end(), others.begin(), others.end());
+  std::vector<std::vector<Route>> routes = pairs_routes(topology, groups);
+  SharedRoutes out{std::move(routes.front()), std::vector<Count>(transfers.size(), 1)};
+  std::map<std::uint32_t, Count> own, foreign;  // transfers crossing each directed link
   for (const Route& hop : out.hops) {
     for (const auto link : hop.links) ++own[link];
   }
@@ -155,6 +161,13 @@ SharedRoutes shared_ring_routes(const Topology& topology, const std::vector<Coun
     }
   }
   return out;
+}
+
+SharedRoutes shared_ring_routes(const Topology& topology, const std::vector<Count>& order,
+                                const std::vector<std::vector<Count>>& others) {
+  std::vector<std::vector<GpuPair>> beside;
+  for (const auto& ring : others) beside.push_back(ring_hops(ring));
+  return shared_routes(topology, ring_hops(order), beside);
 }
 
 std::vector<Count> auto_ring_order(const Topology& topology, Count devices, Bytes hop_bytes) {

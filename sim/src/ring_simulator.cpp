@@ -1,6 +1,7 @@
 #include "stripesim/sim/ring_simulator.hpp"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "stripesim/model/work/work_model.hpp"
@@ -29,9 +30,9 @@ class RingRun {
     out_.pass = setup.pass;
     out_.start_us = setup.start_us;
     if (setup.keep_rounds) out_.rounds.assign(devices * devices, RoundRecord{});
-    out_.device_summary.assign(devices, DeviceSummary{.finish_us = setup.start_us});
+    out_.device_summary.assign(devices, DeviceSummary{.finish_us = setup.start_us, .gradients_home_us = setup.start_us});
     previous_end_.assign(devices, setup.start_us);
-    last_transfer_start_.assign(devices, setup.start_us);
+    tail_.assign(devices, Tail{});
     computes_.assign(devices, 0);
     slots_ = std::min(setup.kv_buffers, n_);
     waiting_.assign(devices * static_cast<size_t>(slots_), Arrival{});
@@ -41,7 +42,9 @@ class RingRun {
     computing_.assign(devices, false);
     next_send_.assign(devices, 0);
     sent_.assign(devices, 0);
-    send_start_.assign(devices, kNever);
+    send_issued_.assign(devices, kNever);
+    grad_issued_.assign(devices, kNever);
+    relay_issued_.assign(devices, kNever);
     sending_.assign(devices, false);
     next_grad_.assign(devices, 0);
     grad_arrived_.assign(devices, 0);
@@ -89,14 +92,16 @@ class RingRun {
         ++items;
       }
       for (Count d = 0; d < n_ && r <= n_ - 2; ++d) {
+        const Microseconds issued = now_;
         now_ = transmit(kv_route(r, d), s_.kv_bytes);
-        kv_scheduled(r, d, transmit_start_, now_);
-        arrived(r + 1, next(d), now_, transmit_start_);
+        kv_scheduled(r, d, issued, transmit_start_, now_);
+        arrived(r + 1, next(d), now_, issued);
         ++items;
       }
       for (Count d = 0; d < n_ && backward_; ++d) {
+        const Microseconds issued = now_;
         now_ = transmit(grad_route(r, d), grad_bytes());
-        grad_scheduled(r, d, transmit_start_, now_);
+        grad_scheduled(r, d, issued, transmit_start_, now_);
         ++items;
       }
     }
@@ -131,6 +136,7 @@ class RingRun {
     }
     round_compute_end_[static_cast<size_t>(r)] = std::max(round_compute_end_[static_cast<size_t>(r)], end);
     previous_end_[i] = end;
+    if (r == n_ - 1) start_tail(d, end);
     sum.finish_us = std::max(sum.finish_us, end);
     ++computes_[i];
     if (keep()) {
@@ -139,26 +145,77 @@ class RingRun {
       rec.compute_end_us = end;
     }
   }
-  void transferred(Count d, Microseconds start, Microseconds end) {
+  // A device's transfers after its last compute: the time from its last compute's end to its
+  // finish that some transfer of its covers, from when it was issued (queued behind others on a
+  // link included) to its arrival, is exposed communication. Before the last compute starts,
+  // only the latest transfer of each kind can still be running (each kind goes one at a time),
+  // so those are kept to be counted once the last compute's end is known.
+  struct Interval {
+    Microseconds from = kNever;
+    Microseconds to = kNever;
+  };
+  struct Tail {
+    bool started = false;
+    Microseconds from = kNever;  // the last compute's end
+    std::vector<Interval> spans;
+    Interval last_kv, last_grad;  // before it is known, the latest transfer of each kind
+  };
+  void start_tail(Count d, Microseconds last_compute_end) {
+    Tail& tail = tail_[static_cast<size_t>(d)];
+    tail.started = true;
+    tail.from = last_compute_end;
+    for (const Interval& t : {tail.last_kv, tail.last_grad}) {
+      if (t.to > last_compute_end) tail.spans.push_back(t);
+    }
+  }
+  // The measure of the tail's spans past its start, overlaps counted once.
+  static Microseconds tail_measure(Tail& tail) {
+    std::sort(tail.spans.begin(), tail.spans.end(), [](const Interval& a, const Interval& b) { return a.from < b.from; });
+    Microseconds covered = tail.from, total = 0;
+    for (const Interval& t : tail.spans) {
+      const Microseconds from = std::max(t.from, covered);
+      if (t.to > from) total += t.to - from;
+      covered = std::max(covered, t.to);
+    }
+    return total;
+  }
+  // A transfer of d issued at `issued`, on the wire from `start` to `end`; a hop that crosses no
+  // link (skipped, or free links) takes no time and counts for nothing.
+  void transferred(Count d, Interval& latest, Microseconds issued, Microseconds start, Microseconds end) {
+    if (end <= start) return;
     const auto i = static_cast<size_t>(d);
     out_.device_summary[i].finish_us = std::max(out_.device_summary[i].finish_us, end);
-    last_transfer_start_[i] = std::max(last_transfer_start_[i], start);
-  }
-  void kv_scheduled(Count r, Count d, Microseconds start, Microseconds end) {
-    transferred(d, start, end);
-    if (keep()) {
-      record(r, d).send_start_us = start;
-      record(r, d).send_end_us = end;
+    if (tail_[i].started) {
+      tail_[i].spans.push_back({issued, end});
+    } else {
+      latest = {issued, end};
     }
   }
-  void grad_scheduled(Count r, Count d, Microseconds start, Microseconds end) {
-    transferred(d, start, end);
+  void kv_scheduled(Count r, Count d, Microseconds issued, Microseconds start, Microseconds end) {
+    transferred(d, tail_[static_cast<size_t>(d)].last_kv, issued, start, end);
     if (keep()) {
-      record(r, d).grad_send_start_us = start;
-      record(r, d).grad_send_end_us = end;
+      RoundRecord& rec = record(r, d);
+      rec.send_issued_us = issued;
+      rec.send_start_us = start;
+      rec.send_end_us = end;
     }
   }
-  // Block r is on d at `arrival`, sent at `sent`. At most min(B, N) blocks wait on a device before
+  void grad_scheduled(Count r, Count d, Microseconds issued, Microseconds start, Microseconds end) {
+    transferred(d, tail_[static_cast<size_t>(d)].last_grad, issued, start, end);
+    // The hop home (or the ring's last, into the owner) completes the owner's gradients.
+    if (end > start && (grad_hop(r, d) == GradHop::home || r == n_ - 1)) {
+      Microseconds& home = out_.device_summary[static_cast<size_t>(model::kv_source(d, r, n_))].gradients_home_us;
+      home = std::max(home, end);
+    }
+    if (keep()) {
+      RoundRecord& rec = record(r, d);
+      rec.grad_send_issued_us = issued;
+      rec.grad_send_start_us = start;
+      rec.grad_send_end_us = end;
+    }
+  }
+  // Block r is on d at `arrival`, its send issued at `sent` (when d - 1 had it and a free buffer
+  // here; a queue on the links after that is communication). At most min(B, N) blocks wait on a device before
   // their compute starts (a send waits for a free buffer), so round r % min(B, N) is their slot.
   void arrived(Count r, Count d, Microseconds arrival, Microseconds sent) {
     waiting(r, d) = Arrival{arrival, sent};
@@ -235,8 +292,8 @@ class RingRun {
     if (sending_[i] || r > n_ - 2 || arrived_[i] <= r || !barrier_passed(r)) return;
     if (freed(next(d)) < r + 2 - s_.kv_buffers) return;  // no free buffer on the receiver yet
     const Microseconds end = transmit(kv_route(r, d), s_.kv_bytes);
-    kv_scheduled(r, d, transmit_start_, end);
-    send_start_[i] = transmit_start_;
+    kv_scheduled(r, d, now_, transmit_start_, end);
+    send_issued_[i] = now_;
     sending_[i] = true;
     ++next_send_[i];
     queue_.push(end, event(EventKind::kv_sent, d, r));
@@ -250,9 +307,14 @@ class RingRun {
     const Count r = next_grad_[i];
     if (grad_sending_[i] || r > n_ - 1 || computed_[i] <= r || !barrier_passed(r)) return;
     // The accumulator must first arrive, if the previous position sent it here.
-    if (r > 0 && grad_hop(r - 1, previous(d)) == GradHop::ring && grad_arrived_[i] < r) return;
+    const bool relayed = r > 0 && grad_hop(r - 1, previous(d)) == GradHop::ring;
+    if (relayed && grad_arrived_[i] < r) return;
     const Microseconds end = transmit(grad_route(r, d), grad_bytes());
-    grad_scheduled(r, d, transmit_start_, end);
+    // Waiting for the accumulator while it was on the wire to here is communication too: the
+    // hop in counts from when the upstream device issued it.
+    const Microseconds issued = relayed ? std::min(now_, relay_issued_[static_cast<size_t>(d)]) : now_;
+    grad_scheduled(r, d, issued, transmit_start_, end);
+    grad_issued_[i] = now_;
     grad_sending_[i] = true;
     ++next_grad_[i];
     queue_.push(end, event(EventKind::grad_sent, d, r));
@@ -280,7 +342,7 @@ class RingRun {
     sending_[i] = false;
     ++sent_[i];
     ++arrived_[static_cast<size_t>(receiver)];
-    arrived(r + 1, receiver, now_, send_start_[i]);
+    arrived(r + 1, receiver, now_, send_issued_[i]);
     try_compute(receiver);
     try_send(receiver);
     try_send(d);
@@ -293,6 +355,7 @@ class RingRun {
     grad_sending_[static_cast<size_t>(d)] = false;
     if (r < n_ - 1 && grad_hop(r, d) == GradHop::ring) {
       grad_arrived_[static_cast<size_t>(receiver)] = r + 1;
+      relay_issued_[static_cast<size_t>(receiver)] = grad_issued_[static_cast<size_t>(d)];
       try_grad_send(receiver);
     }
     try_grad_send(d);
@@ -313,15 +376,14 @@ class RingRun {
     }
   }
 
-  // The pass's end, and each device's last term: a transfer still on the wire after its last
-  // compute (a backward pass's final dK/dV hop) is exposed.
+  // The pass's end, and each device's transfers after its last compute.
   void summarise() {
     out_.end_us = out_.start_us;
     for (Count d = 0; d < n_; ++d) {
       const auto i = static_cast<size_t>(d);
       if (computes_[i] != n_) throw std::logic_error("ring simulation ended with a round not computed");
       DeviceSummary& sum = out_.device_summary[i];
-      sum.exposed_comm_us += std::max(0.0, sum.finish_us - std::max(previous_end_[i], last_transfer_start_[i]));
+      sum.exposed_comm_us += tail_measure(tail_[i]);
       out_.end_us = std::max(out_.end_us, sum.finish_us);
     }
     out_.settle_idle();
@@ -341,7 +403,9 @@ class RingRun {
   std::vector<Microseconds> round_compute_end_;  // the last device's compute of each round ends
   std::vector<Count> pending_;
   // The summary's running state (computed() and friends).
-  std::vector<Microseconds> previous_end_, last_transfer_start_, send_start_;
+  // When d's latest K/V and dK/dV sends were issued, and when the accumulator d last received was.
+  std::vector<Microseconds> previous_end_, send_issued_, grad_issued_, relay_issued_;
+  std::vector<Tail> tail_;
   std::vector<Count> computes_;
   Count slots_ = 1;
   std::vector<Arrival> waiting_;
@@ -370,18 +434,20 @@ std::vector<GradHop> grad_hops_needed(const model::WorkMatrix& active_tiles) {
   const Count devices = active_tiles.devices();
   std::vector<GradHop> hops(static_cast<size_t>(devices * devices), GradHop::none);
   for (Count source = 0; source < devices; ++source) {
-    Count first = devices, last = -1;  // the rounds of the block's first and last readers
-    for (Count r = 0; r < devices; ++r) {
+    // The rounds of the block's first and last readers after its owner: the owner's own
+    // contribution (round 0) is home already, so an accumulator starts at the next reader. Sent
+    // from the owner, it would carry nothing that has to move, and come back.
+    Count first = devices, last = -1;
+    for (Count r = 1; r < devices; ++r) {
       if (active_tiles.at(r, model::kv_holder(source, r, devices)) == 0) continue;
       first = std::min(first, r);
       last = r;
     }
+    if (last < 0) continue;  // no reader but the owner: its gradient never leaves home
     for (Count r = first; r < last; ++r) hops[static_cast<size_t>(r * devices + model::kv_holder(source, r, devices))] = GradHop::ring;
-    // The last reader sends it home; the owner itself (round 0) already holds it.
-    if (last > 0) {
-      hops[static_cast<size_t>(last * devices + model::kv_holder(source, last, devices))] =
-          last == devices - 1 ? GradHop::ring : GradHop::home;
-    }
+    // The last reader sends it home (by the ring when the owner is next anyway).
+    hops[static_cast<size_t>(last * devices + model::kv_holder(source, last, devices))] =
+        last == devices - 1 ? GradHop::ring : GradHop::home;
   }
   return hops;
 }

@@ -424,8 +424,12 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
                                          sim.kv_heads_per_device, head_dim, dtype_bytes(sim.dtype)},
                           config.kv_buffers);
   sim.call_shape = {sim.cp_shape.streams, head_dim, sim.tile, slowdown};
-  // A hybrid's layout cuts the sequence into the ring's R blocks.
+  // A hybrid's layout cuts the sequence into the ring's R blocks, and its all-to-all each block
+  // over the U devices of a group: the length must divide by U x R, as any other N-way split's.
   const Count layout_devices = sim.cp.algorithm == CpAlgorithm::hybrid ? ring_degree(sim.cp, config.devices) : config.devices;
+  if (sim.cp.algorithm == CpAlgorithm::hybrid) {
+    for (const auto& spec : config.layouts) model::require_seq_len_divisible(sim.config.seq_len, config.devices, spec, "N");
+  }
   check_blocks_per_call(sim, sim.cp.algorithm == CpAlgorithm::ulysses ? 1 : layout_devices);
   std::vector<std::shared_ptr<const LazyLayout>> layouts;
   for (const auto& spec : config.layouts) {
@@ -547,7 +551,8 @@ void place_on_topology(SimulationPlan& plan) {
       sim.ring_order = sim.cp_group;
       break;
   }
-  SharedRoutes routes = shared_ring_routes(sim.topology, sim.ring_order, concurrent_rings(sim, cp_groups));
+  sim.rings_beside = concurrent_rings(sim, cp_groups);
+  SharedRoutes routes = shared_ring_routes(sim.topology, sim.ring_order, sim.rings_beside);
   sim.hops = std::move(routes.hops);
   sim.hops_shared_by = std::move(routes.shared_by);
   if (sim.config.scope != Scope::attention) sim.step_shape = plan_step(sim);
@@ -670,6 +675,20 @@ std::vector<std::string> simulation_notes(const Simulation& sim) {
       (sim.results.size() > 1 || (!sim.results.empty() && sim.results.front().layout != "contiguous"))) {
     notes.push_back("--cp ulysses: every device attends the whole sequence on its own heads, so every layout is one computation "
                     "(contiguous's, to the byte); a layout matters to a ring (--cp ring, or hybrid:UxR's)");
+  }
+  // USP and TransformerEngine place a hybrid's all-to-all on the GPUs of one node; one across
+  // nodes is priced as it runs, over the network, and said to be so.
+  if (sim.cp.algorithm == CpAlgorithm::hybrid && sim.alltoall_group.size() > 1 && !sim.topology.is_ideal()) {
+    const NodePlacement placement = sim.topology.placement();
+    std::vector<Count> nodes;
+    for (const Count gpu : sim.alltoall_group) nodes.push_back(placement.node_of_gpu[static_cast<size_t>(gpu)]);
+    std::sort(nodes.begin(), nodes.end());
+    const auto spanned = std::unique(nodes.begin(), nodes.end()) - nodes.begin();
+    if (spanned > 1) {
+      notes.push_back(fmt::format("--cp {}: each all-to-all group of {} GPUs spans {} nodes of {}, so its all-to-all crosses the "
+                                  "network (USP and TransformerEngine keep it inside a node); give U no larger than a node's GPUs",
+                                  to_string(sim.cp, sim.config.devices), sim.alltoall_group.size(), spanned, sim.topology.name()));
+    }
   }
   // A precision the kernel was not timed in is priced by the peaks' ratio: right for a kernel with a
   // path in it at the tensor cores' rate (cuDNN's fp8 forward runs 1.96x its bf16), not for one

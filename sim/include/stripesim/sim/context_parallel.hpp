@@ -91,7 +91,8 @@ struct CollectiveStage {
                                                     const std::vector<CollectiveStage>& stages, bool one_processor = false);
 
 // hybrid: a ring timeline (simulated to start at start_us + in_us) with an all-to-all of in_us
-// before it and one of out_us after each ring position's last transfer.
+// before it and one of out_us for each ring position once it is done and holds its results: its
+// last transfer ended and, backward, its block's dK/dV came home.
 [[nodiscard]] RingTimeline wrap_ring_in_alltoalls(RingTimeline ring, Microseconds start_us, Microseconds in_us,
                                                   Microseconds out_us, const std::string& in_name,
                                                   const std::string& out_name);

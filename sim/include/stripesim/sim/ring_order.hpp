@@ -3,6 +3,7 @@
 // whose slowest hop is fastest, then the smallest total, every hop sending at once (latency +
 // its busiest link's queue: the blocks of the hops crossing it over its bandwidth):
 // exhaustively up to 9 GPUs, else nearest-neighbour and 2-opt.
+#include <utility>
 #include <vector>
 
 #include "stripesim/model/workflows/mesh.hpp"
@@ -38,5 +39,11 @@ struct SharedRoutes {
 };
 [[nodiscard]] SharedRoutes shared_ring_routes(const Topology& topology, const std::vector<Count>& order,
                                               const std::vector<std::vector<Count>>& others);
+
+// The same for any transfers sent at once, (from GPU, to GPU), beside others' sent at the same
+// time: a ring's dK/dV hops home in one round, beside the other rings' hops home of that round.
+using GpuPair = std::pair<Count, Count>;
+[[nodiscard]] SharedRoutes shared_routes(const Topology& topology, const std::vector<GpuPair>& transfers,
+                                         const std::vector<std::vector<GpuPair>>& others);
 
 }  // namespace stripesim::sim

@@ -12,8 +12,9 @@
 //  - backward: K/V travel as forward; the dK/dV accumulators follow, each sent once the device
 //    has computed its round and received the accumulator for that block, N hops (the last one
 //    brings them home). A K/V hop carries kv_bytes, a dK/dV hop grad_bytes (kv_bytes unless the
-//    accumulators travel in another precision). With hops skipped (grad_hops), an accumulator
-//    starts at the block's first reader, follows the K/V to its last, and goes home from there.
+//    accumulators travel in another precision). With hops skipped (grad_hops), the owner's share
+//    stays home and an accumulator starts at the block's next reader, follows the K/V to its
+//    last, and goes home from there.
 // Serial sync: one processor plays every device in turn, as the CPU validator does (and one GPU
 // timing a ring call by call): round by round every device's compute, then every hand-off of
 // the round (and, backward, every dK/dV hop), nothing overlapping anything.
@@ -55,7 +56,7 @@ struct RingSetup {
   std::vector<Route> grad_home;
   // Whether the timeline keeps its N x N per-(round, device) records: the per-device summaries
   // never need them (they are added up as the ring runs), only what prints or traces each round
-  // does. At 1024 devices they are 56 MB a pass, whose first touch dominated the run.
+  // does. At 1024 devices they are 72 MB a pass, whose first touch dominated the run.
   bool keep_rounds = true;
 };
 
@@ -63,10 +64,10 @@ struct RingSetup {
 // from the active tiles of every (round, device).
 [[nodiscard]] std::vector<bool> hops_read_downstream(const model::WorkMatrix& active_tiles);
 
-// Where each dK/dV accumulator goes when unread hops are skipped: a block's accumulator holds
-// nothing before its first reader (none), follows the K/V from there to its last reader (ring),
-// then goes straight home (home; ring when the last reader is the owner's predecessor anyway),
-// and is home or empty afterwards (none).
+// Where each dK/dV accumulator goes when unread hops are skipped: the owner's share of a block
+// stays home (round 0: none), the accumulator holds nothing before the block's next reader
+// (none), follows the K/V from there to its last reader (ring), then goes straight home (home;
+// ring when the last reader is the owner's predecessor anyway), and is home afterwards (none).
 [[nodiscard]] std::vector<GradHop> grad_hops_needed(const model::WorkMatrix& active_tiles);
 
 inline constexpr Microseconds kNever = -1.0;
@@ -79,13 +80,21 @@ struct RoundRecord {
   Microseconds send_end_us = kNever;
   Microseconds grad_send_start_us = kNever;  // backward: dK/dV sent on
   Microseconds grad_send_end_us = kNever;
+  // When each send was issued: the block (and a free buffer downstream) was there, and for a
+  // relayed accumulator when the upstream device issued it. Until the wire start it queues on
+  // a link: communication, not imbalance. Internal: the summaries and tests read them.
+  Microseconds send_issued_us = kNever;
+  Microseconds grad_send_issued_us = kNever;
 };
 
 struct DeviceSummary {
   Microseconds busy_us = 0;           // computing
   Microseconds idle_us = 0;           // the rest of the pass
-  Microseconds exposed_comm_us = 0;   // waiting for a block while it is on the wire, or for the last transfer
+  Microseconds exposed_comm_us = 0;   // waiting for a block while it is on the wire or queued for one, or for transfers after the last compute
   Microseconds finish_us = 0;
+  // Backward: when the last dK/dV accumulator of the device's own block reached it (its gradients
+  // complete there); the pass's start when none travelled.
+  Microseconds gradients_home_us = 0;
 };
 
 // A collective every member of the context-parallel group takes part in (all-gather,

@@ -126,6 +126,9 @@ struct Simulation {
   // hops_shared_by[p]: the most hops, of this ring and the rings beside it (other model-parallel
   // ranks, replicas, a hybrid's other Ulysses ranks), on any link of hop p (ring_order.hpp).
   std::vector<Count> hops_shared_by;
+  // The rings that run beside this one, each as its GPUs at this ring's positions (a dK/dV hop
+  // home from position d to s runs beside theirs from their d to their s).
+  std::vector<std::vector<Count>> rings_beside;
   model::TileShape tile;
   model::Tiling tiling = model::Tiling::fixed;  // the kernel's
   model::MaskKind mask_kind = model::MaskKind::causal;
