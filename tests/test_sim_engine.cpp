@@ -611,6 +611,7 @@ TEST(Topology, RejectsBadFiles) {
 KernelProfile unit_kernel() {
   KernelProfile k;
   k.name = "unit";
+  k.hardware = "unit-gpu";  // a profile names the device it was timed on
   k.tile = {1, 1};
   k.head_dim = 1;
   k.forward = {5, 0.5, 1, 3};
@@ -828,6 +829,14 @@ TEST(KernelTime, FeaturesTimesCostsIsTheTimeAndShapesScale) {
   const KernelFeatures g = big.features(r, KernelPass::forward);
   EXPECT_DOUBLE_EQ(g.full_tiles, 4 * f.full_tiles);
   EXPECT_DOUBLE_EQ(g.blocks, 4 * f.blocks);
+  // A tile larger than the call's block is cut to it, as the work model counts it: 4x2 tiles on
+  // blocks of 2 tokens cost as 2x2 ones, half the tile asked for (blocks by their queries, 2 of 4).
+  const KernelTimeModel asked(k, 2, {3, 1, {4, 2}, 1});
+  const KernelTimeModel cut(k, 2, {3, 1, {4, 2}, 1, 2});
+  EXPECT_DOUBLE_EQ(cut.features(r, KernelPass::forward).full_tiles, 0.5 * asked.features(r, KernelPass::forward).full_tiles);
+  EXPECT_DOUBLE_EQ(cut.features(r, KernelPass::forward).blocks, 0.5 * asked.features(r, KernelPass::forward).blocks);
+  EXPECT_DOUBLE_EQ(KernelTimeModel(k, 2, {3, 1, {4, 2}, 1, 4}).features(r, KernelPass::forward).full_tiles,
+                   asked.features(r, KernelPass::forward).full_tiles);  // blocks of the tile's size or more: as asked
   // Empty query tiles get a block (and empty calls launch) only where the kernel says so.
   k.empty_calls_launch = k.empty_query_tiles_launch = true;
   const KernelTimeModel flex_like(k, 100, {1, 1, {1, 1}, 1});

@@ -368,11 +368,38 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
   EXPECT_EQ(refused("an unknown backward grid"),
             "k.json field \"backward_blocks\": expected \"query_tiles\", \"key_tiles\" or \"key_tiles_then_query_tiles\", got \"rows\"");
   doc.erase("backward_blocks");
+  // A profile names the device it was timed on: an empty name was accepted, and its note read
+  // "measured on  (its field "hardware")".
+  nlohmann::json nameless = doc;
+  nameless["hardware"] = "";
+  try {
+    (void)kernel_profile_from_json(nameless, "k.json");
+    ADD_FAILURE() << "an empty hardware name was accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "k.json field \"hardware\": must not be empty");
+  }
+  // Fixed slots stand for every SM's blocks: a count of blocks an SM beside them, which nothing
+  // read, is refused (the main placement's or the backward's).
+  nlohmann::json slotted = doc;
+  slotted["slots"] = 4;
+  slotted["blocks_per_sm"] = 1;
+  EXPECT_EQ(kernel_profile_from_json(slotted, "k.json").slots, 4);
+  slotted["backward_placement"] = {{"blocks_per_sm", 2}};
+  try {
+    (void)kernel_profile_from_json(slotted, "k.json");
+    ADD_FAILURE() << "blocks an SM beside slots were accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "k.json field \"backward_placement\" field \"blocks_per_sm\": a profile with \"slots\" runs 4 fixed "
+                           "slots, not blocks on SMs: must be 1 or left out, got 2");
+  }
   // Block slots are SMs x blocks per SM: each bounded, so their product is a sane count (2^62
   // blocks per SM used to overflow it into an internal error).
   for (const auto& [field, value, message] :
        {std::tuple{"blocks_per_sm", Count{1} << 62, "k.json field \"blocks_per_sm\": must be between 1 and 1024, got 4611686018427387904"},
-        std::tuple{"slots", Count{1} << 40, "k.json field \"slots\": must be between 1 and 67108864, got 1099511627776"}}) {
+        std::tuple{"slots", Count{1} << 40, "k.json field \"slots\": must be between 1 and 67108864, got 1099511627776"},
+        // Bounded as --head-dim is (1e15 was accepted and priced every tile at 0.00 us).
+        std::tuple{"head_dim", Count{2048}, "k.json field \"head_dim\": must be between 1 and 1024, got 2048"},
+        std::tuple{"max_head_dim", Count{1} << 40, "k.json field \"max_head_dim\": must be between 1 and 1024, got 1099511627776"}}) {
     nlohmann::json big = doc;
     big[field] = value;
     try {
@@ -657,7 +684,7 @@ TEST(Simulation, APrecisionTheKernelWasNotTimedInIsNoted) {
   c.dtype = "fp8";
   const std::vector<std::string> notes = simulation_notes(run_simulation(c, catalog()));
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes.front(), "kernel fa2 was timed in bf16: in fp8 its tiles cost 0.5x, the ratio of the hardware's peaks (bf16 "
+  EXPECT_EQ(notes.front(), "kernel fa2 was timed in bf16: in fp8 its tiles and blocks cost 0.5x, the ratio of h100-sxm's peaks (bf16 "
                            "against fp8), as if the kernel had a path in fp8 running at that rate; give a profile timed in fp8 "
                            "where it has one");
 }
@@ -720,10 +747,11 @@ TEST(Simulation, AHeadSizeAboveTheKernelsBoundIsNoted) {
 // the profile was measured on (132 on the H100), not the pricing device's (304 on an MI300X,
 // where 2048 blocks took 7 waves instead of 16 and the call ran above the MI300X's peak).
 TEST(Simulation, AKernelOfAnotherDeviceRunsOnThatDevicesSms) {
-  const auto time_on = [](const char* hardware, const std::string& kernel) {
+  const auto time_on = [](const char* hardware, const std::string& kernel, const std::string& dtype = "") {
     SimulateConfig c;
     c.hardware = hardware;
     c.kernel = kernel;
+    c.dtype = dtype;
     c.seq_len = 16384;
     c.devices = 1;
     c.heads = 16;
@@ -737,6 +765,13 @@ TEST(Simulation, AKernelOfAnotherDeviceRunsOnThatDevicesSms) {
   const std::string h100_sdpa = (std::filesystem::path(catalog().root()) / "kernels" / "h100" / "sdpa.json").string();
   const double on_h100 = time_on("h100", h100_sdpa);
   for (const char* other : {"mi300x", "a100", "b200", "tpu-v4"}) EXPECT_DOUBLE_EQ(time_on(other, h100_sdpa), on_h100) << other;
+  // In another precision too, converted by the peaks of the device it was measured on (before
+  // 2026-12-04 by the pricing device's: the same H100 call in fp32 cost 41.5 ms on an MI300X and
+  // 82.9 on an A100 where the H100 takes 76.5). CPUs list no bf16 rate: none is needed unconverted.
+  const double fp32_on_h100 = time_on("h100", h100_sdpa, "fp32");
+  EXPECT_GT(fp32_on_h100, 2 * on_h100) << "fp32 runs at a fraction of bf16's peak";
+  for (const char* other : {"mi300x", "a100"}) EXPECT_DOUBLE_EQ(time_on(other, h100_sdpa, "fp32"), fp32_on_h100) << other;
+  EXPECT_DOUBLE_EQ(time_on("cpu", h100_sdpa), on_h100);
   // A device stripesim has no profile of: its SMs are unknown, so the pricing device's are used, and said.
   nlohmann::json doc = to_json(load_kernel_profile("sdpa", catalog().root(), catalog().hardware("h100")));
   doc["hardware"] = "my-gpu";

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "stripesim/model/flops/attention_heads.hpp"
 #include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
@@ -33,7 +34,7 @@ PassCosts pass_costs_from_json(const model::JsonFields& parent, const std::strin
   c.score_head_dims = f.non_negative_number_or("score_head_dims", 0.0);
   if (f.has("score_head_dims_up_to")) {
     if (c.score_head_dims == 0) throw InputError(fmt::format("{}: needs a score_head_dims above 0", f.where("score_head_dims_up_to")));
-    c.score_head_dims_up_to = f.positive_count("score_head_dims_up_to");
+    c.score_head_dims_up_to = f.positive_count("score_head_dims_up_to", model::kMaxHeadDim);
     // The share was measured at least as far as the profile's own head size, whose costs these are.
     if (*c.score_head_dims_up_to < head_dim) {
       throw InputError(fmt::format("{}: {} is below the profile's head_dim {}", f.where("score_head_dims_up_to"),
@@ -106,6 +107,12 @@ BlockPlacement placement_from_json(const model::JsonFields& f, const std::option
   p.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
   p.lone_block_speedup = lone_block_speedup_from_json(f, p.blocks_per_sm);
   check_shares_with_slots(f, p.lone_block_speedup, slots);
+  // Fixed slots stand for every SM's blocks together: an SM's count beside them would be ignored.
+  if (slots && p.blocks_per_sm != 1) {
+    throw InputError(fmt::format("{}: a profile with \"slots\" runs {} fixed slot{}, not blocks on SMs: must be 1 or left out, "
+                                 "got {}",
+                                 f.where("blocks_per_sm"), *slots, *slots == 1 ? "" : "s", p.blocks_per_sm));
+  }
   p.sharing = sm_sharing_from_json(f, p.lone_block_speedup);
   p.order = block_order_from_json(f);
   return p;
@@ -239,7 +246,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   }
   KernelProfile k;
   k.name = f.non_empty_string("name");
-  k.hardware = f.string("hardware");
+  k.hardware = f.non_empty_string("hardware");
   k.description = f.string_or("description", "");
   k.tile = f.parsed("tile", model::parse_tile_shape);  // named at the file's field, not as --tile
   if (f.has("tiling")) k.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
@@ -254,9 +261,10 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.calibrated = f.boolean_or("calibrated", false);
   k.dtype = f.string_or("dtype", "bf16");
   if (f.has("dtype")) (void)f.parsed("dtype", dtype_bytes);  // refused here, named at the field
-  k.head_dim = f.positive_count_or("head_dim", 128);
+  // Bounded as --head-dim is: a head size no model has is a typing error.
+  k.head_dim = f.positive_count_or("head_dim", 128, model::kMaxHeadDim);
   if (f.has("max_head_dim")) {
-    k.max_head_dim = f.positive_count("max_head_dim");
+    k.max_head_dim = f.positive_count("max_head_dim", model::kMaxHeadDim);
     // Its costs were timed at head_dim: a kernel that cannot run that size was not timed at it.
     if (*k.max_head_dim < k.head_dim) {
       throw InputError(fmt::format("{}: {} is below the profile's head_dim {}, the size its costs were timed at",

@@ -185,8 +185,9 @@ KernelTimeModel::KernelTimeModel(KernelProfile profile, Count sms, KernelCallSha
   }
   // A block's work is its queries' bytes in and out (TQ * head_dim), slower with a precision the
   // tensor cores run at a lower rate; a tile's is in tile_scale().
-  const double tq = static_cast<double>(shape_.tile.query) / static_cast<double>(profile_.tile.query);
-  const double tk = static_cast<double>(shape_.tile.key) / static_cast<double>(profile_.tile.key);
+  const auto cut = [&](Count tile) { return shape_.block_tokens > 0 ? std::min(tile, shape_.block_tokens) : tile; };
+  const double tq = static_cast<double>(cut(shape_.tile.query)) / static_cast<double>(profile_.tile.query);
+  const double tk = static_cast<double>(cut(shape_.tile.key)) / static_cast<double>(profile_.tile.key);
   tile_area_ = tq * tk;
   block_scale_ = static_cast<double>(shape_.head_dim) / static_cast<double>(profile_.head_dim) * tq * shape_.precision_slowdown;
   if (profile_.backward_block_keys) {

@@ -331,6 +331,7 @@ void check_blocks_per_call(const Simulation& sim, Count blocks_of_sequence) {
 }  // namespace
 
 double precision_slowdown(const model::HardwareProfile& hardware, const KernelProfile& kernel, const std::string& dtype) {
+  if (dtype == kernel.dtype) return 1.0;  // timed in it: no rate to convert by
   if (!hardware.peak_tflops.contains(dtype)) {
     throw InputError(model::Input::dtype, dtype, fmt::format("hardware {} lists no peak rate for it", hardware.name));
   }
@@ -361,9 +362,11 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   sim.kernel = config.kernel_profile ? *config.kernel_profile : load_kernel_profile(config.kernel, catalog.root(), sim.hardware);
   sim.kernel_note = kernel_hardware_note(sim.kernel, sim.hardware, catalog);
   sim.kernel_sms = sim.hardware.sms;
+  sim.kernel_hardware = sim.hardware;
   if (sim.kernel_note) {
     try {
-      sim.kernel_sms = catalog.hardware(sim.kernel.hardware).sms;
+      sim.kernel_hardware = catalog.hardware(sim.kernel.hardware);
+      sim.kernel_sms = sim.kernel_hardware.sms;
     } catch (const model::InputError&) {
       *sim.kernel_note += fmt::format(" (no hardware profile {} is known to give its SMs: its blocks are placed on this device's {})",
                                       sim.kernel.hardware, sim.hardware.sms);
@@ -397,7 +400,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
   sim.dtype = config.dtype.empty() ? sim.kernel.dtype : config.dtype;
   (void)dtype_bytes(sim.dtype);  // rejects an unknown dtype before the hardware's rates are asked
-  const double slowdown = precision_slowdown(sim.hardware, sim.kernel, sim.dtype);
+  const double slowdown = precision_slowdown(sim.kernel_hardware, sim.kernel, sim.dtype);
   sim.cp = parse_context_parallel(config.cp, config.devices);
   check_context_parallel(config, sim.cp);
   // Validate every layout and the mask before simulating anything.
@@ -423,10 +426,12 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
                           AttentionShape{sim.config.seq_len, config.devices, config.batch, sim.heads_per_device,
                                          sim.kv_heads_per_device, head_dim, dtype_bytes(sim.dtype)},
                           config.kv_buffers);
-  sim.call_shape = {sim.cp_shape.streams, head_dim, sim.tile, slowdown};
   // A hybrid's layout cuts the sequence into the ring's R blocks, and its all-to-all each block
   // over the U devices of a group: the length must divide by U x R, as any other N-way split's.
   const Count layout_devices = sim.cp.algorithm == CpAlgorithm::hybrid ? ring_degree(sim.cp, config.devices) : config.devices;
+  // A call's queries and keys are one block of the layout's (Ulysses: the whole sequence).
+  const Count block_tokens = sim.config.seq_len / (sim.cp.algorithm == CpAlgorithm::ulysses ? 1 : layout_devices);
+  sim.call_shape = {sim.cp_shape.streams, head_dim, sim.tile, slowdown, block_tokens};
   if (sim.cp.algorithm == CpAlgorithm::hybrid) {
     for (const auto& spec : config.layouts) model::require_seq_len_divisible(sim.config.seq_len, config.devices, spec, "N");
   }
@@ -694,11 +699,12 @@ std::vector<std::string> simulation_notes(const Simulation& sim) {
   // path in it at the tensor cores' rate (cuDNN's fp8 forward runs 1.96x its bf16), not for one
   // without (FlashAttention-2 has no fp8 kernel).
   if (!sim.dtype.empty() && sim.dtype != sim.kernel.dtype) {
-    const double ratio = precision_slowdown(sim.hardware, sim.kernel, sim.dtype);
-    notes.push_back(fmt::format("kernel {} was timed in {}: in {} its tiles cost {:.2g}x, the ratio of the hardware's peaks ({} "
+    const double ratio = precision_slowdown(sim.kernel_hardware, sim.kernel, sim.dtype);
+    notes.push_back(fmt::format("kernel {} was timed in {}: in {} its tiles and blocks cost {:.2g}x, the ratio of {}'s peaks ({} "
                                 "against {}), as if the kernel had a path in {} running at that rate; give a profile timed in "
                                 "{} where it has one",
-                                sim.kernel.name, sim.kernel.dtype, sim.dtype, ratio, sim.kernel.dtype, sim.dtype, sim.dtype,
+                                sim.kernel.name, sim.kernel.dtype, sim.dtype, ratio, sim.kernel_hardware.name, sim.kernel.dtype,
+                                sim.dtype, sim.dtype,
                                 sim.dtype));
   }
   // A ring of one device makes one call and sends nothing: what prices its merges and hops is kept

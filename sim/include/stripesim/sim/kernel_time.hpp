@@ -41,6 +41,10 @@ struct KernelCallShape {
   Count head_dim = 128;
   model::TileShape tile{128, 128};
   double precision_slowdown = 1;  // peak of the profile's precision / peak of the call's
+  // The most tokens a call's queries or keys hold (a device's block; 0: no bound). A tile larger
+  // than that is cut to it, as the work model counts it and as blockwise implementations cut
+  // their chunks to the sequence: it is priced as the tokens it holds, not as the tile asked.
+  Count block_tokens = 0;
 };
 
 class KernelTimeModel {

@@ -119,6 +119,9 @@ struct Simulation {
   // The SMs the kernel's thread blocks are placed on: the hardware's, or those of the device a
   // profile of another one was measured on (its calls cost what they cost there, waves included).
   Count kernel_sms = 0;
+  // The device whose rates convert the kernel's precision to the call's: the one it was measured
+  // on, as for its SMs (the hardware itself when that one is not known).
+  model::HardwareProfile kernel_hardware;
   std::string merges;  // the merge style given (--merges), empty when the kernel's own
   Topology topology = Topology::nvswitch(1, 1, 0);  // replaced by the plan's
   std::vector<Count> ring_order;  // GPU at each ring position
