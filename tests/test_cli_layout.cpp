@@ -293,6 +293,10 @@ std::vector<BadInput> bad_layout_inputs() {
       {"pad_without_documents", "--layout zigzag -n 64 -N 4 --pad-documents", "--pad-documents: needs a documents mask"},
       {"unknown_mask", "--layout zigzag -n 64 -N 4 --mask sliding:4", "--mask 'sliding:4': unknown mask"},
       {"permutation_missing", "--layout permutation:/nonexistent/perm.json -n 64 -N 4", "does not exist"},
+      // Built in memory before it is written: 2G tokens (16 GiB in npy, 22 in json) was killed
+      // for memory at 23 GB, with no message.
+      {"file_too_large", "--layout striped -n 2G -N 65536",
+       "GiB, built in memory before it is written: layout writes at most 4 GiB"},
       {"output_dir_missing", "--layout zigzag -n 64 -N 4 --output /nonexistent/dir/layout.json",
        "--output '/nonexistent/dir/layout.json': directory '/nonexistent/dir' does not exist"},
   };

@@ -45,6 +45,23 @@ TEST(CliReport, WritesMarkdownAndFigures) {
   std::filesystem::remove_all(dir);
 }
 
+// Two sweeps of the same hardware and model each get their figure: the first under the plain name,
+// the second numbered (both were named tms-a100-80gb-1b.svg, and the report was refused as
+// writing one file twice).
+TEST(CliReport, TwoSweepsOfOneModelGetAFigureEach) {
+  const auto dir = fresh_dir("stripesim_report_two_sweeps");
+  ASSERT_EQ(run_cli("sweep --seq-lens 8k,16k --devices 2 --format json -o '" + (dir / "a.json").string() + "'").exit_code, 0);
+  ASSERT_EQ(run_cli("sweep --seq-lens 8k,16k --devices 4 --format json -o '" + (dir / "b.json").string() + "'").exit_code, 0);
+  const CliResult r = run_cli("report '" + (dir / "a.json").string() + "' '" + (dir / "b.json").string() + "' --out-dir '" +
+                              (dir / "out").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string md = slurp(dir / "out" / "report.md");
+  EXPECT_NE(md.find("](tms-a100-80gb-1b.svg)"), std::string::npos) << md;
+  EXPECT_NE(md.find("](tms-a100-80gb-1b-1.svg)"), std::string::npos) << md;
+  EXPECT_NE(slurp(dir / "out" / "tms-a100-80gb-1b.svg"), slurp(dir / "out" / "tms-a100-80gb-1b-1.svg"));
+  std::filesystem::remove_all(dir);
+}
+
 // At --scope step a result's time is the step's while its idle and exposed communication are one
 // layer's attention: the report shows the two apart (a step table, then the layer's attention),
 // and the timeline's axis spans the attention passes it draws, not the step. Without a ring the

@@ -33,8 +33,14 @@ TEST(ClusterSpec, NicRateInGigabitsPerSecond) {
   EXPECT_EQ(local.links.size(), 2u);
   EXPECT_DOUBLE_EQ(local.bandwidth, 450.0);
   EXPECT_DOUBLE_EQ(local.latency_us, 2.0);
-  // gbit is the same unit, and case does not matter.
+  // gbit is the same unit, and case does not matter: not in the unit, the 'x', the keywords
+  // nor the options (before 2026-12-04 "cluster:2X4" and ":NICS=2" were refused where
+  // "CLUSTER:2x4" and "nic=400GBPS" were read).
   EXPECT_DOUBLE_EQ(load_topology("cluster:2x4:nic=800Gbit", ".", 450).route(3, 4).bandwidth, 100.0);
+  EXPECT_EQ(load_topology("cluster:2X4", ".", 450).gpu_count(), 8);
+  const Topology shouted = load_topology("CLUSTER:2X4:NIC=200GBPS:NICS=2", ".", 450);
+  EXPECT_DOUBLE_EQ(shouted.route(3, 4).bandwidth, 25.0);
+  EXPECT_EQ(shouted.route(0, 4).links, load_topology("cluster:2x4:nic=200gbps:nics=2", ".", 450).route(0, 4).links);
 }
 
 // With one NIC per GPU the generated cluster routes exactly as the plain cluster:NxG does.

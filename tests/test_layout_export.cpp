@@ -83,6 +83,19 @@ TEST(LayoutExport, CsvIsOneRowPerTokenDeviceByDevice) {
             "1,0,2\n1,1,3\n1,2,4\n1,3,5\n");
 }
 
+// The size write_layout checks before it builds a file is the file's per-token part exactly: the
+// csv rows past the header, the npy data past its 128-byte header.
+TEST(LayoutExport, FileBytesAreTheTokensPart) {
+  for (const auto& [n, devices] : {std::pair<Count, Count>{8, 2}, {1200, 12}, {100000, 40}, {262144, 64}}) {
+    const LayoutExport exported = plan_layout_export(config_of("striped", n, devices));
+    EXPECT_EQ(layout_file_bytes(exported, LayoutFormat::csv),
+              static_cast<Count>(write_layout(exported, LayoutFormat::csv).size() - std::string("device,local_index,position\n").size()))
+        << n;
+    EXPECT_EQ(layout_file_bytes(exported, LayoutFormat::npy), static_cast<Count>(write_layout(exported, LayoutFormat::npy).size()) - 128)
+        << n;
+  }
+}
+
 TEST(LayoutExport, NpyIsVersionOneInt64LittleEndian) {
   const LayoutExport exported = plan_layout_export(config_of("zigzag", 8, 2));
   const std::string npy = write_layout(exported, LayoutFormat::npy);

@@ -62,7 +62,13 @@ TEST(NodePlacement, BadHostfilesAreNamed) {
             "--topology hostfile:hosts line 1: 'cpus=2' is not understood, expected 'HOST slots=N' (and optionally max_slots=M)");
   EXPECT_EQ(hostfile_rejection("slots=2\n"), "--topology hostfile:hosts line 1: 'slots=2' is not a host name, expected 'HOST slots=N'");
   EXPECT_EQ(hostfile_rejection("# nothing\n"), "--topology hostfile:hosts: lists no host (expected lines 'HOST slots=N')");
-  EXPECT_NE(hostfile_rejection("a slots=x\n").find("line 1 slots"), std::string::npos);
+  EXPECT_EQ(hostfile_rejection("a slots=x\n"),
+            "--topology hostfile:hosts line 1: slots=x is not a whole number of slots (Open MPI takes digits only)");
+  // Open MPI reads digits only: "2k" is not 2048 slots (it was, with the CLI's suffixes).
+  EXPECT_EQ(hostfile_rejection("a slots=2k\n"),
+            "--topology hostfile:hosts line 1: slots=2k is not a whole number of slots (Open MPI takes digits only)");
+  EXPECT_EQ(hostfile_rejection("a slots=2 max_slots=+4\n"),
+            "--topology hostfile:hosts line 1: max_slots=+4 is not a whole number of slots (Open MPI takes digits only)");
   EXPECT_EQ(hostfile_rejection("a slots=0\n"), "--topology hostfile:hosts line 1: host 'a' needs slots=N with N >= 1 (its GPUs)");
   // A slot count that would wrap the running total past 2^63 is refused by the limit, not allocated.
   EXPECT_EQ(hostfile_rejection("a slots=1\nb slots=9223372036854775807\n"),

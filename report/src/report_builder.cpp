@@ -142,7 +142,12 @@ void sweep_section(const ReportInput& in, std::string& md, std::vector<ReportFil
   std::set<std::pair<std::string, std::string>> pairs;
   for (const auto& row : rows) pairs.emplace(read<std::string>(row, "hardware"), read<std::string>(row, "model"));
   for (const auto& [hardware, model] : pairs) {
-    const std::string name = fmt::format("tms-{}-{}.svg", slug(hardware), slug(model));
+    // A second sweep of the same hardware and model (reports of several sweeps) gets a figure of
+    // its own, numbered as the figures before it are; a first keeps the plain name.
+    std::string name = fmt::format("tms-{}-{}.svg", slug(hardware), slug(model));
+    if (std::any_of(files.begin(), files.end(), [&](const ReportFile& f) { return f.name == name; })) {
+      name = fmt::format("tms-{}-{}-{}.svg", slug(hardware), slug(model), files.size());
+    }
     files.push_back({name, tms_curves_svg(in.document, hardware, model)});
     append(md, "![TMS of {} on {} against sequence length]({})\n\n", model, hardware, name);
   }

@@ -99,7 +99,12 @@ NodePlacement read_hostfile(const std::string& path, const std::string& label) {
         throw InputError(fmt::format("{}: '{}' is not understood, expected 'HOST slots=N' (and optionally max_slots=M)",
                                      where, word));
       }
-      const Count value = model::parse_count(word.substr(equals + 1), fmt::format("{} {}", where, key));
+      // Open MPI reads a plain count: "2k" there is no 2048 (parse_count alone would take it).
+      const std::string number = word.substr(equals + 1);
+      if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) {
+        throw InputError(fmt::format("{}: {}={} is not a whole number of slots (Open MPI takes digits only)", where, key, number));
+      }
+      const Count value = model::parse_count(number, fmt::format("{} {}", where, key));
       std::optional<Count>& field = key == "slots" ? slots : max_slots;
       if (field) throw InputError(fmt::format("{}: host '{}' gives {} twice", where, host, key == "slots" ? "slots" : "max_slots"));
       field = value;

@@ -389,7 +389,8 @@ Topology load_topology_spec(const std::string& spec, const std::string& config_d
     return Topology::nvswitch(gpus, nvlink, nvlink_latency);
   }
   if (lower.starts_with(kCluster)) {
-    const std::string_view rest = text.substr(kCluster.size());
+    // Keywords and the 'x' case aside, as the prefix is ("cluster:2X4:NICS=2"); numbers are digits.
+    const std::string_view rest = std::string_view(lower).substr(kCluster.size());
     const std::string_view shape = rest.substr(0, rest.find(':'));
     const auto x = shape.find('x');
     if (x == std::string_view::npos) {

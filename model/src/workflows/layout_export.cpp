@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <iterator>
 #include <stdexcept>
 
@@ -68,7 +70,41 @@ LayoutFormat parse_layout_format(std::string_view name, std::string_view what) {
       fmt::format("{} '{}': unknown layout format{}, expected {}", what, name, did_you_mean(name, names), format_names()));
 }
 
+namespace {
+
+// The decimal digits of 0, 1, ..., m - 1 together.
+Count digits_below(Count m) {
+  Count total = m > 0 ? 1 : 0;  // "0"
+  for (Count low = 1, width = 1; low < m; low *= 10, ++width) {
+    total += (std::min(m, low * 10) - low) * width;
+    if (low > std::numeric_limits<Count>::max() / 10) break;
+  }
+  return total;
+}
+
+}  // namespace
+
+Count layout_file_bytes(const LayoutExport& exported, LayoutFormat format) {
+  const Count n = exported.plan.seq_len;
+  const Count devices = exported.plan.config.devices;
+  const Count block = n / devices;
+  switch (format) {
+    case LayoutFormat::npy: return 8 * n;
+    case LayoutFormat::json: return digits_below(n) + n;  // a position and its comma, every token
+    case LayoutFormat::csv: return digits_below(n) + block * digits_below(devices) + devices * digits_below(block) + 3 * n;
+  }
+  throw std::logic_error("unknown layout format");
+}
+
 std::string write_layout(const LayoutExport& exported, LayoutFormat format) {
+  if (const Count bytes = layout_file_bytes(exported, format); bytes > kMaxLayoutFileBytes) {
+    throw InputError(Input::seq_len, std::to_string(exported.plan.config.seq_len),
+                     fmt::format("the {} file would be {:.1f} GiB, built in memory before it is written: layout writes at "
+                                 "most {} GiB (a training run can compute each device's positions from the layout's formula, "
+                                 "README \"Layouts\")",
+                                 layout_format_info(format).name, static_cast<double>(bytes) / (1 << 30),
+                                 kMaxLayoutFileBytes >> 30));
+  }
   const Layout layout = exported.build_layout();
   switch (format) {
     case LayoutFormat::json: return layout_to_json(exported, layout);

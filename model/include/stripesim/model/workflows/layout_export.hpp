@@ -57,8 +57,14 @@ inline constexpr std::array<LayoutFormatInfo, 3> kLayoutFormats{{
 // "json" | "csv" | "npy", case aside; anything else is an InputError naming `what`.
 [[nodiscard]] LayoutFormat parse_layout_format(std::string_view name, std::string_view what = "--format");
 
-// The file's text (bytes for npy), byte-identical for the same input.
+// The file's text (bytes for npy), byte-identical for the same input. It is built in memory
+// (written whole or not at all): write_layout refuses, naming --seq-len, a file of more than
+// kMaxLayoutFileBytes (2^29 tokens in npy), which would hold twice that in memory.
+inline constexpr Count kMaxLayoutFileBytes = Count{4} << 30;
 [[nodiscard]] std::string write_layout(const LayoutExport& exported, LayoutFormat format);
+// How many bytes the file of `format` takes, its per-token part exactly (every position's digits
+// and separator; in csv each device's and index's too): what write_layout would build.
+[[nodiscard]] Count layout_file_bytes(const LayoutExport& exported, LayoutFormat format);
 
 // The writers on their own. JSON: one top-level field per line, each device's positions on one
 // line. CSV: the header "device,local_index,position", then a row per token, device by device in
