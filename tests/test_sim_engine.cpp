@@ -421,26 +421,36 @@ TEST(Topology, ASecondLinkBetweenTwoNodesIsRefused) {
   }
 }
 
+// A topology file's document: GPUs gpu0 .. gpu{gpus - 1}, the switches named, and the links.
+struct LinkSpec {
+  const char* a;
+  const char* b;
+  double gbps;
+  double latency_us;
+};
+Topology file_topology(const std::string& name, int gpus, const std::vector<std::string>& switches,
+                       const std::vector<LinkSpec>& links) {
+  nlohmann::json doc = {{"name", name}, {"nodes", nlohmann::json::array()}, {"links", nlohmann::json::array()}};
+  for (int g = 0; g < gpus; ++g) doc["nodes"].push_back({{"id", fmt::format("gpu{}", g)}, {"kind", "gpu"}});
+  for (const std::string& sw : switches) doc["nodes"].push_back({{"id", sw}, {"kind", "switch"}});
+  for (const LinkSpec& l : links) {
+    doc["links"].push_back({{"a", l.a}, {"b", l.b}, {"bandwidth_gbps", l.gbps}, {"latency_us", l.latency_us}});
+  }
+  return Topology::from_json(doc, name);
+}
+
 // Routes are chosen as NCCL chooses paths: the widest first. A slow direct link (a PCIe bridge,
 // 25 GB/s, 0.5 us) beside a switch of fast links (450 GB/s, 1 us each) loses: a 32 MB K/V block
 // takes 1.3 ms over the bridge and 73 us through the switch. Among equally wide routes the lowest
 // latency wins (switch A, 2 us, over switch B, 6 us).
 TEST(Topology, RoutesTakeTheWidestPathThenTheLowestLatency) {
-  nlohmann::json doc = {{"name", "bridged"},
-                        {"nodes", {{{"id", "gpu0"}, {"kind", "gpu"}}, {{"id", "gpu1"}, {"kind", "gpu"}},
-                                   {{"id", "gpu2"}, {"kind", "gpu"}}, {{"id", "swA"}, {"kind", "switch"}},
-                                   {{"id", "swB"}, {"kind", "switch"}}}},
-                        {"links", nlohmann::json::array()}};
-  const auto link = [&](const char* a, const char* b, double gbps, double us) {
-    doc["links"].push_back({{"a", a}, {"b", b}, {"bandwidth_gbps", gbps}, {"latency_us", us}});
-  };
-  link("gpu0", "gpu1", 25, 0.5);
-  link("gpu0", "swB", 450, 3);
-  link("gpu1", "swB", 450, 3);
-  link("gpu0", "swA", 450, 1);
-  link("gpu1", "swA", 450, 1);
-  link("gpu2", "gpu1", 25, 0.5);
-  const Topology t = Topology::from_json(doc, "bridged");
+  const Topology t = file_topology("bridged", 3, {"swA", "swB"},
+                                   {{"gpu0", "gpu1", 25, 0.5},
+                                    {"gpu0", "swB", 450, 3},
+                                    {"gpu1", "swB", 450, 3},
+                                    {"gpu0", "swA", 450, 1},
+                                    {"gpu1", "swA", 450, 1},
+                                    {"gpu2", "gpu1", 25, 0.5}});
   for (const auto& [from, to] : {std::pair<Count, Count>{0, 1}, {1, 0}}) {
     const Route r = t.route(from, to);
     ASSERT_EQ(r.links.size(), 2u) << from << "->" << to;
@@ -539,19 +549,13 @@ TEST(Topology, SharedLinksContend) {
 // won, and ran in 103.5 us a round. Priced with its queues it loses to rank order, which runs in
 // 54 us a round.
 TEST(Topology, AutoRingOrderPricesTheQueuesOfSharedLinks) {
-  nlohmann::json doc = {{"name", "queues"}, {"nodes", nlohmann::json::array()}, {"links", nlohmann::json::array()}};
-  for (int g = 0; g < 4; ++g) doc["nodes"].push_back({{"id", fmt::format("gpu{}", g)}, {"kind", "gpu"}});
-  doc["nodes"].push_back({{"id", "sw"}, {"kind", "switch"}});
-  const auto link = [&](const char* a, const char* b, double gbps, double us) {
-    doc["links"].push_back({{"a", a}, {"b", b}, {"bandwidth_gbps", gbps}, {"latency_us", us}});
-  };
-  link("gpu2", "gpu0", 10, 1);
-  link("gpu1", "gpu3", 10, 1);
-  link("gpu0", "sw", 20, 0.5);
-  link("gpu3", "sw", 50, 2);
-  link("gpu0", "gpu1", 100, 1);
-  link("sw", "gpu2", 20, 2);
-  const Topology t = Topology::from_json(doc, "queues");
+  const Topology t = file_topology("queues", 4, {"sw"},
+                                   {{"gpu2", "gpu0", 10, 1},
+                                    {"gpu1", "gpu3", 10, 1},
+                                    {"gpu0", "sw", 20, 0.5},
+                                    {"gpu3", "sw", 50, 2},
+                                    {"gpu0", "gpu1", 100, 1},
+                                    {"sw", "gpu2", 20, 2}});
   const Count n = 4;
   auto round_us = [&](const std::vector<Count>& order) {
     RingSetup s = ring(n, std::vector<Microseconds>(static_cast<size_t>(n * n), 0), ring_routes(t, order), SyncMode::lockstep);
