@@ -6,6 +6,7 @@
 #include "brute_force.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/workflows/analysis.hpp"
 #include "temp_path.hpp"
 
 namespace stripesim::model {
@@ -52,6 +53,20 @@ TEST(Mask, ParsesEveryKind) {
   EXPECT_FALSE(padded.allows(31, 29));
   EXPECT_EQ(padded.lowest_key(31), 32);
   EXPECT_TRUE(padded.allows(32, 32));  // the next document starts after the padding
+}
+
+TEST(Mask, JsonNamesTheKindAloneAndItsParametersApart) {
+  const nlohmann::ordered_json window = mask_to_json(parse_mask("window:4k", 1 << 20), "window:4k");
+  EXPECT_EQ(window.at("spec"), "window:4k");
+  EXPECT_EQ(window.at("kind"), "window");
+  EXPECT_EQ(window.at("window"), 4096);
+  const nlohmann::ordered_json prefix = mask_to_json(parse_mask("prefix:1k", 4096), "prefix:1k");
+  EXPECT_EQ(prefix.at("kind"), "prefix");
+  EXPECT_EQ(prefix.at("prefix"), 1024);
+  const nlohmann::ordered_json docs = mask_to_json(parse_mask("documents:30,50,20:window=8", 100), "d");
+  EXPECT_EQ(docs.at("kind"), "documents");
+  EXPECT_EQ(docs.at("window"), 8);
+  EXPECT_EQ(mask_to_json(parse_mask("causal", 100), "causal").at("kind"), "causal");
 }
 
 TEST(Mask, IntervalsMatchTheDefinitions) {

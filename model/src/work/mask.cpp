@@ -93,15 +93,23 @@ bool Mask::is_causal() const {
   return false;
 }
 
-std::string Mask::name() const {
-  switch (kind_) {
+const char* mask_kind_name(MaskKind kind) {
+  switch (kind) {
     case MaskKind::causal: return "causal";
     case MaskKind::bidirectional: return "bidirectional";
-    case MaskKind::window: return fmt::format("window:{}", window_);
-    case MaskKind::prefix: return fmt::format("prefix:{}", prefix_);
+    case MaskKind::window: return "window";
+    case MaskKind::prefix: return "prefix";
     case MaskKind::documents: return "documents";
   }
-  return {};
+  return "";
+}
+
+std::string Mask::name() const {
+  switch (kind_) {
+    case MaskKind::window: return fmt::format("{}:{}", mask_kind_name(kind_), window_);
+    case MaskKind::prefix: return fmt::format("{}:{}", mask_kind_name(kind_), prefix_);
+    default: return mask_kind_name(kind_);
+  }
 }
 
 Position Mask::document_start(Position q) const { return starts_[document_of(q)]; }

@@ -113,7 +113,9 @@ Analysis run_analysis(const AnalysisPlan& plan, unsigned threads) {
 }
 
 nlohmann::ordered_json mask_to_json(const Mask& mask, const std::string& spec) {
-  nlohmann::ordered_json out{{"spec", spec}, {"kind", mask.name()}};
+  // The kind alone, so a reader can test kind == "window"; a width or prefix length has a field
+  // of its own (below).
+  nlohmann::ordered_json out{{"spec", spec}, {"kind", mask_kind_name(mask.kind())}};
   // Each kind's own fields (reports/schema/analyze.schema.json lists them under "mask").
   switch (mask.kind()) {
     case MaskKind::causal:

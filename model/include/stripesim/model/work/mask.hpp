@@ -14,6 +14,9 @@
 namespace stripesim::model {
 
 enum class MaskKind { causal, bidirectional, window, documents, prefix };
+// "causal", "bidirectional", "window", "documents", "prefix": the kind alone, its width or
+// lengths apart (JSON outputs' mask "kind").
+[[nodiscard]] const char* mask_kind_name(MaskKind kind);
 
 class Mask {
  public:
