@@ -284,6 +284,15 @@ TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
       {[](nlohmann::json& d) { d["cases"][0]["layout"] = "zigzg"; },
        "field \"cases[0]\" field \"layout\" = 'zigzg': unknown layout (did you mean 'zigzag'?)"},
       {[](nlohmann::json& d) { d["cases"][1]["tile"] = "0x4"; }, "field \"cases[1]\" field \"tile\" = '0x4': both tile sides"},
+      // A tolerance the file picks itself would let a wrong output pass; an empty hand-off would
+      // price every hop at an infinite rate.
+      {[](nlohmann::json& d) {
+         auto& c = d["cases"][0]["correctness"];
+         c["relative_error"] = 0.5;
+         c["tolerance"] = 1.0;
+       },
+       "field \"cases[0]\" field \"correctness\" field \"tolerance\": 1 in the file, but a case in this precision is checked to"},
+      {[](nlohmann::json& d) { d["cases"][0]["handoff_bytes"] = 0; }, "field \"cases[0]\" field \"handoff_bytes\": must be positive"},
   };
   for (const auto& [edit, message] : edits) {
     auto edited = a;

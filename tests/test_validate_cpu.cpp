@@ -1005,6 +1005,22 @@ std::vector<CaseResult> synthetic_results(const SyntheticDevice& device, HopUs h
   return results;
 }
 
+// Hops of one size cannot tell a latency from a bandwidth: the fit makes it all bandwidth, the
+// hops' median rate, rather than an arbitrary split of the same line.
+TEST(Calibration, HandOffsOfOneSizeAreAllBandwidth) {
+  const SyntheticDevice device = synthetic_device();
+  std::vector<CaseResult> results = synthetic_results(device, [](Count, double bytes) { return 2 * 3.0 + bytes / 25e3; });
+  const std::int64_t bytes = results.front().handoff_bytes;
+  std::erase_if(results, [&](const CaseResult& r) { return r.handoff_bytes != bytes; });
+  std::vector<const CaseResult*> all;
+  for (const auto& r : results) all.push_back(&r);
+  ASSERT_FALSE(all.empty());
+  const Calibration fit = calibrate(all, device.truth, device.kernel, "synthetic device");
+  EXPECT_EQ(fit.profile.link_latency_us.value_or(-1), 0.0);
+  const double b = static_cast<double>(bytes);
+  EXPECT_NEAR(fit.profile.link_bandwidth, b / (6.0 + b / 25e3) / 1e3, 1e-9);
+}
+
 TEST(Calibration, RecoversAKnownKernelFromItsOwnPredictions) {
   const SyntheticDevice device = synthetic_device();
   const model::HardwareProfile& truth = device.truth;

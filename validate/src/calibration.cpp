@@ -136,7 +136,10 @@ LinkFit fit_link(const std::vector<HandoffSample>& hops) {
   const auto fit = fit_non_negative(rows, y, w);
   double us_per_byte = fit[1];
   out.latency_us = fit[0];
-  if (us_per_byte <= 0) {  // one block size only: all of it is bandwidth
+  // One block size cannot tell a latency from a bandwidth (any split fits it as well): all of
+  // it is bandwidth then, as when the fit finds no slope.
+  const bool one_size = std::ranges::all_of(hops, [&](const HandoffSample& s) { return s.bytes == hops.front().bytes; });
+  if (us_per_byte <= 0 || one_size) {
     std::vector<double> rates;
     for (const auto& s : hops) rates.push_back(s.measured_us / s.bytes);
     us_per_byte = spread_of(rates).median;

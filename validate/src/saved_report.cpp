@@ -49,7 +49,11 @@ void read_correctness(const JsonFields& c, CaseResult& r) {
   r.checked = true;
   r.error.max_abs = required_non_negative(c, "max_abs_error");
   r.error.relative = relative_from(c, "relative_error");
-  r.tolerance = c.positive_number("tolerance");
+  // The tolerance is the case's precision's (set before this is read), not the file's to choose.
+  if (const double recorded = c.positive_number("tolerance"); recorded != r.tolerance) {
+    throw InputError(fmt::format("{}: {:g} in the file, but a case in this precision is checked to {:g}", c.where("tolerance"), recorded,
+                                 r.tolerance));
+  }
   if (!c.has("passed") || !c.raw("passed").is_boolean()) throw InputError(fmt::format("{}: expected true or false", c.where("passed")));
   r.passed = c.raw("passed").get<bool>();
   if (c.has("gradients")) {
@@ -157,7 +161,8 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
   }
   r.tolerance = output_tolerance(r.ring_case.precision);
   if (f.has("correctness")) read_correctness(JsonFields(f.raw("correctness"), f.where("correctness")), r);
-  r.handoff_bytes = static_cast<std::int64_t>(required_non_negative(f, "handoff_bytes"));
+  // A device's K/V block is never empty: 0 bytes would price every hand-off at an infinite rate.
+  r.handoff_bytes = static_cast<std::int64_t>(f.positive_number("handoff_bytes"));
   if (r.ring_case.backward) {
     // Files written before the field: a dK/dV accumulator per K/V row of the device's block, in
     // fp32 on the GPU backends and in the case's own precision on the host ones.
