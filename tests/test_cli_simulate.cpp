@@ -489,6 +489,9 @@ INSTANTIATE_TEST_SUITE_P(
                  "--cp ulysses: the all-to-all over 8 devices needs the 12 heads of a device divisible by 8"},
         BadInput{"ulysses_one_head", "simulate --cp ulysses --heads 1 -N 2",
                  "--cp ulysses: the all-to-all over 2 devices needs the 1 head of a device divisible by 2"},
+        BadInput{"serial_step", "simulate --model 1b --hardware h100 --scope step -N 8 -n 64k --sync serial",
+                 "--sync serial: one processor running every device in turn (the CPU validator) prices attention only; "
+                 "--scope step needs --sync async or lockstep"},
         BadInput{"ring_setting_without_a_ring", "simulate --cp allgather --sync lockstep",
                  "--sync lockstep: sets how a ring's rounds wait; --cp allgather has no ring"},
         BadInput{"unknown_topology", "simulate --topology torus", "--topology 'torus': unknown"},
@@ -725,6 +728,11 @@ TEST(CliPlan, RefusalsComeByReasonMostChoicesFirst) {
   // The counts add up to the refused choices the header gives.
   EXPECT_NE(r.out.find(fmt::format("choices: {} refused by the simulation", refused)), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--pad-seq, a --seq-len that more context-parallel degrees divide, or fewer --gpus"), std::string::npos) << r.out;
+  // Under a documents mask the remedy is --pad-documents: --pad-seq refuses that mask.
+  const CliResult docs = run_cli("plan --model llama3-8b --mask documents:lognormal:8192:1.0:seed=1 -n 64k --gpus 12 --memory-gib 1");
+  ASSERT_EQ(docs.exit_code, 0) << docs.err;
+  EXPECT_NE(docs.out.find("--pad-documents, a --seq-len that more"), std::string::npos) << docs.out;
+  EXPECT_EQ(docs.out.find("--pad-seq"), std::string::npos) << docs.out;
   const auto doc = nlohmann::json::parse(run_cli("plan --model llama3-70b --hardware b200 --topology nvswitch:72 -n 1M --format json").out);
   ASSERT_EQ(doc.at("refusals").size(), kinds.size());
   for (size_t i = 0; i < kinds.size(); ++i) {

@@ -490,6 +490,20 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
   EXPECT_EQ(refusal({{"elementwise_bytes_per_dmodel", 50}}),
             "h.json field \"sources\" field \"elementwise_bytes_per_dmodel\": expected a string, got 50");
   EXPECT_EQ(refusal({{"peak_tflops", "a datasheet"}}), "accepted");
+  // A layer's matmul rate without its element-wise cost would price that work as nothing.
+  nlohmann::json no_elementwise = nlohmann::json::parse(to_json(catalog().hardware("h100")).dump());
+  no_elementwise.erase("elementwise_bytes_per_dmodel");
+  try {
+    (void)model::hardware_profile_from_json(no_elementwise, "h.json");
+    ADD_FAILURE() << "a profile with matmul_efficiency and no element-wise cost was accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "h.json field \"elementwise_bytes_per_dmodel\": a profile with matmul_efficiency prices a "
+                                      "layer's element-wise work too; give elementwise_bytes_per_dmodel (0 when it is to cost nothing)");
+  }
+  no_elementwise["elementwise_bytes_per_dmodel"] = 0;
+  EXPECT_EQ(model::hardware_profile_from_json(no_elementwise, "h.json").elementwise_bytes_per_dmodel, 0);
+  // Written back with it, so a profile that costs it nothing reads back.
+  EXPECT_TRUE(to_json(model::hardware_profile_from_json(no_elementwise, "h.json")).contains("elementwise_bytes_per_dmodel"));
 }
 
 // Kernel and topology names are found case aside, as models and hardware are, and a near miss is

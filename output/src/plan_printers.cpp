@@ -117,9 +117,12 @@ std::string plan_table(const sim::Plan& plan) {
     remedies.emplace_back("a shorter sequence");
     // GPU counts with odd factors (72 of an NVL72 rack) leave degrees a power-of-two length does not divide.
     if (std::ranges::any_of(plan.refusals, [](const sim::RefusalKind& k) { return k.input == model::Input::seq_len; })) {
-      remedies.emplace_back(r.base.pad_seq ? "a --seq-len that more context-parallel degrees divide, or fewer --gpus (refused below)"
-                                           : "--pad-seq, a --seq-len that more context-parallel degrees divide, or fewer --gpus "
-                                             "(refused below)");
+      // Padding mends it where it is not given yet: a documents mask pads document by document
+      // (--pad-seq refuses it), any other pads one sequence at its end.
+      const bool documents = r.base.mask.starts_with("documents");
+      const bool padded = documents ? r.base.pad_documents : r.base.pad_seq;
+      remedies.emplace_back(fmt::format("{}a --seq-len that more context-parallel degrees divide, or fewer --gpus (refused below)",
+                                        padded ? "" : documents ? "--pad-documents, " : "--pad-seq, "));
     }
     out += fmt::format("nothing fits: give {}\n", fmt::join(remedies, ", "));
   } else {

@@ -99,6 +99,14 @@ void check_scope(const SimulateConfig& config, const Simulation& sim) {
     throw InputError(model::Input::hardware, sim.hardware.name,
                      "has no matmul_efficiency to price a layer's or a step's matmuls with");
   }
+  if (config.sync == SyncMode::serial) {
+    // The CPU validator's one processor runs the devices' attention in turn, but a layer's matmuls
+    // and all-reduces are priced per device at once: the two would not add up to one machine.
+    throw InputError(model::Input::sync, "serial",
+                     fmt::format("one processor running every device in turn (the CPU validator) prices attention only; "
+                                 "--scope {} needs --sync async or lockstep",
+                                 scope));
+  }
   if (config.scope == Scope::step && config.pass != PassSelection::forward_backward) {
     throw InputError(model::Input::pass, to_string(config.pass),
                      "a training step (--scope step) runs forward and backward; give fwdbwd or no --pass");

@@ -61,6 +61,12 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
     h.matmul_efficiency = efficiency;
   }
   h.elementwise_bytes_per_dmodel = f.non_negative_number_or("elementwise_bytes_per_dmodel", 0.0);
+  // Layers and steps price both; without the element-wise cost they would price it as nothing.
+  if (h.matmul_efficiency && !f.has("elementwise_bytes_per_dmodel")) {
+    throw InputError(fmt::format("{}: a profile with matmul_efficiency prices a layer's element-wise work too; give "
+                                 "elementwise_bytes_per_dmodel (0 when it is to cost nothing)",
+                                 f.where("elementwise_bytes_per_dmodel")));
+  }
   // Records for readers, kept as written; the element-wise cost's is also read (simulate's note).
   if (f.has("sources")) {
     const JsonFields sources(f.object("sources"), f.where("sources"));
@@ -90,7 +96,7 @@ nlohmann::ordered_json to_json(const HardwareProfile& h) {
   if (h.link_latency_us) doc["link_latency_us"] = *h.link_latency_us;
   if (h.shared_memory_per_sm) doc["shared_memory_per_sm_kib"] = *h.shared_memory_per_sm / 1024;
   if (h.matmul_efficiency) doc["matmul_efficiency"] = *h.matmul_efficiency;
-  if (h.elementwise_bytes_per_dmodel > 0) doc["elementwise_bytes_per_dmodel"] = h.elementwise_bytes_per_dmodel;
+  if (h.matmul_efficiency || h.elementwise_bytes_per_dmodel > 0) doc["elementwise_bytes_per_dmodel"] = h.elementwise_bytes_per_dmodel;
   if (!h.sources.empty()) doc["sources"] = h.sources;
   if (!h.device_names.empty()) doc["device_names"] = h.device_names;
   return doc;
