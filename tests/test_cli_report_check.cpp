@@ -302,6 +302,13 @@ TEST(CliReport, SmallExampleKeepsThePrefixShare) {
   const std::string svg = slurp(dir / "r" / "attention-matrix-0.svg");
   EXPECT_NE(svg.find("<title>q 0 k 7: device"), std::string::npos);
   EXPECT_EQ(svg.find("<title>q 0 k 8: device"), std::string::npos);
+  // An edited prefix near 2^63 is the whole example, not an overflowed product.
+  auto doc = nlohmann::json::parse(slurp(dir / "a.json"));
+  doc["config"]["mask"]["prefix"] = 9000000000000000000LL;
+  std::ofstream(dir / "big.json") << doc.dump();
+  const CliResult big = run_cli("report '" + (dir / "big.json").string() + "' --out-dir '" + (dir / "r2").string() + "'");
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  EXPECT_NE(slurp(dir / "r2" / "report.md").find("(n = 32, N = 4, prefix:32 mask)"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

@@ -261,15 +261,15 @@ namespace {
 std::string weight_copies_traffic(const sim::StepShape& shape) {
   switch (shape.zero) {
     case sim::ZeroStage::none:
-      return fmt::format("gradient all-reduce {:.3f} ms per step (overlapped with the backward)", shape.gradient_allreduce_us / 1e3);
+      return fmt::format("gradient all-reduce {:.3f} ms per step (under the backward where it fits; the rest is grad comm)", shape.gradient_allreduce_us / 1e3);
     case sim::ZeroStage::optimizer:
     case sim::ZeroStage::gradients:
-      return fmt::format("ZeRO stage {}: gradient reduce-scatter and weight all-gather {:.3f} ms each per step (overlapped with "
-                         "the backward and the next forward)",
+      return fmt::format("ZeRO stage {}: gradient reduce-scatter and weight all-gather {:.3f} ms each per step (under the "
+                         "backward and the next forward where they fit; the rest is grad comm)",
                          sim::to_int(shape.zero), shape.weight_allgather_us / 1e3);
     case sim::ZeroStage::weights:
       return fmt::format("ZeRO stage 3: weight all-gather {:.3f} ms in the forward, and again with the gradient reduce-scatter "
-                         "in the backward (overlapped with them)",
+                         "in the backward (under them where it fits; the rest is grad comm)",
                          shape.weight_allgather_us / 1e3);
   }
   return {};

@@ -90,8 +90,11 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
   const auto& analysed_mask = field(c, "mask");
   std::string mask = read<std::string>(analysed_mask, "kind") == "bidirectional" ? "bidirectional" : "causal";
   if (analysed_mask.contains("prefix")) {
-    const long long prefix = read<long long>(analysed_mask, "prefix") * example_n / read_size(c, "seq_len");
-    mask = fmt::format("prefix:{}", std::clamp(prefix, 1LL, example_n));
+    // In doubles: an edited prefix near 2^63 would overflow the product (and a prefix past the
+    // sequence is the whole of it, bidirectional).
+    const double share = read<double>(analysed_mask, "prefix") / static_cast<double>(read_size(c, "seq_len"));
+    const double prefix = std::clamp(share * static_cast<double>(example_n), 1.0, static_cast<double>(example_n));
+    mask = fmt::format("prefix:{}", static_cast<long long>(prefix));
   }
   if (!layouts.empty()) {
     const std::string attention = fmt::format("attention-matrix-{}.svg", tag);
