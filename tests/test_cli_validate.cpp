@@ -293,6 +293,7 @@ TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
        },
        "field \"cases[0]\" field \"correctness\" field \"tolerance\": 1 in the file, but a case in this precision is checked to"},
       {[](nlohmann::json& d) { d["cases"][0]["handoff_bytes"] = 0; }, "field \"cases[0]\" field \"handoff_bytes\": must be positive"},
+      {[](nlohmann::json& d) { d["concurrent_devices"] = true; }, "field \"concurrent_devices\": true on backend cpu, which runs its devices in turn"},
   };
   for (const auto& [edit, message] : edits) {
     auto edited = a;

@@ -232,9 +232,15 @@ ValidationReport read_saved_report(const nlohmann::json& doc, const std::string&
   report.device = f.string("device");
   report.options.warmup = static_cast<Count>(required_non_negative(f, "warmup"));
   report.options.iterations = f.positive_count("iterations");
-  // Files written before the field: the backends that run a device per GPU or per process
-  // (nccl, mpi) run them at once; cpu and cuda run them one after another.
-  report.concurrent_devices = f.boolean_or("concurrent_devices", report.backend == "nccl" || report.backend == "mpi");
+  // A backend runs its devices one way: the ones with a device per GPU or per process (nccl,
+  // mpi) at once, cpu and cuda one after another. Files written before the field take that; a
+  // file that says otherwise would be priced as a ring that never ran.
+  const bool concurrent = report.backend == "nccl" || report.backend == "mpi";
+  report.concurrent_devices = f.boolean_or("concurrent_devices", concurrent);
+  if (report.concurrent_devices != concurrent) {
+    throw InputError(fmt::format("{}: {} on backend {}, which runs its devices {}", f.where("concurrent_devices"),
+                                 report.concurrent_devices ? "true" : "false", report.backend, concurrent ? "at once" : "in turn"));
+  }
   if (f.has("placement")) {
     const JsonFields p(f.raw("placement"), f.where("placement"));
     p.allow_only({"nodes", "hosts", "node_of_device"});
