@@ -835,6 +835,11 @@ TEST(CliPlan, PadSeqPlansAnOddLength) {
     EXPECT_EQ(n % (2 * choice.at("context_parallel").get<std::int64_t>()), 0) << choice;
     EXPECT_GT(n, 131071);
   }
+  // A length S x N must divide is no padding's to mend: refused without the hint.
+  const CliResult striped = run_cli("plan --model llama3-8b -n 64k --layouts block-striped:3000 --recompute");
+  EXPECT_EQ(striped.exit_code, 2);
+  EXPECT_NE(striped.err.find("needs it divisible by s*N = 3000"), std::string::npos) << striped.err;
+  EXPECT_EQ(striped.err.find("--pad-seq"), std::string::npos) << striped.err;
 }
 
 // --merges prices a ring's merges; the all-gather and Ulysses choices ran without it (simulate

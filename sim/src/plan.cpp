@@ -167,6 +167,17 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
       // A length no degree divides (an odd one for zigzag) is what --pad-seq mends, mesh by mesh;
       // not under a documents mask, which --pad-seq refuses (--pad-documents pads its documents).
       if (e.input() != model::Input::seq_len || request.base.pad_seq || mask.kind() == model::MaskKind::documents) throw;
+      // Only where padding mends it: not a block-striped:S length that S x N must divide.
+      SimulateConfig padding = one_device;
+      padding.pad_seq = true;
+      bool mended = false;
+      try {
+        const model::Mask padded_mask = model::parse_mask(request.base.mask, padded_seq_len(padding, mask));
+        (void)model::parse_layout(layout, padded_mask.seq_len(), 1, model::LayoutContext{&padded_mask});
+        mended = true;
+      } catch (const model::InputError&) {
+      }
+      if (!mended) throw;
       throw model::InputError(fmt::format("{}; or give --pad-seq (each mesh pads to its own 2N)", e.what()));
     }
   }
