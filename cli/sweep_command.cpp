@@ -117,7 +117,7 @@ model::BalanceSweepSpec balance_spec_from_flags(const SweepOptions& o) {
   if (!o.layouts.empty()) g.layouts = model::split_distinct_list(o.layouts, "--layouts");
   g.pad_documents = o.pad_documents;
   if (g.pad_documents && std::none_of(g.masks.begin(), g.masks.end(), [](const std::string& m) {
-        return model::lowercase(m).starts_with("documents:");
+        return model::is_documents_mask(model::lowercase(m));
       })) {
     throw model::InputError("--pad-documents: needs a documents mask among --masks (it pads documents)");
   }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -534,6 +535,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"experiment_pad_seq_documents",
                  std::string("simulate --experiment '") + STRIPESIM_SOURCE_DIR + "/tests/data/pad_seq_documents_experiment.json'",
                  "pad_seq_documents_experiment.json field \"pad_seq\": pads one sequence at its end"},
+        // A model file named by an experiment is that file's field's fault, not a --model never given.
+        BadInput{"experiment_model_file_missing", "simulate --experiment " + data("simulate_missing_model_file.json"),
+                 "simulate_missing_model_file.json field \"model\" = no_such_model.json: file 'no_such_model.json' does not exist"},
         BadInput{"pad_seq_beyond_2g", "simulate -n 2147483647 -N 3 --pad-seq --topology ideal",
                  "--pad-seq: the padded sequence of 2147483652 tokens exceeds 2^31"},
         BadInput{"topology_file_missing", "simulate --topology /nonexistent/t.json", "does not exist"},
@@ -638,6 +642,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "--zero 'two': expected 0 (nothing sharded), 1 (optimizer states), 2 (and gradients) or 3 (and weights)"},
         // What no mesh can run is the request's error, not an empty plan.
         BadInput{"plan_misspelt_layout", "plan --model 1b -n 64k --layouts zigzg", "--layouts 'zigzg': unknown layout"},
+        // A permutation file holds one number of devices: searched at that degree, which the GPUs must divide.
+        BadInput{"plan_permutation_degree_not_dividing", "plan --model 1b -n 4 --gpus 6 --layouts permutation:" + data("perm_4.json"),
+                 "perm_4.json: holds 4 device blocks: no context-parallel degree of 6 GPUs cuts the sequence into 4 (it must divide "
+                 "the GPUs)"},
+        BadInput{"plan_permutation_one_device", "plan --model 1b -n 4 --gpus 8 --layouts permutation:" + data("perm_one_device.json"),
+                 "perm_one_device.json: holds 1 device block: a plan lays a sequence out over a context-parallel degree of 2 or more"},
+        BadInput{"plan_permutation_other_length", "plan --model 1b -n 64k --gpus 8 --layouts permutation:" + data("perm_4.json"),
+                 "the layout covers 4 tokens but the sequence has 65536"},
         BadInput{"plan_unknown_mask", "plan --model 1b -n 64k --mask diagonal", "--mask 'diagonal': unknown mask"},
         BadInput{"plan_pad_without_documents", "plan --model 1b -n 64k --pad-documents", "--pad-documents: needs a documents mask"},
         BadInput{"plan_pad_seq_documents", "plan --model 1b -n 64k --pad-seq --mask documents:lognormal:4096:1.2:seed=1",
@@ -733,6 +745,33 @@ TEST(CliPlan, RefusalsComeByReasonMostChoicesFirst) {
   ASSERT_EQ(docs.exit_code, 0) << docs.err;
   EXPECT_NE(docs.out.find("--pad-documents, a --seq-len that more"), std::string::npos) << docs.out;
   EXPECT_EQ(docs.out.find("--pad-seq"), std::string::npos) << docs.out;
+  // Padding is named only where it lets a refused choice run: 2N padding gives block-striped:4096
+  // no multiple of S x N (12288 at N = 3), while zigzag runs with it. JSON says which refusals it mends.
+  const std::string twelve = "plan --model llama3-8b -n 64k --gpus 12 --memory-gib 1 --layouts ";
+  const CliResult blocks = run_cli(twelve + "block-striped:4096");
+  ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
+  EXPECT_NE(blocks.out.find("needs it divisible by s*N = 12288"), std::string::npos) << blocks.out;
+  EXPECT_NE(blocks.out.find("a shorter sequence, a --seq-len that more"), std::string::npos) << blocks.out;
+  EXPECT_EQ(blocks.out.find("--pad-seq"), std::string::npos) << blocks.out;
+  const CliResult zigzag = run_cli(twelve + "zigzag");
+  EXPECT_NE(zigzag.out.find("a shorter sequence, --pad-seq, a --seq-len that more"), std::string::npos) << zigzag.out;
+  for (const auto& [out, mended] : {std::pair{run_cli(twelve + "block-striped:4096 --format json").out, false},
+                                    std::pair{run_cli(twelve + "zigzag --format json").out, true}}) {
+    std::int64_t length_kinds = 0;
+    const auto doc = nlohmann::json::parse(out);
+    for (const auto& kind : doc.at("refusals")) {
+      if (!kind.at("example").get<std::string>().starts_with("--seq-len")) {
+        EXPECT_FALSE(kind.contains("mended_by")) << kind;
+        continue;
+      }
+      ++length_kinds;
+      EXPECT_EQ(kind.contains("mended_by"), mended) << kind;
+      if (mended) {
+        EXPECT_EQ(kind.at("mended_by"), "--pad-seq") << kind;
+      }
+    }
+    EXPECT_EQ(length_kinds, 2) << out;  // the ring's 2N and the hybrid's N
+  }
   const auto doc = nlohmann::json::parse(run_cli("plan --model llama3-70b --hardware b200 --topology nvswitch:72 -n 1M --format json").out);
   ASSERT_EQ(doc.at("refusals").size(), kinds.size());
   for (size_t i = 0; i < kinds.size(); ++i) {
@@ -744,6 +783,41 @@ TEST(CliPlan, RefusalsComeByReasonMostChoicesFirst) {
   const CliResult divisible = run_cli("plan --model llama3-70b --hardware b200 --topology nvswitch:72 -n 1179648");
   ASSERT_EQ(divisible.exit_code, 0) << divisible.err;
   EXPECT_EQ(divisible.out.find("  --seq-len"), std::string::npos) << divisible.out;
+}
+
+// A permutation file holds one number of devices: plan searches it wherever the layout cuts the
+// sequence into that many blocks (a ring or all-gather of N = 4, a hybrid of R = 4) and nowhere
+// else. Exported from zigzag, every one of its choices is zigzag's to the last digit.
+TEST(CliPlan, SearchesAPermutationFileAtTheDegreeItHolds) {
+  const auto file = temp_path("stripesim_plan_zigzag4.json");
+  ASSERT_EQ(run_cli("layout --layout zigzag -n 64k -N 4 -o '" + file.string() + "'").exit_code, 0);
+  const CliResult r = run_cli("plan --model llama3-8b --gpus 16 -n 64k --memory-gib 400 --top 1000 --format json --layouts zigzag,permutation:" +
+                              file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const std::string permutation = "permutation:" + file.string();
+  // By mesh and algorithm: the step, and the blocks the layout cuts the sequence into (R of hybrid:UxR, else N).
+  std::map<std::string, std::pair<double, std::int64_t>> zigzag, from_file;
+  for (const auto& c : doc.at("ranked")) {
+    const std::string cp = c.at("cp").get<std::string>();
+    const std::int64_t n = c.at("context_parallel").get<std::int64_t>();
+    const std::int64_t blocks = cp.starts_with("hybrid:") ? std::stoll(cp.substr(cp.find('x') + 1)) : n;
+    const std::string key = fmt::format("{}x{}x{} {}", c.at("model_parallel").get<std::int64_t>(), n,
+                                        c.at("data_parallel").get<std::int64_t>(), cp);
+    if (c.at("layout") == "zigzag") zigzag[key] = {c.at("step_us").get<double>(), blocks};
+    if (c.at("layout") == permutation) from_file[key] = {c.at("step_us").get<double>(), blocks};
+  }
+  ASSERT_FALSE(from_file.empty()) << r.out;
+  for (const auto& [key, step] : from_file) {
+    EXPECT_EQ(step.second, 4) << key;
+    ASSERT_TRUE(zigzag.contains(key)) << key;
+    EXPECT_EQ(step.first, zigzag.at(key).first) << key;
+  }
+  // Every mesh whose layout cuts 4 blocks has it beside zigzag, and no other.
+  for (const auto& [key, step] : zigzag) EXPECT_EQ(from_file.contains(key), step.second == 4) << key;
+  EXPECT_TRUE(from_file.contains("1x8x2 hybrid:2x4")) << r.out;
+  EXPECT_TRUE(from_file.contains("1x4x4 ring")) << r.out;
+  std::filesystem::remove(file);
 }
 
 // --pad-seq plans the degrees a length does not divide: on 72 GPUs 1M tokens are padded, mesh by
@@ -895,6 +969,31 @@ TEST(CliSimulate, StepTableSaysWhatTheTimeCoversAndCsvIsDeterministic) {
             "layout,scope,model,hardware,model_parallel,devices,data_parallel,seq_len,pass,cp,mask,topology,time_us,speedup_vs_contiguous,"
             "kv_memory_bytes,mean_busy_us,max_idle_us,max_exposed_comm_us,tokens_per_second,mfu,matmul_us,elementwise_us,attention_compute_us,attention_comm_us,attention_idle_us,"
             "model_parallel_comm_us,gradient_comm_us,memory_bytes,exceeds_memory");
+}
+
+// The JSON's step inputs carry the traffic between the weights' copies the table prints: the
+// gradient all-reduce, and under ZeRO the all-gather of the weights' shards, half of it (a ring
+// all-reduce is a reduce-scatter then an all-gather of the same shards); 0 where nothing is sharded.
+TEST(CliSimulate, StepJsonCarriesTheWeightCopiesTraffic) {
+  const std::string args = "simulate --model llama3-8b --scope step -M 2 -N 4 -D 8 -n 16k --topology cluster:8x8:nic=1gbps "
+                           "--layouts zigzag --format json --summary-only";
+  const auto inputs = [&](const std::string& zero) {
+    const CliResult r = run_cli(args + zero);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out).at("step_inputs");
+  };
+  const auto plain = inputs("");
+  EXPECT_EQ(plain.at("weight_allgather_us").get<double>(), 0.0);
+  const double allreduce = plain.at("gradient_allreduce_us").get<double>();
+  ASSERT_GT(allreduce, 0);
+  for (const std::string stage : {"1", "2", "3"}) {
+    const auto sharded = inputs(" --zero " + stage);
+    EXPECT_NEAR(2 * sharded.at("weight_allgather_us").get<double>(), allreduce, 1e-6 * allreduce) << stage;
+    const CliResult table = run_cli("simulate --model llama3-8b --scope step -M 2 -N 4 -D 8 -n 16k --topology cluster:8x8:nic=1gbps "
+                                    "--layouts zigzag --zero " + stage);
+    EXPECT_NE(table.out.find(fmt::format("{:.3f} ms", sharded.at("weight_allgather_us").get<double>() / 1e3)), std::string::npos)
+        << table.out;
+  }
 }
 
 // The CSV is what users stack across runs: each row names its mask and topology and carries the

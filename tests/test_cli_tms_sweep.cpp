@@ -184,7 +184,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"model_file_head_dim", "tms --model " + data("model_head_dim_too_large.json"),
                  "field \"head_dim\": must be between 1 and 1024, got 4096"},
         BadInput{"model_file_d_model", "tms --model " + data("model_d_model_too_large.json"),
-                 "field \"d_model\": d_model 1000000000 over 16 heads is a head size of 62500000, above the 1024 stripesim prices"},
+                 "field \"d_model\": d_model 262144 over 16 heads is a head size of 16384, above the 1024 stripesim prices"},
+        // A vocabulary of 2^62 overflowed a device's parameter bytes (exit 0, a negative all-reduce).
+        BadInput{"model_file_vocab", "simulate --scope step --model " + data("model_vocab_too_large.json"),
+                 "field \"vocab\": must be between 1 and 16777216, got 4611686018427387904"},
         BadInput{"model_parallel_heads", "tms --model-parallel 3", "--model-parallel 3: must divide the 16 heads"},
         // K/V heads split (or replicated) as the simulator splits them: 7 of 4 K/V heads is neither.
         BadInput{"model_parallel_kv_heads", "tms --model qwen2.5-7b --model-parallel 7",

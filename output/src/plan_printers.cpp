@@ -91,7 +91,9 @@ nlohmann::ordered_json to_json(const sim::Plan& plan) {
   nlohmann::ordered_json refusals = nlohmann::ordered_json::array();
   for (const sim::RefusalKind& k : plan.refusals) {
     examples.push_back(k.example);
-    refusals.push_back({{"example", k.example}, {"choices", k.choices}});
+    nlohmann::ordered_json refusal{{"example", k.example}, {"choices", k.choices}};
+    if (!k.mended_by.empty()) refusal["mended_by"] = k.mended_by;
+    refusals.push_back(std::move(refusal));
   }
   doc["refusal_examples"] = std::move(examples);
   doc["refusals"] = std::move(refusals);
@@ -117,26 +119,31 @@ std::string plan_table(const sim::Plan& plan) {
     remedies.emplace_back("a shorter sequence");
     // GPU counts with odd factors (72 of an NVL72 rack) leave degrees a power-of-two length does not divide.
     if (std::ranges::any_of(plan.refusals, [](const sim::RefusalKind& k) { return k.input == model::Input::seq_len; })) {
-      // Padding mends it where it is not given yet: a documents mask pads document by document
-      // (--pad-seq refuses it), any other pads one sequence at its end.
-      const bool documents = r.base.mask.starts_with("documents");
-      const bool padded = documents ? r.base.pad_documents : r.base.pad_seq;
+      // Padding is named where the search found it lets a refused choice run (RefusalKind::mended_by).
+      const auto mended = std::ranges::find_if(plan.refusals, [](const sim::RefusalKind& k) { return !k.mended_by.empty(); });
       remedies.emplace_back(fmt::format("{}a --seq-len that more context-parallel degrees divide, or fewer --gpus (refused below)",
-                                        padded ? "" : documents ? "--pad-documents, " : "--pad-seq, "));
+                                        mended == plan.refusals.end() ? "" : mended->mended_by + ", "));
     }
     out += fmt::format("nothing fits: give {}\n", fmt::join(remedies, ", "));
   } else {
-    out += fmt::format("{:>4} {:>12} {:>10} {:>9} {:<14} {:<12} {:>6} {:>8} {:>9} {:>9}  {}\n", "rank", "tokens/s", "step ms",
-                       "MxNxD", "cp", "layout", "MFU", "mem GiB", "attn comm", "attn idle", "why");
     const size_t shown = std::min(plan.ranked.size(), static_cast<size_t>(r.top));
+    // The text columns as wide as their longest entry shown (1x32768x1, block-striped:4096), so
+    // that the columns after them stay aligned.
+    size_t mesh_width = 9, cp_width = 14, layout_width = 12;
+    for (size_t i = 0; i < shown; ++i) {
+      mesh_width = std::max(mesh_width, sim::plan_mesh_name(plan.ranked[i].mesh).size());
+      cp_width = std::max(cp_width, plan.ranked[i].cp.size());
+      layout_width = std::max(layout_width, plan.ranked[i].layout.size());
+    }
+    out += fmt::format("{:>4} {:>12} {:>10} {:>{}} {:<{}} {:<{}} {:>6} {:>8} {:>9} {:>9}  {}\n", "rank", "tokens/s", "step ms",
+                       "MxNxD", mesh_width, "cp", cp_width, "layout", layout_width, "MFU", "mem GiB", "attn comm", "attn idle", "why");
     for (size_t i = 0; i < shown; ++i) {
       const sim::PlanCandidate& c = plan.ranked[i];
       const sim::StepEstimate& e = *c.step;
-      out += fmt::format("{:>4} {:>12.0f} {:>10.1f} {:>9} {:<14} {:<12} {:>5.1f}% {:>8.1f} {:>9.1f} {:>9.1f}  {}\n", i + 1,
-                         e.tokens_per_second, e.time_us / 1e3,
-                         fmt::format("{}x{}x{}", c.mesh.model_parallel, c.mesh.devices, c.mesh.data_parallel), c.cp,
-                         c.layout, 100 * e.mfu, e.memory.total() / sim::kBytesPerGib, e.breakdown.attention_comm_us / 1e3,
-                         e.breakdown.attention_idle_us / 1e3, c.reason);
+      out += fmt::format("{:>4} {:>12.0f} {:>10.1f} {:>{}} {:<{}} {:<{}} {:>5.1f}% {:>8.1f} {:>9.1f} {:>9.1f}  {}\n", i + 1,
+                         e.tokens_per_second, e.time_us / 1e3, sim::plan_mesh_name(c.mesh), mesh_width, c.cp, cp_width,
+                         c.layout, layout_width, 100 * e.mfu, e.memory.total() / sim::kBytesPerGib,
+                         e.breakdown.attention_comm_us / 1e3, e.breakdown.attention_idle_us / 1e3, c.reason);
     }
   }
   for (const std::string& note : plan.notes) out += "note: " + note + "\n";

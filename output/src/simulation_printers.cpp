@@ -117,6 +117,7 @@ nlohmann::ordered_json to_json(const sim::Simulation& sim, bool rounds) {
                           {"model_parallel_gpus", model_parallel_groups(sim.mesh).front()},
                           {"activation_allreduce_us", step.activation_allreduce_us},
                           {"gradient_allreduce_us", step.gradient_allreduce_us},
+                          {"weight_allgather_us", step.weight_allgather_us},
                           {"memory_gib", sim.hardware.memory_gib}};
   }
   nlohmann::ordered_json results = nlohmann::ordered_json::array();

@@ -142,6 +142,10 @@ Count ring_degree(const ContextParallel& cp, Count devices) {
   return cp.algorithm == CpAlgorithm::hybrid ? devices / cp.ulysses : 1;
 }
 
+Count layout_degree(const ContextParallel& cp, Count devices) {
+  return cp.algorithm == CpAlgorithm::hybrid ? ring_degree(cp, devices) : devices;
+}
+
 CpShape cp_shape(const ContextParallel& cp, const AttentionShape& s, Count kv_buffers) {
   // Every hop, gather and all-to-all below moves at most the whole sequence's K/V, counted in 64
   // bits; the flags' ranges together reach 2^64, so a shape beyond 2^53 bytes (9 PB, exact in a

@@ -79,7 +79,7 @@ constexpr Part kParts[] = {
 
 std::string family(const std::string& cp) { return cp.substr(0, cp.find(':')); }
 
-std::string label(const PlanCandidate& c) { return fmt::format("{} {} on {}", c.cp, c.layout, c.mesh.to_string()); }
+std::string label(const PlanCandidate& c) { return fmt::format("{} {} on {}", c.cp, c.layout, plan_mesh_name(c.mesh)); }
 
 // Against the best choice of another algorithm (or, for the best of its algorithm, the next best
 // of any): the part of the step where the difference is largest, per sequence (a step trains
@@ -150,30 +150,43 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
   }
   if (request.memory_gib) model::require_physical_range(*request.memory_gib, "--memory-gib");
   // The mask is the same whatever the mesh: a bad one is the request's error, not every mesh's.
-  model::Mask mask = model::parse_mask(request.base.mask, request.base.seq_len);
-  if (request.base.pad_documents) mask = model::pad_documents(mask, 1).mask;  // refuses any mask but documents
-  // --pad-seq: refuses documents, and --pad-documents beside it; on one device it pads to 2, as
-  // every mesh pads to its own 2N (an odd length is no layout's error then).
-  SimulateConfig one_device = request.base;
-  one_device.devices = 1;
-  const Count padded = padded_seq_len(one_device, mask);
-  if (request.base.pad_seq && padded != mask.seq_len()) mask = model::parse_mask(request.base.mask, padded);
-  // So are the layouts' names: each built on one device (what fails there fails on every N), or
-  // a misspelt one would only be missing from the meshes whose Ulysses ignores the layout.
+  const model::Mask request_mask = model::parse_mask(request.base.mask, request.base.seq_len);
+  // The sequence as a mesh whose layout cuts it into `blocks` runs it, padded as that mesh pads:
+  // --pad-documents refuses any mask but documents; --pad-seq refuses documents, and
+  // --pad-documents beside it, and pads to 2 x blocks (an odd length is no layout's error then).
+  const auto mask_at = [&](Count blocks, bool pad_seq) {
+    model::Mask mask = request.base.pad_documents ? model::pad_documents(request_mask, blocks).mask : request_mask;
+    SimulateConfig c = request.base;
+    c.devices = blocks;
+    c.pad_seq = pad_seq;
+    const Count padded = padded_seq_len(c, mask);
+    return pad_seq && padded != mask.seq_len() ? model::parse_mask(request.base.mask, padded) : mask;
+  };
+  (void)mask_at(1, request.base.pad_seq);
+  // So are the layouts' names: each built on one device (what fails there fails on every N), a
+  // permutation file at the one degree it holds, or a misspelt one would only be missing from the
+  // meshes whose Ulysses ignores the layout.
   for (const std::string& layout : request.base.layouts) {
+    const std::string file = model::layout_file(layout);
+    const Count blocks = file.empty() ? 1 : model::permutation_file_devices(file);
+    if (blocks < 2 && !file.empty()) {
+      throw model::InputError(model::Input::layouts, layout,
+                              fmt::format("holds {} device block{}: a plan lays a sequence out over a context-parallel degree of 2 "
+                                          "or more (on one device the layout plays no part)",
+                                          blocks, blocks == 1 ? "" : "s"));
+    }
+    const model::Mask mask = mask_at(blocks, request.base.pad_seq);
     try {
-      (void)model::parse_layout(layout, mask.seq_len(), 1, model::LayoutContext{&mask});
+      (void)model::parse_layout(layout, mask.seq_len(), blocks, model::LayoutContext{&mask});
     } catch (const model::InputError& e) {
       // A length no degree divides (an odd one for zigzag) is what --pad-seq mends, mesh by mesh;
       // not under a documents mask, which --pad-seq refuses (--pad-documents pads its documents).
       if (e.input() != model::Input::seq_len || request.base.pad_seq || mask.kind() == model::MaskKind::documents) throw;
       // Only where padding mends it: not a block-striped:S length that S x N must divide.
-      SimulateConfig padding = one_device;
-      padding.pad_seq = true;
       bool mended = false;
       try {
-        const model::Mask padded_mask = model::parse_mask(request.base.mask, padded_seq_len(padding, mask));
-        (void)model::parse_layout(layout, padded_mask.seq_len(), 1, model::LayoutContext{&padded_mask});
+        const model::Mask padded_mask = mask_at(blocks, true);
+        (void)model::parse_layout(layout, padded_mask.seq_len(), blocks, model::LayoutContext{&padded_mask});
         mended = true;
       } catch (const model::InputError&) {
       }
@@ -181,6 +194,35 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
       throw model::InputError(fmt::format("{}; or give --pad-seq (each mesh pads to its own 2N)", e.what()));
     }
   }
+}
+
+// The layouts a mesh whose layout cuts the sequence into `blocks` rings: all but the permutation
+// files made for another number of devices (`file_blocks`: each file's).
+std::vector<std::string> layouts_at(const std::vector<std::string>& layouts, const std::map<std::string, Count>& file_blocks,
+                                    Count blocks) {
+  std::vector<std::string> out;
+  for (const std::string& layout : layouts) {
+    const auto file = file_blocks.find(layout);
+    if (file == file_blocks.end() || file->second == blocks) out.push_back(layout);
+  }
+  return out;
+}
+
+// The padding flag that lets a mesh refused for its length run: --pad-seq pads the sequence
+// (under a documents mask --pad-documents each document) to a length its degree divides. Empty
+// where that flag is given already or does not mend it (block-striped:S wants S x N, not 2N).
+std::string padding_that_mends(const SimulateConfig& config, const model::ConfigCatalog& catalog, LayoutCache& layouts) {
+  const bool documents = model::is_documents_mask(config.mask);
+  SimulateConfig padded = config;
+  bool& flag = documents ? padded.pad_documents : padded.pad_seq;
+  if (flag) return "";
+  flag = true;
+  try {
+    (void)plan_simulation(padded, catalog, &layouts);
+  } catch (const model::InputError&) {
+    return "";
+  }
+  return documents ? "--pad-documents" : "--pad-seq";
 }
 
 // A refusal's kind: its message up to the hint after a ';' (the nearest lengths that divide, ...),
@@ -230,6 +272,21 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
                             fmt::format("has {} GPUs, fewer than --gpus {}", base.topology_graph->gpu_count(), gpus));
   }
 
+  // A permutation file holds one number of devices: searched where the layout cuts the sequence
+  // into that many blocks, so that number must divide the GPUs.
+  std::map<std::string, Count> file_blocks;
+  for (const std::string& layout : base.layouts) {
+    const std::string file = model::layout_file(layout);
+    if (file.empty()) continue;
+    const Count blocks = file_blocks[layout] = model::permutation_file_devices(file);
+    if (gpus % blocks != 0) {
+      throw model::InputError(model::Input::layouts, layout,
+                              fmt::format("holds {} device blocks: no context-parallel degree of {} GPUs cuts the sequence into "
+                                          "{} (it must divide the GPUs)",
+                                          blocks, gpus, blocks));
+    }
+  }
+
   // Every (mesh, algorithm); the simulation's own checks decide what is possible.
   for (const Count n : divisors(gpus)) {
     for (const Count m : divisors(gpus / n)) {
@@ -240,11 +297,14 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
           c.devices = n;
           c.data_parallel = gpus / n / m;
           c.cp = spec;
+          c.layouts = layouts_at(base.layouts, file_blocks, layout_degree(parse_context_parallel(spec, n), n));
           // One device, or Ulysses (the kernel sees the sequence in order): the layout plays no part.
           if (n == 1 || spec == "ulysses") c.layouts = {"contiguous"};
+          // Permutation files made for other degrees only: nothing to search here.
+          if (c.layouts.empty()) continue;
           // Merges fold a ring's calls together: the collectives make one call a head group.
           if (spec == "ulysses" || spec == "allgather") c.merges.clear();
-          search.meshes.push_back(PlannedMesh{std::move(c), std::nullopt, "", std::nullopt});
+          search.meshes.push_back(PlannedMesh{std::move(c), std::nullopt, "", std::nullopt, ""});
         }
       }
     }
@@ -270,6 +330,7 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
       mesh.plan.reset();
       mesh.refusal = e.what();
       mesh.refused_input = e.input();
+      if (e.input() == model::Input::seq_len) mesh.mended_by = padding_that_mends(mesh.config, catalog, layouts);
     }
   });
   // Refused on every mesh: an input no mesh can run (a misspelt layout or kernel, a length no
@@ -299,9 +360,11 @@ Plan run_plan(const PlanSearch& search) {
       const auto known = std::ranges::find(refusal_kinds, kind);
       if (known == refusal_kinds.end()) {
         refusal_kinds.push_back(kind);
-        out.refusals.push_back({mesh.refusal, layouts, mesh.refused_input});
+        out.refusals.push_back({mesh.refusal, layouts, mesh.refused_input, mesh.mended_by});
       } else {
-        out.refusals[static_cast<size_t>(known - refusal_kinds.begin())].choices += layouts;
+        RefusalKind& k = out.refusals[static_cast<size_t>(known - refusal_kinds.begin())];
+        k.choices += layouts;
+        if (k.mended_by.empty()) k.mended_by = mesh.mended_by;
       }
       continue;
     }
@@ -460,6 +523,10 @@ Plan run_plan(const PlanSearch& search) {
     }
   }
   return out;
+}
+
+std::string plan_mesh_name(const model::Mesh& mesh) {
+  return fmt::format("{}x{}x{}", mesh.model_parallel, mesh.devices, mesh.data_parallel);
 }
 
 }  // namespace stripesim::sim

@@ -436,7 +436,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
                           config.kv_buffers);
   // A hybrid's layout cuts the sequence into the ring's R blocks, and its all-to-all each block
   // over the U devices of a group: the length must divide by U x R, as any other N-way split's.
-  const Count layout_devices = sim.cp.algorithm == CpAlgorithm::hybrid ? ring_degree(sim.cp, config.devices) : config.devices;
+  const Count layout_devices = layout_degree(sim.cp, config.devices);
   // A call's queries and keys are one block of the layout's (Ulysses: the whole sequence).
   const Count block_tokens = sim.config.seq_len / (sim.cp.algorithm == CpAlgorithm::ulysses ? 1 : layout_devices);
   sim.call_shape = {sim.cp_shape.streams, head_dim, sim.tile, slowdown, block_tokens};

@@ -14,10 +14,10 @@ TransformerModel transformer_model_from_json(const nlohmann::json& doc, const st
                 "source"});
   TransformerModel m;
   m.name = f.non_empty_string("name");
-  m.vocab = f.positive_count("vocab");
-  m.d_model = f.positive_count("d_model");
-  m.d_ff = f.positive_count("d_ff");
-  m.layers = f.positive_count("layers");
+  m.vocab = f.positive_count("vocab", kMaxVocab);
+  m.d_model = f.positive_count("d_model", kMaxDModel);
+  m.d_ff = f.positive_count("d_ff", kMaxDff);
+  m.layers = f.positive_count("layers", kMaxLayers);
   m.heads = f.positive_count("heads", kMaxHeads);
   m.kv_heads = f.has("kv_heads") ? f.positive_count("kv_heads", kMaxHeads) : m.heads;
   JsonFields::located(f.where("kv_heads"), [&] { require_kv_heads_divide(m.heads, m.kv_heads); });

@@ -42,7 +42,21 @@ Config find(const std::string& root, const std::string& kind, Input input, const
   // The hardware profile picked may be refitted in place (calibrate-step --hardware-out); the
   // others read to find it, and a model, may not.
   const FileUse use = input == Input::hardware ? FileUse::hardware_profile : FileUse::input;
-  if (is_config_path(wanted)) return parse(read_json_file(wanted, flag + " " + wanted, use), flag + " " + wanted);
+  if (is_config_path(wanted)) {
+    const std::string label = flag + " " + wanted;
+    try {
+      return parse(read_json_file(wanted, label, use), label);
+    } catch (const InputError& e) {
+      // Raised again by kind, so that a file whose field named this one (an experiment's "model")
+      // is blamed instead of a flag the user never gave; on the command line it reads the same:
+      // "<flag> <path>[ field \"x\" = v]: <detail>", the file's own field kept beside the path.
+      const std::string_view message = e.what();
+      const size_t colon = message.find(": ", label.size());
+      if (!message.starts_with(label) || colon == std::string_view::npos) throw;
+      throw InputError(input, std::string(message.substr(flag.size() + 1, colon - flag.size() - 1)),
+                       std::string(message.substr(colon + 2)));
+    }
+  }
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(root) / kind;
   std::error_code ec;

@@ -262,19 +262,37 @@ void check_permutation_header(const JsonFields& fields, Count seq_len, Count dev
 
 }  // namespace
 
+namespace {
+
+// A permutation file's per-device arrays: its "blocks", or the document itself where it is a bare
+// array of arrays.
+const nlohmann::json& permutation_blocks(const nlohmann::json& doc, const std::string& label) {
+  const nlohmann::json* blocks = &doc;
+  if (doc.is_object()) {
+    if (!doc.contains("blocks")) throw InputError(fmt::format("{}: expected a \"blocks\" array of per-device arrays", label));
+    blocks = &doc.at("blocks");
+  }
+  if (!blocks->is_array()) throw InputError(fmt::format("{}: expected a \"blocks\" array of per-device arrays", label));
+  return *blocks;
+}
+
+}  // namespace
+
+Count permutation_file_devices(const std::string& path) {
+  const std::string label = fmt::format("permutation:{}", path);
+  return static_cast<Count>(permutation_blocks(read_json_file(path, label), label).size());
+}
+
 Layout load_permutation_file(const std::string& path, Count seq_len, Count devices) {
   const std::string label = fmt::format("permutation:{}", path);
   const nlohmann::json doc = read_json_file(path, label);
-  const nlohmann::json* blocks = &doc;
+  const nlohmann::json* blocks = &permutation_blocks(doc, label);
   if (doc.is_object()) {
     const JsonFields fields(doc, label);
     fields.allow_only({"description", "schema", "layout", "seq_len", "devices", "block_size", "tile", "tiling", "mask",
                        "padding", "blocks"});
-    if (!doc.contains("blocks")) throw InputError(fmt::format("{}: expected a \"blocks\" array of per-device arrays", label));
     check_permutation_header(fields, seq_len, devices);
-    blocks = &doc.at("blocks");
   }
-  if (!blocks->is_array()) throw InputError(fmt::format("{}: expected a \"blocks\" array of per-device arrays", label));
   if (static_cast<Count>(blocks->size()) != devices) {
     throw InputError(fmt::format("{}: holds {} device blocks but --devices is {}", label, blocks->size(), devices));
   }

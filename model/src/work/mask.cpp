@@ -213,8 +213,11 @@ Count parse_document_window(std::string_view spec, std::optional<std::string_vie
 
 }  // namespace
 
+constexpr std::string_view kDocuments = "documents:";
+
+bool is_documents_mask(std::string_view spec) { return spec.starts_with(kDocuments); }
+
 std::string mask_file(std::string_view spec) {
-  constexpr std::string_view kDocuments = "documents:";
   if (!spec.starts_with(kDocuments) || spec.size() == kDocuments.size()) return "";
   const std::string_view rest = split_window_suffix(spec.substr(kDocuments.size())).documents;
   return is_length_distribution(rest) || looks_like_length_list(rest) ? "" : std::string(rest);
@@ -227,7 +230,6 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
   if (spec == "bidirectional") return Mask::bidirectional(seq_len);
   constexpr std::string_view kWindow = "window:";
   constexpr std::string_view kPrefix = "prefix:";
-  constexpr std::string_view kDocuments = "documents:";
   if (spec.starts_with(kPrefix)) {
     const std::string_view length = spec.substr(kPrefix.size());
     if (length.starts_with('-')) {

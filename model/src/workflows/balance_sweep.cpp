@@ -40,7 +40,7 @@ BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::st
     g.require_distinct("devices", group.devices);
     g.require_distinct("tiles", group.tiles);
     group.pad_documents = g.boolean_or("pad_documents", group.pad_documents);
-    if (group.pad_documents && std::ranges::none_of(group.masks, [](const std::string& m) { return m.starts_with("documents:"); })) {
+    if (group.pad_documents && std::ranges::none_of(group.masks, is_documents_mask)) {
       throw InputError(fmt::format("{}: needs a documents mask among \"masks\"", g.where("pad_documents")));
     }
     spec.groups.push_back(std::move(group));
@@ -70,7 +70,7 @@ BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
     const BalanceGroup& g = spec.groups[group];
     const auto field = [&](const char* name, size_t i) { return fmt::format("groups[{}].{}[{}]", group, name, i); };
     // A per-document layout in a group without a documents mask would be left out of every row.
-    const bool any_documents = std::ranges::any_of(g.masks, [](const std::string& m) { return m.starts_with("documents:"); });
+    const bool any_documents = std::ranges::any_of(g.masks, is_documents_mask);
     for (const std::string& layout : g.layouts) {
       if (any_documents || !layout.starts_with("doc-")) continue;
       InputOrigins origins(spec.label);
@@ -97,7 +97,7 @@ BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
       config.tiling = spec.tiling;
       config.mask = g.masks[m];
       // Per-document layouts and padding only mean something for a documents mask.
-      const bool documents = config.mask.starts_with("documents:");
+      const bool documents = is_documents_mask(config.mask);
       for (const auto& layout : g.layouts) {
         if (documents || !layout.starts_with("doc-")) config.layouts.push_back(layout);
       }

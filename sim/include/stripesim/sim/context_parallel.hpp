@@ -39,6 +39,9 @@ struct ContextParallel {
 // The all-to-all degree (1 for ring and allgather) and the ring's (1 for allgather and ulysses).
 [[nodiscard]] Count ulysses_degree(const ContextParallel& cp, Count devices);
 [[nodiscard]] Count ring_degree(const ContextParallel& cp, Count devices);
+// The blocks a layout cuts the sequence into: a hybrid's ring degree R (its all-to-all splits each
+// block over U devices), else the group's N (Ulysses, whose kernel ignores the layout, included).
+[[nodiscard]] Count layout_degree(const ContextParallel& cp, Count devices);
 
 // One device's attention before context parallelism splits it: heads and K/V heads of its
 // model-parallel rank, `batch` sequences of `seq_len` tokens, over a group of `devices`.

@@ -57,6 +57,9 @@ struct RefusalKind {
   std::string example;  // the first such message
   Count choices = 0;
   std::optional<model::Input> input;  // the input it is about (--seq-len for a length N does not divide), if named
+  // The padding flag that lets its choices run (--pad-seq, or --pad-documents under a documents
+  // mask), where one of them runs with it; empty otherwise (block-striped:S wants S x N, not 2N).
+  std::string mended_by;
 };
 
 struct Plan {
@@ -77,6 +80,7 @@ struct PlannedMesh {
   std::optional<SimulationPlan> plan;  // unset: refused
   std::string refusal;
   std::optional<model::Input> refused_input;  // the input the refusal is about, where it names one
+  std::string mended_by;  // refused for its length: the padding flag it runs with, if any (RefusalKind)
 };
 
 // The request checked, the model and hardware read (memory per device from --memory-gib or the
@@ -86,6 +90,9 @@ struct PlanSearch {
   double memory_gib = 0;
   std::vector<PlannedMesh> meshes;
 };
+
+// A plan's name for a mesh, every degree shown: "2x4x1" (Mesh::to_string drops a D of 1).
+[[nodiscard]] std::string plan_mesh_name(const model::Mesh& mesh);
 
 // Throws model::InputError for a request that cannot be planned at all: no model, bad sizes, or an
 // input every mesh refuses (a misspelt layout or kernel, a length no layout divides).

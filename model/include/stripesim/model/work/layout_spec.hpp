@@ -77,6 +77,9 @@ class LayoutPlan {
 
 // `seq_len` and `devices` are the sequence's (after any padding), checked against the file.
 [[nodiscard]] Layout load_permutation_file(const std::string& path, Count seq_len, Count devices);
+// How many device blocks a permutation file holds: the only ring size it can be loaded for
+// (`plan` searches it at that context-parallel degree alone).
+[[nodiscard]] Count permutation_file_devices(const std::string& path);
 
 // Splits "a,b,c" into its non-empty items; an empty item is an InputError naming `what`.
 [[nodiscard]] std::vector<std::string> split_list(std::string_view text, const InputName& what);

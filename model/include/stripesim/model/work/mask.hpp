@@ -143,5 +143,8 @@ class LowestKeyWalk {
 // The file `spec` reads its document lengths from ("documents:FILE"), or empty when it reads none
 // (any other mask, a list of lengths, a distribution). parse_mask decides the same way.
 [[nodiscard]] std::string mask_file(std::string_view spec);
+// Whether `spec` names a documents mask, by its name alone (nothing after "documents:" parsed):
+// what decides, before any mask is built, that per-document layouts and padding apply.
+[[nodiscard]] bool is_documents_mask(std::string_view spec);
 
 }  // namespace stripesim::model
