@@ -274,7 +274,15 @@ TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> edits = {
       {[](nlohmann::json& d) { d["cases"][0]["active_tiles"] = d["cases"][0]["active_tiles"].get<int>() + 1; },
        "field \"cases[0]\" field \"active_tiles\": "},
-      {[](nlohmann::json& d) { d["cases"][2]["unmasked_pairs"] = "12"; }, "field \"cases[2]\" field \"unmasked_pairs\": expected a number"},
+      {[](nlohmann::json& d) { d["cases"][2]["unmasked_pairs"] = "12"; },
+       "field \"cases[2]\" field \"unmasked_pairs\": expected a non-negative integer, got \"12\""},
+      // Counts and indices are integers: 1.5 was read as 1.
+      {[](nlohmann::json& d) { d["cases"][1]["rounds"][2]["partial_tiles"] = 1.5; },
+       "field \"cases[1]\" field \"rounds[2]\" field \"partial_tiles\": expected a non-negative integer, got 1.5"},
+      {[](nlohmann::json& d) { d["cases"][0]["rounds"][0]["round"] = 0.5; },
+       "field \"cases[0]\" field \"rounds[0]\" field \"round\": expected a non-negative integer, got 0.5"},
+      // A case listed twice would weigh twice in a fit.
+      {[](nlohmann::json& d) { d["cases"].push_back(d["cases"][1]); }, "\": the same case as cases[1] (striped n=256 N=2 causal 16x16 fwdbwd): a run measures each case once"},
       {[](nlohmann::json& d) { d["cases"][0]["label"] = nullptr; }, "field \"label\": expected a string, got null"},
       {[](nlohmann::json& d) { d["all_passed"] = "true"; }, "field \"all_passed\": expected true or false"},
       // A verdict its errors do not give, and values the flags' checks refuse, named at their fields.
@@ -292,7 +300,7 @@ TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
          c["tolerance"] = 1.0;
        },
        "field \"cases[0]\" field \"correctness\" field \"tolerance\": 1 in the file, but a case in this precision is checked to"},
-      {[](nlohmann::json& d) { d["cases"][0]["handoff_bytes"] = 0; }, "field \"cases[0]\" field \"handoff_bytes\": must be positive"},
+      {[](nlohmann::json& d) { d["cases"][0]["handoff_bytes"] = 0; }, "field \"cases[0]\" field \"handoff_bytes\": must be at least 1, got 0"},
       {[](nlohmann::json& d) { d["concurrent_devices"] = true; }, "field \"concurrent_devices\": true on backend cpu, which runs its devices in turn"},
   };
   for (const auto& [edit, message] : edits) {

@@ -115,12 +115,11 @@ void read_cells(const JsonFields& f, CaseResult& r) {
     cell.allow_only({"round", "device", "unmasked_pairs", "active_tiles", "partial_tiles", "kernel_us", "handoff_us",
                      "backward_kernel_us", "backward_handoff_us", "predicted_kernel_us"});
     const Count round = static_cast<Count>(i) / n, device = static_cast<Count>(i) % n;
-    if (static_cast<Count>(required_non_negative(cell, "round")) != round ||
-        static_cast<Count>(required_non_negative(cell, "device")) != device) {
+    if (cell.non_negative_count("round") != round || cell.non_negative_count("device") != device) {
       throw InputError(fmt::format("{}: expected round {}, device {} (cells in round-major order)", cell.label(), round, device));
     }
     const auto count_at = [&](const char* key, const model::WorkMatrix& counted) {
-      const auto recorded = static_cast<std::int64_t>(required_non_negative(cell, key));
+      const Count recorded = cell.non_negative_count(key);
       if (recorded != counted.at(round, device)) {
         throw InputError(fmt::format("{}: {} in the file, {} by this stripesim's work model (another layout or mask definition?)",
                                      cell.where(key), recorded, counted.at(round, device)));
@@ -162,7 +161,7 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
   r.tolerance = output_tolerance(r.ring_case.precision);
   if (f.has("correctness")) read_correctness(JsonFields(f.raw("correctness"), f.where("correctness")), r);
   // A device's K/V block is never empty: 0 bytes would price every hand-off at an infinite rate.
-  r.handoff_bytes = static_cast<std::int64_t>(f.positive_number("handoff_bytes"));
+  r.handoff_bytes = f.positive_count("handoff_bytes");
   if (r.ring_case.backward) {
     // Files written before the field: a dK/dV accumulator per K/V row of the device's block, in
     // fp32 on the GPU backends and in the case's own precision on the host ones.
@@ -170,7 +169,7 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
     const Count block = c.seq_len / c.devices, kv_row = c.kv_heads * c.head_dim;
     const bool doubles = !is_gpu_backend(backend) && c.precision == Precision::fp64;
     r.gradient_handoff_bytes = f.has("gradient_handoff_bytes")
-                                   ? static_cast<std::int64_t>(required_non_negative(f, "gradient_handoff_bytes"))
+                                   ? f.non_negative_count("gradient_handoff_bytes")
                                    : (doubles ? cpu_ring::accumulator_bytes<double>(block, kv_row) : cpu_ring::accumulator_bytes<float>(block, kv_row));
   }
   r.summary.wall = spread_from(f, "wall_us");
@@ -179,7 +178,7 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
   // The case's totals are its cells' sums: a file that says otherwise was edited or is another's.
   for (const auto& [key, counted] : {std::pair{"unmasked_pairs", &r.work.unmasked_elements}, {"active_tiles", &r.work.active_tiles}}) {
     if (!f.has(key)) continue;
-    const auto recorded = static_cast<std::int64_t>(required_non_negative(f, key));
+    const Count recorded = f.non_negative_count(key);
     if (recorded != counted->total()) {
       throw InputError(fmt::format("{}: {} in the file, {} summed over its rounds", f.where(key), recorded, counted->total()));
     }
@@ -224,13 +223,13 @@ ValidationReport read_saved_report(const nlohmann::json& doc, const std::string&
   // Written for readers and recomputed from the cases: checked for their types only.
   (void)f.string_or("command", "");
   (void)f.boolean_or("all_passed", false);
-  if (f.has("cases_checked")) (void)required_non_negative(f, "cases_checked");
+  if (f.has("cases_checked")) (void)f.non_negative_count("cases_checked");
   report.backend = f.string("backend");
   if (report.backend != "cpu" && report.backend != "mpi" && report.backend != "cuda" && report.backend != "nccl") {
     throw InputError(fmt::format("{} '{}': expected cpu, mpi, cuda or nccl", f.where("backend"), report.backend));
   }
   report.device = f.string("device");
-  report.options.warmup = static_cast<Count>(required_non_negative(f, "warmup"));
+  report.options.warmup = f.non_negative_count("warmup");
   report.options.iterations = f.positive_count("iterations");
   // A backend runs its devices one way: the ones with a device per GPU or per process (nccl,
   // mpi) at once, cpu and cuda one after another. Files written before the field take that; a
@@ -256,6 +255,15 @@ ValidationReport read_saved_report(const nlohmann::json& doc, const std::string&
   const nlohmann::json& cases = f.non_empty_array("cases");
   for (size_t i = 0; i < cases.size(); ++i) {
     report.results.push_back(result_from(JsonFields(cases[i], f.where_item("cases", i)), report.backend));
+    // A run measures each case once: one listed twice (an edited file, or two runs joined into
+    // one) would weigh twice in a fit. Separate runs of a case are given as separate files.
+    const RingCase& c = report.results.back().ring_case;
+    const auto same = std::ranges::find(report.results.begin(), report.results.end() - 1, c, &CaseResult::ring_case);
+    if (same != report.results.end() - 1) {
+      throw InputError(fmt::format("{}: the same case as cases[{}] ({}): a run measures each case once (give separate runs as "
+                                   "separate files)",
+                                   f.where_item("cases", i), same - report.results.begin(), c.label()));
+    }
   }
   if (is_gpu_backend(report.backend)) (void)kernels_of(report, label);  // one run, one kernel of each pass
   return report;

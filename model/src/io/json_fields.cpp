@@ -137,6 +137,14 @@ bool JsonFields::boolean_or(const std::string& key, bool fallback) const {
   return raw(key).get<bool>();
 }
 
+Count JsonFields::non_negative_count(const std::string& key) const {
+  const auto& value = raw(key);
+  if (!value.is_number_integer()) throw InputError(fmt::format("{}: expected a non-negative integer, got {}", where(key), value.dump()));
+  const Count count = json_count(value, where(key));
+  if (count < 0) throw InputError(fmt::format("{}: must not be negative, got {}", where(key), count));
+  return count;
+}
+
 double JsonFields::non_negative_number_or(const std::string& key, double fallback) const {
   if (!has(key)) return fallback;
   const auto& value = raw(key);

@@ -74,6 +74,7 @@ struct RingCase {
 
   // "zigzag n=4096 N=4 causal 64x64"
   [[nodiscard]] std::string label() const;
+  friend bool operator==(const RingCase&, const RingCase&) = default;
 };
 
 // Throws model::InputError naming the field when the case cannot run (sizes that do not divide,

@@ -47,6 +47,8 @@ class JsonFields {
   [[nodiscard]] Count positive_count(const std::string& key, Count at_most = std::numeric_limits<Count>::max()) const;
   [[nodiscard]] Count positive_count_or(const std::string& key, Count fallback,
                                         Count at_most = std::numeric_limits<Count>::max()) const;
+  // A JSON integer of 0 or more (a count a file records: 1.5 is refused, not truncated); required.
+  [[nodiscard]] Count non_negative_count(const std::string& key) const;
   [[nodiscard]] double positive_number(const std::string& key) const;
   [[nodiscard]] double positive_number_or(const std::string& key, double fallback) const;
   [[nodiscard]] double non_negative_number_or(const std::string& key, double fallback) const;
