@@ -312,6 +312,25 @@ TEST(CliReport, SmallExampleKeepsThePrefixShare) {
   std::filesystem::remove_all(dir);
 }
 
+// An edited block-striped stripe that cannot lay out the analysed sequence is the file's field's
+// fault, named where it sits (it was blamed on --seq-len, a flag report does not take).
+TEST(CliReport, AnEditedLayoutIsNamedAtItsField) {
+  const auto dir = fresh_dir("stripesim_report_layout_edit");
+  const std::string json = (dir / "a.json").string();
+  ASSERT_EQ(run_cli("analyze --seq-len 4k --devices 4 --layouts block-striped:64 --format json -o '" + json + "'").exit_code, 0);
+  auto doc = nlohmann::json::parse(slurp(dir / "a.json"));
+  doc["results"][0]["layout"] = "block-striped:7";
+  std::ofstream(dir / "edited.json") << doc.dump();
+  const CliResult r = run_cli("report '" + (dir / "edited.json").string() + "' --out-dir '" + (dir / "r").string() + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("field \"/results/0/layout\": 'block-striped:7' cannot lay out the analysed n = 4096 over N = 4"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("--seq-len"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "r"));
+  std::filesystem::remove_all(dir);
+}
+
 size_t occurrences(const std::string& text, const std::string& what) {
   size_t count = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++count;

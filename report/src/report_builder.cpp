@@ -75,8 +75,17 @@ void analyze_section(const ReportInput& in, std::string& md, std::vector<ReportF
       continue;
     }
     if (*kind == model::LayoutKind::block_striped) {
-      // Its stripe, read by the layout parser at the analyzed size (where it was valid).
-      const long long stripe = model::parse_layout(name, read_size(c, "seq_len"), read_size(c, "devices")).stripe();
+      // Its stripe, read by the layout parser at the analyzed size (where it was valid). One it
+      // refuses there was edited: named at the file's field, not at analyze's flags.
+      long long stripe = 0;
+      try {
+        stripe = model::parse_layout(name, read_size(c, "seq_len"), read_size(c, "devices")).stripe();
+      } catch (const model::InputError&) {
+        throw FieldError(&r, "layout",
+                         fmt::format("'{}' cannot lay out the analysed n = {} over N = {} (its stripe times N must divide n), "
+                                     "so analyze did not write it",
+                                     name, read_size(c, "seq_len"), read_size(c, "devices")));
+      }
       if (stripe > kMaxExampleTokens) {
         left_out.push_back(name);
         continue;
