@@ -41,7 +41,9 @@ void Topology::build_graph() {
   for (std::size_t e = 0; e < net.links.size(); ++e) boost::add_edge(net.links[e].a, net.links[e].b, e, net.graph);
   net.weights.resize(net.links.size());
   for (std::size_t e = 0; e < net.links.size(); ++e) net.weights[e] = {net.links[e].bandwidth, net.links[e].latency_us};
-  net.trees.assign(net.gpus.size(), {});
+  net.tree_blocks.clear();
+  net.tree_blocks.resize((net.gpus.size() + Network::kTreesPerBlock - 1) / Network::kTreesPerBlock);
+  net.tree_stored.assign(net.gpus.size(), 0);
 }
 
 Topology Topology::from_json(const nlohmann::json& doc, const std::string& label) {
@@ -186,15 +188,21 @@ std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& t
   // A tree, once stored, never changes: it is read without the lock, and computed without it, so
   // that threads routing different GPUs do not wait on each other (two computing the same one
   // get the same tree; the first stored is kept).
-  std::vector<std::uint32_t>& stored = net.trees[static_cast<std::size_t>(from)];
-  bool computed = false;
+  const auto gpu = static_cast<std::size_t>(from);
+  const auto stored_tree = [&] {
+    return net.tree_blocks[gpu / Network::kTreesPerBlock].get() + (gpu % Network::kTreesPerBlock) * vertices;
+  };
+  const std::uint32_t* predecessor = nullptr;
   {
     const std::lock_guard lock(net.tree_mutex);
-    computed = !stored.empty();
+    if (net.tree_stored[gpu] != 0) predecessor = stored_tree();
   }
-  if (!computed) {
-    std::vector<RouteCost> distance(vertices);
-    std::vector<std::uint32_t> tree(vertices);
+  if (predecessor == nullptr) {
+    // The thread's buffers, reused tree after tree (Dijkstra sets every vertex of both).
+    thread_local std::vector<RouteCost> distance;
+    thread_local std::vector<std::uint32_t> tree;
+    if (distance.size() < vertices) distance.resize(vertices);
+    if (tree.size() < vertices) tree.resize(vertices);
     const auto index = boost::get(boost::vertex_index, net.graph);
     boost::dijkstra_shortest_paths_no_color_map(
         net.graph, source,
@@ -206,9 +214,12 @@ std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& t
             .distance_inf(RouteCost::unreachable())
             .distance_zero(RouteCost::here()));
     const std::lock_guard lock(net.tree_mutex);
-    if (stored.empty()) stored = std::move(tree);
+    std::unique_ptr<std::uint32_t[]>& block = net.tree_blocks[gpu / Network::kTreesPerBlock];
+    if (!block) block.reset(new std::uint32_t[std::min(Network::kTreesPerBlock, net.gpus.size()) * vertices]);  // NOLINT: uninitialised
+    if (net.tree_stored[gpu] == 0) std::copy_n(tree.begin(), vertices, stored_tree());
+    net.tree_stored[gpu] = 1;
+    predecessor = stored_tree();
   }
-  const std::vector<std::uint32_t>& predecessor = stored;
   std::vector<Route> routes;
   routes.reserve(to.size());
   for (const Count target_gpu : to) {
