@@ -119,8 +119,9 @@ std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ra
                      memory);
 }
 
-// Throws model::InputError for a request no mesh could mend.
-void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& catalog) {
+// Throws model::InputError for a request no mesh could mend. Returns the device count of every
+// permutation:FILE layout, each file read once (plan_search lays each out at that degree alone).
+std::map<std::string, Count> check_plan_request(const PlanRequest& request, const model::ConfigCatalog& catalog) {
   if (request.gpus < 1 || request.gpus > kMaxMeshGpus) {
     throw model::InputError(fmt::format("--gpus {}: must be between 1 and {}", request.gpus, kMaxMeshGpus));
   }
@@ -166,9 +167,10 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
   // So are the layouts' names: each built on one device (what fails there fails on every N), a
   // permutation file at the one degree it holds, or a misspelt one would only be missing from the
   // meshes whose Ulysses ignores the layout.
+  std::map<std::string, Count> file_blocks;
   for (const std::string& layout : request.base.layouts) {
     const std::string file = model::layout_file(layout);
-    const Count blocks = file.empty() ? 1 : model::permutation_file_devices(file);
+    const Count blocks = file.empty() ? 1 : file_blocks[layout] = model::permutation_file_devices(file);
     if (blocks < 2 && !file.empty()) {
       throw model::InputError(model::Input::layouts, layout,
                               fmt::format("holds {} device block{}: a plan lays a sequence out over a context-parallel degree of 2 "
@@ -194,6 +196,7 @@ void check_plan_request(const PlanRequest& request, const model::ConfigCatalog& 
       throw model::InputError(fmt::format("{}; or give --pad-seq (each mesh pads to its own 2N)", e.what()));
     }
   }
+  return file_blocks;
 }
 
 // The layouts a mesh whose layout cuts the sequence into `blocks` rings: all but the permutation
@@ -245,7 +248,7 @@ std::string refusal_kind(const std::string& message) {
 }  // namespace
 
 PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& catalog) {
-  check_plan_request(request, catalog);
+  const std::map<std::string, Count> file_blocks = check_plan_request(request, catalog);
   PlanSearch search;
   search.request = request;
   SimulateConfig base = request.base;
@@ -274,12 +277,10 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
 
   // A permutation file holds one number of devices: searched where the layout cuts the sequence
   // into that many blocks, so that number must divide the GPUs.
-  std::map<std::string, Count> file_blocks;
   for (const std::string& layout : base.layouts) {
-    const std::string file = model::layout_file(layout);
-    if (file.empty()) continue;
-    const Count blocks = file_blocks[layout] = model::permutation_file_devices(file);
-    if (gpus % blocks != 0) {
+    const auto file = file_blocks.find(layout);
+    if (file == file_blocks.end()) continue;
+    if (const Count blocks = file->second; gpus % blocks != 0) {
       throw model::InputError(model::Input::layouts, layout,
                               fmt::format("holds {} device blocks: no context-parallel degree of {} GPUs cuts the sequence into "
                                           "{} (it must divide the GPUs)",

@@ -137,7 +137,7 @@ class Topology {
     // 4 bytes a vertex: a mesh of 32768 GPUs routes every GPU, 4.3 GB of trees. Stored in blocks
     // of kTreesPerBlock GPUs, each one allocation left uninitialised (its pages are faulted in as
     // its trees are stored): a tree an allocation of its own (131 KB at 32768 GPUs, past malloc's
-    // mmap threshold) made a mapping each, and a 32768-GPU plan took 150 s instead of 64.
+    // mmap threshold) made a mapping each, and a 32768-GPU plan took 150 s instead of 62.
     static constexpr std::size_t kTreesPerBlock = 256;
     std::vector<std::unique_ptr<std::uint32_t[]>> tree_blocks;  // by GPU / kTreesPerBlock, null until used
     std::vector<char> tree_stored;                              // by GPU
