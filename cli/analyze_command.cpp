@@ -16,6 +16,7 @@
 #include "stripesim/model/io/spec_syntax.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/workflows/analysis.hpp"
+#include "stripesim/model/workflows/experiment_files.hpp"
 #include "stripesim/output/analysis_printers.hpp"
 
 namespace stripesim::cli {
@@ -67,7 +68,7 @@ std::pair<model::AnalyzeConfig, model::InputOrigins> resolve_config(const Analyz
   const std::string& file = experiment ? o.experiment_file : o.config_file;
   if (!file.empty()) {
     const std::string label = (experiment ? "--experiment " : "--config ") + file;
-    const nlohmann::json doc = model::read_json_file(file, label);
+    const nlohmann::json doc = model::with_files_beside(model::read_json_file(file, label), file);
     config = model::analyze_config_from_json(doc, config, label);
     origins = model::InputOrigins::of_file(doc, label, [&](model::Input input) { return o.given.overrides(input); });
   }

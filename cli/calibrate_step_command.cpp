@@ -10,6 +10,7 @@
 #include "run_mode.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/workflows/experiment_files.hpp"
 #include "stripesim/output/step_fit_printers.hpp"
 #include "stripesim/sim/step_sweep.hpp"
 
@@ -50,9 +51,9 @@ std::function<void()> register_calibrate_step_command(CLI::App& app, RunMode mod
     if (!cmd->parsed()) return;
     const CalibrateStepOptions& opts = *options;
     const std::string label = "--experiment " + opts.experiment;
-    const nlohmann::json experiment = model::read_json_file(opts.experiment, label);
+    const nlohmann::json experiment = model::with_files_beside(model::read_json_file(opts.experiment, label), opts.experiment);
     if (!sim::is_step_sweep(experiment)) throw model::InputError(label + ": has no \"step\" object (a step sweep experiment)");
-    const sim::StepSweepSpec spec = sim::step_sweep_spec_from_json(experiment, label, opts.experiment);
+    const sim::StepSweepSpec spec = sim::step_sweep_spec_from_json(experiment, label);
     if (spec.measured.empty()) throw model::InputError(label + ": names no \"measured\" file to fit to");
     const model::ConfigCatalog catalog(config_dir());
     const sim::StepFitPlan plan = sim::plan_step_fit(spec, catalog);

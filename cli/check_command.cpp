@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <iterator>
 #include <memory>
 
@@ -14,6 +13,7 @@
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/workflows/baseline.hpp"
+#include "stripesim/model/workflows/experiment_files.hpp"
 #include "stripesim/report/junit.hpp"
 #include "stripesim/sim/simulate_baseline.hpp"
 
@@ -43,11 +43,6 @@ constexpr const char* kCheckExamples = R"(Examples:
   stripesim check --baseline reports/baseline/imbalance.json --junit check.xml
       also a JUnit XML report (a test case per metric) for the CI system's test view)";
 
-// The folder a file is in ("." for a bare name): relative paths inside it are read from there.
-std::string folder_of(const std::string& file) {
-  const std::string folder = std::filesystem::path(file).parent_path().string();
-  return folder.empty() ? "." : folder;
-}
 
 std::vector<model::BaselineEntryKind> entry_kinds(const model::ConfigCatalog& catalog) {
   auto kinds = model::model_baseline_kinds(catalog);
@@ -131,7 +126,7 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
       if (opts.experiment.empty()) throw model::InputError("--write-baseline: needs --experiment FILE to know what to record");
       const std::string label = "--experiment " + opts.experiment;
       const auto experiment_doc = model::read_json_file(opts.experiment, label);
-      const std::string experiment_dir = folder_of(opts.experiment);
+      const std::string experiment_dir = model::folder_of(opts.experiment);
       const auto plan = model::plan_write_baseline(experiment_doc, label, kinds, experiment_dir);
       if (mode == RunMode::parse_only) return 0;
       const auto doc = model::write_baseline(plan);
@@ -146,7 +141,7 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
     const std::string label = "--baseline " + opts.baseline;
     const auto doc = model::read_json_file(opts.baseline, label);
     // Files the baseline names are read beside it, whatever the working directory.
-    const std::string base_dir = folder_of(opts.baseline);
+    const std::string base_dir = model::folder_of(opts.baseline);
     const auto plan = model::plan_compare_with_baseline(doc, label, kinds, rules, base_dir);
     if (mode == RunMode::parse_only) return 0;
     const auto checked = model::compare_with_baseline(plan);

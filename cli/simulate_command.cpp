@@ -17,6 +17,7 @@
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/work_model.hpp"
+#include "stripesim/model/workflows/experiment_files.hpp"
 #include "stripesim/output/simulation_printers.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 #include "stripesim/sim/simulation.hpp"
@@ -132,7 +133,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     std::string file_shape_field;  // the experiment file's "heads", "kv_heads" or "head_dim", if any
     if (!opts.experiment.empty()) {
       const std::string label = "--experiment " + opts.experiment;
-      const nlohmann::json doc = model::read_json_file(opts.experiment, label);
+      const nlohmann::json doc = model::with_files_beside(model::read_json_file(opts.experiment, label), opts.experiment);
       gives_kv_heads = doc.is_object() && doc.contains("kv_heads");
       gives_pass = doc.is_object() && doc.contains("pass");
       for (const char* field : {"heads", "kv_heads", "head_dim"}) {

@@ -22,6 +22,7 @@
 #include "stripesim/model/workflows/balance_sweep.hpp"
 #include "stripesim/model/workflows/grid.hpp"
 #include "stripesim/model/workflows/sweep.hpp"
+#include "stripesim/model/workflows/experiment_files.hpp"
 #include "stripesim/output/rows.hpp"
 #include "stripesim/sim/step_sweep.hpp"
 
@@ -210,7 +211,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
                                             "--threads, --format and --output apply to it)",
                                             flag->get_name()));
       }
-      experiment = model::read_json_file(opts.experiment, label);
+      experiment = model::with_files_beside(model::read_json_file(opts.experiment, label), opts.experiment);
     }
     // A file's "kind" of any other value or type is the TMS spec's to refuse, naming the field.
     const bool balance = experiment.is_object() ? experiment.contains("kind") && experiment.at("kind") == "balance"
@@ -238,7 +239,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
       sweep.description = spec.description;
       sweep.schema = model::kBalanceSchema;
     } else if (sim::is_step_sweep(experiment)) {
-      sim::StepSweepSpec spec = sim::step_sweep_spec_from_json(experiment, label, opts.experiment);
+      sim::StepSweepSpec spec = sim::step_sweep_spec_from_json(experiment, label);
       // The TMS columns' and the simulated step's (which must be its kernel's).
       spec.grid.tiling = tiling_flag.value_or(spec.grid.tiling);
       if (tiling_flag) spec.step.tiling = tiling_flag;

@@ -469,6 +469,46 @@ TEST(CliCheck, RelativePathsAreReadBesideTheBaseline) {
   std::filesystem::remove_all(dir);
 }
 
+// analyze, simulate and sweep read an experiment's files from its folder too, as check does: run
+// from another working folder, each gives what the flags give with the files' absolute paths.
+TEST(CliExperiment, FilesAreReadBesideTheExperimentByEveryCommand) {
+  const auto dir = fresh_dir("stripesim_experiment_relative");
+  std::ofstream(dir / "docs.txt") << "1024\n3072\n";
+  std::ofstream(dir / "hosts") << "node0 slots=2\nnode1 slots=2\n";
+  std::filesystem::copy_file(std::string(STRIPESIM_SOURCE_DIR) + "/configs/models/1b.json", dir / "m.json");
+  ASSERT_EQ(run_cli("layout --layout zigzag -n 4096 -N 4 --tile 64x64 -o '" + (dir / "perm.json").string() + "'").exit_code, 0);
+  const std::string docs = "documents:" + (dir / "docs.txt").string();
+  const std::string layouts = "contiguous,permutation:" + (dir / "perm.json").string();
+
+  std::ofstream(dir / "analyze.json") << R"({"seq_len": 4096, "devices": 4, "tile": "64x64", "mask": "documents:docs.txt",
+      "layouts": ["contiguous", "permutation:perm.json"]})";
+  const CliResult analyzed = run_cli("analyze --format json --experiment '" + (dir / "analyze.json").string() + "'");
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  const CliResult analyzed_by_flags =
+      run_cli("analyze --format json -n 4096 -N 4 --tile 64x64 --mask '" + docs + "' --layouts '" + layouts + "'");
+  ASSERT_EQ(analyzed_by_flags.exit_code, 0) << analyzed_by_flags.err;
+  EXPECT_EQ(analyzed.out, analyzed_by_flags.out);
+
+  std::ofstream(dir / "simulate.json") << R"({"seq_len": 4096, "devices": 4, "tile": "64x64", "mask": "documents:docs.txt",
+      "layouts": ["contiguous", "permutation:perm.json"], "model": "m.json", "topology": "hostfile:hosts"})";
+  const CliResult simulated = run_cli("simulate --format json --experiment '" + (dir / "simulate.json").string() + "'");
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  const CliResult simulated_by_flags =
+      run_cli("simulate --format json -n 4096 -N 4 --tile 64x64 --mask '" + docs + "' --layouts '" + layouts + "' --model '" +
+              (dir / "m.json").string() + "' --topology 'hostfile:" + (dir / "hosts").string() + "'");
+  ASSERT_EQ(simulated_by_flags.exit_code, 0) << simulated_by_flags.err;
+  EXPECT_EQ(simulated.out, simulated_by_flags.out);
+
+  std::ofstream(dir / "sweep.json") << R"({"kind": "balance", "groups": [{"seq_lens": [4096], "devices": [4],
+      "masks": ["documents:docs.txt"], "tiles": ["64x64"], "layouts": ["contiguous", "zigzag"]}]})";
+  const CliResult swept = run_cli("sweep --format json --experiment '" + (dir / "sweep.json").string() + "'");
+  ASSERT_EQ(swept.exit_code, 0) << swept.err;
+  const nlohmann::json sweep = nlohmann::json::parse(swept.out);
+  ASSERT_FALSE(sweep.at("rows").empty());
+  EXPECT_EQ(sweep.at("rows")[0].at("mask"), docs);
+  std::filesystem::remove_all(dir);
+}
+
 // --metrics picks metrics by pattern; --limit judges what it matches against an absolute bound
 // instead of the recorded value; --tolerance takes per-pattern values.
 TEST(CliCheck, MetricsLimitsAndPerMetricTolerances) {

@@ -537,7 +537,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "pad_seq_documents_experiment.json field \"pad_seq\": pads one sequence at its end"},
         // A model file named by an experiment is that file's field's fault, not a --model never given.
         BadInput{"experiment_model_file_missing", "simulate --experiment " + data("simulate_missing_model_file.json"),
-                 "simulate_missing_model_file.json field \"model\" = no_such_model.json: file 'no_such_model.json' does not exist"},
+                 "simulate_missing_model_file.json field \"model\" = " STRIPESIM_SOURCE_DIR "/tests/data/no_such_model.json: file '"
+                 STRIPESIM_SOURCE_DIR "/tests/data/no_such_model.json' does not exist"},
         BadInput{"pad_seq_beyond_2g", "simulate -n 2147483647 -N 3 --pad-seq --topology ideal",
                  "--pad-seq: the padded sequence of 2147483652 tokens exceeds 2^31"},
         BadInput{"topology_file_missing", "simulate --topology /nonexistent/t.json", "does not exist"},
@@ -598,7 +599,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "--ring-order auto: orders the ring's GPUs by their links; a ring of one device sends nothing"},
         // Values from an experiment file are named at their fields, files a spec names included.
         BadInput{"experiment_missing_hostfile", "simulate --experiment " + data("simulate_missing_hostfile.json"),
-                 "simulate_missing_hostfile.json field \"topology\" = hostfile:no-such-hostfile: file 'no-such-hostfile' does not exist"},
+                 "simulate_missing_hostfile.json field \"topology\" = hostfile:" STRIPESIM_SOURCE_DIR "/tests/data/no-such-hostfile: file '"
+                 STRIPESIM_SOURCE_DIR "/tests/data/no-such-hostfile' does not exist"},
         BadInput{"experiment_tiling_not_the_kernels", "simulate --experiment " + data("simulate_tiling_not_the_kernels.json"),
                  "simulate_tiling_not_the_kernels.json field \"tiling\" = fixed: kernel fa2 (a100-80gb) uses varlen tiling"},
         BadInput{"experiment_ring_order_without_a_ring", "simulate --experiment " + data("simulate_ulysses_ring_order.json"),

@@ -257,8 +257,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"balance_point_bad_mask", "sweep --experiment " + data("balance_point_bad_mask.json"),
                  "balance_point_bad_mask.json field \"groups[0].masks[1]\" = window:0: the window must be at least 1 token"},
         BadInput{"balance_missing_documents", "sweep --experiment " + data("balance_missing_documents.json"),
-                 "balance_missing_documents.json field \"groups[0].masks[1]\" = documents:no_such_lengths.txt: file "
-                 "'no_such_lengths.txt' does not exist"},
+                 "balance_missing_documents.json field \"groups[0].masks[1]\" = documents:" STRIPESIM_SOURCE_DIR
+                 "/tests/data/no_such_lengths.txt: file '" STRIPESIM_SOURCE_DIR "/tests/data/no_such_lengths.txt' does not exist"},
         // pad_documents pads documents: a group with none is refused as the flag is, and beside V+P
         // lengths it is named at its field.
         BadInput{"balance_pad_without_documents", "sweep --experiment " + data("balance_pad_without_documents.json"),

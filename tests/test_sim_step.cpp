@@ -14,6 +14,7 @@
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/sim/golden_section.hpp"
 #include "stripesim/sim/simulation.hpp"
+#include "stripesim/model/workflows/experiment_files.hpp"
 #include "stripesim/sim/step_sweep.hpp"
 #include "temp_path.hpp"
 
@@ -28,7 +29,8 @@ const model::ConfigCatalog& catalog() {
 const std::string kPaperExperiment = std::string(STRIPESIM_SOURCE_DIR) + "/configs/experiments/paper-measured.json";
 
 StepSweepSpec paper_spec() {
-  return step_sweep_spec_from_json(model::read_json_file(kPaperExperiment, "paper"), "paper", kPaperExperiment);
+  return step_sweep_spec_from_json(model::with_files_beside(model::read_json_file(kPaperExperiment, "paper"), kPaperExperiment),
+                                   "paper");
 }
 
 // The paper's 1B model on A100s, 2048x4096 blockwise tiles, the ring in lockstep.

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -72,7 +71,7 @@ std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path) {
 
 bool is_step_sweep(const nlohmann::json& doc) { return doc.is_object() && doc.contains("step"); }
 
-StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::string& label, const std::string& path) {
+StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::string& label) {
   nlohmann::json grid = doc;
   grid.erase("step");
   grid.erase("measured");
@@ -99,9 +98,7 @@ StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::st
   if (!doc.at("step").contains("pass")) spec.step.pass = default_pass(Scope::step);
   if (doc.contains("measured")) {
     if (!doc.at("measured").is_string()) throw InputError(label + " field \"measured\": expected a path");
-    const std::filesystem::path measured = doc.at("measured").get<std::string>();
-    spec.measured = measured.is_absolute() ? measured.string()
-                                           : (std::filesystem::path(path).parent_path() / measured).lexically_normal().string();
+    spec.measured = doc.at("measured").get<std::string>();
   }
   return spec;
 }

@@ -21,6 +21,7 @@
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/name_match.hpp"
 #include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/workflows/experiment_files.hpp"
 
 namespace stripesim::sim {
 
@@ -422,9 +423,8 @@ Topology load_topology_spec(const std::string& spec, const std::string& config_d
                                  flag + " " + spec);
     });
   }
-  constexpr std::string_view kHostfile = "hostfile:";
-  if (lower.starts_with(kHostfile)) {
-    const std::string path(text.substr(kHostfile.size()));
+  if (lower.starts_with("hostfile:")) {
+    const std::string path = model::hostfile_of(text);
     if (path.empty()) throw topology_error(spec, "expected hostfile:FILE (lines 'HOST slots=N')");
     return Topology::placed(read_hostfile(path, flag + " " + spec), spec, nvlink, nvlink_latency, kNicBandwidth, kNicLatencyUs);
   }

@@ -5,14 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
-#include <filesystem>
 #include <limits>
 
 #include "stripesim/model/flops/tms.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
-#include "stripesim/model/work/layout_spec.hpp"
-#include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/workflows/experiment_files.hpp"
 #include "stripesim/model/workflows/analysis.hpp"
 
 namespace stripesim::model {
@@ -82,12 +80,6 @@ nlohmann::ordered_json tms_metrics(const TmsPlan& plan) {
           {"tms_tiles", r.layout("striped").tms_tiles},
           {"tms_zigzag", r.layout("zigzag").tms},
           {"tms_tiles_zigzag", r.layout("zigzag").tms_tiles}};
-}
-
-// `path` read from `base_dir` when it is relative (and base_dir given).
-std::string from_base(const std::string& path, const std::string& base_dir) {
-  if (base_dir.empty() || path.empty() || std::filesystem::path(path).is_absolute()) return path;
-  return (std::filesystem::path(base_dir) / path).lexically_normal().string();
 }
 
 const nlohmann::json& array_field(const JsonFields& f, const std::string& key) {
@@ -276,33 +268,6 @@ std::vector<BaselineEntryKind> model_baseline_kinds(const ConfigCatalog& catalog
 
 InputOrigins entry_origins(const nlohmann::json& written, const std::string& where) {
   return InputOrigins::of_file(written, where, [](Input) { return false; });
-}
-
-nlohmann::json with_files_from(nlohmann::json config, const std::string& base_dir) {
-  if (base_dir.empty() || !config.is_object()) return config;
-  if (config.contains("mask") && config["mask"].is_string()) {
-    const std::string spec = config["mask"].get<std::string>();
-    if (const std::string file = mask_file(spec); !file.empty()) {
-      // "documents:" FILE [":window=W"]: the file moves, a window suffix stays.
-      const size_t file_end = std::string_view("documents:").size() + file.size();
-      config["mask"] = "documents:" + from_base(file, base_dir) + spec.substr(file_end);
-    }
-  }
-  if (config.contains("layouts") && config["layouts"].is_array()) {
-    for (auto& layout : config["layouts"]) {
-      if (!layout.is_string()) continue;
-      const std::string spec = layout.get<std::string>();
-      if (const std::string file = layout_file(spec); !file.empty()) {
-        layout = spec.substr(0, spec.size() - file.size()) + from_base(file, base_dir);
-      }
-    }
-  }
-  for (const char* key : {"model", "hardware", "kernel", "topology"}) {
-    if (!config.contains(key) || !config[key].is_string()) continue;
-    const std::string value = config[key].get<std::string>();
-    if (is_config_path(value)) config[key] = from_base(value, base_dir);
-  }
-  return config;
 }
 
 std::size_t baseline_metric_count(const nlohmann::json& baseline) {

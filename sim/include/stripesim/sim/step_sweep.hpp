@@ -43,9 +43,9 @@ struct StepSweepSpec {
   std::string measured;         // resolved path; empty: none
 };
 
-// `path`: the experiment file (the measured file is relative to it).
-[[nodiscard]] StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::string& label,
-                                                      const std::string& path);
+// `doc`: the experiment with its files read from its folder (model::with_files_beside), the
+// "measured" file among them.
+[[nodiscard]] StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::string& label);
 // True when an experiment document asks for step columns.
 [[nodiscard]] bool is_step_sweep(const nlohmann::json& doc);
 

@@ -43,10 +43,6 @@ struct BaselineEntryKind {
 // layout) names `where` and the field, as an --experiment file's do, not the flag.
 [[nodiscard]] InputOrigins entry_origins(const nlohmann::json& written, const std::string& where);
 
-// The configuration with each file it names (a documents:FILE mask, permutation:FILE layouts, a
-// model, hardware, kernel or topology given as a JSON file) read from `base_dir` when relative.
-[[nodiscard]] nlohmann::json with_files_from(nlohmann::json config, const std::string& base_dir);
-
 // experiment: {"description", "<command>": [configurations], ...} for each kind. Relative file
 // paths are read from `base_dir` (the experiment's folder) and recorded as written, so the
 // baseline, kept beside them, checks alike from any working directory.
