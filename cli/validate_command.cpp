@@ -474,6 +474,15 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
         }
       }
     }
+    if (const auto limit = backend->device_limit()) {
+      for (const model::Count n : matrix.devices) {
+        if (n > *limit) {
+          throw model::InputError(fmt::format(
+              "--devices {}: --backend {} runs a GPU per device and this machine has {}{}", n, opts.backend, *limit,
+              opts.devices.empty() ? " (the ring sizes of the default matrix: give --devices with sizes that fit)" : ""));
+        }
+      }
+    }
     // The placement the flags promise, checked against where the ranks run once they can say.
     std::optional<sim::NodePlacement> promised;
     if (!opts.topology.empty()) {

@@ -4,9 +4,10 @@
 # short still leaves what the steps before it measured. Run from the repository root:
 #   STEPS="ncu bench fwdbwd16k head64 wgmma" scripts/gpu-session.sh [BUNDLE_DIR]   (default build-gpurt)
 # with the bundle of scripts/gpu-bundle.sh. Steps (default: those five, about 12 minutes on an
-# H100 with their limits; wgmma only on a Hopper GPU; the NCCL tests need 2 GPUs or more and are
-# not here):
+# H100 with their limits; wgmma only on a Hopper GPU; nccl only where 2 GPUs or more are visible):
 #   tests      every GPU test but NCCL's                                     (~130 s)
+#   nccl       (2 GPUs or more) NCCL's GPU tests, then the nccl backend's ring, all-gather and
+#              Ulysses at n = 16k on as many GPUs as it sees, up to 8 (issue 20's measured side)
 #   ncu        Nsight Compute on one flash forward call, n = 16k, unmasked   (why it runs at
 #              0.46-0.50x of SDPA: issue stalls, shared-memory bank conflicts, achieved occupancy)
 #   bench      the kernels against PyTorch SDPA at n = 8k-32k (reports/validation/kernel-<gpu>.*);
@@ -75,6 +76,15 @@ hopper=0
 for s in ${STEPS:-ncu bench fwdbwd16k head64 wgmma}; do
   case "$s" in
     tests) step tests 200 "$T" --gtest_filter='-*Nccl*' ;;
+    nccl) gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+          if (( gpus >= 2 )); then
+            sizes=2; (( gpus >= 4 )) && sizes=2,4; (( gpus >= 8 )) && sizes=2,4,8
+            step nccl-tests 300 "$T" --gtest_filter='*Nccl*'
+            step nccl 400 "$S" validate --backend nccl --cp ring,allgather,ulysses --compare --seq-len 16k \
+              --devices "$sizes" --out-dir "$R/nccl-cp"
+          else
+            echo "== nccl: skipped, $gpus GPU visible (a ring needs 2)" | tee "$R/nccl.log"
+          fi ;;
     ncu) step ncu 150 "$ncu" --clock-control none --set full --kernel-name regex:flash_attention_kernel --launch-count 1 -o "$R/flash-16k-bidirectional" \
            "$K" --kernels flash --tiles 128x128 --masks bidirectional --seq-lens 16384 --reps 1 --warmup 0
          [[ -f "$R/flash-16k-bidirectional.ncu-rep" ]] && "$ncu" --import "$R/flash-16k-bidirectional.ncu-rep" --page details > "$R/ncu-details.txt" 2>&1
@@ -151,7 +161,7 @@ for s in ${STEPS:-ncu bench fwdbwd16k head64 wgmma}; do
               step prefix-shipped 60 "$S" validate --compare --no-fit --hardware "$hw" --kernel flex \
                 --measurements "${measured[@]}" --out-dir "$R/prefix-flex-shipped"
             fi ;;
-    *) echo "gpu-session.sh: unknown step '$s' (tests, ncu, bench, compare, fwdbwd16k, head64, wgmma, cp, lone64, retime, hostsync, unseen, prefix)" >&2; exit 2 ;;
+    *) echo "gpu-session.sh: unknown step '$s' (tests, nccl, ncu, bench, compare, fwdbwd16k, head64, wgmma, cp, lone64, retime, hostsync, unseen, prefix)" >&2; exit 2 ;;
   esac
 done
 echo "== all steps done after $SECONDS s; results in $archive"

@@ -115,6 +115,37 @@ TEST(GpuBackends, UnknownInjectedFaultIsAnInputError) {
   EXPECT_THROW(static_cast<void>(make_cuda_backend()->run(problem, RunOptions{0, 1, 60})), model::InputError);
 }
 
+// A skipped send the run never reaches would let the hung-peer test pass without a hang: refused
+// before any device is touched, with or without a GPU.
+TEST(GpuBackends, SkippedSendThatTheRunNeverReachesIsAnInputError) {
+  const InjectedFault fault("skip-send:0");
+  const RingProblem problem(gpu_case("zigzag", "causal", 2, Precision::bf16));
+  auto expect_refused = [&](RingBackend& backend, const RunOptions& options, const std::string& expected) {
+    try {
+      static_cast<void>(backend.run(problem, options));
+      ADD_FAILURE() << "no InputError for " << expected;
+    } catch (const model::InputError& error) {
+      EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+    }
+  };
+  // The cuda backend has no NCCL transfer to skip.
+  expect_refused(*make_cuda_backend(), RunOptions{1, 1, 60}, "this run is --backend cuda");
+  // One pass: the first pass connects the ranks and runs whole.
+  expect_refused(*make_nccl_backend(), RunOptions{0, 1, 60}, "this run makes 1 (warm-up + iterations)");
+}
+
+// validate checks a matrix's ring sizes against this before the first case runs (a default
+// --compare matrix of N = 2, 4 and 8 on a node of 4 GPUs was refused at its first N = 8 case).
+TEST(GpuBackends, NcclRingsAreBoundedByTheVisibleGpus) {
+  EXPECT_EQ(make_cuda_backend()->device_limit(), std::nullopt);  // one GPU plays every device
+  const std::optional<Count> limit = make_nccl_backend()->device_limit();
+  if (gpu_count() == 0) {
+    EXPECT_EQ(limit, std::nullopt);  // run() reports the missing GPU, exit code 3
+  } else {
+    EXPECT_EQ(limit, std::optional<Count>(gpu_count()));
+  }
+}
+
 // The shipped profiles of the validator's GPU kernels describe the scalar backward kernel compiled
 // here (their backward costs were fitted on it): a thread block per 32 keys, so the time model
 // places as many blocks as it launches.
@@ -528,11 +559,12 @@ TEST(NcclBackend, FewerGpusThanDevicesIsAnInputError) {
 TEST(NcclBackend, HungPeerTimesOutNamingTheRankThatDidNotComplete) {
   SKIP_WITHOUT_GPU();
   if (gpu_count() < 2) GTEST_SKIP() << "the nccl backend needs 2 GPUs for a ring, this machine has " << gpu_count();
-  const InjectedFault fault("skip-send:0");  // rank 0 never sends in round 0: rank 1 waits for it
+  // Rank 0 does not send in round 0 after the warm-up pass (which connects the ranks): rank 1 waits.
+  const InjectedFault fault("skip-send:0");
   const RingProblem problem(gpu_case("zigzag", "causal", 2, Precision::bf16));
   const auto start = std::chrono::steady_clock::now();
   try {
-    static_cast<void>(make_nccl_backend()->run(problem, RunOptions{0, 1, 5}));
+    static_cast<void>(make_nccl_backend()->run(problem, RunOptions{1, 1, 5}));
     ADD_FAILURE() << "no DeviceFailure";
   } catch (const DeviceFailure& failure) {
     EXPECT_EQ(failure.rank(), 1) << failure.what();

@@ -33,4 +33,19 @@ InjectedFault injected_fault() {
       fmt::format("STRIPESIM_INJECT_FAULT='{}': expected oom or skip-send:RANK (or unset for no fault)", value));
 }
 
+void check_fault_reached(const InjectedFault& fault, std::string_view backend, const RunOptions& options) {
+  if (!fault.skip_send_rank) return;
+  if (backend != "nccl") {
+    throw model::InputError(fmt::format(
+        "STRIPESIM_INJECT_FAULT=skip-send:{}: injects into the nccl backend's transfers, this run is --backend {}",
+        *fault.skip_send_rank, backend));
+  }
+  if (options.warmup + options.iterations < 2) {
+    throw model::InputError(fmt::format(
+        "STRIPESIM_INJECT_FAULT=skip-send:{}: the send is skipped from the second pass of the ring on (the first "
+        "connects the ranks), this run makes {} (warm-up + iterations)",
+        *fault.skip_send_rank, options.warmup + options.iterations));
+  }
+}
+
 }  // namespace stripesim::validate::gpu

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "fault_injection.hpp"
 #include "gpu_devices.hpp"
 #include "measure_ring.hpp"
 #include "stripesim/validate/gpu_backends.hpp"
@@ -28,12 +29,23 @@ class GpuBackend final : public RingBackend {
   [[nodiscard]] std::string name() const override { return name_; }
   [[nodiscard]] bool concurrent_devices() const override { return concurrent_; }
   [[nodiscard]] std::string device_name() const override { return gpu_name(0); }
+  // A backend whose devices run at once (nccl) needs a GPU each. With no GPU at all there is no
+  // limit to give: run() reports that as it does for every case (DeviceFailure, exit code 3).
+  [[nodiscard]] std::optional<Count> device_limit() const override {
+    if (!concurrent_) return std::nullopt;
+    try {
+      return visible_gpus();
+    } catch (const DeviceFailure&) {
+      return std::nullopt;
+    }
+  }
   [[nodiscard]] bool supports(Precision precision) const override {
     return precision == Precision::bf16 || precision == Precision::fp16;
   }
 
   [[nodiscard]] RingMeasurement run(const RingProblem& problem, const RunOptions& options) override {
     check_run_options(options);
+    check_fault_reached(injected_fault(), name_, options);
     const std::string& cp = problem.ring_case().cp;
     if (cp == "allgather") return run_with<AllGather>(problem, options);
     if (cp == "ulysses") return run_with<Ulysses>(problem, options);

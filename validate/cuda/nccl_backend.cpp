@@ -179,6 +179,7 @@ class NcclRing {
     }
     wait_ring(deadline);
     const double wall_us = std::chrono::duration<double, std::micro>(gpu::Clock::now() - start).count();
+    ++passes_;
 
     for (Count d = 0; d < n_; ++d) {
       const Rank& rank = use(d);
@@ -246,7 +247,8 @@ class NcclRing {
         Rank& rank = use(d);
         const Count next = (d + 1) % n_;
         const Count previous = (d + n_ - 1) % n_;
-        const bool skip = r == 0 && fault_.skip_send_rank == d;  // STRIPESIM_INJECT_FAULT=skip-send:d
+        // STRIPESIM_INJECT_FAULT=skip-send:d, once a pass has connected the ranks (fault_injection.hpp).
+        const bool skip = r == 0 && passes_ > 0 && fault_.skip_send_rank == d;
         if (!skip) {
           check_nccl(ncclSend(rank.slots.slot[gpu::kv_slot(r)], bytes, ncclUint8, static_cast<int>(next), comms_[d],
                               rank.comm.get()),
@@ -371,6 +373,7 @@ class NcclRing {
   std::vector<Rank> ranks_;
   Communicators comms_;  // declared last: destroyed (finalized or aborted) before the streams and memory
   bool hung_ = false;
+  Count passes_ = 0;  // ring passes completed (warm-ups included)
 };
 
 }  // namespace

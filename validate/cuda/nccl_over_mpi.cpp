@@ -14,11 +14,20 @@ LocalGpu take_local_gpu(int rank) {
   LocalGpu out;
   MPI_Comm node;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int local_ranks = 1;
   MPI_Comm_rank(node, &out.local_rank);
+  MPI_Comm_size(node, &local_ranks);
   MPI_Comm_free(&node);
   int gpus = 0;
   check_cuda(cudaGetDeviceCount(&gpus), rank, "cudaGetDeviceCount");
   if (gpus == 0) throw DeviceFailure(rank, "cudaGetDeviceCount", "no GPU is visible to this rank");
+  // One GPU seen by each of several ranks is the launcher binding a GPU per rank (srun
+  // --gpus-per-task, CUDA_VISIBLE_DEVICES per rank); several GPUs seen by more ranks than that
+  // would put two ranks on one GPU, which NCCL refuses deep inside its initialisation.
+  if (gpus > 1 && local_ranks > gpus) {
+    throw DeviceFailure(rank, "cudaGetDeviceCount",
+                        fmt::format("{} ranks on this node share its {} GPUs: launch one rank per GPU", local_ranks, gpus));
+  }
   out.device = out.local_rank % gpus;
   check_cuda(cudaSetDevice(out.device), rank, [&] { return fmt::format("cudaSetDevice({})", out.device); });
   return out;

@@ -80,6 +80,10 @@ class RingBackend {
   // A backend launched as one process per device (mpi: the MPI world) has its ring size fixed by
   // the launch: every case must have that many devices. Empty when any N runs.
   [[nodiscard]] virtual std::optional<Count> launched_devices() const { return std::nullopt; }
+  // The largest ring this backend can run here, checked before a matrix starts so that it is not
+  // refused half way through (nccl in one process: a GPU per device, as many as it sees). Empty
+  // when any N runs.
+  [[nodiscard]] virtual std::optional<Count> device_limit() const { return std::nullopt; }
   // The host each device runs on, in device order, for a backend whose devices may span nodes
   // (mpi: every rank's host name, gathered so that every rank has them; every rank must call
   // it). Empty when every device runs in this one process.
