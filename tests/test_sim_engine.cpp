@@ -212,6 +212,8 @@ TEST(RingSimulator, BackwardSendsGradientsHome) {
   }
 }
 
+// Each hop on a wire of its own: where hops share links, FIFO order can make more buffers slower
+// (README, simulate's Output: what the tests pin).
 TEST(RingSimulator, MoreBuffersNeverSlower) {
   const Count n = 6;
   const auto compute = random_compute(n, 11);
