@@ -16,10 +16,11 @@ rings, each split over Ulysses at degree 8. The same paper's training steps (its
 LLAMA2-7B on one node of 8 A800s, Llama-3 8B on two, Megatron-LM): each mesh of tensor parallelism
 x Ulysses x ring's TFLOP/s per GPU over the best mesh's at that length, on the `a800` preset.
 MagiAttention's (its blog's distributed benchmark, charts only): one node of 8 H100s,
-FlashAttention-3, 64 heads over 8 K/V heads, 8k tokens a GPU, causal and full masks, forward and
-backward timed apart: Ring P2P's and Ring AllGather's TFLOP/s per GPU over Ulysses'; and its
-kernel benchmark's single calls (one H100, FlashAttention-3, cuDNN and FlashAttention-2, 4k to
-128k tokens, no mask), compared as rates, by relative error. The published figures are the
+FlashAttention-3, 8k tokens a GPU, and one of 8 B200s, cuDNN, 16k tokens a GPU, 64 heads over 8
+K/V heads, causal and full masks, forward and backward timed apart: Ring P2P's and Ring
+AllGather's TFLOP/s per GPU over Ulysses'; and its kernel benchmarks' single calls (one H100,
+FlashAttention-3, cuDNN and FlashAttention-2, 4k to 128k tokens, no mask; one B200, PyTorch's
+SDPA, 4k to 32k tokens, unmasked and causal), compared as rates, by relative error. The published figures are the
 throughput ratios (and those rates) the projects report, cited in stripesim's README.
 
     scripts/published-comparison.py                 # every row, and each kind's mean and worst error
@@ -29,7 +30,7 @@ throughput ratios (and those rates) the projects report, cited in stripesim's RE
     scripts/published-comparison.py --max-mean-kernels 0.08  # the mean relative error of its kernel rates
     scripts/published-comparison.py --readme README.md  # exit 1 where its tables say otherwise
 
-Run from anywhere after building (build/cli/stripesim); about 30 s."""
+Run from anywhere after building (build/cli/stripesim); a few seconds."""
 import argparse
 import csv
 import io
@@ -93,19 +94,28 @@ USP_PAPER_ITERATIONS = {
     "128k": {8: (2.782, 2.785), 4: (2.024, 2.771), 2: (1.73, 2.89), 1: (1.628, 2.91)},
 }
 
-# MagiAttention's distributed benchmark on H100s (its blog "Long-Context Attention Benchmark",
-# docs/source/blog/cp_benchmark.md, and exps/dist_attn/benchmark_conf.py: 8k tokens a GPU, 64 query
-# heads over 8 K/V heads of 128, batch 1, bf16, FlashAttention-3 in every baseline, each pass timed
-# alone, the slowest rank's time): TFLOP/s per GPU of (Ulysses, Ring P2P, Ring AllGather) at 8 GPUs,
-# one node, per (mask, pass). The blog gives bar charts only: these are the bars' tops measured
-# in the charts' pixels against their gridlines (about +-1 TFLOP/s). Ratios over Ulysses. Its 16 to
-# 64 GPUs span nodes of a cluster the blog withholds, and are left out.
+# MagiAttention's distributed benchmark (its blog "Long-Context Attention Benchmark",
+# docs/source/blog/cp_benchmark.md, and exps/dist_attn/benchmark_conf.py: 64 query heads over 8
+# K/V heads of 128, batch 1, bf16, each pass timed alone, the slowest rank's time): TFLOP/s per GPU
+# of (Ulysses, Ring P2P, Ring AllGather) at 8 GPUs, one node, per (hardware, mask, pass). The blog
+# gives bar charts only: these are the bars' tops measured in the charts' pixels against their
+# gridlines (about +-1 TFLOP/s), at the left of each bar, where no line crosses its top. Ratios
+# over Ulysses. H100s: 8k tokens a GPU, FlashAttention-3 in every baseline (the blog's first
+# version). B200s: 16k tokens a GPU, cuDNN in every baseline (its charts under
+# assets/magi_attn/exp/distributed/b200/ at the repository's commit 2c641357, the v1.1.0 series).
+# Its 16 to 64 GPUs span nodes of a cluster the blog withholds, and are left out.
 MAGI_TFLOPS = {
-    ("causal", "fwd"): (601.5, 421.2, 601.3),
-    ("causal", "bwd"): (582.2, 432.3, 516.0),
-    ("full", "fwd"): (605.4, 510.7, 606.2),
-    ("full", "bwd"): (575.8, 496.3, 532.6),
+    ("h100", "causal", "fwd"): (601.5, 421.2, 601.3),
+    ("h100", "causal", "bwd"): (582.2, 432.3, 516.0),
+    ("h100", "full", "fwd"): (605.4, 510.7, 606.2),
+    ("h100", "full", "bwd"): (575.8, 496.3, 532.6),
+    ("b200", "causal", "fwd"): (1164.8, 1139.9, 1199.3),
+    ("b200", "causal", "bwd"): (820.3, 756.8, 692.3),
+    ("b200", "full", "fwd"): (1237.3, 1211.3, 1256.7),
+    ("b200", "full", "bwd"): (919.6, 809.2, 840.5),
 }
+# Per hardware: the profile of the kernel every baseline calls, and the 8 GPUs' tokens.
+MAGI_SETUP = {"h100": ("fa3", "64k"), "b200": ("sdpa", "128k")}
 MAGI_TABLE = "magiattention"
 
 # MagiAttention's single-GPU kernel benchmark (its repository at commit bb1434d1, "updated exps",
@@ -124,6 +134,18 @@ MAGI_KERNEL_TFLOPS = {
     ("bwd", "64k"): (616.2, 513.9, 321.1), ("bwd", "96k"): (588.9, 511.7, 321.5), ("bwd", "128k"): (580.5, 471.8, 321.4),
 }
 MAGI_KERNELS = ("fa3", "sdpa", "fa2")  # the profiles of the three columns
+# The same benchmark on one B200 (v1.1.0's charts, assets/magi_attn/exp/kernel/b200/{full,causal}_mask/
+# {fwd,bwd}/flops_report.png at commit 2c641357): 64 query heads over 8 K/V heads of 128, PyTorch's
+# SDPA, per (mask, pass, tokens), read off the bars as above (a causal call's FLOPs count the
+# n (n + 1) / 2 pairs). Compared with the b200 `sdpa` profile, which is derived from the two
+# unmasked 16k bars (scripts/derive-kernel-profile.py) and so leaves them out; the 1k and 2k bars,
+# launch-bound, are left out too.
+MAGI_B200_KERNEL_TFLOPS = {
+    ("full", "fwd"): {"4k": 1416.5, "8k": 1408.1, "32k": 1369.1},
+    ("full", "bwd"): {"4k": 991.6, "8k": 1030.0, "32k": 1066.1},
+    ("causal", "fwd"): {"4k": 1288.1, "8k": 1336.5, "16k": 1323.9, "32k": 1322.9},
+    ("causal", "bwd"): {"4k": 726.7, "8k": 893.1, "16k": 939.5, "32k": 985.3},
+}
 KERNEL_TABLE = "magiattention-kernels"
 
 
@@ -189,14 +211,17 @@ for seq_len, rows in USP_PAPER_ITERATIONS.items():
                 PUBLISHED[("usp-paper", "a100", "fwd", f"{seq_len} {usp_split(ulysses)}", layout)] = round(value / rows[8][0], 3)
 
 
-for (mask, pass_), (ulysses_tflops, *others) in MAGI_TFLOPS.items():
+for (hardware, mask, pass_), (ulysses_tflops, *others) in MAGI_TFLOPS.items():
     for scheme, value in zip(("ring", "allgather"), others):
-        PUBLISHED[(MAGI_TABLE, "h100", pass_, mask, scheme)] = round(value / ulysses_tflops, 3)
+        PUBLISHED[(MAGI_TABLE, hardware, pass_, mask, scheme)] = round(value / ulysses_tflops, 3)
 
 
 for (pass_, tokens), rates in MAGI_KERNEL_TFLOPS.items():
     for kernel, rate in zip(MAGI_KERNELS, rates):
         PUBLISHED[(KERNEL_TABLE, "h100", pass_, tokens, kernel)] = rate
+for (mask, pass_), rates in MAGI_B200_KERNEL_TFLOPS.items():
+    for tokens, rate in rates.items():
+        PUBLISHED[(KERNEL_TABLE, "b200", pass_, f"{tokens} {mask}", "sdpa")] = rate
 
 
 def row_error(key, predicted):
@@ -302,33 +327,46 @@ def usp_paper():
 
 
 def magiattention():
-    """Ring P2P and Ring AllGather over Ulysses on one node of 8 H100s, FlashAttention-3: the
-    ring's dual-chunk layout (zigzag) under the causal mask, its merges TransformerEngine's fused
-    correction kernels, as the benchmark's ring calls them."""
+    """Ring P2P and Ring AllGather over Ulysses on one node of 8 GPUs, every baseline on the
+    hardware's kernel: the ring's dual-chunk layout (zigzag) under the causal mask, its merges
+    TransformerEngine's fused correction kernels, as the benchmark's ring calls them."""
     out = {}
-    for mask, pass_ in MAGI_TFLOPS:
-        shape = ["--hardware", "h100", "--kernel", "fa3", "--heads", "64", "--kv-heads", "8", "--head-dim", "128",
-                 "-n", "64k", "-N", "8", "--pass", pass_, "--mask", "causal" if mask == "causal" else "bidirectional",
+    for hardware, mask, pass_ in MAGI_TFLOPS:
+        kernel, tokens = MAGI_SETUP[hardware]
+        shape = ["--hardware", hardware, "--kernel", kernel, "--heads", "64", "--kv-heads", "8", "--head-dim", "128",
+                 "-n", tokens, "-N", "8", "--pass", pass_, "--mask", "causal" if mask == "causal" else "bidirectional",
                  "--layouts", "zigzag" if mask == "causal" else "contiguous"]
         t = {cp: next(iter(times(*shape, "--cp", cp, *(["--merges", "fused"] if cp == "ring" else [])).values()))
              for cp in ("ulysses", "ring", "allgather")}
         for scheme in ("ring", "allgather"):
-            out[(MAGI_TABLE, "h100", pass_, mask, scheme)] = t["ulysses"] / t[scheme]
+            out[(MAGI_TABLE, hardware, pass_, mask, scheme)] = t["ulysses"] / t[scheme]
     return out
 
 
+def call_tflops(hardware, kernel, heads, tokens, mask, pass_):
+    """A profile's TFLOP/s for one call as the kernel benchmark times it: the call alone
+    (`--topology ideal`: nothing but the call), its FLOPs counted as the benchmark counts them
+    (4 per pair per query head per head dimension forward, 2.5 times that backward)."""
+    n = int(tokens[:-1]) * 1024
+    pairs = n * n if mask == "full" else n * (n + 1) / 2
+    flops = 4.0 * pairs * heads * 128 * (2.5 if pass_ == "bwd" else 1.0)
+    us = times("--hardware", hardware, "--kernel", kernel, "--heads", str(heads), "--kv-heads", "8",
+               "--head-dim", "128", "-n", tokens, "-N", "1", "--pass", pass_,
+               "--mask", "causal" if mask == "causal" else "bidirectional", "--layouts", "contiguous",
+               "--topology", "ideal")["contiguous"]
+    return flops / us / 1e6
+
+
 def magiattention_kernels():
-    """Each profile's TFLOP/s for one unmasked call as the kernel benchmark timed it: the call
-    alone (`--topology ideal`: nothing but the call), its FLOPs counted as the benchmark counts them."""
+    """Each profile's TFLOP/s for the kernel benchmark's calls: unmasked, 48 heads on an H100;
+    unmasked and causal, 64 heads on a B200."""
     out = {}
     for pass_, tokens in MAGI_KERNEL_TFLOPS:
-        n = int(tokens[:-1]) * 1024
-        flops = 4.0 * n * n * 48 * 128 * (2.5 if pass_ == "bwd" else 1.0)
         for kernel in MAGI_KERNELS:
-            us = times("--hardware", "h100", "--kernel", kernel, "--heads", "48", "--kv-heads", "8", "--head-dim", "128",
-                       "-n", tokens, "-N", "1", "--pass", pass_, "--mask", "bidirectional", "--layouts", "contiguous",
-                       "--topology", "ideal")["contiguous"]
-            out[(KERNEL_TABLE, "h100", pass_, tokens, kernel)] = flops / us / 1e6
+            out[(KERNEL_TABLE, "h100", pass_, tokens, kernel)] = call_tflops("h100", kernel, 48, tokens, "full", pass_)
+    for (mask, pass_), rates in MAGI_B200_KERNEL_TFLOPS.items():
+        for tokens in rates:
+            out[(KERNEL_TABLE, "b200", pass_, f"{tokens} {mask}", "sdpa")] = call_tflops("b200", "sdpa", 64, tokens, mask, pass_)
     return out
 
 
@@ -380,7 +418,9 @@ def readme_cells(text):
             header = line
             continue
         found = []  # (key, predicted cell, error cell)
-        if header.startswith("| GPUs |"):
+        if header.startswith("| GPUs | mask |"):  # "8x H100": the hardware preset is the second word
+            found.append(((MAGI_TABLE, row[0].split("x ")[1].lower(), row[2], row[1], row[3]), 5, 6))
+        elif header.startswith("| GPUs |"):
             hardware, pass_ = row[0].split("x ")[1].lower(), "fwd" if row[1] == "fwd" else "fwdbwd"
             if "function" in header:
                 found.append((("ring-flash-attention", hardware, pass_, "varlen", row[2].split()[0]), 4, 5))
@@ -399,8 +439,8 @@ def readme_cells(text):
             if row[7] != "-":  # the reference mesh of its length reads 1 by definition
                 mesh = row[2].replace(" x ", "x")
                 found.append(((STEP_TABLE, "a800", "fwdbwd", f"table {row[0]} {row[1]}", mesh), 6, 7))
-        elif header.startswith("| mask |"):
-            found.append(((MAGI_TABLE, "h100", row[1], row[0], row[2]), 4, 5))
+        elif header.startswith("| B200 call |"):  # "4k causal"
+            found.append(((KERNEL_TABLE, "b200", row[1], row[0], "sdpa"), 3, 4))
         elif header.startswith("| tokens |"):  # per kernel: its published rate, the predicted one, the error
             for column, kernel in enumerate(MAGI_KERNELS):
                 found.append(((KERNEL_TABLE, "h100", row[1], row[0], kernel), 3 + 3 * column, 4 + 3 * column))

@@ -1,6 +1,6 @@
 """scripts/published-comparison.py --readme, the checker itself (without running stripesim): every
-one of the 177 published rows (85 of one attention layer, 30 of training steps, 8 read off
-MagiAttention's charts, 54 single-call kernel rates of its kernel benchmark) is found in the README's tables with its predicted and error cells
+one of the 199 published rows (85 of one attention layer, 30 of training steps, 16 read off
+MagiAttention's H100 and B200 charts, 68 single-call kernel rates of its kernel benchmarks) is found in the README's tables with its predicted and error cells
 (and the Llama rows' "without merges" cell); predictions equal to the cells pass, a changed cell
 is named with its line, a row stripesim has no prediction for is named once; a README that cannot
 be read or lacks the section gets one line and exit code 2 before anything is simulated.
@@ -38,8 +38,8 @@ expect(len(rows) == len(comparison.PUBLISHED) + 8, "no other rows")
 steps = {key for key in comparison.PUBLISHED if key[0] == comparison.STEP_TABLE}
 charts = {key for key in comparison.PUBLISHED if key[0] == comparison.MAGI_TABLE}
 kernels = {key for key in comparison.PUBLISHED if key[0] == comparison.KERNEL_TABLE}
-expect(len(steps) == 30 and len(charts) == 8 and len(kernels) == 54 and len(comparison.PUBLISHED) == 177,
-       f"30 training-step, 8 chart and 54 kernel rows of 177, found {len(steps)}, {len(charts)} and {len(kernels)} "
+expect(len(steps) == 30 and len(charts) == 16 and len(kernels) == 68 and len(comparison.PUBLISHED) == 199,
+       f"30 training-step, 16 chart and 68 kernel rows of 199, found {len(steps)}, {len(charts)} and {len(kernels)} "
        f"of {len(comparison.PUBLISHED)}")
 
 # Predictions that are the cells themselves: no predicted cell disagrees (the error cells may,
