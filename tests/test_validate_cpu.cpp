@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -1124,6 +1125,39 @@ TEST(Calibration, HopsBetweenNodesAreFittedApartAndPredictedOverTheNetwork) {
     EXPECT_NEAR(c.handoff_measured_us, hop_us(0, bytes), 1e-9);
     EXPECT_NEAR(c.inter_node_handoff_measured_us, hop_us(1, bytes), 1e-9);
   }
+}
+
+// Devices run at once (nccl, mpi): device d's hand-off is timed from its own readiness, so it
+// includes the wait for a neighbour still computing (here 0, 40, 15 and 90 us beside the 25 GB/s,
+// 2 x 3 us link, device 0 being ready last in every round). Each round's shortest hand-off is the
+// link's: the fit gives the link back exactly, and the comparison measures the hop without the
+// wait; taken as a backend that runs its devices in turn times them, the waits skew both.
+TEST(Calibration, RingsRunAtOnceFitTheLinkWithoutTheNeighboursWait) {
+  const SyntheticDevice device = synthetic_device();
+  const std::array<double, 4> wait_us{0.0, 40.0, 15.0, 90.0};
+  const auto link_us = [](double bytes) { return 2 * 3.0 + bytes / 25e3; };
+  const std::vector<CaseResult> results =
+      synthetic_results(device, [&](Count d, double bytes) { return link_us(bytes) + wait_us[static_cast<size_t>(d)]; });
+  std::vector<const CaseResult*> all;
+  for (const auto& r : results) all.push_back(&r);
+  const Calibration fit = calibrate(all, device.truth, device.kernel, "synthetic device", nullptr, true);
+  EXPECT_EQ(fit.handoff_samples, 12 * 3);  // one a round: 12 cases x 3 rounds
+  EXPECT_NEAR(fit.profile.link_bandwidth, 25.0, 1e-6);
+  EXPECT_NEAR(*fit.profile.link_latency_us, 3.0, 1e-6);
+  for (const auto& r : results) {
+    const CasePrediction p = predict_case(r, fit.profile, fit.kernel, true);
+    const auto bytes = static_cast<double>(r.handoff_bytes);
+    EXPECT_NEAR(p.handoff_us, link_us(bytes), 1e-6);
+    EXPECT_NEAR(compare_case(r, p, CaseRole::held_out, nullptr, true).handoff_measured_us, link_us(bytes), 1e-9);
+    // In turn, every hand-off is a sample: the median device's wait is counted as link.
+    EXPECT_NEAR(compare_case(r, p, CaseRole::held_out).handoff_measured_us, link_us(bytes) + (15.0 + 40.0) / 2, 1e-9);
+  }
+  const Calibration in_turn = calibrate(all, device.truth, device.kernel, "synthetic device");
+  EXPECT_EQ(in_turn.handoff_samples, 12 * 3 * 4);
+  const auto bytes = static_cast<double>(results.front().handoff_bytes);
+  const double skewed_us = 2 * *in_turn.profile.link_latency_us + bytes / (in_turn.profile.link_bandwidth * 1e3);
+  // (the fit weighs each hop by its inverse, so the device that waited for nobody pulls hardest)
+  EXPECT_GT(skewed_us, 1.25 * link_us(bytes)) << "the waits taken for the link's";
 }
 
 TEST(Calibration, HeldOutErrorOnTheRealCpuBackendIsReportedNotHidden) {

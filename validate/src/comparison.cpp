@@ -53,14 +53,14 @@ CasePrediction predict_case(const CaseResult& result, const model::HardwareProfi
 }
 
 CaseComparison compare_case(const CaseResult& result, const CasePrediction& prediction, CaseRole role,
-                            const sim::NodePlacement* placement) {
+                            const sim::NodePlacement* placement, bool concurrent_devices) {
   CaseComparison out;
   out.role = role;
   out.prediction = prediction;
   out.measured_total_us = result.summary.wall.median;
   out.total_error = out.measured_total_us > 0 ? relative_error(prediction.total_us, out.measured_total_us) : 0;
   std::vector<double> intra, inter;
-  for (const HandoffSample& hop : handoff_samples(result, placement)) {
+  for (const HandoffSample& hop : handoff_samples(result, placement, concurrent_devices)) {
     if (hop.measured_us > 0) (hop.path == HopPath::inter_node ? inter : intra).push_back(hop.measured_us);
   }
   if (!intra.empty()) out.handoff_measured_us = spread_of(intra).median;

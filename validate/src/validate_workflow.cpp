@@ -130,7 +130,7 @@ void predict_and_compare(ValidationReport& report, const PredictionInputs& input
       if (roles[i] == CaseRole::calibration) fit_on.push_back(&report.results[i]);
     }
     report.calibration = calibrate(fit_on, inputs.base, inputs.kernel(inputs.base), report.device,
-                                   report.placement ? &*report.placement : nullptr);
+                                   report.placement ? &*report.placement : nullptr, concurrent_devices);
     report.profile = report.calibration->profile;
     report.kernel = report.calibration->kernel;
   }
@@ -142,7 +142,7 @@ void predict_and_compare(ValidationReport& report, const PredictionInputs& input
   for (size_t i = 0; i < report.results.size(); ++i) {
     const auto prediction = predict_case(report.results[i], *report.profile, *report.kernel, concurrent_devices, report.topology);
     report.comparisons.push_back(
-        compare_case(report.results[i], prediction, roles[i], report.placement ? &*report.placement : nullptr));
+        compare_case(report.results[i], prediction, roles[i], report.placement ? &*report.placement : nullptr, concurrent_devices));
   }
 }
 

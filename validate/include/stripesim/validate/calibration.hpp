@@ -30,7 +30,13 @@ struct HandoffSample {
 [[nodiscard]] std::vector<MeasuredWorkload> measured_workloads(const CaseResult& result);
 // Every hand-off, as medians; `placement` (a job spanning nodes; null: one node) tells which
 // cross the network. The block device d holds goes to d + 1.
-[[nodiscard]] std::vector<HandoffSample> handoff_samples(const CaseResult& result, const sim::NodePlacement* placement);
+// `concurrent_devices` (a backend that runs the ring's devices at once: nccl, mpi): a device's
+// hand-off is timed from its own readiness to the end of its send and receive, so it includes
+// the wait for a neighbour still computing, which is the layout's imbalance, not the link. Only
+// the device that was ready last among those of a round (of one path) waited for no neighbour:
+// its time, the round's shortest, is that round's sample; the others are left out.
+[[nodiscard]] std::vector<HandoffSample> handoff_samples(const CaseResult& result, const sim::NodePlacement* placement,
+                                                         bool concurrent_devices = false);
 
 // A hop's fitted line: latency + bytes / bandwidth.
 struct LinkFit {
@@ -53,9 +59,10 @@ struct Calibration {
 // profiles. The hardware's SM count stays as it is (it comes from the hardware, not timings).
 // Hops inside a node set the profile's link; with `placement` spanning nodes, the hops between
 // them are fitted apart (inter_node).
+// `concurrent_devices`: the hand-offs are taken as handoff_samples takes them.
 [[nodiscard]] Calibration calibrate(const std::vector<const CaseResult*>& cases, model::HardwareProfile base,
                                     sim::KernelProfile kernel, const std::string& device,
-                                    const sim::NodePlacement* placement = nullptr);
+                                    const sim::NodePlacement* placement = nullptr, bool concurrent_devices = false);
 
 // Least squares with non-negative coefficients, rows weighted by `weights`: the small dense solver
 // both fits use (exposed for tests).

@@ -50,8 +50,9 @@ struct CaseComparison {
   CasePrediction prediction;
   double measured_total_us = 0;
   double total_error = 0;  // (predicted - measured) / measured
-  // One hop, set beside prediction.handoff_us: the median of the case's timed hand-offs (0 when
-  // none was timed). The hand-off fit (Calibration's latency and bandwidth) is judged on it.
+  // One hop, set beside prediction.handoff_us: the median of the case's timed hand-offs, taken as
+  // handoff_samples takes them (0 when none was timed). The hand-off fit (Calibration's latency
+  // and bandwidth) is judged on it.
   double handoff_measured_us = 0;
   double inter_node_handoff_measured_us = 0;  // the same for hops between nodes
   std::vector<double> round_predicted_us;  // max over devices, per round
@@ -59,7 +60,7 @@ struct CaseComparison {
 };
 
 [[nodiscard]] CaseComparison compare_case(const CaseResult& result, const CasePrediction& prediction, CaseRole role,
-                                          const sim::NodePlacement* placement = nullptr);
+                                          const sim::NodePlacement* placement = nullptr, bool concurrent_devices = false);
 
 struct ErrorSummary {
   Count cases = 0;
