@@ -20,8 +20,9 @@ FlashAttention-3, 8k tokens a GPU, and one of 8 B200s, cuDNN, 16k tokens a GPU, 
 K/V heads, causal and full masks, forward and backward timed apart: Ring P2P's and Ring
 AllGather's TFLOP/s per GPU over Ulysses'; and its kernel benchmarks' single calls (one H100,
 FlashAttention-3, cuDNN and FlashAttention-2, 4k to 128k tokens, no mask; one B200, PyTorch's
-SDPA, 4k to 32k tokens, unmasked and causal), compared as rates, by relative error. The published figures are the
-throughput ratios (and those rates) the projects report, cited in stripesim's README.
+SDPA, 4k to 32k tokens, unmasked and causal), compared as rates, by relative error. The published
+figures are the throughput ratios (and those rates) the projects report, cited in stripesim's
+README.
 
     scripts/published-comparison.py                 # every row, and each kind's mean and worst error
     scripts/published-comparison.py --max-mean 0.06  # exit 1 when one attention layer's mean error is above 0.06
@@ -99,7 +100,7 @@ USP_PAPER_ITERATIONS = {
 # K/V heads of 128, batch 1, bf16, each pass timed alone, the slowest rank's time): TFLOP/s per GPU
 # of (Ulysses, Ring P2P, Ring AllGather) at 8 GPUs, one node, per (hardware, mask, pass). The blog
 # gives bar charts only: these are the bars' tops measured in the charts' pixels against their
-# gridlines (about +-1 TFLOP/s), at the left of each bar, where no line crosses its top. Ratios
+# gridlines (about +-3 TFLOP/s: a top is read where no line drawn over the chart crosses it). Ratios
 # over Ulysses. H100s: 8k tokens a GPU, FlashAttention-3 in every baseline (the blog's first
 # version). B200s: 16k tokens a GPU, cuDNN in every baseline (its charts under
 # assets/magi_attn/exp/distributed/b200/ at the repository's commit 2c641357, the v1.1.0 series).
