@@ -124,7 +124,9 @@ std::string empty_value_error(const CLI::App& app) {
 
 void print_error(std::FILE* errors, std::string message) {
   std::replace(message.begin(), message.end(), '\n', ' ');
-  fmt::print(errors, "stripesim: error: {}\n", message);
+  // Not fmt::print, which throws where stderr is closed: the exit code still says what failed.
+  const std::string line = fmt::format("stripesim: error: {}\n", message);
+  (void)std::fwrite(line.data(), 1, line.size(), errors);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,37 @@ namespace {
 
 bool to_standard_output(const std::string& path) { return path.empty() || path == "-"; }
 
+// Whether `path` reaches what this process's standard output is, by another name (/dev/stdout,
+// /dev/fd/1, the file stdout is redirected into), where two outputs would run together as with
+// "-". Not a device other than a terminal (/dev/null): it takes any number of outputs unmixed.
+bool reaches_standard_output(const std::string& path) {
+  if (to_standard_output(path)) return true;
+  struct stat out {};
+  struct stat at {};
+  if (::fstat(STDOUT_FILENO, &out) != 0 || ::stat(path.c_str(), &at) != 0) return false;
+  if (out.st_dev != at.st_dev || out.st_ino != at.st_ino) return false;
+  return !(S_ISCHR(out.st_mode) && ::isatty(STDOUT_FILENO) == 0);
+}
+
+// `path` as the file it names: absolute, '.' and '..' and links resolved, a link to a file not
+// yet there (a dangling link) followed to the file it would create, as writing through it does.
+std::filesystem::path resolved_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path at = fs::absolute(path, ec);
+  if (ec) return fs::path(path).lexically_normal();
+  for (int hops = 0; hops < 40; ++hops) {
+    const fs::path canonical = fs::weakly_canonical(at, ec);  // every existing part's links
+    if (ec) break;
+    at = canonical;
+    if (!fs::is_symlink(fs::symlink_status(at, ec))) break;  // only a dangling link is left
+    const fs::path target = fs::read_symlink(at, ec);
+    if (ec) break;
+    at = target.is_absolute() ? target : at.parent_path() / target;
+  }
+  return at.lexically_normal();
+}
+
 }  // namespace
 
 void check_output_path(const std::string& path, const std::string& flag) {
@@ -35,11 +67,7 @@ void check_output_path(const std::string& path, const std::string& flag) {
   }
 }
 
-bool same_file(const std::string& a, const std::string& b) {
-  std::error_code a_ec, b_ec;
-  const std::filesystem::path a_path = std::filesystem::weakly_canonical(a, a_ec);
-  return std::filesystem::weakly_canonical(b, b_ec) == a_path && !a_ec && !b_ec;
-}
+bool same_file(const std::string& a, const std::string& b) { return resolved_path(a) == resolved_path(b); }
 
 void check_output_paths(const std::vector<std::pair<std::string, std::string>>& paths_and_flags) {
   // What an output is called in an error: its flag and path, or (no path) the command's own output.
@@ -49,10 +77,10 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
   for (size_t i = 0; i < paths_and_flags.size(); ++i) {
     const auto& [path, flag] = paths_and_flags[i];
     check_output_path(path, flag);
-    if (to_standard_output(path)) {
+    if (reaches_standard_output(path)) {
       // Two outputs on standard output would run together (two JSON documents, XML and a table).
       for (size_t j = 0; j < i; ++j) {
-        if (!to_standard_output(paths_and_flags[j].first)) continue;
+        if (!reaches_standard_output(paths_and_flags[j].first)) continue;
         const auto& given = path.empty() ? paths_and_flags[j] : paths_and_flags[i];
         throw model::InputError(fmt::format("{} and {}: both go to standard output, where they would run together; give {} a file",
                                             named(paths_and_flags[j]), named(paths_and_flags[i]), given.second));
@@ -62,7 +90,7 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
     // Two outputs into one file: the second would overwrite the first.
     for (size_t j = 0; j < i; ++j) {
       const auto& [other, other_flag] = paths_and_flags[j];
-      if (to_standard_output(other)) continue;
+      if (reaches_standard_output(other)) continue;
       if (same_file(other, path)) {
         throw model::InputError(fmt::format("{} '{}', {} '{}': the same file; give each its own", other_flag, other, flag, path));
       }
@@ -195,8 +223,7 @@ void OutputFiles::commit() {
         continue;
       }
       check_not_an_input(o.path, o.flag, o.kind, o.text);
-      std::string destination = fs::weakly_canonical(o.path, ec).string();
-      if (ec) destination = o.path;
+      const std::string destination = resolved_path(o.path).string();
       staged.push_back({fmt::format("{}.tmp{}", destination, ::getpid()), destination, &o});
       write_file(staged.back().temporary, o.text, o.path, o.flag);
     }

@@ -1,5 +1,6 @@
 // Every bad input gets one line on stderr naming the input and the constraint, exit code 2,
 // nothing on stdout and no output file. Each row here is also a row of the README's table.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -317,6 +318,87 @@ TEST(CliBadInput, TwoOutputsOnStandardOutputAreRefused) {
     EXPECT_EQ(r.err, "stripesim: error: " + error + "\n") << args;
     EXPECT_EQ(r.out, "") << args;
   }
+}
+
+// Standard output by another name (/dev/stdout, /dev/fd/1: here the file the runner sends it to)
+// is standard output: a trace there would run into the result as with "-".
+TEST(CliBadInput, StandardOutputByAnotherNameIsStandardOutput) {
+  for (const char* alias : {"/dev/stdout", "/dev/fd/1"}) {
+    if (!std::filesystem::exists(alias)) continue;
+    const CliResult r = run_cli(std::string("simulate -n 32k -N 4 --format json --trace ") + alias);
+    EXPECT_EQ(r.exit_code, 2) << alias;
+    EXPECT_EQ(r.err, fmt::format("stripesim: error: --trace '{}' and the command's output: both go to standard output, where "
+                                 "they would run together; give --trace a file\n",
+                                 alias));
+    EXPECT_EQ(r.out, "") << alias;
+  }
+  // Not every file stdout could be: /dev/null takes the trace while the result goes to stdout.
+  const CliResult to_null = run_cli("simulate -n 32k -N 4 --format json --trace /dev/null");
+  EXPECT_EQ(to_null.exit_code, 0) << to_null.err;
+}
+
+// One file named two ways, a bare name and "./name", or through a link to a file not yet
+// there: the second output would overwrite the first (or replace the link), refused before
+// anything is written.
+TEST(CliBadInput, OneOutputFileNamedTwoWaysIsRefused) {
+  namespace fs = std::filesystem;
+  const std::string bare = "stripesim_two_names_" + std::to_string(::getpid()) + ".json";  // in the working directory
+  const CliResult r = run_cli("simulate -n 4k -N 4 --format json -o " + bare + " --trace ./" + bare);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stripesim: error: --trace './" + bare + "', --output '" + bare + "': the same file; give each its own\n");
+  EXPECT_FALSE(fs::exists(bare)) << "a partial output was left";
+  fs::remove(bare);
+  const fs::path dir = fresh_temp_dir("stripesim_dangling_link_");
+  const fs::path target = dir / "x.json", link = dir / "link.json";
+  fs::create_symlink(target, link);
+  const CliResult linked = run_cli("simulate -n 4k -N 4 --format json -o '" + target.string() + "' --trace '" + link.string() + "'");
+  EXPECT_EQ(linked.exit_code, 2);
+  EXPECT_NE(linked.err.find("the same file; give each its own"), std::string::npos) << linked.err;
+  EXPECT_FALSE(fs::exists(target));
+  // Written alone through the dangling link: the link stays and the file it names is created.
+  const CliResult through = run_cli("simulate -n 4k -N 4 --format csv -o '" + link.string() + "'");
+  ASSERT_EQ(through.exit_code, 0) << through.err;
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_TRUE(slurp(target).starts_with("layout,")) << slurp(target);
+  fs::remove_all(dir);
+}
+
+// JSON nested deeper than any input (every walk over it would recurse that deep: a crash at
+// 20,000 levels) is refused as it is parsed; a wrong value is quoted in part, not whole.
+TEST(CliBadInput, DeeplyNestedOrHugeJsonValuesGetOneShortLine) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_temp_dir("stripesim_deep_json_");
+  const std::string deep = (dir / "deep.json").string(), wide = (dir / "wide.json").string();
+  {
+    std::ofstream out(deep);
+    out << "{\"description\": " << std::string(20000, '[') << std::string(20000, ']') << "}";
+  }
+  {
+    std::ofstream out(wide);
+    out << "{\"name\": [";
+    for (int i = 0; i < 50000; ++i) out << (i ? "," : "") << i;
+    out << "]}";
+  }
+  for (const std::string& flag : {"analyze --experiment", "tms --model", "simulate --hardware"}) {
+    const CliResult r = run_cli(flag + " '" + deep + "'");
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_NE(r.err.find("arrays and objects nested more than 64 deep, deeper than any input"), std::string::npos) << flag << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << flag;
+  }
+  const CliResult r = run_cli("tms --model '" + wide + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.err.ends_with("field \"name\": expected a string, got [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,...\n"))
+      << r.err.substr(0, 300);
+  EXPECT_LT(r.err.size(), 300u);
+  fs::remove_all(dir);
+}
+
+// With standard error closed the message cannot be printed, but the exit code still says bad
+// input (it aborted before).
+TEST(CliBadInput, ClosedStandardErrorStillExitsTwo) {
+  const int status = std::system((std::string("'") + STRIPESIM_BINARY + "' analyze --seq-len abc >/dev/null 2>&-").c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
 }
 
 // A fit's profile output replaces only the profile it refits: read as a profile of its kind,

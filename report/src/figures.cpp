@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/work_model.hpp"
@@ -307,7 +308,7 @@ std::string timeline_svg(const nlohmann::json& simulate) {
             std::optional<std::pair<double, double>> span;
             if (round < rounds.size()) {
               const auto& cell = element(element(rounds, round), static_cast<size_t>(d));
-              if (!cell.is_object()) throw FieldError(&cell, "", "expected an object (a round's record), got " + cell.dump());
+              if (!cell.is_object()) throw FieldError(&cell, "", "expected an object (a round's record), got " + model::json_excerpt(cell));
               if (cell.contains(begin) && !field(cell, begin).is_null()) span = {{read<double>(cell, begin), read<double>(cell, finish)}};
               if (span && skip_empty && span->second <= span->first) span.reset();  // no compute that round
             }

@@ -52,10 +52,10 @@ std::vector<double> square_table(const nlohmann::json& value, const std::string&
     }
     for (const auto& cell : row) {
       if (!cell.is_number() || (integers && !cell.is_number_integer())) {
-        throw bad(fmt::format("expected {}, got {}", integers ? "integers" : "numbers", cell.dump()));
+        throw bad(fmt::format("expected {}, got {}", integers ? "integers" : "numbers", model::json_excerpt(cell)));
       }
       const double x = cell.get<double>();
-      if (!(x >= 0) || !std::isfinite(x)) throw bad(fmt::format("values must be finite and >= 0, got {}", cell.dump()));
+      if (!(x >= 0) || !std::isfinite(x)) throw bad(fmt::format("values must be finite and >= 0, got {}", model::json_excerpt(cell)));
       if (!integers) model::require_physical_range(x, where, /*zero_allowed=*/true);  // a time in us
       out.push_back(x);
     }

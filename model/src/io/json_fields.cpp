@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/name_match.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 
@@ -42,7 +43,7 @@ const nlohmann::json& JsonFields::raw(const std::string& key) const {
 
 std::string JsonFields::string(const std::string& key) const {
   const auto& value = raw(key);
-  if (!value.is_string()) throw InputError(fmt::format("{}: expected a string, got {}", where(key), value.dump()));
+  if (!value.is_string()) throw InputError(fmt::format("{}: expected a string, got {}", where(key), json_excerpt(value)));
   return value.get<std::string>();
 }
 
@@ -58,7 +59,7 @@ std::string JsonFields::string_or(const std::string& key, std::string fallback) 
 
 Count json_count(const nlohmann::json& integer, const std::string& what) {
   if (integer.is_number_unsigned() && integer.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<Count>::max())) {
-    throw InputError(fmt::format("{}: {} is too large (at most 2^63 - 1)", what, integer.dump()));
+    throw InputError(fmt::format("{}: {} is too large (at most 2^63 - 1)", what, json_excerpt(integer)));
   }
   return integer.get<Count>();
 }
@@ -71,7 +72,7 @@ Count JsonFields::positive_count(const std::string& key, Count at_most) const {
   } else if (value.is_string()) {
     count = parse_count(value.get<std::string>(), where(key));
   } else {
-    throw InputError(fmt::format("{}: expected a positive integer, got {}", where(key), value.dump()));
+    throw InputError(fmt::format("{}: expected a positive integer, got {}", where(key), json_excerpt(value)));
   }
   if (count < 1) throw InputError(fmt::format("{}: must be at least 1, got {}", where(key), count));
   if (count > at_most) throw InputError(fmt::format("{}: must be between 1 and {}, got {}", where(key), at_most, count));
@@ -86,7 +87,7 @@ const nlohmann::json& JsonFields::non_empty_array(const std::string& key) const 
 
 const nlohmann::json& JsonFields::object(const std::string& key) const {
   const auto& value = raw(key);
-  if (!value.is_object()) throw InputError(fmt::format("{}: expected an object, got {}", where(key), value.dump()));
+  if (!value.is_object()) throw InputError(fmt::format("{}: expected an object, got {}", where(key), json_excerpt(value)));
   return value;
 }
 
@@ -100,7 +101,7 @@ std::vector<Count> JsonFields::count_list(const std::string& key) const {
     } else if (item.is_string()) {
       counts.push_back(parse_count(item.get<std::string>(), where_item(key, i)));
     } else {
-      throw InputError(fmt::format("{}: expected an integer or a string like \"128k\", got {}", where_item(key, i), item.dump()));
+      throw InputError(fmt::format("{}: expected an integer or a string like \"128k\", got {}", where_item(key, i), json_excerpt(item)));
     }
   }
   return counts;
@@ -120,9 +121,9 @@ void require_physical_range(double number, const std::string& what, bool zero_al
 
 double JsonFields::positive_number(const std::string& key) const {
   const auto& value = raw(key);
-  if (!value.is_number()) throw InputError(fmt::format("{}: expected a number, got {}", where(key), value.dump()));
+  if (!value.is_number()) throw InputError(fmt::format("{}: expected a number, got {}", where(key), json_excerpt(value)));
   const double number = value.get<double>();
-  if (!(number > 0)) throw InputError(fmt::format("{}: must be positive, got {}", where(key), value.dump()));
+  if (!(number > 0)) throw InputError(fmt::format("{}: must be positive, got {}", where(key), json_excerpt(value)));
   require_physical_range(number, where(key));
   return number;
 }
@@ -139,7 +140,7 @@ bool JsonFields::boolean_or(const std::string& key, bool fallback) const {
 
 Count JsonFields::non_negative_count(const std::string& key) const {
   const auto& value = raw(key);
-  if (!value.is_number_integer()) throw InputError(fmt::format("{}: expected a non-negative integer, got {}", where(key), value.dump()));
+  if (!value.is_number_integer()) throw InputError(fmt::format("{}: expected a non-negative integer, got {}", where(key), json_excerpt(value)));
   const Count count = json_count(value, where(key));
   if (count < 0) throw InputError(fmt::format("{}: must not be negative, got {}", where(key), count));
   return count;
@@ -148,9 +149,9 @@ Count JsonFields::non_negative_count(const std::string& key) const {
 double JsonFields::non_negative_number_or(const std::string& key, double fallback) const {
   if (!has(key)) return fallback;
   const auto& value = raw(key);
-  if (!value.is_number()) throw InputError(fmt::format("{}: expected a number, got {}", where(key), value.dump()));
+  if (!value.is_number()) throw InputError(fmt::format("{}: expected a number, got {}", where(key), json_excerpt(value)));
   const double number = value.get<double>();
-  if (!(number >= 0)) throw InputError(fmt::format("{}: must not be negative, got {}", where(key), value.dump()));
+  if (!(number >= 0)) throw InputError(fmt::format("{}: must not be negative, got {}", where(key), json_excerpt(value)));
   require_physical_range(number, where(key), /*zero_allowed=*/true);
   return number;
 }
@@ -172,7 +173,7 @@ std::vector<std::string> JsonFields::distinct_string_list_or(const std::string& 
 
 std::string JsonFields::string_item(const nlohmann::json& array, const std::string& key, size_t index) const {
   const auto& item = array[index];
-  if (!item.is_string()) throw InputError(fmt::format("{}: expected a string, got {}", where_item(key, index), item.dump()));
+  if (!item.is_string()) throw InputError(fmt::format("{}: expected a string, got {}", where_item(key, index), json_excerpt(item)));
   return item.get<std::string>();
 }
 

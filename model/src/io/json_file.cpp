@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "stripesim/model/io/input_error.hpp"
 
@@ -38,6 +39,31 @@ std::vector<FileRead> files_read() {
   return log.reads;
 }
 
+namespace {
+
+// read_text_file without logging the read.
+std::string read_bounded(const std::string& path, std::string_view label) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{}: file '{}' does not exist", label, path));
+  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: '{}' is a directory, expected a file", label, path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open '{}' for reading", label, path));
+  // Read a chunk at a time up to the bound: a stream need not end (/dev/zero, a pipe).
+  std::string text;
+  std::vector<char> chunk(std::size_t{1} << 20);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMostInputBytes) {
+      throw InputError(fmt::format("{}: '{}' holds more than 1 GiB, more than any input stripesim reads", label, path));
+    }
+  }
+  if (in.bad()) throw InputError(fmt::format("{}: error while reading '{}'", label, path));
+  return text;
+}
+
+}  // namespace
+
 void refuse_repeated_files(const std::vector<std::string>& paths, std::string_view flags, std::string_view why) {
   std::vector<std::filesystem::path> identities;
   std::vector<std::string> texts;  // each file's contents ("" where it cannot be read)
@@ -50,10 +76,12 @@ void refuse_repeated_files(const std::vector<std::string>& paths, std::string_vi
     }
     identities.push_back(identity);
     // A copy under another name is the same file to whatever counts its contents.
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    if (in) text << in.rdbuf();
-    texts.push_back(text.str());
+    std::string text;
+    try {
+      text = read_bounded(path, flags);
+    } catch (const InputError&) {  // reported, by name, where it is read
+    }
+    texts.push_back(std::move(text));
     for (size_t j = 0; j < i && !texts.back().empty(); ++j) {
       if (texts[j] == texts.back()) {
         throw InputError(fmt::format("{} {}: the same contents as {}, byte for byte ({})", flags, path, paths[j], why));
@@ -63,16 +91,9 @@ void refuse_repeated_files(const std::vector<std::string>& paths, std::string_vi
 }
 
 std::string read_text_file(const std::string& path, std::string_view label, FileUse use) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{}: file '{}' does not exist", label, path));
-  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: '{}' is a directory, expected a file", label, path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open '{}' for reading", label, path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError(fmt::format("{}: error while reading '{}'", label, path));
+  std::string text = read_bounded(path, label);
   note_read_as(path, label, use);
-  return text.str();
+  return text;
 }
 
 void note_read_as(const std::string& path, std::string_view label, FileUse use) {
@@ -89,7 +110,10 @@ nlohmann::json parse_json_text(const std::string& text, std::string_view what) {
   using Event = nlohmann::json::parse_event_t;
   std::vector<std::set<std::string>> keys;  // of each object open at this point
   std::string twice;
-  const nlohmann::json::parser_callback_t note_keys = [&](int, Event event, nlohmann::json& parsed) {
+  const nlohmann::json::parser_callback_t note_keys = [&](int depth, Event event, nlohmann::json& parsed) {
+    if ((event == Event::object_start || event == Event::array_start) && depth >= kMostJsonDepth) {
+      throw InputError(fmt::format("{}: arrays and objects nested more than {} deep, deeper than any input", what, kMostJsonDepth));
+    }
     if (event == Event::object_start) keys.emplace_back();
     if (event == Event::object_end) keys.pop_back();
     if (event == Event::key && !keys.back().insert(parsed.get<std::string>()).second && twice.empty()) twice = parsed.get<std::string>();
@@ -109,6 +133,17 @@ nlohmann::json parse_json_text(const std::string& text, std::string_view what) {
   }
   if (!twice.empty()) throw InputError(fmt::format("{}: key \"{}\" is given twice in one object", what, twice));
   return doc;
+}
+
+std::string json_excerpt(const nlohmann::json& value) {
+  constexpr std::size_t kShown = 60;
+  std::string text = value.dump();
+  if (text.size() > kShown + 3) {
+    std::size_t cut = kShown;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+    text = text.substr(0, cut) + "...";
+  }
+  return text;
 }
 
 nlohmann::json read_json_file(const std::string& path, std::string_view label, FileUse use) {

@@ -305,7 +305,7 @@ Layout load_permutation_file(const std::string& path, Count seq_len, Count devic
     out.reserve(block.size());
     for (const auto& p : block) {
       if (!p.is_number_integer()) {
-        throw InputError(fmt::format("{}: block {} holds {}, expected integer positions", label, d, p.dump()));
+        throw InputError(fmt::format("{}: block {} holds {}, expected integer positions", label, d, json_excerpt(p)));
       }
       out.push_back(json_count(p, fmt::format("{}: block {}", label, d)));
     }

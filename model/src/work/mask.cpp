@@ -163,7 +163,7 @@ DocumentList read_document_lengths(const std::string& path, const std::string& l
     const nlohmann::json doc = parse_json_text(text, label);
     for (const auto& item : doc) {
       if (!item.is_number_integer()) {
-        throw InputError(fmt::format("{}: holds {}, expected integer document lengths", label, item.dump()));
+        throw InputError(fmt::format("{}: holds {}, expected integer document lengths", label, json_excerpt(item)));
       }
       list.lengths.push_back(json_count(item, label));
     }

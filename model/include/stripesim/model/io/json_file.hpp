@@ -3,6 +3,8 @@
 // malformed), so every config and input file fails the same clear way. Every file read is
 // remembered, so that a command's outputs can refuse to overwrite one of its own inputs.
 #include <nlohmann/json.hpp>
+
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,8 +22,10 @@ enum class FileUse { input, hardware_profile, kernel_profile };
 // Reads and parses `path`; `label` prefixes error messages ("permutation:perm.json").
 [[nodiscard]] nlohmann::json read_json_file(const std::string& path, std::string_view label, FileUse use = FileUse::input);
 
-// The whole text of `path`, or an InputError naming `label` when it cannot be read.
+// The whole text of `path`, or an InputError naming `label` when it cannot be read or holds more
+// than kMostInputBytes (an endless stream such as /dev/zero would otherwise fill the memory).
 [[nodiscard]] std::string read_text_file(const std::string& path, std::string_view label, FileUse use = FileUse::input);
+inline constexpr std::size_t kMostInputBytes = std::size_t{1} << 30;  // 1 GiB: far above any input stripesim reads
 
 // Refuses a file of `paths` named twice (by any path to it: "a.json", "./a.json", a link) where
 // each file's contents would count once: "<flags> <path>: given twice (<why>)"; and a copy of an
@@ -30,8 +34,15 @@ void refuse_repeated_files(const std::vector<std::string>& paths, std::string_vi
 
 // Parses `text`, read from a file that `what` names ("--baseline b.json: 'b.json'"), refusing
 // what JSON parsers let through unsaid: a key given twice in one object (the last would win),
-// and a number no double holds (1e400).
+// and a number no double holds (1e400); and arrays or objects nested deeper than
+// kMostJsonDepth, which no input has and which every recursive walk over the document (the
+// parser's own destructor and printer among them) would overflow the stack on.
 [[nodiscard]] nlohmann::json parse_json_text(const std::string& text, std::string_view what);
+inline constexpr int kMostJsonDepth = 64;
+
+// A JSON value as an error message quotes it: its text, cut to its first 60 characters and "..."
+// when longer (a whole array of a file would make one line of megabytes).
+[[nodiscard]] std::string json_excerpt(const nlohmann::json& value);
 
 struct FileRead {
   std::string path;   // as given
