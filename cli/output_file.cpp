@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <utility>
 
 #include "stripesim/model/io/input_error.hpp"
@@ -33,6 +34,17 @@ bool reaches_standard_output(const std::string& path) {
   return !(S_ISCHR(out.st_mode) && ::isatty(STDOUT_FILENO) == 0);
 }
 
+// The path the link `at` names (a relative target taken from the link's folder); none where
+// `at` is not a link (or cannot be read as one).
+std::optional<std::filesystem::path> link_target(const std::filesystem::path& at) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(at, ec))) return std::nullopt;
+  const fs::path target = fs::read_symlink(at, ec);
+  if (ec) return std::nullopt;
+  return target.is_absolute() ? target : at.parent_path() / target;
+}
+
 // `path` as the file it names: absolute, '.' and '..' and links resolved, a link to a file not
 // yet there (a dangling link) followed to the file it would create, as writing through it does.
 std::filesystem::path resolved_path(const std::string& path) {
@@ -43,11 +55,9 @@ std::filesystem::path resolved_path(const std::string& path) {
   for (int hops = 0; hops < 40; ++hops) {
     const fs::path canonical = fs::weakly_canonical(at, ec);  // every existing part's links
     if (ec) break;
-    at = canonical;
-    if (!fs::is_symlink(fs::symlink_status(at, ec))) break;  // only a dangling link is left
-    const fs::path target = fs::read_symlink(at, ec);
-    if (ec) break;
-    at = target.is_absolute() ? target : at.parent_path() / target;
+    const std::optional<fs::path> target = link_target(canonical);  // only a dangling link is left
+    at = target.value_or(canonical);
+    if (!target) break;
   }
   return at.lexically_normal();
 }
@@ -107,14 +117,12 @@ namespace {
 bool stream_path(const std::string& path) {
   namespace fs = std::filesystem;
   fs::path at = fs::absolute(path);
-  std::error_code ec;
   for (int hops = 0; hops < 40; ++hops) {
     const std::string text = at.lexically_normal().string();
     if (text.starts_with("/proc/")) return true;
-    if (!fs::is_symlink(fs::symlink_status(at, ec))) return false;
-    const fs::path target = fs::read_symlink(at, ec);
-    if (ec) return false;
-    at = target.is_absolute() ? target : at.parent_path() / target;
+    const std::optional<fs::path> target = link_target(at);
+    if (!target) return false;
+    at = *target;
   }
   return false;
 }

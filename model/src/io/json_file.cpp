@@ -7,7 +7,6 @@
 #include <fstream>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -55,7 +54,8 @@ std::string read_bounded(const std::string& path, std::string_view label) {
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
     if (text.size() > kMostInputBytes) {
-      throw InputError(fmt::format("{}: '{}' holds more than 1 GiB, more than any input stripesim reads", label, path));
+      throw InputError(fmt::format("{}: '{}' holds more than {} GiB, more than any input stripesim reads", label, path,
+                                   kMostInputBytes >> 30));
     }
   }
   if (in.bad()) throw InputError(fmt::format("{}: error while reading '{}'", label, path));
