@@ -196,6 +196,32 @@ TEST(CliSimulate, JsonHasRoundsDevicesAndHops) {
   EXPECT_DOUBLE_EQ(doc.at("results")[0].at("speedup_vs_contiguous").get<double>(), 1.0);
 }
 
+// Hops are listed where a ring moves K/V, of the bytes it moves: a hybrid's ring of R devices
+// carries the U blocks of its all-to-all group; hybrid:Nx1 is Ulysses and sends no hop.
+TEST(CliSimulate, JsonListsTheHopsOnlyOfARingThatRuns) {
+  const std::string args = "simulate --hardware h100 --model llama3-8b -n 64k -N 8 --layouts zigzag --format json --cp ";
+  const auto doc_of = [&](const std::string& cp) {
+    const CliResult r = run_cli(args + cp);
+    EXPECT_EQ(r.exit_code, 0) << cp << ": " << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  // llama3-8b: 8 K/V heads of 128, bf16; 8k tokens a device.
+  const std::int64_t block = 2LL * 8192 * 8 * 128 * 2;
+  const auto ring = doc_of("ring");
+  EXPECT_EQ(ring.at("kv_bytes_per_hop").get<std::int64_t>(), block);
+  EXPECT_EQ(ring.at("hops").size(), 8u);
+  const auto hybrid = doc_of("hybrid:2x4");  // 4 K/V heads after the all-to-all, over 2 blocks
+  EXPECT_EQ(hybrid.at("kv_bytes_per_hop").get<std::int64_t>(), block);
+  EXPECT_EQ(hybrid.at("hops").size(), 4u);
+  for (const std::string cp : {"ulysses", "hybrid:8x1"}) {
+    const auto doc = doc_of(cp);
+    EXPECT_EQ(doc.at("kv_bytes_per_hop").get<std::int64_t>(), 0) << cp;
+    EXPECT_TRUE(doc.at("hops").empty()) << cp;
+  }
+  EXPECT_DOUBLE_EQ(doc_of("hybrid:8x1").at("results")[0].at("time_us").get<double>(),
+                   doc_of("ulysses").at("results")[0].at("time_us").get<double>());
+}
+
 TEST(CliSimulate, TraceOpensAsChromeTraceAndOutputIsDeterministic) {
   const auto trace = temp_path("stripesim_cli_trace.json");
   std::filesystem::remove(trace);

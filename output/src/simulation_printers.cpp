@@ -82,7 +82,11 @@ nlohmann::ordered_json to_json(const sim::Simulation& sim, bool rounds) {
                    {"merges", sim.merges.empty() ? "profile" : sim.merges}};
   doc["rounds_included"] = rounds;
   doc["kernel"] = to_json(sim.kernel);
-  doc["kv_bytes_per_hop"] = sim.kv_bytes;
+  // Hops where a ring moves K/V: a ring's, a hybrid's ring of R > 1, an all-gather's steps. Ulysses
+  // and a ring of one device send none, so they list none (a hybrid:Nx1 reads as --cp ulysses).
+  const Count ring = sim.cp.algorithm == CpAlgorithm::allgather ? c.devices : sim::ring_degree(sim.cp, c.devices);
+  const bool ring_moves = ring > 1;
+  doc["kv_bytes_per_hop"] = ring_moves ? sim.kv_bytes : 0;
   // What the collectives move, as the table's header says it (traffic_text).
   const Count ulysses = sim::ulysses_degree(sim.cp, c.devices);
   if (sim.cp.algorithm == CpAlgorithm::allgather) {
@@ -93,7 +97,7 @@ nlohmann::ordered_json to_json(const sim::Simulation& sim, bool rounds) {
                                {"alltoall_output_bytes_per_pair", sim.cp_shape.out_pair_bytes}};
   }
   nlohmann::ordered_json hops = nlohmann::ordered_json::array();
-  for (size_t p = 0; p < sim.hops.size(); ++p) {
+  for (size_t p = 0; ring_moves && p < sim.hops.size(); ++p) {
     const Route& route = sim.hops[p];
     nlohmann::ordered_json links = nlohmann::ordered_json::array();
     for (const auto link : route.links) links.push_back(sim.topology.directed_link_name(link));
