@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "bad_input_table.hpp"
@@ -510,6 +511,9 @@ INSTANTIATE_TEST_SUITE_P(
                  "--cp 'hybrid:5x2': U x R = 10 must equal the 8 devices of the context-parallel group (-N)"},
         BadInput{"unknown_cp", "simulate --cp rings", "--cp 'rings': expected ring, allgather[:G], ulysses or hybrid:UxR"},
         BadInput{"hybrid_not_the_group", "simulate --cp hybrid:3x3", "--cp 'hybrid:3x3': U x R = 9 must equal the 8 devices"},
+        // 4 x (2^62 + 2) wraps to 8 in 64 bits: it ran as hybrid:4x2.
+        BadInput{"hybrid_product_overflows", "simulate --cp hybrid:4x4611686018427387906",
+                 "--cp 'hybrid:4x4611686018427387906': U x R = 4 x 4611686018427387906 must equal the 8 devices"},
         BadInput{"hybrid_length_not_divided", "simulate -n 1044 --heads 16 --cp hybrid:4x2 --layouts contiguous",
                  "--seq-len 1044: layout contiguous needs it divisible by N = 8; the nearest such lengths are 1040 and 1048"},
         BadInput{"ulysses_heads_do_not_divide", "simulate --cp ulysses --heads 12",
@@ -1101,6 +1105,22 @@ TEST(CliSweep, StepSweepRefusesStepFieldsThatThePointsSet) {
     const CliResult r = run_cli(std::string("sweep --experiment '") + STRIPESIM_SOURCE_DIR + "/tests/data/" + file + "'");
     EXPECT_EQ(r.exit_code, 2) << file;
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+}
+
+// The step's fields and the measured file are named where the experiment gives them: sweep and
+// calibrate-step have no --kernel flag (the message named it until 2026-12-06).
+TEST(CliSweep, StepSweepErrorsNameTheExperimentsFields) {
+  const std::string kernel = "step_sweep_unknown_kernel.json field \"step.kernel\" = 'nope': no such kernel";
+  const std::string measured = "step_sweep_missing_measured.json field \"measured\" ";
+  for (const auto& [command, file, message] :
+       {std::tuple{"sweep", "step_sweep_unknown_kernel.json", kernel}, std::tuple{"sweep", "step_sweep_missing_measured.json", measured},
+        std::tuple{"calibrate-step", "step_sweep_missing_measured.json", measured}}) {
+    const CliResult r = run_cli(std::string(command) + " --experiment '" + STRIPESIM_SOURCE_DIR + "/tests/data/" + file + "'");
+    EXPECT_EQ(r.exit_code, 2) << command << " " << file;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("--kernel"), std::string::npos) << r.err;
     EXPECT_TRUE(r.out.empty());
   }
 }

@@ -111,9 +111,12 @@ ContextParallel parse_context_parallel(std::string_view text, Count devices) {
     const auto u = x == std::string_view::npos ? std::nullopt : parse_positive(arg.substr(0, x));
     const auto r = x == std::string_view::npos ? std::nullopt : parse_positive(arg.substr(x + 1));
     if (!u || !r) throw refuse("expected hybrid:UxR (Ulysses degree x ring degree)");
-    if (*u * *r != devices) {
-      throw refuse(
-          fmt::format("U x R = {} must equal the {} devices of the context-parallel group (-N)", *u * *r, devices));
+    // U and R up to 2^63 each: their product checked for overflow, or a wrapped one could equal N.
+    Count product = 0;
+    const bool overflows = __builtin_mul_overflow(*u, *r, &product);
+    if (overflows || product != devices) {
+      const std::string shown = overflows ? fmt::format("{} x {}", *u, *r) : std::to_string(product);
+      throw refuse(fmt::format("U x R = {} must equal the {} devices of the context-parallel group (-N)", shown, devices));
     }
     cp.algorithm = CpAlgorithm::hybrid;
     cp.ulysses = *u;

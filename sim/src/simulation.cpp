@@ -267,7 +267,7 @@ SimulateConfig simulate_config_from_json(const nlohmann::json& doc, const std::s
   base.pad_seq = f.boolean_or("pad_seq", base.pad_seq);
   base.seq_len = f.positive_count_or("seq_len", base.seq_len);
   base.devices = f.positive_count_or("devices", base.devices);
-  base.layouts = f.distinct_string_list_or("layouts", base.layouts);
+  base.layouts = f.distinct_string_list_or("layouts", base.layouts, model::layout_identity);
   if (f.has("tile")) base.tile = f.parsed("tile", model::parse_tile_shape);
   if (f.has("tiling")) base.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
   base.kernel = f.string_or("kernel", base.kernel);

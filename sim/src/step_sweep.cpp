@@ -27,8 +27,8 @@ constexpr const char* kMeasuredHeader =
 
 }  // namespace
 
-std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path) {
-  const std::string label = "measured speedups " + path;
+std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path, std::string label) {
+  if (label.empty()) label = "measured speedups " + path;
   std::stringstream in(model::read_text_file(path, label));
   std::string line;
   std::getline(in, line);
@@ -89,6 +89,7 @@ StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::st
     throw InputError(fmt::format("{}: \"tiling\" is the whole grid's: give it at the top level", step_label));
   }
   spec.step = simulate_config_from_json(doc.at("step"), step_label);
+  spec.step_origins = model::InputOrigins::of_file(doc.at("step"), label, [](model::Input) { return false; }, "step.");
   if (doc.contains("tiling")) spec.step.tiling = spec.grid.tiling;
   if (doc.at("step").contains("scope") && spec.step.scope != Scope::step) {
     throw InputError(fmt::format("{}: \"scope\" is \"{}\"; a step sweep simulates training steps", step_label,
@@ -99,6 +100,7 @@ StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::st
   if (doc.contains("measured")) {
     if (!doc.at("measured").is_string()) throw InputError(label + " field \"measured\": expected a path");
     spec.measured = doc.at("measured").get<std::string>();
+    spec.measured_label = fmt::format("{} field \"measured\" {}", label, spec.measured);
   }
   return spec;
 }
@@ -156,10 +158,11 @@ StepSweepPlan plan_step_sweep(const StepSweepSpec& spec, const model::ConfigCata
   StepSweepPlan plan{model::plan_sweep(tms_columns, catalog), {}, {}, spec.grid.columns};
   plan.grid.columns.clear();
   for (const model::SweepPoint& point : plan.grid.points) {
-    plan.steps.push_back(point.origins.run([&] { return plan_simulation(point_config(spec, point, {}), catalog); }));
+    plan.steps.push_back(point.origins.run(
+        [&] { return spec.step_origins.run([&] { return plan_simulation(point_config(spec, point, {}), catalog); }); }));
   }
   const std::map<MeasuredKey, double> measured =
-      spec.measured.empty() ? std::map<MeasuredKey, double>{} : measured_by_point(read_measured_speedups(spec.measured), catalog);
+      spec.measured.empty() ? std::map<MeasuredKey, double>{} : measured_by_point(read_measured_speedups(spec.measured, spec.measured_label), catalog);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Simulation& sim = plan.steps[i].simulation;
     const model::SweepPoint& point = plan.grid.points[i];
@@ -270,11 +273,11 @@ StepFitPlan plan_step_fit(const StepSweepSpec& spec, const model::ConfigCatalog&
   if (spec.measured.empty()) throw InputError("step fit: the experiment names no \"measured\" file to fit to");
   StepFitPlan plan;
   plan.spec = spec;
-  plan.measured = read_measured_speedups(spec.measured);
+  plan.measured = read_measured_speedups(spec.measured, spec.measured_label);
   plan.hardware = catalog.hardware(plan.measured.front().hardware);
   for (const auto& m : plan.measured) {
     if (catalog.hardware(m.hardware).name != plan.hardware.name) {
-      throw InputError(fmt::format("measured speedups {}: rows on {} and {}; a step fit calibrates one hardware", spec.measured,
+      throw InputError(fmt::format("{}: rows on {} and {}; a step fit calibrates one hardware", spec.measured_label,
                                    plan.measured.front().hardware, m.hardware));
     }
   }
@@ -282,9 +285,11 @@ StepFitPlan plan_step_fit(const StepSweepSpec& spec, const model::ConfigCatalog&
     throw InputError(fmt::format("step fit: hardware {} has no matmul_efficiency (the fit finds the element-wise cost beside it)",
                                  plan.hardware.name));
   }
-  plan.kernel = load_kernel_profile(spec.step.kernel, catalog.root(), plan.hardware);
-  // Every row's simulation as the fit configures it: what the fit would refuse, refused now.
-  for (const auto& m : plan.measured) (void)plan_simulation(fit_config(spec, m, plan.hardware, plan.kernel), catalog);
+  spec.step_origins.run([&] {
+    plan.kernel = load_kernel_profile(spec.step.kernel, catalog.root(), plan.hardware);
+    // Every row's simulation as the fit configures it: what the fit would refuse, refused now.
+    for (const auto& m : plan.measured) (void)plan_simulation(fit_config(spec, m, plan.hardware, plan.kernel), catalog);
+  });
   return plan;
 }
 

@@ -7,7 +7,8 @@
 
 namespace stripesim::model {
 
-InputOrigins InputOrigins::of_file(const nlohmann::json& doc, std::string label, const std::function<bool(Input)>& overridden) {
+InputOrigins InputOrigins::of_file(const nlohmann::json& doc, std::string label, const std::function<bool(Input)>& overridden,
+                                   std::string_view within) {
   InputOrigins origins(std::move(label));
   for (const Input input : every_input()) {
     // The file names each input as its flag does, with '_' for '-': "seq_len" for --seq-len.
@@ -18,9 +19,9 @@ InputOrigins InputOrigins::of_file(const nlohmann::json& doc, std::string label,
     if (value.is_array()) {
       std::vector<std::string> items;
       for (const auto& item : value) items.push_back(item.is_string() ? item.get<std::string>() : item.dump());
-      origins.add_list(input, field, std::move(items));
+      origins.add_list(input, std::string(within) + field, std::move(items));
     } else {
-      origins.add(input, field);
+      origins.add(input, std::string(within) + field);
     }
   }
   return origins;

@@ -165,9 +165,10 @@ std::vector<std::string> JsonFields::string_list_or(const std::string& key, std:
   return items;
 }
 
-std::vector<std::string> JsonFields::distinct_string_list_or(const std::string& key, std::vector<std::string> fallback) const {
+std::vector<std::string> JsonFields::distinct_string_list_or(const std::string& key, std::vector<std::string> fallback,
+                                                            std::string (*identity)(std::string_view)) const {
   std::vector<std::string> items = string_list_or(key, std::move(fallback));
-  if (has(key)) require_distinct(key, items, [](const std::string& name) { return lowercase(name); });
+  if (has(key)) require_distinct(key, items, [&](const std::string& name) { return identity ? identity(name) : lowercase(name); });
   return items;
 }
 

@@ -102,6 +102,10 @@ std::vector<Count> draw_document_lengths(std::string_view spec, Count seq_len) {
   std::vector<Count> lengths;
   for (Count left = seq_len; left > 0;) {
     const Count length = std::min(left, draw());  // the last document is cut at the sequence's end
+    if (static_cast<Count>(lengths.size()) == kMostDocuments) {
+      throw fail(fmt::format("draws more than {} documents over {} tokens, the most a mask holds; give longer documents",
+                             kMostDocuments, seq_len));
+    }
     lengths.push_back(length);
     left -= length;
   }

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <stdexcept>
 
 #include "stripesim/model/io/input_error.hpp"
@@ -35,7 +36,7 @@ std::vector<std::string> split_distinct_list(std::string_view text, const InputN
   std::vector<std::string> items = split_list(text, what);
   for (size_t i = 1; i < items.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
-      if (lowercase(items[i]) == lowercase(items[j])) throw what.error(items[i], "given twice in the list", Shown::quoted);
+      if (layout_identity(items[i]) == layout_identity(items[j])) throw what.error(items[i], "given twice in the list", Shown::quoted);
     }
   }
   return items;
@@ -45,6 +46,14 @@ std::string layout_file(std::string_view spec) {
   constexpr std::string_view kPermutation = "permutation:";
   if (spec.size() <= kPermutation.size() || lowercase(spec.substr(0, kPermutation.size())) != kPermutation) return "";
   return std::string(spec.substr(kPermutation.size()));
+}
+
+std::string layout_identity(std::string_view spec) {
+  const std::string file = layout_file(spec);
+  if (file.empty()) return lowercase(spec);
+  std::error_code ec;
+  const std::filesystem::path path = std::filesystem::weakly_canonical(file, ec);
+  return "permutation:" + (ec ? std::filesystem::path(file).lexically_normal() : path).string();
 }
 
 namespace {

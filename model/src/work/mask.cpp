@@ -49,6 +49,9 @@ void Mask::set_window(Count width) {
 Mask Mask::documents(Count seq_len, std::vector<Count> lengths, Count window, std::vector<Count> padding) {
   const auto fail = [](const std::string& why) { return InputError(Input::mask, "documents", why); };
   if (lengths.empty()) throw fail("needs at least one document length");
+  if (static_cast<Count>(lengths.size()) > kMostDocuments) {
+    throw fail(fmt::format("{} documents, more than the {} a mask holds", lengths.size(), kMostDocuments));
+  }
   if (padding.empty()) padding.assign(lengths.size(), 0);
   if (padding.size() != lengths.size()) throw fail("needs one padding count per document");
   if (window < 0) throw fail(fmt::format("window={}: the window must be at least 1 token", window));

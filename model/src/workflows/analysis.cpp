@@ -22,7 +22,7 @@ AnalyzeConfig analyze_config_from_json(const nlohmann::json& doc, AnalyzeConfig 
   if (f.has("tile")) base.tile = f.parsed("tile", parse_tile_shape);
   if (f.has("tiling")) base.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
   base.mask = f.string_or("mask", base.mask);
-  base.layouts = f.distinct_string_list_or("layouts", base.layouts);
+  base.layouts = f.distinct_string_list_or("layouts", base.layouts, layout_identity);
   base.pad_documents = f.boolean_or("pad_documents", base.pad_documents);
   if (base.layouts.empty()) throw InputError(fmt::format("{}: needs at least one layout", f.where("layouts")));
   return base;

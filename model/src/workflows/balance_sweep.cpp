@@ -12,6 +12,7 @@
 #include "stripesim/model/io/input_origins.hpp"
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/workflows/analysis.hpp"
 #include "stripesim/model/workflows/grid.hpp"
 
@@ -35,7 +36,7 @@ BalanceSweepSpec balance_spec_from_json(const nlohmann::json& doc, const std::st
     group.masks = g.distinct_string_list_or("masks", {});
     if (group.masks.empty()) throw InputError(fmt::format("{}: expected a non-empty array", g.where("masks")));
     if (g.has("tiles")) group.tiles = g.parsed_list("tiles", parse_tile_shape);
-    group.layouts = g.distinct_string_list_or("layouts", group.layouts);
+    group.layouts = g.distinct_string_list_or("layouts", group.layouts, layout_identity);
     g.require_distinct("seq_lens", group.seq_lens);  // each axis of the grid once, as in a sweep
     g.require_distinct("devices", group.devices);
     g.require_distinct("tiles", group.tiles);
@@ -79,6 +80,31 @@ BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
         throw InputError(Input::layouts, layout, "is a per-document layout, and no mask of the sweep is a documents mask (it would "
                                                  "be left out of every row)", Shown::quoted);
       });
+    }
+    // Two spellings of one mask (window:4k and window:4096) pass the list's check of names but
+    // would print every row twice: refused where they are one mask at every length of the group
+    // and at a million tokens besides, where two distributions that drew one document each at
+    // the group's short lengths (lognormal:4096 and lognormal:32768 at 1001 tokens) part.
+    std::vector<Count> lengths = g.seq_lens;
+    lengths.push_back(Count{1} << 20);
+    const auto same_mask = [&](const std::string& a, const std::string& b) {
+      try {
+        return std::ranges::all_of(lengths, [&](Count n) { return parse_mask(a, n) == parse_mask(b, n); });
+      } catch (const InputError&) {
+        return false;  // a mask some length refuses is that point's error, named there (or a list of lengths)
+      }
+    };
+    for (size_t m = 1; m < g.masks.size(); ++m) {
+      for (size_t earlier = 0; earlier < m; ++earlier) {
+        if (!same_mask(g.masks[m], g.masks[earlier])) continue;
+        InputOrigins origins(spec.label);
+        origins.add(Input::mask, field("masks", m));
+        origins.run([&] {
+          throw InputError(Input::mask, g.masks[m],
+                           fmt::format("the same mask as '{}' at every length of the sweep (its rows would print twice)", g.masks[earlier]),
+                           Shown::quoted);
+        });
+      }
     }
     for_each_grid_point(axes(g), [&](auto at) {
       const auto [s, d, m, t] = at;

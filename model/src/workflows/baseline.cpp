@@ -151,6 +151,25 @@ void check_patterns_match(const CheckRules& rules, const std::vector<std::string
   }
   std::vector<std::string> checked;
   std::ranges::copy_if(names, std::back_inserter(checked), [&](const std::string& name) { return selected(rules, name); });
+  // One bound a direction for a pattern: a second would leave the looser deciding nothing, and a
+  // lower bound above the upper one is a range no value meets (every metric it names would fail).
+  for (size_t i = 0; i < rules.limits.size(); ++i) {
+    const MetricLimit& limit = rules.limits[i];
+    for (size_t j = 0; j < i; ++j) {
+      const MetricLimit& earlier = rules.limits[j];
+      if (earlier.pattern != limit.pattern) continue;
+      if (earlier.at_most == limit.at_most) {
+        throw InputError(fmt::format("--limit '{}': '{}' already bounds {} from {}; give one", limit.to_string(),
+                                     earlier.to_string(), limit.pattern, limit.at_most ? "above" : "below"));
+      }
+      const double upper = limit.at_most ? limit.value : earlier.value;
+      const double lower = limit.at_most ? earlier.value : limit.value;
+      if (lower > upper) {
+        throw InputError(fmt::format("--limit '{}': contradicts '{}' (no value is at least {:g} and at most {:g})",
+                                     limit.to_string(), earlier.to_string(), lower, upper));
+      }
+    }
+  }
   for (const auto& limit : rules.limits) {
     if (matches_any(limit.pattern, checked)) continue;
     if (!matches_any(limit.pattern, names)) throw no_metric("--limit", limit.pattern);

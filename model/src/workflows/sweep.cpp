@@ -13,6 +13,7 @@
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/name_match.hpp"
 #include "stripesim/model/io/size_parse.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/parallel_for.hpp"
 #include "stripesim/model/workflows/grid.hpp"
 
@@ -109,7 +110,7 @@ SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& lab
   spec.recompute = f.boolean_or("recompute", spec.recompute);
   JsonFields::located(f.where("recompute"), [&] { require_backward_for_recompute(spec.pass, spec.recompute); });
   if (f.has("tiling")) spec.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
-  spec.extra_layouts = f.distinct_string_list_or("layouts", {});
+  spec.extra_layouts = f.distinct_string_list_or("layouts", {}, layout_identity);
   spec.columns = f.distinct_string_list_or("columns", {});
   const auto& groups = f.non_empty_array("groups");
   for (size_t i = 0; i < groups.size(); ++i) {

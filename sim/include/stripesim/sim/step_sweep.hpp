@@ -34,13 +34,18 @@ struct MeasuredSpeedup {
   double speedup = 0;  // striped over contiguous, end to end
 };
 
-// Throws InputError naming the file and line for a missing file, a wrong header or a bad value.
-[[nodiscard]] std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path);
+// Throws InputError naming the file (as `label` names it, by default "measured speedups PATH")
+// and line for a missing file, a wrong header or a bad value.
+[[nodiscard]] std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path, std::string label = "");
 
 struct StepSweepSpec {
   model::SweepSpec grid;
   SimulateConfig step;          // shared by every point
+  // The step's own fields (kernel, sync, ...) as the experiment names them ("step.kernel"): an
+  // error about one names that field, not a flag the sweep does not have.
+  model::InputOrigins step_origins;
   std::string measured;         // resolved path; empty: none
+  std::string measured_label;   // how errors name it: the experiment's field "measured"
 };
 
 // `doc`: the experiment with its files read from its folder (model::with_files_beside), the

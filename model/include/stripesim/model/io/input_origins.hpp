@@ -19,8 +19,9 @@ class InputOrigins {
   explicit InputOrigins(std::string label) : label_(std::move(label)) {}
   // The inputs a file of flags (analyze's or simulate's --experiment) gives and no flag
   // overrides: fields named as the flags are ("seq_len" for --seq-len).
+  // `doc` may be an object inside the file: its fields are then named from `within` ("step.kernel").
   [[nodiscard]] static InputOrigins of_file(const nlohmann::json& doc, std::string label,
-                                            const std::function<bool(Input)>& overridden);
+                                            const std::function<bool(Input)>& overridden, std::string_view within = "");
 
   // `input` is the value at `path` ("groups[0].seq_lens[1]").
   void add(Input input, std::string path);

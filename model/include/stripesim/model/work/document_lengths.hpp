@@ -16,6 +16,11 @@
 
 namespace stripesim::model {
 
+// The most documents a mask holds: 128-token documents over the longest sequence (2^31 tokens).
+// Each costs about 50 bytes in the mask and the layouts built on it; 2^31 one-token documents
+// filled the memory and the process was killed.
+inline constexpr Count kMostDocuments = Count{1} << 24;
+
 // True when `spec` names a distribution rather than a list of lengths or a file.
 [[nodiscard]] bool is_length_distribution(std::string_view spec);
 

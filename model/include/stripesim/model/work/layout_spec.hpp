@@ -83,10 +83,13 @@ class LayoutPlan {
 
 // Splits "a,b,c" into its non-empty items; an empty item is an InputError naming `what`.
 [[nodiscard]] std::vector<std::string> split_list(std::string_view text, const InputName& what);
-// split_list for a list of names, where an item given twice (case aside, as names match) would
-// only repeat rows of the output: that is an InputError naming the item.
+// split_list for a list of names, where an item given twice (the same layout_identity: case
+// aside, as names match) would only repeat rows of the output: that is an InputError naming the item.
 [[nodiscard]] std::vector<std::string> split_distinct_list(std::string_view text, const InputName& what);
 // The file a layout spec reads ("permutation:FILE", the name case aside), or empty.
 [[nodiscard]] std::string layout_file(std::string_view spec);
+// What makes two layout specs one layout: the spec, case aside, and a permutation file by the
+// file it is, however its path is spelled (f.json, ./f.json, dir//f.json, a link to it).
+[[nodiscard]] std::string layout_identity(std::string_view spec);
 
 }  // namespace stripesim::model

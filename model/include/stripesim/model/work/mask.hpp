@@ -63,6 +63,9 @@ class Mask {
   // "causal", "bidirectional", "window:4096", "prefix:1024", "documents" (lengths and a documents mask's window
   // are listed separately).
   [[nodiscard]] std::string name() const;
+  // The same pairs allowed for the same reasons: kind, length, window, prefix, documents and their
+  // padding (window:4k and window:4096 are one mask; so are two spellings of one distribution).
+  [[nodiscard]] bool operator==(const Mask&) const = default;
 
   [[nodiscard]] bool allows(Position q, Position k) const { return lowest_key(q) <= k && k <= highest_key(q); }
   [[nodiscard]] Position lowest_key(Position q) const;
