@@ -423,6 +423,12 @@ TEST(CliSimulate, HeaderGivesWhatEachAlgorithmSends) {
   // The all-gather in 4 head groups: each step a device's K and V of 2 K/V heads.
   EXPECT_NE(header("allgather:4").find("all-gather " + mb(2 * c * 2 * row) + " of K/V from each device per head group (4 groups)"),
             std::string::npos);
+  // One device sends nothing, whatever the algorithm (Ulysses said "to each other device").
+  for (const std::string cp : {"ring", "ulysses", "allgather"}) {
+    const CliResult one = run_cli("simulate --hardware h100 -n 64k -N 1 --cp " + cp);
+    EXPECT_EQ(one.exit_code, 0) << cp << one.err;
+    EXPECT_NE(one.out.find("per slot; one device: nothing sent\n"), std::string::npos) << one.out;
+  }
   // The JSON carries the same bytes (collective_bytes), and nothing of the kind for a ring.
   const auto collective = [&](const std::string& cp) {
     const CliResult r = run_cli(base + cp + " --format json");

@@ -339,6 +339,7 @@ std::string traffic_text(const sim::Simulation& s) {
     return fmt::format("all-to-all {:.1f} MB of Q, K, V and {:.1f} MB of output to each other device of a group",
                        mb(s.cp_shape.qkv_pair_bytes), mb(s.cp_shape.out_pair_bytes));
   };
+  if (s.config.devices == 1) return "one device: nothing sent";  // no hop, gather or all-to-all to price
   switch (s.cp.algorithm) {
     case CpAlgorithm::ring: break;
     case CpAlgorithm::allgather:
