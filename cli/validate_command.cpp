@@ -19,6 +19,7 @@
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask_identity.hpp"
 #include "stripesim/output/accuracy_printers.hpp"
 #include "stripesim/output/validation_printers.hpp"
 #include "stripesim/sim/kernel_profile.hpp"
@@ -120,6 +121,15 @@ validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
   for (const std::string& cp : m.cps) validate::check_backend_runs(o.backend, cp);  // before any case runs
   if (!o.devices.empty()) m.devices = count_list(o.devices, "--devices");
   if (!o.seq_lens.empty()) m.seq_lens = count_list(o.seq_lens, "--seq-len");
+  // Two spellings of one mask would run its cases twice (window:1k and window:1024).
+  for (size_t k = 1; k < m.masks.size(); ++k) {
+    for (size_t earlier = 0; earlier < k; ++earlier) {
+      if (model::same_mask(m.masks[k], m.masks[earlier], m.seq_lens)) {
+        throw model::InputError(fmt::format("--mask '{}': the same mask as '{}' at every --seq-len (its cases would run twice)",
+                                            m.masks[k], m.masks[earlier]));
+      }
+    }
+  }
   if (!o.tiles.empty()) {
     m.tiles.clear();
     for (const auto& t : model::split_distinct_list(o.tiles, "--tile")) m.tiles.push_back(model::parse_tile_shape(t));

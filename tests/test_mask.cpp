@@ -6,6 +6,7 @@
 #include "brute_force.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/mask_identity.hpp"
 #include "stripesim/model/workflows/analysis.hpp"
 #include "temp_path.hpp"
 
@@ -152,6 +153,23 @@ TEST(Mask, DocumentsFromFiles) {
   std::filesystem::remove(lines);
   std::filesystem::remove(json);
   std::filesystem::remove(bad);
+}
+
+// One mask however spelled; two masks that only agree at the lengths a sweep happens to use are two.
+TEST(Mask, SameMaskIsTheMaskBuiltNotItsSpelling) {
+  EXPECT_TRUE(same_mask("window:4k", "window:4096", {65536}));
+  EXPECT_TRUE(same_mask("documents:fixed:4k", "documents:fixed:4096", {65536, 1001}));
+  EXPECT_TRUE(same_mask("documents:lognormal:512:1.0", "documents:lognormal:512:1", {65536}));
+  // At 1001 tokens both distributions draw one document, but not at a million.
+  EXPECT_TRUE(parse_mask("documents:lognormal:4096:1.0", 1001) == parse_mask("documents:lognormal:32768:1.0", 1001));
+  EXPECT_FALSE(same_mask("documents:lognormal:4096:1.0", "documents:lognormal:32768:1.0", {1001}));
+  // Windows wider than the sequence allow the same pairs there, but are other masks.
+  EXPECT_FALSE(same_mask("window:4096", "window:8192", {4096}));
+  EXPECT_FALSE(same_mask("window:4k", "causal", {65536}));
+  EXPECT_FALSE(same_mask("documents:lognormal:512:1.0", "documents:lognormal:512:1.0:seed=2", {65536}));
+  // A list of lengths fits its own length only: not judged (its errors come where it is used).
+  EXPECT_FALSE(same_mask("documents:512,512", "documents:512,512", {1024}));  // the list check of names catches this one
+  EXPECT_FALSE(same_mask("window:0", "window:0", {1024}));
 }
 
 }  // namespace

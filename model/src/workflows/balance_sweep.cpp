@@ -13,6 +13,7 @@
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask_identity.hpp"
 #include "stripesim/model/workflows/analysis.hpp"
 #include "stripesim/model/workflows/grid.hpp"
 
@@ -82,21 +83,10 @@ BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
       });
     }
     // Two spellings of one mask (window:4k and window:4096) pass the list's check of names but
-    // would print every row twice: refused where they are one mask at every length of the group
-    // and at a million tokens besides, where two distributions that drew one document each at
-    // the group's short lengths (lognormal:4096 and lognormal:32768 at 1001 tokens) part.
-    std::vector<Count> lengths = g.seq_lens;
-    lengths.push_back(Count{1} << 20);
-    const auto same_mask = [&](const std::string& a, const std::string& b) {
-      try {
-        return std::ranges::all_of(lengths, [&](Count n) { return parse_mask(a, n) == parse_mask(b, n); });
-      } catch (const InputError&) {
-        return false;  // a mask some length refuses is that point's error, named there (or a list of lengths)
-      }
-    };
+    // would print every row twice.
     for (size_t m = 1; m < g.masks.size(); ++m) {
       for (size_t earlier = 0; earlier < m; ++earlier) {
-        if (!same_mask(g.masks[m], g.masks[earlier])) continue;
+        if (!same_mask(g.masks[m], g.masks[earlier], g.seq_lens)) continue;
         InputOrigins origins(spec.label);
         origins.add(Input::mask, field("masks", m));
         origins.run([&] {
