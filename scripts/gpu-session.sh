@@ -39,7 +39,7 @@
 #              not finish in 200 s there, and these two took 23 s and 30 s once warm)
 #   hostsync   bench/host_sync_cost.py on ring-flash-attention's benchmark packings (8 devices, 64k
 #              tokens, Llama-3.1 8B's heads): the GPU idle time per round that the varlen zigzag's
-#              host-built masks cost, against the 230-307 us a forward round the published ratios
+#              host-built masks cost, against the 201-278 us a forward round the published ratios
 #              leave unexplained (README, "Predicted against published measurements")     (~30 s)
 set -uo pipefail
 cd "$(dirname "$0")/.."
