@@ -122,13 +122,9 @@ validate::ValidateMatrix build_matrix(const ValidateOptions& o) {
   if (!o.devices.empty()) m.devices = count_list(o.devices, "--devices");
   if (!o.seq_lens.empty()) m.seq_lens = count_list(o.seq_lens, "--seq-len");
   // Two spellings of one mask would run its cases twice (window:1k and window:1024).
-  for (size_t k = 1; k < m.masks.size(); ++k) {
-    for (size_t earlier = 0; earlier < k; ++earlier) {
-      if (model::same_mask(m.masks[k], m.masks[earlier], m.seq_lens)) {
-        throw model::InputError(fmt::format("--mask '{}': the same mask as '{}' at every --seq-len (its cases would run twice)",
-                                            m.masks[k], m.masks[earlier]));
-      }
-    }
+  if (const std::optional<model::RepeatedMask> twice = model::repeated_mask(m.masks, m.seq_lens)) {
+    throw model::InputError(fmt::format("--mask '{}': the same mask as '{}' at every --seq-len (its cases would run twice)",
+                                        m.masks[twice->mask], m.masks[twice->earlier]));
   }
   if (!o.tiles.empty()) {
     m.tiles.clear();

@@ -84,17 +84,15 @@ BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
     }
     // Two spellings of one mask (window:4k and window:4096) pass the list's check of names but
     // would print every row twice.
-    for (size_t m = 1; m < g.masks.size(); ++m) {
-      for (size_t earlier = 0; earlier < m; ++earlier) {
-        if (!same_mask(g.masks[m], g.masks[earlier], g.seq_lens)) continue;
-        InputOrigins origins(spec.label);
-        origins.add(Input::mask, field("masks", m));
-        origins.run([&] {
-          throw InputError(Input::mask, g.masks[m],
-                           fmt::format("the same mask as '{}' at every length of the sweep (its rows would print twice)", g.masks[earlier]),
-                           Shown::quoted);
-        });
-      }
+    if (const std::optional<RepeatedMask> twice = repeated_mask(g.masks, g.seq_lens)) {
+      InputOrigins origins(spec.label);
+      origins.add(Input::mask, field("masks", twice->mask));
+      origins.run([&] {
+        throw InputError(Input::mask, g.masks[twice->mask],
+                         fmt::format("the same mask as '{}' at every length of the sweep (its rows would print twice)",
+                                     g.masks[twice->earlier]),
+                         Shown::quoted);
+      });
     }
     for_each_grid_point(axes(g), [&](auto at) {
       const auto [s, d, m, t] = at;

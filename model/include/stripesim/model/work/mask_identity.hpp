@@ -1,6 +1,9 @@
 #pragma once
 // Whether two mask specs are one mask, however they are spelled: what lets a list of masks
 // (sweep --masks, validate --mask) refuse one given twice, which would repeat its rows.
+#include <cstddef>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -8,11 +11,19 @@
 
 namespace stripesim::model {
 
-// True when `a` and `b` build the same mask at every length of `lengths` and at a million tokens
-// besides, where two distributions that drew one document each at short lengths (lognormal:4096
-// and lognormal:32768 at 1001 tokens) part: window:4k and window:4096, documents:fixed:4k and
-// documents:fixed:4096. False where some length refuses either (that error belongs where the
-// mask is used) or a list of lengths fits one length only.
-[[nodiscard]] bool same_mask(std::string_view a, std::string_view b, std::vector<Count> lengths);
+// Two specs are one mask when they build the same mask at every length of `lengths` and at a
+// million tokens besides, where two distributions that drew one document each at short lengths
+// (lognormal:4096 and lognormal:32768 at 1001 tokens) part: window:4k and window:4096,
+// documents:fixed:4k and documents:fixed:4096. A spec some length refuses is one with none (that
+// error belongs where the mask is used), nor is a list of lengths, which fits one length only.
+[[nodiscard]] bool same_mask(std::string_view a, std::string_view b, const std::vector<Count>& lengths);
+
+struct RepeatedMask {
+  size_t mask = 0;     // the later spec in the list
+  size_t earlier = 0;  // the one it repeats
+};
+// The first spec of `masks` that is one mask with an earlier one, as same_mask judges; each spec
+// built once a length.
+[[nodiscard]] std::optional<RepeatedMask> repeated_mask(const std::vector<std::string>& masks, std::vector<Count> lengths);
 
 }  // namespace stripesim::model
