@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/work/layout.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "temp_path.hpp"
@@ -294,6 +295,23 @@ TEST(SplitList, SplitsAndRejectsEmptyItems) {
   EXPECT_THROW((void)split_list("a,,b", "x"), InputError);
   EXPECT_THROW((void)split_list("", "x"), InputError);
   EXPECT_THROW((void)split_list("a,", "x"), InputError);
+}
+
+// A permutation file is one layout however its path is spelled, and two files are two layouts
+// even where neither exists yet (each reported by name when read).
+TEST(LayoutIdentity, OneFileHoweverSpelledTwoFilesApart) {
+  const std::filesystem::path dir = fresh_temp_dir("layout_identity");
+  const std::filesystem::path file = dir / "perm.json";
+  std::ofstream(file) << "{}";
+  std::filesystem::create_symlink(file, dir / "link.json");
+  const std::string plain = "permutation:" + file.string();
+  EXPECT_EQ(layout_identity(plain), layout_identity("PERMUTATION:" + (dir / "." / "perm.json").string()));
+  EXPECT_EQ(layout_identity(plain), layout_identity("permutation:" + (dir / "link.json").string()));
+  EXPECT_EQ(layout_identity(plain), layout_identity("permutation:" + (dir / "sub" / ".." / "perm.json").string()));
+  EXPECT_NE(layout_identity("permutation:" + (dir / "a.json").string()),
+            layout_identity("permutation:" + (dir / "b.json").string()));
+  EXPECT_EQ(file_identity((dir / "missing" / ".." / "a.json").string()), std::filesystem::canonical(dir) / "a.json");
+  EXPECT_EQ(layout_identity("Zigzag"), "zigzag");
 }
 
 }  // namespace

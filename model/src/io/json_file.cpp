@@ -64,13 +64,18 @@ std::string read_bounded(const std::string& path, std::string_view label) {
 
 }  // namespace
 
+std::filesystem::path file_identity(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path identity = std::filesystem::weakly_canonical(std::filesystem::path(path), ec);
+  return ec ? std::filesystem::path(path).lexically_normal() : identity;
+}
+
 void refuse_repeated_files(const std::vector<std::string>& paths, std::string_view flags, std::string_view why) {
   std::vector<std::filesystem::path> identities;
   std::vector<std::string> texts;  // each file's contents ("" where it cannot be read)
   for (size_t i = 0; i < paths.size(); ++i) {
     const std::string& path = paths[i];
-    std::error_code ignored;  // a missing file is reported, by name, where it is read
-    const std::filesystem::path identity = std::filesystem::weakly_canonical(std::filesystem::path(path), ignored);
+    const std::filesystem::path identity = file_identity(path);  // a missing file is reported, by name, where it is read
     if (std::find(identities.begin(), identities.end(), identity) != identities.end()) {
       throw InputError(fmt::format("{} {}: given twice ({})", flags, path, why));
     }

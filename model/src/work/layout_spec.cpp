@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <filesystem>
 #include <stdexcept>
 
 #include "stripesim/model/io/input_error.hpp"
@@ -51,9 +50,7 @@ std::string layout_file(std::string_view spec) {
 std::string layout_identity(std::string_view spec) {
   const std::string file = layout_file(spec);
   if (file.empty()) return lowercase(spec);
-  std::error_code ec;
-  const std::filesystem::path path = std::filesystem::weakly_canonical(file, ec);
-  return "permutation:" + (ec ? std::filesystem::path(file).lexically_normal() : path).string();
+  return "permutation:" + file_identity(file).string();
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,12 @@ enum class FileUse { input, hardware_profile, kernel_profile };
 // than kMostInputBytes (an endless stream such as /dev/zero would otherwise fill the memory).
 [[nodiscard]] std::string read_text_file(const std::string& path, std::string_view label, FileUse use = FileUse::input);
 inline constexpr std::size_t kMostInputBytes = std::size_t{1} << 30;  // 1 GiB: far above any input stripesim reads
+
+// The file `path` names, however it is spelled ("a.json", "./a.json", a link to it): its path with
+// links, "." and ".." resolved as far as it exists, or, where that cannot be taken (a folder that
+// may not be read), the path as given made lexically normal; never empty, so two paths that
+// both fail are not taken for one file.
+[[nodiscard]] std::filesystem::path file_identity(const std::string& path);
 
 // Refuses a file of `paths` named twice (by any path to it: "a.json", "./a.json", a link) where
 // each file's contents would count once: "<flags> <path>: given twice (<why>)"; and a copy of an
