@@ -11,6 +11,7 @@
 #include "output_format.hpp"
 #include "preset_help.hpp"
 #include "run_mode.hpp"
+#include "stripesim/model/flops/precision.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/input_origins.hpp"
 #include "stripesim/model/io/json_file.hpp"
@@ -92,7 +93,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   add("--mask", o.mask, "Attention mask (see analyze) [default: causal]");
   add("--merges", o.merges, sim::kMergesHelp);
   add("--pass", o.pass, "fwd, bwd or fwdbwd [default: fwd; --scope step: fwdbwd]");
-  add("--dtype", o.dtype, "fp32, tf32, bf16, fp16, fp8, int8: transfer size and peak rate [default: the kernel profile's precision]");
+  add("--dtype", o.dtype, (model::whole_byte_precisions_text() + ": transfer size and peak rate [default: the kernel profile's precision]").c_str());
   add("--hardware", o.hardware, ("Hardware profile: " + hardware_choices() + " [default: a100]").c_str());
   add("--topology", o.topology,
       "nvswitch:G, cluster:NxG[:nic=RATE][:nics=K] (N nodes of G GPUs; NIC line rate, e.g. 200gbps, and NICs per "

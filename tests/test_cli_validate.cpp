@@ -137,6 +137,29 @@ TEST(CliValidate, CompareCalibratesOnHalfAndWritesFilesTheSimulatorAccepts) {
   fs::remove_all(dir);
 }
 
+// fp64, the cpu backend's other precision, is fitted and scored like fp32: the simulator that
+// predicts the calls prices K/V in 8-byte elements (it refused "fp64" until 2026-12-06, so
+// --compare and --calibrate on an fp64 run exited 2 after timing every case). The fitted costs
+// stay in the starting profile's precision, the fp64 calls converted by the peaks' ratio.
+TEST(CliValidate, Fp64RunsAreComparedAndTheirFitPricesFp64) {
+  const fs::path dir = fresh_dir("compare_fp64");
+  const CliResult r = run_cli("validate --compare --dtype fp64 --seq-len 256 --devices 2,4 --tile 32x32 --warmup 0 "
+                              "--iterations 1 --out-dir '" + dir.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("held-out cases: total error median"), std::string::npos) << r.out;
+  const std::string priced = "simulate --hardware '" + (dir / "profile.json").string() + "' --kernel '" +
+                             (dir / "kernel.json").string() + "' --seq-len 2048 --devices 4 --heads 2 --head-dim 32 --tile 32x32 "
+                             "--format json --dtype ";
+  const CliResult fp64 = run_cli(priced + "fp64");
+  ASSERT_EQ(fp64.exit_code, 0) << fp64.err;
+  // A K/V block of 512 tokens x 2 heads x 32 dims, K and V, in 8 bytes an element.
+  EXPECT_EQ(nlohmann::json::parse(fp64.out).at("kv_bytes_per_hop"), 2 * 512 * 2 * 32 * 8);
+  const CliResult fp32 = run_cli(priced + "fp32");
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.err;
+  EXPECT_EQ(nlohmann::json::parse(fp32.out).at("kv_bytes_per_hop"), 2 * 512 * 2 * 32 * 4);
+  fs::remove_all(dir);
+}
+
 // --pass fwdbwd: the backward ring runs after the forward, its gradients are checked against
 // dense ones, its calls are timed where the work model counts tiles, and the fit takes the
 // kernel's backward costs from them.

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "stripesim/model/flops/attention_heads.hpp"
+#include "stripesim/model/flops/precision.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/name_match.hpp"
@@ -72,10 +73,11 @@ std::string to_string(PassSelection pass) {
 std::string to_string(RingPass pass) { return pass == RingPass::forward ? "forward" : "backward"; }
 
 Bytes dtype_bytes(const std::string& dtype) {
-  if (dtype == "fp32" || dtype == "tf32") return 4;
-  if (dtype == "bf16" || dtype == "fp16") return 2;
-  if (dtype == "fp8" || dtype == "int8") return 1;
-  throw InputError(model::Input::dtype, dtype, "expected fp32, tf32, bf16, fp16, fp8 or int8", model::Shown::quoted);
+  const std::optional<int> bits = model::precision_bits(dtype);
+  if (!bits || *bits % 8 != 0) {
+    throw InputError(model::Input::dtype, dtype, "expected " + model::whole_byte_precisions_text(), model::Shown::quoted);
+  }
+  return *bits / 8;
 }
 
 namespace {

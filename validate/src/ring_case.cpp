@@ -54,16 +54,6 @@ std::string_view precision_name(Precision precision) {
   return "fp32";
 }
 
-Count precision_bytes(Precision precision) {
-  switch (precision) {
-    case Precision::fp64: return 8;
-    case Precision::fp32: return 4;
-    case Precision::bf16:
-    case Precision::fp16: return 2;
-  }
-  return 4;
-}
-
 std::string RingCase::label() const {
   return fmt::format("{} n={} N={} {} {}{}{}{}", layout, seq_len, devices, mask, tile.to_string(), cp == "ring" ? "" : " cp=" + cp,
                      backward ? " fwdbwd" : "", q_scale == 1 ? "" : fmt::format(" q x{:g}", q_scale));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "stripesim/model/flops/precision.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/name_match.hpp"
@@ -26,11 +27,10 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   h.device_names = f.string_list_or("device_names", {});
   const JsonFields peaks(f.raw("peak_tflops"), f.where("peak_tflops"));
   // A rate under a misspelt name would sit unused beside the real one.
-  static const std::vector<std::string> kPrecisions{"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp6", "fp4", "int4"};
   for (const auto& [precision, value] : f.raw("peak_tflops").items()) {
-    if (std::ranges::find(kPrecisions, precision) == kPrecisions.end()) {
+    if (!precision_bits(precision)) {
       throw InputError(fmt::format("{}: unknown precision \"{}\"{}, expected one of {}", f.where("peak_tflops"), precision,
-                                   did_you_mean(precision, kPrecisions), fmt::join(kPrecisions, ", ")));
+                                   did_you_mean(precision, precision_names()), fmt::join(precision_names(), ", ")));
     }
     h.peak_tflops[precision] = peaks.positive_number(precision);
   }

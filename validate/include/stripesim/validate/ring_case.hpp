@@ -19,7 +19,6 @@ enum class Precision { fp64, fp32, bf16, fp16 };
 
 [[nodiscard]] Precision parse_precision(std::string_view text);
 [[nodiscard]] std::string_view precision_name(Precision precision);
-[[nodiscard]] Count precision_bytes(Precision precision);
 
 // The GPU backends' kernel (validate/cuda), two implementations of the same computation:
 //   flash - FlashAttention-2's design (mma.sync, everything per row in registers, cp.async
