@@ -97,6 +97,7 @@ TEST(ContextParallel, ParsesEveryFormAndRefusesTheRest) {
   EXPECT_EQ(ulysses_degree(h, 8), 4);
   EXPECT_EQ(ring_degree(h, 8), 2);
   EXPECT_EQ(to_string(h, 8), "hybrid:4x2");
+  EXPECT_EQ(to_string(parse_context_parallel("hybrid:4X2", 8), 8), "hybrid:4x2");  // x either case, as in tiles
   EXPECT_EQ(to_string(ag, 8), "allgather:4");
   for (const char* bad : {"rings", "allgather:0", "allgather:x", "hybrid:3x3", "hybrid:8", "ulysses:2", "ring:2", ""}) {
     EXPECT_THROW((void)parse_context_parallel(bad, 8), model::InputError) << bad;

@@ -8,6 +8,7 @@
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/tile_shape.hpp"
+#include "stripesim/model/workflows/mesh.hpp"
 
 namespace stripesim::model {
 namespace {
@@ -54,6 +55,19 @@ TEST(TileShape, RejectsMalformedAndZero) {
   for (const char* bad : {"", "12x", "x12", "12", "0x4", "4x0", "axb", "12x-4", "2x3x4"}) {
     EXPECT_THROW((void)parse_tile_shape(bad), InputError) << bad;
   }
+}
+
+// Every "AxB" spec is cut by one rule, so a capital X means the same in a tile, a mesh and a
+// cluster (2X4 as a mesh was refused while 128X128 as a tile and cluster:2X4 were taken).
+TEST(SplitProduct, CutsAtTheFirstXEitherCase) {
+  using Sides = std::pair<std::string_view, std::string_view>;
+  EXPECT_EQ(split_product("128x64"), (Sides{"128", "64"}));
+  EXPECT_EQ(split_product("2X4"), (Sides{"2", "4"}));
+  EXPECT_EQ(split_product("2x4x8"), (Sides{"2", "4x8"}));  // the second side is its caller's number to refuse
+  for (const char* bad : {"", "x", "2x", "x4", "24", "2-4"}) EXPECT_FALSE(split_product(bad).has_value()) << bad;
+  EXPECT_EQ(parse_mesh("2X4", "--meshes").to_string(), parse_mesh("2x4", "--meshes").to_string());
+  EXPECT_EQ(parse_tile_shape("128X64").to_string(), "128x64");
+  EXPECT_THROW((void)parse_mesh("2x4x8", "--meshes"), InputError);
 }
 
 TEST(TileShape, TilesCovering) {

@@ -8,6 +8,7 @@
 
 #include "stripesim/model/flops/attention_heads.hpp"
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/size_parse.hpp"
 
 namespace stripesim::sim {
 
@@ -107,9 +108,9 @@ ContextParallel parse_context_parallel(std::string_view text, Count devices) {
     return cp;
   }
   if (name == "hybrid") {
-    const auto x = arg.find('x');
-    const auto u = x == std::string_view::npos ? std::nullopt : parse_positive(arg.substr(0, x));
-    const auto r = x == std::string_view::npos ? std::nullopt : parse_positive(arg.substr(x + 1));
+    const auto sides = model::split_product(arg);
+    const auto u = sides ? parse_positive(sides->first) : std::nullopt;
+    const auto r = sides ? parse_positive(sides->second) : std::nullopt;
     if (!u || !r) throw refuse("expected hybrid:UxR (Ulysses degree x ring degree)");
     // U and R up to 2^63 each: their product checked for overflow, or a wrapped one could equal N.
     Count product = 0;

@@ -404,12 +404,10 @@ Topology load_topology_spec(const std::string& spec, const std::string& config_d
     // Keywords and the 'x' case aside, as the prefix is ("cluster:2X4:NICS=2"); numbers are digits.
     const std::string_view rest = std::string_view(lower).substr(kCluster.size());
     const std::string_view shape = rest.substr(0, rest.find(':'));
-    const auto x = shape.find('x');
-    if (x == std::string_view::npos) {
-      throw topology_error(spec, "expected cluster:NxG, optionally :nic=RATE (e.g. 400gbps) and :nics=K");
-    }
-    const Count nodes = model::parse_count(shape.substr(0, x), flag + " cluster node count");
-    const Count gpus = model::parse_count(shape.substr(x + 1), flag + " cluster GPUs per node");
+    const auto sides = model::split_product(shape);
+    if (!sides) throw topology_error(spec, "expected cluster:NxG, optionally :nic=RATE (e.g. 400gbps) and :nics=K");
+    const Count nodes = model::parse_count(sides->first, flag + " cluster node count");
+    const Count gpus = model::parse_count(sides->second, flag + " cluster GPUs per node");
     // Each factor is bounded first: their product could overflow 64 bits (and wrap to a small number).
     if (nodes < 1 || gpus < 1 || nodes > kMaxGeneratedGpus || gpus > kMaxGeneratedGpus || nodes * gpus > kMaxGeneratedGpus) {
       throw topology_error(spec, fmt::format("needs at least one node of one GPU and at most {} GPUs", kMaxGeneratedGpus));

@@ -42,4 +42,10 @@ double parse_number(std::string_view text, const InputName& what) {
   return value;
 }
 
+std::optional<std::pair<std::string_view, std::string_view>> split_product(std::string_view text) {
+  const auto x = text.find_first_of("xX");
+  if (x == std::string_view::npos || x == 0 || x + 1 == text.size()) return std::nullopt;
+  return std::pair{text.substr(0, x), text.substr(x + 1)};
+}
+
 }  // namespace stripesim::model

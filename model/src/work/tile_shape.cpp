@@ -11,12 +11,10 @@ std::string TileShape::to_string() const { return fmt::format("{}x{}", query, ke
 
 TileShape parse_tile_shape(std::string_view spec) {
   const auto fail = [&](const char* why) { return InputError(Input::tile, std::string(spec), why, Shown::quoted); };
-  const auto x = spec.find_first_of("xX");
-  if (x == std::string_view::npos) throw fail("expected TQxTK, e.g. 2048x4096");
-  const std::string_view q = spec.substr(0, x);
-  const std::string_view k = spec.substr(x + 1);
-  if (q.empty() || k.empty()) throw fail("expected TQxTK, e.g. 2048x4096");
-  TileShape tile{parse_count(q, InputName(Input::tile, "query size")), parse_count(k, InputName(Input::tile, "key size"))};
+  const auto sides = split_product(spec);
+  if (!sides) throw fail("expected TQxTK, e.g. 2048x4096");
+  TileShape tile{parse_count(sides->first, InputName(Input::tile, "query size")),
+                 parse_count(sides->second, InputName(Input::tile, "key size"))};
   if (tile.query < 1 || tile.key < 1) throw fail("both tile sides must be at least 1");
   // No sequence is longer than 2^31 tokens, and a tile's area must fit in 64 bits.
   if (tile.query > kMaxSeqLen || tile.key > kMaxSeqLen) throw fail("tile sides must be at most 2^31 (the longest sequence)");

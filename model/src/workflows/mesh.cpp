@@ -13,13 +13,11 @@ std::string Mesh::to_string() const {
 }
 
 Mesh parse_mesh(std::string_view text, std::string_view what) {
-  const auto x = text.find('x');
-  if (x == std::string_view::npos || x == 0 || x + 1 == text.size()) {
-    throw InputError(fmt::format("{} '{}': expected MxN (model-parallel x sequence-parallel), e.g. 2x4", what, text));
-  }
+  const auto sides = split_product(text);
+  if (!sides) throw InputError(fmt::format("{} '{}': expected MxN (model-parallel x sequence-parallel), e.g. 2x4", what, text));
   const std::string label = fmt::format("{} '{}'", what, text);
-  Mesh mesh{parse_count(text.substr(0, x), label + " model-parallel degree"),
-            parse_count(text.substr(x + 1), label + " sequence-parallel degree")};
+  Mesh mesh{parse_count(sides->first, label + " model-parallel degree"),
+            parse_count(sides->second, label + " sequence-parallel degree")};
   if (mesh.model_parallel < 1 || mesh.devices < 1) {
     throw InputError(fmt::format("{} '{}': both degrees must be at least 1", what, text));
   }

@@ -2,7 +2,9 @@
 // Parsing of the integer quantities users type: "262144", "256k" (x1024), "1M" (x1048576),
 // "2G" (x2^30). Anything else (signs, spaces, fractions, overflow) is an InputError naming `what`.
 // And of the real numbers in files and specs ("1.2", "-0.5", "1e3"): finite, nothing around them.
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/types.hpp"
@@ -14,5 +16,10 @@ inline constexpr const char* kCountSuffixes = "suffixes k = 1024, M = 1048576, G
 
 [[nodiscard]] Count parse_count(std::string_view text, const InputName& what);
 [[nodiscard]] double parse_number(std::string_view text, const InputName& what);
+
+// The two factors of a product as users write one, "AxB" (or "AXB"), cut at its first x:
+// tiles (128x128), meshes (2x4), clusters (cluster:2x8) and hybrids (hybrid:4x2) alike.
+// nullopt where there is no x or a side is empty; each caller parses the sides as its numbers.
+[[nodiscard]] std::optional<std::pair<std::string_view, std::string_view>> split_product(std::string_view text);
 
 }  // namespace stripesim::model
