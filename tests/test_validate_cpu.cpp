@@ -522,6 +522,29 @@ TEST(KernelFit, RecoversTheTrimmedFactorsOfAKernelThatTrims) {
                                    [](const MeasuredCall& c) { return c.trimmed_length != 0; }));
 }
 
+// A fit prices each measured call as the simulator that predicts it does, a tile larger than a
+// device's block included (cut to the block's tokens: before 2026-12-06 the fit priced the whole
+// 128x128 tile on 64-token blocks, while --compare's predictions cut it).
+TEST(MeasuredCalls, PricedAsTheSimulatorPricesThem) {
+  const model::ConfigCatalog catalog(std::string(STRIPESIM_SOURCE_DIR) + "/configs");
+  const model::HardwareProfile hw = catalog.hardware("h100");
+  const sim::KernelProfile kernel = sim::load_kernel_profile("sdpa", catalog.root(), hw);
+  for (const Count n : {Count{256}, Count{4096}}) {
+    for (const char* layout : {"contiguous", "zigzag"}) {
+      MeasuredWorkload w = causal_workload("g.json", layout, n, 4, 2, sim::PassSelection::forward_backward, std::vector<double>(16, 1.0));
+      w.tile = model::TileShape{128, 128};
+      const std::vector<WorkloadPrediction> simulated = predict_workloads({w}, kernel, "h100", catalog);
+      ASSERT_EQ(simulated.size(), 1u);
+      for (const MeasuredCall& call : measured_calls({w}, hw, kernel)) {
+        const double fitted = predicted_us(call, kernel, hw.sms);
+        const double sim_us = simulated[0].predicted_us[static_cast<size_t>(call.round * 4 + call.device)];
+        EXPECT_NEAR(fitted, sim_us, 1e-9 * std::max(1.0, sim_us)) << "n " << n << " " << layout << " round " << call.round
+                                                                  << " device " << call.device;
+      }
+    }
+  }
+}
+
 // A 128x128 kernel with a forward and a backward of their own (launch, block, full and partial tile).
 sim::KernelProfile two_pass_truth() {
   sim::KernelProfile truth;

@@ -40,7 +40,9 @@ std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& wo
           model::parse_layout(w.layout, w.seq_len, w.devices, model::LayoutContext{&mask, tile, kernel.tiling});
       return model::count_work(layout, mask, tile, 0, model::WorkDetail::query_tiles, kernel.tiling, sim::call_slicing(kernel));
     });
-    const sim::KernelCallShape shape{w.heads * w.batch, w.head_dim, tile, slowdown};
+    // A ring's calls hold one device's block of queries and of keys: a larger tile is cut to it,
+    // as the simulator that predicts these calls cuts it (plan_simulation's call_shape).
+    const sim::KernelCallShape shape{w.heads * w.batch, w.head_dim, tile, slowdown, w.seq_len / w.devices};
     for (Count r = 0; r < w.devices; ++r) {
       for (Count d = 0; d < w.devices; ++d) {
         const size_t cell = static_cast<size_t>(r * w.devices + d);
