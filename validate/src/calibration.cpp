@@ -41,6 +41,10 @@ std::vector<MeasuredWorkload> measured_workloads(const CaseResult& result) {
   return out;
 }
 
+HopPath hop_path(const sim::NodePlacement* placement, Count from, Count to) {
+  return placement != nullptr && !placement->same_node(from, to) ? HopPath::inter_node : HopPath::intra_node;
+}
+
 std::vector<HandoffSample> handoff_samples(const CaseResult& result, const sim::NodePlacement* placement,
                                            bool concurrent_devices) {
   std::vector<HandoffSample> samples;
@@ -48,9 +52,9 @@ std::vector<HandoffSample> handoff_samples(const CaseResult& result, const sim::
   for (Count r = 0; r + 1 < devices; ++r) {
     const size_t round_start = samples.size();
     for (Count d = 0; d < devices; ++d) {
-      const bool crosses = placement != nullptr && !placement->same_node(d, (d + 1) % devices);
+      // The validator's ring is its devices in order: device d hands its block to d + 1.
       const HandoffSample sample{static_cast<double>(result.handoff_bytes), result.summary.handoff_at(r, d).median,
-                                 crosses ? HopPath::inter_node : HopPath::intra_node};
+                                 hop_path(placement, d, (d + 1) % devices)};
       if (!concurrent_devices) {
         samples.push_back(sample);
         continue;

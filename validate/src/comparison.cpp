@@ -41,12 +41,15 @@ CasePrediction predict_case(const CaseResult& result, const model::HardwareProfi
   const sim::Simulation simulation = sim::run_simulation(config, model::ConfigCatalog(""));
   CasePrediction p;
   p.kernel_us = call_times(simulation);
-  // The ring is devices 0 .. N-1 in order: hop d carries device d's block to d + 1.
+  // Hop p carries the block of ring position p to position p + 1, on the path between their GPUs.
   const Count devices = result.ring_case.devices;
   const std::optional<sim::NodePlacement> placement = topology ? std::optional(topology->placement()) : std::nullopt;
-  for (Count d = devices; d-- > 0;) {
-    const double hop_us = simulation.hops[static_cast<size_t>(d)].transfer_us(result.handoff_bytes);
-    (placement && !placement->same_node(d, (d + 1) % devices) ? p.inter_node_handoff_us : p.handoff_us) = hop_us;
+  const std::vector<Count>& order = simulation.ring_order;
+  for (Count p_at = devices; p_at-- > 0;) {
+    const double hop_us = simulation.hops[static_cast<size_t>(p_at)].transfer_us(result.handoff_bytes);
+    const HopPath path = hop_path(placement ? &*placement : nullptr, order[static_cast<size_t>(p_at)],
+                                  order[static_cast<size_t>((p_at + 1) % devices)]);
+    (path == HopPath::inter_node ? p.inter_node_handoff_us : p.handoff_us) = hop_us;
   }
   p.total_us = simulation.results.front().time_us;
   return p;

@@ -17,6 +17,8 @@ namespace stripesim::validate {
 
 // Which way a hand-off goes: between two devices of one node, or over the network between nodes.
 enum class HopPath { intra_node, inter_node };
+// The path of the hop from device `from` to device `to` under `placement` (none: one node).
+[[nodiscard]] HopPath hop_path(const sim::NodePlacement* placement, Count from, Count to);
 
 struct HandoffSample {
   double bytes = 0;
