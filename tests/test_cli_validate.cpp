@@ -139,7 +139,8 @@ TEST(CliValidate, CompareCalibratesOnHalfAndWritesFilesTheSimulatorAccepts) {
 
 // fp64, the cpu backend's other precision, is fitted and scored like fp32: the simulator that
 // predicts the calls prices K/V in 8-byte elements (it refused "fp64" until 2026-12-06, so
-// --compare and --calibrate on an fp64 run exited 2 after timing every case). The fitted costs
+// --compare and --calibrate on an fp64 run exited 2 after timing every case), and read back with
+// --from. The fitted costs
 // stay in the starting profile's precision, the fp64 calls converted by the peaks' ratio.
 TEST(CliValidate, Fp64RunsAreComparedAndTheirFitPricesFp64) {
   const fs::path dir = fresh_dir("compare_fp64");
@@ -147,6 +148,11 @@ TEST(CliValidate, Fp64RunsAreComparedAndTheirFitPricesFp64) {
                               "--iterations 1 --out-dir '" + dir.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("held-out cases: total error median"), std::string::npos) << r.out;
+  // Its saved run is read back, errors of 1e-16 and the fp64 tolerance 1e-10 included (they were
+  // refused as below the 1e-9 a physical quantity may take).
+  const CliResult again = run_cli("validate --compare --from '" + (dir / "validate.json").string() + "'");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("held-out cases: total error median"), std::string::npos) << again.out;
   const std::string priced = "simulate --hardware '" + (dir / "profile.json").string() + "' --kernel '" +
                              (dir / "kernel.json").string() + "' --seq-len 2048 --devices 4 --heads 2 --head-dim 32 --tile 32x32 "
                              "--format json --dtype ";

@@ -41,16 +41,16 @@ Spread spread_from(const JsonFields& parent, const std::string& key) {
 // A relative error the printer writes as null when it was not finite (NaN or missing output).
 double relative_from(const JsonFields& f, const std::string& key) {
   if (f.has(key) && f.raw(key).is_null()) return std::numeric_limits<double>::infinity();
-  return required_non_negative(f, key);
+  return f.numerical_error(key);
 }
 
 void read_correctness(const JsonFields& c, CaseResult& r) {
   c.allow_only({"max_abs_error", "relative_error", "tolerance", "passed", "gradients"});
   r.checked = true;
-  r.error.max_abs = required_non_negative(c, "max_abs_error");
+  r.error.max_abs = c.numerical_error("max_abs_error");
   r.error.relative = relative_from(c, "relative_error");
   // The tolerance is the case's precision's (set before this is read), not the file's to choose.
-  if (const double recorded = c.positive_number("tolerance"); recorded != r.tolerance) {
+  if (const double recorded = c.numerical_error("tolerance"); recorded != r.tolerance) {
     throw InputError(fmt::format("{}: {:g} in the file, but a case in this precision is checked to {:g}", c.where("tolerance"), recorded,
                                  r.tolerance));
   }

@@ -156,6 +156,17 @@ double JsonFields::non_negative_number_or(const std::string& key, double fallbac
   return number;
 }
 
+double JsonFields::numerical_error(const std::string& key) const {
+  if (!has(key)) throw InputError(fmt::format("{}: missing", where(key)));
+  const auto& value = raw(key);
+  if (!value.is_number()) throw InputError(fmt::format("{}: expected a number, got {}", where(key), json_excerpt(value)));
+  const double number = value.get<double>();
+  if (!(number >= 0 && number <= kLargestValue)) {
+    throw InputError(fmt::format("{}: expected a number from 0 to {:g}, got {}", where(key), kLargestValue, json_excerpt(value)));
+  }
+  return number;
+}
+
 std::vector<std::string> JsonFields::string_list_or(const std::string& key, std::vector<std::string> fallback) const {
   if (!has(key)) return fallback;
   const auto& value = raw(key);

@@ -52,6 +52,9 @@ class JsonFields {
   [[nodiscard]] double positive_number(const std::string& key) const;
   [[nodiscard]] double positive_number_or(const std::string& key, double fallback) const;
   [[nodiscard]] double non_negative_number_or(const std::string& key, double fallback) const;
+  // A numerical error or tolerance (required): 0 or more and at most kLargestValue, however small
+  // (an fp64 ring's error is 1e-16 and its tolerance 1e-10, below the physical quantities' range).
+  [[nodiscard]] double numerical_error(const std::string& key) const;
   // true or false (a JSON boolean, not 0/1 or "yes").
   [[nodiscard]] bool boolean_or(const std::string& key, bool fallback) const;
   // The array of strings at key (it may be empty), or fallback when the field is absent.
