@@ -130,6 +130,10 @@ TEST(CliValidate, CompareCalibratesOnHalfAndWritesFilesTheSimulatorAccepts) {
   const CliResult sim = run_cli("simulate --hardware '" + (dir / "profile.json").string() + "' --kernel '" +
                                 (dir / "kernel.json").string() + "' --seq-len 2048 --devices 4 --heads 2 --head-dim 32 --tile 32x32");
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
+  // The pair one fit wrote is one device's: no note that the kernel was measured elsewhere (the
+  // profile, cpu-calibrated, runs the kernels of cpu, where the kernel says it was measured).
+  EXPECT_EQ(sim.out.find("note:"), std::string::npos) << sim.out;
+  EXPECT_EQ(profile.at("kernels_from"), "cpu");
   // And the report draws it.
   const CliResult report = run_cli("report '" + (dir / "validate.json").string() + "' --out-dir '" + (dir / "report").string() + "'");
   EXPECT_EQ(report.exit_code, 0) << report.err;

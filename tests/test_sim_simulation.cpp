@@ -657,6 +657,20 @@ TEST(Simulation, AKernelMeasuredOnAnotherDeviceIsNoted) {
   EXPECT_FALSE(kernel_hardware_note(aliased, catalog().hardware("h100-sxm"), catalog()).has_value());
   EXPECT_FALSE(kernel_hardware_note(aliased, catalog().hardware("h800"), catalog()).has_value());
   EXPECT_TRUE(kernel_hardware_note(aliased, catalog().hardware("h200"), catalog()).has_value());
+  // kernels_from is followed as far as it leads: an H800 calibrated by validate runs the H800's
+  // kernels, which are the H100's; a chain that loops ends where it meets a name again.
+  model::HardwareProfile calibrated = catalog().hardware("h800");
+  calibrated.kernels_from = calibrated.name;
+  calibrated.name = "h800-sxm-calibrated";
+  calibrated.aliases.clear();
+  const std::vector<std::string> homes = kernel_homes(calibrated, catalog());
+  EXPECT_EQ(homes.front(), "h800-sxm-calibrated");
+  EXPECT_NE(std::ranges::find(homes, "h100"), homes.end());
+  EXPECT_FALSE(kernel_hardware_note(aliased, calibrated, catalog()).has_value());
+  EXPECT_EQ(load_kernel_profile("sdpa", catalog().root(), calibrated).hardware, "h100-sxm");
+  model::HardwareProfile loop = catalog().hardware("h800");
+  loop.kernels_from = "H800";  // itself, by an alias: the chain ends at once
+  EXPECT_EQ(kernel_homes(loop, catalog()), (std::vector<std::string>{"h800-sxm", "h800"}));
 }
 
 // A ring of one device makes one call and sends nothing: --merges and --skip-unread-hops change

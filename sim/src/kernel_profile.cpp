@@ -361,6 +361,31 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
   return doc;
 }
 
+std::vector<std::string> kernel_homes(const model::HardwareProfile& hardware, const model::ConfigCatalog& catalog) {
+  std::vector<std::string> names;
+  const auto add = [&](const std::string& name) {
+    if (std::ranges::none_of(names, [&](const std::string& n) { return model::same_name(n, name); })) names.push_back(name);
+  };
+  model::HardwareProfile at = hardware;
+  for (int depth = 0;; ++depth) {
+    add(at.name);
+    for (const std::string& alias : at.aliases) add(alias);
+    // A chain back to a name already met (a loop) or longer than any real one ends here.
+    if (at.kernels_from.empty() || depth == 8 ||
+        std::ranges::any_of(names, [&](const std::string& n) { return model::same_name(n, at.kernels_from); })) {
+      break;
+    }
+    const std::string next = at.kernels_from;
+    add(next);
+    try {
+      at = catalog.hardware(next);
+    } catch (const model::InputError&) {
+      break;  // a folder of kernels without a hardware profile of that name: the name is all there is
+    }
+  }
+  return names;
+}
+
 KernelProfile load_kernel_profile(const std::string& spec, const std::string& config_dir,
                                   const model::HardwareProfile& hardware) {
   const std::string wanted = spec.empty() ? hardware.default_kernel : spec;
@@ -372,9 +397,7 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
     return kernel_profile_from_json(model::read_json_file(wanted, "--kernel " + wanted, model::FileUse::kernel_profile), "--kernel " + wanted);
   }
   namespace fs = std::filesystem;
-  std::vector<std::string> folders{hardware.name};
-  folders.insert(folders.end(), hardware.aliases.begin(), hardware.aliases.end());
-  if (!hardware.kernels_from.empty()) folders.push_back(hardware.kernels_from);
+  const std::vector<std::string> folders = kernel_homes(hardware, model::ConfigCatalog(config_dir));
   std::vector<std::string> known;
   for (const std::string& folder : folders) {
     const fs::path dir = fs::path(config_dir) / "kernels" / folder;

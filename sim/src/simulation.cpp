@@ -639,22 +639,10 @@ std::optional<std::string> elementwise_cost_note(const model::HardwareProfile& h
 
 std::optional<std::string> kernel_hardware_note(const KernelProfile& kernel, const model::HardwareProfile& hardware,
                                                 const model::ConfigCatalog& catalog) {
-  // A kernel measured on this hardware carries its name or an alias; one of the hardware whose
-  // kernels it runs as they are (kernels_from, e.g. the H800's H100 profiles) carries that one's.
-  std::vector<std::string> names{hardware.name};
-  names.insert(names.end(), hardware.aliases.begin(), hardware.aliases.end());
-  if (!hardware.kernels_from.empty()) {
-    names.push_back(hardware.kernels_from);
-    try {
-      const model::HardwareProfile source = catalog.hardware(hardware.kernels_from);
-      names.push_back(source.name);
-      names.insert(names.end(), source.aliases.begin(), source.aliases.end());
-    } catch (const model::InputError&) {
-      // A folder of kernels without a hardware profile of that name: the folder's name is all there is.
-    }
-  }
-  const std::string measured_on = model::lowercase(kernel.hardware);
-  if (std::ranges::any_of(names, [&](const std::string& n) { return model::lowercase(n) == measured_on; })) return std::nullopt;
+  // A kernel measured on this hardware, or on one whose kernels it runs as they are (kernels_from,
+  // e.g. the H800's H100 profiles), carries one of their names.
+  const std::vector<std::string> names = kernel_homes(hardware, catalog);
+  if (std::ranges::any_of(names, [&](const std::string& n) { return model::same_name(n, kernel.hardware); })) return std::nullopt;
   return fmt::format(
       "kernel {}: measured on {} (its field \"hardware\"), priced here on {}: every call costs what it cost on {}, "
       "whatever this device's rates; give a kernel profile of {} or fit one (README, \"Kernels, and how accurate is it\")",

@@ -206,7 +206,13 @@ Calibration calibrate(const std::vector<const CaseResult*>& cases, model::Hardwa
     h.link_latency_us = link.latency_us / sim::kLinksPerNodeHop;
   }
   if (!inter.empty()) out.inter_node = fit_link(inter);
-  h.name = calibrated_name(h.name);
+  // The same device, its links refitted: it runs the kernels of the profile it was fitted from
+  // (and the fitted one, measured on that profile's device, carries no note beside it). No
+  // aliases: a copy in configs/hardware would answer to the original's names.
+  if (const std::string fitted = calibrated_name(h.name); fitted != h.name) {
+    h.kernels_from = h.name;
+    h.name = fitted;
+  }
   h.aliases.clear();
   h.default_kernel = out.kernel.name;
   h.sources = {{"calibrated_on", device},

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/model/flops/hardware_profile.hpp"
 #include "stripesim/model/work/tile_shape.hpp"
 #include "stripesim/sim/units.hpp"
@@ -215,8 +216,14 @@ inline constexpr const char* kPartialTilesNotIdentified = "not identified";
 [[nodiscard]] const char* sm_sharing_name(SmSharing sharing);
 [[nodiscard]] const char* backward_blocks_name(BackwardBlocks blocks);
 
+// The names of the hardware whose kernels `hardware` runs as they are: its own name and aliases,
+// then those of the profile its kernels_from names, followed as far as it leads (a profile
+// calibrated on an H800 runs the H800's, which runs the H100's). A kernel profile whose field
+// "hardware" is one of them was measured where it runs; its folder of configs/kernels is one of them.
+[[nodiscard]] std::vector<std::string> kernel_homes(const model::HardwareProfile& hardware, const model::ConfigCatalog& catalog);
+
 // `spec`: a JSON file (a path, or a name ending in .json), or a kernel name looked up in
-// `config_dir`/kernels/<hardware name or alias>/<spec>.json. Empty: the hardware's default kernel.
+// `config_dir`/kernels/<one of kernel_homes>/<spec>.json. Empty: the hardware's default kernel.
 [[nodiscard]] KernelProfile load_kernel_profile(const std::string& spec, const std::string& config_dir,
                                                 const model::HardwareProfile& hardware);
 
