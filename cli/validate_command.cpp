@@ -165,7 +165,18 @@ validate::RunOptions run_options(const ValidateOptions& o) {
   return r;
 }
 
-// The exact command, for the record in every report.
+// `word` as a POSIX shell reads it back: as it is when it holds only characters no shell treats
+// specially, else in single quotes (a quote inside written '\'').
+std::string shell_word(const std::string& word) {
+  constexpr std::string_view kPlain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-";
+  if (!word.empty() && word.find_first_not_of(kPlain) == std::string::npos) return word;
+  std::string quoted = "'";
+  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// The command as typed, each value quoted where a shell needs it, so that the line the reports
+// record runs again as it is (a path with a space in it split into two arguments).
 std::string command_line(const CLI::App* cmd) {
   std::string line = "stripesim validate";
   for (const CLI::Option* option : cmd->get_options()) {
@@ -175,7 +186,7 @@ std::string command_line(const CLI::App* cmd) {
       line += " " + name;
       continue;
     }
-    for (const auto& value : option->results()) line += fmt::format(" {} {}", name, value);
+    for (const auto& value : option->results()) line += fmt::format(" {} {}", name, shell_word(value));
   }
   return line;
 }

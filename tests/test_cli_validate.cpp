@@ -82,6 +82,26 @@ TEST(CliValidate, CasesCheckedSayWhatAllPassedCoversAndFp64IsHeldTight) {
   EXPECT_NE(slurp(dir / "validate.md").find("Not checked (--no-check): no case's output was compared."), std::string::npos);
 }
 
+// The command a report records runs again as it is: a value a shell would split or expand is
+// quoted (a folder with a space and a quote in its name was recorded bare, and rerunning the
+// line passed its halves as two arguments).
+TEST(CliValidate, RecordedCommandRunsAgainAsItIs) {
+  const fs::path dir = fresh_dir("it's a folder");
+  const CliResult r = run_cli("validate --seq-len 256 --devices 2 --layouts zigzag --tile 32x32 --warmup 0 --iterations 1 "
+                              "--mask 'window:50' --out-dir \"" + (dir / "first run").string() + "\"");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string recorded = nlohmann::json::parse(slurp(dir / "first run" / "validate.json")).at("command");
+  EXPECT_NE(recorded.find("--mask window:50 "), std::string::npos) << recorded;  // plain words stay bare
+  const std::string quoted_dir = "'" + dir.string().substr(0, dir.string().find('\'')) ;
+  EXPECT_NE(recorded.find(quoted_dir), std::string::npos) << recorded;
+  ASSERT_TRUE(recorded.starts_with("stripesim "));
+  fs::remove_all(dir / "first run");
+  const CliResult again = run_cli(recorded.substr(std::string("stripesim ").size()));
+  ASSERT_EQ(again.exit_code, 0) << again.err << "\n" << recorded;
+  EXPECT_TRUE(fs::exists(dir / "first run" / "validate.json"));
+  fs::remove_all(dir);
+}
+
 TEST(CliValidate, JsonRecordsEveryRoundAndDeviceWithTheWorkModelsCounts) {
   const CliResult r =
       run_cli("validate --seq-len 256 --devices 4 --layouts contiguous --tile 32x32 --iterations 2 --format json");
@@ -588,6 +608,32 @@ TEST(CliValidate, NoFitTellsInSampleFilesFromHeldOutOnes) {
   const CliResult md = run_cli("validate --compare --no-fit --hardware h100 --kernel sdpa" + measurement_flags("h100/sdpa"));
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_NE(md.out.find("- in-sample: the profile was fitted on 4 of these 6 groups"), std::string::npos) << md.out.substr(0, 800);
+}
+
+// A profile fitted on files in a folder whose name a shell would split records their paths
+// quoted, and --no-fit still tells them in-sample from the file it was not fitted on.
+TEST(CliValidate, NoFitFindsQuotedFilesTheFitRecorded) {
+  const fs::path dir = fresh_dir("quoted fit");
+  fs::create_directories(dir);
+  for (const char* file : {"causal-fwd-n32768-N4.json", "causal-fwdbwd-n32768-N4.json"}) {
+    fs::copy_file(measurements(std::string("sdpa/") + file), dir / file);
+  }
+  const std::string fitted = " --measurements \"" + (dir / "causal-fwd-n32768-N4.json").string() + "\" --measurements \"" +
+                             (dir / "causal-fwdbwd-n32768-N4.json").string() + "\"";
+  const CliResult fit = run_cli("validate --calibrate --hardware h100 --kernel sdpa" + fitted + " --kernel-out \"" +
+                                (dir / "k.json").string() + "\"");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const CliResult r = run_cli("validate --compare --no-fit --hardware h100 --kernel \"" + (dir / "k.json").string() + "\"" + fitted +
+                              " --measurements '" + measurements("sdpa/causal-fwd-n65536-N4.json") + "' --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, bool> held_out;
+  const auto doc = nlohmann::json::parse(r.out);
+  for (const auto& w : doc.at("workloads")) held_out[w.at("group").get<std::string>()] = w.at("held_out").get<bool>();
+  const std::map<std::string, bool> expected{{"causal-fwd-n32768-N4.json", false},
+                                             {"causal-fwdbwd-n32768-N4.json", false},
+                                             {"causal-fwd-n65536-N4.json", true}};
+  EXPECT_EQ(held_out, expected) << r.out.substr(0, 400);
+  fs::remove_all(dir);
 }
 
 // Fits `files` from `start` (a --kernel argument) into DIR/a.json, then from a.json into b.json:

@@ -3,11 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <optional>
+#include <iomanip>
 #include <sstream>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
 
 namespace stripesim::validate {
 
@@ -19,12 +20,12 @@ bool fitted_on(const sim::KernelProfile& profile, const std::string& path) {
   if (!profile.sources.is_object() || !profile.sources.contains("costs") || !profile.sources["costs"].is_string()) return false;
   const std::string& costs = profile.sources["costs"].get_ref<const std::string&>();
   if (!costs.starts_with("fitted by: ")) return false;
-  std::error_code ec;
-  const std::vector<std::string> file = path_components(std::filesystem::weakly_canonical(path, ec));
-  if (ec || file.empty()) return false;
+  const std::vector<std::string> file = path_components(model::file_identity(path));
+  if (file.empty()) return false;
   std::istringstream words(costs);
   std::string flag, word;
-  while (words >> word) {
+  // Words as the recorded command quotes them: a path a shell would split stands in '...'.
+  while (words >> std::quoted(word, '\'')) {
     if (flag == "--measurements" || flag == "--block-costs") {
       const std::vector<std::string> named = path_components(word);
       if (!named.empty() && named.size() <= file.size() && std::equal(named.rbegin(), named.rend(), file.rbegin())) return true;
