@@ -85,6 +85,31 @@ TEST(CliValidate, CasesCheckedSayWhatAllPassedCoversAndFp64IsHeldTight) {
 // The command a report records runs again as it is: a value a shell would split or expand is
 // quoted (a folder with a space and a quote in its name was recorded bare, and rerunning the
 // line passed its halves as two arguments).
+// A saved run read from another folder: a permutation file it named by a relative path is
+// looked for from here, and the error names the case and says so (it named neither --from nor
+// the case, only the file).
+TEST(CliValidate, FromNamesTheCaseWhoseRelativeFileIsMissingHere) {
+  const fs::path dir = fresh_dir("from_relative");
+  fs::create_directories(dir);
+  const CliResult perm = run_cli("layout -n 256 -N 2 --layout zigzag");
+  ASSERT_EQ(perm.exit_code, 0) << perm.err;
+  std::ofstream(dir / "perm.json") << perm.out;
+  const std::string absolute = (dir / "perm.json").string();
+  const CliResult r = run_cli("validate --seq-len 256 --devices 2 --tile 32x32 --warmup 0 --iterations 1 --layouts 'zigzag,permutation:" +
+                              absolute + "' --out-dir '" + (dir / "run").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string saved = slurp(dir / "run" / "validate.json");
+  for (size_t at; (at = saved.find(absolute)) != std::string::npos;) saved.replace(at, absolute.size(), "perm-not-here.json");
+  std::ofstream(dir / "moved.json") << saved;
+  const CliResult again = run_cli("validate --compare --from '" + (dir / "moved.json").string() + "'");
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_EQ(again.err, "stripesim: error: --from " + (dir / "moved.json").string() +
+                           " field \"cases[1]\": permutation:perm-not-here.json: file 'perm-not-here.json' does not exist (a saved run "
+                           "names its files as its command gave them: a relative path is read from the folder this command runs in, "
+                           "not the one the run ran in)\n");
+  fs::remove_all(dir);
+}
+
 TEST(CliValidate, RecordedCommandRunsAgainAsItIs) {
   const fs::path dir = fresh_dir("it's a folder");
   const CliResult r = run_cli("validate --seq-len 256 --devices 2 --layouts zigzag --tile 32x32 --warmup 0 --iterations 1 "

@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <stdexcept>
 
 #include "stripesim/model/io/json_fields.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
+#include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/tile_shape.hpp"
 #include "stripesim/model/work/work_model.hpp"
 #include "stripesim/sim/node_placement.hpp"
@@ -155,8 +158,16 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
         {Input::dtype, "dtype"},    {Input::pass, "pass"},   {Input::seq_len, "seq_len"},   {Input::devices, "devices"},
         {Input::heads, "heads"},    {Input::kv_heads, "kv_heads"}, {Input::head_dim, "head_dim"}};
     const auto field = std::ranges::find(kFields, e.input(), [](const auto& p) { return std::optional(p.first); });
-    if (field == kFields.end()) throw;
-    throw e.at(f.where(field->second));
+    if (field != kFields.end()) throw e.at(f.where(field->second));
+    // Not raised by kind (a permutation file that cannot be read): named at the case, and where
+    // the case names a file by a relative path, said to be read from here, not where it ran.
+    const std::vector<std::string> files{model::layout_file(f.string("layout")), model::mask_file(f.string("mask"))};
+    const bool relative = std::ranges::any_of(
+        files, [](const std::string& file) { return !file.empty() && std::filesystem::path(file).is_relative(); });
+    throw InputError(fmt::format("{}: {}{}", f.label(), e.what(),
+                                 relative ? " (a saved run names its files as its command gave them: a relative path is read from "
+                                            "the folder this command runs in, not the one the run ran in)"
+                                          : ""));
   }
   r.tolerance = output_tolerance(r.ring_case.precision);
   if (f.has("correctness")) read_correctness(JsonFields(f.raw("correctness"), f.where("correctness")), r);
