@@ -59,7 +59,7 @@ std::vector<BadInput> bad_inputs() {
       {"all_padding_document", "--seq-len 1k --mask documents:0+512,512", "padding must leave at least 1 token"},
       // V and P each fit 64 bits; their sum does not (it wrapped negative).
       {"document_length_wraps", "--seq-len 64 --mask documents:9223372036854775807+1",
-       "--mask documents length '9223372036854775807+1': V+P too large for a 64-bit count"},
+       "--mask documents length '9223372036854775807+1': V+P above 2^63 - 1, the largest count stripesim takes"},
       {"padding_given_twice", "--seq-len 1k --devices 4 --mask documents:500+12,512 --pad-documents",
        "already gives its padding (V+P lengths)"},
       {"documents_file_short", "--seq-len 4k --mask documents:" + data("short_documents.txt"), "add up to 3000"},
@@ -68,7 +68,7 @@ std::vector<BadInput> bad_inputs() {
       // Refused before the deal or the document list it would size is allocated (both ran out of memory).
       {"seq_len_beyond_counts_ptrr", "--seq-len 4G --layouts ptrr", "--seq-len 4294967296: must be between 1 and 2^31"},
       {"seq_len_beyond_counts_documents", "--seq-len 4G --mask documents:fixed:1", "--seq-len 4294967296: must be between 1 and 2^31"},
-      {"seq_len_beyond_64_bits", "--seq-len 99999999999999999999", "too large for a 64-bit count"},
+      {"seq_len_beyond_64_bits", "--seq-len 99999999999999999999", "above 2^63 - 1, the largest count stripesim takes"},
       {"seq_len_not_a_number", "--seq-len abc", "--seq-len 'abc'"},
       {"seq_len_zero", "--seq-len 0", "must be between 1 and 2^31"},
       {"not_divisible_by_devices", "--seq-len 1000 --devices 3",

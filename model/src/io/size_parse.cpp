@@ -25,11 +25,11 @@ Count parse_count(std::string_view text, const InputName& what) {
   }
   Count value = 0;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (ec == std::errc::result_out_of_range) throw fail("too large for a 64-bit count");
+  if (ec == std::errc::result_out_of_range) throw fail("above 2^63 - 1, the largest count stripesim takes");
   if (ec != std::errc() || end != digits.data() + digits.size()) {
     throw fail("expected a non-negative integer, optionally with a k, M or G suffix");
   }
-  if (value > std::numeric_limits<Count>::max() / multiplier) throw fail("too large for a 64-bit count");
+  if (value > std::numeric_limits<Count>::max() / multiplier) throw fail("above 2^63 - 1, the largest count stripesim takes");
   return value * multiplier;
 }
 

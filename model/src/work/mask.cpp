@@ -151,7 +151,7 @@ struct DocumentList {
     const auto plus = item.find('+');
     const Count valid = parse_count(item.substr(0, plus), what);
     const Count pad = plus == std::string_view::npos ? 0 : parse_count(item.substr(plus + 1), what);
-    if (pad > std::numeric_limits<Count>::max() - valid) throw what.error(item, "V+P too large for a 64-bit count", Shown::quoted);
+    if (pad > std::numeric_limits<Count>::max() - valid) throw what.error(item, "V+P above 2^63 - 1, the largest count stripesim takes", Shown::quoted);
     lengths.push_back(valid + pad);
     padding.push_back(pad);
   }
