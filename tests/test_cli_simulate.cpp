@@ -979,7 +979,7 @@ TEST(CliPlan, RanksChoicesAndCsvIsDeterministic) {
   EXPECT_EQ(a.out, b.out);
   EXPECT_EQ(a.out.substr(0, a.out.find('\n')),
             "rank,tokens_per_second,step_us,model_parallel,context_parallel,data_parallel,cp,layout,seq_len,mfu,memory_bytes,"
-            "attention_compute_us,attention_comm_us,attention_idle_us,model_parallel_comm_us,gradient_comm_us,bound_us,reason");
+            "matmul_us,elementwise_us,attention_compute_us,attention_comm_us,attention_idle_us,model_parallel_comm_us,gradient_comm_us,bound_us,reason");
 }
 
 TEST(CliSimulate, StepTableSaysWhatTheTimeCoversAndCsvIsDeterministic) {

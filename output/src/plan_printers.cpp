@@ -15,25 +15,21 @@ namespace {
 // of the search could rank between it and the top, so its place is not known.
 nlohmann::ordered_json plan_row(std::optional<size_t> rank, const sim::PlanCandidate& c) {
   const sim::StepEstimate& e = *c.step;
-  const sim::StepBreakdown& b = e.breakdown;
-  return {{"rank", optional_json(rank)},
-          {"tokens_per_second", e.tokens_per_second},
-          {"step_us", e.time_us},
-          {"model_parallel", c.mesh.model_parallel},
-          {"context_parallel", c.mesh.devices},
-          {"data_parallel", c.mesh.data_parallel},
-          {"cp", c.cp},
-          {"layout", c.layout},
-          {"seq_len", c.seq_len},
-          {"mfu", e.mfu},
-          {"memory_bytes", e.memory.total()},
-          {"attention_compute_us", b.attention_compute_us},
-          {"attention_comm_us", b.attention_comm_us},
-          {"attention_idle_us", b.attention_idle_us},
-          {"model_parallel_comm_us", b.model_parallel_comm_us},
-          {"gradient_comm_us", b.gradient_comm_us},
-          {"bound_us", c.bound_us},
-          {"reason", c.reason}};
+  nlohmann::ordered_json row{{"rank", optional_json(rank)},
+                             {"tokens_per_second", e.tokens_per_second},
+                             {"step_us", e.time_us},
+                             {"model_parallel", c.mesh.model_parallel},
+                             {"context_parallel", c.mesh.devices},
+                             {"data_parallel", c.mesh.data_parallel},
+                             {"cp", c.cp},
+                             {"layout", c.layout},
+                             {"seq_len", c.seq_len},
+                             {"mfu", e.mfu},
+                             {"memory_bytes", e.memory.total()}};
+  for (const sim::StepPart& part : sim::kStepParts) row[std::string(part.name) + "_us"] = e.breakdown.*part.us;
+  row["bound_us"] = c.bound_us;
+  row["reason"] = c.reason;
+  return row;
 }
 
 }  // namespace

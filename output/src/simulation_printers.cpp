@@ -25,19 +25,14 @@ namespace {
 nlohmann::ordered_json time_or_null(sim::Microseconds t) { return t < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t); }
 
 nlohmann::ordered_json step_json(const sim::StepEstimate& e) {
-  const sim::StepBreakdown& b = e.breakdown;
   const sim::StepMemory& m = e.memory;
+  nlohmann::ordered_json breakdown;
+  for (const sim::StepPart& part : sim::kStepParts) breakdown[std::string(part.name)] = e.breakdown.*part.us;
   return {{"time_us", e.time_us},
           {"tokens_per_second", e.tokens_per_second},
           {"model_flops", e.model_flops},
           {"mfu", e.mfu},
-          {"breakdown_us", {{"matmul", b.matmul_us},
-                            {"elementwise", b.elementwise_us},
-                            {"attention_compute", b.attention_compute_us},
-                            {"attention_comm", b.attention_comm_us},
-                            {"attention_idle", b.attention_idle_us},
-                            {"model_parallel_comm", b.model_parallel_comm_us},
-                            {"gradient_comm", b.gradient_comm_us}}},
+          {"breakdown_us", std::move(breakdown)},
           {"memory_bytes", {{"weights", m.weights},
                             {"gradients_and_optimizer", m.gradients_and_optimizer},
                             {"activations", m.activations},

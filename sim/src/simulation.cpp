@@ -763,13 +763,7 @@ std::vector<nlohmann::ordered_json> simulation_rows(const Simulation& sim) {
       const StepEstimate& e = *r.step;
       row["tokens_per_second"] = e.tokens_per_second;
       row["mfu"] = e.mfu;
-      row["matmul_us"] = e.breakdown.matmul_us;
-      row["elementwise_us"] = e.breakdown.elementwise_us;
-      row["attention_compute_us"] = e.breakdown.attention_compute_us;
-      row["attention_comm_us"] = e.breakdown.attention_comm_us;
-      row["attention_idle_us"] = e.breakdown.attention_idle_us;
-      row["model_parallel_comm_us"] = e.breakdown.model_parallel_comm_us;
-      row["gradient_comm_us"] = e.breakdown.gradient_comm_us;
+      for (const StepPart& part : kStepParts) row[std::string(part.name) + "_us"] = e.breakdown.*part.us;
       row["memory_bytes"] = e.memory.total();
       row["exceeds_memory"] = e.exceeds_memory;
     }

@@ -67,11 +67,29 @@ struct StepBreakdown {
   Microseconds model_parallel_comm_us = 0;
   Microseconds gradient_comm_us = 0;  // the part of the gradient all-reduce the backward does not hide
 
-  [[nodiscard]] Microseconds total_us() const {
-    return matmul_us + elementwise_us + attention_compute_us + attention_comm_us + attention_idle_us + model_parallel_comm_us +
-           gradient_comm_us;
-  }
+  [[nodiscard]] Microseconds total_us() const;
 };
+
+// The step's parts by the names its outputs give them ("matmul": matmul_us, ...), in order:
+// the step's time is their sum, and every output (simulate's JSON and CSV, the baselines
+// `check` reads, plan's rows) lists them from here, so a part added is a part written.
+struct StepPart {
+  std::string_view name;
+  Microseconds StepBreakdown::*us;
+};
+inline constexpr StepPart kStepParts[] = {{"matmul", &StepBreakdown::matmul_us},
+                                          {"elementwise", &StepBreakdown::elementwise_us},
+                                          {"attention_compute", &StepBreakdown::attention_compute_us},
+                                          {"attention_comm", &StepBreakdown::attention_comm_us},
+                                          {"attention_idle", &StepBreakdown::attention_idle_us},
+                                          {"model_parallel_comm", &StepBreakdown::model_parallel_comm_us},
+                                          {"gradient_comm", &StepBreakdown::gradient_comm_us}};
+
+inline Microseconds StepBreakdown::total_us() const {
+  Microseconds total = 0;
+  for (const StepPart& part : kStepParts) total += this->*part.us;
+  return total;
+}
 
 // Bytes per device.
 struct StepMemory {
