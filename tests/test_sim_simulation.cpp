@@ -673,6 +673,33 @@ TEST(Simulation, AKernelMeasuredOnAnotherDeviceIsNoted) {
   EXPECT_EQ(kernel_homes(loop, catalog()), (std::vector<std::string>{"h800-sxm", "h800"}));
 }
 
+// A device that computes the whole pass (free links, no mask) is idle for 0, not for the last
+// bit of rounding between its calls' summed durations and the pass's span (-2.3e-13 us was
+// printed as "-0.000 ms"), and its busy time never passes the time.
+TEST(Simulation, IdleIsNeverNegativeWhereDevicesComputeThroughout) {
+  for (const auto& [hardware, devices, seq_len] : {std::tuple{"h100", Count{4}, Count{8192}}, std::tuple{"b200", Count{6}, Count{12288}}}) {
+    SimulateConfig c;
+    c.hardware = hardware;
+    c.devices = devices;
+    c.seq_len = seq_len;
+    c.mask = "bidirectional";
+    c.pass = PassSelection::forward_backward;
+    c.topology = "ideal";
+    const Simulation sim = run_simulation(c, catalog());
+    for (const LayoutSimulation& layout : sim.results) {
+      const RingTotals totals = ring_totals(layout);
+      EXPECT_GE(totals.max_idle_us, 0.0) << hardware << " " << layout.layout;
+      EXPECT_LE(totals.mean_busy_us, layout.time_us) << hardware << " " << layout.layout;
+      for (const RingTimeline& pass : layout.passes) {
+        for (const DeviceSummary& d : pass.device_summary) {
+          EXPECT_GE(d.idle_us, 0.0) << hardware << " " << layout.layout;
+          EXPECT_LE(d.busy_us, pass.makespan_us()) << hardware << " " << layout.layout;
+        }
+      }
+    }
+  }
+}
+
 // A ring of one device makes one call and sends nothing: --merges and --skip-unread-hops change
 // nothing there, and are said to, not ignored.
 TEST(Simulation, RingSettingsOnOneDeviceAreNotedAsChangingNothing) {
