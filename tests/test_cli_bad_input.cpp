@@ -110,7 +110,7 @@ std::vector<BadInput> bad_inputs() {
       {"seed_without_spread", "--seq-len 1k --mask documents:lognormal:100:0:seed=5", "SIGMA 0 draws nothing at random"},
       {"doc_zigzag_indivisible", "--seq-len 1000 --devices 4 --mask documents:300,700 --layouts doc-zigzag",
        "document 0 has length 300, not divisible by 2N = 8 (pad every document: --pad-documents where the command takes it, "
-       "or lengths V+P in the mask, here 300+4)"},
+       "or lengths V+P in the mask, here 300+4; validate, which runs no padding, takes neither: give lengths that divide)"},
       {"pad_without_documents", "--pad-documents", "--pad-documents: needs a documents mask"},
       // Given by a file, the padding is named by the file's field, not by a flag the user never gave.
       {"experiment_pad_without_documents", "--experiment " + data("pad_documents_without_documents.json"),

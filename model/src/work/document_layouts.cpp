@@ -21,9 +21,11 @@ void require_lengths_divisible(const Mask& mask, Count multiple, const char* lay
   for (size_t j = 0; j < lengths.size(); ++j) {
     if (lengths[j] % multiple != 0) {
       throw InputError(Input::layouts, layout,
-                       // tms and validate take no --pad-documents: the mask's V+P lengths pad anywhere.
+                       // tms and validate take no --pad-documents; the mask's V+P lengths pad anywhere but in
+                       // validate, whose kernels define no row that attends to nothing.
                        fmt::format("document {} has length {}, not divisible by {} = {} (pad every document: "
-                                   "--pad-documents where the command takes it, or lengths V+P in the mask, here {}+{})",
+                                   "--pad-documents where the command takes it, or lengths V+P in the mask, here {}+{}; "
+                                   "validate, which runs no padding, takes neither: give lengths that divide)",
                                    j, lengths[j], what, multiple, lengths[j], multiple - lengths[j] % multiple));
     }
   }
