@@ -1,3 +1,4 @@
+#include "stripesim/model/work/metrics.hpp"
 #include "stripesim/validate/comparison.hpp"
 
 #include <fmt/format.h>
@@ -73,8 +74,8 @@ CaseComparison compare_case(const CaseResult& result, const CasePrediction& pred
   for (Count r = 0; r < devices; ++r) {
     for (Count d = 0; d < devices; ++d) measured_us.push_back(result.summary.call_us(r, d));
   }
-  out.round_predicted_us = round_maxima(prediction.kernel_us, devices);
-  out.round_measured_us = round_maxima(measured_us, devices);
+  out.round_predicted_us = model::round_maxima(std::span<const double>(prediction.kernel_us), devices);
+  out.round_measured_us = model::round_maxima(std::span<const double>(measured_us), devices);
   return out;
 }
 

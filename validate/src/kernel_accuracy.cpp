@@ -1,3 +1,4 @@
+#include "stripesim/model/work/metrics.hpp"
 #include "stripesim/validate/kernel_accuracy.hpp"
 
 #include <fmt/format.h>
@@ -78,8 +79,8 @@ std::vector<WorkloadPrediction> predict_workloads(const std::vector<MeasuredWork
     p.workload = &w;
     p.predicted_us = w.origins.run([&] { return call_times(sim::run_simulation(config, catalog)); });
     // Both sides the same way: the lockstep time of each call's whole time (fwd + bwd).
-    p.predicted_lockstep_us = lockstep_us(p.predicted_us, w.devices);
-    p.measured_lockstep_us = lockstep_us(w.us, w.devices);
+    p.predicted_lockstep_us = model::lockstep_total(std::span<const double>(p.predicted_us), w.devices);
+    p.measured_lockstep_us = model::lockstep_total(std::span<const double>(w.us), w.devices);
     out.push_back(std::move(p));
   }
   fill_speedups(out);
@@ -154,8 +155,8 @@ std::vector<WorkloadPrediction> consistency_floor(const std::vector<MeasuredWork
         spread_of(classes.at(class_of(workloads, call))).median;
   }
   for (auto& p : out) {
-    p.predicted_lockstep_us = lockstep_us(p.predicted_us, p.workload->devices);
-    p.measured_lockstep_us = lockstep_us(p.workload->us, p.workload->devices);
+    p.predicted_lockstep_us = model::lockstep_total(std::span<const double>(p.predicted_us), p.workload->devices);
+    p.measured_lockstep_us = model::lockstep_total(std::span<const double>(p.workload->us), p.workload->devices);
   }
   fill_speedups(out);
   return out;

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <numeric>
 #include <regex>
 #include <set>
 
@@ -23,18 +22,6 @@ using model::JsonFields;
 
 std::string MeasuredWorkload::label() const { return fmt::format("{} {}", group, layout); }
 
-std::vector<double> round_maxima(const std::vector<double>& us, Count devices) {
-  std::vector<double> out;
-  for (Count r = 0; r * devices < static_cast<Count>(us.size()); ++r) {
-    out.push_back(*std::max_element(us.begin() + r * devices, us.begin() + (r + 1) * devices));
-  }
-  return out;
-}
-
-double lockstep_us(const std::vector<double>& us, Count devices) {
-  const std::vector<double> rounds = round_maxima(us, devices);
-  return std::accumulate(rounds.begin(), rounds.end(), 0.0);
-}
 
 namespace {
 

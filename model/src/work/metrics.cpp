@@ -11,11 +11,7 @@ Metrics compute_metrics(const WorkMatrix& work) {
   if (work.devices() < 1 || work.rounds() < 1) throw std::invalid_argument("compute_metrics: empty work matrix");
   Metrics m;
   const std::vector<Count> totals = work.device_totals();
-  for (Count r = 0; r < work.rounds(); ++r) {
-    Count round_max = 0;
-    for (Count d = 0; d < work.devices(); ++d) round_max = std::max(round_max, work.at(r, d));
-    m.lockstep += round_max;
-  }
+  m.lockstep = lockstep_total(std::span<const Count>(work.cells()), work.devices());
   for (const Count t : totals) m.total += t;
   const auto [min_it, max_it] = std::minmax_element(totals.begin(), totals.end());
   m.slowest_device = *max_it;

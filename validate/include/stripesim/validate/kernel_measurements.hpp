@@ -68,10 +68,5 @@ struct MeasuredWorkload {
 [[nodiscard]] std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, const std::string& kernel,
                                                                   const std::string& label, const std::string& group);
 
-// The slowest device's time in each round of a [round][device] table of call times: what a
-// barrier after every round waits for.
-[[nodiscard]] std::vector<double> round_maxima(const std::vector<double>& us, Count devices);
-// The lockstep time sum_r max_d of such a table.
-[[nodiscard]] double lockstep_us(const std::vector<double>& us, Count devices);
 
 }  // namespace stripesim::validate

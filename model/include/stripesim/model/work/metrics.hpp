@@ -6,6 +6,11 @@
 //   spread         (max - min) / mean over device totals;  cv  stddev / mean over device totals
 //   speedup        total / slowest_device;  lockstep_speedup  total / lockstep
 //   idle_fraction  1 - total / (N * lockstep)
+#include <algorithm>
+#include <numeric>
+#include <span>
+#include <vector>
+
 #include "stripesim/model/work/work_matrix.hpp"
 
 namespace stripesim::model {
@@ -23,6 +28,23 @@ struct Metrics {
 };
 
 [[nodiscard]] Metrics compute_metrics(const WorkMatrix& work);
+
+// The slowest device's value in each round of a [round * devices + device] table, and their sum,
+// the lockstep time: of counted work here, of predicted and measured call times in validate.
+template <typename T>
+[[nodiscard]] std::vector<T> round_maxima(std::span<const T> cells, Count devices) {
+  std::vector<T> out;
+  for (size_t start = 0; start < cells.size(); start += static_cast<size_t>(devices)) {
+    out.push_back(*std::max_element(cells.begin() + static_cast<std::ptrdiff_t>(start),
+                                    cells.begin() + static_cast<std::ptrdiff_t>(start + static_cast<size_t>(devices))));
+  }
+  return out;
+}
+template <typename T>
+[[nodiscard]] T lockstep_total(std::span<const T> cells, Count devices) {
+  const std::vector<T> rounds = round_maxima(cells, devices);
+  return std::accumulate(rounds.begin(), rounds.end(), T{0});
+}
 
 // The ring without a barrier when links cost nothing, in the work's own unit: what a ring
 // implementation that overlaps its sends (ring-flash-attention, TransformerEngine) waits for when

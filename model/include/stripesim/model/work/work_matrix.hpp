@@ -22,6 +22,8 @@ class WorkMatrix {
 
   // Sum over rounds for every device.
   [[nodiscard]] std::vector<Count> device_totals() const;
+  // Every cell, [round * devices + device].
+  [[nodiscard]] const std::vector<Count>& cells() const { return cells_; }
   [[nodiscard]] Count total() const;
 
   friend bool operator==(const WorkMatrix&, const WorkMatrix&) = default;
