@@ -7,6 +7,7 @@
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/sim/topology.hpp"
+#include "stripesim/sim/units.hpp"
 #include "stripesim/validate/kernel_fit.hpp"
 #include "stripesim/validate/measurement_stats.hpp"
 
@@ -164,7 +165,7 @@ LinkFit fit_link(const std::vector<HandoffSample>& hops) {
     us_per_byte = spread_of(rates).median;
     out.latency_us = 0;
   }
-  out.bandwidth_gbps = 1.0 / (us_per_byte * 1e3);  // 1 GB/s = 1e3 bytes per us
+  out.bandwidth_gbps = sim::bandwidth_of(us_per_byte);
   return out;
 }
 

@@ -16,5 +16,7 @@ inline constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
 [[nodiscard]] constexpr Microseconds transfer_time_us(double bytes, GigabytesPerSecond bandwidth) {
   return bytes / (bandwidth * 1e3);
 }
+// Its inverse: the bandwidth at which each byte takes `us_per_byte` (a fitted slope).
+[[nodiscard]] constexpr GigabytesPerSecond bandwidth_of(double us_per_byte) { return 1.0 / (us_per_byte * 1e3); }
 
 }  // namespace stripesim::sim
