@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-#include <cmath>
 #include <iterator>
 #include <memory>
 
@@ -52,11 +50,8 @@ constexpr const char* kTmsExamples = R"(Examples:
       a row per layout (the request's fields, then the layout's TMS and metrics))";
 
 double parse_weight(const std::string& text) {
-  double weight = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), weight);
-  if (ec != std::errc() || end != text.data() + text.size() || !(weight > 0) || !std::isfinite(weight)) {
-    throw model::InputError(fmt::format("--attention-weight '{}': must be a positive number", text));
-  }
+  const double weight = model::parse_number(text, "--attention-weight");
+  if (!(weight > 0)) throw model::InputError(fmt::format("--attention-weight '{}': must be a positive number", text));
   model::require_physical_range(weight, fmt::format("--attention-weight '{}'", text));
   return weight;
 }
