@@ -287,7 +287,18 @@ int finish_report(const ValidateOptions& opts, validate::ValidationReport& repor
                                         /*costs_fitted=*/!given_profile.has_value());
     };
     inputs.hold_out = opts.compare;
-    validate::predict_and_compare(report, inputs, report.concurrent_devices);
+    try {
+      validate::predict_and_compare(report, inputs, report.concurrent_devices);
+    } catch (const model::InputError& e) {
+      // The precision is the cases' (by default the backend's), not a --dtype the user gave: the
+      // hardware that cannot price it is what to change.
+      if (e.input() != model::Input::dtype || !opts.dtype.empty() || opts.hardware.empty()) throw;
+      const std::string whose = opts.from.empty() ? fmt::format("the cases ran in (the {} backend's default)", report.backend)
+                                                  : std::string("the saved cases ran in");
+      throw model::InputError(fmt::format("--hardware {}: lists no peak rate for {}, the precision {}, to price the kernel's calls "
+                                          "in it; give a hardware profile that lists one",
+                                          opts.hardware, e.value(), whose));
+    }
   }
 
   OutputFiles outputs;

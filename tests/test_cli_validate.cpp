@@ -110,6 +110,19 @@ TEST(CliValidate, FromNamesTheCaseWhoseRelativeFileIsMissingHere) {
   fs::remove_all(dir);
 }
 
+// A hardware profile without a rate for the precision the cases ran in is what to change: the
+// error names --hardware, not a --dtype the user never gave (it read "--dtype fp32: ...").
+TEST(CliValidate, HardwareWithoutTheCasesRateIsNamedNotTheDefaultDtype) {
+  const CliResult r = run_cli("validate --compare --seq-len 128,256 --devices 2 --tile 16x16 --warmup 0 --iterations 1 --hardware tpu-v4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stripesim: error: --hardware tpu-v4: lists no peak rate for fp32, the precision the cases ran in (the cpu "
+                   "backend's default), to price the kernel's calls in it; give a hardware profile that lists one\n");
+  const CliResult given = run_cli("validate --compare --seq-len 128,256 --devices 2 --tile 16x16 --warmup 0 --iterations 1 "
+                                  "--hardware tpu-v4 --dtype fp32");
+  EXPECT_EQ(given.exit_code, 2);
+  EXPECT_EQ(given.err, "stripesim: error: --dtype fp32: hardware tpu-v4 lists no peak rate for it\n");
+}
+
 TEST(CliValidate, RecordedCommandRunsAgainAsItIs) {
   const fs::path dir = fresh_dir("it's a folder");
   const CliResult r = run_cli("validate --seq-len 256 --devices 2 --layouts zigzag --tile 32x32 --warmup 0 --iterations 1 "
