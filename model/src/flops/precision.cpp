@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "stripesim/model/io/spec_syntax.hpp"
+
 namespace stripesim::model {
 namespace {
 
@@ -37,12 +39,7 @@ std::string whole_byte_precisions_text() {
   for (const Format& f : kFormats) {
     if (f.bits % 8 == 0) whole.push_back(f.name);
   }
-  std::string text;
-  for (size_t i = 0; i < whole.size(); ++i) {
-    if (i > 0) text += i + 1 == whole.size() ? " or " : ", ";
-    text += whole[i];
-  }
-  return text;
+  return or_list(whole);
 }
 
 }  // namespace stripesim::model

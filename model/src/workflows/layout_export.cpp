@@ -8,8 +8,10 @@
 #include <limits>
 #include <iterator>
 #include <stdexcept>
+#include <vector>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/spec_syntax.hpp"
 #include "stripesim/model/io/name_match.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
@@ -23,12 +25,9 @@ std::string compact(const nlohmann::ordered_json& value) {
 }
 
 std::string format_names() {
-  std::string names;
-  for (size_t i = 0; i < kLayoutFormats.size(); ++i) {
-    if (i > 0) names += i + 1 == kLayoutFormats.size() ? " or " : ", ";
-    names += kLayoutFormats[i].name;
-  }
-  return names;
+  std::vector<std::string_view> names;
+  for (const auto& format : kLayoutFormats) names.push_back(format.name);
+  return or_list(names);
 }
 
 }  // namespace

@@ -31,7 +31,9 @@ inline constexpr SpecSyntax kDistributionSyntaxes[] = {{"fixed", "fixed:L"},
                                                        {"lognormal", "lognormal:MEAN:SIGMA"},
                                                        {"longtail", "longtail:SHORT:LONG:P"}};
 
-// "a, b, c or d": the syntaxes (or, with `names`, the names) as an error lists them.
+// "a, b, c or d": choices as an error lists them ("a" alone, "a or b" for two).
+[[nodiscard]] std::string or_list(std::span<const std::string_view> items);
+// The same of the syntaxes (or, with `names`, the names).
 [[nodiscard]] std::string expected_list(std::span<const SpecSyntax> syntaxes, bool names = false);
 // The syntaxes joined by `separator` ("a | b | c"), as help lists them.
 [[nodiscard]] std::string joined_syntaxes(std::span<const SpecSyntax> syntaxes, std::string_view separator);
