@@ -388,6 +388,13 @@ std::vector<std::string> kernel_homes(const model::HardwareProfile& hardware, co
 
 KernelProfile load_kernel_profile(const std::string& spec, const std::string& config_dir,
                                   const model::HardwareProfile& hardware) {
+  // A file names itself: no folder to look it up in, so no homes to take.
+  if (model::is_config_path(spec.empty() ? hardware.default_kernel : spec)) return load_kernel_profile(spec, config_dir, hardware, {});
+  return load_kernel_profile(spec, config_dir, hardware, kernel_homes(hardware, model::ConfigCatalog(config_dir)));
+}
+
+KernelProfile load_kernel_profile(const std::string& spec, const std::string& config_dir,
+                                  const model::HardwareProfile& hardware, const std::vector<std::string>& homes) {
   const std::string wanted = spec.empty() ? hardware.default_kernel : spec;
   if (wanted.empty()) {
     throw InputError(fmt::format("--kernel: hardware {} names no default kernel; give --kernel NAME or a JSON file",
@@ -397,9 +404,8 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
     return kernel_profile_from_json(model::read_json_file(wanted, "--kernel " + wanted, model::FileUse::kernel_profile), "--kernel " + wanted);
   }
   namespace fs = std::filesystem;
-  const std::vector<std::string> folders = kernel_homes(hardware, model::ConfigCatalog(config_dir));
   std::vector<std::string> known;
-  for (const std::string& folder : folders) {
+  for (const std::string& folder : homes) {
     const fs::path dir = fs::path(config_dir) / "kernels" / folder;
     // Case aside, as hardware and models are found ("FA2", "Sdpa").
     if (const auto file = model::find_json_by_stem(dir, wanted, known)) {

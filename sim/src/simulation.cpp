@@ -369,8 +369,10 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   Simulation sim;
   sim.config = config;
   sim.hardware = config.hardware_profile ? *config.hardware_profile : catalog.hardware(config.hardware);
-  sim.kernel = config.kernel_profile ? *config.kernel_profile : load_kernel_profile(config.kernel, catalog.root(), sim.hardware);
-  sim.kernel_note = kernel_hardware_note(sim.kernel, sim.hardware, catalog);
+  const std::vector<std::string> homes = kernel_homes(sim.hardware, catalog);  // once, for the lookup and the note
+  sim.kernel = config.kernel_profile ? *config.kernel_profile
+                                     : load_kernel_profile(config.kernel, catalog.root(), sim.hardware, homes);
+  sim.kernel_note = kernel_hardware_note(sim.kernel, sim.hardware, homes);
   sim.kernel_sms = sim.hardware.sms;
   sim.kernel_hardware = sim.hardware;
   if (sim.kernel_note) {
@@ -639,10 +641,14 @@ std::optional<std::string> elementwise_cost_note(const model::HardwareProfile& h
 
 std::optional<std::string> kernel_hardware_note(const KernelProfile& kernel, const model::HardwareProfile& hardware,
                                                 const model::ConfigCatalog& catalog) {
+  return kernel_hardware_note(kernel, hardware, kernel_homes(hardware, catalog));
+}
+
+std::optional<std::string> kernel_hardware_note(const KernelProfile& kernel, const model::HardwareProfile& hardware,
+                                                const std::vector<std::string>& homes) {
   // A kernel measured on this hardware, or on one whose kernels it runs as they are (kernels_from,
   // e.g. the H800's H100 profiles), carries one of their names.
-  const std::vector<std::string> names = kernel_homes(hardware, catalog);
-  if (std::ranges::any_of(names, [&](const std::string& n) { return model::same_name(n, kernel.hardware); })) return std::nullopt;
+  if (std::ranges::any_of(homes, [&](const std::string& n) { return model::same_name(n, kernel.hardware); })) return std::nullopt;
   return fmt::format(
       "kernel {}: measured on {} (its field \"hardware\"), priced here on {}: every call costs what it cost on {}, "
       "whatever this device's rates; give a kernel profile of {} or fit one (README, \"Kernels, and how accurate is it\")",

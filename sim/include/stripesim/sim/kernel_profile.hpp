@@ -226,5 +226,9 @@ inline constexpr const char* kPartialTilesNotIdentified = "not identified";
 // `config_dir`/kernels/<one of kernel_homes>/<spec>.json. Empty: the hardware's default kernel.
 [[nodiscard]] KernelProfile load_kernel_profile(const std::string& spec, const std::string& config_dir,
                                                 const model::HardwareProfile& hardware);
+// The same with the hardware's kernel_homes already taken (a simulation takes them once for the
+// lookup and for kernel_hardware_note: each costs a pass over configs/hardware where kernels_from is set).
+[[nodiscard]] KernelProfile load_kernel_profile(const std::string& spec, const std::string& config_dir,
+                                                const model::HardwareProfile& hardware, const std::vector<std::string>& homes);
 
 }  // namespace stripesim::sim

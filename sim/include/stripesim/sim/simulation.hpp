@@ -237,6 +237,9 @@ void append_ring_totals(nlohmann::ordered_json& row, const RingTotals& totals);
 // call at that device's speed: said, or none.
 [[nodiscard]] std::optional<std::string> kernel_hardware_note(const KernelProfile& kernel, const model::HardwareProfile& hardware,
                                                               const model::ConfigCatalog& catalog);
+// The same with the hardware's kernel_homes already taken.
+[[nodiscard]] std::optional<std::string> kernel_hardware_note(const KernelProfile& kernel, const model::HardwareProfile& hardware,
+                                                              const std::vector<std::string>& homes);
 // A head size above the largest the kernel is built for (its max_head_dim) is priced by FLOPs
 // as if such a call ran: said (simulate and plan alike), or none.
 [[nodiscard]] std::optional<std::string> head_size_note(const KernelProfile& kernel, Count head_dim);
