@@ -1,4 +1,3 @@
-#include "stripesim/model/work/metrics.hpp"
 #include "stripesim/validate/comparison.hpp"
 
 #include <fmt/format.h>
@@ -6,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "stripesim/model/work/metrics.hpp"
 #include "stripesim/sim/simulation.hpp"
 #include "stripesim/validate/calibration.hpp"
 #include "stripesim/validate/kernel_accuracy.hpp"

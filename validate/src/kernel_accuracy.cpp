@@ -1,4 +1,3 @@
-#include "stripesim/model/work/metrics.hpp"
 #include "stripesim/validate/kernel_accuracy.hpp"
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "stripesim/model/work/metrics.hpp"
 #include "stripesim/validate/measurement_stats.hpp"
 
 namespace stripesim::validate {

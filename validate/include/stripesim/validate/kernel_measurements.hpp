@@ -68,5 +68,4 @@ struct MeasuredWorkload {
 [[nodiscard]] std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, const std::string& kernel,
                                                                   const std::string& label, const std::string& group);
 
-
 }  // namespace stripesim::validate
