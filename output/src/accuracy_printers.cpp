@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/output/rows.hpp"
 
 namespace stripesim::output {
@@ -28,7 +29,7 @@ nlohmann::ordered_json to_json(const validate::KernelAccuracy& accuracy) {
   const auto& predictions = accuracy.predictions;
   const sim::KernelProfile& kernel = fit.profile;
   nlohmann::ordered_json doc;
-  doc["schema"] = "stripesim.kernel-accuracy/1";
+  doc["schema"] = model::kKernelAccuracySchema;
   doc["command"] = accuracy.command;
   doc["method"] = validate::describe(accuracy.method);
   doc["kernel"] = sim::to_json(kernel);

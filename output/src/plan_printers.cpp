@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/output/rows.hpp"
 
 namespace stripesim::output {
@@ -59,7 +60,7 @@ std::string plan_csv(const sim::Plan& plan) {
 nlohmann::ordered_json to_json(const sim::Plan& plan) {
   const sim::PlanRequest& r = plan.request;
   nlohmann::ordered_json doc;
-  doc["schema"] = "stripesim.plan/1";
+  doc["schema"] = model::kPlanSchema;
   doc["request"] = {{"model", r.base.model},
                     {"hardware", r.base.hardware_profile ? r.base.hardware_profile->name : r.base.hardware},
                     {"topology", r.base.topology},

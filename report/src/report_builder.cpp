@@ -9,8 +9,11 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <utility>
 
+#include "stripesim/model/flops/hardware_profile.hpp"
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/report/figures.hpp"
 #include "json_read.hpp"
@@ -195,7 +198,7 @@ void simulate_section(const ReportInput& in, std::string& md, std::vector<Report
       append(md, "| {} | {:.3f} | {:.2f}x | {:.0f} | {:.1f}% | {:.1f}{} |\n", read<std::string>(r, "layout"),
              read<double>(r, "time_us") / 1e3, read<double>(r, "speedup_vs_contiguous"),
              read<double>(step, "tokens_per_second"), 100 * read<double>(step, "mfu"),
-             read<double>(field(step, "memory_bytes"), "total") / (1024.0 * 1024 * 1024), read<bool>(step, "exceeds_memory") ? " (over)" : "");
+             read<double>(field(step, "memory_bytes"), "total") / model::kBytesPerGib, read<bool>(step, "exceeds_memory") ? " (over)" : "");
     }
     md += "\nOne layer's attention, every pass:\n\n";
   }
@@ -338,8 +341,12 @@ void validate_section(const ReportInput& in, std::string& md, std::vector<Report
 std::string schema_kind(const nlohmann::json& document) {
   if (!document.is_object() || !document.contains("schema") || !field(document, "schema").is_string()) return "";
   const std::string schema = read<std::string>(document, "schema");
-  for (const char* kind : {"analyze", "tms", "sweep", "simulate", "validate", "balance", "kernel-accuracy"}) {
-    if (schema == fmt::format("stripesim.{}/1", kind)) return kind;
+  constexpr std::pair<const char*, const char*> kSections[] = {
+      {"analyze", model::kAnalyzeSchema},   {"tms", model::kTmsSchema},           {"sweep", model::kSweepSchema},
+      {"simulate", model::kSimulateSchema}, {"validate", model::kValidateSchema}, {"balance", model::kBalanceSchema},
+      {"kernel-accuracy", model::kKernelAccuracySchema}};
+  for (const auto& [kind, id] : kSections) {
+    if (schema == id) return kind;
   }
   return "";
 }

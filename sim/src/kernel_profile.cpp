@@ -12,6 +12,7 @@
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/name_match.hpp"
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/sim/simulation.hpp"
 
 namespace stripesim::sim {
@@ -241,8 +242,8 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
                 "block_order", "backward_placement", "backward_block_keys", "backward_blocks", "backward_dq_share",
                 "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "max_head_dim", "forward", "backward", "other_tiles", "merge", "calibrated", "sources",
                 "fit"});
-  if (f.has("schema") && f.string("schema") != "stripesim.kernel/1") {
-    throw InputError(fmt::format("{}: expected \"stripesim.kernel/1\"", f.where("schema")));
+  if (f.has("schema") && f.string("schema") != model::kKernelProfileSchema) {
+    throw InputError(fmt::format("{}: expected \"{}\"", f.where("schema"), model::kKernelProfileSchema));
   }
   KernelProfile k;
   k.name = f.non_empty_string("name");
@@ -317,7 +318,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
 }
 
 nlohmann::ordered_json to_json(const KernelProfile& k) {
-  nlohmann::ordered_json doc = {{"schema", "stripesim.kernel/1"},
+  nlohmann::ordered_json doc = {{"schema", model::kKernelProfileSchema},
                                 {"name", k.name},
                                 {"hardware", k.hardware},
                                 {"description", k.description},

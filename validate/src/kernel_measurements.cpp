@@ -13,6 +13,7 @@
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/name_match.hpp"
+#include "stripesim/model/io/schemas.hpp"
 
 namespace stripesim::validate {
 
@@ -105,8 +106,8 @@ std::vector<MeasuredWorkload> read_measurements(const std::string& path, const s
 std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, const std::string& label, const std::string& group) {
   const JsonFields f(doc, label);
   f.allow_only({"schema", "device", "kernel", "method", "workload", "layouts", "torch", "notes"});
-  if (f.string("schema") != "stripesim.measurements/1") {
-    throw InputError(fmt::format("{}: expected \"stripesim.measurements/1\"", f.where("schema")));
+  if (f.string("schema") != model::kMeasurementsSchema) {
+    throw InputError(fmt::format("{}: expected \"{}\"", f.where("schema"), model::kMeasurementsSchema));
   }
   MeasuredWorkload base;
   base.group = group;
@@ -185,8 +186,8 @@ std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, c
                                                     const std::string& group) {
   const JsonFields f(doc, label);
   f.allow_only({"schema", "device", "torch", "method", "notes", "rows"});
-  if (f.string("schema") != "stripesim.block-costs/1") {
-    throw InputError(fmt::format("{}: expected \"stripesim.block-costs/1\"", f.where("schema")));
+  if (f.string("schema") != model::kBlockCostsSchema) {
+    throw InputError(fmt::format("{}: expected \"{}\"", f.where("schema"), model::kBlockCostsSchema));
   }
   require_descriptions(f);
   const nlohmann::json& rows = f.raw("rows");

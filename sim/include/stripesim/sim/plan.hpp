@@ -20,6 +20,7 @@
 #include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/sim/simulation.hpp"
+#include "stripesim/sim/units.hpp"
 
 namespace stripesim::sim {
 
@@ -37,7 +38,7 @@ struct PlanRequest {
   // A choice's calls are priced for its bound and kept for its simulation while all that is kept
   // stays within this many bytes; past it a choice is priced again when simulated. Speed and
   // memory only: the plan is the same whatever it is.
-  double kept_prices_bytes = 1024.0 * 1024.0 * 1024.0;
+  double kept_prices_bytes = kBytesPerGib;
 };
 
 struct PlanCandidate {

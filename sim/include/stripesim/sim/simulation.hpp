@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "stripesim/model/io/config_catalog.hpp"
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/model/work/layout.hpp"
 #include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/tile_shape.hpp"
@@ -20,7 +21,7 @@
 
 namespace stripesim::sim {
 
-inline constexpr const char* kSimulateSchema = "stripesim.simulate/1";
+using model::kSimulateSchema;
 // Rings up to this many devices write their per-(round, device) records unless asked not to;
 // larger ones only when asked (simulate --rounds).
 inline constexpr Count kRoundsByDefaultUpTo = 64;

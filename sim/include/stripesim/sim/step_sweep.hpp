@@ -18,12 +18,13 @@
 #include <vector>
 
 #include "stripesim/model/io/config_catalog.hpp"
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/model/workflows/sweep.hpp"
 #include "stripesim/sim/simulation.hpp"
 
 namespace stripesim::sim {
 
-inline constexpr const char* kStepFitSchema = "stripesim.step-fit/1";
+using model::kStepFitSchema;
 
 struct MeasuredSpeedup {
   std::string hardware;  // as the file writes it ("A100")

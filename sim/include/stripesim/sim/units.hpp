@@ -3,14 +3,15 @@
 // bandwidths GB/s (10^9 bytes per second, per direction).
 #include <cstdint>
 
+#include "stripesim/model/flops/hardware_profile.hpp"
+
 namespace stripesim::sim {
 
 using Microseconds = double;
 using Bytes = std::int64_t;
 using GigabytesPerSecond = double;
 
-// Memory sizes are quoted in GiB (hardware profiles' memory_gib).
-inline constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
+using model::kBytesPerGib;  // memory sizes are quoted in GiB
 
 // 1 GB/s moves 10^3 bytes per microsecond (bytes as a count, or as an estimate in double).
 [[nodiscard]] constexpr Microseconds transfer_time_us(double bytes, GigabytesPerSecond bandwidth) {

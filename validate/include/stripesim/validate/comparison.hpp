@@ -10,13 +10,14 @@
 #include <vector>
 
 #include "stripesim/model/flops/hardware_profile.hpp"
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/sim/topology.hpp"
 #include "stripesim/validate/calibration.hpp"
 #include "stripesim/validate/validation_run.hpp"
 
 namespace stripesim::validate {
 
-inline constexpr const char* kValidateSchema = "stripesim.validate/1";
+using model::kValidateSchema;
 
 struct CasePrediction {
   std::vector<double> kernel_us;  // [round * devices + device]

@@ -23,6 +23,9 @@ using GigabytesPerSecond = double;  // 10^9 B/s, per direction for links
 inline constexpr Count kMaxSms = 65536;
 inline constexpr Count kMaxBlocksPerSm = 1024;
 
+// Memory sizes are quoted in GiB (memory_gib below, the memory a step or a plan reports).
+inline constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
+
 struct HardwareProfile {
   std::string name;
   std::string description;

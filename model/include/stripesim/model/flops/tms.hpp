@@ -18,6 +18,7 @@
 #include "stripesim/model/flops/flop_model.hpp"
 #include "stripesim/model/flops/hardware_profile.hpp"
 #include "stripesim/model/flops/transformer_model.hpp"
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/metrics.hpp"
@@ -25,7 +26,6 @@
 
 namespace stripesim::model {
 
-inline constexpr const char* kTmsSchema = "stripesim.tms/1";
 
 struct TmsRequest {
   TransformerModel model;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/model/work/layout.hpp"
 #include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/tile_shape.hpp"
@@ -22,7 +23,6 @@
 namespace stripesim::model {
 
 // The format of a permutation file written by `stripesim layout`.
-inline constexpr const char* kLayoutSchema = "stripesim.layout/1";
 
 // What the layouts built from the workload need: the mask (documents for doc-zigzag and
 // doc-striped; any mask for balanced, causal when absent) and the tile balanced prices work in.

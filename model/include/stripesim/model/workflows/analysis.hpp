@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/model/work/layout.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
@@ -14,7 +15,6 @@
 
 namespace stripesim::model {
 
-inline constexpr const char* kAnalyzeSchema = "stripesim.analyze/1";
 inline constexpr Count kMaxAnalyzeDevices = 2048;
 
 // Defaults are the paper's A100 setting: n = 256k, N = 8, tiles 2048x4096, causal.

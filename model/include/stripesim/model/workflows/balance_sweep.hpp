@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/model/workflows/analysis.hpp"
 #include "stripesim/model/workflows/sweep.hpp"
 
 namespace stripesim::model {
 
-inline constexpr const char* kBalanceSchema = "stripesim.balance/1";
 
 struct BalanceGroup {
   std::vector<Count> seq_lens;

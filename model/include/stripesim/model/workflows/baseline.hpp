@@ -10,11 +10,11 @@
 
 #include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/model/io/input_origins.hpp"
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/model/workflows/baseline_rules.hpp"
 
 namespace stripesim::model {
 
-inline constexpr const char* kBaselineSchema = "stripesim.baseline/1";
 
 // One entry's configuration planned: every input checked and every file read, nothing counted.
 struct PlannedBaselineEntry {

@@ -11,12 +11,12 @@
 #include "stripesim/model/flops/tms.hpp"
 #include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/model/io/input_origins.hpp"
+#include "stripesim/model/io/schemas.hpp"
 #include "stripesim/model/work/tile_shape.hpp"
 #include "stripesim/model/workflows/mesh.hpp"
 
 namespace stripesim::model {
 
-inline constexpr const char* kSweepSchema = "stripesim.sweep/1";
 
 struct SweepGroup {
   std::vector<std::string> hardware;
