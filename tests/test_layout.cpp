@@ -276,7 +276,7 @@ TEST_F(LayoutSpecFiles, PermutationFileFieldsAreCheckedUnknownOnesRejected) {
   EXPECT_NE(message("typo.json", R"({"seqlen": 4, )" + blocks + "}", 4, 2).find("unknown field \"seqlen\""),
             std::string::npos);
   EXPECT_NE(message("schema.json", R"({"schema": "stripesim.analyze/1", )" + blocks + "}", 4, 2)
-                .find("field \"schema\" 'stripesim.analyze/1': expected stripesim.layout/1"),
+                .find("field \"schema\": expected \"stripesim.layout/1\", got \"stripesim.analyze/1\""),
             std::string::npos);
   EXPECT_NE(message("seq_len.json", R"({"seq_len": 8, )" + blocks + "}", 4, 2)
                 .find("field \"seq_len\": the layout covers 8 tokens but the sequence has 4"),

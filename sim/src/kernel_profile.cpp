@@ -242,9 +242,7 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
                 "block_order", "backward_placement", "backward_block_keys", "backward_blocks", "backward_dq_share",
                 "empty_calls_launch", "empty_query_tiles_launch", "trims_below_diagonal", "dtype", "head_dim", "max_head_dim", "forward", "backward", "other_tiles", "merge", "calibrated", "sources",
                 "fit"});
-  if (f.has("schema") && f.string("schema") != model::kKernelProfileSchema) {
-    throw InputError(fmt::format("{}: expected \"{}\"", f.where("schema"), model::kKernelProfileSchema));
-  }
+  if (f.has("schema")) f.require_schema(model::kKernelProfileSchema);
   KernelProfile k;
   k.name = f.non_empty_string("name");
   k.hardware = f.non_empty_string("hardware");

@@ -106,9 +106,7 @@ std::vector<MeasuredWorkload> read_measurements(const std::string& path, const s
 std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, const std::string& label, const std::string& group) {
   const JsonFields f(doc, label);
   f.allow_only({"schema", "device", "kernel", "method", "workload", "layouts", "torch", "notes"});
-  if (f.string("schema") != model::kMeasurementsSchema) {
-    throw InputError(fmt::format("{}: expected \"{}\"", f.where("schema"), model::kMeasurementsSchema));
-  }
+  f.require_schema(model::kMeasurementsSchema);
   MeasuredWorkload base;
   base.group = group;
   base.kernel = f.non_empty_string("kernel");
@@ -186,9 +184,7 @@ std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, c
                                                     const std::string& group) {
   const JsonFields f(doc, label);
   f.allow_only({"schema", "device", "torch", "method", "notes", "rows"});
-  if (f.string("schema") != model::kBlockCostsSchema) {
-    throw InputError(fmt::format("{}: expected \"{}\"", f.where("schema"), model::kBlockCostsSchema));
-  }
+  f.require_schema(model::kBlockCostsSchema);
   require_descriptions(f);
   const nlohmann::json& rows = f.raw("rows");
   if (!rows.is_array() || rows.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("rows")));

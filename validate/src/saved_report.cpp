@@ -227,7 +227,7 @@ RunKernels kernels_of(const ValidationReport& run, const std::string& label) {
 
 ValidationReport read_saved_report(const nlohmann::json& doc, const std::string& label) {
   const JsonFields f(doc, label);
-  if (f.string("schema") != kValidateSchema) throw InputError(fmt::format("{}: expected \"{}\"", f.where("schema"), kValidateSchema));
+  f.require_schema(kValidateSchema);
   f.allow_only({"schema", "command", "backend", "device", "placement", "warmup", "iterations", "concurrent_devices", "all_passed",
                 "cases_checked", "profile", "kernel", "calibration", "topology", "errors", "errors_by_cp", "notes", "comparisons", "cases"});
   ValidationReport report;

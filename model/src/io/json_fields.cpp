@@ -47,6 +47,13 @@ std::string JsonFields::string(const std::string& key) const {
   return value.get<std::string>();
 }
 
+void JsonFields::require_schema(std::string_view expected) const {
+  const auto& value = raw("schema");
+  if (!value.is_string() || value.get<std::string>() != expected) {
+    throw InputError(fmt::format("{}: expected \"{}\", got {}", where("schema"), expected, json_excerpt(value)));
+  }
+}
+
 std::string JsonFields::non_empty_string(const std::string& key) const {
   std::string text = string(key);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw InputError(fmt::format("{}: must not be empty", where(key)));

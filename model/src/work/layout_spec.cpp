@@ -234,9 +234,7 @@ namespace {
 // read under --seq-len 1000 without --pad-documents names the mismatch instead of a position
 // out of range.
 void check_permutation_header(const JsonFields& fields, Count seq_len, Count devices) {
-  if (fields.has("schema") && fields.string("schema") != kLayoutSchema) {
-    throw InputError(fmt::format("{} '{}': expected {}", fields.where("schema"), fields.string("schema"), kLayoutSchema));
-  }
+  if (fields.has("schema")) fields.require_schema(kLayoutSchema);
   if (fields.has("seq_len") && fields.positive_count("seq_len") != seq_len) {
     throw InputError(fmt::format(
         "{}: the layout covers {} tokens but the sequence has {} (give the --seq-len, --mask and --pad-documents "

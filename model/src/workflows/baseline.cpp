@@ -197,9 +197,7 @@ BaselineComparePlan plan_compare_with_baseline(const nlohmann::json& baseline, c
                                                const std::string& base_dir) {
   const JsonFields f(baseline, label);
   f.allow_only({"schema", "description", "entries"});
-  if (f.string("schema") != kBaselineSchema) {
-    throw InputError(fmt::format("{}: schema \"{}\" is not {}", label, f.string("schema"), kBaselineSchema));
-  }
+  f.require_schema(kBaselineSchema);
   const auto& entries = f.non_empty_array("entries");
   // The file's own errors first (the metric names the patterns must match included), then each
   // configuration's.

@@ -41,6 +41,9 @@ class JsonFields {
   [[nodiscard]] const nlohmann::json& raw(const std::string& key) const;
   [[nodiscard]] std::string string(const std::string& key) const;
   [[nodiscard]] std::string string_or(const std::string& key, std::string fallback) const;
+  // Throws unless the field "schema" holds `expected` (an id of schemas.hpp), naming what it holds:
+  // 'F field "schema": expected "stripesim.validate/1", got "stripesim.kernel/1"'.
+  void require_schema(std::string_view expected) const;
   // A string with something in it besides blanks (a name, a description a reader relies on).
   [[nodiscard]] std::string non_empty_string(const std::string& key) const;
   // A positive integer, or a string with a k/M/G suffix; at most `at_most`.
