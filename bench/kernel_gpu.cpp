@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "stripesim/model/flops/flop_model.hpp"
 #include "stripesim/model/work/tile_shape.hpp"
 #include "stripesim/validate/block_attention.hpp"
 #include "stripesim/validate/block_attention_backward.hpp"
@@ -264,14 +265,15 @@ int main(int argc, char** argv) {
     check(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
     const Precision precision = stripesim::validate::parse_precision(o.dtype);
     if (o.reps < 1) throw std::runtime_error("--reps must be at least 1");
-    // One JSON line: TFLOP/s from unmasked pairs, 4 * pairs * head_dim * heads for the forward and
-    // 2.5 times that for the backward (its five products against the forward's two).
+    // One JSON line: TFLOP/s from unmasked pairs, attention_flops_per_pair for the forward and the
+    // `exact` backward factor (2.5) times that for the backward.
     const auto emit = [&](const char* pass, const std::string& kernel, std::int64_t n, const std::string& mask,
                           const std::string& tile, std::pair<double, double> ms) {
       const bool causal = mask == "causal";
       const double pairs = causal ? static_cast<double>(n) * static_cast<double>(n + 1) / 2
                                   : static_cast<double>(n) * static_cast<double>(n);
-      const double flops = (std::string(pass) == "bwd" ? 10.0 : 4.0) * pairs * o.head_dim * o.heads;
+      const double forward = stripesim::model::attention_flops_per_pair(static_cast<double>(o.head_dim) * o.heads) * pairs;
+      const double flops = std::string(pass) == "bwd" ? stripesim::model::attention_backward_factor(stripesim::model::FlopConvention::exact) * forward : forward;
       std::cout << fmt::format(
                        R"({{"impl": "stripesim", "pass": "{}", "kernel": "{}", "device": "{}", "dtype": "{}", "seq_len": {}, )"
                        R"("heads": {}, "head_dim": {}, "mask": "{}", "tile": "{}", "reps": {}, "median_ms": {:.4f}, )"

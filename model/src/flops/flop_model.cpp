@@ -28,11 +28,13 @@ std::string to_string(FlopConvention convention) { return convention == FlopConv
 
 std::string to_string(TrainingPass pass) { return pass == TrainingPass::forward ? "fwd" : "fwdbwd"; }
 
+double attention_backward_factor(FlopConvention convention) { return convention == FlopConvention::paper ? 2.0 : 2.5; }
+
 TrainingMultipliers training_multipliers(FlopConvention convention, TrainingPass pass, bool recompute) {
   TrainingMultipliers m{1, 1};
   if (pass == TrainingPass::forward_backward) {
     m.matmul += 2;
-    m.attention += convention == FlopConvention::paper ? 2.0 : 2.5;
+    m.attention += attention_backward_factor(convention);
   }
   if (recompute) {
     m.matmul += 1;
@@ -50,7 +52,7 @@ FlopCounts count_flops(const TransformerModel& model, FlopConvention convention)
   if (convention == FlopConvention::paper) {
     const double per_layer = 2.0 * (4.0 * d * d + 2.0 * d * d_ff) + 2.0 * d * vocab / layers;
     flops.non_attention_per_token = layers * per_layer;
-    flops.attention_per_pair = layers * 4.0 * d;
+    flops.attention_per_pair = layers * attention_flops_per_pair(d);
     return flops;
   }
   const LayerFlops layer = count_layer_flops(model);
@@ -66,7 +68,7 @@ LayerFlops count_layer_flops(const TransformerModel& model) {
   const double mlp_matrices = model.mlp == "swiglu" ? 3.0 : 2.0;
   const double projections = 2.0 * (d * q_width + 2.0 * d * kv_width + q_width * d);
   const double mlp = 2.0 * mlp_matrices * d * static_cast<double>(model.d_ff);
-  return {projections + mlp, 4.0 * q_width, 2.0 * d * static_cast<double>(model.vocab)};
+  return {projections + mlp, attention_flops_per_pair(q_width), 2.0 * d * static_cast<double>(model.vocab)};
 }
 
 }  // namespace stripesim::model

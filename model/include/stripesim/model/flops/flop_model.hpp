@@ -39,6 +39,13 @@ struct TrainingMultipliers {
 };
 
 [[nodiscard]] TrainingMultipliers training_multipliers(FlopConvention convention, TrainingPass pass, bool recompute);
+// Attention's backward in multiples of its forward: 2 in `paper`, 2.5 in `exact` (its five
+// products, QK^T recomputed among them, against the forward's two).
+[[nodiscard]] double attention_backward_factor(FlopConvention convention);
+
+// Attention's forward FLOPs per unmasked (q, k) pair: QK^T and PV, a multiply-add (2 FLOPs) each
+// per dimension of the query heads (heads x head_dim: `query_width`).
+[[nodiscard]] constexpr double attention_flops_per_pair(double query_width) { return 4.0 * query_width; }
 
 // Forward FLOPs of the whole model (all layers), before model parallelism divides them.
 struct FlopCounts {
