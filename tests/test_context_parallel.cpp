@@ -85,6 +85,21 @@ TEST(Collectives, GroupsBesideShareTheLinksTheyCross) {
   EXPECT_DOUBLE_EQ(allreduce_us(t, {0, 2}, 2 * chunk, {{1, 3}}), 2 * 2000.0);
 }
 
+// A group's own hops share a link as one beside it does: in the order 0, 2, 1, 3 the hops 0 -> 2
+// and 1 -> 3 cross A -> B in the same step (2 -> 1 and 3 -> 0 cross B -> A), so each moves at
+// 5 GB/s: 2 ms a step of 10 MB where the order 0, 1, 2, 3, crossing each way once, takes 1 ms.
+// The all-to-all counts every pair's bytes on the link whatever the order: four pairs' 40 MB each
+// way, 4 ms.
+TEST(Collectives, AGroupsOwnHopsOnOneLinkShareIt) {
+  const Topology t = two_bridges();
+  const Bytes chunk = 10'000'000;
+  EXPECT_DOUBLE_EQ(allgather_us(t, {0, 1, 2, 3}, chunk), 3 * 1000.0);
+  EXPECT_DOUBLE_EQ(allgather_us(t, {0, 2, 1, 3}, chunk), 3 * 2000.0);
+  EXPECT_DOUBLE_EQ(allreduce_us(t, {0, 2, 1, 3}, 4 * chunk), 6 * 2000.0);
+  EXPECT_DOUBLE_EQ(alltoall_us(t, {0, 2, 1, 3}, chunk), alltoall_us(t, {0, 1, 2, 3}, chunk));
+  EXPECT_DOUBLE_EQ(alltoall_us(t, {0, 1, 2, 3}, chunk), 4 * 1000.0);
+}
+
 TEST(ContextParallel, ParsesEveryFormAndRefusesTheRest) {
   EXPECT_EQ(parse_context_parallel("ring", 8).algorithm, CpAlgorithm::ring);
   const ContextParallel ag = parse_context_parallel("allgather:4", 8);

@@ -593,6 +593,10 @@ TEST(Topology, RingsBesideShareTheirLinks) {
   const SharedRoutes own = shared_ring_routes(t, {0, 2, 1, 3}, {});
   EXPECT_DOUBLE_EQ(own.hops[0].bandwidth, 10);
   EXPECT_EQ(own.shared_by[0], 2);
+  // Unqueued, as a collective's step sends them, the two hops split it.
+  EXPECT_DOUBLE_EQ(own.at_once_bandwidth[0], 5);
+  EXPECT_DOUBLE_EQ(beside.at_once_bandwidth[0], 5);
+  EXPECT_DOUBLE_EQ(alone.at_once_bandwidth[0], 10);
 
   const Topology cluster = Topology::cluster(2, 4, 400, 1.0, 50, 1.5);
   const SharedRoutes nics = shared_ring_routes(cluster, {0, 4}, {{1, 5}, {2, 6}, {3, 7}});

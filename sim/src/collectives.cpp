@@ -10,8 +10,15 @@ namespace stripesim::sim {
 Microseconds ring_steps_us(const Topology& topology, const std::vector<Count>& group, Bytes chunk, Count steps,
                            const Groups& beside) {
   if (group.size() < 2 || steps < 1) return 0;
+  // Every hop of a step sends at once: two of the group's own hops on one link halve it as
+  // surely as a hop of a group beside it does.
+  const SharedRoutes routes = shared_ring_routes(topology, group, beside);
   Microseconds slowest = 0;
-  for (const Route& hop : shared_ring_routes(topology, group, beside).hops) slowest = std::max(slowest, hop.transfer_us(chunk));
+  for (size_t p = 0; p < routes.hops.size(); ++p) {
+    Route hop = routes.hops[p];
+    hop.bandwidth = routes.at_once_bandwidth[p];
+    slowest = std::max(slowest, hop.transfer_us(chunk));
+  }
   return static_cast<double>(steps) * slowest;
 }
 

@@ -138,7 +138,8 @@ SharedRoutes shared_routes(const Topology& topology, const std::vector<GpuPair>&
   std::vector<std::vector<GpuPair>> groups{transfers};
   groups.insert(groups.end(), others.begin(), others.end());
   std::vector<std::vector<Route>> routes = pairs_routes(topology, groups);
-  SharedRoutes out{std::move(routes.front()), std::vector<Count>(transfers.size(), 1)};
+  SharedRoutes out{std::move(routes.front()), std::vector<Count>(transfers.size(), 1), {}};
+  for (const Route& hop : out.hops) out.at_once_bandwidth.push_back(hop.bandwidth);
   std::map<std::uint32_t, Count> own, foreign;  // transfers crossing each directed link
   for (const Route& hop : out.hops) {
     for (const auto link : hop.links) ++own[link];
@@ -155,8 +156,9 @@ SharedRoutes shared_routes(const Topology& topology, const std::vector<GpuPair>&
     for (const auto link : hop.links) {
       const Count mine = own.at(link);
       const Count theirs = foreign.count(link) != 0 ? foreign.at(link) : 0;
-      const GigabytesPerSecond share = topology.link_of(link).bandwidth * static_cast<double>(mine) / static_cast<double>(mine + theirs);
-      hop.bandwidth = std::min(hop.bandwidth, share);
+      const GigabytesPerSecond bandwidth = topology.link_of(link).bandwidth;
+      hop.bandwidth = std::min(hop.bandwidth, bandwidth * static_cast<double>(mine) / static_cast<double>(mine + theirs));
+      out.at_once_bandwidth[p] = std::min(out.at_once_bandwidth[p], bandwidth / static_cast<double>(mine + theirs));
       out.shared_by[p] = std::max(out.shared_by[p], mine + theirs);
     }
   }

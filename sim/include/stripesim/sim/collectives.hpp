@@ -2,7 +2,8 @@
 // Collectives on the topology, as NCCL runs them, in closed form:
 //  - ring algorithms (all-reduce, all-gather, reduce-scatter) move the data in steps around the
 //    group in its order; each step every member sends one chunk to the next at once, so a step
-//    lasts as long as the group's slowest hop (its latency plus chunk / bottleneck bandwidth);
+//    lasts as long as the group's slowest hop (its latency plus chunk / bottleneck bandwidth,
+//    a link crossed by k of the step's hops giving each 1/k of it);
 //  - all-to-all posts every pairwise send at once: each directed link carries the chunks of
 //    every route that crosses it, so the call lasts the longest route latency plus the busiest
 //    link's bytes over its bandwidth (over an NVSwitch a GPU's own link; across nodes, its NIC).

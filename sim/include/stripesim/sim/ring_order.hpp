@@ -33,9 +33,13 @@ namespace stripesim::sim {
 // simulator already queues this ring's own hops on a link one after another, so that moves each
 // link's traffic in the time all of it takes). A route's bandwidth is the least share on it;
 // `shared_by[p]` the most hops, this ring's and the others', on any link of hop p.
+// `at_once_bandwidth[p]`: hop p's bandwidth where nothing queues the transfers, every one on a
+// link moving at once (a collective's ring step, priced in closed form by collectives.hpp): the
+// least of a link's bandwidth over all the hops that cross it, this ring's and the others'.
 struct SharedRoutes {
   std::vector<Route> hops;
   std::vector<Count> shared_by;
+  std::vector<GigabytesPerSecond> at_once_bandwidth;
 };
 [[nodiscard]] SharedRoutes shared_ring_routes(const Topology& topology, const std::vector<Count>& order,
                                               const std::vector<std::vector<Count>>& others);
