@@ -109,6 +109,20 @@ TEST(CliReport, AStepIsShownApartFromItsLayersAttention) {
   std::filesystem::remove_all(dir);
 }
 
+// A hybrid's records follow one ring of R devices, not all N: the timeline draws those R (it
+// read an eighth device's record that hybrid:2x4 never wrote, and refused the file).
+TEST(CliReport, DrawsAHybridsRingOfItsOwnDevices) {
+  const auto dir = fresh_dir("stripesim_report_hybrid");
+  const std::string hybrid = (dir / "hybrid.json").string();
+  ASSERT_EQ(run_cli("simulate --cp hybrid:2x4 -n 16k -N 8 --format json -o '" + hybrid + "'").exit_code, 0);
+  const CliResult r = run_cli("report '" + hybrid + "' --out-dir '" + (dir / "out").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string svg = slurp(dir / "out" / "timeline-0.svg");
+  EXPECT_NE(svg.find(">d3</text>"), std::string::npos);
+  EXPECT_EQ(svg.find(">d4</text>"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 // Hand-edited inputs that broke the figures: a device count of 0 divided by zero (SIGFPE), a
 // work matrix shorter than its devices was read past its end (SIGSEGV), a sweep row at n_seq 0
 // put -inf on the log axis and never finished. Each is one line naming the file and the field
