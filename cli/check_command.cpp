@@ -127,7 +127,7 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
       const std::string label = "--experiment " + opts.experiment;
       const auto experiment_doc = model::read_json_file(opts.experiment, label);
       const std::string experiment_dir = model::folder_of(opts.experiment);
-      const auto plan = model::plan_write_baseline(experiment_doc, label, kinds, experiment_dir);
+      const auto plan = model::plan_write_baseline(experiment_doc, label, kinds, experiment_dir, model::folder_of(opts.write_baseline));
       if (mode == RunMode::parse_only) return 0;
       const auto doc = model::write_baseline(plan);
       OutputFiles outputs;

@@ -480,6 +480,21 @@ TEST(CliCheck, RelativePathsAreReadBesideTheBaseline) {
   const CliResult r = run_cli("check --baseline '" + (dir / "b.json").string() + "'");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("within tolerance"), std::string::npos) << r.out;
+
+  // A baseline written into another folder names the same files relative to its own (it named
+  // them as the experiment did, and check, reading them beside the baseline, found none); one
+  // in the experiment's folder keeps them as written (above).
+  std::filesystem::create_directories(dir / "ci");
+  const CliResult elsewhere =
+      run_cli("check --write-baseline '" + (dir / "ci" / "b.json").string() + "' --experiment '" + (dir / "exp.json").string() + "'");
+  ASSERT_EQ(elsewhere.exit_code, 0) << elsewhere.err;
+  const auto moved = nlohmann::json::parse(slurp(dir / "ci" / "b.json"));
+  EXPECT_EQ(moved.at("entries")[0].at("config").at("mask"), "documents:../docs.txt");
+  EXPECT_EQ(moved.at("entries")[1].at("config").at("layouts")[1], "permutation:../perm.json");
+  EXPECT_EQ(moved.at("entries")[1].at("metrics").at("permutation:../perm.json.elements.imbalance"),
+            doc.at("entries")[1].at("metrics").at("permutation:perm.json.elements.imbalance"));
+  const CliResult checked = run_cli("check --baseline '" + (dir / "ci" / "b.json").string() + "'");
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
   std::filesystem::remove_all(dir);
 }
 

@@ -103,7 +103,8 @@ const BaselineEntryKind& kind_of(const std::vector<BaselineEntryKind>& kinds, co
 }  // namespace
 
 BaselineWritePlan plan_write_baseline(const nlohmann::json& experiment, const std::string& label,
-                                      const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir) {
+                                      const std::vector<BaselineEntryKind>& kinds, const std::string& experiment_dir,
+                                      const std::string& baseline_dir) {
   const JsonFields f(experiment, label);
   std::vector<std::string_view> known{"description"};
   for (const auto& kind : kinds) known.push_back(kind.command);
@@ -115,7 +116,9 @@ BaselineWritePlan plan_write_baseline(const nlohmann::json& experiment, const st
     const auto& configs = array_field(f, kind.command);
     for (size_t i = 0; i < configs.size(); ++i) {
       const std::string where = fmt::format("{} {}[{}]", label, kind.command, i);
-      plan.entries.push_back({kind.command, kind.plan(configs[i], with_files_from(configs[i], base_dir), where)});
+      // Recorded as the baseline's folder reads it, which is where check reads it from.
+      const nlohmann::json recorded = with_files_moved(configs[i], experiment_dir, baseline_dir);
+      plan.entries.push_back({kind.command, kind.plan(recorded, with_files_from(recorded, baseline_dir), where)});
     }
   }
   if (plan.entries.empty()) throw InputError(fmt::format("{}: lists no {} configuration", label, commands));

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <filesystem>
+#include <functional>
 #include <string_view>
 
 #include "stripesim/model/io/config_catalog.hpp"
@@ -14,60 +15,61 @@ namespace {
 
 constexpr std::string_view kHostfile = "hostfile:";
 
-// `spec` with the file it names (`file`, its tail) read from base_dir; unchanged without one.
-std::string with_tail_from(const std::string& spec, const std::string& file, const std::string& base_dir) {
+// What becomes of each relative path a configuration names (absolute ones stay as they are).
+using PathMap = std::function<std::string(const std::string&)>;
+
+// `spec` with the file it names (`file`, its tail) mapped; unchanged without one.
+std::string with_tail_mapped(const std::string& spec, const std::string& file, const PathMap& map) {
   if (file.empty()) return spec;
-  return spec.substr(0, spec.size() - file.size()) + from_base(file, base_dir);
+  return spec.substr(0, spec.size() - file.size()) + map(file);
 }
 
-std::string mask_from(const std::string& spec, const std::string& base_dir) {
+std::string mask_mapped(const std::string& spec, const PathMap& map) {
   const std::string file = mask_file(spec);
   if (file.empty()) return spec;
   // "documents:" FILE [":window=W"]: the file moves, a window suffix stays.
   const size_t file_end = std::string_view("documents:").size() + file.size();
-  return "documents:" + from_base(file, base_dir) + spec.substr(file_end);
+  return "documents:" + map(file) + spec.substr(file_end);
 }
 
-std::string config_from(const std::string& value, const std::string& base_dir) {
-  return is_config_path(value) ? from_base(value, base_dir) : value;
-}
+std::string config_mapped(const std::string& value, const PathMap& map) { return is_config_path(value) ? map(value) : value; }
 
-std::string topology_from(const std::string& spec, const std::string& base_dir) {
-  if (const std::string file = hostfile_of(spec); !file.empty()) return with_tail_from(spec, file, base_dir);
-  return config_from(spec, base_dir);
+std::string topology_mapped(const std::string& spec, const PathMap& map) {
+  if (const std::string file = hostfile_of(spec); !file.empty()) return with_tail_mapped(spec, file, map);
+  return config_mapped(spec, map);
 }
 
 // The fields whose values (a string, or an array of strings) may name files, and how each does.
-using Rewrite = std::string (*)(const std::string&, const std::string&);
+using Rewrite = std::string (*)(const std::string&, const PathMap&);
 struct FileField {
   std::string_view key;
   Rewrite rewrite;
 };
 constexpr std::array<FileField, 9> kFileFields{{
-    {"mask", mask_from},
-    {"masks", mask_from},
-    {"layouts", [](const std::string& spec, const std::string& base) { return with_tail_from(spec, layout_file(spec), base); }},
-    {"model", config_from},
-    {"models", config_from},
-    {"hardware", config_from},
-    {"kernel", config_from},
-    {"topology", topology_from},
-    {"measured", [](const std::string& path, const std::string& base) { return from_base(path, base); }},
+    {"mask", mask_mapped},
+    {"masks", mask_mapped},
+    {"layouts", [](const std::string& spec, const PathMap& map) { return with_tail_mapped(spec, layout_file(spec), map); }},
+    {"model", config_mapped},
+    {"models", config_mapped},
+    {"hardware", config_mapped},
+    {"kernel", config_mapped},
+    {"topology", topology_mapped},
+    {"measured", [](const std::string& path, const PathMap& map) { return map(path); }},
 }};
 
-void rewrite_strings(nlohmann::json& value, Rewrite rewrite, const std::string& base_dir) {
+void rewrite_strings(nlohmann::json& value, Rewrite rewrite, const PathMap& map) {
   if (value.is_string()) {
-    value = rewrite(value.get<std::string>(), base_dir);
+    value = rewrite(value.get<std::string>(), map);
   } else if (value.is_array()) {
     for (auto& each : value) {
-      if (each.is_string()) each = rewrite(each.get<std::string>(), base_dir);
+      if (each.is_string()) each = rewrite(each.get<std::string>(), map);
     }
   }
 }
 
-void walk(nlohmann::json& value, const std::string& base_dir) {
+void walk(nlohmann::json& value, const PathMap& map) {
   if (value.is_array()) {
-    for (auto& each : value) walk(each, base_dir);
+    for (auto& each : value) walk(each, map);
     return;
   }
   if (!value.is_object()) return;
@@ -77,11 +79,15 @@ void walk(nlohmann::json& value, const std::string& base_dir) {
       if (each.key == key) file_field = &each;
     }
     if (file_field != nullptr) {
-      rewrite_strings(field, file_field->rewrite, base_dir);
+      rewrite_strings(field, file_field->rewrite, map);
     } else {
-      walk(field, base_dir);  // groups, a step object
+      walk(field, map);  // groups, a step object
     }
   }
+}
+
+std::filesystem::path absolute_folder(const std::string& folder) {
+  return std::filesystem::absolute(folder.empty() ? "." : folder).lexically_normal();
 }
 
 }  // namespace
@@ -102,7 +108,19 @@ std::string hostfile_of(std::string_view topology_spec) {
 }
 
 nlohmann::json with_files_from(nlohmann::json config, const std::string& base_dir) {
-  if (!base_dir.empty()) walk(config, base_dir);
+  if (!base_dir.empty()) walk(config, [&](const std::string& path) { return from_base(path, base_dir); });
+  return config;
+}
+
+nlohmann::json with_files_moved(nlohmann::json config, const std::string& from_dir, const std::string& to_dir) {
+  const std::filesystem::path from = absolute_folder(from_dir), to = absolute_folder(to_dir);
+  if (from == to) return config;
+  walk(config, [&](const std::string& path) {
+    if (path.empty() || std::filesystem::path(path).is_absolute()) return path;
+    const std::filesystem::path file = (from / path).lexically_normal();
+    const std::filesystem::path relative = file.lexically_relative(to);
+    return relative.empty() ? file.string() : relative.string();
+  });
   return config;
 }
 

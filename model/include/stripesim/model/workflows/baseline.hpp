@@ -54,8 +54,11 @@ struct BaselineWritePlan {
   std::string description;
   std::vector<Entry> entries;  // in the kinds' order, then the file's
 };
+// `experiment_dir`: where the experiment's relative files are read from; `baseline_dir`: where the
+// baseline goes, relative to which its entries name them (check reads them from there).
 [[nodiscard]] BaselineWritePlan plan_write_baseline(const nlohmann::json& experiment, const std::string& label,
-                                                    const std::vector<BaselineEntryKind>& kinds, const std::string& base_dir);
+                                                    const std::vector<BaselineEntryKind>& kinds, const std::string& experiment_dir,
+                                                    const std::string& baseline_dir);
 // Counts every entry: the baseline document.
 [[nodiscard]] nlohmann::ordered_json write_baseline(const BaselineWritePlan& plan);
 

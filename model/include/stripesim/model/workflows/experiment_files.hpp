@@ -23,6 +23,12 @@ namespace stripesim::model {
 // with each file it names read from `base_dir` when relative; every other value as given.
 [[nodiscard]] nlohmann::json with_files_from(nlohmann::json config, const std::string& base_dir);
 
+// `config` as read from `to_dir` naming the same files it names read from `from_dir`: each
+// relative path rewritten relative to to_dir (absolute where no relative path leads there);
+// unchanged when the two are one folder. What a configuration copied elsewhere (a baseline
+// written away from its experiment) must say to name its files still.
+[[nodiscard]] nlohmann::json with_files_moved(nlohmann::json config, const std::string& from_dir, const std::string& to_dir);
+
 // An experiment file's document with its files read from the experiment's folder.
 [[nodiscard]] nlohmann::json with_files_beside(nlohmann::json experiment, const std::string& experiment_path);
 
