@@ -73,7 +73,7 @@ constexpr const char* kValidateExamples = R"(Examples:
       contiguous, striped and zigzag rings on the CPU backend (n = 2048, N = 4, causal), checked
       against dense attention, with per-round timings
   stripesim validate --layouts zigzag,doc-zigzag,balanced --mask documents:304,696,1048 --devices 2,4
-  stripesim validate --calibrate --profile-out cpu-profile.json
+  stripesim validate --calibrate --profile-out cpu-profile.json --kernel-out cpu-kernel.json
       fit the simulator's kernel and link parameters to this machine
   stripesim validate --pass fwdbwd --compare
       forward and backward rings: gradients against dense ones, the backward costs fitted and predicted
@@ -302,12 +302,23 @@ int finish_report(const ValidateOptions& opts, validate::ValidationReport& repor
   }
 
   OutputFiles outputs;
+  namespace fs = std::filesystem;
+  const auto in_dir = [&](const char* name) { return (fs::path(opts.out_dir) / name).string(); };
+  // The fitted hardware profile names the fitted kernel as its default: its source says where
+  // that kernel went (or that it went nowhere, and simulate needs a --kernel beside it).
+  const auto profile_json = [&](bool beside_kernel_json) {
+    model::HardwareProfile profile = report.calibration->profile;
+    profile.sources["kernel"] = beside_kernel_json ? std::string("the fitted kernel profile is kernel.json beside this file")
+                                : !opts.kernel_out.empty() ? fmt::format("the fitted kernel profile is {}", opts.kernel_out)
+                                : !opts.out_dir.empty()    ? fmt::format("the fitted kernel profile is {}", in_dir("kernel.json"))
+                                                           : std::string("the fitted kernel profile was not written (validate --calibrate "
+                                                                         "without --kernel-out or --out-dir): give simulate a --kernel");
+    return model::to_json(profile).dump(2) + "\n";
+  };
   if (!opts.out_dir.empty()) {
-    namespace fs = std::filesystem;
-    const auto in_dir = [&](const char* name) { return (fs::path(opts.out_dir) / name).string(); };
     outputs.add_folder(opts.out_dir);
     if (report.calibration) {
-      outputs.add(model::to_json(report.calibration->profile).dump(2) + "\n", in_dir("profile.json"), "--out-dir");
+      outputs.add(profile_json(true), in_dir("profile.json"), "--out-dir");
       outputs.add(sim::to_json(report.calibration->kernel).dump(2) + "\n", in_dir("kernel.json"), "--out-dir");
     }
     if (report.topology) {  // the fitted network: simulate --topology DIR/topology.json --hardware DIR/profile.json
@@ -317,7 +328,7 @@ int finish_report(const ValidateOptions& opts, validate::ValidationReport& repor
     outputs.add(output::render(report, OutputFormat::json), in_dir("validate.json"), "--out-dir");
   }
   if (opts.calibrate && !opts.profile_out.empty()) {
-    outputs.add(model::to_json(report.calibration->profile).dump(2) + "\n", opts.profile_out, "--profile-out", OutputKind::hardware_profile);
+    outputs.add(profile_json(false), opts.profile_out, "--profile-out", OutputKind::hardware_profile);
   }
   if (opts.calibrate && !opts.kernel_out.empty()) outputs.add(sim::to_json(report.calibration->kernel).dump(2) + "\n", opts.kernel_out, "--kernel-out", OutputKind::kernel_profile);
   outputs.add(output::render(report, output_format(opts.format)), opts.output);

@@ -286,6 +286,8 @@ TEST(CliValidate, CalibrateWritesAProfileAndCompareCanUseIt) {
   ASSERT_EQ(cal.fit.exit_code, 0) << cal.fit.err;
   const auto doc = nlohmann::json::parse(slurp(cal.profile));
   EXPECT_TRUE(doc.contains("link_latency_us"));
+  // It names the fitted kernel as its default, and says where that kernel went.
+  EXPECT_EQ(doc.at("sources").at("kernel"), "the fitted kernel profile is " + cal.kernel);
   const auto fitted = nlohmann::json::parse(slurp(cal.kernel));
   EXPECT_GT(fitted.at("forward").at("full_tile_us").get<double>(), 0.0);
   EXPECT_GE(fitted.at("forward").at("partial_tile_us").get<double>(), fitted.at("forward").at("full_tile_us").get<double>());
@@ -295,6 +297,12 @@ TEST(CliValidate, CalibrateWritesAProfileAndCompareCanUseIt) {
   const auto out = nlohmann::json::parse(use.out);
   EXPECT_EQ(out.at("comparisons").at(0).at("role"), "checked");
   EXPECT_FALSE(out.contains("calibration"));
+  // A hardware profile written without its kernel says so (it said the kernel was beside it).
+  const std::string alone = (dir / "alone.json").string();
+  const CliResult fit_alone = run_cli("validate --calibrate --seq-len 256 --devices 2 --tile 16x16 --warmup 0 --iterations 1 "
+                                      "--layouts zigzag --profile-out '" + alone + "'");
+  ASSERT_EQ(fit_alone.exit_code, 0) << fit_alone.err;
+  EXPECT_NE(nlohmann::json::parse(slurp(alone)).at("sources").at("kernel").get<std::string>().find("was not written"), std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -217,7 +217,7 @@ Calibration calibrate(const std::vector<const CaseResult*>& cases, model::Hardwa
   h.aliases.clear();
   h.default_kernel = out.kernel.name;
   h.sources = {{"calibrated_on", device},
-               {"kernel", "the fitted kernel profile is written beside this file (kernel.json)"},
+               {"kernel", "the fitted kernel profile (where it was written: validate's --kernel-out or --out-dir)"},
                {"link_bandwidth_gbps", fmt::format("stripesim validate --calibrate: {} hand-offs", out.handoff_samples)}};
   out.profile = std::move(base);
   return out;
