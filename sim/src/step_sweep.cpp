@@ -48,6 +48,10 @@ std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path, std
     m.model_parallel = model::parse_count(f[2], where + " model_parallel");
     m.devices = model::parse_count(f[3], where + " sequence_parallel");
     m.seq_len = model::parse_count(f[4], where + " seq_len");
+    m.line = number;
+    for (const auto& [count, column] : {std::pair{m.model_parallel, "model_parallel"}, std::pair{m.devices, "sequence_parallel"}}) {
+      if (count < 1) throw InputError(fmt::format("{} {} '{}': must be at least 1", where, column, count));
+    }
     m.speedup = model::parse_number(f[5], where + " speedup");
     if (!(m.speedup > 0)) throw InputError(fmt::format("{}: speedup '{}' is not a positive number", where, f[5]));
     // Striped does the same work as contiguous spread over N devices: at most N times faster.
@@ -107,6 +111,25 @@ StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::st
 
 namespace {
 
+// work(), an error it raises by kind about a value a measured row gave (its hardware, model,
+// mesh or length, checked where the row is simulated) named at the row's line and column, not as
+// the flag the command does not have.
+template <typename Work>
+auto at_measured_row(const std::string& label, const MeasuredSpeedup& m, Work&& work) {
+  try {
+    return work();
+  } catch (const InputError& e) {
+    static const std::map<model::Input, const char*> kColumns{{model::Input::hardware, "hardware"},
+                                                              {model::Input::model, "model"},
+                                                              {model::Input::model_parallel, "model_parallel"},
+                                                              {model::Input::devices, "sequence_parallel"},
+                                                              {model::Input::seq_len, "seq_len"}};
+    const auto column = e.input() ? kColumns.find(*e.input()) : kColumns.end();
+    if (column == kColumns.end()) throw;  // about the step's own settings, named where they were given
+    throw e.at(fmt::format("{} line {} {}", label, m.line, column->second));
+  }
+}
+
 struct MeasuredKey {
   std::string hardware, model;
   Count model_parallel, devices, seq_len;
@@ -114,11 +137,18 @@ struct MeasuredKey {
 };
 
 // The measured rows keyed by the catalog's names, so "A100" meets a100-80gb (names match case aside).
-std::map<MeasuredKey, double> measured_by_point(const std::vector<MeasuredSpeedup>& rows, const model::ConfigCatalog& catalog) {
-  std::map<MeasuredKey, double> out;
+struct MeasuredValue {
+  double speedup = 0;
+  const MeasuredSpeedup* row = nullptr;
+};
+std::map<MeasuredKey, MeasuredValue> measured_by_point(const std::vector<MeasuredSpeedup>& rows, const std::string& label,
+                                                       const model::ConfigCatalog& catalog) {
+  std::map<MeasuredKey, MeasuredValue> out;
   for (const auto& m : rows) {
-    out[{catalog.hardware(m.hardware).name, catalog.model(m.model).name, m.model_parallel, m.devices,
-         m.seq_len}] = m.speedup;
+    const MeasuredKey key = at_measured_row(label, m, [&] {
+      return MeasuredKey{catalog.hardware(m.hardware).name, catalog.model(m.model).name, m.model_parallel, m.devices, m.seq_len};
+    });
+    out[key] = {m.speedup, &m};
   }
   return out;
 }
@@ -161,14 +191,22 @@ StepSweepPlan plan_step_sweep(const StepSweepSpec& spec, const model::ConfigCata
     plan.steps.push_back(point.origins.run(
         [&] { return spec.step_origins.run([&] { return plan_simulation(point_config(spec, point, {}), catalog); }); }));
   }
-  const std::map<MeasuredKey, double> measured =
-      spec.measured.empty() ? std::map<MeasuredKey, double>{} : measured_by_point(read_measured_speedups(spec.measured, spec.measured_label), catalog);
+  const std::vector<MeasuredSpeedup> rows = spec.measured.empty() ? std::vector<MeasuredSpeedup>{} : read_measured_speedups(spec.measured, spec.measured_label);
+  std::map<MeasuredKey, MeasuredValue> measured = measured_by_point(rows, spec.measured_label, catalog);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Simulation& sim = plan.steps[i].simulation;
     const model::SweepPoint& point = plan.grid.points[i];
     const auto found = measured.find(
         {sim.hardware.name, sim.transformer->name, point.mesh.model_parallel, point.mesh.devices, point.seq_len});
-    plan.measured.push_back(found == measured.end() ? std::nullopt : std::optional<double>(found->second));
+    plan.measured.push_back(found == measured.end() ? std::nullopt : std::optional<double>(found->second.speedup));
+    if (found != measured.end()) measured.erase(found);
+  }
+  // A row no point of the grid shows would vanish from the sweep while calibrate-step fits on it.
+  if (!measured.empty()) {
+    const MeasuredSpeedup& m = *std::ranges::min_element(measured, {}, [](const auto& kv) { return kv.second.row->line; })->second.row;
+    throw InputError(fmt::format("{} line {}: no point of the grid is {} {} on a {}x{} mesh at n = {} (the sweep would not show "
+                                 "the row; add the point to a group, or drop the row)",
+                                 spec.measured_label, m.line, m.hardware, m.model, m.model_parallel, m.devices, m.seq_len));
   }
   return plan;
 }
@@ -274,9 +312,9 @@ StepFitPlan plan_step_fit(const StepSweepSpec& spec, const model::ConfigCatalog&
   StepFitPlan plan;
   plan.spec = spec;
   plan.measured = read_measured_speedups(spec.measured, spec.measured_label);
-  plan.hardware = catalog.hardware(plan.measured.front().hardware);
+  plan.hardware = at_measured_row(spec.measured_label, plan.measured.front(), [&] { return catalog.hardware(plan.measured.front().hardware); });
   for (const auto& m : plan.measured) {
-    if (catalog.hardware(m.hardware).name != plan.hardware.name) {
+    if (at_measured_row(spec.measured_label, m, [&] { return catalog.hardware(m.hardware); }).name != plan.hardware.name) {
       throw InputError(fmt::format("{}: rows on {} and {}; a step fit calibrates one hardware", spec.measured_label,
                                    plan.measured.front().hardware, m.hardware));
     }
@@ -288,7 +326,9 @@ StepFitPlan plan_step_fit(const StepSweepSpec& spec, const model::ConfigCatalog&
   spec.step_origins.run([&] {
     plan.kernel = load_kernel_profile(spec.step.kernel, catalog.root(), plan.hardware);
     // Every row's simulation as the fit configures it: what the fit would refuse, refused now.
-    for (const auto& m : plan.measured) (void)plan_simulation(fit_config(spec, m, plan.hardware, plan.kernel), catalog);
+    for (const auto& m : plan.measured) {
+      at_measured_row(spec.measured_label, m, [&] { (void)plan_simulation(fit_config(spec, m, plan.hardware, plan.kernel), catalog); });
+    }
   });
   return plan;
 }

@@ -33,6 +33,7 @@ struct MeasuredSpeedup {
   Count devices = 1;
   Count seq_len = 0;
   double speedup = 0;  // striped over contiguous, end to end
+  int line = 0;        // in the file, for messages about the row
 };
 
 // Throws InputError naming the file (as `label` names it, by default "measured speedups PATH")
