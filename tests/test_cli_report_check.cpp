@@ -642,6 +642,26 @@ TEST(CliCheck, SimulateEntries) {
   std::filesystem::remove_all(dir);
 }
 
+// Entries that differ only in a field the command's label does not show (the kernel here) are
+// told apart by it: they were two rows of one label, and one JUnit suite with its cases twice.
+TEST(CliCheck, EntriesOfOneKindHaveLabelsOfTheirOwn) {
+  const auto dir = fresh_dir("stripesim_check_labels");
+  std::ofstream(dir / "exp.json") << R"({"simulate": [
+      {"hardware": "h100", "seq_len": 16384, "devices": 4, "layouts": ["contiguous", "zigzag"], "kernel": "fa2"},
+      {"hardware": "h100", "seq_len": 16384, "devices": 4, "layouts": ["contiguous", "zigzag"], "kernel": "fa3"}],
+    "analyze": [{"seq_len": 4096, "devices": 4, "tile": "64x64", "mask": "documents:1000,3096", "layouts": ["doc-zigzag"],
+                 "pad_documents": true}]})";
+  const std::string baseline = (dir / "b.json").string();
+  ASSERT_EQ(run_cli("check --write-baseline '" + baseline + "' --experiment '" + (dir / "exp.json").string() + "'").exit_code, 0);
+  const CliResult r = run_cli("check --baseline '" + baseline + "' --junit '" + (dir / "j.xml").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string junit = slurp(dir / "j.xml");
+  EXPECT_NE(junit.find(R"(<testsuite name="simulate h100 nvswitch n=16384 N=4 fwd cp=ring mask=causal kernel=fa2")"), std::string::npos) << junit;
+  EXPECT_NE(junit.find(R"(<testsuite name="simulate h100 nvswitch n=16384 N=4 fwd cp=ring mask=causal kernel=fa3")"), std::string::npos) << junit;
+  EXPECT_NE(junit.find(R"(<testsuite name="analyze n=4096 N=4 tile=64x64 mask=documents:1000,3096 pad_documents=true")"), std::string::npos) << junit;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliCheck, WritesABaselineFromAnExperiment) {
   const auto dir = fresh_dir("stripesim_check_test");
   std::ofstream(dir / "exp.json") << R"({"analyze": [{"seq_len": 2048, "devices": 8, "tile": "64x64"}],

@@ -48,7 +48,9 @@ model::BaselineEntryKind simulate_baseline_kind(const model::ConfigCatalog& cata
             const SimulateConfig config = simulate_config_from_json(resolved, where);
             const model::InputOrigins origins = model::entry_origins(written, where);
             return model::PlannedBaselineEntry{
-                simulate_label(config), written,
+                model::label_with_other_fields(simulate_label(config), written,
+                                               {"hardware", "topology", "seq_len", "devices", "pass", "cp", "mask"}),
+                written,
                 [plan = origins.run([&] { return plan_simulation(config, catalog); }),
                  names = simulate_config_from_json(written, where).layouts, origins] {
                   return origins.run([&] { return simulate_metrics(plan, names); });

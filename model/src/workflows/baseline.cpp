@@ -269,7 +269,8 @@ std::vector<BaselineEntryKind> model_baseline_kinds(const ConfigCatalog& catalog
                               const AnalyzeConfig as_written = analyze_config_from_json(written, {}, where);
                               const InputOrigins origins = entry_origins(written, where);
                               return PlannedBaselineEntry{
-                                  analyze_label(as_written), recorded_config(written, config.tiling),
+                                  label_with_other_fields(analyze_label(as_written), written, {"seq_len", "devices", "tile", "tiling", "mask"}),
+                                  recorded_config(written, config.tiling),
                                   [plan = origins.run([&] { return plan_analysis(config); }), names = as_written.layouts, origins] {
                                     return origins.run([&] { return analyze_metrics(plan, names); });
                                   }};
@@ -278,12 +279,24 @@ std::vector<BaselineEntryKind> model_baseline_kinds(const ConfigCatalog& catalog
                                           const std::string& where) {
                           const TmsRequest request = tms_request_from_json(resolved, where, catalog);
                           const InputOrigins origins = entry_origins(written, where);
-                          return PlannedBaselineEntry{tms_label(request), recorded_config(written, request.tiling),
+                          return PlannedBaselineEntry{label_with_other_fields(tms_label(request), written,
+                                                                              {"model", "hardware", "devices", "model_parallel", "seq_len",
+                                                                               "tiling", "convention"}),
+                                                      recorded_config(written, request.tiling),
                                                       [plan = origins.run([&] { return plan_tms(request); }), origins] {
                                                         return origins.run([&] { return tms_metrics(plan); });
                                                       }};
                         }};
   return {std::move(analyze), std::move(tms)};
+}
+
+std::string label_with_other_fields(std::string label, const nlohmann::json& written, std::initializer_list<std::string_view> shown) {
+  if (!written.is_object()) return label;
+  for (const auto& [key, value] : written.items()) {
+    if (key == "layouts" || std::ranges::find(shown, key) != shown.end()) continue;
+    label += fmt::format(" {}={}", key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return label;
 }
 
 InputOrigins entry_origins(const nlohmann::json& written, const std::string& where) {

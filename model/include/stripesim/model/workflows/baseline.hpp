@@ -3,9 +3,11 @@
 // and whatever kinds a caller adds: the CLI adds simulate); the baseline records their headline
 // numbers; a check re-runs every configuration and judges each number (baseline_rules.hpp).
 #include <functional>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stripesim/model/io/config_catalog.hpp"
@@ -39,13 +41,20 @@ struct BaselineEntryKind {
 // fixed tiling, the only one there was).
 [[nodiscard]] std::vector<BaselineEntryKind> model_baseline_kinds(const ConfigCatalog& catalog);
 
+// `label` followed by " key=value" for each field of `written` it does not show (`shown`, and the
+// layouts, which the metric names carry): entries of one kind differ in their labels as they
+// differ in their configurations (a step's zero stage, a kernel), and check's table and JUnit
+// suites name them by it.
+[[nodiscard]] std::string label_with_other_fields(std::string label, const nlohmann::json& written,
+                                                  std::initializer_list<std::string_view> shown);
+
 // Where an entry's inputs came from: an error about one (a length N does not divide, an unknown
 // layout) names `where` and the field, as an --experiment file's do, not the flag.
 [[nodiscard]] InputOrigins entry_origins(const nlohmann::json& written, const std::string& where);
 
 // experiment: {"description", "<command>": [configurations], ...} for each kind. Relative file
-// paths are read from `base_dir` (the experiment's folder) and recorded as written, so the
-// baseline, kept beside them, checks alike from any working directory.
+// paths are read from the experiment's folder and recorded relative to the baseline's, so the
+// baseline checks alike from any working directory.
 struct BaselineWritePlan {
   struct Entry {
     std::string command;  // the kind's
