@@ -1443,6 +1443,8 @@ std::vector<BadInput> validate_bad_inputs() {
       {"pass_backward_allgather", "validate --pass fwdbwd --cp allgather",
        "--pass fwdbwd with --cp allgather: the validator's backward runs the ring (--cp ring)"},
       {"kv_heads_not_dividing", "validate --heads 4 --kv-heads 3", "--kv-heads 3: must divide the 4 heads"},
+      {"doc_layout_beside_another_mask", "validate -n 256 -N 2 --tile 32x32 --mask documents:100,156 --mask causal --layouts doc-zigzag",
+       "--layouts doc-zigzag: needs a documents mask (--mask documents:...), and 'causal' is not one"},
       {"zero_iterations", "validate --iterations 0", "--iterations 0: must be between 1 and 1000"},
       {"zero_timeout", "validate --timeout 0", "--timeout 0: must be 1 to 86400 seconds"},
       {"timeout_on_cpu", "validate --timeout 5 --seq-len 1k", "--timeout: the cpu backend runs every device in this process and waits on none"},

@@ -12,7 +12,8 @@ namespace {
 
 void require_documents(const Mask& mask, const char* layout) {
   if (mask.kind() != MaskKind::documents) {
-    throw InputError(Input::layouts, layout, "needs a documents mask (--mask documents:...)");
+    // Named: validate and the sweeps run a layout under several masks, a documents one among them.
+    throw InputError(Input::layouts, layout, fmt::format("needs a documents mask (--mask documents:...), and '{}' is not one", mask.name()));
   }
 }
 
