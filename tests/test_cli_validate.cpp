@@ -306,6 +306,22 @@ TEST(CliValidate, CalibrateWritesAProfileAndCompareCanUseIt) {
   fs::remove_all(dir);
 }
 
+// One device a case times no hand-off: the links are not fitted and nothing says they were (it
+// printed the profile's 10 GB/s as a fit of 0 hops, and the profile credited the fit for it).
+TEST(CliValidate, CalibrationWithoutHandOffsLeavesTheLinksAsTheyWere) {
+  const fs::path dir = fresh_dir("calibrate-one-device");
+  fs::create_directories(dir);
+  const std::string profile = (dir / "p.json").string();
+  const CliResult r = run_cli("validate --calibrate --seq-len 256 --devices 1 --tile 32x32 --warmup 0 --iterations 1 --profile-out '" +
+                              profile + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("hand-off: not fitted (no hand-off was timed: one device a case)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("hand-off fit"), std::string::npos) << r.out;
+  const auto doc = nlohmann::json::parse(slurp(profile));
+  EXPECT_TRUE(doc.at("sources").at("link_bandwidth_gbps").get<std::string>().starts_with("not fitted (no hand-off timed): "));
+  fs::remove_all(dir);
+}
+
 // Calls timed at two tile shapes, neither the CPU profile's own (64x64): the fitted profile keeps
 // its main tile and lists both measured shapes with their own costs, which a comparison then uses.
 TEST(CliValidate, CalibrateOverTwoTileShapesFitsEachOnItsOwnCalls) {

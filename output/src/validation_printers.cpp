@@ -225,9 +225,11 @@ std::string to_markdown(const validate::ValidationReport& report) {
     md += fmt::format("Calibrated on the cases marked `calibration` ({} kernels; median fit error {:.1f}%), predicted for "
                       "the rest (`held-out`). Each hand-off is a least-squares line over the timed hops of its kind:",
                       cal.kernel_samples, 100 * cal.fit_median_abs_error);
-    if (!cal.inter_node || cal.handoff_samples > 0) {
+    if (cal.handoff_samples > 0) {
       md += fmt::format(" {} ({} hops) {:.1f} us latency + bytes at {:.2f} GB/s.", cal.inter_node ? "inside a node" : "every hop",
                         cal.handoff_samples, cal.hop_latency_us, cal.profile.link_bandwidth);
+    } else if (!cal.inter_node) {
+      md += fmt::format(" none was timed (one device a case): the links stay the profile's, {:.2f} GB/s.", cal.profile.link_bandwidth);
     }
     if (cal.inter_node) {
       md += fmt::format(" Between nodes ({} hops): {:.1f} us latency + bytes at {:.2f} GB/s.", cal.inter_node->samples,
@@ -294,10 +296,13 @@ std::string validation_table(const validate::ValidationReport& report) {
     }
     if (report.calibration) {
       const bool nodes = report.calibration->inter_node.has_value();
-      if (!nodes || report.calibration->handoff_samples > 0) {  // every hop crossing nodes leaves the node's link as it was
+      if (report.calibration->handoff_samples > 0) {  // every hop crossing nodes leaves the node's link as it was
         out += fmt::format("\nhand-off fit{}: {:.1f} us latency, {:.2f} GB/s ({} hops)", nodes ? " inside a node" : "",
                            report.calibration->hop_latency_us, report.calibration->profile.link_bandwidth,
                            report.calibration->handoff_samples);
+      } else if (!nodes) {
+        out += fmt::format("\nhand-off: not fitted (no hand-off was timed: one device a case); the links stay the profile's {:.2f} GB/s",
+                           report.calibration->profile.link_bandwidth);
       }
       if (const auto& net = report.calibration->inter_node) {
         out += fmt::format("\nhand-off fit between nodes: {:.1f} us latency, {:.2f} GB/s ({} hops)", net->latency_us,

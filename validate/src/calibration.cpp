@@ -216,9 +216,15 @@ Calibration calibrate(const std::vector<const CaseResult*>& cases, model::Hardwa
   }
   h.aliases.clear();
   h.default_kernel = out.kernel.name;
+  // Links no hand-off timed (one device a case) keep the base profile's figure, and say whose.
+  std::string link_source = fmt::format("stripesim validate --calibrate: {} hand-offs", out.handoff_samples);
+  if (intra.empty()) {
+    const bool given = h.sources.is_object() && h.sources.contains("link_bandwidth_gbps") && h.sources["link_bandwidth_gbps"].is_string();
+    link_source = "not fitted (no hand-off timed): " + (given ? h.sources["link_bandwidth_gbps"].get<std::string>() : std::string("the base profile's"));
+  }
   h.sources = {{"calibrated_on", device},
                {"kernel", "the fitted kernel profile (where it was written: validate's --kernel-out or --out-dir)"},
-               {"link_bandwidth_gbps", fmt::format("stripesim validate --calibrate: {} hand-offs", out.handoff_samples)}};
+               {"link_bandwidth_gbps", link_source}};
   out.profile = std::move(base);
   return out;
 }
