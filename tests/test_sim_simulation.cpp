@@ -553,8 +553,8 @@ TEST(Simulation, PrecisionSlowdownIsTheRatioOfPeakRates) {
     (void)precision_slowdown(tpu, fp32_kernel, "bf16");
     ADD_FAILURE() << "a kernel profile in fp32 was accepted on tpu-v4";
   } catch (const model::InputError& e) {
-    EXPECT_FALSE(e.input().has_value());
-    EXPECT_STREQ(e.what(), "kernel fa2: dtype fp32: hardware tpu-v4 lists no peak rate for it");
+    EXPECT_EQ(e.input(), model::Input::kernel);
+    EXPECT_STREQ(e.what(), "--kernel 'fa2': timed in fp32, for which hardware tpu-v4 lists no peak rate to convert its times by");
   }
 }
 

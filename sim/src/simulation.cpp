@@ -346,8 +346,10 @@ double precision_slowdown(const model::HardwareProfile& hardware, const KernelPr
     throw InputError(model::Input::dtype, dtype, fmt::format("hardware {} lists no peak rate for it", hardware.name));
   }
   if (!hardware.peak_tflops.contains(kernel.dtype)) {
-    throw InputError(fmt::format("kernel {}: dtype {}: hardware {} lists no peak rate for it", kernel.name, kernel.dtype,
-                                 hardware.name));
+    throw InputError(model::Input::kernel, kernel.name,
+                     fmt::format("timed in {}, for which hardware {} lists no peak rate to convert its times by", kernel.dtype,
+                                 hardware.name),
+                     model::Shown::quoted);
   }
   return hardware.peak_tflops.at(kernel.dtype) / hardware.peak_tflops.at(dtype);
 }

@@ -164,7 +164,9 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
     const std::vector<std::string> files{model::layout_file(f.string("layout")), model::mask_file(f.string("mask"))};
     const bool relative = std::ranges::any_of(
         files, [](const std::string& file) { return !file.empty() && std::filesystem::path(file).is_relative(); });
-    throw InputError(fmt::format("{}: {}{}", f.label(), e.what(),
+    // A field of the case read here already names the case.
+    const std::string what = e.what();
+    throw InputError(fmt::format("{}{}", what.starts_with(f.label()) ? what : f.label() + ": " + what,
                                  relative ? " (a saved run names its files as its command gave them: a relative path is read from "
                                             "the folder this command runs in, not the one the run ran in)"
                                           : ""));
