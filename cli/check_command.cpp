@@ -12,6 +12,7 @@
 #include "run_mode.hpp"
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/workflows/baseline.hpp"
 #include "stripesim/model/workflows/experiment_files.hpp"
 #include "stripesim/report/junit.hpp"
@@ -50,12 +51,23 @@ std::vector<model::BaselineEntryKind> entry_kinds(const model::ConfigCatalog& ca
   return kinds;
 }
 
+// Each given value (the flag repeats) as its comma-separated items, an empty one refused as every
+// other list flag refuses it ('1e-6,' was taken as '1e-6').
+std::vector<std::string> list_items(const std::vector<std::string>& given, const char* flag) {
+  std::vector<std::string> items;
+  for (const auto& text : given) {
+    for (auto& item : model::split_list(text, flag)) items.push_back(std::move(item));
+  }
+  return items;
+}
+
 model::CheckRules check_rules(const CheckOptions& o) {
   model::CheckRules rules;
-  model::parse_tolerances(o.tolerance, rules, "--tolerance");
-  for (const auto& text : o.limits) rules.limits.push_back(model::parse_metric_limit(text, "--limit"));
-  require_distinct(o.metrics, "--metrics", "given twice in the list");
-  for (const auto& pattern : o.metrics) {
+  model::parse_tolerances(list_items(o.tolerance, "--tolerance"), rules, "--tolerance");
+  for (const auto& text : list_items(o.limits, "--limit")) rules.limits.push_back(model::parse_metric_limit(text, "--limit"));
+  const std::vector<std::string> metrics = list_items(o.metrics, "--metrics");
+  require_distinct(metrics, "--metrics", "given twice in the list");
+  for (const auto& pattern : metrics) {
     if (pattern.empty()) throw model::InputError("--metrics: an empty metric pattern");
     rules.metrics.push_back(pattern);
   }
@@ -103,16 +115,13 @@ std::function<int()> register_check_command(CLI::App& app, RunMode mode) {
   auto* tolerance = cmd->add_option("--tolerance", o.tolerance,
                                     "Relative tolerance |now - baseline| <= T * |baseline|: T for every metric, "
                                     "PATTERN=T for the metrics a pattern matches (the first match wins)")
-                        ->delimiter(',')
                         ->capture_default_str();
   auto* limit = cmd->add_option("--limit", o.limits,
                                 "Absolute limit METRIC<=V or METRIC>=V (e.g. 'imbalance<=1.10'); a metric a limit "
-                                "matches is judged by it instead of the tolerance")
-                    ->delimiter(',');
+                                "matches is judged by it instead of the tolerance");
   auto* metrics = cmd->add_option("--metrics", o.metrics,
                                   "Check only these metrics: patterns matching a whole name (zigzag.tiles.imbalance) or "
-                                  "its last parts (imbalance, tiles.speedup); * is a wildcard")
-                      ->delimiter(',');
+                                  "its last parts (imbalance, tiles.speedup); * is a wildcard");
   auto* junit = cmd->add_option("--junit", o.junit, "Also write the results as JUnit XML to FILE (a test case per metric)");
   baseline->excludes(write);
   experiment->excludes(baseline);
