@@ -759,6 +759,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"report_missing_input", "report /nonexistent/a.json --out-dir /tmp/stripesim_never_written", "does not exist"},
         BadInput{"report_unknown_schema", "report " + data("unknown_field_config.json") + " --out-dir /tmp/stripesim_never_written",
                  "no known \"schema\""},
+        BadInput{"report_a_document_it_does_not_draw", "report " + baseline_file() + " --out-dir /tmp/stripesim_never_written",
+                 "a stripesim.baseline/1 document, which report does not draw"},
         BadInput{"check_nothing", "check", "check: give --baseline FILE"},
         BadInput{"check_tolerance_empty_item", "check --baseline " + baseline_file() + " --tolerance '1e-6,'",
                  "--tolerance '1e-6,': empty item in a comma-separated list"},

@@ -357,6 +357,12 @@ std::vector<ReportFile> build_report(const std::vector<ReportInput>& inputs) {
   std::string md = "# stripesim report\n\nInputs:\n\n";
   for (const auto& in : inputs) {
     const std::string kind = schema_kind(in.document);
+    if (kind.empty() && in.document.is_object() && in.document.contains("schema") && field(in.document, "schema").is_string() &&
+        std::ranges::find(model::kSchemas, read<std::string>(in.document, "schema")) != std::end(model::kSchemas)) {
+      throw model::InputError(fmt::format("report input '{}': a {} document, which report does not draw (it draws the JSON of "
+                                          "analyze, tms, sweep, simulate or validate)",
+                                          in.path, read<std::string>(in.document, "schema")));
+    }
     if (kind.empty()) {
       throw model::InputError(fmt::format("report input '{}': no known \"schema\" (expected the JSON of analyze, tms, "
                                           "sweep, simulate or validate)",

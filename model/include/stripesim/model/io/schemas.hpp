@@ -19,4 +19,9 @@ inline constexpr const char* kKernelProfileSchema = "stripesim.kernel/1";
 inline constexpr const char* kMeasurementsSchema = "stripesim.measurements/1";
 inline constexpr const char* kBlockCostsSchema = "stripesim.block-costs/1";
 
+inline constexpr const char* kSchemas[] = {kAnalyzeSchema,  kTmsSchema,      kSweepSchema,          kBalanceSchema,
+                                           kBaselineSchema, kLayoutSchema,   kSimulateSchema,       kStepFitSchema,
+                                           kPlanSchema,     kValidateSchema, kKernelAccuracySchema, kKernelProfileSchema,
+                                           kMeasurementsSchema, kBlockCostsSchema};
+
 }  // namespace stripesim::model
