@@ -22,9 +22,8 @@ namespace {
 
 bool to_standard_output(const std::string& path) { return path.empty() || path == "-"; }
 
-// Whether `path` reaches what this process's standard output is, by another name (/dev/stdout,
-// /dev/fd/1, the file stdout is redirected into), where two outputs would run together as with
-// "-". Not a device other than a terminal (/dev/null): it takes any number of outputs unmixed.
+}  // namespace
+
 bool reaches_standard_output(const std::string& path) {
   if (to_standard_output(path)) return true;
   struct stat out {};
@@ -33,6 +32,8 @@ bool reaches_standard_output(const std::string& path) {
   if (out.st_dev != at.st_dev || out.st_ino != at.st_ino) return false;
   return !(S_ISCHR(out.st_mode) && ::isatty(STDOUT_FILENO) == 0);
 }
+
+namespace {
 
 // The path the link `at` names (a relative target taken from the link's folder); none where
 // `at` is not a link (or cannot be read as one).

@@ -52,6 +52,12 @@ void flush_standard_output();
 void check_output_path(const std::string& path, const std::string& flag = "--output");
 void check_output_paths(const std::vector<std::pair<std::string, std::string>>& paths_and_flags);
 
+// Whether `path` reaches what this process's standard output is: "" or "-", or another name of it
+// (/dev/stdout, /dev/fd/1, the file stdout is redirected into), where two outputs would run
+// together as with "-". Not a device other than a terminal (/dev/null): it takes any number of
+// outputs unmixed.
+[[nodiscard]] bool reaches_standard_output(const std::string& path);
+
 // Whether two paths name one file (after resolving '.', '..' and links; the file need not exist).
 [[nodiscard]] bool same_file(const std::string& a, const std::string& b);
 

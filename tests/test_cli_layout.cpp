@@ -257,8 +257,9 @@ TEST(CliLayout, HelpShowsTheRoundTrip) {
   for (const char* format : {"json:", "csv:", "npy:"}) EXPECT_NE(r.out.find(format), std::string::npos) << format;
 }
 
+// Nor by another of its names (it went to /dev/stdout as given).
 TEST(CliLayout, NpyIsNeverWrittenToStandardOutput) {
-  for (const char* output : {"", " -o -"}) {
+  for (const char* output : {"", " -o -", " -o /dev/stdout", " -o /dev/fd/1"}) {
     const CliResult r = run_cli(std::string("layout --layout zigzag -n 64 -N 4 --format npy") + output);
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_TRUE(r.out.empty());
