@@ -538,10 +538,7 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
       }
       promised = given.placement().first(ranks);
     }
-    if (!backend->supports(matrix.precision)) {
-      throw model::InputError(fmt::format("--dtype {}: the {} backend computes in {}", validate::precision_name(matrix.precision),
-                                          opts.backend, validate::is_gpu_backend(opts.backend) ? "bf16 or fp16" : "fp32 or fp64"));
-    }
+    validate::check_backend_computes_in(opts.backend, matrix.precision);
     if (mode == RunMode::parse_only) return 0;
 
     validate::ValidationReport report;

@@ -417,6 +417,8 @@ TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
        "field \"cases[0]\" field \"correctness\" field \"tolerance\": 1 in the file, but a case in this precision is checked to"},
       {[](nlohmann::json& d) { d["cases"][0]["handoff_bytes"] = 0; }, "field \"cases[0]\" field \"handoff_bytes\": must be at least 1, got 0"},
       {[](nlohmann::json& d) { d["concurrent_devices"] = true; }, "field \"concurrent_devices\": true on backend cpu, which runs its devices in turn"},
+      // A cpu run relabelled as a GPU one: cases in a precision no GPU backend computes in.
+      {[](nlohmann::json& d) { d["backend"] = "cuda"; }, "field \"cases[0]\" field \"dtype\" = fp32: the cuda backend computes in bf16 or fp16"},
   };
   for (const auto& [edit, message] : edits) {
     auto edited = a;

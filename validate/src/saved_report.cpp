@@ -100,6 +100,7 @@ RingCase case_from(const JsonFields& f, const std::string& backend) {
   if (f.has("gpu_backward_kernel")) c.gpu_backward_kernel = parse_gpu_backward_kernel(f.string("gpu_backward_kernel"));
   check_backend_runs(backend, c.cp);
   if (c.backward) check_backend_runs_backward(backend);
+  check_backend_computes_in(backend, c.precision);
   return c;
 }
 

@@ -11,6 +11,16 @@ namespace stripesim::validate {
 
 bool is_gpu_backend(std::string_view backend) { return backend == "cuda" || backend == "nccl"; }
 
+void check_backend_computes_in(std::string_view backend, Precision precision) {
+  const bool gpu = is_gpu_backend(backend);
+  const bool computes = gpu ? precision == Precision::bf16 || precision == Precision::fp16
+                            : precision == Precision::fp32 || precision == Precision::fp64;
+  if (!computes) {
+    throw model::InputError(model::Input::dtype, std::string(precision_name(precision)),
+                            fmt::format("the {} backend computes in {}", backend, gpu ? "bf16 or fp16" : "fp32 or fp64"));
+  }
+}
+
 ValidateMatrix default_matrix(std::string_view backend, bool fitting, bool backward) {
   ValidateMatrix m;
   const bool gpu = is_gpu_backend(backend);

@@ -18,6 +18,10 @@ namespace stripesim::validate {
 
 // cuda and nccl: the backends that run on GPUs (and compute in bf16 or fp16).
 [[nodiscard]] bool is_gpu_backend(std::string_view backend);
+// Throws model::InputError ("--dtype fp32: the cuda backend computes in bf16 or fp16") unless
+// `backend` computes in `precision`: the GPU backends in bf16 and fp16, the host ones (cpu, mpi)
+// in fp32 and fp64. What a run is refused for, and a saved run (validate --from) that says otherwise.
+void check_backend_computes_in(std::string_view backend, Precision precision);
 
 // The matrix `backend` runs where no flag says otherwise. `fitting` (--calibrate, --compare):
 // three ring sizes, two lengths and two tiles, sized so that the CPU backend's fit finishes in
