@@ -1137,6 +1137,24 @@ TEST(CliCalibrateStep, NamesAMeasuredRowsValuesAtTheirLineAndColumn) {
   EXPECT_NE(swept.err.find("outside.csv line 3: no point of the grid is A100 1B on a 1x2 mesh at n = 12288"), std::string::npos)
       << swept.err;
   EXPECT_EQ(run_cli("sweep " + experiment("inside", "A100,1B,1,2,16384,1.0")).exit_code, 0);
+  // One point named two ways is one point twice, for both commands.
+  const std::string renamed = experiment("renamed", "a100,1b,1,2,8192,0.5");
+  for (const char* command : {"calibrate-step", "sweep"}) {
+    const CliResult r = run_cli(std::string(command) + " " + renamed);
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_NE(r.err.find("renamed.csv line 3: the same point as line 2"), std::string::npos) << command << ": " << r.err;
+  }
+  // Points that differ in their tile alone share a measured row: each shows it.
+  std::ofstream(dir / "tiles.json") << R"({"groups": [{"hardware": ["a100"], "models": ["1b"], "meshes": ["1x2"], "seq_lens": ["8k"],
+      "tiles": ["2048x4096", "128x128"]}], "step": {"kernel": "blockwise", "sync": "lockstep"}, "measured": "inside.csv",
+      "columns": ["n_seq", "c", "measured"]})";
+  std::ofstream(dir / "inside.csv") << "hardware,model,model_parallel,sequence_parallel,seq_len,"
+                                       "measured_speedup_striped_over_contiguous\nA100,1B,1,2,8192,0.94\n";
+  const CliResult tiles = run_cli("sweep --experiment '" + (dir / "tiles.json").string() + "'");
+  ASSERT_EQ(tiles.exit_code, 0) << tiles.err;
+  size_t shown = 0;
+  for (size_t at = tiles.out.find(",0.94"); at != std::string::npos; at = tiles.out.find(",0.94", at + 1)) ++shown;
+  EXPECT_EQ(shown, 2u) << tiles.out;
 }
 
 TEST(CliSweep, StepSweepRefusesStepFieldsThatThePointsSet) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -35,7 +36,6 @@ std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path, std
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line != kMeasuredHeader) throw InputError(fmt::format("{} line 1: expected the header {}", label, kMeasuredHeader));
   std::vector<MeasuredSpeedup> rows;
-  std::vector<int> lines;  // each row's line in the file
   for (int number = 2; std::getline(in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
@@ -63,11 +63,9 @@ std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path, std
       return std::tie(r.hardware, r.model, r.model_parallel, r.devices, r.seq_len) == point;
     });
     if (same != rows.end()) {
-      throw InputError(fmt::format("{}: the same point as line {} (one measurement a point)", where,
-                                   lines[static_cast<size_t>(same - rows.begin())]));
+      throw InputError(fmt::format("{}: the same point as line {} (one measurement a point)", where, same->line));
     }
     rows.push_back(std::move(m));
-    lines.push_back(number);
   }
   if (rows.empty()) throw InputError(fmt::format("{}: no rows", label));
   return rows;
@@ -148,7 +146,10 @@ std::map<MeasuredKey, MeasuredValue> measured_by_point(const std::vector<Measure
     const MeasuredKey key = at_measured_row(label, m, [&] {
       return MeasuredKey{catalog.hardware(m.hardware).name, catalog.model(m.model).name, m.model_parallel, m.devices, m.seq_len};
     });
-    out[key] = {m.speedup, &m};
+    // The reader refuses a point given twice as written; this, one named two ways ("A100", "a100").
+    if (const auto [it, fresh] = out.try_emplace(key, MeasuredValue{m.speedup, &m}); !fresh) {
+      throw InputError(fmt::format("{} line {}: the same point as line {} (one measurement a point)", label, m.line, it->second.row->line));
+    }
   }
   return out;
 }
@@ -192,18 +193,20 @@ StepSweepPlan plan_step_sweep(const StepSweepSpec& spec, const model::ConfigCata
         [&] { return spec.step_origins.run([&] { return plan_simulation(point_config(spec, point, {}), catalog); }); }));
   }
   const std::vector<MeasuredSpeedup> rows = spec.measured.empty() ? std::vector<MeasuredSpeedup>{} : read_measured_speedups(spec.measured, spec.measured_label);
-  std::map<MeasuredKey, MeasuredValue> measured = measured_by_point(rows, spec.measured_label, catalog);
+  const std::map<MeasuredKey, MeasuredValue> measured = measured_by_point(rows, spec.measured_label, catalog);
+  std::set<int> shown;  // the lines of the rows some point shows (points of several tiles share one)
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Simulation& sim = plan.steps[i].simulation;
     const model::SweepPoint& point = plan.grid.points[i];
     const auto found = measured.find(
         {sim.hardware.name, sim.transformer->name, point.mesh.model_parallel, point.mesh.devices, point.seq_len});
     plan.measured.push_back(found == measured.end() ? std::nullopt : std::optional<double>(found->second.speedup));
-    if (found != measured.end()) measured.erase(found);
+    if (found != measured.end()) shown.insert(found->second.row->line);
   }
   // A row no point of the grid shows would vanish from the sweep while calibrate-step fits on it.
-  if (!measured.empty()) {
-    const MeasuredSpeedup& m = *std::ranges::min_element(measured, {}, [](const auto& kv) { return kv.second.row->line; })->second.row;
+  if (const auto unshown = std::ranges::find_if(rows, [&](const MeasuredSpeedup& m) { return !shown.contains(m.line); });
+      unshown != rows.end()) {
+    const MeasuredSpeedup& m = *unshown;
     throw InputError(fmt::format("{} line {}: no point of the grid is {} {} on a {}x{} mesh at n = {} (the sweep would not show "
                                  "the row; add the point to a group, or drop the row)",
                                  spec.measured_label, m.line, m.hardware, m.model, m.model_parallel, m.devices, m.seq_len));
@@ -312,7 +315,8 @@ StepFitPlan plan_step_fit(const StepSweepSpec& spec, const model::ConfigCatalog&
   StepFitPlan plan;
   plan.spec = spec;
   plan.measured = read_measured_speedups(spec.measured, spec.measured_label);
-  plan.hardware = at_measured_row(spec.measured_label, plan.measured.front(), [&] { return catalog.hardware(plan.measured.front().hardware); });
+  (void)measured_by_point(plan.measured, spec.measured_label, catalog);  // every row's names known, no point twice
+  plan.hardware = catalog.hardware(plan.measured.front().hardware);
   for (const auto& m : plan.measured) {
     if (at_measured_row(spec.measured_label, m, [&] { return catalog.hardware(m.hardware); }).name != plan.hardware.name) {
       throw InputError(fmt::format("{}: rows on {} and {}; a step fit calibrates one hardware", spec.measured_label,
