@@ -98,6 +98,9 @@ TEST(Collectives, AGroupsOwnHopsOnOneLinkShareIt) {
   EXPECT_DOUBLE_EQ(allreduce_us(t, {0, 2, 1, 3}, 4 * chunk), 6 * 2000.0);
   EXPECT_DOUBLE_EQ(alltoall_us(t, {0, 2, 1, 3}, chunk), alltoall_us(t, {0, 1, 2, 3}, chunk));
   EXPECT_DOUBLE_EQ(alltoall_us(t, {0, 1, 2, 3}, chunk), 4 * 1000.0);
+  // One processor copies one part at a time: nothing shares the link, whatever the order.
+  EXPECT_DOUBLE_EQ(one_processor_collective_us(t, {0, 2, 1, 3}, 4, chunk), 16 * 1000.0);
+  EXPECT_DOUBLE_EQ(one_processor_collective_us(t, {0, 2, 1, 3}, 4, chunk), one_processor_collective_us(t, {0, 1, 2, 3}, 4, chunk));
 }
 
 TEST(ContextParallel, ParsesEveryFormAndRefusesTheRest) {

@@ -6,27 +6,37 @@
 #include "stripesim/sim/ring_order.hpp"
 
 namespace stripesim::sim {
+namespace {
 
-Microseconds ring_steps_us(const Topology& topology, const std::vector<Count>& group, Bytes chunk, Count steps,
-                           const Groups& beside) {
-  if (group.size() < 2 || steps < 1) return 0;
-  // Every hop of a step sends at once: two of the group's own hops on one link halve it as
-  // surely as a hop of a group beside it does.
+// The slowest of the group's ring hops moving `chunk` each: all of them at once (a collective's
+// step, where two of the group's own hops on one link halve it as surely as a hop of a group
+// beside it does), or one at a time, each with its route to itself.
+Microseconds slowest_hop_us(const Topology& topology, const std::vector<Count>& group, Bytes chunk, const Groups& beside,
+                            bool at_once) {
   const SharedRoutes routes = shared_ring_routes(topology, group, beside);
   Microseconds slowest = 0;
   for (size_t p = 0; p < routes.hops.size(); ++p) {
     Route hop = routes.hops[p];
-    hop.bandwidth = routes.at_once_bandwidth[p];
+    if (at_once) hop.bandwidth = routes.at_once_bandwidth[p];
     slowest = std::max(slowest, hop.transfer_us(chunk));
   }
-  return static_cast<double>(steps) * slowest;
+  return slowest;
+}
+
+}  // namespace
+
+Microseconds ring_steps_us(const Topology& topology, const std::vector<Count>& group, Bytes chunk, Count steps,
+                           const Groups& beside) {
+  if (group.size() < 2 || steps < 1) return 0;
+  return static_cast<double>(steps) * slowest_hop_us(topology, group, chunk, beside, true);
 }
 
 Microseconds one_processor_collective_us(const Topology& topology, const std::vector<Count>& group, Count devices,
                                          Bytes bytes_per_part) {
+  if (group.size() < 2) return 0;
   const auto parts = static_cast<Count>(group.size());
-  // One ring step of one part is the slowest hop's hand-off of it.
-  return static_cast<double>(devices * parts) * ring_steps_us(topology, group, bytes_per_part, 1);
+  // One copy at a time: each the slowest hop's hand-off of one part, alone on its links.
+  return static_cast<double>(devices * parts) * slowest_hop_us(topology, group, bytes_per_part, {}, false);
 }
 
 Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes, const Groups& beside) {

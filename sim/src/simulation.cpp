@@ -572,6 +572,12 @@ void place_on_topology(SimulationPlan& plan) {
   }
   sim.rings_beside = concurrent_rings(sim, cp_groups);
   SharedRoutes routes = shared_ring_routes(sim.topology, sim.ring_order, sim.rings_beside);
+  // An all-gather's hops are its steps' transfers, which move at once (collectives.hpp), not a
+  // ring's, whose own hops on a link queue in the simulator (nor one processor's copies, one at
+  // a time: --sync serial).
+  if (sim.cp.algorithm == CpAlgorithm::allgather && sim.config.sync != SyncMode::serial) {
+    for (size_t p = 0; p < routes.hops.size(); ++p) routes.hops[p].bandwidth = routes.at_once_bandwidth[p];
+  }
   sim.hops = std::move(routes.hops);
   sim.hops_shared_by = std::move(routes.shared_by);
   if (sim.config.scope != Scope::attention) sim.step_shape = plan_step(sim);
