@@ -85,6 +85,21 @@ TEST(Collectives, GroupsBesideShareTheLinksTheyCross) {
   EXPECT_DOUBLE_EQ(allreduce_us(t, {0, 2}, 2 * chunk, {{1, 3}}), 2 * 2000.0);
 }
 
+// The groups of a kind need not be alike: on two nodes of three GPUs the pairs {0, 1} and {4, 5}
+// stay inside a node while {2, 3} crosses, and the collective lasts as long as that slowest pair
+// (it was priced on the first group alone: NVLink where the step waits on the NICs).
+TEST(Collectives, TheSlowestGroupSetsTheTime) {
+  const Topology t = Topology::cluster(2, 3, 400, 1.0, 50, 2.0);
+  const Bytes bytes = 10'000'000;
+  const Groups beside{{2, 3}, {4, 5}};
+  EXPECT_GT(allreduce_us(t, {2, 3}, bytes), 5 * allreduce_us(t, {0, 1}, bytes));
+  EXPECT_DOUBLE_EQ(allreduce_us(t, {0, 1}, bytes, beside), allreduce_us(t, {2, 3}, bytes));
+  EXPECT_DOUBLE_EQ(allgather_us(t, {0, 1}, bytes, beside), allgather_us(t, {2, 3}, bytes));
+  EXPECT_DOUBLE_EQ(alltoall_us(t, {0, 1}, bytes, beside), alltoall_us(t, {2, 3}, bytes));
+  // Two NIC links each way (GPU -> NIC -> fabric -> NIC -> GPU), 50 GB/s: 200 us and 8 us of latency.
+  EXPECT_DOUBLE_EQ(alltoall_us(t, {2, 3}, bytes), 8.0 + 200.0);
+}
+
 // A group's own hops share a link as one beside it does: in the order 0, 2, 1, 3 the hops 0 -> 2
 // and 1 -> 3 cross A -> B in the same step (2 -> 1 and 3 -> 0 cross B -> A), so each moves at
 // 5 GB/s: 2 ms a step of 10 MB where the order 0, 1, 2, 3, crossing each way once, takes 1 ms.

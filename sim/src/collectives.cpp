@@ -8,19 +8,15 @@
 namespace stripesim::sim {
 namespace {
 
-// The slowest of the group's ring hops moving `chunk` each: all of them at once (a collective's
-// step, where two of the group's own hops on one link halve it as surely as a hop of a group
-// beside it does), or one at a time, each with its route to itself.
-Microseconds slowest_hop_us(const Topology& topology, const std::vector<Count>& group, Bytes chunk, const Groups& beside,
-                            bool at_once) {
-  const SharedRoutes routes = shared_ring_routes(topology, group, beside);
-  Microseconds slowest = 0;
-  for (size_t p = 0; p < routes.hops.size(); ++p) {
-    Route hop = routes.hops[p];
-    if (at_once) hop.bandwidth = routes.at_once_bandwidth[p];
-    slowest = std::max(slowest, hop.transfer_us(chunk));
-  }
-  return slowest;
+// The ring hops of every group of two or more: position p sends to p + 1.
+std::vector<GpuPair> ring_hops_of(const std::vector<Count>& group, const Groups& beside) {
+  std::vector<GpuPair> hops;
+  const auto add = [&](const std::vector<Count>& g) {
+    for (size_t p = 0; g.size() > 1 && p < g.size(); ++p) hops.emplace_back(g[p], g[(p + 1) % g.size()]);
+  };
+  add(group);
+  for (const auto& other : beside) add(other);
+  return hops;
 }
 
 }  // namespace
@@ -28,7 +24,17 @@ Microseconds slowest_hop_us(const Topology& topology, const std::vector<Count>& 
 Microseconds ring_steps_us(const Topology& topology, const std::vector<Count>& group, Bytes chunk, Count steps,
                            const Groups& beside) {
   if (group.size() < 2 || steps < 1) return 0;
-  return static_cast<double>(steps) * slowest_hop_us(topology, group, chunk, beside, true);
+  // Every hop of every group's step sends at once: the slowest of them all sets the step's pace
+  // (the phase ends when every group's collective has), and two hops on one link, of one group
+  // or of two, halve it.
+  const SharedRoutes routes = shared_routes(topology, ring_hops_of(group, beside), {});
+  Microseconds slowest = 0;
+  for (size_t p = 0; p < routes.hops.size(); ++p) {
+    Route hop = routes.hops[p];
+    hop.bandwidth = routes.at_once_bandwidth[p];
+    slowest = std::max(slowest, hop.transfer_us(chunk));
+  }
+  return static_cast<double>(steps) * slowest;
 }
 
 Microseconds one_processor_collective_us(const Topology& topology, const std::vector<Count>& group, Count devices,
@@ -36,7 +42,9 @@ Microseconds one_processor_collective_us(const Topology& topology, const std::ve
   if (group.size() < 2) return 0;
   const auto parts = static_cast<Count>(group.size());
   // One copy at a time: each the slowest hop's hand-off of one part, alone on its links.
-  return static_cast<double>(devices * parts) * slowest_hop_us(topology, group, bytes_per_part, {}, false);
+  Microseconds slowest = 0;
+  for (const Route& hop : ring_routes(topology, group)) slowest = std::max(slowest, hop.transfer_us(bytes_per_part));
+  return static_cast<double>(devices * parts) * slowest;
 }
 
 Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes, const Groups& beside) {
@@ -72,19 +80,25 @@ Microseconds add_pairwise_load(const Topology& topology, const std::vector<Count
 Microseconds alltoall_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_pair,
                          const Groups& beside) {
   if (group.size() < 2 || bytes_per_pair <= 0) return 0;
-  std::map<std::uint32_t, Bytes> load;  // bytes per directed link
-  const Microseconds latency = add_pairwise_load(topology, group, bytes_per_pair, load);
-  // The groups beside send at the same time: their bytes on this group's links wait there too.
-  std::map<std::uint32_t, Bytes> theirs;
-  for (const auto& other : beside) add_pairwise_load(topology, other, bytes_per_pair, theirs);
-  for (auto& [link, bytes] : load) {
-    if (const auto it = theirs.find(link); it != theirs.end()) bytes += it->second;
+  // Each group's own links and longest route; every group's bytes on every link, since all send
+  // at once. A group lasts its latency plus its busiest link's bytes, whoever's they are; the
+  // collective, the slowest group.
+  Groups groups{group};
+  groups.insert(groups.end(), beside.begin(), beside.end());
+  std::vector<std::map<std::uint32_t, Bytes>> own(groups.size());
+  std::vector<Microseconds> latency(groups.size());
+  std::map<std::uint32_t, Bytes> load;  // bytes per directed link, of every group
+  for (size_t g = 0; g < groups.size(); ++g) {
+    latency[g] = add_pairwise_load(topology, groups[g], bytes_per_pair, own[g]);
+    for (const auto& [link, bytes] : own[g]) load[link] += bytes;
   }
-  Microseconds busiest = 0;
-  for (const auto& [link, bytes] : load) {
-    busiest = std::max(busiest, transfer_time_us(bytes, topology.link_of(link).bandwidth));
+  Microseconds slowest = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    Microseconds busiest = 0;
+    for (const auto& [link, bytes] : own[g]) busiest = std::max(busiest, transfer_time_us(load.at(link), topology.link_of(link).bandwidth));
+    if (!own[g].empty()) slowest = std::max(slowest, latency[g] + busiest);
   }
-  return load.empty() ? 0.0 : latency + busiest;
+  return slowest;
 }
 
 }  // namespace stripesim::sim

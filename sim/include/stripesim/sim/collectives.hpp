@@ -9,7 +9,9 @@
 //    link's bytes over its bandwidth (over an NVSwitch a GPU's own link; across nodes, its NIC).
 // Groups of one move nothing and take no time. `beside`: groups of the same collective running at
 // the same time on GPUs of their own (other model-parallel ranks, replicas): a link they share
-// with `group` carries their bytes too (ring_order.hpp's shared_ring_routes for the rings).
+// with `group` carries their bytes too, and the time is the slowest group's, `group` or one
+// beside it (a step's phase ends when every group's collective has: on a placement whose groups
+// differ, a group that crosses nodes where the first does not sets it).
 #include <vector>
 
 #include "stripesim/sim/topology.hpp"
