@@ -17,10 +17,26 @@ TEST(ExperimentFiles, FolderOfABareNameIsTheWorkingFolder) {
 
 TEST(ExperimentFiles, RelativePathsMoveAbsoluteOnesStay) {
   EXPECT_EQ(from_base("x.txt", "exp"), "exp/x.txt");
-  EXPECT_EQ(from_base("../x.txt", "exp/sub"), "exp/x.txt");
+  // Kept as joined: were exp/sub a link, '..' leads out of its target, not back to exp.
+  EXPECT_EQ(from_base("../x.txt", "exp/sub"), "exp/sub/../x.txt");
   EXPECT_EQ(from_base("/data/x.txt", "exp"), "/data/x.txt");
   EXPECT_EQ(from_base("x.txt", ""), "x.txt");
   EXPECT_EQ(from_base("x.txt", "."), "x.txt");
+}
+
+// A configuration copied into another folder (a baseline written away from its experiment) names
+// the same files from there; into the same folder, however spelled, it stays as written.
+TEST(ExperimentFiles, MovedConfigurationsNameTheSameFiles) {
+  const nlohmann::json config = {{"mask", "documents:d.txt:window=64"},
+                                 {"layouts", {"zigzag", "permutation:./p.json"}},
+                                 {"topology", "hostfile:hosts"},
+                                 {"kernel", "/abs/k.json"}};
+  const nlohmann::json moved = with_files_moved(config, "/nonexistent/stripesim/exp", "/nonexistent/stripesim/ci/deep");
+  EXPECT_EQ(moved.at("mask"), "documents:../../exp/d.txt:window=64");
+  EXPECT_EQ(moved.at("layouts")[1], "permutation:../../exp/p.json");
+  EXPECT_EQ(moved.at("topology"), "hostfile:../../exp/hosts");
+  EXPECT_EQ(moved.at("kernel"), "/abs/k.json");
+  EXPECT_EQ(with_files_moved(config, "/nonexistent/stripesim/exp", "/nonexistent/stripesim/./exp/"), config);
 }
 
 TEST(ExperimentFiles, HostfileSpecNamesItsFile) {

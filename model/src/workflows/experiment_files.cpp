@@ -1,5 +1,6 @@
 #include "stripesim/model/workflows/experiment_files.hpp"
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <functional>
@@ -86,8 +87,12 @@ void walk(nlohmann::json& value, const PathMap& map) {
   }
 }
 
-std::filesystem::path absolute_folder(const std::string& folder) {
-  return std::filesystem::absolute(folder.empty() ? "." : folder).lexically_normal();
+// The folder as the file system resolves it (links followed, no trailing separator): two
+// spellings of one folder, or a link to it, compare equal.
+std::filesystem::path resolved_folder(const std::string& folder) {
+  std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(folder.empty() ? "." : folder));
+  if (!resolved.has_filename()) resolved = resolved.parent_path();
+  return resolved;
 }
 
 }  // namespace
@@ -99,7 +104,11 @@ std::string folder_of(const std::string& file) {
 
 std::string from_base(const std::string& path, const std::string& base_dir) {
   if (base_dir.empty() || path.empty() || std::filesystem::path(path).is_absolute()) return path;
-  return (std::filesystem::path(base_dir) / path).lexically_normal().string();
+  const std::filesystem::path joined = std::filesystem::path(base_dir) / path;
+  // A '..' after a folder that is a link leads out of the link's target, not back where the
+  // link is: dropped lexically, it would name another file.
+  const bool climbs = std::ranges::any_of(std::filesystem::path(path), [](const auto& part) { return part == ".."; });
+  return (climbs ? joined : joined.lexically_normal()).string();
 }
 
 std::string hostfile_of(std::string_view topology_spec) {
@@ -113,11 +122,11 @@ nlohmann::json with_files_from(nlohmann::json config, const std::string& base_di
 }
 
 nlohmann::json with_files_moved(nlohmann::json config, const std::string& from_dir, const std::string& to_dir) {
-  const std::filesystem::path from = absolute_folder(from_dir), to = absolute_folder(to_dir);
+  const std::filesystem::path from = resolved_folder(from_dir), to = resolved_folder(to_dir);
   if (from == to) return config;
   walk(config, [&](const std::string& path) {
     if (path.empty() || std::filesystem::path(path).is_absolute()) return path;
-    const std::filesystem::path file = (from / path).lexically_normal();
+    const std::filesystem::path file = std::filesystem::weakly_canonical(from / path);
     const std::filesystem::path relative = file.lexically_relative(to);
     return relative.empty() ? file.string() : relative.string();
   });
