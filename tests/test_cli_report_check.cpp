@@ -650,7 +650,9 @@ TEST(CliCheck, EntriesOfOneKindHaveLabelsOfTheirOwn) {
       {"hardware": "h100", "seq_len": 16384, "devices": 4, "layouts": ["contiguous", "zigzag"], "kernel": "fa2"},
       {"hardware": "h100", "seq_len": 16384, "devices": 4, "layouts": ["contiguous", "zigzag"], "kernel": "fa3"}],
     "analyze": [{"seq_len": 4096, "devices": 4, "tile": "64x64", "mask": "documents:1000,3096", "layouts": ["doc-zigzag"],
-                 "pad_documents": true}]})";
+                 "pad_documents": true, "description": "not in the label"},
+                {"seq_len": 2048, "devices": 4, "tile": "64x64", "layouts": ["contiguous", "zigzag"]},
+                {"seq_len": "2k", "devices": 4, "tile": "64x64", "layouts": ["contiguous", "striped"]}]})";
   const std::string baseline = (dir / "b.json").string();
   ASSERT_EQ(run_cli("check --write-baseline '" + baseline + "' --experiment '" + (dir / "exp.json").string() + "'").exit_code, 0);
   const CliResult r = run_cli("check --baseline '" + baseline + "' --junit '" + (dir / "j.xml").string() + "'");
@@ -659,6 +661,9 @@ TEST(CliCheck, EntriesOfOneKindHaveLabelsOfTheirOwn) {
   EXPECT_NE(junit.find(R"(<testsuite name="simulate h100 nvswitch n=16384 N=4 fwd cp=ring mask=causal kernel=fa2")"), std::string::npos) << junit;
   EXPECT_NE(junit.find(R"(<testsuite name="simulate h100 nvswitch n=16384 N=4 fwd cp=ring mask=causal kernel=fa3")"), std::string::npos) << junit;
   EXPECT_NE(junit.find(R"(<testsuite name="analyze n=4096 N=4 tile=64x64 mask=documents:1000,3096 pad_documents=true")"), std::string::npos) << junit;
+  // Entries of other layouts alone, or of a length spelled another way, say which entry they are.
+  EXPECT_NE(junit.find(R"x(<testsuite name="analyze n=2048 N=4 tile=64x64 mask=causal (entries[1])")x"), std::string::npos) << junit;
+  EXPECT_NE(junit.find(R"x(<testsuite name="analyze n=2048 N=4 tile=64x64 mask=causal (entries[2])")x"), std::string::npos) << junit;
   std::filesystem::remove_all(dir);
 }
 

@@ -48,7 +48,7 @@ model::BaselineEntryKind simulate_baseline_kind(const model::ConfigCatalog& cata
             const SimulateConfig config = simulate_config_from_json(resolved, where);
             const model::InputOrigins origins = model::entry_origins(written, where);
             return model::PlannedBaselineEntry{
-                model::label_with_other_fields(simulate_label(config), written,
+                model::label_with_other_fields(simulate_label(simulate_config_from_json(written, where)), written,
                                                {"hardware", "topology", "seq_len", "devices", "pass", "cp", "mask"}),
                 written,
                 [plan = origins.run([&] { return plan_simulation(config, catalog); }),

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <map>
 #include <limits>
 
 #include "stripesim/model/flops/tms.hpp"
@@ -241,6 +242,14 @@ BaselineComparePlan plan_compare_with_baseline(const nlohmann::json& baseline, c
                                                                             where + " config"),
                             e.raw("metrics")});
   }
+  // Entries the labels still do not tell apart (two layout lists, one length spelled 4k and 4096)
+  // say which they are: a label names one table group and one JUnit suite.
+  std::map<std::string, int> uses;
+  for (const auto& entry : plan.entries) ++uses[entry.planned.configuration];
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    std::string& configuration = plan.entries[i].planned.configuration;
+    if (uses.at(configuration) > 1) configuration += fmt::format(" (entries[{}])", i);
+  }
   return plan;
 }
 
@@ -293,7 +302,7 @@ std::vector<BaselineEntryKind> model_baseline_kinds(const ConfigCatalog& catalog
 std::string label_with_other_fields(std::string label, const nlohmann::json& written, std::initializer_list<std::string_view> shown) {
   if (!written.is_object()) return label;
   for (const auto& [key, value] : written.items()) {
-    if (key == "layouts" || std::ranges::find(shown, key) != shown.end()) continue;
+    if (key == "layouts" || key == "description" || std::ranges::find(shown, key) != shown.end()) continue;
     label += fmt::format(" {}={}", key, value.is_string() ? value.get<std::string>() : value.dump());
   }
   return label;

@@ -41,10 +41,11 @@ struct BaselineEntryKind {
 // fixed tiling, the only one there was).
 [[nodiscard]] std::vector<BaselineEntryKind> model_baseline_kinds(const ConfigCatalog& catalog);
 
-// `label` followed by " key=value" for each field of `written` it does not show (`shown`, and the
-// layouts, which the metric names carry): entries of one kind differ in their labels as they
-// differ in their configurations (a step's zero stage, a kernel), and check's table and JUnit
-// suites name them by it.
+// `label` followed by " key=value" for each field of `written` it does not show (`shown`, the
+// layouts, which the metric names carry, and a description): entries of one kind differ in their
+// labels as their settings do (a step's zero stage, a kernel), and check's table and JUnit suites
+// name them by it; entries that still share one (other layouts, a length spelled two ways) get
+// their index added by plan_compare_with_baseline.
 [[nodiscard]] std::string label_with_other_fields(std::string label, const nlohmann::json& written,
                                                   std::initializer_list<std::string_view> shown);
 
