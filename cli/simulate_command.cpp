@@ -106,7 +106,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
   add("--ring-order", o.ring_order, "rank or auto (minimise the slowest hop, shared links queued) [default: rank]");
   add("--cp", o.cp, "Context parallelism: ring (K/V passed around the ring), allgather[:G] (K/V all-gathered, in G head "
       "groups whose gathers overlap the previous group's attention), ulysses (all-to-all from sequence to heads) or "
-      "hybrid:UxR (Ulysses over U GPUs of a node times a ring over R) [default: ring]");
+      "hybrid:UxR (Ulysses over U consecutive GPUs, a node's as USP places them, times a ring over R) [default: ring]");
   add_format_option(cmd, o.format, output::kSimulationFormats, "Output format: csv is a row per layout");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   cmd->add_option("--trace", o.trace, "Also write a Chrome trace (Perfetto) to FILE");

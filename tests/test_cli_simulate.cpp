@@ -1103,6 +1103,25 @@ TEST(CliCalibrateStep, RefusesAnExperimentWithoutStepOrMeasurements) {
   }
 }
 
+// A hardware profile whose default kernel was timed in a precision the profile lists no rate for:
+// the refusal names that field, not a --kernel the user never gave.
+TEST(CliSimulate, ADefaultKernelInAnUnlistedPrecisionIsNamedAsTheHardwaresField) {
+  const auto dir = fresh_temp_dir("default_kernel_precision");
+  auto hardware = nlohmann::json::parse(slurp(std::string(STRIPESIM_SOURCE_DIR) + "/configs/hardware/cpu.json"));
+  hardware["name"] = "cpu-with-fa2";
+  hardware["aliases"] = nlohmann::json::array();
+  // A bf16 kernel measured on this very hardware (one copied from the H100 would convert by the H100's rates).
+  auto kernel = nlohmann::json::parse(slurp(std::string(STRIPESIM_SOURCE_DIR) + "/configs/kernels/h100/fa2.json"));
+  kernel["hardware"] = "cpu-with-fa2";
+  std::ofstream(dir / "fa2.json") << kernel.dump();
+  hardware["default_kernel"] = (dir / "fa2.json").string();
+  std::ofstream(dir / "hw.json") << hardware.dump();
+  const CliResult r = run_cli("simulate -n 4k -N 2 --dtype fp32 --hardware '" + (dir / "hw.json").string() + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stripesim: error: hardware cpu-with-fa2 field \"default_kernel\" 'fa2': timed in bf16, for which hardware "
+                   "cpu-with-fa2 lists no peak rate to convert its times by\n");
+}
+
 // A measured row's values are named at its line and column where they are refused (an unknown
 // hardware or model, a mesh the model cannot split), not as flags calibrate-step has not; a row
 // no point of the grid shows is refused by sweep, which would have dropped it from its table.

@@ -318,7 +318,7 @@ TEST(CliValidate, CalibrationWithoutHandOffsLeavesTheLinksAsTheyWere) {
   EXPECT_NE(r.out.find("hand-off: not fitted (no hand-off was timed: one device a case)"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("hand-off fit"), std::string::npos) << r.out;
   const auto doc = nlohmann::json::parse(slurp(profile));
-  EXPECT_TRUE(doc.at("sources").at("link_bandwidth_gbps").get<std::string>().starts_with("not fitted (no hand-off timed): "));
+  EXPECT_TRUE(doc.at("sources").at("link_bandwidth_gbps").get<std::string>().starts_with("not fitted (no hand-off inside a node timed): "));
   fs::remove_all(dir);
 }
 

@@ -260,7 +260,8 @@ std::string timeline_svg(const nlohmann::json& simulate) {
   // The devices of the ring the records follow: config.devices, but for a hybrid's (--cp
   // hybrid:UxR) ring of R, whose every pass lists R devices.
   const auto& first_pass = element(non_empty_array_field(element(results, 0), "passes"), 0);
-  const Count devices = first_pass.contains("devices") ? static_cast<Count>(array_field(first_pass, "devices").size()) : device_count(simulate);
+  const Count devices =
+      first_pass.contains("devices") ? static_cast<Count>(non_empty_array_field(first_pass, "devices").size()) : device_count(simulate);
   const Count shown = std::min<Count>(devices, 64);
   const double row_h = std::clamp(240.0 / static_cast<double>(shown), 4.0, 22.0);
   const double plot_w = 720, x0 = 90;

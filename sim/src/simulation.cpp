@@ -414,7 +414,15 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
   sim.dtype = config.dtype.empty() ? sim.kernel.dtype : config.dtype;
   (void)dtype_bytes(sim.dtype);  // rejects an unknown dtype before the hardware's rates are asked
-  const double slowdown = precision_slowdown(sim.kernel_hardware, sim.kernel, sim.dtype);
+  const double slowdown = [&] {
+    try {
+      return precision_slowdown(sim.kernel_hardware, sim.kernel, sim.dtype);
+    } catch (const InputError& e) {
+      // No --kernel given: the kernel is the hardware profile's default, named as that field.
+      if (!config.kernel.empty() || config.kernel_profile || e.input() != model::Input::kernel) throw;
+      throw e.renamed(fmt::format("hardware {} field \"default_kernel\"", sim.hardware.name));
+    }
+  }();
   sim.cp = parse_context_parallel(config.cp, config.devices);
   check_context_parallel(config, sim.cp);
   // Validate every layout and the mask before simulating anything.

@@ -216,11 +216,14 @@ Calibration calibrate(const std::vector<const CaseResult*>& cases, model::Hardwa
   }
   h.aliases.clear();
   h.default_kernel = out.kernel.name;
-  // Links no hand-off timed (one device a case) keep the base profile's figure, and say whose.
+  // A link no hand-off inside a node timed (one device a case, or every hop crossing nodes) keeps
+  // the base profile's figure, and says whose (once: a refit of a refit does not say it twice).
   std::string link_source = fmt::format("stripesim validate --calibrate: {} hand-offs", out.handoff_samples);
   if (intra.empty()) {
     const bool given = h.sources.is_object() && h.sources.contains("link_bandwidth_gbps") && h.sources["link_bandwidth_gbps"].is_string();
-    link_source = "not fitted (no hand-off timed): " + (given ? h.sources["link_bandwidth_gbps"].get<std::string>() : std::string("the base profile's"));
+    const std::string base_source = given ? h.sources["link_bandwidth_gbps"].get<std::string>() : std::string("the base profile's");
+    const std::string prefix = "not fitted (no hand-off inside a node timed): ";
+    link_source = base_source.starts_with(prefix) ? base_source : prefix + base_source;
   }
   h.sources = {{"calibrated_on", device},
                {"kernel", "the fitted kernel profile (where it was written: validate's --kernel-out or --out-dir)"},

@@ -112,7 +112,6 @@ struct ErrorRow {
 // nothing applies): collectives timed by a backend that plays the devices in turn.
 [[nodiscard]] std::vector<std::string> comparison_notes(const ValidationReport& report);
 
-
 // Its printers (table, JSON, Markdown): output/validation_printers.hpp.
 
 }  // namespace stripesim::validate

@@ -26,7 +26,6 @@
 
 namespace stripesim::model {
 
-
 struct TmsRequest {
   TransformerModel model;
   HardwareProfile hardware;

@@ -22,8 +22,6 @@
 
 namespace stripesim::model {
 
-// The format of a permutation file written by `stripesim layout`.
-
 // What the layouts built from the workload need: the mask (documents for doc-zigzag and
 // doc-striped; any mask for balanced, causal when absent) and the tile balanced prices work in.
 struct LayoutContext {

@@ -13,7 +13,6 @@
 
 namespace stripesim::model {
 
-
 struct BalanceGroup {
   std::vector<Count> seq_lens;
   std::vector<Count> devices;

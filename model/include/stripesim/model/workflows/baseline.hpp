@@ -17,7 +17,6 @@
 
 namespace stripesim::model {
 
-
 // One entry's configuration planned: every input checked and every file read, nothing counted.
 struct PlannedBaselineEntry {
   std::string configuration;       // a label, e.g. "analyze n=2048 N=8 tile=64x64 mask=causal"

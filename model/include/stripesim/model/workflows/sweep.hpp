@@ -17,7 +17,6 @@
 
 namespace stripesim::model {
 
-
 struct SweepGroup {
   std::vector<std::string> hardware;
   std::vector<std::string> models;
