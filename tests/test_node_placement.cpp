@@ -70,6 +70,14 @@ TEST(NodePlacement, BadHostfilesAreNamed) {
   EXPECT_EQ(hostfile_rejection("a slots=2 max_slots=+4\n"),
             "--topology hostfile:hosts line 1: max_slots=+4 is not a whole number of slots (Open MPI takes digits only)");
   EXPECT_EQ(hostfile_rejection("a slots=0\n"), "--topology hostfile:hosts line 1: host 'a' needs slots=N with N >= 1 (its GPUs)");
+  // Bytes a host name does not hold, named by value: a Latin-1 name broke the JSON output (an
+  // internal error), a NUL cut the message short.
+  EXPECT_EQ(hostfile_rejection("a slots=1\nn\xff slots=2\n"),
+            "--topology hostfile:hosts line 2: byte 0xFF at column 2 is not printable ASCII (a hostfile holds host names and slots=N)");
+  EXPECT_EQ(hostfile_rejection(std::string("a slots=1\0\n", 12)),
+            "--topology hostfile:hosts line 1: byte 0x00 at column 10 is not printable ASCII (a hostfile holds host names and slots=N)");
+  // A byte-order mark is not part of the first name.
+  EXPECT_EQ(read_hostfile(write_hostfile("bom", "\xEF\xBB\xBF" "a slots=1\n"), "hosts").hosts, (std::vector<std::string>{"a"}));
   // A slot count that would wrap the running total past 2^63 is refused by the limit, not allocated.
   EXPECT_EQ(hostfile_rejection("a slots=1\nb slots=9223372036854775807\n"),
             "--topology hostfile:hosts line 2: the hostfile holds more than 65536 slots");

@@ -74,11 +74,24 @@ NodePlacement uniform_placement(Count nodes, Count gpus_per_node) {
 }
 
 NodePlacement read_hostfile(const std::string& path, const std::string& label) {
-  std::istringstream lines(model::read_text_file(path, label));
+  std::string contents = model::read_text_file(path, label);
+  if (contents.starts_with("\xEF\xBB\xBF")) contents.erase(0, 3);  // a byte-order mark is not part of the first host's name
+  std::istringstream lines(contents);
   NodePlacement p;
   std::map<std::string, int> line_of_host;
   std::string line;
   for (int number = 1; std::getline(lines, line); ++number) {
+    // Host names and slots=N are printable ASCII: any other byte (a NUL, a name in another
+    // encoding) is refused by its value, which is not printed (it would cut or garble the line).
+    const auto odd = std::ranges::find_if(line, [](char c) {
+      const auto byte = static_cast<unsigned char>(c);
+      return byte >= 0x7F || (byte < 0x20 && c != '\t' && c != '\r');
+    });
+    if (odd != line.end()) {
+      throw InputError(fmt::format("{} line {}: byte 0x{:02X} at column {} is not printable ASCII (a hostfile holds host names and "
+                                   "slots=N)",
+                                   label, number, static_cast<unsigned char>(*odd), odd - line.begin() + 1));
+    }
     const std::string text = line.substr(0, line.find('#'));
     std::istringstream words(text);
     std::string host, word;
