@@ -533,6 +533,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "--sync lockstep: sets how a ring's rounds wait; --cp allgather has no ring"},
         BadInput{"unknown_topology", "simulate --topology torus", "--topology 'torus': unknown"},
         BadInput{"too_few_gpus", "simulate --topology nvswitch:4 --devices 8", "has 4 GPUs, fewer than --devices 8"},
+        BadInput{"too_few_gpus_in_a_file", "simulate --topology " + data("topology_named_like_a_shipped_one.json") + " --devices 2",
+                 "topology_named_like_a_shipped_one.json: has 1 GPUs, fewer than --devices 2"},
         BadInput{"bad_cluster", "simulate --topology cluster:2", "--topology 'cluster:2': expected cluster:NxG"},
         // Found by fuzz/fuzz_cli.cpp: 2^32 x 2^32 wrapped to 0 GPUs and passed the check.
         BadInput{"cluster_product_overflows", "simulate --topology cluster:4294967296x4294967296",

@@ -271,7 +271,7 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
   // Said here in the plan's own terms: every mesh would refuse it naming -M x -N x -D, flags a
   // plan does not take.
   if (base.topology_graph->gpu_count() < gpus) {
-    throw model::InputError(model::Input::topology, base.topology_graph->name(),
+    throw model::InputError(model::Input::topology, base.topology.empty() ? base.topology_graph->name() : base.topology,
                             fmt::format("has {} GPUs, fewer than --gpus {}", base.topology_graph->gpu_count(), gpus));
   }
 
