@@ -76,6 +76,8 @@ TEST(NodePlacement, BadHostfilesAreNamed) {
             "--topology hostfile:hosts line 2: byte 0xFF at column 2 is not printable ASCII (a hostfile holds host names and slots=N)");
   EXPECT_EQ(hostfile_rejection(std::string("a slots=1\0\n", 12)),
             "--topology hostfile:hosts line 1: byte 0x00 at column 10 is not printable ASCII (a hostfile holds host names and slots=N)");
+  // A comment may hold any byte.
+  EXPECT_EQ(read_hostfile(write_hostfile("comment", "# n\xC5\x93ud\na slots=1 # caf\xC3\xA9\n"), "hosts").hosts, (std::vector<std::string>{"a"}));
   // A byte-order mark is not part of the first name.
   EXPECT_EQ(read_hostfile(write_hostfile("bom", "\xEF\xBB\xBF" "a slots=1\n"), "hosts").hosts, (std::vector<std::string>{"a"}));
   // A slot count that would wrap the running total past 2^63 is refused by the limit, not allocated.

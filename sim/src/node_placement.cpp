@@ -81,18 +81,18 @@ NodePlacement read_hostfile(const std::string& path, const std::string& label) {
   std::map<std::string, int> line_of_host;
   std::string line;
   for (int number = 1; std::getline(lines, line); ++number) {
+    const std::string text = line.substr(0, line.find('#'));  // a comment may say anything
     // Host names and slots=N are printable ASCII: any other byte (a NUL, a name in another
     // encoding) is refused by its value, which is not printed (it would cut or garble the line).
-    const auto odd = std::ranges::find_if(line, [](char c) {
+    const auto odd = std::ranges::find_if(text, [](char c) {
       const auto byte = static_cast<unsigned char>(c);
       return byte >= 0x7F || (byte < 0x20 && c != '\t' && c != '\r');
     });
-    if (odd != line.end()) {
+    if (odd != text.end()) {
       throw InputError(fmt::format("{} line {}: byte 0x{:02X} at column {} is not printable ASCII (a hostfile holds host names and "
                                    "slots=N)",
-                                   label, number, static_cast<unsigned char>(*odd), odd - line.begin() + 1));
+                                   label, number, static_cast<unsigned char>(*odd), odd - text.begin() + 1));
     }
-    const std::string text = line.substr(0, line.find('#'));
     std::istringstream words(text);
     std::string host, word;
     if (!(words >> host)) continue;  // blank or a comment
