@@ -89,10 +89,20 @@ void walk(nlohmann::json& value, const PathMap& map) {
 
 // The folder as the file system resolves it (links followed, no trailing separator): two
 // spellings of one folder, or a link to it, compare equal.
+// What the file system cannot resolve (a loop of links, a folder it may not read) stays as
+// spelled, normalised: the reader that opens the file names the problem.
+std::filesystem::path resolved(const std::filesystem::path& path) {
+  std::error_code error;
+  std::filesystem::path out = std::filesystem::weakly_canonical(path, error);
+  if (error) out = path.lexically_normal();
+  if (!out.has_filename()) out = out.parent_path();
+  return out;
+}
+
 std::filesystem::path resolved_folder(const std::string& folder) {
-  std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(folder.empty() ? "." : folder));
-  if (!resolved.has_filename()) resolved = resolved.parent_path();
-  return resolved;
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(folder.empty() ? "." : folder, error);
+  return resolved(error ? std::filesystem::path(folder) : absolute);
 }
 
 }  // namespace
@@ -126,7 +136,10 @@ nlohmann::json with_files_moved(nlohmann::json config, const std::string& from_d
   if (from == to) return config;
   walk(config, [&](const std::string& path) {
     if (path.empty() || std::filesystem::path(path).is_absolute()) return path;
-    const std::filesystem::path file = std::filesystem::weakly_canonical(from / path);
+    // The folders resolved, the file's own name kept: a link to a file stays the link (repointed,
+    // the baseline follows it, as the experiment does).
+    const std::filesystem::path joined = (from / path).lexically_normal();
+    const std::filesystem::path file = resolved(joined.parent_path()) / joined.filename();
     const std::filesystem::path relative = file.lexically_relative(to);
     return relative.empty() ? file.string() : relative.string();
   });
