@@ -1105,6 +1105,23 @@ TEST(CliCalibrateStep, RefusesAnExperimentWithoutStepOrMeasurements) {
   }
 }
 
+// Replicas of a ring on two nodes of three GPUs: the pairs {0, 1} and {4, 5} stay in a node, {2, 3}
+// crosses the network, and the step waits for it. The ring, the all-gather and the all-to-all
+// each follow that pair, as two GPUs on two nodes do alone (the ring followed {0, 1}: 7x faster
+// than the all-gather on the same placement, which was priced on its slowest group).
+TEST(CliSimulate, ReplicasFollowTheirSlowestGroup) {
+  const auto time_of = [](const std::string& flags) {
+    const CliResult r = run_cli("simulate -n 16k --layouts zigzag --format json " + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out).at("results")[0].at("time_us").get<double>() : -1.0;
+  };
+  for (const char* cp : {"ring", "allgather", "ulysses"}) {
+    const std::string with = std::string(" --cp ") + cp;
+    EXPECT_DOUBLE_EQ(time_of("--topology cluster:2x3:nic=25gbps -N 2 -D 3" + with), time_of("--topology cluster:2x1:nic=25gbps -N 2" + with))
+        << cp;
+  }
+}
+
 // A hardware profile whose default kernel was timed in a precision the profile lists no rate for:
 // the refusal names that field, not a --kernel the user never gave.
 TEST(CliSimulate, ADefaultKernelInAnUnlistedPrecisionIsNamedAsTheHardwaresField) {

@@ -551,10 +551,36 @@ Groups alltoall_groups_beside(const Simulation& sim, const Groups& cp_groups) {
   return copies_beside(cp_groups, positions, shifts);
 }
 
+// The context-parallel group the simulation follows, moved to the front: the one whose ring
+// (a hybrid's: every U-th GPU) has the slowest hop, each hop alone on its links. Every group does
+// the same work, so its hops decide which finishes last, and the step waits for that one; the
+// collectives are priced on their slowest group alike (collectives.hpp). Where the groups are
+// alike (a regular placement) the first stays.
+void follow_the_slowest_group(const Simulation& sim, Groups& cp_groups) {
+  if (cp_groups.size() < 2 || sim.topology.is_ideal() || sim.cp.algorithm == CpAlgorithm::ulysses) return;
+  const auto stride = static_cast<size_t>(sim.cp.algorithm == CpAlgorithm::hybrid ? ulysses_degree(sim.cp, sim.config.devices) : 1);
+  const Bytes bytes = std::max<Bytes>(sim.cp_shape.ring_hop_bytes, 1);
+  size_t slowest = 0;
+  Microseconds slowest_hop = -1;
+  for (size_t g = 0; g < cp_groups.size(); ++g) {
+    std::vector<Count> ring;
+    for (size_t p = 0; p < cp_groups[g].size(); p += stride) ring.push_back(cp_groups[g][p]);
+    if (ring.size() < 2) return;  // rings of one: nothing sent
+    Microseconds hop = 0;
+    for (const Route& route : ring_routes(sim.topology, ring)) hop = std::max(hop, route.transfer_us(bytes));
+    if (hop > slowest_hop) {
+      slowest = g;
+      slowest_hop = hop;
+    }
+  }
+  std::swap(cp_groups.front(), cp_groups[slowest]);
+}
+
 void place_on_topology(SimulationPlan& plan) {
   Simulation& sim = plan.simulation;
   if (sim.placed) return;
-  const Groups cp_groups = mesh_ring_orders(sim.mesh);
+  Groups cp_groups = mesh_ring_orders(sim.mesh);
+  follow_the_slowest_group(sim, cp_groups);
   sim.cp_group = cp_groups.front();
   sim.cp_groups_beside.assign(cp_groups.begin() + 1, cp_groups.end());
   const Count u = ulysses_degree(sim.cp, sim.config.devices);
