@@ -1,6 +1,10 @@
 // Files an experiment names are read from the experiment's folder: every kind of field that can
 // name one is rewritten, nothing else is.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +41,13 @@ TEST(ExperimentFiles, MovedConfigurationsNameTheSameFiles) {
   EXPECT_EQ(moved.at("topology"), "hostfile:../../exp/hosts");
   EXPECT_EQ(moved.at("kernel"), "/abs/k.json");
   EXPECT_EQ(with_files_moved(config, "/nonexistent/stripesim/exp", "/nonexistent/stripesim/./exp/"), config);
+  // A loop of links is left for the reader to name (resolving it threw, an internal error).
+  const auto dir = std::filesystem::temp_directory_path() / ("stripesim_moved_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "exp");
+  std::filesystem::create_symlink("loop", dir / "exp" / "loop");
+  const nlohmann::json looped = with_files_moved({{"mask", "documents:loop/d.txt"}}, (dir / "exp").string(), (dir / "ci").string());
+  EXPECT_EQ(looped.at("mask"), "documents:../exp/loop/d.txt");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ExperimentFiles, HostfileSpecNamesItsFile) {
