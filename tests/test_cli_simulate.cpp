@@ -1175,6 +1175,10 @@ TEST(CliCalibrateStep, NamesAMeasuredRowsValuesAtTheirLineAndColumn) {
   EXPECT_NE(swept.err.find("outside.csv line 3: no point of the grid is A100 1B on a 1x2 mesh at n = 12288"), std::string::npos)
       << swept.err;
   EXPECT_EQ(run_cli("sweep " + experiment("inside", "A100,1B,1,2,16384,1.0")).exit_code, 0);
+  // A fit calibrates one hardware: the first row on another is named.
+  const CliResult mixed = run_cli("calibrate-step " + experiment("mixed", "H100,1B,1,2,16384,1.02"));
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("mixed.csv: rows on A100 and H100; a step fit calibrates one hardware"), std::string::npos) << mixed.err;
   // One point named two ways is one point twice, for both commands.
   const std::string renamed = experiment("renamed", "a100,1b,1,2,8192,0.5");
   for (const char* command : {"calibrate-step", "sweep"}) {

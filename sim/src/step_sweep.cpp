@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
+#include <utility>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_file.hpp"
@@ -58,13 +58,8 @@ std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path, std
     if (m.speedup > static_cast<double>(m.devices)) {
       throw InputError(fmt::format("{}: speedup {} is above the {} devices (no layout is faster than that)", where, f[5], m.devices));
     }
-    const auto point = std::tie(m.hardware, m.model, m.model_parallel, m.devices, m.seq_len);
-    const auto same = std::find_if(rows.begin(), rows.end(), [&](const MeasuredSpeedup& r) {
-      return std::tie(r.hardware, r.model, r.model_parallel, r.devices, r.seq_len) == point;
-    });
-    if (same != rows.end()) {
-      throw InputError(fmt::format("{}: the same point as line {} (one measurement a point)", where, same->line));
-    }
+    // A point given twice, however its names are spelled, is refused where the names are known
+    // (measured_by_point).
     rows.push_back(std::move(m));
   }
   if (rows.empty()) throw InputError(fmt::format("{}: no rows", label));
@@ -134,21 +129,18 @@ struct MeasuredKey {
   auto operator<=>(const MeasuredKey&) const = default;
 };
 
-// The measured rows keyed by the catalog's names, so "A100" meets a100-80gb (names match case aside).
-struct MeasuredValue {
-  double speedup = 0;
-  const MeasuredSpeedup* row = nullptr;
-};
-std::map<MeasuredKey, MeasuredValue> measured_by_point(const std::vector<MeasuredSpeedup>& rows, const std::string& label,
-                                                       const model::ConfigCatalog& catalog) {
-  std::map<MeasuredKey, MeasuredValue> out;
+// The measured rows keyed by the catalog's names, so "A100" meets a100-80gb (names match case
+// aside): a row whose names are unknown, or a point given twice (as written, or named two ways),
+// refused at its line.
+std::map<MeasuredKey, const MeasuredSpeedup*> measured_by_point(const std::vector<MeasuredSpeedup>& rows, const std::string& label,
+                                                                const model::ConfigCatalog& catalog) {
+  std::map<MeasuredKey, const MeasuredSpeedup*> out;
   for (const auto& m : rows) {
     const MeasuredKey key = at_measured_row(label, m, [&] {
       return MeasuredKey{catalog.hardware(m.hardware).name, catalog.model(m.model).name, m.model_parallel, m.devices, m.seq_len};
     });
-    // The reader refuses a point given twice as written; this, one named two ways ("A100", "a100").
-    if (const auto [it, fresh] = out.try_emplace(key, MeasuredValue{m.speedup, &m}); !fresh) {
-      throw InputError(fmt::format("{} line {}: the same point as line {} (one measurement a point)", label, m.line, it->second.row->line));
+    if (const auto [it, fresh] = out.try_emplace(key, &m); !fresh) {
+      throw InputError(fmt::format("{} line {}: the same point as line {} (one measurement a point)", label, m.line, it->second->line));
     }
   }
   return out;
@@ -193,15 +185,15 @@ StepSweepPlan plan_step_sweep(const StepSweepSpec& spec, const model::ConfigCata
         [&] { return spec.step_origins.run([&] { return plan_simulation(point_config(spec, point, {}), catalog); }); }));
   }
   const std::vector<MeasuredSpeedup> rows = spec.measured.empty() ? std::vector<MeasuredSpeedup>{} : read_measured_speedups(spec.measured, spec.measured_label);
-  const std::map<MeasuredKey, MeasuredValue> measured = measured_by_point(rows, spec.measured_label, catalog);
+  const std::map<MeasuredKey, const MeasuredSpeedup*> measured = measured_by_point(rows, spec.measured_label, catalog);
   std::set<int> shown;  // the lines of the rows some point shows (points of several tiles share one)
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Simulation& sim = plan.steps[i].simulation;
     const model::SweepPoint& point = plan.grid.points[i];
     const auto found = measured.find(
         {sim.hardware.name, sim.transformer->name, point.mesh.model_parallel, point.mesh.devices, point.seq_len});
-    plan.measured.push_back(found == measured.end() ? std::nullopt : std::optional<double>(found->second.speedup));
-    if (found != measured.end()) shown.insert(found->second.row->line);
+    plan.measured.push_back(found == measured.end() ? std::nullopt : std::optional<double>(found->second->speedup));
+    if (found != measured.end()) shown.insert(found->second->line);
   }
   // A row no point of the grid shows would vanish from the sweep while calibrate-step fits on it.
   if (const auto unshown = std::ranges::find_if(rows, [&](const MeasuredSpeedup& m) { return !shown.contains(m.line); });
@@ -315,13 +307,16 @@ StepFitPlan plan_step_fit(const StepSweepSpec& spec, const model::ConfigCatalog&
   StepFitPlan plan;
   plan.spec = spec;
   plan.measured = read_measured_speedups(spec.measured, spec.measured_label);
-  (void)measured_by_point(plan.measured, spec.measured_label, catalog);  // every row's names known, no point twice
+  const auto by_point = measured_by_point(plan.measured, spec.measured_label, catalog);
   plan.hardware = catalog.hardware(plan.measured.front().hardware);
-  for (const auto& m : plan.measured) {
-    if (at_measured_row(spec.measured_label, m, [&] { return catalog.hardware(m.hardware); }).name != plan.hardware.name) {
-      throw InputError(fmt::format("{}: rows on {} and {}; a step fit calibrates one hardware", spec.measured_label,
-                                   plan.measured.front().hardware, m.hardware));
-    }
+  // The first row, in the file's order, on another hardware than the first row's.
+  const MeasuredSpeedup* other = nullptr;
+  for (const auto& [key, row] : by_point) {
+    if (key.hardware != plan.hardware.name && (other == nullptr || row->line < other->line)) other = row;
+  }
+  if (other != nullptr) {
+    throw InputError(fmt::format("{}: rows on {} and {}; a step fit calibrates one hardware", spec.measured_label,
+                                 plan.measured.front().hardware, other->hardware));
   }
   if (!plan.hardware.matmul_efficiency) {
     throw InputError(fmt::format("step fit: hardware {} has no matmul_efficiency (the fit finds the element-wise cost beside it)",

@@ -37,7 +37,8 @@ struct MeasuredSpeedup {
 };
 
 // Throws InputError naming the file (as `label` names it, by default "measured speedups PATH")
-// and line for a missing file, a wrong header or a bad value.
+// and line for a missing file, a wrong header or a bad value. A point given twice is refused where
+// the sweep or the fit resolves the rows' names (one point may be spelled two ways).
 [[nodiscard]] std::vector<MeasuredSpeedup> read_measured_speedups(const std::string& path, std::string label = "");
 
 struct StepSweepSpec {
