@@ -336,11 +336,16 @@ void validate_section(const ReportInput& in, std::string& md, std::vector<Report
   }
 }
 
+// The document's "schema" string, or "" where it has none.
+std::string schema_id(const nlohmann::json& document) {
+  if (!document.is_object() || !document.contains("schema") || !field(document, "schema").is_string()) return "";
+  return read<std::string>(document, "schema");
+}
+
 }  // namespace
 
 std::string schema_kind(const nlohmann::json& document) {
-  if (!document.is_object() || !document.contains("schema") || !field(document, "schema").is_string()) return "";
-  const std::string schema = read<std::string>(document, "schema");
+  const std::string schema = schema_id(document);
   constexpr std::pair<const char*, const char*> kSections[] = {
       {"analyze", model::kAnalyzeSchema},   {"tms", model::kTmsSchema},           {"sweep", model::kSweepSchema},
       {"simulate", model::kSimulateSchema}, {"validate", model::kValidateSchema}, {"balance", model::kBalanceSchema},
@@ -356,19 +361,18 @@ std::vector<ReportFile> build_report(const std::vector<ReportInput>& inputs) {
   std::vector<ReportFile> figures;
   std::string md = "# stripesim report\n\nInputs:\n\n";
   for (const auto& in : inputs) {
-    const std::string kind = schema_kind(in.document);
-    if (kind.empty() && in.document.is_object() && in.document.contains("schema") && field(in.document, "schema").is_string() &&
-        std::ranges::find(model::kSchemas, read<std::string>(in.document, "schema")) != std::end(model::kSchemas)) {
-      throw model::InputError(fmt::format("report input '{}': a {} document, which report does not draw (it draws the JSON of "
-                                          "analyze, tms, sweep, simulate or validate)",
-                                          in.path, read<std::string>(in.document, "schema")));
-    }
-    if (kind.empty()) {
+    const std::string schema = schema_id(in.document);
+    if (schema_kind(in.document).empty()) {
+      if (std::ranges::find(model::kSchemas, schema) != std::end(model::kSchemas)) {
+        throw model::InputError(fmt::format("report input '{}': a {} document, which report does not draw (it draws the JSON of "
+                                            "analyze, tms, sweep, simulate or validate)",
+                                            in.path, schema));
+      }
       throw model::InputError(fmt::format("report input '{}': no known \"schema\" (expected the JSON of analyze, tms, "
                                           "sweep, simulate or validate)",
                                           in.path));
     }
-    append(md, "- `{}` ({})\n", in.path, read<std::string>(in.document, "schema"));
+    append(md, "- `{}` ({})\n", in.path, schema);
   }
   md += "\n";
   bool validated = false;
