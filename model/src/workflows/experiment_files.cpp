@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::string_view kHostfile = "hostfile:";
 
-// What becomes of each relative path a configuration names (absolute ones stay as they are).
+// What becomes of each relative path a configuration names (rewrite_files passes it no other).
 using PathMap = std::function<std::string(const std::string&)>;
 
 // `spec` with the file it names (`file`, its tail) mapped; unchanged without one.
@@ -87,6 +87,13 @@ void walk(nlohmann::json& value, const PathMap& map) {
   }
 }
 
+// Every relative path `config` names, through `map`; absolute ones (and empty ones) as they are.
+void rewrite_files(nlohmann::json& config, const PathMap& map) {
+  walk(config, [&](const std::string& path) {
+    return path.empty() || std::filesystem::path(path).is_absolute() ? path : map(path);
+  });
+}
+
 // The folder as the file system resolves it (links followed, no trailing separator): two
 // spellings of one folder, or a link to it, compare equal.
 // What the file system cannot resolve (a loop of links, a folder it may not read) stays as
@@ -127,15 +134,14 @@ std::string hostfile_of(std::string_view topology_spec) {
 }
 
 nlohmann::json with_files_from(nlohmann::json config, const std::string& base_dir) {
-  if (!base_dir.empty()) walk(config, [&](const std::string& path) { return from_base(path, base_dir); });
+  if (!base_dir.empty()) rewrite_files(config, [&](const std::string& path) { return from_base(path, base_dir); });
   return config;
 }
 
 nlohmann::json with_files_moved(nlohmann::json config, const std::string& from_dir, const std::string& to_dir) {
   const std::filesystem::path from = resolved_folder(from_dir), to = resolved_folder(to_dir);
   if (from == to) return config;
-  walk(config, [&](const std::string& path) {
-    if (path.empty() || std::filesystem::path(path).is_absolute()) return path;
+  rewrite_files(config, [&](const std::string& path) {
     // The folders resolved, the file's own name kept: a link to a file stays the link (repointed,
     // the baseline follows it, as the experiment does).
     const std::filesystem::path joined = (from / path).lexically_normal();
