@@ -1,6 +1,7 @@
 #include "stripesim/sim/collectives.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 
 #include "stripesim/sim/ring_order.hpp"
@@ -8,11 +9,11 @@
 namespace stripesim::sim {
 namespace {
 
-// The ring hops of every group of two or more: position p sends to p + 1.
+// The ring hops of every group of two or more.
 std::vector<GpuPair> ring_hops_of(const std::vector<Count>& group, const Groups& beside) {
   std::vector<GpuPair> hops;
   const auto add = [&](const std::vector<Count>& g) {
-    for (size_t p = 0; g.size() > 1 && p < g.size(); ++p) hops.emplace_back(g[p], g[(p + 1) % g.size()]);
+    if (g.size() > 1) std::ranges::copy(ring_hops(g), std::back_inserter(hops));
   };
   add(group);
   for (const auto& other : beside) add(other);

@@ -120,17 +120,22 @@ std::vector<std::vector<Route>> pairs_routes(const Topology& topology, const std
   return routes;
 }
 
-// A ring's hops as transfers: position p to the next.
+}  // namespace
+
 std::vector<GpuPair> ring_hops(const std::vector<Count>& ring) {
   std::vector<GpuPair> hops;
   for (size_t p = 0; p < ring.size(); ++p) hops.emplace_back(ring[p], ring[(p + 1) % ring.size()]);
   return hops;
 }
 
-}  // namespace
-
 std::vector<Route> ring_routes(const Topology& topology, const std::vector<Count>& order) {
-  return std::move(pairs_routes(topology, {ring_hops(order)}).front());
+  return std::move(rings_routes(topology, {order}).front());
+}
+
+std::vector<std::vector<Route>> rings_routes(const Topology& topology, const std::vector<std::vector<Count>>& rings) {
+  std::vector<std::vector<GpuPair>> hops;
+  for (const auto& ring : rings) hops.push_back(ring_hops(ring));
+  return pairs_routes(topology, hops);
 }
 
 SharedRoutes shared_routes(const Topology& topology, const std::vector<GpuPair>& transfers,

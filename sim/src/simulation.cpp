@@ -560,14 +560,18 @@ void follow_the_slowest_group(const Simulation& sim, Groups& cp_groups) {
   if (cp_groups.size() < 2 || sim.topology.is_ideal() || sim.cp.algorithm == CpAlgorithm::ulysses) return;
   const auto stride = static_cast<size_t>(sim.cp.algorithm == CpAlgorithm::hybrid ? ulysses_degree(sim.cp, sim.config.devices) : 1);
   const Bytes bytes = std::max<Bytes>(sim.cp_shape.ring_hop_bytes, 1);
+  Groups rings;
+  for (const auto& group : cp_groups) {
+    std::vector<Count>& ring = rings.emplace_back();
+    for (size_t p = 0; p < group.size(); p += stride) ring.push_back(group[p]);
+  }
+  if (rings.front().size() < 2) return;  // rings of one: nothing sent
+  const std::vector<std::vector<Route>> routes = rings_routes(sim.topology, rings);
   size_t slowest = 0;
   Microseconds slowest_hop = -1;
-  for (size_t g = 0; g < cp_groups.size(); ++g) {
-    std::vector<Count> ring;
-    for (size_t p = 0; p < cp_groups[g].size(); p += stride) ring.push_back(cp_groups[g][p]);
-    if (ring.size() < 2) return;  // rings of one: nothing sent
+  for (size_t g = 0; g < routes.size(); ++g) {
     Microseconds hop = 0;
-    for (const Route& route : ring_routes(sim.topology, ring)) hop = std::max(hop, route.transfer_us(bytes));
+    for (const Route& route : routes[g]) hop = std::max(hop, route.transfer_us(bytes));
     if (hop > slowest_hop) {
       slowest = g;
       slowest_hop = hop;

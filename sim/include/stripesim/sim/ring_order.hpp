@@ -26,6 +26,8 @@ namespace stripesim::sim {
 
 // The route of every hop: hops[p] goes from order[p] to order[(p + 1) % N].
 [[nodiscard]] std::vector<Route> ring_routes(const Topology& topology, const std::vector<Count>& order);
+// The same of several rings, routed in one pass (on every core when they are many).
+[[nodiscard]] std::vector<std::vector<Route>> rings_routes(const Topology& topology, const std::vector<std::vector<Count>>& rings);
 
 // The same routes when `others` (rings of their own GPUs, as many positions each) run alongside
 // at the same pace, every position sending when this ring's does: a directed link that o of the
@@ -47,6 +49,8 @@ struct SharedRoutes {
 // The same for any transfers sent at once, (from GPU, to GPU), beside others' sent at the same
 // time: a ring's dK/dV hops home in one round, beside the other rings' hops home of that round.
 using GpuPair = std::pair<Count, Count>;
+// A ring's hops as transfers: position p to the next.
+[[nodiscard]] std::vector<GpuPair> ring_hops(const std::vector<Count>& ring);
 [[nodiscard]] SharedRoutes shared_routes(const Topology& topology, const std::vector<GpuPair>& transfers,
                                          const std::vector<std::vector<GpuPair>>& others);
 
