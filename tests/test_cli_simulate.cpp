@@ -1122,6 +1122,23 @@ TEST(CliSimulate, ReplicasFollowTheirSlowestGroup) {
   }
 }
 
+// The JSON names the model-parallel group the activation all-reduce is priced on: on cluster:2x3
+// with -M 2 the pair {2, 3} straddles the nodes and sets the time (the pair of GPUs on two nodes
+// alone takes as long), not the first pair {0, 1}; on cluster:3x2 no pair straddles, the first is named.
+TEST(CliSimulate, NamesTheModelParallelGroupItPricesTheAllReduceOn) {
+  const auto inputs_of = [](const std::string& flags) {
+    const CliResult r = run_cli("simulate --scope step --model llama3-8b -M 2 --layouts zigzag --format json " + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out).at("step_inputs") : nlohmann::json::object();
+  };
+  const nlohmann::json straddling = inputs_of("--topology cluster:2x3 -N 3 -n 12k");
+  const nlohmann::json alone = inputs_of("--topology cluster:2x1 -N 1 -n 4k");
+  EXPECT_EQ(straddling.value("model_parallel_gpus", nlohmann::json()), nlohmann::json::array({2, 3}));
+  EXPECT_DOUBLE_EQ(straddling.value("activation_allreduce_us", -1.0), alone.value("activation_allreduce_us", -2.0));
+  EXPECT_EQ(inputs_of("--topology cluster:3x2 -N 3 -n 12k").value("model_parallel_gpus", nlohmann::json()),
+            nlohmann::json::array({0, 1}));
+}
+
 // A hardware profile whose default kernel was timed in a precision the profile lists no rate for:
 // the refusal names that field, not a --kernel the user never gave.
 TEST(CliSimulate, ADefaultKernelInAnUnlistedPrecisionIsNamedAsTheHardwaresField) {

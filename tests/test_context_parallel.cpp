@@ -98,6 +98,10 @@ TEST(Collectives, TheSlowestGroupSetsTheTime) {
   EXPECT_DOUBLE_EQ(alltoall_us(t, {0, 1}, bytes, beside), alltoall_us(t, {2, 3}, bytes));
   // Two NIC links each way (GPU -> NIC -> fabric -> NIC -> GPU), 50 GB/s: 200 us and 8 us of latency.
   EXPECT_DOUBLE_EQ(alltoall_us(t, {2, 3}, bytes), 8.0 + 200.0);
+  // The group a report names is the one that straddles the nodes, wherever it stands.
+  EXPECT_EQ(slowest_allreduce_group(t, {{0, 1}, {2, 3}, {4, 5}}, bytes), 1U);
+  EXPECT_EQ(slowest_allreduce_group(t, {{2, 3}, {0, 1}, {4, 5}}, bytes), 0U);
+  EXPECT_EQ(slowest_allreduce_group(t, {{0, 1}, {4, 5}}, bytes), 0U);  // as slow: the first
 }
 
 // A group's own hops share a link as one beside it does: in the order 0, 2, 1, 3 the hops 0 -> 2

@@ -15,7 +15,6 @@ namespace stripesim::output {
 using model::Count;
 using sim::CollectiveInterval;
 using sim::CpAlgorithm;
-using sim::model_parallel_groups;
 using sim::kSimulateSchema;
 using sim::Route;
 using sim::StepShape;
@@ -113,7 +112,7 @@ nlohmann::ordered_json to_json(const sim::Simulation& sim, bool rounds) {
                           {"elementwise_bytes_per_dmodel", sim.hardware.elementwise_bytes_per_dmodel},
                           {"memory_bandwidth_gbps", sim.hardware.memory_bandwidth},
                           {"unmasked_pairs", step.unmasked_pairs},
-                          {"model_parallel_gpus", model_parallel_groups(sim.mesh).front()},
+                          {"model_parallel_gpus", step.activation_allreduce_gpus},
                           {"activation_allreduce_us", step.activation_allreduce_us},
                           {"gradient_allreduce_us", step.gradient_allreduce_us},
                           {"weight_allgather_us", step.weight_allgather_us},

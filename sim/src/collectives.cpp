@@ -9,15 +9,38 @@
 namespace stripesim::sim {
 namespace {
 
-// The ring hops of every group of two or more.
-std::vector<GpuPair> ring_hops_of(const std::vector<Count>& group, const Groups& beside) {
+// The slowest hop of a ring step that every group of two or more takes at once, and the group
+// it belongs to (an index into {group, beside...}; the first, were several as slow).
+struct SlowestHop {
+  Microseconds us = 0;
+  size_t group = 0;
+};
+
+SlowestHop slowest_ring_hop(const Topology& topology, const std::vector<Count>& group, Bytes chunk, const Groups& beside) {
   std::vector<GpuPair> hops;
-  const auto add = [&](const std::vector<Count>& g) {
-    if (g.size() > 1) std::ranges::copy(ring_hops(g), std::back_inserter(hops));
+  std::vector<size_t> owner;  // per hop, its group
+  const auto add = [&](const std::vector<Count>& g, size_t index) {
+    if (g.size() < 2) return;
+    std::ranges::copy(ring_hops(g), std::back_inserter(hops));
+    owner.resize(hops.size(), index);
   };
-  add(group);
-  for (const auto& other : beside) add(other);
-  return hops;
+  add(group, 0);
+  for (size_t g = 0; g < beside.size(); ++g) add(beside[g], g + 1);
+  // Two hops on one link, of one group or of two, halve it.
+  const SharedRoutes routes = shared_routes(topology, hops, {});
+  SlowestHop slowest;
+  for (size_t p = 0; p < routes.hops.size(); ++p) {
+    Route hop = routes.hops[p];
+    hop.bandwidth = routes.at_once_bandwidth[p];
+    const Microseconds us = hop.transfer_us(chunk);
+    if (us > slowest.us) slowest = {us, owner[p]};
+  }
+  return slowest;
+}
+
+// An all-reduce's ring step moves a K-th of the bytes.
+Bytes allreduce_chunk(const std::vector<Count>& group, Bytes bytes) {
+  return bytes / std::max<Count>(static_cast<Count>(group.size()), 1);
 }
 
 }  // namespace
@@ -26,16 +49,15 @@ Microseconds ring_steps_us(const Topology& topology, const std::vector<Count>& g
                            const Groups& beside) {
   if (group.size() < 2 || steps < 1) return 0;
   // Every hop of every group's step sends at once: the slowest of them all sets the step's pace
-  // (the phase ends when every group's collective has), and two hops on one link, of one group
-  // or of two, halve it.
-  const SharedRoutes routes = shared_routes(topology, ring_hops_of(group, beside), {});
-  Microseconds slowest = 0;
-  for (size_t p = 0; p < routes.hops.size(); ++p) {
-    Route hop = routes.hops[p];
-    hop.bandwidth = routes.at_once_bandwidth[p];
-    slowest = std::max(slowest, hop.transfer_us(chunk));
-  }
-  return static_cast<double>(steps) * slowest;
+  // (the phase ends when every group's collective has).
+  return static_cast<double>(steps) * slowest_ring_hop(topology, group, chunk, beside).us;
+}
+
+size_t slowest_allreduce_group(const Topology& topology, const Groups& groups, Bytes bytes) {
+  if (groups.empty()) return 0;
+  return slowest_ring_hop(topology, groups.front(), allreduce_chunk(groups.front(), bytes),
+                          Groups(groups.begin() + 1, groups.end()))
+      .group;
 }
 
 Microseconds one_processor_collective_us(const Topology& topology, const std::vector<Count>& group, Count devices,
@@ -50,7 +72,7 @@ Microseconds one_processor_collective_us(const Topology& topology, const std::ve
 
 Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes, const Groups& beside) {
   const auto k = static_cast<Count>(group.size());
-  return ring_steps_us(topology, group, bytes / std::max<Count>(k, 1), 2 * (k - 1), beside);
+  return ring_steps_us(topology, group, allreduce_chunk(group, bytes), 2 * (k - 1), beside);
 }
 
 Microseconds allgather_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes_per_member,

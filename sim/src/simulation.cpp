@@ -211,9 +211,10 @@ StepShape plan_step(const Simulation& sim) {
   const auto first_beside_rest = [&](auto collective_us, const Groups& groups, Bytes bytes) {
     return collective_us(sim.topology, groups.front(), bytes, Groups(groups.begin() + 1, groups.end()));
   };
-  step.activation_allreduce_us = first_beside_rest(allreduce_us, model_parallel_groups(sim.mesh),
-                                                   local_tokens * sim.transformer->d_model *
-                                                       static_cast<Bytes>(kActivationBytesPerElement));
+  const Groups model_parallel = model_parallel_groups(sim.mesh);
+  const Bytes activation_bytes = local_tokens * sim.transformer->d_model * static_cast<Bytes>(kActivationBytesPerElement);
+  step.activation_allreduce_us = first_beside_rest(allreduce_us, model_parallel, activation_bytes);
+  step.activation_allreduce_gpus = model_parallel[slowest_allreduce_group(sim.topology, model_parallel, activation_bytes)];
   const Groups copies = gradient_groups(sim.mesh);
   // The gradients reduced and, sharded (ZeRO), the updated weights gathered: the memory model's bytes.
   const auto parameters = static_cast<Bytes>(parameters_per_device(*sim.transformer, sim.mesh.model_parallel));

@@ -27,6 +27,9 @@ using Groups = std::vector<std::vector<Count>>;
 // Every member ends with the sum of `bytes`: 2 (K - 1) steps of bytes / K.
 [[nodiscard]] Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes,
                                         const Groups& beside = {});
+// Which of `groups` (each all-reducing `bytes` at once with the others) sets the time: an index
+// into `groups`, the first of the slowest. What a report names as the group it priced.
+[[nodiscard]] size_t slowest_allreduce_group(const Topology& topology, const Groups& groups, Bytes bytes);
 // Every member contributes `bytes_per_member` and ends with all K contributions: K - 1 steps.
 // A reduce-scatter (each member ends with the sum of its own share) is the same ring run the
 // other way and takes the same time.
