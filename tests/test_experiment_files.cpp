@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -26,6 +27,25 @@ TEST(ExperimentFiles, RelativePathsMoveAbsoluteOnesStay) {
   EXPECT_EQ(from_base("/data/x.txt", "exp"), "/data/x.txt");
   EXPECT_EQ(from_base("x.txt", ""), "x.txt");
   EXPECT_EQ(from_base("x.txt", "."), "x.txt");
+  EXPECT_EQ(from_base("x.txt", "./exp"), "exp/x.txt");
+  // The same for a folder that climbs (an experiment given as link/../e.json).
+  EXPECT_EQ(from_base("x.txt", "exp/link/.."), "exp/link/../x.txt");
+}
+
+// A '..' after a link, in the folder or in the path, climbs out of the link's target as the file
+// system reads it: exp/link -> real/sub, so link/../d.txt is exp/real/d.txt, not exp/d.txt.
+TEST(ExperimentFiles, AClimbAfterALinkLeavesItsTarget) {
+  const auto dir = std::filesystem::temp_directory_path() / ("stripesim_climb_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "exp" / "real" / "sub");
+  std::filesystem::create_directories(dir / "ci");
+  std::filesystem::create_symlink("real/sub", dir / "exp" / "link");
+  std::ofstream(dir / "exp" / "real" / "d.txt") << "4096\n";
+  const std::string from_link = from_base("d.txt", (dir / "exp" / "link" / "..").string());
+  EXPECT_TRUE(std::filesystem::exists(from_link)) << from_link;
+  EXPECT_TRUE(std::filesystem::equivalent(from_link, dir / "exp" / "real" / "d.txt")) << from_link;
+  const nlohmann::json moved = with_files_moved({{"mask", "documents:link/../d.txt"}}, (dir / "exp").string(), (dir / "ci").string());
+  EXPECT_EQ(moved.at("mask"), "documents:../exp/real/d.txt");
+  std::filesystem::remove_all(dir);
 }
 
 // A configuration copied into another folder (a baseline written away from its experiment) names

@@ -123,8 +123,8 @@ std::string from_base(const std::string& path, const std::string& base_dir) {
   if (base_dir.empty() || path.empty() || std::filesystem::path(path).is_absolute()) return path;
   const std::filesystem::path joined = std::filesystem::path(base_dir) / path;
   // A '..' after a folder that is a link leads out of the link's target, not back where the
-  // link is: dropped lexically, it would name another file.
-  const bool climbs = std::ranges::any_of(std::filesystem::path(path), [](const auto& part) { return part == ".."; });
+  // link is: dropped lexically, it would name another file (in the path or in the folder).
+  const bool climbs = std::ranges::any_of(joined, [](const auto& part) { return part == ".."; });
   return (climbs ? joined : joined.lexically_normal()).string();
 }
 
@@ -143,8 +143,9 @@ nlohmann::json with_files_moved(nlohmann::json config, const std::string& from_d
   if (from == to) return config;
   rewrite_files(config, [&](const std::string& path) {
     // The folders resolved, the file's own name kept: a link to a file stays the link (repointed,
-    // the baseline follows it, as the experiment does).
-    const std::filesystem::path joined = (from / path).lexically_normal();
+    // the baseline follows it, as the experiment does). Resolved as spelled: a '..' after a link
+    // climbs out of its target, which dropping it lexically first would not.
+    const std::filesystem::path joined = from / path;
     const std::filesystem::path file = resolved(joined.parent_path()) / joined.filename();
     const std::filesystem::path relative = file.lexically_relative(to);
     return relative.empty() ? file.string() : relative.string();
