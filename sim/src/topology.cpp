@@ -45,7 +45,6 @@ void Topology::build_graph() {
   net.tree_blocks.clear();
   net.tree_blocks.resize((net.gpus.size() + Network::kTreesPerBlock - 1) / Network::kTreesPerBlock);
   net.tree_stored.assign(net.gpus.size(), 0);
-  net.detours.assign(net.gpus.size(), {});
 }
 
 Topology Topology::from_json(const nlohmann::json& doc, const std::string& label) {
@@ -181,39 +180,56 @@ std::string Topology::directed_link_name(std::uint32_t directed) const {
   return fmt::format("{}->{}", from, to);
 }
 
-namespace {
-
-// Latencies summed in another order differ in their last bits: a route is only quicker by more.
-bool quicker(Microseconds a, Microseconds b) { return a < b - 1e-9 * std::max(1.0, std::abs(b)); }
-
-}  // namespace
-
-// The routes' computations, which read the network a topology keeps to itself.
-struct Routing {
-  using RouteCost = Topology::RouteCost;
-  using Network = Topology::Network;
-
-  static void run_dijkstra(const Network& net, std::size_t source, const std::vector<RouteCost>& weights,
-                           std::vector<RouteCost>& distance, std::vector<std::uint32_t>& tree) {
-    const std::size_t vertices = boost::num_vertices(net.graph);
+std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& to) const {
+  if (net_->ideal) return std::vector<Route>(to.size());
+  Network& net = *net_;
+  const std::size_t vertices = boost::num_vertices(net.graph);
+  const auto weight = boost::make_iterator_property_map(net.weights.cbegin(), boost::get(boost::edge_index, net.graph));
+  const std::size_t source = net.gpus[static_cast<std::size_t>(from)];
+  // A tree, once stored, never changes: it is read without the lock, and computed without it, so
+  // that threads routing different GPUs do not wait on each other (two computing the same one
+  // get the same tree; the first stored is kept).
+  const auto gpu = static_cast<std::size_t>(from);
+  const auto stored_tree = [&] {
+    return net.tree_blocks[gpu / Network::kTreesPerBlock].get() + (gpu % Network::kTreesPerBlock) * vertices;
+  };
+  const std::uint32_t* predecessor = nullptr;
+  {
+    const std::lock_guard lock(net.tree_mutex);
+    if (net.tree_stored[gpu] != 0) predecessor = stored_tree();
+  }
+  if (predecessor == nullptr) {
+    // The thread's buffers, reused tree after tree (Dijkstra sets every vertex of both).
+    thread_local std::vector<RouteCost> distance;
+    thread_local std::vector<std::uint32_t> tree;
     if (distance.size() < vertices) distance.resize(vertices);
     if (tree.size() < vertices) tree.resize(vertices);
     const auto index = boost::get(boost::vertex_index, net.graph);
     boost::dijkstra_shortest_paths_no_color_map(
         net.graph, source,
-        boost::weight_map(boost::make_iterator_property_map(weights.cbegin(), boost::get(boost::edge_index, net.graph)))
+        boost::weight_map(weight)
             .distance_map(boost::make_iterator_property_map(distance.begin(), index))
             .predecessor_map(boost::make_iterator_property_map(tree.begin(), index))
             .distance_compare(std::less<RouteCost>())
             .distance_combine(&RouteCost::extended)
             .distance_inf(RouteCost::unreachable())
             .distance_zero(RouteCost::here()));
+    const std::lock_guard lock(net.tree_mutex);
+    std::unique_ptr<std::uint32_t[]>& block = net.tree_blocks[gpu / Network::kTreesPerBlock];
+    if (!block) block.reset(new std::uint32_t[std::min(Network::kTreesPerBlock, net.gpus.size()) * vertices]);  // NOLINT: uninitialised
+    if (net.tree_stored[gpu] == 0) std::copy_n(tree.begin(), vertices, stored_tree());
+    net.tree_stored[gpu] = 1;
+    predecessor = stored_tree();
   }
-
-  // The route to vertex v along a predecessor tree from `source` (none when v is unreachable).
-  static Route route_along(const Network& net, const std::uint32_t* predecessor, std::size_t source, std::size_t v) {
+  std::vector<Route> routes;
+  routes.reserve(to.size());
+  for (const Count target_gpu : to) {
     Route route;
-    if (v != source && predecessor[v] == v) return route;  // unreachable: no links
+    std::size_t v = net.gpus[static_cast<std::size_t>(target_gpu)];
+    if (v != source && predecessor[v] == v) {
+      routes.push_back(route);  // unreachable: no links
+      continue;
+    }
     route.bandwidth = std::numeric_limits<double>::infinity();
     std::vector<std::uint32_t> reversed;
     while (v != source) {
@@ -237,101 +253,7 @@ struct Routing {
     }
     route.links.assign(reversed.rbegin(), reversed.rend());
     if (route.links.empty()) route.bandwidth = 0;
-    return route;
-  }
-
-  // Whether some vertex as wide as `level` is reached sooner, over a link as wide, than the
-  // tree's latency to it says. Where none is, the tree's latencies are the lowest over routes of
-  // links as wide as `level` (each is the sum along such a route, and no such link shortens
-  // one), so every GPU of that level has its best route.
-  static bool tree_misses(const Network& net, const std::vector<RouteCost>& distance, GigabytesPerSecond level) {
-    for (const TopologyLink& l : net.links) {
-      if (l.bandwidth < level || distance[l.a].bottleneck < level) continue;  // then b is narrower too
-      if (quicker(distance[l.a].latency_us + l.latency_us, distance[l.b].latency_us) ||
-          quicker(distance[l.b].latency_us + l.latency_us, distance[l.a].latency_us)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  // The routes to the GPUs the widest-prefix tree misses (distance: its costs): for each
-  // bottleneck level of the GPUs where the tree fails the check, the lowest latency over the
-  // links as wide, by a Dijkstra in which a narrower link ranks every route through it below
-  // any that avoids it.
-  static std::map<std::size_t, Route> detours_from(const Network& net, std::size_t source,
-                                                   const std::vector<RouteCost>& distance) {
-    std::map<std::size_t, Route> detours;
-    std::vector<GigabytesPerSecond> levels;
-    for (const std::size_t v : net.gpus) {
-      if (v != source && distance[v].bottleneck > 0) levels.push_back(distance[v].bottleneck);
-    }
-    std::ranges::sort(levels);
-    levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-    std::vector<RouteCost> weights;
-    std::vector<RouteCost> wide_distance;
-    std::vector<std::uint32_t> wide_tree;
-    for (const GigabytesPerSecond level : levels) {
-      // Narrowest first: a level whose check passes passes every level above it (their links
-      // are among its own).
-      if (!tree_misses(net, distance, level)) break;
-      weights.resize(net.links.size());
-      for (std::size_t e = 0; e < net.links.size(); ++e) {
-        const bool wide = net.links[e].bandwidth >= level;
-        weights[e] = {wide ? std::numeric_limits<double>::infinity() : 0.0, net.links[e].latency_us};
-      }
-      run_dijkstra(net, source, weights, wide_distance, wide_tree);
-      for (const std::size_t v : net.gpus) {
-        if (v == source || distance[v].bottleneck != level || std::isfinite(wide_distance[v].bottleneck)) continue;
-        if (quicker(wide_distance[v].latency_us, distance[v].latency_us)) {
-          detours[v] = route_along(net, wide_tree.data(), source, v);
-        }
-      }
-    }
-    return detours;
-  }
-};
-
-std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& to) const {
-  if (net_->ideal) return std::vector<Route>(to.size());
-  Network& net = *net_;
-  const std::size_t vertices = boost::num_vertices(net.graph);
-  const std::size_t source = net.gpus[static_cast<std::size_t>(from)];
-  // A tree, once stored, never changes: it is read without the lock, and computed without it, so
-  // that threads routing different GPUs do not wait on each other (two computing the same one
-  // get the same tree; the first stored is kept). Its detours are stored with it.
-  const auto gpu = static_cast<std::size_t>(from);
-  const auto stored_tree = [&] {
-    return net.tree_blocks[gpu / Network::kTreesPerBlock].get() + (gpu % Network::kTreesPerBlock) * vertices;
-  };
-  const std::uint32_t* predecessor = nullptr;
-  {
-    const std::lock_guard lock(net.tree_mutex);
-    if (net.tree_stored[gpu] != 0) predecessor = stored_tree();
-  }
-  if (predecessor == nullptr) {
-    // The thread's buffers, reused tree after tree (Dijkstra sets every vertex of both).
-    thread_local std::vector<RouteCost> distance;
-    thread_local std::vector<std::uint32_t> tree;
-    Routing::run_dijkstra(net, source, net.weights, distance, tree);
-    std::map<std::size_t, Route> detours = Routing::detours_from(net, source, distance);
-    const std::lock_guard lock(net.tree_mutex);
-    std::unique_ptr<std::uint32_t[]>& block = net.tree_blocks[gpu / Network::kTreesPerBlock];
-    if (!block) block.reset(new std::uint32_t[std::min(Network::kTreesPerBlock, net.gpus.size()) * vertices]);  // NOLINT: uninitialised
-    if (net.tree_stored[gpu] == 0) {
-      std::copy_n(tree.begin(), vertices, stored_tree());
-      net.detours[gpu] = std::move(detours);
-    }
-    net.tree_stored[gpu] = 1;
-    predecessor = stored_tree();
-  }
-  const std::map<std::size_t, Route>& detours = net.detours[gpu];
-  std::vector<Route> routes;
-  routes.reserve(to.size());
-  for (const Count target_gpu : to) {
-    const std::size_t v = net.gpus[static_cast<std::size_t>(target_gpu)];
-    const auto detour = detours.find(v);
-    routes.push_back(detour != detours.end() ? detour->second : Routing::route_along(net, predecessor, source, v));
+    routes.push_back(std::move(route));
   }
   return routes;
 }
