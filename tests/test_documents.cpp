@@ -593,13 +593,14 @@ TEST(BalanceSweep, ColumnsMatchIndependentCounts) {
 }
 
 // The best layout is decided on exact counts: the fewest busiest-device tiles, then the fewest
-// lockstep tiles, then the first listed; equal layouts tie.
+// lockstep tiles, then the first listed; equal layouts tie (ptrr:64 gives every device zigzag's
+// 66 tiles of 64x64 here; one layout listed twice is refused, Analysis.OneLayoutListedTwiceIsRefused).
 TEST(Analysis, BestLayoutIsTheLeastBusyAgainstTheTileBound) {
   AnalyzeConfig config;
   config.seq_len = 2048;
   config.devices = 8;
   config.tile = {64, 64};
-  config.layouts = {"contiguous", "zigzag", "zigzag"};
+  config.layouts = {"contiguous", "zigzag", "ptrr:64"};
   const Analysis a = run_analysis(config, 1);
   EXPECT_EQ(a.best, 1u);
   // Contiguous needs the fewest tiles (528 of 64x64 on the causal diagonal), zigzag's busiest device 66 = 528 / 8.
@@ -611,6 +612,18 @@ TEST(Analysis, BestLayoutIsTheLeastBusyAgainstTheTileBound) {
   EXPECT_EQ(output::to_json(a).at("best_layout"), "zigzag");
   EXPECT_EQ(output::analysis_rows(a)[1].at("best"), true);
   EXPECT_EQ(output::analysis_rows(a)[2].at("best"), false);
+  EXPECT_EQ(a.results[2].tiles.slowest_device, a.results[1].tiles.slowest_device);
+}
+
+TEST(Analysis, OneLayoutListedTwiceIsRefused) {
+  AnalyzeConfig config;
+  config.seq_len = 2048;
+  config.devices = 8;
+  config.tile = {64, 64};
+  config.layouts = {"contiguous", "zigzag", "zigzag"};
+  EXPECT_THROW((void)run_analysis(config, 1), InputError);
+  config.layouts = {"ptrr", "ptrr:64"};
+  EXPECT_THROW((void)run_analysis(config, 1), InputError);
 }
 
 }  // namespace

@@ -203,6 +203,23 @@ LayoutPlan plan_layout(std::string_view typed, Count seq_len, Count devices, con
   return plan;
 }
 
+std::string LayoutPlan::identity() const {
+  if (built_) return layout_identity(built_->name());
+  for (const LayoutKindName& each : kLayoutKinds) {
+    if (each.kind != computed_) continue;
+    return size_ > 0 ? fmt::format("{}:{}", each.name, size_) : std::string(each.name);
+  }
+  return "";
+}
+
+void require_new_layout(std::map<std::string, std::string>& seen, std::string_view spec, const LayoutPlan& plan) {
+  const auto [it, fresh] = seen.try_emplace(plan.identity(), spec);
+  if (!fresh) {
+    throw InputError(Input::layouts, std::string(spec),
+                     fmt::format("given twice in the list: the same layout as '{}' ({})", it->second, it->first), Shown::quoted);
+  }
+}
+
 Layout parse_layout(std::string_view spec, Count seq_len, Count devices, const LayoutContext& context) {
   return plan_layout(spec, seq_len, devices, context).build();
 }

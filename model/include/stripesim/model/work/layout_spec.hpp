@@ -9,6 +9,7 @@
 // mismatch); layout, tile, tiling, mask and padding only describe how it was built, since a
 // layout may be counted under any mask and tile. Any other field is rejected, as in every
 // other file stripesim reads.
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,9 @@ class LayoutPlan {
   // candidates side by side), the output the same whatever the number.
   [[nodiscard]] Layout build(unsigned threads = 0) const&;
   [[nodiscard]] Layout build(unsigned threads = 0) &&;
+  // What makes two plans one layout, however their specs were spelled: "ptrr:1k" and "ptrr:1024",
+  // "ptrr" and "ptrr:64" where the query tile is 64, a permutation file by the file it is.
+  [[nodiscard]] std::string identity() const;
 
  private:
   friend LayoutPlan plan_layout(std::string_view, Count, Count, const LayoutContext&);
@@ -84,6 +88,10 @@ class LayoutPlan {
 // split_list for a list of names, where an item given twice (the same layout_identity: case
 // aside, as names match) would only repeat rows of the output: that is an InputError naming the item.
 [[nodiscard]] std::vector<std::string> split_distinct_list(std::string_view text, const InputName& what);
+// Refuses `spec` (one of a list, in order) when `plan` is a layout an earlier spec of the list
+// planned already, spelled otherwise (its rows would only repeat); else remembers it in `seen`
+// (identity -> the spec that planned it).
+void require_new_layout(std::map<std::string, std::string>& seen, std::string_view spec, const LayoutPlan& plan);
 // The file a layout spec reads ("permutation:FILE", the name case aside), or empty.
 [[nodiscard]] std::string layout_file(std::string_view spec);
 // What makes two layout specs one layout: the spec, case aside, and a permutation file by the
