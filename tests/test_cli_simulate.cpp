@@ -1122,6 +1122,53 @@ TEST(CliSimulate, ReplicasFollowTheirSlowestGroup) {
   }
 }
 
+// The group a simulation follows is the one whose transfers are slowest as they run, each
+// judged alone against the same GPUs with no replica beside them (GPUs listed in another order):
+//  - rings: every ring's hops at once, two on one link sharing it. On `follow`, the pair
+//    {0, 1} has a 5 GB/s link of its own, while {2, 3} and {4, 5} share an 8 GB/s trunk, 4 GB/s
+//    each: the step waits for them (it followed {0, 1}, alone the slowest, 15.1 ms against 18.5);
+//  - an all-gather by its step's bytes (it was judged by 1 byte, by latency: {2, 3}'s 20 us
+//    route over {0, 1}'s 5 GB/s link), so the hops shown are the pair that takes 13.4 ms;
+//  - --sync serial, one processor copying one part at a time, by each group's slowest hop alone,
+//    all-gather and Ulysses alike (Ulysses followed the first group, 9.3 ms against 60.2).
+TEST(CliSimulate, FollowsTheGroupWhoseTransfersAreSlowest) {
+  const auto dir = fresh_temp_dir("follow_slowest");
+  const auto write = [&](const std::string& name, const std::vector<std::string>& gpus, const std::vector<std::string>& switches,
+                         const nlohmann::json& links) {
+    nlohmann::json doc = {{"name", name}, {"nodes", nlohmann::json::array()}, {"links", links}};
+    for (const auto& g : gpus) doc["nodes"].push_back({{"id", g}, {"kind", "gpu"}});
+    for (const auto& w : switches) doc["nodes"].push_back({{"id", w}, {"kind", "switch"}});
+    std::ofstream(dir / (name + ".json")) << doc.dump();
+    return (dir / (name + ".json")).string();
+  };
+  const auto link = [](const char* a, const char* b, double gbps, double latency) {
+    return nlohmann::json{{"a", a}, {"b", b}, {"bandwidth_gbps", gbps}, {"latency_us", latency}};
+  };
+  const nlohmann::json trunk = {link("g0", "g1", 5, 1),   link("g0", "L", 1, 1),   link("g2", "L", 100, 1), link("g4", "L", 100, 1),
+                                link("g3", "R", 100, 1), link("g5", "R", 100, 1), link("L", "R", 8, 1)};
+  const std::string follow = write("follow", {"g0", "g1", "g2", "g3", "g4", "g5"}, {"L", "R"}, trunk);
+  const std::string shared_first = write("shared_first", {"g2", "g3", "g4", "g5", "g0", "g1"}, {"L", "R"}, trunk);
+  const nlohmann::json star = {link("g0", "g1", 5, 1), link("g0", "S", 1, 1), link("g2", "S", 100, 10), link("g3", "S", 100, 10)};
+  const std::string lat = write("lat", {"g0", "g1", "g2", "g3"}, {"S"}, star);
+  const std::string lat_reversed = write("lat_reversed", {"g2", "g3", "g0", "g1"}, {"S"}, star);
+  const auto run = [](const std::string& flags) {
+    const CliResult r = run_cli("simulate -n 16k -N 2 --layouts zigzag --format json " + flags);
+    EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+  };
+  const auto time_of = [&](const std::string& flags) { return run(flags).at("results")[0].value("time_us", -1.0); };
+  EXPECT_DOUBLE_EQ(time_of("--topology " + follow + " -D 3"), time_of("--topology " + shared_first + " -D 2"));
+  EXPECT_GT(time_of("--topology " + follow + " -D 3"), 1.2 * time_of("--topology " + follow + " -D 1"));
+  const nlohmann::json gathered = run("--topology " + lat + " -D 2 --cp allgather");
+  EXPECT_EQ(gathered.at("hops")[0].value("from_gpu", -1), 0);
+  EXPECT_EQ(gathered.at("hops")[0].value("to_gpu", -1), 1);
+  EXPECT_DOUBLE_EQ(gathered.at("results")[0].value("time_us", -1.0), time_of("--topology " + lat + " -D 1 --cp allgather"));
+  for (const char* cp : {"allgather", "ulysses"}) {
+    const std::string serial = std::string(" --sync serial --cp ") + cp;
+    EXPECT_DOUBLE_EQ(time_of("--topology " + lat_reversed + " -D 2" + serial), time_of("--topology " + lat + " -D 1" + serial)) << cp;
+  }
+}
+
 // The JSON names the model-parallel group the activation all-reduce is priced on: on cluster:2x3
 // with -M 2 the pair {2, 3} straddles the nodes and sets the time (the pair of GPUs on two nodes
 // alone takes as long), not the first pair {0, 1}; on cluster:3x2 no pair straddles, the first is named.

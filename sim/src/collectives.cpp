@@ -53,11 +53,13 @@ Microseconds ring_steps_us(const Topology& topology, const std::vector<Count>& g
   return static_cast<double>(steps) * slowest_ring_hop(topology, group, chunk, beside).us;
 }
 
-size_t slowest_allreduce_group(const Topology& topology, const Groups& groups, Bytes bytes) {
+size_t slowest_ring_group(const Topology& topology, const Groups& groups, Bytes chunk) {
   if (groups.empty()) return 0;
-  return slowest_ring_hop(topology, groups.front(), allreduce_chunk(groups.front(), bytes),
-                          Groups(groups.begin() + 1, groups.end()))
-      .group;
+  return slowest_ring_hop(topology, groups.front(), chunk, Groups(groups.begin() + 1, groups.end())).group;
+}
+
+size_t slowest_allreduce_group(const Topology& topology, const Groups& groups, Bytes bytes) {
+  return groups.empty() ? 0 : slowest_ring_group(topology, groups, allreduce_chunk(groups.front(), bytes));
 }
 
 Microseconds one_processor_collective_us(const Topology& topology, const std::vector<Count>& group, Count devices,

@@ -145,22 +145,23 @@ SharedRoutes shared_routes(const Topology& topology, const std::vector<GpuPair>&
   std::vector<std::vector<Route>> routes = pairs_routes(topology, groups);
   SharedRoutes out{std::move(routes.front()), std::vector<Count>(transfers.size(), 1), {}};
   for (const Route& hop : out.hops) out.at_once_bandwidth.push_back(hop.bandwidth);
-  std::map<std::uint32_t, Count> own, foreign;  // transfers crossing each directed link
+  // Transfers crossing each directed link, by link (a flat count: a plan places hundreds of meshes).
+  std::vector<Count> own(topology.directed_link_count(), 0), foreign(topology.directed_link_count(), 0);
   for (const Route& hop : out.hops) {
     for (const auto link : hop.links) ++own[link];
   }
   for (size_t i = 1; i < routes.size(); ++i) {
     for (const Route& hop : routes[i]) {
       for (const auto link : hop.links) {
-        if (own.count(link) != 0) ++foreign[link];
+        if (own[link] != 0) ++foreign[link];
       }
     }
   }
   for (size_t p = 0; p < out.hops.size(); ++p) {
     Route& hop = out.hops[p];
     for (const auto link : hop.links) {
-      const Count mine = own.at(link);
-      const Count theirs = foreign.count(link) != 0 ? foreign.at(link) : 0;
+      const Count mine = own[link];
+      const Count theirs = foreign[link];
       const GigabytesPerSecond bandwidth = topology.link_of(link).bandwidth;
       hop.bandwidth = std::min(hop.bandwidth, bandwidth * static_cast<double>(mine) / static_cast<double>(mine + theirs));
       out.at_once_bandwidth[p] = std::min(out.at_once_bandwidth[p], bandwidth / static_cast<double>(mine + theirs));

@@ -554,31 +554,41 @@ Groups alltoall_groups_beside(const Simulation& sim, const Groups& cp_groups) {
   return copies_beside(cp_groups, positions, shifts);
 }
 
-// The context-parallel group the simulation follows, moved to the front: the one whose ring
-// (a hybrid's: every U-th GPU) has the slowest hop, each hop alone on its links. Every group does
-// the same work, so its hops decide which finishes last, and the step waits for that one; the
-// collectives are priced on their slowest group alike (collectives.hpp). Where the groups are
-// alike (a regular placement) the first stays.
+// The context-parallel group the simulation follows, moved to the front: the one whose transfers
+// are slowest. Every group does the same work, so its transfers decide which finishes last, and
+// the step waits for that one; the collectives are priced on their slowest group alike
+// (collectives.hpp). Rings (a hybrid's: every U-th GPU; an all-gather's steps) are compared by
+// their slowest hop of what they send, every group's hops at once (two on one link share it);
+// Ulysses groups by their all-to-all; under --sync serial, where one processor copies one part at
+// a time, by their slowest hop alone. Where the groups are alike (a regular placement) the
+// first stays.
 void follow_the_slowest_group(const Simulation& sim, Groups& cp_groups) {
-  if (cp_groups.size() < 2 || sim.topology.is_ideal() || sim.cp.algorithm == CpAlgorithm::ulysses) return;
+  if (cp_groups.size() < 2 || sim.topology.is_ideal()) return;
+  const bool one_processor = sim.config.sync == SyncMode::serial;
+  const bool ulysses = sim.cp.algorithm == CpAlgorithm::ulysses;
   const auto stride = static_cast<size_t>(sim.cp.algorithm == CpAlgorithm::hybrid ? ulysses_degree(sim.cp, sim.config.devices) : 1);
-  const Bytes bytes = std::max<Bytes>(sim.cp_shape.ring_hop_bytes, 1);
+  const Bytes bytes = std::max<Bytes>(1, ulysses                                     ? sim.cp_shape.qkv_pair_bytes
+                                         : sim.cp.algorithm == CpAlgorithm::allgather ? sim.cp_shape.gather_bytes
+                                                                                      : sim.config.hop_bytes.value_or(sim.cp_shape.ring_hop_bytes));
   Groups rings;
   for (const auto& group : cp_groups) {
     std::vector<Count>& ring = rings.emplace_back();
     for (size_t p = 0; p < group.size(); p += stride) ring.push_back(group[p]);
   }
   if (rings.front().size() < 2) return;  // rings of one: nothing sent
-  const std::vector<std::vector<Route>> routes = rings_routes(sim.topology, rings);
   size_t slowest = 0;
-  Microseconds slowest_hop = -1;
-  for (size_t g = 0; g < routes.size(); ++g) {
-    Microseconds hop = 0;
-    for (const Route& route : routes[g]) hop = std::max(hop, route.transfer_us(bytes));
-    if (hop > slowest_hop) {
-      slowest = g;
-      slowest_hop = hop;
+  if (one_processor || ulysses) {
+    Microseconds slowest_us = -1;
+    for (size_t g = 0; g < rings.size(); ++g) {
+      const Microseconds us = one_processor ? one_processor_collective_us(sim.topology, rings[g], 1, bytes)
+                                            : alltoall_us(sim.topology, rings[g], bytes);
+      if (us > slowest_us) {
+        slowest = g;
+        slowest_us = us;
+      }
     }
+  } else {
+    slowest = slowest_ring_group(sim.topology, rings, bytes);
   }
   std::swap(cp_groups.front(), cp_groups[slowest]);
 }

@@ -27,8 +27,11 @@ using Groups = std::vector<std::vector<Count>>;
 // Every member ends with the sum of `bytes`: 2 (K - 1) steps of bytes / K.
 [[nodiscard]] Microseconds allreduce_us(const Topology& topology, const std::vector<Count>& group, Bytes bytes,
                                         const Groups& beside = {});
-// Which of `groups` (each all-reducing `bytes` at once with the others) sets the time: an index
-// into `groups`, the first of the slowest. What a report names as the group it priced.
+// Which of `groups` (each a ring taking steps of `chunk` bytes at once with the others, hops
+// that cross one link sharing it) has the slowest hop: an index into `groups`, the first of the
+// slowest. The group a ring collective's time is, and the ring a simulation follows.
+[[nodiscard]] size_t slowest_ring_group(const Topology& topology, const Groups& groups, Bytes chunk);
+// The same for groups each all-reducing `bytes`: what a report names as the group it priced.
 [[nodiscard]] size_t slowest_allreduce_group(const Topology& topology, const Groups& groups, Bytes bytes);
 // Every member contributes `bytes_per_member` and ends with all K contributions: K - 1 steps.
 // A reduce-scatter (each member ends with the sum of its own share) is the same ring run the
