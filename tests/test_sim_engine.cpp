@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <set>
 
 #include "stripesim/model/io/input_error.hpp"
@@ -469,6 +471,121 @@ TEST(Topology, RoutesTakeTheWidestPathThenTheLowestLatency) {
   EXPECT_DOUBLE_EQ(narrow.bandwidth, 25);
   EXPECT_DOUBLE_EQ(narrow.latency_us, 1.0);
   EXPECT_EQ(t.directed_link_name(narrow.links[1]), "gpu1->gpu0");
+}
+
+// Where two paths of different widths meet at a link narrower than both, a route as wide end to
+// end is the quicker one: gpu0 reaches sw by switch A (10 GB/s, 101 us) or by switch B (5 GB/s,
+// 3 us), and gpu1 hangs off sw by a 3 GB/s link, so both routes to gpu1 are 3 GB/s wide and B's
+// takes 4 us where A's takes 102 (the widest-prefix tree took A's, before 2026-12-07). gpu2,
+// behind a 20 GB/s link, keeps A's: 10 GB/s wide against B's 5.
+TEST(Topology, AQuickerRouteAsWideEndToEndBeatsAWiderPrefix) {
+  const Topology t = file_topology("meeting", 3, {"swA", "swB", "sw"},
+                                   {{"gpu0", "swA", 10, 100},
+                                    {"swA", "sw", 10, 1},
+                                    {"gpu0", "swB", 5, 2},
+                                    {"swB", "sw", 5, 1},
+                                    {"sw", "gpu1", 3, 1},
+                                    {"sw", "gpu2", 20, 1}});
+  for (const auto& [from, to] : {std::pair<Count, Count>{0, 1}, {1, 0}}) {
+    const Route r = t.route(from, to);
+    EXPECT_DOUBLE_EQ(r.bandwidth, 3) << from << "->" << to;
+    EXPECT_DOUBLE_EQ(r.latency_us, 4) << from << "->" << to;
+    ASSERT_EQ(r.links.size(), 3u) << from << "->" << to;
+  }
+  EXPECT_EQ(t.directed_link_name(t.route(0, 1).links[0]), "gpu0->swB");
+  EXPECT_EQ(t.directed_link_name(t.route(1, 0).links[2]), "swB->gpu0");
+  const Route wide = t.route(0, 2);
+  EXPECT_DOUBLE_EQ(wide.bandwidth, 10);
+  EXPECT_DOUBLE_EQ(wide.latency_us, 102);
+  EXPECT_EQ(t.directed_link_name(wide.links[0]), "gpu0->swA");
+  // Both routes from gpu0 in one call, as a ring routes them: each its own.
+  const std::vector<Route> both = t.routes_from(0, {1, 2});
+  EXPECT_EQ(both[0].links, t.route(0, 1).links);
+  EXPECT_EQ(both[1].links, wide.links);
+}
+
+// Every route of small random graphs against every simple path between its GPUs, enumerated:
+// the widest bottleneck, then the lowest latency among paths as wide; and the route's links are
+// a path from one GPU to the other whose bottleneck and latency are the ones it reports.
+TEST(Topology, RoutesAreTheBestOfEverySimplePath) {
+  std::mt19937 random(20261207);
+  const std::vector<double> widths{1, 2, 3, 5, 10};
+  int graphs = 0;
+  for (int attempt = 0; attempt < 400 && graphs < 150; ++attempt) {
+    const int gpus = 2 + static_cast<int>(random() % 4);
+    const int switches = 1 + static_cast<int>(random() % 4);
+    const int vertices = gpus + switches;
+    std::vector<std::string> names;  // the links' ends point into it
+    for (int v = 0; v < vertices; ++v) names.push_back(v < gpus ? fmt::format("gpu{}", v) : fmt::format("sw{}", v - gpus));
+    const auto name = [&](int v) -> const std::string& { return names[static_cast<size_t>(v)]; };
+    const std::vector<std::string> switch_names(names.begin() + gpus, names.end());
+    std::vector<LinkSpec> links;
+    for (int a = 0; a < vertices; ++a) {
+      for (int b = a + 1; b < vertices; ++b) {
+        if (random() % 100 < 45) {
+          links.push_back({name(a).c_str(), name(b).c_str(), widths[random() % widths.size()], static_cast<double>(random() % 20)});
+        }
+      }
+    }
+    // Every simple path's (bottleneck, latency), by depth-first search from each GPU.
+    std::vector<std::vector<std::pair<int, size_t>>> adjacent(static_cast<size_t>(vertices));
+    const auto index_of = [&](const std::string& id) {
+      for (int v = 0; v < vertices; ++v) {
+        if (name(v) == id) return v;
+      }
+      return -1;
+    };
+    for (size_t e = 0; e < links.size(); ++e) {
+      adjacent[static_cast<size_t>(index_of(links[e].a))].push_back({index_of(links[e].b), e});
+      adjacent[static_cast<size_t>(index_of(links[e].b))].push_back({index_of(links[e].a), e});
+    }
+    std::vector<std::vector<std::pair<double, double>>> best(static_cast<size_t>(gpus),
+                                                             std::vector<std::pair<double, double>>(static_cast<size_t>(gpus), {0.0, 0.0}));
+    bool connected = true;
+    for (int from = 0; from < gpus; ++from) {
+      std::vector<char> on_path(static_cast<size_t>(vertices), 0);
+      const std::function<void(int, double, double)> walk = [&](int v, double width, double latency) {
+        if (v < gpus && v != from) {
+          auto& b = best[static_cast<size_t>(from)][static_cast<size_t>(v)];
+          if (width > b.first || (width == b.first && latency < b.second)) b = {width, latency};
+        }
+        on_path[static_cast<size_t>(v)] = 1;
+        for (const auto& [next, e] : adjacent[static_cast<size_t>(v)]) {
+          if (on_path[static_cast<size_t>(next)] == 0) walk(next, std::min(width, links[e].gbps), latency + links[e].latency_us);
+        }
+        on_path[static_cast<size_t>(v)] = 0;
+      };
+      walk(from, std::numeric_limits<double>::infinity(), 0);
+      for (int to = 0; to < gpus; ++to) connected = connected && (to == from || best[static_cast<size_t>(from)][static_cast<size_t>(to)].first > 0);
+    }
+    if (!connected) continue;  // the file would be refused
+    ++graphs;
+    const Topology t = file_topology(fmt::format("random{}", attempt), gpus, switch_names, links);
+    for (Count from = 0; from < gpus; ++from) {
+      for (Count to = 0; to < gpus; ++to) {
+        if (to == from) continue;
+        const Route r = t.route(from, to);
+        const auto& [width, latency] = best[static_cast<size_t>(from)][static_cast<size_t>(to)];
+        ASSERT_DOUBLE_EQ(r.bandwidth, width) << "graph " << attempt << ": gpu" << from << " -> gpu" << to;
+        ASSERT_DOUBLE_EQ(r.latency_us, latency) << "graph " << attempt << ": gpu" << from << " -> gpu" << to;
+        // The links chain from one GPU to the other, and add up to what the route says.
+        std::string at = fmt::format("gpu{}", from);
+        double summed = 0;
+        double narrowest = std::numeric_limits<double>::infinity();
+        for (const auto link : r.links) {
+          const std::string hop = t.directed_link_name(link);
+          ASSERT_EQ(hop.substr(0, at.size() + 2), at + "->") << hop;
+          at = hop.substr(at.size() + 2);
+          summed += t.link_of(link).latency_us;
+          narrowest = std::min(narrowest, t.link_of(link).bandwidth);
+        }
+        EXPECT_EQ(at, fmt::format("gpu{}", to));
+        EXPECT_DOUBLE_EQ(summed, r.latency_us);
+        EXPECT_DOUBLE_EQ(narrowest, r.bandwidth);
+      }
+    }
+  }
+  EXPECT_EQ(graphs, 150);
 }
 
 // Copies share one network, routes included (a plan holds a copy per mesh it searches).

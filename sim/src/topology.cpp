@@ -13,7 +13,9 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <queue>
 #include <string_view>
+#include <tuple>
 
 #include "stripesim/model/io/config_catalog.hpp"
 #include "stripesim/model/io/input_error.hpp"
@@ -45,6 +47,7 @@ void Topology::build_graph() {
   net.tree_blocks.clear();
   net.tree_blocks.resize((net.gpus.size() + Network::kTreesPerBlock - 1) / Network::kTreesPerBlock);
   net.tree_stored.assign(net.gpus.size(), 0);
+  net.detours.assign(net.gpus.size(), {});
 }
 
 Topology Topology::from_json(const nlohmann::json& doc, const std::string& label) {
@@ -180,56 +183,39 @@ std::string Topology::directed_link_name(std::uint32_t directed) const {
   return fmt::format("{}->{}", from, to);
 }
 
-std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& to) const {
-  if (net_->ideal) return std::vector<Route>(to.size());
-  Network& net = *net_;
-  const std::size_t vertices = boost::num_vertices(net.graph);
-  const auto weight = boost::make_iterator_property_map(net.weights.cbegin(), boost::get(boost::edge_index, net.graph));
-  const std::size_t source = net.gpus[static_cast<std::size_t>(from)];
-  // A tree, once stored, never changes: it is read without the lock, and computed without it, so
-  // that threads routing different GPUs do not wait on each other (two computing the same one
-  // get the same tree; the first stored is kept).
-  const auto gpu = static_cast<std::size_t>(from);
-  const auto stored_tree = [&] {
-    return net.tree_blocks[gpu / Network::kTreesPerBlock].get() + (gpu % Network::kTreesPerBlock) * vertices;
-  };
-  const std::uint32_t* predecessor = nullptr;
-  {
-    const std::lock_guard lock(net.tree_mutex);
-    if (net.tree_stored[gpu] != 0) predecessor = stored_tree();
-  }
-  if (predecessor == nullptr) {
-    // The thread's buffers, reused tree after tree (Dijkstra sets every vertex of both).
-    thread_local std::vector<RouteCost> distance;
-    thread_local std::vector<std::uint32_t> tree;
+namespace {
+
+// Latencies summed in another order differ in their last bits: a route is only quicker by more.
+bool quicker(Microseconds a, Microseconds b) { return a < b - 1e-9 * std::max(1.0, std::abs(b)); }
+
+}  // namespace
+
+// The routes' computations, which read the network a topology keeps to itself.
+struct Routing {
+  using RouteCost = Topology::RouteCost;
+  using Network = Topology::Network;
+
+  static void run_dijkstra(const Network& net, std::size_t source, std::vector<RouteCost>& distance,
+                           std::vector<std::uint32_t>& tree) {
+    const std::size_t vertices = boost::num_vertices(net.graph);
     if (distance.size() < vertices) distance.resize(vertices);
     if (tree.size() < vertices) tree.resize(vertices);
     const auto index = boost::get(boost::vertex_index, net.graph);
     boost::dijkstra_shortest_paths_no_color_map(
         net.graph, source,
-        boost::weight_map(weight)
+        boost::weight_map(boost::make_iterator_property_map(net.weights.cbegin(), boost::get(boost::edge_index, net.graph)))
             .distance_map(boost::make_iterator_property_map(distance.begin(), index))
             .predecessor_map(boost::make_iterator_property_map(tree.begin(), index))
             .distance_compare(std::less<RouteCost>())
             .distance_combine(&RouteCost::extended)
             .distance_inf(RouteCost::unreachable())
             .distance_zero(RouteCost::here()));
-    const std::lock_guard lock(net.tree_mutex);
-    std::unique_ptr<std::uint32_t[]>& block = net.tree_blocks[gpu / Network::kTreesPerBlock];
-    if (!block) block.reset(new std::uint32_t[std::min(Network::kTreesPerBlock, net.gpus.size()) * vertices]);  // NOLINT: uninitialised
-    if (net.tree_stored[gpu] == 0) std::copy_n(tree.begin(), vertices, stored_tree());
-    net.tree_stored[gpu] = 1;
-    predecessor = stored_tree();
   }
-  std::vector<Route> routes;
-  routes.reserve(to.size());
-  for (const Count target_gpu : to) {
+
+  // The route to vertex v along a predecessor tree from `source` (none when v is unreachable).
+  static Route route_along(const Network& net, const std::uint32_t* predecessor, std::size_t source, std::size_t v) {
     Route route;
-    std::size_t v = net.gpus[static_cast<std::size_t>(target_gpu)];
-    if (v != source && predecessor[v] == v) {
-      routes.push_back(route);  // unreachable: no links
-      continue;
-    }
+    if (v != source && predecessor[v] == v) return route;  // unreachable: no links
     route.bandwidth = std::numeric_limits<double>::infinity();
     std::vector<std::uint32_t> reversed;
     while (v != source) {
@@ -253,7 +239,128 @@ std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& t
     }
     route.links.assign(reversed.rbegin(), reversed.rend());
     if (route.links.empty()) route.bandwidth = 0;
-    routes.push_back(std::move(route));
+    return route;
+  }
+
+  // Whether some vertex as wide as `level` is reached sooner, over a link as wide, than the
+  // tree's latency to it says. Where none is, the tree's latencies are the lowest over routes of
+  // links as wide as `level` (each is the sum along such a route, and no such link shortens
+  // one), so every GPU of that level has its best route.
+  static bool tree_misses(const Network& net, const std::vector<RouteCost>& distance, GigabytesPerSecond level) {
+    for (const TopologyLink& l : net.links) {
+      if (l.bandwidth < level || distance[l.a].bottleneck < level) continue;  // then b is narrower too
+      if (quicker(distance[l.a].latency_us + l.latency_us, distance[l.b].latency_us) ||
+          quicker(distance[l.b].latency_us + l.latency_us, distance[l.a].latency_us)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // The routes to the GPUs the widest-prefix tree misses (distance: its costs): none where the
+  // tree passes the check at the narrowest of its GPUs' bottlenecks (every shipped and generated
+  // topology). Else one search of the routes no other beats on both counts: labels (a route's
+  // width and latency) taken quickest first, then widest, each kept only where it is wider than
+  // every label its vertex kept (those are quicker), so a vertex keeps one label per width that
+  // costs it latency, and a GPU's last label is its widest route, the quickest as wide.
+  static std::map<std::size_t, Route> detours_from(const Network& net, std::size_t source,
+                                                   const std::vector<RouteCost>& distance) {
+    std::map<std::size_t, Route> detours;
+    constexpr double kInfinity = std::numeric_limits<double>::infinity();
+    GigabytesPerSecond narrowest = kInfinity;
+    for (const std::size_t v : net.gpus) {
+      if (v != source && distance[v].bottleneck > 0) narrowest = std::min(narrowest, distance[v].bottleneck);
+    }
+    if (narrowest == kInfinity || !tree_misses(net, distance, narrowest)) return detours;
+    struct Label {
+      GigabytesPerSecond width;
+      Microseconds latency_us;
+      std::size_t vertex;
+      std::size_t link;  // the link it came over (none at the source)
+      std::size_t from;  // the label it extends
+    };
+    constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+    const std::size_t vertices = boost::num_vertices(net.graph);
+    std::vector<Label> labels{{kInfinity, 0, source, kNone, kNone}};
+    labels.reserve(4 * vertices);
+    std::vector<GigabytesPerSecond> widest(vertices, 0);  // of the labels each vertex kept
+    std::vector<std::size_t> kept(vertices, kNone);       // its last kept label
+    using Entry = std::tuple<Microseconds, GigabytesPerSecond, std::size_t>;  // latency, -width, label
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+    queue.emplace(0, -kInfinity, 0);
+    while (!queue.empty()) {
+      const std::size_t index = std::get<2>(queue.top());
+      queue.pop();
+      const Label label = labels[index];
+      if (label.width <= widest[label.vertex]) continue;  // a label as wide and as quick was kept
+      widest[label.vertex] = label.width;
+      kept[label.vertex] = index;
+      for (auto [it, end] = boost::out_edges(label.vertex, net.graph); it != end; ++it) {
+        const std::size_t e = boost::get(boost::edge_index, net.graph, *it);
+        const std::size_t next = boost::target(*it, net.graph);
+        const GigabytesPerSecond width = std::min(label.width, net.links[e].bandwidth);
+        if (width <= widest[next]) continue;
+        labels.push_back({width, label.latency_us + net.links[e].latency_us, next, e, index});
+        queue.emplace(labels.back().latency_us, -width, labels.size() - 1);
+      }
+    }
+    for (const std::size_t v : net.gpus) {
+      if (v == source || kept[v] == kNone || !quicker(labels[kept[v]].latency_us, distance[v].latency_us)) continue;
+      Route route;
+      route.bandwidth = labels[kept[v]].width;
+      route.latency_us = labels[kept[v]].latency_us;
+      std::vector<std::uint32_t> reversed;
+      for (std::size_t i = kept[v]; labels[i].link != kNone; i = labels[i].from) {
+        const TopologyLink& link = net.links[labels[i].link];
+        reversed.push_back(static_cast<std::uint32_t>(2 * labels[i].link + (link.a == labels[labels[i].from].vertex ? 0 : 1)));
+      }
+      route.links.assign(reversed.rbegin(), reversed.rend());
+      detours[v] = std::move(route);
+    }
+    return detours;
+  }
+};
+
+std::vector<Route> Topology::routes_from(Count from, const std::vector<Count>& to) const {
+  if (net_->ideal) return std::vector<Route>(to.size());
+  Network& net = *net_;
+  const std::size_t vertices = boost::num_vertices(net.graph);
+  const std::size_t source = net.gpus[static_cast<std::size_t>(from)];
+  // A tree, once stored, never changes: it is read without the lock, and computed without it, so
+  // that threads routing different GPUs do not wait on each other (two computing the same one
+  // get the same tree; the first stored is kept). Its detours are stored with it.
+  const auto gpu = static_cast<std::size_t>(from);
+  const auto stored_tree = [&] {
+    return net.tree_blocks[gpu / Network::kTreesPerBlock].get() + (gpu % Network::kTreesPerBlock) * vertices;
+  };
+  const std::uint32_t* predecessor = nullptr;
+  {
+    const std::lock_guard lock(net.tree_mutex);
+    if (net.tree_stored[gpu] != 0) predecessor = stored_tree();
+  }
+  if (predecessor == nullptr) {
+    // The thread's buffers, reused tree after tree (Dijkstra sets every vertex of both).
+    thread_local std::vector<RouteCost> distance;
+    thread_local std::vector<std::uint32_t> tree;
+    Routing::run_dijkstra(net, source, distance, tree);
+    std::map<std::size_t, Route> detours = Routing::detours_from(net, source, distance);
+    const std::lock_guard lock(net.tree_mutex);
+    std::unique_ptr<std::uint32_t[]>& block = net.tree_blocks[gpu / Network::kTreesPerBlock];
+    if (!block) block.reset(new std::uint32_t[std::min(Network::kTreesPerBlock, net.gpus.size()) * vertices]);  // NOLINT: uninitialised
+    if (net.tree_stored[gpu] == 0) {
+      std::copy_n(tree.begin(), vertices, stored_tree());
+      net.detours[gpu] = std::move(detours);
+    }
+    net.tree_stored[gpu] = 1;
+    predecessor = stored_tree();
+  }
+  const std::map<std::size_t, Route>& detours = net.detours[gpu];
+  std::vector<Route> routes;
+  routes.reserve(to.size());
+  for (const Count target_gpu : to) {
+    const std::size_t v = net.gpus[static_cast<std::size_t>(target_gpu)];
+    const auto detour = detours.find(v);
+    routes.push_back(detour != detours.end() ? detour->second : Routing::route_along(net, predecessor, source, v));
   }
   return routes;
 }

@@ -6,6 +6,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -94,6 +95,7 @@ class Topology {
   [[nodiscard]] nlohmann::ordered_json to_json() const;
 
  private:
+  friend struct Routing;  // topology.cpp: the trees and their detours
   Topology() = default;
   void add_node(std::string id, std::string kind);
   void add_link(std::size_t a, std::size_t b, GigabytesPerSecond bandwidth, Microseconds latency_us);
@@ -104,7 +106,12 @@ class Topology {
   // latency among equally wide routes. Latency alone would send a ring hop over a slow direct
   // link (a PCIe bridge) beside a fast switched path of more links. Dijkstra extends a cost link
   // by link (bottleneck min, latency sum); the widest bottleneck it finds is exact, and the latency
-  // the lowest among the routes through each vertex's widest prefix.
+  // the lowest among the routes through each vertex's widest prefix. That is not always the
+  // lowest among routes as wide end to end: where two paths of different widths meet at a link
+  // narrower than both, the narrower, quicker prefix is as good. So the tree is checked against
+  // the links as wide as its GPUs' narrowest bottleneck (is any vertex reached sooner over one of
+  // them than its tree says?), and where it fails, a search of the routes no other beats on
+  // width and latency both gives the GPUs whose tree route is slower a detour.
   struct RouteCost {
     GigabytesPerSecond bottleneck = 0;
     Microseconds latency_us = 0;
@@ -141,6 +148,9 @@ class Topology {
     static constexpr std::size_t kTreesPerBlock = 256;
     std::vector<std::unique_ptr<std::uint32_t[]>> tree_blocks;  // by GPU / kTreesPerBlock, null until used
     std::vector<char> tree_stored;                              // by GPU
+    // By GPU, stored with its tree: the routes to GPUs (by vertex) that the tree misses. Empty in
+    // every shipped and generated topology.
+    std::vector<std::map<std::size_t, Route>> detours;
   };
   std::shared_ptr<Network> net_ = std::make_shared<Network>();
 };
