@@ -727,6 +727,9 @@ TEST(Topology, RejectsBadFiles) {
   EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "s", "kind": "switch"}], "links": []})"), model::InputError);
   EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "g", "kind": "gpu"}, {"id": "g", "kind": "gpu"}], "links": []})"), model::InputError);
   EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "g", "kind": "tpu"}], "links": []})"), model::InputError);
+  // A node is named by its id in every link and report: an empty or blank one names nothing.
+  EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "", "kind": "gpu"}], "links": []})"), model::InputError);
+  EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "  ", "kind": "gpu"}], "links": []})"), model::InputError);
   EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "g", "kind": "gpu"}], "links": [{"a": "g", "b": "h", "bandwidth_gbps": 1}]})"), model::InputError);
   EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "g", "kind": "gpu"}, {"id": "h", "kind": "gpu"}], "links": []})"), model::InputError);
   EXPECT_THROW(bad(R"({"name": "x", "nodes": [{"id": "g", "kind": "gpu"}, {"id": "h", "kind": "gpu"}], "links": [{"a": "g", "b": "h", "bandwidth_gbps": 0}]})"), model::InputError);

@@ -61,7 +61,7 @@ Topology Topology::from_json(const nlohmann::json& doc, const std::string& label
   for (size_t i = 0; i < nodes.size(); ++i) {
     const model::JsonFields n(nodes[i], fmt::format("{} node {}", label, i));
     n.allow_only({"id", "kind"});
-    const std::string id = n.string("id");
+    const std::string id = n.non_empty_string("id");  // links and reports name nodes by it
     const std::string kind = n.string("kind");
     if (kind != "gpu" && kind != "switch" && kind != "nic" && kind != "bridge" && kind != "cpu") {
       throw InputError(fmt::format("{}: kind \"{}\" is not one of gpu, switch, nic, bridge, cpu", n.where("kind"), kind));
