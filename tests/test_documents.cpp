@@ -594,7 +594,7 @@ TEST(BalanceSweep, ColumnsMatchIndependentCounts) {
 
 // The best layout is decided on exact counts: the fewest busiest-device tiles, then the fewest
 // lockstep tiles, then the first listed; equal layouts tie (ptrr:64 gives every device zigzag's
-// 66 tiles of 64x64 here; one layout listed twice is refused, Analysis.OneLayoutListedTwiceIsRefused).
+// 66 tiles of 64x64 here).
 TEST(Analysis, BestLayoutIsTheLeastBusyAgainstTheTileBound) {
   AnalyzeConfig config;
   config.seq_len = 2048;
@@ -615,16 +615,6 @@ TEST(Analysis, BestLayoutIsTheLeastBusyAgainstTheTileBound) {
   EXPECT_EQ(a.results[2].tiles.slowest_device, a.results[1].tiles.slowest_device);
 }
 
-TEST(Analysis, OneLayoutListedTwiceIsRefused) {
-  AnalyzeConfig config;
-  config.seq_len = 2048;
-  config.devices = 8;
-  config.tile = {64, 64};
-  config.layouts = {"contiguous", "zigzag", "zigzag"};
-  EXPECT_THROW((void)run_analysis(config, 1), InputError);
-  config.layouts = {"ptrr", "ptrr:64"};
-  EXPECT_THROW((void)run_analysis(config, 1), InputError);
-}
 
 }  // namespace
 }  // namespace stripesim::model

@@ -168,7 +168,6 @@ std::map<std::string, Count> check_plan_request(const PlanRequest& request, cons
   // permutation file at the one degree it holds, or a misspelt one would only be missing from the
   // meshes whose Ulysses ignores the layout.
   std::map<std::string, Count> file_blocks;
-  std::map<std::string, std::string> seen;  // two spellings of one layout: every mesh would refuse them
   for (const std::string& layout : request.base.layouts) {
     const std::string file = model::layout_file(layout);
     const Count blocks = file.empty() ? 1 : file_blocks[layout] = model::permutation_file_devices(file);
@@ -180,7 +179,7 @@ std::map<std::string, Count> check_plan_request(const PlanRequest& request, cons
     }
     const model::Mask mask = mask_at(blocks, request.base.pad_seq);
     try {
-      model::require_new_layout(seen, layout, model::plan_layout(layout, mask.seq_len(), blocks, model::LayoutContext{&mask}));
+      (void)model::parse_layout(layout, mask.seq_len(), blocks, model::LayoutContext{&mask});
     } catch (const model::InputError& e) {
       // A length no degree divides (an odd one for zigzag) is what --pad-seq mends, mesh by mesh;
       // not under a documents mask, which --pad-seq refuses (--pad-documents pads its documents).

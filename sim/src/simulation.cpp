@@ -460,11 +460,9 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   }
   check_blocks_per_call(sim, sim.cp.algorithm == CpAlgorithm::ulysses ? 1 : layout_devices);
   std::vector<std::shared_ptr<const LazyLayout>> layouts;
-  std::map<std::string, std::string> seen;
   for (const auto& spec : config.layouts) {
     model::LayoutPlan planned =
         model::plan_layout(spec, sim.config.seq_len, layout_devices, model::LayoutContext{&mask, sim.tile, sim.tiling});
-    model::require_new_layout(seen, spec, planned);
     if (shared_layouts == nullptr) {
       layouts.push_back(std::make_shared<const LazyLayout>(std::move(planned)));
       continue;

@@ -71,11 +71,7 @@ TmsPlan plan_tms(const TmsRequest& request) {
   check_request_settings(request);
   TmsPlan plan{request, request.tile.value_or(request.hardware.default_tile), parse_mask(request.mask, request.seq_len), {}};
   const LayoutContext context{&plan.mask, plan.tile, request.tiling};
-  std::map<std::string, std::string> seen;
-  for (const auto& name : tms_layouts(request)) {
-    plan.layouts.push_back(plan_layout(name, request.seq_len, request.devices, context));
-    require_new_layout(seen, name, plan.layouts.back());
-  }
+  for (const auto& name : tms_layouts(request)) plan.layouts.push_back(plan_layout(name, request.seq_len, request.devices, context));
   return plan;
 }
 

@@ -49,8 +49,16 @@ std::string layout_file(std::string_view spec) {
 
 std::string layout_identity(std::string_view spec) {
   const std::string file = layout_file(spec);
-  if (file.empty()) return lowercase(spec);
-  return "permutation:" + file_identity(file).string();
+  if (!file.empty()) return "permutation:" + file_identity(file).string();
+  // A size however written is one layout (ptrr:1k, ptrr:1024); what it is checked for later.
+  const size_t colon = spec.find(':');
+  if (colon != spec.npos) {
+    try {
+      return fmt::format("{}:{}", lowercase(spec.substr(0, colon)), parse_count(spec.substr(colon + 1), InputName(Input::layouts, "size")));
+    } catch (const InputError&) {
+    }
+  }
+  return lowercase(spec);
 }
 
 namespace {
@@ -201,23 +209,6 @@ LayoutPlan plan_layout(std::string_view typed, Count seq_len, Count devices, con
     case LayoutKind::permutation: break;
   }
   return plan;
-}
-
-std::string LayoutPlan::identity() const {
-  if (built_) return layout_identity(built_->name());
-  for (const LayoutKindName& each : kLayoutKinds) {
-    if (each.kind != computed_) continue;
-    return size_ > 0 ? fmt::format("{}:{}", each.name, size_) : std::string(each.name);
-  }
-  return "";
-}
-
-void require_new_layout(std::map<std::string, std::string>& seen, std::string_view spec, const LayoutPlan& plan) {
-  const auto [it, fresh] = seen.try_emplace(plan.identity(), spec);
-  if (!fresh) {
-    throw InputError(Input::layouts, std::string(spec),
-                     fmt::format("given twice in the list: the same layout as '{}' ({})", it->second, it->first), Shown::quoted);
-  }
 }
 
 Layout parse_layout(std::string_view spec, Count seq_len, Count devices, const LayoutContext& context) {

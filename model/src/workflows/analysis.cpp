@@ -49,11 +49,7 @@ AnalysisPlan plan_layouts(const AnalyzeConfig& config) {
   }
   const LayoutContext context{&plan.mask, config.tile, config.tiling};
   plan.layouts.reserve(config.layouts.size());
-  std::map<std::string, std::string> seen;
-  for (const auto& spec : config.layouts) {
-    plan.layouts.push_back(plan_layout(spec, plan.seq_len, config.devices, context));
-    require_new_layout(seen, spec, plan.layouts.back());
-  }
+  for (const auto& spec : config.layouts) plan.layouts.push_back(plan_layout(spec, plan.seq_len, config.devices, context));
   return plan;
 }
 

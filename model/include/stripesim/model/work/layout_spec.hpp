@@ -9,7 +9,6 @@
 // mismatch); layout, tile, tiling, mask and padding only describe how it was built, since a
 // layout may be counted under any mask and tile. Any other field is rejected, as in every
 // other file stripesim reads.
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,9 +60,6 @@ class LayoutPlan {
   // candidates side by side), the output the same whatever the number.
   [[nodiscard]] Layout build(unsigned threads = 0) const&;
   [[nodiscard]] Layout build(unsigned threads = 0) &&;
-  // What makes two plans one layout, however their specs were spelled: "ptrr:1k" and "ptrr:1024",
-  // "ptrr" and "ptrr:64" where the query tile is 64, a permutation file by the file it is.
-  [[nodiscard]] std::string identity() const;
 
  private:
   friend LayoutPlan plan_layout(std::string_view, Count, Count, const LayoutContext&);
@@ -88,14 +84,12 @@ class LayoutPlan {
 // split_list for a list of names, where an item given twice (the same layout_identity: case
 // aside, as names match) would only repeat rows of the output: that is an InputError naming the item.
 [[nodiscard]] std::vector<std::string> split_distinct_list(std::string_view text, const InputName& what);
-// Refuses `spec` (one of a list, in order) when `plan` is a layout an earlier spec of the list
-// planned already, spelled otherwise (its rows would only repeat); else remembers it in `seen`
-// (identity -> the spec that planned it).
-void require_new_layout(std::map<std::string, std::string>& seen, std::string_view spec, const LayoutPlan& plan);
 // The file a layout spec reads ("permutation:FILE", the name case aside), or empty.
 [[nodiscard]] std::string layout_file(std::string_view spec);
-// What makes two layout specs one layout: the spec, case aside, and a permutation file by the
-// file it is, however its path is spelled (f.json, ./f.json, dir//f.json, a link to it).
+// What makes two layout specs one layout: the spec, case aside, a size however written (1k,
+// 1024), and a permutation file by the file it is, however its path is spelled (f.json,
+// ./f.json, dir//f.json, a link to it). A default (ptrr's block, the query tile) is not resolved:
+// two specs that agree at one tile or length are two layouts, as two masks are.
 [[nodiscard]] std::string layout_identity(std::string_view spec);
 
 }  // namespace stripesim::model
