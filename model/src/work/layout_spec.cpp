@@ -51,8 +51,10 @@ std::string layout_identity(std::string_view spec) {
   const std::string file = layout_file(spec);
   if (!file.empty()) return "permutation:" + file_identity(file).string();
   // A size however written is one layout (ptrr:1k, ptrr:1024); what it is checked for later.
+  // (Lists of other names, masks among them, come here too: theirs are compared as written.)
   const size_t colon = spec.find(':');
-  if (colon != spec.npos) {
+  const std::optional<LayoutKind> kind = layout_kind_of(spec);
+  if (colon != spec.npos && (kind == LayoutKind::block_striped || kind == LayoutKind::ptrr || kind == LayoutKind::balanced)) {
     try {
       return fmt::format("{}:{}", lowercase(spec.substr(0, colon)), parse_count(spec.substr(colon + 1), InputName(Input::layouts, "size")));
     } catch (const InputError&) {
