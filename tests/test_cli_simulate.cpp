@@ -1129,8 +1129,10 @@ TEST(CliSimulate, ReplicasFollowTheirSlowestGroup) {
 //    each: the step waits for them (it followed {0, 1}, alone the slowest, 15.1 ms against 18.5);
 //  - an all-gather by its step's bytes (it was judged by 1 byte, by latency: {2, 3}'s 20 us
 //    route over {0, 1}'s 5 GB/s link), so the hops shown are the pair that takes 13.4 ms;
-//  - --sync serial, one processor copying one part at a time, by each group's slowest hop alone,
-//    all-gather and Ulysses alike (Ulysses followed the first group, 9.3 ms against 60.2).
+//  - --sync serial, one processor copying one part at a time: all-gather and Ulysses by each
+//    group's slowest hop alone (Ulysses followed the first group, 9.3 ms against 60.2), a ring by
+//    the sum of its hops;
+//  - a hybrid by every one of its U rings, side by side.
 TEST(CliSimulate, FollowsTheGroupWhoseTransfersAreSlowest) {
   const auto dir = fresh_temp_dir("follow_slowest");
   const auto write = [&](const std::string& name, const std::vector<std::string>& gpus, const std::vector<std::string>& switches,
@@ -1167,6 +1169,30 @@ TEST(CliSimulate, FollowsTheGroupWhoseTransfersAreSlowest) {
     const std::string serial = std::string(" --sync serial --cp ") + cp;
     EXPECT_DOUBLE_EQ(time_of("--topology " + lat_reversed + " -D 2" + serial), time_of("--topology " + lat + " -D 1" + serial)) << cp;
   }
+  // A hybrid's U rings run side by side: hybrid:2x2's rings {0, 2} and {1, 3} share the 10 GB/s
+  // trunk A-B, 5 GB/s each, while {4, 6} and {5, 7} each have a 9 GB/s link of their own.
+  const std::string hybrid = write("hybrid", {"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7"}, {"A", "B", "C", "D"},
+                                   {link("g0", "A", 100, 1), link("g1", "A", 100, 1), link("g2", "B", 100, 1), link("g3", "B", 100, 1),
+                                    link("A", "B", 10, 1), link("g4", "C", 100, 1), link("g5", "C", 100, 1), link("g6", "D", 100, 1),
+                                    link("g7", "D", 100, 1), link("g4", "g6", 9, 1), link("g5", "g7", 9, 1), link("A", "C", 1, 1)});
+  const auto hybrid_time = [&](const std::string& replicas) {
+    const CliResult r = run_cli("simulate -n 16k -N 4 --cp hybrid:2x2 --layouts zigzag --format json --topology " + hybrid + replicas);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out).at("results")[0].value("time_us", -1.0) : -1.0;
+  };
+  EXPECT_DOUBLE_EQ(hybrid_time(" -D 2"), hybrid_time(" -D 1"));
+  // One processor hands a ring's blocks on one after another: the ring whose hops add up to
+  // most is the slowest (10, 10 and 10 GB/s against 8, 1000 and 8), not the one with the
+  // slowest hop.
+  const std::string serial_rings = write("serial_rings", {"g0", "g1", "g2", "g3", "g4", "g5"}, {},
+                                         {link("g0", "g1", 10, 1), link("g1", "g2", 10, 1), link("g2", "g0", 10, 1), link("g3", "g4", 8, 1),
+                                          link("g4", "g5", 1000, 1), link("g5", "g3", 8, 1), link("g2", "g3", 1, 1)});
+  const auto serial_time = [&](const std::string& replicas) {
+    const CliResult r = run_cli("simulate -n 12k -N 3 --sync serial --layouts zigzag --format json --topology " + serial_rings + replicas);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out).at("results")[0].value("time_us", -1.0) : -1.0;
+  };
+  EXPECT_DOUBLE_EQ(serial_time(" -D 2"), serial_time(" -D 1"));
 }
 
 // The JSON names the model-parallel group the activation all-reduce is priced on: on cluster:2x3

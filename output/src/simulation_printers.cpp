@@ -8,6 +8,7 @@
 
 #include "stripesim/model/work/work_model.hpp"
 #include "stripesim/output/rows.hpp"
+#include "stripesim/sim/collectives.hpp"
 #include "stripesim/sim/kernel_time.hpp"
 
 namespace stripesim::output {
@@ -16,6 +17,7 @@ using model::Count;
 using sim::CollectiveInterval;
 using sim::CpAlgorithm;
 using sim::kSimulateSchema;
+using sim::model_parallel_groups;
 using sim::Route;
 using sim::StepShape;
 
@@ -106,13 +108,16 @@ nlohmann::ordered_json to_json(const sim::Simulation& sim, bool rounds) {
   doc["hops"] = std::move(hops);
   if (sim.step_shape) {
     const StepShape& step = *sim.step_shape;
+    // The group the activation all-reduce is priced on: the slowest of those at once.
+    const sim::Groups model_parallel = model_parallel_groups(sim.mesh);
     doc["step_inputs"] = {{"layers", step.model.layers},
                           {"matmul_efficiency", *sim.hardware.matmul_efficiency},
                           {"matmul_precision", sim.hardware.matmul_precision},
                           {"elementwise_bytes_per_dmodel", sim.hardware.elementwise_bytes_per_dmodel},
                           {"memory_bandwidth_gbps", sim.hardware.memory_bandwidth},
                           {"unmasked_pairs", step.unmasked_pairs},
-                          {"model_parallel_gpus", step.activation_allreduce_gpus},
+                          {"model_parallel_gpus", model_parallel[sim::slowest_allreduce_group(sim.topology, model_parallel,
+                                                                                  step.activation_allreduce_bytes)]},
                           {"activation_allreduce_us", step.activation_allreduce_us},
                           {"gradient_allreduce_us", step.gradient_allreduce_us},
                           {"weight_allgather_us", step.weight_allgather_us},

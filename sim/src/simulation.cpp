@@ -211,10 +211,8 @@ StepShape plan_step(const Simulation& sim) {
   const auto first_beside_rest = [&](auto collective_us, const Groups& groups, Bytes bytes) {
     return collective_us(sim.topology, groups.front(), bytes, Groups(groups.begin() + 1, groups.end()));
   };
-  const Groups model_parallel = model_parallel_groups(sim.mesh);
-  const Bytes activation_bytes = local_tokens * sim.transformer->d_model * static_cast<Bytes>(kActivationBytesPerElement);
-  step.activation_allreduce_us = first_beside_rest(allreduce_us, model_parallel, activation_bytes);
-  step.activation_allreduce_gpus = model_parallel[slowest_allreduce_group(sim.topology, model_parallel, activation_bytes)];
+  step.activation_allreduce_bytes = local_tokens * sim.transformer->d_model * static_cast<Bytes>(kActivationBytesPerElement);
+  step.activation_allreduce_us = first_beside_rest(allreduce_us, model_parallel_groups(sim.mesh), step.activation_allreduce_bytes);
   const Groups copies = gradient_groups(sim.mesh);
   // The gradients reduced and, sharded (ZeRO), the updated weights gathered: the memory model's bytes.
   const auto parameters = static_cast<Bytes>(parameters_per_device(*sim.transformer, sim.mesh.model_parallel));
@@ -555,38 +553,46 @@ Groups alltoall_groups_beside(const Simulation& sim, const Groups& cp_groups) {
 // The context-parallel group the simulation follows, moved to the front: the one whose transfers
 // are slowest. Every group does the same work, so its transfers decide which finishes last, and
 // the step waits for that one; the collectives are priced on their slowest group alike
-// (collectives.hpp). Rings (a hybrid's: every U-th GPU; an all-gather's steps) are compared by
-// their slowest hop of what they send, every group's hops at once (two on one link share it);
-// Ulysses groups by their all-to-all; under --sync serial, where one processor copies one part at
-// a time, by their slowest hop alone. Where the groups are alike (a regular placement) the
-// first stays.
+// (collectives.hpp). Rings (a ring's, an all-gather's steps; a hybrid's U rings, every U-th GPU
+// from each of its first U) are compared by their slowest hop of what they send, every ring's
+// hops at once (two on one link share it). One processor (--sync serial) copies one part at a
+// time: a ring's hops one after another, so by their sum; an all-gather's or Ulysses' parts each
+// over the group's slowest hop (one_processor_collective_us). Ulysses at once is priced on its
+// slowest group whichever leads (alltoall_us). Where the groups are alike (a regular placement)
+// the first stays.
 void follow_the_slowest_group(const Simulation& sim, Groups& cp_groups) {
-  if (cp_groups.size() < 2 || sim.topology.is_ideal()) return;
   const bool one_processor = sim.config.sync == SyncMode::serial;
   const bool ulysses = sim.cp.algorithm == CpAlgorithm::ulysses;
-  const auto stride = static_cast<size_t>(sim.cp.algorithm == CpAlgorithm::hybrid ? ulysses_degree(sim.cp, sim.config.devices) : 1);
+  if (cp_groups.size() < 2 || sim.topology.is_ideal() || (ulysses && !one_processor)) return;
+  const auto u = static_cast<size_t>(sim.cp.algorithm == CpAlgorithm::hybrid ? ulysses_degree(sim.cp, sim.config.devices) : 1);
   const Bytes bytes = std::max<Bytes>(1, ulysses                                     ? sim.cp_shape.qkv_pair_bytes
                                          : sim.cp.algorithm == CpAlgorithm::allgather ? sim.cp_shape.gather_bytes
                                                                                       : sim.config.hop_bytes.value_or(sim.cp_shape.ring_hop_bytes));
-  Groups rings;
+  Groups rings;  // u a group, in group order
   for (const auto& group : cp_groups) {
-    std::vector<Count>& ring = rings.emplace_back();
-    for (size_t p = 0; p < group.size(); p += stride) ring.push_back(group[p]);
+    for (size_t shift = 0; shift < u; ++shift) {
+      std::vector<Count>& ring = rings.emplace_back();
+      for (size_t p = shift; p < group.size(); p += u) ring.push_back(group[p]);
+    }
   }
   if (rings.front().size() < 2) return;  // rings of one: nothing sent
   size_t slowest = 0;
-  if (one_processor || ulysses) {
+  if (one_processor) {  // no hybrid (refused): a ring a group
     Microseconds slowest_us = -1;
     for (size_t g = 0; g < rings.size(); ++g) {
-      const Microseconds us = one_processor ? one_processor_collective_us(sim.topology, rings[g], 1, bytes)
-                                            : alltoall_us(sim.topology, rings[g], bytes);
+      Microseconds us = 0;
+      if (sim.cp.algorithm == CpAlgorithm::ring) {
+        for (const Route& hop : ring_routes(sim.topology, rings[g])) us += hop.transfer_us(bytes);
+      } else {
+        us = one_processor_collective_us(sim.topology, rings[g], 1, bytes);
+      }
       if (us > slowest_us) {
         slowest = g;
         slowest_us = us;
       }
     }
   } else {
-    slowest = slowest_ring_group(sim.topology, rings, bytes);
+    slowest = slowest_ring_group(sim.topology, rings, bytes) / u;
   }
   std::swap(cp_groups.front(), cp_groups[slowest]);
 }

@@ -128,7 +128,7 @@ struct StepShape {
   double kv_memory_bytes = 0;           // K/V and their buffers for the forward (CpShape)
   double kv_backward_memory_bytes = 0;  // ... and with the backward's gradients beside them
   Microseconds activation_allreduce_us = 0;  // one all-reduce of a layer's activations in the model-parallel group
-  std::vector<Count> activation_allreduce_gpus;  // ... the group it is priced on: the slowest of those at once
+  Bytes activation_allreduce_bytes = 0;          // ... of this many bytes
   Microseconds gradient_allreduce_us = 0;    // the weights' gradients over their copies
   // Sharded state (zero > none): an all-gather of the bf16 weights' shards over their copies; the
   // gradients' reduce-scatter moves the same bytes the other way and takes as long.

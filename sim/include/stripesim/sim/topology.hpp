@@ -88,7 +88,7 @@ class Topology {
   [[nodiscard]] std::string directed_link_name(std::uint32_t directed) const;
   [[nodiscard]] const TopologyLink& link_of(std::uint32_t directed) const { return net_->links[directed / 2]; }
 
-  // The widest (then lowest-latency) routes from GPU `from` to each GPU in `to` (one Dijkstra run).
+  // The widest (then lowest-latency) routes from GPU `from` to each GPU in `to` (its tree, computed once).
   [[nodiscard]] std::vector<Route> routes_from(Count from, const std::vector<Count>& to) const;
   [[nodiscard]] Route route(Count from, Count to) const { return routes_from(from, {to}).front(); }
 
