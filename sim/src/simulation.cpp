@@ -550,6 +550,23 @@ Groups alltoall_groups_beside(const Simulation& sim, const Groups& cp_groups) {
   return copies_beside(cp_groups, positions, shifts);
 }
 
+// What one hop of the algorithm's transfers carries: a ring's K/V block (as --hop-bytes sets it),
+// a hybrid ring's, one step of an all-gather (a member's K/V of one head group), Ulysses' Q, K
+// and V for one pair of devices.
+Bytes hop_bytes(const Simulation& sim) {
+  switch (sim.cp.algorithm) {
+    case CpAlgorithm::ring:
+      return sim.config.hop_bytes.value_or(sim.cp_shape.ring_hop_bytes);
+    case CpAlgorithm::hybrid:
+      return sim.cp_shape.ring_hop_bytes;
+    case CpAlgorithm::allgather:
+      return sim.cp_shape.gather_bytes;
+    case CpAlgorithm::ulysses:
+      return sim.cp_shape.qkv_pair_bytes;
+  }
+  return 0;
+}
+
 // The context-parallel group the simulation follows, moved to the front: the one whose transfers
 // are slowest. Every group does the same work, so its transfers decide which finishes last, and
 // the step waits for that one; the collectives are priced on their slowest group alike
@@ -565,17 +582,15 @@ void follow_the_slowest_group(const Simulation& sim, Groups& cp_groups) {
   const bool ulysses = sim.cp.algorithm == CpAlgorithm::ulysses;
   if (cp_groups.size() < 2 || sim.topology.is_ideal() || (ulysses && !one_processor)) return;
   const auto u = static_cast<size_t>(sim.cp.algorithm == CpAlgorithm::hybrid ? ulysses_degree(sim.cp, sim.config.devices) : 1);
-  const Bytes bytes = std::max<Bytes>(1, ulysses                                     ? sim.cp_shape.qkv_pair_bytes
-                                         : sim.cp.algorithm == CpAlgorithm::allgather ? sim.cp_shape.gather_bytes
-                                                                                      : sim.config.hop_bytes.value_or(sim.cp_shape.ring_hop_bytes));
-  Groups rings;  // u a group, in group order
-  for (const auto& group : cp_groups) {
-    for (size_t shift = 0; shift < u; ++shift) {
-      std::vector<Count>& ring = rings.emplace_back();
-      for (size_t p = shift; p < group.size(); p += u) ring.push_back(group[p]);
-    }
-  }
-  if (rings.front().size() < 2) return;  // rings of one: nothing sent
+  const Bytes bytes = std::max<Bytes>(1, hop_bytes(sim));
+  std::vector<size_t> positions;  // a ring's: every U-th of its group
+  for (size_t p = 0; p < cp_groups.front().size(); p += u) positions.push_back(p);
+  if (positions.size() < 2) return;  // rings of one: nothing sent
+  std::vector<size_t> shifts(u);
+  std::iota(shifts.begin(), shifts.end(), size_t{0});
+  Groups rings{{}};  // u a group, in group order: the first group's first, then copies_beside's
+  for (const size_t p : positions) rings.front().push_back(cp_groups.front()[p]);
+  for (auto& ring : copies_beside(cp_groups, positions, shifts)) rings.push_back(std::move(ring));
   size_t slowest = 0;
   if (one_processor) {  // no hybrid (refused): a ring a group
     Microseconds slowest_us = -1;
@@ -609,17 +624,17 @@ void place_on_topology(SimulationPlan& plan) {
   sim.alltoall_groups_beside = alltoall_groups_beside(sim, cp_groups);
   switch (sim.cp.algorithm) {
     case CpAlgorithm::ring:
-      sim.kv_bytes = sim.config.hop_bytes.value_or(sim.cp_shape.ring_hop_bytes);
+      sim.kv_bytes = hop_bytes(sim);
       sim.grad_bytes = sim.config.grad_hop_bytes.value_or(0);
       sim.ring_order = sim.config.auto_ring_order ? auto_ring_order(sim.topology, sim.config.devices, sim.kv_bytes) : sim.cp_group;
       break;
     case CpAlgorithm::hybrid:
       // The ring joins the first GPU of every all-to-all group (the others run rings alike).
-      sim.kv_bytes = sim.cp_shape.ring_hop_bytes;
+      sim.kv_bytes = hop_bytes(sim);
       for (size_t p = 0; p < sim.cp_group.size(); p += static_cast<size_t>(u)) sim.ring_order.push_back(sim.cp_group[p]);
       break;
     case CpAlgorithm::allgather:
-      sim.kv_bytes = sim.cp_shape.gather_bytes;  // one step of the all-gather's ring
+      sim.kv_bytes = hop_bytes(sim);  // one step of the all-gather's ring
       sim.ring_order = sim.cp_group;
       break;
     case CpAlgorithm::ulysses:
