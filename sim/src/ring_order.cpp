@@ -129,13 +129,7 @@ std::vector<GpuPair> ring_hops(const std::vector<Count>& ring) {
 }
 
 std::vector<Route> ring_routes(const Topology& topology, const std::vector<Count>& order) {
-  return std::move(rings_routes(topology, {order}).front());
-}
-
-std::vector<std::vector<Route>> rings_routes(const Topology& topology, const std::vector<std::vector<Count>>& rings) {
-  std::vector<std::vector<GpuPair>> hops;
-  for (const auto& ring : rings) hops.push_back(ring_hops(ring));
-  return pairs_routes(topology, hops);
+  return std::move(pairs_routes(topology, {ring_hops(order)}).front());
 }
 
 SharedRoutes shared_routes(const Topology& topology, const std::vector<GpuPair>& transfers,

@@ -212,6 +212,11 @@ struct Routing {
             .distance_zero(RouteCost::here()));
   }
 
+  // Link e crossed leaving vertex `from`, as a Route names it (2 * link + 0 for a->b, + 1 for b->a).
+  static std::uint32_t directed_link(const Network& net, std::size_t e, std::size_t from) {
+    return static_cast<std::uint32_t>(2 * e + (net.links[e].a == from ? 0 : 1));
+  }
+
   // The route to vertex v along a predecessor tree from `source` (none when v is unreachable).
   static Route route_along(const Network& net, const std::uint32_t* predecessor, std::size_t source, std::size_t v) {
     Route route;
@@ -232,7 +237,7 @@ struct Routing {
         if (best == net.links.size() || net.weights[e] < net.weights[best]) best = e;
       }
       const TopologyLink& link = net.links[best];
-      reversed.push_back(static_cast<std::uint32_t>(2 * best + (link.a == u ? 0 : 1)));
+      reversed.push_back(directed_link(net, best, u));
       route.latency_us += link.latency_us;
       route.bandwidth = std::min(route.bandwidth, link.bandwidth);
       v = u;
@@ -311,8 +316,7 @@ struct Routing {
       route.latency_us = labels[kept[v]].latency_us;
       std::vector<std::uint32_t> reversed;
       for (std::size_t i = kept[v]; labels[i].link != kNone; i = labels[i].from) {
-        const TopologyLink& link = net.links[labels[i].link];
-        reversed.push_back(static_cast<std::uint32_t>(2 * labels[i].link + (link.a == labels[labels[i].from].vertex ? 0 : 1)));
+        reversed.push_back(directed_link(net, labels[i].link, labels[labels[i].from].vertex));
       }
       route.links.assign(reversed.rbegin(), reversed.rend());
       detours[v] = std::move(route);

@@ -26,8 +26,6 @@ namespace stripesim::sim {
 
 // The route of every hop: hops[p] goes from order[p] to order[(p + 1) % N].
 [[nodiscard]] std::vector<Route> ring_routes(const Topology& topology, const std::vector<Count>& order);
-// The same of several rings, routed in one pass (on every core when they are many).
-[[nodiscard]] std::vector<std::vector<Route>> rings_routes(const Topology& topology, const std::vector<std::vector<Count>>& rings);
 
 // The same routes when `others` (rings of their own GPUs, as many positions each) run alongside
 // at the same pace, every position sending when this ring's does: a directed link that o of the
