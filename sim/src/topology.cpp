@@ -290,6 +290,17 @@ struct Routing {
     labels.reserve(4 * vertices);
     std::vector<GigabytesPerSecond> widest(vertices, 0);  // of the labels each vertex kept
     std::vector<std::size_t> kept(vertices, kNone);       // its last kept label
+    // The GPUs still without a label as wide as the tree's bottleneck, the widest any route has:
+    // the first such label taken is their quickest widest route, and once every GPU has one no
+    // label left (none quicker) changes a GPU's.
+    std::vector<char> unsettled(vertices, 0);
+    std::size_t unsettled_gpus = 0;
+    for (const std::size_t v : net.gpus) {
+      if (v != source && distance[v].bottleneck > 0 && unsettled[v] == 0) {
+        unsettled[v] = 1;
+        ++unsettled_gpus;
+      }
+    }
     using Entry = std::tuple<Microseconds, GigabytesPerSecond, std::size_t>;  // latency, -width, label
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
     queue.emplace(0, -kInfinity, 0);
@@ -300,11 +311,15 @@ struct Routing {
       if (label.width <= widest[label.vertex]) continue;  // a label as wide and as quick was kept
       widest[label.vertex] = label.width;
       kept[label.vertex] = index;
+      if (unsettled[label.vertex] != 0 && label.width >= distance[label.vertex].bottleneck) {
+        unsettled[label.vertex] = 0;
+        if (--unsettled_gpus == 0) break;
+      }
       for (auto [it, end] = boost::out_edges(label.vertex, net.graph); it != end; ++it) {
         const std::size_t e = boost::get(boost::edge_index, net.graph, *it);
         const std::size_t next = boost::target(*it, net.graph);
         const GigabytesPerSecond width = std::min(label.width, net.links[e].bandwidth);
-        if (width <= widest[next]) continue;
+        if (width <= widest[next] || width < narrowest) continue;  // narrower than any GPU's widest: no GPU's
         labels.push_back({width, label.latency_us + net.links[e].latency_us, next, e, index});
         queue.emplace(labels.back().latency_us, -width, labels.size() - 1);
       }
