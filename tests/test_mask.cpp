@@ -167,8 +167,13 @@ TEST(Mask, SameMaskIsTheMaskBuiltNotItsSpelling) {
   EXPECT_FALSE(same_mask("window:4096", "window:8192", {4096}));
   EXPECT_FALSE(same_mask("window:4k", "causal", {65536}));
   EXPECT_FALSE(same_mask("documents:lognormal:512:1.0", "documents:lognormal:512:1.0:seed=2", {65536}));
-  // A list of lengths fits its own length only: not judged (its errors come where it is used).
-  EXPECT_FALSE(same_mask("documents:512,512", "documents:512,512", {1024}));  // the list check of names catches this one
+  // A list of lengths fits its own length only: judged there (not at the million tokens).
+  EXPECT_TRUE(same_mask("documents:512,512", "documents:0512,512", {1024}));
+  EXPECT_TRUE(same_mask("documents:512,512", "documents:fixed:512", {1024}));
+  EXPECT_FALSE(same_mask("documents:512,512", "documents:256,768", {1024}));
+  EXPECT_FALSE(same_mask("documents:512,512", "documents:512,512:window=256", {1024}));
+  // A length that refuses either spec makes them none (its error comes where the mask is used).
+  EXPECT_FALSE(same_mask("documents:512,512", "documents:fixed:512", {1024, 2048}));
   EXPECT_FALSE(same_mask("window:0", "window:0", {1024}));
 }
 

@@ -10,11 +10,13 @@ bool same_mask(std::string_view a, std::string_view b, const std::vector<Count>&
 }
 
 std::optional<RepeatedMask> repeated_mask(const std::vector<std::string>& masks, std::vector<Count> lengths) {
+  const size_t given = lengths.size();
   lengths.push_back(Count{1} << 20);
   // alike[i][j], j < i: masks i and j agree at every length built so far.
   std::vector<std::vector<bool>> alike(masks.size());
   for (size_t i = 0; i < masks.size(); ++i) alike[i].assign(i, true);
-  for (const Count n : lengths) {
+  for (size_t at = 0; at < lengths.size(); ++at) {
+    const Count n = lengths[at];
     // One length's masks at once, each built once (a mask of 2^24 documents is 800 MB).
     std::vector<std::optional<Mask>> built;
     built.reserve(masks.size());
@@ -25,8 +27,14 @@ std::optional<RepeatedMask> repeated_mask(const std::vector<std::string>& masks,
         built.emplace_back(std::nullopt);
       }
     }
+    // At the million tokens only where both build there: a list of lengths, which fits one length,
+    // has no mask to compare at it.
+    const bool probe = at == given;
     for (size_t i = 0; i < masks.size(); ++i) {
-      for (size_t j = 0; j < i; ++j) alike[i][j] = alike[i][j] && built[i] && built[j] && *built[i] == *built[j];
+      for (size_t j = 0; j < i; ++j) {
+        if (probe && (!built[i] || !built[j])) continue;
+        alike[i][j] = alike[i][j] && built[i] && built[j] && *built[i] == *built[j];
+      }
     }
   }
   for (size_t i = 0; i < masks.size(); ++i) {

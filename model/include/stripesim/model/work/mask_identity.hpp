@@ -14,8 +14,10 @@ namespace stripesim::model {
 // Two specs are one mask when they build the same mask at every length of `lengths` and at a
 // million tokens besides, where two distributions that drew one document each at short lengths
 // (lognormal:4096 and lognormal:32768 at 1001 tokens) part: window:4k and window:4096,
-// documents:fixed:4k and documents:fixed:4096. A spec some length refuses is one with none (that
-// error belongs where the mask is used), nor is a list of lengths, which fits one length only.
+// documents:fixed:4k and documents:fixed:4096, documents:128,128 and documents:0128,128 at 256.
+// A spec one of `lengths` refuses is one with none (that error belongs where the mask is used);
+// at the million tokens a spec that cannot build there (a list of lengths fits its own alone)
+// is judged by `lengths` only.
 [[nodiscard]] bool same_mask(std::string_view a, std::string_view b, const std::vector<Count>& lengths);
 
 struct RepeatedMask {
