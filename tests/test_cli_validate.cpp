@@ -417,6 +417,31 @@ TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
        "field \"cases[0]\" field \"correctness\" field \"tolerance\": 1 in the file, but a case in this precision is checked to"},
       {[](nlohmann::json& d) { d["cases"][0]["handoff_bytes"] = 0; }, "field \"cases[0]\" field \"handoff_bytes\": must be at least 1, got 0"},
       {[](nlohmann::json& d) { d["concurrent_devices"] = true; }, "field \"concurrent_devices\": true on backend cpu, which runs its devices in turn"},
+      // A ring calls its kernel where a tile is active and nowhere else: a 0 there scored as an
+      // exact prediction (and was left out of the fit), a time elsewhere is a call never made;
+      // a case cannot run in no time.
+      {[](nlohmann::json& d) { d["cases"][0]["wall_us"] = {{"median", 0}, {"min", 0}, {"max", 0}}; },
+       "field \"cases[0]\" field \"wall_us\": a median of 0"},
+      {[](nlohmann::json& d) {
+         for (auto& cell : d["cases"][0]["rounds"]) {
+           if (cell["active_tiles"].get<int>() > 0) {
+             cell["kernel_us"] = {{"median", 0}, {"min", 0}, {"max", 0}};
+             return;
+           }
+         }
+       },
+       "field \"kernel_us\": a median of 0 where "},
+      {[](nlohmann::json& d) {
+         for (auto& c : d["cases"]) {
+           for (auto& cell : c["rounds"]) {
+             if (cell["active_tiles"].get<int>() == 0) {
+               cell["kernel_us"] = {{"median", 5}, {"min", 5}, {"max", 5}};
+               return;
+             }
+           }
+         }
+       },
+       "field \"kernel_us\": a time where no tile is active (the ring makes no call there)"},
       // A cpu run relabelled as a GPU one: cases in a precision no GPU backend computes in.
       {[](nlohmann::json& d) { d["backend"] = "cuda"; }, "field \"cases[0]\" field \"dtype\" = fp32: the cuda backend computes in bf16 or fp16"},
   };
@@ -1415,7 +1440,8 @@ std::vector<BadInput> validate_bad_inputs() {
       // batch was taken as 1.
       {"measurements_zero_call", "validate --compare --no-fit --hardware h100 --kernel flex --measurements " +
        data("measurements_zero_call_without_blocks.json"),
-       "striped: round 1 device 0 is 0 (a call that did not run), but stripesim counts active tiles there"},
+       "measurements_zero_call_without_blocks.json layout \"striped\" field \"us\": round 1 device 0 is 0 (a call that did not run), "
+       "but stripesim counts active tiles there"},
       {"measurements_capitalised_layout", "validate --compare --no-fit --hardware h100 --kernel flex --measurements " +
        data("measurements_capitalised_layout.json"), "field \"layouts\": layout \"Contiguous\": layouts are named in lower case (\"contiguous\")"},
       {"measurements_copy", "validate --compare --hardware h100 --kernel flex --measurements " + data("measurements_one_run.json") +

@@ -152,6 +152,7 @@ std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, 
     MeasuredWorkload m = base;
     m.layout = name;
     m.us = square_table(l.raw("us"), l.where("us"), m.devices, false);
+    m.us_where = l.where("us");
     if (l.has("active_blocks")) {
       std::vector<Count> blocks;
       for (const double x : square_table(l.raw("active_blocks"), l.where("active_blocks"), m.devices, true)) {
@@ -245,6 +246,7 @@ std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, c
         m.mask = mask;
         m.pass = pass;
         m.us = {r.positive_number(key)};
+        m.us_where = r.where(key);
         m.group = several_heads ? fmt::format("{} c={} h={} {} {}", base.group, base.seq_len, base.heads, shape, pass_name)
                                 : fmt::format("{} c={} {} {}", base.group, base.seq_len, shape, pass_name);
         out.push_back(std::move(m));

@@ -74,7 +74,7 @@ MeasurementAccuracyPlan plan_measurement_accuracy(const MeasurementAccuracyReque
     if (call.measured_us == 0 && has_work(call)) {
       throw model::InputError(fmt::format("{}: round {} device {} is 0 (a call that did not run), but stripesim counts active tiles "
                                           "there for this layout, mask and tile; time it",
-                                          workloads[call.workload].label(), call.round, call.device));
+                                          workloads[call.workload].us_where, call.round, call.device));
     }
   }
   for (const auto& w : workloads) {

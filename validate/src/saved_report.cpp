@@ -132,10 +132,26 @@ void read_cells(const JsonFields& f, CaseResult& r) {
     count_at("unmasked_pairs", r.work.unmasked_elements);
     count_at("active_tiles", r.work.active_tiles);
     count_at("partial_tiles", r.work.partial_tiles);
-    s.kernel.push_back(spread_from(cell, "kernel_us"));
+    // A ring calls its kernel exactly where a tile is active (every backend skips the others): a
+    // time of 0 there would be fitted and scored as no call, and one where nothing is active is
+    // a call that cannot have run. (An all-gather's or Ulysses' one call a device sits in one
+    // cell of its own.)
+    const auto call_at = [&](const char* key) {
+      const Spread spread = spread_from(cell, key);
+      if (c.cp != "ring") return spread;
+      const Count active = r.work.active_tiles.at(round, device);
+      if (active > 0 && !(spread.median > 0)) {
+        throw InputError(fmt::format("{}: a median of 0 where {} tiles are active (the ring calls its kernel there)", cell.where(key), active));
+      }
+      if (active == 0 && spread.max > 0) {
+        throw InputError(fmt::format("{}: a time where no tile is active (the ring makes no call there)", cell.where(key)));
+      }
+      return spread;
+    };
+    s.kernel.push_back(call_at("kernel_us"));
     s.handoff.push_back(spread_from(cell, "handoff_us"));
     if (c.backward) {
-      s.backward_kernel.push_back(spread_from(cell, "backward_kernel_us"));
+      s.backward_kernel.push_back(call_at("backward_kernel_us"));
       s.backward_handoff.push_back(spread_from(cell, "backward_handoff_us"));
     }
   }
@@ -187,6 +203,9 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
                                    : (doubles ? cpu_ring::accumulator_bytes<double>(block, kv_row) : cpu_ring::accumulator_bytes<float>(block, kv_row));
   }
   r.summary.wall = spread_from(f, "wall_us");
+  if (!(r.summary.wall.median > 0)) {
+    throw InputError(fmt::format("{}: a median of 0 (a run of the case takes time; its error would score as exact)", f.where("wall_us")));
+  }
   (void)f.string_or("label", "");  // written for readers, recomputed here: checked for its type only
   read_cells(f, r);
   // The case's totals are its cells' sums: a file that says otherwise was edited or is another's.

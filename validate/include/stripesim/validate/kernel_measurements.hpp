@@ -36,6 +36,7 @@ struct MeasuredWorkload {
   sim::PassSelection pass = sim::PassSelection::forward;
   std::string layout;
   std::vector<double> us;                          // [round * devices + device]
+  std::string us_where;                            // where the file gives them ('--measurements f.json layout "zigzag" field "us"')
   std::optional<std::vector<Count>> active_blocks;  // [round * devices + device]
   // Where its inputs stand in the file, so that a value the work model or the simulator refuses
   // is named by its field ('--measurements f.json field "workload.heads" = 4096: ...'), not by
