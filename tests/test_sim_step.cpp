@@ -162,7 +162,9 @@ TEST(StepModel, ModelFlopsMemoryAndMfuFollowTheirDefinitions) {
   const double parameters = (kLayers * (4 * kD * kD + 3 * kD * kFf) + 2 * kVocab * kD) / 2;  // per device, M = 2
   for (const auto& r : sim.results) {
     EXPECT_NEAR(r.step->model_flops, model_flops, 1e-9 * model_flops);
-    EXPECT_NEAR(r.step->mfu, model_flops / (8 * r.time_us * 312e6), 1e-12);
+    // The paper's attention runs in tf32 (156 TFLOP/s), its matmuls in bf16 (312): each at its peak.
+    const double attention_flops = 3 * kLayers * 4 * kD * pairs;
+    EXPECT_NEAR(r.step->mfu, ((model_flops - attention_flops) / 312e6 + attention_flops / 156e6) / (8 * r.time_us), 1e-12);
     EXPECT_DOUBLE_EQ(r.step->memory.weights, 2 * parameters);
     EXPECT_DOUBLE_EQ(r.step->memory.gradients_and_optimizer, 14 * parameters);
     EXPECT_DOUBLE_EQ(r.step->memory.logits, 4.0 * 16384 * kVocab / 2);
@@ -182,6 +184,32 @@ TEST(StepModel, ModelFlopsMemoryAndMfuFollowTheirDefinitions) {
   small.hardware_profile = catalog().hardware("a100");
   small.hardware_profile->memory_gib = 1;
   EXPECT_TRUE(run_simulation(small, catalog()).results[0].step->exceeds_memory);
+}
+
+// Attention in fp8 beside bf16 matmuls: MFU counts an attention FLOP at fp8's peak, half bf16's
+// on an H100 (989.4 against 1978.9 TFLOP/s). Against the bf16 peak alone a long sequence's step,
+// mostly fp8 attention, passed 100 %.
+TEST(StepModel, MfuCountsAttentionFlopsAtTheirPrecisionsPeak) {
+  SimulateConfig c = paper_step(1, 8, 1 << 21);
+  c.hardware = "h100";
+  c.kernel = "fa3";
+  c.layouts = {"zigzag"};
+  c.topology = "ideal";
+  c.dtype = "fp8";
+  const Simulation fp8 = run_simulation(c, catalog());
+  const double n = 1 << 21, pairs = n * (n + 1) / 2;
+  const double attention_flops = 3 * kLayers * 4 * kD * pairs;
+  const double other_flops = 3 * (kLayers * kLayerFlopsPerToken * n + kHeadFlopsPerToken * n);
+  const StepEstimate& e = *fp8.results.front().step;
+  EXPECT_NEAR(e.model_flops, attention_flops + other_flops, 1e-9 * e.model_flops);
+  const double peak_time_us = other_flops / 989.4e6 + attention_flops / 1978.9e6;
+  EXPECT_NEAR(e.mfu, peak_time_us / (8 * fp8.results.front().time_us), 1e-9);
+  EXPECT_GT(e.model_flops / (8 * fp8.results.front().time_us * 989.4e6), 1.0);  // what it printed before
+  EXPECT_LT(e.mfu, 1.0);
+  c.dtype = "bf16";  // one precision: model FLOPs over the bf16 peak, as always
+  const Simulation bf16 = run_simulation(c, catalog());
+  const StepEstimate& b = *bf16.results.front().step;
+  EXPECT_DOUBLE_EQ(b.mfu, b.model_flops / (8 * bf16.results.front().time_us * 989.4e6));
 }
 
 // The paper's step on -M 2 x -N 4 x -D 2 (16 GPUs on two nodes of 8; each replica a node of its

@@ -308,9 +308,13 @@ std::string step_table(const sim::Simulation& s) {
   const double state_bytes = sim::kWeightBytesPerParameter + sim::kGradientBytesPerParameter + sim::kOptimizerBytesPerParameter;
   out += fmt::format(
       "\nbreakdown columns in ms, on the ring's last device to finish each layer; they add up to the time.\n"
-         "MFU = model FLOPs (forward 1x, backward 2x, attention on unmasked pairs) / (M x N devices x time x peak).\n"
+         "MFU = model FLOPs (forward 1x, backward 2x, attention on unmasked pairs) / (M x N devices x time x peak){}.\n"
          "memory per device: bf16 weights, gradients and Adam state ({:g} B per parameter{}), activations kept for\n"
          "the backward, fp32 logits, the ring's K/V buffers.\n",
+      shape.attention_flop_weight == 1.0
+          ? ""
+          : fmt::format(";\neach at its precision's peak: an attention FLOP ({}) takes {:.3g}x a matmul one's ({}) time",
+                        s.dtype, shape.attention_flop_weight, shape.hardware.matmul_precision),
       state_bytes,
       shape.zero == sim::ZeroStage::none
           ? ""

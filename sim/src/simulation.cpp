@@ -199,6 +199,10 @@ StepShape plan_step(const Simulation& sim) {
   step.zero = sim.config.zero;
   step.model = *sim.transformer;
   step.hardware = sim.hardware;
+  // The attention's rate at its precision against the matmuls': this hardware's peaks, or where it
+  // lists none for the precision, those of the kernel's hardware, whose rates priced the calls.
+  const model::HardwareProfile& rates = sim.hardware.peak_tflops.contains(sim.dtype) ? sim.hardware : sim.kernel_hardware;
+  step.attention_flop_weight = rates.peak_tflops.at(rates.matmul_precision) / rates.peak_tflops.at(sim.dtype);
   step.mesh = sim.mesh;
   step.seq_len = sim.config.seq_len;
   step.padding_tokens = sim.padding_tokens;

@@ -107,7 +107,11 @@ struct StepEstimate {
   Microseconds time_us = 0;
   double tokens_per_second = 0;
   double model_flops = 0;  // per replica: the model's FLOPs (3x forward for a step), attention on unmasked pairs
-  double mfu = 0;          // model_flops / (devices of a replica x time x peak[matmul_precision])
+  // The time the model FLOPs take at peak over the step's on a replica's devices: matmuls at
+  // peak[matmul_precision], attention at its own precision's (fp8 attention beside bf16 matmuls
+  // passed 100 % against the bf16 peak alone); model_flops / (devices x time x
+  // peak[matmul_precision]) where the two precisions are one.
+  double mfu = 0;
   StepMemory memory;
   bool exceeds_memory = false;
 };
@@ -120,6 +124,9 @@ struct StepShape {
   ZeroStage zero = ZeroStage::none;
   model::TransformerModel model;
   model::HardwareProfile hardware;  // with matmul_efficiency
+  // An attention FLOP in FLOPs at the matmul precision's peak: peak[matmul_precision] over the
+  // peak of the attention's precision (--dtype; 0.5 for fp8 beside bf16 on an H100), as MFU counts it.
+  double attention_flop_weight = 1.0;
   model::Mesh mesh;
   Count seq_len = 0;         // as computed, --pad-documents' padding included
   Count padding_tokens = 0;  // of seq_len: computed, but no useful work (not in throughput or MFU)
