@@ -1420,6 +1420,9 @@ std::vector<BadInput> validate_bad_inputs() {
        "field \"layouts\": layout \"Zigzag\": layouts are named in lower case (\"zigzag\")"},
       {"block_costs_misspelt_column", "validate --calibrate --hardware h100 --kernel sdpa --block-costs-kernel sdpa --block-costs " +
        data("block_costs_misspelt_column.json"), "rows[0]: unknown field \"sdpa_fulll_fwd_us\""},
+      // A backward column was taken and never read: the fit reads forward and forward+backward.
+      {"block_costs_backward_column", "validate --calibrate --hardware h100 --kernel sdpa --block-costs-kernel sdpa --block-costs " +
+       data("block_costs_backward_column.json"), "rows[0]: unknown field \"sdpa_full_bwd_us\""},
       {"block_costs_row_twice", "validate --calibrate --hardware h100 --kernel sdpa --block-costs-kernel sdpa --block-costs " +
        data("block_costs_row_twice.json"),
        "rows[1]: times the block of rows[0] again (c 1024, heads 16, kv_heads 16, head_dim 128): its timings would count twice"},
