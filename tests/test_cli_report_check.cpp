@@ -678,6 +678,16 @@ TEST(CliCheck, WritesABaselineFromAnExperiment) {
   EXPECT_NEAR(doc.at("entries")[0].at("metrics").at("contiguous.elements.speedup").get<double>(), 4.27, 0.005);
   EXPECT_NEAR(doc.at("entries")[1].at("metrics").at("tms").get<double>(), 1.22, 0.005);
   EXPECT_EQ(run_cli("check --baseline '" + (dir / "b.json").string() + "'").exit_code, 0);
+  // One configuration twice was written, and then refused by check (its metrics checked twice).
+  std::ofstream(dir / "twice.json") << R"({"analyze": [{"seq_len": 2048, "devices": 8, "tile": "64x64"},
+                                                       {"seq_len": 2048, "devices": 8, "tile": "64x64"}]})";
+  const CliResult twice =
+      run_cli("check --write-baseline '" + (dir / "t.json").string() + "' --experiment '" + (dir / "twice.json").string() + "'");
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("twice.json analyze[1]: the config of analyze[0] again (its metrics would be recorded and checked twice)"),
+            std::string::npos)
+      << twice.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.json"));
   std::filesystem::remove_all(dir);
 }
 

@@ -120,6 +120,15 @@ BaselineWritePlan plan_write_baseline(const nlohmann::json& experiment, const st
       // Recorded as the baseline's folder reads it, which is where check reads it from.
       const nlohmann::json recorded = with_files_moved(configs[i], experiment_dir, baseline_dir);
       plan.entries.push_back({kind.command, kind.plan(recorded, with_files_from(recorded, baseline_dir), where)});
+      // The same configuration twice: check refuses the baseline (its metrics would be checked
+      // twice), so it is not written.
+      for (size_t j = 0; j < i; ++j) {
+        const auto& earlier = plan.entries[plan.entries.size() - 1 - (i - j)];
+        if (earlier.planned.recorded_config == plan.entries.back().planned.recorded_config) {
+          throw InputError(fmt::format("{}: the config of {}[{}] again (its metrics would be recorded and checked twice)", where,
+                                       kind.command, j));
+        }
+      }
     }
   }
   if (plan.entries.empty()) throw InputError(fmt::format("{}: lists no {} configuration", label, commands));
