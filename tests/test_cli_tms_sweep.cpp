@@ -223,6 +223,9 @@ INSTANTIATE_TEST_SUITE_P(
                  "print twice"},
         BadInput{"balance_point_in_two_groups", "sweep --experiment " + data("balance_point_in_two_groups.json"),
                  "groups[0] and groups[1] both hold n = 1024, N = 4, mask causal, tile 128x128, layout zigzag: its row would print twice"},
+        // ... however its mask and layout are spelled (compared as strings, both rows printed).
+        BadInput{"balance_point_in_two_groups_spelled_apart", "sweep --experiment " + data("balance_point_in_two_groups_spelled_apart.json"),
+                 "groups[0] and groups[1] both hold n = 4096, N = 4, mask window:0256, tile 128x128, layout ptrr:1024: its row would print twice"},
         BadInput{"balance_doc_layout_without_documents", "sweep --kind balance --seq-lens 1k --devices 4 --masks causal --layouts doc-zigzag,contiguous",
                  "--layouts 'doc-zigzag': is a per-document layout, and no mask of the sweep is a documents mask (it would be left out "
                  "of every row)"},

@@ -66,8 +66,20 @@ Count count_points(const BalanceSweepSpec& spec) {
 BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
   BalanceSweepPlan plan;
   plan.points.reserve(static_cast<size_t>(count_points(spec)));
-  // A point and layout of two groups would print its row twice.
+  // A point and layout of two groups would print its row twice: told by the mask and layout they
+  // are, however spelled (window:1k and window:1024, ptrr:1k and ptrr:1024).
   std::map<std::tuple<Count, Count, std::string, Count, Count, bool, std::string>, size_t> first_group;
+  std::map<std::pair<Count, std::string>, std::string> mask_spelled_first;  // (n, spec) -> the first spec of its mask at n
+  const auto first_spelling = [&](Count n, const std::string& spec) {
+    const auto known = mask_spelled_first.find({n, spec});
+    if (known != mask_spelled_first.end()) return known->second;
+    std::string first = spec;
+    for (const auto& [at, earlier] : mask_spelled_first) {
+      if (at.first == n && earlier == at.second && same_mask(earlier, spec, {n})) first = earlier;
+    }
+    mask_spelled_first.emplace(std::pair{n, spec}, first);
+    return first;
+  };
   for (size_t group = 0; group < spec.groups.size(); ++group) {
     const BalanceGroup& g = spec.groups[group];
     const auto field = [&](const char* name, size_t i) { return fmt::format("groups[{}].{}[{}]", group, name, i); };
@@ -118,7 +130,8 @@ BalanceSweepPlan plan_balance_sweep(const BalanceSweepSpec& spec) {
       config.pad_documents = g.pad_documents && documents;
       for (const std::string& layout : config.layouts) {
         const auto [it, fresh] = first_group.emplace(
-            std::tuple{config.seq_len, config.devices, config.mask, config.tile.query, config.tile.key, config.pad_documents, layout},
+            std::tuple{config.seq_len, config.devices, first_spelling(config.seq_len, config.mask), config.tile.query, config.tile.key,
+                       config.pad_documents, layout_identity(layout)},
             group);
         if (!fresh && it->second != group) {
           throw InputError(fmt::format("{}: groups[{}] and groups[{}] both hold n = {}, N = {}, mask {}, tile {}, layout {}: its row "
