@@ -134,7 +134,10 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
       throw model::InputError("--matrices: only with --format table or csv (the JSON always holds the matrices)");
     }
     const auto resolved = resolve_config(opts);  // {config, origins}
-    const model::AnalysisPlan plan = resolved.second.run([&] { return model::plan_analysis(resolved.first); });
+    const model::AnalysisPlan plan = resolved.second.run([&] {
+      model::require_layouts_apart_at(resolved.first.layouts, resolved.first.tile);
+      return model::plan_analysis(resolved.first);
+    });
     if (mode == RunMode::parse_only) return;
     const model::Analysis analysis = model::run_analysis(plan, threads);
     write_output(output::render(analysis, output_format(opts.format), opts.matrices), opts.output);

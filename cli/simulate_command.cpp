@@ -203,7 +203,11 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     // The per-(round, device) records only for what prints them: a trace, or JSON with rounds.
     const bool rounds = opts.rounds || (!opts.summary_only && config.devices <= sim::kRoundsByDefaultUpTo);
     config.keep_rounds = !opts.trace.empty() || (rounds && output_format(opts.format) == OutputFormat::json);
-    sim::SimulationPlan plan = origins.run([&] { return sim::plan_simulation(config, model::ConfigCatalog(config_dir())); });
+    sim::SimulationPlan plan = origins.run([&] {
+      sim::SimulationPlan planned = sim::plan_simulation(config, model::ConfigCatalog(config_dir()));
+      model::require_layouts_apart_at(planned.simulation.config.layouts, planned.simulation.tile);
+      return planned;
+    });
     // N^2 records a layout and pass, a few hundred bytes of JSON each: at 2048 devices that is
     // gigabytes held in memory at once, more than a reader can use.
     constexpr model::Count kMostRecordedDevices = 1024;

@@ -159,6 +159,14 @@ TEST(CliBadInput, OneLayoutSizeWrittenTwoWaysIsRefusedByEveryCommand) {
   }
   const CliResult two = run_cli("sweep --kind balance --seq-lens 512,64k --devices 8 --tiles 64x64,128x128 --layouts ptrr,ptrr:64 --format csv");
   EXPECT_EQ(two.exit_code, 0) << two.err;
+  // A command of one point, whose tile makes them one: two rows of one name.
+  for (const std::string& command : {std::string("analyze -n 64k -N 4 --tile 64x64"), std::string("simulate -n 64k -N 4 --hardware h100 --tile 64x64")}) {
+    const CliResult one = run_cli(command + " --layouts ptrr:64,ptrr");
+    EXPECT_EQ(one.exit_code, 2) << command;
+    EXPECT_EQ(one.err, "stripesim: error: --layouts 'ptrr': is ptrr:64 at the 64x64 tile, as 'ptrr:64' is (its row would print twice under one name)\n")
+        << command;
+    EXPECT_EQ(run_cli(command + " --layouts ptrr:128,ptrr").exit_code, 0) << command;
+  }
 }
 
 TEST(CliBadInput, MisspeltCommandGetsTheNearestOne) {
@@ -398,7 +406,7 @@ TEST(CliBadInput, DeeplyNestedOrHugeJsonValuesGetOneShortLine) {
     for (int i = 0; i < 50000; ++i) out << (i ? "," : "") << i;
     out << "]}";
   }
-  for (const std::string& flag : {"analyze --experiment", "tms --model", "simulate --hardware"}) {
+  for (const std::string flag : {"analyze --experiment", "tms --model", "simulate --hardware"}) {
     const CliResult r = run_cli(flag + " '" + deep + "'");
     EXPECT_EQ(r.exit_code, 2) << flag;
     EXPECT_NE(r.err.find("arrays and objects nested more than 64 deep, deeper than any input"), std::string::npos) << flag << r.err;

@@ -63,6 +63,22 @@ std::string layout_identity(std::string_view spec) {
   return lowercase(spec);
 }
 
+void require_layouts_apart_at(const std::vector<std::string>& specs, TileShape tile) {
+  const auto identity_at = [&](const std::string& spec) {
+    const bool default_ptrr = layout_kind_of(spec) == LayoutKind::ptrr && spec.find(':') == std::string::npos;
+    return default_ptrr ? fmt::format("ptrr:{}", tile.query) : layout_identity(spec);
+  };
+  for (size_t i = 0; i < specs.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (identity_at(specs[i]) != identity_at(specs[j])) continue;
+      throw InputError(Input::layouts, specs[i],
+                       fmt::format("is {} at the {} tile, as '{}' is (its row would print twice under one name)", identity_at(specs[i]),
+                                   tile.to_string(), specs[j]),
+                       Shown::quoted);
+    }
+  }
+}
+
 namespace {
 
 // What may follow a layout's name after a ':'.
