@@ -135,8 +135,9 @@ std::function<void()> register_analyze_command(CLI::App& app, RunMode mode) {
     }
     const auto resolved = resolve_config(opts);  // {config, origins}
     const model::AnalysisPlan plan = resolved.second.run([&] {
-      model::require_layouts_apart_at(resolved.first.layouts, resolved.first.tile);
-      return model::plan_analysis(resolved.first);
+      model::AnalysisPlan planned = model::plan_analysis(resolved.first);
+      model::require_layouts_apart_at(planned.config.layouts, {planned.config.tile, planned.seq_len, planned.config.devices});
+      return planned;
     });
     if (mode == RunMode::parse_only) return;
     const model::Analysis analysis = model::run_analysis(plan, threads);

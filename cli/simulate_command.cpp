@@ -205,7 +205,7 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     config.keep_rounds = !opts.trace.empty() || (rounds && output_format(opts.format) == OutputFormat::json);
     sim::SimulationPlan plan = origins.run([&] {
       sim::SimulationPlan planned = sim::plan_simulation(config, model::ConfigCatalog(config_dir()));
-      model::require_layouts_apart_at(planned.simulation.config.layouts, planned.simulation.tile);
+      sim::require_layouts_apart(planned);
       return planned;
     });
     // N^2 records a layout and pass, a few hundred bytes of JSON each: at 2048 devices that is

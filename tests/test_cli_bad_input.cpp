@@ -163,10 +163,29 @@ TEST(CliBadInput, OneLayoutSizeWrittenTwoWaysIsRefusedByEveryCommand) {
   for (const std::string& command : {std::string("analyze -n 64k -N 4 --tile 64x64"), std::string("simulate -n 64k -N 4 --hardware h100 --tile 64x64")}) {
     const CliResult one = run_cli(command + " --layouts ptrr:64,ptrr");
     EXPECT_EQ(one.exit_code, 2) << command;
-    EXPECT_EQ(one.err, "stripesim: error: --layouts 'ptrr': is ptrr:64 at the 64x64 tile, as 'ptrr:64' is (its row would print twice under one name)\n")
+    EXPECT_EQ(one.err,
+              "stripesim: error: --layouts 'ptrr': is ptrr:64 at the 64x64 tile and 16384 tokens a device, as 'ptrr:64' is "
+              "(its row would print twice under one name)\n")
         << command;
     EXPECT_EQ(run_cli(command + " --layouts ptrr:128,ptrr").exit_code, 0) << command;
   }
+  // Where a device's share is shorter than the tile, it is ptrr's default block: 256 / 4 = 64
+  // (a hybrid's share is the ring's, 256 / 4 again; padded documents count after the padding).
+  for (const std::string& command :
+       {std::string("analyze -n 256 -N 4 --tile 128x128"), std::string("simulate -n 256 -N 4 --hardware h100"),
+        std::string("simulate -n 256 -N 8 --cp hybrid:2x4 --hardware h100")}) {
+    const CliResult one = run_cli(command + " --layouts ptrr:64,ptrr");
+    EXPECT_EQ(one.exit_code, 2) << command;
+    EXPECT_EQ(one.err,
+              "stripesim: error: --layouts 'ptrr': is ptrr:64 at the 128x128 tile and 64 tokens a device, as 'ptrr:64' is "
+              "(its row would print twice under one name)\n")
+        << command;
+    EXPECT_EQ(one.out, "") << command;
+    EXPECT_EQ(run_cli(command + " --layouts ptrr:32,ptrr").exit_code, 0) << command;
+  }
+  const CliResult padded = run_cli("analyze -n 256 -N 4 --pad-documents --mask documents:100,156 --tile 128x128 --layouts ptrr:66,ptrr");
+  EXPECT_EQ(padded.exit_code, 2);
+  EXPECT_NE(padded.err.find("is ptrr:66 at the 128x128 tile and 66 tokens a device"), std::string::npos) << padded.err;
 }
 
 TEST(CliBadInput, MisspeltCommandGetsTheNearestOne) {

@@ -44,6 +44,25 @@ TEST(Plan, CountsEveryMeshAlgorithmAndLayout) {
   }
 }
 
+// ptrr's default block is the query tile held to a device's share: at 256 tokens it is ptrr:128
+// on a ring of 2 and ptrr:64 on a ring of 4, where ptrr:64 is the same choice, priced once. N = 1
+// (M in {1, 2, 4}): contiguous alone, 3; N = 2 (M in {1, 2}): both, 4; N = 4: one, 1.
+TEST(Plan, PtrrBesideItsOwnDefaultBlockIsOneChoice) {
+  PlanRequest r = small_request();
+  r.base.seq_len = 256;
+  r.algorithms = {"ring"};
+  r.base.layouts = {"ptrr", "ptrr:64"};
+  r.layouts_given = true;
+  r.top = 1000;
+  const Plan plan = run_plan(plan_search(r, catalog()));
+  EXPECT_EQ(plan.considered, 8);
+  std::vector<std::string> at_four;
+  for (const PlanCandidate& c : plan.ranked) {
+    if (c.mesh.devices == 4) at_four.push_back(c.layout);
+  }
+  EXPECT_EQ(at_four, std::vector<std::string>{"ptrr:64"});
+}
+
 TEST(Plan, BoundedSearchRanksTheTopExactlyAsTheExhaustiveOne) {
   PlanRequest r = small_request();
   r.gpus = 8;

@@ -326,6 +326,11 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
     PlannedMesh& mesh = search.meshes[i];
     try {
       mesh.plan = plan_simulation(mesh.config, catalog, &layouts);
+      // ptrr beside ptrr:B at its default block is one choice, priced once.
+      if (std::vector<std::string> apart = layouts_apart(*mesh.plan); apart.size() < mesh.config.layouts.size()) {
+        mesh.config.layouts = std::move(apart);
+        mesh.plan = plan_simulation(mesh.config, catalog, &layouts);
+      }
       place_on_topology(*mesh.plan);
     } catch (const model::InputError& e) {
       mesh.plan.reset();

@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "stripesim/model/flops/attention_heads.hpp"
@@ -508,6 +509,27 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
                                             config.data_parallel, sim.mesh.gpus()));
   }
   return SimulationPlan{std::move(sim), std::move(mask), std::move(layouts)};
+}
+
+namespace {
+
+// Where the plan's layouts are dealt: its tile, its padded length, the devices of its ring.
+model::LayoutPoint layout_point(const SimulationPlan& plan) {
+  const Simulation& sim = plan.simulation;
+  return {sim.tile, plan.mask.seq_len(), layout_degree(sim.cp, sim.config.devices)};
+}
+
+}  // namespace
+
+void require_layouts_apart(const SimulationPlan& plan) { model::require_layouts_apart_at(plan.simulation.config.layouts, layout_point(plan)); }
+
+std::vector<std::string> layouts_apart(const SimulationPlan& plan) {
+  std::vector<std::string> apart;
+  std::set<std::string> identities;
+  for (const std::string& spec : plan.simulation.config.layouts) {
+    if (identities.insert(model::layout_identity_at(spec, layout_point(plan))).second) apart.push_back(spec);
+  }
+  return apart;
 }
 
 // Every context-parallel group's copy of the first group's members at `positions`, moved by each

@@ -63,19 +63,22 @@ std::string layout_identity(std::string_view spec) {
   return lowercase(spec);
 }
 
-void require_layouts_apart_at(const std::vector<std::string>& specs, TileShape tile) {
-  const auto identity_at = [&](const std::string& spec) {
-    const bool default_ptrr = layout_kind_of(spec) == LayoutKind::ptrr && spec.find(':') == std::string::npos;
-    return default_ptrr ? fmt::format("ptrr:{}", tile.query) : layout_identity(spec);
-  };
+std::string layout_identity_at(std::string_view spec, const LayoutPoint& point) {
+  const bool default_ptrr = layout_kind_of(spec) == LayoutKind::ptrr && spec.find(':') == spec.npos;
+  return default_ptrr ? fmt::format("ptrr:{}", ptrr_default_block(point.tile, point.seq_len, point.devices)) : layout_identity(spec);
+}
+
+void require_layouts_apart_at(const std::vector<std::string>& specs, const LayoutPoint& point) {
+  std::vector<std::string> identities;
+  for (const std::string& spec : specs) identities.push_back(layout_identity_at(spec, point));
   for (size_t i = 0; i < specs.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (identity_at(specs[i]) != identity_at(specs[j])) continue;
-      throw InputError(Input::layouts, specs[i],
-                       fmt::format("is {} at the {} tile, as '{}' is (its row would print twice under one name)", identity_at(specs[i]),
-                                   tile.to_string(), specs[j]),
-                       Shown::quoted);
-    }
+    const auto first = std::find(identities.begin(), identities.begin() + static_cast<std::ptrdiff_t>(i), identities[i]);
+    if (first == identities.begin() + static_cast<std::ptrdiff_t>(i)) continue;
+    throw InputError(Input::layouts, specs[i],
+                     fmt::format("is {} at the {} tile and {} tokens a device, as '{}' is (its row would print twice under one name)",
+                                 identities[i], point.tile.to_string(), point.devices > 0 ? point.seq_len / point.devices : point.seq_len,
+                                 specs[static_cast<size_t>(first - identities.begin())]),
+                     Shown::quoted);
   }
 }
 
@@ -201,11 +204,8 @@ LayoutPlan plan_layout(std::string_view typed, Count seq_len, Count devices, con
     case LayoutKind::doc_zigzag: check_doc_zigzag_layout(mask, devices); break;
     case LayoutKind::doc_striped: check_doc_striped_layout(mask, devices); break;
     case LayoutKind::ptrr:
-      // The default block, the query tile, is held to a device's share: a longer one deals nothing,
-      // and the name it prints (ptrr:B) must be one --layouts accepts.
       plan.size_ = colon != typed.npos ? parse_count(argument, InputName(Input::layouts, "ptrr:BLOCK block size"))
-                   : devices > 0       ? std::min(context.tile.query, std::max<Count>(mask.seq_len() / devices, 1))
-                                       : context.tile.query;
+                                       : ptrr_default_block(context.tile, mask.seq_len(), devices);
       check_ptrr_layout(mask, devices, plan.size_);
       // A block given longer than a device's share deals nothing: each device keeps a contiguous run.
       if (colon != typed.npos && devices > 0 && plan.size_ > mask.seq_len() / devices) {

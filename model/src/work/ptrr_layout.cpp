@@ -29,6 +29,10 @@ void check_ptrr_layout(const Mask& mask, Count devices, Count block) {
   require_seq_len_divisible(mask.seq_len(), devices, "ptrr", "N");
 }
 
+Count ptrr_default_block(TileShape tile, Count seq_len, Count devices) {
+  return devices > 0 ? std::min(tile.query, std::max<Count>(seq_len / devices, 1)) : tile.query;
+}
+
 PtrrDeal ptrr_deal(const Mask& mask, Count devices, Count block) {
   check_ptrr_layout(mask, devices, block);
   const Count n = mask.seq_len();

@@ -192,6 +192,12 @@ void check_attention_shape(Count heads, Count kv_heads, Count head_dim, Count ba
 // spec, padded mask, devices, tile and tiling).
 [[nodiscard]] SimulationPlan plan_simulation(const SimulateConfig& config, const model::ConfigCatalog& catalog,
                                              LayoutCache* layouts = nullptr);
+// model::require_layouts_apart_at at the plan's point: its tile, its (padded) length and the
+// devices its layouts deal to (a hybrid's ring).
+void require_layouts_apart(const SimulationPlan& plan);
+// The plan's layout specs less each that names the layout an earlier one names there (ptrr
+// beside ptrr:B at its default block): what a search (`plan`) prices once.
+[[nodiscard]] std::vector<std::string> layouts_apart(const SimulationPlan& plan);
 // The groups, the ring order (searched with --ring-order auto), every route and, for a layer or a
 // step, the step's shape (its all-reduces routed over the model-parallel and gradient groups):
 // what running needs, done once (run_simulation does it when not done).

@@ -84,11 +84,20 @@ class LayoutPlan {
 // split_list for a list of names, where an item given twice (the same layout_identity: case
 // aside, as names match) would only repeat rows of the output: that is an InputError naming the item.
 [[nodiscard]] std::vector<std::string> split_distinct_list(std::string_view text, const InputName& what);
-// Refuses (an InputError by kind, --layouts) two specs of `specs` that name one layout at this
-// tile: ptrr and ptrr:B where B is the query tile's side, ptrr's default. A command of one point
-// (analyze, simulate) would print its row twice under one name; a sweep's other tiles tell them
-// apart, so it runs them.
-void require_layouts_apart_at(const std::vector<std::string>& specs, TileShape tile);
+// Where layouts are dealt: the tile, the mask's length after any padding and the devices the
+// layout deals to (ptrr's default block depends on all three).
+struct LayoutPoint {
+  TileShape tile;
+  Count seq_len = 0;
+  Count devices = 0;
+};
+// layout_identity, where `ptrr` (no block) is the ptrr:B it deals at `point`.
+[[nodiscard]] std::string layout_identity_at(std::string_view spec, const LayoutPoint& point);
+// Refuses (an InputError by kind, --layouts) two specs of `specs` that name one layout at `point`:
+// ptrr and ptrr:B where B is ptrr's default block there. A command of one point (analyze,
+// simulate) would print its row twice under one name; a sweep's other points tell them apart, so
+// it runs them.
+void require_layouts_apart_at(const std::vector<std::string>& specs, const LayoutPoint& point);
 // The file a layout spec reads ("permutation:FILE", the name case aside), or empty.
 [[nodiscard]] std::string layout_file(std::string_view spec);
 // What makes two layout specs one layout: the spec, case aside, a size however written (1k,

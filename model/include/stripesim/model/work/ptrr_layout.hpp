@@ -9,6 +9,7 @@
 
 #include "stripesim/model/work/layout.hpp"
 #include "stripesim/model/work/mask.hpp"
+#include "stripesim/model/work/tile_shape.hpp"
 
 namespace stripesim::model {
 
@@ -40,5 +41,8 @@ struct PtrrDeal {
 [[nodiscard]] Layout ptrr_layout(const Mask& mask, Count devices, Count block);
 // Every InputError ptrr_layout throws, without building the layout (plan_layout).
 void check_ptrr_layout(const Mask& mask, Count devices, Count block);
+// The block `ptrr` without one deals: the query tile, held to a device's share (n / N) since a
+// longer block deals nothing, and the name it prints (ptrr:B) must be one --layouts accepts.
+[[nodiscard]] Count ptrr_default_block(TileShape tile, Count seq_len, Count devices);
 
 }  // namespace stripesim::model
