@@ -688,6 +688,16 @@ TEST(CliCheck, WritesABaselineFromAnExperiment) {
             std::string::npos)
       << twice.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "t.json"));
+  // In the second command's list the index is that list's, not the file's entries'.
+  std::ofstream(dir / "tms_twice.json") << R"({"analyze": [{"seq_len": 2048, "devices": 8, "tile": "64x64"}],
+                                           "tms": [{"model": "1b", "hardware": "a100", "devices": 2, "seq_len": 8192},
+                                                   {"model": "1b", "hardware": "a100", "devices": 4, "seq_len": 8192},
+                                                   {"model": "1b", "hardware": "a100", "devices": 2, "seq_len": 8192}]})";
+  const CliResult tms_twice =
+      run_cli("check --write-baseline '" + (dir / "t.json").string() + "' --experiment '" + (dir / "tms_twice.json").string() + "'");
+  EXPECT_EQ(tms_twice.exit_code, 2);
+  EXPECT_NE(tms_twice.err.find("tms_twice.json tms[2]: the config of tms[0] again"), std::string::npos) << tms_twice.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.json"));
   std::filesystem::remove_all(dir);
 }
 

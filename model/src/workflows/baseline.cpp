@@ -7,6 +7,8 @@
 #include <iterator>
 #include <map>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "stripesim/model/flops/tms.hpp"
 #include "stripesim/model/io/input_error.hpp"
@@ -101,6 +103,15 @@ const BaselineEntryKind& kind_of(const std::vector<BaselineEntryKind>& kinds, co
   throw InputError(fmt::format("{}: command \"{}\" is not one of {}", where, command, known));
 }
 
+// The first of the first `i` (command, config) pairs that is pair i again: check refuses a
+// baseline holding one entry twice (its metrics would be checked twice), and so the writer does
+// not write one.
+std::optional<size_t> earlier_same_entry(const std::vector<std::pair<nlohmann::json, nlohmann::json>>& entries, size_t i) {
+  const auto end = entries.begin() + static_cast<std::ptrdiff_t>(i);
+  const auto same = std::find(entries.begin(), end, entries[i]);
+  return same == end ? std::nullopt : std::optional<size_t>(static_cast<size_t>(same - entries.begin()));
+}
+
 }  // namespace
 
 BaselineWritePlan plan_write_baseline(const nlohmann::json& experiment, const std::string& label,
@@ -111,23 +122,21 @@ BaselineWritePlan plan_write_baseline(const nlohmann::json& experiment, const st
   for (const auto& kind : kinds) known.push_back(kind.command);
   f.allow_only(known);
   BaselineWritePlan plan;
+  std::vector<std::pair<nlohmann::json, nlohmann::json>> written;  // (command, config) as the baseline records them
   std::string commands;
   for (const auto& kind : kinds) {
     commands += (commands.empty() ? "" : " or ") + kind.command;
     const auto& configs = array_field(f, kind.command);
+    const size_t first = plan.entries.size();  // the kind's configs[0]
     for (size_t i = 0; i < configs.size(); ++i) {
       const std::string where = fmt::format("{} {}[{}]", label, kind.command, i);
       // Recorded as the baseline's folder reads it, which is where check reads it from.
       const nlohmann::json recorded = with_files_moved(configs[i], experiment_dir, baseline_dir);
       plan.entries.push_back({kind.command, kind.plan(recorded, with_files_from(recorded, baseline_dir), where)});
-      // The same configuration twice: check refuses the baseline (its metrics would be checked
-      // twice), so it is not written.
-      for (size_t j = 0; j < i; ++j) {
-        const auto& earlier = plan.entries[plan.entries.size() - 1 - (i - j)];
-        if (earlier.planned.recorded_config == plan.entries.back().planned.recorded_config) {
-          throw InputError(fmt::format("{}: the config of {}[{}] again (its metrics would be recorded and checked twice)", where,
-                                       kind.command, j));
-        }
+      written.emplace_back(kind.command, plan.entries.back().planned.recorded_config);
+      if (const std::optional<size_t> j = earlier_same_entry(written, written.size() - 1)) {
+        throw InputError(fmt::format("{}: the config of {}[{}] again (its metrics would be recorded and checked twice)", where,
+                                     kind.command, *j - first));
       }
     }
   }
@@ -215,15 +224,14 @@ BaselineComparePlan plan_compare_with_baseline(const nlohmann::json& baseline, c
   // The file's own errors first (the metric names the patterns must match included), then each
   // configuration's.
   std::vector<std::string> names;
+  std::vector<std::pair<nlohmann::json, nlohmann::json>> recorded_entries;  // (command, config)
   for (size_t i = 0; i < entries.size(); ++i) {
     const JsonFields e(entries[i], fmt::format("{} entries[{}]", label, i));
     e.allow_only({"command", "config", "metrics"});
     (void)kind_of(kinds, e.string("command"), e.where("command"));
-    // The same configuration twice would check (and count) its metrics twice.
-    for (size_t j = 0; j < i; ++j) {
-      if (entries[j].value("command", nlohmann::json()) == e.raw("command") && entries[j].value("config", nlohmann::json()) == e.raw("config")) {
-        throw InputError(fmt::format("{}: the command and config of entries[{}] again (its metrics would be checked twice)", e.label(), j));
-      }
+    recorded_entries.emplace_back(e.raw("command"), e.raw("config"));
+    if (const std::optional<size_t> j = earlier_same_entry(recorded_entries, i)) {
+      throw InputError(fmt::format("{}: the command and config of entries[{}] again (its metrics would be checked twice)", e.label(), *j));
     }
     const auto& recorded = e.raw("metrics");
     if (!recorded.is_object()) throw InputError(fmt::format("{}: expected an object of numbers", e.where("metrics")));
