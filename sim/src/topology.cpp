@@ -272,9 +272,18 @@ struct Routing {
                                                    const std::vector<RouteCost>& distance) {
     std::map<std::size_t, Route> detours;
     constexpr double kInfinity = std::numeric_limits<double>::infinity();
+    const std::size_t vertices = boost::num_vertices(net.graph);
+    // The GPUs the source reaches, each still without a label as wide as the tree's bottleneck,
+    // the widest any route has: the first such label taken is its quickest widest route, and once
+    // every GPU has one no label left (none quicker) changes a GPU's.
+    std::vector<char> unsettled(vertices, 0);
+    std::size_t unsettled_gpus = 0;
     GigabytesPerSecond narrowest = kInfinity;
     for (const std::size_t v : net.gpus) {
-      if (v != source && distance[v].bottleneck > 0) narrowest = std::min(narrowest, distance[v].bottleneck);
+      if (v == source || distance[v].bottleneck <= 0) continue;
+      narrowest = std::min(narrowest, distance[v].bottleneck);
+      unsettled[v] = 1;
+      ++unsettled_gpus;
     }
     if (narrowest == kInfinity || !tree_misses(net, distance, narrowest)) return detours;
     struct Label {
@@ -285,22 +294,10 @@ struct Routing {
       std::size_t from;  // the label it extends
     };
     constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
-    const std::size_t vertices = boost::num_vertices(net.graph);
     std::vector<Label> labels{{kInfinity, 0, source, kNone, kNone}};
     labels.reserve(4 * vertices);
     std::vector<GigabytesPerSecond> widest(vertices, 0);  // of the labels each vertex kept
     std::vector<std::size_t> kept(vertices, kNone);       // its last kept label
-    // The GPUs still without a label as wide as the tree's bottleneck, the widest any route has:
-    // the first such label taken is their quickest widest route, and once every GPU has one no
-    // label left (none quicker) changes a GPU's.
-    std::vector<char> unsettled(vertices, 0);
-    std::size_t unsettled_gpus = 0;
-    for (const std::size_t v : net.gpus) {
-      if (v != source && distance[v].bottleneck > 0 && unsettled[v] == 0) {
-        unsettled[v] = 1;
-        ++unsettled_gpus;
-      }
-    }
     using Entry = std::tuple<Microseconds, GigabytesPerSecond, std::size_t>;  // latency, -width, label
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
     queue.emplace(0, -kInfinity, 0);
