@@ -154,17 +154,18 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
   const Count useful_tokens = (s.seq_len - s.padding_tokens) * s.batch;
   const double tokens = static_cast<double>(useful_tokens);
   const double pairs = s.unmasked_pairs * static_cast<double>(s.batch);
-  double attention_flops = 0;
+  // The FLOPs a token and an unmasked pair carry: the whole model's, or the one layer's.
+  double per_token = flops.matmul_per_token;
+  double per_pair = flops.attention_per_pair;
   if (s.scope == Scope::step) {
     e.breakdown.matmul_us += (1 + backward) * head_matmul_forward;
     e.breakdown.gradient_comm_us = exposed_gradient_comm_us(s, layers * layer_forward, layers * layer_backward);
     const model::FlopCounts whole = model::count_flops(m, model::FlopConvention::exact);
-    attention_flops = pass_multiplier * whole.attention_per_pair * pairs;
-    e.model_flops = pass_multiplier * (whole.non_attention_per_token * tokens + whole.attention_per_pair * pairs);
-  } else {
-    attention_flops = pass_multiplier * flops.attention_per_pair * pairs;
-    e.model_flops = pass_multiplier * (flops.matmul_per_token * tokens + flops.attention_per_pair * pairs);
+    per_token = whole.non_attention_per_token;
+    per_pair = whole.attention_per_pair;
   }
+  const double attention_flops = pass_multiplier * per_pair * pairs;
+  e.model_flops = pass_multiplier * per_token * tokens + attention_flops;
   e.time_us = e.breakdown.total_us();
   e.tokens_per_second = static_cast<double>(useful_tokens * s.mesh.data_parallel) / (e.time_us * 1e-6);
   const double replica_devices = static_cast<double>(s.mesh.model_parallel * s.mesh.devices);
