@@ -159,29 +159,25 @@ TEST(CliBadInput, OneLayoutSizeWrittenTwoWaysIsRefusedByEveryCommand) {
   }
   const CliResult two = run_cli("sweep --kind balance --seq-lens 512,64k --devices 8 --tiles 64x64,128x128 --layouts ptrr,ptrr:64 --format csv");
   EXPECT_EQ(two.exit_code, 0) << two.err;
-  // A command of one point, whose tile makes them one: two rows of one name.
-  for (const std::string& command : {std::string("analyze -n 64k -N 4 --tile 64x64"), std::string("simulate -n 64k -N 4 --hardware h100 --tile 64x64")}) {
-    const CliResult one = run_cli(command + " --layouts ptrr:64,ptrr");
-    EXPECT_EQ(one.exit_code, 2) << command;
-    EXPECT_EQ(one.err,
-              "stripesim: error: --layouts 'ptrr': is ptrr:64 at the 64x64 tile and 16384 tokens a device, as 'ptrr:64' is "
-              "(its row would print twice under one name)\n")
-        << command;
-    EXPECT_EQ(run_cli(command + " --layouts ptrr:128,ptrr").exit_code, 0) << command;
-  }
-  // Where a device's share is shorter than the tile, it is ptrr's default block: 256 / 4 = 64
-  // (a hybrid's share is the ring's, 256 / 4 again; padded documents count after the padding).
-  for (const std::string& command :
-       {std::string("analyze -n 256 -N 4 --tile 128x128"), std::string("simulate -n 256 -N 4 --hardware h100"),
-        std::string("simulate -n 256 -N 8 --cp hybrid:2x4 --hardware h100")}) {
-    const CliResult one = run_cli(command + " --layouts ptrr:64,ptrr");
-    EXPECT_EQ(one.exit_code, 2) << command;
-    EXPECT_EQ(one.err,
-              "stripesim: error: --layouts 'ptrr': is ptrr:64 at the 128x128 tile and 64 tokens a device, as 'ptrr:64' is "
-              "(its row would print twice under one name)\n")
-        << command;
-    EXPECT_EQ(one.out, "") << command;
-    EXPECT_EQ(run_cli(command + " --layouts ptrr:32,ptrr").exit_code, 0) << command;
+  // A command of one point, whose tile makes them one: two rows of one name. Where a device's
+  // share is shorter than the tile, that is ptrr's default block: 256 / 4 = 64 (a hybrid's share
+  // is its ring's, 256 / 4 again; padded documents count after the padding).
+  struct OnePoint {
+    std::string command, block, at, apart;
+  };
+  for (const OnePoint& point :
+       {OnePoint{"analyze -n 64k -N 4 --tile 64x64", "64", "64x64 tile and 16384", "128"},
+        OnePoint{"simulate -n 64k -N 4 --hardware h100 --tile 64x64", "64", "64x64 tile and 16384", "128"},
+        OnePoint{"analyze -n 256 -N 4 --tile 128x128", "64", "128x128 tile and 64", "32"},
+        OnePoint{"simulate -n 256 -N 4 --hardware h100", "64", "128x128 tile and 64", "32"},
+        OnePoint{"simulate -n 256 -N 8 --cp hybrid:2x4 --hardware h100", "64", "128x128 tile and 64", "32"}}) {
+    const CliResult one = run_cli(point.command + " --layouts ptrr:" + point.block + ",ptrr");
+    EXPECT_EQ(one.exit_code, 2) << point.command;
+    EXPECT_EQ(one.err, "stripesim: error: --layouts 'ptrr': is ptrr:" + point.block + " at the " + point.at +
+                           " tokens a device, as 'ptrr:" + point.block + "' is (its row would print twice under one name)\n")
+        << point.command;
+    EXPECT_EQ(one.out, "") << point.command;
+    EXPECT_EQ(run_cli(point.command + " --layouts ptrr:" + point.apart + ",ptrr").exit_code, 0) << point.command;
   }
   const CliResult padded = run_cli("analyze -n 256 -N 4 --pad-documents --mask documents:100,156 --tile 128x128 --layouts ptrr:66,ptrr");
   EXPECT_EQ(padded.exit_code, 2);
