@@ -62,6 +62,31 @@ TEST(CliReport, TwoSweepsOfOneModelGetAFigureEach) {
   std::filesystem::remove_all(dir);
 }
 
+// A sweep of two tiles draws a curve for each tile of each mesh (one curve a mesh zigzagged between
+// the tiles' points at every length), its lengths labelled as -n takes them (256k, not 262k);
+// with the tile column left out the rows of a mesh cannot be told apart, and the figure says so.
+TEST(CliReport, TmsCurvesKeepTilesApartAndLabelLengthsInBinaryUnits) {
+  const auto dir = fresh_dir("stripesim_report_tiles");
+  ASSERT_EQ(run_cli("sweep --meshes 2x4 --seq-lens 8k,256k --tiles 128x128,2048x4096 --format json -o '" + (dir / "s.json").string() + "'")
+                .exit_code,
+            0);
+  ASSERT_EQ(run_cli("report '" + (dir / "s.json").string() + "' --out-dir '" + (dir / "out").string() + "'").exit_code, 0);
+  const std::string svg = slurp(dir / "out" / "tms-a100-80gb-1b.svg");
+  for (const char* text : {">mesh 2x4, 128x128<", ">mesh 2x4, 2048x4096<", ">8k<", ">256k<"}) EXPECT_NE(svg.find(text), std::string::npos) << text;
+  EXPECT_EQ(svg.find(">262k<"), std::string::npos);
+  size_t dashed = 0;
+  for (size_t at = svg.find("5,4"); at != std::string::npos; at = svg.find("5,4", at + 1)) ++dashed;
+  EXPECT_EQ(dashed, 2u) << "one dashed (tiles) curve a tile";
+  ASSERT_EQ(run_cli("sweep --meshes 2x4 --seq-lens 8k,256k --tiles 128x128,2048x4096 --columns hardware,model,mesh,n_seq,tms "
+                    "--format json -o '" + (dir / "c.json").string() + "'")
+                .exit_code,
+            0);
+  ASSERT_EQ(run_cli("report '" + (dir / "c.json").string() + "' --out-dir '" + (dir / "out2").string() + "'").exit_code, 0);
+  EXPECT_NE(slurp(dir / "out2" / "tms-a100-80gb-1b.svg").find("mesh 2x4 has two rows at n = 8k: keep the columns that tell them apart"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 // At --scope step a result's time is the step's while its idle and exposed communication are one
 // layer's attention: the report shows the two apart (a step table, then the layer's attention),
 // and the timeline's axis spans the attention passes it draws, not the step. Without a ring the

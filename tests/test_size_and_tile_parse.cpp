@@ -3,6 +3,7 @@
 #include "stripesim/model/io/name_match.hpp"
 
 #include <filesystem>
+#include <limits>
 
 #include "stripesim/model/io/executable_path.hpp"
 #include "stripesim/model/io/input_error.hpp"
@@ -21,6 +22,21 @@ TEST(ParseCount, PlainAndSuffixed) {
   EXPECT_EQ(parse_count("8M", "n"), 8388608);
   EXPECT_EQ(parse_count("2G", "n"), Count{1} << 31);
   EXPECT_EQ(parse_count("0", "n"), 0);
+}
+
+// The way back: the largest suffix that divides, which parse_count reads as the same count.
+TEST(CountWithSuffix, LargestExactSuffixAndBackAgain) {
+  EXPECT_EQ(count_with_suffix(262144), "256k");
+  EXPECT_EQ(count_with_suffix(32768), "32k");
+  EXPECT_EQ(count_with_suffix(1048576), "1M");
+  EXPECT_EQ(count_with_suffix(Count{3} << 30), "3G");
+  EXPECT_EQ(count_with_suffix(1536), "1536");  // 1.5k: no suffix divides it
+  EXPECT_EQ(count_with_suffix(3000), "3000");
+  EXPECT_EQ(count_with_suffix(0), "0");
+  for (const Count n : {Count{0}, Count{1}, Count{1023}, Count{1024}, Count{1025}, Count{3} << 20, (Count{1} << 62) + 1024,
+                        std::numeric_limits<Count>::max()}) {
+    EXPECT_EQ(parse_count(count_with_suffix(n), "n"), n) << n;
+  }
 }
 
 TEST(ParseCount, RejectsWhatIsNotACount) {

@@ -6,10 +6,12 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
 #include "stripesim/model/io/json_file.hpp"
+#include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/work_model.hpp"
@@ -192,24 +194,51 @@ std::string attention_matrix_svg(const std::vector<std::string>& layouts, Count 
 }
 
 std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardware, const std::string& model_name) {
-  // Meshes in numeric order (1x3 before 1x16).
-  const auto mesh_order = [](const std::string& a, const std::string& b) { return natural_less(a, b); };
-  std::map<std::string, std::vector<const nlohmann::json*>, decltype(mesh_order)> by_mesh(mesh_order);
+  std::vector<const nlohmann::json*> rows;
+  std::set<std::string> tiles, conventions;
   double lo_x = 1e300, hi_x = -1e300, hi_y = 1.0;
   for (const auto& row : non_empty_array_field(sweep, "rows")) {
     if (field(row, "hardware") != hardware || field(row, "model") != model_name) continue;
-    by_mesh[read<std::string>(row, "mesh")].push_back(&row);
+    rows.push_back(&row);
+    if (row.contains("tile")) tiles.insert(read<std::string>(row, "tile"));
+    if (row.contains("convention")) conventions.insert(read<std::string>(row, "convention"));
     // Its log is the axis: 0 made it -inf, and the tick loop endless.
     const double x = std::log2(static_cast<double>(read_size(row, "n_seq")));
     lo_x = std::min(lo_x, x);
     hi_x = std::max(hi_x, x);
     hi_y = std::max(hi_y, read<double>(row, "tms"));
   }
-  const double width = 640, height = 400, plot_w = 480, plot_h = 300, x0 = 70, y0 = 40;
+  // One curve a mesh, and a tile and a FLOP convention where the sweep has several: two tiles'
+  // points at one length on one line drew a zigzag. Meshes in numeric order (1x3 before 1x16).
+  const auto series_order = [](const std::string& a, const std::string& b) { return natural_less(a, b); };
+  std::map<std::string, std::vector<const nlohmann::json*>, decltype(series_order)> by_series(series_order);
+  for (const auto* row : rows) {
+    std::string name = fmt::format("mesh {}", read<std::string>(*row, "mesh"));
+    if (tiles.size() > 1) name += ", " + read<std::string>(*row, "tile");
+    if (conventions.size() > 1) name += ", " + read<std::string>(*row, "convention");
+    by_series[name].push_back(row);
+  }
+  const double height = 400, plot_w = 480, plot_h = 300, x0 = 70, y0 = 40;
+  // Wide enough for the longest legend entry (about 6.5 px a character at 11 px).
+  size_t longest = 0;
+  for (const auto& entry : by_series) longest = std::max(longest, entry.first.size());
+  const double width = std::max(640.0, x0 + plot_w + 36 + 6.5 * static_cast<double>(longest) + 10);
   SvgCanvas svg(width, height);
   svg.text(x0, 24, fmt::format("TMS of striped over contiguous: {} {} (solid: elements, dashed: tiles)", hardware, model_name), 13);
-  if (by_mesh.empty() || hi_x <= lo_x) {
-    if (hi_x <= lo_x && !by_mesh.empty()) {
+  // A curve with two rows at one length: the columns that tell them apart were left out (--columns).
+  for (const auto& [name, series] : by_series) {
+    std::set<Count> lengths;
+    for (const auto* row : series) {
+      if (lengths.insert(read_size(*row, "n_seq")).second) continue;
+      svg.text(x0, y0 + 20,
+               fmt::format("{} has two rows at n = {}: keep the columns that tell them apart (tile, convention)", name,
+                           model::count_with_suffix(read_size(*row, "n_seq"))),
+               12);
+      return svg.finish();
+    }
+  }
+  if (by_series.empty() || hi_x <= lo_x) {
+    if (hi_x <= lo_x && !by_series.empty()) {
       hi_x = lo_x + 1;
     } else {
       svg.text(x0, y0 + 20, "no rows for this hardware and model", 12);
@@ -226,14 +255,14 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
   }
   for (double e = std::ceil(lo_x); e <= hi_x + 1e-9; e += 1) {
     svg.line(px(e), y0 + plot_h, px(e), y0 + plot_h + 4, "#666666");
-    svg.text(px(e), y0 + plot_h + 16, short_count(std::pow(2.0, e)), 10, "middle");
+    svg.text(px(e), y0 + plot_h + 16, model::count_with_suffix(Count{1} << static_cast<int>(e)), 10, "middle");
   }
   svg.text(x0 + plot_w / 2, height - 12, "sequence length n (log scale)", 11, "middle");
   svg.text(16, y0 + plot_h / 2, "TMS", 11, "middle");
   size_t index = 0;
-  for (const auto& [mesh, rows] : by_mesh) {
+  for (const auto& [name, series] : by_series) {
     std::vector<std::pair<double, double>> solid, dashed;
-    for (const auto* row : rows) {
+    for (const auto* row : series) {
       const double x = px(std::log2(read<double>(*row, "n_seq")));
       solid.emplace_back(x, py(read<double>(*row, "tms")));
       if (row->contains("tms_tiles")) dashed.emplace_back(x, py(read<double>(*row, "tms_tiles")));
@@ -249,7 +278,7 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
     const double ly = y0 + 14 + 16 * static_cast<double>(index);
     svg.line(x0 + plot_w + 12, ly - 4, x0 + plot_w + 32, ly - 4, colour, 2.0);
     svg.marker(x0 + plot_w + 22, ly - 4, 3, colour, shape);
-    svg.text(x0 + plot_w + 36, ly, fmt::format("mesh {}", mesh), 11);
+    svg.text(x0 + plot_w + 36, ly, name, 11);
     ++index;
   }
   return svg.finish();

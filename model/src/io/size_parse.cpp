@@ -33,6 +33,14 @@ Count parse_count(std::string_view text, const InputName& what) {
   return value * multiplier;
 }
 
+std::string count_with_suffix(Count value) {
+  for (const auto& [shift, suffix] : {std::pair{30, 'G'}, std::pair{20, 'M'}, std::pair{10, 'k'}}) {
+    const Count unit = Count{1} << shift;
+    if (value != 0 && value % unit == 0) return std::to_string(value / unit) + suffix;
+  }
+  return std::to_string(value);
+}
+
 double parse_number(std::string_view text, const InputName& what) {
   double value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);

@@ -3,6 +3,7 @@
 // "2G" (x2^30). Anything else (signs, spaces, fractions, overflow) is an InputError naming `what`.
 // And of the real numbers in files and specs ("1.2", "-0.5", "1e3"): finite, nothing around them.
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -15,6 +16,9 @@ namespace stripesim::model {
 inline constexpr const char* kCountSuffixes = "suffixes k = 1024, M = 1048576, G = 2^30";
 
 [[nodiscard]] Count parse_count(std::string_view text, const InputName& what);
+// A count as users write one: with the largest suffix that divides it exactly, from k up
+// (32768 "32k", 262144 "256k", 1048576 "1M", 3000 "3000"); parse_count reads it back.
+[[nodiscard]] std::string count_with_suffix(Count value);
 [[nodiscard]] double parse_number(std::string_view text, const InputName& what);
 
 // The two factors of a product as users write one, "AxB" (or "AXB"), cut at its first x:
