@@ -582,6 +582,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"topology_file_missing", "simulate --topology /nonexistent/t.json", "does not exist"},
         BadInput{"bad_topology_file", std::string("simulate --topology '") + STRIPESIM_SOURCE_DIR + "/tests/data/disconnected_topology.json'",
                  "GPU 1 (g1) is not connected to GPU 0"},
+        BadInput{"dangling_topology_node", std::string("simulate --topology '") + STRIPESIM_SOURCE_DIR + "/tests/data/dangling_switch_topology.json'",
+                 "node \"s2\" (switch) is joined to no GPU, so no route crosses it"},
         BadInput{"too_many_devices", "simulate --devices 5000 --seq-len 5000", "--devices 5000: must be between 1 and 4096"},
         // Scopes beyond the ring: what they need, and the mesh on the topology.
         BadInput{"bad_scope", "simulate --scope wide", "--scope 'wide': expected attention, layer or step"},

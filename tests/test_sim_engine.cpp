@@ -425,6 +425,32 @@ TEST(Topology, ASecondLinkBetweenTwoNodesIsRefused) {
   }
 }
 
+// A file's node that no link joins to the GPUs carries nothing: refused naming it, as a GPU on
+// its own is. A file of more GPUs than any topology holds (the generated ones' bound) is refused
+// before its routes are searched (a chain of 70,000 ran out of time finding them).
+TEST(Topology, ANodeJoinedToNoGpuAndTooManyGpusAreRefused) {
+  nlohmann::json doc = {{"name", "island"}, {"nodes", nlohmann::json::array()}, {"links", nlohmann::json::array()}};
+  for (int g = 0; g < 2; ++g) doc["nodes"].push_back({{"id", fmt::format("gpu{}", g)}, {"kind", "gpu"}});
+  for (const char* id : {"sw", "sw9"}) doc["nodes"].push_back({{"id", id}, {"kind", "switch"}});
+  for (int g = 0; g < 2; ++g) doc["links"].push_back({{"a", fmt::format("gpu{}", g)}, {"b", "sw"}, {"bandwidth_gbps", 100}});
+  try {
+    (void)Topology::from_json(doc, "island");
+    ADD_FAILURE() << "a switch joined to nothing was accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "island: node \"sw9\" (switch) is joined to no GPU, so no route crosses it");
+  }
+  doc["links"].push_back({{"a", "sw"}, {"b", "sw9"}, {"bandwidth_gbps", 100}});
+  EXPECT_EQ(Topology::from_json(doc, "island").gpu_count(), 2);
+  nlohmann::json many = {{"name", "many"}, {"nodes", nlohmann::json::array()}, {"links", nlohmann::json::array()}};
+  for (int g = 0; g <= 65536; ++g) many["nodes"].push_back({{"id", fmt::format("g{}", g)}, {"kind", "gpu"}});
+  try {
+    (void)Topology::from_json(many, "many");
+    ADD_FAILURE() << "65537 GPUs were accepted";
+  } catch (const model::InputError& e) {
+    EXPECT_STREQ(e.what(), "many: has 65537 GPUs, more than 65536, the most a topology holds");
+  }
+}
+
 // A topology file's document: GPUs gpu0 .. gpu{gpus - 1}, the switches named, and the links.
 struct LinkSpec {
   const char* a;
@@ -542,9 +568,11 @@ TEST(Topology, RoutesAreTheBestOfEverySimplePath) {
     std::vector<std::vector<std::pair<double, double>>> best(static_cast<size_t>(gpus),
                                                              std::vector<std::pair<double, double>>(static_cast<size_t>(gpus), {0.0, 0.0}));
     bool connected = true;
+    std::vector<char> reached(static_cast<size_t>(vertices), 0);  // from any GPU
     for (int from = 0; from < gpus; ++from) {
       std::vector<char> on_path(static_cast<size_t>(vertices), 0);
       const std::function<void(int, double, double)> walk = [&](int v, double width, double latency) {
+        reached[static_cast<size_t>(v)] = 1;
         if (v < gpus && v != from) {
           auto& b = best[static_cast<size_t>(from)][static_cast<size_t>(v)];
           if (width > b.first || (width == b.first && latency < b.second)) b = {width, latency};
@@ -558,7 +586,8 @@ TEST(Topology, RoutesAreTheBestOfEverySimplePath) {
       walk(from, std::numeric_limits<double>::infinity(), 0);
       for (int to = 0; to < gpus; ++to) connected = connected && (to == from || best[static_cast<size_t>(from)][static_cast<size_t>(to)].first > 0);
     }
-    if (!connected) continue;  // the file would be refused
+    // The file would be refused: a GPU no route reaches, or a switch joined to no GPU.
+    if (!connected || std::find(reached.begin(), reached.end(), 0) != reached.end()) continue;
     ++graphs;
     const Topology t = file_topology(fmt::format("random{}", attempt), gpus, switch_names, links);
     for (Count from = 0; from < gpus; ++from) {

@@ -29,6 +29,14 @@ namespace stripesim::sim {
 
 using model::InputError;
 
+namespace {
+
+// The most GPUs a topology holds, generated or read from a file: well past any ring stripesim
+// simulates, and a graph whose routes are found in moments.
+constexpr Count kMaxGpus = 65536;
+
+}  // namespace
+
 void Topology::add_node(std::string id, std::string kind) {
   if (kind == "gpu") net_->gpus.push_back(net_->nodes.size());
   net_->nodes.push_back({std::move(id), std::move(kind)});
@@ -70,6 +78,9 @@ Topology Topology::from_json(const nlohmann::json& doc, const std::string& label
     t.add_node(id, kind);
   }
   if (t.net_->gpus.empty()) throw InputError(fmt::format("{}: has no node of kind gpu", label));
+  if (static_cast<Count>(t.net_->gpus.size()) > kMaxGpus) {
+    throw InputError(fmt::format("{}: has {} GPUs, more than {}, the most a topology holds", label, t.net_->gpus.size(), kMaxGpus));
+  }
   const auto& links = f.raw("links");
   if (!links.is_array()) throw InputError(fmt::format("{}: expected an array", f.where("links")));
   std::map<std::pair<std::size_t, std::size_t>, size_t> joined;  // (a, b), a < b: the link that joins them
@@ -95,15 +106,21 @@ Topology Topology::from_json(const nlohmann::json& doc, const std::string& label
     t.add_link(a, b, l.positive_number("bandwidth_gbps"), l.non_negative_number_or("latency_us", 0.0));
   }
   t.build_graph();
-  // Every GPU must reach every other, or some ring hop has no route.
-  const auto routes = t.routes_from(0, [&] {
-    std::vector<Count> all(t.net_->gpus.size());
-    for (size_t g = 0; g < all.size(); ++g) all[g] = static_cast<Count>(g);
-    return all;
-  }());
-  for (size_t g = 1; g < routes.size(); ++g) {
-    if (routes[g].links.empty()) {
-      throw InputError(fmt::format("{}: GPU {} ({}) is not connected to GPU 0", label, g, t.net_->nodes[t.net_->gpus[g]].id));
+  // Every GPU must reach every other, or some ring hop has no route; and every other node must be
+  // on their network, or the file holds a part that carries nothing.
+  const Network& net = *t.net_;
+  std::vector<int> component(net.nodes.size());
+  (void)boost::connected_components(net.graph, component.data());
+  const int network = component[net.gpus[0]];
+  for (size_t g = 1; g < net.gpus.size(); ++g) {
+    if (component[net.gpus[g]] != network) {
+      throw InputError(fmt::format("{}: GPU {} ({}) is not connected to GPU 0", label, g, net.nodes[net.gpus[g]].id));
+    }
+  }
+  for (size_t v = 0; v < net.nodes.size(); ++v) {
+    if (component[v] != network) {
+      throw InputError(fmt::format("{}: node \"{}\" ({}) is joined to no GPU, so no route crosses it", label, net.nodes[v].id,
+                                   net.nodes[v].kind));
     }
   }
   return t;
@@ -396,7 +413,6 @@ namespace {
 constexpr Microseconds kNvlinkLatencyUs = kDefaultNvlinkLatencyUs;
 constexpr GigabytesPerSecond kNicBandwidth = kDefaultNicBandwidth;
 constexpr Microseconds kNicLatencyUs = kDefaultNicLatencyUs;
-constexpr Count kMaxGeneratedGpus = 65536;
 
 // The options after cluster:NxG, each ":key=value": the NIC line rate and how many NICs a node has.
 struct ClusterOptions {
@@ -518,8 +534,8 @@ Topology load_topology_spec(const std::string& spec, const std::string& config_d
   if (lower == "ideal") return Topology::ideal(ideal_gpus);
   if (lower.starts_with(kNvswitch)) {
     const Count gpus = model::parse_count(text.substr(kNvswitch.size()), flag + " nvswitch:G GPU count");
-    if (gpus < 1 || gpus > kMaxGeneratedGpus) {
-      throw topology_error(spec, fmt::format("the GPU count must be between 1 and {}", kMaxGeneratedGpus));
+    if (gpus < 1 || gpus > kMaxGpus) {
+      throw topology_error(spec, fmt::format("the GPU count must be between 1 and {}", kMaxGpus));
     }
     return Topology::nvswitch(gpus, nvlink, nvlink_latency);
   }
@@ -532,8 +548,8 @@ Topology load_topology_spec(const std::string& spec, const std::string& config_d
     const Count nodes = model::parse_count(sides->first, flag + " cluster node count");
     const Count gpus = model::parse_count(sides->second, flag + " cluster GPUs per node");
     // Each factor is bounded first: their product could overflow 64 bits (and wrap to a small number).
-    if (nodes < 1 || gpus < 1 || nodes > kMaxGeneratedGpus || gpus > kMaxGeneratedGpus || nodes * gpus > kMaxGeneratedGpus) {
-      throw topology_error(spec, fmt::format("needs at least one node of one GPU and at most {} GPUs", kMaxGeneratedGpus));
+    if (nodes < 1 || gpus < 1 || nodes > kMaxGpus || gpus > kMaxGpus || nodes * gpus > kMaxGpus) {
+      throw topology_error(spec, fmt::format("needs at least one node of one GPU and at most {} GPUs", kMaxGpus));
     }
     const ClusterOptions options = parse_cluster_options(rest.substr(shape.size()), gpus, spec);
     return memoised(fmt::format("{}|{}|{}", spec, nvlink, nvlink_latency), [&] {
