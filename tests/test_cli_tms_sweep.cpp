@@ -180,6 +180,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"hardware_file_empty_name", "tms --hardware " + data("hardware_empty_name.json"), "field \"name\": must not be empty"},
         BadInput{"hardware_file_alias_twice", "tms --hardware " + data("hardware_alias_twice.json"),
                  "field \"aliases[1]\": given twice in the list (as aliases[0])"},
+        // An empty device name is part of every driver's name: any GPU would have matched it.
+        BadInput{"hardware_file_empty_device_name", "tms --hardware " + data("hardware_empty_device_name.json"),
+                 "field \"device_names[1]\": expected a name, got \"\""},
         // The flags' bounds hold for a model file too (it ran, with 32 GB hops).
         BadInput{"model_file_head_dim", "tms --model " + data("model_head_dim_too_large.json"),
                  "field \"head_dim\": must be between 1 and 1024, got 4096"},

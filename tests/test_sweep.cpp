@@ -76,6 +76,13 @@ TEST(Sweep, MeshesAndBadSpecs) {
   EXPECT_THROW(spec(R"({"convention": "rough", "groups": [{"hardware": ["a100"], "models": ["1b"], "meshes": ["1x2"], "seq_lens": [8192]}]})"), InputError);
   EXPECT_THROW(spec(R"({"groups": [{"hardware": ["a100"], "models": ["1b"], "meshes": ["1x2"]}]})"), InputError);
   EXPECT_THROW(spec(R"({"groups": [{"hardware": "a100", "models": ["1b"], "meshes": ["1x2"], "seq_lens": [8192]}]})"), InputError);
+  // No columns is refused, not taken for every column (what leaving the field out keeps).
+  try {
+    (void)spec(R"({"columns": [], "groups": [{"hardware": ["a100"], "models": ["1b"], "meshes": ["1x2"], "seq_lens": [8192]}]})");
+    ADD_FAILURE() << "an empty columns list was taken";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "test.json field \"columns\": expected a non-empty array (leave the field out for every column)");
+  }
   SweepSpec unknown_column = spec(R"({"columns": ["tms", "speed"], "groups": [{"hardware": ["a100"], "models": ["1b"], "meshes": ["1x2"], "seq_lens": [8192]}]})");
   EXPECT_THROW((void)run_sweep(unknown_column, catalog()), InputError);
   SweepSpec unknown_model = spec(R"({"groups": [{"hardware": ["a100"], "models": ["13b"], "meshes": ["1x2"], "seq_lens": [8192]}]})");

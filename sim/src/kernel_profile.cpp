@@ -379,7 +379,14 @@ std::vector<std::string> kernel_homes(const model::HardwareProfile& hardware, co
     try {
       at = catalog.hardware(next);
     } catch (const model::InputError&) {
-      break;  // a folder of kernels without a hardware profile of that name: the name is all there is
+      // A folder of kernels without a hardware profile of that name: the name is all there is.
+      // Neither: a misspelt name, whose kernels would never be found.
+      if (!std::filesystem::is_directory(std::filesystem::path(catalog.root()) / "kernels" / next)) {
+        throw InputError(fmt::format("hardware {} field \"kernels_from\" = '{}': no hardware profile and no kernel folder "
+                                     "(kernels/{}) of that name",
+                                     at.name, next, next));
+      }
+      break;
     }
   }
   return names;

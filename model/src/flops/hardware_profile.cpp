@@ -24,7 +24,7 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   h.name = f.non_empty_string("name");
   h.description = f.string_or("description", "");
   h.aliases = f.distinct_string_list_or("aliases", {});
-  h.device_names = f.string_list_or("device_names", {});
+  h.device_names = f.distinct_string_list_or("device_names", {});
   const JsonFields peaks(f.raw("peak_tflops"), f.where("peak_tflops"));
   // A rate under a misspelt name would sit unused beside the real one.
   for (const auto& [precision, value] : f.raw("peak_tflops").items()) {

@@ -186,7 +186,12 @@ std::vector<std::string> JsonFields::string_list_or(const std::string& key, std:
 std::vector<std::string> JsonFields::distinct_string_list_or(const std::string& key, std::vector<std::string> fallback,
                                                             std::string (*identity)(std::string_view)) const {
   std::vector<std::string> items = string_list_or(key, std::move(fallback));
-  if (has(key)) require_distinct(key, items, [&](const std::string& name) { return identity ? identity(name) : lowercase(name); });
+  if (!has(key)) return items;
+  // An empty name names nothing (and, as a device name, is part of every driver's name).
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].empty()) throw InputError(fmt::format("{}: expected a name, got \"\"", where_item(key, i)));
+  }
+  require_distinct(key, items, [&](const std::string& name) { return identity ? identity(name) : lowercase(name); });
   return items;
 }
 

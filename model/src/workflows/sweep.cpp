@@ -112,6 +112,10 @@ SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& lab
   if (f.has("tiling")) spec.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
   spec.extra_layouts = f.distinct_string_list_or("layouts", {}, layout_identity);
   spec.columns = f.distinct_string_list_or("columns", {});
+  // No columns is not every column (what leaving the field out keeps): say which.
+  if (f.has("columns") && spec.columns.empty()) {
+    throw InputError(fmt::format("{}: expected a non-empty array (leave the field out for every column)", f.where("columns")));
+  }
   const auto& groups = f.non_empty_array("groups");
   for (size_t i = 0; i < groups.size(); ++i) {
     spec.groups.push_back(group_from_json(groups[i], fmt::format("{} group {}", label, i)));

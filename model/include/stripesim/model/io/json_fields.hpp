@@ -62,8 +62,9 @@ class JsonFields {
   [[nodiscard]] bool boolean_or(const std::string& key, bool fallback) const;
   // The array of strings at key (it may be empty), or fallback when the field is absent.
   [[nodiscard]] std::vector<std::string> string_list_or(const std::string& key, std::vector<std::string> fallback) const;
-  // The same for a list of names (layouts, masks, columns): one given twice is refused, as the
-  // flags refuse it (it would print the same row twice). Two items are the same when `identity`
+  // The same for a list of names (layouts, masks, columns, a hardware's aliases and device
+  // names): an empty one, or one given twice, is refused, as the flags refuse it (it would print
+  // the same row twice). Two items are the same when `identity`
   // gives them one value: by default the name, case aside (layout_identity for layouts).
   [[nodiscard]] std::vector<std::string> distinct_string_list_or(const std::string& key, std::vector<std::string> fallback,
                                                                  std::string (*identity)(std::string_view) = nullptr) const;
