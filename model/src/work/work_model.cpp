@@ -345,10 +345,14 @@ Count trimmed_call_length(const std::optional<Run>& queries, const std::optional
 // that a block whose diagonal is masked is trimmed: a mask allowing causal's pairs, a window
 // (FlashAttention's and cuDNN's windows are bands on the same diagonal), and a prefix (no such
 // kernel takes one: the ring runs unmasked calls inside it and causal ones after it, priced as one
-// call of the block's tiles). Not documents: several sequences in one call, each with its own
-// diagonal.
+// call of the block's tiles). Not several documents: several sequences in one call, each with its
+// own diagonal. One document without padding is one sequence, its window (if any) a band on the
+// diagonal: window:W's calls (documents:64k:window=2k at 64k tokens is window:2k, and was priced
+// apart).
 bool calls_run_causal(const Mask& mask) {
-  return mask.is_causal() || mask.kind() == MaskKind::window || mask.kind() == MaskKind::prefix;
+  const bool one_sequence =
+      mask.kind() == MaskKind::documents && mask.document_lengths().size() == 1 && mask.document_padding().front() == 0;
+  return mask.is_causal() || one_sequence || mask.kind() == MaskKind::window || mask.kind() == MaskKind::prefix;
 }
 
 // A local span [begin, end) of a block's runs, and the allowed pairs its runs hold.
