@@ -599,15 +599,17 @@ TEST(Simulation, AnH800RunsTheH100sKernelsOverSlowerLinks) {
       EXPECT_EQ(std::string(e.what()), fmt::format("h.json field \"kernels_from\": must name another hardware profile, got \"{}\"", bad));
     }
   }
-  // A name that is neither a hardware profile nor a kernel folder: its kernels would never be found.
+  // A misspelt name finds no kernels, and the refusal says why (it blamed the default kernel alone).
   nlohmann::json misspelt = nlohmann::json::parse(written.dump());
   misspelt["kernels_from"] = "h10O";
   try {
-    (void)load_kernel_profile("sdpa", catalog().root(), model::hardware_profile_from_json(misspelt, "h.json"));
-    ADD_FAILURE() << "kernels_from h10O was taken";
+    (void)load_kernel_profile("", catalog().root(), model::hardware_profile_from_json(misspelt, "h.json"));
+    ADD_FAILURE() << "kernels_from h10O found a kernel";
   } catch (const model::InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "hardware h800-sxm field \"kernels_from\" = 'h10O': no hardware profile and no kernel folder (kernels/h10O) of that name");
+              "hardware h800-sxm field \"default_kernel\" = 'sdpa': no such kernel for hardware h800-sxm (it has no kernel "
+              "profiles; give a JSON file), and its \"kernels_from\" = 'h10O' names no folder of kernels; give --kernel NAME or "
+              "mend the profile");
   }
   // The hops of the same ring: K/V at 200 GB/s against 450.
   EXPECT_NEAR(slowest_ring_hop_us("h800") / slowest_ring_hop_us("h100"), 450.0 / 200.0, 0.02);

@@ -379,14 +379,7 @@ std::vector<std::string> kernel_homes(const model::HardwareProfile& hardware, co
     try {
       at = catalog.hardware(next);
     } catch (const model::InputError&) {
-      // A folder of kernels without a hardware profile of that name: the name is all there is.
-      // Neither: a misspelt name, whose kernels would never be found.
-      if (!std::filesystem::is_directory(std::filesystem::path(catalog.root()) / "kernels" / next)) {
-        throw InputError(fmt::format("hardware {} field \"kernels_from\" = '{}': no hardware profile and no kernel folder "
-                                     "(kernels/{}) of that name",
-                                     at.name, next, next));
-      }
-      break;
+      break;  // a folder of kernels without a hardware profile of that name: the name is all there is
     }
   }
   return names;
@@ -418,10 +411,16 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
       return kernel_profile_from_json(model::read_json_file(file->string(), file->string(), model::FileUse::kernel_profile), file->string());
     }
   }
+  // A kernels_from that names no folder (a misspelt one) is why a profile's kernels were not found.
+  const std::string unfound_home =
+      !hardware.kernels_from.empty() && !fs::is_directory(fs::path(config_dir) / "kernels" / hardware.kernels_from)
+          ? fmt::format(", and its \"kernels_from\" = '{}' names no folder of kernels", hardware.kernels_from)
+          : "";
   const std::string detail =
-      known.empty() ? fmt::format("no such kernel for hardware {} (it has no kernel profiles; give a JSON file)", hardware.name)
-                    : fmt::format("no such kernel for hardware {}{}, expected one of {}", hardware.name,
-                                  model::did_you_mean(wanted, known), fmt::join(known, ", "));
+      known.empty() ? fmt::format("no such kernel for hardware {} (it has no kernel profiles; give a JSON file){}", hardware.name,
+                                  unfound_home)
+                    : fmt::format("no such kernel for hardware {}{}, expected one of {}{}", hardware.name,
+                                  model::did_you_mean(wanted, known), fmt::join(known, ", "), unfound_home);
   // Not asked for: the hardware profile's default, named as its field (no --kernel was given).
   if (spec.empty()) {
     throw InputError(fmt::format("hardware {} field \"default_kernel\" = '{}': {}; give --kernel NAME or mend the profile",
