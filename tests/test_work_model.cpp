@@ -207,7 +207,7 @@ TEST(WorkModel, PairsCountedOnceEqualBruteForce) {
 // Striped under a causal mask: K/V from a later device is the strictly lower triangle of the
 // local order, which ring-flash-attention runs as q[1:] x k[:-1] (c - 1 of each); K/V from the
 // device itself or an earlier one includes the diagonal and runs as it is. Contiguous and
-// zigzag never need a trim; windows and prefixes trim as causal does, documents never
+// zigzag never need a trim; windows and prefixes trim as causal does, several documents never
 // (MasksThatAreCausalTrimAsCausalDoes).
 TEST(WorkModel, StripedBlocksFromLaterDevicesAreTrimmedByOne) {
   for (const Count N : {Count{4}, Count{1024}}) {
@@ -246,9 +246,12 @@ TEST(WorkModel, MasksThatAreCausalTrimAsCausalDoes) {
   }
   // A window or a prefix is run with the kernel's causal mask too (a band on the same diagonal; a
   // prefix as unmasked calls inside it beside causal ones after it): one pair more (prefix:2) or
-  // less (a window of n - 1) keeps the trim, so it never prices less work dearer. Documents do not:
-  // one call holds several sequences, each with its own diagonal.
-  for (const Mask& near : {Mask::window(n, n - 1), Mask::window(n, 64), Mask::prefix(n, 2), Mask::prefix(n, n / 2)}) {
+  // less (a window of n - 1) keeps the trim, so it never prices less work dearer; so does one
+  // unpadded document with such a window, the same mask. Several documents do not: one call holds
+  // several sequences, each with its own diagonal (nor does a padded one: its padding is a second
+  // run of keys no query sees).
+  for (const Mask& near : {Mask::window(n, n - 1), Mask::window(n, 64), Mask::prefix(n, 2), Mask::prefix(n, n / 2),
+                           Mask::documents(n, {n}, n - 1), Mask::documents(n, {n}, 64)}) {
     EXPECT_EQ(count_work(Layout::striped(n, N), near, {128, 128}, 0, WorkDetail::query_tiles).trimmed_length, causal.trimmed_length)
         << near.name();
   }
@@ -259,7 +262,7 @@ TEST(WorkModel, MasksThatAreCausalTrimAsCausalDoes) {
     EXPECT_EQ(mostly_prefix.trimmed_length.at(r, 1), 0);
     EXPECT_EQ(mostly_prefix.trimmed_length.at(r, 2), causal.trimmed_length.at(r, 2));
   }
-  for (const Mask& other : {Mask::documents(n, {n / 2, n / 2}), Mask::documents(n, {n}, n - 1), Mask::documents(n, {n}, 0, {1})}) {
+  for (const Mask& other : {Mask::documents(n, {n / 2, n / 2}), Mask::documents(n, {n / 2, n / 2}, 64), Mask::documents(n, {n}, 0, {1})}) {
     EXPECT_EQ(count_work(Layout::striped(n, N), other, {128, 128}, 0, WorkDetail::query_tiles).trimmed_length.total(), 0)
         << other.name();
   }
