@@ -126,13 +126,18 @@ model::BalanceSweepSpec balance_spec_from_flags(const SweepOptions& o) {
   return spec;
 }
 
-// The grid flags that give an input by another name than the one flag the libraries name it by.
-model::InputOrigins grid_flags() {
+// The grid flags that give an input by another name than the one flag the libraries name it by
+// (--meshes gives both degrees, where --model-parallel and --devices are refused beside it).
+model::InputOrigins grid_flags(bool meshes) {
   model::InputOrigins flags;
   flags.add_flag(model::Input::seq_len, "--seq-lens");
   flags.add_flag(model::Input::mask, "--masks");
   flags.add_flag(model::Input::tile, "--tiles");
   flags.add_flag(model::Input::model, "--models");
+  if (meshes) {
+    flags.add_flag(model::Input::model_parallel, "--meshes (M of MxN)");
+    flags.add_flag(model::Input::devices, "--meshes (N of MxN)");
+  }
   return flags;
 }
 
@@ -217,7 +222,7 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
     const bool balance = experiment.is_object() ? experiment.contains("kind") && experiment.at("kind") == "balance"
                                                 : opts.kind == "balance";
     // An experiment file's points name their fields; the flags' grid, its flags.
-    const model::InputOrigins flags = experiment.is_object() ? model::InputOrigins() : grid_flags();
+    const model::InputOrigins flags = experiment.is_object() ? model::InputOrigins() : grid_flags(!opts.meshes.empty());
     if (const CLI::Option* flag = balance ? opts.tms_only.first_given() : opts.balance_only.first_given()) {
       throw model::InputError(fmt::format("{}: only with --kind {} (this sweep is --kind {})", flag->get_name(),
                                           balance ? "tms" : "balance", balance ? "balance" : "tms"));

@@ -192,6 +192,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"model_file_vocab", "simulate --scope step --model " + data("model_vocab_too_large.json"),
                  "field \"vocab\": must be between 1 and 16777216, got 4611686018427387904"},
         BadInput{"model_parallel_heads", "tms --model-parallel 3", "--model-parallel 3: must divide the 16 heads"},
+        // A sweep's --meshes gives both degrees: its errors name it, not the flags refused beside it.
+        BadInput{"sweep_mesh_model_parallel", "sweep --meshes 3x2 --seq-lens 64k", "--meshes (M of MxN) 3: must divide the 16 heads"},
+        BadInput{"sweep_mesh_devices", "sweep --meshes 2x5000 --seq-lens 64k", "--meshes (N of MxN) 5000: must be between 1 and 4096"},
         // K/V heads split (or replicated) as the simulator splits them: 7 of 4 K/V heads is neither.
         BadInput{"model_parallel_kv_heads", "tms --model qwen2.5-7b --model-parallel 7",
                  "--model-parallel 7: must divide the 4 K/V heads (or be a multiple of it)"},

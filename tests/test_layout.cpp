@@ -282,7 +282,7 @@ TEST_F(LayoutSpecFiles, PermutationFileFieldsAreCheckedUnknownOnesRejected) {
                 .find("field \"seq_len\": the layout covers 8 tokens but the sequence has 4"),
             std::string::npos);
   EXPECT_NE(message("devices.json", R"({"devices": 4, )" + blocks + "}", 4, 2)
-                .find("field \"devices\": the layout is for 4 devices but --devices is 2"),
+                .find("field \"devices\": the layout is for 4 devices but the ring has N = 2"),
             std::string::npos);
   EXPECT_NE(message("block.json", R"({"block_size": 1, )" + blocks + "}", 4, 2).find("field \"block_size\""),
             std::string::npos);

@@ -268,7 +268,7 @@ void check_permutation_header(const JsonFields& fields, Count seq_len, Count dev
         fields.where("seq_len"), fields.positive_count("seq_len"), seq_len));
   }
   if (fields.has("devices") && fields.positive_count("devices") != devices) {
-    throw InputError(fmt::format("{}: the layout is for {} devices but --devices is {}", fields.where("devices"),
+    throw InputError(fmt::format("{}: the layout is for {} devices but the ring has N = {}", fields.where("devices"),
                                  fields.positive_count("devices"), devices));
   }
   // How it was exported, kept for readers: checked for its form, not against this run (a layout
@@ -324,7 +324,7 @@ Layout load_permutation_file(const std::string& path, Count seq_len, Count devic
     check_permutation_header(fields, seq_len, devices);
   }
   if (static_cast<Count>(blocks->size()) != devices) {
-    throw InputError(fmt::format("{}: holds {} device blocks but --devices is {}", label, blocks->size(), devices));
+    throw InputError(fmt::format("{}: holds {} device blocks but the ring has N = {}", label, blocks->size(), devices));
   }
   std::vector<std::vector<Position>> positions;
   positions.reserve(blocks->size());

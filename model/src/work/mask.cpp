@@ -33,7 +33,7 @@ Mask Mask::window(Count seq_len, Count width) {
 Mask Mask::prefix(Count seq_len, Count prefix_length) {
   if (prefix_length < 1 || prefix_length > seq_len) {
     throw InputError(Input::mask, fmt::format("prefix:{}", prefix_length),
-                     fmt::format("the prefix must hold 1 to --seq-len {} tokens", seq_len));
+                     fmt::format("the prefix must hold 1 to n = {} tokens", seq_len));
   }
   Mask mask(MaskKind::prefix, seq_len);
   mask.prefix_ = prefix_length;
@@ -236,7 +236,7 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
   if (spec.starts_with(kPrefix)) {
     const std::string_view length = spec.substr(kPrefix.size());
     if (length.starts_with('-')) {
-      throw InputError(Input::mask, std::string(spec), fmt::format("the prefix must hold 1 to --seq-len {} tokens", seq_len),
+      throw InputError(Input::mask, std::string(spec), fmt::format("the prefix must hold 1 to n = {} tokens", seq_len),
                        Shown::quoted);
     }
     return Mask::prefix(seq_len, parse_count(length, InputName(Input::mask, "prefix:P length")));
