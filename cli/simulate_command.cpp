@@ -132,8 +132,8 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     model::InputOrigins origins;  // the file's inputs no flag overrides, for errors about them
     bool gives_kv_heads = false, gives_pass = false;
     std::string file_shape_field;  // the experiment file's "heads", "kv_heads" or "head_dim", if any
+    const std::string label = "--experiment " + opts.experiment;  // when given
     if (!opts.experiment.empty()) {
-      const std::string label = "--experiment " + opts.experiment;
       const nlohmann::json doc = model::with_files_beside(model::read_json_file(opts.experiment, label), opts.experiment);
       gives_kv_heads = doc.is_object() && doc.contains("kv_heads");
       gives_pass = doc.is_object() && doc.contains("pass");
@@ -155,8 +155,10 @@ std::function<void()> register_simulate_command(CLI::App& app, RunMode mode) {
     // A model config fixes the attention shape: a flag that would change it contradicts it.
     for (const char* flag : {"--heads", "--kv-heads", "--head-dim"}) {
       if (given(flag) && !config.model.empty()) {
-        throw model::InputError(fmt::format("{}: --model {} sets the heads and head size; give one or the other", flag,
-                                            config.model));
+        // The model named where it came from: the flag, or the experiment file's field.
+        const std::string model_from =
+            given("--model") || opts.experiment.empty() ? fmt::format("--model {}", config.model) : fmt::format("{} field \"model\" = {}", label, config.model);
+        throw model::InputError(fmt::format("{}: {} sets the heads and head size; give one or the other", flag, model_from));
       }
     }
     count("--heads", opts.heads, config.heads);

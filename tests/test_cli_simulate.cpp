@@ -581,6 +581,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"experiment_model_and_heads",
                  std::string("simulate --experiment '") + STRIPESIM_SOURCE_DIR + "/tests/data/model_and_heads_experiment.json'",
                  "field \"heads\": \"model\" sets the heads and head size"},
+        // The model the flag contradicts came from the file: the file's field is named, not a --model never given.
+        BadInput{"experiment_model_and_heads_flag",
+                 std::string("simulate --experiment '") + STRIPESIM_SOURCE_DIR + "/configs/experiments/simulate-dgx-h100-x2.json' -n 64k --heads 32",
+                 "--heads: --experiment " STRIPESIM_SOURCE_DIR "/configs/experiments/simulate-dgx-h100-x2.json field \"model\" = llama3-8b sets "
+                 "the heads and head size"},
         BadInput{"model_parallel_exceeds_heads", "simulate --model llama3-8b -M 64",
                  "--model-parallel 64: must divide the 32 heads"},
         BadInput{"pad_without_documents", "simulate --pad-documents", "--pad-documents: needs a documents mask"},
