@@ -192,6 +192,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"model_file_vocab", "simulate --scope step --model " + data("model_vocab_too_large.json"),
                  "field \"vocab\": must be between 1 and 16777216, got 4611686018427387904"},
         BadInput{"model_parallel_heads", "tms --model-parallel 3", "--model-parallel 3: must divide the 16 heads"},
+        // A group's permutation file that cannot be read is named at its item, as a flag's is.
+        BadInput{"balance_sweep_missing_permutation", "sweep --experiment " + data("balance_sweep_missing_permutation.json"),
+                 "balance_sweep_missing_permutation.json field \"groups[0].layouts[1]\" = permutation:" STRIPESIM_SOURCE_DIR
+                 "/tests/data/no_such_permutation.json: file '" STRIPESIM_SOURCE_DIR "/tests/data/no_such_permutation.json' does not exist"},
         // A sweep's --meshes gives both degrees: its errors name it, not the flags refused beside it.
         BadInput{"sweep_mesh_model_parallel", "sweep --meshes 3x2 --seq-lens 64k", "--meshes (M of MxN) 3: must divide the 16 heads"},
         BadInput{"sweep_mesh_devices", "sweep --meshes 2x5000 --seq-lens 64k", "--meshes (N of MxN) 5000: must be between 1 and 4096"},

@@ -104,7 +104,7 @@ TEST(CliValidate, FromNamesTheCaseWhoseRelativeFileIsMissingHere) {
   const CliResult again = run_cli("validate --compare --from '" + (dir / "moved.json").string() + "'");
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_EQ(again.err, "stripesim: error: --from " + (dir / "moved.json").string() +
-                           " field \"cases[1]\": permutation:perm-not-here.json: file 'perm-not-here.json' does not exist (a saved run "
+                           " field \"cases[1]\" field \"layout\" = permutation:perm-not-here.json: file 'perm-not-here.json' does not exist (a saved run "
                            "names its files as its command gave them: a relative path is read from the folder this command runs in, "
                            "not the one the run ran in)\n");
   fs::remove_all(dir);

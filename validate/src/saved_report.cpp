@@ -174,19 +174,24 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
         {Input::layouts, "layout"}, {Input::mask, "mask"},   {Input::tile, "tile"},         {Input::cp, "cp"},
         {Input::dtype, "dtype"},    {Input::pass, "pass"},   {Input::seq_len, "seq_len"},   {Input::devices, "devices"},
         {Input::heads, "heads"},    {Input::kv_heads, "kv_heads"}, {Input::head_dim, "head_dim"}};
+    // Where the case names a file by a relative path (its layout's or its mask's), an error about
+    // it says the file is read from here, not where the run ran.
+    const auto relative_file = [&](const std::string& file) { return !file.empty() && std::filesystem::path(file).is_relative(); };
+    const bool layout_file = relative_file(model::layout_file(f.string("layout")));
+    const bool mask_file = relative_file(model::mask_file(f.string("mask")));
+    const std::string_view note = " (a saved run names its files as its command gave them: a relative path is read from "
+                                  "the folder this command runs in, not the one the run ran in)";
     const auto field = std::ranges::find(kFields, e.input(), [](const auto& p) { return std::optional(p.first); });
-    if (field != kFields.end()) throw e.at(f.where(field->second));
-    // Not raised by kind (a permutation file that cannot be read): named at the case, and where
-    // the case names a file by a relative path, said to be read from here, not where it ran.
-    const std::vector<std::string> files{model::layout_file(f.string("layout")), model::mask_file(f.string("mask"))};
-    const bool relative = std::ranges::any_of(
-        files, [](const std::string& file) { return !file.empty() && std::filesystem::path(file).is_relative(); });
-    // A field of the case read here already names the case.
+    if (field != kFields.end()) {
+      const InputError located = e.at(f.where(field->second));
+      const bool about_a_file = (e.input() == Input::layouts && layout_file) || (e.input() == Input::mask && mask_file);
+      if (!about_a_file) throw located;
+      throw InputError(fmt::format("{}{}", located.what(), note));
+    }
+    // Not raised by kind: named at the case (a field of the case read here already names it).
     const std::string what = e.what();
     throw InputError(fmt::format("{}{}", what.starts_with(f.label()) ? what : f.label() + ": " + what,
-                                 relative ? " (a saved run names its files as its command gave them: a relative path is read from "
-                                            "the folder this command runs in, not the one the run ran in)"
-                                          : ""));
+                                 layout_file || mask_file ? note : ""));
   }
   r.tolerance = output_tolerance(r.ring_case.precision);
   if (f.has("correctness")) read_correctness(JsonFields(f.raw("correctness"), f.where("correctness")), r);

@@ -313,8 +313,28 @@ Count permutation_file_devices(const std::string& path) {
   return static_cast<Count>(permutation_blocks(read_json_file(path, label), label).size());
 }
 
+namespace {
+
+Layout read_permutation_file(const std::string& path, const std::string& label, Count seq_len, Count devices);
+
+}  // namespace
+
 Layout load_permutation_file(const std::string& path, Count seq_len, Count devices) {
   const std::string label = fmt::format("permutation:{}", path);
+  try {
+    return read_permutation_file(path, label, seq_len, devices);
+  } catch (const InputError& e) {
+    // Raised again as the layout's, "label: detail" cut at the label, so that a file's list that
+    // named it (an experiment's "layouts") is blamed at its item, as a flag's is.
+    const std::string_view message = e.what();
+    if (e.input() || !message.starts_with(label + ": ")) throw;
+    throw InputError(Input::layouts, label, std::string(message.substr(label.size() + 2)));
+  }
+}
+
+namespace {
+
+Layout read_permutation_file(const std::string& path, const std::string& label, Count seq_len, Count devices) {
   const nlohmann::json doc = read_json_file(path, label);
   const nlohmann::json* blocks = &permutation_blocks(doc, label);
   if (doc.is_object()) {
@@ -342,5 +362,7 @@ Layout load_permutation_file(const std::string& path, Count seq_len, Count devic
   }
   return Layout::permutation(positions, seq_len, path);
 }
+
+}  // namespace
 
 }  // namespace stripesim::model
