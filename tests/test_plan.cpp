@@ -42,6 +42,15 @@ TEST(Plan, CountsEveryMeshAlgorithmAndLayout) {
   for (size_t i = 1; i < plan.ranked.size(); ++i) {
     EXPECT_GE(plan.ranked[i - 1].step->tokens_per_second, plan.ranked[i].step->tokens_per_second);
   }
+  // Idle where the ring's last device waits, else none: not the 1e-11 us rounding left where its
+  // compute and exposed communication fill the pass (printed in JSON and CSV as 5.25e-11).
+  Count without_idle = 0;
+  for (const PlanCandidate& c : plan.ranked) {
+    const double idle = c.step->breakdown.attention_idle_us;
+    EXPECT_TRUE(idle == 0 || idle > 1e-6 * c.step->time_us) << c.cp << " " << c.layout << " " << idle;
+    without_idle += idle == 0 ? 1 : 0;
+  }
+  EXPECT_GT(without_idle, 0);
 }
 
 // ptrr's default block is the query tile held to a device's share: at 256 tokens it is ptrr:128

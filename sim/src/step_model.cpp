@@ -70,7 +70,9 @@ RingPhase ring_phase(const RingTimeline& t) {
   const auto last = std::max_element(t.device_summary.begin(), t.device_summary.end(),
                                      [](const DeviceSummary& a, const DeviceSummary& b) { return a.finish_us < b.finish_us; });
   RingPhase phase{last->busy_us, last->exposed_comm_us, 0};
-  phase.idle = std::max(0.0, t.makespan_us() - phase.compute - phase.comm);
+  // Where the three add up exactly, rounding leaves a few 1e-11 us either way: none.
+  const Microseconds left = t.makespan_us() - phase.compute - phase.comm;
+  phase.idle = left > 1e-9 * t.makespan_us() ? left : 0;
   return phase;
 }
 
