@@ -75,7 +75,7 @@ TEST(CliReport, TmsCurvesKeepTilesApartAndLabelLengthsInBinaryUnits) {
   for (const char* text : {">mesh 2x4, 128x128<", ">mesh 2x4, 2048x4096<", ">8k<", ">256k<"}) EXPECT_NE(svg.find(text), std::string::npos) << text;
   EXPECT_EQ(svg.find(">262k<"), std::string::npos);
   size_t dashed = 0;
-  for (size_t at = svg.find("5,4"); at != std::string::npos; at = svg.find("5,4", at + 1)) ++dashed;
+  for (size_t at = svg.find("stroke-dasharray=\"5,4\""); at != std::string::npos; at = svg.find("stroke-dasharray=\"5,4\"", at + 1)) ++dashed;
   EXPECT_EQ(dashed, 2u) << "one dashed (tiles) curve a tile";
   ASSERT_EQ(run_cli("sweep --meshes 2x4 --seq-lens 8k,256k --tiles 128x128,2048x4096 --columns hardware,model,mesh,n_seq,tms "
                     "--format json -o '" + (dir / "c.json").string() + "'")

@@ -624,7 +624,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"no_matmul_efficiency", "simulate --model 1b --scope layer --hardware cpu",
                  "--hardware cpu: has no matmul_efficiency to price a layer's or a step's matmuls with"},
         BadInput{"mesh_exceeds_topology", "simulate -M 2 --topology nvswitch:8",
-                 "--topology nvswitch:8: has 8 GPUs, fewer than the mesh's -M 2 x -N 8 x -D 1 = 16"},
+                 "--topology nvswitch:8: has 8 GPUs, fewer than the mesh's M x N x D = 2 x 8 x 1 = 16"},
         BadInput{"zero_data_parallel", "simulate -D 0", "--data-parallel 0: must be at least 1"},
         BadInput{"mesh_overflows", "simulate -D 4611686018427387904", "-M 1 x -N 8 x -D 4611686018427387904: the mesh may hold at most 32768 GPUs"},
         BadInput{"auto_ring_on_a_mesh", "simulate -M 2 --ring-order auto", "--ring-order auto: orders the GPUs of a single ring"},

@@ -196,6 +196,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"balance_sweep_missing_permutation", "sweep --experiment " + data("balance_sweep_missing_permutation.json"),
                  "balance_sweep_missing_permutation.json field \"groups[0].layouts[1]\" = permutation:" STRIPESIM_SOURCE_DIR
                  "/tests/data/no_such_permutation.json: file '" STRIPESIM_SOURCE_DIR "/tests/data/no_such_permutation.json' does not exist"},
+        // So is one whose header field is malformed ("permutation:FILE field ..." before).
+        BadInput{"balance_sweep_permutation_bad_header", "sweep --experiment " + data("balance_sweep_permutation_bad_header.json"),
+                 "balance_sweep_permutation_bad_header.json field \"groups[0].layouts[1]\" = permutation:" STRIPESIM_SOURCE_DIR
+                 "/tests/data/permutation_tile_not_an_object.json: field \"tile\": expected an object"},
+        // plan reads a permutation file's device count first: the same error.
+        BadInput{"plan_missing_permutation", "plan --model 1b -n 16 --gpus 2 --layouts permutation:/nonexistent/p.json",
+                 "--layouts permutation:/nonexistent/p.json: file '/nonexistent/p.json' does not exist"},
         // A sweep's --meshes gives both degrees: its errors name it, not the flags refused beside it.
         BadInput{"sweep_mesh_model_parallel", "sweep --meshes 3x2 --seq-lens 64k", "--meshes (M of MxN) 3: must divide the 16 heads"},
         BadInput{"sweep_mesh_devices", "sweep --meshes 2x5000 --seq-lens 64k", "--meshes (N of MxN) 5000: must be between 1 and 4096"},

@@ -47,7 +47,7 @@ TEST(Plan, CountsEveryMeshAlgorithmAndLayout) {
   Count without_idle = 0;
   for (const PlanCandidate& c : plan.ranked) {
     const double idle = c.step->breakdown.attention_idle_us;
-    EXPECT_TRUE(idle == 0 || idle > 1e-6 * c.step->time_us) << c.cp << " " << c.layout << " " << idle;
+    EXPECT_TRUE(idle == 0 || idle > 1e-9 * c.step->time_us) << c.cp << " " << c.layout << " " << idle;
     without_idle += idle == 0 ? 1 : 0;
   }
   EXPECT_GT(without_idle, 0);

@@ -608,8 +608,18 @@ TEST(Simulation, AnH800RunsTheH100sKernelsOverSlowerLinks) {
   } catch (const model::InputError& e) {
     EXPECT_EQ(std::string(e.what()),
               "hardware h800-sxm field \"default_kernel\" = 'sdpa': no such kernel for hardware h800-sxm (it has no kernel "
-              "profiles; give a JSON file), and its \"kernels_from\" = 'h10O' names no folder of kernels; give --kernel NAME or "
+              "profiles; give a JSON file), and its \"kernels_from\" = 'h10O' leads to no folder of kernels; give --kernel NAME or "
               "mend the profile");
+  }
+  // Named by the profile's full name, the H100's kernels are found through its alias's folder: a
+  // kernel missing there says nothing of kernels_from.
+  misspelt["kernels_from"] = "h100-sxm";
+  try {
+    (void)load_kernel_profile("sdpx", catalog().root(), model::hardware_profile_from_json(misspelt, "h.json"));
+    ADD_FAILURE() << "sdpx was found";
+  } catch (const model::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected one of"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("kernels_from"), std::string::npos) << e.what();
   }
   // The hops of the same ring: K/V at 200 GB/s against 450.
   EXPECT_NEAR(slowest_ring_hop_us("h800") / slowest_ring_hop_us("h100"), 450.0 / 200.0, 0.02);

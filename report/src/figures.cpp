@@ -253,7 +253,8 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
     svg.line(x0, py(t), x0 + plot_w, py(t), "#e5e5e5");
     svg.text(x0 - 6, py(t) + 4, fmt::format("{:.2f}", t), 10, "end");
   }
-  for (double e = std::ceil(lo_x); e <= hi_x + 1e-9; e += 1) {
+  // 2^62 the last tick a count holds (the axis may reach 2^63 - 1, a hand-edited length).
+  for (double e = std::ceil(lo_x); e <= std::min(hi_x + 1e-9, 62.0); e += 1) {
     svg.line(px(e), y0 + plot_h, px(e), y0 + plot_h + 4, "#666666");
     svg.text(px(e), y0 + plot_h + 16, model::count_with_suffix(Count{1} << static_cast<int>(e)), 10, "middle");
   }

@@ -411,11 +411,13 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
       return kernel_profile_from_json(model::read_json_file(file->string(), file->string(), model::FileUse::kernel_profile), file->string());
     }
   }
-  // A kernels_from that names no folder (a misspelt one) is why a profile's kernels were not found.
-  const std::string unfound_home =
-      !hardware.kernels_from.empty() && !fs::is_directory(fs::path(config_dir) / "kernels" / hardware.kernels_from)
-          ? fmt::format(", and its \"kernels_from\" = '{}' names no folder of kernels", hardware.kernels_from)
-          : "";
+  // A kernels_from that leads to no folder at all (a misspelt one) is why no kernel was found.
+  const bool no_folder = std::ranges::none_of(homes, [&](const std::string& home) {
+    return fs::is_directory(fs::path(config_dir) / "kernels" / home);
+  });
+  const std::string unfound_home = !hardware.kernels_from.empty() && no_folder
+                                       ? fmt::format(", and its \"kernels_from\" = '{}' leads to no folder of kernels", hardware.kernels_from)
+                                       : "";
   const std::string detail =
       known.empty() ? fmt::format("no such kernel for hardware {} (it has no kernel profiles; give a JSON file){}", hardware.name,
                                   unfound_home)

@@ -16,9 +16,6 @@ using model::InputError;
 
 namespace {
 
-// The most GPUs a generated topology holds (the same bound as cluster:NxG).
-constexpr Count kMaxPlacedGpus = 65536;
-
 // Nodes renumbered by first appearance: equal for two placements that group GPUs alike.
 std::vector<Count> canonical_nodes(const NodePlacement& p) {
   std::map<Count, Count> renumber;
@@ -127,8 +124,8 @@ NodePlacement read_hostfile(const std::string& path, const std::string& label) {
       throw InputError(fmt::format("{}: host '{}' has max_slots={} below slots={} (more slots than it may hold)", where, host, *max_slots,
                                    *slots));
     }
-    if (*slots > kMaxPlacedGpus - p.gpus()) {  // not p.gpus() + slots: a slot count near 2^63 would wrap
-      throw InputError(fmt::format("{}: the hostfile holds more than {} slots", where, kMaxPlacedGpus));
+    if (*slots > kMaxTopologyGpus - p.gpus()) {  // not p.gpus() + slots: a slot count near 2^63 would wrap
+      throw InputError(fmt::format("{}: the hostfile holds more than {} slots", where, kMaxTopologyGpus));
     }
     p.hosts.push_back(host);
     for (Count s = 0; s < *slots; ++s) p.node_of_gpu.push_back(p.nodes() - 1);

@@ -504,7 +504,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
     // Named as given: a file's "name" may be a shipped topology's (dgx-h100), not what was passed.
     throw InputError(model::Input::topology, config.topology.empty() ? sim.topology.name() : config.topology,
                      one_ring ? fmt::format("has {} GPUs, fewer than the ring's N = {}", sim.topology.gpu_count(), config.devices)
-                              : fmt::format("has {} GPUs, fewer than the mesh's -M {} x -N {} x -D {} = {}",
+                              : fmt::format("has {} GPUs, fewer than the mesh's M x N x D = {} x {} x {} = {}",
                                             sim.topology.gpu_count(), config.model_parallel, config.devices,
                                             config.data_parallel, sim.mesh.gpus()));
   }

@@ -29,14 +29,6 @@ namespace stripesim::sim {
 
 using model::InputError;
 
-namespace {
-
-// The most GPUs a topology holds, generated or read from a file: well past any ring stripesim
-// simulates, and a graph whose routes are found in moments.
-constexpr Count kMaxGpus = 65536;
-
-}  // namespace
-
 void Topology::add_node(std::string id, std::string kind) {
   if (kind == "gpu") net_->gpus.push_back(net_->nodes.size());
   net_->nodes.push_back({std::move(id), std::move(kind)});
@@ -78,8 +70,8 @@ Topology Topology::from_json(const nlohmann::json& doc, const std::string& label
     t.add_node(id, kind);
   }
   if (t.net_->gpus.empty()) throw InputError(fmt::format("{}: has no node of kind gpu", label));
-  if (static_cast<Count>(t.net_->gpus.size()) > kMaxGpus) {
-    throw InputError(fmt::format("{}: has {} GPUs, more than {}, the most a topology holds", label, t.net_->gpus.size(), kMaxGpus));
+  if (static_cast<Count>(t.net_->gpus.size()) > kMaxTopologyGpus) {
+    throw InputError(fmt::format("{}: has {} GPUs, more than {}, the most a topology holds", label, t.net_->gpus.size(), kMaxTopologyGpus));
   }
   const auto& links = f.raw("links");
   if (!links.is_array()) throw InputError(fmt::format("{}: expected an array", f.where("links")));
@@ -534,8 +526,8 @@ Topology load_topology_spec(const std::string& spec, const std::string& config_d
   if (lower == "ideal") return Topology::ideal(ideal_gpus);
   if (lower.starts_with(kNvswitch)) {
     const Count gpus = model::parse_count(text.substr(kNvswitch.size()), flag + " nvswitch:G GPU count");
-    if (gpus < 1 || gpus > kMaxGpus) {
-      throw topology_error(spec, fmt::format("the GPU count must be between 1 and {}", kMaxGpus));
+    if (gpus < 1 || gpus > kMaxTopologyGpus) {
+      throw topology_error(spec, fmt::format("the GPU count must be between 1 and {}", kMaxTopologyGpus));
     }
     return Topology::nvswitch(gpus, nvlink, nvlink_latency);
   }
@@ -548,8 +540,8 @@ Topology load_topology_spec(const std::string& spec, const std::string& config_d
     const Count nodes = model::parse_count(sides->first, flag + " cluster node count");
     const Count gpus = model::parse_count(sides->second, flag + " cluster GPUs per node");
     // Each factor is bounded first: their product could overflow 64 bits (and wrap to a small number).
-    if (nodes < 1 || gpus < 1 || nodes > kMaxGpus || gpus > kMaxGpus || nodes * gpus > kMaxGpus) {
-      throw topology_error(spec, fmt::format("needs at least one node of one GPU and at most {} GPUs", kMaxGpus));
+    if (nodes < 1 || gpus < 1 || nodes > kMaxTopologyGpus || gpus > kMaxTopologyGpus || nodes * gpus > kMaxTopologyGpus) {
+      throw topology_error(spec, fmt::format("needs at least one node of one GPU and at most {} GPUs", kMaxTopologyGpus));
     }
     const ClusterOptions options = parse_cluster_options(rest.substr(shape.size()), gpus, spec);
     return memoised(fmt::format("{}|{}|{}", spec, nvlink, nvlink_latency), [&] {

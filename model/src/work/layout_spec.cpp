@@ -308,28 +308,36 @@ const nlohmann::json& permutation_blocks(const nlohmann::json& doc, const std::s
 
 }  // namespace
 
-Count permutation_file_devices(const std::string& path) {
-  const std::string label = fmt::format("permutation:{}", path);
-  return static_cast<Count>(permutation_blocks(read_json_file(path, label), label).size());
-}
-
 namespace {
+
+// Runs `read` on the permutation file `label` names; its errors ("label: detail" or "label field
+// ...: detail") raised again as the layout's, so that a list that named the file (--layouts, an
+// experiment's "layouts") is blamed at its item, as for any other layout.
+template <typename Read>
+auto as_layout_errors(const std::string& label, Read&& read) {
+  try {
+    return read();
+  } catch (const InputError& e) {
+    const std::string_view message = e.what();
+    if (e.input() || !message.starts_with(label) || message.size() < label.size() + 2) throw;
+    const std::string_view rest = message.substr(label.size());
+    if (!rest.starts_with(": ") && !rest.starts_with(" ")) throw;
+    throw InputError(Input::layouts, label, std::string(rest.substr(rest.starts_with(": ") ? 2 : 1)));
+  }
+}
 
 Layout read_permutation_file(const std::string& path, const std::string& label, Count seq_len, Count devices);
 
 }  // namespace
 
+Count permutation_file_devices(const std::string& path) {
+  const std::string label = fmt::format("permutation:{}", path);
+  return as_layout_errors(label, [&] { return static_cast<Count>(permutation_blocks(read_json_file(path, label), label).size()); });
+}
+
 Layout load_permutation_file(const std::string& path, Count seq_len, Count devices) {
   const std::string label = fmt::format("permutation:{}", path);
-  try {
-    return read_permutation_file(path, label, seq_len, devices);
-  } catch (const InputError& e) {
-    // Raised again as the layout's, "label: detail" cut at the label, so that a file's list that
-    // named it (an experiment's "layouts") is blamed at its item, as a flag's is.
-    const std::string_view message = e.what();
-    if (e.input() || !message.starts_with(label + ": ")) throw;
-    throw InputError(Input::layouts, label, std::string(message.substr(label.size() + 2)));
-  }
+  return as_layout_errors(label, [&] { return read_permutation_file(path, label, seq_len, devices); });
 }
 
 namespace {

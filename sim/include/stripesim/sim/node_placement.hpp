@@ -12,6 +12,10 @@ namespace stripesim::sim {
 
 using model::Count;
 
+// The most GPUs a topology holds, generated (cluster:NxG, nvswitch:G, a hostfile's slots) or read
+// from a file: well past any ring stripesim simulates, and a graph whose routes are found in moments.
+inline constexpr Count kMaxTopologyGpus = 65536;
+
 struct NodePlacement {
   std::vector<std::string> hosts;  // node names, in the order of their first GPU
   std::vector<Count> node_of_gpu;  // an index into `hosts` for every GPU, in GPU (rank) order
