@@ -821,6 +821,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"check_missing_baseline", "check --baseline /nonexistent/b.json", "does not exist"},
         BadInput{"check_not_a_baseline", "check --baseline " + data("unknown_field_config.json"), "unknown field"},
         BadInput{"check_bad_tolerance", "check --baseline x.json --tolerance -1", "--tolerance '-1': must be a non-negative number"},
+        // A tolerance for every metric where limits and patterns judge them all would change nothing.
+        BadInput{"check_global_tolerance_decides_nothing", "check --baseline " + baseline_file() + " --limit '*<=1e12' --tolerance 0.5",
+                 "--tolerance '0.5': decides no metric's tolerance (each checked metric is judged by a --limit or takes a PATTERN=T tolerance)"},
+        BadInput{"check_global_tolerance_beside_catch_all", "check --baseline " + baseline_file() + " --tolerance '0.0001,*=0.2'",
+                 "--tolerance '0.0001': decides no metric's tolerance"},
         BadInput{"check_write_without_experiment", "check --write-baseline /tmp/stripesim_never_written", "needs --experiment"},
         BadInput{"check_both", "check --baseline a.json --write-baseline b.json", "excludes"},
         BadInput{"check_experiment_with_baseline", "check --baseline a.json --experiment e.json", "excludes"},

@@ -201,6 +201,14 @@ void check_patterns_match(const CheckRules& rules, const std::vector<std::string
   for (const auto& name : checked) {
     if (const std::optional<size_t> i = deciding_tolerance(rules, name)) decides[*i] = true;
   }
+  // A tolerance for every metric judges those no limit and no pattern's tolerance takes: given
+  // where none is left, it would change nothing (a tightened check that passes as before).
+  if (!rules.tolerance_given.empty() &&
+      std::ranges::all_of(checked, [&](const std::string& name) { return limited(rules, name) || deciding_tolerance(rules, name); })) {
+    throw InputError(fmt::format("--tolerance '{}': decides no metric's tolerance (each checked metric is judged by a --limit or "
+                                 "takes a PATTERN=T tolerance)",
+                                 rules.tolerance_given));
+  }
   for (size_t i = 0; i < rules.tolerances.size(); ++i) {
     const auto& [pattern, value] = rules.tolerances[i];
     const std::string item = fmt::format("{}={:g}", pattern, value);

@@ -54,6 +54,7 @@ void parse_tolerances(const std::vector<std::string>& items, CheckRules& rules, 
       if (default_given) throw InputError(fmt::format("{} '{}': a second tolerance for every metric (give one, and PATTERN=T for others)", flag, item));
       default_given = true;
       rules.tolerance = value;
+      rules.tolerance_given = item;
     } else {
       check_pattern(std::string_view(item).substr(0, eq), item, flag);
       rules.tolerances.emplace_back(item.substr(0, eq), value);

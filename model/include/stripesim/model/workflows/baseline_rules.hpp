@@ -29,6 +29,7 @@ struct MetricLimit {
 
 struct CheckRules {
   double tolerance = 1e-6;  // relative, for metrics no pattern below names
+  std::string tolerance_given;  // the "T" item --tolerance gave for every metric, if any (it must decide one)
   std::vector<std::pair<std::string, double>> tolerances;  // pattern=T; the first match wins
   std::vector<MetricLimit> limits;  // a metric a limit names is judged by it, not by a tolerance
   std::vector<std::string> metrics;  // only the metrics these patterns match (empty: all)
