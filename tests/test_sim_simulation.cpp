@@ -722,8 +722,8 @@ TEST(Simulation, IdleIsNeverNegativeWhereDevicesComputeThroughout) {
   }
 }
 
-// A ring of one device makes one call and sends nothing: --merges and --skip-unread-hops change
-// nothing there, and are said to, not ignored.
+// A ring of one device makes one call and sends nothing: --merges, --skip-unread-hops and --sync
+// lockstep change nothing there, and are said to, not ignored.
 TEST(Simulation, RingSettingsOnOneDeviceAreNotedAsChangingNothing) {
   SimulateConfig c;
   c.seq_len = 32768;
@@ -739,6 +739,15 @@ TEST(Simulation, RingSettingsOnOneDeviceAreNotedAsChangingNothing) {
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_EQ(notes.front(), "--merges eager and --skip-unread-hops: a ring of one device makes one call and sends nothing, so they "
                            "change nothing here");
+  // Nor does waiting in lockstep: one device has no rounds to wait for.
+  SimulateConfig lockstep = c;
+  lockstep.merges.clear();
+  lockstep.skip_unread_hops = false;
+  lockstep.sync = SyncMode::lockstep;
+  const Simulation waiting = run_simulation(lockstep, catalog());
+  EXPECT_DOUBLE_EQ(waiting.results.front().time_us, plain.results.front().time_us);
+  EXPECT_EQ(simulation_notes(waiting),
+            std::vector<std::string>{"--sync lockstep: a ring of one device makes one call and sends nothing, so it changes nothing here"});
 }
 
 // One contiguous call pair of FlashAttention-2 on an H100: what the notes below are about.

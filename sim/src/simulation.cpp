@@ -818,10 +818,12 @@ std::vector<std::string> simulation_notes(const Simulation& sim) {
   }
   // A ring of one device makes one call and sends nothing: what prices its merges and hops is kept
   // (a sweep or a plan sets it for every size) but said to change nothing.
-  if (sim.config.devices == 1 && (sim.config.skip_unread_hops || !sim.merges.empty())) {
+  const bool lockstep = sim.config.sync == SyncMode::lockstep;
+  if (sim.config.devices == 1 && (sim.config.skip_unread_hops || !sim.merges.empty() || lockstep)) {
     std::vector<std::string> given;
     if (!sim.merges.empty()) given.push_back("--merges " + sim.merges);
     if (sim.config.skip_unread_hops) given.push_back("--skip-unread-hops");
+    if (lockstep) given.push_back("--sync lockstep");
     notes.push_back(fmt::format("{}: a ring of one device makes one call and sends nothing, so {} nothing here",
                                 fmt::join(given, " and "), given.size() == 1 ? "it changes" : "they change"));
   }
