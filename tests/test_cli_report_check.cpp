@@ -45,6 +45,18 @@ TEST(CliReport, WritesMarkdownAndFigures) {
   std::filesystem::remove_all(dir);
 }
 
+// A ring past simulate's default size for per-round records has none in its JSON without
+// --rounds: the report says how to get them, not that --summary-only (never given) left them out.
+TEST(CliReport, ARingWithoutRoundsSaysHowToGetThem) {
+  const auto dir = fresh_dir("stripesim_report_no_rounds");
+  ASSERT_EQ(run_cli("simulate -n 16k -N 128 --topology ideal --layouts zigzag --format json -o '" + (dir / "s.json").string() + "'").exit_code, 0);
+  ASSERT_EQ(run_cli("report '" + (dir / "s.json").string() + "' --out-dir '" + (dir / "out").string() + "'").exit_code, 0);
+  const std::string md = slurp(dir / "out" / "report.md");
+  EXPECT_NE(md.find("holds no per-round records to draw (`simulate --format json --rounds` writes them"), std::string::npos) << md;
+  EXPECT_EQ(md.find("was written with `--summary-only`"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 // Two sweeps of the same hardware and model each get their figure: the first under the plain name,
 // the second numbered (both were named tms-a100-80gb-1b.svg, and the report was refused as
 // writing one file twice).

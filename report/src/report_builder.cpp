@@ -223,7 +223,10 @@ void simulate_section(const ReportInput& in, std::string& md, std::vector<Report
     files.push_back({name, timeline_svg(doc)});
     append(md, "\n![simulated timeline per device{}]({})\n\n", whole ? ", one layer's attention" : "", name);
   } else {
-    md += "\nThe simulation was written with `--summary-only`: no per-round records to draw.\n\n";
+    // Left out by --summary-only, or by default above simulate's ring size for them: not said
+    // which, the file does not record it.
+    md += "\nThe simulation holds no per-round records to draw (`simulate --format json --rounds` writes them for a ring of any "
+          "size; `--summary-only` leaves them out).\n\n";
   }
 }
 
