@@ -106,7 +106,7 @@ std::string plan_table(const sim::Plan& plan) {
       "{} choices: {} refused by the simulation, {} over {:g} GiB of memory, {} could not beat the top {} "
       "(bounded), {} simulated\n\n",
       r.base.model, r.gpus, r.base.topology.empty() ? fmt::format("nvswitch:{}", r.gpus) : r.base.topology, r.base.seq_len,
-      r.base.pad_seq ? " (padded to a multiple of 2N for each degree N)" : "", r.base.batch, r.base.mask, r.base.recompute ? ", recomputing the forward" : "",
+      r.base.pad_seq ? " (--pad-seq: padded to a multiple of 2N where a degree N does not divide it)" : "", r.base.batch, r.base.mask, r.base.recompute ? ", recomputing the forward" : "",
       r.base.zero == sim::ZeroStage::none ? "" : fmt::format(", ZeRO stage {}", sim::to_int(r.base.zero)), plan.considered, plan.refused, plan.over_memory, plan.memory_gib, plan.bounded_out, r.top,
       plan.ranked.size());
   if (plan.ranked.empty()) {
