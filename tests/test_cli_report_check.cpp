@@ -847,6 +847,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"check_limit_value", "check --baseline " + baseline_file() + " --limit 'imbalance<=abc'", "limit 'abc': expected a number"},
         BadInput{"check_pattern_matches_nothing", "check --baseline " + baseline_file() + " --metrics imbalanse",
                  "--metrics 'imbalanse': matches no metric of the baseline"},
+        // A pattern inside another selects nothing more: listed, it reads as a wider check.
+        BadInput{"check_pattern_inside_another", "check --baseline " + baseline_file() + " --metrics tiles.imbalance,imbalance",
+                 "--metrics 'tiles.imbalance': selects no metric the other patterns do not select too; drop it"},
+        BadInput{"check_patterns_selecting_alike", "check --baseline " + baseline_file() + " --metrics 'imbalance,*imbalance'",
+                 "--metrics 'imbalance': selects no metric the other patterns do not select too; drop it"},
         BadInput{"check_tolerance_pattern_matches_nothing", "check --baseline " + baseline_file() + " --tolerance spred=0.5",
                  "--tolerance 'spred': matches no metric"},
         BadInput{"check_tolerance_pattern_value", "check --baseline " + baseline_file() + " --tolerance spread=-2",

@@ -171,6 +171,22 @@ void check_patterns_match(const CheckRules& rules, const std::vector<std::string
   for (const auto& pattern : rules.metrics) {
     if (!matches_any(pattern, names)) throw no_metric("--metrics", pattern);
   }
+  // A pattern whose every metric another pattern selects too adds nothing: listed, it reads as
+  // a wider check than the one run (tiles.imbalance beside imbalance).
+  for (size_t i = 0; i < rules.metrics.size(); ++i) {
+    const auto selected_by_another = [&](const std::string& name) {
+      for (size_t j = 0; j < rules.metrics.size(); ++j) {
+        if (j != i && metric_matches(rules.metrics[j], name)) return true;
+      }
+      return false;
+    };
+    if (std::ranges::all_of(names, [&](const std::string& name) {
+          return !metric_matches(rules.metrics[i], name) || selected_by_another(name);
+        })) {
+      throw InputError(fmt::format("--metrics '{}': selects no metric the other patterns do not select too; drop it",
+                                   rules.metrics[i]));
+    }
+  }
   std::vector<std::string> checked;
   std::ranges::copy_if(names, std::back_inserter(checked), [&](const std::string& name) { return selected(rules, name); });
   // One bound a direction for a pattern: a second would leave the looser deciding nothing, and a
