@@ -210,7 +210,9 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
     sweep.schema = model::kSweepSchema;
     nlohmann::json experiment;
     const std::string label = "--experiment " + opts.experiment;
-    if (!opts.experiment.empty()) {
+    // Whatever the file holds, it is the grid: one that is no JSON object is refused by its reader.
+    const bool from_file = !opts.experiment.empty();
+    if (from_file) {
       if (const CLI::Option* flag = opts.grid.first_given()) {
         throw model::InputError(fmt::format("{}: not with --experiment (the experiment file is the whole grid; only --tiling, "
                                             "--threads, --format and --output apply to it)",
@@ -219,10 +221,10 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
       experiment = model::with_files_beside(model::read_json_file(opts.experiment, label), opts.experiment);
     }
     // A file's "kind" of any other value or type is the TMS spec's to refuse, naming the field.
-    const bool balance = experiment.is_object() ? experiment.contains("kind") && experiment.at("kind") == "balance"
-                                                : opts.kind == "balance";
+    const bool balance = from_file ? experiment.is_object() && experiment.contains("kind") && experiment.at("kind") == "balance"
+                                   : opts.kind == "balance";
     // An experiment file's points name their fields; the flags' grid, its flags.
-    const model::InputOrigins flags = experiment.is_object() ? model::InputOrigins() : grid_flags(!opts.meshes.empty());
+    const model::InputOrigins flags = from_file ? model::InputOrigins() : grid_flags(!opts.meshes.empty());
     if (const CLI::Option* flag = balance ? opts.tms_only.first_given() : opts.balance_only.first_given()) {
       throw model::InputError(fmt::format("{}: only with --kind {} (this sweep is --kind {})", flag->get_name(),
                                           balance ? "tms" : "balance", balance ? "balance" : "tms"));
@@ -235,8 +237,8 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
       }
     }
     if (balance) {
-      model::BalanceSweepSpec spec = experiment.is_object() ? model::balance_spec_from_json(experiment, label)
-                                                            : flags.run([&] { return balance_spec_from_flags(opts); });
+      model::BalanceSweepSpec spec = from_file ? model::balance_spec_from_json(experiment, label)
+                                               : flags.run([&] { return balance_spec_from_flags(opts); });
       spec.tiling = sweep.tiling = tiling_flag.value_or(spec.tiling);
       const model::BalanceSweepPlan plan = flags.run([&] { return model::plan_balance_sweep(spec); });
       if (mode == RunMode::parse_only) return;
@@ -255,8 +257,8 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
       sweep.rows = sim::run_step_sweep(plan);
       sweep.description = spec.grid.description;
     } else {
-      model::SweepSpec spec = experiment.is_object() ? model::sweep_spec_from_json(experiment, label)
-                                                     : flags.run([&] { return spec_from_flags(opts); });
+      model::SweepSpec spec = from_file ? model::sweep_spec_from_json(experiment, label)
+                                        : flags.run([&] { return spec_from_flags(opts); });
       spec.tiling = sweep.tiling = tiling_flag.value_or(spec.tiling);
       const model::ConfigCatalog catalog(config_dir());
       const model::SweepPlan plan = flags.run([&] { return model::plan_sweep(spec, catalog); });

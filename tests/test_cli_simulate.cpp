@@ -1318,7 +1318,7 @@ TEST(CliSweep, StepSweepRefusesStepFieldsThatThePointsSet) {
   for (const auto& [file, message] :
        {std::pair{"step_sweep_with_layouts.json", "field \"step\": \"layouts\" is set by each point of the grid"},
         std::pair{"step_sweep_attention_scope.json", "\"scope\" is \"attention\"; a step sweep simulates training steps"},
-        std::pair{"step_sweep_unknown_column.json", "--columns 'speedup_of_light': unknown column"}}) {
+        std::pair{"step_sweep_unknown_column.json", "step_sweep_unknown_column.json field \"columns\" 'speedup_of_light': unknown column"}}) {
     const CliResult r = run_cli(std::string("sweep --experiment '") + STRIPESIM_SOURCE_DIR + "/tests/data/" + file + "'");
     EXPECT_EQ(r.exit_code, 2) << file;
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;

@@ -225,6 +225,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"sweep_kind_not_a_string", "sweep --experiment " + data("sweep_kind_not_a_string.json"),
                  "sweep_kind_not_a_string.json field \"kind\": expected a string, got true"},
         BadInput{"sweep_experiment_missing", "sweep --experiment /nonexistent/e.json", "does not exist"},
+        // A file that is no JSON object ran the flags' default grid.
+        BadInput{"sweep_experiment_not_an_object", "sweep --experiment " + data("sweep_experiment_not_an_object.json"),
+                 "sweep_experiment_not_an_object.json: expected a JSON object"},
+        // An empty measured path ran the sweep without its measured column.
+        BadInput{"step_sweep_measured_empty", "sweep --experiment " + data("step_sweep_measured_empty.json"),
+                 "step_sweep_measured_empty.json field \"measured\": must not be empty"},
+        // A file's columns are named at its field, not as a flag the command was not given.
+        BadInput{"sweep_experiment_unknown_column", "sweep --experiment " + data("sweep_unknown_column.json"),
+                 "sweep_unknown_column.json field \"columns\" 'tms_of_light': unknown column"},
         BadInput{"sweep_misspelt_step", "sweep --experiment " + data("sweep_misspelt_step.json"),
                  "unknown field \"steps\" (did you mean 'step'?) (known: kind, description, convention, pass, recompute, tiling, "
                  "layouts, columns, groups, step, measured)"},

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/io/size_parse.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
@@ -95,8 +96,8 @@ StepSweepSpec step_sweep_spec_from_json(const nlohmann::json& doc, const std::st
   spec.step.scope = Scope::step;
   if (!doc.at("step").contains("pass")) spec.step.pass = default_pass(Scope::step);
   if (doc.contains("measured")) {
-    if (!doc.at("measured").is_string()) throw InputError(label + " field \"measured\": expected a path");
-    spec.measured = doc.at("measured").get<std::string>();
+    // An empty path would read as no measurements: the sweep without its measured column.
+    spec.measured = model::JsonFields(doc, label).non_empty_string("measured");
     spec.measured_label = fmt::format("{} field \"measured\" {}", label, spec.measured);
   }
   return spec;

@@ -78,14 +78,15 @@ nlohmann::ordered_json make_row(const SweepPoint& point, const TmsResult& r) {
 
 }  // namespace
 
-nlohmann::ordered_json select_columns(const nlohmann::ordered_json& row, const std::vector<std::string>& columns) {
+nlohmann::ordered_json select_columns(const nlohmann::ordered_json& row, const std::vector<std::string>& columns,
+                                      std::string_view named) {
   if (columns.empty()) return row;
   nlohmann::ordered_json selected;
   for (const auto& column : columns) {
     if (!row.contains(column)) {
       std::string known;
       for (const auto& [key, value] : row.items()) known += (known.empty() ? "" : ", ") + key;
-      throw InputError(fmt::format("--columns '{}': unknown column, known: {}", column, known));
+      throw InputError(fmt::format("{} '{}': unknown column, known: {}", named, column, known));
     }
     selected[column] = row.at(column);
   }
@@ -112,6 +113,7 @@ SweepSpec sweep_spec_from_json(const nlohmann::json& doc, const std::string& lab
   if (f.has("tiling")) spec.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
   spec.extra_layouts = f.distinct_string_list_or("layouts", {}, layout_identity);
   spec.columns = f.distinct_string_list_or("columns", {});
+  spec.columns_named = f.where("columns");
   // No columns is not every column (what leaving the field out keeps): say which.
   if (f.has("columns") && spec.columns.empty()) {
     throw InputError(fmt::format("{}: expected a non-empty array (leave the field out for every column)", f.where("columns")));
@@ -273,7 +275,7 @@ SweepPlan plan_sweep(const SweepSpec& spec, const ConfigCatalog& catalog) {
         entry.layout = layout;
         zeros.layouts.push_back(std::move(entry));
       }
-      (void)select_columns(make_row(plan.points[i], zeros), spec.columns);
+      (void)select_columns(make_row(plan.points[i], zeros), spec.columns, spec.columns_named);
     }
   }
   return plan;

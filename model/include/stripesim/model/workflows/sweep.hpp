@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stripesim/model/flops/flop_model.hpp"
@@ -34,6 +35,7 @@ struct SweepSpec {
   Tiling tiling = Tiling::fixed;           // every point's (tile_shape.hpp)
   std::vector<std::string> extra_layouts;  // columns beyond contiguous, striped, zigzag
   std::vector<std::string> columns;        // empty: every column
+  std::string columns_named = "--columns";  // how errors name that list: the flag, or a file's field
   std::vector<SweepGroup> groups;
 };
 
@@ -77,8 +79,9 @@ using SweepProgress = std::function<void(Count done, Count total)>;
                                                            const SweepProgress& progress = {}, unsigned threads = 0);
 
 // `row` reduced to `columns` in that order (all of it when empty); an unknown column is an
-// InputError listing the known ones.
-[[nodiscard]] nlohmann::ordered_json select_columns(const nlohmann::ordered_json& row, const std::vector<std::string>& columns);
+// InputError naming the list as `named` and listing the known ones.
+[[nodiscard]] nlohmann::ordered_json select_columns(const nlohmann::ordered_json& row, const std::vector<std::string>& columns,
+                                                    std::string_view named = "--columns");
 
 // Column name suffix for a layout: "block-striped:64" -> "block_striped_64".
 [[nodiscard]] std::string column_suffix(const std::string& layout);
