@@ -735,6 +735,22 @@ TEST(CliCheck, WritesABaselineFromAnExperiment) {
   EXPECT_EQ(tms_twice.exit_code, 2);
   EXPECT_NE(tms_twice.err.find("tms_twice.json tms[2]: the config of tms[0] again"), std::string::npos) << tms_twice.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "t.json"));
+  // A TMS entry's names and tile are named at its fields, as a simulate entry's are: check has no
+  // --hardware flag (the message named one until 2026-12-07), and an empty name is not unknown.
+  for (const auto& [field, value, message] :
+       {std::tuple{"hardware", "zz", R"(tms[0] field "hardware" = 'zz': unknown, expected one of)"},
+        std::tuple{"hardware", "", R"(tms[0] field "hardware": must not be empty)"},
+        std::tuple{"model", "", R"(tms[0] field "model": must not be empty)"},
+        std::tuple{"tile", "12x", R"(tms[0] field "tile" = '12x': expected TQxTK)"}}) {
+    nlohmann::json exp{{"tms", {{{"model", "1b"}, {"hardware", "a100"}, {"devices", 2}, {"seq_len", 8192}}}}};
+    exp["tms"][0][field] = value;
+    std::ofstream(dir / "bad_tms.json") << exp.dump();
+    const CliResult bad =
+        run_cli("check --write-baseline '" + (dir / "t.json").string() + "' --experiment '" + (dir / "bad_tms.json").string() + "'");
+    EXPECT_EQ(bad.exit_code, 2) << field;
+    EXPECT_NE(bad.err.find(message), std::string::npos) << bad.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "t.json"));
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -23,12 +23,14 @@ TmsRequest tms_request_from_json(const nlohmann::json& doc, const std::string& l
   const JsonFields f(doc, label);
   f.allow_only({"model", "hardware", "devices", "model_parallel", "seq_len", "tile", "tiling", "convention"});
   TmsRequest q;
-  q.model = catalog.model(f.string("model"));
-  q.hardware = catalog.hardware(f.string("hardware"));
+  // Named at their fields, as a simulate entry's are (the flags are not the command's).
+  for (const char* field : {"model", "hardware"}) (void)f.non_empty_string(field);
+  q.model = f.parsed("model", [&](const std::string& name) { return catalog.model(name); });
+  q.hardware = f.parsed("hardware", [&](const std::string& name) { return catalog.hardware(name); });
   q.devices = f.positive_count("devices");
   q.model_parallel = f.positive_count_or("model_parallel", 1);
   q.seq_len = f.positive_count("seq_len");
-  if (f.has("tile")) q.tile = parse_tile_shape(f.string("tile"));
+  if (f.has("tile")) q.tile = f.parsed("tile", parse_tile_shape);
   if (f.has("tiling")) q.tiling = parse_tiling(f.string("tiling"), f.where("tiling"));
   if (f.has("convention")) q.convention = f.parsed("convention", parse_flop_convention);
   return q;
