@@ -668,9 +668,12 @@ INSTANTIATE_TEST_SUITE_P(
                  "simulate_tiling_not_the_kernels.json field \"tiling\" = fixed: kernel fa2 (a100-80gb) uses varlen tiling"},
         BadInput{"experiment_ring_order_without_a_ring", "simulate --experiment " + data("simulate_ulysses_ring_order.json"),
                  "simulate_ulysses_ring_order.json field \"ring_order\" = auto: orders the GPUs of a plain ring, not --cp ulysses"},
+        // A profile given as a file is named with the file (what a user mends), not by its "name" alone.
         BadInput{"unknown_default_kernel", "simulate --hardware " + data("hardware_unknown_default_kernel.json"),
-                 "hardware h100-no-default-kernel field \"default_kernel\" = 'nosuch': no such kernel for hardware "
-                 "h100-no-default-kernel, expected one of fa2"}),
+                 "hardware h100-no-default-kernel (" STRIPESIM_SOURCE_DIR "/tests/data/hardware_unknown_default_kernel.json) field \"default_kernel\" = 'nosuch': no such kernel for hardware h100-no-default-kernel, expected one of fa2"},
+        BadInput{"empty_default_kernel", "simulate --hardware " + data("hardware_empty_default_kernel.json"),
+                 "--hardware " STRIPESIM_SOURCE_DIR "/tests/data/hardware_empty_default_kernel.json field \"default_kernel\": must not be "
+                 "empty"}),
     bad_input_name);
 
 class CliPlanBadInput : public ::testing::TestWithParam<BadInput> {};
@@ -1252,8 +1255,9 @@ TEST(CliSimulate, ADefaultKernelInAnUnlistedPrecisionIsNamedAsTheHardwaresField)
   std::ofstream(dir / "hw.json") << hardware.dump();
   const CliResult r = run_cli("simulate -n 4k -N 2 --dtype fp32 --hardware '" + (dir / "hw.json").string() + "'");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "stripesim: error: hardware cpu-with-fa2 field \"default_kernel\" 'fa2': timed in bf16, for which hardware "
-                   "cpu-with-fa2 lists no peak rate to convert its times by\n");
+  EXPECT_EQ(r.err, "stripesim: error: hardware cpu-with-fa2 (" + (dir / "hw.json").string() +
+                       ") field \"default_kernel\" 'fa2': timed in bf16, for which hardware cpu-with-fa2 lists no peak rate to "
+                       "convert its times by\n");
 }
 
 // A measured row's values are named at its line and column where they are refused (an unknown

@@ -396,8 +396,7 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
                                   const model::HardwareProfile& hardware, const std::vector<std::string>& homes) {
   const std::string wanted = spec.empty() ? hardware.default_kernel : spec;
   if (wanted.empty()) {
-    throw InputError(fmt::format("--kernel: hardware {} names no default kernel; give --kernel NAME or a JSON file",
-                                 hardware.name));
+    throw InputError(fmt::format("--kernel: {} names no default kernel; give --kernel NAME or a JSON file", hardware.label()));
   }
   if (model::is_config_path(wanted)) {
     return kernel_profile_from_json(model::read_json_file(wanted, "--kernel " + wanted, model::FileUse::kernel_profile), "--kernel " + wanted);
@@ -425,8 +424,8 @@ KernelProfile load_kernel_profile(const std::string& spec, const std::string& co
                                   model::did_you_mean(wanted, known), fmt::join(known, ", "), unfound_home);
   // Not asked for: the hardware profile's default, named as its field (no --kernel was given).
   if (spec.empty()) {
-    throw InputError(fmt::format("hardware {} field \"default_kernel\" = '{}': {}; give --kernel NAME or mend the profile",
-                                 hardware.name, wanted, detail));
+    throw InputError(fmt::format("{} field \"default_kernel\" = '{}': {}; give --kernel NAME or mend the profile",
+                                 hardware.label(), wanted, detail));
   }
   throw InputError(model::Input::kernel, wanted, detail, model::Shown::quoted);
 }

@@ -99,7 +99,7 @@ void check_scope(const SimulateConfig& config, const Simulation& sim) {
   }
   if (!sim.hardware.matmul_efficiency) {
     // Named as the hardware: plan (always a step) has no --scope to blame.
-    throw InputError(model::Input::hardware, sim.hardware.name,
+    throw InputError(model::Input::hardware, sim.hardware.file.empty() ? sim.hardware.name : sim.hardware.file,
                      "has no matmul_efficiency to price a layer's or a step's matmuls with");
   }
   if (config.sync == SyncMode::serial) {
@@ -347,7 +347,7 @@ void check_blocks_per_call(const Simulation& sim, Count blocks_of_sequence) {
 double precision_slowdown(const model::HardwareProfile& hardware, const KernelProfile& kernel, const std::string& dtype) {
   if (dtype == kernel.dtype) return 1.0;  // timed in it: no rate to convert by
   if (!hardware.peak_tflops.contains(dtype)) {
-    throw InputError(model::Input::dtype, dtype, fmt::format("hardware {} lists no peak rate for it", hardware.name));
+    throw InputError(model::Input::dtype, dtype, fmt::format("{} lists no peak rate for it", hardware.label()));
   }
   if (!hardware.peak_tflops.contains(kernel.dtype)) {
     throw InputError(model::Input::kernel, kernel.name,
@@ -424,7 +424,7 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
     } catch (const InputError& e) {
       // No --kernel given: the kernel is the hardware profile's default, named as that field.
       if (!config.kernel.empty() || config.kernel_profile || e.input() != model::Input::kernel) throw;
-      throw e.renamed(fmt::format("hardware {} field \"default_kernel\"", sim.hardware.name));
+      throw e.renamed(fmt::format("{} field \"default_kernel\"", sim.hardware.label()));
     }
   }();
   sim.cp = parse_context_parallel(config.cp, config.devices);

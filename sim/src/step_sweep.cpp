@@ -320,8 +320,8 @@ StepFitPlan plan_step_fit(const StepSweepSpec& spec, const model::ConfigCatalog&
                                  plan.measured.front().hardware, other->hardware));
   }
   if (!plan.hardware.matmul_efficiency) {
-    throw InputError(fmt::format("step fit: hardware {} has no matmul_efficiency (the fit finds the element-wise cost beside it)",
-                                 plan.hardware.name));
+    throw InputError(fmt::format("step fit: {} has no matmul_efficiency (the fit finds the element-wise cost beside it)",
+                                 plan.hardware.label()));
   }
   spec.step_origins.run([&] {
     plan.kernel = load_kernel_profile(spec.step.kernel, catalog.root(), plan.hardware);

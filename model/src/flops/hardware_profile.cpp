@@ -14,6 +14,10 @@
 
 namespace stripesim::model {
 
+std::string HardwareProfile::label() const {
+  return file.empty() ? fmt::format("hardware {}", name) : fmt::format("hardware {} ({})", name, file);
+}
+
 HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std::string& label) {
   const JsonFields f(doc, label);
   f.allow_only({"name", "description", "aliases", "device_names", "peak_tflops", "matmul_precision", "attention_precision",
@@ -50,7 +54,8 @@ HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std:
   if (f.has("default_tile")) h.default_tile = f.parsed("default_tile", parse_tile_shape);
   h.sms = f.positive_count("sms", kMaxSms);
   if (f.has("shared_memory_per_sm_kib")) h.shared_memory_per_sm = 1024 * f.positive_count("shared_memory_per_sm_kib", Count{1} << 30);
-  h.default_kernel = f.string_or("default_kernel", "");
+  // Left out, the profile has no default kernel (a --kernel is then needed); given, it names one.
+  if (f.has("default_kernel")) h.default_kernel = f.non_empty_string("default_kernel");
   h.kernels_from = f.string_or("kernels_from", "");
   if (f.has("kernels_from") && (h.kernels_from.empty() || h.kernels_from == h.name)) {
     throw InputError(fmt::format("{}: must name another hardware profile, got \"{}\"", f.where("kernels_from"), h.kernels_from));

@@ -130,7 +130,9 @@ TransformerModel ConfigCatalog::model(const std::string& name_or_path) const {
 }
 
 HardwareProfile ConfigCatalog::hardware(const std::string& name_or_path) const {
-  return find<HardwareProfile>(root_, "hardware", Input::hardware, name_or_path, hardware_profile_from_json);
+  HardwareProfile profile = find<HardwareProfile>(root_, "hardware", Input::hardware, name_or_path, hardware_profile_from_json);
+  if (is_config_path(name_or_path)) profile.file = name_or_path;
+  return profile;
 }
 
 std::optional<HardwareProfile> ConfigCatalog::hardware_for_device(std::string_view device_name) const {

@@ -61,6 +61,12 @@ struct HardwareProfile {
   std::optional<double> matmul_efficiency;
   double elementwise_bytes_per_dmodel = 0;
   nlohmann::json sources;  // where each figure comes from, kept verbatim for the record
+  // The JSON file it was read from when given as a path (--hardware FILE); empty for a preset.
+  std::string file;
+
+  // How messages name it: "hardware h100-sxm", and the file it came from when given as one
+  // ("hardware h100-sxm (my-h100.json)"), the file being what a user mends.
+  [[nodiscard]] std::string label() const;
 };
 
 [[nodiscard]] HardwareProfile hardware_profile_from_json(const nlohmann::json& doc, const std::string& label);
