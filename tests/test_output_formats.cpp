@@ -3,6 +3,8 @@
 // result is a case in its render and an entry in its list, and this test holds the two together.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <span>
 #include <stdexcept>
@@ -13,6 +15,7 @@
 #include "stripesim/model/workflows/analysis.hpp"
 #include "stripesim/output/accuracy_printers.hpp"
 #include "stripesim/output/analysis_printers.hpp"
+#include "stripesim/output/number_text.hpp"
 #include "stripesim/output/plan_printers.hpp"
 #include "stripesim/output/rows.hpp"
 #include "stripesim/output/simulation_printers.hpp"
@@ -86,6 +89,18 @@ TEST(OutputFormats, EveryPrinterRendersWhatItOffersAndRefusesTheRest) {
                         [](OutputFormat f) { return render(validate::ValidationReport{}, f); });
   expect_offers_exactly("kernel accuracy", kAccuracyFormats,
                         [](OutputFormat f) { return render(validate::KernelAccuracy{}, f); });
+}
+
+// A difference a hair below zero (a predicted speedup 1e-5 under the measured one) prints as
+// zero, not as -0.0000; one that shows at the precision keeps its sign.
+TEST(OutputFormats, ValuesThatRoundToZeroPrintWithoutASign) {
+  EXPECT_EQ(cell_text(nlohmann::ordered_json(-1.0837e-05), true), "0.0000");
+  EXPECT_EQ(cell_text(nlohmann::ordered_json(-0.0), true), "0.0000");
+  EXPECT_EQ(cell_text(nlohmann::ordered_json(-0.00006), true), "-0.0001");
+  EXPECT_EQ(cell_text(nlohmann::ordered_json(-1.0837e-05), false), "-1.0837e-05");  // CSV keeps the exact value
+  EXPECT_EQ(fmt::format("{:+.1f}%", as_printed(-0.04, 1)), "+0.0%");
+  EXPECT_EQ(fmt::format("{:+.1f}%", as_printed(-0.05, 1)), "-0.1%");
+  EXPECT_EQ(fmt::format("{:+.3f}", as_printed(2e-4, 3)), "+0.000");
 }
 
 }  // namespace

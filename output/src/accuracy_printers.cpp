@@ -7,6 +7,7 @@
 #include <set>
 
 #include "stripesim/model/io/schemas.hpp"
+#include "stripesim/output/number_text.hpp"
 #include "stripesim/output/rows.hpp"
 
 namespace stripesim::output {
@@ -132,7 +133,7 @@ std::string to_markdown(const validate::KernelAccuracy& accuracy) {
                       p.predicted_lockstep_us, p.measured_lockstep_us, speedup(p.predicted_speedup),
                       speedup(p.measured_speedup),
                       p.predicted_speedup && p.measured_speedup
-                          ? fmt::format("{:+.3f}", *p.predicted_speedup - *p.measured_speedup)
+                          ? fmt::format("{:+.3f}", as_printed(*p.predicted_speedup - *p.measured_speedup, 3))
                           : std::string("-"),
                       ratio ? fmt::format("{:.3f}", *ratio) : std::string("-"));
   }

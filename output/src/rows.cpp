@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "stripesim/output/number_text.hpp"
+
 namespace stripesim::output {
 
 std::string csv_field(const std::string& text) {
@@ -19,7 +21,7 @@ std::string csv_field(const std::string& text) {
 std::string cell_text(const nlohmann::ordered_json& value, bool round) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_null()) return "";  // a cell with no value (a point nothing was measured at)
-  if (round && value.is_number_float()) return fmt::format("{:.4f}", value.get<double>());
+  if (round && value.is_number_float()) return fmt::format("{:.4f}", as_printed(value.get<double>(), 4));
   return value.dump();
 }
 

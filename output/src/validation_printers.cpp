@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "stripesim/model/flops/hardware_profile.hpp"
+#include "stripesim/output/number_text.hpp"
 #include "stripesim/sim/kernel_profile.hpp"
 #include "stripesim/validate/validate_workflow.hpp"
 
@@ -254,7 +255,7 @@ std::string to_markdown(const validate::ValidationReport& report) {
   for (size_t i = 0; i < report.comparisons.size(); ++i) {
     const auto& c = report.comparisons[i];
     md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {:.1f} | {:.1f} |", report.results[i].ring_case.label(),
-                      role_name(c.role), c.prediction.total_us, c.measured_total_us, 100 * c.total_error,
+                      role_name(c.role), c.prediction.total_us, c.measured_total_us, as_printed(100 * c.total_error, 1),
                       c.prediction.handoff_us, c.handoff_measured_us);
     if (nodes) md += fmt::format(" {:.1f} | {:.1f} |", c.prediction.inter_node_handoff_us, c.inter_node_handoff_measured_us);
     md += "\n";
@@ -284,7 +285,7 @@ std::string validation_table(const validate::ValidationReport& report) {
                        r.summary.wall.median, slowest_round);
     if (predicted) {
       const auto& c = report.comparisons[i];
-      out += fmt::format(" {:>12.1f} {:>+8.1f}% {:>11}", c.prediction.total_us, 100 * c.total_error, validate::role_name(c.role));
+      out += fmt::format(" {:>12.1f} {:>+8.1f}% {:>11}", c.prediction.total_us, as_printed(100 * c.total_error, 1), validate::role_name(c.role));
     }
     out += "\n";
   }
