@@ -94,7 +94,8 @@ std::function<void()> register_layout_command(CLI::App& app, RunMode mode) {
   cmd->add_option("--seq-len,-n", o.seq_len, fmt::format("Sequence length n; {}", model::kCountSuffixes))->required();
   cmd->add_option("--devices,-N", o.devices, fmt::format("Devices in the ring N, 1..{}", model::kMaxDevices))->required();
   o.given.track(cmd->add_option("--tile", o.tile,
-                                "Kernel tile TQxTK balanced and ptrr price work in (required for them) [default: 2048x4096, as analyze]"));
+                                "Kernel tile TQxTK balanced and ptrr price work in: required for balanced and ptrr without :BLOCK (ptrr:BLOCK "
+                                "takes analyze's 2048x4096 without it; the other layouts do not depend on the tile)"));
   o.given.track(cmd->add_option("--tiling", o.tiling, std::string(model::kTilingHelp) + " [default: fixed]"));
   o.given.track(cmd->add_option("--mask", o.mask, "Attention mask (see analyze --help) [default: causal]"));
   cmd->add_flag("--pad-documents", o.pad_documents,

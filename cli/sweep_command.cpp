@@ -170,12 +170,12 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
                                                "own: give it in an --experiment file)")
                    ->capture_default_str());
   o.grid.track(cmd->add_flag("--pad-documents", o.pad_documents, "balance: pad documents to multiples of 2N"));
-  o.grid.track(cmd->add_option("--hardware", o.hardware, "Comma-separated hardware, each " + hardware_choices())->capture_default_str());
-  o.grid.track(cmd->add_option("--models", o.models, "Comma-separated models, each " + model_choices())->capture_default_str());
+  o.grid.track(cmd->add_option("--hardware", o.hardware, "tms: comma-separated hardware, each " + hardware_choices())->capture_default_str());
+  o.grid.track(cmd->add_option("--models", o.models, "tms: comma-separated models, each " + model_choices())->capture_default_str());
   o.grid.track(cmd->add_option("--meshes", o.meshes,
-                               "Comma-separated MxN meshes (model x sequence parallel); else --model-parallel x --devices"));
+                               "tms: comma-separated MxN meshes (model x sequence parallel); else --model-parallel x --devices"));
   o.grid.track(cmd->add_option("--devices,-N", o.devices, "Comma-separated devices in the ring N (sequence-parallel degrees)")->capture_default_str());
-  o.grid.track(cmd->add_option("--model-parallel,-M", o.model_parallel, "Comma-separated model-parallel degrees")
+  o.grid.track(cmd->add_option("--model-parallel,-M", o.model_parallel, "tms: comma-separated model-parallel degrees")
                    ->capture_default_str());
   o.grid.track(cmd->add_option("--seq-lens", o.seq_lens, fmt::format("Comma-separated sequence lengths; {}", model::kCountSuffixes))->capture_default_str());
   o.grid.track(cmd->add_option("--tiles", o.tiles, "Comma-separated tiles TQxTK, or default (tms: the hardware's; balance: 128x128)")->capture_default_str());
@@ -184,14 +184,14 @@ std::function<void()> register_sweep_command(CLI::App& app, RunMode mode) {
                       " For every point; overrides an experiment's \"tiling\" [default: fixed]");
   o.grid.track(cmd->add_option("--layouts", o.layouts, "tms: extra layouts beyond contiguous, striped, zigzag (block-striped:S, ...); balance: the layouts "
                                                      "compared [balance default: contiguous,striped,zigzag,balanced]"));
-  o.grid.track(cmd->add_option("--columns", o.columns, "Comma-separated columns to keep, in this order [default: all]"));
-  o.grid.track(cmd->add_option("--convention", o.convention, "FLOP accounting")
+  o.grid.track(cmd->add_option("--columns", o.columns, "tms: comma-separated columns to keep, in this order [default: all]"));
+  o.grid.track(cmd->add_option("--convention", o.convention, "tms: FLOP accounting")
                    ->check(CLI::IsMember({"paper", "exact"}))
                    ->capture_default_str());
-  o.grid.track(cmd->add_option("--pass", o.pass, "Training pass counted")
+  o.grid.track(cmd->add_option("--pass", o.pass, "tms: training pass counted")
                    ->check(CLI::IsMember({"fwd", "fwdbwd"}))
                    ->capture_default_str());
-  o.grid.track(cmd->add_flag("--recompute", o.recompute, "Count activation recomputation"));
+  o.grid.track(cmd->add_flag("--recompute", o.recompute, "tms: count activation recomputation"));
   add_format_option(cmd, o.format, output::kSweepFormats, "Output format");
   cmd->add_option("--output,-o", o.output, "Write to FILE instead of standard output");
   add_threads_option(cmd, o.threads, "Worker threads, 0 = one per core (output never depends on it)");

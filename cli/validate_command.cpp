@@ -406,16 +406,16 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
                               "FlashAttention-2's backward loop: about 50 TFLOP/s on an H100, scalar about 6)"));
   o.run.track(cmd->add_option("--warmup", o.warmup, "Untimed iterations per case")->capture_default_str());
   o.run.track(cmd->add_option("--iterations", o.iterations, "Timed iterations per case (medians and spread)")->capture_default_str());
-  o.run.track(cmd->add_option("--timeout", o.timeout, "Seconds a device operation may take before it is reported as hung")
+  o.run.track(cmd->add_option("--timeout", o.timeout, "cuda, nccl, mpi: seconds (1 to 86400) a device operation may take before it is reported as hung")
       ->capture_default_str());
   auto* calibrate = cmd->add_flag("--calibrate", o.calibrate, "Fit the simulator's kernel and link parameters to the measurements");
   auto* compare = cmd->add_flag("--compare", o.compare,
                                 "Predict every case with the simulator: calibrate on one half, report the error on the other");
-  cmd->add_option("--hardware", o.hardware, "Profile to start from: " + hardware_choices() + " [default: cpu, or the GPU's own]");
+  cmd->add_option("--hardware", o.hardware, "--calibrate, --compare: profile to start from: " + hardware_choices() + " [default: cpu, or the GPU's own]");
   cmd->add_option("--profile", o.profile, "--compare: predict every case with this profile instead of calibrating");
   cmd->add_option("--profile-out", o.profile_out, "--calibrate: write the fitted hardware profile JSON to FILE");
   cmd->add_option("--kernel", o.kernel,
-                  "Kernel profile the fit starts from and predictions use (name in configs/kernels/<hardware>/ or JSON) "
+                  "--calibrate, --compare: kernel profile the fit starts from and predictions use (name in configs/kernels/<hardware>/ or JSON) "
                   "[default: the validator's own kernel; with --measurements the hardware's default]");
   cmd->add_option("--kernel-out", o.kernel_out, "--calibrate: write the fitted kernel profile JSON to FILE");
   cmd->add_option("--measurements", o.measurements,

@@ -655,7 +655,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"more_buffers_than_hybrid_blocks", "simulate --cp hybrid:2x4 --kv-buffers 5",
                  "--kv-buffers 5: must be at most 4: a ring of 4 devices has that many K/V blocks"},
         BadInput{"serial_hybrid", "simulate --cp hybrid:4x2 --sync serial",
-                 "--sync serial: one processor running every device in turn (the CPU validator) runs no --cp hybrid:4x2"},
+                 "--sync serial: one processor running every device in turn (the CPU validator) runs no --cp hybrid:4x2; give ring, "
+                 "allgather or ulysses, or --sync async or lockstep"},
+        // A hybrid of no ring is offered only what it takes (lockstep is refused there).
+        BadInput{"hybrid_without_ring_serial", "simulate -N 4 -n 16k --cp hybrid:4x1 --sync serial",
+                 "runs no --cp hybrid:4x1; give ring, allgather or ulysses, or --sync async (lockstep paces a ring, which it has not)"},
         BadInput{"auto_ring_order_ideal", "simulate --topology ideal --ring-order auto",
                  "--ring-order auto: orders the ring's GPUs by their links; --topology ideal has none to order by"},
         BadInput{"auto_ring_order_one_device", "simulate -N 1 --ring-order auto",

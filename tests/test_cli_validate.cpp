@@ -1483,6 +1483,8 @@ std::vector<BadInput> validate_bad_inputs() {
       {"ulysses_heads", "validate --cp ulysses --heads 2 --kv-heads 2 --devices 4",
        "--cp ulysses: the all-to-all over 4 devices needs the 2 heads of a device divisible by 4"},
       {"hybrid_in_the_validator", "validate --cp hybrid:2x2 --devices 4", "--cp hybrid:2x2: the validator runs ring, allgather and ulysses"},
+      // An unknown one too: the simulator's message offered hybrid:UxR and allgather:G.
+      {"unknown_cp_in_the_validator", "validate --cp foo --devices 4", "--cp foo: the validator runs ring, allgather and ulysses"},
       {"pass_backward_alone", "validate --pass bwd", "--pass bwd: the validator runs the backward after the forward; give fwdbwd"},
       {"pass_unknown", "validate --pass back", "--pass 'back': expected fwd, bwd or fwdbwd"},
       {"pass_backward_on_nccl", "validate --backend nccl --pass fwdbwd",

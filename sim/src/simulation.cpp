@@ -182,8 +182,8 @@ void check_context_parallel(const SimulateConfig& config, const ContextParallel&
   if (cp.algorithm == CpAlgorithm::hybrid && config.sync == SyncMode::serial) {
     throw InputError(model::Input::sync, "serial",
                      fmt::format("one processor running every device in turn (the CPU validator) runs no --cp {}; give ring, "
-                                 "allgather or ulysses, or --sync async or lockstep",
-                                 name));
+                                 "allgather or ulysses, or --sync {}",
+                                 name, has_ring ? "async or lockstep" : "async (lockstep paces a ring, which it has not)"));
   }
   if (cp.algorithm != CpAlgorithm::ring && (config.hop_bytes || config.grad_hop_bytes)) {
     throw InputError(model::Input::cp, name, "the validator's hop size applies to the ring only");
