@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -1233,6 +1234,38 @@ TEST(Topology, IdealLinksTakeNoTime) {
   const Topology t = load_topology("ideal", ".", 100, std::nullopt, 4);
   EXPECT_EQ(t.gpu_count(), 4);
   EXPECT_EQ(t.route(0, 3).transfer_us(1 << 30), 0.0);
+}
+
+// A kernel profile written by hand may leave out what a fit writes: each field left out takes
+// the "default" reports/schema/kernel.schema.json states for it (the schema requires no more
+// than the reader does, and says what the reader assumes).
+TEST(KernelProfile, AFieldLeftOutTakesTheDefaultTheSchemaStates) {
+  std::ifstream schema_file(std::string(STRIPESIM_SOURCE_DIR) + "/reports/schema/kernel.schema.json");
+  const nlohmann::json schema = nlohmann::json::parse(schema_file);
+  const nlohmann::json minimal = {{"name", "hand"}, {"hardware", "h100-sxm"}, {"tile", "128x128"},
+                                  {"forward", {{"full_tile_us", 2.0}, {"partial_tile_us", 3.0}}},
+                                  {"backward", {{"full_tile_us", 5.0}, {"partial_tile_us", 7.0}}}};
+  EXPECT_EQ(schema.at("required"), nlohmann::json({"name", "hardware", "tile", "forward", "backward"}));
+  const nlohmann::ordered_json written = to_json(kernel_profile_from_json(minimal, "hand.json"));
+  size_t defaults = 0;
+  for (const auto& [field, property] : schema.at("properties").items()) {
+    if (!property.contains("default")) continue;
+    ++defaults;
+    // Written only where they differ from the default (a backward of key tiles, its dQ share).
+    if (!written.contains(field)) {
+      EXPECT_TRUE(field == "backward_blocks" || field == "backward_dq_share") << field;
+      continue;
+    }
+    EXPECT_EQ(nlohmann::json(written.at(field)), property.at("default")) << field;
+  }
+  EXPECT_GE(defaults, 10u);
+  for (const char* pass : {"forward", "backward"}) {
+    for (const auto& [field, property] : schema.at("$defs").at("costs").at("properties").items()) {
+      if (property.contains("default")) {
+        EXPECT_EQ(nlohmann::json(written.at(pass).at(field)), property.at("default")) << pass << " " << field;
+      }
+    }
+  }
 }
 
 }  // namespace
