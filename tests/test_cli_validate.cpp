@@ -512,6 +512,29 @@ TEST(CliValidate, Fa3ProfilesAreTheFitOfThePublishedCalls) {
   }
 }
 
+// A block-costs file is one record: every kernel's columns and a row's device and torch are
+// checked, not only --block-costs-kernel's columns (another kernel's -5 us or "NaN" was taken).
+TEST(CliValidate, BlockCostsCheckEveryKernelsColumns) {
+  const fs::path file = temp_path("stripesim_block_costs_columns.json");
+  const fs::path out = temp_path("stripesim_block_costs_columns_kernel.json");
+  const std::string row = R"("c": 1024, "heads": 48, "kv_heads": 8, "head_dim": 128, "fa3_full_fwd_us": 46.2, "fa3_full_fwdbwd_us": 238.5,
+                             "fa3_causal_fwd_us": 45.6, "fa3_causal_fwdbwd_us": 199.9)";
+  for (const auto& [extra, message] : {std::pair{R"("flex_full_fwd_us": -5)", R"(rows[0] field "flex_full_fwd_us": must be positive)"},
+                                       std::pair{R"("flex_causal_fwd_us": "NaN")", R"(rows[0] field "flex_causal_fwd_us": expected a number)"},
+                                       std::pair{R"("torch": "")", R"(rows[0] field "torch": must not be empty)"},
+                                       std::pair{R"("device": [])", R"(rows[0] field "device": expected a string)"}}) {
+    std::ofstream(file) << R"({"schema": "stripesim.block-costs/1", "device": "NVIDIA H100", "method": "test", "rows": [{)" + row + ", " +
+                               extra + "}]}";
+    const CliResult r = run_cli("validate --calibrate --hardware h100 --kernel fa3 --block-costs '" + file.string() +
+                                "' --block-costs-kernel fa3 --kernel-out '" + out.string() + "'");
+    EXPECT_EQ(r.exit_code, 2) << extra;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  fs::remove(file);
+}
+
 // A block-costs row may give its K/V heads (grouped-query attention); ones that do not divide the
 // query heads are refused, one line naming the row, exit 2, nothing written.
 TEST(CliValidate, BlockCostsKvHeadsMustDivideTheHeads) {

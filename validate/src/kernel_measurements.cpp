@@ -204,8 +204,13 @@ std::vector<MeasuredWorkload> block_costs_from_json(const nlohmann::json& doc, c
     const JsonFields r(rows[i], fmt::format("{} rows[{}]", label, i));
     if (!rows[i].is_object()) throw InputError(fmt::format("{}: expected an object", r.label()));
     for (const auto& [key, value] : rows[i].items()) {
-      const bool shape = key == "c" || key == "heads" || key == "kv_heads" || key == "head_dim" || key == "device" || key == "torch";
-      if (!shape && !std::regex_match(key, timing_column)) {
+      const bool shape = key == "c" || key == "heads" || key == "kv_heads" || key == "head_dim";
+      if (key == "device" || key == "torch") {
+        (void)r.non_empty_string(key);
+      } else if (std::regex_match(key, timing_column)) {
+        // Every kernel's columns are checked, not only --block-costs-kernel's: the file is one record.
+        (void)r.positive_number(key);
+      } else if (!shape) {
         throw InputError(fmt::format("{}: unknown field \"{}\" (expected c, heads, kv_heads, head_dim, device, torch and "
                                      "KERNEL_{{full,causal}}_{{fwd,fwdbwd}}_us columns; a backward alone is the difference)",
                                      r.label(), key));
