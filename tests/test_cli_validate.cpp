@@ -444,6 +444,18 @@ TEST(CliValidate, FromASavedRunFitsAndPredictsWhatTheRunDid) {
        "field \"kernel_us\": a time where no tile is active (the ring makes no call there)"},
       // A cpu run relabelled as a GPU one: cases in a precision no GPU backend computes in.
       {[](nlohmann::json& d) { d["backend"] = "cuda"; }, "field \"cases[0]\" field \"dtype\" = fp32: the cuda backend computes in bf16 or fp16"},
+      // The earlier run's prediction and the profiles it predicted with, recomputed here: an
+      // edited value is refused, not passed over.
+      {[](nlohmann::json& d) { d["cases"][1]["measured_us"] = "zz"; }, "field \"cases[1]\" field \"measured_us\": expected a number, got \"zz\""},
+      {[](nlohmann::json& d) { d["cases"][0]["predicted_us"] = -4; }, "field \"cases[0]\" field \"predicted_us\": must not be negative, got -4"},
+      {[](nlohmann::json& d) { d["cases"][0]["role"] = "maybe"; },
+       "field \"cases[0]\" field \"role\" 'maybe': expected checked, calibration or held-out"},
+      {[](nlohmann::json& d) { d["cases"][0]["round_times"][0]["measured_us"] = -1; },
+       "field \"cases[0]\" field \"round_times[0]\" field \"measured_us\": must not be negative, got -1"},
+      {[](nlohmann::json& d) { d["profile"] = "zz"; }, "field \"profile\": expected a JSON object"},
+      {[](nlohmann::json& d) { d["profile"]["sms"] = 5e-324; }, "field \"profile\" field \"sms\": expected a positive integer"},
+      {[](nlohmann::json& d) { d["kernel"]["backward"]["launch_us"] = "zz"; },
+       "field \"kernel\" field \"backward\" field \"launch_us\": expected a number, got \"zz\""},
   };
   for (const auto& [edit, message] : edits) {
     auto edited = a;

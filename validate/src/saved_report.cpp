@@ -9,11 +9,13 @@
 #include <optional>
 #include <stdexcept>
 
+#include "stripesim/model/flops/hardware_profile.hpp"
 #include "stripesim/model/io/json_fields.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
 #include "stripesim/model/work/tile_shape.hpp"
 #include "stripesim/model/work/work_model.hpp"
+#include "stripesim/sim/kernel_profile.hpp"
 #include "stripesim/sim/node_placement.hpp"
 #include "stripesim/validate/cpu_ring.hpp"
 #include "stripesim/validate/ring_problem.hpp"
@@ -157,6 +159,29 @@ void read_cells(const JsonFields& f, CaseResult& r) {
   }
 }
 
+// The earlier run's comparison of a case, written for readers and recomputed by --compare:
+// checked for what it is, so that an edited value is refused, not passed over.
+void check_recorded_comparison(const JsonFields& f) {
+  if (f.has("role")) {
+    const std::string role = f.string("role");
+    constexpr CaseRole kRoles[] = {CaseRole::checked, CaseRole::calibration, CaseRole::held_out};
+    if (std::ranges::none_of(kRoles, [&](CaseRole r) { return role == role_name(r); })) {
+      throw InputError(fmt::format("{} '{}': expected checked, calibration or held-out", f.where("role"), role));
+    }
+  }
+  for (const char* key : {"predicted_us", "measured_us"}) (void)f.non_negative_number_or(key, 0);
+  if (f.has("error") && !f.raw("error").is_number()) throw InputError(fmt::format("{}: expected a number", f.where("error")));
+  if (!f.has("round_times")) return;
+  const nlohmann::json& rounds = f.raw("round_times");
+  if (!rounds.is_array()) throw InputError(fmt::format("{}: expected an array", f.where("round_times")));
+  for (size_t i = 0; i < rounds.size(); ++i) {
+    const JsonFields round(rounds[i], f.where_item("round_times", i));
+    round.allow_only({"round", "predicted_us", "measured_us"});
+    (void)round.non_negative_count("round");
+    for (const char* key : {"predicted_us", "measured_us"}) (void)round.non_negative_number_or(key, 0);
+  }
+}
+
 CaseResult result_from(const JsonFields& f, const std::string& backend) {
   f.allow_only({"label", "layout", "mask", "cp", "pass", "seq_len", "devices", "tile", "heads", "kv_heads", "head_dim", "dtype",
                 "seed", "gpu_kernel", "gpu_backward_kernel", "correctness", "handoff_bytes", "gradient_handoff_bytes", "wall_us", "unmasked_pairs",
@@ -193,6 +218,7 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
     throw InputError(fmt::format("{}{}", what.starts_with(f.label()) ? what : f.label() + ": " + what,
                                  layout_file || mask_file ? note : ""));
   }
+  check_recorded_comparison(f);
   r.tolerance = output_tolerance(r.ring_case.precision);
   if (f.has("correctness")) read_correctness(JsonFields(f.raw("correctness"), f.where("correctness")), r);
   // A device's K/V block is never empty: 0 bytes would price every hand-off at an infinite rate.
@@ -262,6 +288,17 @@ ValidationReport read_saved_report(const nlohmann::json& doc, const std::string&
   (void)f.string_or("command", "");
   (void)f.boolean_or("all_passed", false);
   if (f.has("cases_checked")) (void)f.non_negative_count("cases_checked");
+  // The profiles the earlier run predicted with: read as profiles, each field checked where it
+  // stands (--compare predicts with its own, --calibrate fits its own).
+  if (f.has("profile")) (void)model::hardware_profile_from_json(f.raw("profile"), f.where("profile"));
+  if (f.has("kernel")) (void)sim::kernel_profile_from_json(f.raw("kernel"), f.where("kernel"));
+  for (const char* key : {"calibration", "errors", "errors_by_cp", "topology"}) {
+    if (f.has(key)) (void)f.object(key);
+  }
+  (void)f.string_list_or("notes", {});
+  if (f.has("comparisons") && !f.raw("comparisons").is_array()) {
+    throw InputError(fmt::format("{}: expected an array", f.where("comparisons")));
+  }
   report.backend = f.string("backend");
   if (report.backend != "cpu" && report.backend != "mpi" && report.backend != "cuda" && report.backend != "nccl") {
     throw InputError(fmt::format("{} '{}': expected cpu, mpi, cuda or nccl", f.where("backend"), report.backend));
