@@ -1471,7 +1471,10 @@ std::vector<BadInput> validate_bad_inputs() {
       {"measurements_short_table", "validate --calibrate --hardware h100 --measurements " + data("measurements_short_table.json"),
        "layout \"contiguous\" field \"us\": expected 2 rows (one per round)"},
       {"measurements_blocks_disagree", "validate --calibrate --hardware h100 --kernel flex --measurements " +
-       data("measurements_wrong_blocks.json"), "round 1 device 1: the file counts 2000 active blocks, stripesim 2080"},
+       data("measurements_wrong_blocks.json"),
+       // Named by the file's path and field: two runs' files may share a name.
+       "--measurements " STRIPESIM_SOURCE_DIR "/tests/data/measurements_wrong_blocks.json layout \"striped\" field \"active_blocks\": "
+       "round 1 device 1: the file counts 2000 active blocks, stripesim 2080"},
       // A value of a measurement file is named by its field, not by the flag that gives it to simulate.
       // A 0 where stripesim counts work scored as infinitely fast; a capitalised "Contiguous" left
       // the file's speedups out; a copy under another name counted its timings twice; a missing

@@ -29,7 +29,6 @@ std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& wo
   std::vector<MeasuredCall> calls;
   for (size_t i = 0; i < workloads.size(); ++i) {
     const MeasuredWorkload& w = workloads[i];
-    const std::string where = w.label();
     const double slowdown = w.origins.run([&] { return sim::precision_slowdown(hardware, kernel, w.dtype); });
     const model::TileShape tile = w.tile.value_or(kernel.tile);
     // Counted as the measured kernel cuts its tiles.
@@ -49,7 +48,7 @@ std::vector<MeasuredCall> measured_calls(const std::vector<MeasuredWorkload>& wo
         if (w.active_blocks && (*w.active_blocks)[cell] != work.active_tiles.at(r, d)) {
           throw InputError(fmt::format("{}: round {} device {}: the file counts {} active blocks, stripesim {} for this "
                                        "layout, mask and tile (a different layout or mask convention?)",
-                                       where, r, d, (*w.active_blocks)[cell], work.active_tiles.at(r, d)));
+                                       w.active_blocks_where, r, d, (*w.active_blocks)[cell], work.active_tiles.at(r, d)));
         }
         MeasuredCall call;
         call.workload = i;

@@ -167,6 +167,7 @@ std::vector<MeasuredWorkload> measurements_from_json(const nlohmann::json& doc, 
         }
       }
       m.active_blocks = std::move(blocks);
+      m.active_blocks_where = l.where("active_blocks");
     }
     out.push_back(std::move(m));
   }

@@ -38,6 +38,7 @@ struct MeasuredWorkload {
   std::vector<double> us;                          // [round * devices + device]
   std::string us_where;                            // where the file gives them ('--measurements f.json layout "zigzag" field "us"')
   std::optional<std::vector<Count>> active_blocks;  // [round * devices + device]
+  std::string active_blocks_where;                  // where the file gives them, as us_where
   // Where its inputs stand in the file, so that a value the work model or the simulator refuses
   // is named by its field ('--measurements f.json field "workload.heads" = 4096: ...'), not by
   // a flag the user never gave. Empty for workloads not read from a file (errors name flags).
