@@ -62,7 +62,15 @@ std::vector<BadInput> bad_inputs() {
        "--mask documents length '9223372036854775807+1': V+P above 2^63 - 1, the largest count stripesim takes"},
       {"padding_given_twice", "--seq-len 1k --devices 4 --mask documents:500+12,512 --pad-documents",
        "already gives its padding (V+P lengths)"},
-      {"documents_file_short", "--seq-len 4k --mask documents:" + data("short_documents.txt"), "add up to 3000"},
+      // The whole spec is named (a file's path included), not "documents" alone.
+      {"documents_file_short", "--seq-len 4k --mask documents:" + data("short_documents.txt"),
+       "--mask documents:" STRIPESIM_SOURCE_DIR "/tests/data/short_documents.txt: the lengths add up to 3000"},
+      {"documents_list_short", "--mask documents:100k,100k", "--mask documents:100k,100k: the lengths add up to 204800"},
+      // A lone '+' is quoted whole, not by its empty part.
+      {"document_length_bare_plus", "--seq-len 1k --mask documents:+512,512",
+       "--mask documents length '+512': expected V or V+P (V tokens, then P padding tokens)"},
+      {"document_length_trailing_plus", "--seq-len 1k --mask documents:512+,512",
+       "--mask documents length '512+': expected V or V+P (V tokens, then P padding tokens)"},
       {"documents_file_missing", "--mask documents:/nonexistent/docs.txt", "does not exist"},
       {"seq_len_beyond_counts", "--seq-len 4G", "must be between 1 and 2^31"},
       // Refused before the deal or the document list it would size is allocated (both ran out of memory).

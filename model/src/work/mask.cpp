@@ -46,8 +46,8 @@ void Mask::set_window(Count width) {
   effective_window_ = std::min(width, seq_len_);
 }
 
-Mask Mask::documents(Count seq_len, std::vector<Count> lengths, Count window, std::vector<Count> padding) {
-  const auto fail = [](const std::string& why) { return InputError(Input::mask, "documents", why); };
+Mask Mask::documents(Count seq_len, std::vector<Count> lengths, Count window, std::vector<Count> padding, std::string_view spec) {
+  const auto fail = [&](const std::string& why) { return InputError(Input::mask, std::string(spec), why); };
   if (lengths.empty()) throw fail("needs at least one document length");
   if (static_cast<Count>(lengths.size()) > kMostDocuments) {
     throw fail(fmt::format("{} documents, more than the {} a mask holds", lengths.size(), kMostDocuments));
@@ -149,6 +149,8 @@ struct DocumentList {
 
   void add(std::string_view item, const InputName& what) {
     const auto plus = item.find('+');
+    // "+32" and "16+" are neither V nor V+P: named whole, not by their empty part.
+    if (plus == 0 || plus + 1 == item.size()) throw what.error(item, "expected V or V+P (V tokens, then P padding tokens)", Shown::quoted);
     const Count valid = parse_count(item.substr(0, plus), what);
     const Count pad = plus == std::string_view::npos ? 0 : parse_count(item.substr(plus + 1), what);
     if (pad > std::numeric_limits<Count>::max() - valid) throw what.error(item, "V+P above 2^63 - 1, the largest count stripesim takes", Shown::quoted);
@@ -256,7 +258,7 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
     if (rest.find(":window=") != std::string_view::npos) {
       throw InputError(Input::mask, std::string(spec), "documents takes one :window=W", Shown::quoted);
     }
-    if (is_length_distribution(rest)) return Mask::documents(seq_len, draw_document_lengths(rest, seq_len), window);
+    if (is_length_distribution(rest)) return Mask::documents(seq_len, draw_document_lengths(rest, seq_len), window, {}, spec);
     DocumentList list;
     if (looks_like_length_list(rest)) {
       for (const auto& item : split_list(rest, InputName(Input::mask, "documents"))) {
@@ -277,7 +279,7 @@ Mask parse_mask(std::string_view spec, Count seq_len) {
         throw InputError(Input::mask, "documents:" + path, std::string(detail));
       }
     }
-    return Mask::documents(seq_len, std::move(list.lengths), window, std::move(list.padding));
+    return Mask::documents(seq_len, std::move(list.lengths), window, std::move(list.padding), spec);
   }
   throw InputError(Input::mask, std::string(spec), "unknown mask, expected " + expected_list(kMaskSyntaxes), Shown::quoted);
 }

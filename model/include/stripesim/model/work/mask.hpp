@@ -30,8 +30,9 @@ class Mask {
   // the document's last tokens are padding, which no query attends to and which attend to
   // nothing (the layout and the transfers still carry them), as kernels given actual and padded
   // lengths apart run them (TransformerEngine's THD format, cu_seqlens and cu_seqlens_padded).
+  // `spec`: how errors name the mask (the spec it was parsed from: "--mask documents:lens.txt").
   [[nodiscard]] static Mask documents(Count seq_len, std::vector<Count> lengths, Count window = 0,
-                                      std::vector<Count> padding = {});
+                                      std::vector<Count> padding = {}, std::string_view spec = "documents");
   // Prefix-LM: the first P tokens (an image, a prompt) attend to each other both ways, every later
   // token causally to all before it: query q sees [0, max(q, P - 1)]. P = 1 is causal, P = n
   // bidirectional.
