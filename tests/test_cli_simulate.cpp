@@ -1332,6 +1332,12 @@ TEST(CliSweep, StepSweepRefusesStepFieldsThatThePointsSet) {
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
     EXPECT_TRUE(r.out.empty());
   }
+  // The columns it offers are the step sweep's: the step's own among them (they were left out).
+  const CliResult unknown = run_cli(std::string("sweep --experiment '") + STRIPESIM_SOURCE_DIR + "/tests/data/step_sweep_unknown_column.json'");
+  EXPECT_NE(unknown.err.find("tiles_lockstep_speedup_zigzag, step_time_us_contiguous, step_speedup, step_speedup_zigzag, mfu_striped, "
+                             "measured, error\n"),
+            std::string::npos)
+      << unknown.err;
 }
 
 // The step's fields and the measured file are named where the experiment gives them: sweep and

@@ -1259,6 +1259,12 @@ TEST(KernelProfile, AFieldLeftOutTakesTheDefaultTheSchemaStates) {
     EXPECT_EQ(nlohmann::json(written.at(field)), property.at("default")) << field;
   }
   EXPECT_GE(defaults, 10u);
+  // And every field the reader fills in, which the writer then writes, states its default.
+  for (const auto& [field, value] : written.items()) {
+    const nlohmann::json& required = schema.at("required");
+    if (std::find(required.begin(), required.end(), field) != required.end() || field == "schema" || field == "description") continue;
+    EXPECT_TRUE(schema.at("properties").at(field).contains("default")) << field << " is filled in by the reader without a stated default";
+  }
   for (const char* pass : {"forward", "backward"}) {
     for (const auto& [field, property] : schema.at("$defs").at("costs").at("properties").items()) {
       if (property.contains("default")) {

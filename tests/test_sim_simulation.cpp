@@ -11,6 +11,7 @@
 
 #include "stripesim/model/flops/hardware_profile.hpp"
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/io/json_file.hpp"
 #include "stripesim/model/work/document_layouts.hpp"
 #include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/mask.hpp"
@@ -574,6 +575,20 @@ Microseconds slowest_ring_hop_us(const char* hardware) {
 // An H800 is an H100 with slower NVLink: its profile names the H100's kernel folder
 // (kernels_from) and gets every H100 kernel profile as it is; the field round-trips, and naming
 // itself (or nothing) is refused. On the same ring the H800's hops take 450 / 200 the time.
+// A profile without a default kernel (optional) is written without one and reads back: an empty
+// default_kernel, which the reader refuses, was written for it (a saved validate run could not be
+// read again).
+TEST(Simulation, AHardwareProfileWithoutADefaultKernelRoundTrips) {
+  nlohmann::json doc = model::read_json_file(std::string(STRIPESIM_SOURCE_DIR) + "/configs/hardware/cpu.json", "cpu.json");
+  doc.erase("default_kernel");
+  const model::HardwareProfile h = model::hardware_profile_from_json(doc, "cpu.json");
+  EXPECT_TRUE(h.default_kernel.empty());
+  const nlohmann::ordered_json written = model::to_json(h);
+  EXPECT_FALSE(written.contains("default_kernel")) << written.dump();
+  EXPECT_EQ(model::to_json(model::hardware_profile_from_json(nlohmann::json::parse(written.dump()), "again")), written);
+  EXPECT_EQ(model::to_json(catalog().hardware("h100")).at("default_kernel"), "sdpa");
+}
+
 TEST(Simulation, AnH800RunsTheH100sKernelsOverSlowerLinks) {
   const model::HardwareProfile h800 = catalog().hardware("h800");
   const model::HardwareProfile h100 = catalog().hardware("h100");

@@ -174,11 +174,9 @@ constexpr std::array<const char*, 6> kStepColumns{"step_time_us_contiguous", "st
 }  // namespace
 
 StepSweepPlan plan_step_sweep(const StepSweepSpec& spec, const model::ConfigCatalog& catalog) {
-  // The TMS sweep checks the columns it makes; the step's own are known here.
+  // The TMS sweep checks the columns, the step's among those it knows (rows get them here).
   model::SweepSpec tms_columns = spec.grid;
-  std::erase_if(tms_columns.columns, [](const std::string& column) {
-    return std::ranges::find(kStepColumns, column) != kStepColumns.end();
-  });
+  tms_columns.added_columns.assign(kStepColumns.begin(), kStepColumns.end());
   StepSweepPlan plan{model::plan_sweep(tms_columns, catalog), {}, {}, spec.grid.columns};
   plan.grid.columns.clear();
   for (const model::SweepPoint& point : plan.grid.points) {

@@ -95,8 +95,9 @@ nlohmann::ordered_json to_json(const HardwareProfile& h) {
           {"memory_bandwidth_gbps", h.memory_bandwidth},
           {"link_bandwidth_gbps", h.link_bandwidth},
           {"default_tile", h.default_tile.to_string()},
-          {"sms", h.sms},
-          {"default_kernel", h.default_kernel}};
+          {"sms", h.sms}};
+  // Optional, and never empty where given: a profile without one is written without it.
+  if (!h.default_kernel.empty()) doc["default_kernel"] = h.default_kernel;
   if (!h.kernels_from.empty()) doc["kernels_from"] = h.kernels_from;
   if (h.link_latency_us) doc["link_latency_us"] = *h.link_latency_us;
   if (h.shared_memory_per_sm) doc["shared_memory_per_sm_kib"] = *h.shared_memory_per_sm / 1024;

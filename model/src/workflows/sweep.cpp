@@ -275,7 +275,9 @@ SweepPlan plan_sweep(const SweepSpec& spec, const ConfigCatalog& catalog) {
         entry.layout = layout;
         zeros.layouts.push_back(std::move(entry));
       }
-      (void)select_columns(make_row(plan.points[i], zeros), spec.columns, spec.columns_named);
+      nlohmann::ordered_json row = make_row(plan.points[i], zeros);
+      for (const std::string& added : spec.added_columns) row[added] = nullptr;
+      (void)select_columns(row, spec.columns, spec.columns_named);
     }
   }
   return plan;

@@ -36,6 +36,7 @@ struct SweepSpec {
   std::vector<std::string> extra_layouts;  // columns beyond contiguous, striped, zigzag
   std::vector<std::string> columns;        // empty: every column
   std::string columns_named = "--columns";  // how errors name that list: the flag, or a file's field
+  std::vector<std::string> added_columns;    // columns a caller adds to each row (a step sweep's): known to `columns`
   std::vector<SweepGroup> groups;
 };
 
