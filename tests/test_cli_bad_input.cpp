@@ -79,9 +79,21 @@ std::vector<BadInput> bad_inputs() {
       {"seq_len_beyond_64_bits", "--seq-len 99999999999999999999", "above 2^63 - 1, the largest count stripesim takes"},
       {"seq_len_not_a_number", "--seq-len abc", "--seq-len 'abc'"},
       {"seq_len_zero", "--seq-len 0", "must be between 1 and 2^31"},
+      // The lengths offered are ones every listed layout takes (zigzag's 2N, not contiguous's N: 999
+      // was offered, and zigzag refused it next).
       {"not_divisible_by_devices", "--seq-len 1000 --devices 3",
-       "--seq-len 1000: layout contiguous needs it divisible by N = 3; the nearest such lengths are 999 and 1002 (pad 2 "
-       "tokens to reach 1002)"},
+       "--seq-len 1000: layout contiguous needs it divisible by N = 3; the nearest lengths every listed layout takes are 996 and "
+       "1002 (pad 2 tokens to reach 1002)"},
+      {"one_layout_alone", "--seq-len 1000 --devices 3 --layouts contiguous",
+       "--seq-len 1000: layout contiguous needs it divisible by N = 3; the nearest such lengths are 999 and 1002"},
+      // A layout that takes the length but not the first's multiples adds its own (block-striped:3 takes 20 tokens
+      // on 2 devices, zigzag's 4 does not divide 18; 12 and 24 both take them).
+      {"every_layouts_multiple", "--seq-len 20 --devices 2 --layouts zigzag,block-striped:3",
+       "--seq-len 20: layout block-striped:3 needs it divisible by s*N = 6; the nearest lengths every listed layout takes are 12 "
+       "and 24 (pad 4 tokens to reach 24)"},
+      // A permutation file holds one length: no other is offered for the list.
+      {"with_a_permutation_file", "--seq-len 20 --devices 3 --layouts zigzag,permutation:" + data("perm_4.json"),
+       "--seq-len 20: layout zigzag needs it divisible by 2N = 6; the nearest such lengths are 18 and 24"},
       {"zigzag_needs_2N", "--seq-len 20 --devices 4 --layouts zigzag",
        "layout zigzag needs it divisible by 2N = 8; the nearest such lengths are 16 and 24 (pad 4 tokens to reach 24)"},
       {"block_striped_needs_sN", "--seq-len 96 --devices 4 --layouts block-striped:5",

@@ -464,8 +464,13 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   check_blocks_per_call(sim, sim.cp.algorithm == CpAlgorithm::ulysses ? 1 : layout_devices);
   std::vector<std::shared_ptr<const LazyLayout>> layouts;
   for (const auto& spec : config.layouts) {
-    model::LayoutPlan planned =
-        model::plan_layout(spec, sim.config.seq_len, layout_devices, model::LayoutContext{&mask, sim.tile, sim.tiling});
+    model::LayoutPlan planned = [&] {
+      try {
+        return model::plan_layout(spec, sim.config.seq_len, layout_devices, model::LayoutContext{&mask, sim.tile, sim.tiling});
+      } catch (const model::IndivisibleLength& e) {
+        throw model::for_every_layout(e, config.layouts, layout_devices);
+      }
+    }();
     if (shared_layouts == nullptr) {
       layouts.push_back(std::make_shared<const LazyLayout>(std::move(planned)));
       continue;

@@ -71,7 +71,12 @@ TmsPlan plan_tms(const TmsRequest& request) {
   check_request_settings(request);
   TmsPlan plan{request, request.tile.value_or(request.hardware.default_tile), parse_mask(request.mask, request.seq_len), {}};
   const LayoutContext context{&plan.mask, plan.tile, request.tiling};
-  for (const auto& name : tms_layouts(request)) plan.layouts.push_back(plan_layout(name, request.seq_len, request.devices, context));
+  const std::vector<std::string> layouts = tms_layouts(request);
+  try {
+    for (const auto& name : layouts) plan.layouts.push_back(plan_layout(name, request.seq_len, request.devices, context));
+  } catch (const IndivisibleLength& e) {
+    throw for_every_layout(e, layouts, request.devices);
+  }
   return plan;
 }
 

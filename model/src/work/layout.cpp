@@ -28,23 +28,28 @@ void require_sizes(Count seq_len, Count devices) {
 
 }  // namespace
 
-void require_seq_len_divisible(Count seq_len, Count divisor, std::string_view layout, std::string_view what) {
-  const Count remainder = seq_len % divisor;
-  if (remainder == 0) return;
+IndivisibleLength::IndivisibleLength(Count seq_len, Count divisor, std::string need)
+    : InputError(Input::seq_len, std::to_string(seq_len), fmt::format("{}; {}", need, nearest_multiples(seq_len, divisor))),
+      divisor_(divisor),
+      need_(std::move(need)) {}
+
+std::string nearest_multiples(Count seq_len, Count multiple, bool every_listed_layout) {
+  const std::string_view lengths = every_listed_layout ? "lengths every listed layout takes" : "such lengths";
+  const std::string_view length = every_listed_layout ? "length every listed layout takes" : "such length";
+  const Count remainder = seq_len % multiple;
   // The multiples on either side, but never 0 tokens nor more than the longest sequence counted.
   const Count below = seq_len - remainder;
-  const Count above = seq_len + (divisor - remainder);
+  const Count above = seq_len + (multiple - remainder);
   const std::string pad = fmt::format("pad {} token{} to reach {}", above - seq_len, above - seq_len == 1 ? "" : "s", above);
-  std::string nearest;
-  if (below > 0 && above <= kMaxSeqLen) {
-    nearest = fmt::format("the nearest such lengths are {} and {} ({})", below, above, pad);
-  } else if (above <= kMaxSeqLen) {
-    nearest = fmt::format("the nearest such length is {} ({})", above, pad);
-  } else {
-    nearest = fmt::format("the nearest such length is {}", below);
-  }
-  throw InputError(Input::seq_len, std::to_string(seq_len),
-                   fmt::format("layout {} needs it divisible by {} = {}; {}", layout, what, divisor, nearest));
+  if (below > 0 && above <= kMaxSeqLen) return fmt::format("the nearest {} are {} and {} ({})", lengths, below, above, pad);
+  if (above <= kMaxSeqLen) return fmt::format("the nearest {} is {} ({})", length, above, pad);
+  if (below > 0) return fmt::format("the nearest {} is {}", length, below);
+  return fmt::format("no {} is at most 2^31", length);
+}
+
+void require_seq_len_divisible(Count seq_len, Count divisor, std::string_view layout, std::string_view what) {
+  if (seq_len % divisor == 0) return;
+  throw IndivisibleLength(seq_len, divisor, fmt::format("layout {} needs it divisible by {} = {}", layout, what, divisor));
 }
 
 Layout::Layout(LayoutKind kind, std::string name, Count seq_len, Count devices, Count stripe)

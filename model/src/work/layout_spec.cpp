@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 #include "stripesim/model/io/input_error.hpp"
@@ -227,6 +228,38 @@ LayoutPlan plan_layout(std::string_view typed, Count seq_len, Count devices, con
     case LayoutKind::permutation: break;
   }
   return plan;
+}
+
+InputError for_every_layout(const IndivisibleLength& first, const std::vector<std::string>& specs, Count devices) {
+  const Count seq_len = std::stoll(first.value());
+  Count multiple = first.divisor();
+  // Each layout whose shape is the same at every length is tried at the nearest multiples found
+  // so far; one that refuses a multiple adds its own, until every one takes both (a few rounds:
+  // each adds a layout's multiple, or none).
+  for (size_t round = 0; round <= specs.size(); ++round) {
+    const Count below = seq_len - seq_len % multiple;
+    const Count grown = multiple;
+    for (const std::string& spec : specs) {
+      const std::optional<LayoutKind> kind = layout_kind_of(spec);
+      if (kind == LayoutKind::permutation) return first;
+      if (!kind || !same_shape_at_every_size(*kind)) continue;
+      for (const Count length : {below, below + multiple}) {
+        if (length < 1 || length > kMaxSeqLen) continue;
+        try {
+          (void)plan_layout(spec, length, devices);
+        } catch (const IndivisibleLength& e) {
+          multiple = std::lcm(multiple, e.divisor());
+          if (multiple > kMaxSeqLen) return first;  // no length stripesim counts takes them all
+        } catch (const InputError&) {
+          return first;  // refused for another reason there (a stripe wider than a device's share)
+        }
+      }
+    }
+    if (multiple == grown) break;
+  }
+  if (multiple == first.divisor()) return first;
+  return InputError(Input::seq_len, first.value(),
+                    fmt::format("{}; {}", first.need(), nearest_multiples(seq_len, multiple, true)));
 }
 
 Layout parse_layout(std::string_view spec, Count seq_len, Count devices, const LayoutContext& context) {

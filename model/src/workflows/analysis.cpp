@@ -49,7 +49,11 @@ AnalysisPlan plan_layouts(const AnalyzeConfig& config) {
   }
   const LayoutContext context{&plan.mask, config.tile, config.tiling};
   plan.layouts.reserve(config.layouts.size());
-  for (const auto& spec : config.layouts) plan.layouts.push_back(plan_layout(spec, plan.seq_len, config.devices, context));
+  try {
+    for (const auto& spec : config.layouts) plan.layouts.push_back(plan_layout(spec, plan.seq_len, config.devices, context));
+  } catch (const IndivisibleLength& e) {
+    throw for_every_layout(e, config.layouts, config.devices);
+  }
   return plan;
 }
 

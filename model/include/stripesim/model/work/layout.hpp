@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/work/types.hpp"
 
 namespace stripesim::model {
@@ -30,10 +31,28 @@ struct Placement {
   friend bool operator==(const Placement&, const Placement&) = default;
 };
 
-// Throws InputError unless `divisor` divides `seq_len`: "--seq-len 1000: layout zigzag needs it
-// divisible by 2N = 16; the nearest such lengths are 992 and 1008 (pad 8 tokens to reach 1008)".
-// `what` names the divisor ("N", "2N", "s*N").
+// What require_seq_len_divisible raises: an InputError (by kind, on the sequence length) that also
+// says the multiple it asked for, so that a list of layouts can name lengths all of them take.
+class IndivisibleLength : public InputError {
+ public:
+  IndivisibleLength(Count seq_len, Count divisor, std::string need);
+  [[nodiscard]] Count divisor() const { return divisor_; }
+  // Why, without the hint: "layout zigzag needs it divisible by 2N = 16".
+  [[nodiscard]] const std::string& need() const { return need_; }
+
+ private:
+  Count divisor_;
+  std::string need_;
+};
+
+// Throws IndivisibleLength unless `divisor` divides `seq_len`: "--seq-len 1000: layout zigzag
+// needs it divisible by 2N = 16; the nearest such lengths are 992 and 1008 (pad 8 tokens to
+// reach 1008)". `what` names the divisor ("N", "2N", "s*N").
 void require_seq_len_divisible(Count seq_len, Count divisor, std::string_view layout, std::string_view what);
+// The multiples of `multiple` nearest seq_len within the lengths stripesim counts, as that hint
+// says them ("the nearest such lengths are 992 and 1008 (pad 8 tokens ...)"; for a list of
+// layouts, "the nearest lengths every listed layout takes are ...").
+[[nodiscard]] std::string nearest_multiples(Count seq_len, Count multiple, bool every_listed_layout = false);
 // Throws InputError unless 1 <= devices <= kMaxDevices.
 void require_devices(Count devices);
 // Throws InputError unless 1 <= seq_len <= kMaxSeqLen: checked where a sequence is first taken

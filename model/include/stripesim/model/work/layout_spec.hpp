@@ -45,6 +45,12 @@ class LayoutPlan;
 // striped, zigzag, block-striped): a small example draws them faithfully. A permutation holds one
 // length; the others are computed from the documents, the mask or the tile.
 [[nodiscard]] bool same_shape_at_every_size(LayoutKind kind);
+// `first`, raised planning one of `specs` at its length, said again with the nearest lengths every
+// one of them takes (each divides by its own multiple of N: N, zigzag's 2N, block-striped:S's
+// S*N), where those are not the ones `first` names; `first` as it is where they are, or where a
+// spec's length is not free (a permutation file holds one; per-document layouts follow their
+// documents, ptrr and balanced need N, which every such multiple holds).
+[[nodiscard]] InputError for_every_layout(const IndivisibleLength& first, const std::vector<std::string>& specs, Count devices);
 // plan_layout(...).build().
 [[nodiscard]] Layout parse_layout(std::string_view spec, Count seq_len, Count devices,
                                   const LayoutContext& context = {});
