@@ -30,6 +30,7 @@ void require_sizes(Count seq_len, Count devices) {
 
 IndivisibleLength::IndivisibleLength(Count seq_len, Count divisor, std::string need)
     : InputError(Input::seq_len, std::to_string(seq_len), fmt::format("{}; {}", need, nearest_multiples(seq_len, divisor))),
+      seq_len_(seq_len),
       divisor_(divisor),
       need_(std::move(need)) {}
 

@@ -231,7 +231,7 @@ LayoutPlan plan_layout(std::string_view typed, Count seq_len, Count devices, con
 }
 
 InputError for_every_layout(const IndivisibleLength& first, const std::vector<std::string>& specs, Count devices) {
-  const Count seq_len = std::stoll(first.value());
+  const Count seq_len = first.seq_len();
   Count multiple = first.divisor();
   // Each layout whose shape is the same at every length is tried at the nearest multiples found
   // so far; one that refuses a multiple adds its own, until every one takes both (a few rounds:

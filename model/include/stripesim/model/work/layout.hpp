@@ -36,11 +36,13 @@ struct Placement {
 class IndivisibleLength : public InputError {
  public:
   IndivisibleLength(Count seq_len, Count divisor, std::string need);
+  [[nodiscard]] Count seq_len() const { return seq_len_; }
   [[nodiscard]] Count divisor() const { return divisor_; }
   // Why, without the hint: "layout zigzag needs it divisible by 2N = 16".
   [[nodiscard]] const std::string& need() const { return need_; }
 
  private:
+  Count seq_len_;
   Count divisor_;
   std::string need_;
 };
