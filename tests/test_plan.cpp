@@ -72,6 +72,35 @@ TEST(Plan, PtrrBesideItsOwnDefaultBlockIsOneChoice) {
   EXPECT_EQ(at_four, std::vector<std::string>{"ptrr:64"});
 }
 
+// A mesh plans its layouts together: where one of them refuses the length, the others still run
+// there. 65538 tokens on rings of 2 (M in {1, 2}; ring and all-gather): contiguous and striped
+// divide them, zigzag (2N = 4) does not, so 4 zigzag choices are refused apart and 8 run; on 4
+// devices every layout refuses (N = 4 divides no layout's share), 10 choices refused together.
+TEST(Plan, OneLayoutRefusingALengthLeavesTheOthersOfItsMesh) {
+  PlanRequest r = small_request();
+  r.base.seq_len = 65538;
+  r.top = 1000;
+  const Plan plan = run_plan(plan_search(r, catalog()));
+  EXPECT_EQ(plan.considered, 27);
+  Count at_two = 0;
+  for (const PlanCandidate& c : plan.ranked) {
+    EXPECT_NE(c.layout, "zigzag");
+    if (c.mesh.devices == 2 && c.cp != "ulysses") ++at_two;
+  }
+  EXPECT_EQ(at_two, 8);
+  const auto zigzag = std::ranges::find_if(plan.refusals, [](const RefusalKind& k) {
+    return k.example.find("layout zigzag needs it divisible by 2N = 4") != std::string::npos;
+  });
+  ASSERT_NE(zigzag, plan.refusals.end());
+  EXPECT_EQ(zigzag->choices, 4);
+  EXPECT_EQ(zigzag->mended_by, "--pad-seq");
+  Count refused = 0;
+  for (const RefusalKind& k : plan.refusals) refused += k.choices;
+  EXPECT_EQ(refused, plan.refused);
+  EXPECT_EQ(plan.refused, 4 + 10);
+  EXPECT_EQ(plan.considered, plan.refused + plan.over_memory + static_cast<Count>(plan.ranked.size()));
+}
+
 TEST(Plan, BoundedSearchRanksTheTopExactlyAsTheExhaustiveOne) {
   PlanRequest r = small_request();
   r.gpus = 8;

@@ -150,7 +150,10 @@ std::string plan_table(const sim::Plan& plan) {
     const size_t shown = std::min(plan.refusals.size(), kKindsShown);
     out += fmt::format("\nrefused, by reason (choices, then the first of each kind{}):\n",
                        shown < plan.refusals.size() ? fmt::format("; {} more kinds in --format json", plan.refusals.size() - shown) : "");
-    for (size_t i = 0; i < shown; ++i) out += fmt::format("{:>8}  {}\n", plan.refusals[i].choices, plan.refusals[i].example);
+    for (size_t i = 0; i < shown; ++i) {
+      const sim::RefusalKind& k = plan.refusals[i];
+      out += fmt::format("{:>8}  {}{}\n", k.choices, k.example, k.mended_by.empty() ? "" : fmt::format(" (these run with {})", k.mended_by));
+    }
   }
   out += "\nM x N x D = model-, context- and data-parallel degrees; tokens/s over every GPU; attn comm and idle in ms\n"
          "per step on the slowest device; why: against the best choice of another algorithm.\n";

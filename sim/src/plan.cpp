@@ -8,6 +8,7 @@
 #include <cctype>
 #include <exception>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -100,7 +101,11 @@ std::string explain(const PlanCandidate& c, const std::vector<PlanCandidate>& ra
                                               : "the only algorithm with a choice that runs and fits in memory",
                        memory);
   }
-  const bool ahead = c.step->tokens_per_second >= other->step->tokens_per_second;
+  // Equal throughput (meshes whose steps cost the same): neither beats the other.
+  if (c.step->tokens_per_second == other->step->tokens_per_second) {
+    return fmt::format("ties with {} (the same tokens/s); {}", label(*other), memory);
+  }
+  const bool ahead = c.step->tokens_per_second > other->step->tokens_per_second;
   // Compare the time each spends on the same tokens: a step of D x batch sequences.
   const double scale_c = 1.0 / static_cast<double>(c.mesh.data_parallel * batch);
   const double scale_o = 1.0 / static_cast<double>(other->mesh.data_parallel * batch);
@@ -168,6 +173,10 @@ std::map<std::string, Count> check_plan_request(const PlanRequest& request, cons
   // permutation file at the one degree it holds, or a misspelt one would only be missing from the
   // meshes whose Ulysses ignores the layout.
   std::map<std::string, Count> file_blocks;
+  // A length one layout refuses on every degree leaves it out of every mesh (each mesh lists the
+  // refusal); one every layout refuses is the request's error.
+  std::optional<model::InputError> refused_length;
+  size_t refuse_length = 0;
   for (const std::string& layout : request.base.layouts) {
     const std::string file = model::layout_file(layout);
     const Count blocks = file.empty() ? 1 : file_blocks[layout] = model::permutation_file_devices(file);
@@ -192,10 +201,13 @@ std::map<std::string, Count> check_plan_request(const PlanRequest& request, cons
         mended = true;
       } catch (const model::InputError&) {
       }
-      if (!mended) throw;
-      throw model::InputError(fmt::format("{}; or give --pad-seq (each mesh pads to its own 2N)", e.what()));
+      ++refuse_length;
+      if (!refused_length) {
+        refused_length = mended ? model::InputError(fmt::format("{}; or give --pad-seq (each mesh pads to its own 2N)", e.what())) : e;
+      }
     }
   }
+  if (refused_length && refuse_length == request.base.layouts.size()) throw *refused_length;
   return file_blocks;
 }
 
@@ -243,6 +255,51 @@ std::string refusal_kind(const std::string& message) {
     }
   }
   return kind;
+}
+
+// Plans one (mesh, algorithm) as `simulate --scope step` would, or records why it refuses.
+void plan_mesh(PlannedMesh& mesh, const model::ConfigCatalog& catalog, LayoutCache& layouts) {
+  try {
+    mesh.plan = plan_simulation(mesh.config, catalog, &layouts);
+    // ptrr beside ptrr:B at its default block is one choice, priced once.
+    if (std::vector<std::string> apart = layouts_apart(*mesh.plan); apart.size() < mesh.config.layouts.size()) {
+      mesh.config.layouts = std::move(apart);
+      mesh.plan = plan_simulation(mesh.config, catalog, &layouts);
+    }
+    place_on_topology(*mesh.plan);
+  } catch (const model::InputError& e) {
+    mesh.plan.reset();
+    mesh.refusal = e.what();
+    mesh.refused_input = e.input();
+    if (e.input() == model::Input::seq_len) mesh.mended_by = padding_that_mends(mesh.config, catalog, layouts);
+  }
+}
+
+// A mesh refused for a layout's reason (a length or a shape that one of its layouts does not
+// take), split into the layouts that run, planned together, and each other layout refused on its
+// own. Empty where it is not refused so, has one layout, or no layout runs alone (its refusal,
+// with the length every layout takes, stands).
+std::vector<PlannedMesh> split_by_layout(const PlannedMesh& mesh, const model::ConfigCatalog& catalog, LayoutCache& layouts) {
+  const bool a_layouts_reason = mesh.refused_input == model::Input::seq_len || mesh.refused_input == model::Input::layouts;
+  if (mesh.plan || !a_layouts_reason || mesh.config.layouts.size() < 2) return {};
+  PlannedMesh running{mesh.config, std::nullopt, "", std::nullopt, ""};
+  running.config.layouts.clear();
+  std::vector<PlannedMesh> refused;
+  for (const std::string& layout : mesh.config.layouts) {
+    PlannedMesh alone{mesh.config, std::nullopt, "", std::nullopt, ""};
+    alone.config.layouts = {layout};
+    plan_mesh(alone, catalog, layouts);
+    if (alone.plan) {
+      running.config.layouts.push_back(layout);
+    } else {
+      refused.push_back(std::move(alone));
+    }
+  }
+  if (running.config.layouts.empty()) return {};
+  plan_mesh(running, catalog, layouts);
+  if (!running.plan) return {};  // apart they run, together not: the joint refusal stands
+  refused.insert(refused.begin(), std::move(running));
+  return refused;
 }
 
 }  // namespace
@@ -322,23 +379,22 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
   }
   // Meshes that differ in -M and -D alone ring the same layouts: each is built once.
   LayoutCache layouts;
-  model::parallel_for(search.meshes.size(), threads_of(request), [&](size_t i) {
-    PlannedMesh& mesh = search.meshes[i];
-    try {
-      mesh.plan = plan_simulation(mesh.config, catalog, &layouts);
-      // ptrr beside ptrr:B at its default block is one choice, priced once.
-      if (std::vector<std::string> apart = layouts_apart(*mesh.plan); apart.size() < mesh.config.layouts.size()) {
-        mesh.config.layouts = std::move(apart);
-        mesh.plan = plan_simulation(mesh.config, catalog, &layouts);
-      }
-      place_on_topology(*mesh.plan);
-    } catch (const model::InputError& e) {
-      mesh.plan.reset();
-      mesh.refusal = e.what();
-      mesh.refused_input = e.input();
-      if (e.input() == model::Input::seq_len) mesh.mended_by = padding_that_mends(mesh.config, catalog, layouts);
+  const unsigned threads = threads_of(request);
+  model::parallel_for(search.meshes.size(), threads, [&](size_t i) { plan_mesh(search.meshes[i], catalog, layouts); });
+  // A mesh plans its layouts together, so one layout's refusal refused them all: such a mesh is
+  // split into the layouts that run and each one that does not (zigzag refusing 99998 tokens on
+  // 2 devices leaves contiguous and striped to run there).
+  std::vector<std::vector<PlannedMesh>> parts(search.meshes.size());
+  model::parallel_for(search.meshes.size(), threads, [&](size_t i) { parts[i] = split_by_layout(search.meshes[i], catalog, layouts); });
+  std::vector<PlannedMesh> meshes;
+  for (size_t i = 0; i < search.meshes.size(); ++i) {
+    if (parts[i].empty()) {
+      meshes.push_back(std::move(search.meshes[i]));
+    } else {
+      std::ranges::move(parts[i], std::back_inserter(meshes));
     }
-  });
+  }
+  search.meshes = std::move(meshes);
   // Refused on every mesh: an input no mesh can run (a misspelt layout or kernel, a length no
   // layout divides) is the request's error, not a plan that fits nothing.
   if (!search.meshes.empty() && std::none_of(search.meshes.begin(), search.meshes.end(),
