@@ -110,6 +110,35 @@ TEST(CliValidate, FromNamesTheCaseWhoseRelativeFileIsMissingHere) {
   fs::remove_all(dir);
 }
 
+// A saved run, an exported layout and a kernel profile type their counts as integers (their
+// schemas say so): "2" is refused naming the field, as 2.0 was, not read as the number.
+TEST(CliValidate, CountsWrittenAsTextAreRefusedInFilesOfIntegers) {
+  const fs::path dir = fresh_dir("counts_as_text");
+  fs::create_directories(dir);
+  const CliResult r = run_cli("validate --seq-len 256 --devices 2 --tile 32x32 --warmup 0 --iterations 1 --layouts zigzag --out-dir '" +
+                              (dir / "run").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* field : {"devices", "seq_len", "heads", "handoff_bytes"}) {
+    nlohmann::json saved = nlohmann::json::parse(slurp(dir / "run" / "validate.json"));
+    saved.at("cases")[0][field] = std::to_string(saved.at("cases")[0].at(field).get<std::int64_t>());
+    std::ofstream(dir / "text.json") << saved.dump();
+    const CliResult again = run_cli("validate --compare --from '" + (dir / "text.json").string() + "'");
+    EXPECT_EQ(again.exit_code, 2) << field;
+    EXPECT_NE(again.err.find(fmt::format("field \"{}\": expected a positive integer, got \"", field)), std::string::npos) << again.err;
+  }
+  std::ofstream(dir / "perm.json") << R"({"seq_len": "16", "devices": 2, "blocks": [[0,1,2,3,12,13,14,15],[4,5,6,7,8,9,10,11]]})";
+  const CliResult perm = run_cli("analyze -n 16 -N 2 --tile 2x2 --layouts 'permutation:" + (dir / "perm.json").string() + "'");
+  EXPECT_EQ(perm.exit_code, 2);
+  EXPECT_NE(perm.err.find("field \"seq_len\": expected a positive integer, got \"16\""), std::string::npos) << perm.err;
+  nlohmann::json kernel = nlohmann::json::parse(slurp(fs::path(STRIPESIM_SOURCE_DIR) / "configs/kernels/h100/sdpa.json"));
+  kernel["blocks_per_sm"] = "1";
+  std::ofstream(dir / "kernel.json") << kernel.dump();
+  const CliResult k = run_cli("simulate -n 16k -N 2 --kernel '" + (dir / "kernel.json").string() + "'");
+  EXPECT_EQ(k.exit_code, 2);
+  EXPECT_NE(k.err.find("field \"blocks_per_sm\": expected a positive integer, got \"1\""), std::string::npos) << k.err;
+  fs::remove_all(dir);
+}
+
 // A hardware profile without a rate for the precision the cases ran in is what to change: the
 // error names --hardware, not a --dtype the user never gave (it read "--dtype fp32: ...").
 TEST(CliValidate, HardwareWithoutTheCasesRateIsNamedNotTheDefaultDtype) {

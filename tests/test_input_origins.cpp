@@ -132,5 +132,21 @@ TEST(JsonFields, ListItemsAreNamedByTheirIndex) {
   EXPECT_TRUE(JsonFields(empty, "e.json").string_list_or("masks", {"causal"}).empty());
 }
 
+// A field a schema types as an integer takes no string: a count a config writes as "256k" is
+// positive_count's, a file stripesim writes (a saved run, an exported layout) or a kernel profile
+// holds integers.
+TEST(JsonFields, PositiveIntegersAreJsonIntegers) {
+  const nlohmann::json doc = {{"devices", 2}, {"as_text", "2"}, {"suffixed", "1k"}, {"real", 2.0}, {"zero", 0}};
+  const JsonFields f(doc, "r.json");
+  EXPECT_EQ(f.positive_integer("devices"), 2);
+  EXPECT_EQ(f.positive_count("as_text"), 2);
+  EXPECT_EQ(message_of([&] { (void)f.positive_integer("as_text"); }), "r.json field \"as_text\": expected a positive integer, got \"2\"");
+  EXPECT_EQ(message_of([&] { (void)f.positive_integer("suffixed"); }), "r.json field \"suffixed\": expected a positive integer, got \"1k\"");
+  EXPECT_EQ(message_of([&] { (void)f.positive_integer("real"); }), "r.json field \"real\": expected a positive integer, got 2.0");
+  EXPECT_EQ(message_of([&] { (void)f.positive_integer("zero"); }), "r.json field \"zero\": must be at least 1, got 0");
+  EXPECT_EQ(message_of([&] { (void)f.positive_integer("devices", 1); }), "r.json field \"devices\": must be between 1 and 1, got 2");
+  EXPECT_EQ(f.positive_integer_or("absent", 7), 7);
+}
+
 }  // namespace
 }  // namespace stripesim::model

@@ -35,7 +35,7 @@ PassCosts pass_costs_from_json(const model::JsonFields& parent, const std::strin
   c.score_head_dims = f.non_negative_number_or("score_head_dims", 0.0);
   if (f.has("score_head_dims_up_to")) {
     if (c.score_head_dims == 0) throw InputError(fmt::format("{}: needs a score_head_dims above 0", f.where("score_head_dims_up_to")));
-    c.score_head_dims_up_to = f.positive_count("score_head_dims_up_to", model::kMaxHeadDim);
+    c.score_head_dims_up_to = f.positive_integer("score_head_dims_up_to", model::kMaxHeadDim);
     // The share was measured at least as far as the profile's own head size, whose costs these are.
     if (*c.score_head_dims_up_to < head_dim) {
       throw InputError(fmt::format("{}: {} is below the profile's head_dim {}", f.where("score_head_dims_up_to"),
@@ -105,7 +105,7 @@ SmSharing sm_sharing_from_json(const model::JsonFields& f, double lone_block_spe
 // with its default; `slots`: the profile's, when it runs fixed slots.
 BlockPlacement placement_from_json(const model::JsonFields& f, const std::optional<Count>& slots) {
   BlockPlacement p;
-  p.blocks_per_sm = f.positive_count_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
+  p.blocks_per_sm = f.positive_integer_or("blocks_per_sm", 1, model::kMaxBlocksPerSm);
   p.lone_block_speedup = lone_block_speedup_from_json(f, p.blocks_per_sm);
   check_shares_with_slots(f, p.lone_block_speedup, slots);
   // Fixed slots stand for every SM's blocks together: an SM's count beside them would be ignored.
@@ -249,10 +249,10 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.description = f.string_or("description", "");
   k.tile = f.parsed("tile", model::parse_tile_shape);  // named at the file's field, not as --tile
   if (f.has("tiling")) k.tiling = model::parse_tiling(f.string("tiling"), f.where("tiling"));
-  if (f.has("slots")) k.slots = f.positive_count("slots", model::kMaxSms * model::kMaxBlocksPerSm);
+  if (f.has("slots")) k.slots = f.positive_integer("slots", model::kMaxSms * model::kMaxBlocksPerSm);
   k.placement = placement_from_json(f, k.slots);
   k.backward_placement = backward_placement_from_json(f, k.slots);
-  if (f.has("backward_block_keys")) k.backward_block_keys = f.positive_count("backward_block_keys", Count{1} << 20);
+  if (f.has("backward_block_keys")) k.backward_block_keys = f.positive_integer("backward_block_keys", Count{1} << 20);
   backward_blocks_from_json(f, k);
   k.empty_calls_launch = f.boolean_or("empty_calls_launch", false);
   k.empty_query_tiles_launch = f.boolean_or("empty_query_tiles_launch", false);
@@ -261,9 +261,9 @@ KernelProfile kernel_profile_from_json(const nlohmann::json& doc, const std::str
   k.dtype = f.string_or("dtype", "bf16");
   if (f.has("dtype")) (void)f.parsed("dtype", dtype_bytes);  // refused here, named at the field
   // Bounded as --head-dim is: a head size no model has is a typing error.
-  k.head_dim = f.positive_count_or("head_dim", 128, model::kMaxHeadDim);
+  k.head_dim = f.positive_integer_or("head_dim", 128, model::kMaxHeadDim);
   if (f.has("max_head_dim")) {
-    k.max_head_dim = f.positive_count("max_head_dim", model::kMaxHeadDim);
+    k.max_head_dim = f.positive_integer("max_head_dim", model::kMaxHeadDim);
     // Its costs were timed at head_dim: a kernel that cannot run that size was not timed at it.
     if (*k.max_head_dim < k.head_dim) {
       throw InputError(fmt::format("{}: {} is below the profile's head_dim {}, the size its costs were timed at",

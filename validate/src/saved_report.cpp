@@ -85,12 +85,12 @@ RingCase case_from(const JsonFields& f, const std::string& backend) {
   const std::string pass = f.string_or("pass", "fwd");
   if (pass != "fwd" && pass != "fwdbwd") throw InputError(fmt::format("{} '{}': expected fwd or fwdbwd", f.where("pass"), pass));
   c.backward = pass == "fwdbwd";
-  c.seq_len = f.positive_count("seq_len");
-  c.devices = f.positive_count("devices");
+  c.seq_len = f.positive_integer("seq_len");
+  c.devices = f.positive_integer("devices");
   c.tile = model::parse_tile_shape(f.string("tile"));
-  c.heads = f.positive_count("heads");
-  c.kv_heads = f.positive_count("kv_heads");
-  c.head_dim = f.positive_count("head_dim");
+  c.heads = f.positive_integer("heads");
+  c.kv_heads = f.positive_integer("kv_heads");
+  c.head_dim = f.positive_integer("head_dim");
   c.precision = parse_precision(f.string("dtype"));
   if (f.has("seed")) {
     if (!f.raw("seed").is_number_unsigned()) throw InputError(fmt::format("{}: expected a non-negative integer", f.where("seed")));
@@ -222,7 +222,7 @@ CaseResult result_from(const JsonFields& f, const std::string& backend) {
   r.tolerance = output_tolerance(r.ring_case.precision);
   if (f.has("correctness")) read_correctness(JsonFields(f.raw("correctness"), f.where("correctness")), r);
   // A device's K/V block is never empty: 0 bytes would price every hand-off at an infinite rate.
-  r.handoff_bytes = f.positive_count("handoff_bytes");
+  r.handoff_bytes = f.positive_integer("handoff_bytes");
   if (r.ring_case.backward) {
     // Files written before the field: a dK/dV accumulator per K/V row of the device's block, in
     // fp32 on the GPU backends and in the case's own precision on the host ones.
@@ -305,7 +305,7 @@ ValidationReport read_saved_report(const nlohmann::json& doc, const std::string&
   }
   report.device = f.string("device");
   report.options.warmup = f.non_negative_count("warmup");
-  report.options.iterations = f.positive_count("iterations");
+  report.options.iterations = f.positive_integer("iterations");
   // A backend runs its devices one way: the ones with a device per GPU or per process (nccl,
   // mpi) at once, cpu and cuda one after another. Files written before the field take that; a
   // file that says otherwise would be priced as a ring that never ran.

@@ -114,6 +114,16 @@ std::vector<Count> JsonFields::count_list(const std::string& key) const {
   return counts;
 }
 
+Count JsonFields::positive_integer(const std::string& key, Count at_most) const {
+  const auto& value = raw(key);
+  if (!value.is_number_integer()) throw InputError(fmt::format("{}: expected a positive integer, got {}", where(key), json_excerpt(value)));
+  return positive_count(key, at_most);
+}
+
+Count JsonFields::positive_integer_or(const std::string& key, Count fallback, Count at_most) const {
+  return has(key) ? positive_integer(key, at_most) : fallback;
+}
+
 Count JsonFields::positive_count_or(const std::string& key, Count fallback, Count at_most) const {
   return has(key) ? positive_count(key, at_most) : fallback;
 }

@@ -294,15 +294,15 @@ namespace {
 // out of range.
 void check_permutation_header(const JsonFields& fields, Count seq_len, Count devices) {
   if (fields.has("schema")) fields.require_schema(kLayoutSchema);
-  if (fields.has("seq_len") && fields.positive_count("seq_len") != seq_len) {
+  if (fields.has("seq_len") && fields.positive_integer("seq_len") != seq_len) {
     throw InputError(fmt::format(
         "{}: the layout covers {} tokens but the sequence has {} (give the --seq-len, --mask and --pad-documents "
         "it was exported with)",
-        fields.where("seq_len"), fields.positive_count("seq_len"), seq_len));
+        fields.where("seq_len"), fields.positive_integer("seq_len"), seq_len));
   }
-  if (fields.has("devices") && fields.positive_count("devices") != devices) {
+  if (fields.has("devices") && fields.positive_integer("devices") != devices) {
     throw InputError(fmt::format("{}: the layout is for {} devices but the ring has N = {}", fields.where("devices"),
-                                 fields.positive_count("devices"), devices));
+                                 fields.positive_integer("devices"), devices));
   }
   // How it was exported, kept for readers: checked for its form, not against this run (a layout
   // may be studied under another tile or mask), so that a damaged header is not taken for one.
@@ -313,12 +313,12 @@ void check_permutation_header(const JsonFields& fields, Count seq_len, Count dev
   if (fields.has("tile")) {
     const JsonFields tile(fields.object("tile"), fields.where("tile"));
     tile.allow_only({"query", "key"});
-    (void)tile.positive_count("query"), (void)tile.positive_count("key");
+    (void)tile.positive_integer("query"), (void)tile.positive_integer("key");
   }
   if (fields.has("mask")) (void)JsonFields(fields.object("mask"), fields.where("mask")).string("spec");
-  if (fields.has("block_size") && devices > 0 && fields.positive_count("block_size") != seq_len / devices) {
+  if (fields.has("block_size") && devices > 0 && fields.positive_integer("block_size") != seq_len / devices) {
     throw InputError(fmt::format("{}: {} tokens per device, but {} tokens over {} devices are {} each",
-                                 fields.where("block_size"), fields.positive_count("block_size"), seq_len, devices,
+                                 fields.where("block_size"), fields.positive_integer("block_size"), seq_len, devices,
                                  seq_len / devices));
   }
 }

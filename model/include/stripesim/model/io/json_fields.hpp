@@ -50,6 +50,11 @@ class JsonFields {
   [[nodiscard]] Count positive_count(const std::string& key, Count at_most = std::numeric_limits<Count>::max()) const;
   [[nodiscard]] Count positive_count_or(const std::string& key, Count fallback,
                                         Count at_most = std::numeric_limits<Count>::max()) const;
+  // A JSON integer of 1 or more, at most `at_most`: a field its schema types as an integer (a file
+  // stripesim writes, a kernel profile), where "256" or "1k" is refused, not read as a number.
+  [[nodiscard]] Count positive_integer(const std::string& key, Count at_most = std::numeric_limits<Count>::max()) const;
+  [[nodiscard]] Count positive_integer_or(const std::string& key, Count fallback,
+                                          Count at_most = std::numeric_limits<Count>::max()) const;
   // A JSON integer of 0 or more (a count a file records: 1.5 is refused, not truncated); required.
   [[nodiscard]] Count non_negative_count(const std::string& key) const;
   [[nodiscard]] double positive_number(const std::string& key) const;
