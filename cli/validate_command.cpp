@@ -482,9 +482,22 @@ std::function<int()> register_validate_command(CLI::App& app, RunMode mode) {
     // mpi without --devices: N is the job's size, known once MPI is up (below). Until then the
     // cases are checked at N = 1, which every length and head count divides, so that the default
     // N cannot refuse a case (Ulysses' heads over N) the job's own N runs.
-    if (opts.backend == "mpi" && opts.devices.empty()) matrix.devices = {1};
+    const bool ring_of_the_job = opts.backend == "mpi" && opts.devices.empty();
+    if (ring_of_the_job) matrix.devices = {1};
     // Every problem's mask and layout checked now: a bad spec fails before anything runs.
-    std::vector<validate::RingPlan> cases = validate::plan_matrix(matrix);
+    std::vector<validate::RingPlan> cases;
+    try {
+      cases = validate::plan_matrix(matrix);
+    } catch (const model::InputError& e) {
+      // A length refused at N = 1 is refused at the job's N too (what N = 1 needs divides what
+      // any N needs), but the message must name that N and the lengths it takes (255 on 2 ranks:
+      // zigzag's 2N = 4, not 2, so not 254): checked again at the job's size.
+      if (!ring_of_the_job || e.input() != model::Input::seq_len) throw;
+      const auto job = validate::make_backend(opts.backend);
+      if (const auto ranks = job->launched_devices()) matrix.devices = {*ranks};
+      (void)validate::plan_matrix(matrix);
+      throw;
+    }
     const validate::RunOptions run = run_options(opts);
     // Only a backend that waits on other devices (a GPU's work, a peer's messages) can hang.
     if (cmd->count("--timeout") > 0 && opts.backend == "cpu") {
