@@ -30,9 +30,9 @@ constexpr const char* kReportExamples = R"(Examples:
 
 std::function<void()> register_report_command(CLI::App& app, RunMode mode) {
   auto options = std::make_shared<ReportOptions>();
-  CLI::App* cmd = app.add_subcommand("report", "Markdown report with SVG figures from analyze, tms, sweep, simulate or validate JSON");
+  CLI::App* cmd = app.add_subcommand("report", "Markdown report with SVG figures from analyze, tms, sweep (tms or balance), simulate or validate JSON");
   cmd->footer(kReportExamples);
-  cmd->add_option("inputs", options->inputs, "JSON files written by analyze, tms, sweep, simulate or validate")->required();
+  cmd->add_option("inputs", options->inputs, "JSON files written by analyze, tms, sweep (--kind tms or balance), simulate or validate")->required();
   cmd->add_option("--out-dir,-o", options->out_dir, "Folder (not a file) for report.md and its figures, created if missing")
       ->capture_default_str();
   return [cmd, options, mode] {

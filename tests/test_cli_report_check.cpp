@@ -97,6 +97,20 @@ TEST(CliReport, TmsCurvesKeepTilesApartAndLabelLengthsInBinaryUnits) {
   ASSERT_EQ(run_cli("report '" + (dir / "c.json").string() + "' --out-dir '" + (dir / "out2").string() + "'").exit_code, 0);
   EXPECT_NE(slurp(dir / "out2" / "tms-a100-80gb-1b.svg").find("mesh 2x4 has two rows at n = 8k: keep the columns that tell them apart"),
             std::string::npos);
+  // Columns left out: without hardware and model the rows are one figure; without mesh, the
+  // report names that column alone (it said tms, mesh and n_seq were all missing).
+  ASSERT_EQ(run_cli("sweep --meshes 2x4 --seq-lens 8k,256k --columns mesh,n_seq,tms --format json -o '" + (dir / "m.json").string() + "'")
+                .exit_code,
+            0);
+  ASSERT_EQ(run_cli("report '" + (dir / "m.json").string() + "' --out-dir '" + (dir / "out3").string() + "'").exit_code, 0);
+  EXPECT_NE(slurp(dir / "out3" / "tms.svg").find("TMS of striped over contiguous (solid"), std::string::npos);
+  EXPECT_NE(slurp(dir / "out3" / "report.md").find("![TMS against sequence length](tms.svg)"), std::string::npos);
+  ASSERT_EQ(run_cli("sweep --meshes 2x4 --seq-lens 8k,256k --columns model,hardware,n_seq,tms --format json -o '" + (dir / "n.json").string() + "'")
+                .exit_code,
+            0);
+  ASSERT_EQ(run_cli("report '" + (dir / "n.json").string() + "' --out-dir '" + (dir / "out4").string() + "'").exit_code, 0);
+  EXPECT_NE(slurp(dir / "out4" / "report.md").find("Not plotted: the sweep has no `mesh` column (its `--columns` left it out)."),
+            std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
@@ -189,6 +203,12 @@ TEST(CliReport, HandEditedInputsThatBrokeTheFiguresAreRefused) {
        "field \"/config/devices\": expected an integer, got 1e+308 (not a complete analyze document)"},
       {edited("s.json", "rows.json", [](nlohmann::json& d) { d["rows"] = 5; }),
        "field \"/rows\": expected an array, got 5 (not a complete sweep document)"},
+      // A row without a column the others hold is damaged, not a sweep of fewer --columns (it
+      // drew no figure, saying the sweep had none of the columns).
+      {edited("s.json", "no_n.json", [](nlohmann::json& d) { d["rows"][0].erase("n_seq"); }),
+       "field \"/rows/0/n_seq\": missing (row 1 has it: every row holds the sweep's columns) (not a complete sweep document)"},
+      {edited("s.json", "no_tms.json", [](nlohmann::json& d) { d["rows"][1].erase("tms"); }),
+       "field \"/rows/1/tms\": missing (row 0 has it: every row holds the sweep's columns) (not a complete sweep document)"},
       // Nothing to draw, and a tile side of 0: no command writes either.
       {edited("a.json", "empty.json", [](nlohmann::json& d) { d["results"] = nlohmann::json::array(); }),
        "field \"/results\": expected at least one entry, got [] (not a complete analyze document)"},

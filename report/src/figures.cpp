@@ -198,7 +198,8 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
   std::set<std::string> tiles, conventions;
   double lo_x = 1e300, hi_x = -1e300, hi_y = 1.0;
   for (const auto& row : non_empty_array_field(sweep, "rows")) {
-    if (field(row, "hardware") != hardware || field(row, "model") != model_name) continue;
+    // A sweep whose --columns left hardware or model out: "" for all its rows.
+    if (read_or<std::string>(row, "hardware", "") != hardware || read_or<std::string>(row, "model", "") != model_name) continue;
     rows.push_back(&row);
     if (row.contains("tile")) tiles.insert(read<std::string>(row, "tile"));
     if (row.contains("convention")) conventions.insert(read<std::string>(row, "convention"));
@@ -224,7 +225,12 @@ std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardw
   for (const auto& entry : by_series) longest = std::max(longest, entry.first.size());
   const double width = std::max(640.0, x0 + plot_w + 36 + 6.5 * static_cast<double>(longest) + 10);
   SvgCanvas svg(width, height);
-  svg.text(x0, 24, fmt::format("TMS of striped over contiguous: {} {} (solid: elements, dashed: tiles)", hardware, model_name), 13);
+  std::vector<std::string> named;
+  for (const std::string& part : {hardware, model_name}) {
+    if (!part.empty()) named.push_back(part);
+  }
+  svg.text(x0, 24, fmt::format("TMS of striped over contiguous{}{} (solid: elements, dashed: tiles)", named.empty() ? "" : ": ",
+                               fmt::join(named, " ")), 13);
   // A curve with two rows at one length: the columns that tell them apart were left out (--columns).
   for (const auto& [name, series] : by_series) {
     std::set<Count> lengths;

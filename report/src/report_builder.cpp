@@ -149,22 +149,47 @@ void tms_section(const ReportInput& in, std::string& md) {
 
 void sweep_section(const ReportInput& in, std::string& md, std::vector<ReportFile>& files) {
   const auto& rows = non_empty_array_field(in.document, "rows");
+  // Every row holds the sweep's --columns: a row without one the first has (or with one it has
+  // not) is a damaged file, not a sweep that chose fewer columns.
+  std::map<std::string, size_t> first_with;  // each column, and the first row that holds it
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!rows[i].is_object()) throw FieldError(&rows[i], "", "expected an object, got " + std::string(rows[i].type_name()));
+    for (const auto& [key, value] : rows[i].items()) first_with.emplace(key, i);
+  }
+  for (const auto& row : rows) {
+    for (const auto& [key, holder] : first_with) {
+      if (!row.contains(key)) {
+        throw FieldError(&row, key, fmt::format("missing (row {} has it: every row holds the sweep's columns)", holder));
+      }
+    }
+  }
   append(md, "## TMS against sequence length (`{}`)\n\n", in.path);
-  if (rows.empty() || !rows[0].contains("tms") || !rows[0].contains("mesh") || !rows[0].contains("n_seq")) {
-    md += "The sweep has no `tms`, `mesh` and `n_seq` columns to plot.\n\n";
+  std::vector<std::string> absent;
+  for (const char* column : {"tms", "mesh", "n_seq"}) {
+    if (!rows[0].contains(column)) absent.push_back(fmt::format("`{}`", column));
+  }
+  if (!absent.empty()) {
+    append(md, "Not plotted: the sweep has no {} column{} (its `--columns` left {} out).\n\n", fmt::join(absent, ", "),
+           absent.size() == 1 ? "" : "s", absent.size() == 1 ? "it" : "them");
     return;
   }
+  // A figure per hardware and model, as far as the columns name them (all rows in one where they do not).
   std::set<std::pair<std::string, std::string>> pairs;
-  for (const auto& row : rows) pairs.emplace(read<std::string>(row, "hardware"), read<std::string>(row, "model"));
+  for (const auto& row : rows) pairs.emplace(read_or<std::string>(row, "hardware", ""), read_or<std::string>(row, "model", ""));
   for (const auto& [hardware, model] : pairs) {
+    std::string stem = "tms";
+    for (const std::string& part : {hardware, model}) {
+      if (!part.empty()) stem += fmt::format("-{}", slug(part));
+    }
     // A second sweep of the same hardware and model (reports of several sweeps) gets a figure of
     // its own, numbered as the figures before it are; a first keeps the plain name.
-    std::string name = fmt::format("tms-{}-{}.svg", slug(hardware), slug(model));
+    std::string name = stem + ".svg";
     if (std::any_of(files.begin(), files.end(), [&](const ReportFile& f) { return f.name == name; })) {
-      name = fmt::format("tms-{}-{}-{}.svg", slug(hardware), slug(model), files.size());
+      name = fmt::format("{}-{}.svg", stem, files.size());
     }
     files.push_back({name, tms_curves_svg(in.document, hardware, model)});
-    append(md, "![TMS of {} on {} against sequence length]({})\n\n", model, hardware, name);
+    append(md, "![TMS{}{} against sequence length]({})\n\n", model.empty() ? "" : fmt::format(" of {}", model),
+           hardware.empty() ? "" : fmt::format(" on {}", hardware), name);
   }
 }
 

@@ -18,7 +18,8 @@ namespace stripesim::report {
                                                model::Count devices, const std::string& mask);
 
 // TMS (solid) and tile-aware TMS (dashed) against sequence length, one curve per mesh, for the
-// rows of a sweep document with this hardware and model (the paper's figure 5).
+// rows of a sweep document with this hardware and model (the paper's figure 5; "" where the
+// sweep's columns leave the field out).
 [[nodiscard]] std::string tms_curves_svg(const nlohmann::json& sweep, const std::string& hardware,
                                          const std::string& model);
 
