@@ -495,6 +495,26 @@ TEST(CliCheck, PassesOnTheCommittedBaselineAndFailsWhenANumberMoves) {
   std::filesystem::remove(moved);
 }
 
+// A baseline's description is read for its form only: one left out is checked as the file's
+// schema says (optional, default ""), one of another type refused naming the field.
+TEST(CliCheck, ABaselinesDescriptionIsOptionalAsItsSchemaSays) {
+  const auto schema = nlohmann::json::parse(slurp(std::string(STRIPESIM_SOURCE_DIR) + "/reports/schema/baseline.schema.json"));
+  EXPECT_EQ(std::ranges::count(schema.at("required"), "description"), 0);
+  EXPECT_EQ(schema.at("properties").at("description").at("default"), "");
+  auto doc = nlohmann::json::parse(slurp(baseline_file()));
+  doc.erase("description");
+  const auto without = temp_path("stripesim_baseline_without_description.json");
+  std::ofstream(without) << doc.dump();
+  const CliResult ok = run_cli("check --baseline '" + without.string() + "'");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  doc["description"] = nlohmann::json::array();
+  std::ofstream(without) << doc.dump();
+  const CliResult bad = run_cli("check --baseline '" + without.string() + "'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("field \"description\": expected a string, got []"), std::string::npos) << bad.err;
+  std::filesystem::remove(without);
+}
+
 // Only a move the bad way fails: a recorded imbalance above today's (today is better) and a
 // recorded speedup below today's pass and are listed as improvements.
 TEST(CliCheck, ImprovementsPassAndAreListed) {
