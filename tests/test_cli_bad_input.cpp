@@ -109,6 +109,13 @@ std::vector<BadInput> bad_inputs() {
        "position 3 appears twice"},
       {"permutation_wrong_devices", "--seq-len 8 --devices 4 --layouts permutation:" + data("duplicate_permutation.json"),
        "holds 2 device blocks but the ring has N = 4"},
+      // The header of an exported layout is checked for the form its schema gives, mask and padding too.
+      {"permutation_bad_mask_kind", "--seq-len 16 --devices 2 --layouts permutation:" + data("permutation_bad_mask_kind.json"),
+       "field \"mask\" field \"kind\": 'triangle' is no mask kind (causal, bidirectional, window, prefix or documents)"},
+      {"permutation_bad_padding", "--seq-len 16 --devices 2 --layouts permutation:" + data("permutation_bad_padding.json"),
+       "field \"padding\" field \"document_lengths[1]\": expected an integer of at least 1, got \"6\""},
+      {"permutation_huge_position", "--seq-len 16 --devices 2 --layouts permutation:" + data("permutation_huge_position.json"),
+       "(device 0, local 7) holds 9.999999999999999e+22, expected an integer position in [0, 16)"},
       {"unknown_format", "--format xml", "--format: xml not in {table,json,csv}"},
       {"output_dir_missing", "--output /nonexistent/dir/out.json", "directory '/nonexistent/dir' does not exist"},
       {"unknown_flag", "--frobnicate", "--frobnicate: unknown option of analyze"},

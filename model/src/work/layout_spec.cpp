@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 
@@ -289,6 +290,17 @@ Layout LayoutPlan::build(unsigned threads) && {
 
 namespace {
 
+// A header's list of JSON integers of at least `least` (document lengths, their padding).
+void check_integer_list(const JsonFields& fields, const std::string& key, Count least) {
+  const auto& list = fields.raw(key);
+  if (!list.is_array()) throw InputError(fmt::format("{}: expected an array of integers, got {}", fields.where(key), json_excerpt(list)));
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_number_integer() || json_count(list[i], fields.where_item(key, i)) < least) {
+      throw InputError(fmt::format("{}: expected an integer of at least {}, got {}", fields.where_item(key, i), least, json_excerpt(list[i])));
+    }
+  }
+}
+
 // What an exported layout says it is, against the sequence it is loaded for: "seq_len 1008"
 // read under --seq-len 1000 without --pad-documents names the mismatch instead of a position
 // out of range.
@@ -309,13 +321,33 @@ void check_permutation_header(const JsonFields& fields, Count seq_len, Count dev
   (void)fields.string_or("description", "");
   (void)fields.string_or("layout", "");
   if (fields.has("tiling")) (void)parse_tiling(fields.string("tiling"), fields.where("tiling"));
-  if (fields.has("padding")) (void)fields.object("padding");
+  if (fields.has("padding")) {
+    const JsonFields padding(fields.object("padding"), fields.where("padding"));
+    padding.allow_only({"unpadded_seq_len", "tokens", "document_lengths"});
+    (void)padding.positive_integer("unpadded_seq_len");
+    (void)padding.non_negative_count("tokens");
+    check_integer_list(padding, "document_lengths", 1);
+  }
   if (fields.has("tile")) {
     const JsonFields tile(fields.object("tile"), fields.where("tile"));
     tile.allow_only({"query", "key"});
     (void)tile.positive_integer("query"), (void)tile.positive_integer("key");
   }
-  if (fields.has("mask")) (void)JsonFields(fields.object("mask"), fields.where("mask")).string("spec");
+  if (fields.has("mask")) {
+    const JsonFields mask(fields.object("mask"), fields.where("mask"));
+    mask.allow_only({"spec", "kind", "window", "prefix", "document_lengths", "document_padding"});
+    (void)mask.string("spec");
+    const std::string kind = mask.string("kind");
+    constexpr MaskKind kKinds[] = {MaskKind::causal, MaskKind::bidirectional, MaskKind::window, MaskKind::prefix, MaskKind::documents};
+    if (std::ranges::none_of(kKinds, [&](MaskKind k) { return kind == mask_kind_name(k); })) {
+      throw InputError(fmt::format("{}: '{}' is no mask kind (causal, bidirectional, window, prefix or documents)", mask.where("kind"), kind));
+    }
+    for (const char* size : {"window", "prefix"}) {
+      if (mask.has(size)) (void)mask.positive_integer(size);
+    }
+    if (mask.has("document_lengths")) check_integer_list(mask, "document_lengths", 1);
+    if (mask.has("document_padding")) check_integer_list(mask, "document_padding", 0);
+  }
   if (fields.has("block_size") && devices > 0 && fields.positive_integer("block_size") != seq_len / devices) {
     throw InputError(fmt::format("{}: {} tokens per device, but {} tokens over {} devices are {} each",
                                  fields.where("block_size"), fields.positive_integer("block_size"), seq_len, devices,
@@ -394,11 +426,15 @@ Layout read_permutation_file(const std::string& path, const std::string& label, 
     if (!block.is_array()) throw InputError(fmt::format("{}: block {} is not an array of positions", label, d));
     auto& out = positions.emplace_back();
     out.reserve(block.size());
-    for (const auto& p : block) {
-      if (!p.is_number_integer()) {
-        throw InputError(fmt::format("{}: block {} holds {}, expected integer positions", label, d, json_excerpt(p)));
+    for (size_t l = 0; l < block.size(); ++l) {
+      const auto& p = block[l];
+      // Past 2^64 the JSON reader holds an integer as a double: named as too large, not as a fraction.
+      const bool too_large = p.is_number_float() && std::abs(p.get<double>()) >= 9.2e18;
+      if (too_large || !p.is_number_integer()) {
+        throw InputError(fmt::format("{}: (device {}, local {}) holds {}, expected an integer position in [0, {})", label, d, l,
+                                     json_excerpt(p), seq_len));
       }
-      out.push_back(json_count(p, fmt::format("{}: block {}", label, d)));
+      out.push_back(json_count(p, fmt::format("{}: (device {}, local {})", label, d, l)));
     }
   }
   return Layout::permutation(positions, seq_len, path);
