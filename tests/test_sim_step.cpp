@@ -173,11 +173,20 @@ TEST(StepModel, ModelFlopsMemoryAndMfuFollowTheirDefinitions) {
     EXPECT_FALSE(r.step->exceeds_memory);
     EXPECT_NEAR(r.step->tokens_per_second, n / (r.time_us * 1e-6), 1e-9 * n);
   }
-  // Recomputing, a layer keeps only its bf16 input (split likewise) and one layer is rebuilt at a time.
+  // Recomputing, a layer keeps only its bf16 input (split likewise) and one layer is rebuilt at a
+  // time, its input among its 34: a one-layer scope keeps what it keeps without recomputing.
   SimulateConfig recomputed = paper_step(2, 4, 65536);
   recomputed.recompute = true;
   for (const auto& r : run_simulation(recomputed, catalog()).results) {
-    EXPECT_NEAR(r.step->memory.activations, (kLayers * 2 + 34) * kD * 16384 / 2, 1e-9 * r.step->memory.activations);
+    EXPECT_NEAR(r.step->memory.activations, ((kLayers - 1) * 2 + 34) * kD * 16384 / 2, 1e-9 * r.step->memory.activations);
+  }
+  for (const bool recompute : {false, true}) {
+    SimulateConfig layer = paper_step(2, 4, 65536);
+    layer.scope = Scope::layer;
+    layer.recompute = recompute;
+    for (const auto& r : run_simulation(layer, catalog()).results) {
+      EXPECT_NEAR(r.step->memory.activations, 34.0 * kD * 16384 / 2, 1e-9 * r.step->memory.activations) << recompute;
+    }
   }
   // The same step on a device with 1 GiB is flagged.
   SimulateConfig small = paper_step(2, 4, 65536);

@@ -52,7 +52,7 @@ namespace {
 // attention kernel that stores no scores: 34 / t (Korthikanti et al. 2022, "Reducing activation
 // recomputation"; without sequence parallelism 10 of the 34 would stay whole on every device).
 // Recomputation keeps only the layer's bf16 input, split likewise (2 / t), and rebuilds one layer
-// at a time.
+// at a time (its input then among its 34).
 constexpr double kLayerActivationBytesPerDmodel = 34;
 constexpr double kLayerInputBytesPerDmodel = kActivationBytesPerElement;
 
@@ -193,7 +193,9 @@ StepEstimate estimate_step(const StepShape& s, const std::vector<RingTimeline>& 
         held(kOptimizerBytesPerParameter * parameters, ZeroStage::optimizer);
     const double layer_input_bytes =
         activation_bytes_per_token(m, s.mesh.model_parallel, kLayerInputBytesPerDmodel) * local_tokens;
-    const double kept = s.recompute ? layer_input_bytes * layers + layer_bytes : layer_bytes * layers;
+    // Recomputing: the other layers' inputs, and the whole of the layer being rebuilt, whose
+    // input is one of its 34 (counting it apart raised a one-layer scope's memory with --recompute).
+    const double kept = s.recompute ? layer_input_bytes * (layers - 1) + layer_bytes : layer_bytes * layers;
     e.memory.activations = kept;
   }
   if (s.scope == Scope::step) e.memory.logits = 4.0 * local_tokens * static_cast<double>(m.vocab) / mp;
