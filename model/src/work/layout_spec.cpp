@@ -428,11 +428,12 @@ Layout read_permutation_file(const std::string& path, const std::string& label, 
     out.reserve(block.size());
     for (size_t l = 0; l < block.size(); ++l) {
       const auto& p = block[l];
-      // Past 2^64 the JSON reader holds an integer as a double: named as too large, not as a fraction.
-      const bool too_large = p.is_number_float() && std::abs(p.get<double>()) >= 9.2e18;
-      if (too_large || !p.is_number_integer()) {
-        throw InputError(fmt::format("{}: (device {}, local {}) holds {}, expected an integer position in [0, {})", label, d, l,
-                                     json_excerpt(p), seq_len));
+      if (!p.is_number_integer()) {
+        // Past 2^64 the JSON reader holds an integer as a double: named as too large, not as a fraction.
+        const bool too_large = p.is_number_float() && std::abs(p.get<double>()) >= 9.2e18;
+        throw InputError(fmt::format("{}: (device {}, local {}) holds {}, {}", label, d, l, json_excerpt(p),
+                                     too_large ? std::string("too large (at most 2^63 - 1)")
+                                               : fmt::format("expected an integer position in [0, {})", seq_len)));
       }
       out.push_back(json_count(p, fmt::format("{}: (device {}, local {})", label, d, l)));
     }
