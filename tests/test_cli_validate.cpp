@@ -1546,7 +1546,9 @@ std::vector<BadInput> validate_bad_inputs() {
        "validate --backend cuda --pass fwdbwd --gpu-backward-kernel wmma --compare --profile " + std::string(STRIPESIM_SOURCE_DIR) +
            "/configs/hardware/h200.json",
        "--profile with --gpu-backward-kernel wmma: the shipped stripesim profiles' backward costs are the scalar kernel's"},
-      {"indivisible", "validate --seq-len 1000 --devices 3", "--seq-len 1000 is not divisible by --devices 3"},
+      {"indivisible", "validate --seq-len 1000 --devices 3",
+       "--seq-len 1000: the ring needs it divisible by N = 3 (each device holds n/N tokens); the nearest lengths every listed "
+       "layout takes are 996 and 1002 (pad 2 tokens to reach 1002)"},
       {"ulysses_heads", "validate --cp ulysses --heads 2 --kv-heads 2 --devices 4",
        "--cp ulysses: the all-to-all over 4 devices needs the 2 heads of a device divisible by 4"},
       {"hybrid_in_the_validator", "validate --cp hybrid:2x2 --devices 4", "--cp hybrid:2x2: the validator runs ring, allgather and ulysses"},

@@ -277,13 +277,14 @@ want = ("stripesim: error: --devices 4: --backend mpi runs one process per devic
 lines = [l for l in run.stderr.splitlines() if l.startswith("stripesim: error:")]
 if run.returncode != 2 or not lines or any(l != want for l in lines) or os.path.exists(wrong_dir) or run.stdout:
     fail(f"expected exit 2, nothing written and only this line: {want}")
-# A length refused without --devices is named at the job's N, with lengths that N takes: 254 on
-# 2 ranks is zigzag's 2N = 4 (checked at N = 1 before MPI was up, it said 2N = 2 and offered 254).
-command = [mpiexec, "-np", "2", "--oversubscribe", stripesim, "validate", "--backend", "mpi", "--seq-len", "254",
+# A length refused without --devices is named at the job's N, with lengths every listed layout
+# takes there: 255 on 2 ranks (checked at N = 1 before MPI was up, it said zigzag's 2N = 2 and
+# offered 254, which zigzag's 2N = 4 then refused).
+command = [mpiexec, "-np", "2", "--oversubscribe", stripesim, "validate", "--backend", "mpi", "--seq-len", "255",
            "--out-dir", wrong_dir]
 run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
-want = ("stripesim: error: --seq-len 254: layout zigzag needs it divisible by 2N = 4; the nearest such lengths are 252 and 256 "
-        "(pad 2 tokens to reach 256)")
+want = ("stripesim: error: --seq-len 255: the ring needs it divisible by N = 2 (each device holds n/N tokens); the nearest "
+        "lengths every listed layout takes are 252 and 256 (pad 1 token to reach 256)")
 lines = [l for l in run.stderr.splitlines() if l.startswith("stripesim: error:")]
 if run.returncode != 2 or not lines or any(l != want for l in lines) or os.path.exists(wrong_dir) or run.stdout:
     fail(f"expected exit 2, nothing written and only this line: {want}")

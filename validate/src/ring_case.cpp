@@ -4,6 +4,7 @@
 
 #include "stripesim/model/flops/attention_heads.hpp"
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/layout.hpp"
 #include "stripesim/sim/context_parallel.hpp"
 
 namespace stripesim::validate {
@@ -70,7 +71,7 @@ void check_ring_case(const RingCase& c) {
     throw InputError(model::Input::devices, std::to_string(c.devices), "the validator runs 1 to 64 devices");
   }
   if (c.seq_len % c.devices != 0) {
-    throw InputError(fmt::format("--seq-len {} is not divisible by --devices {}", c.seq_len, c.devices));
+    throw model::IndivisibleLength(c.seq_len, c.devices, fmt::format("the ring needs it divisible by N = {} (each device holds n/N tokens)", c.devices));
   }
   if (c.heads < 1 || c.heads > 256) throw InputError(fmt::format("--heads {}: expected 1 to 256", c.heads));
   model::require_kv_heads_divide(c.heads, c.kv_heads);

@@ -5,6 +5,8 @@
 #include <array>
 
 #include "stripesim/model/io/input_error.hpp"
+#include "stripesim/model/work/layout.hpp"
+#include "stripesim/model/work/layout_spec.hpp"
 #include "stripesim/model/work/work_model.hpp"
 #include "stripesim/model/workflows/grid.hpp"
 #include "stripesim/validate/reference_cache.hpp"
@@ -31,7 +33,11 @@ std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
     c.gpu_backward_kernel = m.gpu_backward_kernel;
     c.cp = m.cps[p];
     c.backward = m.backward;
-    check_ring_case(c);
+    try {
+      check_ring_case(c);
+    } catch (const model::IndivisibleLength& e) {
+      throw model::for_every_layout(e, m.layouts, c.devices);  // lengths the other cases' layouts take too
+    }
     cases.push_back(std::move(c));
   });
   return cases;
@@ -57,7 +63,14 @@ void check_backend_runs_backward(std::string_view backend) {
 
 std::vector<RingPlan> plan_matrix(const ValidateMatrix& matrix) {
   std::vector<RingPlan> plans;
-  for (RingCase& c : expand_matrix(matrix)) plans.push_back(plan_ring_problem(std::move(c)));
+  for (RingCase& c : expand_matrix(matrix)) {
+    const Count devices = c.devices;
+    try {
+      plans.push_back(plan_ring_problem(std::move(c)));
+    } catch (const model::IndivisibleLength& e) {
+      throw model::for_every_layout(e, matrix.layouts, devices);  // lengths the other cases' layouts take too
+    }
+  }
   return plans;
 }
 
