@@ -89,7 +89,10 @@ nlohmann::ordered_json to_json(const sim::Plan& plan) {
   for (const sim::RefusalKind& k : plan.refusals) {
     examples.push_back(k.example);
     nlohmann::ordered_json refusal{{"example", k.example}, {"choices", k.choices}};
-    if (!k.mended_by.empty()) refusal["mended_by"] = k.mended_by;
+    if (!k.mended_by.empty()) {
+      refusal["mended_by"] = k.mended_by;
+      refusal["mended_choices"] = k.mended_choices;
+    }
     refusals.push_back(std::move(refusal));
   }
   doc["refusal_examples"] = std::move(examples);
@@ -152,7 +155,9 @@ std::string plan_table(const sim::Plan& plan) {
                        shown < plan.refusals.size() ? fmt::format("; {} more kinds in --format json", plan.refusals.size() - shown) : "");
     for (size_t i = 0; i < shown; ++i) {
       const sim::RefusalKind& k = plan.refusals[i];
-      out += fmt::format("{:>8}  {}{}\n", k.choices, k.example, k.mended_by.empty() ? "" : fmt::format(" (these run with {})", k.mended_by));
+      const std::string mended = k.mended_choices == k.choices ? "these run"
+                                 : fmt::format("{} of these run{}", k.mended_choices, k.mended_choices == 1 ? "s" : "");
+      out += fmt::format("{:>8}  {}{}\n", k.choices, k.example, k.mended_by.empty() ? "" : fmt::format(" ({} with {})", mended, k.mended_by));
     }
   }
   out += "\nM x N x D = model-, context- and data-parallel degrees; tokens/s over every GPU; attn comm and idle in ms\n"

@@ -192,14 +192,16 @@ std::map<std::string, Count> check_plan_request(const PlanRequest& request, cons
     } catch (const model::InputError& e) {
       // A length no degree divides (an odd one for zigzag) is what --pad-seq mends, mesh by mesh;
       // not under a documents mask, which --pad-seq refuses (--pad-documents pads its documents).
-      if (e.input() != model::Input::seq_len || request.base.pad_seq || mask.kind() == model::MaskKind::documents) throw;
+      if (e.input() != model::Input::seq_len) throw;
       // Only where padding mends it: not a block-striped:S length that S x N must divide.
       bool mended = false;
-      try {
-        const model::Mask padded_mask = mask_at(blocks, true);
-        (void)model::parse_layout(layout, padded_mask.seq_len(), blocks, model::LayoutContext{&padded_mask});
-        mended = true;
-      } catch (const model::InputError&) {
+      if (!request.base.pad_seq && mask.kind() != model::MaskKind::documents) {
+        try {
+          const model::Mask padded_mask = mask_at(blocks, true);
+          (void)model::parse_layout(layout, padded_mask.seq_len(), blocks, model::LayoutContext{&padded_mask});
+          mended = true;
+        } catch (const model::InputError&) {
+        }
       }
       ++refuse_length;
       if (!refused_length) {
@@ -422,11 +424,12 @@ Plan run_plan(const PlanSearch& search) {
       const auto known = std::ranges::find(refusal_kinds, kind);
       if (known == refusal_kinds.end()) {
         refusal_kinds.push_back(kind);
-        out.refusals.push_back({mesh.refusal, layouts, mesh.refused_input, mesh.mended_by});
+        out.refusals.push_back({mesh.refusal, layouts, mesh.refused_input, mesh.mended_by, mesh.mended_by.empty() ? 0 : layouts});
       } else {
         RefusalKind& k = out.refusals[static_cast<size_t>(known - refusal_kinds.begin())];
         k.choices += layouts;
         if (k.mended_by.empty()) k.mended_by = mesh.mended_by;
+        if (!mesh.mended_by.empty()) k.mended_choices += layouts;
       }
       continue;
     }

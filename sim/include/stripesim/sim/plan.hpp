@@ -61,6 +61,7 @@ struct RefusalKind {
   // The padding flag that lets its choices run (--pad-seq, or --pad-documents under a documents
   // mask), where one of them runs with it; empty otherwise (block-striped:S wants S x N, not 2N).
   std::string mended_by;
+  Count mended_choices = 0;  // of its choices, those that run with mended_by (a kind spans meshes)
 };
 
 struct Plan {
