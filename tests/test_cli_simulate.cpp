@@ -29,6 +29,23 @@ TEST(CliSimulate, TableByDefault) {
 
 // Forward and backward: the table's busy, idle and exposed columns are each device's totals over
 // both passes (so idle = time - busy holds per device), the worst device's for idle and exposed.
+// What runs once a step (the gradients' all-reduce, ZeRO's gathers) is in a step's time, not a
+// layer's: the layer's header says so instead of "the rest is grad comm", which it never added.
+TEST(CliSimulate, ALayersHeaderSaysTheStepsCollectivesAreNotInItsTime) {
+  const std::string args = "simulate --model 1b --hardware h100 --topology cluster:2x8:nic=10gbps -N 8 -D 2 -n 32k --pass fwdbwd --layouts zigzag";
+  const CliResult layer = run_cli(args + " --scope layer");
+  ASSERT_EQ(layer.exit_code, 0) << layer.err;
+  EXPECT_NE(layer.out.find("per step (not in a layer's time: --scope step prices it)"), std::string::npos) << layer.out;
+  EXPECT_EQ(layer.out.find("the rest is grad comm"), std::string::npos) << layer.out;
+  const auto layer_json = nlohmann::json::parse(run_cli(args + " --scope layer --format json").out);
+  EXPECT_EQ(layer_json.at("results")[0].at("step").at("breakdown_us").at("gradient_comm"), 0.0);
+  const CliResult step = run_cli(args + " --scope step");
+  ASSERT_EQ(step.exit_code, 0) << step.err;
+  EXPECT_NE(step.out.find("per step (under the backward where it fits; the rest is grad comm)"), std::string::npos) << step.out;
+  const auto step_json = nlohmann::json::parse(run_cli(args + " --scope step --format json").out);
+  EXPECT_GT(step_json.at("results")[0].at("step").at("breakdown_us").at("gradient_comm").get<double>(), 0.0);
+}
+
 TEST(CliSimulate, FwdbwdTableSumsIdleAndExposedTimeOverThePasses) {
   const std::string flags = "simulate --hardware h100 -N 4 -n 64k --pass fwdbwd --layouts contiguous,zigzag";
   const CliResult json = run_cli(flags + " --format json");

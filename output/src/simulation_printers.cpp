@@ -261,20 +261,25 @@ nlohmann::ordered_json chrome_trace(const sim::Simulation& sim) {
 
 namespace {
 
-// What moves between the copies of the weights once per step, and what hides it.
-std::string weight_copies_traffic(const sim::StepShape& shape) {
+// What moves between the copies of the weights once per step, and what hides it: a step's time
+// holds what the passes do not hide; a layer's leaves it out (it runs once a step, not a layer).
+std::string weight_copies_traffic(const sim::StepShape& shape, sim::Scope scope) {
+  const bool step = scope == sim::Scope::step;
   switch (shape.zero) {
     case sim::ZeroStage::none:
-      return fmt::format("gradient all-reduce {:.3f} ms per step (under the backward where it fits; the rest is grad comm)", shape.gradient_allreduce_us / 1e3);
+      return fmt::format("gradient all-reduce {:.3f} ms per step ({})", shape.gradient_allreduce_us / 1e3,
+                         step ? "under the backward where it fits; the rest is grad comm" : "not in a layer's time: --scope step prices it");
     case sim::ZeroStage::optimizer:
     case sim::ZeroStage::gradients:
-      return fmt::format("ZeRO stage {}: gradient reduce-scatter and weight all-gather {:.3f} ms each per step (under the "
-                         "backward and the next forward where they fit; the rest is grad comm)",
-                         sim::to_int(shape.zero), shape.weight_allgather_us / 1e3);
+      return fmt::format("ZeRO stage {}: gradient reduce-scatter and weight all-gather {:.3f} ms each per step ({})",
+                         sim::to_int(shape.zero), shape.weight_allgather_us / 1e3,
+                         step ? "under the backward and the next forward where they fit; the rest is grad comm"
+                              : "not in a layer's time: --scope step prices them");
     case sim::ZeroStage::weights:
       return fmt::format("ZeRO stage 3: weight all-gather {:.3f} ms in the forward, and again with the gradient reduce-scatter "
-                         "in the backward (under them where it fits; the rest is grad comm)",
-                         shape.weight_allgather_us / 1e3);
+                         "in the backward ({})",
+                         shape.weight_allgather_us / 1e3,
+                         step ? "under them where it fits; the rest is grad comm" : "not in a layer's time: --scope step prices them");
   }
   return {};
 }
@@ -290,7 +295,7 @@ std::string step_table(const sim::Simulation& s) {
       c.scope == sim::Scope::step ? "a training step" : "one transformer layer", shape.model.name, shape.model.layers,
       sim::to_string(c.pass), c.recompute ? ", recomputing the forward in the backward" : "", c.model_parallel,
       c.devices, c.data_parallel, s.mesh.gpus(), *s.hardware.matmul_efficiency, s.hardware.matmul_precision,
-      s.hardware.elementwise_bytes_per_dmodel, shape.activation_allreduce_us / 1e3, weight_copies_traffic(shape));
+      s.hardware.elementwise_bytes_per_dmodel, shape.activation_allreduce_us / 1e3, weight_copies_traffic(shape, c.scope));
   out += fmt::format("{:<16} {:>11} {:>9} {:>11} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}\n", "layout",
                      "time (ms)", "vs contig", "tokens/s", "MFU", "matmul", "elementwise", "attn comp", "attn comm",
                      "attn idle", "MP comm", "grad comm", "memory GiB");
