@@ -46,6 +46,22 @@ TEST(CliSimulate, ALayersHeaderSaysTheStepsCollectivesAreNotInItsTime) {
   EXPECT_GT(step_json.at("results")[0].at("step").at("breakdown_us").at("gradient_comm").get<double>(), 0.0);
 }
 
+// A topology file given by its path is named with it: an edited copy of a shipped topology that
+// kept its name printed as the shipped one, whatever its links.
+TEST(CliSimulate, ATopologyFileIsNamedWithItsPath) {
+  auto doc = nlohmann::json::parse(slurp(std::string(STRIPESIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.json"));
+  for (auto& link : doc.at("links")) link["bandwidth_gbps"] = 1;
+  const auto copy = temp_path("stripesim_slow_dgx_h100.json");
+  std::ofstream(copy) << doc.dump();
+  const std::string args = " -N 4 -n 16k --layouts zigzag --format json";
+  const auto preset = nlohmann::json::parse(run_cli("simulate --topology dgx-h100" + args).out);
+  const auto edited = nlohmann::json::parse(run_cli("simulate --topology '" + copy.string() + "'" + args).out);
+  EXPECT_EQ(preset.at("config").at("topology"), "dgx-h100");
+  EXPECT_EQ(edited.at("config").at("topology"), "dgx-h100 (" + copy.string() + ")");
+  EXPECT_GT(edited.at("results")[0].at("time_us").get<double>(), preset.at("results")[0].at("time_us").get<double>());
+  std::filesystem::remove(copy);
+}
+
 TEST(CliSimulate, FwdbwdTableSumsIdleAndExposedTimeOverThePasses) {
   const std::string flags = "simulate --hardware h100 -N 4 -n 64k --pass fwdbwd --layouts contiguous,zigzag";
   const CliResult json = run_cli(flags + " --format json");

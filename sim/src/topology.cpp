@@ -50,11 +50,12 @@ void Topology::build_graph() {
   net.detours.assign(net.gpus.size(), {});
 }
 
-Topology Topology::from_json(const nlohmann::json& doc, const std::string& label) {
+Topology Topology::from_json(const nlohmann::json& doc, const std::string& label, const std::string& file) {
   const model::JsonFields f(doc, label);
   f.allow_only({"name", "description", "nodes", "links", "sources"});
   Topology t;
   t.net_->name = f.non_empty_string("name");
+  if (!file.empty()) t.net_->name = fmt::format("{} ({})", t.net_->name, file);
   const auto& nodes = f.raw("nodes");
   if (!nodes.is_array() || nodes.empty()) throw InputError(fmt::format("{}: expected a non-empty array", f.where("nodes")));
   std::map<std::string, std::size_t> index;
@@ -558,7 +559,8 @@ Topology load_topology_spec(const std::string& spec, const std::string& config_d
     return Topology::placed(read_hostfile(path, flag + " " + spec), spec, nvlink, nvlink_latency, kNicBandwidth, kNicLatencyUs);
   }
   std::string path = spec;
-  if (!model::is_config_path(spec)) {
+  const bool given_as_file = model::is_config_path(spec);
+  if (!given_as_file) {
     std::vector<std::string> names;
     const auto file = model::find_json_by_stem(std::filesystem::path(config_dir) / "topologies", spec, names);
     if (!file) {
@@ -570,7 +572,7 @@ Topology load_topology_spec(const std::string& spec, const std::string& config_d
     }
     path = file->string();
   }
-  return Topology::from_json(model::read_json_file(path, flag + " " + spec), flag + " " + spec);
+  return Topology::from_json(model::read_json_file(path, flag + " " + spec), flag + " " + spec, given_as_file ? spec : "");
 }
 
 }  // namespace

@@ -57,8 +57,10 @@ struct Route {
 class Topology {
  public:
   // {"name", "description", "nodes": [{"id", "kind"}], "links": [{"a", "b", "bandwidth_gbps",
-  // "latency_us"}], "sources"}; GPUs are numbered in the order they are listed.
-  [[nodiscard]] static Topology from_json(const nlohmann::json& doc, const std::string& label);
+  // "latency_us"}], "sources"}; GPUs are numbered in the order they are listed. Read from a file
+  // the user named by its path, `file`: named "NAME (FILE)", so that an edited copy of a shipped
+  // topology that kept its name does not print as the shipped one.
+  [[nodiscard]] static Topology from_json(const nlohmann::json& doc, const std::string& label, const std::string& file = "");
   // One node of `gpus` GPUs, each linked to one NVSwitch.
   [[nodiscard]] static Topology nvswitch(Count gpus, GigabytesPerSecond nvlink, Microseconds nvlink_latency_us);
   // `gpus` GPUs joined by free links: every hop takes no time, so a simulated ring is its
