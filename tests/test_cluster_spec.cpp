@@ -85,6 +85,13 @@ TEST(ClusterSpec, BadOptionsAreNamed) {
   EXPECT_EQ(rejection("cluster:2x8:nic=0gbps"),
             "--topology 'cluster:2x8:nic=0gbps': nic=0gbps is not a NIC rate, expected gigabits per second such as "
             "nic=400gbps (NDR InfiniBand, 50 GB/s per direction)");
+  // A rate past a physical link's is said of the option given, not of the link it builds.
+  EXPECT_EQ(rejection("cluster:2x8:nic=1e30gbps"),
+            "--topology 'cluster:2x8:nic=1e30gbps': nic=1e30gbps is 1.25e+29 GB/s, outside [1e-09, 1e+12], the range a link's "
+            "bandwidth can take");
+  EXPECT_EQ(rejection("cluster:2x8:nic=1e-20gbps"),
+            "--topology 'cluster:2x8:nic=1e-20gbps': nic=1e-20gbps is 1.25e-21 GB/s, outside [1e-09, 1e+12], the range a link's "
+            "bandwidth can take");
   EXPECT_EQ(rejection("cluster:2x8:nic=400"),
             "--topology 'cluster:2x8:nic=400': nic=400 is not a NIC rate, expected gigabits per second such as "
             "nic=400gbps (NDR InfiniBand, 50 GB/s per direction)");

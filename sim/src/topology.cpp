@@ -432,7 +432,13 @@ GigabytesPerSecond parse_nic_rate(std::string_view text, const std::string& spec
                                            "(NDR InfiniBand, 50 GB/s per direction)",
                                            text));
   }
-  return gigabits / 8.0;
+  // A link's bandwidth must be physical: said here of the rate given, not of the link it builds.
+  const double bytes = gigabits / 8.0;
+  if (!(bytes >= model::kSmallestPositiveValue && bytes <= model::kLargestValue)) {
+    throw topology_error(spec, fmt::format("nic={} is {:g} GB/s, outside [{:g}, {:g}], the range a link's bandwidth can take", text,
+                                           bytes, model::kSmallestPositiveValue, model::kLargestValue));
+  }
+  return bytes;
 }
 
 ClusterOptions parse_cluster_options(std::string_view options, Count gpus_per_node, const std::string& spec) {
