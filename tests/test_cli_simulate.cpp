@@ -1051,6 +1051,14 @@ TEST(CliPlan, PadSeqPlansAnOddLength) {
     EXPECT_EQ(kind.at("choices"), 6) << kind;
     EXPECT_EQ(kind.at("mended_choices"), 1) << kind;
   }
+  // A mesh where every layout refuses the length, padding mending some: counted as those it mends
+  // (on 6 GPUs, N = 3 pads contiguous to 1002, not block-striped:3 to a multiple of 9).
+  const auto six = nlohmann::json::parse(
+      run_cli("plan --model llama3-8b --gpus 6 -n 1000 --top 1 --layouts contiguous,block-striped:3 --algorithms ring --format json").out);
+  const auto& first_kind = six.at("refusals").at(0);
+  EXPECT_NE(first_kind.at("example").get<std::string>().find("layout contiguous needs it divisible by N = 3"), std::string::npos) << first_kind;
+  EXPECT_EQ(first_kind.at("choices"), 6) << first_kind;
+  EXPECT_EQ(first_kind.at("mended_choices"), 4) << first_kind;
   const CliResult zigzag = run_cli(args + " --layouts zigzag");
   EXPECT_EQ(zigzag.exit_code, 2);
   EXPECT_NE(zigzag.err.find("--seq-len 131071: layout zigzag needs it divisible by 2N = 2"), std::string::npos) << zigzag.err;

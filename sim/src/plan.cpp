@@ -226,20 +226,38 @@ std::vector<std::string> layouts_at(const std::vector<std::string>& layouts, con
 }
 
 // The padding flag that lets a mesh refused for its length run: --pad-seq pads the sequence
-// (under a documents mask --pad-documents each document) to a length its degree divides. Empty
-// where that flag is given already or does not mend it (block-striped:S wants S x N, not 2N).
-std::string padding_that_mends(const SimulateConfig& config, const model::ConfigCatalog& catalog, LayoutCache& layouts) {
+// (under a documents mask --pad-documents each document) to a length its degree divides, and how
+// many of its layouts run with it (block-striped:S wants S x N, not 2N, beside a contiguous that
+// padding mends). No flag where it is given already or mends none.
+struct Mending {
+  std::string flag;
+  Count layouts = 0;
+};
+Mending padding_that_mends(const SimulateConfig& config, const model::ConfigCatalog& catalog, LayoutCache& layouts) {
   const bool documents = model::is_documents_mask(config.mask);
   SimulateConfig padded = config;
   bool& flag = documents ? padded.pad_documents : padded.pad_seq;
-  if (flag) return "";
+  if (flag) return {};
   flag = true;
-  try {
-    (void)plan_simulation(padded, catalog, &layouts);
-  } catch (const model::InputError&) {
-    return "";
+  const std::string name = documents ? "--pad-documents" : "--pad-seq";
+  const auto runs = [&](const SimulateConfig& c) {
+    try {
+      (void)plan_simulation(c, catalog, &layouts);
+      return true;
+    } catch (const model::InputError&) {
+      return false;
+    }
+  };
+  if (runs(padded)) return {name, static_cast<Count>(padded.layouts.size())};
+  Count mended = 0;
+  if (padded.layouts.size() > 1) {
+    for (const std::string& layout : config.layouts) {
+      SimulateConfig one = padded;
+      one.layouts = {layout};
+      mended += runs(one) ? 1 : 0;
+    }
   }
-  return documents ? "--pad-documents" : "--pad-seq";
+  return mended > 0 ? Mending{name, mended} : Mending{};
 }
 
 // A refusal's kind: its message up to the hint after a ';' (the nearest lengths that divide, ...),
@@ -273,7 +291,11 @@ void plan_mesh(PlannedMesh& mesh, const model::ConfigCatalog& catalog, LayoutCac
     mesh.plan.reset();
     mesh.refusal = e.what();
     mesh.refused_input = e.input();
-    if (e.input() == model::Input::seq_len) mesh.mended_by = padding_that_mends(mesh.config, catalog, layouts);
+    if (e.input() == model::Input::seq_len) {
+      const Mending mending = padding_that_mends(mesh.config, catalog, layouts);
+      mesh.mended_by = mending.flag;
+      mesh.mended_layouts = mending.layouts;
+    }
   }
 }
 
@@ -424,12 +446,12 @@ Plan run_plan(const PlanSearch& search) {
       const auto known = std::ranges::find(refusal_kinds, kind);
       if (known == refusal_kinds.end()) {
         refusal_kinds.push_back(kind);
-        out.refusals.push_back({mesh.refusal, layouts, mesh.refused_input, mesh.mended_by, mesh.mended_by.empty() ? 0 : layouts});
+        out.refusals.push_back({mesh.refusal, layouts, mesh.refused_input, mesh.mended_by, mesh.mended_layouts});
       } else {
         RefusalKind& k = out.refusals[static_cast<size_t>(known - refusal_kinds.begin())];
         k.choices += layouts;
         if (k.mended_by.empty()) k.mended_by = mesh.mended_by;
-        if (!mesh.mended_by.empty()) k.mended_choices += layouts;
+        k.mended_choices += mesh.mended_layouts;
       }
       continue;
     }

@@ -83,6 +83,7 @@ struct PlannedMesh {
   std::string refusal;
   std::optional<model::Input> refused_input;  // the input the refusal is about, where it names one
   std::string mended_by;  // refused for its length: the padding flag it runs with, if any (RefusalKind)
+  Count mended_layouts = 0;  // with mended_by: how many of its layouts run with it
 };
 
 // The request checked, the model and hardware read (memory per device from --memory-gib or the
