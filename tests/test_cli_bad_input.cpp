@@ -115,7 +115,7 @@ std::vector<BadInput> bad_inputs() {
       {"permutation_bad_padding", "--seq-len 16 --devices 2 --layouts permutation:" + data("permutation_bad_padding.json"),
        "field \"padding\" field \"document_lengths[1]\": expected an integer of at least 1, got \"6\""},
       {"permutation_huge_position", "--seq-len 16 --devices 2 --layouts permutation:" + data("permutation_huge_position.json"),
-       "(device 0, local 7) holds 9.999999999999999e+22, too large (at most 2^63 - 1)"},
+       "(device 0, local 7) holds 9.999999999999999e+22, more than 2^63 - 1: expected an integer position in [0, 16)"},
       {"permutation_fractional_position", "--seq-len 16 --devices 2 --layouts permutation:" + data("permutation_fractional_position.json"),
        "(device 1, local 0) holds 4.5, expected an integer position in [0, 16)"},
       {"unknown_format", "--format xml", "--format: xml not in {table,json,csv}"},

@@ -1547,8 +1547,15 @@ std::vector<BadInput> validate_bad_inputs() {
            "/configs/hardware/h200.json",
        "--profile with --gpu-backward-kernel wmma: the shipped stripesim profiles' backward costs are the scalar kernel's"},
       {"indivisible", "validate --seq-len 1000 --devices 3",
-       "--seq-len 1000: the ring needs it divisible by N = 3 (each device holds n/N tokens); the nearest lengths every listed "
+       "--seq-len 1000: each of the N = 3 devices holds n/N tokens, so N must divide it; the nearest lengths every listed "
        "layout takes are 996 and 1002 (pad 2 tokens to reach 1002)"},
+      // The lengths offered run on every ring size of the matrix (1002 suited N = 3, not zigzag's
+      // 2N = 4), and none past the validator's 2^20 tokens (1048584 was offered).
+      {"indivisible_over_two_sizes", "validate --seq-len 1000 --devices 2,3",
+       "--seq-len 1000: each of the N = 3 devices holds n/N tokens, so N must divide it; the nearest lengths every listed "
+       "layout takes are 996 and 1008 (pad 8 tokens to reach 1008)"},
+      {"indivisible_near_the_limit", "validate --seq-len 1048575 --devices 6",
+       "--seq-len 1048575: each of the N = 6 devices holds n/N tokens, so N must divide it; the nearest such length is 1048572"},
       {"ulysses_heads", "validate --cp ulysses --heads 2 --kv-heads 2 --devices 4",
        "--cp ulysses: the all-to-all over 4 devices needs the 2 heads of a device divisible by 4"},
       {"hybrid_in_the_validator", "validate --cp hybrid:2x2 --devices 4", "--cp hybrid:2x2: the validator runs ring, allgather and ulysses"},

@@ -283,7 +283,7 @@ if run.returncode != 2 or not lines or any(l != want for l in lines) or os.path.
 command = [mpiexec, "-np", "2", "--oversubscribe", stripesim, "validate", "--backend", "mpi", "--seq-len", "255",
            "--out-dir", wrong_dir]
 run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
-want = ("stripesim: error: --seq-len 255: the ring needs it divisible by N = 2 (each device holds n/N tokens); the nearest "
+want = ("stripesim: error: --seq-len 255: each of the N = 2 devices holds n/N tokens, so N must divide it; the nearest "
         "lengths every listed layout takes are 252 and 256 (pad 1 token to reach 256)")
 lines = [l for l in run.stderr.splitlines() if l.startswith("stripesim: error:")]
 if run.returncode != 2 or not lines or any(l != want for l in lines) or os.path.exists(wrong_dir) or run.stdout:

@@ -61,9 +61,6 @@ std::string RingCase::label() const {
 }
 
 void check_ring_case(const RingCase& c) {
-  // The validator holds the whole sequence on one machine (and a dense reference beside it), so it
-  // accepts sizes a workstation handles; the model and simulator take the large ones.
-  constexpr Count kMaxValidateTokens = Count{1} << 20;
   if (c.seq_len < 1 || c.seq_len > kMaxValidateTokens) {
     throw InputError(model::Input::seq_len, std::to_string(c.seq_len), fmt::format("the validator runs 1 to {} tokens", kMaxValidateTokens));
   }
@@ -71,7 +68,7 @@ void check_ring_case(const RingCase& c) {
     throw InputError(model::Input::devices, std::to_string(c.devices), "the validator runs 1 to 64 devices");
   }
   if (c.seq_len % c.devices != 0) {
-    throw model::IndivisibleLength(c.seq_len, c.devices, fmt::format("the ring needs it divisible by N = {} (each device holds n/N tokens)", c.devices));
+    throw model::IndivisibleLength(c.seq_len, c.devices, fmt::format("each of the N = {} devices holds n/N tokens, so N must divide it", c.devices));
   }
   if (c.heads < 1 || c.heads > 256) throw InputError(fmt::format("--heads {}: expected 1 to 256", c.heads));
   model::require_kv_heads_divide(c.heads, c.kv_heads);

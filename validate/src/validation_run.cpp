@@ -36,7 +36,7 @@ std::vector<RingCase> expand_matrix(const ValidateMatrix& m) {
     try {
       check_ring_case(c);
     } catch (const model::IndivisibleLength& e) {
-      throw model::for_every_layout(e, m.layouts, c.devices);  // lengths the other cases' layouts take too
+      throw model::for_every_layout(e, m.layouts, m.devices, kMaxValidateTokens);  // lengths every case takes
     }
     cases.push_back(std::move(c));
   });
@@ -64,11 +64,10 @@ void check_backend_runs_backward(std::string_view backend) {
 std::vector<RingPlan> plan_matrix(const ValidateMatrix& matrix) {
   std::vector<RingPlan> plans;
   for (RingCase& c : expand_matrix(matrix)) {
-    const Count devices = c.devices;
     try {
       plans.push_back(plan_ring_problem(std::move(c)));
     } catch (const model::IndivisibleLength& e) {
-      throw model::for_every_layout(e, matrix.layouts, devices);  // lengths the other cases' layouts take too
+      throw model::for_every_layout(e, matrix.layouts, matrix.devices, kMaxValidateTokens);  // lengths every case takes
     }
   }
   return plans;

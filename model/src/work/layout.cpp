@@ -34,7 +34,7 @@ IndivisibleLength::IndivisibleLength(Count seq_len, Count divisor, std::string n
       divisor_(divisor),
       need_(std::move(need)) {}
 
-std::string nearest_multiples(Count seq_len, Count multiple, bool every_listed_layout) {
+std::string nearest_multiples(Count seq_len, Count multiple, bool every_listed_layout, Count longest) {
   const std::string_view lengths = every_listed_layout ? "lengths every listed layout takes" : "such lengths";
   const std::string_view length = every_listed_layout ? "length every listed layout takes" : "such length";
   const Count remainder = seq_len % multiple;
@@ -42,10 +42,10 @@ std::string nearest_multiples(Count seq_len, Count multiple, bool every_listed_l
   const Count below = seq_len - remainder;
   const Count above = seq_len + (multiple - remainder);
   const std::string pad = fmt::format("pad {} token{} to reach {}", above - seq_len, above - seq_len == 1 ? "" : "s", above);
-  if (below > 0 && above <= kMaxSeqLen) return fmt::format("the nearest {} are {} and {} ({})", lengths, below, above, pad);
-  if (above <= kMaxSeqLen) return fmt::format("the nearest {} is {} ({})", length, above, pad);
+  if (below > 0 && above <= longest) return fmt::format("the nearest {} are {} and {} ({})", lengths, below, above, pad);
+  if (above <= longest) return fmt::format("the nearest {} is {} ({})", length, above, pad);
   if (below > 0) return fmt::format("the nearest {} is {}", length, below);
-  return fmt::format("no {} is at most 2^31", length);
+  return fmt::format("no {} is at most {}", length, longest == kMaxSeqLen ? std::string("2^31") : std::to_string(longest));
 }
 
 void require_seq_len_divisible(Count seq_len, Count divisor, std::string_view layout, std::string_view what) {

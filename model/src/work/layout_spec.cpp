@@ -232,35 +232,42 @@ LayoutPlan plan_layout(std::string_view typed, Count seq_len, Count devices, con
 }
 
 InputError for_every_layout(const IndivisibleLength& first, const std::vector<std::string>& specs, Count devices) {
+  return for_every_layout(first, specs, std::vector<Count>{devices});
+}
+
+InputError for_every_layout(const IndivisibleLength& first, const std::vector<std::string>& specs, const std::vector<Count>& devices,
+                            Count longest) {
   const Count seq_len = first.seq_len();
   Count multiple = first.divisor();
   // Each layout whose shape is the same at every length is tried at the nearest multiples found
-  // so far; one that refuses a multiple adds its own, until every one takes both (a few rounds:
-  // each adds a layout's multiple, or none).
-  for (size_t round = 0; round <= specs.size(); ++round) {
+  // so far, on every ring size; one that refuses a multiple adds its own, until every one takes
+  // both (a few rounds: each adds a layout's multiple, or none).
+  for (size_t round = 0; round <= specs.size() * devices.size(); ++round) {
     const Count below = seq_len - seq_len % multiple;
     const Count grown = multiple;
     for (const std::string& spec : specs) {
       const std::optional<LayoutKind> kind = layout_kind_of(spec);
       if (kind == LayoutKind::permutation) return first;
       if (!kind || !same_shape_at_every_size(*kind)) continue;
-      for (const Count length : {below, below + multiple}) {
-        if (length < 1 || length > kMaxSeqLen) continue;
-        try {
-          (void)plan_layout(spec, length, devices);
-        } catch (const IndivisibleLength& e) {
-          multiple = std::lcm(multiple, e.divisor());
-          if (multiple > kMaxSeqLen) return first;  // no length stripesim counts takes them all
-        } catch (const InputError&) {
-          return first;  // refused for another reason there (a stripe wider than a device's share)
+      for (const Count n : devices) {
+        for (const Count length : {below, below + multiple}) {
+          if (length < 1 || length > longest) continue;
+          try {
+            (void)plan_layout(spec, length, n);
+          } catch (const IndivisibleLength& e) {
+            multiple = std::lcm(multiple, e.divisor());
+            if (multiple > longest) return first;  // no length the command takes suits them all
+          } catch (const InputError&) {
+            return first;  // refused for another reason there (a stripe wider than a device's share)
+          }
         }
       }
     }
     if (multiple == grown) break;
   }
-  if (multiple == first.divisor()) return first;
+  if (multiple == first.divisor() && longest == kMaxSeqLen) return first;
   return InputError(Input::seq_len, first.value(),
-                    fmt::format("{}; {}", first.need(), nearest_multiples(seq_len, multiple, true)));
+                    fmt::format("{}; {}", first.need(), nearest_multiples(seq_len, multiple, multiple != first.divisor(), longest)));
 }
 
 Layout parse_layout(std::string_view spec, Count seq_len, Count devices, const LayoutContext& context) {
@@ -430,10 +437,9 @@ Layout read_permutation_file(const std::string& path, const std::string& label, 
       const auto& p = block[l];
       if (!p.is_number_integer()) {
         // Past 2^64 the JSON reader holds an integer as a double: named as too large, not as a fraction.
-        const bool too_large = p.is_number_float() && std::abs(p.get<double>()) >= 9.2e18;
-        throw InputError(fmt::format("{}: (device {}, local {}) holds {}, {}", label, d, l, json_excerpt(p),
-                                     too_large ? std::string("too large (at most 2^63 - 1)")
-                                               : fmt::format("expected an integer position in [0, {})", seq_len)));
+        const bool too_large = p.is_number_float() && p.get<double>() >= 0x1p63;
+        throw InputError(fmt::format("{}: (device {}, local {}) holds {}, {}expected an integer position in [0, {})", label, d, l,
+                                     json_excerpt(p), too_large ? "more than 2^63 - 1: " : "", seq_len));
       }
       out.push_back(json_count(p, fmt::format("{}: (device {}, local {})", label, d, l)));
     }

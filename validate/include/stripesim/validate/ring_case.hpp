@@ -79,5 +79,8 @@ struct RingCase {
 // Throws model::InputError naming the field when the case cannot run (sizes that do not divide,
 // heads not a multiple of kv_heads, ...).
 void check_ring_case(const RingCase& ring_case);
+// The validator holds the whole sequence on one machine (and a dense reference beside it), so it
+// accepts sizes a workstation handles; the model and simulator take the large ones.
+inline constexpr model::Count kMaxValidateTokens = model::Count{1} << 20;
 
 }  // namespace stripesim::validate

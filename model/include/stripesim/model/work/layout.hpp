@@ -54,7 +54,8 @@ void require_seq_len_divisible(Count seq_len, Count divisor, std::string_view la
 // The multiples of `multiple` nearest seq_len within the lengths stripesim counts, as that hint
 // says them ("the nearest such lengths are 992 and 1008 (pad 8 tokens ...)"; for a list of
 // layouts, "the nearest lengths every listed layout takes are ...").
-[[nodiscard]] std::string nearest_multiples(Count seq_len, Count multiple, bool every_listed_layout = false);
+// `longest`: the longest length the command takes (the validator's 2^20, below what is counted).
+[[nodiscard]] std::string nearest_multiples(Count seq_len, Count multiple, bool every_listed_layout = false, Count longest = kMaxSeqLen);
 // Throws InputError unless 1 <= devices <= kMaxDevices.
 void require_devices(Count devices);
 // Throws InputError unless 1 <= seq_len <= kMaxSeqLen: checked where a sequence is first taken

@@ -51,6 +51,9 @@ class LayoutPlan;
 // spec's length is not free (a permutation file holds one; per-document layouts follow their
 // documents, ptrr and balanced need N, which every such multiple holds).
 [[nodiscard]] InputError for_every_layout(const IndivisibleLength& first, const std::vector<std::string>& specs, Count devices);
+// The same over every ring size of `devices` (a validator's matrix), offering no length past `longest`.
+[[nodiscard]] InputError for_every_layout(const IndivisibleLength& first, const std::vector<std::string>& specs,
+                                          const std::vector<Count>& devices, Count longest = kMaxSeqLen);
 // plan_layout(...).build().
 [[nodiscard]] Layout parse_layout(std::string_view spec, Count seq_len, Count devices,
                                   const LayoutContext& context = {});
