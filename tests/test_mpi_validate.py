@@ -267,26 +267,27 @@ if not doc["comparisons"] or len(doc["comparisons"]) != len(doc["cases"]):
     fail(f"expected a comparison for every case, got {len(doc['comparisons'])} for {len(doc['cases'])}")
 if any(c["handoff_measured_us"] <= 0 or c["handoff_predicted_us"] <= 0 for c in doc["comparisons"]):
     fail("expected every case's hop predicted and measured")
-# Bad input: a ring size other than the job's is refused by every rank, before anything runs.
 wrong_dir = os.path.join(work, "wrong-devices")
-command = [mpiexec, "-np", "2", "--oversubscribe", stripesim, "validate", "--backend", "mpi", "--devices", "4",
-           "--out-dir", wrong_dir]
-run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
-want = ("stripesim: error: --devices 4: --backend mpi runs one process per device and this job has 2 "
-        "(launch it with mpirun -np 4)")
-lines = [l for l in run.stderr.splitlines() if l.startswith("stripesim: error:")]
-if run.returncode != 2 or not lines or any(l != want for l in lines) or os.path.exists(wrong_dir) or run.stdout:
-    fail(f"expected exit 2, nothing written and only this line: {want}")
+
+
+def expect_refused_on_two_ranks(flags, want):
+    """A job of 2 ranks given `flags` exits 2, writes nothing, and every rank prints only `want`."""
+    global command, run
+    command = [mpiexec, "-np", "2", "--oversubscribe", stripesim, "validate", "--backend", "mpi", *flags, "--out-dir", wrong_dir]
+    run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    lines = [l for l in run.stderr.splitlines() if l.startswith("stripesim: error:")]
+    if run.returncode != 2 or not lines or any(l != want for l in lines) or os.path.exists(wrong_dir) or run.stdout:
+        fail(f"expected exit 2, nothing written and only this line: {want}")
+
+
+# Bad input: a ring size other than the job's is refused by every rank, before anything runs.
+expect_refused_on_two_ranks(["--devices", "4"], "stripesim: error: --devices 4: --backend mpi runs one process per device and "
+                                                "this job has 2 (launch it with mpirun -np 4)")
 # A length refused without --devices is named at the job's N, with lengths every listed layout
 # takes there: 255 on 2 ranks (checked at N = 1 before MPI was up, it said zigzag's 2N = 2 and
 # offered 254, which zigzag's 2N = 4 then refused).
-command = [mpiexec, "-np", "2", "--oversubscribe", stripesim, "validate", "--backend", "mpi", "--seq-len", "255",
-           "--out-dir", wrong_dir]
-run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
-want = ("stripesim: error: --seq-len 255: each of the N = 2 devices holds n/N tokens, so N must divide it; the nearest "
-        "lengths every listed layout takes are 252 and 256 (pad 1 token to reach 256)")
-lines = [l for l in run.stderr.splitlines() if l.startswith("stripesim: error:")]
-if run.returncode != 2 or not lines or any(l != want for l in lines) or os.path.exists(wrong_dir) or run.stdout:
-    fail(f"expected exit 2, nothing written and only this line: {want}")
+expect_refused_on_two_ranks(["--seq-len", "255"], "stripesim: error: --seq-len 255: each of the N = 2 devices holds n/N tokens, so "
+                                                  "N must divide it; the nearest lengths every listed layout takes are 252 and 256 "
+                                                  "(pad 1 token to reach 256)")
 print(f"4 ranks: {len(doc['cases'])} cases match dense attention; hand-off fit "
       f"{calibration['hop_latency_us']:.1f} us + bytes at {calibration['hop_bandwidth_gbps']:.2f} GB/s")
