@@ -306,22 +306,28 @@ void plan_mesh(PlannedMesh& mesh, const model::ConfigCatalog& catalog, LayoutCac
 std::vector<PlannedMesh> split_by_layout(const PlannedMesh& mesh, const model::ConfigCatalog& catalog, LayoutCache& layouts) {
   const bool a_layouts_reason = mesh.refused_input == model::Input::seq_len || mesh.refused_input == model::Input::layouts;
   if (mesh.plan || !a_layouts_reason || mesh.config.layouts.size() < 2) return {};
-  PlannedMesh running{mesh.config, std::nullopt, "", std::nullopt, ""};
+  PlannedMesh running{mesh.config};
   running.config.layouts.clear();
+  std::vector<PlannedMesh> runs_alone;  // planned already: one of them alone needs no second plan
   std::vector<PlannedMesh> refused;
   for (const std::string& layout : mesh.config.layouts) {
-    PlannedMesh alone{mesh.config, std::nullopt, "", std::nullopt, ""};
+    PlannedMesh alone{mesh.config};
     alone.config.layouts = {layout};
     plan_mesh(alone, catalog, layouts);
     if (alone.plan) {
       running.config.layouts.push_back(layout);
+      runs_alone.push_back(std::move(alone));
     } else {
       refused.push_back(std::move(alone));
     }
   }
   if (running.config.layouts.empty()) return {};
-  plan_mesh(running, catalog, layouts);
-  if (!running.plan) return {};  // apart they run, together not: the joint refusal stands
+  if (runs_alone.size() == 1) {
+    running = std::move(runs_alone.front());
+  } else {
+    plan_mesh(running, catalog, layouts);
+    if (!running.plan) return {};  // apart they run, together not: the joint refusal stands
+  }
   refused.insert(refused.begin(), std::move(running));
   return refused;
 }
@@ -386,7 +392,7 @@ PlanSearch plan_search(const PlanRequest& request, const model::ConfigCatalog& c
           if (c.layouts.empty()) continue;
           // Merges fold a ring's calls together: the collectives make one call a head group.
           if (spec == "ulysses" || spec == "allgather") c.merges.clear();
-          search.meshes.push_back(PlannedMesh{std::move(c), std::nullopt, "", std::nullopt, ""});
+          search.meshes.push_back(PlannedMesh{std::move(c)});
         }
       }
     }

@@ -79,10 +79,10 @@ struct Plan {
 // One (mesh, algorithm) planned as `simulate --scope step` plans it, or why the simulation refuses it.
 struct PlannedMesh {
   SimulateConfig config;
-  std::optional<SimulationPlan> plan;  // unset: refused
-  std::string refusal;
-  std::optional<model::Input> refused_input;  // the input the refusal is about, where it names one
-  std::string mended_by;  // refused for its length: the padding flag it runs with, if any (RefusalKind)
+  std::optional<SimulationPlan> plan = std::nullopt;  // unset: refused
+  std::string refusal = {};
+  std::optional<model::Input> refused_input = std::nullopt;  // the input the refusal is about, where it names one
+  std::string mended_by = {};  // refused for its length: the padding flag it runs with, if any (RefusalKind)
   Count mended_layouts = 0;  // with mended_by: how many of its layouts run with it
 };
 
