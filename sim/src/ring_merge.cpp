@@ -35,13 +35,13 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
     }
     return rows;
   };
-  // The key rows a call's dK, dV cover: its key tiles with work, the last one short where the
-  // block ends inside it.
-  const auto key_rows_written = [&](const model::QueryTileProfile& tiles) {
+  // The key rows a call of `keys` keys covers with dK, dV: its key tiles with work, the last one
+  // short where the call ends inside it.
+  const auto key_rows_written = [&](const model::QueryTileProfile& tiles, Count keys) {
     Count rows = 0;
     for (size_t k = 0; k < tiles.size(); ++k) {
       if (tiles[k].full + tiles[k].partial == 0) continue;
-      rows += std::clamp<Count>(shape.rows_per_device - static_cast<Count>(k) * shape.call.tile.key, 0, shape.call.tile.key);
+      rows += std::clamp<Count>(keys - static_cast<Count>(k) * shape.call.tile.key, 0, shape.call.tile.key);
     }
     return rows;
   };
@@ -50,9 +50,16 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
   std::vector<Count> rows_of(work.profiles.size(), 0);
   for (size_t p = 0; p < work.profiles.size(); ++p) rows_of[p] = rows_written(work.profiles[p], shape.rows_per_device);
   std::map<std::pair<Count, Count>, Count> sliced_rows_of;
+  // A trimmed call (q[t:] x k[:-t], where the kernel is called so) is a call of its trimmed length:
+  // it writes the output (dQ) of all but its first t query rows and the dK, dV of all but its
+  // last t keys.
+  const auto trimmed_to = [&](Count r, Count d) {
+    return kernel.trims_below_diagonal && work.trimmed_length.rounds() > 0 ? work.trimmed_length.at(r, d) : Count{0};
+  };
   const auto rows_of_call = [&](Count r, Count d) {
     const Count profile = work.query_tile_profile.at(r, d);
-    const Count queries = work.call_queries.rounds() > 0 ? work.call_queries.at(r, d) : 0;
+    const Count trimmed = trimmed_to(r, d);
+    const Count queries = trimmed > 0 ? trimmed : work.call_queries.rounds() > 0 ? work.call_queries.at(r, d) : 0;
     if (queries == 0) return rows_of[static_cast<size_t>(profile)];
     const auto [it, added] = sliced_rows_of.try_emplace({profile, queries}, 0);
     if (added) it->second = rows_written(work.profiles[static_cast<size_t>(profile)], queries);
@@ -67,13 +74,13 @@ std::vector<Microseconds> merge_times(const model::Work& work, const std::vector
       if (call_us[i] <= 0) continue;
       if (started[static_cast<size_t>(d)]) {
         const Count rows = rows_of_call(r, d);
-        // A trimmed call (q[t:] x k[:-t]) writes a slice only where the kernel is called so.
-        const bool trimmed = kernel.trims_below_diagonal && work.trimmed_length.rounds() > 0 && work.trimmed_length.at(r, d) > 0;
-        const bool slice = pass == KernelPass::forward && (rows < shape.rows_per_device || trimmed);
+        const Count trimmed = trimmed_to(r, d);
+        const bool slice = pass == KernelPass::forward && (rows < shape.rows_per_device || trimmed > 0);
         const double per_element = bytes_per_element + (slice ? kernel.merge.forward_slice_bytes_per_element : 0.0);
         const double key_rows =
             kv_streams == 0 ? 0.0
-                            : static_cast<double>(key_rows_written(work.profiles[static_cast<size_t>(work.key_tile_profile.at(r, d))]));
+                            : static_cast<double>(key_rows_written(work.profiles[static_cast<size_t>(work.key_tile_profile.at(r, d))],
+                                                                   trimmed > 0 ? trimmed : shape.rows_per_device));
         const double elements = static_cast<double>(rows) * streams + key_rows * kv_streams;
         const double bytes = per_element * elements * static_cast<double>(shape.call.head_dim);
         out[i] = transfer_time_us(static_cast<Bytes>(std::llround(bytes)), memory_bandwidth);
