@@ -8,9 +8,11 @@
 #include <cctype>
 #include <cstdio>
 #include <exception>
+#include <iostream>
 #include <new>
 #include <regex>
 #include <string>
+#include <system_error>
 
 #include "analyze_command.hpp"
 #include "calibrate_step_command.hpp"
@@ -129,9 +131,15 @@ void print_error(std::FILE* errors, std::string message) {
   (void)std::fwrite(line.data(), 1, line.size(), errors);
 }
 
-}  // namespace
 
-int run_cli(int argc, char** argv, std::FILE* errors, RunMode mode) {
+// Whether standard output took everything written to it, through stdio and iostreams (CLI11
+// prints help and the version through std::cout).
+bool standard_output_written() {
+  std::cout.flush();
+  return std::cout.good() && std::fflush(stdout) == 0 && std::ferror(stdout) == 0;
+}
+
+int run_cli_unguarded(int argc, char** argv, std::FILE* errors, RunMode mode) {
   CLI::App app{"stripesim: exact load-balance model of causal Ring Attention (contiguous, striped, zigzag, ...) and its speedup",
                "stripesim"};
   app.footer(kExamples);
@@ -150,7 +158,12 @@ int run_cli(int argc, char** argv, std::FILE* errors, RunMode mode) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version: output like any other
+      const int code = app.exit(e);
+      if (standard_output_written()) return code;
+      print_error(errors, "standard output: write failed (disk full or closed pipe?)");
+      return kExitBadInput;
+    }
     const std::string hint = unknown_name_hint(app, argc, argv);
     print_error(errors, hint.empty() ? fmt::format("{} (see {})", parse_error_message(e), help_command(app, argc, argv)) : hint);
     return kExitBadInput;
@@ -180,14 +193,35 @@ int run_cli(int argc, char** argv, std::FILE* errors, RunMode mode) {
     // and operation. Not the user's input (2) nor a bug (1).
     print_error(errors, e.what());
     return kExitDeviceFailure;
+  }
+  return status;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv, std::FILE* errors, RunMode mode) {
+  // Around everything, the options' registration too: under a tight memory limit even building
+  // the command line can run out.
+  try {
+    return run_cli_unguarded(argc, argv, errors, mode);
   } catch (const std::bad_alloc&) {
     print_error(errors, "out of memory: the requested sizes are too large for this machine");
+    return kExitBadInput;
+  } catch (const std::system_error& e) {
+    if (e.code() != std::errc::resource_unavailable_try_again) {
+      print_error(errors, fmt::format("internal error: {}", e.what()));
+      return kExitInternal;
+    }
+    // What std::thread throws when the system refuses one more thread (the process or user
+    // limit, or memory for its stack): the request's --threads, not a bug.
+    print_error(errors, fmt::format("the system refused a worker thread ({}); give fewer --threads (0, the default, "
+                                    "is one per core) or raise the process limit (ulimit -u)",
+                                    e.code().message()));
     return kExitBadInput;
   } catch (const std::exception& e) {
     print_error(errors, fmt::format("internal error: {}", e.what()));
     return kExitInternal;
   }
-  return status;
 }
 
 }  // namespace stripesim::cli

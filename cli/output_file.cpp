@@ -72,9 +72,19 @@ void check_output_path(const std::string& path, const std::string& flag) {
   if (fs::is_directory(path, ec)) {
     throw model::InputError(fmt::format("{} '{}': is a directory, expected a file name", flag, path));
   }
+  std::error_code followed;
+  (void)fs::status(path, followed);
+  if (followed == std::errc::too_many_symbolic_link_levels) {
+    throw model::InputError(fmt::format("{} '{}': its symbolic links form a loop, expected a file name", flag, path));
+  }
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec)) {
-    throw model::InputError(fmt::format("{} '{}': directory '{}' does not exist", flag, path, parent.string()));
+    throw model::InputError(fs::exists(parent, ec) ? fmt::format("{} '{}': '{}' is not a directory", flag, path, parent.string())
+                                                   : fmt::format("{} '{}': directory '{}' does not exist", flag, path, parent.string()));
+  }
+  // A read-only file is one its owner asked not to be replaced (renaming over it would not ask).
+  if (fs::is_regular_file(path, ec) && ::access(path.c_str(), W_OK) != 0) {
+    throw model::InputError(fmt::format("{} '{}': the file is read-only; make it writable or give another path", flag, path));
   }
 }
 
@@ -111,30 +121,34 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
 
 namespace {
 
-// Whether `path` leads, by itself or through links, into /proc (/dev/stdout is a link to
-// /proc/self/fd/1): a process's stream, written directly even when a regular file is behind it
-// (renaming onto the link would replace /dev/stdout). Other paths under /dev are devices, which
-// are not regular files, or files on a file system like any other (/dev/shm), staged as those.
-bool stream_path(const std::string& path) {
-  namespace fs = std::filesystem;
-  fs::path at = fs::absolute(path);
-  for (int hops = 0; hops < 40; ++hops) {
-    const std::string text = at.lexically_normal().string();
-    if (text.starts_with("/proc/")) return true;
-    const std::optional<fs::path> target = link_target(at);
-    if (!target) return false;
-    at = *target;
-  }
-  return false;
+// How an output reaches its path. A name of standard output or standard error (/dev/stdout,
+// /dev/fd/2, the file either is redirected into) is written through that stream, where the
+// shell's redirection put it (`>> log` appends: reopening the file would truncate it). A path
+// that is not a regular file (a terminal, /dev/null, a pipe) is written as it is: renaming onto
+// it would replace the device. Anything else is staged beside the file it resolves to, through
+// every link (/proc/self/cwd/x.json is ./x.json: checked against the inputs and replaced whole
+// as that file is).
+enum class WriteWay { standard_output, standard_error, directly, staged };
+
+WriteWay write_way(const std::string& path) {
+  if (to_standard_output(path) || reaches_standard_output(path)) return WriteWay::standard_output;
+  struct stat at {};
+  if (::stat(path.c_str(), &at) != 0) return WriteWay::staged;  // not there yet (or unreachable: said when written)
+  if (!S_ISREG(at.st_mode)) return WriteWay::directly;
+  struct stat err {};
+  if (::fstat(STDERR_FILENO, &err) == 0 && err.st_dev == at.st_dev && err.st_ino == at.st_ino) return WriteWay::standard_error;
+  return WriteWay::staged;
 }
 
-// Whether `path` is written as it is rather than staged beside it: standard output, a stream,
-// or anything else that is not a regular file (a terminal, /dev/null, a pipe), which renaming
-// onto would replace.
-bool written_directly(const std::string& path) {
-  std::error_code ec;
-  return to_standard_output(path) || stream_path(path) ||
-         (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec));
+bool written_directly(const std::string& path) { return write_way(path) != WriteWay::staged; }
+
+// Gives the file that replaces `destination` the mode and (where the process may) the owner of
+// the file it replaces: an output written over a private file stays private.
+void keep_mode_and_owner(const std::string& temporary, const std::string& destination) {
+  struct stat old {};
+  if (::stat(destination.c_str(), &old) != 0 || !S_ISREG(old.st_mode)) return;
+  (void)::chmod(temporary.c_str(), old.st_mode & 07777);
+  (void)::chown(temporary.c_str(), old.st_uid, old.st_gid);  // refused unless privileged: the mode is kept anyway
 }
 
 // A profile's "name" (and a kernel's "hardware"): what says two profile files are one profile.
@@ -235,10 +249,17 @@ void OutputFiles::commit() {
       const std::string destination = resolved_path(o.path).string();
       staged.push_back({fmt::format("{}.tmp{}", destination, ::getpid()), destination, &o});
       write_file(staged.back().temporary, o.text, o.path, o.flag);
+      keep_mode_and_owner(staged.back().temporary, destination);
     }
     for (const Output* o : direct) {
-      if (!to_standard_output(o->path)) {
+      const WriteWay way = write_way(o->path);
+      if (way == WriteWay::directly) {
         write_file(o->path, o->text, o->path, o->flag);
+      } else if (way == WriteWay::standard_error) {
+        (void)std::fwrite(o->text.data(), 1, o->text.size(), stderr);
+        if (std::fflush(stderr) != 0 || std::ferror(stderr) != 0) {
+          throw model::InputError(fmt::format("{} '{}': standard error: write failed (disk full?)", o->flag, o->path));
+        }
       } else {
         // A short write sets stdout's error flag, which the flush below reports.
         (void)std::fwrite(o->text.data(), 1, o->text.size(), stdout);

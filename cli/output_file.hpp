@@ -10,8 +10,9 @@ namespace stripesim::cli {
 // A command's outputs, written together so that a failure anywhere (a full disk, a device or a
 // closed pipe as one of them) leaves none of its files behind: commit() creates the folders,
 // writes every regular file beside its path, then the outputs that cannot be staged (standard
-// output, a device such as /dev/null), flushes what the command has printed, and only then
-// renames the staged files into place. On failure it removes what it staged and the folders it
+// output or error under any name, such as /dev/stdout, written through the stream; a device such
+// as /dev/null), flushes what the command has printed, and only then renames the staged files
+// into place (with the mode of the file they replace). On failure it removes what it staged and the folders it
 // created, and throws model::InputError naming the flag and path that failed.
 // What an output is: a result, or a kernel or hardware profile that a fit writes and may write
 // over the profile of its kind it started from (the refit in place of a shipped profile's

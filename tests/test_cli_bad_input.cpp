@@ -253,8 +253,9 @@ TEST(CliBadInput, OutputThatCannotBeWrittenIsAnError) {
   EXPECT_TRUE(fs::is_character_file("/dev/full"));
 
   const fs::path err_path = temp_path("stripesim_full_err_");
-  for (const std::string& args : {std::string("analyze -n 1k -N 4 --format json"), "check --baseline '" + std::string(STRIPESIM_SOURCE_DIR) +
-                                                                          "/reports/baseline/imbalance.json'"}) {
+  for (const std::string& args : {std::string("analyze -n 1k -N 4 --format json"),
+                                  "check --baseline '" + std::string(STRIPESIM_SOURCE_DIR) + "/reports/baseline/imbalance.json'",
+                                  std::string("--help"), std::string("--version"), std::string("analyze --help")}) {
     const std::string command = std::string("'") + STRIPESIM_BINARY + "' " + args + " >/dev/full 2>'" + err_path.string() + "'";
     const int status = std::system(command.c_str());
     EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2) << args;
@@ -553,6 +554,75 @@ TEST(CliBadInput, AnOutputThroughALinkKeepsTheLink) {
     fs::remove_all(shm);
   }
   fs::remove_all(dir);
+}
+
+// A path through /proc names the file it leads to (/proc/self/root/DIR/b.json is DIR/b.json): an
+// input there is refused as by its own name, and a file there is replaced whole. Standard output
+// or error by another name is written through the stream, where the shell put it: `>> log` keeps
+// what the log held. A file replaced keeps its mode.
+TEST(CliBadInput, AnOutputPathIsTheFileItLeadsTo) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_temp_dir("stripesim_output_leads_to_");
+  const std::string d = dir.string();
+  fs::copy_file(std::string(STRIPESIM_SOURCE_DIR) + "/reports/baseline/imbalance.json", dir / "b.json");
+  const std::string baseline = slurp(dir / "b.json");
+  if (fs::is_directory("/proc/self/root")) {
+    const std::string through = "/proc/self/root" + d + "/b.json";
+    const CliResult r = run_cli("check --baseline '" + d + "/b.json' --junit '" + through + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "stripesim: error: --junit '" + through + "': the command reads this file (--baseline " + d +
+                         "/b.json); give the output another path\n");
+    EXPECT_EQ(slurp(dir / "b.json"), baseline) << "the baseline was overwritten";
+  }
+  const fs::path log = dir / "log.txt";
+  for (const auto& [alias, stream] : {std::pair{"/dev/stdout", ">>"}, {"/dev/stderr", "2>>"}}) {
+    if (!fs::exists(alias)) continue;
+    { std::ofstream(log) << "kept\n"; }
+    const std::string command = fmt::format("'{}' analyze -n 1k -N 2 --format csv -o {} {}'{}' {}", STRIPESIM_BINARY, alias, stream,
+                                            log.string(), std::string(stream) == ">>" ? "2>/dev/null" : ">/dev/null");
+    const int status = std::system(command.c_str());
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0) << alias;
+    const std::string text = slurp(log);
+    EXPECT_TRUE(text.starts_with("kept\nlayout,seq_len,")) << alias << ": " << text.substr(0, 40);
+  }
+  const fs::path private_file = dir / "private.json";
+  { std::ofstream(private_file) << "old\n"; }
+  fs::permissions(private_file, fs::perms::owner_read | fs::perms::owner_write);
+  const CliResult replaced = run_cli("analyze -n 1k -N 2 --format json -o '" + private_file.string() + "'");
+  EXPECT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_EQ(fs::status(private_file).permissions(), fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(nlohmann::json::parse(slurp(private_file))["config"]["seq_len"], 1024);
+  // Paths that cannot be a file: a loop of links, a folder that is a file.
+  fs::create_symlink(dir / "loop_b", dir / "loop_a");
+  fs::create_symlink(dir / "loop_a", dir / "loop_b");
+  { std::ofstream(dir / "plain") << "x\n"; }
+  for (const auto& [path, error] : {std::pair<std::string, std::string>{d + "/loop_a", "its symbolic links form a loop, expected a file name"},
+                                    {d + "/plain/x.json", "'" + d + "/plain' is not a directory"}}) {
+    const CliResult r = run_cli("analyze -n 1k -N 2 -o '" + path + "'");
+    EXPECT_EQ(r.exit_code, 2) << path;
+    EXPECT_EQ(r.err, "stripesim: error: --output '" + path + "': " + error + "\n");
+  }
+  EXPECT_TRUE(fs::is_symlink(dir / "loop_a")) << "the link was replaced";
+  fs::remove_all(dir);
+}
+
+// A name two presets answer to is refused, naming both files, whichever file comes first.
+TEST(CliBadInput, ANameTwoPresetsAnswerToIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path cfg = fresh_temp_dir("stripesim_two_presets_");
+  fs::copy(std::string(STRIPESIM_SOURCE_DIR) + "/configs", cfg, fs::copy_options::recursive);
+  const fs::path a100 = cfg / "hardware" / "a100-80gb.json";
+  nlohmann::json doc = nlohmann::json::parse(slurp(a100));
+  doc["aliases"].push_back("h100");
+  { std::ofstream(a100) << doc.dump(2); }
+  ASSERT_EQ(setenv("STRIPESIM_CONFIG_DIR", cfg.c_str(), 1), 0);
+  const CliResult r = run_cli("tms --model 1b --hardware h100");
+  unsetenv("STRIPESIM_CONFIG_DIR");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, fmt::format("stripesim: error: --hardware 'h100': two presets answer to it, {} and {} (by file name, \"name\" "
+                               "or \"aliases\"); a name may belong to one preset only\n",
+                               a100.string(), (cfg / "hardware" / "h100-sxm.json").string()));
+  fs::remove_all(cfg);
 }
 
 TEST(CliBadInput, MissingSubcommand) {
