@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,6 +66,10 @@ std::filesystem::path resolved_path(const std::string& path) {
 
 }  // namespace
 
+namespace {
+bool written_directly(const std::string& path);
+}  // namespace
+
 void check_output_path(const std::string& path, const std::string& flag) {
   if (to_standard_output(path)) return;
   namespace fs = std::filesystem;
@@ -82,9 +87,17 @@ void check_output_path(const std::string& path, const std::string& flag) {
     throw model::InputError(fs::exists(parent, ec) ? fmt::format("{} '{}': '{}' is not a directory", flag, path, parent.string())
                                                    : fmt::format("{} '{}': directory '{}' does not exist", flag, path, parent.string()));
   }
-  // A read-only file is one its owner asked not to be replaced (renaming over it would not ask).
-  if (fs::is_regular_file(path, ec) && ::access(path.c_str(), W_OK) != 0) {
-    throw model::InputError(fmt::format("{} '{}': the file is read-only; make it writable or give another path", flag, path));
+  // A file this process may not write is not replaced by one renamed over it (which would not
+  // ask): read-only (no write bit, for anyone, root too) or another user's. Standard output or
+  // error by another name is written through the stream already open, not reopened.
+  struct stat at {};
+  if (!written_directly(path) && ::stat(path.c_str(), &at) == 0 && S_ISREG(at.st_mode)) {
+    if ((at.st_mode & 0222) == 0) {
+      throw model::InputError(fmt::format("{} '{}': the file is read-only; make it writable or give another path", flag, path));
+    }
+    if (::access(path.c_str(), W_OK) != 0) {
+      throw model::InputError(fmt::format("{} '{}': this user may not write the file; give another path", flag, path));
+    }
   }
 }
 
@@ -142,13 +155,17 @@ WriteWay write_way(const std::string& path) {
 
 bool written_directly(const std::string& path) { return write_way(path) != WriteWay::staged; }
 
-// Gives the file that replaces `destination` the mode and (where the process may) the owner of
-// the file it replaces: an output written over a private file stays private.
-void keep_mode_and_owner(const std::string& temporary, const std::string& destination) {
+// Creates the file that will replace `destination` with the mode and (where the process may)
+// the owner of the file it replaces, before a byte is written: an output written over a private
+// file stays private, at no moment readable by others.
+void create_like(const std::string& temporary, const std::string& destination) {
   struct stat old {};
   if (::stat(destination.c_str(), &old) != 0 || !S_ISREG(old.st_mode)) return;
-  (void)::chmod(temporary.c_str(), old.st_mode & 07777);
-  (void)::chown(temporary.c_str(), old.st_uid, old.st_gid);  // refused unless privileged: the mode is kept anyway
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return;  // write_file says it cannot open it
+  (void)::fchown(fd, old.st_uid, old.st_gid);  // refused unless privileged: the mode is kept anyway
+  (void)::fchmod(fd, old.st_mode & 07777);     // after chown, which may clear set-id bits
+  ::close(fd);
 }
 
 // A profile's "name" (and a kernel's "hardware"): what says two profile files are one profile.
@@ -248,8 +265,8 @@ void OutputFiles::commit() {
       check_not_an_input(o.path, o.flag, o.kind, o.text);
       const std::string destination = resolved_path(o.path).string();
       staged.push_back({fmt::format("{}.tmp{}", destination, ::getpid()), destination, &o});
+      create_like(staged.back().temporary, destination);
       write_file(staged.back().temporary, o.text, o.path, o.flag);
-      keep_mode_and_owner(staged.back().temporary, destination);
     }
     for (const Output* o : direct) {
       const WriteWay way = write_way(o->path);

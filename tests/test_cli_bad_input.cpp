@@ -495,7 +495,7 @@ TEST(CliBadInput, AProfileOutputReplacesOnlyTheProfileItRefits) {
       {"validate --calibrate --hardware h100 --kernel flex --measurements '" + measured + "' --kernel-out '" + cfg +
            "/hardware/h100-sxm.json'",
        "--kernel-out '" + cfg + "/hardware/h100-sxm.json': the command reads this file"},
-      // a100-80gb.json was read to find h800 (the files in order) and passed over.
+      // a100-80gb.json was read to find h800 (every preset is read) and passed over.
       {"validate --calibrate --hardware h800 --kernel fa2 --measurements '" + measured + "' --kernel-out '" + cfg +
            "/hardware/a100-80gb.json'",
        "--kernel-out '" + cfg + "/hardware/a100-80gb.json': the command reads this file"},
@@ -592,17 +592,22 @@ TEST(CliBadInput, AnOutputPathIsTheFileItLeadsTo) {
   EXPECT_EQ(replaced.exit_code, 0) << replaced.err;
   EXPECT_EQ(fs::status(private_file).permissions(), fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_EQ(nlohmann::json::parse(slurp(private_file))["config"]["seq_len"], 1024);
-  // Paths that cannot be a file: a loop of links, a folder that is a file.
+  // Paths that cannot be a file: a loop of links, a folder that is a file; and a read-only file,
+  // which renaming over it would replace without asking (refused for root too).
   fs::create_symlink(dir / "loop_b", dir / "loop_a");
   fs::create_symlink(dir / "loop_a", dir / "loop_b");
   { std::ofstream(dir / "plain") << "x\n"; }
+  { std::ofstream(dir / "read_only.json") << "kept\n"; }
+  fs::permissions(dir / "read_only.json", fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
   for (const auto& [path, error] : {std::pair<std::string, std::string>{d + "/loop_a", "its symbolic links form a loop, expected a file name"},
-                                    {d + "/plain/x.json", "'" + d + "/plain' is not a directory"}}) {
+                                    {d + "/plain/x.json", "'" + d + "/plain' is not a directory"},
+                                    {d + "/read_only.json", "the file is read-only; make it writable or give another path"}}) {
     const CliResult r = run_cli("analyze -n 1k -N 2 -o '" + path + "'");
     EXPECT_EQ(r.exit_code, 2) << path;
     EXPECT_EQ(r.err, "stripesim: error: --output '" + path + "': " + error + "\n");
   }
   EXPECT_TRUE(fs::is_symlink(dir / "loop_a")) << "the link was replaced";
+  EXPECT_EQ(slurp(dir / "read_only.json"), "kept\n");
   fs::remove_all(dir);
 }
 

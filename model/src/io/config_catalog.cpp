@@ -35,8 +35,9 @@ std::vector<std::filesystem::path> config_files(const std::filesystem::path& dir
   return files;
 }
 
-// Loads every file of `root/kind` and returns the first whose stem, name or alias matches, case
-// aside ("H100", "llama3-8B"); an unknown name is answered with the nearest known one.
+// Loads every file of `root/kind` and returns the one whose stem, name or alias matches, case
+// aside ("H100", "llama3-8B"); a name two files answer to is refused naming both, and an unknown
+// one is answered with the nearest known name.
 template <typename Config, typename Parse>
 Config find(const std::string& root, const std::string& kind, Input input, const std::string& wanted, Parse parse) {
   const std::string flag(flag_of(input));
