@@ -108,8 +108,9 @@ std::function<void()> register_layout_command(CLI::App& app, RunMode mode) {
     const LayoutOptions& opts = *options;
     const model::LayoutFormat format = model::parse_layout_format(opts.format);
     const model::LayoutFormatInfo& info = model::layout_format_info(format);
-    if (info.binary && reaches_standard_output(opts.output)) {
-      throw model::InputError(fmt::format("--format {}: binary output, give --output FILE (it is not written to standard output)",
+    if (info.binary && reaches_a_reader(opts.output)) {
+      throw model::InputError(fmt::format("--format {}: binary output, give --output FILE (it is not written to standard output "
+                                          "or error, nor to a terminal)",
                                           info.name));
     }
     const model::LayoutExport exported = model::plan_layout_export(resolve_config(opts));

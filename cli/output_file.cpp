@@ -304,6 +304,18 @@ void flush_standard_output() {
   }
 }
 
+bool reaches_a_reader(const std::string& path) {
+  const WriteWay way = write_way(path);
+  if (way == WriteWay::standard_output || way == WriteWay::standard_error) return true;
+  struct stat at {};
+  if (way != WriteWay::directly || ::stat(path.c_str(), &at) != 0 || !S_ISCHR(at.st_mode)) return false;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return false;
+  const bool terminal = ::isatty(fd) != 0;
+  ::close(fd);
+  return terminal;
+}
+
 void write_output(const std::string& text, const std::string& path, const std::string& flag) {
   OutputFiles one;
   one.add(text, path, flag);

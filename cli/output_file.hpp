@@ -59,6 +59,10 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
 // outputs unmixed.
 [[nodiscard]] bool reaches_standard_output(const std::string& path);
 
+// Whether `path` reaches standard output or error (by any name) or a terminal: where binary
+// output (layout --format npy) would land in front of a reader instead of in a file.
+[[nodiscard]] bool reaches_a_reader(const std::string& path);
+
 // Whether two paths name one file (after resolving '.', '..' and links; the file need not exist).
 [[nodiscard]] bool same_file(const std::string& a, const std::string& b);
 

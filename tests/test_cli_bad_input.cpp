@@ -627,6 +627,18 @@ TEST(CliBadInput, ANameTwoPresetsAnswerToIsRefused) {
   EXPECT_EQ(r.err, fmt::format("stripesim: error: --hardware 'h100': two presets answer to it, {} and {} (by file name, \"name\" "
                                "or \"aliases\"); a name may belong to one preset only\n",
                                a100.string(), (cfg / "hardware" / "h100-sxm.json").string()));
+  // A folder named like a preset is refused by name at a lookup (it was an internal error, exit
+  // 1, in every command, whose help lists the presets); the commands that look nothing up run.
+  fs::remove(a100);
+  const fs::path folder = cfg / "hardware" / "zz-folder.json";
+  fs::create_directory(folder);
+  ASSERT_EQ(setenv("STRIPESIM_CONFIG_DIR", cfg.c_str(), 1), 0);
+  const CliResult lookup = run_cli("tms --model 1b --hardware h100");
+  const CliResult no_lookup = run_cli("analyze -n 4k -N 4 --format csv");
+  unsetenv("STRIPESIM_CONFIG_DIR");
+  EXPECT_EQ(lookup.exit_code, 2);
+  EXPECT_EQ(lookup.err, fmt::format("stripesim: error: {0}: '{0}' is a directory, expected a file\n", folder.string()));
+  EXPECT_EQ(no_lookup.exit_code, 0) << no_lookup.err;
   fs::remove_all(cfg);
 }
 

@@ -106,6 +106,12 @@ std::vector<ShippedConfig> shipped(const std::string& root, const std::string& k
   std::vector<ShippedConfig> configs;
   for (const auto& file : config_files(std::filesystem::path(root) / kind)) {
     ShippedConfig config{file.stem().string(), {}};
+    // Listed, not read, where it is not a file (a folder named x.json): a lookup refuses it by name.
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) {
+      configs.push_back(std::move(config));
+      continue;
+    }
     std::ifstream in(file);
     const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     const auto add = [&](const nlohmann::json& name) {
