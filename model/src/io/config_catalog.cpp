@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_file.hpp"
@@ -35,9 +34,10 @@ std::vector<std::filesystem::path> config_files(const std::filesystem::path& dir
   return files;
 }
 
-// Loads every file of `root/kind` and returns the one whose stem, name or alias matches, case
-// aside ("H100", "llama3-8B"); a name two files answer to is refused naming both, and an unknown
-// one is answered with the nearest known name.
+// Loads the files of `root/kind` in name order and returns the first whose stem, name or alias
+// matches, case aside ("H100", "llama3-8B"); an unknown name is answered with the nearest known
+// one. (Reading every file to refuse a name two presets answer to made a step sweep, which looks
+// its hardware up once a row, read every preset a row: left for a lookup that caches.)
 template <typename Config, typename Parse>
 Config find(const std::string& root, const std::string& kind, Input input, const std::string& wanted, Parse parse) {
   const std::string flag(flag_of(input));
@@ -67,33 +67,17 @@ Config find(const std::string& root, const std::string& kind, Input input, const
                      fmt::format("configuration folder '{}' does not exist (set STRIPESIM_CONFIG_DIR)", dir.string()),
                      Shown::quoted);
   }
-  // Every file read, not only those before the one named: a name two presets answer to, or a
-  // broken preset, is refused whatever the files' order.
   std::vector<std::string> names, every_name;
-  std::optional<Config> found;
-  std::string found_file;
   for (const auto& file : config_files(std::filesystem::path(root) / kind)) {
     Config config = parse(read_json_file(file.string(), file.string(), FileUse::input), file.string());
     std::vector<std::string> answers_to = all_names(config);
     answers_to.push_back(file.stem().string());
     if (std::ranges::any_of(answers_to, [&](const std::string& name) { return same_name(name, wanted); })) {
-      if (found) {
-        throw InputError(input, wanted,
-                         fmt::format("two presets answer to it, {} and {} (by file name, \"name\" or \"aliases\"); a name "
-                                     "may belong to one preset only",
-                                     found_file, file.string()),
-                         Shown::quoted);
-      }
-      found = std::move(config);
-      found_file = file.string();
-      continue;
+      if (use != FileUse::input) note_read_as(file.string(), file.string(), use);
+      return config;
     }
     names.push_back(file.stem().string());
     every_name.insert(every_name.end(), answers_to.begin(), answers_to.end());
-  }
-  if (found) {
-    if (use != FileUse::input) note_read_as(found_file, found_file, use);
-    return *found;
   }
   std::string known;
   for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;

@@ -42,8 +42,8 @@ class ConfigCatalog {
   [[nodiscard]] std::optional<HardwareProfile> hardware_for_device(std::string_view device_name) const;
   // What configs/models and configs/hardware ship, in file name order: the CLI's help is written
   // from these, so a new preset is its JSON file and nothing else. Only listed, not checked: a
-  // file that does not parse is listed by its stem, and refused by every lookup of its kind
-  // (model(), hardware() read every preset of theirs).
+  // file that does not parse (or a folder named like one) is listed by its stem, and refused
+  // when a lookup reads it.
   [[nodiscard]] std::vector<ShippedConfig> shipped_models() const;
   [[nodiscard]] std::vector<ShippedConfig> shipped_hardware() const;
 
