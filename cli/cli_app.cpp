@@ -8,7 +8,6 @@
 #include <cctype>
 #include <cstdio>
 #include <exception>
-#include <iostream>
 #include <new>
 #include <regex>
 #include <string>
@@ -132,13 +131,6 @@ void print_error(std::FILE* errors, std::string message) {
 }
 
 
-// Whether standard output took everything written to it, through stdio and iostreams (CLI11
-// prints help and the version through std::cout).
-bool standard_output_written() {
-  std::cout.flush();
-  return std::cout.good() && std::fflush(stdout) == 0 && std::ferror(stdout) == 0;
-}
-
 int run_cli_unguarded(int argc, char** argv, std::FILE* errors, RunMode mode) {
   CLI::App app{"stripesim: exact load-balance model of causal Ring Attention (contiguous, striped, zigzag, ...) and its speedup",
                "stripesim"};
@@ -160,9 +152,13 @@ int run_cli_unguarded(int argc, char** argv, std::FILE* errors, RunMode mode) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) {  // --help, --version: output like any other
       const int code = app.exit(e);
-      if (standard_output_written()) return code;
-      print_error(errors, "standard output: write failed (disk full or closed pipe?)");
-      return kExitBadInput;
+      try {
+        flush_standard_output();
+      } catch (const model::InputError& failed) {
+        print_error(errors, failed.what());
+        return kExitBadInput;
+      }
+      return code;
     }
     const std::string hint = unknown_name_hint(app, argc, argv);
     print_error(errors, hint.empty() ? fmt::format("{} (see {})", parse_error_message(e), help_command(app, argc, argv)) : hint);

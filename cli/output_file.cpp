@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <optional>
 #include <utility>
@@ -23,15 +24,20 @@ namespace {
 
 bool to_standard_output(const std::string& path) { return path.empty() || path == "-"; }
 
+// Whether descriptor `fd` is open on the file `at` describes: the same device and inode, so
+// /dev/stdout, /dev/fd/1 and the file a stream is redirected into all answer for it.
+bool descriptor_is(int fd, const struct stat& at) {
+  struct stat open_file {};
+  return ::fstat(fd, &open_file) == 0 && open_file.st_dev == at.st_dev && open_file.st_ino == at.st_ino;
+}
+
 }  // namespace
 
 bool reaches_standard_output(const std::string& path) {
   if (to_standard_output(path)) return true;
-  struct stat out {};
   struct stat at {};
-  if (::fstat(STDOUT_FILENO, &out) != 0 || ::stat(path.c_str(), &at) != 0) return false;
-  if (out.st_dev != at.st_dev || out.st_ino != at.st_ino) return false;
-  return !(S_ISCHR(out.st_mode) && ::isatty(STDOUT_FILENO) == 0);
+  if (::stat(path.c_str(), &at) != 0 || !descriptor_is(STDOUT_FILENO, at)) return false;
+  return !(S_ISCHR(at.st_mode) && ::isatty(STDOUT_FILENO) == 0);
 }
 
 namespace {
@@ -148,9 +154,7 @@ WriteWay write_way(const std::string& path) {
   struct stat at {};
   if (::stat(path.c_str(), &at) != 0) return WriteWay::staged;  // not there yet (or unreachable: said when written)
   if (!S_ISREG(at.st_mode)) return WriteWay::directly;
-  struct stat err {};
-  if (::fstat(STDERR_FILENO, &err) == 0 && err.st_dev == at.st_dev && err.st_ino == at.st_ino) return WriteWay::standard_error;
-  return WriteWay::staged;
+  return descriptor_is(STDERR_FILENO, at) ? WriteWay::standard_error : WriteWay::staged;
 }
 
 bool written_directly(const std::string& path) { return write_way(path) != WriteWay::staged; }
@@ -299,7 +303,8 @@ void OutputFiles::commit() {
 }
 
 void flush_standard_output() {
-  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+  std::cout.flush();  // CLI11 prints help and the version through iostreams
+  if (!std::cout.good() || std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
     throw model::InputError("standard output: write failed (disk full or closed pipe?)");
   }
 }

@@ -43,8 +43,9 @@ class OutputFiles {
 // option that gave the path) and `path` when it cannot be written.
 void write_output(const std::string& text, const std::string& path, const std::string& flag = "--output");
 
-// Flushes standard output and throws model::InputError when it did not take everything written
-// to it (a full disk, a closed pipe): what a command printed must reach its reader.
+// Flushes standard output (stdio and iostreams) and throws model::InputError when it did not take
+// everything written to it (a full disk, a closed pipe): what a command printed must reach its
+// reader.
 void flush_standard_output();
 
 // The checks write_output makes before it writes (not a directory, its folder exists), for
