@@ -790,7 +790,10 @@ TEST(CliValidate, NoFitFindsQuotedFilesTheFitRecorded) {
 }
 
 // Fits `files` from `start` (a --kernel argument) into DIR/a.json, then from a.json into b.json:
-// the two must agree to the last digit. Returns a.json.
+// the two must agree to rounding (1e-9 relative; the wandering this guards against moved the loss
+// by 3 %). Not to the last digit: a fit stops where a step no longer moves the costs, and the
+// shares a placement charges each block are sums whose last bits follow the costs, so two such
+// stopping points can lie a few ulps apart. Returns a.json.
 nlohmann::json expect_refit_unchanged(const std::string& start, const std::string& files, const fs::path& dir) {
   const CliResult first = run_cli("validate --calibrate --hardware h100 --kernel " + start + files + " --kernel-out '" + (dir / "a.json").string() + "'");
   EXPECT_EQ(first.exit_code, 0) << first.err;
@@ -798,10 +801,17 @@ nlohmann::json expect_refit_unchanged(const std::string& start, const std::strin
                                   " --kernel-out '" + (dir / "b.json").string() + "'");
   EXPECT_EQ(again.exit_code, 0) << again.err;
   const auto a = nlohmann::json::parse(slurp(dir / "a.json")), b = nlohmann::json::parse(slurp(dir / "b.json"));
-  for (const char* field : {"forward", "backward", "blocks_per_sm", "block_order", "lone_block_speedup", "backward_placement"}) {
+  const auto near = [](const nlohmann::json& x, const nlohmann::json& y, const std::string& where) {
+    EXPECT_NEAR(x.get<double>(), y.get<double>(), 1e-9 * std::max(1.0, std::abs(y.get<double>()))) << where;
+  };
+  for (const char* pass : {"forward", "backward"}) {
+    EXPECT_EQ(a.at(pass).size(), b.at(pass).size()) << pass;
+    for (auto it = a.at(pass).begin(); it != a.at(pass).end(); ++it) near(it.value(), b.at(pass).at(it.key()), std::string(pass) + "." + it.key());
+  }
+  for (const char* field : {"blocks_per_sm", "block_order", "lone_block_speedup", "backward_placement"}) {
     EXPECT_EQ(a.value(field, nlohmann::json()), b.value(field, nlohmann::json())) << field;
   }
-  EXPECT_EQ(a.at("fit").at("median_abs_error"), b.at("fit").at("median_abs_error"));
+  near(a.at("fit").at("median_abs_error"), b.at("fit").at("median_abs_error"), "median_abs_error");
   return a;
 }
 

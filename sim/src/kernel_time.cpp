@@ -39,13 +39,14 @@ class TimeTournament {
   [[nodiscard]] bool empty() const { return nodes_[1] == kNever; }
   [[nodiscard]] Microseconds first_time() const { return key_time(nodes_[1]); }
   [[nodiscard]] size_t first_index() const { return static_cast<size_t>(key_tie_break(nodes_[1])); }
-  // Whether another index is set to the first's time: the nodes the first beat on its way up
-  // hold every other index's earliest, and their addresses are known from the first's leaf, so
-  // the levels are compared side by side (the times' bits alone: the index breaks no tie here).
-  [[nodiscard]] bool first_is_tied() const {
-    const auto time_bits = static_cast<std::uint64_t>(nodes_[1] >> 64);
+  // Whether another index is set to a time no later than `until` (at or after the first's): the
+  // nodes the first beat on its way up hold every other index's earliest, and their addresses are
+  // known from the first's leaf, so the levels are compared side by side (the times' bits alone,
+  // which order as the times do; an unset index's bits are above every time's).
+  [[nodiscard]] bool first_is_tied(Microseconds until) const {
+    const auto until_bits = static_cast<std::uint64_t>(time_key(until, 0) >> 64);
     bool tied = false;
-    for (size_t at = leaves_ + first_index(); at > 1; at /= 2) tied |= static_cast<std::uint64_t>(nodes_[at ^ 1] >> 64) == time_bits;
+    for (size_t at = leaves_ + first_index(); at > 1; at /= 2) tied |= static_cast<std::uint64_t>(nodes_[at ^ 1] >> 64) <= until_bits;
     return tied;
   }
   void set(size_t index, Microseconds time) { rewrite(index, time_key(time, index)); }
@@ -65,6 +66,20 @@ class TimeTournament {
   size_t leaves_ = 1;
   std::vector<TimeKey> nodes_;  // 1-based: node i's children are 2i and 2i + 1; 0 unused
 };
+
+// The last moment that is still `t`: blocks that end together in exact arithmetic reach their
+// ends through different sums of block times (an SM's clock plus a block's work, divided by a
+// rate) and land a few ulps apart. Taken as distinct moments, the SM whose sum rounded lower frees
+// first and takes the next block alone, where a whole wave of equal blocks should spread over
+// every SM that frees: a call's time would jump with rounding, and would not be linear in the
+// costs the fit solves for. A millionth of a microsecond in a thousand seconds is far below any
+// real difference between two blocks. (Filling each freeing SM to the full before the next, as
+// rounding did now and then, was measured too and misses few-headed rings: README, "Blocks that
+// end together".)
+[[nodiscard]] Microseconds same_moment_until(Microseconds t) {
+  constexpr double kSameMomentRelative = 1e-9;
+  return t + t * kSameMomentRelative;
+}
 
 // The load of the SM that finishes last when `blocks` blocks, in launch order, each of
 // work_of(i) (its time on a full SM), run on `sms` SMs that share their throughput
@@ -119,20 +134,23 @@ KernelFeatures shared_sm_load(Count sms, const BlockPlacement& placement, size_t
   std::vector<size_t> freeing;  // the SMs whose blocks finish at one moment, lowest first
   while (!events.empty()) {
     const Microseconds time = events.first_time();
+    const Microseconds until = same_moment_until(time);
     freeing.clear();
     freeing.push_back(events.first_index());
     // Most moments free one SM, whose event is then set again in place; only a tie takes the
-    // SMs out of the tournament one by one to find the next.
-    if (events.first_is_tied()) {
+    // SMs out of the tournament one by one to find the next (in time order: then lowest first).
+    if (events.first_is_tied(until)) {
       events.clear(freeing.back());
-      while (!events.empty() && events.first_time() == time) {
+      while (!events.empty() && events.first_time() <= until) {
         freeing.push_back(events.first_index());
         events.clear(freeing.back());
       }
+      std::sort(freeing.begin(), freeing.end());
     }
     for (const size_t i : freeing) {
       Sm& s = sm[i];
       const Microseconds reached = next_finish(i);
+      const Microseconds reached_until = same_moment_until(reached);  // its blocks that end with the first
       const double k = static_cast<double>(s.held);
       const double g = rate[s.held];
       const auto first = residents_of(i);
@@ -141,7 +159,7 @@ KernelFeatures shared_sm_load(Count sms, const BlockPlacement& placement, size_t
         const Resident r = first[static_cast<std::ptrdiff_t>(j)];
         const Microseconds work = work_of(r.block);
         if (work > 0) add(s.load, r.block, (reached - s.clock) / (k * g * work));
-        if (!(r.finish <= reached)) first[static_cast<std::ptrdiff_t>(kept++)] = r;  // the rest keep their order
+        if (!(r.finish <= reached_until)) first[static_cast<std::ptrdiff_t>(kept++)] = r;  // the rest keep their order
       }
       s.held = kept;
       s.clock = reached;
