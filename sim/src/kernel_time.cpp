@@ -72,8 +72,9 @@ class TimeTournament {
 // rate) and land a few ulps apart. Taken as distinct moments, the SM whose sum rounded lower frees
 // first and takes the next block alone, where a whole wave of equal blocks should spread over
 // every SM that frees: a call's time would jump with rounding, and would not be linear in the
-// costs the fit solves for. A millionth of a microsecond in a thousand seconds is far below any
-// real difference between two blocks. (Filling each freeing SM to the full before the next, as
+// costs the fit solves for. The window is 1e-9 of the time since the call began (a nanosecond in
+// a second), far below any real difference between two blocks, which differ by whole tile costs
+// of microseconds. (Filling each freeing SM to the full before the next, as
 // rounding did now and then, was measured too and misses few-headed rings: README, "Blocks that
 // end together".)
 [[nodiscard]] Microseconds same_moment_until(Microseconds t) {
