@@ -1197,6 +1197,15 @@ TEST(KernelTime, SharedSmsMatchATimeSteppedSimulation) {
 // Causal-like calls on SMs that share (2 and 4 blocks an SM, both orders), with costs whose
 // sums round (0.1 + 0.2 is not 0.3).
 TEST(KernelTime, ACallsTimeIsLinearInItsCosts) {
+  // The call on `k` with every forward cost times c takes c times the call on `k`.
+  const auto expect_scales = [](const KernelProfile& k, Count sms, Count streams, const model::QueryTileProfile& rows, double c,
+                                const std::string& where) {
+    KernelProfile scaled = k;
+    scaled.forward = {c * k.forward.launch_us, c * k.forward.block_us, c * k.forward.full_tile_us, c * k.forward.partial_tile_us};
+    const double at_one = KernelTimeModel(k, sms, {streams, 1, {1, 1}, 1}).call_us(rows, KernelPass::forward);
+    const double at_c = KernelTimeModel(scaled, sms, {streams, 1, {1, 1}, 1}).call_us(rows, KernelPass::forward);
+    EXPECT_NEAR(at_c, c * at_one, 1e-9 * c * at_one) << where << ", costs x" << c;
+  };
   KernelProfile k = unit_kernel();
   k.forward = {0.3, 0.1, 0.2, 0.7};
   model::QueryTileProfile causal;
@@ -1206,13 +1215,9 @@ TEST(KernelTime, ACallsTimeIsLinearInItsCosts) {
       for (const Count sms : {Count{7}, Count{132}}) {
         for (const Count streams : {Count{1}, Count{3}, Count{5}, Count{40}}) {
           k.placement = {per_sm, order, 2.0, SmSharing::throughput};
-          const double at_one = KernelTimeModel(k, sms, {streams, 1, {1, 1}, 1}).call_us(causal, KernelPass::forward);
           for (const double c : {0.1, 0.3, 1.7, 3.3}) {
-            KernelProfile scaled = k;
-            scaled.forward = {c * k.forward.launch_us, c * k.forward.block_us, c * k.forward.full_tile_us, c * k.forward.partial_tile_us};
-            const double at_c = KernelTimeModel(scaled, sms, {streams, 1, {1, 1}, 1}).call_us(causal, KernelPass::forward);
-            EXPECT_NEAR(at_c, c * at_one, 1e-9 * c * at_one)
-                << per_sm << " blocks an SM, " << block_order_name(order) << ", " << sms << " SMs, " << streams << " streams, costs x" << c;
+            expect_scales(k, sms, streams, causal, c,
+                          fmt::format("{} blocks an SM, {}, {} SMs, {} streams", per_sm, block_order_name(order), sms, streams));
           }
         }
       }
@@ -1234,13 +1239,7 @@ TEST(KernelTime, ACallsTimeIsLinearInItsCosts) {
                    SmSharing::throughput};
     const Count sms = std::uniform_int_distribution<Count>(1, 9)(draw);
     const Count streams = std::uniform_int_distribution<Count>(1, 7)(draw);
-    const double at_one = KernelTimeModel(r, sms, {streams, 1, {1, 1}, 1}).call_us(uneven, KernelPass::forward);
-    for (const double c : {0.3, 1.7}) {
-      KernelProfile scaled = r;
-      scaled.forward = {c * r.forward.launch_us, c * r.forward.block_us, c * r.forward.full_tile_us, c * r.forward.partial_tile_us};
-      const double at_c = KernelTimeModel(scaled, sms, {streams, 1, {1, 1}, 1}).call_us(uneven, KernelPass::forward);
-      EXPECT_NEAR(at_c, c * at_one, 1e-9 * c * at_one) << "trial " << trial << ", costs x" << c;
-    }
+    for (const double c : {0.3, 1.7}) expect_scales(r, sms, streams, uneven, c, fmt::format("trial {}", trial));
   }
 }
 
