@@ -81,7 +81,7 @@ void BM_Simulate_Cluster128x8(benchmark::State& state) {
 void place_causal_call_1m(benchmark::State& state, const std::string& kernel_name) {
   const model::ConfigCatalog catalog(STRIPESIM_SOURCE_DIR "/configs");
   const model::HardwareProfile h100 = catalog.hardware("h100");
-  const sim::KernelTimeModel kernel(sim::load_kernel_profile(kernel_name, catalog.root(), h100), h100.sms, {16, 128, {128, 128}, 1});
+  const sim::KernelTimeModel kernel(sim::load_kernel_profile(kernel_name, catalog, h100), h100.sms, {16, 128, {128, 128}, 1});
   model::QueryTileProfile rows(8192);
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = {static_cast<model::Count>(i), 1};
   for (auto _ : state) benchmark::DoNotOptimize(kernel.call_us(rows, sim::KernelPass::forward));

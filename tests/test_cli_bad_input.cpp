@@ -612,21 +612,54 @@ TEST(CliBadInput, AnOutputPathIsTheFileItLeadsTo) {
 }
 
 // A folder named like a preset is refused by name when a lookup reads it (it was an internal
-// error, exit 1, in every command, whose help lists the presets); the commands that look nothing
-// up run.
+// error, exit 1, in every command, whose help lists the presets), wherever it sorts (a lookup
+// reads every preset); the commands that look nothing up run.
 TEST(CliBadInput, AFolderNamedLikeAPresetIsRefusedByName) {
   namespace fs = std::filesystem;
   const fs::path cfg = fresh_temp_dir("stripesim_preset_folder_");
   fs::copy(std::string(STRIPESIM_SOURCE_DIR) + "/configs", cfg, fs::copy_options::recursive);
-  const fs::path folder = cfg / "hardware" / "aa-folder.json";  // read first, in name order
-  fs::create_directory(folder);
+  for (const char* name : {"aa-folder.json", "zz-folder.json"}) {
+    const fs::path folder = cfg / "hardware" / name;
+    fs::create_directory(folder);
+    ASSERT_EQ(setenv("STRIPESIM_CONFIG_DIR", cfg.c_str(), 1), 0);
+    const CliResult lookup = run_cli("tms --model 1b --hardware h100");
+    const CliResult no_lookup = run_cli("analyze -n 4k -N 4 --format csv");
+    unsetenv("STRIPESIM_CONFIG_DIR");
+    EXPECT_EQ(lookup.exit_code, 2) << name;
+    EXPECT_EQ(lookup.err, fmt::format("stripesim: error: {0}: '{0}' is a directory, expected a file\n", folder.string()));
+    EXPECT_EQ(no_lookup.exit_code, 0) << no_lookup.err;
+    fs::remove(folder);
+  }
+  fs::remove_all(cfg);
+}
+
+// A name two presets answer to is refused, one line naming both files, in every command that
+// looks it up (name order used to pick the first without a word); a kernels_from that names it
+// too, where a name no preset answers to only ends the chain of kernel folders.
+TEST(CliBadInput, ANameTwoPresetsAnswerToIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path cfg = fresh_temp_dir("stripesim_preset_twice_");
+  fs::copy(std::string(STRIPESIM_SOURCE_DIR) + "/configs", cfg, fs::copy_options::recursive);
+  nlohmann::json copy = nlohmann::json::parse(std::ifstream(cfg / "hardware" / "a100-80gb.json"));
+  copy["name"] = "a100-copy";
+  copy["aliases"] = {"h100"};
+  std::ofstream(cfg / "hardware" / "zz-a100-copy.json") << copy.dump(2);
+  const std::string both = fmt::format("two presets answer to it, {} and {}; rename one or give a path to a JSON file",
+                                       (cfg / "hardware" / "h100-sxm.json").string(), (cfg / "hardware" / "zz-a100-copy.json").string());
   ASSERT_EQ(setenv("STRIPESIM_CONFIG_DIR", cfg.c_str(), 1), 0);
-  const CliResult lookup = run_cli("tms --model 1b --hardware h100");
-  const CliResult no_lookup = run_cli("analyze -n 4k -N 4 --format csv");
+  const CliResult tms = run_cli("tms --model 1b --hardware h100");
+  const CliResult simulate = run_cli("simulate -n 16k -N 4 --hardware H100");
+  const CliResult other = run_cli("simulate -n 16k -N 4 --hardware h200");
+  // The H800 runs the H100's kernels (kernels_from "h100"): that name is now two presets'.
+  const CliResult chained = run_cli("simulate -n 16k -N 4 --hardware h800");
   unsetenv("STRIPESIM_CONFIG_DIR");
-  EXPECT_EQ(lookup.exit_code, 2);
-  EXPECT_EQ(lookup.err, fmt::format("stripesim: error: {0}: '{0}' is a directory, expected a file\n", folder.string()));
-  EXPECT_EQ(no_lookup.exit_code, 0) << no_lookup.err;
+  EXPECT_EQ(tms.exit_code, 2);
+  EXPECT_EQ(tms.err, "stripesim: error: --hardware 'h100': " + both + "\n");
+  EXPECT_EQ(simulate.exit_code, 2);
+  EXPECT_EQ(simulate.err, "stripesim: error: --hardware 'H100': " + both + "\n");
+  EXPECT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_EQ(chained.exit_code, 2);
+  EXPECT_EQ(chained.err, "stripesim: error: hardware h800-sxm field \"kernels_from\" = 'h100': " + both + "\n");
   fs::remove_all(cfg);
 }
 

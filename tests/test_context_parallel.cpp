@@ -400,7 +400,7 @@ TEST(ContextParallel, AllGatherCallSumsTheRingsTilesOnASerialKernel) {
   c.topology = "ideal";
   c.pass = PassSelection::forward;
   c.layouts = {"contiguous", "zigzag", "striped"};
-  KernelProfile serial = load_kernel_profile("", catalog().root(), catalog().hardware("h100"));
+  KernelProfile serial = load_kernel_profile("", catalog(), catalog().hardware("h100"));
   serial.slots = 1;
   serial.forward.launch_us = 0;
   serial.forward.block_us = 0;

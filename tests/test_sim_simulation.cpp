@@ -64,7 +64,7 @@ TEST(Simulation, LockstepWithFreeLinksMatchesTheWorkModel) {
     c.topology = topology;
     const Simulation s = run_simulation(c, catalog());
     const model::HardwareProfile h = catalog().hardware("h100");
-    const KernelTimeModel kernel(load_kernel_profile("", catalog().root(), h), h.sms, {8, 64, {128, 128}, 1});
+    const KernelTimeModel kernel(load_kernel_profile("", catalog(), h), h.sms, {8, 64, {128, 128}, 1});
     for (const LayoutSimulation& r : s.results) {
       const model::Work w = model::count_work(model::parse_layout(r.layout, c.seq_len, 8), model::Mask::causal(c.seq_len),
                                               {128, 128}, 0, model::WorkDetail::query_tiles);
@@ -217,7 +217,7 @@ TEST(KernelTime, ZigzagHalvesEndingInsideATileCostBetweenTheirNeighbours) {
   const auto time_at = [](Count n) {
     SimulateConfig c = lockstep_on_free_links("h100", "sdpa", 16, n, {"zigzag"});
     c.pass = PassSelection::forward_backward;
-    c.kernel_profile = load_kernel_profile("sdpa", catalog().root(), catalog().hardware("h100"));
+    c.kernel_profile = load_kernel_profile("sdpa", catalog(), catalog().hardware("h100"));
     EXPECT_TRUE(c.kernel_profile->trims_below_diagonal);
     EXPECT_EQ(call_slicing(*c.kernel_profile), model::CallSlicing::runs);
     return run_simulation(c, catalog()).results.at(0).time_us;
@@ -276,7 +276,7 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
     for (const auto& entry : std::filesystem::directory_iterator(folder.path())) {
       const std::string name = entry.path().stem().string();
       const bool flash_attention = name == "fa2" || name == "fa3";
-      EXPECT_EQ(load_kernel_profile(name, catalog().root(), h).tiling,
+      EXPECT_EQ(load_kernel_profile(name, catalog(), h).tiling,
                 flash_attention ? model::Tiling::varlen : model::Tiling::fixed)
           << entry.path();
       ++profiles;
@@ -289,7 +289,7 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
   EXPECT_GE(profiles, static_cast<int>(presets.size()));
   for (const auto& preset : presets) {
     const model::HardwareProfile h = catalog().hardware(preset.stem);
-    EXPECT_EQ(load_kernel_profile(h.default_kernel, catalog().root(), h).name, h.default_kernel) << preset.stem;
+    EXPECT_EQ(load_kernel_profile(h.default_kernel, catalog(), h).name, h.default_kernel) << preset.stem;
   }
   nlohmann::json doc = nlohmann::json::parse(R"({"name": "k", "hardware": "h100", "tile": "64x128",
       "forward": {"full_tile_us": 1, "partial_tile_us": 2}, "backward": {"full_tile_us": 3, "partial_tile_us": 4}})");
@@ -511,9 +511,9 @@ TEST(KernelProfile, TilingIsOptionalFixedByDefaultAndCheckedByName) {
 // offered the name it misses.
 TEST(Simulation, KernelAndTopologyNamesAreFoundCaseAside) {
   const model::HardwareProfile h100 = catalog().hardware("h100");
-  EXPECT_EQ(to_json(load_kernel_profile("FA2", catalog().root(), h100)), to_json(load_kernel_profile("fa2", catalog().root(), h100)));
+  EXPECT_EQ(to_json(load_kernel_profile("FA2", catalog(), h100)), to_json(load_kernel_profile("fa2", catalog(), h100)));
   try {
-    (void)load_kernel_profile("flexx", catalog().root(), h100);
+    (void)load_kernel_profile("flexx", catalog(), h100);
     ADD_FAILURE() << "flexx was accepted";
   } catch (const model::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("(did you mean 'flex'?)"), std::string::npos) << e.what();
@@ -535,7 +535,7 @@ TEST(Simulation, KernelAndTopologyNamesAreFoundCaseAside) {
 // instead of --dtype), and a kernel profile whose own dtype has none names the kernel.
 TEST(Simulation, PrecisionSlowdownIsTheRatioOfPeakRates) {
   const model::HardwareProfile h100 = catalog().hardware("h100");
-  const KernelProfile fa2 = load_kernel_profile("fa2", catalog().root(), h100);
+  const KernelProfile fa2 = load_kernel_profile("fa2", catalog(), h100);
   ASSERT_EQ(fa2.dtype, "bf16");
   EXPECT_DOUBLE_EQ(precision_slowdown(h100, fa2, "bf16"), 1.0);
   EXPECT_DOUBLE_EQ(precision_slowdown(h100, fa2, "fp32"), 989.4 / 67);
@@ -597,7 +597,7 @@ TEST(Simulation, AnH800RunsTheH100sKernelsOverSlowerLinks) {
   EXPECT_EQ(h800.sms, h100.sms);
   EXPECT_EQ(h800.peak_tflops.at("bf16"), h100.peak_tflops.at("bf16"));
   for (const char* kernel : {"sdpa", "flex", "fa2", "stripesim-flash"}) {
-    EXPECT_EQ(to_json(load_kernel_profile(kernel, catalog().root(), h800)), to_json(load_kernel_profile(kernel, catalog().root(), h100)))
+    EXPECT_EQ(to_json(load_kernel_profile(kernel, catalog(), h800)), to_json(load_kernel_profile(kernel, catalog(), h100)))
         << kernel;
   }
   const nlohmann::ordered_json written = model::to_json(h800);
@@ -618,7 +618,7 @@ TEST(Simulation, AnH800RunsTheH100sKernelsOverSlowerLinks) {
   nlohmann::json misspelt = nlohmann::json::parse(written.dump());
   misspelt["kernels_from"] = "h10O";
   try {
-    (void)load_kernel_profile("", catalog().root(), model::hardware_profile_from_json(misspelt, "h.json"));
+    (void)load_kernel_profile("", catalog(), model::hardware_profile_from_json(misspelt, "h.json"));
     ADD_FAILURE() << "kernels_from h10O found a kernel";
   } catch (const model::InputError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -630,7 +630,7 @@ TEST(Simulation, AnH800RunsTheH100sKernelsOverSlowerLinks) {
   // kernel missing there says nothing of kernels_from.
   misspelt["kernels_from"] = "h100-sxm";
   try {
-    (void)load_kernel_profile("sdpx", catalog().root(), model::hardware_profile_from_json(misspelt, "h.json"));
+    (void)load_kernel_profile("sdpx", catalog(), model::hardware_profile_from_json(misspelt, "h.json"));
     ADD_FAILURE() << "sdpx was found";
   } catch (const model::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("expected one of"), std::string::npos) << e.what();
@@ -657,7 +657,7 @@ TEST(Simulation, AnA800RunsTheA100sKernelsOverSlowerLinks) {
   EXPECT_DOUBLE_EQ(a800.elementwise_bytes_per_dmodel, 50);
   EXPECT_DOUBLE_EQ(a100.elementwise_bytes_per_dmodel, 4016);
   for (const char* kernel : {"fa2", "blockwise"}) {
-    EXPECT_EQ(to_json(load_kernel_profile(kernel, catalog().root(), a800)), to_json(load_kernel_profile(kernel, catalog().root(), a100)))
+    EXPECT_EQ(to_json(load_kernel_profile(kernel, catalog(), a800)), to_json(load_kernel_profile(kernel, catalog(), a100)))
         << kernel;
   }
   EXPECT_NEAR(slowest_ring_hop_us("a800") / slowest_ring_hop_us("a100"), 300.0 / 200.0, 0.02);
@@ -688,7 +688,7 @@ TEST(Simulation, AKernelMeasuredOnAnotherDeviceIsNoted) {
   EXPECT_TRUE(notes_of("h800", h100_sdpa).empty()) << "the H800 runs the H100's kernels (kernels_from)";
   EXPECT_TRUE(notes_of("h800", "flex").empty());
   // A profile that names the hardware by an alias, in another case, is the same device's.
-  nlohmann::json doc = to_json(load_kernel_profile("sdpa", catalog().root(), catalog().hardware("h100")));
+  nlohmann::json doc = to_json(load_kernel_profile("sdpa", catalog(), catalog().hardware("h100")));
   doc["hardware"] = "H100";
   const KernelProfile aliased = kernel_profile_from_json(doc, "k.json");
   EXPECT_FALSE(kernel_hardware_note(aliased, catalog().hardware("h100-sxm"), catalog()).has_value());
@@ -704,7 +704,7 @@ TEST(Simulation, AKernelMeasuredOnAnotherDeviceIsNoted) {
   EXPECT_EQ(homes.front(), "h800-sxm-calibrated");
   EXPECT_NE(std::ranges::find(homes, "h100"), homes.end());
   EXPECT_FALSE(kernel_hardware_note(aliased, calibrated, catalog()).has_value());
-  EXPECT_EQ(load_kernel_profile("sdpa", catalog().root(), calibrated).hardware, "h100-sxm");
+  EXPECT_EQ(load_kernel_profile("sdpa", catalog(), calibrated).hardware, "h100-sxm");
   model::HardwareProfile loop = catalog().hardware("h800");
   loop.kernels_from = "H800";  // itself, by an alias: the chain ends at once
   EXPECT_EQ(kernel_homes(loop, catalog()), (std::vector<std::string>{"h800-sxm", "h800"}));
@@ -874,7 +874,7 @@ TEST(Simulation, AKernelOfAnotherDeviceRunsOnThatDevicesSms) {
   for (const char* other : {"mi300x", "a100"}) EXPECT_DOUBLE_EQ(time_on(other, h100_sdpa, "fp32"), fp32_on_h100) << other;
   EXPECT_DOUBLE_EQ(time_on("cpu", h100_sdpa), on_h100);
   // A device stripesim has no profile of: its SMs are unknown, so the pricing device's are used, and said.
-  nlohmann::json doc = to_json(load_kernel_profile("sdpa", catalog().root(), catalog().hardware("h100")));
+  nlohmann::json doc = to_json(load_kernel_profile("sdpa", catalog(), catalog().hardware("h100")));
   doc["hardware"] = "my-gpu";
   SimulateConfig c;
   c.hardware = "mi300x";
@@ -924,7 +924,7 @@ TEST(Simulation, StripedRoundsAfterTheFirstHoldTrimmedCalls) {
 // on the rows the call wrote (a zigzag call on the late half of the queries writes half of them).
 TEST(RingMerge, EveryCallAfterTheFirstAtTheMemoryBandwidth) {
   const Count n = 32 * 1024, devices = 4, rows = n / devices;
-  KernelProfile k = load_kernel_profile("sdpa", catalog().root(), catalog().hardware("h100"));
+  KernelProfile k = load_kernel_profile("sdpa", catalog(), catalog().hardware("h100"));
   k.merge = {38, 10, 8};
   const GigabytesPerSecond bandwidth = 3350;
   // 16 query heads, 4 K/V heads, head size 128.
@@ -998,7 +998,7 @@ TEST(RingMerge, EveryCallAfterTheFirstAtTheMemoryBandwidth) {
 // start). Calls on all the queries (q x k[:c/2], the first) and aligned halves are as before.
 TEST(RingMerge, ASlicedHalfMergesTheRowsItHolds) {
   const Count devices = 4, rows = 3392, n = devices * rows;  // c / 2 = 1696 = 13 x 128 + 32
-  KernelProfile k = load_kernel_profile("sdpa", catalog().root(), catalog().hardware("h100"));
+  KernelProfile k = load_kernel_profile("sdpa", catalog(), catalog().hardware("h100"));
   k.merge = {38, 10, 8};
   const GigabytesPerSecond bandwidth = 3350;
   const MergeShape shape{rows, {16, 128, {128, 128}}, 4};
@@ -1034,7 +1034,7 @@ TEST(RingMerge, TheRingPaysThemOnItsComputeStream) {
   const Simulation ideal = run_simulation(c, catalog());
   c.topology = switch_topology(4, 1e12, 0.0);
   const Simulation with = run_simulation(c, catalog());
-  c.kernel_profile = load_kernel_profile(c.kernel, catalog().root(), catalog().hardware(c.hardware));
+  c.kernel_profile = load_kernel_profile(c.kernel, catalog(), catalog().hardware(c.hardware));
   c.kernel_profile->merge = {};
   const Simulation without = run_simulation(c, catalog());
   // Contiguous in lockstep: the last device makes every round's slowest call and merges three.
@@ -1062,7 +1062,7 @@ TEST(RingMerge, StylesReplaceTheProfilesMerge) {
   EXPECT_THROW((void)merge_style("fast", "--merges"), model::InputError);
   for (const auto& [hardware, kernel] : {std::pair{"h100", "sdpa"}, {"h100", "fa2"}, {"h100", "fa3"}, {"h100", "flex"},
                                          {"h200", "sdpa"}, {"a100", "fa2"}, {"b200", "sdpa"}}) {
-    EXPECT_EQ(load_kernel_profile(kernel, catalog().root(), catalog().hardware(hardware)).merge,
+    EXPECT_EQ(load_kernel_profile(kernel, catalog(), catalog().hardware(hardware)).merge,
               merge_style("eager", "--merges"))
         << hardware << " " << kernel;
   }

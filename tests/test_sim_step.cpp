@@ -78,7 +78,7 @@ TEST(StepModel, TheGivenPaperRowsAreWithinTheFloor) {
 TEST(StepModel, ShippedA100ProfilesAreWhatCalibrateStepFits) {
   const StepFit fit = fit_step(plan_step_fit(paper_spec(), catalog()), catalog());
   const model::HardwareProfile shipped = catalog().hardware("a100");
-  const KernelProfile kernel = load_kernel_profile("blockwise", catalog().root(), shipped);
+  const KernelProfile kernel = load_kernel_profile("blockwise", catalog(), shipped);
   EXPECT_DOUBLE_EQ(fit.hardware.elementwise_bytes_per_dmodel, shipped.elementwise_bytes_per_dmodel);
   EXPECT_DOUBLE_EQ(*fit.hardware.matmul_efficiency, *shipped.matmul_efficiency);  // given, not fitted
   EXPECT_DOUBLE_EQ(fit.kernel.forward.partial_tile_us, kernel.forward.partial_tile_us);

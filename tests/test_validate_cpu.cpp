@@ -528,7 +528,7 @@ TEST(KernelFit, RecoversTheTrimmedFactorsOfAKernelThatTrims) {
 TEST(MeasuredCalls, PricedAsTheSimulatorPricesThem) {
   const model::ConfigCatalog catalog(std::string(STRIPESIM_SOURCE_DIR) + "/configs");
   const model::HardwareProfile hw = catalog.hardware("h100");
-  const sim::KernelProfile kernel = sim::load_kernel_profile("sdpa", catalog.root(), hw);
+  const sim::KernelProfile kernel = sim::load_kernel_profile("sdpa", catalog, hw);
   for (const Count n : {Count{256}, Count{4096}}) {
     for (const char* layout : {"contiguous", "zigzag"}) {
       MeasuredWorkload w = causal_workload("g.json", layout, n, 4, 2, sim::PassSelection::forward_backward, std::vector<double>(16, 1.0));
@@ -1386,9 +1386,9 @@ TEST(ContextParallelCases, AllGatherAndUlyssesRecordOneCallPerDeviceAndArePredic
     }
     // Predicted as the simulator sees one processor playing every device: one call each, the
     // collectives each member's part in turn.
-    const model::HardwareProfile cpu = model::ConfigCatalog(std::string(STRIPESIM_SOURCE_DIR) + "/configs").hardware("cpu");
-    const sim::KernelProfile kernel =
-        sim::load_kernel_profile("", std::string(STRIPESIM_SOURCE_DIR) + "/configs", cpu);
+    const model::ConfigCatalog shipped(std::string(STRIPESIM_SOURCE_DIR) + "/configs");
+    const model::HardwareProfile cpu = shipped.hardware("cpu");
+    const sim::KernelProfile kernel = sim::load_kernel_profile("", shipped, cpu);
     const CasePrediction p = predict_case(r, cpu, kernel, false);
     double calls = 0;
     for (Count d = 0; d < c.devices; ++d) {

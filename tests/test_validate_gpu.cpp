@@ -153,7 +153,7 @@ TEST(GpuKernelProfiles, BackwardBlocksHoldTheKeysTheKernelGivesThem) {
   const model::ConfigCatalog catalog(STRIPESIM_SOURCE_DIR "/configs");
   for (const char* hardware : {"h100", "h200"}) {
     for (const char* kernel : {"stripesim-flash", "stripesim-wmma"}) {
-      const sim::KernelProfile k = sim::load_kernel_profile(kernel, catalog.root(), catalog.hardware(hardware));
+      const sim::KernelProfile k = sim::load_kernel_profile(kernel, catalog, catalog.hardware(hardware));
       ASSERT_TRUE(k.backward_block_keys.has_value()) << hardware << "/" << kernel;
       EXPECT_EQ(*k.backward_block_keys, gpu_backward_block_keys(GpuBackwardKernel::scalar)) << hardware << "/" << kernel;
     }
@@ -484,7 +484,7 @@ TEST(CudaBackend, CollectivesTimeOneCallPerDeviceAndArePredicted) {
   SKIP_WITHOUT_GPU();
   const model::ConfigCatalog catalog(STRIPESIM_SOURCE_DIR "/configs");
   const model::HardwareProfile h200 = catalog.hardware("h200");
-  const sim::KernelProfile kernel = sim::load_kernel_profile("stripesim-flash", catalog.root(), h200);
+  const sim::KernelProfile kernel = sim::load_kernel_profile("stripesim-flash", catalog, h200);
   for (const char* cp : {"allgather", "ulysses"}) {
     SCOPED_TRACE(cp);
     RingCase c = gpu_case("zigzag", "causal", 4, Precision::bf16);

@@ -376,24 +376,30 @@ std::vector<std::string> kernel_homes(const model::HardwareProfile& hardware, co
     }
     const std::string next = at.kernels_from;
     add(next);
+    // A folder of kernels without a hardware profile of that name: the name is all there is.
+    // Two presets that answer to it are refused at the field that names it.
+    std::optional<model::HardwareProfile> found;
     try {
-      at = catalog.hardware(next);
-    } catch (const model::InputError&) {
-      break;  // a folder of kernels without a hardware profile of that name: the name is all there is
+      found = catalog.find_hardware(next);
+    } catch (const model::InputError& e) {
+      throw e.at(fmt::format("{} field \"kernels_from\"", at.label()));
     }
+    if (!found) break;
+    at = std::move(*found);
   }
   return names;
 }
 
-KernelProfile load_kernel_profile(const std::string& spec, const std::string& config_dir,
+KernelProfile load_kernel_profile(const std::string& spec, const model::ConfigCatalog& catalog,
                                   const model::HardwareProfile& hardware) {
   // A file names itself: no folder to look it up in, so no homes to take.
-  if (model::is_config_path(spec.empty() ? hardware.default_kernel : spec)) return load_kernel_profile(spec, config_dir, hardware, {});
-  return load_kernel_profile(spec, config_dir, hardware, kernel_homes(hardware, model::ConfigCatalog(config_dir)));
+  if (model::is_config_path(spec.empty() ? hardware.default_kernel : spec)) return load_kernel_profile(spec, catalog, hardware, {});
+  return load_kernel_profile(spec, catalog, hardware, kernel_homes(hardware, catalog));
 }
 
-KernelProfile load_kernel_profile(const std::string& spec, const std::string& config_dir,
+KernelProfile load_kernel_profile(const std::string& spec, const model::ConfigCatalog& catalog,
                                   const model::HardwareProfile& hardware, const std::vector<std::string>& homes) {
+  const std::string& config_dir = catalog.root();
   const std::string wanted = spec.empty() ? hardware.default_kernel : spec;
   if (wanted.empty()) {
     throw InputError(fmt::format("--kernel: {} names no default kernel; give --kernel NAME or a JSON file", hardware.label()));

@@ -377,15 +377,15 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   sim.hardware = config.hardware_profile ? *config.hardware_profile : catalog.hardware(config.hardware);
   const std::vector<std::string> homes = kernel_homes(sim.hardware, catalog);  // once, for the lookup and the note
   sim.kernel = config.kernel_profile ? *config.kernel_profile
-                                     : load_kernel_profile(config.kernel, catalog.root(), sim.hardware, homes);
+                                     : load_kernel_profile(config.kernel, catalog, sim.hardware, homes);
   sim.kernel_note = kernel_hardware_note(sim.kernel, sim.hardware, homes);
   sim.kernel_sms = sim.hardware.sms;
   sim.kernel_hardware = sim.hardware;
   if (sim.kernel_note) {
-    try {
-      sim.kernel_hardware = catalog.hardware(sim.kernel.hardware);
+    if (std::optional<model::HardwareProfile> measured_on = catalog.find_hardware(sim.kernel.hardware)) {
+      sim.kernel_hardware = std::move(*measured_on);
       sim.kernel_sms = sim.kernel_hardware.sms;
-    } catch (const model::InputError&) {
+    } else {
       *sim.kernel_note += fmt::format(" (no hardware profile {} is known to give its SMs: its blocks are placed on this device's {})",
                                       sim.kernel.hardware, sim.hardware.sms);
     }

@@ -322,7 +322,7 @@ StepFitPlan plan_step_fit(const StepSweepSpec& spec, const model::ConfigCatalog&
                                  plan.hardware.label()));
   }
   spec.step_origins.run([&] {
-    plan.kernel = load_kernel_profile(spec.step.kernel, catalog.root(), plan.hardware);
+    plan.kernel = load_kernel_profile(spec.step.kernel, catalog, plan.hardware);
     // Every row's simulation as the fit configures it: what the fit would refuse, refused now.
     for (const auto& m : plan.measured) {
       at_measured_row(spec.measured_label, m, [&] { (void)plan_simulation(fit_config(spec, m, plan.hardware, plan.kernel), catalog); });

@@ -64,7 +64,7 @@ MeasurementAccuracyPlan plan_measurement_accuracy(const MeasurementAccuracyReque
                                         workloads.front().device));
   }
   plan.hardware = *device;
-  plan.base = sim::load_kernel_profile(request.kernel, catalog.root(), plan.hardware);
+  plan.base = sim::load_kernel_profile(request.kernel, catalog, plan.hardware);
   for (const size_t i : file_of) plan.in_sample.push_back(fitted_on(plan.base, files[i]));
   plan.calls = measured_calls(workloads, plan.hardware, plan.base);  // checks every file before fitting
   // A file's 0 is a call that did not run, which a call with work never is (a file without

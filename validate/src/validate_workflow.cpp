@@ -60,15 +60,16 @@ sim::KernelProfile validator_kernel(const model::ConfigCatalog& catalog, const s
   const bool wgmma_default = kernel.empty() && is_gpu_backend(backend) && run.gpu_kernel == GpuKernel::wgmma;
   sim::KernelProfile profile = [&] {
     try {
-      return sim::load_kernel_profile(name, catalog.root(), hardware);
-    } catch (const model::InputError&) {
-      if (!wgmma_default) throw;
+      return sim::load_kernel_profile(name, catalog, hardware);
+    } catch (const model::InputError& e) {
+      // Only a kernel no folder holds: one that does not read is refused, not replaced.
+      if (!wgmma_default || e.input() != model::Input::kernel) throw;
       if (!costs_fitted) {
         throw model::InputError(fmt::format("--gpu-kernel wgmma: no stripesim-wgmma kernel profile for {} yet; drop "
                                             "--profile to fit one on this run, or give --kernel",
                                             hardware.name));
       }
-      sim::KernelProfile flash = sim::load_kernel_profile("stripesim-flash", catalog.root(), hardware);
+      sim::KernelProfile flash = sim::load_kernel_profile("stripesim-flash", catalog, hardware);
       flash.name = name;
       flash.description = fmt::format("stripesim's wgmma validation kernel (validate/cuda/wgmma_attention.cuh), fitted "
                                       "from the {} stripesim-flash profile's costs: none was measured for it on {} yet",

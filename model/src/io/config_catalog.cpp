@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "stripesim/model/io/input_error.hpp"
 #include "stripesim/model/io/json_file.hpp"
@@ -34,53 +36,107 @@ std::vector<std::filesystem::path> config_files(const std::filesystem::path& dir
   return files;
 }
 
-// Loads the files of `root/kind` in name order and returns the first whose stem, name or alias
-// matches, case aside ("H100", "llama3-8B"); an unknown name is answered with the nearest known
-// one. (Reading every file to refuse a name two presets answer to made a step sweep, which looks
-// its hardware up once a row, read every preset a row: left for a lookup that caches.)
+// A folder of presets as read once: each file with the names it answers to, in name order. The
+// first file that does not read ends the reading and refuses every lookup by name, since any
+// name could have been its.
+template <typename Config>
+struct PresetFolder {
+  struct Preset {
+    std::filesystem::path file;
+    std::vector<std::string> names;  // its name and aliases, then its file's stem
+    Config config;
+  };
+  std::filesystem::path dir;
+  bool exists = false;
+  std::vector<Preset> presets;
+  std::exception_ptr unreadable;
+};
+
 template <typename Config, typename Parse>
-Config find(const std::string& root, const std::string& kind, Input input, const std::string& wanted, Parse parse) {
-  const std::string flag(flag_of(input));
-  // The hardware profile picked may be refitted in place (calibrate-step --hardware-out); the
-  // others read to find it, and a model, may not.
-  const FileUse use = input == Input::hardware ? FileUse::hardware_profile : FileUse::input;
-  if (is_config_path(wanted)) {
-    const std::string label = flag + " " + wanted;
+PresetFolder<Config> read_folder(const std::filesystem::path& dir, Parse parse) {
+  PresetFolder<Config> folder{dir, false, {}, nullptr};
+  std::error_code ec;
+  folder.exists = std::filesystem::is_directory(dir, ec);
+  if (!folder.exists) return folder;
+  for (const auto& file : config_files(dir)) {
     try {
-      return parse(read_json_file(wanted, label, use), label);
-    } catch (const InputError& e) {
-      // Raised again by kind, so that a file whose field named this one (an experiment's "model")
-      // is blamed instead of a flag the user never gave; on the command line it reads the same:
-      // "<flag> <path>[ field \"x\" = v]: <detail>", the file's own field kept beside the path.
-      const std::string_view message = e.what();
-      const size_t colon = message.find(": ", label.size());
-      if (!message.starts_with(label) || colon == std::string_view::npos) throw;
-      throw InputError(input, std::string(message.substr(flag.size() + 1, colon - flag.size() - 1)),
-                       std::string(message.substr(colon + 2)));
+      Config config = parse(read_json_file(file.string(), file.string(), FileUse::input), file.string());
+      std::vector<std::string> names = all_names(config);
+      names.push_back(file.stem().string());
+      folder.presets.push_back({file, std::move(names), std::move(config)});
+    } catch (const InputError&) {
+      folder.unreadable = std::current_exception();
+      break;
     }
   }
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(root) / kind;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
+  return folder;
+}
+
+// The folder, read on its first use. Written once under the lock and never again, so the
+// reference stays good after it.
+template <typename Config, typename Parse>
+const PresetFolder<Config>& folder_of(std::mutex& mutex, std::optional<PresetFolder<Config>>& slot, const std::filesystem::path& dir,
+                                      Parse parse) {
+  const std::lock_guard lock(mutex);
+  if (!slot) slot = read_folder<Config>(dir, parse);
+  return *slot;
+}
+
+// The preset that answers to `wanted`, case aside ("H100", "llama3-8B"); none when none does. A
+// name two presets answer to is refused (name order would pick one silently), as is every
+// name while a preset of the folder does not read.
+template <typename Config>
+const typename PresetFolder<Config>::Preset* answering(const PresetFolder<Config>& folder, Input input, const std::string& wanted) {
+  if (folder.unreadable) std::rethrow_exception(folder.unreadable);
+  const typename PresetFolder<Config>::Preset* found = nullptr;
+  for (const auto& preset : folder.presets) {
+    if (std::ranges::none_of(preset.names, [&](const std::string& name) { return same_name(name, wanted); })) continue;
+    if (found) {
+      throw InputError(input, wanted,
+                       fmt::format("two presets answer to it, {} and {}; rename one or give a path to a JSON file",
+                                   found->file.string(), preset.file.string()),
+                       Shown::quoted);
+    }
+    found = &preset;
+  }
+  return found;
+}
+
+// A path read as the flag's file; errors come back by kind, so that a file whose field named
+// this one (an experiment's "model") is blamed instead of a flag the user never gave. On the
+// command line it reads the same: "<flag> <path>[ field \"x\" = v]: <detail>", the file's own
+// field kept beside the path.
+template <typename Parse>
+auto read_path(Input input, const std::string& path, FileUse use, Parse parse) {
+  const std::string flag(flag_of(input));
+  const std::string label = flag + " " + path;
+  try {
+    return parse(read_json_file(path, label, use), label);
+  } catch (const InputError& e) {
+    const std::string_view message = e.what();
+    const size_t colon = message.find(": ", label.size());
+    if (!message.starts_with(label) || colon == std::string_view::npos) throw;
+    throw InputError(input, std::string(message.substr(flag.size() + 1, colon - flag.size() - 1)),
+                     std::string(message.substr(colon + 2)));
+  }
+}
+
+// A preset by name, refused when unknown (answered with the nearest known name) or when the
+// folder does not exist.
+template <typename Config>
+const typename PresetFolder<Config>::Preset& named(const PresetFolder<Config>& folder, Input input, const std::string& wanted) {
+  if (!folder.exists) {
     throw InputError(input, wanted,
-                     fmt::format("configuration folder '{}' does not exist (set STRIPESIM_CONFIG_DIR)", dir.string()),
+                     fmt::format("configuration folder '{}' does not exist (set STRIPESIM_CONFIG_DIR)", folder.dir.string()),
                      Shown::quoted);
   }
-  std::vector<std::string> names, every_name;
-  for (const auto& file : config_files(std::filesystem::path(root) / kind)) {
-    Config config = parse(read_json_file(file.string(), file.string(), FileUse::input), file.string());
-    std::vector<std::string> answers_to = all_names(config);
-    answers_to.push_back(file.stem().string());
-    if (std::ranges::any_of(answers_to, [&](const std::string& name) { return same_name(name, wanted); })) {
-      if (use != FileUse::input) note_read_as(file.string(), file.string(), use);
-      return config;
-    }
-    names.push_back(file.stem().string());
-    every_name.insert(every_name.end(), answers_to.begin(), answers_to.end());
-  }
+  if (const auto* preset = answering(folder, input, wanted)) return *preset;
+  std::vector<std::string> every_name;
   std::string known;
-  for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
+  for (const auto& preset : folder.presets) {
+    every_name.insert(every_name.end(), preset.names.begin(), preset.names.end());
+    known += (known.empty() ? "" : ", ") + preset.file.stem().string();
+  }
   throw InputError(input, wanted,
                    fmt::format("unknown{}, expected one of {} or a path to a JSON file", did_you_mean(wanted, every_name), known),
                    Shown::quoted);
@@ -133,34 +189,67 @@ std::optional<std::filesystem::path> find_json_by_stem(const std::filesystem::pa
 
 bool is_config_path(std::string_view text) { return text.find('/') != std::string_view::npos || text.ends_with(".json"); }
 
-TransformerModel ConfigCatalog::model(const std::string& name_or_path) const {
-  return find<TransformerModel>(root_, "models", Input::model, name_or_path, transformer_model_from_json);
+struct ConfigCatalog::Presets {
+  std::mutex mutex;
+  std::optional<PresetFolder<TransformerModel>> models;
+  std::optional<PresetFolder<HardwareProfile>> hardware;
+};
+
+ConfigCatalog::ConfigCatalog(std::string root) : root_(std::move(root)), presets_(std::make_shared<Presets>()) {}
+
+namespace {
+
+const PresetFolder<HardwareProfile>& hardware_folder(ConfigCatalog::Presets& presets, const std::string& root) {
+  return folder_of(presets.mutex, presets.hardware, std::filesystem::path(root) / "hardware", hardware_profile_from_json);
 }
 
+}  // namespace
+
+TransformerModel ConfigCatalog::model(const std::string& name_or_path) const {
+  if (is_config_path(name_or_path)) return read_path(Input::model, name_or_path, FileUse::input, transformer_model_from_json);
+  const auto& folder =
+      folder_of(presets_->mutex, presets_->models, std::filesystem::path(root_) / "models", transformer_model_from_json);
+  return named(folder, Input::model, name_or_path).config;
+}
+
+// The hardware profile picked may be refitted in place (calibrate-step --hardware-out); the
+// others read to find it, and a model, may not.
 HardwareProfile ConfigCatalog::hardware(const std::string& name_or_path) const {
-  HardwareProfile profile = find<HardwareProfile>(root_, "hardware", Input::hardware, name_or_path, hardware_profile_from_json);
-  if (is_config_path(name_or_path)) profile.file = name_or_path;
-  return profile;
+  if (is_config_path(name_or_path)) {
+    HardwareProfile profile = read_path(Input::hardware, name_or_path, FileUse::hardware_profile, hardware_profile_from_json);
+    profile.file = name_or_path;
+    return profile;
+  }
+  const auto& preset = named(hardware_folder(*presets_, root_), Input::hardware, name_or_path);
+  note_read_as(preset.file.string(), preset.file.string(), FileUse::hardware_profile);
+  return preset.config;
+}
+
+std::optional<HardwareProfile> ConfigCatalog::find_hardware(const std::string& name) const {
+  const auto& folder = hardware_folder(*presets_, root_);
+  if (!folder.exists) return std::nullopt;
+  const auto* preset = answering(folder, Input::hardware, name);
+  if (!preset) return std::nullopt;
+  return preset->config;
 }
 
 std::optional<HardwareProfile> ConfigCatalog::hardware_for_device(std::string_view device_name) const {
+  const auto& folder = hardware_folder(*presets_, root_);
+  if (folder.unreadable) std::rethrow_exception(folder.unreadable);
   const std::string device = lowercase(device_name);
-  std::optional<HardwareProfile> best;
-  std::string best_file;
+  const PresetFolder<HardwareProfile>::Preset* best = nullptr;
   size_t best_length = 0;
-  for (const auto& file : config_files(std::filesystem::path(root_) / "hardware")) {
-    HardwareProfile profile =
-        hardware_profile_from_json(read_json_file(file.string(), file.string(), FileUse::input), file.string());
-    for (const std::string& name : profile.device_names) {
+  for (const auto& preset : folder.presets) {
+    for (const std::string& name : preset.config.device_names) {
       if (name.size() > best_length && device.find(lowercase(name)) != std::string::npos) {
         best_length = name.size();
-        best = profile;
-        best_file = file.string();
+        best = &preset;
       }
     }
   }
-  if (best) note_read_as(best_file, best_file, FileUse::hardware_profile);  // the one picked, as find() marks it
-  return best;
+  if (!best) return std::nullopt;
+  note_read_as(best->file.string(), best->file.string(), FileUse::hardware_profile);  // the one picked, as hardware() marks it
+  return best->config;
 }
 
 }  // namespace stripesim::model

@@ -223,12 +223,12 @@ inline constexpr const char* kPartialTilesNotIdentified = "not identified";
 [[nodiscard]] std::vector<std::string> kernel_homes(const model::HardwareProfile& hardware, const model::ConfigCatalog& catalog);
 
 // `spec`: a JSON file (a path, or a name ending in .json), or a kernel name looked up in
-// `config_dir`/kernels/<one of kernel_homes>/<spec>.json. Empty: the hardware's default kernel.
-[[nodiscard]] KernelProfile load_kernel_profile(const std::string& spec, const std::string& config_dir,
+// <the catalog's root>/kernels/<one of kernel_homes>/<spec>.json. Empty: the hardware's default kernel.
+[[nodiscard]] KernelProfile load_kernel_profile(const std::string& spec, const model::ConfigCatalog& catalog,
                                                 const model::HardwareProfile& hardware);
 // The same with the hardware's kernel_homes already taken (a simulation takes them once for the
-// lookup and for kernel_hardware_note: each costs a pass over configs/hardware where kernels_from is set).
-[[nodiscard]] KernelProfile load_kernel_profile(const std::string& spec, const std::string& config_dir,
+// lookup and for kernel_hardware_note).
+[[nodiscard]] KernelProfile load_kernel_profile(const std::string& spec, const model::ConfigCatalog& catalog,
                                                 const model::HardwareProfile& hardware, const std::vector<std::string>& homes);
 
 }  // namespace stripesim::sim
