@@ -626,7 +626,9 @@ TEST(CliBadInput, AFolderNamedLikeAPresetIsRefusedByName) {
     const CliResult no_lookup = run_cli("analyze -n 4k -N 4 --format csv");
     unsetenv("STRIPESIM_CONFIG_DIR");
     EXPECT_EQ(lookup.exit_code, 2) << name;
-    EXPECT_EQ(lookup.err, fmt::format("stripesim: error: {0}: '{0}' is a directory, expected a file\n", folder.string()));
+    EXPECT_EQ(lookup.err, fmt::format("stripesim: error: {0}: '{0}' is a directory, expected a file; every preset of {1} must read (a "
+                                      "lookup of 'h100' reads them all)\n",
+                                      folder.string(), (cfg / "hardware").string()));
     EXPECT_EQ(no_lookup.exit_code, 0) << no_lookup.err;
     fs::remove(folder);
   }
@@ -650,8 +652,16 @@ TEST(CliBadInput, ANameTwoPresetsAnswerToIsRefused) {
   const CliResult tms = run_cli("tms --model 1b --hardware h100");
   const CliResult simulate = run_cli("simulate -n 16k -N 4 --hardware H100");
   const CliResult other = run_cli("simulate -n 16k -N 4 --hardware h200");
-  // The H800 runs the H100's kernels (kernels_from "h100"): that name is now two presets'.
+  // The H800 runs the H100's kernels (kernels_from "h100"): that name is now two presets', blamed
+  // on that field wherever the H800 was named (an experiment's field too).
   const CliResult chained = run_cli("simulate -n 16k -N 4 --hardware h800");
+  std::ofstream(cfg / "h800.json") << R"({"hardware": "h800", "seq_len": "16k", "devices": 4})";
+  const CliResult experiment = run_cli("simulate --experiment " + (cfg / "h800.json").string());
+  // A kernel profile's "hardware" names it too: blamed on that field, not on --hardware.
+  nlohmann::json kernel = nlohmann::json::parse(std::ifstream(cfg / "kernels" / "h100" / "fa2.json"));
+  kernel["hardware"] = "h100";
+  std::ofstream(cfg / "fa2-h100.json") << kernel.dump(2);
+  const CliResult kernel_field = run_cli("simulate -n 16k -N 4 --hardware h200 --kernel " + (cfg / "fa2-h100.json").string());
   unsetenv("STRIPESIM_CONFIG_DIR");
   EXPECT_EQ(tms.exit_code, 2);
   EXPECT_EQ(tms.err, "stripesim: error: --hardware 'h100': " + both + "\n");
@@ -660,6 +670,10 @@ TEST(CliBadInput, ANameTwoPresetsAnswerToIsRefused) {
   EXPECT_EQ(other.exit_code, 0) << other.err;
   EXPECT_EQ(chained.exit_code, 2);
   EXPECT_EQ(chained.err, "stripesim: error: hardware h800-sxm field \"kernels_from\" = 'h100': " + both + "\n");
+  EXPECT_EQ(experiment.exit_code, 2);
+  EXPECT_EQ(experiment.err, chained.err);
+  EXPECT_EQ(kernel_field.exit_code, 2);
+  EXPECT_EQ(kernel_field.err, "stripesim: error: kernel fa2 field \"hardware\" = 'h100': " + both + "\n");
   fs::remove_all(cfg);
 }
 

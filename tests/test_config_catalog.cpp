@@ -83,11 +83,17 @@ TEST(ConfigCatalog, APresetThatDoesNotReadRefusesEveryNameOfItsFolder) {
     const fs::path file = root / "hardware" / broken;
     write(file, "{\"name\": ");
     const ConfigCatalog catalog(root.string());
-    const std::string error = error_of([&] { (void)catalog.hardware("a100"); });
-    EXPECT_TRUE(error.starts_with(file.string() + ": ")) << error;
-    EXPECT_EQ(error_of([&] { (void)catalog.hardware("h100"); }), error);
-    EXPECT_EQ(error_of([&] { (void)catalog.find_hardware("h200"); }), error);
-    EXPECT_EQ(error_of([&] { (void)catalog.hardware_for_device("NVIDIA H100 80GB HBM3"); }), error);
+    // The file's own error, then why a lookup of another name read it.
+    const auto refused = [&](const std::string& wanted, const std::string& error) {
+      EXPECT_TRUE(error.starts_with(file.string() + ": ")) << error;
+      EXPECT_TRUE(error.ends_with(fmt::format("; every preset of {} must read (a lookup of '{}' reads them all)",
+                                              (root / "hardware").string(), wanted)))
+          << error;
+    };
+    refused("a100", error_of([&] { (void)catalog.hardware("a100"); }));
+    refused("h100", error_of([&] { (void)catalog.hardware("h100"); }));
+    refused("h200", error_of([&] { (void)catalog.find_hardware("h200"); }));
+    refused("NVIDIA H100 80GB HBM3", error_of([&] { (void)catalog.hardware_for_device("NVIDIA H100 80GB HBM3"); }));
     // Another folder, and a path, do not read it.
     EXPECT_EQ(catalog.model("1b").name, "1b");
     EXPECT_EQ(catalog.hardware((root / "hardware" / "h200.json").string()).name, "h200");
@@ -96,7 +102,8 @@ TEST(ConfigCatalog, APresetThatDoesNotReadRefusesEveryNameOfItsFolder) {
   // A folder named like a preset is one that does not read.
   fs::create_directory(root / "hardware" / "zz-folder.json");
   EXPECT_EQ(error_of([&] { (void)ConfigCatalog(root.string()).hardware("h100"); }),
-            fmt::format("{0}: '{0}' is a directory, expected a file", (root / "hardware" / "zz-folder.json").string()));
+            fmt::format("{0}: '{0}' is a directory, expected a file; every preset of {1} must read (a lookup of 'h100' reads them all)",
+                        (root / "hardware" / "zz-folder.json").string(), (root / "hardware").string()));
   fs::remove_all(root);
 }
 
@@ -107,12 +114,30 @@ TEST(ConfigCatalog, AnUnknownNameIsNoneForFindAndRefusedForALookup) {
   EXPECT_EQ(catalog.find_hardware("H200")->name, "h200");
   const std::string error = error_of([&] { (void)catalog.hardware("h900"); });
   EXPECT_TRUE(error.starts_with("--hardware 'h900': unknown (did you mean ")) << error;
+  // No root: no folders, every name unknown (a comparison whose profiles are all in memory).
+  EXPECT_FALSE(ConfigCatalog("").find_hardware("h100").has_value());
   // No folder: none to find, and a lookup says which folder is missing.
   const ConfigCatalog empty((root / "nothing").string());
   EXPECT_FALSE(empty.find_hardware("h100").has_value());
   EXPECT_EQ(error_of([&] { (void)empty.hardware("h100"); }),
             fmt::format("--hardware 'h100': configuration folder '{}' does not exist (set STRIPESIM_CONFIG_DIR)",
                         (root / "nothing" / "hardware").string()));
+  fs::remove_all(root);
+}
+
+// The driver's name for a GPU finds the preset claiming the longest part of it; two presets that
+// claim as long a part are refused as a name two presets answer to is (file order picked one).
+TEST(ConfigCatalog, TwoPresetsClaimingADeviceAlikeAreRefused) {
+  const fs::path root = copied_presets("stripesim_catalog_device_");
+  write(root / "hardware" / "zz-h100-copy.json", h100_renamed("zz-h100-copy"));  // its device_names too
+  const ConfigCatalog catalog(root.string());
+  EXPECT_EQ(error_of([&] { (void)catalog.hardware_for_device("NVIDIA H100 80GB HBM3"); }),
+            fmt::format("device 'NVIDIA H100 80GB HBM3': two hardware presets claim it, {} and {}; rename the device_names of one "
+                        "or give --hardware",
+                        (root / "hardware" / "h100-sxm.json").string(), (root / "hardware" / "zz-h100-copy.json").string()));
+  // A longer name one of them claims alone still decides: the PCIe card's.
+  EXPECT_EQ(catalog.hardware_for_device("NVIDIA H100 PCIe")->name, "h100-pcie");
+  EXPECT_EQ(catalog.hardware_for_device("NVIDIA H200")->name, "h200");
   fs::remove_all(root);
 }
 

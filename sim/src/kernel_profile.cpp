@@ -382,7 +382,8 @@ std::vector<std::string> kernel_homes(const model::HardwareProfile& hardware, co
     try {
       found = catalog.find_hardware(next);
     } catch (const model::InputError& e) {
-      throw e.at(fmt::format("{} field \"kernels_from\"", at.label()));
+      // Raised plain, so that no caller blames the flag or file field that named the hardware.
+      throw model::InputError(std::string(e.at(fmt::format("{} field \"kernels_from\"", at.label())).what()));
     }
     if (!found) break;
     at = std::move(*found);

@@ -38,7 +38,8 @@ CasePrediction predict_case(const CaseResult& result, const model::HardwareProfi
   if (config.cp == "ring") config.hop_bytes = result.handoff_bytes;
   if (result.gradient_handoff_bytes > 0) config.grad_hop_bytes = result.gradient_handoff_bytes;
   config.sync = parallel_devices ? sim::SyncMode::async : sim::SyncMode::serial;
-  // Every profile is in memory and the topology is built in: the catalog's folder is never read.
+  // Every profile is in memory and the topology is built in: a catalog without folders (an
+  // h800's kernels_from is then a name, as for a folder of kernels without a hardware profile).
   const sim::Simulation simulation = sim::run_simulation(config, model::ConfigCatalog(""));
   CasePrediction p;
   p.kernel_us = call_times(simulation);

@@ -52,11 +52,13 @@ struct PresetFolder {
   std::exception_ptr unreadable;
 };
 
+// A catalog without a root has no folders (a comparison whose profiles are all in memory).
 template <typename Config, typename Parse>
-PresetFolder<Config> read_folder(const std::filesystem::path& dir, Parse parse) {
+PresetFolder<Config> read_folder(const std::string& root, const std::string& kind, Parse parse) {
+  const std::filesystem::path dir = std::filesystem::path(root) / kind;
   PresetFolder<Config> folder{dir, false, {}, nullptr};
   std::error_code ec;
-  folder.exists = std::filesystem::is_directory(dir, ec);
+  folder.exists = !root.empty() && std::filesystem::is_directory(dir, ec);
   if (!folder.exists) return folder;
   for (const auto& file : config_files(dir)) {
     try {
@@ -75,11 +77,24 @@ PresetFolder<Config> read_folder(const std::filesystem::path& dir, Parse parse) 
 // The folder, read on its first use. Written once under the lock and never again, so the
 // reference stays good after it.
 template <typename Config, typename Parse>
-const PresetFolder<Config>& folder_of(std::mutex& mutex, std::optional<PresetFolder<Config>>& slot, const std::filesystem::path& dir,
-                                      Parse parse) {
+const PresetFolder<Config>& folder_of(std::mutex& mutex, std::optional<PresetFolder<Config>>& slot, const std::string& root,
+                                      const std::string& kind, Parse parse) {
   const std::lock_guard lock(mutex);
-  if (!slot) slot = read_folder<Config>(dir, parse);
+  if (!slot) slot = read_folder<Config>(root, kind, parse);
   return *slot;
+}
+
+// A folder with a preset that does not read: that preset's error, and why a lookup of another
+// name read it.
+template <typename Config>
+void refuse_unreadable(const PresetFolder<Config>& folder, std::string_view wanted) {
+  if (!folder.unreadable) return;
+  try {
+    std::rethrow_exception(folder.unreadable);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}; every preset of {} must read (a lookup of '{}' reads them all)", e.what(), folder.dir.string(),
+                                 wanted));
+  }
 }
 
 // The preset that answers to `wanted`, case aside ("H100", "llama3-8B"); none when none does. A
@@ -87,7 +102,7 @@ const PresetFolder<Config>& folder_of(std::mutex& mutex, std::optional<PresetFol
 // name while a preset of the folder does not read.
 template <typename Config>
 const typename PresetFolder<Config>::Preset* answering(const PresetFolder<Config>& folder, Input input, const std::string& wanted) {
-  if (folder.unreadable) std::rethrow_exception(folder.unreadable);
+  refuse_unreadable(folder, wanted);
   const typename PresetFolder<Config>::Preset* found = nullptr;
   for (const auto& preset : folder.presets) {
     if (std::ranges::none_of(preset.names, [&](const std::string& name) { return same_name(name, wanted); })) continue;
@@ -200,15 +215,14 @@ ConfigCatalog::ConfigCatalog(std::string root) : root_(std::move(root)), presets
 namespace {
 
 const PresetFolder<HardwareProfile>& hardware_folder(ConfigCatalog::Presets& presets, const std::string& root) {
-  return folder_of(presets.mutex, presets.hardware, std::filesystem::path(root) / "hardware", hardware_profile_from_json);
+  return folder_of(presets.mutex, presets.hardware, root, "hardware", hardware_profile_from_json);
 }
 
 }  // namespace
 
 TransformerModel ConfigCatalog::model(const std::string& name_or_path) const {
   if (is_config_path(name_or_path)) return read_path(Input::model, name_or_path, FileUse::input, transformer_model_from_json);
-  const auto& folder =
-      folder_of(presets_->mutex, presets_->models, std::filesystem::path(root_) / "models", transformer_model_from_json);
+  const auto& folder = folder_of(presets_->mutex, presets_->models, root_, "models", transformer_model_from_json);
   return named(folder, Input::model, name_or_path).config;
 }
 
@@ -235,17 +249,27 @@ std::optional<HardwareProfile> ConfigCatalog::find_hardware(const std::string& n
 
 std::optional<HardwareProfile> ConfigCatalog::hardware_for_device(std::string_view device_name) const {
   const auto& folder = hardware_folder(*presets_, root_);
-  if (folder.unreadable) std::rethrow_exception(folder.unreadable);
+  refuse_unreadable(folder, device_name);
   const std::string device = lowercase(device_name);
   const PresetFolder<HardwareProfile>::Preset* best = nullptr;
+  const PresetFolder<HardwareProfile>::Preset* tied = nullptr;  // another preset claiming as long a name
   size_t best_length = 0;
   for (const auto& preset : folder.presets) {
     for (const std::string& name : preset.config.device_names) {
-      if (name.size() > best_length && device.find(lowercase(name)) != std::string::npos) {
-        best_length = name.size();
-        best = &preset;
+      if (name.size() < best_length || device.find(lowercase(name)) == std::string::npos) continue;
+      if (name.size() == best_length) {
+        if (&preset != best) tied = &preset;
+        continue;
       }
+      best_length = name.size();
+      best = &preset;
+      tied = nullptr;
     }
+  }
+  if (tied) {
+    // As a name two presets answer to: which file wins must not depend on how files sort.
+    throw InputError(fmt::format("device '{}': two hardware presets claim it, {} and {}; rename the device_names of one or give --hardware",
+                                 device_name, best->file.string(), tied->file.string()));
   }
   if (!best) return std::nullopt;
   note_read_as(best->file.string(), best->file.string(), FileUse::hardware_profile);  // the one picked, as hardware() marks it

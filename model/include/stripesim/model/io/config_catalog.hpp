@@ -33,7 +33,7 @@ struct ShippedConfig {
 // is looked up, all of them, and kept for every later lookup through this catalog or its copies
 // (a step sweep looks its hardware up once a row), so that every lookup can refuse a name two
 // presets answer to and a preset that does not read, whichever it asks for. Safe to share
-// between threads.
+// between threads. A catalog whose root is "" has no folders: every name is unknown.
 class ConfigCatalog {
  public:
   explicit ConfigCatalog(std::string root);
@@ -49,7 +49,8 @@ class ConfigCatalog {
   [[nodiscard]] std::optional<HardwareProfile> find_hardware(const std::string& name) const;
   // The shipped profile whose device_names the driver's name for a GPU contains (the longest
   // such name, case aside: "NVIDIA H100 PCIe" is h100-pcie, "NVIDIA H100 80GB HBM3" h100-sxm);
-  // none when no profile claims it. Every preset must read, as for a lookup by name.
+  // none when no profile claims it. Every preset must read, as for a lookup by name, and two that
+  // claim it with names as long are refused.
   [[nodiscard]] std::optional<HardwareProfile> hardware_for_device(std::string_view device_name) const;
   // What configs/models and configs/hardware ship, in file name order: the CLI's help is written
   // from these, so a new preset is its JSON file and nothing else. Only listed, not checked: a
