@@ -9,7 +9,8 @@ CLI::Option* add_format_option(CLI::App* cmd, std::string& target, std::span<con
                                const std::string& help) {
   std::vector<std::string> names;
   for (const OutputFormat format : offered) names.emplace_back(format_name(format));
-  return cmd->add_option("--format", target, help)->check(CLI::IsMember(names))->capture_default_str();
+  // Case aside, as `layout --format` and every name the commands look up ("JSON" reads as "json").
+  return cmd->add_option("--format", target, help)->transform(CLI::IsMember(names, CLI::ignore_case))->capture_default_str();
 }
 
 OutputFormat output_format(std::string_view name) {

@@ -226,6 +226,22 @@ TEST(CliAnalyze, OutputIsByteIdenticalAcrossRunsAndThreads) {
   }
 }
 
+// --format is case aside in every command, as layout's is: the output is the lowercase name's.
+TEST(CliAnalyze, FormatNamesAreCaseAside) {
+  for (const std::string command : {"analyze -n 4k -N 4", "tms -n 64k -N 4", "simulate -n 4k -N 2", "sweep --devices 2 --seq-lens 16k",
+                                    "layout --layout zigzag -n 16 -N 2"}) {
+    for (const auto& [given, name] : {std::pair{"JSON", "json"}, std::pair{"Csv", "csv"}}) {
+      const CliResult upper = run_cli(command + " --format " + given);
+      const CliResult lower = run_cli(command + " --format " + name);
+      ASSERT_EQ(upper.exit_code, 0) << command << ": " << upper.err;
+      ASSERT_EQ(lower.exit_code, 0) << command << ": " << lower.err;
+      EXPECT_EQ(upper.out, lower.out) << command << " --format " << given;
+    }
+  }
+  EXPECT_EQ(run_cli("analyze --format XML").err,
+            "stripesim: error: --format: XML not in {table,json,csv} (see stripesim analyze --help)\n");
+}
+
 TEST(CliAnalyze, WritesOutputFile) {
   const auto path = temp_path("stripesim_cli_written.json");
   std::filesystem::remove(path);
