@@ -360,6 +360,16 @@ nlohmann::ordered_json to_json(const KernelProfile& k) {
   return doc;
 }
 
+std::optional<model::HardwareProfile> hardware_named_by(const model::ConfigCatalog& catalog, const std::string& name,
+                                                       const std::string& field) {
+  try {
+    return catalog.find_hardware(name);
+  } catch (const model::InputError& e) {
+    // Raised plain, so that no caller blames the flag or file field that named the profile.
+    throw model::InputError(std::string(e.at(field).what()));
+  }
+}
+
 std::vector<std::string> kernel_homes(const model::HardwareProfile& hardware, const model::ConfigCatalog& catalog) {
   std::vector<std::string> names;
   const auto add = [&](const std::string& name) {
@@ -377,14 +387,8 @@ std::vector<std::string> kernel_homes(const model::HardwareProfile& hardware, co
     const std::string next = at.kernels_from;
     add(next);
     // A folder of kernels without a hardware profile of that name: the name is all there is.
-    // Two presets that answer to it are refused at the field that names it.
-    std::optional<model::HardwareProfile> found;
-    try {
-      found = catalog.find_hardware(next);
-    } catch (const model::InputError& e) {
-      // Raised plain, so that no caller blames the flag or file field that named the hardware.
-      throw model::InputError(std::string(e.at(fmt::format("{} field \"kernels_from\"", at.label())).what()));
-    }
+    std::optional<model::HardwareProfile> found =
+        hardware_named_by(catalog, next, fmt::format("{} field \"kernels_from\"", at.label()));
     if (!found) break;
     at = std::move(*found);
   }

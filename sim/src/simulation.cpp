@@ -382,13 +382,8 @@ SimulationPlan plan_simulation(const SimulateConfig& config, const model::Config
   sim.kernel_sms = sim.hardware.sms;
   sim.kernel_hardware = sim.hardware;
   if (sim.kernel_note) {
-    std::optional<model::HardwareProfile> measured_on;
-    try {
-      measured_on = catalog.find_hardware(sim.kernel.hardware);
-    } catch (const model::InputError& e) {
-      // The kernel profile's field named it, not --hardware: raised plain, as that field.
-      throw model::InputError(std::string(e.at(fmt::format("kernel {} field \"hardware\"", sim.kernel.name)).what()));
-    }
+    std::optional<model::HardwareProfile> measured_on =
+        hardware_named_by(catalog, sim.kernel.hardware, fmt::format("kernel {} field \"hardware\"", sim.kernel.name));
     if (measured_on) {
       sim.kernel_hardware = std::move(*measured_on);
       sim.kernel_sms = sim.kernel_hardware.sms;

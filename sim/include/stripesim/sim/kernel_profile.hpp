@@ -216,6 +216,11 @@ inline constexpr const char* kPartialTilesNotIdentified = "not identified";
 [[nodiscard]] const char* sm_sharing_name(SmSharing sharing);
 [[nodiscard]] const char* backward_blocks_name(BackwardBlocks blocks);
 
+// The hardware preset a profile's `field` names (a kernels_from, a kernel's "hardware"): none when
+// no preset answers to it; two that do, or a preset that does not read, refused at that field.
+[[nodiscard]] std::optional<model::HardwareProfile> hardware_named_by(const model::ConfigCatalog& catalog, const std::string& name,
+                                                                    const std::string& field);
+
 // The names of the hardware whose kernels `hardware` runs as they are: its own name and aliases,
 // then those of the profile its kernels_from names, followed as far as it leads (a profile
 // calibrated on an H800 runs the H800's, which runs the H100's). A kernel profile whose field
